@@ -1,0 +1,1 @@
+"""Hydra configuration: the schema (schema.py) and one config group per axis."""

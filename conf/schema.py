@@ -1,0 +1,103 @@
+"""Typed schema of a perfsweep config, registered in Hydra's ConfigStore.
+
+Every axis is a config group under conf/ whose yaml files are validated against
+the dataclass of that group; a wrong type in any field fails at composition with
+the field's full key.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class ModelConf:
+    name: str = "resnet18"  # the model's name in its library (timm or torchvision)
+    source: str = "torchvision"  # which library builds it: "timm" or "torchvision"
+    image_size: int = 224  # square input images, pixels per side
+    batch_size: int = 64  # samples per step
+    num_classes: int = 1000  # classifier outputs (no pretrained weights are loaded)
+    in_chans: int = 3  # image channels
+
+
+@dataclass
+class MemoryFormatConf:
+    name: str = "contiguous"  # "contiguous" or "channels_last" (model and input both)
+
+
+@dataclass
+class PrecisionConf:
+    name: str = "fp32"  # the label of this precision setting
+    autocast_dtype: Optional[str] = None  # "float16" or "bfloat16" to run under autocast
+    tf32: bool = False  # allow TF32 tensor cores for matmul and cuDNN convolutions
+    grad_scaler: bool = False  # scale the loss with GradScaler (one host sync per step)
+
+
+@dataclass
+class InputTypeConf:
+    name: str = "tensor"  # a type registered in train/inputs.py
+
+
+@dataclass
+class CompileConf:
+    name: str = "eager"  # the label of this compile setting
+    enabled: bool = False  # wrap the model in torch.compile
+    mode: Optional[str] = None  # torch.compile mode: default, reduce-overhead, max-autotune...
+    backend: str = "inductor"  # torch.compile backend
+    fullgraph: bool = False  # fail on graph breaks instead of falling back to eager
+
+
+@dataclass
+class OptimConf:
+    lr: float = 0.01  # SGD learning rate
+    momentum: float = 0.9  # SGD momentum
+
+
+@dataclass
+class LauncherConf:
+    name: str = "local"  # submitit executor: "local" (subprocess per run) or "debug" (in-process)
+    parallelism: int = 1  # runs at once; above 1 concurrent runs distort each other's timings
+    timeout_min: int = 60  # a run still going after this is killed
+    gpus_per_run: Optional[int] = None  # GPUs made visible to a run; None: 1 if this host has one
+
+
+@dataclass
+class TrackerConf:
+    mode: str = "offline"  # W&B mode: "offline", "online" or "disabled"
+    project: str = "perfsweep"  # W&B project
+    entity: Optional[str] = None  # W&B entity (user or team); None: the key's default
+    system_metrics: bool = False  # W&B's sampler of system metrics runs beside the timed loop
+
+
+@dataclass
+class RunConf:
+    """What one run measures: its identity is derived from these fields."""
+
+    model: ModelConf = field(default_factory=ModelConf)
+    memory_format: MemoryFormatConf = field(default_factory=MemoryFormatConf)
+    precision: PrecisionConf = field(default_factory=PrecisionConf)
+    input_type: InputTypeConf = field(default_factory=InputTypeConf)
+    compile: CompileConf = field(default_factory=CompileConf)
+    optim: OptimConf = field(default_factory=OptimConf)
+    steps: int = 30  # measured steps
+    warmup_steps: int = 5  # steps run first, recorded, flagged and left out of summaries
+    seed: int = 0  # seeds the model's weights and the synthetic data
+    device: str = "auto"  # "auto" (cuda if available, else cpu), "cpu", "cuda" or "cuda:N"
+    data_batches: int = 4  # synthetic batches made before timing and cycled through
+
+
+@dataclass
+class Config(RunConf):
+    """The whole config: a run's fields plus where and how the sweep runs."""
+
+    launcher: LauncherConf = field(default_factory=LauncherConf)
+    tracker: TrackerConf = field(default_factory=TrackerConf)
+    sweep: str = "default"  # the sweep file sweeps/<sweep>.yaml whose params are swept
+    sweep_name: Optional[str] = None  # the sweep's folder under runs_dir; None: the sweep's name
+    runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
+
+
+RUN_FIELDS = tuple(RunConf.__dataclass_fields__)
+
+ConfigStore.instance().store(name="perfsweep_schema", node=Config)

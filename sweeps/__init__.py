@@ -1,0 +1,1 @@
+"""Sweep definitions (one yaml per question or published table) and the planner that expands them."""

@@ -1,0 +1,1 @@
+"""The instrumented run: builds a model and its inputs, times each step's phases, writes records."""

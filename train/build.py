@@ -1,0 +1,96 @@
+"""Builds what a run trains: model, optimizer, loss, synthetic batches. The one place that constructs them."""
+
+import dataclasses
+from typing import Callable
+
+import torch
+
+from conf.schema import ModelConf, RunConf
+from train import precision as prec
+from train.inputs import InputType, get_input_type
+
+MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+def _timm(model: ModelConf) -> torch.nn.Module:
+    import timm
+
+    return timm.create_model(model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans)
+
+
+def _torchvision(model: ModelConf) -> torch.nn.Module:
+    import torchvision
+
+    if model.in_chans != 3:
+        raise ValueError(f"torchvision models take 3 input channels; model.in_chans={model.in_chans}")
+    return torchvision.models.get_model(model.name, weights=None, num_classes=model.num_classes)
+
+
+def _timm_names() -> list[str]:
+    import timm
+
+    return timm.list_models()
+
+
+def _torchvision_names() -> list[str]:
+    import torchvision
+
+    return torchvision.models.list_models()
+
+
+# source -> (constructor, the names it knows)
+MODEL_SOURCES: dict[str, tuple[Callable[[ModelConf], torch.nn.Module], Callable[[], list[str]]]] = {
+    "timm": (_timm, _timm_names),
+    "torchvision": (_torchvision, _torchvision_names),
+}
+
+
+@dataclasses.dataclass
+class Trainer:
+    """Everything a training step touches, built before timing starts."""
+
+    model: torch.nn.Module
+    loss_fn: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    autocast: Callable[[], object]
+    input_type: InputType
+    memory_format: torch.memory_format
+    batches: list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Random images and labels, made once on the device (contiguous, as a loader would hand them over)."""
+    m = cfg.model
+    shape = (m.batch_size, m.in_chans, m.image_size, m.image_size)
+    return [
+        (torch.randn(shape, device=device), torch.randint(0, m.num_classes, (m.batch_size,), device=device))
+        for _ in range(cfg.data_batches)
+    ]
+
+
+def build(cfg: RunConf, device: torch.device) -> Trainer:
+    torch.manual_seed(cfg.seed)
+    memory_format = MEMORY_FORMATS[cfg.memory_format.name]
+    constructor, _ = MODEL_SOURCES[cfg.model.source]
+    model = constructor(cfg.model).to(device=device, memory_format=memory_format).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum)
+    if cfg.compile.enabled:
+        model = torch.compile(model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph)
+    prec.set_tf32(cfg.precision)
+    return Trainer(
+        model=model,
+        loss_fn=torch.nn.CrossEntropyLoss(),
+        optimizer=optimizer,
+        scaler=prec.grad_scaler(cfg.precision, device),
+        autocast=lambda: prec.autocast(cfg.precision, device),
+        input_type=get_input_type(cfg.input_type.name),
+        memory_format=memory_format,
+        batches=synthetic_batches(cfg, device),
+    )

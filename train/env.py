@@ -1,0 +1,72 @@
+"""The environment a run measured in: versions, device, host, code revision, scheduler ids."""
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
+
+
+def _run(*cmd: str) -> str | None:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit() -> dict[str, object]:
+    commit = _run("git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD")
+    dirty = _run("git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(dirty) if dirty is not None else None}
+
+
+def environment(device: torch.device) -> dict[str, object]:
+    env: dict[str, object] = {
+        "hostname": socket.gethostname(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "packages": {p: _version(p) for p in PACKAGES},
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "device": str(device),
+        "git": git_commit(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        env["gpu"] = {
+            "name": props.name,
+            "capability": f"{props.major}.{props.minor}",
+            "memory_gib": round(props.total_memory / 2**30, 1),
+            "driver": (_run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader") or "").split("\n")[0]
+            or None,
+        }
+    return env

@@ -1,0 +1,110 @@
+"""Input-tensor types: how a batch is wrapped before it reaches the model.
+
+Each type is a registered class with two hooks: `wrap` (part of the data phase,
+where a data pipeline would hand over its tensor type) and `before_model` (the
+last thing before the forward pass). Add a type with `@register("name")` and a
+yaml file in conf/input_type/.
+"""
+
+import warnings
+from typing import Any, Callable
+
+import torch
+
+INPUT_TYPES: dict[str, type["InputType"]] = {}
+
+
+def register(name: str) -> Callable[[type["InputType"]], type["InputType"]]:
+    def add(cls: type["InputType"]) -> type["InputType"]:
+        if name in INPUT_TYPES:
+            warnings.warn(f"input type {name!r} registered twice; {cls.__name__} replaces it", stacklevel=2)
+        INPUT_TYPES[name] = cls
+        return cls
+
+    return add
+
+
+def get_input_type(name: str) -> "InputType":
+    if name not in INPUT_TYPES:
+        raise ValueError(f"unknown input type {name!r}; registered: {', '.join(sorted(INPUT_TYPES))}")
+    return INPUT_TYPES[name]()
+
+
+class SubClassedTensor(torch.Tensor):
+    """A pass-through subclass: nothing but a new type (seed 000)."""
+
+
+class SubClassedTensorNoTF(torch.Tensor):
+    """A pass-through subclass whose results are plain Tensors: no re-wrapping of outputs."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+
+class TensorBase(torch.Tensor):
+    """A subclass that carries metadata through torch ops, after fastai's TensorBase.
+
+    `__torch_function__` re-wraps every result (the default behaviour) and copies
+    the metadata of the first TensorBase argument onto each TensorBase result.
+    """
+
+    def __new__(cls, data: torch.Tensor, **meta: Any) -> "TensorBase":
+        result = data.as_subclass(cls)
+        result.__dict__.update(meta)
+        return result
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        result = super().__torch_function__(func, types, args, kwargs or {})
+        source = next((a for a in _leaves(args, kwargs) if isinstance(a, TensorBase) and a.__dict__), None)
+        if source is not None:
+            for out in result if isinstance(result, (tuple, list)) else (result,):
+                if isinstance(out, TensorBase) and out is not source:
+                    out.__dict__.update(source.__dict__)
+        return result
+
+
+def _leaves(args: tuple, kwargs: dict | None):
+    for arg in (*args, *(kwargs or {}).values()):
+        if isinstance(arg, (tuple, list)):
+            yield from arg
+        else:
+            yield arg
+
+
+class InputType:
+    """A plain torch.Tensor batch: the baseline."""
+
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def before_model(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+register("tensor")(InputType)
+
+
+@register("subclass")
+class Subclass(InputType):
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return x.as_subclass(SubClassedTensor)
+
+
+@register("subclass_notf")
+class SubclassNoTorchFunction(InputType):
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return x.as_subclass(SubClassedTensorNoTF)
+
+
+@register("tensorbase")
+class MetadataSubclass(InputType):
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return TensorBase(x, source="synthetic")
+
+
+@register("cast")
+class CastToTensor(MetadataSubclass):
+    """The fix: keep the subclass through the data pipeline, cast it away before the model."""
+
+    def before_model(self, x: torch.Tensor) -> torch.Tensor:
+        return x.as_subclass(torch.Tensor)

@@ -1,0 +1,45 @@
+"""Precision settings: autocast dtype, TF32 and loss scaling, and what a device can run."""
+
+import contextlib
+
+import torch
+
+from conf.schema import PrecisionConf
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
+    """Why `device` cannot run `precision`, or None if it can."""
+    if precision.autocast_dtype is not None and precision.autocast_dtype not in DTYPES:
+        return f"precision {precision.name}: autocast_dtype={precision.autocast_dtype!r} is not one of {sorted(DTYPES)}"
+    if device.type == "cpu":
+        if precision.tf32:
+            return f"precision {precision.name} needs TF32 tensor cores (an NVIDIA GPU, compute capability 8.0+); the device is a CPU"
+        return None
+    if device.type != "cuda":
+        return f"precision {precision.name} is not supported on device type {device.type!r}"
+    major, minor = torch.cuda.get_device_capability(device)
+    name = torch.cuda.get_device_name(device)
+    if precision.tf32 and major < 8:
+        return f"precision {precision.name} needs compute capability 8.0+; {name} has {major}.{minor}"
+    if precision.autocast_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        return f"precision {precision.name} needs bfloat16 support; {name} (compute capability {major}.{minor}) has none"
+    return None
+
+
+def set_tf32(precision: PrecisionConf) -> None:
+    """TF32 is a process-wide switch: set it on or off explicitly so no default leaks in."""
+    torch.backends.cuda.matmul.allow_tf32 = precision.tf32
+    torch.backends.cudnn.allow_tf32 = precision.tf32
+
+
+def autocast(precision: PrecisionConf, device: torch.device) -> contextlib.AbstractContextManager:
+    if precision.autocast_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=DTYPES[precision.autocast_dtype])
+
+
+def grad_scaler(precision: PrecisionConf, device: torch.device) -> torch.amp.GradScaler:
+    """A GradScaler, disabled (a no-op) unless the precision asks for loss scaling."""
+    return torch.amp.GradScaler(device.type, enabled=precision.grad_scaler)

@@ -1,0 +1,67 @@
+"""A run's records on disk: the source of truth that W&B and analysis are views of.
+
+    <sweep_dir>/sweep.json             the sweep: uid, the planned run names, launches
+    <sweep_dir>/<run>/config.json      resolved config, run id, axes
+    <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
+    <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
+    <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
+    <sweep_dir>/<run>/status.json      pending | running | done | failed (+ error, traceback)
+
+Every file is written to a temporary name and renamed into place, so a reader
+sees the old file or the new one, never half of one.
+"""
+
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CONFIG, ENV, STEPS, SUMMARY, STATUS = "config.json", "env.json", "steps.parquet", "summary.json", "status.json"
+SWEEP = "sweep.json"
+STATES = ("pending", "running", "done", "failed")
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    atomic_write(path, sink.getvalue().to_pybytes())
+
+
+def read_steps(path: Path) -> pa.Table:
+    return pq.read_table(path)
+
+
+def write_status(run_dir: Path, state: str, **details: Any) -> None:
+    if state not in STATES:
+        raise ValueError(f"unknown run state {state!r}; states: {', '.join(STATES)}")
+    write_json(run_dir / STATUS, {"state": state, "updated_at": now(), **details})
+
+
+def read_status(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / STATUS
+    return read_json(path) if path.exists() else {"state": "pending"}

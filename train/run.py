@@ -1,0 +1,88 @@
+"""The instrumented run: one RunSpec -> records on disk (and a W&B run).
+
+This is the function submitit executes, in its own process per run.
+"""
+
+import dataclasses
+import resource
+import traceback
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import torch
+
+from sweeps.spec import RunSpec
+from train import checks, records
+from train.build import build, resolve_device
+from train.env import environment
+from train.step import Window, run_window
+from train.timing import PHASES
+from train.tracker import Tracker
+
+SUMMARY_COLUMNS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
+
+
+def peak_memory_mib(device: torch.device) -> tuple[float, str]:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
+
+
+def summarize(spec: RunSpec, window: Window, device: torch.device) -> dict[str, Any]:
+    cfg = spec.config
+    memory, memory_kind = peak_memory_mib(device)
+    losses = [row["loss"] for row in window.rows]
+    return {
+        "median_ms": {c: median(row[c] for row in window.rows) for c in SUMMARY_COLUMNS},
+        "steps": len(window.rows),
+        "samples_per_s": len(window.rows) * cfg.model.batch_size / window.seconds,
+        "window_s": window.seconds,
+        "timer": window.timer,
+        "output_type": window.output_type,
+        "peak_memory_mib": memory,
+        "peak_memory_kind": memory_kind,
+        "loss_first": losses[0],
+        "loss_last": losses[-1],
+        # GradScaler reads its inf check back to the host once a step: such runs overlap host and device less.
+        "host_sync_per_step": bool(cfg.precision.grad_scaler and device.type == "cuda"),
+    }
+
+
+def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> dict[str, Any]:
+    """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg = spec.config
+    launch = {"parallelism": parallelism, "tracker_id": tracker_id}
+    records.write_status(run_dir, "running", started_at=records.now(), **launch)
+    tracker = None
+    try:
+        records.write_json(run_dir / records.CONFIG, {"run_id": spec.run_id, "name": spec.name, "axes": spec.axes,
+                                                      "config": dataclasses.asdict(cfg)})
+        device = resolve_device(cfg.device)
+        records.write_json(run_dir / records.ENV, environment(device))
+        found = checks.problems(cfg)
+        if found:
+            raise ValueError("; ".join(found))
+        trainer = build(cfg, device)
+        tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
+        warmup = run_window(trainer, 0, cfg.warmup_steps, device)
+        tracker.log_rows([{**row, "warmup": True} for row in warmup.rows])
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        window = run_window(trainer, cfg.warmup_steps, cfg.steps, device)
+        summary = summarize(spec, window, device)
+        rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
+        records.write_steps(run_dir / records.STEPS, rows)
+        records.write_json(run_dir / records.SUMMARY, summary)
+        tracker.log_rows(rows[len(warmup.rows):])
+        tracker.finish(summary)
+        records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
+        return summary
+    except BaseException as error:
+        error_info = {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
+        if tracker is not None:
+            tracker.finish({"error": error_info["type"]}, failed=True)
+        warnings = tracker.warnings if tracker else []
+        records.write_status(run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch)
+        raise

@@ -1,0 +1,67 @@
+"""Per-step phase clocks that add no host-device sync to the loop they time.
+
+At each phase boundary the clock takes a host timestamp (perf_counter) and, on
+CUDA, records a CUDA event on the current stream. Recording an event is
+asynchronous; events are only read back by `rows()`, after the caller has
+synchronized once at the end of the measured window.
+"""
+
+import time
+
+import torch
+
+PHASES = ("data", "forward", "backward", "optimizer")
+_MARKS = len(PHASES) + 1  # boundaries per step: start, then the end of each phase
+
+
+class StepClock:
+    """Boundaries of `capacity` steps; call `start()` then `mark()` once per phase."""
+
+    def __init__(self, device: torch.device, capacity: int):
+        self.uses_events = device.type == "cuda"
+        self._host = [0.0] * (capacity * _MARKS)
+        self._events = (
+            [torch.cuda.Event(enable_timing=True) for _ in range(capacity * _MARKS)] if self.uses_events else None
+        )
+        self._next = 0
+
+    @property
+    def timer(self) -> str:
+        return "cuda_event" if self.uses_events else "perf_counter"
+
+    def start(self) -> None:
+        """Begin a step: its first boundary."""
+        self.mark()
+
+    def mark(self) -> None:
+        """End the current phase."""
+        if self._events is not None:
+            self._events[self._next].record()
+        self._host[self._next] = time.perf_counter()
+        self._next += 1
+
+    def rows(self) -> list[dict[str, float]]:
+        """Milliseconds per phase and per step, for every completed step.
+
+        `{phase}_ms` is device time on CUDA (events) and host time on CPU;
+        `{phase}_host_ms` is always host time. The caller must have synchronized
+        the device since the last mark.
+        """
+        rows = []
+        for first in range(0, self._next - _MARKS + 1, _MARKS):
+            host = self._host[first : first + _MARKS]
+            row = {f"{p}_host_ms": (host[i + 1] - host[i]) * 1e3 for i, p in enumerate(PHASES)}
+            row["step_host_ms"] = (host[-1] - host[0]) * 1e3
+            if self._events is None:
+                row.update({f"{p}_ms": row[f"{p}_host_ms"] for p in (*PHASES, "step")})
+            else:
+                ev = self._events[first : first + _MARKS]
+                row.update({f"{p}_ms": ev[i].elapsed_time(ev[i + 1]) for i, p in enumerate(PHASES)})
+                row["step_ms"] = ev[0].elapsed_time(ev[-1])
+            rows.append(row)
+        return rows
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

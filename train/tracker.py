@@ -1,0 +1,63 @@
+"""Streams a run's records to Weights & Biases; a failure here never fails the run.
+
+W&B is a view of the records: rows are handed to it only outside the measured
+window (warm-up rows after warm-up, measured rows after the window), so a
+`wandb.log` call (~150 us of host time, and sometimes a blocking flush) never
+falls inside a timed step. Every W&B error becomes a warning in the run's status.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from conf.schema import TrackerConf
+from sweeps.spec import RunSpec, flatten, run_fields
+
+
+class Tracker:
+    def __init__(self, conf: TrackerConf, spec: RunSpec, run_dir: Path, tracker_id: str):
+        self.warnings: list[str] = []
+        self.run = None
+        if conf.mode == "disabled":
+            return
+        try:
+            import wandb
+
+            self.run = wandb.init(
+                mode=conf.mode,
+                project=conf.project,
+                entity=conf.entity,
+                group=spec.sweep_name,
+                name=spec.name,
+                id=tracker_id,
+                resume="allow",
+                config={**flatten(run_fields(spec.config)), "run_id": spec.run_id},
+                tags=sorted(set(spec.axes.values())),
+                dir=str(run_dir),
+                settings=wandb.Settings(x_disable_stats=not conf.system_metrics, console="off", silent=True),
+            )
+            self.run.define_metric("step")
+            self.run.define_metric("*", step_metric="step")
+        except Exception as error:  # W&B must not take the run down with it
+            self._warn("init", error)
+
+    def _warn(self, what: str, error: Exception) -> None:
+        self.warnings.append(f"wandb {what} failed: {type(error).__name__}: {error}")
+        self.run = None
+
+    def log_rows(self, rows: list[dict[str, Any]]) -> None:
+        if self.run is None:
+            return
+        try:
+            for row in rows:
+                self.run.log(row)
+        except Exception as error:
+            self._warn("log", error)
+
+    def finish(self, summary: dict[str, Any], failed: bool = False) -> None:
+        if self.run is None:
+            return
+        try:
+            self.run.summary.update(flatten(summary))
+            self.run.finish(exit_code=1 if failed else 0)
+        except Exception as error:
+            self._warn("finish", error)

@@ -1,0 +1,1 @@
+"""Records -> tables, plots and reports. Reads only what runs wrote to disk."""

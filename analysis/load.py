@@ -1,0 +1,57 @@
+"""Loads a sweep folder's run records."""
+
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from sweeps.spec import flatten
+from train import records
+
+
+@dataclasses.dataclass
+class RunRecord:
+    name: str
+    run_id: str
+    axes: dict[str, str]
+    fields: dict[str, Any]  # the run's config, flattened (model.batch_size, steps, ...)
+    status: dict[str, Any]
+    summary: dict[str, Any] | None
+    env: dict[str, Any] | None
+
+    @property
+    def state(self) -> str:
+        return self.status["state"]
+
+
+def _optional_json(path: Path) -> Any:
+    return records.read_json(path) if path.exists() else None
+
+
+def load_run(run_dir: Path) -> RunRecord:
+    config = records.read_json(run_dir / records.CONFIG)
+    return RunRecord(
+        name=run_dir.name,
+        run_id=config["run_id"],
+        axes=config["axes"],
+        fields=flatten(config["config"]),
+        status=records.read_status(run_dir),
+        summary=_optional_json(run_dir / records.SUMMARY),
+        env=_optional_json(run_dir / records.ENV),
+    )
+
+
+def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecord]:
+    """Every run in `sweep_dir` (or the named ones); an unreadable run is skipped with a warning naming it."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise FileNotFoundError(f"no sweep folder at {sweep_dir}")
+    dirs = [sweep_dir / n for n in names] if names is not None else sorted(p.parent for p in sweep_dir.glob(f"*/{records.CONFIG}"))
+    runs = []
+    for run_dir in dirs:
+        try:
+            runs.append(load_run(run_dir))
+        except (OSError, json.JSONDecodeError, KeyError) as error:
+            warnings.warn(f"skipping run {run_dir.name}: unreadable records ({error})", stacklevel=2)
+    return runs

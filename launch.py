@@ -1,0 +1,78 @@
+#!/usr/bin/env python
+"""perfsweep's entry point: plan a sweep from Hydra overrides, check it, run it through submitit, print its table.
+
+    python launch.py [-m] [OVERRIDE ...]      run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its
+                                              axes narrowed or widened by Hydra overrides (model=a,b sweeps)
+    python launch.py table SWEEP_DIR [--csv]  print a sweep's table from its records
+    python launch.py --help | --cfg job ...   Hydra's own flags, as in any Hydra app
+"""
+
+import sys
+
+from hydra._internal.utils import get_args_parser
+
+
+def hydra_app() -> None:
+    """Hydra's own handling of --help, --cfg, --info... (it never calls the task for those flags)."""
+    import hydra
+
+    @hydra.main(config_path="conf", config_name="config", version_base="1.3")
+    def show(cfg) -> None:
+        raise RuntimeError("launch.py runs sweeps itself; Hydra only answers its informational flags")
+
+    show()
+
+
+def check(plan) -> list[str]:
+    """Every problem of every run that would stop it from running here, each named once."""
+    from train.checks import problems
+
+    on_this_host = plan.settings.launcher.name in ("local", "debug")
+    found: dict[str, str] = {}
+    for spec in plan.runs:
+        for problem in problems(spec.config, on_this_host):
+            found.setdefault(problem, spec.name)
+    return [f"{problem} (first in run {name})" for problem, name in found.items()]
+
+
+def run_sweep(overrides: list[str], argv: list[str]) -> int:
+    from analysis.table import render
+    from launcher.submit import launch
+    from launcher.sweepdir import SweepDirError
+    from sweeps.plan import PlanError, build_plan
+
+    try:
+        plan = build_plan(overrides)
+        problems = check(plan)
+        if problems:
+            raise PlanError(problems)
+        print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
+        outcome = launch(plan, argv)
+    except (PlanError, SweepDirError) as error:
+        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nperfsweep: interrupted; running runs were cancelled. Run the same command again to resume.",
+              file=sys.stderr)
+        return 130
+    if outcome.skipped:
+        print(f"{len(outcome.skipped)} runs were already done and were not run again")
+    print(render(plan.sweep_dir, names=[spec.name for spec in plan.runs]))
+    print(f"records: {plan.sweep_dir.resolve()}")
+    return 1 if outcome.failed else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["table"]:
+        from analysis.table import main as table
+
+        return table(argv[1:])
+    args = get_args_parser().parse_args(argv)
+    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+        hydra_app()
+        return 0
+    return run_sweep(args.overrides, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

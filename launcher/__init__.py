@@ -1,0 +1,1 @@
+"""Hands a plan's runs to submitit and follows them to the end."""

@@ -1,0 +1,44 @@
+"""The sweep folder: its manifest (sweep.json), which runs are done, and each run's folder."""
+
+import os
+import uuid
+from pathlib import Path
+
+from sweeps.plan import Plan
+from sweeps.spec import RunSpec
+from train import records
+
+
+class SweepDirError(OSError):
+    pass
+
+
+def open_sweep(plan: Plan, argv: list[str]) -> dict:
+    """Create or reopen the sweep folder and add this launch's runs to its manifest."""
+    sweep_dir = plan.sweep_dir
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(sweep_dir, os.W_OK):
+            raise PermissionError(f"not writable: {sweep_dir}")
+    except OSError as error:
+        raise SweepDirError(f"cannot write the sweep folder {sweep_dir}: {error}") from error
+    path = sweep_dir / records.SWEEP
+    manifest = records.read_json(path) if path.exists() else {"uid": uuid.uuid4().hex[:8], "created_at": records.now(),
+                                                              "runs": {}, "launches": []}
+    manifest["runs"].update({spec.name: spec.run_id for spec in plan.runs})
+    manifest["launches"].append({"at": records.now(), "argv": argv, "runs": [spec.name for spec in plan.runs]})
+    records.write_json(path, manifest)
+    return manifest
+
+
+def run_dir(plan: Plan, spec: RunSpec) -> Path:
+    return plan.sweep_dir / spec.name
+
+
+def is_done(plan: Plan, spec: RunSpec) -> bool:
+    return records.read_status(run_dir(plan, spec))["state"] == "done"
+
+
+def tracker_id(manifest: dict, spec: RunSpec) -> str:
+    """A W&B run id fixed for this run in this sweep folder, so a re-run resumes rather than forks."""
+    return f"{manifest['uid']}-{spec.run_id}"

@@ -38,16 +38,22 @@ class Window:
     timer: str
 
 
-def run_window(t: Trainer, first: int, steps: int, device: torch.device) -> Window:
-    """Run `steps` steps with one synchronize before and one after, nothing in between."""
-    clock = StepClock(device, steps)
+def timed_steps(t: Trainer, first: int, steps: int, clock: StepClock) -> tuple[list[torch.Tensor], type | None]:
+    """The measured loop itself: steps and clock marks, no reads of device values."""
     losses: list[torch.Tensor] = []
     output_type = None
-    synchronize(device)
-    start = time.perf_counter()
     for index in range(first, first + steps):
         loss, output_type = train_step(t, index, clock)
         losses.append(loss)
+    return losses, output_type
+
+
+def run_window(t: Trainer, first: int, steps: int, device: torch.device) -> Window:
+    """Run `steps` steps with one synchronize before and one after, nothing in between."""
+    clock = StepClock(device, steps)
+    synchronize(device)
+    start = time.perf_counter()
+    losses, output_type = timed_steps(t, first, steps, clock)
     synchronize(device)
     seconds = time.perf_counter() - start
     rows = clock.rows()

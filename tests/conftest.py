@@ -1,0 +1,47 @@
+"""Shared fixtures: a tiny CPU config composed from the real conf/, and the GPU skip."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeps.plan import build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+# timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
+TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2"]
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _offline_wandb(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+
+
+@pytest.fixture
+def tiny_plan(tmp_path):
+    """Plan a tiny sweep from the real configs, into a temporary runs folder."""
+
+    def plan(*overrides: str):
+        return build_plan([*TINY, f"runs_dir={tmp_path / 'runs'}", *overrides])
+
+    return plan
+
+
+def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run launch.py as a user would, in a fresh process."""
+    return subprocess.run([sys.executable, str(ROOT / "launch.py"), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, **(env or {})})

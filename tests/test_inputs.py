@@ -1,0 +1,58 @@
+"""Input types: what reaches the model, and whether the subclass spreads through it."""
+
+import pytest
+import torch
+
+from train.inputs import INPUT_TYPES, SubClassedTensor, TensorBase, get_input_type
+
+# input type -> (type the model receives, type of the model's output)
+EXPECTED = {
+    "tensor": ("Tensor", "Tensor"),
+    "subclass": ("SubClassedTensor", "SubClassedTensor"),
+    "subclass_notf": ("SubClassedTensorNoTF", "Tensor"),
+    "tensorbase": ("TensorBase", "TensorBase"),
+    "cast": ("Tensor", "Tensor"),
+}
+
+
+def test_every_input_type_has_an_expectation():
+    assert set(EXPECTED) == set(INPUT_TYPES)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_subclass_spreads_through_a_network_or_not(name):
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(2))
+    kind = get_input_type(name)
+    x = kind.before_model(kind.wrap(torch.randn(2, 3, 8, 8)))
+    out = net(x)
+    assert (type(x).__name__, type(out).__name__) == EXPECTED[name]
+
+
+def test_tensorbase_metadata_survives_ops():
+    x = TensorBase(torch.randn(2, 3, 4, 4), source="camera", scale=0.5)
+    for y in (x * 2, x.contiguous(memory_format=torch.channels_last), torch.relu(x), torch.cat([x, x]),
+              torch.nn.functional.conv2d(x, torch.randn(1, 3, 1, 1))):
+        assert isinstance(y, TensorBase)
+        assert (y.source, y.scale) == ("camera", 0.5)
+    first, second = x.chunk(2)
+    assert first.source == second.source == "camera"
+
+
+def test_cast_removes_the_subclass_and_keeps_the_values():
+    kind = get_input_type("cast")
+    x = torch.randn(2, 3, 4, 4)
+    wrapped = kind.wrap(x)
+    assert isinstance(wrapped, TensorBase)
+    cast = kind.before_model(wrapped)
+    assert type(cast) is torch.Tensor and torch.equal(cast, x)
+
+
+def test_subclass_is_a_pass_through():
+    x = torch.randn(3)
+    y = get_input_type("subclass").wrap(x)
+    assert type(y) is SubClassedTensor and torch.equal(y.as_subclass(torch.Tensor), x)
+
+
+def test_unknown_input_type_names_the_registered_ones():
+    with pytest.raises(ValueError, match="unknown input type 'nope'; registered: cast, subclass"):
+        get_input_type("nope")

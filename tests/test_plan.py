@@ -1,0 +1,60 @@
+"""Planning: sweep file + overrides -> runs with stable, distinct ids and safe folder names."""
+
+import pytest
+
+from sweeps.plan import PlanError, build_plan
+
+
+def test_default_sweep_is_input_type_by_memory_format():
+    plan = build_plan([])
+    assert len(plan.runs) == 6
+    pairs = {(s.axes["input_type"], s.axes["memory_format"]) for s in plan.runs}
+    assert pairs == {(i, m) for i in ("tensor", "subclass", "tensorbase") for m in ("contiguous", "channels_last")}
+    assert {s.config.model.image_size for s in plan.runs} == {64}
+    assert str(plan.sweep_dir) == "runs/default"
+
+
+def test_command_line_grid_replaces_the_sweeps_axes():
+    plan = build_plan(["model=resnet18,resnet50", "input_type=tensor,subclass", "precision=fp32",
+                       "memory_format=contiguous,channels_last"])
+    assert len(plan.runs) == 8
+    assert {s.axes["model"] for s in plan.runs} == {"resnet18", "resnet50"}
+    assert {s.axes["precision"] for s in plan.runs} == {"fp32"}
+
+
+def test_run_ids_are_stable_and_distinct():
+    first, second = build_plan([]), build_plan([])
+    assert [s.run_id for s in first.runs] == [s.run_id for s in second.runs]
+    assert len({s.run_id for s in first.runs}) == 6
+    assert len({s.name for s in first.runs}) == 6
+
+
+def test_run_id_ignores_where_the_sweep_runs():
+    base = build_plan(["input_type=tensor", "memory_format=contiguous"]).runs[0]
+    moved = build_plan(["input_type=tensor", "memory_format=contiguous", "launcher.parallelism=4",
+                        "tracker.mode=disabled", "runs_dir=elsewhere"]).runs[0]
+    changed = build_plan(["input_type=tensor", "memory_format=contiguous", "model.batch_size=8"]).runs[0]
+    assert base.run_id == moved.run_id
+    assert base.run_id != changed.run_id
+
+
+def test_duplicate_runs_are_planned_once():
+    plan = build_plan(["input_type=tensor,tensor", "memory_format=contiguous"])
+    assert len(plan.runs) == 1
+
+
+def test_sweep_wide_settings_cannot_be_swept():
+    with pytest.raises(PlanError, match="launcher is a setting of the whole sweep"):
+        build_plan(["launcher.parallelism=1,2"])
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden"])
+def test_sweep_name_cannot_leave_the_runs_folder(name):
+    with pytest.raises(PlanError, match="must be a plain folder name"):
+        build_plan([f"sweep_name={name}"])
+
+
+def test_run_names_are_plain_folder_names():
+    (spec,) = build_plan(["model=timm_resnet50", "model.name=../../etc", "input_type=tensor",
+                          "memory_format=contiguous"]).runs
+    assert "/" not in spec.name and not spec.name.startswith(".")

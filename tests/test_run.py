@@ -1,0 +1,108 @@
+"""Real short runs on the CPU: records, per-step rows, output types, failures, and what W&B got."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from train import records
+from train.run import execute
+from train.timing import PHASES
+
+OUTPUT_TYPES = {"tensor": "Tensor", "subclass": "SubClassedTensor", "subclass_notf": "Tensor",
+                "tensorbase": "TensorBase", "cast": "Tensor"}
+PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
+
+
+def run(plan) -> tuple[Path, dict]:
+    (spec,) = plan.runs
+    run_dir = plan.sweep_dir / spec.name
+    return run_dir, execute(spec, run_dir, tracker_id=f"t-{spec.run_id}", parallelism=1)
+
+
+def wandb_records(run_dir: Path) -> list[dict]:
+    wandb = Path(sys.executable).with_name("wandb")
+    out = subprocess.run([str(wandb), "leet", "inspect", "--json", str(run_dir / "wandb")],
+                         capture_output=True, text=True, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("input_type", sorted(OUTPUT_TYPES))
+def test_a_real_run_writes_complete_records(tiny_plan, input_type):
+    run_dir, summary = run(tiny_plan(f"input_type={input_type}", "memory_format=channels_last"))
+    assert records.read_status(run_dir)["state"] == "done"
+    config = records.read_json(run_dir / records.CONFIG)
+    assert config["axes"]["input_type"] == input_type and config["config"]["model"]["name"] == "test_resnet"
+    env = records.read_json(run_dir / records.ENV)
+    assert env["packages"]["torch"] and env["device"] == "cpu" and env["cpu"]
+    steps = records.read_steps(run_dir / records.STEPS).to_pylist()
+    assert [r["step"] for r in steps] == [0, 1, 2, 3]
+    assert [r["warmup"] for r in steps] == [True, False, False, False]
+    assert all(r[k] > 0 for r in steps for k in PHASE_KEYS)
+    assert summary == records.read_json(run_dir / records.SUMMARY)
+    assert summary["steps"] == 3 and summary["samples_per_s"] > 0 and summary["peak_memory_mib"] > 0
+    assert summary["output_type"] == OUTPUT_TYPES[input_type]
+    assert summary["median_ms"]["step_ms"] == sorted(r["step_ms"] for r in steps[1:])[1]
+    assert summary["timer"] == "perf_counter" and summary["host_sync_per_step"] is False
+
+
+@pytest.mark.parametrize("precision", ["amp_fp16", "amp_bf16"])
+def test_amp_runs_on_cpu(tiny_plan, precision):
+    run_dir, summary = run(tiny_plan(f"precision={precision}", "input_type=tensor", "memory_format=contiguous"))
+    losses = [r["loss"] for r in records.read_steps(run_dir / records.STEPS).to_pylist()]
+    assert all(loss == loss and loss > 0 for loss in losses), "losses must be finite numbers"
+
+
+def test_the_model_learns(tiny_plan):
+    _, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=12", "data_batches=1",
+                               "optim.lr=0.05"))
+    assert summary["loss_last"] < summary["loss_first"]
+
+
+def test_wandb_offline_run_holds_every_step(tiny_plan):
+    run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous"))
+    logged = wandb_records(run_dir)
+    history = [r["history"]["item"] for r in logged if r["type"] == "history"]
+    assert [h["step"] for h in history] == [0, 1, 2, 3]
+    assert [h["warmup"] for h in history] == [True, False, False, False]
+    assert all(h[k] > 0 for h in history for k in PHASE_KEYS)
+    (run_record,) = [r["run"] for r in logged if r["type"] == "run"]
+    config = json.dumps(run_record["config"])
+    assert "input_type.name" in config and "subclass" in config
+    assert records.read_status(run_dir)["warnings"] == []
+
+
+def test_wandb_disabled_writes_no_wandb_files(tiny_plan):
+    run_dir, _ = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"))
+    assert not (run_dir / "wandb").exists()
+    assert records.read_status(run_dir)["state"] == "done"
+
+
+def test_a_failing_run_records_the_error_and_raises(tiny_plan):
+    with pytest.raises(ValueError, match="is not a timm model"):
+        run(tiny_plan("model.name=no_such_net", "input_type=tensor", "memory_format=contiguous"))
+    (run_dir,) = [p.parent for p in tiny_plan("input_type=tensor").sweep_dir.glob("*/status.json")]
+    status = records.read_status(run_dir)
+    assert status["state"] == "failed"
+    assert status["error"]["type"] == "ValueError"
+    assert "no_such_net" in status["error"]["message"] and "Traceback" in status["error"]["traceback"]
+    assert not (run_dir / records.STEPS).exists()
+
+
+@pytest.mark.slow
+def test_compiled_run(tiny_plan):
+    run_dir, summary = run(tiny_plan("compile=default", "warmup_steps=2", "input_type=tensor",
+                                     "memory_format=contiguous"))
+    assert records.read_status(run_dir)["state"] == "done" and summary["steps"] == 3
+
+
+@pytest.mark.gpu
+def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
+    run_dir, summary = run(tiny_plan("device=cuda", "precision=amp_fp16", "input_type=subclass",
+                                     "memory_format=channels_last"))
+    env = records.read_json(run_dir / records.ENV)
+    assert env["gpu"]["name"] and env["cuda"]
+    assert summary["timer"] == "cuda_event" and summary["host_sync_per_step"] is True
+    assert summary["peak_memory_kind"] == "cuda_max_allocated"

@@ -1,0 +1,75 @@
+"""StepClock: one row per step, phases that add up to the step, no syncs inside the window on CUDA."""
+
+import time
+
+import pytest
+import torch
+
+from sweeps.plan import build_plan
+from train.build import build
+from train.step import run_window, timed_steps
+from train.timing import PHASES, StepClock
+
+
+def test_cpu_clock_rows_add_up():
+    clock = StepClock(torch.device("cpu"), capacity=3)
+    for _ in range(3):
+        clock.start()
+        for _phase in PHASES:
+            time.sleep(0.002)
+            clock.mark()
+    rows = clock.rows()
+    assert len(rows) == 3
+    for row in rows:
+        assert all(row[f"{p}_ms"] >= 2.0 for p in PHASES)
+        assert row["step_ms"] == pytest.approx(sum(row[f"{p}_ms"] for p in PHASES))
+        assert row["step_ms"] == row["step_host_ms"]
+    assert clock.timer == "perf_counter"
+
+
+def test_a_partly_marked_step_is_not_a_row():
+    clock = StepClock(torch.device("cpu"), capacity=2)
+    clock.start()
+    for _phase in PHASES:
+        clock.mark()
+    clock.start()
+    clock.mark()
+    assert len(clock.rows()) == 1
+
+
+def _cuda_trainer(precision: str):
+    (spec,) = build_plan(["model=test_resnet", "input_type=subclass", "memory_format=channels_last",
+                          f"precision={precision}", "device=cuda"]).runs
+    return build(spec.config, torch.device("cuda"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp32", "amp_bf16"])
+def test_cuda_window_adds_no_sync(precision):
+    trainer = _cuda_trainer(precision)
+    device = torch.device("cuda")
+    run_window(trainer, 0, 2, device)
+    clock = StepClock(device, 5)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        losses, _ = timed_steps(trainer, 2, 5, clock)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    rows = clock.rows()
+    assert clock.timer == "cuda_event"
+    assert len(rows) == len(losses) == 5
+    for row in rows:
+        assert all(row[f"{p}_ms"] > 0 and row[f"{p}_host_ms"] > 0 for p in (*PHASES, "step"))
+
+
+@pytest.mark.gpu
+def test_grad_scaler_is_the_only_sync():
+    trainer = _cuda_trainer("amp_fp16")
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            timed_steps(trainer, 0, 2, StepClock(torch.device("cuda"), 2))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")

@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """perfsweep's entry point: plan a sweep from Hydra overrides, check it, run it through submitit, print its table.
 
-    python launch.py [-m] [OVERRIDE ...]      run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its
-                                              axes narrowed or widened by Hydra overrides (model=a,b sweeps)
-    python launch.py table SWEEP_DIR [--csv]  print a sweep's table from its records
-    python launch.py --help | --cfg job ...   Hydra's own flags, as in any Hydra app
+python launch.py [-m] [OVERRIDE ...]      run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its
+                                          axes narrowed or widened by Hydra overrides (model=a,b sweeps)
+python launch.py table SWEEP_DIR [--csv]  print a sweep's table from its records
+python launch.py --help | --cfg job ...   Hydra's own flags, as in any Hydra app
 """
 
 import sys
@@ -15,6 +15,8 @@ from hydra._internal.utils import get_args_parser
 def hydra_app() -> None:
     """Hydra's own handling of --help, --cfg, --info... (it never calls the task for those flags)."""
     import hydra
+
+    import conf.schema  # noqa: F401  (registers the schema the configs extend)
 
     @hydra.main(config_path="conf", config_name="config", version_base="1.3")
     def show(cfg) -> None:
@@ -52,8 +54,10 @@ def run_sweep(overrides: list[str], argv: list[str]) -> int:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\nperfsweep: interrupted; running runs were cancelled. Run the same command again to resume.",
-              file=sys.stderr)
+        print(
+            "\nperfsweep: interrupted; running runs were cancelled. Run the same command again to resume.",
+            file=sys.stderr,
+        )
         return 130
     if outcome.skipped:
         print(f"{len(outcome.skipped)} runs were already done and were not run again")

@@ -47,7 +47,11 @@ def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecor
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"no sweep folder at {sweep_dir}")
-    dirs = [sweep_dir / n for n in names] if names is not None else sorted(p.parent for p in sweep_dir.glob(f"*/{records.CONFIG}"))
+    dirs = (
+        [sweep_dir / n for n in names]
+        if names is not None
+        else sorted(p.parent for p in sweep_dir.glob(f"*/{records.CONFIG}"))
+    )
     runs = []
     for run_dir in dirs:
         try:

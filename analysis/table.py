@@ -1,6 +1,6 @@
 """The seed-000-style table of a sweep: one row per run, medians per phase, samples/s, ratio to the plain Tensor.
 
-    python -m analysis.table SWEEP_DIR [--csv]
+python -m analysis.table SWEEP_DIR [--csv]
 """
 
 import argparse
@@ -12,8 +12,13 @@ from pathlib import Path
 from analysis.load import RunRecord, load_sweep
 from sweeps.spec import AXES, BASELINE_INPUT_TYPE
 
-PHASE_COLUMNS = [("data ms", "data_ms"), ("forward ms", "forward_ms"), ("backward ms", "backward_ms"),
-                 ("optimizer ms", "optimizer_ms"), ("step ms", "step_ms")]
+PHASE_COLUMNS = [
+    ("data ms", "data_ms"),
+    ("forward ms", "forward_ms"),
+    ("backward ms", "backward_ms"),
+    ("optimizer ms", "optimizer_ms"),
+    ("step ms", "step_ms"),
+]
 RATIO = f"vs {BASELINE_INPUT_TYPE}"
 IGNORED_FIELDS = {f"{axis}.name" for axis in AXES} | {"compile.enabled", "compile.mode"}
 
@@ -21,7 +26,9 @@ IGNORED_FIELDS = {f"{axis}.name" for axis in AXES} | {"compile.enabled", "compil
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between runs."""
     axes = [a for a in AXES if len({r.axes[a] for r in runs}) > 1]
-    fields = sorted(k for k in runs[0].fields if k not in IGNORED_FIELDS and len({repr(r.fields.get(k)) for r in runs}) > 1)
+    fields = sorted(
+        k for k in runs[0].fields if k not in IGNORED_FIELDS and len({repr(r.fields.get(k)) for r in runs}) > 1
+    )
     return axes, fields
 
 
@@ -38,21 +45,33 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     axes, fields = varying(runs)
     baselines = {_key(r, axes, fields): r for r in done if r.axes["input_type"] == BASELINE_INPUT_TYPE}
     header = [*axes, *fields, *(c for c, _ in PHASE_COLUMNS), "samples/s", RATIO, "output type"]
-    order = sorted(done, key=lambda r: (_key(r, axes, fields), r.axes["input_type"] != BASELINE_INPUT_TYPE, r.axes["input_type"]))
+    order = sorted(
+        done, key=lambda r: (_key(r, axes, fields), r.axes["input_type"] != BASELINE_INPUT_TYPE, r.axes["input_type"])
+    )
     table = []
     for run in order:
         base = baselines.get(_key(run, axes, fields))
         ratio = f"{run.summary['samples_per_s'] / base.summary['samples_per_s']:.2f}x" if base else "-"
         medians = run.summary["median_ms"]
-        table.append([*(run.axes[a] for a in axes), *(str(run.fields.get(f)) for f in fields),
-                      *(f"{medians[key]:.2f}" for _, key in PHASE_COLUMNS),
-                      f"{run.summary['samples_per_s']:.1f}", ratio, run.summary["output_type"]])
+        table.append(
+            [
+                *(run.axes[a] for a in axes),
+                *(str(run.fields.get(f)) for f in fields),
+                *(f"{medians[key]:.2f}" for _, key in PHASE_COLUMNS),
+                f"{run.summary['samples_per_s']:.1f}",
+                ratio,
+                run.summary["output_type"],
+            ]
+        )
     return header, table
 
 
 def markdown(header: list[str], table: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, table)])
 
 
@@ -61,7 +80,9 @@ def context(runs: list[RunRecord]) -> str:
     axes, _ = varying(runs)
     fixed = " ".join(f"{a}={runs[0].axes[a]}" for a in AXES if a not in axes)
     env = next((r.env for r in runs if r.env), {}) or {}
-    device = (env.get("gpu") or {}).get("name") or f"CPU {env.get('cpu', '?')} ({env.get('torch_threads', '?')} threads)"
+    device = (env.get("gpu") or {}).get(
+        "name"
+    ) or f"CPU {env.get('cpu', '?')} ({env.get('torch_threads', '?')} threads)"
     timer = next((r.summary["timer"] for r in runs if r.summary), "?")
     torch_version = (env.get("packages") or {}).get("torch", "?")
     return f"{fixed} | {device} | torch {torch_version} | timer {timer} | medians over measured steps"
@@ -76,10 +97,14 @@ def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False
         out = io.StringIO()
         csv.writer(out).writerows([header, *table])
         return out.getvalue()
-    parts = [f"{sweep_dir}: {len(runs)} runs, {len(runs) - len(failed) - len(pending)} done, {len(failed)} failed, {len(pending)} not finished"]
+    done = len(runs) - len(failed) - len(pending)
+    parts = [f"{sweep_dir}: {len(runs)} runs, {done} done, {len(failed)} failed, {len(pending)} not finished"]
     if table:
         parts += [context(runs), markdown(header, table)]
-    parts += [f"FAILED {r.name}: {r.status['error']['type']}: {r.status['error']['message'].splitlines()[0][:300]}" for r in failed]
+    parts += [
+        f"FAILED {r.name}: {r.status['error']['type']}: {r.status['error']['message'].splitlines()[0][:300]}"
+        for r in failed
+    ]
     parts += [f"{r.state.upper()} {r.name}" for r in pending]
     return "\n".join(parts)
 

@@ -6,7 +6,6 @@ the field's full key.
 """
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -29,7 +28,7 @@ class MemoryFormatConf:
 @dataclass
 class PrecisionConf:
     name: str = "fp32"  # the label of this precision setting
-    autocast_dtype: Optional[str] = None  # "float16" or "bfloat16" to run under autocast
+    autocast_dtype: str | None = None  # "float16" or "bfloat16" to run under autocast
     tf32: bool = False  # allow TF32 tensor cores for matmul and cuDNN convolutions
     grad_scaler: bool = False  # scale the loss with GradScaler (one host sync per step)
 
@@ -43,7 +42,7 @@ class InputTypeConf:
 class CompileConf:
     name: str = "eager"  # the label of this compile setting
     enabled: bool = False  # wrap the model in torch.compile
-    mode: Optional[str] = None  # torch.compile mode: default, reduce-overhead, max-autotune...
+    mode: str | None = None  # torch.compile mode: default, reduce-overhead, max-autotune...
     backend: str = "inductor"  # torch.compile backend
     fullgraph: bool = False  # fail on graph breaks instead of falling back to eager
 
@@ -59,14 +58,14 @@ class LauncherConf:
     name: str = "local"  # submitit executor: "local" (subprocess per run) or "debug" (in-process)
     parallelism: int = 1  # runs at once; above 1 concurrent runs distort each other's timings
     timeout_min: int = 60  # a run still going after this is killed
-    gpus_per_run: Optional[int] = None  # GPUs made visible to a run; None: 1 if this host has one
+    gpus_per_run: int | None = None  # GPUs made visible to a run; None: 1 if this host has one
 
 
 @dataclass
 class TrackerConf:
     mode: str = "offline"  # W&B mode: "offline", "online" or "disabled"
     project: str = "perfsweep"  # W&B project
-    entity: Optional[str] = None  # W&B entity (user or team); None: the key's default
+    entity: str | None = None  # W&B entity (user or team); None: the key's default
     system_metrics: bool = False  # W&B's sampler of system metrics runs beside the timed loop
 
 
@@ -94,7 +93,7 @@ class Config(RunConf):
     launcher: LauncherConf = field(default_factory=LauncherConf)
     tracker: TrackerConf = field(default_factory=TrackerConf)
     sweep: str = "default"  # the sweep file sweeps/<sweep>.yaml whose params are swept
-    sweep_name: Optional[str] = None  # the sweep's folder under runs_dir; None: the sweep's name
+    sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
 
 

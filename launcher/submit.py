@@ -55,8 +55,12 @@ def _detail(job: submitit.Job, spec_dir: Path) -> tuple[str, str]:
         return "failed", f"{status['error']['type']}: {status['error']['message'].splitlines()[0][:200]}"
     error = job.exception()
     reason = str(error).strip().splitlines()[-1][:200] if error else "ended without records"
-    records.write_status(spec_dir, "failed", finished_at=records.now(),
-                         error={"type": "LostRun", "message": reason, "traceback": str(error)})
+    records.write_status(
+        spec_dir,
+        "failed",
+        finished_at=records.now(),
+        error={"type": "LostRun", "message": reason, "traceback": str(error)},
+    )
     return "failed", reason
 
 
@@ -80,8 +84,9 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
         while queue or active:
             while queue and len(active) < conf.parallelism:
                 spec = queue.pop(0)
-                job = executor.submit(execute, spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec),
-                                      conf.parallelism)
+                job = executor.submit(
+                    execute, spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism
+                )
                 active[job] = spec
                 progress.started(spec)
             for job in [j for j in active if j.done()]:

@@ -23,8 +23,11 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
     except OSError as error:
         raise SweepDirError(f"cannot write the sweep folder {sweep_dir}: {error}") from error
     path = sweep_dir / records.SWEEP
-    manifest = records.read_json(path) if path.exists() else {"uid": uuid.uuid4().hex[:8], "created_at": records.now(),
-                                                              "runs": {}, "launches": []}
+    manifest = (
+        records.read_json(path)
+        if path.exists()
+        else {"uid": uuid.uuid4().hex[:8], "created_at": records.now(), "runs": {}, "launches": []}
+    )
     manifest["runs"].update({spec.name: spec.run_id for spec in plan.runs})
     manifest["launches"].append({"at": records.now(), "argv": argv, "runs": [spec.name for spec in plan.runs]})
     records.write_json(path, manifest)

@@ -43,5 +43,11 @@ def tiny_plan(tmp_path):
 
 def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run launch.py as a user would, in a fresh process."""
-    return subprocess.run([sys.executable, str(ROOT / "launch.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "launch.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )

@@ -60,8 +60,13 @@ def test_type_error_names_the_field(tiny_plan):
 
 
 def test_unknown_model_and_compile_mode_are_checks(tiny_plan):
-    (spec,) = tiny_plan("model.name=resnet_nosuch", "compile=default", "compile.mode=fastest",
-                        "input_type=tensor", "memory_format=contiguous").runs
+    (spec,) = tiny_plan(
+        "model.name=resnet_nosuch",
+        "compile=default",
+        "compile.mode=fastest",
+        "input_type=tensor",
+        "memory_format=contiguous",
+    ).runs
     found = "\n".join(problems(spec.config))
     assert "model.name='resnet_nosuch' is not a timm model" in found
     assert "compile.mode='fastest' is not one of" in found and "max-autotune" in found

@@ -30,8 +30,13 @@ def test_subclass_spreads_through_a_network_or_not(name):
 
 def test_tensorbase_metadata_survives_ops():
     x = TensorBase(torch.randn(2, 3, 4, 4), source="camera", scale=0.5)
-    for y in (x * 2, x.contiguous(memory_format=torch.channels_last), torch.relu(x), torch.cat([x, x]),
-              torch.nn.functional.conv2d(x, torch.randn(1, 3, 1, 1))):
+    for y in (
+        x * 2,
+        x.contiguous(memory_format=torch.channels_last),
+        torch.relu(x),
+        torch.cat([x, x]),
+        torch.nn.functional.conv2d(x, torch.randn(1, 3, 1, 1)),
+    ):
         assert isinstance(y, TensorBase)
         assert (y.source, y.scale) == ("camera", 0.5)
     first, second = x.chunk(2)

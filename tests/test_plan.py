@@ -15,8 +15,14 @@ def test_default_sweep_is_input_type_by_memory_format():
 
 
 def test_command_line_grid_replaces_the_sweeps_axes():
-    plan = build_plan(["model=resnet18,resnet50", "input_type=tensor,subclass", "precision=fp32",
-                       "memory_format=contiguous,channels_last"])
+    plan = build_plan(
+        [
+            "model=resnet18,resnet50",
+            "input_type=tensor,subclass",
+            "precision=fp32",
+            "memory_format=contiguous,channels_last",
+        ]
+    )
     assert len(plan.runs) == 8
     assert {s.axes["model"] for s in plan.runs} == {"resnet18", "resnet50"}
     assert {s.axes["precision"] for s in plan.runs} == {"fp32"}
@@ -31,8 +37,15 @@ def test_run_ids_are_stable_and_distinct():
 
 def test_run_id_ignores_where_the_sweep_runs():
     base = build_plan(["input_type=tensor", "memory_format=contiguous"]).runs[0]
-    moved = build_plan(["input_type=tensor", "memory_format=contiguous", "launcher.parallelism=4",
-                        "tracker.mode=disabled", "runs_dir=elsewhere"]).runs[0]
+    moved = build_plan(
+        [
+            "input_type=tensor",
+            "memory_format=contiguous",
+            "launcher.parallelism=4",
+            "tracker.mode=disabled",
+            "runs_dir=elsewhere",
+        ]
+    ).runs[0]
     changed = build_plan(["input_type=tensor", "memory_format=contiguous", "model.batch_size=8"]).runs[0]
     assert base.run_id == moved.run_id
     assert base.run_id != changed.run_id
@@ -55,6 +68,7 @@ def test_sweep_name_cannot_leave_the_runs_folder(name):
 
 
 def test_run_names_are_plain_folder_names():
-    (spec,) = build_plan(["model=timm_resnet50", "model.name=../../etc", "input_type=tensor",
-                          "memory_format=contiguous"]).runs
+    (spec,) = build_plan(
+        ["model=timm_resnet50", "model.name=../../etc", "input_type=tensor", "memory_format=contiguous"]
+    ).runs
     assert "/" not in spec.name and not spec.name.startswith(".")

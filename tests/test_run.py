@@ -11,8 +11,13 @@ from train import records
 from train.run import execute
 from train.timing import PHASES
 
-OUTPUT_TYPES = {"tensor": "Tensor", "subclass": "SubClassedTensor", "subclass_notf": "Tensor",
-                "tensorbase": "TensorBase", "cast": "Tensor"}
+OUTPUT_TYPES = {
+    "tensor": "Tensor",
+    "subclass": "SubClassedTensor",
+    "subclass_notf": "Tensor",
+    "tensorbase": "TensorBase",
+    "cast": "Tensor",
+}
 PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
 
 
@@ -24,8 +29,9 @@ def run(plan) -> tuple[Path, dict]:
 
 def wandb_records(run_dir: Path) -> list[dict]:
     wandb = Path(sys.executable).with_name("wandb")
-    out = subprocess.run([str(wandb), "leet", "inspect", "--json", str(run_dir / "wandb")],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(wandb), "leet", "inspect", "--json", str(run_dir / "wandb")], capture_output=True, text=True, check=True
+    ).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -56,8 +62,9 @@ def test_amp_runs_on_cpu(tiny_plan, precision):
 
 
 def test_the_model_learns(tiny_plan):
-    _, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=12", "data_batches=1",
-                               "optim.lr=0.05"))
+    _, summary = run(
+        tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=12", "data_batches=1", "optim.lr=0.05")
+    )
     assert summary["loss_last"] < summary["loss_first"]
 
 
@@ -93,15 +100,17 @@ def test_a_failing_run_records_the_error_and_raises(tiny_plan):
 
 @pytest.mark.slow
 def test_compiled_run(tiny_plan):
-    run_dir, summary = run(tiny_plan("compile=default", "warmup_steps=2", "input_type=tensor",
-                                     "memory_format=contiguous"))
+    run_dir, summary = run(
+        tiny_plan("compile=default", "warmup_steps=2", "input_type=tensor", "memory_format=contiguous")
+    )
     assert records.read_status(run_dir)["state"] == "done" and summary["steps"] == 3
 
 
 @pytest.mark.gpu
 def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
-    run_dir, summary = run(tiny_plan("device=cuda", "precision=amp_fp16", "input_type=subclass",
-                                     "memory_format=channels_last"))
+    run_dir, summary = run(
+        tiny_plan("device=cuda", "precision=amp_fp16", "input_type=subclass", "memory_format=channels_last")
+    )
     env = records.read_json(run_dir / records.ENV)
     assert env["gpu"]["name"] and env["cuda"]
     assert summary["timer"] == "cuda_event" and summary["host_sync_per_step"] is True

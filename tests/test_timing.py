@@ -38,8 +38,15 @@ def test_a_partly_marked_step_is_not_a_row():
 
 
 def _cuda_trainer(precision: str):
-    (spec,) = build_plan(["model=test_resnet", "input_type=subclass", "memory_format=channels_last",
-                          f"precision={precision}", "device=cuda"]).runs
+    (spec,) = build_plan(
+        [
+            "model=test_resnet",
+            "input_type=subclass",
+            "memory_format=channels_last",
+            f"precision={precision}",
+            "device=cuda",
+        ]
+    ).runs
     return build(spec.config, torch.device("cuda"))
 
 

@@ -1,7 +1,7 @@
 """Builds what a run trains: model, optimizer, loss, synthetic batches. The one place that constructs them."""
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -82,7 +82,9 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
     model = constructor(cfg.model).to(device=device, memory_format=memory_format).train()
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum)
     if cfg.compile.enabled:
-        model = torch.compile(model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph)
+        model = torch.compile(
+            model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph
+        )
     prec.set_tf32(cfg.precision)
     return Trainer(
         model=model,

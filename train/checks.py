@@ -56,7 +56,10 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     if cfg.compile.enabled:
         found += _choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
         if cfg.warmup_steps < 2:
-            found.append(f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps to keep compilation out of the measurement")
+            found.append(
+                f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps "
+                "to keep compilation out of the measurement"
+            )
     flat = dataclasses.asdict(cfg)
     for key in POSITIVE:
         group, _, name = key.rpartition(".")

@@ -7,7 +7,8 @@ yaml file in conf/input_type/.
 """
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

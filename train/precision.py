@@ -15,7 +15,10 @@ def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
         return f"precision {precision.name}: autocast_dtype={precision.autocast_dtype!r} is not one of {sorted(DTYPES)}"
     if device.type == "cpu":
         if precision.tf32:
-            return f"precision {precision.name} needs TF32 tensor cores (an NVIDIA GPU, compute capability 8.0+); the device is a CPU"
+            return (
+                f"precision {precision.name} needs TF32 tensor cores "
+                "(an NVIDIA GPU, compute capability 8.0+); the device is a CPU"
+            )
         return None
     if device.type != "cuda":
         return f"precision {precision.name} is not supported on device type {device.type!r}"
@@ -24,7 +27,9 @@ def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
     if precision.tf32 and major < 8:
         return f"precision {precision.name} needs compute capability 8.0+; {name} has {major}.{minor}"
     if precision.autocast_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
-        return f"precision {precision.name} needs bfloat16 support; {name} (compute capability {major}.{minor}) has none"
+        return (
+            f"precision {precision.name} needs bfloat16 support; {name} (compute capability {major}.{minor}) has none"
+        )
     return None
 
 

@@ -26,7 +26,7 @@ STATES = ("pending", "running", "done", "failed")
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -57,8 +57,10 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
     records.write_status(run_dir, "running", started_at=records.now(), **launch)
     tracker = None
     try:
-        records.write_json(run_dir / records.CONFIG, {"run_id": spec.run_id, "name": spec.name, "axes": spec.axes,
-                                                      "config": dataclasses.asdict(cfg)})
+        records.write_json(
+            run_dir / records.CONFIG,
+            {"run_id": spec.run_id, "name": spec.name, "axes": spec.axes, "config": dataclasses.asdict(cfg)},
+        )
         device = resolve_device(cfg.device)
         records.write_json(run_dir / records.ENV, environment(device))
         found = checks.problems(cfg)
@@ -75,7 +77,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary)
-        tracker.log_rows(rows[len(warmup.rows):])
+        tracker.log_rows(rows[len(warmup.rows) :])
         tracker.finish(summary)
         records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
         return summary
@@ -84,5 +86,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
         if tracker is not None:
             tracker.finish({"error": error_info["type"]}, failed=True)
         warnings = tracker.warnings if tracker else []
-        records.write_status(run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch)
+        records.write_status(
+            run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch
+        )
         raise

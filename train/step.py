@@ -58,6 +58,6 @@ def run_window(t: Trainer, first: int, steps: int, device: torch.device) -> Wind
     seconds = time.perf_counter() - start
     rows = clock.rows()
     values = torch.stack([loss.as_subclass(torch.Tensor).float() for loss in losses]).tolist() if losses else []
-    for index, (row, value) in enumerate(zip(rows, values), start=first):
+    for index, (row, value) in enumerate(zip(rows, values, strict=True), start=first):
         row.update(step=index, loss=value)
     return Window(rows, seconds, output_type.__name__ if output_type else "", clock.timer)

@@ -1,0 +1,80 @@
+"""The table from records with known values: ratios to the baseline of the same group, failures listed."""
+
+import pytest
+
+from analysis.load import load_sweep
+from analysis.table import render, rows
+from train import records
+
+
+def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done"):
+    run_dir = sweep / name
+    run_dir.mkdir(parents=True)
+    axes = {
+        "model": "resnet18",
+        "memory_format": memory_format,
+        "precision": "fp32",
+        "input_type": input_type,
+        "compile": "eager",
+    }
+    config = {
+        "model": {"name": "resnet18", "batch_size": 16},
+        "input_type": {"name": input_type},
+        "memory_format": {"name": memory_format},
+        "steps": 20,
+    }
+    records.write_json(run_dir / records.CONFIG, {"run_id": name, "name": name, "axes": axes, "config": config})
+    if state == "done":
+        medians = {f"{p}_ms": 1000 * 16 / samples_per_s / 4 for p in ("data", "forward", "backward", "optimizer")}
+        medians["step_ms"] = 1000 * 16 / samples_per_s
+        records.write_json(
+            run_dir / records.SUMMARY,
+            {"median_ms": medians, "samples_per_s": samples_per_s, "output_type": "Tensor", "timer": "perf_counter"},
+        )
+        records.write_status(run_dir, "done")
+    else:
+        records.write_status(run_dir, "failed", error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    sweep = tmp_path / "sweep"
+    write_run(sweep, "a", "tensor", "contiguous", 100.0)
+    write_run(sweep, "b", "subclass", "contiguous", 60.0)
+    write_run(sweep, "c", "subclass", "channels_last", 90.0)
+    write_run(sweep, "d", "tensor", "channels_last", 120.0)
+    write_run(sweep, "e", "tensorbase", "channels_last", 0, state="failed")
+    return sweep
+
+
+def test_ratios_are_to_the_baseline_of_the_same_group(sweep):
+    header, table = rows(load_sweep(sweep))
+    assert header[:2] == ["memory_format", "input_type"]
+    ratio = header.index("vs tensor")
+    assert [(r[0], r[1], r[ratio]) for r in table] == [
+        ("channels_last", "tensor", "1.00x"),
+        ("channels_last", "subclass", "0.75x"),
+        ("contiguous", "tensor", "1.00x"),
+        ("contiguous", "subclass", "0.60x"),
+    ]
+    assert table[3][header.index("step ms")] == "266.67"
+
+
+def test_a_group_without_baseline_has_no_ratio(sweep):
+    write_run(sweep, "f", "subclass", "contiguous_3d", 50.0)
+    _, table = rows(load_sweep(sweep))
+    assert ["contiguous_3d", "subclass"] == table[-1][:2] and table[-1][-2] == "-"
+
+
+def test_failed_runs_are_listed_not_tabled(sweep):
+    text = render(sweep)
+    assert "5 runs, 4 done, 1 failed" in text
+    assert "FAILED e: OutOfMemoryError: CUDA out of memory" in text
+    assert "| tensorbase" not in text
+
+
+def test_unreadable_run_is_skipped_with_a_warning(sweep):
+    (sweep / "b" / records.CONFIG).write_text("{ half a file")
+    with pytest.warns(UserWarning, match="skipping run b"):
+        runs = load_sweep(sweep)
+    assert sorted(r.name for r in runs) == ["a", "c", "d", "e"]

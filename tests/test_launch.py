@@ -1,0 +1,103 @@
+"""launch.py as a user runs it: a real local sweep through submitit, bad input, Hydra's flags, the table."""
+
+import pytest
+
+from tests.conftest import TINY, launch
+from train import records
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    return tmp_path / "runs"
+
+
+def test_local_sweep_end_to_end(runs_dir):
+    args = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={runs_dir}"]
+    result = launch("-m", *args)
+    assert result.returncode == 0, result.stderr
+    sweep = runs_dir / "default"
+    names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
+    assert len(names) == 2
+    assert all(records.read_status(sweep / n)["state"] == "done" for n in names)
+    assert all((sweep / n / records.STEPS).exists() for n in names)
+    assert all(records.read_status(sweep / n)["parallelism"] == 1 for n in names)
+    assert "[2/2] done" in result.stdout
+    table = result.stdout[result.stdout.index("| input_type") :]
+    assert "| tensor " in table and "| subclass " in table and "1.00x" in table
+    assert f"records: {sweep}" in result.stdout
+    assert list((sweep / ".submitit").glob("*_log.out")), "each run went through submitit's local executor"
+    manifest = records.read_json(sweep / records.SWEEP)
+    assert sorted(manifest["runs"]) == names
+
+    again = launch(*args)
+    assert again.returncode == 0, again.stderr
+    assert "2 runs were already done and were not run again" in again.stdout
+    assert "[1/" not in again.stdout
+
+    table = launch("table", str(sweep))
+    assert table.returncode == 0 and "| subclass " in table.stdout
+    csv = launch("table", str(sweep), "--csv")
+    header, *rows = csv.stdout.strip().splitlines()
+    assert header.startswith("input_type,data ms") and len(rows) == 2
+
+
+def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
+    result = launch(
+        *TINY,
+        "input_type=tensor,subclass",
+        "memory_format=contiguous",
+        "launcher.parallelism=2",
+        "tracker.mode=disabled",
+        f"runs_dir={runs_dir}",
+    )
+    assert result.returncode == 0, result.stderr
+    statuses = [records.read_status(p.parent) for p in (runs_dir / "default").glob("*/status.json")]
+    assert [s["parallelism"] for s in statuses] == [2, 2]
+
+
+def test_bad_input_starts_nothing(runs_dir):
+    result = launch(*TINY, "input_type=tensor,nosuch", "model.name=resnet_nosuch", f"runs_dir={runs_dir}")
+    assert result.returncode == 2
+    assert "nothing was run" in result.stderr and "input_type/nosuch" in result.stderr
+    assert not runs_dir.exists()
+    result = launch(*TINY, "model.name=resnet_nosuch", "precision=tf32", "device=cpu", f"runs_dir={runs_dir}")
+    assert result.returncode == 2
+    assert "model.name='resnet_nosuch' is not a timm model" in result.stderr
+    assert "needs TF32 tensor cores" in result.stderr
+    assert not runs_dir.exists()
+
+
+def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
+    # in_chans=4 passes the plan checks, then the run raises: torchvision's models take 3 channels.
+    result = launch(
+        *TINY,
+        "model=resnet18",
+        "model.image_size=32",
+        "model.batch_size=2",
+        "model.in_chans=3,4",
+        "input_type=tensor",
+        "memory_format=contiguous",
+        "tracker.mode=disabled",
+        f"runs_dir={runs_dir}",
+    )
+    assert result.returncode == 1
+    assert "1 failed" in result.stdout and "FAILED resnet18" in result.stdout
+    assert "torchvision models take 3 input channels" in result.stdout
+    statuses = {
+        records.read_json(p.parent / records.CONFIG)["config"]["model"]["in_chans"]: records.read_status(p.parent)
+        for p in (runs_dir / "default").glob("*/status.json")
+    }
+    assert statuses[3]["state"] == "done"
+    assert statuses[4]["state"] == "failed" and "Traceback" in statuses[4]["error"]["traceback"]
+
+
+def test_hydra_flags_work_as_in_any_hydra_app():
+    help_text = launch("--help")
+    assert help_text.returncode == 0
+    assert (
+        "perfsweep" in help_text.stdout
+        and "input_type: cast, subclass, subclass_notf, tensor, tensorbase" in help_text.stdout
+    )
+    cfg = launch("--cfg", "job", "model=resnet50", "precision=amp_bf16")
+    assert cfg.returncode == 0, cfg.stderr
+    assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout

@@ -69,9 +69,10 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     conf = plan.settings.launcher
     manifest = sweepdir.open_sweep(plan, argv)
     todo = [spec for spec in plan.runs if not sweepdir.is_done(plan, spec)]
-    skipped = [spec.name for spec in plan.runs if spec not in todo]
+    skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo})
     for spec in todo:
         sweepdir.run_dir(plan, spec).mkdir(exist_ok=True)
+        records.write_json(sweepdir.run_dir(plan, spec) / records.CONFIG, spec.record())
         records.write_status(sweepdir.run_dir(plan, spec), "pending", queued_at=records.now())
     # Runs import perfsweep's modules by name, wherever the launch was started from.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))

@@ -63,3 +63,7 @@ class RunSpec:
     @property
     def name(self) -> str:
         return safe_name("-".join([*self.axes.values(), self.run_id[:8]]))
+
+    def record(self) -> dict[str, Any]:
+        """What a run folder's config.json holds."""
+        return {"run_id": self.run_id, "name": self.name, "axes": self.axes, "config": dataclasses.asdict(self.config)}

@@ -3,7 +3,6 @@
 This is the function submitit executes, in its own process per run.
 """
 
-import dataclasses
 import resource
 import traceback
 from pathlib import Path
@@ -57,10 +56,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
     records.write_status(run_dir, "running", started_at=records.now(), **launch)
     tracker = None
     try:
-        records.write_json(
-            run_dir / records.CONFIG,
-            {"run_id": spec.run_id, "name": spec.name, "axes": spec.axes, "config": dataclasses.asdict(cfg)},
-        )
+        records.write_json(run_dir / records.CONFIG, spec.record())
         device = resolve_device(cfg.device)
         records.write_json(run_dir / records.ENV, environment(device))
         found = checks.problems(cfg)

@@ -85,7 +85,11 @@ def context(runs: list[RunRecord]) -> str:
     ) or f"CPU {env.get('cpu', '?')} ({env.get('torch_threads', '?')} threads)"
     timer = next((r.summary["timer"] for r in runs if r.summary), "?")
     torch_version = (env.get("packages") or {}).get("torch", "?")
-    return f"{fixed} | {device} | torch {torch_version} | timer {timer} | medians over measured steps"
+    at_once = sorted({r.status.get("parallelism", 1) for r in runs})
+    return (
+        f"{fixed} | {device} | torch {torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
+        "at a time | medians over measured steps"
+    )
 
 
 def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False) -> str:

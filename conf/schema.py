@@ -84,6 +84,7 @@ class RunConf:
     seed: int = 0  # seeds the model's weights and the synthetic data
     device: str = "auto"  # "auto" (cuda if available, else cpu), "cpu", "cuda" or "cuda:N"
     data_batches: int = 4  # synthetic batches made before timing and cycled through
+    cudnn_benchmark: bool = True  # let cuDNN time its convolution algorithms during warm-up
 
 
 @dataclass

@@ -43,6 +43,7 @@ def test_a_real_run_writes_complete_records(tiny_plan, input_type):
     assert config["axes"]["input_type"] == input_type and config["config"]["model"]["name"] == "test_resnet"
     env = records.read_json(run_dir / records.ENV)
     assert env["packages"]["torch"] and env["device"] == "cpu" and env["cpu"]
+    assert env["backend"]["cudnn_conv_fp32_precision"] == "ieee" and env["backend"]["cudnn_benchmark"] is True
     steps = records.read_steps(run_dir / records.STEPS).to_pylist()
     assert [r["step"] for r in steps] == [0, 1, 2, 3]
     assert [r["warmup"] for r in steps] == [True, False, False, False]

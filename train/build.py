@@ -75,6 +75,13 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Te
     ]
 
 
+def configure_backends(cfg: RunConf) -> dict[str, object]:
+    """Set the process-wide switches this run asks for; returns them as they now stand."""
+    prec.set_tf32(cfg.precision)
+    torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+    return prec.backend_flags()
+
+
 def build(cfg: RunConf, device: torch.device) -> Trainer:
     torch.manual_seed(cfg.seed)
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
@@ -85,7 +92,6 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
         model = torch.compile(
             model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph
         )
-    prec.set_tf32(cfg.precision)
     return Trainer(
         model=model,
         loss_fn=torch.nn.CrossEntropyLoss(),

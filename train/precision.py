@@ -34,9 +34,23 @@ def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
 
 
 def set_tf32(precision: PrecisionConf) -> None:
-    """TF32 is a process-wide switch: set it on or off explicitly so no default leaks in."""
-    torch.backends.cuda.matmul.allow_tf32 = precision.tf32
-    torch.backends.cudnn.allow_tf32 = precision.tf32
+    """TF32 is a process-wide switch: set it explicitly, since PyTorch's default allows it in cuDNN convolutions.
+
+    Uses the fp32_precision API only: torch 2.9+ raises when legacy allow_tf32 flags and it are mixed.
+    """
+    mode = "tf32" if precision.tf32 else "ieee"
+    torch.backends.cuda.matmul.fp32_precision = mode
+    torch.backends.cudnn.conv.fp32_precision = mode
+
+
+def backend_flags() -> dict[str, object]:
+    """The process-wide switches that change what a step computes or how fast."""
+    return {
+        "matmul_fp32_precision": torch.backends.cuda.matmul.fp32_precision,
+        "cudnn_conv_fp32_precision": torch.backends.cudnn.conv.fp32_precision,
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "cudnn_deterministic": torch.backends.cudnn.deterministic,
+    }
 
 
 def autocast(precision: PrecisionConf, device: torch.device) -> contextlib.AbstractContextManager:

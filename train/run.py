@@ -13,7 +13,7 @@ import torch
 
 from sweeps.spec import RunSpec
 from train import checks, records
-from train.build import build, resolve_device
+from train.build import build, configure_backends, resolve_device
 from train.env import environment
 from train.step import Window, run_window
 from train.timing import PHASES
@@ -58,10 +58,10 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
     try:
         records.write_json(run_dir / records.CONFIG, spec.record())
         device = resolve_device(cfg.device)
-        records.write_json(run_dir / records.ENV, environment(device))
         found = checks.problems(cfg)
         if found:
             raise ValueError("; ".join(found))
+        records.write_json(run_dir / records.ENV, {**environment(device), "backend": configure_backends(cfg)})
         trainer = build(cfg, device)
         tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
         warmup = run_window(trainer, 0, cfg.warmup_steps, device)

@@ -25,27 +25,16 @@ def hydra_app() -> None:
     show()
 
 
-def check(plan) -> list[str]:
-    """Every problem of every run that would stop it from running here, each named once."""
-    from train.checks import problems
-
-    on_this_host = plan.settings.launcher.name in ("local", "debug")
-    found: dict[str, str] = {}
-    for spec in plan.runs:
-        for problem in problems(spec.config, on_this_host):
-            found.setdefault(problem, spec.name)
-    return [f"{problem} (first in run {name})" for problem, name in found.items()]
-
-
 def run_sweep(overrides: list[str], argv: list[str]) -> int:
     from analysis.table import render
     from launcher.submit import launch
     from launcher.sweepdir import SweepDirError
+    from launcher.validate import validate
     from sweeps.plan import PlanError, build_plan
 
     try:
         plan = build_plan(overrides)
-        problems = check(plan)
+        problems = validate(plan)
         if problems:
             raise PlanError(problems)
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")

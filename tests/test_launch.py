@@ -101,3 +101,12 @@ def test_hydra_flags_work_as_in_any_hydra_app():
     cfg = launch("--cfg", "job", "model=resnet50", "precision=amp_bf16")
     assert cfg.returncode == 0, cfg.stderr
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout
+
+
+def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path):
+    env = {"WANDB_API_KEY": "", "NETRC": str(tmp_path / "no-netrc")}
+    result = launch(*TINY, "tracker.mode=online", "launcher.name=cluster9", f"runs_dir={runs_dir}", env=env)
+    assert result.returncode == 2
+    assert "tracker.mode=online needs a W&B API key" in result.stderr
+    assert "launcher.name='cluster9' is not one of: local, debug" in result.stderr
+    assert not runs_dir.exists()

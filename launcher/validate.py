@@ -1,0 +1,55 @@
+"""Everything that would stop a plan's runs, found before anything is submitted."""
+
+import netrc
+import os
+from urllib.parse import urlparse
+
+from conf.schema import LauncherConf, TrackerConf
+from sweeps.plan import Plan
+from train.checks import problems as run_problems
+
+EXECUTORS = ("local", "debug")  # submitit's AutoExecutor clusters perfsweep launches on
+TRACKER_MODES = ("offline", "online", "disabled")
+
+
+def has_wandb_key() -> bool:
+    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def tracker_problems(conf: TrackerConf) -> list[str]:
+    if conf.mode not in TRACKER_MODES:
+        return [f"tracker.mode={conf.mode!r} is not one of: {', '.join(TRACKER_MODES)}"]
+    if conf.mode == "online" and not has_wandb_key():
+        return [
+            "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "
+            "tracker.mode=offline records locally and `wandb sync` uploads later"
+        ]
+    return []
+
+
+def launcher_problems(conf: LauncherConf) -> list[str]:
+    found = []
+    if conf.name not in EXECUTORS:
+        found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(EXECUTORS)}")
+    if conf.parallelism < 1:
+        found.append(f"launcher.parallelism={conf.parallelism} must be 1 or more")
+    return found
+
+
+def validate(plan: Plan) -> list[str]:
+    """Every problem of the plan, each named once with the first run that has it."""
+    settings = plan.settings
+    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker)
+    on_this_host = settings.launcher.name in EXECUTORS  # local and debug runs execute on this host
+    first_in: dict[str, str] = {}
+    for spec in plan.runs:
+        for problem in run_problems(spec.config, on_this_host):
+            first_in.setdefault(problem, spec.name)
+    return found + [f"{problem} (first in run {name})" for problem, name in first_in.items()]

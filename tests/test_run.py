@@ -97,6 +97,10 @@ def test_a_failing_run_records_the_error_and_raises(tiny_plan):
     assert status["error"]["type"] == "ValueError"
     assert "no_such_net" in status["error"]["message"] and "Traceback" in status["error"]["traceback"]
     assert not (run_dir / records.STEPS).exists()
+    logged = wandb_records(run_dir)
+    assert [r["exit"]["exit_code"] for r in logged if r["type"] == "exit"] == [1]
+    assert {"error": "ValueError"} in [r["summary"]["update"] for r in logged if r["type"] == "summary"]
+    assert not [r for r in logged if r["type"] == "history"]
 
 
 @pytest.mark.slow

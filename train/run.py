@@ -63,9 +63,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
             raise ValueError("; ".join(found))
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": configure_backends(cfg)})
         trainer = build(cfg, device)
-        tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
         warmup = run_window(trainer, 0, cfg.warmup_steps, device)
-        tracker.log_rows([{**row, "warmup": True} for row in warmup.rows])
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         window = run_window(trainer, cfg.warmup_steps, cfg.steps, device)
@@ -73,15 +71,17 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary)
-        tracker.log_rows(rows[len(warmup.rows) :])
+        # W&B starts only now: its service process must not share the host with the timed steps.
+        tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
+        tracker.log_rows(rows)
         tracker.finish(summary)
         records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
         return summary
     except BaseException as error:
         error_info = {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
-        if tracker is not None:
-            tracker.finish({"error": error_info["type"]}, failed=True)
-        warnings = tracker.warnings if tracker else []
+        tracker = tracker or Tracker(cfg.tracker, spec, run_dir, tracker_id)
+        tracker.finish({"error": error_info["type"]}, failed=True)
+        warnings = tracker.warnings
         records.write_status(
             run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch
         )

@@ -1,9 +1,10 @@
 """Streams a run's records to Weights & Biases; a failure here never fails the run.
 
-W&B is a view of the records: rows are handed to it only outside the measured
-window (warm-up rows after warm-up, measured rows after the window), so a
-`wandb.log` call (~150 us of host time, and sometimes a blocking flush) never
-falls inside a timed step. Every W&B error becomes a warning in the run's status.
+W&B is a view of the records: the W&B run starts after the measured window and
+gets the rows from the buffer the records are written from, so neither a
+`wandb.log` call (~150 us of host time, and sometimes a blocking flush) nor
+W&B's service process overlaps a timed step. Every W&B error becomes a
+warning in the run's status.
 """
 
 from pathlib import Path

@@ -3,11 +3,15 @@
 
 python launch.py [-m] [OVERRIDE ...]      run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its
                                           axes narrowed or widened by Hydra overrides (model=a,b sweeps)
+python launch.py status SWEEP_DIR         each run's state, job id and log
+python launch.py resume SWEEP_DIR         run again every run of the sweep that is not done
 python launch.py table SWEEP_DIR [--csv]  print a sweep's table from its records
 python launch.py --help | --cfg job ...   Hydra's own flags, as in any Hydra app
 """
 
+import argparse
 import sys
+from pathlib import Path
 
 from hydra._internal.utils import get_args_parser
 
@@ -25,15 +29,19 @@ def hydra_app() -> None:
     show()
 
 
-def run_sweep(overrides: list[str], argv: list[str]) -> int:
+def launch_plan(plan_of, argv: list[str]) -> int:
+    """Plan (by calling `plan_of`), check, launch; then print the table, or where to follow the jobs."""
     from analysis.table import render
     from launcher.submit import launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate
-    from sweeps.plan import PlanError, build_plan
+    from sweeps.plan import PlanError
 
     try:
-        plan = build_plan(overrides)
+        plan = plan_of()
+        if not plan.runs:
+            print(f"{plan.sweep_dir}: every run is done; nothing to run")
+            return 0
         problems = validate(plan)
         if problems:
             raise PlanError(problems)
@@ -44,27 +52,68 @@ def run_sweep(overrides: list[str], argv: list[str]) -> int:
         return 2
     except KeyboardInterrupt:
         print(
-            "\nperfsweep: interrupted; running runs were cancelled. Run the same command again to resume.",
+            "\nperfsweep: interrupted; runs on this host were cancelled. `python launch.py resume "
+            "SWEEP_DIR` (or the same command) runs what is not done.",
             file=sys.stderr,
         )
         return 130
     if outcome.skipped:
         print(f"{len(outcome.skipped)} runs were already done and were not run again")
+    if not outcome.followed:
+        print(
+            f"submitted {len(plan.runs) - len(outcome.skipped)} runs as jobs {', '.join(outcome.job_ids)}\n"
+            f"follow them: python launch.py status {plan.sweep_dir}"
+        )
+        return 0
     print(render(plan.sweep_dir, names=[spec.name for spec in plan.runs]))
     print(f"records: {plan.sweep_dir.resolve()}")
     return 1 if outcome.failed else 0
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["table"]:
-        from analysis.table import main as table
+def sweep_dir_command(argv: list[str], name: str, about: str, overrides: bool = False) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"python launch.py {name}", description=about)
+    parser.add_argument("sweep_dir", type=Path)
+    if overrides:
+        parser.add_argument("overrides", nargs="*", help="launcher.KEY=VALUE or tracker.KEY=VALUE")
+    args = parser.parse_args(argv)
+    if not args.sweep_dir.is_dir():
+        parser.error(f"no sweep folder at {args.sweep_dir}")
+    return args
 
-        return table(argv[1:])
+
+def status(argv: list[str]) -> int:
+    from launcher.status import render
+
+    print(render(sweep_dir_command(argv, "status", "each run's state, job id and log").sweep_dir))
+    return 0
+
+
+def resume(argv: list[str]) -> int:
+    from launcher.sweepdir import recorded_plan
+
+    args = sweep_dir_command(argv, "resume", "run again every run that is not done", overrides=True)
+    return launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), ["resume", *argv])
+
+
+def table(argv: list[str]) -> int:
+    from analysis.table import main
+
+    return main(argv)
+
+
+SUBCOMMANDS = {"status": status, "resume": resume, "table": table}
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     args = get_args_parser().parse_args(argv)
     if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
         hydra_app()
         return 0
-    return run_sweep(args.overrides, argv)
+    from sweeps.plan import build_plan
+
+    return launch_plan(lambda: build_plan(args.overrides), argv)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ the field's full key.
 """
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -55,10 +56,24 @@ class OptimConf:
 
 @dataclass
 class LauncherConf:
-    name: str = "local"  # submitit executor: "local" (subprocess per run) or "debug" (in-process)
-    parallelism: int = 1  # runs at once; above 1 concurrent runs distort each other's timings
-    timeout_min: int = 60  # a run still going after this is killed
-    gpus_per_run: int | None = None  # GPUs made visible to a run; None: 1 if this host has one
+    name: str = "local"  # submitit executor: "local" (a process per job), "debug" (in-process) or "slurm"
+    parallelism: int = 1  # jobs at once (Slurm: the array's %N); on one machine, concurrent runs distort timings
+    timeout_min: int = 60  # a job still going after this is killed (Slurm: --time)
+    gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
+    runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
+    wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
+    # Slurm only
+    partition: str | None = None  # --partition
+    account: str | None = None  # --account
+    qos: str | None = None  # --qos
+    cpus_per_task: int | None = None  # --cpus-per-task
+    mem_gb: int | None = None  # --mem, in GB
+    constraint: str | None = None  # --constraint
+    exclusive: bool = False  # --exclusive: no other job on the node while a run measures
+    max_array_size: int | None = None  # split arrays above this; None: the cluster's MaxArraySize
+    setup: list[str] = field(default_factory=list)  # shell lines before the job runs (module load...)
+    sbatch_extra: dict[str, Any] = field(default_factory=dict)  # more #SBATCH options, {option: value}
+    srun_args: list[str] = field(default_factory=list)  # more srun arguments
 
 
 @dataclass
@@ -85,6 +100,7 @@ class RunConf:
     device: str = "auto"  # "auto" (cuda if available, else cpu), "cpu", "cuda" or "cuda:N"
     data_batches: int = 4  # synthetic batches made before timing and cycled through
     cudnn_benchmark: bool = True  # let cuDNN time its convolution algorithms during warm-up
+    threads: int | None = None  # torch's CPU threads; None: the CPUs Slurm allotted the job, else torch's default
 
 
 @dataclass

@@ -1,102 +1,175 @@
-"""Runs a plan through a submitit executor, `parallelism` runs at a time, skipping runs already done."""
+"""Submits a plan's runs through submitit and, unless told not to wait, follows them to the end.
 
+Local and debug jobs run on this host: perfsweep keeps `parallelism` of them going. Slurm jobs are
+submitted at once as job arrays (split below MaxArraySize), Slurm honouring `parallelism` as the
+array's %N. Either way a run's state is read from its records; the scheduler is asked (once per
+poll for all jobs) only which jobs are still alive, to catch a job that died without records.
+"""
+
+import collections
+import dataclasses
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import submitit
 
-from conf.schema import LauncherConf
 from launcher import sweepdir
+from launcher.executor import BACKENDS, make_executor
+from launcher.jobs import RunJob, run_pack
 from launcher.progress import Progress
 from sweeps.plan import Plan
-from sweeps.spec import RunSpec
 from train import records
-from train.run import execute
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-POLL_S = 0.5
+POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller)
+FINAL = ("done", "failed")
 
 
-@dataclass
+@dataclasses.dataclass
 class Outcome:
-    """How a launch ended: the runs it ran by final state, and those it skipped as already done."""
+    """How a launch ended: the final state of each run it followed, runs skipped as done, jobs submitted."""
 
     states: dict[str, str]
     skipped: list[str]
+    job_ids: list[str]
+    followed: bool
 
     @property
     def failed(self) -> list[str]:
         return [name for name, state in self.states.items() if state != "done"]
 
 
-def make_executor(conf: LauncherConf, folder: Path, gpus_per_run: int) -> submitit.Executor:
-    executor = submitit.AutoExecutor(folder=folder, cluster=conf.name)
-    executor.update_parameters(timeout_min=conf.timeout_min, gpus_per_node=gpus_per_run)
-    return executor
+def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
+    return [runs[i : i + size] for i in range(0, len(runs), size)]
 
 
-def _gpus_per_run(conf: LauncherConf) -> int:
-    if conf.gpus_per_run is not None:
-        return conf.gpus_per_run
-    import torch
+def max_array_size(configured: int | None) -> int:
+    """The most tasks one array may hold: the config's, else the cluster's MaxArraySize (ids run 0..max-1)."""
+    if configured:
+        return configured
+    import subprocess
 
-    return 1 if torch.cuda.is_available() else 0
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.split("=")[0].strip() == "MaxArraySize":
+            return int(line.split("=")[1]) - 1
+    return 1000
 
 
-def _detail(job: submitit.Job, spec_dir: Path) -> tuple[str, str]:
-    """Final state and a one-line detail, from the records first and submitit second."""
-    status = records.read_status(spec_dir)
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _detail(run_dir: Path, status: dict) -> str:
     if status["state"] == "done":
-        summary = records.read_json(spec_dir / records.SUMMARY)
-        return "done", f"step {summary['median_ms']['step_ms']:.1f} ms, {summary['samples_per_s']:.1f} samples/s"
-    if status["state"] == "failed":
-        return "failed", f"{status['error']['type']}: {status['error']['message'].splitlines()[0][:200]}"
-    error = job.exception()
-    reason = str(error).strip().splitlines()[-1][:200] if error else "ended without records"
+        summary = records.read_json(run_dir / records.SUMMARY)
+        return f"step {summary['median_ms']['step_ms']:.1f} ms, {summary['samples_per_s']:.1f} samples/s"
+    error = status.get("error") or {}
+    return f"{error.get('type')}: {(error.get('message') or '').splitlines()[0][:200] if error.get('message') else ''}"
+
+
+def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
+    """A job that ended without this run's final records: record it as failed, with the log's last lines."""
+    log = _tail(job.paths.stderr)
+    message = (
+        f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
+    )
     records.write_status(
-        spec_dir,
+        run.run_dir,
         "failed",
         finished_at=records.now(),
-        error={"type": "LostRun", "message": reason, "traceback": str(error)},
+        job_id=job.job_id,
+        error={"type": "LostRun", "message": message, "traceback": log},
     )
-    return "failed", reason
+    return records.read_status(run.run_dir)
+
+
+class Follower:
+    """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
+
+    def __init__(self, executor: submitit.Executor, backend_name: str, parallelism: int, progress: Progress):
+        self.executor, self.backend = executor, BACKENDS[backend_name]
+        self.parallelism, self.progress = parallelism, progress
+        self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
+        self.states: dict[str, str] = {}
+
+    def submit(self, packs: list[list[RunJob]], chunk: int) -> list[str]:
+        jobs = []
+        for start in range(0, len(packs), chunk):
+            part = packs[start : start + chunk]
+            jobs += zip(self.executor.map_array(run_pack, part), part, strict=True)
+        for job, pack in jobs:
+            self.active[job.job_id] = (job, pack)
+            for run in pack:
+                records.write_status(
+                    run.run_dir, "pending", queued_at=records.now(), job_id=job.job_id, log=str(job.paths.stdout)
+                )
+        return [job.job_id for job, _ in jobs]
+
+    def poll(self) -> None:
+        alive = self.backend.alive([job for job, _ in self.active.values()])  # asked before reading records
+        for job_id, (job, pack) in list(self.active.items()):
+            for run in pack:
+                if run.spec.name in self.states:
+                    continue
+                status = records.read_status(run.run_dir)
+                if status["state"] not in FINAL and job_id not in alive:
+                    status = _mark_lost(run, job)
+                if status["state"] == "running":
+                    self.progress.running(run.spec)
+                elif status["state"] in FINAL:
+                    self.states[run.spec.name] = status["state"]
+                    self.progress.ended(run.spec, status["state"], _detail(run.run_dir, status))
+            if job_id not in alive:
+                del self.active[job_id]
+
+    def run(self, queue: collections.deque) -> None:
+        """Until every pack has ended: keep `parallelism` packs going (this host only), poll, report."""
+        while queue or self.active:
+            while self.backend.on_this_host and queue and len(self.active) < self.parallelism:
+                self.submit([queue.popleft()], chunk=1)
+            self.poll()
+            self.progress.tick()
+            if self.active:
+                time.sleep(POLL_S[self.backend.on_this_host])
+
+    def cancel(self) -> None:
+        for job, _ in self.active.values():
+            job.cancel(check=False)
 
 
 def launch(plan: Plan, argv: list[str]) -> Outcome:
-    """Submit every run of `plan` that is not done yet and follow them until they end."""
+    """Submit every run of `plan` that is not done yet; follow them to the end if the launcher waits."""
     conf = plan.settings.launcher
+    backend = BACKENDS[conf.name]
     manifest = sweepdir.open_sweep(plan, argv)
     todo = [spec for spec in plan.runs if not sweepdir.is_done(plan, spec)]
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo})
-    for spec in todo:
-        sweepdir.run_dir(plan, spec).mkdir(exist_ok=True)
-        records.write_json(sweepdir.run_dir(plan, spec) / records.CONFIG, spec.record())
-        records.write_status(sweepdir.run_dir(plan, spec), "pending", queued_at=records.now())
-    # Runs import perfsweep's modules by name, wherever the launch was started from.
+    runs = [
+        RunJob(spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism)
+        for spec in todo
+    ]
+    for run in runs:
+        run.run_dir.mkdir(exist_ok=True)
+        records.write_json(run.run_dir / records.CONFIG, run.spec.record())
+        records.write_status(run.run_dir, "pending", queued_at=records.now())
+    # Jobs import perfsweep's modules by name, wherever the launch was started from.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    executor = make_executor(conf, plan.sweep_dir / ".submitit", _gpus_per_run(conf))
-    progress = Progress(len(todo))
-    states: dict[str, str] = {}
-    active: dict[submitit.Job, RunSpec] = {}
-    queue = list(todo)
-    try:
-        while queue or active:
-            while queue and len(active) < conf.parallelism:
-                spec = queue.pop(0)
-                job = executor.submit(
-                    execute, spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism
-                )
-                active[job] = spec
-                progress.started(spec)
-            for job in [j for j in active if j.done()]:
-                spec = active.pop(job)
-                states[spec.name], detail = _detail(job, sweepdir.run_dir(plan, spec))
-                progress.ended(spec, states[spec.name], detail)
-            progress.tick()
-            time.sleep(POLL_S if active else 0)
-    finally:
-        for job in active:
-            job.cancel(check=False)
-    return Outcome(states, skipped)
+    executor = make_executor(conf, plan.sweep_dir / ".submitit", job_name=f"perfsweep-{plan.sweep_dir.name}")
+    follower = Follower(executor, conf.name, conf.parallelism, Progress(len(runs)))
+    queue = collections.deque(packs_of(runs, conf.runs_per_job))
+    job_ids = [] if backend.on_this_host else follower.submit(list(queue), max_array_size(conf.max_array_size))
+    if not backend.on_this_host:
+        queue.clear()
+    wait = conf.wait if conf.wait is not None else backend.on_this_host
+    if wait:
+        try:
+            follower.run(queue)
+        finally:
+            if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
+                follower.cancel()
+    return Outcome(follower.states, skipped, job_ids, followed=wait)

@@ -4,7 +4,10 @@ import os
 import uuid
 from pathlib import Path
 
-from sweeps.plan import Plan
+from omegaconf import OmegaConf
+
+from conf.schema import Config
+from sweeps.plan import Plan, PlanError
 from sweeps.spec import RunSpec
 from train import records
 
@@ -45,3 +48,28 @@ def is_done(plan: Plan, spec: RunSpec) -> bool:
 def tracker_id(manifest: dict, spec: RunSpec) -> str:
     """A W&B run id fixed for this run in this sweep folder, so a re-run resumes rather than forks."""
     return f"{manifest['uid']}-{spec.run_id}"
+
+
+RESUME_OVERRIDABLE = ("launcher.", "tracker.")  # settings of the sweep, not of what a run measures
+
+
+def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
+    """The plan of a sweep folder's runs that are not done, rebuilt from their recorded configs.
+
+    `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
+    """
+    bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
+    if bad:
+        raise PlanError([f"resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only; not: {' '.join(bad)}"])
+    changes = OmegaConf.from_dotlist(list(overrides))
+    runs = []
+    for path in sorted(sweep_dir.glob(f"*/{records.CONFIG}")):
+        if records.read_status(path.parent)["state"] == "done":
+            continue
+        record = records.read_json(path)
+        config = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), record["config"], changes))
+        spec = RunSpec(config=config, sweep_name=sweep_dir.name)
+        if spec.run_id != record["run_id"]:
+            raise ValueError(f"{path}: its config no longer gives its run id (written by another version?)")
+        runs.append(spec)
+    return Plan(sweep_dir=sweep_dir, runs=tuple(runs))

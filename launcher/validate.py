@@ -2,13 +2,14 @@
 
 import netrc
 import os
+import shutil
 from urllib.parse import urlparse
 
 from conf.schema import LauncherConf, TrackerConf
+from launcher.executor import BACKENDS
 from sweeps.plan import Plan
 from train.checks import problems as run_problems
 
-EXECUTORS = ("local", "debug")  # submitit's AutoExecutor clusters perfsweep launches on
 TRACKER_MODES = ("offline", "online", "disabled")
 
 
@@ -36,10 +37,13 @@ def tracker_problems(conf: TrackerConf) -> list[str]:
 
 def launcher_problems(conf: LauncherConf) -> list[str]:
     found = []
-    if conf.name not in EXECUTORS:
-        found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(EXECUTORS)}")
-    if conf.parallelism < 1:
-        found.append(f"launcher.parallelism={conf.parallelism} must be 1 or more")
+    if conf.name not in BACKENDS:
+        found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(BACKENDS)}")
+    elif not BACKENDS[conf.name].on_this_host and not shutil.which("sbatch"):
+        found.append(f"launcher={conf.name} needs Slurm's commands (sbatch, squeue, srun) on PATH; none here")
+    for key in ("parallelism", "runs_per_job", "timeout_min"):
+        if getattr(conf, key) < 1:
+            found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
     return found
 
 
@@ -47,7 +51,8 @@ def validate(plan: Plan) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it."""
     settings = plan.settings
     found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker)
-    on_this_host = settings.launcher.name in EXECUTORS  # local and debug runs execute on this host
+    backend = BACKENDS.get(settings.launcher.name)
+    on_this_host = backend is not None and backend.on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}
     for spec in plan.runs:
         for problem in run_problems(spec.config, on_this_host):

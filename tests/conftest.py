@@ -31,6 +31,21 @@ def _offline_wandb(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster() -> dict[str, str]:
+    """The project's one-node Slurm cluster (scripts/slurm-local), started if it is not up.
+
+    Skipped where it cannot start, except in CI, where the Slurm tests must run.
+    """
+    up = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-local"), "up"], capture_output=True, text=True)
+    if up.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"the local Slurm cluster did not start in CI:\n{up.stdout}\n{up.stderr}")
+        pytest.skip(f"no local Slurm cluster here (scripts/slurm-local up failed: {up.stderr.strip()[-300:]})")
+    conf = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-local"), "env"], capture_output=True, text=True)
+    return {"SLURM_CONF": conf.stdout.strip().split("=", 1)[1]}
+
+
 @pytest.fixture
 def tiny_plan(tmp_path):
     """Plan a tiny sweep from the real configs, into a temporary runs folder."""

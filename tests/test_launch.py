@@ -108,5 +108,5 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path):
     result = launch(*TINY, "tracker.mode=online", "launcher.name=cluster9", f"runs_dir={runs_dir}", env=env)
     assert result.returncode == 2
     assert "tracker.mode=online needs a W&B API key" in result.stderr
-    assert "launcher.name='cluster9' is not one of: local, debug" in result.stderr
+    assert "launcher.name='cluster9' is not one of: local, debug, slurm" in result.stderr
     assert not runs_dir.exists()

@@ -24,7 +24,7 @@ PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (
 def run(plan) -> tuple[Path, dict]:
     (spec,) = plan.runs
     run_dir = plan.sweep_dir / spec.name
-    return run_dir, execute(spec, run_dir, tracker_id=f"t-{spec.run_id}", parallelism=1)
+    return run_dir, execute(spec, run_dir, tracker_id=f"t-{spec.run_id}", launch={"parallelism": 1})
 
 
 def wandb_records(run_dir: Path) -> list[dict]:

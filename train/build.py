@@ -1,6 +1,7 @@
 """Builds what a run trains: model, optimizer, loss, synthetic batches. The one place that constructs them."""
 
 import dataclasses
+import os
 from collections.abc import Callable
 
 import torch
@@ -75,10 +76,22 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Te
     ]
 
 
+def allotted_cpus() -> int | None:
+    """The CPUs a Slurm job was given: more threads than that oversubscribe them, and spinning OpenMP
+    threads then slow a step down many times over."""
+    for variable in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+        if os.environ.get(variable, "").isdigit():
+            return int(os.environ[variable])
+    return None
+
+
 def configure_backends(cfg: RunConf) -> dict[str, object]:
     """Set the process-wide switches this run asks for; returns them as they now stand."""
     prec.set_tf32(cfg.precision)
     torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+    threads = cfg.threads or allotted_cpus()
+    if threads:
+        torch.set_num_threads(threads)
     return prec.backend_flags()
 
 

@@ -48,11 +48,14 @@ def summarize(spec: RunSpec, window: Window, device: torch.device) -> dict[str, 
     }
 
 
-def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> dict[str, Any]:
-    """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised."""
+def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
+    """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
+
+    `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
-    launch = {"parallelism": parallelism, "tracker_id": tracker_id}
+    launch = {**launch, "tracker_id": tracker_id}
     records.write_status(run_dir, "running", started_at=records.now(), **launch)
     tracker = None
     try:
@@ -61,7 +64,8 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, parallelism: int) -> 
         found = checks.problems(cfg)
         if found:
             raise ValueError("; ".join(found))
-        records.write_json(run_dir / records.ENV, {**environment(device), "backend": configure_backends(cfg)})
+        backend = configure_backends(cfg)
+        records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
         trainer = build(cfg, device)
         warmup = run_window(trainer, 0, cfg.warmup_steps, device)
         if device.type == "cuda":

@@ -1,0 +1,115 @@
+"""The submitit executor a sweep runs on, built from the `launcher` config.
+
+Where runs execute is a parameter: each launcher name maps to one submitit
+executor and the parameters it takes; nothing else in perfsweep depends on it.
+"""
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from conf.schema import LauncherConf
+
+
+def local_gpus() -> int:
+    import torch
+
+    return 1 if torch.cuda.is_available() else 0
+
+
+def local_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
+    gpus = local_gpus() if conf.gpus_per_node is None else conf.gpus_per_node
+    # submitit's LocalExecutor sets CUDA_VISIBLE_DEVICES to the first `gpus` devices: 0 hides them all.
+    return {"timeout_min": conf.timeout_min, "gpus_per_node": gpus}
+
+
+def debug_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
+    return {}
+
+
+def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
+    """The sbatch parameters (names as submitit's SlurmExecutor takes them); unset ones are left out."""
+    params = {
+        "job_name": job_name,
+        "time": conf.timeout_min,
+        "array_parallelism": conf.parallelism,
+        "gpus_per_node": conf.gpus_per_node or None,
+        "partition": conf.partition,
+        "account": conf.account,
+        "qos": conf.qos,
+        "cpus_per_task": conf.cpus_per_task,
+        "mem": f"{conf.mem_gb}GB" if conf.mem_gb else None,
+        "constraint": conf.constraint,
+        "exclusive": True if conf.exclusive else None,
+        "setup": list(conf.setup) or None,
+        "additional_parameters": dict(conf.sbatch_extra) or None,
+        "srun_args": list(conf.srun_args) or None,
+    }
+    return {key: value for key, value in params.items() if value is not None}
+
+
+def squeue_ids(job_ids: list[str]) -> set[str]:
+    """Which of `job_ids` Slurm still has queued or running: one squeue call for all arrays (not one per job)."""
+    if not job_ids:
+        return set()
+    arrays = sorted({job_id.split("_")[0] for job_id in job_ids})
+    out = subprocess.run(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(arrays)], capture_output=True, text=True)
+    if out.returncode != 0:
+        if "Invalid job id" in out.stderr:  # every one of them has left the queue
+            return set()
+        raise RuntimeError(f"squeue failed ({out.returncode}): {out.stderr.strip()}")
+    return set(out.stdout.split()) & set(job_ids)
+
+
+def squeue_alive(jobs: list[submitit.Job]) -> set[str]:
+    return squeue_ids([job.job_id for job in jobs])
+
+
+def pid_ids(job_ids: list[str]) -> set[str]:
+    """Which local jobs (their ids are process ids) still have a process, seen from any process."""
+    alive = set()
+    for job_id in job_ids:
+        try:
+            os.kill(int(job_id), 0)
+            alive.add(job_id)
+        except (OSError, ValueError):
+            pass
+    return alive
+
+
+def none_alive(job_ids: list[str]) -> set[str]:
+    """Debug jobs run inside the launcher: once it has gone, so have they."""
+    return set()
+
+
+def process_alive(jobs: list[submitit.Job]) -> set[str]:
+    """Ids of the jobs whose process has not ended (the debug executor runs a job when asked this)."""
+    return {job.job_id for job in jobs if not job.done()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    executor: type[submitit.Executor]
+    parameters: Callable[[LauncherConf, str], dict[str, Any]]
+    alive: Callable[[list[submitit.Job]], set[str]]  # for the launcher that submitted the jobs
+    alive_ids: Callable[[list[str]], set[str]]  # for anyone else (status), from recorded job ids
+    on_this_host: bool  # jobs run here: no scheduler, so perfsweep keeps `parallelism` jobs going itself
+
+
+BACKENDS = {
+    "local": Backend(submitit.LocalExecutor, local_parameters, process_alive, pid_ids, on_this_host=True),
+    "debug": Backend(submitit.DebugExecutor, debug_parameters, process_alive, none_alive, on_this_host=True),
+    "slurm": Backend(submitit.SlurmExecutor, slurm_parameters, squeue_alive, squeue_ids, on_this_host=False),
+}
+
+
+def make_executor(conf: LauncherConf, folder: Path, job_name: str) -> submitit.Executor:
+    backend = BACKENDS[conf.name]
+    executor = backend.executor(folder=folder)
+    executor.update_parameters(**backend.parameters(conf, job_name))
+    return executor

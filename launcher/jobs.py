@@ -1,0 +1,41 @@
+"""What a submitted job executes: one or more runs, one after another, each with its own records."""
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from sweeps.spec import RunSpec
+from train.run import execute
+
+
+@dataclasses.dataclass(frozen=True)
+class RunJob:
+    """One run as a job hands it to train: the spec, its folder, its W&B id, how many jobs run at once."""
+
+    spec: RunSpec
+    run_dir: Path
+    tracker_id: str
+    parallelism: int
+
+
+def job_info() -> dict[str, Any]:
+    """The scheduler's view of this job, for the run's status: job id, host, log file."""
+    env = submitit.JobEnvironment()
+    if not env.activated():
+        return {}
+    return {"job_id": env.job_id, "host": env.hostname, "log": str(env.paths.stdout)}
+
+
+def run_pack(runs: list[RunJob]) -> dict[str, str]:
+    """Run each run in turn; a run that raises is recorded as failed and the next one goes on."""
+    states = {}
+    info = job_info()
+    for run in runs:
+        try:
+            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+            states[run.spec.name] = "done"
+        except Exception:
+            states[run.spec.name] = "failed"
+    return states

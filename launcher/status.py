@@ -1,0 +1,43 @@
+"""What every run of a sweep folder is doing, from its records and, for runs not finished, the scheduler.
+
+python launch.py status SWEEP_DIR
+"""
+
+from pathlib import Path
+
+from launcher.executor import BACKENDS
+from train import records
+
+FINAL = ("done", "failed")
+
+
+def run_states(sweep_dir: Path) -> list[dict]:
+    """One row per run: name, state (pending, running, done, failed, or lost), job id, log, error."""
+    rows = []
+    for path in sorted(sweep_dir.glob(f"*/{records.CONFIG}")):
+        status = records.read_status(path.parent)
+        launcher = records.read_json(path)["config"]["launcher"]["name"]
+        rows.append({"run": path.parent.name, "launcher": launcher, **status})
+    unfinished = [r for r in rows if r["state"] not in FINAL and r.get("job_id")]
+    for name in {r["launcher"] for r in unfinished}:
+        mine = [r for r in unfinished if r["launcher"] == name]
+        alive = BACKENDS[name].alive_ids([r["job_id"] for r in mine])
+        for row in mine:
+            if row["job_id"] not in alive:
+                row["state"] = "lost"  # its job has ended but the run never wrote a final state
+    return rows
+
+
+def render(sweep_dir: Path) -> str:
+    rows = run_states(sweep_dir)
+    counts = {s: sum(r["state"] == s for r in rows) for s in ("pending", "running", "done", "failed", "lost")}
+    lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
+    for row in rows:
+        error = row.get("error") or {}
+        detail = f"  {error.get('type')}: {str(error.get('message', '')).splitlines()[0][:160]}" if error else ""
+        job = f"  job {row['job_id']}" if row.get("job_id") else ""
+        log = f"  log {row['log']}" if row.get("log") and row["state"] != "done" else ""
+        lines.append(f"{row['state']:<8} {row['run']}{job}{log}{detail}")
+    if counts["lost"] or counts["failed"]:
+        lines.append(f"re-run what is not done: python launch.py resume {sweep_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""Sweeps as submitit job arrays on a real one-node Slurm cluster (scripts/slurm-local), and the sbatch they make."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from submitit.slurm.slurm import _make_sbatch_string
+
+from conf.schema import LauncherConf
+from launcher.executor import slurm_parameters
+from tests.conftest import TINY, launch
+from train import records
+
+SLURM = [*TINY, "launcher=slurm", "tracker.mode=disabled", "memory_format=contiguous"]
+
+
+def states(sweep: Path) -> dict[str, dict]:
+    return {p.parent.name: records.read_status(p.parent) for p in sweep.glob("*/status.json")}
+
+
+def wait_until_final(sweep: Path, env: dict, timeout_s: float = 180) -> dict[str, dict]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = states(sweep)
+        if found and all(s["state"] in ("done", "failed") for s in found.values()):
+            return found
+        time.sleep(1)
+    raise AssertionError(f"runs not finished after {timeout_s} s: {launch('status', str(sweep), env=env).stdout}")
+
+
+def test_sbatch_for_a_gpu_array():
+    conf = LauncherConf(
+        name="slurm",
+        parallelism=2,
+        timeout_min=30,
+        gpus_per_node=1,
+        partition="gpu",
+        account="perf",
+        qos="high",
+        cpus_per_task=8,
+        mem_gb=64,
+        constraint="h100",
+        exclusive=True,
+        setup=["module load cuda/12.4"],
+        sbatch_extra={"gres": "gpu:h100:1"},
+        srun_args=["--cpu-bind=cores"],
+    )
+    text = _make_sbatch_string(
+        command="python -m submitit.core._submit X",
+        folder="/logs",
+        map_count=16,
+        **slurm_parameters(conf, "perfsweep-seed000"),
+    )
+    for line in [
+        "#SBATCH --array=0-15%2",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --gpus-per-node=1",
+        "#SBATCH --account=perf",
+        "#SBATCH --qos=high",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --mem=64GB",
+        "#SBATCH --constraint=h100",
+        "#SBATCH --exclusive",
+        "#SBATCH --gres=gpu:h100:1",
+        "#SBATCH --time=30",
+        "#SBATCH --job-name=perfsweep-seed000",
+        "module load cuda/12.4",
+    ]:
+        assert line in text.splitlines(), f"{line!r} missing from:\n{text}"
+    assert "srun --unbuffered" in text and "--cpu-bind=cores" in text
+
+
+def test_unset_slurm_options_are_left_out():
+    params = slurm_parameters(LauncherConf(name="slurm"), "job")
+    assert set(params) == {"job_name", "time", "array_parallelism"}
+
+
+@pytest.mark.slurm
+def test_array_sweep_end_to_end(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+    result = launch(
+        *SLURM,
+        "input_type=tensor,subclass,tensorbase",
+        "launcher.parallelism=2",
+        "launcher.wait=true",
+        f"runs_dir={runs}",
+        env=slurm_cluster,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    sweep = runs / "default"
+    found = states(sweep)
+    assert {s["state"] for s in found.values()} == {"done"} and len(found) == 3
+    arrays = {s["job_id"].split("_")[0] for s in found.values()}
+    assert len(arrays) == 1, "one sbatch for the whole sweep"
+    assert sorted(s["job_id"].split("_")[1] for s in found.values()) == ["0", "1", "2"]
+    script = (sweep / ".submitit" / f"{arrays.pop()}_submission.sh").read_text()
+    assert "#SBATCH --array=0-2%2" in script
+    assert "| subclass " in result.stdout and "1.00x" in result.stdout
+    assert all(Path(s["log"]).exists() for s in found.values())
+
+
+@pytest.mark.slurm
+def test_submit_returns_then_status_follows(slurm_cluster, tmp_path):
+    sweep = tmp_path / "runs" / "default"
+    started = time.monotonic()
+    result = launch(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    assert result.returncode == 0, result.stderr
+    assert "submitted 2 runs as jobs" in result.stdout and f"python launch.py status {sweep}" in result.stdout
+    assert time.monotonic() - started < 60
+    wait_until_final(sweep, slurm_cluster)
+    status = launch("status", str(sweep), env=slurm_cluster)
+    assert "2 runs, 2 done" in status.stdout
+
+
+@pytest.mark.slurm
+def test_packed_runs_share_a_job_and_keep_their_records(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+    result = launch(
+        *SLURM,
+        "input_type=tensor,subclass,tensorbase,cast",
+        "launcher.runs_per_job=2",
+        "launcher.wait=true",
+        f"runs_dir={runs}",
+        env=slurm_cluster,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = states(runs / "default")
+    assert len(found) == 4 and {s["state"] for s in found.values()} == {"done"}
+    jobs = sorted(s["job_id"] for s in found.values())
+    assert len(set(jobs)) == 2 and jobs[0] == jobs[1] and jobs[2] == jobs[3]
+    assert all((runs / "default" / name / records.STEPS).exists() for name in found)
+
+
+@pytest.mark.slurm
+def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+    result = launch(
+        *SLURM,
+        "input_type=tensor,subclass,tensorbase",
+        "launcher.max_array_size=2",
+        "launcher.wait=true",
+        f"runs_dir={runs}",
+        env=slurm_cluster,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    arrays = {s["job_id"].split("_")[0] for s in states(runs / "default").values()}
+    assert len(arrays) == 2
+
+
+@pytest.mark.slurm
+def test_a_failing_run_fails_alone(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+    result = launch(
+        *SLURM,
+        "model=resnet18",
+        "model.image_size=32",
+        "model.batch_size=2",
+        "model.in_chans=3,4",
+        "input_type=tensor",
+        "launcher.wait=true",
+        f"runs_dir={runs}",
+        env=slurm_cluster,
+    )
+    assert result.returncode == 1
+    assert "FAILED resnet18" in result.stdout and "torchvision models take 3 input channels" in result.stdout
+    found = {
+        records.read_json(runs / "default" / n / records.CONFIG)["config"]["model"]["in_chans"]: s
+        for n, s in states(runs / "default").items()
+    }
+    assert found[3]["state"] == "done" and found[4]["state"] == "failed"
+    assert "Traceback" in found[4]["error"]["traceback"]
+
+
+@pytest.mark.slurm
+def test_a_cancelled_job_is_lost_and_resume_completes_it(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    result = launch(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}", env=slurm_cluster)
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 120
+    while not any(s["state"] == "running" for s in states(sweep).values()):
+        assert time.monotonic() < deadline, "no run started"
+        time.sleep(0.2)
+    job_ids = sorted({s["job_id"].split("_")[0] for s in states(sweep).values()})
+    subprocess.run(["scancel", *job_ids], check=True, env={**os.environ, **slurm_cluster})
+    deadline = time.monotonic() + 60
+    while "2 lost" not in (status := launch("status", str(sweep), env=slurm_cluster).stdout):
+        assert time.monotonic() < deadline, status
+        time.sleep(1)
+    assert f"resume {sweep}" in status
+
+    refused = launch("resume", str(sweep), "steps=3", env=slurm_cluster)
+    assert refused.returncode == 2 and "not: steps=3" in refused.stderr, "what a run measures cannot change"
+    resumed = launch("resume", str(sweep), "launcher.wait=true", env=slurm_cluster)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "2 runs, 2 done" in launch("status", str(sweep), env=slurm_cluster).stdout
+    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 301 for p in sweep.glob("*/status.json"))
+    again = launch("resume", str(sweep), env=slurm_cluster)
+    assert again.returncode == 0 and "every run is done" in again.stdout

@@ -1,4 +1,9 @@
-"""What a submitted job executes: one or more runs, one after another, each with its own records."""
+"""What a submitted job executes: one or more runs, one after another, each with its own records.
+
+The job is checkpointable: when Slurm preempts it or its time runs out (SIGUSR2), submitit
+requeues the same pack; on the next start the runs already done are skipped and the
+interrupted one starts over, its records replaced, never duplicated.
+"""
 
 import dataclasses
 from pathlib import Path
@@ -7,6 +12,7 @@ from typing import Any
 import submitit
 
 from sweeps.spec import RunSpec
+from train import records
 from train.run import execute
 
 
@@ -28,14 +34,19 @@ def job_info() -> dict[str, Any]:
     return {"job_id": env.job_id, "host": env.hostname, "log": str(env.paths.stdout)}
 
 
-def run_pack(runs: list[RunJob]) -> dict[str, str]:
+class RunPack(submitit.helpers.Checkpointable):
     """Run each run in turn; a run that raises is recorded as failed and the next one goes on."""
-    states = {}
-    info = job_info()
-    for run in runs:
-        try:
-            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
-            states[run.spec.name] = "done"
-        except Exception:
-            states[run.spec.name] = "failed"
-    return states
+
+    def __call__(self, runs: list[RunJob]) -> dict[str, str]:
+        states = {}
+        info = job_info()
+        for run in runs:
+            if records.read_status(run.run_dir)["state"] == "done":  # by an earlier start of this job
+                states[run.spec.name] = "done"
+                continue
+            try:
+                execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+                states[run.spec.name] = "done"
+            except Exception:
+                states[run.spec.name] = "failed"
+        return states

@@ -16,7 +16,7 @@ import submitit
 
 from launcher import sweepdir
 from launcher.executor import BACKENDS, make_executor
-from launcher.jobs import RunJob, run_pack
+from launcher.jobs import RunJob, RunPack
 from launcher.progress import Progress
 from sweeps.plan import Plan
 from train import records
@@ -101,7 +101,7 @@ class Follower:
         jobs = []
         for start in range(0, len(packs), chunk):
             part = packs[start : start + chunk]
-            jobs += zip(self.executor.map_array(run_pack, part), part, strict=True)
+            jobs += zip(self.executor.map_array(RunPack(), part), part, strict=True)
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
             for run in pack:

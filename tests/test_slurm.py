@@ -199,3 +199,37 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(slurm_cluster, tmp_path
     assert all(records.read_steps(p.parent / records.STEPS).num_rows == 301 for p in sweep.glob("*/status.json"))
     again = launch("resume", str(sweep), env=slurm_cluster)
     assert again.returncode == 0 and "every run is done" in again.stdout
+
+
+def slurm(*args: str, env: dict) -> str:
+    return subprocess.run(list(args), check=True, capture_output=True, text=True, env={**os.environ, **env}).stdout
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("how", ["requeue", "preempt"])
+def test_a_requeued_run_finishes_with_one_set_of_records(slurm_cluster, tmp_path, how):
+    sweep = tmp_path / "runs" / "default"
+    result = launch(
+        *SLURM, "input_type=tensor", "steps=300", "tracker.mode=offline", f"runs_dir={sweep.parent}", env=slurm_cluster
+    )
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 120
+    while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
+    job_id = records.read_status(run_dir)["job_id"]
+    if how == "requeue":  # what an admin or a node failure does: the job is killed and queued again
+        slurm("scontrol", "requeue", job_id, env=slurm_cluster)
+    else:  # what preemption does: SIGUSR2, upon which submitit checkpoints the pack and requeues it
+        slurm("scancel", "--signal=USR2", job_id, env=slurm_cluster)
+    deadline = time.monotonic() + 60
+    while "BeginTime" not in slurm("squeue", "-h", "-o", "%r", "-j", job_id, env=slurm_cluster):
+        assert time.monotonic() < deadline, "the job was not requeued"
+        time.sleep(0.5)
+    slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now", env=slurm_cluster)  # skip Slurm's requeue delay
+    status = wait_until_final(sweep, slurm_cluster)[run_dir.name]
+    assert status["state"] == "done" and status["job_id"] == job_id
+    assert [a["job_id"] for a in status["attempts"]] == [job_id]
+    assert records.read_steps(run_dir / records.STEPS).num_rows == 301
+    assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"

@@ -48,15 +48,28 @@ def summarize(spec: RunSpec, window: Window, device: torch.device) -> dict[str, 
     }
 
 
+def earlier_attempts(run_dir: Path) -> list[dict[str, Any]]:
+    """What became of the run's earlier starts (a requeue, a resume), kept in its status."""
+    prior = records.read_status(run_dir)
+    if "started_at" not in prior:
+        return []
+    error = prior.get("error") or prior.get("interrupted") or {}
+    attempt = {key: prior.get(key) for key in ("state", "started_at", "updated_at", "job_id", "host")}
+    return [*prior.get("attempts", []), {**attempt, "error": error.get("type")}]
+
+
 def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
     """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
 
     `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes.
+    A run starts over from scratch: an earlier start's step rows and summary are removed first.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
-    launch = {**launch, "tracker_id": tracker_id}
-    records.write_status(run_dir, "running", started_at=records.now(), **launch)
+    launch = {**launch, "tracker_id": tracker_id, "attempts": earlier_attempts(run_dir), "started_at": records.now()}
+    for stale in (records.STEPS, records.SUMMARY):
+        (run_dir / stale).unlink(missing_ok=True)
+    records.write_status(run_dir, "running", **launch)
     tracker = None
     try:
         records.write_json(run_dir / records.CONFIG, spec.record())
@@ -81,7 +94,12 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
         tracker.finish(summary)
         records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
         return summary
-    except BaseException as error:
+    except (KeyboardInterrupt, SystemExit) as error:
+        # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
+        interrupted = {"type": type(error).__name__, "at": records.now()}
+        records.write_status(run_dir, "pending", interrupted=interrupted, **launch)
+        raise
+    except Exception as error:
         error_info = {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
         tracker = tracker or Tracker(cfg.tracker, spec, run_dir, tracker_id)
         tracker.finish({"error": error_info["type"]}, failed=True)

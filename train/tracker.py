@@ -7,6 +7,7 @@ W&B's service process overlaps a timed step. Every W&B error becomes a
 warning in the run's status.
 """
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ class Tracker:
         try:
             import wandb
 
+            self._replace_earlier(run_dir, tracker_id)
             self.run = wandb.init(
                 mode=conf.mode,
                 project=conf.project,
@@ -40,6 +42,13 @@ class Tracker:
             self.run.define_metric("*", step_metric="step")
         except Exception as error:  # W&B must not take the run down with it
             self._warn("init", error)
+
+    @staticmethod
+    def _replace_earlier(run_dir: Path, tracker_id: str) -> None:
+        """An earlier start of this run (requeued, resumed) left an offline W&B run with the same id:
+        the records are rebuilt from scratch, so its W&B run is too, rather than forked into two."""
+        for earlier in (run_dir / "wandb").glob(f"offline-run-*-{tracker_id}"):
+            shutil.rmtree(earlier, ignore_errors=True)
 
     def _warn(self, what: str, error: Exception) -> None:
         self.warnings.append(f"wandb {what} failed: {type(error).__name__}: {error}")

@@ -7,6 +7,7 @@ poll for all jobs) only which jobs are still alive, to catch a job that died wit
 """
 
 import collections
+import contextlib
 import dataclasses
 import os
 import time
@@ -18,10 +19,10 @@ from launcher import sweepdir
 from launcher.executor import BACKENDS, make_executor
 from launcher.jobs import RunJob, RunPack
 from launcher.progress import Progress
+from launcher.snapshot import snapshot
 from sweeps.plan import Plan
 from train import records
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller)
 FINAL = ("done", "failed")
 
@@ -147,6 +148,7 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
     manifest = sweepdir.open_sweep(plan, argv)
+    sweep_dir = plan.sweep_dir.resolve()
     todo = [spec for spec in plan.runs if not sweepdir.is_done(plan, spec)]
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo})
     runs = [
@@ -157,19 +159,21 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
         run.run_dir.mkdir(exist_ok=True)
         records.write_json(run.run_dir / records.CONFIG, run.spec.record())
         records.write_status(run.run_dir, "pending", queued_at=records.now())
-    # Jobs import perfsweep's modules by name, wherever the launch was started from.
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-    executor = make_executor(conf, plan.sweep_dir / ".submitit", job_name=f"perfsweep-{plan.sweep_dir.name}")
+    # Jobs start in a snapshot of the code and import perfsweep's modules from it.
+    code = snapshot(sweep_dir / ".code")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
+    executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     follower = Follower(executor, conf.name, conf.parallelism, Progress(len(runs)))
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
-    job_ids = [] if backend.on_this_host else follower.submit(list(queue), max_array_size(conf.max_array_size))
-    if not backend.on_this_host:
-        queue.clear()
     wait = conf.wait if conf.wait is not None else backend.on_this_host
-    if wait:
-        try:
-            follower.run(queue)
-        finally:
-            if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
-                follower.cancel()
+    with contextlib.chdir(code):
+        job_ids = [] if backend.on_this_host else follower.submit(list(queue), max_array_size(conf.max_array_size))
+        if not backend.on_this_host:
+            queue.clear()
+        if wait:
+            try:
+                follower.run(queue)
+            finally:
+                if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
+                    follower.cancel()
     return Outcome(follower.states, skipped, job_ids, followed=wait)

@@ -38,7 +38,8 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
 
 
 def run_dir(plan: Plan, spec: RunSpec) -> Path:
-    return plan.sweep_dir / spec.name
+    """The run's folder, absolute: jobs start in the code snapshot, not where the launch was started."""
+    return plan.sweep_dir.resolve() / spec.name
 
 
 def is_done(plan: Plan, spec: RunSpec) -> bool:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import TINY, launch
+from tests.conftest import ROOT, TINY, launch
 from train import records
 
 
@@ -28,6 +28,12 @@ def test_local_sweep_end_to_end(runs_dir):
     assert list((sweep / ".submitit").glob("*_log.out")), "each run went through submitit's local executor"
     manifest = records.read_json(sweep / records.SWEEP)
     assert sorted(manifest["runs"]) == names
+    (code,) = (sweep / ".code").iterdir()
+    assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
+    for name in names:
+        env = records.read_json(sweep / name / records.ENV)
+        assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"
+        assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
 
     again = launch(*args)
     assert again.returncode == 0, again.stderr

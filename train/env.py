@@ -1,5 +1,6 @@
 """The environment a run measured in: versions, device, host, code revision, scheduler ids."""
 
+import json
 import os
 import platform
 import socket
@@ -11,6 +12,7 @@ from pathlib import Path
 import torch
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CODE_VERSION = "code_version.json"  # in a launch's code snapshot: the commit it was copied from
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 
 
@@ -44,6 +46,14 @@ def git_commit() -> dict[str, object]:
     return {"commit": commit, "dirty": bool(dirty) if dirty is not None else None}
 
 
+def code_version() -> dict[str, object]:
+    """The commit of the code that runs: from the snapshot's record if this is a snapshot, else from git."""
+    recorded = PROJECT_ROOT / CODE_VERSION
+    if recorded.is_file():
+        return json.loads(recorded.read_text())
+    return git_commit()
+
+
 def environment(device: torch.device) -> dict[str, object]:
     env: dict[str, object] = {
         "hostname": socket.gethostname(),
@@ -56,7 +66,7 @@ def environment(device: torch.device) -> dict[str, object]:
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "device": str(device),
-        "git": git_commit(),
+        "code": {"path": str(PROJECT_ROOT), **code_version()},
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
     }

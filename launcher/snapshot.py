@@ -1,0 +1,45 @@
+"""A copy of perfsweep's code for a launch, so that jobs still queued or running are not changed by
+later edits of the working tree. Jobs import from it and start in it.
+
+Snapshots live in <sweep_dir>/.code/<content hash>/: launches with the same code share one.
+"""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from train import records
+from train.env import CODE_VERSION, PROJECT_ROOT, git_commit
+
+CODE = ("conf", "sweeps", "train", "launcher", "analysis", "launch.py")
+
+
+def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
+    files = []
+    for entry in CODE:
+        path = root / entry
+        files += [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return [f for f in files if "__pycache__" not in f.parts and f.suffix != ".pyc"]
+
+
+def snapshot(into: Path) -> Path:
+    """Copy the code into `into`/<hash> (once per distinct content) and return that folder."""
+    files = code_files()
+    digest = hashlib.sha1()
+    for path in files:
+        digest.update(str(path.relative_to(PROJECT_ROOT)).encode() + b"\0" + path.read_bytes())
+    target = into / digest.hexdigest()[:12]
+    if target.is_dir():
+        return target
+    tmp = into / f".{target.name}.{os.getpid()}.tmp"
+    for path in files:
+        copy = tmp / path.relative_to(PROJECT_ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+    records.write_json(tmp / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another launch made the same snapshot meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target

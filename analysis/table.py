@@ -66,6 +66,18 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     return header, table
 
 
+def shared_gpu(run: RunRecord) -> list[str]:
+    """The other processes seen on a done run's GPU when it started or ended: its timings are suspect."""
+    seen = (run.summary or {}).get("neighbours") or {}
+    return sorted(
+        {
+            f"{p['name']} (pid {p['pid']}, {when})"
+            for when, found in seen.items()
+            for p in found.get("gpu_processes") or []
+        }
+    )
+
+
 def markdown(header: list[str], table: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
 
@@ -110,6 +122,11 @@ def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False
         for r in failed
     ]
     parts += [f"{r.state.upper()} {r.name}" for r in pending]
+    parts += [
+        f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
+        for r in runs
+        if (shared := shared_gpu(r))
+    ]
     return "\n".join(parts)
 
 

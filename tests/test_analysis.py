@@ -73,6 +73,15 @@ def test_failed_runs_are_listed_not_tabled(sweep):
     assert "| tensorbase" not in text
 
 
+def test_a_run_that_shared_its_gpu_is_flagged(sweep):
+    summary = records.read_json(sweep / "a" / records.SUMMARY)
+    other = {"pid": 777, "name": "other_job", "used_mib": 2048}
+    summary["neighbours"] = {"start": {"gpu_processes": []}, "end": {"gpu_processes": [other]}}
+    records.write_json(sweep / "a" / records.SUMMARY, summary)
+    assert "SHARED GPU a: other processes on its GPU: other_job (pid 777, end)" in render(sweep)
+    assert "SHARED GPU c" not in render(sweep)
+
+
 def test_unreadable_run_is_skipped_with_a_warning(sweep):
     (sweep / "b" / records.CONFIG).write_text("{ half a file")
     with pytest.warns(UserWarning, match="skipping run b"):

@@ -1,6 +1,7 @@
 """Real short runs on the CPU: records, per-step rows, output types, failures, and what W&B got."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,7 @@ def test_a_real_run_writes_complete_records(tiny_plan, input_type):
     assert summary["output_type"] == OUTPUT_TYPES[input_type]
     assert summary["median_ms"]["step_ms"] == sorted(r["step_ms"] for r in steps[1:])[1]
     assert summary["timer"] == "perf_counter" and summary["host_sync_per_step"] is False
+    assert summary["neighbours"]["start"]["gpu_processes"] is None and summary["neighbours"]["end"]["loadavg"]
 
 
 @pytest.mark.parametrize("precision", ["amp_fp16", "amp_bf16"])
@@ -120,3 +122,5 @@ def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
     assert env["gpu"]["name"] and env["cuda"]
     assert summary["timer"] == "cuda_event" and summary["host_sync_per_step"] is True
     assert summary["peak_memory_kind"] == "cuda_max_allocated"
+    if shutil.which("nvidia-smi"):
+        assert isinstance(summary["neighbours"]["start"]["gpu_processes"], list)

@@ -54,6 +54,32 @@ def code_version() -> dict[str, object]:
     return git_commit()
 
 
+def parse_compute_apps(text: str, gpu_uuid: str, own_pid: int) -> list[dict[str, object]]:
+    """Rows of `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
+    that are on the GPU `gpu_uuid` and are not this process."""
+    found = []
+    for line in text.splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != 4 or not parts[0].endswith(gpu_uuid) or parts[1] == str(own_pid):
+            continue
+        found.append(
+            {"pid": int(parts[1]), "name": parts[2], "used_mib": int(parts[3]) if parts[3].isdigit() else None}
+        )
+    return found
+
+
+def neighbours(device: torch.device) -> dict[str, object]:
+    """Other work beside the run: processes on its GPU (None where nvidia-smi cannot tell) and the host's load."""
+    processes = None
+    if device.type == "cuda":
+        apps = _run(
+            "nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"
+        )
+        if apps is not None:
+            processes = parse_compute_apps(apps, str(torch.cuda.get_device_properties(device).uuid), os.getpid())
+    return {"gpu_processes": processes, "loadavg": list(os.getloadavg())}
+
+
 def environment(device: torch.device) -> dict[str, object]:
     env: dict[str, object] = {
         "hostname": socket.gethostname(),

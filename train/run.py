@@ -14,7 +14,7 @@ import torch
 from sweeps.spec import RunSpec
 from train import checks, records
 from train.build import build, configure_backends, resolve_device
-from train.env import environment
+from train.env import environment, neighbours
 from train.step import Window, run_window
 from train.timing import PHASES
 from train.tracker import Tracker
@@ -28,7 +28,7 @@ def peak_memory_mib(device: torch.device) -> tuple[float, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
 
 
-def summarize(spec: RunSpec, window: Window, device: torch.device) -> dict[str, Any]:
+def summarize(spec: RunSpec, window: Window, device: torch.device, beside: dict[str, Any]) -> dict[str, Any]:
     cfg = spec.config
     memory, memory_kind = peak_memory_mib(device)
     losses = [row["loss"] for row in window.rows]
@@ -45,6 +45,8 @@ def summarize(spec: RunSpec, window: Window, device: torch.device) -> dict[str, 
         "loss_last": losses[-1],
         # GradScaler reads its inf check back to the host once a step: such runs overlap host and device less.
         "host_sync_per_step": bool(cfg.precision.grad_scaler and device.type == "cuda"),
+        # Other processes on the run's GPU before and after measuring: such a run shared its device.
+        "neighbours": beside,
     }
 
 
@@ -79,12 +81,13 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
             raise ValueError("; ".join(found))
         backend = configure_backends(cfg)
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
+        before = neighbours(device)
         trainer = build(cfg, device)
         warmup = run_window(trainer, 0, cfg.warmup_steps, device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         window = run_window(trainer, cfg.warmup_steps, cfg.steps, device)
-        summary = summarize(spec, window, device)
+        summary = summarize(spec, window, device, {"start": before, "end": neighbours(device)})
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary)

@@ -1,0 +1,36 @@
+"""What a run records of its surroundings: versions, code, and other work on its GPU."""
+
+import os
+
+import torch
+
+from train.env import environment, neighbours, parse_compute_apps
+
+# nvidia-smi's answer on a two-GPU host (typed here: no GPU can exist on the test machine).
+COMPUTE_APPS = """\
+GPU-1b6a2b31-aaaa-bbbb-cccc-000000000001, 4242, python, 1234
+GPU-1b6a2b31-aaaa-bbbb-cccc-000000000001, 777, /usr/bin/other_job, 20480
+GPU-99999999-aaaa-bbbb-cccc-000000000002, 888, python, [N/A]
+"""
+
+
+def test_other_processes_on_the_runs_gpu_are_found():
+    found = parse_compute_apps(COMPUTE_APPS, "1b6a2b31-aaaa-bbbb-cccc-000000000001", own_pid=4242)
+    assert found == [{"pid": 777, "name": "/usr/bin/other_job", "used_mib": 20480}]
+
+
+def test_no_other_process_means_an_empty_list():
+    assert parse_compute_apps(COMPUTE_APPS, "99999999-aaaa-bbbb-cccc-000000000002", own_pid=888) == []
+    assert parse_compute_apps("", "x", own_pid=1) == []
+
+
+def test_on_cpu_gpu_neighbours_are_unknown_and_load_is_recorded():
+    seen = neighbours(torch.device("cpu"))
+    assert seen["gpu_processes"] is None and len(seen["loadavg"]) == 3
+
+
+def test_environment_names_the_machine_and_code():
+    env = environment(torch.device("cpu"))
+    assert env["cpu"] and env["cpu_count"] == os.cpu_count() and env["python"]
+    assert torch.__version__.startswith(env["packages"]["torch"])
+    assert env["code"]["path"] and "commit" in env["code"]

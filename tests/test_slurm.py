@@ -150,6 +150,15 @@ def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
 
 
 @pytest.mark.slurm
+def test_an_invalid_grid_submits_nothing(slurm_cluster, tmp_path):
+    before = slurm("squeue", "-h", "-o", "%i", env=slurm_cluster)
+    result = launch(*SLURM, "input_type=tensor,nope", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    assert result.returncode == 2 and "input_type/nope" in result.stderr
+    assert not (tmp_path / "runs").exists()
+    assert slurm("squeue", "-h", "-o", "%i", env=slurm_cluster) == before
+
+
+@pytest.mark.slurm
 def test_a_failing_run_fails_alone(slurm_cluster, tmp_path):
     runs = tmp_path / "runs"
     result = launch(

@@ -10,15 +10,14 @@ errors are reported together.
 import dataclasses
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from conf.schema import Config
+from sweeps import compose
+from sweeps.compose import Setting
 from sweeps.spec import RunSpec, safe_name
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
 SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir")
@@ -58,40 +57,26 @@ def sweep_params(name: str) -> list[str]:
     return [f"{key}={value}" for key, value in params.items()]
 
 
-def expand(overrides: list[str]) -> list[list[str]]:
-    """Hydra overrides (with sweeps such as `model=a,b`) -> one override list per run."""
+def expand(overrides: list[str]) -> list[list[Setting]]:
+    """The sweep file's params, then the command line's overrides -> the settings of each run."""
     parser = OverridesParser.create()
     try:
-        parsed = parser.parse_overrides(overrides)
-        chosen = [o for o in parsed if o.get_key_element() == "sweep"]
+        chosen = [o for o in parser.parse_overrides(overrides) if o.get_key_element() == "sweep"]
         if any(o.is_sweep_override() for o in chosen):
             raise PlanError(["sweep= takes one sweep file; run sweeps one at a time"])
         name = chosen[-1].value() if chosen else Config.sweep
-        everything = parser.parse_overrides(sweep_params(name) + overrides)
-        return BasicSweeper.split_arguments(everything, None)[0]
+        return compose.expand(sweep_params(name) + overrides)
     except PlanError:
         raise
     except Exception as error:  # Hydra's parser errors name the bad override
         raise PlanError([f"{error}"]) from error
 
 
-def _explain(error: Exception) -> str:
-    cause = error.__cause__
-    text = f"{error}: {cause}" if cause and str(cause) not in str(error) else str(error)
-    return text.split("\nConfig search path:")[0].strip()
-
-
-def compose_runs(jobs: list[list[str]]) -> list[Config]:
-    """Compose each run's config with Hydra; collect every distinct error."""
-    configs, problems = [], {}
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="perfsweep"):
-        for job in jobs:
-            try:
-                configs.append(OmegaConf.to_object(compose(config_name="config", overrides=job)))
-            except Exception as error:
-                problems.setdefault(_explain(error), " ".join(job))
-    if problems:
-        raise PlanError([f"{message}\n  (in the run: {job})" for message, job in problems.items()])
+def compose_runs(runs: list[list[Setting]]) -> list[Config]:
+    """Each run's typed config; every distinct composition error, together."""
+    configs, errors = compose.compose_all(runs)
+    if errors:
+        raise PlanError([f"{message}\n  (in the run: {run})" for message, run in errors.items()])
     return configs
 
 

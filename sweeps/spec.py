@@ -35,7 +35,8 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def run_fields(config: Config) -> dict[str, Any]:
     """The fields that define what a run measures (no launcher, tracker or sweep settings)."""
-    return {name: dataclasses.asdict(config)[name] for name in RUN_FIELDS}
+    values = {name: getattr(config, name) for name in RUN_FIELDS}
+    return {name: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for name, v in values.items()}
 
 
 def safe_name(text: str) -> str:

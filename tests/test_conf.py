@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from conf.schema import Config
-from sweeps.plan import CONF_DIR, PlanError, build_plan
+from sweeps.compose import CONF_DIR
+from sweeps.plan import PlanError, build_plan
 from train.checks import problems
 from train.inputs import INPUT_TYPES
 

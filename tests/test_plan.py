@@ -1,7 +1,10 @@
 """Planning: sweep file + overrides -> runs with stable, distinct ids and safe folder names."""
 
+import dataclasses
+
 import pytest
 
+from sweeps import compose
 from sweeps.plan import PlanError, build_plan
 
 
@@ -72,3 +75,35 @@ def test_run_names_are_plain_folder_names():
         ["model=timm_resnet50", "model.name=../../etc", "input_type=tensor", "memory_format=contiguous"]
     ).runs
     assert "/" not in spec.name and not spec.name.startswith(".")
+
+
+GRID = [
+    "model=resnet18,test_resnet",
+    "precision=fp32,amp_fp16",
+    "launcher=local,slurm",
+    "model.image_size=32,48",
+    "seed=range(0,2)",
+    "optim.lr=0.5",
+    "tracker.entity=me",
+    "compile=max_autotune",
+    "threads=2",
+    "launcher.setup=[module load cuda]",
+]
+
+
+@pytest.mark.parametrize("extra", [[], ["+launcher.sbatch_extra.gres=gpu:1"], ["steps=${warmup_steps}"]])
+def test_reused_templates_give_what_hydra_composes(extra):
+    runs = compose.expand([*GRID, *extra])
+    assert len(runs) == 2**5
+    fast, fast_errors = compose.compose_all(runs)
+    slow, slow_errors = compose.compose_all(runs, reuse=False)
+    assert fast_errors == slow_errors == {}
+    assert [dataclasses.asdict(c) for c in fast] == [dataclasses.asdict(c) for c in slow]
+
+
+def test_a_bad_value_fails_the_same_both_ways():
+    runs = compose.expand(["model=resnet18,test_resnet", "model.batch_size=abc"])
+    for reuse in (True, False):
+        configs, errors = compose.compose_all(runs, reuse=reuse)
+        assert not configs and len(errors) == 1
+        assert "model.batch_size=abc" in next(iter(errors)) and "Integer" in next(iter(errors))

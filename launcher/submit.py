@@ -155,10 +155,7 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
         RunJob(spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism)
         for spec in todo
     ]
-    for run in runs:
-        run.run_dir.mkdir(exist_ok=True)
-        records.write_json(run.run_dir / records.CONFIG, run.spec.record())
-        records.write_status(run.run_dir, "pending", queued_at=records.now())
+    sweepdir.mark_pending(plan, todo)
     # Jobs start in a snapshot of the code and import perfsweep's modules from it.
     code = snapshot(sweep_dir / ".code")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))

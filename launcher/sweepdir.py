@@ -46,6 +46,15 @@ def is_done(plan: Plan, spec: RunSpec) -> bool:
     return records.read_status(run_dir(plan, spec))["state"] == "done"
 
 
+def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
+    """Give each run its folder, its config and a pending status before anything is submitted."""
+    for spec in specs:
+        folder = run_dir(plan, spec)
+        folder.mkdir(exist_ok=True)
+        records.write_json(folder / records.CONFIG, spec.record())
+        records.write_status(folder, "pending", queued_at=records.now())
+
+
 def tracker_id(manifest: dict, spec: RunSpec) -> str:
     """A W&B run id fixed for this run in this sweep folder, so a re-run resumes rather than forks."""
     return f"{manifest['uid']}-{spec.run_id}"

@@ -12,6 +12,7 @@ package, an interpolation) is composed by Hydra in full. Both ways give the same
 
 import copy
 import dataclasses
+import functools
 import itertools
 from collections import OrderedDict
 from pathlib import Path
@@ -27,6 +28,7 @@ from conf.schema import Config
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir()) | {"hydra"}
 _PLAIN = (bool, int, float, str, type(None))
+RUN_AND_SWEEP_FIELDS = tuple(f.name for f in dataclasses.fields(Config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +80,21 @@ def _set(config: Any, key: str, value: Any) -> None:
         setattr(config, leaf, value)
 
 
+def _clone(value: Any) -> Any:
+    """A copy of a config's dataclasses, lists and dicts (its leaves are immutable): deepcopy without its memo."""
+    if dataclasses.is_dataclass(value):
+        new = copy.copy(value)
+        for f in dataclasses.fields(value):
+            setattr(new, f.name, _clone(getattr(value, f.name)))
+        return new
+    if isinstance(value, list):
+        return [_clone(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    return value
+
+
+@functools.cache
 def _simple_option(group: str, option: Any) -> bool:
     """An option file that only fills its group's node: no defaults list, no package of its own."""
     path = CONF_DIR / group / f"{option}.yaml"
@@ -127,9 +144,12 @@ class Composer:
 
     def build(self, run: list[Setting]) -> Config:
         choices = {s.key: s.value for s in run if not s.plain}
-        config = copy.deepcopy(self.base_config)
-        for group, option in choices.items():
-            setattr(config, group, copy.deepcopy(self._option(group, option)[1]))
+        # Runs share the nodes no plain value of theirs changes: planned configs are values, never mutated.
+        changed = {s.key.split(".")[0] for s in run if s.plain}
+        config = copy.copy(self.base_config)
+        for name in RUN_AND_SWEEP_FIELDS:
+            chosen = self._option(name, choices[name])[1] if name in choices else getattr(self.base_config, name)
+            setattr(config, name, _clone(chosen) if name in changed else chosen)
         for setting in (s for s in run if s.plain):
             group = setting.key.split(".")[0]
             validator = self._option(group, choices[group])[0] if group in choices else self.base

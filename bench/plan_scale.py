@@ -1,0 +1,77 @@
+"""Seconds to expand, validate and write the plan of a large grid (no run is started).
+
+    python bench/plan_scale.py [--runs 10000] [--repeats 3]
+
+The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, cut to --runs.
+Prints the median over --repeats of: expanding and composing every run's config (build_plan),
+checking them (validate; the one-time import of timm and torchvision to list model names is
+timed apart, on the first repeat), and writing the sweep folder's manifest and each run's
+config and pending status (what a launch writes before it submits).
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from launcher import sweepdir  # noqa: E402
+from launcher.validate import validate  # noqa: E402
+from sweeps.plan import Plan, build_plan  # noqa: E402
+
+AXES = [
+    "model=resnet18,resnet50,convnext_tiny,timm_resnet50,test_resnet",
+    "input_type=tensor,subclass,tensorbase,cast,subclass_notf",
+    "precision=fp32,amp_bf16",
+    "compile=eager,default",
+    "memory_format=contiguous",
+]
+PER_SEED = 5 * 5 * 2 * 2
+
+
+def write_plan(plan: Plan) -> None:
+    sweepdir.open_sweep(plan, ["bench"])
+    sweepdir.mark_pending(plan, list(plan.runs))
+
+
+def timed(fn, *args):
+    start = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    seeds = max(1, args.runs // PER_SEED)
+    overrides = [*AXES, f"seed=range(0,{seeds})"]
+    first_check = None
+    times: dict[str, list[float]] = {"plan": [], "validate": [], "write": []}
+    for _ in range(args.repeats):
+        seconds, plan = timed(build_plan, overrides)
+        times["plan"].append(seconds)
+        seconds, problems = timed(validate, plan)
+        assert not problems, problems
+        if first_check is None:
+            first_check = seconds
+            seconds, _ = timed(validate, plan)
+        times["validate"].append(seconds)
+        with tempfile.TemporaryDirectory() as tmp:
+            seconds, _ = timed(write_plan, Plan(sweep_dir=Path(tmp) / "sweep", runs=plan.runs))
+            times["write"].append(seconds)
+    print(f"{len(plan.runs)} runs, median of {args.repeats}")
+    for stage, values in times.items():
+        print(f"{stage:<9} {statistics.median(values):6.2f} s   [{', '.join(f'{v:.2f}' for v in values)}]")
+    print(
+        f"total     {sum(statistics.median(v) for v in times.values()):6.2f} s   "
+        f"(+ {first_check - times['validate'][0]:.2f} s once, importing timm and torchvision to list models)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,7 @@ import collections
 import contextlib
 import dataclasses
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -49,8 +50,6 @@ def max_array_size(configured: int | None) -> int:
     """The most tasks one array may hold: the config's, else the cluster's MaxArraySize (ids run 0..max-1)."""
     if configured:
         return configured
-    import subprocess
-
     out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.split("=")[0].strip() == "MaxArraySize":
@@ -70,7 +69,8 @@ def _detail(run_dir: Path, status: dict) -> str:
         summary = records.read_json(run_dir / records.SUMMARY)
         return f"step {summary['median_ms']['step_ms']:.1f} ms, {summary['samples_per_s']:.1f} samples/s"
     error = status.get("error") or {}
-    return f"{error.get('type')}: {(error.get('message') or '').splitlines()[0][:200] if error.get('message') else ''}"
+    message = (error.get("message") or "").splitlines()
+    return f"{error.get('type')}: {message[0][:200] if message else ''}"
 
 
 def _mark_lost(run: RunJob, job: submitit.Job) -> dict:

@@ -56,6 +56,33 @@ def tiny_plan(tmp_path):
     return plan
 
 
+# Two runs that pass every plan check; the in_chans=4 one raises when it runs (torchvision takes 3 channels).
+ONE_OF_TWO_FAILS = [
+    "model=resnet18",
+    "model.image_size=32",
+    "model.batch_size=2",
+    "model.in_chans=3,4",
+    "input_type=tensor",
+    "memory_format=contiguous",
+    "tracker.mode=disabled",
+]
+
+
+def assert_one_of_two_failed(result: subprocess.CompletedProcess, sweep: Path) -> None:
+    """The launch of ONE_OF_TWO_FAILS reported the failure, and the other run finished."""
+    from train import records
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed" in result.stdout and "FAILED resnet18" in result.stdout
+    assert "torchvision models take 3 input channels" in result.stdout
+    by_channels = {
+        records.read_json(p.parent / records.CONFIG)["config"]["model"]["in_chans"]: records.read_status(p.parent)
+        for p in sweep.glob("*/status.json")
+    }
+    assert by_channels[3]["state"] == "done"
+    assert by_channels[4]["state"] == "failed" and "Traceback" in by_channels[4]["error"]["traceback"]
+
+
 def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run launch.py as a user would, in a fresh process."""
     return subprocess.run(

@@ -29,8 +29,10 @@ def _optional_json(path: Path) -> Any:
     return records.read_json(path) if path.exists() else None
 
 
-def load_run(run_dir: Path) -> RunRecord:
-    config = records.read_json(run_dir / records.CONFIG)
+def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
+    """A run's records; `planned` (its line of runs.jsonl) stands in for config.json until the run starts."""
+    path = run_dir / records.CONFIG
+    config = records.read_json(path) if path.exists() or planned is None else planned
     return RunRecord(
         name=run_dir.name,
         run_id=config["run_id"],
@@ -47,15 +49,13 @@ def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecor
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
         raise FileNotFoundError(f"no sweep folder at {sweep_dir}")
-    dirs = (
-        [sweep_dir / n for n in names]
-        if names is not None
-        else sorted(p.parent for p in sweep_dir.glob(f"*/{records.CONFIG}"))
-    )
+    planned = records.planned_runs(sweep_dir)
+    if names is None:
+        names = sorted(set(planned) | {p.parent.name for p in sweep_dir.glob(f"*/{records.CONFIG}")})
     runs = []
-    for run_dir in dirs:
+    for run_dir in (sweep_dir / name for name in names):
         try:
-            runs.append(load_run(run_dir))
+            runs.append(load_run(run_dir, planned.get(run_dir.name)))
         except (OSError, json.JSONDecodeError, KeyError) as error:
             warnings.warn(f"skipping run {run_dir.name}: unreadable records ({error})", stacklevel=2)
     return runs

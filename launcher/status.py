@@ -6,6 +6,7 @@ python launch.py status SWEEP_DIR
 from pathlib import Path
 
 from launcher.executor import BACKENDS
+from launcher.sweepdir import submitted_jobs
 from train import records
 
 FINAL = ("done", "failed")
@@ -13,11 +14,13 @@ FINAL = ("done", "failed")
 
 def run_states(sweep_dir: Path) -> list[dict]:
     """One row per run: name, state (pending, running, done, failed, or lost), job id, log, error."""
+    jobs = submitted_jobs(sweep_dir)
     rows = []
-    for path in sorted(sweep_dir.glob(f"*/{records.CONFIG}")):
-        status = records.read_status(path.parent)
-        launcher = records.read_json(path)["config"]["launcher"]["name"]
-        rows.append({"run": path.parent.name, "launcher": launcher, **status})
+    for name, record in sorted(records.planned_runs(sweep_dir).items()):
+        status = records.read_status(sweep_dir / name)
+        # An unfinished run belongs to its latest submission; a finished one to the job that finished it.
+        latest = jobs.get(name, {}) if status["state"] not in FINAL else {}
+        rows.append({"run": name, "launcher": record["config"]["launcher"]["name"], **status, **latest})
     unfinished = [r for r in rows if r["state"] not in FINAL and r.get("job_id")]
     for name in {r["launcher"] for r in unfinished}:
         mine = [r for r in unfinished if r["launcher"] == name]

@@ -75,6 +75,7 @@ def _detail(run_dir: Path, status: dict) -> str:
 
 def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
     """A job that ended without this run's final records: record it as failed, with the log's last lines."""
+    run.run_dir.mkdir(exist_ok=True)
     log = _tail(job.paths.stderr)
     message = (
         f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
@@ -92,8 +93,10 @@ def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
 class Follower:
     """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
 
-    def __init__(self, executor: submitit.Executor, backend_name: str, parallelism: int, progress: Progress):
-        self.executor, self.backend = executor, BACKENDS[backend_name]
+    def __init__(
+        self, sweep_dir: Path, executor: submitit.Executor, backend_name: str, parallelism: int, progress: Progress
+    ):
+        self.sweep_dir, self.executor, self.backend = sweep_dir, executor, BACKENDS[backend_name]
         self.parallelism, self.progress = parallelism, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
@@ -105,10 +108,15 @@ class Follower:
             jobs += zip(self.executor.map_array(RunPack(), part), part, strict=True)
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
-            for run in pack:
-                records.write_status(
-                    run.run_dir, "pending", queued_at=records.now(), job_id=job.job_id, log=str(job.paths.stdout)
-                )
+        queued = {"submitted_at": records.now()}
+        sweepdir.record_jobs(
+            self.sweep_dir,
+            {
+                run.spec.name: {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
+                for job, pack in jobs
+                for run in pack
+            },
+        )
         return [job.job_id for job, _ in jobs]
 
     def poll(self) -> None:
@@ -160,7 +168,7 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     code = snapshot(sweep_dir / ".code")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    follower = Follower(executor, conf.name, conf.parallelism, Progress(len(runs)))
+    follower = Follower(sweep_dir, executor, conf.name, conf.parallelism, Progress(len(runs)))
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with contextlib.chdir(code):

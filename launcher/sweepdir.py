@@ -43,16 +43,29 @@ def run_dir(plan: Plan, spec: RunSpec) -> Path:
 
 
 def is_done(plan: Plan, spec: RunSpec) -> bool:
-    return records.read_status(run_dir(plan, spec))["state"] == "done"
+    folder = run_dir(plan, spec)
+    return folder.is_dir() and records.read_status(folder)["state"] == "done"
 
 
 def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
-    """Give each run its folder, its config and a pending status before anything is submitted."""
-    for spec in specs:
-        folder = run_dir(plan, spec)
-        folder.mkdir(exist_ok=True)
-        records.write_json(folder / records.CONFIG, spec.record())
-        records.write_status(folder, "pending", queued_at=records.now())
+    """Record the runs about to be submitted in runs.jsonl: one file, however many runs.
+
+    A run gets its own folder when it starts; until then it is pending, by its absence.
+    """
+    planned = records.planned_runs(plan.sweep_dir)
+    planned.update({spec.name: spec.record() for spec in specs})
+    records.write_jsonl(plan.sweep_dir / records.RUNS, list(planned.values()))
+
+
+def record_jobs(sweep_dir: Path, jobs: dict[str, dict]) -> None:
+    """Note which job each run was submitted to (run name -> job id and log)."""
+    path = sweep_dir / records.JOBS
+    records.write_json(path, {**(records.read_json(path) if path.exists() else {}), **jobs})
+
+
+def submitted_jobs(sweep_dir: Path) -> dict[str, dict]:
+    path = sweep_dir / records.JOBS
+    return records.read_json(path) if path.exists() else {}
 
 
 def tracker_id(manifest: dict, spec: RunSpec) -> str:
@@ -73,13 +86,12 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         raise PlanError([f"resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only; not: {' '.join(bad)}"])
     changes = OmegaConf.from_dotlist(list(overrides))
     runs = []
-    for path in sorted(sweep_dir.glob(f"*/{records.CONFIG}")):
-        if records.read_status(path.parent)["state"] == "done":
+    for name, record in sorted(records.planned_runs(sweep_dir).items()):
+        if records.read_status(sweep_dir / name)["state"] == "done":
             continue
-        record = records.read_json(path)
         config = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), record["config"], changes))
         spec = RunSpec(config=config, sweep_name=sweep_dir.name)
         if spec.run_id != record["run_id"]:
-            raise ValueError(f"{path}: its config no longer gives its run id (written by another version?)")
+            raise ValueError(f"run {name}: its config no longer gives its run id (written by another version?)")
         runs.append(spec)
     return Plan(sweep_dir=sweep_dir, runs=tuple(runs))

@@ -17,7 +17,8 @@ SLURM = [*TINY, "launcher=slurm", "tracker.mode=disabled", "memory_format=contig
 
 
 def states(sweep: Path) -> dict[str, dict]:
-    return {p.parent.name: records.read_status(p.parent) for p in sweep.glob("*/status.json")}
+    """Every planned run's status (pending until the run's own folder says otherwise)."""
+    return {name: records.read_status(sweep / name) for name in records.planned_runs(sweep)}
 
 
 def wait_until_final(sweep: Path, env: dict, timeout_s: float = 180) -> dict[str, dict]:
@@ -151,11 +152,13 @@ def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
 
 @pytest.mark.slurm
 def test_an_invalid_grid_submits_nothing(slurm_cluster, tmp_path):
-    before = slurm("squeue", "-h", "-o", "%i", env=slurm_cluster)
-    result = launch(*SLURM, "input_type=tensor,nope", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    name = f"invalid-{tmp_path.name}"
+    result = launch(
+        *SLURM, "input_type=tensor,nope", f"runs_dir={tmp_path / 'runs'}", f"sweep_name={name}", env=slurm_cluster
+    )
     assert result.returncode == 2 and "input_type/nope" in result.stderr
     assert not (tmp_path / "runs").exists()
-    assert slurm("squeue", "-h", "-o", "%i", env=slurm_cluster) == before
+    assert f"perfsweep-{name}" not in slurm("squeue", "-h", "-o", "%j", env=slurm_cluster)
 
 
 @pytest.mark.slurm
@@ -174,7 +177,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(slurm_cluster, tmp_path
     while not any(s["state"] == "running" for s in states(sweep).values()):
         assert time.monotonic() < deadline, "no run started"
         time.sleep(0.2)
-    job_ids = sorted({s["job_id"].split("_")[0] for s in states(sweep).values()})
+    job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
     subprocess.run(["scancel", *job_ids], check=True, env={**os.environ, **slurm_cluster})
     deadline = time.monotonic() + 60
     while "2 lost" not in (status := launch("status", str(sweep), env=slurm_cluster).stdout):

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import torch
+
 from tests.conftest import ROOT
 
 
@@ -16,3 +18,46 @@ def test_plan_scale_bench_prints_its_stages():
     ).stdout
     assert out.startswith("100 runs, median of 1")
     assert all(f"\n{stage}" in out for stage in ("plan", "validate", "write", "total"))
+
+
+def test_overhead_bench_prints_both_loops_and_their_ratio():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "overhead.py"),
+            "--rounds",
+            "2",
+            "steps=3",
+            "warmup_steps=1",
+            "device=cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    lines = out.strip().splitlines()
+    assert "2 rounds of 3 steps" in lines[0]
+    assert lines[1].startswith("bare") and lines[2].startswith("perfsweep") and "throughput" in lines[3]
+
+
+def test_sync_bench_runs_or_says_it_needs_cuda():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "syncs.py"),
+            "model=test_resnet",
+            "model.image_size=32",
+            "model.batch_size=4",
+            "input_type=subclass",
+            "precision=amp_bf16",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    if torch.cuda.is_available():
+        assert "no sync" in out
+    else:
+        assert out.startswith("needs a CUDA GPU")

@@ -1,0 +1,81 @@
+"""The harness's cost: throughput of perfsweep's timed loop against the same loop with no clock.
+
+    python bench/overhead.py [--rounds 10] [OVERRIDE ...]
+    python bench/overhead.py model=resnet50 model.image_size=224 model.batch_size=64 precision=amp_bf16 \\
+        memory_format=channels_last input_type=subclass device=cuda
+
+The overrides (as for launch.py; default: timm's test_resnet, plain Tensor, contiguous) must name one
+run. After its warm-up, windows of `steps` steps alternate A, B, A, B...: A is the bare loop (the
+same steps with a clock that does nothing), B is perfsweep's (StepClock: perf_counter at every phase
+boundary, and a CUDA event on a GPU). Each window has one synchronize before and one after. Prints
+samples/s of each (median, IQR) and the ratio B/A of each adjacent pair (median, IQR).
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sweeps.plan import build_plan  # noqa: E402
+from train.build import build, configure_backends, resolve_device  # noqa: E402
+from train.step import run_window, timed_steps  # noqa: E402
+from train.timing import StepClock, synchronize  # noqa: E402
+
+DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
+
+
+class NullClock:
+    """A clock that marks nothing: the bare loop."""
+
+    def start(self) -> None:
+        pass
+
+    def mark(self) -> None:
+        pass
+
+
+def window(trainer, device, first: int, steps: int, clock) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    timed_steps(trainer, first, steps, clock)
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def spread(values: list[float]) -> str:
+    q1, q2, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else (values[0],) * 3
+    return f"{q2:.4g} [IQR {q1:.4g} - {q3:.4g}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args()
+    runs = build_plan([*DEFAULTS, *args.overrides]).runs
+    if len(runs) != 1:
+        raise SystemExit(f"the overrides name {len(runs)} runs; name one (pin every swept axis)")
+    cfg = runs[0].config
+    device = resolve_device(cfg.device)
+    configure_backends(cfg)
+    trainer = build(cfg, device)
+    run_window(trainer, 0, cfg.warmup_steps, device)
+    samples = {"bare": [], "perfsweep": []}
+    first = cfg.warmup_steps
+    for _ in range(args.rounds):
+        for name, clock in (("bare", NullClock()), ("perfsweep", StepClock(device, cfg.steps))):
+            seconds = window(trainer, device, first, cfg.steps, clock)
+            samples[name].append(cfg.steps * cfg.model.batch_size / seconds)
+            first += cfg.steps
+    ratios = [b / a for a, b in zip(samples["bare"], samples["perfsweep"], strict=True)]
+    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, A B interleaved")
+    for name, values in samples.items():
+        print(f"{name:<10} samples/s {spread(values)}")
+    print(f"perfsweep/bare throughput {spread(ratios)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -59,11 +59,15 @@ def launch_plan(plan_of, argv: list[str]) -> int:
         return 130
     if outcome.skipped:
         print(f"{len(outcome.skipped)} runs were already done and were not run again")
+    if outcome.busy:
+        print(f"{len(outcome.busy)} runs are still queued or running from an earlier launch; not submitted again")
+    if not outcome.followed and not outcome.job_ids:
+        print("nothing submitted")
+        return 0
     if not outcome.followed:
-        print(
-            f"submitted {len(plan.runs) - len(outcome.skipped)} runs as jobs {', '.join(outcome.job_ids)}\n"
-            f"follow them: python launch.py status {plan.sweep_dir}"
-        )
+        submitted = len(plan.runs) - len(outcome.skipped) - len(outcome.busy)
+        print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
+        print(f"follow them: python launch.py status {plan.sweep_dir}")
         return 0
     print(render(plan.sweep_dir, names=[spec.name for spec in plan.runs]))
     print(f"records: {plan.sweep_dir.resolve()}")

@@ -31,6 +31,11 @@ def run_states(sweep_dir: Path) -> list[dict]:
     return rows
 
 
+def in_flight(sweep_dir: Path) -> set[str]:
+    """Runs whose job is still queued or running: submitting them again would run them twice."""
+    return {row["run"] for row in run_states(sweep_dir) if row["state"] in ("pending", "running") and row.get("job_id")}
+
+
 def render(sweep_dir: Path) -> str:
     rows = run_states(sweep_dir)
     counts = {s: sum(r["state"] == s for r in rows) for s in ("pending", "running", "done", "failed", "lost")}

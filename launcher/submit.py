@@ -21,6 +21,7 @@ from launcher.executor import BACKENDS, make_executor
 from launcher.jobs import RunJob, RunPack
 from launcher.progress import Progress
 from launcher.snapshot import snapshot
+from launcher.status import in_flight
 from sweeps.plan import Plan
 from train import records
 
@@ -30,10 +31,12 @@ FINAL = ("done", "failed")
 
 @dataclasses.dataclass
 class Outcome:
-    """How a launch ended: the final state of each run it followed, runs skipped as done, jobs submitted."""
+    """How a launch ended: the final state of each run it followed, runs skipped as done or still in
+    flight from an earlier launch, jobs submitted."""
 
     states: dict[str, str]
     skipped: list[str]
+    busy: list[str]
     job_ids: list[str]
     followed: bool
 
@@ -157,8 +160,9 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     backend = BACKENDS[conf.name]
     manifest = sweepdir.open_sweep(plan, argv)
     sweep_dir = plan.sweep_dir.resolve()
-    todo = [spec for spec in plan.runs if not sweepdir.is_done(plan, spec)]
-    skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo})
+    busy = in_flight(sweep_dir)
+    todo = [spec for spec in plan.runs if spec.name not in busy and not sweepdir.is_done(plan, spec)]
+    skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     runs = [
         RunJob(spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism)
         for spec in todo
@@ -172,7 +176,11 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with contextlib.chdir(code):
-        job_ids = [] if backend.on_this_host else follower.submit(list(queue), max_array_size(conf.max_array_size))
+        job_ids = (
+            []
+            if backend.on_this_host or not queue
+            else follower.submit(list(queue), max_array_size(conf.max_array_size))
+        )
         if not backend.on_this_host:
             queue.clear()
         if wait:
@@ -181,4 +189,4 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     follower.cancel()
-    return Outcome(follower.states, skipped, job_ids, followed=wait)
+    return Outcome(follower.states, skipped, sorted(busy), job_ids, followed=wait)

@@ -10,6 +10,7 @@ from conf.schema import Config
 from sweeps.plan import Plan, PlanError
 from sweeps.spec import RunSpec
 from train import records
+from train.run import earlier_attempts
 
 
 class SweepDirError(OSError):
@@ -55,6 +56,10 @@ def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
     planned = records.planned_runs(plan.sweep_dir)
     planned.update({spec.name: spec.record() for spec in specs})
     records.write_jsonl(plan.sweep_dir / records.RUNS, list(planned.values()))
+    for spec in specs:  # a run submitted again: its last status (failed, lost) is now history, not its state
+        folder = run_dir(plan, spec)
+        if (folder / records.STATUS).exists():
+            records.write_status(folder, "pending", resubmitted_at=records.now(), attempts=earlier_attempts(folder))
 
 
 def record_jobs(sweep_dir: Path, jobs: dict[str, dict]) -> None:

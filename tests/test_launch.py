@@ -2,6 +2,7 @@
 
 import pytest
 
+from sweeps.plan import build_plan
 from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch
 from train import records
 
@@ -97,3 +98,21 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path):
     assert "tracker.mode=online needs a W&B API key" in result.stderr
     assert "launcher.name='cluster9' is not one of: local, debug, slurm" in result.stderr
     assert not runs_dir.exists()
+
+
+def test_resume_runs_a_failed_run_again_and_keeps_its_history(runs_dir):
+    args = [*TINY, "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", f"runs_dir={runs_dir}"]
+    (spec,) = build_plan(args).runs
+    run_dir = runs_dir / "default" / spec.name
+    (run_dir / records.STEPS).mkdir(parents=True)  # a transient fault: the run cannot replace its step rows
+    first = launch(*args)
+    assert first.returncode == 1 and "IsADirectoryError" in first.stdout
+    (run_dir / records.STEPS).rmdir()
+
+    resumed = launch("resume", str(runs_dir / "default"))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "[1/1] done" in resumed.stdout and "1 done, 0 failed" in resumed.stdout
+    assert "[1/1] failed" not in resumed.stdout, "the earlier failure is history, not this launch's"
+    status = records.read_status(run_dir)
+    assert status["state"] == "done"
+    assert [(a["state"], a["error"]) for a in status["attempts"]] == [("failed", "IsADirectoryError")]

@@ -110,6 +110,11 @@ def test_submit_returns_then_status_follows(slurm_cluster, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "submitted 2 runs as jobs" in result.stdout and f"python launch.py status {sweep}" in result.stdout
     assert time.monotonic() - started < 60
+    jobs = records.read_json(sweep / records.JOBS)
+    again = launch(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    assert again.returncode == 0 and "nothing submitted" in again.stdout
+    assert "still queued or running from an earlier launch" in again.stdout or "already done" in again.stdout
+    assert records.read_json(sweep / records.JOBS) == jobs, "no run is submitted twice"
     wait_until_final(sweep, slurm_cluster)
     status = launch("status", str(sweep), env=slurm_cluster)
     assert "2 runs, 2 done" in status.stdout

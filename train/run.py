@@ -53,11 +53,12 @@ def summarize(spec: RunSpec, window: Window, device: torch.device, beside: dict[
 def earlier_attempts(run_dir: Path) -> list[dict[str, Any]]:
     """What became of the run's earlier starts (a requeue, a resume), kept in its status."""
     prior = records.read_status(run_dir)
-    if "started_at" not in prior:
-        return []
-    error = prior.get("error") or prior.get("interrupted") or {}
-    attempt = {key: prior.get(key) for key in ("state", "started_at", "updated_at", "job_id", "host")}
-    return [*prior.get("attempts", []), {**attempt, "error": error.get("type")}]
+    attempts = list(prior.get("attempts", []))
+    if "started_at" in prior:
+        error = prior.get("error") or prior.get("interrupted") or {}
+        attempt = {key: prior.get(key) for key in ("state", "started_at", "updated_at", "job_id", "host")}
+        attempts.append({**attempt, "error": error.get("type")})
+    return attempts
 
 
 def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
@@ -69,11 +70,11 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
     launch = {**launch, "tracker_id": tracker_id, "attempts": earlier_attempts(run_dir), "started_at": records.now()}
-    for stale in (records.STEPS, records.SUMMARY):
-        (run_dir / stale).unlink(missing_ok=True)
     records.write_status(run_dir, "running", **launch)
     tracker = None
     try:
+        for stale in (records.STEPS, records.SUMMARY):
+            (run_dir / stale).unlink(missing_ok=True)
         records.write_json(run_dir / records.CONFIG, spec.record())
         device = resolve_device(cfg.device)
         found = checks.problems(cfg)

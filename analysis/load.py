@@ -15,6 +15,7 @@ class RunRecord:
     name: str
     run_id: str
     axes: dict[str, str]
+    baseline: dict[str, str]  # the axis the run is compared along, and the baseline's value
     fields: dict[str, Any]  # the run's config, flattened (model.batch_size, steps, ...)
     status: dict[str, Any]
     summary: dict[str, Any] | None
@@ -37,6 +38,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         name=run_dir.name,
         run_id=config["run_id"],
         axes=config["axes"],
+        baseline=config["baseline"],
         fields=flatten(config["config"]),
         status=records.read_status(run_dir),
         summary=_optional_json(run_dir / records.SUMMARY),

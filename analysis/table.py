@@ -1,4 +1,4 @@
-"""The seed-000-style table of a sweep: one row per run, medians per phase, samples/s, ratio to the plain Tensor.
+"""The seed-000-style table of a sweep: one row per run, medians per phase, throughput, ratio to the baseline run.
 
 python -m analysis.table SWEEP_DIR [--csv]
 """
@@ -10,57 +10,71 @@ import sys
 from pathlib import Path
 
 from analysis.load import RunRecord, load_sweep
-from sweeps.spec import AXES, BASELINE_INPUT_TYPE
+from sweeps.spec import FUNCTION_AXES, TRAIN_AXES
 
-PHASE_COLUMNS = [
-    ("data ms", "data_ms"),
-    ("forward ms", "forward_ms"),
-    ("backward ms", "backward_ms"),
-    ("optimizer ms", "optimizer_ms"),
-    ("step ms", "step_ms"),
-]
-RATIO = f"vs {BASELINE_INPUT_TYPE}"
-IGNORED_FIELDS = {f"{axis}.name" for axis in AXES} | {"compile.enabled", "compile.mode"}
+AXIS_FIELDS = {*TRAIN_AXES.values(), *FUNCTION_AXES.values(), "compile.enabled", "compile.mode"}
+
+
+def axis(run: RunRecord, name: str) -> str:
+    return run.axes.get(name, "-")
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between runs."""
-    axes = [a for a in AXES if len({r.axes[a] for r in runs}) > 1]
+    names = list(dict.fromkeys(a for r in runs for a in r.axes))
+    axes = [a for a in names if len({axis(r, a) for r in runs}) > 1]
+    in_axes = {f"workload.{a}" for a in axes}
     fields = sorted(
-        k for k in runs[0].fields if k not in IGNORED_FIELDS and len({repr(r.fields.get(k)) for r in runs}) > 1
+        k
+        for k in runs[0].fields
+        if k not in AXIS_FIELDS and k not in in_axes and len({repr(r.fields.get(k)) for r in runs}) > 1
     )
     return axes, fields
 
 
 def _key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
-    """The run's row group: everything that varies except the input type."""
-    return tuple(run.axes[a] for a in axes if a != "input_type") + tuple(repr(run.fields.get(f)) for f in fields)
+    """The run's row group: everything that varies except the axis it is compared along."""
+    compared = run.baseline["axis"]
+    return tuple(axis(run, a) for a in axes if a != compared) + tuple(repr(run.fields.get(f)) for f in fields)
+
+
+def _is_baseline(run: RunRecord) -> bool:
+    return axis(run, run.baseline["axis"]) == run.baseline["value"]
+
+
+def phase_columns(runs: list[RunRecord]) -> list[str]:
+    """The phases of every workload in the sweep, in order of first appearance, then the whole step."""
+    phases = dict.fromkeys(p for r in runs for p in r.summary.get("phases", ()))
+    return [*phases, "step"]
 
 
 def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (done runs only), each group's baseline first."""
+    """Header and rows (done runs only), each group's baseline first; the ratio is throughput over the baseline's."""
     done = [r for r in runs if r.state == "done" and r.summary]
     if not done:
         return [], []
     axes, fields = varying(runs)
-    baselines = {_key(r, axes, fields): r for r in done if r.axes["input_type"] == BASELINE_INPUT_TYPE}
-    header = [*axes, *fields, *(c for c, _ in PHASE_COLUMNS), "samples/s", RATIO, "output type"]
-    order = sorted(
-        done, key=lambda r: (_key(r, axes, fields), r.axes["input_type"] != BASELINE_INPUT_TYPE, r.axes["input_type"])
-    )
+    phases = phase_columns(done)
+    baselines = {_key(r, axes, fields): r for r in done if _is_baseline(r)}
+    values = sorted({r.baseline["value"] for r in done})
+    trains = any("samples_per_s" in r.summary for r in done)
+    header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["samples/s"] if trains else [])]
+    header += [f"vs {values[0]}" if len(values) == 1 else "vs baseline", *(["output type"] if trains else [])]
+    order = sorted(done, key=lambda r: (_key(r, axes, fields), not _is_baseline(r), tuple(r.axes.values())))
     table = []
     for run in order:
         base = baselines.get(_key(run, axes, fields))
-        ratio = f"{run.summary['samples_per_s'] / base.summary['samples_per_s']:.2f}x" if base else "-"
+        ratio = f"{run.summary['steps_per_s'] / base.summary['steps_per_s']:.2f}x" if base else "-"
         medians = run.summary["median_ms"]
+        samples = [f"{run.summary['samples_per_s']:.1f}" if "samples_per_s" in run.summary else "-"]
         table.append(
             [
-                *(run.axes[a] for a in axes),
+                *(axis(run, a) for a in axes),
                 *(str(run.fields.get(f)) for f in fields),
-                *(f"{medians[key]:.2f}" for _, key in PHASE_COLUMNS),
-                f"{run.summary['samples_per_s']:.1f}",
+                *(f"{medians[f'{p}_ms']:.3g}" if f"{p}_ms" in medians else "-" for p in phases),
+                *(samples if trains else []),
                 ratio,
-                run.summary["output_type"],
+                *([run.summary.get("output_type", "-")] if trains else []),
             ]
         )
     return header, table
@@ -90,7 +104,7 @@ def markdown(header: list[str], table: list[list[str]]) -> str:
 def context(runs: list[RunRecord]) -> str:
     """What every row shares: the constant axes, the device and the software."""
     axes, _ = varying(runs)
-    fixed = " ".join(f"{a}={runs[0].axes[a]}" for a in AXES if a not in axes)
+    fixed = " ".join(f"{a}={axis(runs[0], a)}" for a in runs[0].axes if a not in axes)
     env = next((r.env for r in runs if r.env), {}) or {}
     device = (env.get("gpu") or {}).get(
         "name"
@@ -100,7 +114,7 @@ def context(runs: list[RunRecord]) -> str:
     at_once = sorted({r.status.get("parallelism", 1) for r in runs})
     return (
         f"{fixed} | {device} | torch {torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        "at a time | medians over measured steps"
+        "at a time | medians over measured steps; ratio: steps/s over the baseline's (same row group)"
     )
 
 

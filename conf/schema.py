@@ -31,6 +31,7 @@ class PrecisionConf:
     name: str = "fp32"  # the label of this precision setting
     autocast_dtype: str | None = None  # "float16" or "bfloat16" to run under autocast
     tf32: bool = False  # allow TF32 tensor cores for matmul and cuDNN convolutions
+    param_dtype: str | None = None  # "float16" or "bfloat16": cast the model and inputs (pure half precision)
     grad_scaler: bool = False  # scale the loss with GradScaler (one host sync per step)
 
 
@@ -50,8 +51,27 @@ class CompileConf:
 
 @dataclass
 class OptimConf:
-    lr: float = 0.01  # SGD learning rate
-    momentum: float = 0.9  # SGD momentum
+    name: str = "torch"  # whose optimizer: "torch" (torch.optim) or "fastai" (fastai.optimizer, needs fastai)
+    algorithm: str = "sgd"  # "sgd" or "adam"
+    lr: float = 0.01  # learning rate
+    momentum: float = 0.9  # SGD momentum (Adam: beta1)
+
+
+@dataclass
+class LossConf:
+    name: str = "torch"  # "torch" (nn.CrossEntropyLoss) or "fastai" (CrossEntropyLossFlat, needs fastai)
+
+
+@dataclass
+class WorkloadConf:
+    """What a run times: a training step, or one call of a function benchmark (train/functions/)."""
+
+    name: str = "train_step"  # "train_step" or a registered function benchmark
+    impl: str = "default"  # the function's implementation compared (loop, broadcast, nonzero, static...)
+    size: int = 1000  # the function's problem size (samples, points, elements per row: see its docstring)
+    batch: int = 1  # independent problems per call
+    features: int = 16  # feature dimension
+    units: int = 1  # repeated units of a program (nested benchmark)
 
 
 @dataclass
@@ -94,6 +114,8 @@ class RunConf:
     input_type: InputTypeConf = field(default_factory=InputTypeConf)
     compile: CompileConf = field(default_factory=CompileConf)
     optim: OptimConf = field(default_factory=OptimConf)
+    loss: LossConf = field(default_factory=LossConf)
+    workload: WorkloadConf = field(default_factory=WorkloadConf)
     steps: int = 30  # measured steps
     warmup_steps: int = 5  # steps run first, recorded, flagged and left out of summaries
     seed: int = 0  # seeds the model's weights and the synthetic data
@@ -112,6 +134,7 @@ class Config(RunConf):
     sweep: str = "default"  # the sweep file sweeps/<sweep>.yaml whose params are swept
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
+    scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)

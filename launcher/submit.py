@@ -70,7 +70,8 @@ def _tail(path: Path, lines: int = 5) -> str:
 def _detail(run_dir: Path, status: dict) -> str:
     if status["state"] == "done":
         summary = records.read_json(run_dir / records.SUMMARY)
-        return f"step {summary['median_ms']['step_ms']:.1f} ms, {summary['samples_per_s']:.1f} samples/s"
+        rate = f"{summary['samples_per_s']:.1f} samples/s" if "samples_per_s" in summary else ""
+        return f"step {summary['median_ms']['step_ms']:.3g} ms {rate}".rstrip()
     error = status.get("error") or {}
     message = (error.get("message") or "").splitlines()
     return f"{error.get('type')}: {message[0][:200] if message else ''}"

@@ -1,10 +1,13 @@
 """Sweep file + Hydra overrides -> a validated, de-duplicated list of RunSpecs.
 
 A sweep file (sweeps/<name>.yaml) holds `params` in the form of Hydra's
-`hydra.sweeper.params`: axis -> value or comma-separated values. The command
-line's overrides come after them, so they narrow, widen or replace any axis.
-Every run's config is composed by Hydra before anything runs; all composition
-errors are reported together.
+`hydra.sweeper.params`: axis -> value or comma-separated values; or `grids`, a
+list of such params whose runs the sweep runs together (for grids that are not
+one product, e.g. different impls per workload). `scales` names smaller sizes of
+the sweep (`scale=cpu`, `scale=smoke`): params applied after every grid's (or
+one per grid, as a list). The command line's overrides come last, so they
+narrow, widen or replace any axis. Every run's config is composed by Hydra
+before anything runs; all composition errors are reported together.
 """
 
 import dataclasses
@@ -20,7 +23,7 @@ from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
-SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir")
+SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale")
 
 
 class PlanError(ValueError):
@@ -48,24 +51,43 @@ def available_sweeps() -> list[str]:
     return sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
 
 
-def sweep_params(name: str) -> list[str]:
-    """The overrides that sweep file `name` stands for."""
+def _as_overrides(params: dict | None) -> list[str]:
+    return [f"{key}={value}" for key, value in (params or {}).items()]
+
+
+def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:
+    """The overrides of each grid that sweep file `name` stands for, at `scale`."""
     path = SWEEPS_DIR / f"{name}.yaml"
     if safe_name(name) != name or not path.is_file():
         raise PlanError([f"unknown sweep {name!r} (sweep={name}); available: {', '.join(available_sweeps())}"])
-    params = OmegaConf.to_container(OmegaConf.load(path)).get("params") or {}
-    return [f"{key}={value}" for key, value in params.items()]
+    sweep = OmegaConf.to_container(OmegaConf.load(path))
+    grids = sweep.get("grids") or [sweep.get("params") or {}]
+    scales = sweep.get("scales") or {}
+    if scale == "full":
+        return [_as_overrides(grid) for grid in grids]
+    if scale not in scales:
+        allowed = ", ".join(["full", *scales])
+        raise PlanError([f"scale={scale!r} is not a scale of sweep {name}; its scales: {allowed}"])
+    narrowed = scales[scale] if isinstance(scales[scale], list) else [scales[scale]] * len(grids)
+    if len(narrowed) != len(grids):
+        raise PlanError([f"sweeps/{name}.yaml: scale {scale} lists {len(narrowed)} params for {len(grids)} grids"])
+    return [_as_overrides(grid) + _as_overrides(extra) for grid, extra in zip(grids, narrowed, strict=True)]
+
+
+def _chosen(parser: OverridesParser, overrides: list[str], key: str, default: str) -> str:
+    chosen = [o for o in parser.parse_overrides(overrides) if o.get_key_element() == key]
+    if any(o.is_sweep_override() for o in chosen):
+        raise PlanError([f"{key}= takes one value; run them one at a time"])
+    return chosen[-1].value() if chosen else default
 
 
 def expand(overrides: list[str]) -> list[list[Setting]]:
-    """The sweep file's params, then the command line's overrides -> the settings of each run."""
+    """Each grid of the sweep file at its scale, then the command line's overrides -> the settings of each run."""
     parser = OverridesParser.create()
     try:
-        chosen = [o for o in parser.parse_overrides(overrides) if o.get_key_element() == "sweep"]
-        if any(o.is_sweep_override() for o in chosen):
-            raise PlanError(["sweep= takes one sweep file; run sweeps one at a time"])
-        name = chosen[-1].value() if chosen else Config.sweep
-        return compose.expand(sweep_params(name) + overrides)
+        name = _chosen(parser, overrides, "sweep", Config.sweep)
+        scale = _chosen(parser, overrides, "scale", Config.scale)
+        return [run for grid in sweep_grids(name, scale) for run in compose.expand(grid + overrides)]
     except PlanError:
         raise
     except Exception as error:  # Hydra's parser errors name the bad override

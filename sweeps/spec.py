@@ -8,15 +8,20 @@ import re
 from typing import Any
 
 from conf.schema import RUN_FIELDS, Config
+from train.functions.registry import FUNCTIONS
 
-# The axis label of each group: the column and tag a run is known by.
-AXES = {
+# The axes a run is known by (its columns, tags and folder name), by workload: axis -> config key.
+TRAIN_AXES = {
     "model": "model.name",
     "memory_format": "memory_format.name",
     "precision": "precision.name",
     "input_type": "input_type.name",
     "compile": "compile.name",
+    "loss": "loss.name",
+    "optim": "optim.name",
 }
+FUNCTION_AXES = {"workload": "workload.name", "impl": "workload.impl", "compile": "compile.name"}
+# A training step is compared with the same step on a plain Tensor; a function with its first impl.
 BASELINE_INPUT_TYPE = "tensor"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
@@ -33,9 +38,14 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+# What a function benchmark does not read: left out of its identity, so a sweep's train axes do not multiply it.
+NOT_IN_FUNCTIONS = ("model", "memory_format", "precision", "input_type", "loss", "optim", "data_batches")
+
+
 def run_fields(config: Config) -> dict[str, Any]:
     """The fields that define what a run measures (no launcher, tracker or sweep settings)."""
-    values = {name: getattr(config, name) for name in RUN_FIELDS}
+    names = RUN_FIELDS if config.workload.name == "train_step" else [n for n in RUN_FIELDS if n not in NOT_IN_FUNCTIONS]
+    values = {name: getattr(config, name) for name in names}
     return {name: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for name, v in values.items()}
 
 
@@ -59,12 +69,32 @@ class RunSpec:
     @functools.cached_property
     def axes(self) -> dict[str, str]:
         flat = flatten(run_fields(self.config))
-        return {axis: str(flat[key]) for axis, key in AXES.items()}
+        if self.config.workload.name == "train_step":
+            return {axis: str(flat[key]) for axis, key in TRAIN_AXES.items()}
+        bench = FUNCTIONS.get(self.config.workload.name)
+        sized = {f: str(flat[f"workload.{f}"]) for f in (bench.uses if bench else ())}
+        return {**{axis: str(flat[key]) for axis, key in FUNCTION_AXES.items()}, **sized}
+
+    @property
+    def baseline(self) -> dict[str, str]:
+        """The axis this run is compared along and the value of the run it is compared with."""
+        if self.config.workload.name == "train_step":
+            return {"axis": "input_type", "value": BASELINE_INPUT_TYPE}
+        bench = FUNCTIONS.get(self.config.workload.name)
+        return {"axis": "impl", "value": bench.impls[0] if bench else ""}
 
     @property
     def name(self) -> str:
-        return safe_name("-".join([*self.axes.values(), self.run_id[:8]]))
+        named = {**TRAIN_AXES, **FUNCTION_AXES}
+        parts = [value if axis in named else f"{axis}={value}" for axis, value in self.axes.items()]
+        return safe_name("-".join([*parts, self.run_id[:8]]))
 
     def record(self) -> dict[str, Any]:
         """What a run folder's config.json holds."""
-        return {"run_id": self.run_id, "name": self.name, "axes": self.axes, "config": dataclasses.asdict(self.config)}
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "axes": self.axes,
+            "baseline": self.baseline,
+            "config": dataclasses.asdict(self.config),
+        }

@@ -1,12 +1,14 @@
 """Builds what a run trains: model, optimizer, loss, synthetic batches. The one place that constructs them."""
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable
 
 import torch
 
-from conf.schema import ModelConf, RunConf
+from conf.schema import ModelConf, OptimConf, RunConf
+from train import fastai_parts
 from train import precision as prec
 from train.inputs import InputType, get_input_type
 
@@ -46,6 +48,21 @@ MODEL_SOURCES: dict[str, tuple[Callable[[ModelConf], torch.nn.Module], Callable[
 }
 
 
+def _torch_optimizer(params, conf: OptimConf) -> torch.optim.Optimizer:
+    if conf.algorithm == "adam":
+        return torch.optim.Adam(params, lr=conf.lr, betas=(conf.momentum, 0.99))
+    return torch.optim.SGD(params, lr=conf.lr, momentum=conf.momentum)
+
+
+def _fastai_optimizer(params, conf: OptimConf):
+    return fastai_parts.optimizer(params, conf.algorithm, conf.lr, conf.momentum)
+
+
+OPTIMIZERS = {"torch": _torch_optimizer, "fastai": _fastai_optimizer}
+ALGORITHMS = ("sgd", "adam")
+LOSSES: dict[str, Callable[[], torch.nn.Module]] = {"torch": torch.nn.CrossEntropyLoss, "fastai": fastai_parts.loss}
+
+
 @dataclasses.dataclass
 class Trainer:
     """Everything a training step touches, built before timing starts."""
@@ -53,6 +70,7 @@ class Trainer:
     model: torch.nn.Module
     loss_fn: torch.nn.Module
     optimizer: torch.optim.Optimizer
+    zero_grad: Callable[[], None]
     scaler: torch.amp.GradScaler
     autocast: Callable[[], object]
     input_type: InputType
@@ -70,8 +88,12 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Te
     """Random images and labels, made once on the device (contiguous, as a loader would hand them over)."""
     m = cfg.model
     shape = (m.batch_size, m.in_chans, m.image_size, m.image_size)
+    dtype = prec.param_dtype(cfg.precision)
     return [
-        (torch.randn(shape, device=device), torch.randint(0, m.num_classes, (m.batch_size,), device=device))
+        (
+            torch.randn(shape, device=device, dtype=dtype),
+            torch.randint(0, m.num_classes, (m.batch_size,), device=device),
+        )
         for _ in range(cfg.data_batches)
     ]
 
@@ -99,16 +121,22 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
     torch.manual_seed(cfg.seed)
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
     constructor, _ = MODEL_SOURCES[cfg.model.source]
-    model = constructor(cfg.model).to(device=device, memory_format=memory_format).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum)
+    dtype = prec.param_dtype(cfg.precision)
+    model = constructor(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
+    optimizer = OPTIMIZERS[cfg.optim.name](model.parameters(), cfg.optim)
+    if cfg.optim.name == "torch":
+        zero_grad = functools.partial(optimizer.zero_grad, set_to_none=True)
+    else:  # fastai's zero_grad takes no arguments and zeroes the grads in place
+        zero_grad = optimizer.zero_grad
     if cfg.compile.enabled:
         model = torch.compile(
             model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph
         )
     return Trainer(
         model=model,
-        loss_fn=torch.nn.CrossEntropyLoss(),
+        loss_fn=LOSSES[cfg.loss.name](),
         optimizer=optimizer,
+        zero_grad=zero_grad,
         scaler=prec.grad_scaler(cfg.precision, device),
         autocast=lambda: prec.autocast(cfg.precision, device),
         input_type=get_input_type(cfg.input_type.name),

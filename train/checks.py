@@ -6,12 +6,14 @@ import functools
 import torch
 
 from conf.schema import PrecisionConf, RunConf
-from train import precision
-from train.build import MEMORY_FORMATS, MODEL_SOURCES, resolve_device
+from train import fastai_parts, precision
+from train.build import ALGORITHMS, LOSSES, MEMORY_FORMATS, MODEL_SOURCES, OPTIMIZERS, resolve_device
+from train.functions import FUNCTIONS
 from train.inputs import INPUT_TYPES
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-POSITIVE = ("steps", "data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
+POSITIVE = ("data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
+WORKLOADS = ("train_step", *sorted(FUNCTIONS))
 
 
 @functools.cache
@@ -51,11 +53,37 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
     return (unsupported,) if unsupported else ()
 
 
-def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
-    """Everything wrong with `cfg`; the device checks only when the run will execute on this host."""
+def _train_step(cfg: RunConf) -> list[str]:
+    """What a training step's axes need: a known model, memory format, input type, loss and optimizer."""
     found = list(_model(cfg.model.source, cfg.model.name))
     found += _choice("memory_format", cfg.memory_format.name, list(MEMORY_FORMATS))
     found += _choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+    found += _choice("loss", cfg.loss.name, list(LOSSES))
+    found += _choice("optim", cfg.optim.name, list(OPTIMIZERS))
+    found += _choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
+    if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
+        found += fastai_parts.missing(f"input_type={cfg.input_type.name}")
+    for group in ("loss", "optim"):
+        if getattr(cfg, group).name == "fastai":
+            found += fastai_parts.missing(f"{group}=fastai")
+    for key in POSITIVE:
+        value = functools.reduce(getattr, key.split("."), cfg)
+        if value <= 0:
+            found.append(f"{key}={value} must be positive")
+    return found
+
+
+def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
+    """Everything wrong with `cfg`; the device checks only when the run will execute on this host."""
+    name = cfg.workload.name
+    if name == "train_step":
+        found = _train_step(cfg)
+    elif name in FUNCTIONS:
+        found = FUNCTIONS[name].problems(cfg.workload, cfg.compile)
+    else:
+        found = _choice("workload", name, WORKLOADS)
+    if cfg.steps <= 0:
+        found.append(f"steps={cfg.steps} must be positive")
     if cfg.compile.enabled:
         found += _choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
         if cfg.warmup_steps < 2:
@@ -63,10 +91,6 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
                 f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps "
                 "to keep compilation out of the measurement"
             )
-    for key in POSITIVE:
-        value = functools.reduce(getattr, key.split("."), cfg)
-        if value <= 0:
-            found.append(f"{key}={value} must be positive")
     if cfg.warmup_steps < 0:
         found.append(f"warmup_steps={cfg.warmup_steps} must be 0 or more")
     if on_this_host:

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from train import fastai_parts
+
 INPUT_TYPES: dict[str, type["InputType"]] = {}
 
 
@@ -75,6 +77,8 @@ def _leaves(args: tuple, kwargs: dict | None):
 class InputType:
     """A plain torch.Tensor batch: the baseline."""
 
+    needs_fastai = False
+
     def wrap(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
@@ -109,3 +113,24 @@ class CastToTensor(MetadataSubclass):
 
     def before_model(self, x: torch.Tensor) -> torch.Tensor:
         return x.as_subclass(torch.Tensor)
+
+
+class FastaiInput(InputType):
+    """A batch as a fastai data pipeline hands it over: fastai's own tensor type (needs fastai)."""
+
+    needs_fastai = True
+    fastai_type = "TensorImage"
+
+    def __init__(self) -> None:
+        self.cls = fastai_parts.tensor_type(self.fastai_type)
+
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return self.cls(x)
+
+
+register("tensorimage")(FastaiInput)
+
+
+@register("fastai_tensorbase")
+class FastaiTensorBase(FastaiInput):
+    fastai_type = "TensorBase"

@@ -11,8 +11,10 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
     """Why `device` cannot run `precision`, or None if it can."""
-    if precision.autocast_dtype is not None and precision.autocast_dtype not in DTYPES:
-        return f"precision {precision.name}: autocast_dtype={precision.autocast_dtype!r} is not one of {sorted(DTYPES)}"
+    for key in ("autocast_dtype", "param_dtype"):
+        value = getattr(precision, key)
+        if value is not None and value not in DTYPES:
+            return f"precision {precision.name}: {key}={value!r} is not one of {sorted(DTYPES)}"
     if device.type == "cpu":
         if precision.tf32:
             return (
@@ -26,7 +28,7 @@ def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
     name = torch.cuda.get_device_name(device)
     if precision.tf32 and major < 8:
         return f"precision {precision.name} needs compute capability 8.0+; {name} has {major}.{minor}"
-    if precision.autocast_dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+    if "bfloat16" in (precision.autocast_dtype, precision.param_dtype) and not torch.cuda.is_bf16_supported():
         return (
             f"precision {precision.name} needs bfloat16 support; {name} (compute capability {major}.{minor}) has none"
         )
@@ -57,6 +59,11 @@ def autocast(precision: PrecisionConf, device: torch.device) -> contextlib.Abstr
     if precision.autocast_dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=DTYPES[precision.autocast_dtype])
+
+
+def param_dtype(precision: PrecisionConf) -> torch.dtype:
+    """The dtype of the model's weights and inputs: float32 unless the precision casts them."""
+    return DTYPES[precision.param_dtype] if precision.param_dtype else torch.float32
 
 
 def grad_scaler(precision: PrecisionConf, device: torch.device) -> torch.amp.GradScaler:

@@ -13,13 +13,15 @@ import torch
 
 from sweeps.spec import RunSpec
 from train import checks, records
-from train.build import build, configure_backends, resolve_device
+from train.build import configure_backends, resolve_device
 from train.env import environment, neighbours
-from train.step import Window, run_window
-from train.timing import PHASES
+from train.step import Window, Workload, make_workload, run_window
+from train.timing import NoClock, count_host_syncs
 from train.tracker import Tracker
 
-SUMMARY_COLUMNS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
+
+def summary_columns(phases: tuple[str, ...]) -> list[str]:
+    return [f"{p}_ms" for p in (*phases, "step")] + [f"{p}_host_ms" for p in (*phases, "step")]
 
 
 def peak_memory_mib(device: torch.device) -> tuple[float, str]:
@@ -28,26 +30,30 @@ def peak_memory_mib(device: torch.device) -> tuple[float, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
 
 
-def summarize(spec: RunSpec, window: Window, device: torch.device, beside: dict[str, Any]) -> dict[str, Any]:
-    cfg = spec.config
+def summarize(
+    spec: RunSpec, work: Workload, window: Window, device: torch.device, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Medians per phase, throughput, memory and losses of the measured window, plus `extra`."""
     memory, memory_kind = peak_memory_mib(device)
-    losses = [row["loss"] for row in window.rows]
-    return {
-        "median_ms": {c: median(row[c] for row in window.rows) for c in SUMMARY_COLUMNS},
+    losses = [row["loss"] for row in window.rows if "loss" in row]
+    summary = {
+        "workload": spec.config.workload.name,
+        "phases": list(work.phases),
+        "median_ms": {c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)},
         "steps": len(window.rows),
-        "samples_per_s": len(window.rows) * cfg.model.batch_size / window.seconds,
+        "steps_per_s": len(window.rows) / window.seconds,
         "window_s": window.seconds,
         "timer": window.timer,
-        "output_type": window.output_type,
         "peak_memory_mib": memory,
         "peak_memory_kind": memory_kind,
-        "loss_first": losses[0],
-        "loss_last": losses[-1],
-        # GradScaler reads its inf check back to the host once a step: such runs overlap host and device less.
-        "host_sync_per_step": bool(cfg.precision.grad_scaler and device.type == "cuda"),
-        # Other processes on the run's GPU before and after measuring: such a run shared its device.
-        "neighbours": beside,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        **extra,
     }
+    if spec.config.workload.name == "train_step":
+        summary["samples_per_s"] = summary["steps_per_s"] * spec.config.model.batch_size
+        summary["output_type"] = work.output_type.__name__ if work.output_type else ""
+    return summary
 
 
 def earlier_attempts(run_dir: Path) -> list[dict[str, Any]]:
@@ -83,12 +89,18 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
         backend = configure_backends(cfg)
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
         before = neighbours(device)
-        trainer = build(cfg, device)
-        warmup = run_window(trainer, 0, cfg.warmup_steps, device)
+        work = make_workload(cfg, device)
+        warmup = run_window(work, 0, cfg.warmup_steps, device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
-        window = run_window(trainer, cfg.warmup_steps, cfg.steps, device)
-        summary = summarize(spec, window, device, {"start": before, "end": neighbours(device)})
+        window = run_window(work, cfg.warmup_steps, cfg.steps, device)
+        extra = {
+            # Counted in one more step after the window, under CUDA's sync debug mode (None: a CPU has no device).
+            "host_syncs_per_step": count_host_syncs(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock()), device),
+            # Other processes on the run's GPU before and after measuring: such a run shared its device.
+            "neighbours": {"start": before, "end": neighbours(device)},
+        }
+        summary = summarize(spec, work, window, device, extra)
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary)

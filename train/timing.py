@@ -7,21 +7,24 @@ synchronized once at the end of the measured window.
 """
 
 import time
+import warnings
+from collections.abc import Callable
 
 import torch
 
-PHASES = ("data", "forward", "backward", "optimizer")
-_MARKS = len(PHASES) + 1  # boundaries per step: start, then the end of each phase
+PHASES = ("data", "forward", "backward", "optimizer")  # a training step's
 
 
 class StepClock:
     """Boundaries of `capacity` steps; call `start()` then `mark()` once per phase."""
 
-    def __init__(self, device: torch.device, capacity: int):
+    def __init__(self, device: torch.device, capacity: int, phases: tuple[str, ...] = PHASES):
         self.uses_events = device.type == "cuda"
-        self._host = [0.0] * (capacity * _MARKS)
+        self.phases = phases
+        self._marks = len(phases) + 1  # boundaries per step: start, then the end of each phase
+        self._host = [0.0] * (capacity * self._marks)
         self._events = (
-            [torch.cuda.Event(enable_timing=True) for _ in range(capacity * _MARKS)] if self.uses_events else None
+            [torch.cuda.Event(enable_timing=True) for _ in range(capacity * self._marks)] if self.uses_events else None
         )
         self._next = 0
 
@@ -47,16 +50,16 @@ class StepClock:
         `{phase}_host_ms` is always host time. The caller must have synchronized
         the device since the last mark.
         """
-        rows = []
-        for first in range(0, self._next - _MARKS + 1, _MARKS):
-            host = self._host[first : first + _MARKS]
-            row = {f"{p}_host_ms": (host[i + 1] - host[i]) * 1e3 for i, p in enumerate(PHASES)}
+        rows, marks, phases = [], self._marks, self.phases
+        for first in range(0, self._next - marks + 1, marks):
+            host = self._host[first : first + marks]
+            row = {f"{p}_host_ms": (host[i + 1] - host[i]) * 1e3 for i, p in enumerate(phases)}
             row["step_host_ms"] = (host[-1] - host[0]) * 1e3
             if self._events is None:
-                row.update({f"{p}_ms": row[f"{p}_host_ms"] for p in (*PHASES, "step")})
+                row.update({f"{p}_ms": row[f"{p}_host_ms"] for p in (*phases, "step")})
             else:
-                ev = self._events[first : first + _MARKS]
-                row.update({f"{p}_ms": ev[i].elapsed_time(ev[i + 1]) for i, p in enumerate(PHASES)})
+                ev = self._events[first : first + marks]
+                row.update({f"{p}_ms": ev[i].elapsed_time(ev[i + 1]) for i, p in enumerate(phases)})
                 row["step_ms"] = ev[0].elapsed_time(ev[-1])
             rows.append(row)
         return rows
@@ -65,3 +68,33 @@ class StepClock:
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+class NoClock:
+    """A clock that marks nothing: for steps run outside a measured window."""
+
+    def start(self) -> None:
+        pass
+
+    def mark(self) -> None:
+        pass
+
+
+def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:
+    """How many times `call` makes the host wait for the device, as CUDA's sync debug mode reports them.
+
+    None on a CPU, where there is no device to wait for.
+    """
+    if device.type != "cuda":
+        return None
+    synchronize(device)
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            call()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    synchronize(device)
+    return sum("synchroniz" in str(w.message) for w in caught)

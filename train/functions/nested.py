@@ -1,0 +1,65 @@
+"""Seed 003's NestedTensor program: `units` repetitions of sin -> cos -> Linear(64, 64), forward and backward.
+
+The input has three components of 20, 30 and 40 rows of `size` elements each (the seed's
+[[20, 30, 40], 2^k]); each row is laid out as size/64 rows of 64 so one 64 x 64 Linear serves every
+size (the seed's own program is not published). impl cpp: the C++ NestedTensor (layout=torch.strided);
+python: the Python-subclass one (layout=torch.jagged), which the compile axis can compile.
+The output is reduced to a scalar for backward: values().sum() (jagged), the components' sums (strided).
+"""
+
+import torch
+
+from train.functions.registry import FunctionBench, register
+
+LENGTHS = (20, 30, 40)
+WIDTH = 64
+LAYOUTS = {"cpp": torch.strided, "python": torch.jagged}
+
+
+class Units(torch.nn.Module):
+    def __init__(self, units: int):
+        super().__init__()
+        self.linears = torch.nn.ModuleList(torch.nn.Linear(WIDTH, WIDTH) for _ in range(units))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for linear in self.linears:
+            x = linear(torch.cos(torch.sin(x)))
+        if x.layout == torch.jagged:
+            return x.values().sum()
+        return sum(component.sum() for component in x.unbind())
+
+
+@register("nested")
+class Nested(FunctionBench):
+    impls = ("cpp", "python")
+    uses = ("size", "units")
+    phases = ("forward", "backward")
+    not_compilable = {"cpp": "torch.compile does not take the C++ (strided) NestedTensor; compile impl=python"}
+
+    @classmethod
+    def problems(cls, conf, compile_conf):
+        found = super().problems(conf, compile_conf)
+        if conf.size % WIDTH:
+            found.append(f"workload.size={conf.size} must be a multiple of {WIDTH} (rows are split into {WIDTH}s)")
+        return found
+
+    def __init__(self, conf, device, compile_conf):
+        self.model = Units(conf.units).to(device)
+        super().__init__(conf, device, compile_conf)
+
+    def inputs(self, conf, device):
+        rows = conf.size // WIDTH
+        components = [torch.randn(n * rows, WIDTH, device=device) for n in LENGTHS]
+        return (torch.nested.nested_tensor(components, layout=LAYOUTS[self.conf.impl]),)
+
+    def function(self, impl):
+        return self.model
+
+    def step(self, index, clock):
+        clock.start()
+        loss = self.fn(*self.args)
+        clock.mark()
+        loss.backward()
+        self.model.zero_grad(set_to_none=True)
+        clock.mark()
+        return loss.detach()

@@ -9,7 +9,9 @@ import io
 import sys
 from pathlib import Path
 
+from analysis import published
 from analysis.load import RunRecord, load_sweep
+from analysis.text import markdown
 from sweeps.spec import FUNCTION_AXES, TRAIN_AXES
 
 AXIS_FIELDS = {*TRAIN_AXES.values(), *FUNCTION_AXES.values(), "compile.enabled", "compile.mode"}
@@ -32,10 +34,16 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     return axes, fields
 
 
+# How long a run measures, not what: runs that differ only in these are still compared.
+MEASURING = ("steps", "warmup_steps")
+
+
 def _key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
-    """The run's row group: everything that varies except the axis it is compared along."""
+    """The run's row group: everything that varies except the axis it is compared along and how long it measured."""
     compared = run.baseline["axis"]
-    return tuple(axis(run, a) for a in axes if a != compared) + tuple(repr(run.fields.get(f)) for f in fields)
+    return tuple(axis(run, a) for a in axes if a != compared) + tuple(
+        repr(run.fields.get(f)) for f in fields if f not in MEASURING
+    )
 
 
 def _is_baseline(run: RunRecord) -> bool:
@@ -58,7 +66,9 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     baselines = {_key(r, axes, fields): r for r in done if _is_baseline(r)}
     values = sorted({r.baseline["value"] for r in done})
     trains = any("samples_per_s" in r.summary for r in done)
+    syncs = any(r.summary.get("host_syncs_per_step") is not None for r in done)
     header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["samples/s"] if trains else [])]
+    header += ["syncs/step"] if syncs else []
     header += [f"vs {values[0]}" if len(values) == 1 else "vs baseline", *(["output type"] if trains else [])]
     order = sorted(done, key=lambda r: (_key(r, axes, fields), not _is_baseline(r), tuple(r.axes.values())))
     table = []
@@ -73,6 +83,7 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
                 *(str(run.fields.get(f)) for f in fields),
                 *(f"{medians[f'{p}_ms']:.3g}" if f"{p}_ms" in medians else "-" for p in phases),
                 *(samples if trains else []),
+                *([str(run.summary.get("host_syncs_per_step", "-"))] if syncs else []),
                 ratio,
                 *([run.summary.get("output_type", "-")] if trains else []),
             ]
@@ -90,15 +101,6 @@ def shared_gpu(run: RunRecord) -> list[str]:
             for p in found.get("gpu_processes") or []
         }
     )
-
-
-def markdown(header: list[str], table: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, table)])
 
 
 def context(runs: list[RunRecord]) -> str:
@@ -151,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         print(render(args.sweep_dir, as_csv=args.csv))
-    except FileNotFoundError as error:
+        side_by_side = None if args.csv else published.render(args.sweep_dir)
+        if side_by_side:
+            print(f"\n{side_by_side}")
+    except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

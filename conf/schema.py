@@ -123,6 +123,7 @@ class RunConf:
     data_batches: int = 4  # synthetic batches made before timing and cycled through
     cudnn_benchmark: bool = True  # let cuDNN time its convolution algorithms during warm-up
     threads: int | None = None  # torch's CPU threads; None: the CPUs Slurm allotted the job, else torch's default
+    label: str = ""  # a free tag, e.g. for the runs of one grid of a sweep file (published comparisons select by it)
 
 
 @dataclass

@@ -75,9 +75,7 @@ class Sampler(FunctionBench):
     def problems(cls, conf, compile_conf):
         found = super().problems(conf, compile_conf)
         if conf.size < 20:
-            found.append(
-                f"workload.size={conf.size}: the sampler needs 20+ samples (it keeps a tenth)"
-            )
+            found.append(f"workload.size={conf.size}: the sampler needs 20+ samples (it keeps a tenth)")
         return found
 
     def inputs(self, conf, device):

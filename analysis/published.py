@@ -1,0 +1,166 @@
+"""A sweep's results side by side with the published figures it reproduces (sweeps/published/<sweep>.yaml).
+
+    python -m analysis.published SWEEP_DIR
+
+Each published comparison names two runs by their axes or config values (`of` and `over`), the
+time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
+both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
+a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
+speed-ups (median time of `over` / median time of `of`, with a bootstrap 95% interval over steps):
+
+    reproduced     our interval reaches the published speed-up (or goes beyond it, the same way)
+    smaller        the same direction, but our interval lies between no effect and the published figure
+    absent         our interval includes 1.0: no effect seen
+    reversed       our interval lies on the other side of 1.0
+    contradicted   the source saw no effect (same); ours is outside +-5%
+A figure the source does not give (a table lost as an image) is stored as none and shown as such.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from analysis import stats
+from analysis.load import RunRecord, load_sweep
+from analysis.text import markdown
+from train import records
+
+PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
+SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
+
+
+def published_for(sweep: str) -> dict[str, Any] | None:
+    path = PUBLISHED_DIR / f"{sweep}.yaml"
+    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
+
+
+def matches(run: RunRecord, selector: dict[str, Any]) -> bool:
+    return all(str(run.axes.get(k, run.fields.get(k))) == str(v) for k, v in selector.items())
+
+
+def pick(runs: list[RunRecord], selector: dict[str, Any]) -> RunRecord | None:
+    """The one done run `selector` names; None if it did not run; an error if it names several."""
+    found = [r for r in runs if r.state == "done" and matches(r, selector)]
+    if len(found) > 1:
+        raise ValueError(f"{selector} matches {len(found)} runs: {', '.join(r.name for r in found)}")
+    return found[0] if found else None
+
+
+def step_times(sweep_dir: Path, run: RunRecord, metric: str) -> np.ndarray:
+    """Per measured step, the sum of the metric's phases (ms)."""
+    table = records.read_steps(sweep_dir / run.name / records.STEPS).to_pydict()
+    measured = [not w for w in table["warmup"]]
+    total = sum(np.asarray(table[f"{phase}_ms"], dtype=float) for phase in metric.split("+"))
+    return total[np.asarray(measured)]
+
+
+def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
+    """The published speed-up as a (low, high) range, or None when only a direction (or nothing) is given."""
+    if item.get("speedup") is not None:
+        value = item["speedup"]
+        return (float(value[0]), float(value[1])) if isinstance(value, list) else (float(value), float(value))
+    times = item.get("published") or {}
+    if times.get("of") and times.get("over"):
+        value = times["over"] / times["of"]
+        return value, value
+    return None
+
+
+def direction(item: dict[str, Any]) -> str | None:
+    span = published_speedup(item)
+    if span is None:
+        return item.get("direction")
+    if 1 - SAME <= span[0] and span[1] <= 1 + SAME:
+        return "same"
+    return "faster" if span[0] > 1 else "slower"
+
+
+def verdict(item: dict[str, Any], ours: stats.Interval) -> str:
+    claim = direction(item)
+    if claim is None:
+        return "no published figure"
+    if claim == "same":
+        return "reproduced" if ours.low <= 1 + SAME and ours.high >= 1 - SAME else "contradicted"
+    if not ours.excludes(1.0):
+        return "absent"
+    if (ours.value > 1) != (claim == "faster"):
+        return "reversed"
+    span = published_speedup(item)
+    if span is None:
+        return "reproduced"
+    low, high = span
+    between = ours.high < low if claim == "faster" else ours.low > high
+    return "smaller" if between else "reproduced"
+
+
+def _times(item: dict[str, Any]) -> str:
+    times = item.get("published") or {}
+    if not times.get("of") and not times.get("over"):
+        return "none"
+    unit = times.get("unit", "ms")
+    return f"{times.get('of', '?')} / {times.get('over', '?')} {unit}"
+
+
+def _speedup_text(item: dict[str, Any]) -> str:
+    span = published_speedup(item)
+    if span is None:
+        return item.get("direction") or "none"
+    return f"{span[0]:.3g}x" if span[0] == span[1] else f"{span[0]:.3g}-{span[1]:.3g}x"
+
+
+def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
+    """One row: the comparison, the published figures, ours, and the verdict."""
+    metric = item.get("metric", "step")
+    row = [item["label"], metric, _times(item), _speedup_text(item)]
+    if not item.get("of") or not item.get("over"):
+        return [*row, "-", "-", "not run: " + (item.get("not_run") or "the setting is not reproducible")]
+    of, over = pick(runs, item["of"]), pick(runs, item["over"])
+    if of is None or over is None:
+        return [*row, "-", "-", "not run in this sweep"]
+    a, b = step_times(sweep_dir, of, metric), step_times(sweep_dir, over, metric)
+    ours = stats.speedup(a, b)
+    return [*row, f"{np.median(a):.3g} / {np.median(b):.3g} ms", str(ours), verdict(item, ours)]
+
+
+def our_setting(runs: list[RunRecord]) -> str:
+    env = next((r.env for r in runs if r.env), None) or {}
+    device = (env.get("gpu") or {}).get("name") or f"CPU {env.get('cpu', '?')}"
+    return f"{device}, torch {(env.get('packages') or {}).get('torch', '?')}"
+
+
+def render(sweep_dir: Path) -> str | None:
+    """The side-by-side table of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
+    runs = load_sweep(sweep_dir)
+    if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None:
+        return None
+    header = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95% CI]"]
+    table = [compare(sweep_dir, runs, item) for item in source["comparisons"]]
+    lines = [
+        f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
+        f"source: {source['source']}",
+        markdown([*header, "verdict"], table),
+        "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)",
+    ]
+    notes = [f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note")]
+    return "\n".join(lines + notes + [f"note: {n}" for n in source.get("notes", [])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.published", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        text = render(args.sweep_dir)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(text or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -38,13 +38,14 @@ def published_for(sweep: str) -> dict[str, Any] | None:
     return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
 
 
-def matches(run: RunRecord, selector: dict[str, Any]) -> bool:
-    return all(str(run.axes.get(k, run.fields.get(k))) == str(v) for k, v in selector.items())
+def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, Any]) -> bool:
+    """Whether a run with these axes and (flattened) config fields is the one `selector` names."""
+    return all(str(axes.get(k, fields.get(k))) == str(v) for k, v in selector.items())
 
 
 def pick(runs: list[RunRecord], selector: dict[str, Any]) -> RunRecord | None:
     """The one done run `selector` names; None if it did not run; an error if it names several."""
-    found = [r for r in runs if r.state == "done" and matches(r, selector)]
+    found = [r for r in runs if r.state == "done" and matches(r.axes, r.fields, selector)]
     if len(found) > 1:
         raise ValueError(f"{selector} matches {len(found)} runs: {', '.join(r.name for r in found)}")
     return found[0] if found else None

@@ -14,6 +14,7 @@ from analysis.load import RunRecord, load_sweep
 from analysis.text import markdown
 from sweeps.spec import FUNCTION_AXES, TRAIN_AXES
 
+ORDER = list(dict.fromkeys([*FUNCTION_AXES, *TRAIN_AXES]))  # records store axes with sorted keys
 AXIS_FIELDS = {*TRAIN_AXES.values(), *FUNCTION_AXES.values(), "compile.enabled", "compile.mode"}
 
 
@@ -23,7 +24,8 @@ def axis(run: RunRecord, name: str) -> str:
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between runs."""
-    names = list(dict.fromkeys(a for r in runs for a in r.axes))
+    seen = {a for r in runs for a in r.axes}
+    names = [a for a in ORDER if a in seen] + sorted(seen.difference(ORDER))
     axes = [a for a in names if len({axis(r, a) for r in runs}) > 1]
     in_axes = {f"workload.{a}" for a in axes}
     fields = sorted(
@@ -106,7 +108,7 @@ def shared_gpu(run: RunRecord) -> list[str]:
 def context(runs: list[RunRecord]) -> str:
     """What every row shares: the constant axes, the device and the software."""
     axes, _ = varying(runs)
-    fixed = " ".join(f"{a}={axis(runs[0], a)}" for a in runs[0].axes if a not in axes)
+    fixed = " ".join(f"{a}={axis(runs[0], a)}" for a in ORDER if a in runs[0].axes and a not in axes)
     env = next((r.env for r in runs if r.env), {}) or {}
     device = (env.get("gpu") or {}).get(
         "name"

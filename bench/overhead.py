@@ -20,21 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sweeps.plan import build_plan  # noqa: E402
-from train.build import build, configure_backends, resolve_device  # noqa: E402
-from train.step import run_window, timed_steps  # noqa: E402
-from train.timing import StepClock, synchronize  # noqa: E402
+from train.build import configure_backends, resolve_device  # noqa: E402
+from train.step import make_workload, run_window, timed_steps  # noqa: E402
+from train.timing import NoClock, StepClock, synchronize  # noqa: E402
 
 DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
-
-
-class NullClock:
-    """A clock that marks nothing: the bare loop."""
-
-    def start(self) -> None:
-        pass
-
-    def mark(self) -> None:
-        pass
 
 
 def window(trainer, device, first: int, steps: int, clock) -> float:
@@ -61,12 +51,12 @@ def main() -> None:
     cfg = runs[0].config
     device = resolve_device(cfg.device)
     configure_backends(cfg)
-    trainer = build(cfg, device)
+    trainer = make_workload(cfg, device)
     run_window(trainer, 0, cfg.warmup_steps, device)
     samples = {"bare": [], "perfsweep": []}
     first = cfg.warmup_steps
     for _ in range(args.rounds):
-        for name, clock in (("bare", NullClock()), ("perfsweep", StepClock(device, cfg.steps))):
+        for name, clock in (("bare", NoClock()), ("perfsweep", StepClock(device, cfg.steps))):
             seconds = window(trainer, device, first, cfg.steps, clock)
             samples[name].append(cfg.steps * cfg.model.batch_size / seconds)
             first += cfg.steps

@@ -18,8 +18,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sweeps.plan import build_plan  # noqa: E402
-from train.build import build, configure_backends  # noqa: E402
-from train.step import run_window, timed_steps  # noqa: E402
+from train.build import configure_backends  # noqa: E402
+from train.step import make_workload, run_window, timed_steps  # noqa: E402
 from train.timing import StepClock  # noqa: E402
 
 DEFAULTS = [
@@ -61,7 +61,7 @@ def main() -> None:
     for spec in build_plan([*DEFAULTS, *sys.argv[1:]]).runs:
         cfg = spec.config
         configure_backends(cfg)
-        trainer = build(cfg, torch.device(cfg.device))
+        trainer = make_workload(cfg, torch.device(cfg.device))
         run_window(trainer, 0, cfg.warmup_steps, torch.device(cfg.device))
         found = first_sync(trainer, cfg)
         expected = " (expected: GradScaler)" if found and cfg.precision.grad_scaler else ""

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from sweeps.plan import build_plan
-from train.build import build
-from train.step import run_window, timed_steps
+from train.step import make_workload, run_window, timed_steps
 from train.timing import PHASES, StepClock
 
 
@@ -47,7 +46,7 @@ def _cuda_trainer(precision: str):
             "device=cuda",
         ]
     ).runs
-    return build(spec.config, torch.device("cuda"))
+    return make_workload(spec.config, torch.device("cuda"))
 
 
 @pytest.mark.gpu
@@ -60,7 +59,7 @@ def test_cuda_window_adds_no_sync(precision):
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        losses, _ = timed_steps(trainer, 2, 5, clock)
+        losses = timed_steps(trainer, 2, 5, clock)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     torch.cuda.synchronize()

@@ -10,8 +10,12 @@ from collections.abc import Iterable
 import torch
 
 
+def installed() -> bool:
+    return importlib.util.find_spec("fastai") is not None
+
+
 def missing(what: str) -> list[str]:
-    if importlib.util.find_spec("fastai") is not None:
+    if installed():
         return []
     return [f"{what} needs fastai, which is not installed: pip install -r requirements-fastai.txt"]
 

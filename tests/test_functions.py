@@ -1,0 +1,89 @@
+"""Function benchmarks compute what their seeds compute, each implementation alike, and reject bad settings."""
+
+import pytest
+import torch
+
+from conf.schema import CompileConf, WorkloadConf
+from train.functions import FUNCTIONS
+from train.functions.batching import (
+    pairwise_distance_broadcast,
+    pairwise_distance_loop,
+    pairwise_sum_prod_broadcast,
+    pairwise_sum_prod_loop,
+    square_chain,
+)
+from train.functions.nested import Nested
+from train.functions.sampler import nonzero_sample_batch, static_sample
+from train.timing import NoClock
+
+EAGER, COMPILED = CompileConf(), CompileConf(name="default", enabled=True, backend="aot_eager")
+
+
+@pytest.mark.parametrize("sample", [nonzero_sample_batch, static_sample])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_samplers_keep_a_tenth_half_of_each_label_rows_of_the_input(sample, batch):
+    torch.manual_seed(0)
+    shape = (1000,) if batch == 1 else (batch, 1000)
+    inputs, labels = torch.randn(*shape, 16), torch.randint(0, 2, shape)
+    picked, picked_labels = sample(inputs, labels, 100)
+    assert picked.shape == (*shape[:-1], 100, 16) and picked_labels.shape == (*shape[:-1], 100)
+    for problem in range(batch):
+        x, y = (inputs, labels) if batch == 1 else (inputs[problem], labels[problem])
+        got, got_labels = (picked, picked_labels) if batch == 1 else (picked[problem], picked_labels[problem])
+        assert int(got_labels.sum()) == 50
+        rows = (got[:, None, :] == x[None, :, :]).all(-1)  # each picked sample is a row of the input...
+        assert rows.any(-1).all()
+        index = rows.float().argmax(-1)
+        assert torch.equal(y[index], got_labels)  # ...with its own label
+        assert len(set(index.tolist())) == 100  # and none is picked twice
+
+
+def test_static_sampler_fills_from_the_other_label_when_one_is_short():
+    labels = torch.zeros(1000, dtype=torch.int64)
+    labels[:10] = 1
+    _, picked_labels = static_sample(torch.randn(1000, 16), labels, 100)
+    _, reference = nonzero_sample_batch(torch.randn(1000, 16), labels, 100)
+    assert int(picked_labels.sum()) == int(reference.sum()) == 10
+
+
+def test_loops_and_broadcasts_agree():
+    x, a, b = torch.rand(30, dtype=torch.float64), torch.rand(10, 4), torch.rand(20, 4)
+    assert torch.allclose(pairwise_sum_prod_loop(x), pairwise_sum_prod_broadcast(x))
+    assert torch.allclose(pairwise_distance_loop(a, b), pairwise_distance_broadcast(a, b), atol=1e-6)
+    assert torch.allclose(pairwise_distance_broadcast(a, b), torch.cdist(a, b) ** 2, atol=1e-5)
+
+
+def test_square_chain_scripted_and_compiled_agree_with_eager():
+    x = torch.rand(1000)
+    for compile_conf, impl in ((EAGER, "script"), (COMPILED, "eager")):
+        bench = FUNCTIONS["square_chain"](WorkloadConf(name="square_chain", impl=impl, size=1000), "cpu", compile_conf)
+        assert torch.allclose(bench.fn(x), square_chain(x))
+    assert torch.allclose(square_chain(x), x ** 32)
+
+
+def test_nested_cpp_and_python_compute_the_same_program():
+    losses = {}
+    for impl, compile_conf in (("cpp", EAGER), ("python", EAGER), ("python", COMPILED)):
+        torch.manual_seed(0)
+        bench = Nested(WorkloadConf(name="nested", impl=impl, size=128, units=2), torch.device("cpu"), compile_conf)
+        losses[impl, compile_conf.name] = [float(bench.step(i, NoClock())) for i in range(3)]
+        assert all(p.grad is None for p in bench.model.parameters()), "grads are cleared inside the timed step"
+    values = list(losses.values())
+    assert values[1] == pytest.approx(values[0], rel=1e-4) and values[2] == pytest.approx(values[0], rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("name", "conf", "compile_conf", "message"),
+    [
+        ("sampler", {"impl": "fast"}, EAGER, "workload.impl='fast' is not one of sampler's: nonzero, static"),
+        ("sampler", {"impl": "static", "size": 10}, EAGER, "workload.size=10: the sampler needs 20+"),
+        ("pairwise_distance", {"impl": "loop"}, COMPILED, "workload.impl=loop with compile=default"),
+        ("square_chain", {"impl": "script"}, COMPILED, "compile the eager impl"),
+        ("nested", {"impl": "cpp"}, COMPILED, "does not take the C++ (strided) NestedTensor"),
+        ("nested", {"impl": "python", "size": 100}, EAGER, "workload.size=100 must be a multiple of 64"),
+        ("nested", {"impl": "python", "units": 0}, EAGER, "workload.units=0 must be positive"),
+    ],
+)
+def test_bad_settings_name_the_value_and_the_choices(name, conf, compile_conf, message):
+    problems = FUNCTIONS[name].problems(WorkloadConf(name=name, **conf), compile_conf)
+    assert any(message in p for p in problems), problems

@@ -121,6 +121,11 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
         return [*row, "-", "-", "not run: " + (item.get("not_run") or "the setting is not reproducible")]
     of, over = pick(runs, item["of"]), pick(runs, item["over"])
     if of is None or over is None:
+        failed = [
+            r for r in runs if r.state == "failed" and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
+        ]
+        if failed:
+            return [*row, "-", "-", f"run failed: {failed[0].status['error']['type']} ({failed[0].name})"]
         return [*row, "-", "-", "not run in this sweep"]
     a, b = step_times(sweep_dir, of, metric), step_times(sweep_dir, over, metric)
     ours = stats.speedup(a, b)

@@ -58,7 +58,7 @@ def test_square_chain_scripted_and_compiled_agree_with_eager():
     for compile_conf, impl in ((EAGER, "script"), (COMPILED, "eager")):
         bench = FUNCTIONS["square_chain"](WorkloadConf(name="square_chain", impl=impl, size=1000), "cpu", compile_conf)
         assert torch.allclose(bench.fn(x), square_chain(x))
-    assert torch.allclose(square_chain(x), x ** 32)
+    assert torch.allclose(square_chain(x), x**32)
 
 
 def test_nested_cpp_and_python_compute_the_same_program():

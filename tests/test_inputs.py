@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from train import fastai_parts
 from train.inputs import INPUT_TYPES, SubClassedTensor, TensorBase, get_input_type
 
 # input type -> (type the model receives, type of the model's output)
@@ -12,6 +13,9 @@ EXPECTED = {
     "subclass_notf": ("SubClassedTensorNoTF", "Tensor"),
     "tensorbase": ("TensorBase", "TensorBase"),
     "cast": ("Tensor", "Tensor"),
+    # fastai's own types (requirements-fastai.txt)
+    "tensorimage": ("TensorImage", "TensorImage"),
+    "fastai_tensorbase": ("TensorBase", "TensorBase"),
 }
 
 
@@ -21,6 +25,8 @@ def test_every_input_type_has_an_expectation():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_subclass_spreads_through_a_network_or_not(name):
+    if INPUT_TYPES[name].needs_fastai and not fastai_parts.installed():
+        pytest.skip("fastai is not installed (requirements-fastai.txt)")
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(2))
     kind = get_input_type(name)
     x = kind.before_model(kind.wrap(torch.randn(2, 3, 8, 8)))

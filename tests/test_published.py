@@ -1,0 +1,56 @@
+"""Published figures beside ours: the statistics, the verdicts, and that every stored comparison names real runs."""
+
+import numpy as np
+import pytest
+
+from analysis import published, stats
+from sweeps.plan import build_plan
+from sweeps.spec import flatten
+
+SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("*.yaml"))
+
+
+def test_a_ten_percent_slowdown_is_found_and_no_change_is_not():
+    rng = np.random.default_rng(1)
+    base = rng.normal(10.0, 0.3, 200)
+    slowed = stats.speedup(base * 1.1, base)
+    assert slowed.value == pytest.approx(1 / 1.1, rel=1e-9) and slowed.excludes(1.0)
+    assert slowed.low < 1 / 1.1 < slowed.high
+    flagged = sum(
+        stats.speedup(rng.normal(10, 0.3, 200), rng.normal(10, 0.3, 200), seed=s).excludes(1.0) for s in range(40)
+    )
+    assert flagged <= 6  # a 95% interval misses 1.0 in about 2 of 40 draws of identical distributions
+
+
+@pytest.mark.parametrize(
+    ("item", "ours", "expected"),
+    [
+        ({"speedup": 0.6}, (0.62, 0.58, 0.66), "reproduced"),
+        ({"speedup": 0.6}, (0.5, 0.45, 0.55), "reproduced"),  # a larger effect the same way
+        ({"speedup": 0.6}, (0.9, 0.88, 0.92), "smaller"),
+        ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),
+        ({"speedup": 0.6}, (1.2, 1.1, 1.3), "reversed"),
+        ({"speedup": [2, 52]}, (30.0, 25.0, 35.0), "reproduced"),
+        ({"speedup": [1.7, 1.75]}, (1.2, 1.1, 1.3), "smaller"),
+        ({"published": {"of": 498.0, "over": 375.5}}, (0.8, 0.77, 0.83), "smaller"),
+        ({"direction": "slower"}, (0.9, 0.85, 0.95), "reproduced"),
+        ({"direction": "same"}, (0.99, 0.97, 1.01), "reproduced"),
+        ({"direction": "same"}, (0.7, 0.65, 0.75), "contradicted"),
+        ({}, (0.7, 0.65, 0.75), "no published figure"),
+    ],
+)
+def test_verdicts(item, ours, expected):
+    assert published.verdict(item, stats.Interval(*ours)) == expected
+
+
+@pytest.mark.parametrize("sweep", SWEEPS)
+def test_every_comparison_names_one_planned_run_on_each_side(sweep):
+    source = published.published_for(sweep)
+    assert source["title"] and source["hardware"] and source["software"] and source["source"]
+    runs = [(spec.axes, flatten(spec.record()["config"])) for spec in build_plan([f"sweep={sweep}", "device=cpu"]).runs]
+    for item in source["comparisons"]:
+        assert item["label"]
+        for side in ("of", "over"):
+            named = [axes for axes, fields in runs if published.matches(axes, fields, item[side])]
+            assert len(named) == 1, f"{sweep}: {item['label']} {side}={item[side]} names {len(named)} runs"
+        assert published.direction(item) in (None, "slower", "faster", "same")

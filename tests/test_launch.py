@@ -82,10 +82,8 @@ def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
 def test_hydra_flags_work_as_in_any_hydra_app():
     help_text = launch("--help")
     assert help_text.returncode == 0
-    assert (
-        "perfsweep" in help_text.stdout
-        and "input_type: cast, subclass, subclass_notf, tensor, tensorbase" in help_text.stdout
-    )
+    groups = "input_type: cast, fastai_tensorbase, subclass, subclass_notf, tensor, tensorbase, tensorimage"
+    assert "perfsweep" in help_text.stdout and groups in help_text.stdout
     cfg = launch("--cfg", "job", "model=resnet50", "precision=amp_bf16")
     assert cfg.returncode == 0, cfg.stderr
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout

@@ -40,7 +40,7 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
 MEASURING = ("steps", "warmup_steps")
 
 
-def _key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
+def group_key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
     """The run's row group: everything that varies except the axis it is compared along and how long it measured."""
     compared = run.baseline["axis"]
     return tuple(axis(run, a) for a in axes if a != compared) + tuple(
@@ -48,7 +48,7 @@ def _key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
     )
 
 
-def _is_baseline(run: RunRecord) -> bool:
+def is_baseline(run: RunRecord) -> bool:
     return axis(run, run.baseline["axis"]) == run.baseline["value"]
 
 
@@ -65,17 +65,17 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
         return [], []
     axes, fields = varying(runs)
     phases = phase_columns(done)
-    baselines = {_key(r, axes, fields): r for r in done if _is_baseline(r)}
+    baselines = {group_key(r, axes, fields): r for r in done if is_baseline(r)}
     values = sorted({r.baseline["value"] for r in done})
     trains = any("samples_per_s" in r.summary for r in done)
     syncs = any(r.summary.get("host_syncs_per_step") is not None for r in done)
     header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["samples/s"] if trains else [])]
     header += ["syncs/step"] if syncs else []
     header += [f"vs {values[0]}" if len(values) == 1 else "vs baseline", *(["output type"] if trains else [])]
-    order = sorted(done, key=lambda r: (_key(r, axes, fields), not _is_baseline(r), tuple(r.axes.values())))
+    order = sorted(done, key=lambda r: (group_key(r, axes, fields), not is_baseline(r), tuple(r.axes.values())))
     table = []
     for run in order:
-        base = baselines.get(_key(run, axes, fields))
+        base = baselines.get(group_key(run, axes, fields))
         ratio = f"{run.summary['steps_per_s'] / base.summary['steps_per_s']:.2f}x" if base else "-"
         medians = run.summary["median_ms"]
         samples = [f"{run.summary['samples_per_s']:.1f}" if "samples_per_s" in run.summary else "-"]

@@ -1,0 +1,117 @@
+"""Two sweeps, run by run: per-phase speed-ups with intervals, regressions and improvements flagged.
+
+    python -m analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05]
+
+A is the reference (before), B the candidate (after): two torch versions, before and after a
+change, eager against compiled. Runs are matched by their axes and config, leaving out what each
+sweep holds constant but the two do not share (printed as what the sweeps differ in) and how long
+they measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with
+a bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
+interval that excludes 1; an improvement is the same the other way. The final loss is compared
+too: a change beyond the tolerance (relative) is flagged, since a faster step that trains
+differently is no improvement. Exit status 1 when a regression or a loss change is found.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from analysis import stats
+from analysis.load import RunRecord, load_sweep
+from analysis.summary import measured_steps
+from analysis.text import markdown
+
+NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label")
+
+
+def identity(run: RunRecord) -> dict[str, str]:
+    fields = {k: repr(v) for k, v in run.fields.items() if not k.startswith(("launcher.", "tracker."))}
+    return {k: v for k, v in fields.items() if k not in NOT_COMPARED}
+
+
+def differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
+    """Config keys constant within each sweep whose values differ between them: what is being compared."""
+    ids_a, ids_b = [identity(r) for r in a], [identity(r) for r in b]
+    found = {}
+    for key in ids_a[0].keys() & ids_b[0].keys():
+        values_a, values_b = {i.get(key) for i in ids_a}, {i.get(key) for i in ids_b}
+        if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
+            found[key] = (values_a.pop(), values_b.pop())
+    return found
+
+
+def pairs(
+    a: list[RunRecord], b: list[RunRecord]
+) -> tuple[dict[str, tuple[str, str]], list[tuple[RunRecord, RunRecord]]]:
+    differ = differences(a, b)
+
+    def key(run: RunRecord) -> tuple:
+        return tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ))
+
+    by_key = {key(r): r for r in b}
+    return differ, [(r, by_key[key(r)]) for r in a if key(r) in by_key]
+
+
+def flag(interval: stats.Interval, threshold: float) -> str:
+    if interval.value < 1 - threshold and interval.high < 1:
+        return "REGRESSION"
+    if interval.value > 1 + threshold and interval.low > 1:
+        return "improvement"
+    return ""
+
+
+def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
+    before, after = a.summary.get("loss_last"), b.summary.get("loss_last")
+    if before is None or after is None:
+        return ""
+    if abs(after - before) > tolerance * max(abs(before), 1e-12):
+        return f"LOSS CHANGED {before:.4g} -> {after:.4g}"
+    return ""
+
+
+def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float) -> tuple[str, bool]:
+    """The comparison as text, and whether it found a regression (time or loss)."""
+    done = [[r for r in load_sweep(d) if r.state == "done"] for d in (sweep_a, sweep_b)]
+    if not done[0] or not done[1]:
+        raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
+    differ, matched = pairs(*done)
+    lines = [f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)"]
+    lines.append("they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"))
+    table, regressed = [], False
+    for a, b in matched:
+        phases = [*a.summary["phases"], "step"]
+        columns = [f"{p}_ms" for p in phases]
+        steps_a, steps_b = measured_steps(sweep_a / a.name, columns), measured_steps(sweep_b / b.name, columns)
+        for phase, column in zip(phases, columns, strict=True):
+            interval = stats.speedup(steps_b[column], steps_a[column])
+            found = flag(interval, threshold)
+            regressed |= found == "REGRESSION"
+            median_a, median_b = a.summary["median_ms"][column], b.summary["median_ms"][column]
+            table.append([a.name, phase, f"{median_a:.3g}", f"{median_b:.3g}", str(interval), found])
+        changed = loss_changed(a, b, loss_tolerance)
+        regressed |= bool(changed)
+        if changed:
+            table.append([a.name, "final loss", "", "", "", changed])
+    lines.append(markdown(["run (A)", "phase", "A ms", "B ms", "B speed-up [95% CI]", "flag"], table))
+    unmatched = len(done[0]) - len(matched)
+    lines.append(
+        f"{len(matched)} runs matched, {unmatched} of A without a match in B; threshold {threshold:.0%}, "
+        f"loss tolerance {loss_tolerance:.0%}; speed-up = median time of A / of B (below 1: B is slower)"
+    )
+    return "\n".join(lines), regressed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis compare", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_a", type=Path, help="the reference sweep (before)")
+    parser.add_argument("sweep_b", type=Path, help="the candidate sweep (after)")
+    parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
+    parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
+    args = parser.parse_args(argv)
+    try:
+        text, regressed = compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(text)
+    return 1 if regressed else 0

@@ -61,3 +61,15 @@ def test_sync_bench_runs_or_says_it_needs_cuda():
         assert "no sync" in out
     else:
         assert out.startswith("needs a CUDA GPU")
+
+
+def test_analysis_scale_bench_prints_its_stages():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "analysis_scale.py"), "--runs", "6", "--steps", "20", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    assert out.startswith("6 runs x 20 steps, median of 1")
+    assert all(f"\n{stage}" in out for stage in ("load", "summarise", "table", "total"))

@@ -1,0 +1,85 @@
+"""Loading and summarising a large sweep: seconds to read N runs x M steps of records and compute every
+run's per-phase statistics (median, 95% interval, IQR, p5/p95, outliers, noise flag).
+
+    python bench/analysis_scale.py [--runs 1000] [--steps 1000] [--repeats 3]
+
+Writes a synthetic sweep in perfsweep's record format (config, status, summary, steps.parquet per
+run) into a temporary folder first (not timed), then times, median over repeats: load (the run
+records), summarise (each run's steps.parquet read, statistics of its 4 phases and step), and the
+table of the whole sweep.
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.load import load_sweep  # noqa: E402
+from analysis.summary import run_stats  # noqa: E402
+from analysis.table import rows  # noqa: E402
+from train import records  # noqa: E402
+
+PHASES = ["data", "forward", "backward", "optimizer"]
+
+
+def write_sweep(root: Path, runs: int, steps: int) -> Path:
+    rng = np.random.default_rng(0)
+    sweep = root / "large"
+    for i in range(runs):
+        folder = sweep / f"run-{i:05d}"
+        folder.mkdir(parents=True)
+        times = {f"{p}_ms": rng.lognormal(1.0, 0.05, steps) for p in PHASES}
+        times["step_ms"] = sum(times.values())
+        columns = {**times, "step": np.arange(steps), "warmup": np.zeros(steps, bool), "loss": np.ones(steps)}
+        records.write_steps(
+            folder / records.STEPS, [dict(zip(columns, v, strict=True)) for v in zip(*columns.values(), strict=True)]
+        )
+        axes = {"input_type": "tensor" if i % 2 == 0 else "subclass", "seed": str(i // 2)}
+        config = {"input_type": {"name": axes["input_type"]}, "seed": i // 2}
+        baseline = {"axis": "input_type", "value": "tensor"}
+        records.write_json(
+            folder / records.CONFIG,
+            {"run_id": str(i), "name": folder.name, "axes": axes, "baseline": baseline, "config": config},
+        )
+        medians = {k: float(np.median(v)) for k, v in times.items()}
+        records.write_json(
+            folder / records.SUMMARY, {"phases": PHASES, "median_ms": medians, "steps_per_s": 1000 / medians["step_ms"]}
+        )
+        records.write_status(folder, "done")
+    return sweep
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep = write_sweep(Path(tmp), args.runs, args.steps)
+        seconds: dict[str, list[float]] = {"load": [], "summarise": [], "table": []}
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            runs = load_sweep(sweep)
+            seconds["load"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            found = [run_stats(sweep / r.name, r.summary["phases"]) for r in runs]
+            seconds["summarise"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            rows(runs)
+            seconds["table"].append(time.perf_counter() - start)
+        assert len(found) == args.runs
+    print(f"{args.runs} runs x {args.steps} steps, median of {args.repeats}")
+    for stage, values in seconds.items():
+        print(f"{stage:<10} {statistics.median(values):.2f} s")
+    print(f"{'total':<10} {sum(statistics.median(v) for v in seconds.values()):.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The statistics on synthetic steps with known answers, compare on two real-format sweeps, and the plots."""
+
+import numpy as np
+import pytest
+
+from analysis import compare, plots, summary
+from analysis.__main__ import main as analysis_main
+from train import records
+
+PHASES = ["data", "forward", "backward", "optimizer"]
+
+
+def test_phase_stats_of_known_steps():
+    s = summary.phase_stats(np.arange(1, 101, dtype=float))  # 1..100 ms
+    assert (s.n, s.median, s.q1, s.q3) == (100, 50.5, 25.75, 75.25)
+    assert s.p5 == pytest.approx(5.95) and s.p95 == pytest.approx(95.05)
+    assert s.ci_low < 50.5 < s.ci_high and (s.ci_low, s.ci_high) == (41.0, 60.0)  # ranks 50 -+ 9.8
+    assert s.outliers == 0
+
+
+def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
+    rng = np.random.default_rng(0)
+    covered = [(s := summary.phase_stats(rng.lognormal(0.0, 0.2, 101))).ci_low <= 1.0 <= s.ci_high for _ in range(400)]
+    assert 0.92 <= np.mean(covered) <= 0.99
+
+
+def test_a_steady_run_is_not_flagged():
+    steps = np.random.default_rng(1).normal(10, 0.2, 200)
+    assert summary.noise(steps, summary.phase_stats(steps)) == []
+
+
+def test_a_run_still_warming_up_is_flagged_with_the_reason():
+    steps = np.linspace(20, 10, 100)
+    reasons = summary.noise(steps, summary.phase_stats(steps))
+    assert len(reasons) == 1 and "warm-up not long enough" in reasons[0] and "robust CV" in reasons[0]
+
+
+def test_outlier_steps_are_counted_not_dropped():
+    steps = np.concatenate([np.full(95, 10.0) + np.linspace(0, 0.1, 95), np.full(5, 100.0)])
+    s = summary.phase_stats(steps)
+    assert s.outliers == 5 and s.n == 100 and s.median == pytest.approx(10.05, abs=0.01)
+
+
+def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
+    """A sweep folder in perfsweep's record format, with step times drawn around `scale` x 10 ms."""
+    rng = np.random.default_rng(seed)
+    for input_type in ("tensor", "subclass"):
+        run = f"{input_type}-run"
+        folder = root / name / run
+        folder.mkdir(parents=True)
+        factor = scale * (1.3 if input_type == "subclass" else 1.0)
+        rows = []
+        for step in range(n):
+            row = {f"{p}_ms": factor * rng.normal(2.5, 0.05) for p in PHASES}
+            row.update(step_ms=sum(row[f"{p}_ms"] for p in PHASES), step=step, warmup=False, loss=loss)
+            rows.append(row)
+        records.write_steps(folder / records.STEPS, rows)
+        axes = {"input_type": input_type, "compile": compile_name}
+        config = {"input_type": {"name": input_type}, "compile": {"name": compile_name}, "sweep": name, "steps": n}
+        baseline = {"axis": "input_type", "value": "tensor"}
+        records.write_json(
+            folder / records.CONFIG, {"run_id": run, "name": run, "axes": axes, "baseline": baseline, "config": config}
+        )
+        medians = {f"{p}_ms": float(np.median([r[f"{p}_ms"] for r in rows])) for p in [*PHASES, "step"]}
+        records.write_json(
+            folder / records.SUMMARY,
+            {"phases": PHASES, "median_ms": medians, "steps_per_s": 1000 / medians["step_ms"], "loss_last": loss},
+        )
+        records.write_status(folder, "done")
+    return root / name
+
+
+def test_compare_flags_a_ten_percent_regression_and_exits_1(tmp_path, capsys):
+    a = write_sweep(tmp_path, "before", 1.0, seed=1)
+    b = write_sweep(tmp_path, "after", 1.1, seed=2, compile_name="default")
+    text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert regressed and "they differ in: compile.name 'eager' -> 'default'" in text
+    assert text.count("REGRESSION") == 2 * 5  # two runs x four phases and the step
+    assert "2 runs matched, 0 of A without a match in B" in text
+    assert analysis_main(["compare", str(a), str(b)]) == 1
+
+
+def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
+    flagged = 0
+    for seed in range(10):
+        a = write_sweep(tmp_path / str(seed), "a", 1.0, seed=seed)
+        b = write_sweep(tmp_path / str(seed), "b", 1.0, seed=100 + seed)
+        text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+        flagged += regressed or "improvement" in text
+    assert flagged == 0
+
+
+def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
+    a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
+    b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
+    text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert regressed and "LOSS CHANGED 2 -> 2.5" in text and "REGRESSION" not in text
+
+
+def test_plots_are_written_as_png(tmp_path):
+    sweep = write_sweep(tmp_path, "s", 1.0, seed=1)
+    written = plots.write_plots(sweep)
+    assert [p.name for p in written] == ["phases.png", "distributions.png", "speedups.png"]
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+    ((run, base, interval),) = plots.speedups(sweep, [r for r in plots.load_sweep(sweep)])
+    assert run.name == "subclass-run" and base.name == "tensor-run"
+    assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1

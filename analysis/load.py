@@ -12,6 +12,7 @@ from train import records
 
 @dataclasses.dataclass
 class RunRecord:
+    path: Path  # the run's folder
     name: str
     run_id: str
     axes: dict[str, str]
@@ -35,6 +36,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
     path = run_dir / records.CONFIG
     config = records.read_json(path) if path.exists() or planned is None else planned
     return RunRecord(
+        path=run_dir,
         name=run_dir.name,
         run_id=config["run_id"],
         axes=config["axes"],

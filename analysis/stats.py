@@ -3,6 +3,11 @@
 A run's steps are resampled with replacement (percentile bootstrap), each resample's median
 taken; a ratio's interval resamples both runs' steps independently. Resamples are drawn from a
 seeded generator, so the same records give the same interval.
+
+A resample's median is drawn without building the resample: resampling n steps draws n uniform
+indices into the sorted steps, and their median is the m-th of n uniform order statistics, whose
+position is Beta(m, n - m + 1) distributed. So each bootstrap median costs O(1) after one sort,
+exactly as if the resample had been built, and a thousand-run sweep is summarised in seconds.
 """
 
 import dataclasses
@@ -13,6 +18,11 @@ RESAMPLES = 2000
 LEVEL = 0.95
 
 
+def _figure(x: float) -> str:
+    """Two decimals where they read best (0.52, 1.07), three significant digits beyond (3.31e+03, 152)."""
+    return f"{x:.2f}" if 0.1 <= abs(x) < 10 else f"{x:.3g}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Interval:
     value: float
@@ -20,7 +30,7 @@ class Interval:
     high: float
 
     def __str__(self) -> str:
-        return f"{self.value:.3g}x [{self.low:.3g}, {self.high:.3g}]"
+        return f"{_figure(self.value)}x [{_figure(self.low)}, {_figure(self.high)}]"
 
     def excludes(self, x: float) -> bool:
         return x < self.low or x > self.high
@@ -28,8 +38,23 @@ class Interval:
 
 def resampled_medians(steps: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """The median of each of `resamples` bootstrap resamples of `steps`."""
-    picks = rng.integers(0, len(steps), size=(resamples, len(steps)))
-    return np.median(steps[picks], axis=1)
+    ordered = np.sort(np.asarray(steps, dtype=float))
+    n = len(ordered)
+    m = (n + 1) // 2
+    lower = rng.beta(m, n - m + 1, resamples)  # the m-th smallest of n uniforms
+    pick = ordered[np.minimum((lower * n).astype(int), n - 1)]
+    if n % 2:
+        return pick
+    upper = lower + (1 - lower) * rng.beta(1, n - m, resamples)  # the next one up: the median of an even n
+    return (pick + ordered[np.minimum((upper * n).astype(int), n - 1)]) / 2
+
+
+def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """A percentile-bootstrap interval of the median of `steps` at LEVEL."""
+    medians = resampled_medians(steps, resamples, np.random.default_rng(seed))
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(low), float(high)
 
 
 def speedup(of: np.ndarray, over: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:

@@ -2,9 +2,8 @@
 
     python -m analysis runs SWEEP_DIR
 
-For every phase: median, IQR, p5/p95 and a 95% confidence interval of the median from order
-statistics (distribution-free: the ranks n/2 -+ 1.96 sqrt(n)/2 of the sorted steps), computed for
-all runs at once from one array per phase. Outlier steps (beyond 3 IQR from the quartiles) are
+For every phase: median, IQR, p5/p95 and a bootstrap 95% confidence interval of the median
+(analysis/stats.py). Outlier steps (beyond 3 IQR from the quartiles) are
 counted and shown, never dropped: the median does not need them removed. A run is flagged noisy
 when its robust coefficient of variation (IQR / 1.349 / median) is above NOISY, with the reasons
 found: a trend from the first to the last fifth of its steps (warm-up too short), outlier steps,
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from analysis import stats
 from analysis.load import load_sweep
 from analysis.text import markdown
 from train import records
@@ -25,7 +25,6 @@ from train import records
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
 OUTLIER_IQR = 3.0
-Z = 1.959964
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,13 +51,10 @@ def phase_stats(steps: np.ndarray) -> PhaseStats:
     if n == 0:
         raise ValueError("no measured steps")
     p5, q1, median, q3, p95 = np.percentile(values, [5, 25, 50, 75, 95])
-    half = Z * math.sqrt(n) / 2
-    low, high = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half) - 1)
+    low, high = stats.median_interval(values)
     spread = q3 - q1
     outliers = int(np.sum((values < q1 - OUTLIER_IQR * spread) | (values > q3 + OUTLIER_IQR * spread)))
-    return PhaseStats(
-        n, float(median), float(q1), float(q3), float(p5), float(p95), float(values[low]), float(values[high]), outliers
-    )
+    return PhaseStats(n, float(median), float(q1), float(q3), float(p5), float(p95), low, high, outliers)
 
 
 def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:

@@ -9,8 +9,9 @@ import io
 import sys
 from pathlib import Path
 
-from analysis import published
+from analysis import published, stats
 from analysis.load import RunRecord, load_sweep
+from analysis.summary import measured_steps, noise, phase_stats
 from analysis.text import markdown
 from sweeps.spec import FUNCTION_AXES, TRAIN_AXES
 
@@ -59,7 +60,8 @@ def phase_columns(runs: list[RunRecord]) -> list[str]:
 
 
 def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows (done runs only), each group's baseline first; the ratio is throughput over the baseline's."""
+    """Header and rows (done runs only), each group's baseline first; the ratio is the speed-up over the group's
+    baseline (its median step time / this run's) with a bootstrap 95% interval over steps."""
     done = [r for r in runs if r.state == "done" and r.summary]
     if not done:
         return [], []
@@ -74,9 +76,13 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     header += [f"vs {values[0]}" if len(values) == 1 else "vs baseline", *(["output type"] if trains else [])]
     order = sorted(done, key=lambda r: (group_key(r, axes, fields), not is_baseline(r), tuple(r.axes.values())))
     table = []
+    steps = {r.name: measured_steps(r.path, ["step_ms"])["step_ms"] for r in done}
     for run in order:
         base = baselines.get(group_key(run, axes, fields))
-        ratio = f"{run.summary['steps_per_s'] / base.summary['steps_per_s']:.2f}x" if base else "-"
+        if base is run:
+            ratio = "1.00x"
+        else:
+            ratio = str(stats.speedup(steps[run.name], steps[base.name])) if base else "-"
         medians = run.summary["median_ms"]
         samples = [f"{run.summary['samples_per_s']:.1f}" if "samples_per_s" in run.summary else "-"]
         table.append(
@@ -91,6 +97,12 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return header, table
+
+
+def noisy(run: RunRecord) -> list[str]:
+    """Why a done run's step times are too spread to trust (analysis/summary.py), if they are."""
+    steps = measured_steps(run.path, ["step_ms"])["step_ms"]
+    return noise(steps, phase_stats(steps))
 
 
 def shared_gpu(run: RunRecord) -> list[str]:
@@ -118,7 +130,7 @@ def context(runs: list[RunRecord]) -> str:
     at_once = sorted({r.status.get("parallelism", 1) for r in runs})
     return (
         f"{fixed} | {device} | torch {torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        "at a time | medians over measured steps; ratio: steps/s over the baseline's (same row group)"
+        "at a time | medians over measured steps; vs: speed-up over the baseline of the same row group [95% CI]"
     )
 
 
@@ -140,6 +152,7 @@ def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False
         for r in failed
     ]
     parts += [f"{r.state.upper()} {r.name}" for r in pending]
+    parts += [f"NOISY {r.name}: {reason}" for r in runs if r.state == "done" for reason in noisy(r)]
     parts += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in runs

@@ -6,6 +6,8 @@ python launch.py [-m] [OVERRIDE ...]      run sweeps/<sweep>.yaml (default: swee
 python launch.py status SWEEP_DIR         each run's state, job id and log
 python launch.py resume SWEEP_DIR         run again every run of the sweep that is not done
 python launch.py table SWEEP_DIR [--csv]  print a sweep's table from its records
+python launch.py report SWEEP_DIR [--wandb]  write SWEEP_DIR/report.html (and a W&B Report, online)
+python launch.py sync SWEEP_DIR           upload the sweep's offline W&B runs (needs a W&B API key)
 python launch.py --help | --cfg job ...   Hydra's own flags, as in any Hydra app
 """
 
@@ -33,6 +35,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     """Plan (by calling `plan_of`), check, launch; then print the table, or where to follow the jobs."""
     from analysis import published
     from analysis.table import render
+    from analysis.wandb_sweep import log_sweep
     from launcher.submit import launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate
@@ -74,6 +77,8 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     side_by_side = published.render(plan.sweep_dir)
     if side_by_side:
         print(f"\n{side_by_side}")
+    for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")
     return 1 if outcome.failed else 0
 
@@ -109,7 +114,40 @@ def table(argv: list[str]) -> int:
     return main(argv)
 
 
-SUBCOMMANDS = {"status": status, "resume": resume, "table": table}
+def report(argv: list[str]) -> int:
+    from analysis.report import html_report, save_wandb_report, wandb_report_content
+    from analysis.wandb_sweep import NO_KEY, log_sweep, tracker_conf
+    from train.tracker import has_wandb_key
+
+    parser = argparse.ArgumentParser(prog="python launch.py report", description="the sweep's report")
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
+    args = parser.parse_args(argv)
+    if not (args.sweep_dir / "sweep.json").is_file():
+        parser.error(f"no sweep folder at {args.sweep_dir}")
+    if args.wandb and not has_wandb_key():
+        print(f"perfsweep: {NO_KEY}", file=sys.stderr)
+        return 2
+    print(f"report: {html_report(args.sweep_dir)}")
+    conf = tracker_conf(args.sweep_dir)
+    for warning in log_sweep(args.sweep_dir, conf):
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.wandb:
+        from analysis.load import load_sweep
+
+        phases = next((r.summary["phases"] for r in load_sweep(args.sweep_dir) if r.summary), [])
+        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)
+        print(f"W&B report: {save_wandb_report(content)}")
+    return 0
+
+
+def sync(argv: list[str]) -> int:
+    from analysis.wandb_sweep import sync as upload
+
+    return upload(sweep_dir_command(argv, "sync", "upload the sweep's offline W&B runs").sweep_dir)
+
+
+SUBCOMMANDS = {"status": status, "resume": resume, "table": table, "report": report, "sync": sync}
 
 
 def main(argv: list[str]) -> int:

@@ -31,6 +31,8 @@ from train import records
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
+HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95% CI]"]
+SPEEDUP = "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)"
 
 
 def published_for(sweep: str) -> dict[str, Any] | None:
@@ -143,13 +145,12 @@ def render(sweep_dir: Path) -> str | None:
     runs = load_sweep(sweep_dir)
     if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None:
         return None
-    header = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95% CI]"]
     table = [compare(sweep_dir, runs, item) for item in source["comparisons"]]
     lines = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",
-        markdown([*header, "verdict"], table),
-        "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)",
+        markdown([*HEADER, "verdict"], table),
+        SPEEDUP,
     ]
     notes = [f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note")]
     return "\n".join(lines + notes + [f"note: {n}" for n in source.get("notes", [])])

@@ -136,6 +136,7 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
+    profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)

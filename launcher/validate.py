@@ -1,27 +1,14 @@
 """Everything that would stop a plan's runs, found before anything is submitted."""
 
-import netrc
-import os
 import shutil
-from urllib.parse import urlparse
 
 from conf.schema import LauncherConf, TrackerConf
 from launcher.executor import BACKENDS
 from sweeps.plan import Plan
 from train.checks import problems as run_problems
+from train.tracker import has_wandb_key
 
 TRACKER_MODES = ("offline", "online", "disabled")
-
-
-def has_wandb_key() -> bool:
-    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
-    try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False
 
 
 def tracker_problems(conf: TrackerConf) -> list[str]:

@@ -23,7 +23,7 @@ from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
-SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale")
+SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile")
 
 
 class PlanError(ValueError):

@@ -101,7 +101,11 @@ def test_a_failing_run_records_the_error_and_raises(tiny_plan):
     assert not (run_dir / records.STEPS).exists()
     logged = wandb_records(run_dir)
     assert [r["exit"]["exit_code"] for r in logged if r["type"] == "exit"] == [1]
-    assert {"error": "ValueError"} in [r["summary"]["update"] for r in logged if r["type"] == "summary"]
+    updates = [r["summary"]["update"] for r in logged if r["type"] == "summary"]
+    assert any(
+        u.get("error") == "ValueError" and u.get("state") == "failed" and "no_such_net" in u["error_message"]
+        for u in updates
+    )
     assert not [r for r in logged if r["type"] == "history"]
 
 

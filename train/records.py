@@ -8,6 +8,7 @@
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
     <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
     <sweep_dir>/<run>/status.json      pending | running | done | failed (+ error, traceback)
+    <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
 
 Every file is written to a temporary name and renamed into place, so a reader
 sees the old file or the new one, never half of one, even when the writer is

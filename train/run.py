@@ -16,8 +16,8 @@ from train import checks, records
 from train.build import configure_backends, resolve_device
 from train.env import environment, neighbours
 from train.step import Window, Workload, make_workload, run_window
-from train.timing import NoClock, count_host_syncs
-from train.tracker import Tracker
+from train.timing import NoClock, count_host_syncs, synchronize
+from train.tracker import PROFILE, Tracker
 
 
 def summary_columns(phases: tuple[str, ...]) -> list[str]:
@@ -56,6 +56,20 @@ def summarize(
     return summary
 
 
+def profile_steps(work: Workload, first: int, device: torch.device, path: Path, steps: int = 3) -> None:
+    """A torch.profiler trace of `steps` steps after one warm-up step, all after the measured window."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
+    with torch.profiler.profile(activities=activities, schedule=schedule) as profiler:
+        for index in range(first, first + 1 + steps):
+            work.step(index, NoClock())
+            profiler.step()
+    synchronize(device)
+    profiler.export_chrome_trace(str(path))
+
+
 def earlier_attempts(run_dir: Path) -> list[dict[str, Any]]:
     """What became of the run's earlier starts (a requeue, a resume), kept in its status."""
     prior = records.read_status(run_dir)
@@ -79,7 +93,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     records.write_status(run_dir, "running", **launch)
     tracker = None
     try:
-        for stale in (records.STEPS, records.SUMMARY):
+        for stale in (records.STEPS, records.SUMMARY, PROFILE):
             (run_dir / stale).unlink(missing_ok=True)
         records.write_json(run_dir / records.CONFIG, spec.record())
         device = resolve_device(cfg.device)
@@ -101,13 +115,15 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
             "neighbours": {"start": before, "end": neighbours(device)},
         }
         summary = summarize(spec, work, window, device, extra)
+        if cfg.profile:
+            profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / PROFILE)
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary)
         # W&B starts only now: its service process must not share the host with the timed steps.
         tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
         tracker.log_rows(rows)
-        tracker.finish(summary)
+        tracker.finish(summary, run_dir)
         records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
         return summary
     except (KeyboardInterrupt, SystemExit) as error:
@@ -118,7 +134,9 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     except Exception as error:
         error_info = {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
         tracker = tracker or Tracker(cfg.tracker, spec, run_dir, tracker_id)
-        tracker.finish({"error": error_info["type"]}, failed=True)
+        tracker.finish(
+            {"error": error_info["type"], "error_message": error_info["message"][:1000]}, run_dir, failed=True
+        )
         warnings = tracker.warnings
         records.write_status(
             run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch

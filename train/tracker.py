@@ -7,12 +7,29 @@ W&B's service process overlaps a timed step. Every W&B error becomes a
 warning in the run's status.
 """
 
+import netrc
+import os
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from conf.schema import TrackerConf
 from sweeps.spec import RunSpec, flatten, run_fields
+from train import records
+
+PROFILE = "profile.pt.trace.json.gz"  # a run's torch.profiler trace, when profile=true
+
+
+def has_wandb_key() -> bool:
+    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
 
 
 class Tracker:
@@ -33,7 +50,7 @@ class Tracker:
                 name=spec.name,
                 id=tracker_id,
                 resume="allow",
-                config={**flatten(run_fields(spec.config)), "run_id": spec.run_id},
+                config={**flatten(run_fields(spec.config)), "run_id": spec.run_id, **self._environment(run_dir)},
                 tags=sorted(set(spec.axes.values())),
                 dir=str(run_dir),
                 settings=wandb.Settings(x_disable_stats=not conf.system_metrics, console="off", silent=True),
@@ -42,6 +59,12 @@ class Tracker:
             self.run.define_metric("*", step_metric="step")
         except Exception as error:  # W&B must not take the run down with it
             self._warn("init", error)
+
+    @staticmethod
+    def _environment(run_dir: Path) -> dict[str, Any]:
+        """The run's env.json as env.* config keys: versions, device, host, code revision."""
+        path = run_dir / records.ENV
+        return flatten(records.read_json(path), "env.") if path.exists() else {}
 
     @staticmethod
     def _replace_earlier(run_dir: Path, tracker_id: str) -> None:
@@ -63,11 +86,18 @@ class Tracker:
         except Exception as error:
             self._warn("log", error)
 
-    def finish(self, summary: dict[str, Any], failed: bool = False) -> None:
+    def finish(self, summary: dict[str, Any], run_dir: Path, failed: bool = False) -> None:
+        """The summary (and state), the profiler trace as an artifact if the run has one; then close the run."""
         if self.run is None:
             return
         try:
-            self.run.summary.update(flatten(summary))
+            import wandb
+
+            self.run.summary.update({**flatten(summary), "state": "failed" if failed else "done"})
+            if (run_dir / PROFILE).exists():
+                artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")
+                artifact.add_file(str(run_dir / PROFILE))
+                self.run.log_artifact(artifact)
             self.run.finish(exit_code=1 if failed else 0)
         except Exception as error:
             self._warn("finish", error)

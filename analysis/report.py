@@ -1,0 +1,134 @@
+"""A sweep's report: a self-contained HTML file, always, and a W&B Report with the same content when online.
+
+    python launch.py report SWEEP_DIR      (or python -m analysis report SWEEP_DIR)
+
+The HTML report (SWEEP_DIR/report.html) holds the sweep's table, the published figures beside ours
+when the sweep reproduces a source, the runs that failed or were noisy, and the plots, embedded as
+PNG: one file to mail or attach, readable offline. The W&B Report's content (its blocks, panels and
+run filters) is a plain description built offline by `wandb_report_content`; only `save_wandb_report`
+talks to W&B (wandb-workspaces needs a logged-in API even to build its objects).
+"""
+
+import base64
+import datetime
+import html
+from pathlib import Path
+from typing import Any
+
+from analysis import published
+from analysis.load import load_sweep
+from analysis.plots import write_plots
+from analysis.table import context, noisy, rows, shared_gpu
+
+REPORT = "report.html"
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; white-space: nowrap; }
+th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
+.context { color: #555; font-size: 0.9em; } .flag { color: #a00; } img { max-width: 100%; margin: 0.5em 0; }
+"""
+
+
+def _table(header: list[str], body: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    lines = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in body)
+    return f"<table><tr>{head}</tr>{lines}</table>"
+
+
+def _image(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def html_report(sweep_dir: Path) -> Path:
+    """Write SWEEP_DIR/report.html from the sweep's records; returns its path."""
+    sweep_dir = Path(sweep_dir)
+    runs = load_sweep(sweep_dir)
+    header, body = rows(runs)
+    done = [r for r in runs if r.state == "done"]
+    written = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
+    parts = [
+        f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
+        f"<p class=context>{len(runs)} runs, {len(done)} done. {html.escape(context(runs)) if done else ''}</p>",
+        f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
+        "<h2>Runs</h2>",
+        _table(header, body) if body else "<p>No run is done yet.</p>",
+    ]
+    flags = [
+        f"FAILED {r.name}: {r.status['error']['type']}: {r.status['error']['message'][:300]}"
+        for r in runs
+        if r.state == "failed"
+    ]
+    flags += [f"NOISY {r.name}: {reason}" for r in done for reason in noisy(r)]
+    flags += [f"SHARED GPU {r.name}: {', '.join(found)}" for r in done if (found := shared_gpu(r))]
+    if flags:
+        parts += ["<h2>Flags</h2>", *(f"<p class=flag>{html.escape(f)}</p>" for f in flags)]
+    source = published.published_for(str(runs[0].fields.get("sweep"))) if runs else None
+    if source and done:
+        table = [published.compare(sweep_dir, runs, item) for item in source["comparisons"]]
+        parts += [
+            f"<h2>Beside the published figures: {html.escape(source['title'])}</h2>",
+            f"<p class=context>published: {html.escape(source['hardware'])}, {html.escape(source['software'])}; "
+            f"source: {html.escape(source['source'])}</p>",
+            _table([*published.HEADER, "verdict"], table),
+            f"<p class=context>{html.escape(published.SPEEDUP)}</p>",
+        ]
+    if done:
+        parts += ["<h2>Plots</h2>", *(_image(p) for p in write_plots(sweep_dir))]
+    page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"
+    page += f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"
+    path = sweep_dir / REPORT
+    path.write_text(page)
+    return path
+
+
+def wandb_report_content(sweep: str, project: str, entity: str | None, phases: list[str]) -> dict[str, Any]:
+    """What the W&B Report holds, as plain data: title, description, and blocks (text, and panel grids of the
+    sweep's runs, selected by their W&B group)."""
+    runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{sweep}'"}
+    return {
+        "project": project,
+        "entity": entity,
+        "title": f"perfsweep: {sweep}",
+        "description": f"Per-step phase times of the runs of sweep {sweep}, recorded by perfsweep.",
+        "blocks": [
+            {"type": "h1", "text": f"Sweep {sweep}"},
+            {"type": "p", "text": "Median time per phase and the whole step, per run; then every step's times."},
+            {
+                "type": "panel_grid",
+                "runset": runs,
+                "panels": [{"type": "bar", "metrics": [f"median_ms.{p}_ms" for p in (*phases, "step")]}]
+                + [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in (*phases, "step")],
+            },
+        ],
+    }
+
+
+def save_wandb_report(content: dict[str, Any]) -> str:
+    """Create the W&B Report `content` describes; returns its URL. Needs a W&B login."""
+    import wandb_workspaces.reports.v2 as wr
+
+    def panel(spec: dict[str, Any]):
+        if spec["type"] == "bar":
+            return wr.BarPlot(metrics=spec["metrics"])
+        return wr.LinePlot(x=spec["x"], y=spec["y"])
+
+    def block(spec: dict[str, Any]):
+        if spec["type"] == "h1":
+            return wr.H1(spec["text"])
+        if spec["type"] == "p":
+            return wr.P(spec["text"])
+        runset = wr.Runset(**spec["runset"])
+        return wr.PanelGrid(runsets=[runset], panels=[panel(p) for p in spec["panels"]])
+
+    report = wr.Report(
+        project=content["project"],
+        entity=content["entity"] or "",
+        title=content["title"],
+        description=content["description"],
+        blocks=[block(b) for b in content["blocks"]],
+    )
+    report.save()
+    return report.url

@@ -1,0 +1,92 @@
+"""The sweep as a whole in W&B: a sweep-level run with the result table and the records as an artifact; sync.
+
+The sweep-level run (job type "sweep", named <sweep>-sweep, in the sweep's group) holds the sweep's
+table as a wandb.Table ("results", one row per run) and its records as an artifact of type
+"perfsweep-records": each run's config, env, steps, summary, status (and profiler trace), and the
+sweep's manifest, plan, jobs and HTML report. W&B's own files, submitit's pickles and logs and the
+code snapshot stay out. W&B is a view: a failure here is returned as a warning, never raised.
+`sync` uploads every offline W&B run of a sweep (the runs' and the sweep's), as `wandb sync` does.
+"""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from analysis.load import load_sweep
+from analysis.report import REPORT
+from analysis.table import rows
+from conf.schema import TrackerConf
+from train import records
+from train.tracker import PROFILE, has_wandb_key
+
+RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, PROFILE)
+SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, REPORT)
+NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
+
+
+def tracker_conf(sweep_dir: Path) -> TrackerConf:
+    """The tracker settings the sweep's runs were launched with."""
+    run = load_sweep(sweep_dir)[0]
+    return TrackerConf(**{k.split(".", 1)[1]: v for k, v in run.fields.items() if k.startswith("tracker.")})
+
+
+def record_files(sweep_dir: Path) -> list[Path]:
+    files = [sweep_dir / name for name in SWEEP_FILES]
+    files += [run_dir / name for run_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir()) for name in RUN_FILES]
+    return [f for f in files if f.is_file()]
+
+
+def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
+    """Log the sweep-level W&B run; the warnings, if W&B failed."""
+    if conf.mode == "disabled":
+        return []
+    sweep_dir = Path(sweep_dir)
+    run_id = f"{records.read_json(sweep_dir / records.SWEEP)['uid']}-sweep"
+    try:
+        import wandb
+
+        for earlier in (sweep_dir / "wandb").glob(f"offline-run-*-{run_id}"):  # a sweep logged again replaces it
+            shutil.rmtree(earlier, ignore_errors=True)
+        runs = load_sweep(sweep_dir)
+        header, body = rows(runs)
+        run = wandb.init(
+            mode=conf.mode,
+            project=conf.project,
+            entity=conf.entity,
+            group=sweep_dir.name,
+            name=f"{sweep_dir.name}-sweep",
+            id=run_id,
+            job_type="sweep",
+            resume="allow",
+            dir=str(sweep_dir),
+            settings=wandb.Settings(x_disable_stats=True, console="off", silent=True),
+        )
+        run.log({"results": wandb.Table(columns=header, data=body)})
+        artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
+        for path in record_files(sweep_dir):
+            artifact.add_file(str(path), name=str(path.relative_to(sweep_dir)))
+        run.log_artifact(artifact)
+        states = [r.state for r in runs]
+        run.summary.update({"runs": len(runs), "done": states.count("done"), "failed": states.count("failed")})
+        run.finish()
+    except Exception as error:  # W&B is a view of the records: its failure loses nothing
+        return [f"wandb sweep run failed: {type(error).__name__}: {error}"]
+    return []
+
+
+def offline_runs(sweep_dir: Path) -> list[Path]:
+    return sorted(Path(sweep_dir).glob("*/wandb/offline-run-*")) + sorted(Path(sweep_dir).glob("wandb/offline-run-*"))
+
+
+def sync(sweep_dir: Path) -> int:
+    """Upload the sweep's offline W&B runs with `wandb sync`; refuses (exit 2) without an API key."""
+    if not has_wandb_key():
+        print(f"perfsweep: {NO_KEY}", file=sys.stderr)
+        return 2
+    found = offline_runs(sweep_dir)
+    if not found:
+        print(f"{sweep_dir}: no offline W&B runs to sync")
+        return 0
+    cli = Path(sys.executable).with_name("wandb")
+    return subprocess.run([str(cli) if cli.exists() else "wandb", "sync", *map(str, found)]).returncode

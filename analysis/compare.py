@@ -8,8 +8,9 @@ sweep holds constant but the two do not share (printed as what the sweeps differ
 they measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with
 a bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
 interval that excludes 1; an improvement is the same the other way. The final loss is compared
-too: a change beyond the tolerance (relative) is flagged, since a faster step that trains
-differently is no improvement. Exit status 1 when a regression or a loss change is found.
+too: a change by more than the tolerance of how far A's loss moved while it trained is flagged,
+since a faster step that trains differently is no improvement. Exit status 1 when a regression or
+a loss change is found.
 """
 
 import argparse
@@ -61,11 +62,14 @@ def flag(interval: stats.Interval, threshold: float) -> str:
 
 
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
-    before, after = a.summary.get("loss_last"), b.summary.get("loss_last")
+    """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
+    (of A's final loss, if it did not move): numerics may differ a little, training may not."""
+    before, after, first = a.summary.get("loss_last"), b.summary.get("loss_last"), a.summary.get("loss_first")
     if before is None or after is None:
         return ""
-    if abs(after - before) > tolerance * max(abs(before), 1e-12):
-        return f"LOSS CHANGED {before:.4g} -> {after:.4g}"
+    scale = abs(first - before) if first is not None and abs(first - before) > 1e-12 else abs(before)
+    if abs(after - before) > tolerance * max(scale, 1e-12):
+        return f"LOSS CHANGED {before:.4g} -> {after:.4g} (A trained from {first:.4g})"
     return ""
 
 

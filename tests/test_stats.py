@@ -74,7 +74,13 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
         medians = {f"{p}_ms": float(np.median([r[f"{p}_ms"] for r in rows])) for p in [*PHASES, "step"]}
         records.write_json(
             folder / records.SUMMARY,
-            {"phases": PHASES, "median_ms": medians, "steps_per_s": 1000 / medians["step_ms"], "loss_last": loss},
+            {
+                "phases": PHASES,
+                "median_ms": medians,
+                "steps_per_s": 1000 / medians["step_ms"],
+                "loss_first": 3.0,
+                "loss_last": loss,
+            },
         )
         records.write_status(folder, "done")
     return root / name
@@ -104,7 +110,9 @@ def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
     text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert regressed and "LOSS CHANGED 2 -> 2.5" in text and "REGRESSION" not in text
+    assert regressed and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text and "REGRESSION" not in text
+    same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained
+    assert "LOSS CHANGED" not in compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0]
 
 
 def test_plots_are_written_as_png(tmp_path):

@@ -130,7 +130,8 @@ def context(runs: list[RunRecord]) -> str:
     at_once = sorted({r.status.get("parallelism", 1) for r in runs})
     return (
         f"{fixed} | {device} | torch {torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        "at a time | medians over measured steps; vs: speed-up over the baseline of the same row group [95% CI]"
+        "at a time | medians over measured steps; samples/s over the whole window (stalls included); "
+        "vs: speed-up over the baseline of the same row group [95% CI]"
     )
 
 

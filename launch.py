@@ -41,6 +41,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     from launcher.validate import validate
     from sweeps.plan import PlanError
 
+    plan = None
     try:
         plan = plan_of()
         if not plan.runs:
@@ -55,9 +56,11 @@ def launch_plan(plan_of, argv: list[str]) -> int:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        where = plan.sweep_dir if plan else "SWEEP_DIR"
         print(
-            "\nperfsweep: interrupted; runs on this host were cancelled. `python launch.py resume "
-            "SWEEP_DIR` (or the same command) runs what is not done.",
+            "\nperfsweep: interrupted. Runs on this host were stopped: a running run is pending again (its "
+            "unfinished steps are dropped; it starts over), runs not started are pending, done runs are kept. "
+            f"`python launch.py resume {where}` (or the same command) runs what is not done.",
             file=sys.stderr,
         )
         return 130
@@ -159,7 +162,7 @@ def main(argv: list[str]) -> int:
         return 0
     from sweeps.plan import build_plan
 
-    return launch_plan(lambda: build_plan(args.overrides), argv)
+    return launch_plan(lambda: build_plan(args.overrides, strict=False), argv)
 
 
 if __name__ == "__main__":

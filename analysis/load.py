@@ -6,6 +6,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from sweeps.spec import flatten
 from train import records
 
@@ -35,6 +38,9 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
     """A run's records; `planned` (its line of runs.jsonl) stands in for config.json until the run starts."""
     path = run_dir / records.CONFIG
     config = records.read_json(path) if path.exists() or planned is None else planned
+    status = records.read_status(run_dir)
+    if status["state"] == "done":
+        pq.read_metadata(run_dir / records.STEPS)  # a done run's steps must be readable: a cut file raises here
     return RunRecord(
         path=run_dir,
         name=run_dir.name,
@@ -42,7 +48,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         axes=config["axes"],
         baseline=config["baseline"],
         fields=flatten(config["config"]),
-        status=records.read_status(run_dir),
+        status=status,
         summary=_optional_json(run_dir / records.SUMMARY),
         env=_optional_json(run_dir / records.ENV),
     )
@@ -60,6 +66,6 @@ def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecor
     for run_dir in (sweep_dir / name for name in names):
         try:
             runs.append(load_run(run_dir, planned.get(run_dir.name)))
-        except (OSError, json.JSONDecodeError, KeyError) as error:
+        except (OSError, json.JSONDecodeError, KeyError, pa.ArrowException) as error:
             warnings.warn(f"skipping run {run_dir.name}: unreadable records ({error})", stacklevel=2)
     return runs

@@ -6,6 +6,8 @@ interrupted one starts over, its records replaced, never duplicated.
 """
 
 import dataclasses
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +36,17 @@ def job_info() -> dict[str, Any]:
     return {"job_id": env.job_id, "host": env.hostname, "log": str(env.paths.stdout)}
 
 
+def process_info() -> dict[str, Any]:
+    """The process a run executes in: what to signal, or to look for, when it hangs."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
 class RunPack(submitit.helpers.Checkpointable):
     """Run each run in turn; a run that raises is recorded as failed and the next one goes on."""
 
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
         states = {}
-        info = job_info()
+        info = {**process_info(), **job_info()}
         for run in runs:
             if records.read_status(run.run_dir)["state"] == "done":  # by an earlier start of this job
                 states[run.spec.name] = "done"

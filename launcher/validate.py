@@ -1,6 +1,8 @@
 """Everything that would stop a plan's runs, found before anything is submitted."""
 
+import os
 import shutil
+from pathlib import Path
 
 from conf.schema import LauncherConf, TrackerConf
 from launcher.executor import BACKENDS
@@ -34,14 +36,27 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
     return found
 
 
+def writable(sweep_dir: Path) -> list[str]:
+    """Whether the sweep folder can be made and written: its nearest existing ancestor must be writable."""
+    existing = sweep_dir.resolve()
+    while not existing.exists():
+        existing = existing.parent
+    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        return []
+    return [
+        f"runs_dir={sweep_dir.parent}: cannot write the sweep folder {sweep_dir} ({existing} is not a writable folder)"
+    ]
+
+
 def validate(plan: Plan) -> list[str]:
-    """Every problem of the plan, each named once with the first run that has it."""
+    """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
-    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker)
+    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + writable(plan.sweep_dir)
+    found = list(plan.problems) + [plan.explain(problem) for problem in found]
     backend = BACKENDS.get(settings.launcher.name)
     on_this_host = backend is not None and backend.on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}
     for spec in plan.runs:
         for problem in run_problems(spec.config, on_this_host):
             first_in.setdefault(problem, spec.name)
-    return found + [f"{problem} (first in run {name})" for problem, name in first_in.items()]
+    return found + [f"{plan.explain(problem)} (first in run {name})" for problem, name in first_in.items()]

@@ -11,6 +11,7 @@ before anything runs; all composition errors are reported together.
 """
 
 import dataclasses
+import re
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -40,6 +41,12 @@ class Plan:
 
     sweep_dir: Path
     runs: tuple[RunSpec, ...]
+    origins: dict[str, str] = dataclasses.field(default_factory=dict)  # config key -> what set it
+    problems: tuple[str, ...] = ()  # runs that did not compose (build_plan with strict=False)
+
+    def explain(self, problem: str) -> str:
+        """`problem`, with where the value it names was set (the command line, a sweep file, a default)."""
+        return explain(problem, self.origins)
 
     @property
     def settings(self) -> Config:
@@ -81,6 +88,42 @@ def _chosen(parser: OverridesParser, overrides: list[str], key: str, default: st
     return chosen[-1].value() if chosen else default
 
 
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def origins(overrides: list[str]) -> dict[str, str]:
+    """Which source set each key: the sweep file, its scale, or the command line (the last one wins)."""
+    parser = OverridesParser.create()
+    name = _chosen(parser, overrides, "sweep", Config.sweep)
+    scale = _chosen(parser, overrides, "scale", Config.scale)
+    found: dict[str, str] = {}
+    path = SWEEPS_DIR / f"{name}.yaml"
+    sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
+    for grid in sweep.get("grids") or [sweep.get("params") or {}]:
+        found.update({_key(o): f"sweeps/{name}.yaml" for o in _as_overrides(grid)})
+    extra = (sweep.get("scales") or {}).get(scale) or {}
+    for params in extra if isinstance(extra, list) else [extra]:
+        found.update({_key(o): f"sweeps/{name}.yaml scale {scale}" for o in _as_overrides(params)})
+    found.update({_key(o): "the command line" for o in overrides})
+    return found
+
+
+_NAMED_KEY = re.compile(r"^([A-Za-z_][\w.]*)=|Could not find '(\w+)/|merging override ([\w.]+)=")
+
+
+def explain(problem: str, origins: dict[str, str]) -> str:
+    """Add to a problem that starts with KEY=VALUE (or names a group option Hydra could not find) what set it."""
+    match = _NAMED_KEY.search(problem)
+    if not match:
+        return problem
+    key = next(g for g in match.groups() if g)
+    group = key.split(".")[0]
+    source = origins.get(key) or (f"{origins[group]}, choosing {group}" if group in origins else "the defaults (conf/)")
+    first, *rest = problem.split("\n", 1)
+    return "\n".join([f"{first} [set by {source}]", *rest])
+
+
 def expand(overrides: list[str]) -> list[list[Setting]]:
     """Each grid of the sweep file at its scale, then the command line's overrides -> the settings of each run."""
     parser = OverridesParser.create()
@@ -94,12 +137,10 @@ def expand(overrides: list[str]) -> list[list[Setting]]:
         raise PlanError([f"{error}"]) from error
 
 
-def compose_runs(runs: list[list[Setting]]) -> list[Config]:
-    """Each run's typed config; every distinct composition error, together."""
+def compose_runs(runs: list[list[Setting]], sources: dict[str, str] | None = None) -> tuple[list[Config], list[str]]:
+    """Each run's typed config that composes, and every distinct composition error with the run it is in."""
     configs, errors = compose.compose_all(runs)
-    if errors:
-        raise PlanError([f"{message}\n  (in the run: {run})" for message, run in errors.items()])
-    return configs
+    return configs, [f"{explain(message, sources or {})}\n  (in the run: {run})" for message, run in errors.items()]
 
 
 def _sweep_dir(config: Config) -> Path:
@@ -109,9 +150,16 @@ def _sweep_dir(config: Config) -> Path:
     return Path(config.runs_dir) / name
 
 
-def build_plan(overrides: list[str]) -> Plan:
-    """Expand, compose and de-duplicate the sweep that `overrides` describe."""
-    configs = compose_runs(expand(overrides))
+def build_plan(overrides: list[str], strict: bool = True) -> Plan:
+    """Expand, compose and de-duplicate the sweep that `overrides` describe.
+
+    A run that does not compose raises PlanError; with strict=False the plan keeps the runs that do and
+    carries the errors in `problems`, so they are reported with every other problem of the sweep.
+    """
+    sources = origins(overrides)
+    configs, errors = compose_runs(expand(overrides), sources)
+    if errors and (strict or not configs):
+        raise PlanError(errors)
     varying = [k for k in SWEEP_WIDE if len({repr(getattr(c, k)) for c in configs}) > 1]
     if varying:
         raise PlanError([f"{k} is a setting of the whole sweep and cannot be swept" for k in varying])
@@ -120,4 +168,4 @@ def build_plan(overrides: list[str]) -> Plan:
     for config in configs:
         spec = RunSpec(config=config, sweep_name=sweep_dir.name)
         runs.setdefault(spec.run_id, spec)
-    return Plan(sweep_dir=sweep_dir, runs=tuple(runs.values()))
+    return Plan(sweep_dir=sweep_dir, runs=tuple(runs.values()), origins=sources, problems=tuple(errors))

@@ -80,6 +80,11 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         found = _train_step(cfg)
     elif name in FUNCTIONS:
         found = FUNCTIONS[name].problems(cfg.workload, cfg.compile)
+        if cfg.memory_format.name != "contiguous":
+            found.append(
+                f"memory_format={cfg.memory_format.name} needs a 4-D (image) input; workload={name} has none "
+                "(use memory_format=contiguous)"
+            )
     else:
         found = _choice("workload", name, WORKLOADS)
     if cfg.steps <= 0:

@@ -33,8 +33,7 @@ def hydra_app() -> None:
 
 def launch_plan(plan_of, argv: list[str]) -> int:
     """Plan (by calling `plan_of`), check, launch; then print the table, or where to follow the jobs."""
-    from analysis import published
-    from analysis.table import render
+    from analysis.table import render, views
     from analysis.wandb_sweep import log_sweep
     from launcher.submit import launch
     from launcher.sweepdir import SweepDirError
@@ -77,9 +76,8 @@ def launch_plan(plan_of, argv: list[str]) -> int:
         print(f"follow them: python launch.py status {plan.sweep_dir}")
         return 0
     print(render(plan.sweep_dir, names=[spec.name for spec in plan.runs]))
-    side_by_side = published.render(plan.sweep_dir)
-    if side_by_side:
-        print(f"\n{side_by_side}")
+    for extra in views(plan.sweep_dir):
+        print(f"\n{extra}")
     for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")

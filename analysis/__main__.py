@@ -22,10 +22,10 @@ def _runs(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from analysis import compare, plots, published, table
+    from analysis import compare, plots, published, replicates, table
 
     commands = {"table": table.main, "runs": _runs, "published": published.main, "compare": compare.main}
-    commands["plots"] = plots.main
+    commands.update(plots=plots.main, replicates=replicates.main)
     if not argv or argv[0] not in commands:
         print(__doc__, file=sys.stderr)
         return 2

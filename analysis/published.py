@@ -2,11 +2,12 @@
 
     python -m analysis.published SWEEP_DIR
 
-Each published comparison names two runs by their axes or config values (`of` and `over`), the
+Each published comparison names two configurations by their axes or config values (`of` and `over`), the
 time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
 both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
 a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
-speed-ups (median time of `over` / median time of `of`, with a bootstrap 95% interval over steps):
+speed-ups (median time of `over` / median time of `of`, with a bootstrap 95% interval over steps;
+with replicates (repeats=N), each run counts once and the interval is across runs):
 
     reproduced     our interval reaches the published speed-up (or goes beyond it, the same way)
     smaller        the same direction, but our interval lies between no effect and the published figure
@@ -26,6 +27,7 @@ from omegaconf import OmegaConf
 
 from analysis import stats
 from analysis.load import RunRecord, load_sweep
+from analysis.replicates import NOT_CONFIGURATION, speedup_across_runs
 from analysis.text import markdown
 from train import records
 
@@ -45,12 +47,17 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
     return all(str(axes.get(k, fields.get(k))) == str(v) for k, v in selector.items())
 
 
-def pick(runs: list[RunRecord], selector: dict[str, Any]) -> RunRecord | None:
-    """The one done run `selector` names; None if it did not run; an error if it names several."""
+def pick(runs: list[RunRecord], selector: dict[str, Any]) -> list[RunRecord]:
+    """The done runs `selector` names: one configuration's replicates; an error if it names several configurations."""
     found = [r for r in runs if r.state == "done" and matches(r.axes, r.fields, selector)]
-    if len(found) > 1:
-        raise ValueError(f"{selector} matches {len(found)} runs: {', '.join(r.name for r in found)}")
-    return found[0] if found else None
+    configurations = {
+        repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in NOT_CONFIGURATION)) for r in found
+    }
+    if len(configurations) > 1:
+        raise ValueError(
+            f"{selector} matches {len(found)} runs of several configurations: {', '.join(r.name for r in found)}"
+        )
+    return found
 
 
 def step_times(sweep_dir: Path, run: RunRecord, metric: str) -> np.ndarray:
@@ -122,16 +129,23 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
     if not item.get("of") or not item.get("over"):
         return [*row, "-", "-", "not run: " + (item.get("not_run") or "the setting is not reproducible")]
     of, over = pick(runs, item["of"]), pick(runs, item["over"])
-    if of is None or over is None:
+    if not of or not over:
         failed = [
             r for r in runs if r.state == "failed" and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
         ]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].status['error']['type']} ({failed[0].name})"]
         return [*row, "-", "-", "not run in this sweep"]
-    a, b = step_times(sweep_dir, of, metric), step_times(sweep_dir, over, metric)
-    ours = stats.speedup(a, b)
-    return [*row, f"{np.median(a):.3g} / {np.median(b):.3g} ms", str(ours), verdict(item, ours)]
+    a = [step_times(sweep_dir, r, metric) for r in of]
+    b = [step_times(sweep_dir, r, metric) for r in over]
+    if len(a) > 1 and len(b) > 1:  # replicates: each run counts once, run-to-run variance in the interval
+        medians_a, medians_b = np.array([np.median(x) for x in a]), np.array([np.median(x) for x in b])
+        ours = speedup_across_runs(medians_a, medians_b)
+        figures = f"{medians_a.mean():.3g} / {medians_b.mean():.3g} ms ({len(a)} / {len(b)} runs)"
+    else:
+        ours = stats.speedup(np.concatenate(a), np.concatenate(b))
+        figures = f"{np.median(np.concatenate(a)):.3g} / {np.median(np.concatenate(b)):.3g} ms"
+    return [*row, figures, str(ours), verdict(item, ours)]
 
 
 def our_setting(runs: list[RunRecord]) -> str:

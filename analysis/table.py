@@ -162,6 +162,16 @@ def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False
     return "\n".join(parts)
 
 
+def views(sweep_dir: Path) -> list[str]:
+    """What else the sweep's records say, below the table: across replicates, beside the published figures."""
+    from analysis import replicates  # (it builds on this module)
+
+    runs = load_sweep(sweep_dir)
+    found = [replicates.render(sweep_dir)] if any("replicate" in r.axes for r in runs) else []
+    side_by_side = published.render(sweep_dir)
+    return found + ([side_by_side] if side_by_side else [])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.table", description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path)
@@ -169,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         print(render(args.sweep_dir, as_csv=args.csv))
-        side_by_side = None if args.csv else published.render(args.sweep_dir)
-        if side_by_side:
-            print(f"\n{side_by_side}")
+        if not args.csv:
+            for extra in views(args.sweep_dir):
+                print(f"\n{extra}")
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -123,6 +123,7 @@ class RunConf:
     data_batches: int = 4  # synthetic batches made before timing and cycled through
     cudnn_benchmark: bool = True  # let cuDNN time its convolution algorithms during warm-up
     threads: int | None = None  # torch's CPU threads; None: the CPUs Slurm allotted the job, else torch's default
+    replicate: int = 0  # which replicate of its configuration this run is (set by `repeats`; seed + replicate)
     label: str = ""  # a free tag, e.g. for the runs of one grid of a sweep file (published comparisons select by it)
 
 
@@ -136,6 +137,8 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
+    repeats: int = 1  # runs of each configuration, each in its own process with its own seed (seed + replicate)
+    order: str = "interleaved"  # run order: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 
 

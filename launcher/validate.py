@@ -52,6 +52,11 @@ def validate(plan: Plan) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
     found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + writable(plan.sweep_dir)
+    if settings.repeats > 1 and settings.launcher.runs_per_job > 1:
+        found.append(
+            f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job}: replicates "
+            "must each start a fresh process (cuDNN autotuning, allocator and compile caches); use runs_per_job=1"
+        )
     found = list(plan.problems) + [plan.explain(problem) for problem in found]
     backend = BACKENDS.get(settings.launcher.name)
     on_this_host = backend is not None and backend.on_this_host  # else the device is checked where it runs

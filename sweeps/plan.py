@@ -11,6 +11,7 @@ before anything runs; all composition errors are reported together.
 """
 
 import dataclasses
+import random
 import re
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
-SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile")
+SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "order")
+ORDERS = ("interleaved", "shuffled", "grouped")
 
 
 class PlanError(ValueError):
@@ -150,6 +152,30 @@ def _sweep_dir(config: Config) -> Path:
     return Path(config.runs_dir) / name
 
 
+def replicated(configs: list[Config]) -> list[Config]:
+    """Each configuration `repeats` times (replicate r: seed + r), in the sweep's run order.
+
+    interleaved runs every configuration once before any runs twice (A B C A B C), so drift over time
+    (clocks, heat, neighbours) spreads over all configurations instead of posing as an effect; shuffled
+    is a seeded random order; grouped runs each configuration's replicates back to back.
+    """
+    settings = configs[0]
+    if settings.repeats < 1:
+        raise PlanError([f"repeats={settings.repeats} must be 1 or more"])
+    if settings.order not in ORDERS:
+        raise PlanError([f"order={settings.order!r} is not one of: {', '.join(ORDERS)}"])
+    rounds = [
+        [dataclasses.replace(c, replicate=r, seed=c.seed + r) if r else c for c in configs]
+        for r in range(settings.repeats)
+    ]
+    if settings.order == "grouped":
+        return [round_[i] for i in range(len(configs)) for round_ in rounds]
+    ordered = [c for round_ in rounds for c in round_]
+    if settings.order == "shuffled":
+        random.Random(0).shuffle(ordered)
+    return ordered
+
+
 def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
@@ -165,7 +191,7 @@ def build_plan(overrides: list[str], strict: bool = True) -> Plan:
         raise PlanError([f"{k} is a setting of the whole sweep and cannot be swept" for k in varying])
     runs: dict[str, RunSpec] = {}
     sweep_dir = _sweep_dir(configs[0])
-    for config in configs:
+    for config in replicated(configs):
         spec = RunSpec(config=config, sweep_name=sweep_dir.name)
         runs.setdefault(spec.run_id, spec)
     return Plan(sweep_dir=sweep_dir, runs=tuple(runs.values()), origins=sources, problems=tuple(errors))

@@ -69,11 +69,12 @@ class RunSpec:
     @functools.cached_property
     def axes(self) -> dict[str, str]:
         flat = flatten(run_fields(self.config))
+        replicate = {"replicate": str(self.config.replicate)} if self.config.repeats > 1 else {}
         if self.config.workload.name == "train_step":
-            return {axis: str(flat[key]) for axis, key in TRAIN_AXES.items()}
+            return {**{axis: str(flat[key]) for axis, key in TRAIN_AXES.items()}, **replicate}
         bench = FUNCTIONS.get(self.config.workload.name)
         sized = {f: str(flat[f"workload.{f}"]) for f in (bench.uses if bench else ())}
-        return {**{axis: str(flat[key]) for axis, key in FUNCTION_AXES.items()}, **sized}
+        return {**{axis: str(flat[key]) for axis, key in FUNCTION_AXES.items()}, **sized, **replicate}
 
     @property
     def baseline(self) -> dict[str, str]:

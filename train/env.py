@@ -106,3 +106,30 @@ def environment(device: torch.device) -> dict[str, object]:
             or None,
         }
     return env
+
+
+def clocks(device: torch.device) -> dict[str, object]:
+    """The device's clock now: the GPU's SM clock and temperature through NVML (nvidia-ml-py, where
+    installed), else the CPU's mean core frequency (/proc/cpuinfo). A run records it at its start and end."""
+    if device.type == "cuda":
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+            return {
+                "source": "gpu_sm_clock",
+                "mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                "temperature_c": float(pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)),
+            }
+        except Exception:  # no NVML here: fall back to the host's clock
+            pass
+    try:
+        mhz = [
+            float(line.split(":")[1])
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("cpu MHz")
+        ]
+    except OSError:
+        mhz = []
+    return {"source": "cpu_mhz", "mhz": sum(mhz) / len(mhz) if mhz else None, "temperature_c": None}

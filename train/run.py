@@ -14,7 +14,7 @@ import torch
 from sweeps.spec import RunSpec
 from train import checks, records
 from train.build import configure_backends, resolve_device
-from train.env import environment, neighbours
+from train.env import clocks, environment, neighbours
 from train.step import Window, Workload, make_workload, run_window
 from train.timing import NoClock, count_host_syncs, synchronize
 from train.tracker import PROFILE, Tracker
@@ -102,7 +102,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
             raise ValueError("; ".join(found))
         backend = configure_backends(cfg)
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
-        before = neighbours(device)
+        before, clock_start = neighbours(device), clocks(device)
         work = make_workload(cfg, device)
         warmup = run_window(work, 0, cfg.warmup_steps, device)
         if device.type == "cuda":
@@ -113,6 +113,8 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
             "host_syncs_per_step": count_host_syncs(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock()), device),
             # Other processes on the run's GPU before and after measuring: such a run shared its device.
             "neighbours": {"start": before, "end": neighbours(device)},
+            # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
+            "clocks": {"start": clock_start, "end": clocks(device)},
         }
         summary = summarize(spec, work, window, device, extra)
         if cfg.profile:

@@ -1,0 +1,216 @@
+"""The replicate as the unit: statistics across runs of one configuration, and how many runs a claim needs.
+
+    python -m analysis replicates SWEEP_DIR [--effect 0.05]
+
+Runs that differ only in `replicate` (and the seed it sets) are one configuration. Each run counts
+once, by its median step time. A configuration's figure is the mean of its runs' medians with a
+95% t-interval across runs (with fewer than 10 runs a bootstrap over runs is unreliable; from 10
+on, a percentile bootstrap over runs is used instead: the method is printed). A speed-up between
+configurations is exp(mean log median(A) - mean log median(B)) with a Welch t-interval on the logs,
+so run-to-run variance is in it. Beside it, for contrast, the step-level interval of the same
+speed-up from all steps pooled, which leaves run-to-run variance out. The repeats needed to
+resolve an effect of size E at 95% confidence and 80% power come from the pilot's run-to-run spread
+(sd of log medians s): n = 2 ((z_0.975 + z_0.8) s / ln(1 + E))^2 per configuration.
+"""
+
+import argparse
+import dataclasses
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from analysis import stats
+from analysis.load import RunRecord, load_sweep
+from analysis.summary import measured_steps
+from analysis.table import axis, phase_columns, varying
+from analysis.text import markdown
+
+BOOTSTRAP_FROM = 10
+# two-sided 95% Student t quantiles for 1..30 degrees of freedom; beyond, the normal's
+T975 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
+Z975, Z80 = 1.959964, 0.841621
+NOT_CONFIGURATION = ("seed", "replicate")
+
+
+def t975(df: float) -> float:
+    return T975[int(df) - 1] if df < len(T975) + 1 else Z975
+
+
+@dataclasses.dataclass
+class Configuration:
+    label: str
+    runs: list[RunRecord]
+    medians: np.ndarray  # each run's median step time (ms)
+    steps: np.ndarray  # all runs' measured step times, pooled
+
+    @property
+    def log_sd(self) -> float:
+        return float(np.std(np.log(self.medians), ddof=1)) if len(self.medians) > 1 else math.nan
+
+
+def configurations(sweep_dir: Path, runs: list[RunRecord]) -> dict[tuple, Configuration]:
+    """Done runs grouped by everything but their replicate and seed."""
+    axes, fields = varying(runs)
+    axes = [a for a in axes if a != "replicate"]
+    fields = [f for f in fields if f not in NOT_CONFIGURATION]
+    groups: dict[tuple, list[RunRecord]] = {}
+    for run in runs:
+        key = tuple(axis(run, a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
+        groups.setdefault(key, []).append(run)
+    found = {}
+    for key, members in groups.items():
+        steps = [measured_steps(r.path, ["step_ms"])["step_ms"] for r in members]
+        label = " ".join(key) if key else members[0].name
+        found[key] = Configuration(label, members, np.array([np.median(s) for s in steps]), np.concatenate(steps))
+    return found
+
+
+def across_runs(medians: np.ndarray) -> tuple[float, float, float, str]:
+    """A configuration's figure and its 95% interval across runs, and the method used."""
+    n = len(medians)
+    if n < 2:
+        return float(medians[0]), math.nan, math.nan, "one run: no interval"
+    if n >= BOOTSTRAP_FROM:
+        rng = np.random.default_rng(0)
+        means = medians[rng.integers(0, n, (stats.RESAMPLES, n))].mean(axis=1)
+        low, high = np.percentile(means, [2.5, 97.5])
+        return float(medians.mean()), float(low), float(high), f"bootstrap over {n} runs"
+    half = t975(n - 1) * medians.std(ddof=1) / math.sqrt(n)
+    return float(medians.mean()), float(medians.mean() - half), float(medians.mean() + half), f"t-interval, {n} runs"
+
+
+def speedup_across_runs(of: np.ndarray, over: np.ndarray) -> stats.Interval:
+    """How many times faster `of` runs than `over`, from their runs' medians: Welch t-interval on log medians."""
+    a, b = np.log(of), np.log(over)
+    diff = b.mean() - a.mean()
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return stats.Interval(math.exp(diff), math.exp(diff), math.exp(diff))
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t975(df) * se
+    return stats.Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
+
+
+def repeats_needed(log_sd: float, effect: float) -> int | None:
+    """Runs per configuration to resolve a relative effect `effect` (0.05: 5%) at 95% confidence, 80% power."""
+    if math.isnan(log_sd):
+        return None
+    return max(2, math.ceil(2 * ((Z975 + Z80) * log_sd / math.log(1 + effect)) ** 2))
+
+
+def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
+    """Runs whose clock (GPU SM clock, else CPU MHz) at start or end is off the sweep's median by more than 10%."""
+    clocks = {r.name: c for r in runs if (c := (r.summary or {}).get("clocks"))}
+    values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
+    if not values:
+        return []
+    middle = statistics.median(values)
+    flags = []
+    for name, c in clocks.items():
+        for when in ("start", "end"):
+            mhz = (c.get(when) or {}).get("mhz")
+            if mhz and abs(mhz - middle) > tolerance * middle:
+                flags.append(
+                    f"DRIFT {name}: {c[when]['source']} {mhz:.0f} MHz at its {when}, sweep median {middle:.0f}"
+                )
+    return flags
+
+
+def render(sweep_dir: Path, effect: float = 0.05) -> str:
+    runs = [r for r in load_sweep(sweep_dir) if r.state == "done" and r.summary]
+    if not runs:
+        return f"{sweep_dir}: no done runs"
+    found = configurations(sweep_dir, runs)
+    baseline = next(iter(found.values()))
+    header = [
+        "configuration",
+        "runs",
+        "step ms across runs [95% CI]",
+        "method",
+        "step-level CI of the median",
+        f"speed-up vs {baseline.label}: across runs",
+        "step-level",
+        f"repeats for {effect:.0%}",
+    ]
+    table = []
+    for config in found.values():
+        value, low, high, method = across_runs(config.medians)
+        steps_low, steps_high = stats.median_interval(config.steps)
+        if config is baseline:
+            ratio, pooled = "1.00x", "1.00x"
+        elif len(config.medians) > 1 and len(baseline.medians) > 1:
+            ratio = str(speedup_across_runs(config.medians, baseline.medians))
+            pooled = str(stats.speedup(config.steps, baseline.steps))
+        else:
+            ratio, pooled = "-", str(stats.speedup(config.steps, baseline.steps))
+        needed = repeats_needed(config.log_sd, effect)
+        interval = f"[{low:.3g}, {high:.3g}]" if not math.isnan(low) else ""
+        table.append(
+            [
+                config.label,
+                str(len(config.runs)),
+                f"{value:.3g} {interval}",
+                method,
+                f"[{steps_low:.3g}, {steps_high:.3g}]",
+                ratio,
+                pooled,
+                str(needed or "-"),
+            ]
+        )
+    lines = [
+        f"{sweep_dir}: {len(runs)} done runs in {len(found)} configurations; phases: {', '.join(phase_columns(runs))}",
+        markdown(header, table),
+        "across runs: each run counts once, by its median step time; step-level: all steps pooled (run-to-run "
+        "variance left out). repeats: runs per configuration to resolve that effect at 95% confidence, 80% power, "
+        "from this sweep's run-to-run spread.",
+        *drift(runs),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis replicates", description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument("--effect", type=float, default=0.05, help="the effect to resolve (default 0.05: 5%%)")
+    args = parser.parse_args(argv)
+    try:
+        print(render(args.sweep_dir, args.effect))
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

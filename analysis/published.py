@@ -27,7 +27,6 @@ from omegaconf import OmegaConf
 
 from analysis import stats
 from analysis.load import RunRecord, load_sweep
-from analysis.replicates import NOT_CONFIGURATION, speedup_across_runs
 from analysis.text import markdown
 from train import records
 
@@ -51,7 +50,7 @@ def pick(runs: list[RunRecord], selector: dict[str, Any]) -> list[RunRecord]:
     """The done runs `selector` names: one configuration's replicates; an error if it names several configurations."""
     found = [r for r in runs if r.state == "done" and matches(r.axes, r.fields, selector)]
     configurations = {
-        repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in NOT_CONFIGURATION)) for r in found
+        repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in stats.NOT_CONFIGURATION)) for r in found
     }
     if len(configurations) > 1:
         raise ValueError(
@@ -140,7 +139,7 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
     b = [step_times(sweep_dir, r, metric) for r in over]
     if len(a) > 1 and len(b) > 1:  # replicates: each run counts once, run-to-run variance in the interval
         medians_a, medians_b = np.array([np.median(x) for x in a]), np.array([np.median(x) for x in b])
-        ours = speedup_across_runs(medians_a, medians_b)
+        ours = stats.speedup_across_runs(medians_a, medians_b)
         figures = f"{medians_a.mean():.3g} / {medians_b.mean():.3g} ms ({len(a)} / {len(b)} runs)"
     else:
         ours = stats.speedup(np.concatenate(a), np.concatenate(b))

@@ -24,50 +24,12 @@ import numpy as np
 
 from analysis import stats
 from analysis.load import RunRecord, load_sweep
+from analysis.stats import NOT_CONFIGURATION, Z80, Z975, speedup_across_runs, t975
 from analysis.summary import measured_steps
 from analysis.table import axis, phase_columns, varying
 from analysis.text import markdown
 
 BOOTSTRAP_FROM = 10
-# two-sided 95% Student t quantiles for 1..30 degrees of freedom; beyond, the normal's
-T975 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
-Z975, Z80 = 1.959964, 0.841621
-NOT_CONFIGURATION = ("seed", "replicate")
-
-
-def t975(df: float) -> float:
-    return T975[int(df) - 1] if df < len(T975) + 1 else Z975
 
 
 @dataclasses.dataclass
@@ -111,19 +73,6 @@ def across_runs(medians: np.ndarray) -> tuple[float, float, float, str]:
         return float(medians.mean()), float(low), float(high), f"bootstrap over {n} runs"
     half = t975(n - 1) * medians.std(ddof=1) / math.sqrt(n)
     return float(medians.mean()), float(medians.mean() - half), float(medians.mean() + half), f"t-interval, {n} runs"
-
-
-def speedup_across_runs(of: np.ndarray, over: np.ndarray) -> stats.Interval:
-    """How many times faster `of` runs than `over`, from their runs' medians: Welch t-interval on log medians."""
-    a, b = np.log(of), np.log(over)
-    diff = b.mean() - a.mean()
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return stats.Interval(math.exp(diff), math.exp(diff), math.exp(diff))
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t975(df) * se
-    return stats.Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
 
 
 def repeats_needed(log_sd: float, effect: float) -> int | None:

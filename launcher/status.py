@@ -26,14 +26,19 @@ def run_states(sweep_dir: Path) -> list[dict]:
         mine = [r for r in unfinished if r["launcher"] == name]
         alive = BACKENDS[name].alive_ids([r["job_id"] for r in mine])
         for row in mine:
-            if row["job_id"] not in alive:
-                row["state"] = "lost"  # its job has ended but the run never wrote a final state
+            row["job_alive"] = row["job_id"] in alive
+            # Its job has ended but the run never wrote a final state. (A run that was interrupted wrote
+            # that it is pending again: it stopped cleanly and waits for a resume.)
+            if row["job_id"] not in alive and not (row["state"] == "pending" and row.get("interrupted")):
+                row["state"] = "lost"
     return rows
 
 
 def in_flight(sweep_dir: Path) -> set[str]:
     """Runs whose job is still queued or running: submitting them again would run them twice."""
-    return {row["run"] for row in run_states(sweep_dir) if row["state"] in ("pending", "running") and row.get("job_id")}
+    return {
+        row["run"] for row in run_states(sweep_dir) if row["state"] in ("pending", "running") and row.get("job_alive")
+    }
 
 
 def render(sweep_dir: Path) -> str:
@@ -43,6 +48,8 @@ def render(sweep_dir: Path) -> str:
     for row in rows:
         error = row.get("error") or {}
         detail = f"  {error.get('type')}: {str(error.get('message', '')).splitlines()[0][:160]}" if error else ""
+        if row["state"] == "pending" and row.get("interrupted"):
+            detail = f"  interrupted ({row['interrupted']['type']} at {row['interrupted']['at']})"
         job = f"  job {row['job_id']}" if row.get("job_id") else ""
         log = f"  log {row['log']}" if row.get("log") and row["state"] != "done" else ""
         lines.append(f"{row['state']:<8} {row['run']}{job}{log}{detail}")

@@ -80,6 +80,7 @@ def _detail(run_dir: Path, status: dict) -> str:
 def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
     """A job that ended without this run's final records: record it as failed, with the log's last lines."""
     run.run_dir.mkdir(exist_ok=True)
+    prior = {k: v for k, v in records.read_status(run.run_dir).items() if k not in ("state", "updated_at", "error")}
     log = _tail(job.paths.stderr)
     message = (
         f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
@@ -87,8 +88,7 @@ def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
     records.write_status(
         run.run_dir,
         "failed",
-        finished_at=records.now(),
-        job_id=job.job_id,
+        **{**prior, "finished_at": records.now(), "job_id": job.job_id},
         error={"type": "LostRun", "message": message, "traceback": log},
     )
     return records.read_status(run.run_dir)
@@ -150,9 +150,15 @@ class Follower:
             if self.active:
                 time.sleep(POLL_S[self.backend.on_this_host])
 
-    def cancel(self) -> None:
-        for job, _ in self.active.values():
+    def cancel(self, grace_s: float = 15.0) -> None:
+        """Stop this host's jobs, then wait (a little) for them to go, so their runs' records are final
+        when the launcher returns."""
+        jobs = [job for job, _ in self.active.values()]
+        for job in jobs:
             job.cancel(check=False)
+        deadline = time.monotonic() + grace_s
+        while self.backend.alive(jobs) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def launch(plan: Plan, argv: list[str]) -> Outcome:

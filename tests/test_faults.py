@@ -42,10 +42,14 @@ def test_bad_input_is_reported_together_with_where_it_was_set_and_nothing_runs(t
     assert "Error merging override steps=x: Value 'x' of type 'str' could not be converted to Integer" in err
     assert "model.name='resnet9000' is not a torchvision model; similar: resnet101" in err
     assert f"cannot write the sweep folder {blocker / 'runs' / 'default'}" in err
-    # memory_format comes from the sweep file; the workload that makes it wrong from the command line
-    assert "memory_format=channels_last needs a 4-D (image) input; workload=sampler has none" in err
-    assert "[set by sweeps/default.yaml]" in err
     assert blocker.read_text() == "" and not list(tmp_path.glob("**/status.json"))
+    # memory_format comes from the sweep file; the workload that makes it wrong from the command line
+    other = launch("sweep=subclass_gpu", "workload=sampler", f"runs_dir={tmp_path / 'runs'}")
+    assert other.returncode == 2 and not (tmp_path / "runs").exists()
+    assert (
+        "memory_format=channels_last needs a 4-D (image) input; workload=sampler has none (use "
+        "memory_format=contiguous) [set by sweeps/subclass_gpu.yaml]"
+    ) in other.stderr
 
 
 def _wait_for(condition, what: str, timeout: float = 180):
@@ -105,10 +109,11 @@ def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     time.sleep(1.0)
     os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
     out, err = launcher.communicate(timeout=120)
-    assert launcher.returncode == 130
+    assert launcher.returncode == 130, err
     assert "a running run is pending again" in err and f"python launch.py resume {sweep}" in err
     stopped = records.read_status(run_dir)
-    assert stopped["state"] == "pending" and stopped["interrupted"]["type"] in ("KeyboardInterrupt", "SystemExit")
+    assert stopped["state"] == "pending", err
+    assert stopped["interrupted"]["type"] in ("KeyboardInterrupt", "SystemExit")
     status = launch("status", str(sweep))
     assert "2 pending" in status.stdout
     resumed = launch("resume", str(sweep))

@@ -63,7 +63,7 @@ def test_across_run_intervals_cover_the_truth_and_step_intervals_do_not():
     for _ in range(trials):
         a, b = _runs(rng, 10.0, 5, 0.05), _runs(rng, 11.0, 5, 0.05)  # b is 10% slower: a's speed-up is 1.1
         medians_a, medians_b = (np.array([np.median(s) for s in runs]) for runs in (a, b))
-        across = replicates.speedup_across_runs(medians_a, medians_b)
+        across = stats.speedup_across_runs(medians_a, medians_b)
         pooled = stats.speedup(np.concatenate(a), np.concatenate(b), resamples=500)
         covered_runs += across.low <= 1.1 <= across.high
         covered_steps += pooled.low <= 1.1 <= pooled.high
@@ -89,7 +89,7 @@ def test_repeats_needed_resolves_the_effect_at_the_stated_power():
     for _ in range(300):
         a = np.exp(rng.normal(0, 0.05, n)) * 10.0
         b = np.exp(rng.normal(0, 0.05, n)) * 10.5
-        found += replicates.speedup_across_runs(a, b).low > 1
+        found += stats.speedup_across_runs(a, b).low > 1
     assert 0.7 <= found / 300 <= 0.92  # about 80% power
 
 

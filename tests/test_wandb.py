@@ -22,7 +22,7 @@ def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
     run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=channels_last"))
     logged = wandb_records(run_dir)
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
-    config = {k: json.loads(v["value_json"]) for k, v in ((i["key"], i) for i in page["config"]["update"])}
+    config = page["config"]["update"]
     assert config["input_type.name"] == "subclass" and config["memory_format.name"] == "channels_last"
     assert config["env.packages.torch"] and config["env.device"] == "cpu"
     assert page["run_group"] == tiny_plan().sweep_dir.name and "subclass" in page["tags"]

@@ -3,7 +3,10 @@
 This is the function submitit executes, in its own process per run.
 """
 
+import contextlib
 import resource
+import signal
+import threading
 import traceback
 from pathlib import Path
 from statistics import median
@@ -56,6 +59,25 @@ def summarize(
     return summary
 
 
+def _interrupt_once(signum, frame) -> None:
+    """Ctrl-C reaches a run twice (from the terminal, then forwarded by its job): the first one interrupts
+    it; later ones are ignored, so they cannot cut short the recording of the first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupted_once():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def profile_steps(work: Workload, first: int, device: torch.device, path: Path, steps: int = 3) -> None:
     """A torch.profiler trace of `steps` steps after one warm-up step, all after the measured window."""
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -87,6 +109,11 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes.
     A run starts over from scratch: an earlier start's step rows and summary are removed first.
     """
+    with interrupted_once():
+        return _execute(spec, run_dir, tracker_id, launch)
+
+
+def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
     launch = {**launch, "tracker_id": tracker_id, "attempts": earlier_attempts(run_dir), "started_at": records.now()}

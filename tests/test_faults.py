@@ -81,9 +81,13 @@ def _start(runs: Path, *args: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path):
+@pytest.mark.parametrize("where", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
+def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, tmp_path, request):
     sweep = tmp_path / "runs" / "default"
-    launcher = _start(tmp_path / "runs")
+    env = request.getfixturevalue("slurm_cluster") if where == "slurm" else {}
+    os.environ.update(env)  # the launcher below and the launches after it talk to the local cluster
+    request.addfinalizer(lambda: [os.environ.pop(k, None) for k in env])
+    launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
     os.kill(status["pid"], signal.SIGKILL)
@@ -94,7 +98,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path
     assert "ended before the run finished" in lost["error"]["message"]
     assert not (run_dir / records.STEPS).exists(), "a killed run leaves no partial steps to mistake for a result"
     assert "1 failed" in out and f"FAILED {run_dir.name}: LostRun" in out
-    resumed = launch("resume", str(sweep))
+    resumed = launch("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     again = records.read_status(run_dir)
     assert again["state"] == "done" and [a["error"] for a in again["attempts"]][-1] == "LostRun"

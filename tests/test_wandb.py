@@ -1,6 +1,7 @@
 """W&B as a view of the records, read back from real offline run files: run pages, the sweep-level run,
 profiles, sync, reports, and secrets that never leave the environment."""
 
+import datetime
 import gzip
 import json
 import os
@@ -30,6 +31,13 @@ def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
         summary.update(update)
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
+
+
+def test_wandb_starts_after_the_measured_window_ends(tiny_plan):
+    run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous"))
+    (page,) = [r["run"] for r in wandb_records(run_dir) if r["type"] == "run"]
+    started = datetime.datetime.fromisoformat(page["start_time"].replace("Z", "+00:00")).timestamp()
+    assert started >= summary["window_ended_at"], "no wandb call (and no W&B process) overlaps a timed step"
 
 
 def test_profile_trace_is_kept_and_uploaded_as_an_artifact(tiny_plan):

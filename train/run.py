@@ -46,6 +46,7 @@ def summarize(
         "steps": len(window.rows),
         "steps_per_s": len(window.rows) / window.seconds,
         "window_s": window.seconds,
+        "window_ended_at": window.ended_at,  # unix time: W&B starts after it (tests compare)
         "timer": window.timer,
         "peak_memory_mib": memory,
         "peak_memory_kind": memory_kind,

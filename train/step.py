@@ -66,6 +66,7 @@ class Window:
     rows: list[dict[str, float]]
     seconds: float
     timer: str
+    ended_at: float  # wall-clock time (time.time()) when the window's last step had finished on the device
 
 
 def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> list[torch.Tensor | None]:
@@ -80,7 +81,7 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
     start = time.perf_counter()
     values = timed_steps(work, first, steps, clock)
     synchronize(device)
-    seconds = time.perf_counter() - start
+    seconds, ended_at = time.perf_counter() - start, time.time()
     rows = clock.rows()
     for index, row in enumerate(rows, start=first):
         row["step"] = index
@@ -89,4 +90,4 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
         losses = torch.stack([v.as_subclass(torch.Tensor).float() for _, v in read]).tolist()
         for (row, _), loss in zip(read, losses, strict=True):
             row["loss"] = loss
-    return Window(rows, seconds, clock.timer)
+    return Window(rows, seconds, clock.timer, ended_at)

@@ -5,10 +5,11 @@
 Runs that differ only in `replicate` (and the seed it sets) are one configuration. Each run counts
 once, by its median step time. A configuration's figure is the mean of its runs' medians with a
 95% t-interval across runs (with fewer than 10 runs a bootstrap over runs is unreliable; from 10
-on, a percentile bootstrap over runs is used instead: the method is printed). A speed-up between
-configurations is exp(mean log median(A) - mean log median(B)) with a Welch t-interval on the logs,
-so run-to-run variance is in it. Beside it, for contrast, the step-level interval of the same
-speed-up from all steps pooled, which leaves run-to-run variance out. The repeats needed to
+on, a percentile bootstrap over runs is used instead: the method is printed). A speed-up over the
+baseline configuration (the sweep's baseline, e.g. the plain Tensor) is exp(mean log median(A) -
+mean log median(B)) with a Welch t-interval on the logs, so run-to-run variance is in it. Beside
+it, for contrast, the step-level interval of the same speed-up from all steps pooled, which leaves
+run-to-run variance out. The repeats needed to
 resolve an effect of size E at 95% confidence and 80% power come from the pilot's run-to-run spread
 (sd of log medians s): n = 2 ((z_0.975 + z_0.8) s / ln(1 + E))^2 per configuration.
 """
@@ -26,7 +27,7 @@ from analysis import stats
 from analysis.load import RunRecord, load_sweep
 from analysis.stats import NOT_CONFIGURATION, Z80, Z975, speedup_across_runs, t975
 from analysis.summary import measured_steps
-from analysis.table import axis, phase_columns, varying
+from analysis.table import axis, is_baseline, phase_columns, varying
 from analysis.text import markdown
 
 BOOTSTRAP_FROM = 10
@@ -105,7 +106,7 @@ def render(sweep_dir: Path, effect: float = 0.05) -> str:
     if not runs:
         return f"{sweep_dir}: no done runs"
     found = configurations(sweep_dir, runs)
-    baseline = next(iter(found.values()))
+    baseline = next((c for c in found.values() if is_baseline(c.runs[0])), next(iter(found.values())))
     header = [
         "configuration",
         "runs",

@@ -16,7 +16,7 @@ from analysis.text import markdown
 from sweeps.spec import FUNCTION_AXES, TRAIN_AXES
 
 ORDER = list(dict.fromkeys([*FUNCTION_AXES, *TRAIN_AXES]))  # records store axes with sorted keys
-AXIS_FIELDS = {*TRAIN_AXES.values(), *FUNCTION_AXES.values(), "compile.enabled", "compile.mode"}
+AXIS_FIELDS = {*TRAIN_AXES.values(), *FUNCTION_AXES.values(), "compile.enabled", "compile.mode", "replicate"}
 
 
 def axis(run: RunRecord, name: str) -> str:

@@ -68,10 +68,10 @@ def distributions_plot(sweep_dir: Path, runs: list[RunRecord], names: dict[str, 
     order = sorted(runs, key=lambda r: r.summary["median_ms"]["step_ms"])
     steps = [measured_steps(sweep_dir / r.name, ["step_ms"])["step_ms"] for r in order]
     medians = [r.summary["median_ms"]["step_ms"] for r in order]
-    fig, ax = _figure(len(order), "Step time over the measured steps (box: IQR, whiskers: p5-p95)", medians)
-    ax.boxplot(
-        steps, orientation="horizontal", whis=(5, 95), tick_labels=[names[r.name] for r in order], showfliers=True
-    )
+    title = "Step time over the measured steps (box: IQR, whiskers: p5-p95; steps beyond them not drawn)"
+    fig, ax = _figure(len(order), title, medians)
+    labels_ = [names[r.name] for r in order]
+    ax.boxplot(steps, orientation="horizontal", whis=(5, 95), tick_labels=labels_, showfliers=False)
     ax.set_xlabel("step time (ms)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -101,10 +101,15 @@ def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
     return flags
 
 
-def render(sweep_dir: Path, effect: float = 0.05) -> str:
-    runs = [r for r in load_sweep(sweep_dir) if r.state == "done" and r.summary]
-    if not runs:
-        return f"{sweep_dir}: no done runs"
+EXPLAINED = (
+    "across runs: each run counts once, by its median step time; step-level: all steps pooled (run-to-run "
+    "variance left out). repeats: runs per configuration to resolve that effect at 95% confidence, 80% power, "
+    "from this sweep's run-to-run spread."
+)
+
+
+def rows(sweep_dir: Path, runs: list[RunRecord], effect: float) -> tuple[list[str], list[list[str]]]:
+    """Header and one row per configuration: its figure across runs, step-level interval, speed-up, repeats needed."""
     found = configurations(sweep_dir, runs)
     baseline = next((c for c in found.values() if is_baseline(c.runs[0])), next(iter(found.values())))
     header = [
@@ -142,12 +147,18 @@ def render(sweep_dir: Path, effect: float = 0.05) -> str:
                 str(needed or "-"),
             ]
         )
+    return header, table
+
+
+def render(sweep_dir: Path, effect: float = 0.05) -> str:
+    runs = [r for r in load_sweep(sweep_dir) if r.state == "done" and r.summary]
+    if not runs:
+        return f"{sweep_dir}: no done runs"
+    header, table = rows(sweep_dir, runs, effect)
     lines = [
-        f"{sweep_dir}: {len(runs)} done runs in {len(found)} configurations; phases: {', '.join(phase_columns(runs))}",
+        f"{sweep_dir}: {len(runs)} done runs in {len(table)} configurations; phases: {', '.join(phase_columns(runs))}",
         markdown(header, table),
-        "across runs: each run counts once, by its median step time; step-level: all steps pooled (run-to-run "
-        "variance left out). repeats: runs per configuration to resolve that effect at 95% confidence, 80% power, "
-        "from this sweep's run-to-run spread.",
+        EXPLAINED,
         *drift(runs),
     ]
     return "\n".join(lines)

@@ -26,8 +26,9 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; 
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; white-space: nowrap; }
-th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; }
-.context { color: #555; font-size: 0.9em; } .flag { color: #a00; } img { max-width: 100%; margin: 0.5em 0; }
+th { background: #f3f3f3; white-space: normal; } tr:nth-child(even) td { background: #fafafa; }
+.context { color: #555; font-size: 0.9em; } pre { font-size: 0.8em; } .flag { color: #a00; }
+img { max-width: 100%; margin: 0.5em 0; }
 """
 
 
@@ -65,6 +66,12 @@ def html_report(sweep_dir: Path) -> Path:
     flags += [f"SHARED GPU {r.name}: {', '.join(found)}" for r in done if (found := shared_gpu(r))]
     if flags:
         parts += ["<h2>Flags</h2>", *(f"<p class=flag>{html.escape(f)}</p>" for f in flags)]
+    if any("replicate" in r.axes for r in done):
+        from analysis import replicates  # (it builds on the table module)
+
+        parts += ["<h2>Across replicates</h2>", _table(*replicates.rows(sweep_dir, done, 0.05))]
+        parts += [f"<p class=context>{html.escape(replicates.EXPLAINED)}</p>"]
+        parts += [f"<p class=flag>{html.escape(flag)}</p>" for flag in replicates.drift(done)]
     source = published.published_for(str(runs[0].fields.get("sweep"))) if runs else None
     if source and done:
         table = [published.compare(sweep_dir, runs, item) for item in source["comparisons"]]

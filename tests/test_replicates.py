@@ -104,3 +104,6 @@ def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(t
     assert [name.split("-")[1] for name in started] == ["loop", "broadcast"] * 3, "interleaved"
     text = replicates.render(runs / "default")
     assert "6 done runs in 2 configurations" in text
+    assert launch("report", str(runs / "default")).returncode == 0
+    page = (runs / "default" / "report.html").read_text()
+    assert "<h2>Across replicates</h2>" in page and "t-interval, 3 runs" in page

@@ -54,6 +54,9 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
     )
 
 
+_warned: set[tuple[Path, str]] = set()
+
+
 def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecord]:
     """Every run in `sweep_dir` (or the named ones); an unreadable run is skipped with a warning naming it."""
     sweep_dir = Path(sweep_dir)
@@ -67,5 +70,8 @@ def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecor
         try:
             runs.append(load_run(run_dir, planned.get(run_dir.name)))
         except (OSError, json.JSONDecodeError, KeyError, pa.ArrowException) as error:
-            warnings.warn(f"skipping run {run_dir.name}: unreadable records ({error})", stacklevel=2)
+            message = f"skipping run {run_dir.name}: unreadable records ({error})"
+            if (run_dir, message) not in _warned:  # one warning per run, however many views load the sweep
+                _warned.add((run_dir, message))
+                warnings.warn(message, stacklevel=2)
     return runs

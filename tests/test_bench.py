@@ -8,55 +8,34 @@ import torch
 from tests.conftest import ROOT
 
 
+def bench(script: str, *args: str) -> str:
+    """What bench/<script> prints, run as a user would."""
+    command = [sys.executable, str(ROOT / "bench" / script), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
+
+
 def test_plan_scale_bench_prints_its_stages():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "plan_scale.py"), "--runs", "100", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout
+    out = bench("plan_scale.py", "--runs", "100", "--repeats", "1")
     assert out.startswith("100 runs, median of 1")
     assert all(f"\n{stage}" in out for stage in ("plan", "validate", "write", "total"))
 
 
 def test_overhead_bench_prints_both_loops_and_their_ratio():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "overhead.py"),
-            "--rounds",
-            "2",
-            "steps=3",
-            "warmup_steps=1",
-            "device=cpu",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout
+    out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu")
     lines = out.strip().splitlines()
     assert "2 rounds of 3 steps" in lines[0]
     assert lines[1].startswith("bare") and lines[2].startswith("perfsweep") and "throughput" in lines[3]
 
 
 def test_sync_bench_runs_or_says_it_needs_cuda():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "syncs.py"),
-            "model=test_resnet",
-            "model.image_size=32",
-            "model.batch_size=4",
-            "input_type=subclass",
-            "precision=amp_bf16",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout
+    out = bench(
+        "syncs.py",
+        "model=test_resnet",
+        "model.image_size=32",
+        "model.batch_size=4",
+        "input_type=subclass",
+        "precision=amp_bf16",
+    )
     if torch.cuda.is_available():
         assert "no sync" in out
     else:
@@ -64,12 +43,6 @@ def test_sync_bench_runs_or_says_it_needs_cuda():
 
 
 def test_analysis_scale_bench_prints_its_stages():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "analysis_scale.py"), "--runs", "6", "--steps", "20", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout
+    out = bench("analysis_scale.py", "--runs", "6", "--steps", "20", "--repeats", "1")
     assert out.startswith("6 runs x 20 steps, median of 1")
     assert all(f"\n{stage}" in out for stage in ("load", "summarise", "table", "total"))

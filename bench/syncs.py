@@ -1,16 +1,20 @@
 """Host-device syncs inside perfsweep's measured loop: the harness must add none.
 
-    python bench/syncs.py [OVERRIDE ...]      (needs CUDA)
+    python bench/syncs.py [OVERRIDE ...]
 
 For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
-x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's CUDA
-events, nothing else) under torch.cuda.set_sync_debug_mode("error") and prints whether a synchronizing
-call was made, and which. amp_fp16 is expected to sync once a step (GradScaler's inf check); any other
-sync is the harness's or the model's and is printed with its place.
+x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
+nothing else) and prints what in it would make the host wait for the GPU:
+- on CUDA, under torch.cuda.set_sync_debug_mode("error"): the first synchronizing call, and where;
+- without CUDA, the host reads found by train.syncs.HostReads (`.item()`, `bool(t)`, `nonzero`, ...,
+  each a sync when the tensor is on a GPU), with their places and counts per step.
+amp_fp16 is expected to sync once a step (GradScaler's inf check); anything else is the harness's or
+the model's.
 """
 
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -20,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeps.plan import build_plan  # noqa: E402
 from train.build import configure_backends  # noqa: E402
 from train.step import make_workload, run_window, timed_steps  # noqa: E402
+from train.syncs import HostReads  # noqa: E402
 from train.timing import StepClock  # noqa: E402
 
 DEFAULTS = [
@@ -31,43 +36,56 @@ DEFAULTS = [
     "precision=amp_bf16,amp_fp16",
     "steps=5",
     "warmup_steps=3",
-    "device=cuda",
 ]
 
 
-def first_sync(trainer, cfg) -> str | None:
-    """None if the timed loop made no synchronizing call; else where the first one was made."""
-    device = torch.device(cfg.device)
+def first_sync(trainer, cfg, device: torch.device) -> str:
+    """'no sync', or the first synchronizing call the timed loop made and where."""
     clock = StepClock(device, cfg.steps)
     torch.cuda.synchronize(device)
     torch.cuda.set_sync_debug_mode("error")
     try:
         timed_steps(trainer, cfg.warmup_steps, cfg.steps, clock)
-        return None
+        return "no sync"
     except RuntimeError as error:
         if "synchroniz" not in str(error):
             raise
         frames = traceback.extract_tb(error.__traceback__)
-        return f"{str(error).splitlines()[0]} at {frames[-1].filename}:{frames[-1].lineno}"
+        return f"SYNC {str(error).splitlines()[0]} at {frames[-1].filename}:{frames[-1].lineno}"
     finally:
         torch.cuda.set_sync_debug_mode("default")
         torch.cuda.synchronize(device)
 
 
+def host_reads(trainer, cfg, device: torch.device) -> str:
+    """'no host read', or each host read the timed loop made, with its count per step."""
+    with HostReads() as reads:
+        timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps))
+    counts = Counter(reads.found)
+    return "; ".join(f"HOST READ {place} ({n / cfg.steps:g} per step)" for place, n in counts.items()) or "no host read"
+
+
 def main() -> None:
-    if not torch.cuda.is_available():
-        print("needs a CUDA GPU (torch.cuda.set_sync_debug_mode); nothing measured")
-        return
-    for spec in build_plan([*DEFAULTS, *sys.argv[1:]]).runs:
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    check = first_sync if cuda else host_reads
+    print(
+        "CUDA: first sync under set_sync_debug_mode('error')"
+        if cuda
+        else "no CUDA GPU: host reads in the timed loop (each a sync on a GPU), not syncs themselves"
+    )
+    for spec in build_plan([*DEFAULTS, f"device={device.type}", *sys.argv[1:]]).runs:
         cfg = spec.config
         configure_backends(cfg)
-        trainer = make_workload(cfg, torch.device(cfg.device))
-        run_window(trainer, 0, cfg.warmup_steps, torch.device(cfg.device))
-        found = first_sync(trainer, cfg)
-        expected = " (expected: GradScaler)" if found and cfg.precision.grad_scaler else ""
-        print(f"{spec.name:<60} {'no sync' if found is None else 'SYNC ' + found}{expected}")
+        trainer = make_workload(cfg, device)
+        run_window(trainer, 0, cfg.warmup_steps, device)
+        found = check(trainer, cfg, device)
+        places = found.split("; ")
+        expected = " (expected: GradScaler)" if all("grad_scaler.py" in p for p in places) else ""
+        print(f"{spec.name:<60} {found}{expected}")
         del trainer
-        torch.cuda.empty_cache()
+        if cuda:
+            torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -27,19 +27,19 @@ def test_overhead_bench_prints_both_loops_and_their_ratio():
     assert lines[1].startswith("bare") and lines[2].startswith("perfsweep") and "throughput" in lines[3]
 
 
-def test_sync_bench_runs_or_says_it_needs_cuda():
+def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
     out = bench(
         "syncs.py",
         "model=test_resnet",
         "model.image_size=32",
         "model.batch_size=4",
-        "input_type=subclass",
+        "input_type=tensor,subclass",
         "precision=amp_bf16",
     )
-    if torch.cuda.is_available():
-        assert "no sync" in out
-    else:
-        assert out.startswith("needs a CUDA GPU")
+    header, *runs = out.strip().splitlines()
+    assert header.startswith("CUDA: first sync" if torch.cuda.is_available() else "no CUDA GPU: host reads")
+    assert len(runs) == 2 and all(run.startswith("test_resnet-") for run in runs)
+    assert all(run.endswith("no sync" if torch.cuda.is_available() else "no host read") for run in runs)
 
 
 def test_analysis_scale_bench_prints_its_stages():

@@ -19,7 +19,8 @@ from train import checks, records
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours
 from train.step import Window, Workload, make_workload, run_window
-from train.timing import NoClock, count_host_syncs, synchronize
+from train.syncs import count_host_syncs
+from train.timing import NoClock, synchronize
 from train.tracker import PROFILE, Tracker
 
 

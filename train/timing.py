@@ -7,8 +7,6 @@ synchronized once at the end of the measured window.
 """
 
 import time
-import warnings
-from collections.abc import Callable
 
 import torch
 
@@ -78,23 +76,3 @@ class NoClock:
 
     def mark(self) -> None:
         pass
-
-
-def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:
-    """How many times `call` makes the host wait for the device, as CUDA's sync debug mode reports them.
-
-    None on a CPU, where there is no device to wait for.
-    """
-    if device.type != "cuda":
-        return None
-    synchronize(device)
-    previous = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            call()
-        finally:
-            torch.cuda.set_sync_debug_mode(previous)
-    synchronize(device)
-    return sum("synchroniz" in str(w.message) for w in caught)

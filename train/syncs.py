@@ -1,0 +1,96 @@
+"""Host-device syncs in a loop: counted by CUDA itself on a GPU, and found by their cause on any device.
+
+On CUDA, `count_host_syncs` counts the waits that `torch.cuda.set_sync_debug_mode` reports. A CPU has
+no device to wait for, so there `HostReads` finds the causes instead: tensor calls that hand a value
+to the host (`.item()`, `bool(t)`, `torch.nonzero`, `.cpu()`, ...), each of which waits for the GPU
+when the tensor lives on one. It sees calls made from Python (eager code, optimizers, GradScaler);
+ops inside a compiled graph or autograd's C++ backward pass are not seen one by one.
+"""
+
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from train.timing import synchronize
+
+# Tensor calls whose result the host needs before it can go on: a value, or an output size that depends on values.
+READS = frozenset(
+    {
+        "item", "tolist", "numpy", "__array__", "cpu",
+        "__bool__", "__int__", "__float__", "__complex__", "__format__", "__repr__", "is_nonzero",
+        "equal", "allclose",
+        "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+    }
+)  # fmt: skip
+_TORCH = str(Path(torch.__file__).parent)
+_PACKAGES = str(Path(_TORCH).parent)
+_DISPATCH = {str(Path(_TORCH, name)) for name in ("overrides.py", "_tensor.py")}  # how a call reaches the mode
+
+
+def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:
+    """How many times `call` makes the host wait for the device, as CUDA's sync debug mode reports them.
+
+    None on a CPU, where there is no device to wait for.
+    """
+    if device.type != "cuda":
+        return None
+    synchronize(device)
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            call()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    synchronize(device)
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+def _copies_to_host(args: tuple, kwargs: dict) -> bool:
+    """Whether a `Tensor.to(device, dtype, non_blocking, copy)` call is a blocking copy to the CPU."""
+    device = kwargs.get("device", args[1] if len(args) > 1 else None)
+    if not isinstance(device, str | torch.device) or torch.device(device).type != "cpu":
+        return False
+    return not kwargs.get("non_blocking", args[3] if len(args) > 3 else False)
+
+
+def _short(path: str, line: int) -> str:
+    """A place as `torch/amp/grad_scaler.py:371` or `train/step.py:47`, not as a long absolute path."""
+    for root in (_PACKAGES, str(Path.cwd())):
+        if path.startswith(root + "/"):
+            return f"{path[len(root) + 1 :]}:{line}"
+    return f"{path}:{line}"
+
+
+def _where() -> str:
+    """The innermost caller outside torch and this module, and the torch frame it called into, if any."""
+    frame, inside = sys._getframe(2), None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name != __file__ and not name.startswith(_TORCH):
+            here = _short(name, frame.f_lineno)
+            return f"{inside}, called from {here}" if inside else here
+        if inside is None and name.startswith(_TORCH) and name not in _DISPATCH:
+            inside = _short(name, frame.f_lineno)
+        frame = frame.f_back
+    return inside or "?"
+
+
+class HostReads(TorchFunctionMode):
+    """While active, records every tensor call that hands a value to the host, as "name at file:line"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in READS or (name == "to" and _copies_to_host(args, kwargs)):
+            self.found.append(f"{name} at {_where()}")
+        return func(*args, **kwargs)

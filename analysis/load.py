@@ -29,6 +29,13 @@ class RunRecord:
     def state(self) -> str:
         return self.status["state"]
 
+    def error_line(self, limit: int = 300) -> str:
+        """A failed run's error as `Type: first line of its message`, cut to `limit` characters."""
+        error = self.status.get("error") or {}
+        message = (error.get("message") or "").strip().splitlines()
+        line = f"{error.get('type', '?')}: {message[0]}" if message else error.get("type", "?")
+        return line if len(line) <= limit else line[: limit - 3] + "..."
+
 
 def _optional_json(path: Path) -> Any:
     return records.read_json(path) if path.exists() else None

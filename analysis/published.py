@@ -133,7 +133,7 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
             r for r in runs if r.state == "failed" and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
         ]
         if failed:
-            return [*row, "-", "-", f"run failed: {failed[0].status['error']['type']} ({failed[0].name})"]
+            return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
         return [*row, "-", "-", "not run in this sweep"]
     a = [step_times(sweep_dir, r, metric) for r in of]
     b = [step_times(sweep_dir, r, metric) for r in over]

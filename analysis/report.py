@@ -57,11 +57,7 @@ def html_report(sweep_dir: Path) -> Path:
         "<h2>Runs</h2>",
         _table(header, body) if body else "<p>No run is done yet.</p>",
     ]
-    flags = [
-        f"FAILED {r.name}: {r.status['error']['type']}: {r.status['error']['message'][:300]}"
-        for r in runs
-        if r.state == "failed"
-    ]
+    flags = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == "failed"]
     flags += [f"NOISY {r.name}: {reason}" for r in done for reason in noisy(r)]
     flags += [f"SHARED GPU {r.name}: {', '.join(found)}" for r in done if (found := shared_gpu(r))]
     if flags:

@@ -148,10 +148,7 @@ def render(sweep_dir: Path, names: list[str] | None = None, as_csv: bool = False
     parts = [f"{sweep_dir}: {len(runs)} runs, {done} done, {len(failed)} failed, {len(pending)} not finished"]
     if table:
         parts += [context(runs), markdown(header, table)]
-    parts += [
-        f"FAILED {r.name}: {r.status['error']['type']}: {r.status['error']['message'].splitlines()[0][:300]}"
-        for r in failed
-    ]
+    parts += [f"FAILED {r.name}: {r.error_line()}" for r in failed]
     parts += [f"{r.state.upper()} {r.name}" for r in pending]
     parts += [f"NOISY {r.name}: {reason}" for r in runs if r.state == "done" for reason in noisy(r)]
     parts += [

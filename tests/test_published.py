@@ -1,9 +1,12 @@
 """Published figures beside ours: the statistics, the verdicts, and that every stored comparison names real runs."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from analysis import published, stats
+from analysis.load import RunRecord
 from sweeps.plan import build_plan
 from sweeps.spec import flatten
 
@@ -54,3 +57,19 @@ def test_every_comparison_names_one_planned_run_on_each_side(sweep):
             named = [axes for axes, fields in runs if published.matches(axes, fields, item[side])]
             assert len(named) == 1, f"{sweep}: {item['label']} {side}={item[side]} names {len(named)} runs"
         assert published.direction(item) in (None, "slower", "faster", "same")
+
+
+def test_a_failed_run_is_the_verdict_with_its_error():
+    first = "Multiple dispatch failed for 'torch._ops.aten._to_copy.default'; all handlers returned NotImplemented:"
+    message = first + "\n\n  - mode object <...>"
+    status = {"state": "failed", "error": {"type": "TypeError", "message": message, "traceback": "..."}}
+    failed = RunRecord(
+        Path("r"), "resnet-subclass-compiled", "r", {"input_type": "subclass"}, {}, {}, status, None, None
+    )
+    item = {"label": "compiled, subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    verdict = published.compare(Path("."), [failed], item)[-1]
+    assert verdict == (
+        "run failed: TypeError: Multiple dispatch failed for 'torch._ops.aten._to_copy.default'; "
+        "all handlers returned NotImplemented: (resnet-subclass-compiled)"
+    )
+    assert len(failed.error_line(limit=40)) == 40 and failed.error_line(limit=40).endswith("...")

@@ -3,11 +3,11 @@
     python -m analysis runs SWEEP_DIR
 
 For every phase: median, IQR, p5/p95 and a bootstrap 95% confidence interval of the median
-(analysis/stats.py). Outlier steps (beyond 3 IQR from the quartiles) are
-counted and shown, never dropped: the median does not need them removed. A run is flagged noisy
-when its robust coefficient of variation (IQR / 1.349 / median) is above NOISY, with the reasons
-found: a trend from the first to the last fifth of its steps (warm-up too short), outlier steps,
-or a spread with neither.
+(analysis/stats.py); with CUDA events (device time), the host's median time of the phase beside
+it. Outlier steps (beyond 3 IQR from the quartiles) are counted and shown, never dropped: the
+median does not need them removed. A run is flagged noisy when its robust coefficient of variation
+(IQR / 1.349 / median) is above NOISY, with the reasons found: a trend from the first to the last
+fifth of its steps (warm-up too short), outlier steps, or a spread with neither.
 """
 
 import dataclasses
@@ -97,17 +97,19 @@ def run_stats(run_dir: Path, phases: list[str]) -> RunStats:
 def render(sweep_dir: Path) -> str:
     """Every done run's per-phase statistics, and the runs flagged noisy with their reasons."""
     table, flagged = [], []
-    for run in load_sweep(sweep_dir):
-        if run.state != "done":
-            continue
+    done = [run for run in load_sweep(sweep_dir) if run.state == "done"]
+    events = any(run.summary.get("timer") == "cuda_event" for run in done)  # device time, with host time beside it
+    for run in done:
         found = run_stats(sweep_dir / run.name, run.summary["phases"])
         flagged += [f"NOISY {run.name}: {reason}" for reason in found.noise]
+        host = run.summary["median_ms"]
         for phase, s in found.phases.items():
             table.append(
                 [
                     run.name,
                     phase,
                     f"{s.median:.3g}",
+                    *([f"{host[f'{phase}_host_ms']:.3g}" if f"{phase}_host_ms" in host else "-"] if events else []),
                     f"[{s.ci_low:.3g}, {s.ci_high:.3g}]",
                     f"{s.q1:.3g}-{s.q3:.3g}",
                     f"{s.p5:.3g}-{s.p95:.3g}",
@@ -115,5 +117,6 @@ def render(sweep_dir: Path) -> str:
                     f"{s.outliers}/{s.n}",
                 ]
             )
-    header = ["run", "phase", "median ms", "95% CI", "IQR", "p5-p95", "robust CV", "outliers/steps"]
+    header = ["run", "phase", "median ms", *(["host median ms"] if events else []), "95% CI", "IQR", "p5-p95"]
+    header += ["robust CV", "outliers/steps"]
     return "\n".join([markdown(header, table), *flagged]) if table else f"{sweep_dir}: no done runs"

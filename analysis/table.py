@@ -71,7 +71,11 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     values = sorted({r.baseline["value"] for r in done})
     trains = any("samples_per_s" in r.summary for r in done)
     syncs = any(r.summary.get("host_syncs_per_step") is not None for r in done)
-    header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["samples/s"] if trains else [])]
+    # With CUDA events the phase columns are device time; the host's time per step beside them shows a run
+    # whose step the host, not the GPU, sets (host time >= device time).
+    events = any(r.summary.get("timer") == "cuda_event" for r in done)
+    header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["step host ms"] if events else [])]
+    header += ["samples/s"] if trains else []
     header += ["syncs/step"] if syncs else []
     header += [f"vs {values[0]}" if len(values) == 1 else "vs baseline", *(["output type"] if trains else [])]
     order = sorted(done, key=lambda r: (group_key(r, axes, fields), not is_baseline(r), tuple(r.axes.values())))
@@ -90,6 +94,7 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
                 *(axis(run, a) for a in axes),
                 *(str(run.fields.get(f)) for f in fields),
                 *(f"{medians[f'{p}_ms']:.3g}" if f"{p}_ms" in medians else "-" for p in phases),
+                *([f"{medians['step_host_ms']:.3g}" if "step_host_ms" in medians else "-"] if events else []),
                 *(samples if trains else []),
                 *([str(run.summary.get("host_syncs_per_step", "-"))] if syncs else []),
                 ratio,

@@ -2,12 +2,15 @@
 
 import pytest
 
+from analysis import summary
 from analysis.load import load_sweep
 from analysis.table import render, rows
 from train import records
 
 
-def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done"):
+def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done", host_step_ms=None):
+    """A run's records with known figures; `host_step_ms` makes them a CUDA run's (event timer, host time
+    apart from device time), written here as a GPU would write them: there is none on this machine."""
     run_dir = sweep / name
     run_dir.mkdir(parents=True)
     axes = {
@@ -27,8 +30,11 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
     record = {"run_id": name, "name": name, "axes": axes, "baseline": baseline, "config": config}
     records.write_json(run_dir / records.CONFIG, record)
     if state == "done":
-        medians = {f"{p}_ms": 1000 * 16 / samples_per_s / 4 for p in ("data", "forward", "backward", "optimizer")}
-        medians["step_ms"] = 1000 * 16 / samples_per_s
+        phases = ("data", "forward", "backward", "optimizer")
+        step_ms = 1000 * 16 / samples_per_s
+        host_ms = host_step_ms or step_ms
+        medians = {f"{p}_ms": step_ms / 4 for p in phases} | {"step_ms": step_ms}
+        medians |= {f"{p}_host_ms": host_ms / 4 for p in phases} | {"step_host_ms": host_ms}
         records.write_json(
             run_dir / records.SUMMARY,
             {
@@ -37,11 +43,14 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
                 "samples_per_s": samples_per_s,
                 "steps_per_s": samples_per_s / 16,
                 "output_type": "Tensor",
-                "timer": "perf_counter",
+                "timer": "cuda_event" if host_step_ms else "perf_counter",
             },
         )
-        step_ms = 1000 * 16 / samples_per_s
-        rows = [{"step_ms": step_ms * (1 + 0.001 * (i % 3 - 1)), "warmup": False, "step": i} for i in range(20)]
+        rows = []
+        for i in range(20):
+            jitter = 1 + 0.001 * (i % 3 - 1)
+            rows.append({f"{p}_ms": step_ms / 4 * jitter for p in phases} | {"step_ms": step_ms * jitter})
+            rows[-1] |= {"warmup": False, "step": i}
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_status(run_dir, "done")
     else:
@@ -100,3 +109,19 @@ def test_unreadable_run_is_skipped_with_a_warning(sweep):
     with pytest.warns(UserWarning, match="skipping run b"):
         runs = load_sweep(sweep)
     assert sorted(r.name for r in runs) == ["a", "c", "d", "e"]
+
+
+def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep):
+    cuda = tmp_path / "cuda"
+    write_run(cuda, "a", "tensor", "contiguous", 100.0, host_step_ms=50.0)
+    write_run(cuda, "b", "subclass", "contiguous", 50.0, host_step_ms=310.0)  # the host sets its pace
+    header, table = rows(load_sweep(cuda))
+    column = header.index("step host ms")
+    assert header[column - 1] == "step ms"
+    assert [(r[0], r[column - 1], r[column]) for r in table] == [("tensor", "160", "50"), ("subclass", "320", "310")]
+    lines = summary.render(cuda).splitlines()
+    assert lines[0].split("|")[3:5] == [" median ms ", " host median ms "]
+    forward = next(line for line in lines if "| b " in line and "| forward " in line)
+    assert [cell.strip() for cell in forward.split("|")[3:5]] == ["80", "77.5"]
+    assert "step host ms" not in rows(load_sweep(sweep))[0]  # a CPU's phase times are the host's already
+    assert "host median ms" not in summary.render(sweep)

@@ -9,6 +9,10 @@ run. After its warm-up, windows of `steps` steps alternate A, B, A, B...: A is t
 same steps with a clock that does nothing), B is perfsweep's (StepClock: perf_counter at every phase
 boundary, and a CUDA event on a GPU). Each window has one synchronize before and one after. Prints
 samples/s of each (median, IQR) and the ratio B/A of each adjacent pair (median, IQR).
+
+--synced adds a third loop C, A B C A B C...: perfsweep's clock with a synchronize at every phase
+boundary, as timm's `benchmark.py --detail` times phases: what such a harness costs (a GPU's
+queue drains at each boundary; on a CPU it changes nothing).
 """
 
 import argparse
@@ -35,6 +39,18 @@ def window(trainer, device, first: int, steps: int, clock) -> float:
     return time.perf_counter() - start
 
 
+class SyncedClock(StepClock):
+    """StepClock with a synchronize before each boundary: phases timed the way that changes them."""
+
+    def __init__(self, device, capacity: int):
+        super().__init__(device, capacity)
+        self.device = device
+
+    def mark(self) -> None:
+        synchronize(self.device)
+        super().mark()
+
+
 def spread(values: list[float]) -> str:
     q1, q2, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else (values[0],) * 3
     return f"{q2:.4g} [IQR {q1:.4g} - {q3:.4g}]"
@@ -43,6 +59,7 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--synced", action="store_true", help="add a loop that synchronizes at each boundary")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     runs = build_plan([*DEFAULTS, *args.overrides]).runs
@@ -53,18 +70,23 @@ def main() -> None:
     configure_backends(cfg)
     trainer = make_workload(cfg, device)
     run_window(trainer, 0, cfg.warmup_steps, device)
-    samples = {"bare": [], "perfsweep": []}
+    clocks = {"bare": NoClock, "perfsweep": lambda: StepClock(device, cfg.steps)}
+    if args.synced:
+        clocks["synced"] = lambda: SyncedClock(device, cfg.steps)
+    samples = {name: [] for name in clocks}
     first = cfg.warmup_steps
     for _ in range(args.rounds):
-        for name, clock in (("bare", NoClock()), ("perfsweep", StepClock(device, cfg.steps))):
-            seconds = window(trainer, device, first, cfg.steps, clock)
+        for name, make_clock in clocks.items():
+            seconds = window(trainer, device, first, cfg.steps, make_clock())
             samples[name].append(cfg.steps * cfg.model.batch_size / seconds)
             first += cfg.steps
-    ratios = [b / a for a, b in zip(samples["bare"], samples["perfsweep"], strict=True)]
-    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, A B interleaved")
+    order = " ".join("ABC"[: len(clocks)])
+    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, {order} interleaved")
     for name, values in samples.items():
         print(f"{name:<10} samples/s {spread(values)}")
-    print(f"perfsweep/bare throughput {spread(ratios)}")
+    for name in list(clocks)[1:]:
+        ratios = [b / a for a, b in zip(samples["bare"], samples[name], strict=True)]
+        print(f"{name}/bare throughput {spread(ratios)}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,16 @@ def test_plan_scale_bench_prints_its_stages():
 def test_overhead_bench_prints_both_loops_and_their_ratio():
     out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu")
     lines = out.strip().splitlines()
-    assert "2 rounds of 3 steps" in lines[0]
-    assert lines[1].startswith("bare") and lines[2].startswith("perfsweep") and "throughput" in lines[3]
+    assert "2 rounds of 3 steps, A B interleaved" in lines[0]
+    assert lines[1].startswith("bare") and lines[2].startswith("perfsweep")
+    assert lines[3].startswith("perfsweep/bare throughput") and len(lines) == 4
+
+
+def test_overhead_bench_adds_the_synced_loop_when_asked():
+    out = bench("overhead.py", "--rounds", "2", "--synced", "steps=3", "warmup_steps=1", "device=cpu")
+    lines = out.strip().splitlines()
+    assert "A B C interleaved" in lines[0] and lines[3].startswith("synced ")
+    assert [line.split(" ")[0] for line in lines[4:]] == ["perfsweep/bare", "synced/bare"]
 
 
 def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():

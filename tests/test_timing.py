@@ -1,4 +1,4 @@
-"""StepClock: one row per step, phases that add up to the step, no syncs inside the window on CUDA."""
+"""StepClock: one row per step, phases that add up to the step, device and host times apart, no syncs on CUDA."""
 
 import time
 
@@ -79,3 +79,32 @@ def test_grad_scaler_is_the_only_sync():
             timed_steps(trainer, 0, 2, StepClock(torch.device("cuda"), 2))
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+class FakeEvent:
+    """Stands in for torch.cuda.Event (there is no GPU here): a device whose clock runs at twice the host's."""
+
+    def __init__(self, enable_timing: bool = False):
+        assert enable_timing
+        self.at = None
+
+    def record(self) -> None:
+        self.at = 2 * time.perf_counter()
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        return (end.at - self.at) * 1e3
+
+
+def test_on_cuda_phase_times_come_from_events_and_host_times_from_the_host(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    clock = StepClock(torch.device("cuda"), capacity=2)
+    for _ in range(2):
+        clock.start()
+        for _phase in PHASES:
+            time.sleep(0.002)
+            clock.mark()
+    assert clock.timer == "cuda_event"
+    for row in clock.rows():
+        for p in (*PHASES, "step"):
+            assert row[f"{p}_host_ms"] >= 2.0 and row[f"{p}_ms"] == pytest.approx(2 * row[f"{p}_host_ms"], rel=0.05)
+        assert row["step_ms"] == pytest.approx(sum(row[f"{p}_ms"] for p in PHASES))

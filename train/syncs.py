@@ -68,11 +68,11 @@ def _short(path: str, line: int) -> str:
 
 
 def _where() -> str:
-    """The innermost caller outside torch and this module, and the torch frame it called into, if any."""
-    frame, inside = sys._getframe(2), None
+    """The innermost caller outside torch, and the torch frame it called into, if any."""
+    frame, inside = sys._getframe(2), None  # 0: here, 1: HostReads.__torch_function__
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != __file__ and not name.startswith(_TORCH):
+        if not name.startswith(_TORCH):
             here = _short(name, frame.f_lineno)
             return f"{inside}, called from {here}" if inside else here
         if inside is None and name.startswith(_TORCH) and name not in _DISPATCH:

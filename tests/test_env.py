@@ -1,10 +1,11 @@
 """What a run records of its surroundings: versions, code, and other work on its GPU."""
 
 import os
+import types
 
 import torch
 
-from train.env import environment, neighbours, parse_compute_apps
+from train.env import environment, gpu_uuid, neighbours, parse_compute_apps
 
 # nvidia-smi's answer on a two-GPU host (typed here: no GPU can exist on the test machine).
 COMPUTE_APPS = """\
@@ -34,3 +35,11 @@ def test_environment_names_the_machine_and_code():
     assert env["cpu"] and env["cpu_count"] == os.cpu_count() and env["python"]
     assert torch.__version__.startswith(env["packages"]["torch"])
     assert env["code"]["path"] and "commit" in env["code"]
+
+
+def test_a_gpu_is_named_by_its_uuid_as_nvidia_smi_writes_it(monkeypatch):
+    # torch's device properties, faked (no GPU here): torch writes the UUID bare, NVML and nvidia-smi with "GPU-"
+    bare = "1b6a2b31-aaaa-bbbb-cccc-000000000001"
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(uuid=bare))
+    assert gpu_uuid(torch.device("cuda")) == f"GPU-{bare}"
+    assert parse_compute_apps(COMPUTE_APPS, gpu_uuid(torch.device("cuda")), own_pid=4242)[0]["pid"] == 777

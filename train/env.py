@@ -68,6 +68,13 @@ def parse_compute_apps(text: str, gpu_uuid: str, own_pid: int) -> list[dict[str,
     return found
 
 
+def gpu_uuid(device: torch.device) -> str:
+    """The GPU's UUID as nvidia-smi and NVML write it (`GPU-...`): unlike an index, it names the same GPU
+    whatever CUDA_VISIBLE_DEVICES (set by Slurm on a shared node) renumbers."""
+    uuid = str(torch.cuda.get_device_properties(device).uuid)
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
 def neighbours(device: torch.device) -> dict[str, object]:
     """Other work beside the run: processes on its GPU (None where nvidia-smi cannot tell) and the host's load."""
     processes = None
@@ -76,7 +83,7 @@ def neighbours(device: torch.device) -> dict[str, object]:
             "nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"
         )
         if apps is not None:
-            processes = parse_compute_apps(apps, str(torch.cuda.get_device_properties(device).uuid), os.getpid())
+            processes = parse_compute_apps(apps, gpu_uuid(device), os.getpid())
     return {"gpu_processes": processes, "loadavg": list(os.getloadavg())}
 
 
@@ -116,7 +123,7 @@ def clocks(device: torch.device) -> dict[str, object]:
             import pynvml
 
             pynvml.nvmlInit()
-            handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+            handle = pynvml.nvmlDeviceGetHandleByUUID(gpu_uuid(device))
             return {
                 "source": "gpu_sm_clock",
                 "mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),

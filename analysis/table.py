@@ -71,8 +71,8 @@ def rows(runs: list[RunRecord]) -> tuple[list[str], list[list[str]]]:
     values = sorted({r.baseline["value"] for r in done})
     trains = any("samples_per_s" in r.summary for r in done)
     syncs = any(r.summary.get("host_syncs_per_step") is not None for r in done)
-    # With CUDA events the phase columns are device time; the host's time per step beside them shows a run
-    # whose step the host, not the GPU, sets (host time >= device time).
+    # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
+    # (well under the device's: the GPU sets the pace).
     events = any(r.summary.get("timer") == "cuda_event" for r in done)
     header = [*axes, *fields, *(f"{p} ms" for p in phases), *(["step host ms"] if events else [])]
     header += ["samples/s"] if trains else []

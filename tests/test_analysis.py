@@ -114,7 +114,7 @@ def test_unreadable_run_is_skipped_with_a_warning(sweep):
 def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep):
     cuda = tmp_path / "cuda"
     write_run(cuda, "a", "tensor", "contiguous", 100.0, host_step_ms=50.0)
-    write_run(cuda, "b", "subclass", "contiguous", 50.0, host_step_ms=310.0)  # the host sets its pace
+    write_run(cuda, "b", "subclass", "contiguous", 50.0, host_step_ms=310.0)
     header, table = rows(load_sweep(cuda))
     column = header.index("step host ms")
     assert header[column - 1] == "step ms"

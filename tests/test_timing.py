@@ -10,13 +10,18 @@ from train.step import make_workload, run_window, timed_steps
 from train.timing import PHASES, StepClock
 
 
-def test_cpu_clock_rows_add_up():
-    clock = StepClock(torch.device("cpu"), capacity=3)
-    for _ in range(3):
+def run_steps(clock: StepClock, steps: int) -> None:
+    """`steps` steps of 2 ms phases, marked as a training step marks them."""
+    for _ in range(steps):
         clock.start()
         for _phase in PHASES:
             time.sleep(0.002)
             clock.mark()
+
+
+def test_cpu_clock_rows_add_up():
+    clock = StepClock(torch.device("cpu"), capacity=3)
+    run_steps(clock, 3)
     rows = clock.rows()
     assert len(rows) == 3
     for row in rows:
@@ -98,11 +103,7 @@ class FakeEvent:
 def test_on_cuda_phase_times_come_from_events_and_host_times_from_the_host(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     clock = StepClock(torch.device("cuda"), capacity=2)
-    for _ in range(2):
-        clock.start()
-        for _phase in PHASES:
-            time.sleep(0.002)
-            clock.mark()
+    run_steps(clock, 2)
     assert clock.timer == "cuda_event"
     for row in clock.rows():
         for p in (*PHASES, "step"):

@@ -28,6 +28,7 @@ READS = frozenset(
 )  # fmt: skip
 _TORCH = str(Path(torch.__file__).parent)
 _PACKAGES = str(Path(_TORCH).parent)
+_PROJECT = str(Path(__file__).resolve().parent.parent)
 _DISPATCH = {str(Path(_TORCH, name)) for name in ("overrides.py", "_tensor.py")}  # how a call reaches the mode
 
 
@@ -61,7 +62,7 @@ def _copies_to_host(args: tuple, kwargs: dict) -> bool:
 
 def _short(path: str, line: int) -> str:
     """A place as `torch/amp/grad_scaler.py:371` or `train/step.py:47`, not as a long absolute path."""
-    for root in (_PACKAGES, str(Path.cwd())):
+    for root in (_PACKAGES, _PROJECT):
         if path.startswith(root + "/"):
             return f"{path[len(root) + 1 :]}:{line}"
     return f"{path}:{line}"

@@ -13,21 +13,20 @@ since a faster step that trains differently is no improvement. Exit status 1 whe
 a loss change is found.
 """
 
-import argparse
-import sys
+import dataclasses
 from pathlib import Path
 
 from analysis import stats
-from analysis.load import RunRecord, load_sweep
-from analysis.summary import measured_steps
-from analysis.text import markdown
+from analysis.groups import is_declaration
+from analysis.render import Column, View
+from records import DONE, RunRecord, load_sweep
 
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label")
 
 
 def identity(run: RunRecord) -> dict[str, str]:
     fields = {k: repr(v) for k, v in run.fields.items() if not k.startswith(("launcher.", "tracker."))}
-    return {k: v for k, v in fields.items() if k not in NOT_COMPARED}
+    return {k: v for k, v in fields.items() if k not in NOT_COMPARED and not is_declaration(k)}
 
 
 def differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
@@ -64,7 +63,7 @@ def flag(interval: stats.Interval, threshold: float) -> str:
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
     """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
     (of A's final loss, if it did not move): numerics may differ a little, training may not."""
-    before, after, first = a.summary.get("loss_last"), b.summary.get("loss_last"), a.summary.get("loss_first")
+    before, after, first = a.summary.loss_last, b.summary.loss_last, a.summary.loss_first
     if before is None or after is None:
         return ""
     scale = abs(first - before) if first is not None and abs(first - before) > 1e-12 else abs(before)
@@ -73,49 +72,58 @@ def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
     return ""
 
 
-def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float) -> tuple[str, bool]:
-    """The comparison as text, and whether it found a regression (time or loss)."""
-    done = [[r for r in load_sweep(d) if r.state == "done"] for d in (sweep_a, sweep_b)]
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One line of the comparison: a phase of a matched pair, or its final loss."""
+
+    run: str
+    phase: str
+    a_ms: str = ""
+    b_ms: str = ""
+    speedup: str = ""
+    flag: str = ""
+
+
+COLUMNS = [
+    Column("run (A)", lambda line: line.run),
+    Column("phase", lambda line: line.phase),
+    Column("A ms", lambda line: line.a_ms),
+    Column("B ms", lambda line: line.b_ms),
+    Column("B speed-up [95% CI]", lambda line: line.speedup),
+    Column("flag", lambda line: line.flag),
+]
+
+
+def pair_lines(a: RunRecord, b: RunRecord, threshold: float, loss_tolerance: float) -> list[Line]:
+    phases = [*a.summary.phases, "step"]
+    columns = [f"{p}_ms" for p in phases]
+    steps_a, steps_b = a.steps(columns), b.steps(columns)
+    lines = []
+    for phase, column in zip(phases, columns, strict=True):
+        interval = stats.speedup(steps_b[column], steps_a[column])
+        median_a, median_b = a.summary.median(phase), b.summary.median(phase)
+        lines.append(
+            Line(a.name, phase, f"{median_a:.3g}", f"{median_b:.3g}", str(interval), flag(interval, threshold))
+        )
+    changed = loss_changed(a, b, loss_tolerance)
+    return lines + ([Line(a.name, "final loss", flag=changed)] if changed else [])
+
+
+def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float) -> tuple[View, bool]:
+    """The comparison as a view, and whether it found a regression (time or loss)."""
+    done = [[r for r in load_sweep(d) if r.state == DONE] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
     differ, matched = pairs(*done)
-    lines = [f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)"]
-    lines.append("they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"))
-    table, regressed = [], False
-    for a, b in matched:
-        phases = [*a.summary["phases"], "step"]
-        columns = [f"{p}_ms" for p in phases]
-        steps_a, steps_b = measured_steps(sweep_a / a.name, columns), measured_steps(sweep_b / b.name, columns)
-        for phase, column in zip(phases, columns, strict=True):
-            interval = stats.speedup(steps_b[column], steps_a[column])
-            found = flag(interval, threshold)
-            regressed |= found == "REGRESSION"
-            median_a, median_b = a.summary["median_ms"][column], b.summary["median_ms"][column]
-            table.append([a.name, phase, f"{median_a:.3g}", f"{median_b:.3g}", str(interval), found])
-        changed = loss_changed(a, b, loss_tolerance)
-        regressed |= bool(changed)
-        if changed:
-            table.append([a.name, "final loss", "", "", "", changed])
-    lines.append(markdown(["run (A)", "phase", "A ms", "B ms", "B speed-up [95% CI]", "flag"], table))
+    lines = [line for a, b in matched for line in pair_lines(a, b, threshold, loss_tolerance)]
+    regressed = any(line.flag == "REGRESSION" or line.flag.startswith("LOSS CHANGED") for line in lines)
+    above = [
+        f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)",
+        "they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"),
+    ]
     unmatched = len(done[0]) - len(matched)
-    lines.append(
+    notes = [
         f"{len(matched)} runs matched, {unmatched} of A without a match in B; threshold {threshold:.0%}, "
         f"loss tolerance {loss_tolerance:.0%}; speed-up = median time of A / of B (below 1: B is slower)"
-    )
-    return "\n".join(lines), regressed
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis compare", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_a", type=Path, help="the reference sweep (before)")
-    parser.add_argument("sweep_b", type=Path, help="the candidate sweep (after)")
-    parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
-    parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
-    args = parser.parse_args(argv)
-    try:
-        text, regressed = compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(text)
-    return 1 if regressed else 0
+    ]
+    return View("Comparison", above, COLUMNS, lines, notes=notes), regressed

@@ -1,6 +1,6 @@
 """A sweep's results side by side with the published figures it reproduces (sweeps/published/<sweep>.yaml).
 
-    python -m analysis.published SWEEP_DIR
+    python -m analysis published SWEEP_DIR
 
 Each published comparison names two configurations by their axes or config values (`of` and `over`), the
 time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
@@ -17,8 +17,6 @@ with replicates (repeats=N), each run counts once and the interval is across run
 A figure the source does not give (a table lost as an image) is stored as none and shown as such.
 """
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +24,8 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from analysis import stats
-from analysis.load import RunRecord, load_sweep
-from analysis.text import markdown
-from train import records
+from analysis.render import Column, View
+from records import DONE, FAILED, RunRecord, load_sweep
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
@@ -48,7 +45,7 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
 
 def pick(runs: list[RunRecord], selector: dict[str, Any]) -> list[RunRecord]:
     """The done runs `selector` names: one configuration's replicates; an error if it names several configurations."""
-    found = [r for r in runs if r.state == "done" and matches(r.axes, r.fields, selector)]
+    found = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
     configurations = {
         repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in stats.NOT_CONFIGURATION)) for r in found
     }
@@ -59,12 +56,10 @@ def pick(runs: list[RunRecord], selector: dict[str, Any]) -> list[RunRecord]:
     return found
 
 
-def step_times(sweep_dir: Path, run: RunRecord, metric: str) -> np.ndarray:
+def step_times(run: RunRecord, metric: str) -> np.ndarray:
     """Per measured step, the sum of the metric's phases (ms)."""
-    table = records.read_steps(sweep_dir / run.name / records.STEPS).to_pydict()
-    measured = [not w for w in table["warmup"]]
-    total = sum(np.asarray(table[f"{phase}_ms"], dtype=float) for phase in metric.split("+"))
-    return total[np.asarray(measured)]
+    columns = [f"{phase}_ms" for phase in metric.split("+")]
+    return sum(np.asarray(values, dtype=float) for values in run.steps(columns).values())
 
 
 def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
@@ -121,7 +116,7 @@ def _speedup_text(item: dict[str, Any]) -> str:
     return f"{span[0]:.3g}x" if span[0] == span[1] else f"{span[0]:.3g}-{span[1]:.3g}x"
 
 
-def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
+def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
     """One row: the comparison, the published figures, ours, and the verdict."""
     metric = item.get("metric", "step")
     row = [item["label"], metric, _times(item), _speedup_text(item)]
@@ -130,13 +125,13 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
     of, over = pick(runs, item["of"]), pick(runs, item["over"])
     if not of or not over:
         failed = [
-            r for r in runs if r.state == "failed" and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
+            r for r in runs if r.state == FAILED and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
         ]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
         return [*row, "-", "-", "not run in this sweep"]
-    a = [step_times(sweep_dir, r, metric) for r in of]
-    b = [step_times(sweep_dir, r, metric) for r in over]
+    a = [step_times(r, metric) for r in of]
+    b = [step_times(r, metric) for r in over]
     if len(a) > 1 and len(b) > 1:  # replicates: each run counts once, run-to-run variance in the interval
         medians_a, medians_b = np.array([np.median(x) for x in a]), np.array([np.median(x) for x in b])
         ours = stats.speedup_across_runs(medians_a, medians_b)
@@ -148,39 +143,21 @@ def compare(sweep_dir: Path, runs: list[RunRecord], item: dict[str, Any]) -> lis
 
 
 def our_setting(runs: list[RunRecord]) -> str:
-    env = next((r.env for r in runs if r.env), None) or {}
-    device = (env.get("gpu") or {}).get("name") or f"CPU {env.get('cpu', '?')}"
-    return f"{device}, torch {(env.get('packages') or {}).get('torch', '?')}"
+    run = next((r for r in runs if r.env), runs[0])
+    return f"{run.device}, torch {run.torch_version}"
 
 
-def render(sweep_dir: Path) -> str | None:
-    """The side-by-side table of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
+def view(sweep_dir: Path) -> View | None:
+    """The side-by-side view of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
     runs = load_sweep(sweep_dir)
     if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None:
         return None
-    table = [compare(sweep_dir, runs, item) for item in source["comparisons"]]
-    lines = [
+    above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",
-        markdown([*HEADER, "verdict"], table),
-        SPEEDUP,
     ]
-    notes = [f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note")]
-    return "\n".join(lines + notes + [f"note: {n}" for n in source.get("notes", [])])
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.published", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        text = render(args.sweep_dir)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(text or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate([*HEADER, "verdict"])]
+    rows = [compare(runs, item) for item in source["comparisons"]]
+    notes = [SPEEDUP, *(f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note"))]
+    notes += [f"note: {n}" for n in source.get("notes", [])]
+    return View(f"Beside the published figures: {source['title']}", above, columns, rows, notes=notes)

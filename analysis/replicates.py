@@ -14,21 +14,18 @@ resolve an effect of size E at 95% confidence and 80% power come from the pilot'
 (sd of log medians s): n = 2 ((z_0.975 + z_0.8) s / ln(1 + E))^2 per configuration.
 """
 
-import argparse
 import dataclasses
 import math
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from analysis import stats
-from analysis.load import RunRecord, load_sweep
+from analysis.groups import phase_columns, varying
+from analysis.render import Column, View
 from analysis.stats import NOT_CONFIGURATION, Z80, Z975, speedup_across_runs, t975
-from analysis.summary import measured_steps
-from analysis.table import axis, is_baseline, phase_columns, varying
-from analysis.text import markdown
+from records import DONE, RunRecord, load_sweep
 
 BOOTSTRAP_FROM = 10
 
@@ -45,18 +42,18 @@ class Configuration:
         return float(np.std(np.log(self.medians), ddof=1)) if len(self.medians) > 1 else math.nan
 
 
-def configurations(sweep_dir: Path, runs: list[RunRecord]) -> dict[tuple, Configuration]:
+def configurations(runs: list[RunRecord]) -> dict[tuple, Configuration]:
     """Done runs grouped by everything but their replicate and seed."""
     axes, fields = varying(runs)
     axes = [a for a in axes if a != "replicate"]
     fields = [f for f in fields if f not in NOT_CONFIGURATION]
     groups: dict[tuple, list[RunRecord]] = {}
     for run in runs:
-        key = tuple(axis(run, a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
+        key = tuple(run.axis(a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
         groups.setdefault(key, []).append(run)
     found = {}
     for key, members in groups.items():
-        steps = [measured_steps(r.path, ["step_ms"])["step_ms"] for r in members]
+        steps = [r.step_ms() for r in members]
         label = " ".join(key) if key else members[0].name
         found[key] = Configuration(label, members, np.array([np.median(s) for s in steps]), np.concatenate(steps))
     return found
@@ -85,7 +82,7 @@ def repeats_needed(log_sd: float, effect: float) -> int | None:
 
 def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
     """Runs whose clock (GPU SM clock, else CPU MHz) at start or end is off the sweep's median by more than 10%."""
-    clocks = {r.name: c for r in runs if (c := (r.summary or {}).get("clocks"))}
+    clocks = {r.name: r.summary.clocks for r in runs if r.summary and r.summary.clocks}
     values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
     if not values:
         return []
@@ -108,70 +105,57 @@ EXPLAINED = (
 )
 
 
-def rows(sweep_dir: Path, runs: list[RunRecord], effect: float) -> tuple[list[str], list[list[str]]]:
-    """Header and one row per configuration: its figure across runs, step-level interval, speed-up, repeats needed."""
-    found = configurations(sweep_dir, runs)
-    baseline = next((c for c in found.values() if is_baseline(c.runs[0])), next(iter(found.values())))
-    header = [
-        "configuration",
-        "runs",
-        "step ms across runs [95% CI]",
-        "method",
-        "step-level CI of the median",
-        f"speed-up vs {baseline.label}: across runs",
-        "step-level",
-        f"repeats for {effect:.0%}",
-    ]
-    table = []
-    for config in found.values():
-        value, low, high, method = across_runs(config.medians)
-        steps_low, steps_high = stats.median_interval(config.steps)
-        if config is baseline:
-            ratio, pooled = "1.00x", "1.00x"
-        elif len(config.medians) > 1 and len(baseline.medians) > 1:
-            ratio = str(speedup_across_runs(config.medians, baseline.medians))
-            pooled = str(stats.speedup(config.steps, baseline.steps))
-        else:
-            ratio, pooled = "-", str(stats.speedup(config.steps, baseline.steps))
-        needed = repeats_needed(config.log_sd, effect)
-        interval = f"[{low:.3g}, {high:.3g}]" if not math.isnan(low) else ""
-        table.append(
-            [
-                config.label,
-                str(len(config.runs)),
-                f"{value:.3g} {interval}",
-                method,
-                f"[{steps_low:.3g}, {steps_high:.3g}]",
-                ratio,
-                pooled,
-                str(needed or "-"),
-            ]
-        )
-    return header, table
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One configuration's figures across its runs, beside the baseline configuration's."""
+
+    config: Configuration
+    baseline: Configuration
+
+    @property
+    def across_runs(self) -> str:
+        value, low, high, _ = across_runs(self.config.medians)
+        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if not math.isnan(low) else f"{value:.3g} "
+
+    @property
+    def step_level(self) -> str:
+        low, high = stats.median_interval(self.config.steps)
+        return f"[{low:.3g}, {high:.3g}]"
+
+    @property
+    def speedup(self) -> str:
+        if self.config is self.baseline:
+            return "1.00x"
+        if len(self.config.medians) > 1 and len(self.baseline.medians) > 1:
+            return str(speedup_across_runs(self.config.medians, self.baseline.medians))
+        return "-"
+
+    @property
+    def pooled_speedup(self) -> str:
+        if self.config is self.baseline:
+            return "1.00x"
+        return str(stats.speedup(self.config.steps, self.baseline.steps))
 
 
-def render(sweep_dir: Path, effect: float = 0.05) -> str:
-    runs = [r for r in load_sweep(sweep_dir) if r.state == "done" and r.summary]
+def view(sweep_dir: Path, effect: float = 0.05) -> View:
+    """Per configuration: its figure across runs, the step-level interval, the speed-up, the repeats needed."""
+    runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
     if not runs:
-        return f"{sweep_dir}: no done runs"
-    header, table = rows(sweep_dir, runs, effect)
-    lines = [
-        f"{sweep_dir}: {len(runs)} done runs in {len(table)} configurations; phases: {', '.join(phase_columns(runs))}",
-        markdown(header, table),
-        EXPLAINED,
-        *drift(runs),
+        return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
+    found = configurations(runs)
+    baseline = next((c for c in found.values() if c.runs[0].is_baseline), next(iter(found.values())))
+    columns = [
+        Column("configuration", lambda row: row.config.label),
+        Column("runs", lambda row: str(len(row.config.runs))),
+        Column("step ms across runs [95% CI]", lambda row: row.across_runs),
+        Column("method", lambda row: across_runs(row.config.medians)[3]),
+        Column("step-level CI of the median", lambda row: row.step_level),
+        Column(f"speed-up vs {baseline.label}: across runs", lambda row: row.speedup),
+        Column("step-level", lambda row: row.pooled_speedup),
+        Column(f"repeats for {effect:.0%}", lambda row: str(repeats_needed(row.config.log_sd, effect) or "-")),
     ]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis replicates", description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path)
-    parser.add_argument("--effect", type=float, default=0.05, help="the effect to resolve (default 0.05: 5%%)")
-    args = parser.parse_args(argv)
-    try:
-        print(render(args.sweep_dir, args.effect))
-    except FileNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    title = (
+        f"{sweep_dir}: {len(runs)} done runs in {len(found)} configurations; phases: {', '.join(phase_columns(runs))}"
+    )
+    items = [Row(config, baseline) for config in found.values()]
+    return View("Across replicates", [title], columns, items, notes=[EXPLAINED], flags=drift(runs))

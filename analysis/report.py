@@ -1,10 +1,10 @@
 """A sweep's report: a self-contained HTML file, always, and a W&B Report with the same content when online.
 
-    python launch.py report SWEEP_DIR      (or python -m analysis report SWEEP_DIR)
+    python launch.py report SWEEP_DIR [--wandb]      (or python -m analysis report SWEEP_DIR)
 
-The HTML report (SWEEP_DIR/report.html) holds the sweep's table, the published figures beside ours
-when the sweep reproduces a source, the runs that failed or were noisy, and the plots, embedded as
-PNG: one file to mail or attach, readable offline. The W&B Report's content (its blocks, panels and
+The HTML report (SWEEP_DIR/report.html) holds the views the terminal prints (analysis/views.py: the
+table with its flags, across replicates, the published figures beside ours) and the plots, embedded
+as PNG: one file to mail or attach, readable offline. The W&B Report's content (its blocks, panels and
 run filters) is a plain description built offline by `wandb_report_content`; only `save_wandb_report`
 talks to W&B (wandb-workspaces needs a logged-in API even to build its objects).
 """
@@ -15,12 +15,11 @@ import html
 from pathlib import Path
 from typing import Any
 
-from analysis import published
-from analysis.load import load_sweep
 from analysis.plots import write_plots
-from analysis.table import context, noisy, rows, shared_gpu
+from analysis.render import html_section
+from analysis.views import sweep_views
+from records import DONE, REPORT, load_sweep
 
-REPORT = "report.html"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ddd; }
@@ -32,12 +31,6 @@ img { max-width: 100%; margin: 0.5em 0; }
 """
 
 
-def _table(header: list[str], body: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    lines = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in body)
-    return f"<table><tr>{head}</tr>{lines}</table>"
-
-
 def _image(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode()
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
@@ -46,38 +39,13 @@ def _image(path: Path) -> str:
 def html_report(sweep_dir: Path) -> Path:
     """Write SWEEP_DIR/report.html from the sweep's records; returns its path."""
     sweep_dir = Path(sweep_dir)
-    runs = load_sweep(sweep_dir)
-    header, body = rows(runs)
-    done = [r for r in runs if r.state == "done"]
+    done = any(r.state == DONE for r in load_sweep(sweep_dir))
     written = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
     parts = [
         f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
-        f"<p class=context>{len(runs)} runs, {len(done)} done. {html.escape(context(runs)) if done else ''}</p>",
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
-        "<h2>Runs</h2>",
-        _table(header, body) if body else "<p>No run is done yet.</p>",
+        *(html_section(view) for view in sweep_views(sweep_dir)),
     ]
-    flags = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == "failed"]
-    flags += [f"NOISY {r.name}: {reason}" for r in done for reason in noisy(r)]
-    flags += [f"SHARED GPU {r.name}: {', '.join(found)}" for r in done if (found := shared_gpu(r))]
-    if flags:
-        parts += ["<h2>Flags</h2>", *(f"<p class=flag>{html.escape(f)}</p>" for f in flags)]
-    if any("replicate" in r.axes for r in done):
-        from analysis import replicates  # (it builds on the table module)
-
-        parts += ["<h2>Across replicates</h2>", _table(*replicates.rows(sweep_dir, done, 0.05))]
-        parts += [f"<p class=context>{html.escape(replicates.EXPLAINED)}</p>"]
-        parts += [f"<p class=flag>{html.escape(flag)}</p>" for flag in replicates.drift(done)]
-    source = published.published_for(str(runs[0].fields.get("sweep"))) if runs else None
-    if source and done:
-        table = [published.compare(sweep_dir, runs, item) for item in source["comparisons"]]
-        parts += [
-            f"<h2>Beside the published figures: {html.escape(source['title'])}</h2>",
-            f"<p class=context>published: {html.escape(source['hardware'])}, {html.escape(source['software'])}; "
-            f"source: {html.escape(source['source'])}</p>",
-            _table([*published.HEADER, "verdict"], table),
-            f"<p class=context>{html.escape(published.SPEEDUP)}</p>",
-        ]
     if done:
         parts += ["<h2>Plots</h2>", *(_image(p) for p in write_plots(sweep_dir))]
     page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"

@@ -15,12 +15,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from analysis import stats
-from analysis.load import load_sweep
-from analysis.text import markdown
-from train import records
+from analysis.render import Column, View
+from records import DONE, RunRecord, load_sweep
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
@@ -73,13 +71,6 @@ def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
     return [f"robust CV {stats.robust_cv:.0%} > {NOISY:.0%}: " + "; ".join(reasons)]
 
 
-def measured_steps(run_dir: Path, columns: list[str]) -> dict[str, np.ndarray]:
-    """The measured (not warm-up) steps of a run, in order, one array per column."""
-    table = pq.read_table(run_dir / records.STEPS, columns=[*columns, "warmup"])
-    keep = ~table.column("warmup").to_numpy(zero_copy_only=False)
-    return {c: table.column(c).to_numpy()[keep] for c in columns}
-
-
 @dataclasses.dataclass(frozen=True)
 class RunStats:
     name: str
@@ -87,36 +78,37 @@ class RunStats:
     noise: list[str]  # why the run's step times are too spread to trust (from its step column)
 
 
-def run_stats(run_dir: Path, phases: list[str]) -> RunStats:
-    names = [*phases, "step"]
-    steps = measured_steps(run_dir, [f"{p}_ms" for p in names])
+def run_stats(run: RunRecord) -> RunStats:
+    names = [*run.summary.phases, "step"]
+    steps = run.steps([f"{p}_ms" for p in names])
     by_phase = {p: phase_stats(steps[f"{p}_ms"]) for p in names}
-    return RunStats(run_dir.name, by_phase, noise(steps["step_ms"], by_phase["step"]))
+    return RunStats(run.name, by_phase, noise(steps["step_ms"], by_phase["step"]))
 
 
-def render(sweep_dir: Path) -> str:
-    """Every done run's per-phase statistics, and the runs flagged noisy with their reasons."""
-    table, flagged = [], []
-    done = [run for run in load_sweep(sweep_dir) if run.state == "done"]
-    events = any(run.summary.get("timer") == "cuda_event" for run in done)  # device time, with host time beside it
-    for run in done:
-        found = run_stats(sweep_dir / run.name, run.summary["phases"])
-        flagged += [f"NOISY {run.name}: {reason}" for reason in found.noise]
-        host = run.summary["median_ms"]
-        for phase, s in found.phases.items():
-            table.append(
-                [
-                    run.name,
-                    phase,
-                    f"{s.median:.3g}",
-                    *([f"{host[f'{phase}_host_ms']:.3g}" if f"{phase}_host_ms" in host else "-"] if events else []),
-                    f"[{s.ci_low:.3g}, {s.ci_high:.3g}]",
-                    f"{s.q1:.3g}-{s.q3:.3g}",
-                    f"{s.p5:.3g}-{s.p95:.3g}",
-                    f"{s.robust_cv:.1%}",
-                    f"{s.outliers}/{s.n}",
-                ]
-            )
-    header = ["run", "phase", "median ms", *(["host median ms"] if events else []), "95% CI", "IQR", "p5-p95"]
-    header += ["robust CV", "outliers/steps"]
-    return "\n".join([markdown(header, table), *flagged]) if table else f"{sweep_dir}: no done runs"
+def _host_median(item: tuple[RunRecord, str, PhaseStats]) -> str:
+    run, phase, _ = item
+    value = run.summary.host_median(phase)
+    return f"{value:.3g}" if value is not None else "-"
+
+
+def view(sweep_dir: Path) -> View:
+    """Every done run's per-phase statistics (a row per run and phase), and the runs flagged noisy."""
+    done = [run for run in load_sweep(sweep_dir) if run.state == DONE and run.summary]
+    found = [(run, run_stats(run)) for run in done]
+    items = [(run, phase, s) for run, stats_ in found for phase, s in stats_.phases.items()]
+    columns = [
+        Column("run", lambda i: i[0].name),
+        Column("phase", lambda i: i[1]),
+        Column("median ms", lambda i: f"{i[2].median:.3g}"),
+    ]
+    if any(run.summary.uses_events for run in done):  # device time, with host time beside it
+        columns.append(Column("host median ms", _host_median))
+    columns += [
+        Column("95% CI", lambda i: f"[{i[2].ci_low:.3g}, {i[2].ci_high:.3g}]"),
+        Column("IQR", lambda i: f"{i[2].q1:.3g}-{i[2].q3:.3g}"),
+        Column("p5-p95", lambda i: f"{i[2].p5:.3g}-{i[2].p95:.3g}"),
+        Column("robust CV", lambda i: f"{i[2].robust_cv:.1%}"),
+        Column("outliers/steps", lambda i: f"{i[2].outliers}/{i[2].n}"),
+    ]
+    flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in found for reason in stats_.noise]
+    return View("Per-run statistics", [], columns, items, flags=flags, empty=f"{sweep_dir}: no done runs")

@@ -13,16 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis.load import load_sweep
-from analysis.report import REPORT
-from analysis.table import rows
+import records
+from analysis import table
 from conf.schema import TrackerConf
-from train import records
-from train.tracker import PROFILE, has_wandb_key
+from conf.tracking import NO_KEY, has_wandb_key
+from records import load_sweep
 
-RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, PROFILE)
-SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, REPORT)
-NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
+RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE)
+SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
 
 
 def tracker_conf(sweep_dir: Path) -> TrackerConf:
@@ -42,14 +40,14 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
     if conf.mode == "disabled":
         return []
     sweep_dir = Path(sweep_dir)
-    run_id = f"{records.read_json(sweep_dir / records.SWEEP)['uid']}-sweep"
+    run_id = f"{records.read_manifest(sweep_dir)['uid']}-sweep"
     try:
         import wandb
 
         for earlier in (sweep_dir / "wandb").glob(f"offline-run-*-{run_id}"):  # a sweep logged again replaces it
             shutil.rmtree(earlier, ignore_errors=True)
         runs = load_sweep(sweep_dir)
-        header, body = rows(runs)
+        results = table.table_view(sweep_dir, runs)
         run = wandb.init(
             mode=conf.mode,
             project=conf.project,
@@ -62,7 +60,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             dir=str(sweep_dir),
             settings=wandb.Settings(x_disable_stats=True, console="off", silent=True),
         )
-        run.log({"results": wandb.Table(columns=header, data=body)})
+        run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         for path in record_files(sweep_dir):
             artifact.add_file(str(path), name=str(path.relative_to(sweep_dir)))

@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.load import load_sweep  # noqa: E402
+
 from analysis.summary import run_stats  # noqa: E402
 from analysis.table import rows  # noqa: E402
 from train import records  # noqa: E402

@@ -63,15 +63,34 @@ class LossConf:
 
 
 @dataclass
-class WorkloadConf:
-    """What a run times: a training step, or one call of a function benchmark (train/functions/)."""
+class BaselineConf:
+    axis: str = ""  # the axis a run is compared along (input_type, impl...)
+    value: str = ""  # the value of the run it is compared with (tensor, the first impl...)
 
-    name: str = "train_step"  # "train_step" or a registered function benchmark
+
+@dataclass
+class WorkloadConf:
+    """What a run times: a training step, or one call of a function benchmark (train/functions/).
+
+    Its yaml (conf/workload/<name>.yaml) sets its settings and declares what the planner needs to know
+    of it (DECLARATION): the fields it reads, its axes and its baseline. Its code is a class registered
+    under the same name in train/workloads.py (phases, checks, the step itself).
+    """
+
+    name: str = "train_step"  # a registered workload: train_step or a function benchmark
     impl: str = "default"  # the function's implementation compared (loop, broadcast, nonzero, static...)
     size: int = 1000  # the function's problem size (samples, points, elements per row: see its docstring)
     batch: int = 1  # independent problems per call
     features: int = 16  # feature dimension
     units: int = 1  # repeated units of a program (nested benchmark)
+    # Declared by the workload's yaml, not set per run (and not part of a run's identity):
+    reads: list[str] = field(default_factory=list)  # run fields it reads beyond READ_BY_EVERY_WORKLOAD
+    axes: dict[str, str] = field(default_factory=dict)  # axis -> config key: named by value, in this order
+    sizes: list[str] = field(default_factory=list)  # workload fields that are axes too, shown as field=value
+    baseline: BaselineConf = field(default_factory=BaselineConf)
+
+
+DECLARATION = ("reads", "axes", "sizes", "baseline")
 
 
 @dataclass
@@ -143,5 +162,11 @@ class Config(RunConf):
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)
+# What every workload reads; the other run fields (model, precision...) count only for a workload whose `reads`
+# names them, so that a sweep's training axes do not multiply a function benchmark's runs.
+READ_BY_EVERY_WORKLOAD = (
+    "compile", "workload", "steps", "warmup_steps", "seed", "device", "cudnn_benchmark", "threads", "replicate",
+    "label",
+)  # fmt: skip
 
 ConfigStore.instance().store(name="perfsweep_schema", node=Config)

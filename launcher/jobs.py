@@ -8,14 +8,18 @@ interrupted one starts over, its records replaced, never duplicated.
 import dataclasses
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import submitit
 
+import records
 from sweeps.spec import RunSpec
-from train import records
-from train.run import execute
+
+# What executes a run: (spec, run folder, W&B run id, the launch's details for its status) -> anything.
+# launch.py hands the launcher train.run.execute; the launcher never imports the run itself.
+RunFunction = Callable[[RunSpec, Path, str, dict[str, Any]], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,18 +46,21 @@ def process_info() -> dict[str, Any]:
 
 
 class RunPack(submitit.helpers.Checkpointable):
-    """Run each run in turn; a run that raises is recorded as failed and the next one goes on."""
+    """Run each run in turn with `execute`; a run that raises is recorded as failed and the next one goes on."""
+
+    def __init__(self, execute: RunFunction):
+        self.execute = execute
 
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
         states = {}
         info = {**process_info(), **job_info()}
         for run in runs:
-            if records.read_status(run.run_dir)["state"] == "done":  # by an earlier start of this job
-                states[run.spec.name] = "done"
+            if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
+                states[run.spec.name] = records.DONE
                 continue
             try:
-                execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
-                states[run.spec.name] = "done"
+                self.execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+                states[run.spec.name] = records.DONE
             except Exception:
-                states[run.spec.name] = "failed"
+                states[run.spec.name] = records.FAILED
         return states

@@ -9,10 +9,10 @@ import os
 import shutil
 from pathlib import Path
 
-from train import records
-from train.env import CODE_VERSION, PROJECT_ROOT, git_commit
+from records import write_json
+from records.code import CODE_VERSION, PROJECT_ROOT, git_commit
 
-CODE = ("conf", "sweeps", "train", "launcher", "analysis", "launch.py")
+CODE = ("conf", "records", "sweeps", "train", "launcher", "analysis", "launch.py")
 
 
 def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
@@ -37,7 +37,7 @@ def snapshot(into: Path) -> Path:
         copy = tmp / path.relative_to(PROJECT_ROOT)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy)
-    records.write_json(tmp / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
+    write_json(tmp / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
     try:
         os.replace(tmp, target)
     except OSError:  # another launch made the same snapshot meanwhile

@@ -3,56 +3,79 @@
 python launch.py status SWEEP_DIR
 """
 
+import dataclasses
 from pathlib import Path
 
+import records
 from launcher.executor import BACKENDS
-from launcher.sweepdir import submitted_jobs
-from train import records
-
-FINAL = ("done", "failed")
+from records import FINAL, LOST, PENDING, RUNNING, STATES, Status
 
 
-def run_states(sweep_dir: Path) -> list[dict]:
-    """One row per run: name, state (pending, running, done, failed, or lost), job id, log, error."""
-    jobs = submitted_jobs(sweep_dir)
+@dataclasses.dataclass
+class RunState:
+    """A run as `status` sees it: its status record, and (unfinished, submitted) whether its job is alive."""
+
+    run: str
+    status: Status
+    state: str  # the record's state, or lost
+    job_id: str | None
+    log: str | None
+    launcher: str | None
+    job_alive: bool | None = None
+
+
+def _names(sweep_dir: Path) -> list[str]:
+    """Every planned run: from the manifest (no need to parse each run's config record), else runs.jsonl."""
+    manifest = records.read_manifest(sweep_dir)
+    return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir))
+
+
+def run_states(sweep_dir: Path) -> list[RunState]:
+    """One per run: its state (pending, running, done, failed, or lost), job id, log."""
+    jobs = records.submitted_jobs(sweep_dir)
+    launchers: dict[str, str] | None = None
     rows = []
-    for name, record in sorted(records.planned_runs(sweep_dir).items()):
+    for name in _names(sweep_dir):
         status = records.read_status(sweep_dir / name)
         # An unfinished run belongs to its latest submission; a finished one to the job that finished it.
-        latest = jobs.get(name, {}) if status["state"] not in FINAL else {}
-        rows.append({"run": name, "launcher": record["config"]["launcher"]["name"], **status, **latest})
-    unfinished = [r for r in rows if r["state"] not in FINAL and r.get("job_id")]
-    for name in {r["launcher"] for r in unfinished}:
-        mine = [r for r in unfinished if r["launcher"] == name]
-        alive = BACKENDS[name].alive_ids([r["job_id"] for r in mine])
+        latest = jobs.get(name, {}) if status.state not in FINAL else {}
+        launcher = latest.get("launcher")
+        if latest and launcher is None:  # recorded before jobs.json named the launcher: its config does
+            launchers = launchers or {
+                n: r["config"]["launcher"]["name"] for n, r in records.planned_runs(sweep_dir).items()
+            }
+            launcher = launchers.get(name)
+        job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
+        rows.append(RunState(name, status, status.state, job_id, log, launcher))
+    unfinished = [r for r in rows if r.state not in FINAL and r.job_id and r.launcher in BACKENDS]
+    for launcher in {r.launcher for r in unfinished}:
+        mine = [r for r in unfinished if r.launcher == launcher]
+        alive = BACKENDS[launcher].alive_ids([r.job_id for r in mine])
         for row in mine:
-            row["job_alive"] = row["job_id"] in alive
+            row.job_alive = row.job_id in alive
             # Its job has ended but the run never wrote a final state. (A run that was interrupted wrote
             # that it is pending again: it stopped cleanly and waits for a resume.)
-            if row["job_id"] not in alive and not (row["state"] == "pending" and row.get("interrupted")):
-                row["state"] = "lost"
+            if not row.job_alive and not (row.state == PENDING and row.status.interrupted):
+                row.state = LOST
     return rows
 
 
 def in_flight(sweep_dir: Path) -> set[str]:
     """Runs whose job is still queued or running: submitting them again would run them twice."""
-    return {
-        row["run"] for row in run_states(sweep_dir) if row["state"] in ("pending", "running") and row.get("job_alive")
-    }
+    return {row.run for row in run_states(sweep_dir) if row.state in (PENDING, RUNNING) and row.job_alive}
 
 
 def render(sweep_dir: Path) -> str:
     rows = run_states(sweep_dir)
-    counts = {s: sum(r["state"] == s for r in rows) for s in ("pending", "running", "done", "failed", "lost")}
+    counts = {s: sum(r.state == s for r in rows) for s in STATES}
     lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
     for row in rows:
-        error = row.get("error") or {}
-        detail = f"  {error.get('type')}: {str(error.get('message', '')).splitlines()[0][:160]}" if error else ""
-        if row["state"] == "pending" and row.get("interrupted"):
-            detail = f"  interrupted ({row['interrupted']['type']} at {row['interrupted']['at']})"
-        job = f"  job {row['job_id']}" if row.get("job_id") else ""
-        log = f"  log {row['log']}" if row.get("log") and row["state"] != "done" else ""
-        lines.append(f"{row['state']:<8} {row['run']}{job}{log}{detail}")
-    if counts["lost"] or counts["failed"]:
+        detail = f"  {row.status.error_line(160)}" if row.status.error else ""
+        if row.state == PENDING and row.status.interrupted:
+            detail = f"  interrupted ({row.status.interrupted['type']} at {row.status.interrupted['at']})"
+        job = f"  job {row.job_id}" if row.job_id else ""
+        log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
+        lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
+    if counts[LOST] or counts[records.FAILED]:
         lines.append(f"re-run what is not done: python launch.py resume {sweep_dir}")
     return "\n".join(lines)

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import submitit
 
+import records
 from launcher import sweepdir
 from launcher.executor import BACKENDS, make_executor
-from launcher.jobs import RunJob, RunPack
+from launcher.jobs import RunFunction, RunJob, RunPack
 from launcher.progress import Progress
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
+from records import DONE, FAILED, FINAL, RUNNING, RunError, Status, Summary
 from sweeps.plan import Plan
-from train import records
 
 POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller)
-FINAL = ("done", "failed")
 
 
 @dataclasses.dataclass
@@ -42,7 +42,7 @@ class Outcome:
 
     @property
     def failed(self) -> list[str]:
-        return [name for name, state in self.states.items() if state != "done"]
+        return [name for name, state in self.states.items() if state != DONE]
 
 
 def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
@@ -67,41 +67,38 @@ def _tail(path: Path, lines: int = 5) -> str:
         return ""
 
 
-def _detail(run_dir: Path, status: dict) -> str:
-    if status["state"] == "done":
-        summary = records.read_json(run_dir / records.SUMMARY)
-        rate = f"{summary['samples_per_s']:.1f} samples/s" if "samples_per_s" in summary else ""
-        return f"step {summary['median_ms']['step_ms']:.3g} ms {rate}".rstrip()
-    error = status.get("error") or {}
-    message = (error.get("message") or "").splitlines()
-    return f"{error.get('type')}: {message[0][:200] if message else ''}"
+def _detail(run_dir: Path, status: Status) -> str:
+    if status.state == DONE:
+        summary = Summary.from_json(records.read_json(run_dir / records.SUMMARY))
+        rate = f"{summary.samples_per_s:.1f} samples/s" if summary.samples_per_s is not None else ""
+        return f"step {summary.median('step'):.3g} ms {rate}".rstrip()
+    return status.error_line(200)
 
 
-def _mark_lost(run: RunJob, job: submitit.Job) -> dict:
+def _mark_lost(run: RunJob, job: submitit.Job) -> Status:
     """A job that ended without this run's final records: record it as failed, with the log's last lines."""
     run.run_dir.mkdir(exist_ok=True)
-    prior = {k: v for k, v in records.read_status(run.run_dir).items() if k not in ("state", "updated_at", "error")}
-    log = _tail(job.paths.stderr)
     message = (
         f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
     )
-    records.write_status(
-        run.run_dir,
-        "failed",
-        **{**prior, "finished_at": records.now(), "job_id": job.job_id},
-        error={"type": "LostRun", "message": message, "traceback": log},
+    lost = dataclasses.replace(
+        records.read_status(run.run_dir),
+        state=FAILED,
+        finished_at=records.now(),
+        job_id=job.job_id,
+        error=RunError("LostRun", message, _tail(job.paths.stderr)),
     )
-    return records.read_status(run.run_dir)
+    return records.save_status(run.run_dir, lost)
 
 
 class Follower:
     """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
 
     def __init__(
-        self, sweep_dir: Path, executor: submitit.Executor, backend_name: str, parallelism: int, progress: Progress
+        self, sweep_dir: Path, executor: submitit.Executor, backend_name: str, pack: RunPack, progress: Progress
     ):
-        self.sweep_dir, self.executor, self.backend = sweep_dir, executor, BACKENDS[backend_name]
-        self.parallelism, self.progress = parallelism, progress
+        self.sweep_dir, self.executor, self.backend_name = sweep_dir, executor, backend_name
+        self.backend, self.pack, self.progress = BACKENDS[backend_name], pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
 
@@ -109,11 +106,11 @@ class Follower:
         jobs = []
         for start in range(0, len(packs), chunk):
             part = packs[start : start + chunk]
-            jobs += zip(self.executor.map_array(RunPack(), part), part, strict=True)
+            jobs += zip(self.executor.map_array(self.pack, part), part, strict=True)
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
-        queued = {"submitted_at": records.now()}
-        sweepdir.record_jobs(
+        queued = {"submitted_at": records.now(), "launcher": self.backend_name}
+        records.record_jobs(
             self.sweep_dir,
             {
                 run.spec.name: {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
@@ -130,20 +127,20 @@ class Follower:
                 if run.spec.name in self.states:
                     continue
                 status = records.read_status(run.run_dir)
-                if status["state"] not in FINAL and job_id not in alive:
+                if status.state not in FINAL and job_id not in alive:
                     status = _mark_lost(run, job)
-                if status["state"] == "running":
+                if status.state == RUNNING:
                     self.progress.running(run.spec)
-                elif status["state"] in FINAL:
-                    self.states[run.spec.name] = status["state"]
-                    self.progress.ended(run.spec, status["state"], _detail(run.run_dir, status))
+                elif status.state in FINAL:
+                    self.states[run.spec.name] = status.state
+                    self.progress.ended(run.spec, status.state, _detail(run.run_dir, status))
             if job_id not in alive:
                 del self.active[job_id]
 
-    def run(self, queue: collections.deque) -> None:
+    def run(self, queue: collections.deque, parallelism: int) -> None:
         """Until every pack has ended: keep `parallelism` packs going (this host only), poll, report."""
         while queue or self.active:
-            while self.backend.on_this_host and queue and len(self.active) < self.parallelism:
+            while self.backend.on_this_host and queue and len(self.active) < parallelism:
                 self.submit([queue.popleft()], chunk=1)
             self.poll()
             self.progress.tick()
@@ -161,8 +158,9 @@ class Follower:
             time.sleep(0.1)
 
 
-def launch(plan: Plan, argv: list[str]) -> Outcome:
-    """Submit every run of `plan` that is not done yet; follow them to the end if the launcher waits."""
+def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
+    """Submit every run of `plan` that is not done yet, each to be run by `execute` in its job; follow them to
+    the end if the launcher waits."""
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
     manifest = sweepdir.open_sweep(plan, argv)
@@ -179,7 +177,7 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
     code = snapshot(sweep_dir / ".code")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    follower = Follower(sweep_dir, executor, conf.name, conf.parallelism, Progress(len(runs)))
+    follower = Follower(sweep_dir, executor, conf.name, RunPack(execute), Progress(len(runs)))
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with contextlib.chdir(code):
@@ -192,7 +190,7 @@ def launch(plan: Plan, argv: list[str]) -> Outcome:
             queue.clear()
         if wait:
             try:
-                follower.run(queue)
+                follower.run(queue, conf.parallelism)
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     follower.cancel()

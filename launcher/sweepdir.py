@@ -1,4 +1,5 @@
-"""The sweep folder: its manifest (sweep.json), which runs are done, and each run's folder."""
+"""The sweep folder as a launch sees it: opened for a launch, which runs are done, each run's folder and W&B id,
+and the plan of a folder's unfinished runs rebuilt from their records."""
 
 import os
 import uuid
@@ -6,11 +7,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+import records
 from conf.schema import Config
+from records import DONE, PENDING
+from sweeps.compose import CONF_DIR
 from sweeps.plan import Plan, PlanError
 from sweeps.spec import RunSpec
-from train import records
-from train.run import earlier_attempts
 
 
 class SweepDirError(OSError):
@@ -26,15 +28,16 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
             raise PermissionError(f"not writable: {sweep_dir}")
     except OSError as error:
         raise SweepDirError(f"cannot write the sweep folder {sweep_dir}: {error}") from error
-    path = sweep_dir / records.SWEEP
-    manifest = (
-        records.read_json(path)
-        if path.exists()
-        else {"uid": uuid.uuid4().hex[:8], "created_at": records.now(), "runs": {}, "launches": []}
-    )
+    manifest = records.read_manifest(sweep_dir) or {
+        "uid": uuid.uuid4().hex[:8],
+        "created_at": records.now(),
+        "runs": {},
+        "launches": [],
+    }
+    names = [spec.name for spec in plan.runs]
     manifest["runs"].update({spec.name: spec.run_id for spec in plan.runs})
-    manifest["launches"].append({"at": records.now(), "argv": argv, "runs": [spec.name for spec in plan.runs]})
-    records.write_json(path, manifest)
+    manifest["launches"].append({"at": records.now(), "argv": argv, "runs": names})
+    records.write_json(sweep_dir / records.SWEEP, manifest)
     return manifest
 
 
@@ -44,8 +47,7 @@ def run_dir(plan: Plan, spec: RunSpec) -> Path:
 
 
 def is_done(plan: Plan, spec: RunSpec) -> bool:
-    folder = run_dir(plan, spec)
-    return folder.is_dir() and records.read_status(folder)["state"] == "done"
+    return records.read_status(run_dir(plan, spec)).state == DONE
 
 
 def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
@@ -53,24 +55,12 @@ def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
 
     A run gets its own folder when it starts; until then it is pending, by its absence.
     """
-    planned = records.planned_runs(plan.sweep_dir)
-    planned.update({spec.name: spec.record() for spec in specs})
-    records.write_jsonl(plan.sweep_dir / records.RUNS, list(planned.values()))
+    records.write_planned(plan.sweep_dir, {spec.name: spec.record_line() for spec in specs})
     for spec in specs:  # a run submitted again: its last status (failed, lost) is now history, not its state
         folder = run_dir(plan, spec)
         if (folder / records.STATUS).exists():
-            records.write_status(folder, "pending", resubmitted_at=records.now(), attempts=earlier_attempts(folder))
-
-
-def record_jobs(sweep_dir: Path, jobs: dict[str, dict]) -> None:
-    """Note which job each run was submitted to (run name -> job id and log)."""
-    path = sweep_dir / records.JOBS
-    records.write_json(path, {**(records.read_json(path) if path.exists() else {}), **jobs})
-
-
-def submitted_jobs(sweep_dir: Path) -> dict[str, dict]:
-    path = sweep_dir / records.JOBS
-    return records.read_json(path) if path.exists() else {}
+            history = records.read_status(folder).history()
+            records.write_status(folder, PENDING, resubmitted_at=records.now(), attempts=history)
 
 
 def tracker_id(manifest: dict, spec: RunSpec) -> str:
@@ -85,6 +75,8 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     """The plan of a sweep folder's runs that are not done, rebuilt from their recorded configs.
 
     `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
+    A record written before workloads declared themselves in their config gets its workload's declaration
+    from conf/workload/.
     """
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:
@@ -92,10 +84,12 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     changes = OmegaConf.from_dotlist(list(overrides))
     runs = []
     for name, record in sorted(records.planned_runs(sweep_dir).items()):
-        if records.read_status(sweep_dir / name)["state"] == "done":
+        if records.read_status(sweep_dir / name).state == DONE:
             continue
-        config = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(Config), record["config"], changes))
-        spec = RunSpec(config=config, sweep_name=sweep_dir.name)
+        workload = OmegaConf.load(CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml")
+        declared = OmegaConf.create({"workload": workload})
+        merged = OmegaConf.merge(OmegaConf.structured(Config), declared, record["config"], changes)
+        spec = RunSpec(config=OmegaConf.to_object(merged), sweep_name=sweep_dir.name)
         if spec.run_id != record["run_id"]:
             raise ValueError(f"run {name}: its config no longer gives its run id (written by another version?)")
         runs.append(spec)

@@ -2,26 +2,17 @@
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
-from conf.schema import LauncherConf, TrackerConf
+from conf.schema import LauncherConf, RunConf
+from conf.tracking import tracker_problems
 from launcher.executor import BACKENDS
 from sweeps.plan import Plan
-from train.checks import problems as run_problems
-from train.tracker import has_wandb_key
 
-TRACKER_MODES = ("offline", "online", "disabled")
-
-
-def tracker_problems(conf: TrackerConf) -> list[str]:
-    if conf.mode not in TRACKER_MODES:
-        return [f"tracker.mode={conf.mode!r} is not one of: {', '.join(TRACKER_MODES)}"]
-    if conf.mode == "online" and not has_wandb_key():
-        return [
-            "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "
-            "tracker.mode=offline records locally and `wandb sync` uploads later"
-        ]
-    return []
+# What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
+# only where the run will execute on this host.
+RunChecks = Callable[[RunConf, bool], list[str]]
 
 
 def launcher_problems(conf: LauncherConf) -> list[str]:
@@ -48,7 +39,7 @@ def writable(sweep_dir: Path) -> list[str]:
     ]
 
 
-def validate(plan: Plan) -> list[str]:
+def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
     found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + writable(plan.sweep_dir)

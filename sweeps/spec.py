@@ -7,51 +7,41 @@ import json
 import re
 from typing import Any
 
-from conf.schema import RUN_FIELDS, Config
-from train.functions.registry import FUNCTIONS
+from conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
+from records import json_line
 
-# The axes a run is known by (its columns, tags and folder name), by workload: axis -> config key.
-TRAIN_AXES = {
-    "model": "model.name",
-    "memory_format": "memory_format.name",
-    "precision": "precision.name",
-    "input_type": "input_type.name",
-    "compile": "compile.name",
-    "loss": "loss.name",
-    "optim": "optim.name",
-}
-FUNCTION_AXES = {"workload": "workload.name", "impl": "workload.impl", "compile": "compile.name"}
-# A training step is compared with the same step on a plain Tensor; a function with its first impl.
-BASELINE_INPUT_TYPE = "tensor"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts to one dict with dotted keys ({"model": {"name": x}} -> {"model.name": x})."""
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{dotted}."))
-        else:
-            flat[dotted] = value
-    return flat
-
-
-# What a function benchmark does not read: left out of its identity, so a sweep's train axes do not multiply it.
-NOT_IN_FUNCTIONS = ("model", "memory_format", "precision", "input_type", "loss", "optim", "data_batches")
+def as_dict(value: Any) -> Any:
+    """A config's dataclasses as plain dicts (dataclasses.asdict without its deep copies: leaves are immutable)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: as_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [as_dict(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_dict(v) for k, v in value.items()}
+    return value
 
 
 def run_fields(config: Config) -> dict[str, Any]:
-    """The fields that define what a run measures (no launcher, tracker or sweep settings)."""
-    names = RUN_FIELDS if config.workload.name == "train_step" else [n for n in RUN_FIELDS if n not in NOT_IN_FUNCTIONS]
-    values = {name: getattr(config, name) for name in names}
-    return {name: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for name, v in values.items()}
+    """The fields that define what a run measures: those its workload reads (no launcher, tracker or sweep
+    settings, and not the workload's declaration, which is not a setting)."""
+    reads = config.workload.reads
+    fields = {
+        name: as_dict(getattr(config, name)) for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads
+    }
+    fields["workload"] = {k: v for k, v in fields["workload"].items() if k not in DECLARATION}
+    return fields
 
 
 def safe_name(text: str) -> str:
     """A file name made of `text` that cannot leave its folder (no separators, no leading dot)."""
     return _UNSAFE.sub("_", text).lstrip(".") or "_"
+
+
+def _lookup(config: Config, key: str) -> Any:
+    return functools.reduce(getattr, key.split("."), config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,34 +58,36 @@ class RunSpec:
 
     @functools.cached_property
     def axes(self) -> dict[str, str]:
-        flat = flatten(run_fields(self.config))
+        """The axes the run is known by (its columns, tags and folder name), as its workload declares them."""
+        workload = self.config.workload
+        named = {axis: str(_lookup(self.config, key)) for axis, key in workload.axes.items()}
+        sized = {field: str(getattr(workload, field)) for field in workload.sizes}
         replicate = {"replicate": str(self.config.replicate)} if self.config.repeats > 1 else {}
-        if self.config.workload.name == "train_step":
-            return {**{axis: str(flat[key]) for axis, key in TRAIN_AXES.items()}, **replicate}
-        bench = FUNCTIONS.get(self.config.workload.name)
-        sized = {f: str(flat[f"workload.{f}"]) for f in (bench.uses if bench else ())}
-        return {**{axis: str(flat[key]) for axis, key in FUNCTION_AXES.items()}, **sized, **replicate}
+        return {**named, **sized, **replicate}
 
     @property
     def baseline(self) -> dict[str, str]:
         """The axis this run is compared along and the value of the run it is compared with."""
-        if self.config.workload.name == "train_step":
-            return {"axis": "input_type", "value": BASELINE_INPUT_TYPE}
-        bench = FUNCTIONS.get(self.config.workload.name)
-        return {"axis": "impl", "value": bench.impls[0] if bench else ""}
+        return dataclasses.asdict(self.config.workload.baseline)
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
-        named = {**TRAIN_AXES, **FUNCTION_AXES}
+        named = self.config.workload.axes
         parts = [value if axis in named else f"{axis}={value}" for axis, value in self.axes.items()]
         return safe_name("-".join([*parts, self.run_id[:8]]))
 
     def record(self) -> dict[str, Any]:
-        """What a run folder's config.json holds."""
+        """What a run folder's config.json holds (and its line of the sweep's runs.jsonl)."""
         return {
             "run_id": self.run_id,
             "name": self.name,
             "axes": self.axes,
+            "axis_order": list(self.axes),
+            "named_axes": list(self.config.workload.axes),
             "baseline": self.baseline,
-            "config": dataclasses.asdict(self.config),
+            "config": as_dict(self.config),
         }
+
+    def record_line(self) -> str:
+        """The record as one JSON line."""
+        return json_line(self.record())

@@ -1,9 +1,9 @@
 """The table from records with known values: ratios to the baseline of the same group, failures listed."""
 
 import pytest
+from analysis.load import load_sweep
 
 from analysis import summary
-from analysis.load import load_sweep
 from analysis.table import render, rows
 from train import records
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from analysis.load import load_sweep
+from train.functions.registry import FUNCTIONS, FunctionBench, register
+
 from analysis.table import render
 from tests.conftest import ROOT, launch
 from tests.test_run import run
 from train import records
-from train.functions.registry import FUNCTIONS, FunctionBench, register
 
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
 SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled"]

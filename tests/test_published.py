@@ -4,9 +4,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from analysis.load import RunRecord
 
 from analysis import published, stats
-from analysis.load import RunRecord
 from sweeps.plan import build_plan
 from sweeps.spec import flatten
 

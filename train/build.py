@@ -118,7 +118,6 @@ def configure_backends(cfg: RunConf) -> dict[str, object]:
 
 
 def build(cfg: RunConf, device: torch.device) -> Trainer:
-    torch.manual_seed(cfg.seed)
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
     constructor, _ = MODEL_SOURCES[cfg.model.source]
     dtype = prec.param_dtype(cfg.precision)

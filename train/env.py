@@ -1,6 +1,5 @@
 """The environment a run measured in: versions, device, host, code revision, scheduler ids."""
 
-import json
 import os
 import platform
 import socket
@@ -11,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-CODE_VERSION = "code_version.json"  # in a launch's code snapshot: the commit it was copied from
+from records.code import PROJECT_ROOT, code_version
+
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 
 
@@ -38,20 +37,6 @@ def _version(package: str) -> str | None:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return None
-
-
-def git_commit() -> dict[str, object]:
-    commit = _run("git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD")
-    dirty = _run("git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(dirty) if dirty is not None else None}
-
-
-def code_version() -> dict[str, object]:
-    """The commit of the code that runs: from the snapshot's record if this is a snapshot, else from git."""
-    recorded = PROJECT_ROOT / CODE_VERSION
-    if recorded.is_file():
-        return json.loads(recorded.read_text())
-    return git_commit()
 
 
 def parse_compute_apps(text: str, gpu_uuid: str, own_pid: int) -> list[dict[str, object]]:

@@ -3,33 +3,21 @@
 Each type is a registered class with two hooks: `wrap` (part of the data phase,
 where a data pipeline would hand over its tensor type) and `before_model` (the
 last thing before the forward pass). Add a type with `@register("name")` and a
-yaml file in conf/input_type/.
+yaml file in conf/input_type/ (README: Extending).
 """
 
-import warnings
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from train import fastai_parts
+from train.registry import Registry
 
-INPUT_TYPES: dict[str, type["InputType"]] = {}
-
-
-def register(name: str) -> Callable[[type["InputType"]], type["InputType"]]:
-    def add(cls: type["InputType"]) -> type["InputType"]:
-        if name in INPUT_TYPES:
-            warnings.warn(f"input type {name!r} registered twice; {cls.__name__} replaces it", stacklevel=2)
-        INPUT_TYPES[name] = cls
-        return cls
-
-    return add
+INPUT_TYPES: Registry[type["InputType"]] = Registry("input type")
+register = INPUT_TYPES.register
 
 
 def get_input_type(name: str) -> "InputType":
-    if name not in INPUT_TYPES:
-        raise ValueError(f"unknown input type {name!r}; registered: {', '.join(sorted(INPUT_TYPES))}")
     return INPUT_TYPES[name]()
 
 

@@ -1,6 +1,6 @@
 """The instrumented run: one RunSpec -> records on disk (and a W&B run).
 
-This is the function submitit executes, in its own process per run.
+`execute` is the function launch.py hands the launcher, which has submitit run it in a process per run.
 """
 
 import contextlib
@@ -14,14 +14,17 @@ from typing import Any
 
 import torch
 
+import records
+from records import Summary
 from sweeps.spec import RunSpec
-from train import checks, records
+from train import checks
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours
-from train.step import Window, Workload, make_workload, run_window
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
-from train.tracker import PROFILE, Tracker
+from train.tracker import Tracker
+from train.window import Window, make_workload, run_window
+from train.workloads import Workload
 
 
 def summary_columns(phases: tuple[str, ...]) -> list[str]:
@@ -34,31 +37,27 @@ def peak_memory_mib(device: torch.device) -> tuple[float, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
 
 
-def summarize(
-    spec: RunSpec, work: Workload, window: Window, device: torch.device, extra: dict[str, Any]
-) -> dict[str, Any]:
+def summarize(work: Workload, window: Window, device: torch.device, extra: dict[str, Any]) -> Summary:
     """Medians per phase, throughput, memory and losses of the measured window, plus `extra`."""
     memory, memory_kind = peak_memory_mib(device)
     losses = [row["loss"] for row in window.rows if "loss" in row]
-    summary = {
-        "workload": spec.config.workload.name,
-        "phases": list(work.phases),
-        "median_ms": {c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)},
-        "steps": len(window.rows),
-        "steps_per_s": len(window.rows) / window.seconds,
-        "window_s": window.seconds,
-        "window_ended_at": window.ended_at,  # unix time: W&B starts after it (tests compare)
-        "timer": window.timer,
-        "peak_memory_mib": memory,
-        "peak_memory_kind": memory_kind,
-        "loss_first": losses[0] if losses else None,
-        "loss_last": losses[-1] if losses else None,
+    steps_per_s = len(window.rows) / window.seconds
+    return Summary(
+        workload=work.cfg.workload.name,
+        phases=tuple(work.phases),
+        median_ms={c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)},
+        steps=len(window.rows),
+        steps_per_s=steps_per_s,
+        window_s=window.seconds,
+        window_ended_at=window.ended_at,  # unix time: W&B starts after it (tests compare)
+        timer=window.timer,
+        peak_memory_mib=memory,
+        peak_memory_kind=memory_kind,
+        loss_first=losses[0] if losses else None,
+        loss_last=losses[-1] if losses else None,
         **extra,
-    }
-    if spec.config.workload.name == "train_step":
-        summary["samples_per_s"] = summary["steps_per_s"] * spec.config.model.batch_size
-        summary["output_type"] = work.output_type.__name__ if work.output_type else ""
-    return summary
+        **work.summary(steps_per_s),
+    )
 
 
 def _interrupt_once(signum, frame) -> None:
@@ -94,18 +93,7 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
     profiler.export_chrome_trace(str(path))
 
 
-def earlier_attempts(run_dir: Path) -> list[dict[str, Any]]:
-    """What became of the run's earlier starts (a requeue, a resume), kept in its status."""
-    prior = records.read_status(run_dir)
-    attempts = list(prior.get("attempts", []))
-    if "started_at" in prior:
-        error = prior.get("error") or prior.get("interrupted") or {}
-        attempt = {key: prior.get(key) for key in ("state", "started_at", "updated_at", "job_id", "host")}
-        attempts.append({**attempt, "error": error.get("type")})
-    return attempts
-
-
-def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
+def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
 
     `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes.
@@ -115,14 +103,15 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
         return _execute(spec, run_dir, tracker_id, launch)
 
 
-def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
+def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
-    launch = {**launch, "tracker_id": tracker_id, "attempts": earlier_attempts(run_dir), "started_at": records.now()}
-    records.write_status(run_dir, "running", **launch)
+    history = records.read_status(run_dir).history()
+    launch = {**launch, "tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
+    records.write_status(run_dir, records.RUNNING, **launch)
     tracker = None
     try:
-        for stale in (records.STEPS, records.SUMMARY, PROFILE):
+        for stale in (records.STEPS, records.SUMMARY, records.PROFILE):
             (run_dir / stale).unlink(missing_ok=True)
         records.write_json(run_dir / records.CONFIG, spec.record())
         device = resolve_device(cfg.device)
@@ -145,31 +134,28 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
             "clocks": {"start": clock_start, "end": clocks(device)},
         }
-        summary = summarize(spec, work, window, device, extra)
+        summary = summarize(work, window, device, extra)
         if cfg.profile:
-            profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / PROFILE)
+            profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / records.PROFILE)
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
-        records.write_json(run_dir / records.SUMMARY, summary)
+        records.write_json(run_dir / records.SUMMARY, summary.to_json())
         # W&B starts only now: its service process must not share the host with the timed steps.
         tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
         tracker.log_rows(rows)
-        tracker.finish(summary, run_dir)
-        records.write_status(run_dir, "done", finished_at=records.now(), warnings=tracker.warnings, **launch)
+        tracker.finish(summary.to_json(), run_dir)
+        records.write_status(run_dir, records.DONE, finished_at=records.now(), warnings=tracker.warnings, **launch)
         return summary
     except (KeyboardInterrupt, SystemExit) as error:
         # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
         interrupted = {"type": type(error).__name__, "at": records.now()}
-        records.write_status(run_dir, "pending", interrupted=interrupted, **launch)
+        records.write_status(run_dir, records.PENDING, interrupted=interrupted, **launch)
         raise
     except Exception as error:
-        error_info = {"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()}
+        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
         tracker = tracker or Tracker(cfg.tracker, spec, run_dir, tracker_id)
-        tracker.finish(
-            {"error": error_info["type"], "error_message": error_info["message"][:1000]}, run_dir, failed=True
-        )
-        warnings = tracker.warnings
+        tracker.finish({"error": failure.type, "error_message": failure.message[:1000]}, run_dir, failed=True)
         records.write_status(
-            run_dir, "failed", finished_at=records.now(), error=error_info, warnings=warnings, **launch
+            run_dir, records.FAILED, finished_at=records.now(), error=failure, warnings=tracker.warnings, **launch
         )
         raise

@@ -1,35 +1,72 @@
-"""What a run times, one step at a time, and the measured loop around it.
+"""The training step as a workload: data -> forward (with loss) -> backward -> optimizer, and its checks."""
 
-A workload has `phases` and `step(index, clock)`, which runs one step with a clock mark at the end
-of each phase and returns a device value to read after the window (a loss) or None. TrainStep is
-the training step; function benchmarks (train/functions/) are the others.
-"""
-
-import dataclasses
-import time
-from typing import Protocol
+import functools
+from typing import Any
 
 import torch
 
 from conf.schema import RunConf
-from train.build import Trainer, build
-from train.functions import FUNCTIONS
-from train.timing import PHASES, StepClock, synchronize
+from train import fastai_parts
+from train.build import ALGORITHMS, LOSSES, MEMORY_FORMATS, MODEL_SOURCES, OPTIMIZERS, build
+from train.inputs import INPUT_TYPES
+from train.timing import StepClock
+from train.workloads import WORKLOADS, Workload
+
+POSITIVE = ("data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
 
 
-class Workload(Protocol):
-    phases: tuple[str, ...]
+def choice(what: str, value: object, allowed) -> list[str]:
+    """A problem if `value` is not one of `allowed`, naming them."""
+    if value in allowed:
+        return []
+    return [f"{what}={value!r} is not one of: {', '.join(str(a) for a in allowed)}"]
 
-    def step(self, index: int, clock: StepClock) -> torch.Tensor | None: ...
+
+@functools.cache
+def _model_names(source: str) -> frozenset[str]:
+    return frozenset(MODEL_SOURCES[source][1]())
 
 
-class TrainStep:
+@functools.cache
+def model_problems(source: str, name: str) -> tuple[str, ...]:
+    if source not in MODEL_SOURCES:
+        return tuple(choice("model.source", source, sorted(MODEL_SOURCES)))
+    if name not in _model_names(source):
+        close = sorted(n for n in _model_names(source) if n.startswith(name[:4]))[:8]
+        hint = f"; similar: {', '.join(close)}" if close else ""
+        return (f"model.name={name!r} is not a {source} model{hint} (the other source: model.source)",)
+    return ()
+
+
+@WORKLOADS.register("train_step")
+class TrainStep(Workload):
     """data -> forward (with loss) -> backward -> optimizer (step, scaler update, zero_grad)."""
 
-    phases = PHASES
+    phases = ("data", "forward", "backward", "optimizer")
 
-    def __init__(self, trainer: Trainer):
-        self.t = trainer
+    @classmethod
+    def problems(cls, cfg: RunConf) -> list[str]:
+        """A known model, memory format, input type, loss and optimizer, fastai where they need it; positive sizes."""
+        found = list(model_problems(cfg.model.source, cfg.model.name))
+        found += choice("memory_format", cfg.memory_format.name, list(MEMORY_FORMATS))
+        found += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+        found += choice("loss", cfg.loss.name, list(LOSSES))
+        found += choice("optim", cfg.optim.name, list(OPTIMIZERS))
+        found += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
+        if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
+            found += fastai_parts.missing(f"input_type={cfg.input_type.name}")
+        for group in ("loss", "optim"):
+            if getattr(cfg, group).name == "fastai":
+                found += fastai_parts.missing(f"{group}=fastai")
+        for key in POSITIVE:
+            value = functools.reduce(getattr, key.split("."), cfg)
+            if value <= 0:
+                found.append(f"{key}={value} must be positive")
+        return found
+
+    def __init__(self, cfg: RunConf, device: torch.device):
+        super().__init__(cfg, device)
+        self.t = build(cfg, device)
         self.output_type: type | None = None
 
     def step(self, index: int, clock: StepClock) -> torch.Tensor:
@@ -51,43 +88,6 @@ class TrainStep:
         self.output_type = type(out)
         return loss.detach()
 
-
-def make_workload(cfg: RunConf, device: torch.device) -> Workload:
-    if cfg.workload.name == "train_step":
-        return TrainStep(build(cfg, device))
-    torch.manual_seed(cfg.seed)
-    return FUNCTIONS[cfg.workload.name](cfg.workload, device, cfg.compile)
-
-
-@dataclasses.dataclass
-class Window:
-    """What a run of consecutive steps measured."""
-
-    rows: list[dict[str, float]]
-    seconds: float
-    timer: str
-    ended_at: float  # wall-clock time (time.time()) when the window's last step had finished on the device
-
-
-def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> list[torch.Tensor | None]:
-    """The measured loop itself: steps and clock marks, no reads of device values."""
-    return [work.step(index, clock) for index in range(first, first + steps)]
-
-
-def run_window(work: Workload, first: int, steps: int, device: torch.device) -> Window:
-    """Run `steps` steps with one synchronize before and one after, nothing in between."""
-    clock = StepClock(device, steps, work.phases)
-    synchronize(device)
-    start = time.perf_counter()
-    values = timed_steps(work, first, steps, clock)
-    synchronize(device)
-    seconds, ended_at = time.perf_counter() - start, time.time()
-    rows = clock.rows()
-    for index, row in enumerate(rows, start=first):
-        row["step"] = index
-    read = [(row, v) for row, v in zip(rows, values, strict=True) if v is not None]
-    if read:
-        losses = torch.stack([v.as_subclass(torch.Tensor).float() for _, v in read]).tolist()
-        for (row, _), loss in zip(read, losses, strict=True):
-            row["loss"] = loss
-    return Window(rows, seconds, clock.timer, ended_at)
+    def summary(self, steps_per_s: float) -> dict[str, Any]:
+        output = self.output_type.__name__ if self.output_type else ""
+        return {"samples_per_s": steps_per_s * self.cfg.model.batch_size, "output_type": output}

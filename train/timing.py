@@ -10,13 +10,11 @@ import time
 
 import torch
 
-PHASES = ("data", "forward", "backward", "optimizer")  # a training step's
-
 
 class StepClock:
     """Boundaries of `capacity` steps; call `start()` then `mark()` once per phase."""
 
-    def __init__(self, device: torch.device, capacity: int, phases: tuple[str, ...] = PHASES):
+    def __init__(self, device: torch.device, capacity: int, phases: tuple[str, ...]):
         self.uses_events = device.type == "cuda"
         self.phases = phases
         self._marks = len(phases) + 1  # boundaries per step: start, then the end of each phase

@@ -7,29 +7,14 @@ W&B's service process overlaps a timed step. Every W&B error becomes a
 warning in the run's status.
 """
 
-import netrc
-import os
 import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
+import records
 from conf.schema import TrackerConf
-from sweeps.spec import RunSpec, flatten, run_fields
-from train import records
-
-PROFILE = "profile.pt.trace.json.gz"  # a run's torch.profiler trace, when profile=true
-
-
-def has_wandb_key() -> bool:
-    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
-    if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
-    try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
-    except (OSError, netrc.NetrcParseError):
-        return False
+from records import flatten
+from sweeps.spec import RunSpec, run_fields
 
 
 class Tracker:
@@ -94,9 +79,9 @@ class Tracker:
             import wandb
 
             self.run.summary.update({**flatten(summary), "state": "failed" if failed else "done"})
-            if (run_dir / PROFILE).exists():
+            if (run_dir / records.PROFILE).exists():
                 artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")
-                artifact.add_file(str(run_dir / PROFILE))
+                artifact.add_file(str(run_dir / records.PROFILE))
                 self.run.log_artifact(artifact)
             self.run.finish(exit_code=1 if failed else 0)
         except Exception as error:

@@ -9,7 +9,8 @@ square_chain: x = x * x five times over `size` elements.
 
 import torch
 
-from train.functions.registry import FunctionBench, register
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
 
 
 def pairwise_sum_prod_loop(x: torch.Tensor) -> torch.Tensor:
@@ -48,7 +49,7 @@ def square_chain(x: torch.Tensor) -> torch.Tensor:
 LOOPS_NOT_COMPILABLE = {"loop": "the Python loop unrolls into size^2 graph nodes; compile the broadcast impl"}
 
 
-@register("pairwise_sum_prod")
+@WORKLOADS.register("pairwise_sum_prod")
 class PairwiseSumProd(FunctionBench):
     impls = ("loop", "broadcast")
     not_compilable = LOOPS_NOT_COMPILABLE
@@ -60,10 +61,9 @@ class PairwiseSumProd(FunctionBench):
         return {"loop": pairwise_sum_prod_loop, "broadcast": pairwise_sum_prod_broadcast}[impl]
 
 
-@register("pairwise_distance")
+@WORKLOADS.register("pairwise_distance")
 class PairwiseDistance(FunctionBench):
     impls = ("loop", "broadcast")
-    uses = ("size", "features")
     not_compilable = LOOPS_NOT_COMPILABLE
 
     def inputs(self, conf, device):
@@ -75,7 +75,7 @@ class PairwiseDistance(FunctionBench):
         return {"loop": pairwise_distance_loop, "broadcast": pairwise_distance_broadcast}[impl]
 
 
-@register("square_chain")
+@WORKLOADS.register("square_chain")
 class SquareChain(FunctionBench):
     impls = ("eager", "script")
     not_compilable = {"script": "a TorchScript function is compiled by TorchScript; compile the eager impl"}

@@ -9,7 +9,8 @@ The output is reduced to a scalar for backward: values().sum() (jagged), the com
 
 import torch
 
-from train.functions.registry import FunctionBench, register
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
 
 LENGTHS = (20, 30, 40)
 WIDTH = 64
@@ -29,23 +30,22 @@ class Units(torch.nn.Module):
         return sum(component.sum() for component in x.unbind())
 
 
-@register("nested")
+@WORKLOADS.register("nested")
 class Nested(FunctionBench):
     impls = ("cpp", "python")
-    uses = ("size", "units")
     phases = ("forward", "backward")
     not_compilable = {"cpp": "torch.compile does not take the C++ (strided) NestedTensor; compile impl=python"}
 
     @classmethod
-    def problems(cls, conf, compile_conf):
-        found = super().problems(conf, compile_conf)
+    def problems(cls, cfg):
+        found, conf = super().problems(cfg), cfg.workload
         if conf.size % WIDTH:
             found.append(f"workload.size={conf.size} must be a multiple of {WIDTH} (rows are split into {WIDTH}s)")
         return found
 
-    def __init__(self, conf, device, compile_conf):
-        self.model = Units(conf.units).to(device)
-        super().__init__(conf, device, compile_conf)
+    def __init__(self, cfg, device):
+        self.model = Units(cfg.workload.units).to(device)
+        super().__init__(cfg, device)
 
     def inputs(self, conf, device):
         rows = conf.size // WIDTH

@@ -10,7 +10,8 @@ so it returned one feature per sample; here it gathers all features, as the nonz
 
 import torch
 
-from train.functions.registry import FunctionBench, register
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
 
 
 def nonzero_sample(inputs: torch.Tensor, labels: torch.Tensor, sub_sample: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,16 +65,15 @@ def static_sample(inputs: torch.Tensor, labels: torch.Tensor, sub_sample: int) -
     return torch.gather(inputs, dim=-2, index=index), torch.gather(labels, dim=-1, index=sampled)
 
 
-@register("sampler")
+@WORKLOADS.register("sampler")
 class Sampler(FunctionBench):
     """`batch` problems of `size` samples with `features` features and random 0/1 labels (batch 1: unbatched)."""
 
     impls = ("nonzero", "static")
-    uses = ("size", "batch", "features")
 
     @classmethod
-    def problems(cls, conf, compile_conf):
-        found = super().problems(conf, compile_conf)
+    def problems(cls, cfg):
+        found, conf = super().problems(cfg), cfg.workload
         if conf.size < 20:
             found.append(f"workload.size={conf.size}: the sampler needs 20+ samples (it keeps a tenth)")
         return found

@@ -1,0 +1,124 @@
+"""The analysis commands, as argparse subcommands: `python -m analysis COMMAND` and `perfsweep COMMAND` both
+take them from here."""
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis import compare, plots, published, replicates, summary, table
+from analysis.render import as_csv, text
+from analysis.views import sweep_views
+
+
+def sweep_folder(value: str) -> Path:
+    path = Path(value)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no sweep folder at {path}")
+    return path
+
+
+def show_table(args: argparse.Namespace) -> int:
+    if args.csv:
+        print(as_csv(table.view(args.sweep_dir)), end="")
+        return 0
+    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir)))
+    return 0
+
+
+def show_runs(args: argparse.Namespace) -> int:
+    print(text(summary.view(args.sweep_dir)))
+    return 0
+
+
+def show_published(args: argparse.Namespace) -> int:
+    view = published.view(args.sweep_dir)
+    print(text(view) if view else f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    return 0
+
+
+def show_replicates(args: argparse.Namespace) -> int:
+    print(text(replicates.view(args.sweep_dir, args.effect)))
+    return 0
+
+
+def show_comparison(args: argparse.Namespace) -> int:
+    view, regressed = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance)
+    print(text(view))
+    return 1 if regressed else 0
+
+
+def write_plots(args: argparse.Namespace) -> int:
+    for path in plots.write_plots(args.sweep_dir):
+        print(path)
+    return 0
+
+
+def write_report(args: argparse.Namespace) -> int:
+    from analysis.report import html_report, save_wandb_report, wandb_report_content
+    from analysis.wandb_sweep import log_sweep, tracker_conf
+    from conf.tracking import NO_KEY, has_wandb_key
+    from records import load_sweep
+
+    if args.wandb and not has_wandb_key():
+        print(f"perfsweep: {NO_KEY}", file=sys.stderr)
+        return 2
+    print(f"report: {html_report(args.sweep_dir)}")
+    conf = tracker_conf(args.sweep_dir)
+    for warning in log_sweep(args.sweep_dir, conf):
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.wandb:
+        phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), [])
+        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)
+        print(f"W&B report: {save_wandb_report(content)}")
+    return 0
+
+
+def upload(args: argparse.Namespace) -> int:
+    from analysis.wandb_sweep import sync
+
+    return sync(args.sweep_dir)
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: bool = True) -> argparse.ArgumentParser:
+    """A subcommand that `handler` runs; most take one sweep folder."""
+    parser = subparsers.add_parser(name, help=about, description=about)
+    parser.set_defaults(handler=handler)
+    if sweep_dir:
+        parser.add_argument("sweep_dir", type=sweep_folder)
+    return parser
+
+
+def add_commands(subparsers) -> None:
+    """Add the analysis commands to an argparse subparsers object."""
+    found = _command(subparsers, "table", "one row per run: medians per phase, speed-up over the baseline", show_table)
+    found.add_argument("--csv", action="store_true", help="the table alone, as CSV")
+    for name, about, handler in [
+        ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),
+        ("published", "the published figures the sweep reproduces, beside ours", show_published),
+        ("plots", "PNG plots into SWEEP_DIR/plots/", write_plots),
+        ("sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload),
+    ]:
+        _command(subparsers, name, about, handler)
+    found = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
+    found.add_argument("--effect", type=float, default=0.05, help="the effect to resolve (default 0.05: 5%%)")
+    about = "two sweeps run by run; exit status 1 on a regression"
+    found = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
+    found.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
+    found.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
+    found.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
+    found.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
+    found = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
+    found.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command; records that cannot be read end it with a message and exit status 2."""
+    try:
+        return args.handler(args)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

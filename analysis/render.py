@@ -1,0 +1,76 @@
+"""Views of a sweep as data, and the one renderer that turns a view into terminal text, CSV or HTML.
+
+A view is a title, lines above its table, the table's columns (a header and how to make each row's
+cell from one item: a run, a configuration, a comparison), its items, and lines below: notes that
+explain it and flags that warn. Every command and the HTML report render the same views, so the
+report shows what the terminal shows.
+"""
+
+import csv
+import dataclasses
+import functools
+import html
+import io
+from collections.abc import Callable
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[Any], str]  # item -> the text of its cell
+
+
+@dataclasses.dataclass
+class View:
+    title: str  # the report's heading for it
+    above: list[str]  # what every row shares, where the figures come from
+    columns: list[Column]
+    items: list[Any]  # one row each
+    notes: list[str] = dataclasses.field(default_factory=list)  # below the table: how to read it
+    flags: list[str] = dataclasses.field(default_factory=list)  # below the notes: FAILED, NOISY, DRIFT...
+    empty: str = ""  # said instead of the table when it has no rows
+
+    @property
+    def header(self) -> list[str]:
+        return [c.header for c in self.columns]
+
+    @functools.cached_property
+    def rows(self) -> list[list[str]]:
+        return [[str(c.cell(item)) for c in self.columns] for item in self.items]
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def text(view: View) -> str:
+    """The view for a terminal: lines above, the table as markdown, notes, flags."""
+    table = [markdown(view.header, view.rows)] if view.rows else ([view.empty] if view.empty else [])
+    return "\n".join([*view.above, *table, *view.notes, *view.flags])
+
+
+def as_csv(view: View) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerows([view.header, *view.rows])
+    return out.getvalue()
+
+
+def html_section(view: View) -> str:
+    """The view as a section of an HTML page."""
+    esc = html.escape
+    parts = [f"<h2>{esc(view.title)}</h2>", *(f"<p class=context>{esc(line)}</p>" for line in view.above)]
+    if view.rows:
+        head = "".join(f"<th>{esc(h)}</th>" for h in view.header)
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in view.rows)
+        parts.append(f"<table><tr>{head}</tr>{body}</table>")
+    elif view.empty:
+        parts.append(f"<p>{esc(view.empty)}</p>")
+    parts += [f"<p class=context>{esc(line)}</p>" for line in view.notes]
+    parts += [f"<p class=flag>{esc(line)}</p>" for line in view.flags]
+    return "".join(parts)

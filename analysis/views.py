@@ -1,0 +1,18 @@
+"""What a sweep's records say, as the views that the terminal prints after a launch and the report shows:
+the table, then across replicates (repeats=N) and beside the published figures (where the sweep has them)."""
+
+from pathlib import Path
+
+from analysis import published, replicates, table
+from analysis.render import View
+from records import load_sweep
+
+
+def sweep_views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
+    """The table of the sweep's runs (or the named ones), then the views below it."""
+    runs = load_sweep(sweep_dir, names)
+    found = [table.table_view(sweep_dir, runs)]
+    if any("replicate" in r.axes for r in runs):
+        found.append(replicates.view(sweep_dir))
+    side_by_side = published.view(sweep_dir)
+    return found + ([side_by_side] if side_by_side else [])

@@ -1,0 +1,32 @@
+"""Whether the tracker settings can work here: a known W&B mode, and a key where W&B is online."""
+
+import netrc
+import os
+from urllib.parse import urlparse
+
+from conf.schema import TrackerConf
+
+TRACKER_MODES = ("offline", "online", "disabled")
+NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
+
+
+def has_wandb_key() -> bool:
+    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+    try:
+        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def tracker_problems(conf: TrackerConf) -> list[str]:
+    if conf.mode not in TRACKER_MODES:
+        return [f"tracker.mode={conf.mode!r} is not one of: {', '.join(TRACKER_MODES)}"]
+    if conf.mode == "online" and not has_wandb_key():
+        return [
+            "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "
+            "tracker.mode=offline records locally and `wandb sync` uploads later"
+        ]
+    return []

@@ -1,0 +1,65 @@
+"""perfsweep's records: the sweep and run folders on disk, the source of truth every stage reads.
+
+    <sweep_dir>/sweep.json             the sweep: uid, the planned run names, launches
+    <sweep_dir>/runs.jsonl             every planned run's config record (config.json's content), a line each
+    <sweep_dir>/jobs.json              the job each submitted run went to: job id, log, launcher
+    <sweep_dir>/<run>/config.json      run id, axes (and their order), baseline, resolved config
+    <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
+    <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
+    <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
+    <sweep_dir>/<run>/status.json      pending | running | done | failed (+ error, traceback, attempts)
+    <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
+
+Records are a format: this package sits at the bottom of the house beside conf/, imports nothing
+else of perfsweep's, and every stage reads and writes records only through it.
+"""
+
+from records.files import (
+    CONFIG,
+    ENV,
+    JOBS,
+    PROFILE,
+    REPORT,
+    RUNS,
+    STATUS,
+    STEPS,
+    SUMMARY,
+    SWEEP,
+    atomic_write,
+    flatten,
+    json_line,
+    now,
+    read_json,
+    read_jsonl,
+    read_steps,
+    write_json,
+    write_jsonl,
+    write_steps,
+)
+from records.run import Baseline, RunRecord, Summary, load_run, load_sweep
+from records.status import (
+    DONE,
+    FAILED,
+    FINAL,
+    LOST,
+    PENDING,
+    RUNNING,
+    STATES,
+    WRITTEN,
+    RunError,
+    Status,
+    read_status,
+    save_status,
+    write_status,
+)
+from records.sweep import planned_runs, read_manifest, record_jobs, submitted_jobs, write_planned
+
+__all__ = [
+    "CONFIG", "ENV", "JOBS", "PROFILE", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
+    "atomic_write", "flatten", "json_line", "now", "read_json", "read_jsonl", "read_steps", "write_json", "write_jsonl",
+    "write_steps",
+    "Baseline", "RunRecord", "Summary", "load_run", "load_sweep",
+    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "WRITTEN", "RunError", "Status",
+    "read_status", "save_status", "write_status",
+    "planned_runs", "read_manifest", "record_jobs", "submitted_jobs", "write_planned",
+]  # fmt: skip

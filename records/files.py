@@ -1,0 +1,77 @@
+"""The record files' names, and how every one of them is written and read.
+
+Every file is written to a temporary name and renamed into place, so a reader sees the old file or
+the new one, never half of one, even when the writer is killed. (No fsync: records need not survive
+a crash of the machine itself, and planning thousands of runs would wait on the disk for each.)
+"""
+
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+# a run's folder
+CONFIG, ENV, STEPS, SUMMARY, STATUS = "config.json", "env.json", "steps.parquet", "summary.json", "status.json"
+PROFILE = "profile.pt.trace.json.gz"  # a torch.profiler trace, when profile=true
+# a sweep's folder
+SWEEP, RUNS, JOBS, REPORT = "sweep.json", "runs.jsonl", "jobs.json", "report.html"
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def write_jsonl(path: Path, lines: list[str]) -> None:
+    """Lines already serialised (one JSON value each, see `json_line`): one file, however many."""
+    atomic_write(path, "".join(line + "\n" for line in lines).encode())
+
+
+def json_line(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    atomic_write(path, sink.getvalue().to_pybytes())
+
+
+def read_steps(path: Path):
+    """A run's steps as a pyarrow Table."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path)
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts to one dict with dotted keys ({"model": {"name": x}} -> {"model.name": x})."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value
+    return flat

@@ -1,0 +1,193 @@
+"""A run's records as typed values: its summary, its status, its config record, and its measured steps."""
+
+import dataclasses
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+from records.files import CONFIG, ENV, STEPS, SUMMARY, flatten, read_json, read_steps
+from records.status import DONE, RunError, Status, read_status
+from records.sweep import planned_runs
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What summary.json holds: the measured window's medians per phase, throughput, memory, losses."""
+
+    phases: tuple[str, ...]  # the workload's phases, in order ("step" is the whole step)
+    median_ms: dict[str, float]  # {phase}_ms (device time) and {phase}_host_ms (host time)
+    workload: str = ""
+    steps: int = 0
+    steps_per_s: float = math.nan
+    window_s: float = math.nan
+    window_ended_at: float | None = None  # unix time when the window's last step had finished on the device
+    timer: str = "?"  # cuda_event or perf_counter
+    peak_memory_mib: float | None = None
+    peak_memory_kind: str = ""
+    loss_first: float | None = None
+    loss_last: float | None = None
+    host_syncs_per_step: int | None = None  # counted on CUDA; None on a CPU
+    neighbours: dict[str, Any] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
+    clocks: dict[str, Any] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
+    samples_per_s: float | None = None  # a training step's
+    output_type: str | None = None  # a training step's: the type of the model's output
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Summary":
+        known = {k: v for k, v in data.items() if k in _SUMMARY_FIELDS}
+        return cls(**{**known, "phases": tuple(data.get("phases", ()))})
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["phases"] = list(self.phases)
+        return {k: v for k, v in data.items() if v is not None or k not in ("samples_per_s", "output_type")}
+
+    def median(self, phase: str) -> float | None:
+        """The median device time of `phase` (or "step") in ms."""
+        return self.median_ms.get(f"{phase}_ms")
+
+    def host_median(self, phase: str) -> float | None:
+        """The median host time of `phase` (or "step") in ms: how long the host took to issue it."""
+        return self.median_ms.get(f"{phase}_host_ms")
+
+    @property
+    def uses_events(self) -> bool:
+        """Phase times are the device's (CUDA events), with host times apart."""
+        return self.timer == "cuda_event"
+
+    def gpu_neighbours(self) -> list[str]:
+        """The other processes seen on the run's GPU when it started or ended: its timings are suspect."""
+        return sorted(
+            {
+                f"{p['name']} (pid {p['pid']}, {when})"
+                for when, found in self.neighbours.items()
+                for p in (found or {}).get("gpu_processes") or []
+            }
+        )
+
+
+_SUMMARY_FIELDS = {f.name for f in dataclasses.fields(Summary)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """The axis a run is compared along, and the value of the run it is compared with."""
+
+    axis: str
+    value: str
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """One run's records, as analysis reads them."""
+
+    path: Path  # the run's folder
+    name: str
+    run_id: str
+    axes: dict[str, str]
+    axis_order: list[str]  # the axes in the order the workload declares them
+    named_axes: list[str]  # axes shown by their value alone; the others (sizes, replicate) as axis=value
+    baseline: Baseline
+    fields: dict[str, Any]  # the run's config, flattened (model.batch_size, steps, ...)
+    status: Status
+    summary: Summary | None
+    env: dict[str, Any] | None
+
+    @property
+    def state(self) -> str:
+        return self.status.state
+
+    def error_line(self, limit: int = 300) -> str:
+        return (self.status.error or RunError("?")).line(limit)
+
+    def axis(self, name: str) -> str:
+        return self.axes.get(name, "-")
+
+    def axis_label(self, name: str) -> str:
+        """The axis's value as a run's name shows it: `resnet50`, or `size=1000` for a size."""
+        return self.axis(name) if name in self.named_axes else f"{name}={self.axis(name)}"
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.axis(self.baseline.axis) == self.baseline.value
+
+    def steps(self, columns: list[str]) -> dict[str, Any]:
+        """The measured (not warm-up) steps, in order: column -> numpy array."""
+        table = read_steps(self.path / STEPS).select([*columns, "warmup"])
+        keep = ~table.column("warmup").to_numpy(zero_copy_only=False)
+        return {c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in columns}
+
+    def step_ms(self) -> Any:
+        """The measured steps' times (ms), in order."""
+        return self.steps(["step_ms"])["step_ms"]
+
+    @property
+    def device(self) -> str:
+        """The GPU's name, else the CPU's."""
+        env = self.env or {}
+        return (env.get("gpu") or {}).get("name") or f"CPU {env.get('cpu', '?')}"
+
+    @property
+    def threads(self) -> str:
+        return str((self.env or {}).get("torch_threads", "?"))
+
+    @property
+    def torch_version(self) -> str:
+        return str(((self.env or {}).get("packages") or {}).get("torch", "?"))
+
+
+def _optional_json(path: Path) -> Any:
+    return read_json(path) if path.exists() else None
+
+
+def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
+    """A run's records; `planned` (its line of runs.jsonl) stands in for config.json until the run starts."""
+    path = run_dir / CONFIG
+    config = read_json(path) if path.exists() or planned is None else planned
+    status = read_status(run_dir)
+    if status.state == DONE:
+        import pyarrow.parquet as pq
+
+        pq.read_metadata(run_dir / STEPS)  # a done run's steps must be readable: a cut file raises here
+    summary = _optional_json(run_dir / SUMMARY)
+    axes = config["axes"]
+    return RunRecord(
+        path=run_dir,
+        name=run_dir.name,
+        run_id=config["run_id"],
+        axes=axes,
+        axis_order=config.get("axis_order") or sorted(axes),  # records written before the order was kept
+        named_axes=config.get("named_axes") or [a for a in axes if a != "replicate"],
+        baseline=Baseline(**config["baseline"]),
+        fields=flatten(config["config"]),
+        status=status,
+        summary=Summary.from_json(summary) if summary is not None else None,
+        env=_optional_json(run_dir / ENV),
+    )
+
+
+_warned: set[tuple[Path, str]] = set()
+
+
+def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecord]:
+    """Every run in `sweep_dir` (or the named ones); an unreadable run is skipped with a warning naming it."""
+    import pyarrow as pa
+
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise FileNotFoundError(f"no sweep folder at {sweep_dir}")
+    planned = planned_runs(sweep_dir)
+    if names is None:
+        names = sorted(set(planned) | {p.parent.name for p in sweep_dir.glob(f"*/{CONFIG}")})
+    runs = []
+    for run_dir in (sweep_dir / name for name in names):
+        try:
+            runs.append(load_run(run_dir, planned.get(run_dir.name)))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, pa.ArrowException) as error:
+            message = f"skipping run {run_dir.name}: unreadable records ({error})"
+            if (run_dir, message) not in _warned:  # one warning per run, however many views load the sweep
+                _warned.add((run_dir, message))
+                warnings.warn(message, stacklevel=2)
+    return runs

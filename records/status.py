@@ -1,0 +1,101 @@
+"""A run's state (status.json): what it is doing, how its earlier attempts ended, and why it failed."""
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from records.files import STATUS, now, read_json, write_json
+
+PENDING, RUNNING, DONE, FAILED, LOST = "pending", "running", "done", "failed", "lost"
+WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
+STATES = (*WRITTEN, LOST)  # lost: its job has ended without a final record (found by `status`, never written)
+FINAL = (DONE, FAILED)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunError:
+    """Why a run failed: the exception's type and message, and the traceback (or the log's last lines)."""
+
+    type: str
+    message: str = ""
+    traceback: str = ""
+
+    def line(self, limit: int = 300) -> str:
+        """`Type: first line of its message`, cut to `limit` characters."""
+        lines = self.message.strip().splitlines()
+        text = f"{self.type}: {lines[0]}" if lines else self.type
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """What status.json holds. A run without one is pending (planned, not started)."""
+
+    state: str = PENDING
+    updated_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    resubmitted_at: str | None = None
+    # the job and process the run executes in
+    job_id: str | None = None
+    host: str | None = None
+    log: str | None = None
+    pid: int | None = None
+    parallelism: int = 1  # runs that ran at once
+    tracker_id: str | None = None  # its W&B run id
+    error: RunError | None = None  # failed: why
+    interrupted: dict[str, str] | None = None  # pending again after Ctrl-C or a preemption: {type, at}
+    attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
+    warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
+
+    def __post_init__(self) -> None:
+        if self.state not in WRITTEN:
+            raise ValueError(f"unknown run state {self.state!r}; states: {', '.join(WRITTEN)}")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Status":
+        error = data.get("error")
+        return cls(
+            **{k: v for k, v in data.items() if k in _FIELDS and k not in ("error", "attempts", "warnings")},
+            error=RunError(**error) if error else None,
+            attempts=tuple(data.get("attempts", ())),
+            warnings=tuple(data.get("warnings", ())),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f: getattr(self, f) for f in _FIELDS}
+        data["error"] = dataclasses.asdict(self.error) if self.error else None
+        data["attempts"], data["warnings"] = list(self.attempts), list(self.warnings)
+        keep = ("state", "attempts", "warnings", "parallelism")
+        return {k: v for k, v in data.items() if v is not None or k in keep}
+
+    def history(self) -> list[dict[str, Any]]:
+        """The attempts, this one added if it started: what a new start of the run keeps of the past."""
+        if self.started_at is None:
+            return list(self.attempts)
+        cause = self.error.type if self.error else (self.interrupted or {}).get("type")
+        attempt = {"state": self.state, "started_at": self.started_at, "updated_at": self.updated_at}
+        return [*self.attempts, {**attempt, "job_id": self.job_id, "host": self.host, "error": cause}]
+
+    def error_line(self, limit: int = 300) -> str:
+        return self.error.line(limit) if self.error else ""
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(Status))
+
+
+def write_status(run_dir: Path, state: str, **details: Any) -> Status:
+    """Write the run's state (and details: the fields of Status); returns what was written."""
+    return save_status(run_dir, Status(state=state, **details))
+
+
+def save_status(run_dir: Path, status: Status) -> Status:
+    """Write `status`, stamped with the time now."""
+    status = dataclasses.replace(status, updated_at=now())
+    write_json(Path(run_dir) / STATUS, status.to_json())
+    return status
+
+
+def read_status(run_dir: Path) -> Status:
+    path = Path(run_dir) / STATUS
+    return Status.from_json(read_json(path)) if path.exists() else Status()

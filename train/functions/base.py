@@ -1,0 +1,61 @@
+"""Function benchmarks: workloads that time calls of a function rather than a training step.
+
+A benchmark is a Workload registered under its name. It names the implementations it has
+(`impls`; its yaml names the baseline) and the phases of one call; its yaml's `sizes` are the
+WorkloadConf fields it reads. Built once per run, it makes its inputs on the device before timing
+starts; `step` runs one call with its phases marked on the clock, and reads nothing back from the device.
+"""
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import torch
+
+from conf.schema import RunConf
+from train.workloads import Workload
+
+
+class FunctionBench(Workload):
+    impls: ClassVar[tuple[str, ...]]
+    not_compilable: ClassVar[dict[str, str]] = {}  # impl -> why torch.compile cannot take it
+
+    def __init__(self, cfg: RunConf, device: torch.device):
+        super().__init__(cfg, device)
+        self.conf = cfg.workload
+        self.args = self.inputs(cfg.workload, device)
+        fn = self.function(cfg.workload.impl)
+        compile_conf = cfg.compile
+        if compile_conf.enabled:
+            fn = torch.compile(
+                fn, mode=compile_conf.mode, backend=compile_conf.backend, fullgraph=compile_conf.fullgraph
+            )
+        self.fn = fn
+
+    @classmethod
+    def problems(cls, cfg: RunConf) -> list[str]:
+        conf, compile_conf = cfg.workload, cfg.compile
+        found = []
+        if conf.impl not in cls.impls:
+            found.append(f"workload.impl={conf.impl!r} is not one of {conf.name}'s: {', '.join(cls.impls)}")
+        elif compile_conf.enabled and conf.impl in cls.not_compilable:
+            found.append(f"workload.impl={conf.impl} with compile={compile_conf.name}: {cls.not_compilable[conf.impl]}")
+        found += [f"workload.{f}={getattr(conf, f)} must be positive" for f in conf.sizes if getattr(conf, f) <= 0]
+        if cfg.memory_format.name != "contiguous":
+            found.append(
+                f"memory_format={cfg.memory_format.name} needs a 4-D (image) input; workload={conf.name} has none "
+                "(use memory_format=contiguous)"
+            )
+        return found
+
+    def inputs(self, conf, device: torch.device) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def function(self, impl: str) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def step(self, index: int, clock) -> torch.Tensor | None:
+        """One timed call; returns what the run reads back after its window (nothing by default)."""
+        clock.start()
+        self.fn(*self.args)
+        clock.mark()
+        return None

@@ -1,0 +1,51 @@
+"""The measured loop: a window of steps with one synchronize before and one after, nothing in between."""
+
+import dataclasses
+import time
+
+import torch
+
+from conf.schema import RunConf
+from train.catalog import WORKLOADS
+from train.timing import StepClock, synchronize
+from train.workloads import Workload
+
+
+def make_workload(cfg: RunConf, device: torch.device) -> Workload:
+    """The run's workload, built (model, inputs...) from a seeded generator before anything is timed."""
+    torch.manual_seed(cfg.seed)
+    return WORKLOADS[cfg.workload.name](cfg, device)
+
+
+@dataclasses.dataclass
+class Window:
+    """What a run of consecutive steps measured."""
+
+    rows: list[dict[str, float]]
+    seconds: float
+    timer: str
+    ended_at: float  # wall-clock time (time.time()) when the window's last step had finished on the device
+
+
+def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> list[torch.Tensor | None]:
+    """The measured loop itself: steps and clock marks, no reads of device values."""
+    return [work.step(index, clock) for index in range(first, first + steps)]
+
+
+def run_window(work: Workload, first: int, steps: int, device: torch.device) -> Window:
+    """Run `steps` steps with one synchronize before and one after, nothing in between."""
+    clock = StepClock(device, steps, work.phases)
+    synchronize(device)
+    start = time.perf_counter()
+    values = timed_steps(work, first, steps, clock)
+    synchronize(device)
+    seconds, ended_at = time.perf_counter() - start, time.time()
+    rows = clock.rows()
+    for index, row in enumerate(rows, start=first):
+        row["step"] = index
+    read = [(row, v) for row, v in zip(rows, values, strict=True) if v is not None]
+    if read:
+        losses = torch.stack([v.as_subclass(torch.Tensor).float() for _, v in read]).tolist()
+        for (row, _), loss in zip(read, losses, strict=True):
+            row["loss"] = loss
+    return Window(rows, seconds, clock.timer, ended_at)

@@ -1,0 +1,38 @@
+"""Workloads: what a run times, one step at a time, as registered plugins.
+
+A workload is a class registered under its name in WORKLOADS and a yaml in conf/workload/ (its settings,
+and what the planner knows of it: the run fields it reads, its axes and baseline). The class declares its
+phases and its checks; built once per run, before timing starts, its `step(index, clock)` runs one step
+with a clock mark at the end of each phase and returns a device value to read after the window (a loss)
+or None. The training step (train/step.py) is one workload; the function benchmarks (train/functions/)
+are the others.
+"""
+
+from typing import Any, ClassVar
+
+import torch
+
+from conf.schema import RunConf
+from train.registry import Registry
+from train.timing import StepClock
+
+WORKLOADS: Registry[type["Workload"]] = Registry("workload")
+
+
+class Workload:
+    phases: ClassVar[tuple[str, ...]] = ("call",)
+
+    @classmethod
+    def problems(cls, cfg: RunConf) -> list[str]:
+        """What is wrong with `cfg` for this workload, each naming the value and the choices."""
+        return []
+
+    def __init__(self, cfg: RunConf, device: torch.device):
+        self.cfg = cfg
+
+    def step(self, index: int, clock: StepClock) -> torch.Tensor | None:
+        raise NotImplementedError
+
+    def summary(self, steps_per_s: float) -> dict[str, Any]:
+        """What the workload adds to the run's summary (a training step: samples/s, the output's type)."""
+        return {}

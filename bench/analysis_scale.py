@@ -1,7 +1,7 @@
 """Loading and summarising a large sweep: seconds to read N runs x M steps of records and compute every
 run's per-phase statistics (median, 95% interval, IQR, p5/p95, outliers, noise flag).
 
-    python bench/analysis_scale.py [--runs 1000] [--steps 1000] [--repeats 3]
+    python -m bench.analysis_scale [--runs 1000] [--steps 1000] [--repeats 3]
 
 Writes a synthetic sweep in perfsweep's record format (config, status, summary, steps.parquet per
 run) into a temporary folder first (not timed), then times, median over repeats: load (the run
@@ -18,13 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from analysis.load import load_sweep  # noqa: E402
-
-from analysis.summary import run_stats  # noqa: E402
-from analysis.table import rows  # noqa: E402
-from train import records  # noqa: E402
+import records
+from analysis.summary import run_stats
+from analysis.table import table_view
+from records import load_sweep
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
@@ -70,10 +67,10 @@ def main() -> None:
             runs = load_sweep(sweep)
             seconds["load"].append(time.perf_counter() - start)
             start = time.perf_counter()
-            found = [run_stats(sweep / r.name, r.summary["phases"]) for r in runs]
+            found = [run_stats(r) for r in runs]
             seconds["summarise"].append(time.perf_counter() - start)
             start = time.perf_counter()
-            rows(runs)
+            table_view(sweep, runs).rows
             seconds["table"].append(time.perf_counter() - start)
         assert len(found) == args.runs
     print(f"{args.runs} runs x {args.steps} steps, median of {args.repeats}")

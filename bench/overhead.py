@@ -1,7 +1,7 @@
 """The harness's cost: throughput of perfsweep's timed loop against the same loop with no clock.
 
-    python bench/overhead.py [--rounds 10] [OVERRIDE ...]
-    python bench/overhead.py model=resnet50 model.image_size=224 model.batch_size=64 precision=amp_bf16 \\
+    python -m bench.overhead [--rounds 10] [OVERRIDE ...]
+    python -m bench.overhead model=resnet50 model.image_size=224 model.batch_size=64 precision=amp_bf16 \\
         memory_format=channels_last input_type=subclass device=cuda
 
 The overrides (as for launch.py; default: timm's test_resnet, plain Tensor, contiguous) must name one
@@ -21,12 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from sweeps.plan import build_plan  # noqa: E402
-from train.build import configure_backends, resolve_device  # noqa: E402
-from train.step import make_workload, run_window, timed_steps  # noqa: E402
-from train.timing import NoClock, StepClock, synchronize  # noqa: E402
+from sweeps.plan import build_plan
+from train.build import configure_backends, resolve_device
+from train.window import make_workload, run_window, timed_steps
+from train.timing import NoClock, StepClock, synchronize
 
 DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
 
@@ -70,7 +68,7 @@ def main() -> None:
     configure_backends(cfg)
     trainer = make_workload(cfg, device)
     run_window(trainer, 0, cfg.warmup_steps, device)
-    clocks = {"bare": NoClock, "perfsweep": lambda: StepClock(device, cfg.steps)}
+    clocks = {"bare": NoClock, "perfsweep": lambda: StepClock(device, cfg.steps, trainer.phases)}
     if args.synced:
         clocks["synced"] = lambda: SyncedClock(device, cfg.steps)
     samples = {name: [] for name in clocks}

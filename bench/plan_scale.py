@@ -1,6 +1,6 @@
 """Seconds to expand, validate and write the plan of a large grid (no run is started).
 
-    python bench/plan_scale.py [--runs 10000] [--repeats 3]
+    python -m bench.plan_scale [--runs 10000] [--repeats 3]
 
 The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, cut to --runs.
 Prints the median over --repeats of: expanding and composing every run's config (build_plan),
@@ -16,11 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from launcher import sweepdir  # noqa: E402
-from launcher.validate import validate  # noqa: E402
-from sweeps.plan import Plan, build_plan  # noqa: E402
+from launcher import sweepdir
+from launcher.validate import validate
+from sweeps.plan import Plan, build_plan
+from train.checks import problems as run_problems
 
 AXES = [
     "model=resnet18,resnet50,convnext_tiny,timm_resnet50,test_resnet",
@@ -55,11 +54,11 @@ def main() -> None:
     for _ in range(args.repeats):
         seconds, plan = timed(build_plan, overrides)
         times["plan"].append(seconds)
-        seconds, problems = timed(validate, plan)
+        seconds, problems = timed(validate, plan, run_problems)
         assert not problems, problems
         if first_check is None:
             first_check = seconds
-            seconds, _ = timed(validate, plan)
+            seconds, _ = timed(validate, plan, run_problems)
         times["validate"].append(seconds)
         with tempfile.TemporaryDirectory() as tmp:
             seconds, _ = timed(write_plan, Plan(sweep_dir=Path(tmp) / "sweep", runs=plan.runs))

@@ -1,6 +1,6 @@
 """Host-device syncs inside perfsweep's measured loop: the harness must add none.
 
-    python bench/syncs.py [OVERRIDE ...]
+    python -m bench.syncs [OVERRIDE ...]
 
 For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
 x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
@@ -19,13 +19,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from sweeps.plan import build_plan  # noqa: E402
-from train.build import configure_backends  # noqa: E402
-from train.step import make_workload, run_window, timed_steps  # noqa: E402
-from train.syncs import HostReads  # noqa: E402
-from train.timing import StepClock  # noqa: E402
+from sweeps.plan import build_plan
+from train.build import configure_backends
+from train.window import make_workload, run_window, timed_steps
+from train.syncs import HostReads
+from train.timing import StepClock
 
 DEFAULTS = [
     "model=resnet50",
@@ -41,7 +39,7 @@ DEFAULTS = [
 
 def first_sync(trainer, cfg, device: torch.device) -> str:
     """'no sync', or the first synchronizing call the timed loop made and where."""
-    clock = StepClock(device, cfg.steps)
+    clock = StepClock(device, cfg.steps, trainer.phases)
     torch.cuda.synchronize(device)
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -60,7 +58,7 @@ def first_sync(trainer, cfg, device: torch.device) -> str:
 def host_reads(trainer, cfg, device: torch.device) -> str:
     """'no host read', or each host read the timed loop made, with its count per step."""
     with HostReads() as reads:
-        timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps))
+        timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps, trainer.phases))
     counts = Counter(reads.found)
     return "; ".join(f"HOST READ {place} ({n / cfg.steps:g} per step)" for place, n in counts.items()) or "no host read"
 

@@ -51,16 +51,14 @@ class Status:
     def __post_init__(self) -> None:
         if self.state not in WRITTEN:
             raise ValueError(f"unknown run state {self.state!r}; states: {', '.join(WRITTEN)}")
+        if isinstance(self.error, dict):  # as status.json holds it
+            object.__setattr__(self, "error", RunError(**self.error))
+        object.__setattr__(self, "attempts", tuple(self.attempts))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Status":
-        error = data.get("error")
-        return cls(
-            **{k: v for k, v in data.items() if k in _FIELDS and k not in ("error", "attempts", "warnings")},
-            error=RunError(**error) if error else None,
-            attempts=tuple(data.get("attempts", ())),
-            warnings=tuple(data.get("warnings", ())),
-        )
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     def to_json(self) -> dict[str, Any]:
         data = {f: getattr(self, f) for f in _FIELDS}

@@ -71,7 +71,7 @@ ONE_OF_TWO_FAILS = [
 
 def assert_one_of_two_failed(result: subprocess.CompletedProcess, sweep: Path) -> None:
     """The launch of ONE_OF_TWO_FAILS reported the failure, and the other run finished."""
-    from train import records
+    import records
 
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed" in result.stdout and "FAILED resnet18" in result.stdout
@@ -80,8 +80,8 @@ def assert_one_of_two_failed(result: subprocess.CompletedProcess, sweep: Path) -
         records.read_json(p.parent / records.CONFIG)["config"]["model"]["in_chans"]: records.read_status(p.parent)
         for p in sweep.glob("*/status.json")
     }
-    assert by_channels[3]["state"] == "done"
-    assert by_channels[4]["state"] == "failed" and "Traceback" in by_channels[4]["error"]["traceback"]
+    assert by_channels[3].state == "done"
+    assert by_channels[4].state == "failed" and "Traceback" in by_channels[4].error.traceback
 
 
 def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,11 +1,21 @@
 """The table from records with known values: ratios to the baseline of the same group, failures listed."""
 
 import pytest
-from analysis.load import load_sweep
 
+import records
 from analysis import summary
-from analysis.table import render, rows
-from train import records
+from analysis.render import text
+from analysis.table import table_view, view
+from records import load_sweep
+
+
+def rows(runs):
+    shown = table_view("sweep", runs)
+    return shown.header, shown.rows
+
+
+def render(sweep):
+    return text(view(sweep))
 
 
 def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done", host_step_ms=None):
@@ -27,7 +37,8 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
         "steps": 20,
     }
     baseline = {"axis": "input_type", "value": "tensor"}
-    record = {"run_id": name, "name": name, "axes": axes, "baseline": baseline, "config": config}
+    order = list(axes)
+    record = {"run_id": name, "name": name, "axes": axes, "axis_order": order, "baseline": baseline, "config": config}
     records.write_json(run_dir / records.CONFIG, record)
     if state == "done":
         phases = ("data", "forward", "backward", "optimizer")
@@ -119,9 +130,9 @@ def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep)
     column = header.index("step host ms")
     assert header[column - 1] == "step ms"
     assert [(r[0], r[column - 1], r[column]) for r in table] == [("tensor", "160", "50"), ("subclass", "320", "310")]
-    lines = summary.render(cuda).splitlines()
+    lines = text(summary.view(cuda)).splitlines()
     assert lines[0].split("|")[3:5] == [" median ms ", " host median ms "]
     forward = next(line for line in lines if "| b " in line and "| forward " in line)
     assert [cell.strip() for cell in forward.split("|")[3:5]] == ["80", "77.5"]
     assert "step host ms" not in rows(load_sweep(sweep))[0]  # a CPU's phase times are the host's already
-    assert "host median ms" not in summary.render(sweep)
+    assert "host median ms" not in text(summary.view(sweep))

@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 def bench(script: str, *args: str) -> str:
     """What bench/<script> prints, run as a user would."""
-    command = [sys.executable, str(ROOT / "bench" / script), *args]
+    command = [sys.executable, "-m", f"bench.{script.removesuffix('.py')}", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
 
 

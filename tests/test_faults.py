@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from analysis.load import load_sweep
-from train.functions.registry import FUNCTIONS, FunctionBench, register
+from records import load_sweep
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
 
-from analysis.table import render
+from analysis.render import text
+from analysis.table import view
 from tests.conftest import ROOT, launch
 from tests.test_run import run
-from train import records
+import records
 
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
 SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled"]
@@ -68,7 +70,7 @@ def _running(sweep: Path):
             status = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if status["state"] == "running":
+        if status.state == "running":
             return Path(path).parent, status
     return None
 
@@ -90,18 +92,18 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
-    os.kill(status["pid"], signal.SIGKILL)
+    os.kill(status.pid, signal.SIGKILL)
     out, err = launcher.communicate(timeout=300)
     assert launcher.returncode == 1, out + err
     lost = records.read_status(run_dir)
-    assert lost["state"] == "failed" and lost["error"]["type"] == "LostRun"
-    assert "ended before the run finished" in lost["error"]["message"]
+    assert lost.state == "failed" and lost.error.type == "LostRun"
+    assert "ended before the run finished" in lost.error.message
     assert not (run_dir / records.STEPS).exists(), "a killed run leaves no partial steps to mistake for a result"
     assert "1 failed" in out and f"FAILED {run_dir.name}: LostRun" in out
     resumed = launch("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     again = records.read_status(run_dir)
-    assert again["state"] == "done" and [a["error"] for a in again["attempts"]][-1] == "LostRun"
+    assert again.state == "done" and [a["error"] for a in again.attempts][-1] == "LostRun"
     assert all(r.state == "done" for r in load_sweep(sweep))
 
 
@@ -116,8 +118,8 @@ def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     assert launcher.returncode == 130, err
     assert "a running run is pending again" in err and f"python launch.py resume {sweep}" in err
     stopped = records.read_status(run_dir)
-    assert stopped["state"] == "pending", err
-    assert stopped["interrupted"]["type"] in ("KeyboardInterrupt", "SystemExit")
+    assert stopped.state == "pending", err
+    assert stopped.interrupted["type"] in ("KeyboardInterrupt", "SystemExit")
     status = launch("status", str(sweep))
     assert "2 pending" in status.stdout
     resumed = launch("resume", str(sweep))
@@ -145,21 +147,14 @@ class RaisesOutOfMemory(FunctionBench):
         return call
 
 
-def test_a_run_that_raises_in_a_step_is_failed_with_the_error_and_traceback(tiny_plan):
-    register("raises_oom")(RaisesOutOfMemory)
-    try:
-        with pytest.raises(torch.OutOfMemoryError):
-            run(
-                tiny_plan(
-                    "workload=sampler", "memory_format=contiguous", "workload.name=raises_oom", "workload.impl=default"
-                )
-            )
-    finally:
-        FUNCTIONS.pop("raises_oom")
+def test_a_run_that_raises_in_a_step_is_failed_with_the_error_and_traceback(tiny_plan, monkeypatch):
+    monkeypatch.setitem(WORKLOADS, "raises_oom", RaisesOutOfMemory)
+    with pytest.raises(torch.OutOfMemoryError):
+        run(tiny_plan("workload=sampler", "memory_format=contiguous", "workload.name=raises_oom", "workload.impl=default"))
     (run_dir,) = [p.parent for p in tiny_plan().sweep_dir.glob("*/status.json")]
     status = records.read_status(run_dir)
-    assert status["state"] == "failed" and status["error"]["type"] == "OutOfMemoryError"
-    assert "Tried to allocate 2.00 GiB" in status["error"]["message"] and "in step" in status["error"]["traceback"]
+    assert status.state == "failed" and status.error.type == "OutOfMemoryError"
+    assert "Tried to allocate 2.00 GiB" in status.error.message and "in step" in status.error.traceback
 
 
 @pytest.mark.slow
@@ -168,7 +163,7 @@ def test_32_runs_ending_together_leave_32_complete_records(tmp_path):
     result = launch(*FAST, "seed=range(0,32)", "launcher.parallelism=32", "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
-    assert len(loaded) == 32 and all(r.state == "done" and r.summary["steps"] == 5 for r in loaded)
+    assert len(loaded) == 32 and all(r.state == "done" and r.summary.steps == 5 for r in loaded)
     assert len(records.planned_runs(runs / "default")) == 32
     assert len(records.read_json(runs / "default" / records.JOBS)) == 32
 
@@ -182,7 +177,7 @@ def test_a_32_run_slurm_array_leaves_32_complete_records(slurm_cluster, tmp_path
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
     assert len(loaded) == 32 and all(r.state == "done" for r in loaded)
-    assert len({r.status["job_id"].split("_")[0] for r in loaded}) == 1, "one array"
+    assert len({r.status.job_id.split("_")[0] for r in loaded}) == 1, "one array"
 
 
 def test_a_cut_parquet_file_is_skipped_with_a_warning_naming_the_run(tmp_path):
@@ -195,9 +190,9 @@ def test_a_cut_parquet_file_is_skipped_with_a_warning_naming_the_run(tmp_path):
     (victim / records.STEPS).write_bytes(data[: len(data) // 2])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        text = render(sweep)
+        shown = text(view(sweep))
     assert [str(w.message) for w in caught if victim.name in str(w.message)], "the warning names the run"
-    assert "2 runs, 2 done" in text
+    assert "2 runs, 2 done" in shown
     table = launch("table", str(sweep))
     assert table.returncode == 0 and f"skipping run {victim.name}: unreadable records" in table.stderr
 
@@ -210,6 +205,6 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
     (run_dir / "wandb").write_text("not a folder: W&B cannot write here")
     run_dir_, summary = run(plan)
     status = records.read_status(run_dir)
-    assert status["state"] == "done" and summary["steps"] == 3
+    assert status.state == "done" and summary.steps == 3
     assert len(records.read_steps(run_dir / records.STEPS)) == 4
-    assert len(status["warnings"]) == 1 and status["warnings"][0].startswith("wandb init failed")
+    assert len(status.warnings) == 1 and status.warnings[0].startswith("wandb init failed")

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from conf.schema import CompileConf, WorkloadConf
-from train.functions import FUNCTIONS
+from conf.schema import Config
+from sweeps.plan import build_plan
 from train.functions.batching import (
     pairwise_distance_broadcast,
     pairwise_distance_loop,
@@ -15,8 +15,16 @@ from train.functions.batching import (
 from train.functions.nested import Nested
 from train.functions.sampler import nonzero_sample_batch, static_sample
 from train.timing import NoClock
+from train.workloads import WORKLOADS
 
-EAGER, COMPILED = CompileConf(), CompileConf(name="default", enabled=True, backend="aot_eager")
+EAGER, COMPILED = ["compile=eager"], ["compile=default", "compile.backend=aot_eager"]
+
+
+def config(name: str, compiled: list[str], **settings) -> Config:
+    """The run config of workload `name` as the real conf/ composes it (its declaration included)."""
+    overrides = [f"workload={name}", "memory_format=contiguous", *compiled]
+    (spec,) = build_plan([*overrides, *(f"workload.{k}={v}" for k, v in settings.items())]).runs
+    return spec.config
 
 
 @pytest.mark.parametrize("sample", [nonzero_sample_batch, static_sample])
@@ -55,25 +63,25 @@ def test_loops_and_broadcasts_agree():
 
 def test_square_chain_scripted_and_compiled_agree_with_eager():
     x = torch.rand(1000)
-    for compile_conf, impl in ((EAGER, "script"), (COMPILED, "eager")):
-        bench = FUNCTIONS["square_chain"](WorkloadConf(name="square_chain", impl=impl, size=1000), "cpu", compile_conf)
+    for compiled, impl in ((EAGER, "script"), (COMPILED, "eager")):
+        bench = WORKLOADS["square_chain"](config("square_chain", compiled, impl=impl, size=1000), "cpu")
         assert torch.allclose(bench.fn(x), square_chain(x))
     assert torch.allclose(square_chain(x), x**32)
 
 
 def test_nested_cpp_and_python_compute_the_same_program():
     losses = {}
-    for impl, compile_conf in (("cpp", EAGER), ("python", EAGER), ("python", COMPILED)):
+    for impl, compiled in (("cpp", EAGER), ("python", EAGER), ("python", COMPILED)):
         torch.manual_seed(0)
-        bench = Nested(WorkloadConf(name="nested", impl=impl, size=128, units=2), torch.device("cpu"), compile_conf)
-        losses[impl, compile_conf.name] = [float(bench.step(i, NoClock())) for i in range(3)]
+        bench = Nested(config("nested", compiled, impl=impl, size=128, units=2), torch.device("cpu"))
+        losses[impl, compiled[0]] = [float(bench.step(i, NoClock())) for i in range(3)]
         assert all(p.grad is None for p in bench.model.parameters()), "grads are cleared inside the timed step"
     values = list(losses.values())
     assert values[1] == pytest.approx(values[0], rel=1e-4) and values[2] == pytest.approx(values[0], rel=1e-4)
 
 
 @pytest.mark.parametrize(
-    ("name", "conf", "compile_conf", "message"),
+    ("name", "conf", "compiled", "message"),
     [
         ("sampler", {"impl": "fast"}, EAGER, "workload.impl='fast' is not one of sampler's: nonzero, static"),
         ("sampler", {"impl": "static", "size": 10}, EAGER, "workload.size=10: the sampler needs 20+"),
@@ -84,6 +92,6 @@ def test_nested_cpp_and_python_compute_the_same_program():
         ("nested", {"impl": "python", "units": 0}, EAGER, "workload.units=0 must be positive"),
     ],
 )
-def test_bad_settings_name_the_value_and_the_choices(name, conf, compile_conf, message):
-    problems = FUNCTIONS[name].problems(WorkloadConf(name=name, **conf), compile_conf)
+def test_bad_settings_name_the_value_and_the_choices(name, conf, compiled, message):
+    problems = WORKLOADS[name].problems(config(name, compiled, **conf))
     assert any(message in p for p in problems), problems

@@ -4,7 +4,7 @@ import pytest
 
 from sweeps.plan import build_plan
 from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch
-from train import records
+import records
 
 
 @pytest.fixture
@@ -19,9 +19,9 @@ def test_local_sweep_end_to_end(runs_dir):
     sweep = runs_dir / "default"
     names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
     assert len(names) == 2
-    assert all(records.read_status(sweep / n)["state"] == "done" for n in names)
+    assert all(records.read_status(sweep / n).state == "done" for n in names)
     assert all((sweep / n / records.STEPS).exists() for n in names)
-    assert all(records.read_status(sweep / n)["parallelism"] == 1 for n in names)
+    assert all(records.read_status(sweep / n).parallelism == 1 for n in names)
     assert "[2/2] done" in result.stdout
     table = result.stdout[result.stdout.index("| input_type") :]
     assert "| tensor " in table and "| subclass " in table and "1.00x" in table
@@ -59,7 +59,7 @@ def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
     )
     assert result.returncode == 0, result.stderr
     statuses = [records.read_status(p.parent) for p in (runs_dir / "default").glob("*/status.json")]
-    assert [s["parallelism"] for s in statuses] == [2, 2]
+    assert [s.parallelism for s in statuses] == [2, 2]
 
 
 def test_bad_input_starts_nothing(runs_dir):
@@ -112,5 +112,5 @@ def test_resume_runs_a_failed_run_again_and_keeps_its_history(runs_dir):
     assert "[1/1] done" in resumed.stdout and "1 done, 0 failed" in resumed.stdout
     assert "[1/1] failed" not in resumed.stdout, "the earlier failure is history, not this launch's"
     status = records.read_status(run_dir)
-    assert status["state"] == "done"
-    assert [(a["state"], a["error"]) for a in status["attempts"]] == [("failed", "IsADirectoryError")]
+    assert status.state == "done"
+    assert [(a["state"], a["error"]) for a in status.attempts] == [("failed", "IsADirectoryError")]

@@ -4,11 +4,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from analysis.load import RunRecord
 
 from analysis import published, stats
+from records import Baseline, RunError, RunRecord, Status, flatten
 from sweeps.plan import build_plan
-from sweeps.spec import flatten
 
 SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("*.yaml"))
 
@@ -62,12 +61,14 @@ def test_every_comparison_names_one_planned_run_on_each_side(sweep):
 def test_a_failed_run_is_the_verdict_with_its_error():
     first = "Multiple dispatch failed for 'torch._ops.aten._to_copy.default'; all handlers returned NotImplemented:"
     message = first + "\n\n  - mode object <...>"
-    status = {"state": "failed", "error": {"type": "TypeError", "message": message, "traceback": "..."}}
+    status = Status("failed", error=RunError("TypeError", message, "..."))
+    axes = {"input_type": "subclass"}
     failed = RunRecord(
-        Path("r"), "resnet-subclass-compiled", "r", {"input_type": "subclass"}, {}, {}, status, None, None
-    )
+        Path("r"), "resnet-subclass-compiled", "r", axes, list(axes), list(axes), Baseline("input_type", "tensor"),
+        {}, status, None, None,
+    )  # fmt: skip
     item = {"label": "compiled, subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
-    verdict = published.compare(Path("."), [failed], item)[-1]
+    verdict = published.compare([failed], item)[-1]
     assert verdict == (
         "run failed: TypeError: Multiple dispatch failed for 'torch._ops.aten._to_copy.default'; "
         "all handlers returned NotImplemented: (resnet-subclass-compiled)"

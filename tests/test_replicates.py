@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from analysis import replicates, stats
+from analysis.render import text
 from launcher.validate import validate
 from sweeps.plan import PlanError, build_plan
 from tests.conftest import TINY, launch
+from train.checks import problems
 
 TWO = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous"]
 
@@ -47,7 +49,7 @@ def test_bad_repeats_or_order(overrides, message):
 
 
 def test_replicates_must_each_have_their_own_process():
-    found = validate(build_plan([*TWO, "repeats=2", "launcher.runs_per_job=4"]))
+    found = validate(build_plan([*TWO, "repeats=2", "launcher.runs_per_job=4"]), problems)
     assert any("replicates must each start a fresh process" in p for p in found)
 
 
@@ -102,8 +104,7 @@ def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(t
     assert "t-interval, 3 runs" in result.stdout and "repeats for 5%" in result.stdout
     started = [line.split()[-1] for line in result.stdout.splitlines() if "] start " in line]
     assert [name.split("-")[1] for name in started] == ["loop", "broadcast"] * 3, "interleaved"
-    text = replicates.render(runs / "default")
-    assert "6 done runs in 2 configurations" in text
+    assert "6 done runs in 2 configurations" in text(replicates.view(runs / "default"))
     assert launch("report", str(runs / "default")).returncode == 0
     page = (runs / "default" / "report.html").read_text()
     assert "<h2>Across replicates</h2>" in page and "t-interval, 3 runs" in page

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from train import records
+import records
 from train.run import execute
-from train.timing import PHASES
+from train.step import TrainStep
 
 OUTPUT_TYPES = {
     "tensor": "Tensor",
@@ -19,6 +19,7 @@ OUTPUT_TYPES = {
     "tensorbase": "TensorBase",
     "cast": "Tensor",
 }
+PHASES = TrainStep.phases
 PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
 
 
@@ -39,7 +40,7 @@ def wandb_records(run_dir: Path) -> list[dict]:
 @pytest.mark.parametrize("input_type", sorted(OUTPUT_TYPES))
 def test_a_real_run_writes_complete_records(tiny_plan, input_type):
     run_dir, summary = run(tiny_plan(f"input_type={input_type}", "memory_format=channels_last"))
-    assert records.read_status(run_dir)["state"] == "done"
+    assert records.read_status(run_dir).state == "done"
     config = records.read_json(run_dir / records.CONFIG)
     assert config["axes"]["input_type"] == input_type and config["config"]["model"]["name"] == "test_resnet"
     env = records.read_json(run_dir / records.ENV)
@@ -49,12 +50,12 @@ def test_a_real_run_writes_complete_records(tiny_plan, input_type):
     assert [r["step"] for r in steps] == [0, 1, 2, 3]
     assert [r["warmup"] for r in steps] == [True, False, False, False]
     assert all(r[k] > 0 for r in steps for k in PHASE_KEYS)
-    assert summary == records.read_json(run_dir / records.SUMMARY)
-    assert summary["steps"] == 3 and summary["samples_per_s"] > 0 and summary["peak_memory_mib"] > 0
-    assert summary["output_type"] == OUTPUT_TYPES[input_type]
-    assert summary["median_ms"]["step_ms"] == sorted(r["step_ms"] for r in steps[1:])[1]
-    assert summary["timer"] == "perf_counter" and summary["host_syncs_per_step"] is None
-    assert summary["neighbours"]["start"]["gpu_processes"] is None and summary["neighbours"]["end"]["loadavg"]
+    assert summary.to_json() == records.read_json(run_dir / records.SUMMARY)
+    assert summary.steps == 3 and summary.samples_per_s > 0 and summary.peak_memory_mib > 0
+    assert summary.output_type == OUTPUT_TYPES[input_type]
+    assert summary.median("step") == sorted(r["step_ms"] for r in steps[1:])[1]
+    assert summary.timer == "perf_counter" and summary.host_syncs_per_step is None
+    assert summary.neighbours["start"]["gpu_processes"] is None and summary.neighbours["end"]["loadavg"]
 
 
 @pytest.mark.parametrize("precision", ["amp_fp16", "amp_bf16"])
@@ -68,7 +69,7 @@ def test_the_model_learns(tiny_plan):
     _, summary = run(
         tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=12", "data_batches=1", "optim.lr=0.05")
     )
-    assert summary["loss_last"] < summary["loss_first"]
+    assert summary.loss_last < summary.loss_first
 
 
 def test_wandb_offline_run_holds_every_step(tiny_plan):
@@ -81,13 +82,13 @@ def test_wandb_offline_run_holds_every_step(tiny_plan):
     (run_record,) = [r["run"] for r in logged if r["type"] == "run"]
     config = json.dumps(run_record["config"])
     assert "input_type.name" in config and "subclass" in config
-    assert records.read_status(run_dir)["warnings"] == []
+    assert records.read_status(run_dir).warnings == ()
 
 
 def test_wandb_disabled_writes_no_wandb_files(tiny_plan):
     run_dir, _ = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"))
     assert not (run_dir / "wandb").exists()
-    assert records.read_status(run_dir)["state"] == "done"
+    assert records.read_status(run_dir).state == "done"
 
 
 def test_a_failing_run_records_the_error_and_raises(tiny_plan):
@@ -95,9 +96,9 @@ def test_a_failing_run_records_the_error_and_raises(tiny_plan):
         run(tiny_plan("model.name=no_such_net", "input_type=tensor", "memory_format=contiguous"))
     (run_dir,) = [p.parent for p in tiny_plan("input_type=tensor").sweep_dir.glob("*/status.json")]
     status = records.read_status(run_dir)
-    assert status["state"] == "failed"
-    assert status["error"]["type"] == "ValueError"
-    assert "no_such_net" in status["error"]["message"] and "Traceback" in status["error"]["traceback"]
+    assert status.state == "failed"
+    assert status.error.type == "ValueError"
+    assert "no_such_net" in status.error.message and "Traceback" in status.error.traceback
     assert not (run_dir / records.STEPS).exists()
     logged = wandb_records(run_dir)
     assert [r["exit"]["exit_code"] for r in logged if r["type"] == "exit"] == [1]
@@ -114,7 +115,7 @@ def test_compiled_run(tiny_plan):
     run_dir, summary = run(
         tiny_plan("compile=default", "warmup_steps=2", "input_type=tensor", "memory_format=contiguous")
     )
-    assert records.read_status(run_dir)["state"] == "done" and summary["steps"] == 3
+    assert records.read_status(run_dir).state == "done" and summary.steps == 3
 
 
 @pytest.mark.gpu
@@ -124,7 +125,7 @@ def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
     )
     env = records.read_json(run_dir / records.ENV)
     assert env["gpu"]["name"] and env["cuda"]
-    assert summary["timer"] == "cuda_event" and summary["host_syncs_per_step"] >= 1
-    assert summary["peak_memory_kind"] == "cuda_max_allocated"
+    assert summary.timer == "cuda_event" and summary.host_syncs_per_step >= 1
+    assert summary.peak_memory_kind == "cuda_max_allocated"
     if shutil.which("nvidia-smi"):
-        assert isinstance(summary["neighbours"]["start"]["gpu_processes"], list)
+        assert isinstance(summary.neighbours["start"]["gpu_processes"], list)

@@ -6,8 +6,9 @@ import pytest
 
 from analysis import published
 from sweeps.plan import build_plan
+import records
 from tests.conftest import launch
-from train import checks, fastai_parts, records
+from train import checks, fastai_parts
 
 SWEEPS = ["seed000_t4", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed002_batching", "seed003_nested"]
 
@@ -25,7 +26,7 @@ def test_seed_sweep_runs_and_sits_beside_the_published_figures(sweep, tmp_path):
     args = [f"sweep={sweep}", "scale=smoke", f"runs_dir={runs}", "tracker.mode=disabled", "launcher.runs_per_job=32"]
     result = launch(*args)
     planned = build_plan(args).runs
-    states = {p.name: records.read_status(runs / sweep / p.name)["state"] for p in planned}
+    states = {p.name: records.read_status(runs / sweep / p.name).state for p in planned}
     # torch 2.14 aot_eager (the smoke scale.s compile backend) cannot take a pass-through subclass input
     # (aten.convolution dispatch fails; inductor can): those runs fail, are reported, the rest goes on.
     failed = {n for n, state in states.items() if state != "done"}

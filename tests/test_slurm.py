@@ -11,7 +11,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 from conf.schema import LauncherConf
 from launcher.executor import slurm_parameters
 from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch
-from train import records
+import records
 
 SLURM = [*TINY, "launcher=slurm", "tracker.mode=disabled", "memory_format=contiguous"]
 
@@ -25,7 +25,7 @@ def wait_until_final(sweep: Path, env: dict, timeout_s: float = 180) -> dict[str
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = states(sweep)
-        if found and all(s["state"] in ("done", "failed") for s in found.values()):
+        if found and all(s.state in ("done", "failed") for s in found.values()):
             return found
         time.sleep(1)
     raise AssertionError(f"runs not finished after {timeout_s} s: {launch('status', str(sweep), env=env).stdout}")
@@ -92,14 +92,14 @@ def test_array_sweep_end_to_end(slurm_cluster, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     sweep = runs / "default"
     found = states(sweep)
-    assert {s["state"] for s in found.values()} == {"done"} and len(found) == 3
-    arrays = {s["job_id"].split("_")[0] for s in found.values()}
+    assert {s.state for s in found.values()} == {"done"} and len(found) == 3
+    arrays = {s.job_id.split("_")[0] for s in found.values()}
     assert len(arrays) == 1, "one sbatch for the whole sweep"
-    assert sorted(s["job_id"].split("_")[1] for s in found.values()) == ["0", "1", "2"]
+    assert sorted(s.job_id.split("_")[1] for s in found.values()) == ["0", "1", "2"]
     script = (sweep / ".submitit" / f"{arrays.pop()}_submission.sh").read_text()
     assert "#SBATCH --array=0-2%2" in script
     assert "| subclass " in result.stdout and "1.00x" in result.stdout
-    assert all(Path(s["log"]).exists() for s in found.values())
+    assert all(Path(s.log).exists() for s in found.values())
 
 
 @pytest.mark.slurm
@@ -133,8 +133,8 @@ def test_packed_runs_share_a_job_and_keep_their_records(slurm_cluster, tmp_path)
     )
     assert result.returncode == 0, result.stdout + result.stderr
     found = states(runs / "default")
-    assert len(found) == 4 and {s["state"] for s in found.values()} == {"done"}
-    jobs = sorted(s["job_id"] for s in found.values())
+    assert len(found) == 4 and {s.state for s in found.values()} == {"done"}
+    jobs = sorted(s.job_id for s in found.values())
     assert len(set(jobs)) == 2 and jobs[0] == jobs[1] and jobs[2] == jobs[3]
     assert all((runs / "default" / name / records.STEPS).exists() for name in found)
 
@@ -151,7 +151,7 @@ def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
         env=slurm_cluster,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    arrays = {s["job_id"].split("_")[0] for s in states(runs / "default").values()}
+    arrays = {s.job_id.split("_")[0] for s in states(runs / "default").values()}
     assert len(arrays) == 2
 
 
@@ -179,7 +179,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(slurm_cluster, tmp_path
     result = launch(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}", env=slurm_cluster)
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
-    while not any(s["state"] == "running" for s in states(sweep).values()):
+    while not any(s.state == "running" for s in states(sweep).values()):
         assert time.monotonic() < deadline, "no run started"
         time.sleep(0.2)
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
@@ -217,7 +217,7 @@ def test_a_requeued_run_finishes_with_one_set_of_records(slurm_cluster, tmp_path
         assert time.monotonic() < deadline, "the run did not start"
         time.sleep(0.2)
     (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
-    job_id = records.read_status(run_dir)["job_id"]
+    job_id = records.read_status(run_dir).job_id
     if how == "requeue":  # what an admin or a node failure does: the job is killed and queued again
         slurm("scontrol", "requeue", job_id, env=slurm_cluster)
     else:  # what preemption does: SIGUSR2, upon which submitit checkpoints the pack and requeues it
@@ -228,7 +228,7 @@ def test_a_requeued_run_finishes_with_one_set_of_records(slurm_cluster, tmp_path
         time.sleep(0.5)
     slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now", env=slurm_cluster)  # skip Slurm's requeue delay
     status = wait_until_final(sweep, slurm_cluster)[run_dir.name]
-    assert status["state"] == "done" and status["job_id"] == job_id
-    assert [a["job_id"] for a in status["attempts"]] == [job_id]
+    assert status.state == "done" and status.job_id == job_id
+    assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == 301
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
+import records
 from analysis import compare, plots, stats, summary
 from analysis.__main__ import main as analysis_main
-from train import records
+from analysis.render import text
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
@@ -69,7 +70,8 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
         config = {"input_type": {"name": input_type}, "compile": {"name": compile_name}, "sweep": name, "steps": n}
         baseline = {"axis": "input_type", "value": "tensor"}
         records.write_json(
-            folder / records.CONFIG, {"run_id": run, "name": run, "axes": axes, "baseline": baseline, "config": config}
+            folder / records.CONFIG,
+            {"run_id": run, "name": run, "axes": axes, "axis_order": list(axes), "baseline": baseline, "config": config},
         )
         medians = {f"{p}_ms": float(np.median([r[f"{p}_ms"] for r in rows])) for p in [*PHASES, "step"]}
         records.write_json(
@@ -89,10 +91,11 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
 def test_compare_flags_a_ten_percent_regression_and_exits_1(tmp_path, capsys):
     a = write_sweep(tmp_path, "before", 1.0, seed=1)
     b = write_sweep(tmp_path, "after", 1.1, seed=2, compile_name="default")
-    text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert regressed and "they differ in: compile.name 'eager' -> 'default'" in text
-    assert text.count("REGRESSION") == 2 * 5  # two runs x four phases and the step
-    assert "2 runs matched, 0 of A without a match in B" in text
+    shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    text_ = text(shown)
+    assert regressed and "they differ in: compile.name 'eager' -> 'default'" in text_
+    assert text_.count("REGRESSION") == 2 * 5  # two runs x four phases and the step
+    assert "2 runs matched, 0 of A without a match in B" in text_
     assert analysis_main(["compare", str(a), str(b)]) == 1
 
 
@@ -101,18 +104,18 @@ def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
     for seed in range(10):
         a = write_sweep(tmp_path / str(seed), "a", 1.0, seed=seed)
         b = write_sweep(tmp_path / str(seed), "b", 1.0, seed=100 + seed)
-        text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-        flagged += regressed or "improvement" in text
+        shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+        flagged += regressed or "improvement" in text(shown)
     assert flagged == 0
 
 
 def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
-    text, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert regressed and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text and "REGRESSION" not in text
+    shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert regressed and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
     same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained
-    assert "LOSS CHANGED" not in compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0]
+    assert "LOSS CHANGED" not in text(compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0])
 
 
 def test_plots_are_written_as_png(tmp_path):
@@ -121,6 +124,6 @@ def test_plots_are_written_as_png(tmp_path):
     assert [p.name for p in written] == ["phases.png", "distributions.png", "speedups.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
-    ((run, base, interval),) = plots.speedups(sweep, [r for r in plots.load_sweep(sweep)])
+    ((run, base, interval),) = plots.speedups(records.load_sweep(sweep))
     assert run.name == "subclass-run" and base.name == "tensor-run"
     assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1

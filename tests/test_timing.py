@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from sweeps.plan import build_plan
-from train.step import make_workload, run_window, timed_steps
-from train.timing import PHASES, StepClock
+from train.step import TrainStep
+from train.timing import StepClock
+from train.window import make_workload, run_window, timed_steps
+
+PHASES = TrainStep.phases
 
 
 def run_steps(clock: StepClock, steps: int) -> None:
@@ -20,7 +23,7 @@ def run_steps(clock: StepClock, steps: int) -> None:
 
 
 def test_cpu_clock_rows_add_up():
-    clock = StepClock(torch.device("cpu"), capacity=3)
+    clock = StepClock(torch.device("cpu"), capacity=3, phases=PHASES)
     run_steps(clock, 3)
     rows = clock.rows()
     assert len(rows) == 3
@@ -32,7 +35,7 @@ def test_cpu_clock_rows_add_up():
 
 
 def test_a_partly_marked_step_is_not_a_row():
-    clock = StepClock(torch.device("cpu"), capacity=2)
+    clock = StepClock(torch.device("cpu"), capacity=2, phases=PHASES)
     clock.start()
     for _phase in PHASES:
         clock.mark()
@@ -60,7 +63,7 @@ def test_cuda_window_adds_no_sync(precision):
     trainer = _cuda_trainer(precision)
     device = torch.device("cuda")
     run_window(trainer, 0, 2, device)
-    clock = StepClock(device, 5)
+    clock = StepClock(device, 5, PHASES)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -81,7 +84,7 @@ def test_grad_scaler_is_the_only_sync():
     torch.cuda.set_sync_debug_mode("error")
     try:
         with pytest.raises(RuntimeError, match="synchroniz"):
-            timed_steps(trainer, 0, 2, StepClock(torch.device("cuda"), 2))
+            timed_steps(trainer, 0, 2, StepClock(torch.device("cuda"), 2, PHASES))
     finally:
         torch.cuda.set_sync_debug_mode("default")
 
@@ -102,7 +105,7 @@ class FakeEvent:
 
 def test_on_cuda_phase_times_come_from_events_and_host_times_from_the_host(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    clock = StepClock(torch.device("cuda"), capacity=2)
+    clock = StepClock(torch.device("cuda"), capacity=2, phases=PHASES)
     run_steps(clock, 2)
     assert clock.timer == "cuda_event"
     for row in clock.rows():

@@ -12,7 +12,7 @@ from wandb_workspaces.expr import expr_to_filters
 from analysis.report import wandb_report_content
 from tests.conftest import TINY, launch
 from tests.test_run import run, wandb_records
-from train import records
+import records
 from train.tracker import PROFILE
 
 FAKE_KEY = "fakekey" + "0123456789abcdef" * 2  # a W&B key's length (40); never valid

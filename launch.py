@@ -121,7 +121,7 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="perfsweep", description=__doc__.splitlines()[0], add_help=False)
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
     sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
-    sweep.add_argument("overrides", nargs=argparse.REMAINDER, help="Hydra overrides; --help: Hydra's help")
+    sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")
     sweep.set_defaults(handler=run_sweep)
     status = commands.add_parser("status", help="each run's state, job id and log")
     status.add_argument("sweep_dir", type=sweep_folder)
@@ -136,10 +136,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # No command: run a sweep, the overrides (or Hydra's flags) given as they are.
-    words = ["run", *argv] if not argv or argv[0].startswith("-") or "=" in argv[0] else argv
+    # No command: run a sweep. Its words go to it as they are, Hydra's flags (--help, --cfg...) included.
+    if not argv or argv[0].startswith("-") or "=" in argv[0]:
+        argv = ["run", *argv]
+    words = ["run", "--", *argv[1:]] if argv[0] == "run" else argv
     args = parser().parse_args(words)
-    args.argv = argv
+    args.argv = argv[1:] if argv[0] == "run" else argv
     return run(args)
 
 

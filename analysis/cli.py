@@ -1,14 +1,10 @@
 """The analysis commands, as argparse subcommands: `python -m analysis COMMAND` and `perfsweep COMMAND` both
-take them from here."""
+take them from here. Each command imports what it needs when it runs, so that `perfsweep status` starts fast."""
 
 import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-
-from analysis import compare, plots, published, replicates, summary, table
-from analysis.render import as_csv, text
-from analysis.views import sweep_views
 
 
 def sweep_folder(value: str) -> Path:
@@ -19,6 +15,10 @@ def sweep_folder(value: str) -> Path:
 
 
 def show_table(args: argparse.Namespace) -> int:
+    from analysis import table
+    from analysis.render import as_csv, text
+    from analysis.views import sweep_views
+
     if args.csv:
         print(as_csv(table.view(args.sweep_dir)), end="")
         return 0
@@ -27,28 +27,42 @@ def show_table(args: argparse.Namespace) -> int:
 
 
 def show_runs(args: argparse.Namespace) -> int:
+    from analysis import summary
+    from analysis.render import text
+
     print(text(summary.view(args.sweep_dir)))
     return 0
 
 
 def show_published(args: argparse.Namespace) -> int:
+    from analysis import published
+    from analysis.render import text
+
     view = published.view(args.sweep_dir)
     print(text(view) if view else f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
     return 0
 
 
 def show_replicates(args: argparse.Namespace) -> int:
+    from analysis import replicates
+    from analysis.render import text
+
     print(text(replicates.view(args.sweep_dir, args.effect)))
     return 0
 
 
 def show_comparison(args: argparse.Namespace) -> int:
+    from analysis import compare
+    from analysis.render import text
+
     view, regressed = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance)
     print(text(view))
     return 1 if regressed else 0
 
 
 def write_plots(args: argparse.Namespace) -> int:
+    from analysis import plots
+
     for path in plots.write_plots(args.sweep_dir):
         print(path)
     return 0

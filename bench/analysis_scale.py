@@ -11,7 +11,6 @@ table of the whole sweep.
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -70,9 +69,9 @@ def main() -> None:
             found = [run_stats(r) for r in runs]
             seconds["summarise"].append(time.perf_counter() - start)
             start = time.perf_counter()
-            table_view(sweep, runs).rows
+            table = table_view(sweep, runs).rows
             seconds["table"].append(time.perf_counter() - start)
-        assert len(found) == args.runs
+        assert len(found) == len(table) == args.runs
     print(f"{args.runs} runs x {args.steps} steps, median of {args.repeats}")
     for stage, values in seconds.items():
         print(f"{stage:<10} {statistics.median(values):.2f} s")

@@ -17,14 +17,12 @@ queue drains at each boundary; on a CPU it changes nothing).
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 from sweeps.plan import build_plan
 from train.build import configure_backends, resolve_device
-from train.window import make_workload, run_window, timed_steps
 from train.timing import NoClock, StepClock, synchronize
+from train.window import make_workload, run_window, timed_steps
 
 DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
 
@@ -40,8 +38,8 @@ def window(trainer, device, first: int, steps: int, clock) -> float:
 class SyncedClock(StepClock):
     """StepClock with a synchronize before each boundary: phases timed the way that changes them."""
 
-    def __init__(self, device, capacity: int):
-        super().__init__(device, capacity)
+    def __init__(self, device, capacity: int, phases: tuple[str, ...]):
+        super().__init__(device, capacity, phases)
         self.device = device
 
     def mark(self) -> None:
@@ -70,7 +68,7 @@ def main() -> None:
     run_window(trainer, 0, cfg.warmup_steps, device)
     clocks = {"bare": NoClock, "perfsweep": lambda: StepClock(device, cfg.steps, trainer.phases)}
     if args.synced:
-        clocks["synced"] = lambda: SyncedClock(device, cfg.steps)
+        clocks["synced"] = lambda: SyncedClock(device, cfg.steps, trainer.phases)
     samples = {name: [] for name in clocks}
     first = cfg.warmup_steps
     for _ in range(args.rounds):

@@ -6,17 +6,20 @@ The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, c
 Prints the median over --repeats of: expanding and composing every run's config (build_plan),
 checking them (validate; the one-time import of timm and torchvision to list model names is
 timed apart, on the first repeat), and writing the sweep folder's manifest and each run's
-config and pending status (what a launch writes before it submits).
+config record (what a launch writes before it submits); then `status` of that sweep, in this
+process and as the command `perfsweep status SWEEP_DIR` (a new process: its start included).
 """
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from launcher import sweepdir
+from launcher.status import render
 from launcher.validate import validate
 from sweeps.plan import Plan, build_plan
 from train.checks import problems as run_problems
@@ -36,9 +39,9 @@ def write_plan(plan: Plan) -> None:
     sweepdir.mark_pending(plan, list(plan.runs))
 
 
-def timed(fn, *args):
+def timed(fn, *args, **kwargs):
     start = time.perf_counter()
-    result = fn(*args)
+    result = fn(*args, **kwargs)
     return time.perf_counter() - start, result
 
 
@@ -50,7 +53,7 @@ def main() -> None:
     seeds = max(1, args.runs // PER_SEED)
     overrides = [*AXES, f"seed=range(0,{seeds})"]
     first_check = None
-    times: dict[str, list[float]] = {"plan": [], "validate": [], "write": []}
+    times: dict[str, list[float]] = {"plan": [], "validate": [], "write": [], "status": [], "status command": []}
     for _ in range(args.repeats):
         seconds, plan = timed(build_plan, overrides)
         times["plan"].append(seconds)
@@ -61,15 +64,23 @@ def main() -> None:
             seconds, _ = timed(validate, plan, run_problems)
         times["validate"].append(seconds)
         with tempfile.TemporaryDirectory() as tmp:
-            seconds, _ = timed(write_plan, Plan(sweep_dir=Path(tmp) / "sweep", runs=plan.runs))
+            sweep_dir = Path(tmp) / "sweep"
+            seconds, _ = timed(write_plan, Plan(sweep_dir=sweep_dir, runs=plan.runs))
             times["write"].append(seconds)
+            seconds, shown = timed(render, sweep_dir)
+            assert f"{len(plan.runs)} runs, {len(plan.runs)} pending" in shown
+            times["status"].append(seconds)
+            command = [sys.executable, "-m", "launch", "status", str(sweep_dir)]
+            times["status command"].append(timed(subprocess.run, command, capture_output=True, check=True)[0])
     print(f"{len(plan.runs)} runs, median of {args.repeats}")
     for stage, values in times.items():
-        print(f"{stage:<9} {statistics.median(values):6.2f} s   [{', '.join(f'{v:.2f}' for v in values)}]")
-    print(
-        f"total     {sum(statistics.median(v) for v in times.values()):6.2f} s   "
-        f"(+ {first_check - times['validate'][0]:.2f} s once, importing timm and torchvision to list models)"
-    )
+        print(f"{stage:<14} {statistics.median(values):6.2f} s   [{', '.join(f'{v:.2f}' for v in values)}]")
+        if stage == "write":
+            total = sum(statistics.median(times[s]) for s in ("plan", "validate", "write"))
+            print(
+                f"{'total':<14} {total:6.2f} s   (plan + validate + write; + {first_check - times['validate'][0]:.2f}"
+                " s once, importing timm and torchvision to list models)"
+            )
 
 
 if __name__ == "__main__":

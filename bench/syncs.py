@@ -15,15 +15,14 @@ the model's.
 import sys
 import traceback
 from collections import Counter
-from pathlib import Path
 
 import torch
 
 from sweeps.plan import build_plan
 from train.build import configure_backends
-from train.window import make_workload, run_window, timed_steps
 from train.syncs import HostReads
 from train.timing import StepClock
+from train.window import make_workload, run_window, timed_steps
 
 DEFAULTS = [
     "model=resnet50",

@@ -37,7 +37,9 @@ def job_info() -> dict[str, Any]:
     env = submitit.JobEnvironment()
     if not env.activated():
         return {}
-    return {"job_id": env.job_id, "host": env.hostname, "log": str(env.paths.stdout)}
+    # The debug executor runs a job inside the launcher: no job folder, no log of its own.
+    log = str(env.paths.stdout) if "SUBMITIT_FOLDER" in os.environ else None
+    return {"job_id": env.job_id, "host": env.hostname, "log": log}
 
 
 def process_info() -> dict[str, Any]:

@@ -8,11 +8,11 @@ from sweeps.spec import RunSpec
 
 
 class Progress:
-    def __init__(self, total: int, stream: TextIO = sys.stdout):
-        self.total, self.stream = total, stream
+    def __init__(self, total: int, stream: TextIO | None = None):
+        self.total, self.stream = total, stream or sys.stdout
         self.started, self.finished = 0, 0
         self.running_since: dict[str, float] = {}
-        self.live = stream.isatty()
+        self.live = self.stream.isatty()
 
     def _line(self, text: str) -> None:
         clear = "\r\033[K" if self.live else ""

@@ -158,6 +158,21 @@ class Follower:
             time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def in_snapshot(code: Path):
+    """Jobs started meanwhile start in the launch's snapshot of the code and import perfsweep from it."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), before]))
+    try:
+        with contextlib.chdir(code):
+            yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     """Submit every run of `plan` that is not done yet, each to be run by `execute` in its job; follow them to
     the end if the launcher waits."""
@@ -166,21 +181,20 @@ def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     manifest = sweepdir.open_sweep(plan, argv)
     sweep_dir = plan.sweep_dir.resolve()
     busy = in_flight(sweep_dir)
-    todo = [spec for spec in plan.runs if spec.name not in busy and not sweepdir.is_done(plan, spec)]
+    todo = [s for s in plan.runs if s.name not in busy and records.read_status(sweep_dir / s.name).state != DONE]
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     runs = [
-        RunJob(spec, sweepdir.run_dir(plan, spec), sweepdir.tracker_id(manifest, spec), conf.parallelism)
+        # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
+        RunJob(spec, sweep_dir / spec.name, sweepdir.tracker_id(manifest, spec), conf.parallelism)
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)
-    # Jobs start in a snapshot of the code and import perfsweep's modules from it.
     code = snapshot(sweep_dir / ".code")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     follower = Follower(sweep_dir, executor, conf.name, RunPack(execute), Progress(len(runs)))
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
-    with contextlib.chdir(code):
+    with in_snapshot(code):
         job_ids = (
             []
             if backend.on_this_host or not queue

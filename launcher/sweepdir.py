@@ -41,23 +41,15 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
     return manifest
 
 
-def run_dir(plan: Plan, spec: RunSpec) -> Path:
-    """The run's folder, absolute: jobs start in the code snapshot, not where the launch was started."""
-    return plan.sweep_dir.resolve() / spec.name
-
-
-def is_done(plan: Plan, spec: RunSpec) -> bool:
-    return records.read_status(run_dir(plan, spec)).state == DONE
-
-
 def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
     """Record the runs about to be submitted in runs.jsonl: one file, however many runs.
 
     A run gets its own folder when it starts; until then it is pending, by its absence.
     """
     records.write_planned(plan.sweep_dir, {spec.name: spec.record_line() for spec in specs})
+    root = plan.sweep_dir.resolve()
     for spec in specs:  # a run submitted again: its last status (failed, lost) is now history, not its state
-        folder = run_dir(plan, spec)
+        folder = root / spec.name
         if (folder / records.STATUS).exists():
             history = records.read_status(folder).history()
             records.write_status(folder, PENDING, resubmitted_at=records.now(), attempts=history)

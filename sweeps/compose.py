@@ -3,8 +3,9 @@
 Composing every run with Hydra costs tens of milliseconds. But each axis of perfsweep is a
 config group whose option files only fill their own node (model/resnet50.yaml -> `model`), and
 most of a grid varies plain values (seed=range(0,100), optim.lr=...). So Hydra composes the base
-config and each chosen group option once; a run's config is the base with its options' nodes put
-in, and its plain values set, each distinct value validated and converted once by OmegaConf
+config once; a chosen option's node is its group's schema node merged with the option's file, as
+Hydra composes such a file; a run's config is the base with its options' nodes put in, and its
+plain values set, each distinct value validated and converted once by OmegaConf
 against the node it lands in, as Hydra itself applies a value override (OmegaConf.update).
 A run with anything else (an added or deleted key, an option file with its own defaults list or
 package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
@@ -28,7 +29,6 @@ from conf.schema import Config
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir()) | {"hydra"}
 _PLAIN = (bool, int, float, str, type(None))
-RUN_AND_SWEEP_FIELDS = tuple(f.name for f in dataclasses.fields(Config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,20 +109,24 @@ def _is_choice(setting: Setting) -> bool:
 
 
 class Composer:
-    """Builds runs' configs from the base and per-option nodes that Hydra composed once each."""
+    """Builds runs' configs from the base that Hydra composed once, and a node per chosen option."""
 
     def __init__(self) -> None:
         self.base = compose(config_name="config")
+        self.schema = OmegaConf.structured(Config)
         self.base_config: Config = OmegaConf.to_object(self.base)
         self.fast = "${" not in OmegaConf.to_yaml(self.base)
         self.options: dict[tuple[str, str], tuple[DictConfig, Any]] = {}
         self.values: dict[tuple[str, str, str], Any] = {}
+        self.nodes: dict[tuple, Any] = {}
 
     def _option(self, group: str, option: str) -> tuple[DictConfig, Any]:
-        """The group's node as Hydra composes it with this option chosen, and its typed object."""
+        """The group's node with a simple option chosen, as Hydra composes it: the schema's node merged with the
+        option's file (the primary config sets nothing in a group). Returned in a config of its own, to validate
+        values against, and as its typed object."""
         if (group, option) not in self.options:
-            cfg = compose(config_name="config", overrides=[f"{group}={option}"])
-            self.options[group, option] = (cfg, getattr(OmegaConf.to_object(cfg), group))
+            node = OmegaConf.merge(self.schema[group], OmegaConf.load(CONF_DIR / group / f"{option}.yaml"))
+            self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         return self.options[group, option]
 
     def _value(self, validator: DictConfig, choice: str, setting: Setting) -> Any:
@@ -142,18 +146,31 @@ class Composer:
     def can_build(self, run: list[Setting]) -> bool:
         return self.fast and all(s.plain or (_is_choice(s) and _simple_option(s.key, s.value)) for s in run)
 
+    def _node(self, name: str, choice: str, settings: tuple[Setting, ...]) -> Any:
+        """Field `name` of a run's config: its option's node (or the base's) with the run's plain values for it set.
+
+        Built once per distinct option and values, and shared by the runs that have them: planned configs are
+        values, never changed, so a grid of thousands of runs holds a few dozen nodes.
+        """
+        key = (name, choice, tuple((s.key, repr(s.value)) for s in settings))
+        if key not in self.nodes:
+            validator, node = self._option(name, choice) if choice else (self.base, getattr(self.base_config, name))
+            holder = {name: _clone(node) if settings else node}
+            for setting in settings:
+                _set(holder, setting.key, self._value(validator, choice, setting))
+            self.nodes[key] = holder[name]
+        return self.nodes[key]
+
     def build(self, run: list[Setting]) -> Config:
         choices = {s.key: s.value for s in run if not s.plain}
-        # Runs share the nodes no plain value of theirs changes: planned configs are values, never mutated.
-        changed = {s.key.split(".")[0] for s in run if s.plain}
-        config = copy.copy(self.base_config)
-        for name in RUN_AND_SWEEP_FIELDS:
-            chosen = self._option(name, choices[name])[1] if name in choices else getattr(self.base_config, name)
-            setattr(config, name, _clone(chosen) if name in changed else chosen)
-        for setting in (s for s in run if s.plain):
-            group = setting.key.split(".")[0]
-            validator = self._option(group, choices[group])[0] if group in choices else self.base
-            _set(config, setting.key, self._value(validator, choices.get(group, ""), setting))
+        plain: dict[str, tuple[Setting, ...]] = {}
+        for setting in run:
+            if setting.plain:
+                name = setting.key.split(".")[0]
+                plain[name] = (*plain.get(name, ()), setting)
+        config = copy.copy(self.base_config)  # its other fields are the base's nodes, shared
+        for name in {*choices, *plain}:
+            setattr(config, name, self._node(name, choices.get(name, ""), plain.get(name, ())))
         return config
 
     def compose(self, run: list[Setting]) -> Config:

@@ -186,7 +186,12 @@ def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     configs, errors = compose_runs(expand(overrides), sources)
     if errors and (strict or not configs):
         raise PlanError(errors)
-    varying = [k for k in SWEEP_WIDE if len({repr(getattr(c, k)) for c in configs}) > 1]
+    # (runs share the nodes they do not change: comparing identities first spares a repr of each)
+    varying = [
+        k
+        for k in SWEEP_WIDE
+        if len({id(getattr(c, k)) for c in configs}) > 1 and len({repr(getattr(c, k)) for c in configs}) > 1
+    ]
     if varying:
         raise PlanError([f"{k} is a setting of the whole sweep and cannot be swept" for k in varying])
     runs: dict[str, RunSpec] = {}

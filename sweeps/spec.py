@@ -5,10 +5,10 @@ import functools
 import hashlib
 import json
 import re
+import weakref
 from typing import Any
 
 from conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
-from records import json_line
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
@@ -35,6 +35,75 @@ def run_fields(config: Config) -> dict[str, Any]:
     return fields
 
 
+_NODE_JSON: dict[tuple[int, str], str] = {}  # (id of a config node, which of its fields) -> JSON, while it lives
+_LEAVES = {True: "true", False: "false", None: "null"}
+
+
+def _cached(node: Any, which: str, serialise) -> str:
+    key = (id(node), which)
+    if key not in _NODE_JSON:
+        _NODE_JSON[key] = serialise()
+        weakref.finalize(node, _NODE_JSON.pop, key, None)
+    return _NODE_JSON[key]
+
+
+@functools.lru_cache(maxsize=4096)
+def _string_json(text: str) -> str:
+    return json.dumps(text)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(sorted(f.name for f in dataclasses.fields(cls)))
+
+
+def _fields_json(node: Any, names: tuple[str, ...]) -> str:
+    return "{" + ", ".join(f"{_string_json(n)}: {canonical_json(getattr(node, n))}" for n in names) + "}"
+
+
+class _Json(str):
+    """Text that is JSON already."""
+
+
+def canonical_json(value: Any) -> str:
+    """json.dumps(value, sort_keys=True, default=str), with each config node (dataclass) serialised once.
+
+    The runs of a grid share the nodes they do not change (sweeps/compose.py), so the records and ids of a
+    10,000-run plan serialise a few dozen nodes rather than 10,000 configs. Configs are values: a planned
+    node is never changed.
+    """
+    kind = type(value)
+    if kind is str:
+        return _string_json(value)
+    if kind is bool or value is None:
+        return _LEAVES[value]
+    if kind is int:
+        return str(value)
+    if kind is _Json:
+        return value
+    if hasattr(kind, "__dataclass_fields__"):
+        return _cached(value, "all", lambda: _fields_json(value, _field_names(type(value))))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_string_json(k)}: {canonical_json(value[k])}" for k in sorted(value)) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(canonical_json(v) for v in value) + "]"
+    return json.dumps(value, default=str)
+
+
+def _identity_json(config: Config) -> str:
+    """canonical_json(run_fields(config)), built from the nodes' cached JSON."""
+    workload = config.workload
+    settings = tuple(name for name in _field_names(type(workload)) if name not in DECLARATION)
+    names = sorted(name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in workload.reads)
+    parts = [
+        _cached(workload, "identity", lambda: _fields_json(workload, settings))
+        if name == "workload"
+        else canonical_json(getattr(config, name))
+        for name in names
+    ]
+    return "{" + ", ".join(f"{_string_json(n)}: {p}" for n, p in zip(names, parts, strict=True)) + "}"
+
+
 def safe_name(text: str) -> str:
     """A file name made of `text` that cannot leave its folder (no separators, no leading dot)."""
     return _UNSAFE.sub("_", text).lstrip(".") or "_"
@@ -53,8 +122,8 @@ class RunSpec:
 
     @functools.cached_property
     def run_id(self) -> str:
-        canonical = json.dumps(run_fields(self.config), sort_keys=True, default=str)
-        return hashlib.sha1(canonical.encode()).hexdigest()[:12]
+        """A hash of what the run measures: the same grid planned again finds its runs."""
+        return hashlib.sha1(_identity_json(self.config).encode()).hexdigest()[:12]
 
     @functools.cached_property
     def axes(self) -> dict[str, str]:
@@ -68,7 +137,8 @@ class RunSpec:
     @property
     def baseline(self) -> dict[str, str]:
         """The axis this run is compared along and the value of the run it is compared with."""
-        return dataclasses.asdict(self.config.workload.baseline)
+        baseline = self.config.workload.baseline
+        return {"axis": baseline.axis, "value": baseline.value}
 
     @functools.cached_property
     def name(self) -> str:
@@ -76,8 +146,7 @@ class RunSpec:
         parts = [value if axis in named else f"{axis}={value}" for axis, value in self.axes.items()]
         return safe_name("-".join([*parts, self.run_id[:8]]))
 
-    def record(self) -> dict[str, Any]:
-        """What a run folder's config.json holds (and its line of the sweep's runs.jsonl)."""
+    def _record(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "name": self.name,
@@ -85,9 +154,15 @@ class RunSpec:
             "axis_order": list(self.axes),
             "named_axes": list(self.config.workload.axes),
             "baseline": self.baseline,
-            "config": as_dict(self.config),
+            "config": self.config,
         }
 
+    def record(self) -> dict[str, Any]:
+        """What a run folder's config.json holds (and its line of the sweep's runs.jsonl)."""
+        return {**self._record(), "config": as_dict(self.config)}
+
     def record_line(self) -> str:
-        """The record as one JSON line."""
-        return json_line(self.record())
+        """The record as one JSON line, as records.json_line writes it."""
+        record = self._record()
+        record["config"] = _Json(_fields_json(self.config, _field_names(Config)))  # the run's own: not cached
+        return canonical_json(record)

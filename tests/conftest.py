@@ -1,5 +1,8 @@
-"""Shared fixtures: a tiny CPU config composed from the real conf/, and the GPU skip."""
+"""Shared helpers and fixtures: a tiny CPU config composed from the real conf/, launches in a fresh process or in
+this one, the one real local sweep that several files read, the local Slurm cluster, and the GPU skip."""
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -13,6 +16,26 @@ from sweeps.plan import build_plan
 ROOT = Path(__file__).resolve().parent.parent
 # timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
 TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2"]
+
+
+def input_types() -> list[str]:
+    """Every registered input type that can run here (fastai's need fastai: CI installs it)."""
+    from train import fastai_parts
+    from train.catalog import INPUT_TYPES
+
+    return [n for n, cls in sorted(INPUT_TYPES.items()) if not cls.needs_fastai or fastai_parts.installed()]
+
+
+def output_type(input_type: str) -> str:
+    """The type of a model's output for an input type, by torch's rule: a Tensor subclass whose
+    __torch_function__ re-wraps results (a subclass's default) spreads through the network; a plain
+    Tensor, or a subclass with __torch_function__ disabled, gives plain Tensors."""
+    from train.inputs import get_input_type
+
+    kind = get_input_type(input_type)
+    cls = type(kind.before_model(kind.wrap(torch.zeros(1))))
+    disabled = cls.__torch_function__ is torch._C._disabled_torch_function_impl
+    return "Tensor" if cls is torch.Tensor or disabled else cls.__name__
 
 
 def pytest_collection_modifyitems(config, items):
@@ -85,7 +108,8 @@ def assert_one_of_two_failed(result: subprocess.CompletedProcess, sweep: Path) -
 
 
 def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run launch.py as a user would, in a fresh process."""
+    """Run launch.py as a user would, in a fresh process: for what the process boundary is part of (local jobs,
+    Slurm arrays, signals, W&B's own processes)."""
     return subprocess.run(
         [sys.executable, str(ROOT / "launch.py"), *args],
         cwd=cwd,
@@ -94,3 +118,32 @@ def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.
         timeout=600,
         env={**os.environ, **(env or {})},
     )
+
+
+def launch_here(*args: str, monkeypatch: pytest.MonkeyPatch | None = None) -> subprocess.CompletedProcess:
+    """launch.main in this process, its output captured: for what needs no fresh process (planning, checks,
+    tables, the debug launcher's in-process runs). Environment changes go through `monkeypatch`."""
+    import launch as entry
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = entry.main(list(args))
+    return subprocess.CompletedProcess(["perfsweep", *args], code, out.getvalue(), err.getvalue())
+
+
+FAKE_KEY = "fakekey" + "0123456789abcdef" * 2  # a W&B key's length (40); never valid
+SECRET = "s3cr3t-token-not-for-records"
+
+
+@pytest.fixture(scope="session")
+def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
+    """The one real process-per-run sweep: two tiny runs through submitit's local executor, W&B offline, launched
+    as a user would with a (fake) W&B key and a secret in the environment; then its report. Read, never changed."""
+    runs = tmp_path_factory.mktemp("local") / "runs"
+    env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
+    env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
+    result = launch("-m", *TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={runs}", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = launch("report", str(runs / "default"), env=env)
+    assert report.returncode == 0, report.stderr
+    return runs / "default", result, report, env

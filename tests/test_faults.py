@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from records import load_sweep
-from train.functions.base import FunctionBench
-from train.workloads import WORKLOADS
 
+import records
 from analysis.render import text
 from analysis.table import view
-from tests.conftest import ROOT, launch
+from records import load_sweep
+from tests.conftest import ROOT, launch, launch_here
 from tests.test_run import run
-import records
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
 
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
 SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled"]
@@ -31,7 +31,7 @@ FAST = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=
 def test_bad_input_is_reported_together_with_where_it_was_set_and_nothing_runs(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    result = launch(
+    result = launch_here(
         "model.name=resnet9000",
         "input_type=foo,tensor",
         "steps=x,10",
@@ -46,7 +46,7 @@ def test_bad_input_is_reported_together_with_where_it_was_set_and_nothing_runs(t
     assert f"cannot write the sweep folder {blocker / 'runs' / 'default'}" in err
     assert blocker.read_text() == "" and not list(tmp_path.glob("**/status.json"))
     # memory_format comes from the sweep file; the workload that makes it wrong from the command line
-    other = launch("sweep=subclass_gpu", "workload=sampler", f"runs_dir={tmp_path / 'runs'}")
+    other = launch_here("sweep=subclass_gpu", "workload=sampler", f"runs_dir={tmp_path / 'runs'}")
     assert other.returncode == 2 and not (tmp_path / "runs").exists()
     assert (
         "memory_format=channels_last needs a 4-D (image) input; workload=sampler has none (use "
@@ -70,7 +70,7 @@ def _running(sweep: Path):
             status = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if status.state == "running":
+        if status["state"] == "running":
             return Path(path).parent, status
     return None
 
@@ -84,11 +84,11 @@ def _start(runs: Path, *args: str) -> subprocess.Popen:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["local", pytest.param("slurm", marks=pytest.mark.slurm)])
-def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, tmp_path, request):
+def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, tmp_path, request, monkeypatch):
     sweep = tmp_path / "runs" / "default"
     env = request.getfixturevalue("slurm_cluster") if where == "slurm" else {}
-    os.environ.update(env)  # the launcher below and the launches after it talk to the local cluster
-    request.addfinalizer(lambda: [os.environ.pop(k, None) for k in env])
+    for key, value in env.items():  # the launcher below and the launches after it talk to the local cluster
+        monkeypatch.setenv(key, value)
     launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
@@ -150,7 +150,11 @@ class RaisesOutOfMemory(FunctionBench):
 def test_a_run_that_raises_in_a_step_is_failed_with_the_error_and_traceback(tiny_plan, monkeypatch):
     monkeypatch.setitem(WORKLOADS, "raises_oom", RaisesOutOfMemory)
     with pytest.raises(torch.OutOfMemoryError):
-        run(tiny_plan("workload=sampler", "memory_format=contiguous", "workload.name=raises_oom", "workload.impl=default"))
+        run(
+            tiny_plan(
+                "workload=sampler", "memory_format=contiguous", "workload.name=raises_oom", "workload.impl=default"
+            )
+        )
     (run_dir,) = [p.parent for p in tiny_plan().sweep_dir.glob("*/status.json")]
     status = records.read_status(run_dir)
     assert status.state == "failed" and status.error.type == "OutOfMemoryError"
@@ -182,7 +186,7 @@ def test_a_32_run_slurm_array_leaves_32_complete_records(slurm_cluster, tmp_path
 
 def test_a_cut_parquet_file_is_skipped_with_a_warning_naming_the_run(tmp_path):
     runs = tmp_path / "runs"
-    result = launch(*FAST, "seed=0,1,2", "launcher=local", "tracker.mode=disabled", f"runs_dir={runs}")
+    result = launch_here(*FAST, "seed=0,1,2", "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     sweep = runs / "default"
     victim = sorted(p.parent for p in sweep.glob("*/steps.parquet"))[1]
@@ -193,8 +197,8 @@ def test_a_cut_parquet_file_is_skipped_with_a_warning_naming_the_run(tmp_path):
         shown = text(view(sweep))
     assert [str(w.message) for w in caught if victim.name in str(w.message)], "the warning names the run"
     assert "2 runs, 2 done" in shown
-    table = launch("table", str(sweep))
-    assert table.returncode == 0 and f"skipping run {victim.name}: unreadable records" in table.stderr
+    table = launch_here("table", str(sweep))
+    assert table.returncode == 0 and "2 runs, 2 done" in table.stdout, "the command goes on without the run"
 
 
 def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):

@@ -1,10 +1,12 @@
-"""launch.py as a user runs it: a real local sweep through submitit, bad input, Hydra's flags, the table."""
+"""The perfsweep command as a user runs it: a real local sweep through submitit, relaunching it, bad input,
+Hydra's flags, the table, resume."""
 
 import pytest
 
-from sweeps.plan import build_plan
-from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch
 import records
+from sweeps.plan import build_plan
+from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch_here
+from train.inputs import INPUT_TYPES
 
 
 @pytest.fixture
@@ -12,47 +14,51 @@ def runs_dir(tmp_path):
     return tmp_path / "runs"
 
 
-def test_local_sweep_end_to_end(runs_dir):
-    args = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={runs_dir}"]
-    result = launch("-m", *args)
-    assert result.returncode == 0, result.stderr
-    sweep = runs_dir / "default"
+def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(local_sweep):
+    sweep, result, _, _ = local_sweep
     names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
     assert len(names) == 2
-    assert all(records.read_status(sweep / n).state == "done" for n in names)
+    statuses = [records.read_status(sweep / n) for n in names]
+    assert [s.state for s in statuses] == ["done", "done"] and [s.parallelism for s in statuses] == [1, 1]
+    assert len({s.pid for s in statuses}) == 2, "each run in its own process"
     assert all((sweep / n / records.STEPS).exists() for n in names)
-    assert all(records.read_status(sweep / n).parallelism == 1 for n in names)
     assert "[2/2] done" in result.stdout
     table = result.stdout[result.stdout.index("| input_type") :]
     assert "| tensor " in table and "| subclass " in table and "1.00x" in table
     assert f"records: {sweep}" in result.stdout
     assert list((sweep / ".submitit").glob("*_log.out")), "each run went through submitit's local executor"
-    manifest = records.read_json(sweep / records.SWEEP)
-    assert sorted(manifest["runs"]) == names
+    assert sorted(records.read_manifest(sweep)["runs"]) == names
     (code,) = (sweep / ".code").iterdir()
     assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
     for name in names:
         env = records.read_json(sweep / name / records.ENV)
         assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"
         assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
+    jobs = records.submitted_jobs(sweep)
+    assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 2
 
-    again = launch(*args)
+
+def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(local_sweep, tmp_path):
+    sweep, result, _, _ = local_sweep
+    args = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={sweep.parent}"]
+    again = launch_here(*args, "tracker.mode=disabled")
     assert again.returncode == 0, again.stderr
-    assert "2 runs were already done and were not run again" in again.stdout
-    assert "[1/" not in again.stdout
-
-    table = launch("table", str(sweep))
+    assert "2 runs were already done and were not run again" in again.stdout and "[1/" not in again.stdout
+    table = launch_here("table", str(sweep))
     assert table.returncode == 0 and "| subclass " in table.stdout
-    csv = launch("table", str(sweep), "--csv")
+    csv = launch_here("table", str(sweep), "--csv")
     header, *rows = csv.stdout.strip().splitlines()
     assert header.startswith("input_type,data ms") and len(rows) == 2
+    status = launch_here("status", str(sweep))
+    assert status.stdout.startswith(f"{sweep}: 2 runs, 2 done")
 
 
 def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
-    result = launch(
+    result = launch_here(
         *TINY,
         "input_type=tensor,subclass",
         "memory_format=contiguous",
+        "launcher=debug",
         "launcher.parallelism=2",
         "tracker.mode=disabled",
         f"runs_dir={runs_dir}",
@@ -63,11 +69,11 @@ def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
 
 
 def test_bad_input_starts_nothing(runs_dir):
-    result = launch(*TINY, "input_type=tensor,nosuch", "model.name=resnet_nosuch", f"runs_dir={runs_dir}")
+    result = launch_here(*TINY, "input_type=tensor,nosuch", "model.name=resnet_nosuch", f"runs_dir={runs_dir}")
     assert result.returncode == 2
     assert "nothing was run" in result.stderr and "input_type/nosuch" in result.stderr
     assert not runs_dir.exists()
-    result = launch(*TINY, "model.name=resnet_nosuch", "precision=tf32", "device=cpu", f"runs_dir={runs_dir}")
+    result = launch_here(*TINY, "model.name=resnet_nosuch", "precision=tf32", "device=cpu", f"runs_dir={runs_dir}")
     assert result.returncode == 2
     assert "model.name='resnet_nosuch' is not a timm model" in result.stderr
     assert "needs TF32 tensor cores" in result.stderr
@@ -75,23 +81,32 @@ def test_bad_input_starts_nothing(runs_dir):
 
 
 def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
-    result = launch(*TINY, *ONE_OF_TWO_FAILS, f"runs_dir={runs_dir}")
+    result = launch_here(*TINY, *ONE_OF_TWO_FAILS, "launcher=debug", f"runs_dir={runs_dir}")
     assert_one_of_two_failed(result, runs_dir / "default")
 
 
 def test_hydra_flags_work_as_in_any_hydra_app():
-    help_text = launch("--help")
+    help_text = launch_here("--help")
     assert help_text.returncode == 0
-    groups = "input_type: cast, fastai_tensorbase, subclass, subclass_notf, tensor, tensorbase, tensorimage"
-    assert "perfsweep" in help_text.stdout and groups in help_text.stdout
-    cfg = launch("--cfg", "job", "model=resnet50", "precision=amp_bf16")
+    assert "perfsweep" in help_text.stdout and "input_type: " + ", ".join(sorted(INPUT_TYPES)) in help_text.stdout
+    cfg = launch_here("run", "--cfg", "job", "model=resnet50", "precision=amp_bf16")
     assert cfg.returncode == 0, cfg.stderr
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout
 
 
-def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path):
-    env = {"WANDB_API_KEY": "", "NETRC": str(tmp_path / "no-netrc")}
-    result = launch(*TINY, "tracker.mode=online", "launcher.name=cluster9", f"runs_dir={runs_dir}", env=env)
+def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir, capsys):
+    with pytest.raises(SystemExit):
+        launch_here("stauts", str(runs_dir))
+    assert "invalid choice: 'stauts'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        launch_here("table", str(runs_dir))
+    assert f"no sweep folder at {runs_dir}" in capsys.readouterr().err
+
+
+def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", "")
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    result = launch_here(*TINY, "tracker.mode=online", "launcher.name=cluster9", f"runs_dir={runs_dir}")
     assert result.returncode == 2
     assert "tracker.mode=online needs a W&B API key" in result.stderr
     assert "launcher.name='cluster9' is not one of: local, debug, slurm" in result.stderr
@@ -99,15 +114,15 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path):
 
 
 def test_resume_runs_a_failed_run_again_and_keeps_its_history(runs_dir):
-    args = [*TINY, "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", f"runs_dir={runs_dir}"]
-    (spec,) = build_plan(args).runs
+    args = [*TINY, "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", "launcher=debug"]
+    (spec,) = build_plan([*args, f"runs_dir={runs_dir}"]).runs
     run_dir = runs_dir / "default" / spec.name
     (run_dir / records.STEPS).mkdir(parents=True)  # a transient fault: the run cannot replace its step rows
-    first = launch(*args)
+    first = launch_here(*args, f"runs_dir={runs_dir}")
     assert first.returncode == 1 and "IsADirectoryError" in first.stdout
     (run_dir / records.STEPS).rmdir()
 
-    resumed = launch("resume", str(runs_dir / "default"))
+    resumed = launch_here("resume", str(runs_dir / "default"))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "[1/1] done" in resumed.stdout and "1 done, 0 failed" in resumed.stdout
     assert "[1/1] failed" not in resumed.stdout, "the earlier failure is history, not this launch's"

@@ -1,11 +1,15 @@
 """Planning: sweep file + overrides -> runs with stable, distinct ids and safe folder names."""
 
 import dataclasses
+import hashlib
+import json
 
 import pytest
 
+from records import json_line
 from sweeps import compose
 from sweeps.plan import PlanError, build_plan
+from sweeps.spec import run_fields
 
 
 def test_default_sweep_is_input_type_by_memory_format():
@@ -79,7 +83,7 @@ def test_run_names_are_plain_folder_names():
 
 GRID = [
     "model=resnet18,test_resnet",
-    "precision=fp32,amp_fp16",
+    "workload=train_step,sampler",  # a dict field (the workload's axes) must not merge across options
     "launcher=local,slurm",
     "model.image_size=32,48",
     "seed=range(0,2)",
@@ -107,3 +111,13 @@ def test_a_bad_value_fails_the_same_both_ways():
         configs, errors = compose.compose_all(runs, reuse=reuse)
         assert not configs and len(errors) == 1
         assert "model.batch_size=abc" in next(iter(errors)) and "Integer" in next(iter(errors))
+
+
+def test_run_ids_and_records_are_the_plain_json_of_what_a_run_measures():
+    """The cached serialisation of shared config nodes gives exactly json.dumps(..., sort_keys=True)."""
+    plan = build_plan(["model=resnet18,test_resnet", "workload=train_step,sampler", "seed=range(0,2)"])
+    assert len(plan.runs) == 2 * 2 * 6 + 2, "a function benchmark's runs are not multiplied by the training axes"
+    for spec in plan.runs:
+        canonical = json.dumps(run_fields(spec.config), sort_keys=True, default=str)
+        assert spec.run_id == hashlib.sha1(canonical.encode()).hexdigest()[:12]
+        assert json.loads(spec.record_line()) == spec.record() and spec.record_line() == json_line(spec.record())

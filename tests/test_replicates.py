@@ -9,7 +9,7 @@ from analysis import replicates, stats
 from analysis.render import text
 from launcher.validate import validate
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import TINY, launch
+from tests.conftest import TINY, launch_here
 from train.checks import problems
 
 TWO = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous"]
@@ -99,12 +99,12 @@ def test_repeats_needed_resolves_the_effect_at_the_stated_power():
 def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(tmp_path):
     runs = tmp_path / "runs"
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
-    result = launch(*args, "repeats=3", "tracker.mode=disabled", f"runs_dir={runs}")
+    result = launch_here(*args, "repeats=3", "tracker.mode=disabled", "launcher=debug", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "t-interval, 3 runs" in result.stdout and "repeats for 5%" in result.stdout
     started = [line.split()[-1] for line in result.stdout.splitlines() if "] start " in line]
     assert [name.split("-")[1] for name in started] == ["loop", "broadcast"] * 3, "interleaved"
     assert "6 done runs in 2 configurations" in text(replicates.view(runs / "default"))
-    assert launch("report", str(runs / "default")).returncode == 0
+    assert launch_here("report", str(runs / "default")).returncode == 0
     page = (runs / "default" / "report.html").read_text()
     assert "<h2>Across replicates</h2>" in page and "t-interval, 3 runs" in page

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
+import records
 from analysis import published
 from sweeps.plan import build_plan
-import records
-from tests.conftest import launch
+from tests.conftest import launch_here
 from train import checks, fastai_parts
 
 SWEEPS = ["seed000_t4", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed002_batching", "seed003_nested"]
@@ -23,8 +23,8 @@ def needs_fastai(sweep: str) -> None:
 def test_seed_sweep_runs_and_sits_beside_the_published_figures(sweep, tmp_path):
     needs_fastai(sweep)
     runs = tmp_path / "runs"
-    args = [f"sweep={sweep}", "scale=smoke", f"runs_dir={runs}", "tracker.mode=disabled", "launcher.runs_per_job=32"]
-    result = launch(*args)
+    args = [f"sweep={sweep}", "scale=smoke", f"runs_dir={runs}", "tracker.mode=disabled", "launcher=debug"]
+    result = launch_here(*args)
     planned = build_plan(args).runs
     states = {p.name: records.read_status(runs / sweep / p.name).state for p in planned}
     # torch 2.14 aot_eager (the smoke scale.s compile backend) cannot take a pass-through subclass input

@@ -8,27 +8,35 @@ from pathlib import Path
 import pytest
 from submitit.slurm.slurm import _make_sbatch_string
 
+import records
 from conf.schema import LauncherConf
 from launcher.executor import slurm_parameters
-from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch
-import records
+from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 
 SLURM = [*TINY, "launcher=slurm", "tracker.mode=disabled", "memory_format=contiguous"]
 
 
-def states(sweep: Path) -> dict[str, dict]:
+@pytest.fixture
+def on_slurm(slurm_cluster, monkeypatch) -> dict[str, str]:
+    """Slurm's commands, and launches in this process, talk to the local cluster (its jobs are real processes)."""
+    for key, value in slurm_cluster.items():
+        monkeypatch.setenv(key, value)
+    return slurm_cluster
+
+
+def states(sweep: Path) -> dict[str, records.Status]:
     """Every planned run's status (pending until the run's own folder says otherwise)."""
     return {name: records.read_status(sweep / name) for name in records.planned_runs(sweep)}
 
 
-def wait_until_final(sweep: Path, env: dict, timeout_s: float = 180) -> dict[str, dict]:
+def wait_until_final(sweep: Path, timeout_s: float = 180) -> dict[str, records.Status]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = states(sweep)
         if found and all(s.state in ("done", "failed") for s in found.values()):
             return found
         time.sleep(1)
-    raise AssertionError(f"runs not finished after {timeout_s} s: {launch('status', str(sweep), env=env).stdout}")
+    raise AssertionError(f"runs not finished after {timeout_s} s: {launch_here('status', str(sweep)).stdout}")
 
 
 def test_sbatch_for_a_gpu_array():
@@ -79,15 +87,14 @@ def test_unset_slurm_options_are_left_out():
 
 
 @pytest.mark.slurm
-def test_array_sweep_end_to_end(slurm_cluster, tmp_path):
+def test_array_sweep_end_to_end(on_slurm, tmp_path):
     runs = tmp_path / "runs"
-    result = launch(
+    result = launch_here(
         *SLURM,
         "input_type=tensor,subclass,tensorbase",
         "launcher.parallelism=2",
         "launcher.wait=true",
         f"runs_dir={runs}",
-        env=slurm_cluster,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     sweep = runs / "default"
@@ -103,33 +110,31 @@ def test_array_sweep_end_to_end(slurm_cluster, tmp_path):
 
 
 @pytest.mark.slurm
-def test_submit_returns_then_status_follows(slurm_cluster, tmp_path):
+def test_submit_returns_then_status_follows(on_slurm, tmp_path):
     sweep = tmp_path / "runs" / "default"
-    started = time.monotonic()
-    result = launch(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    result = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stderr
     assert "submitted 2 runs as jobs" in result.stdout and f"python launch.py status {sweep}" in result.stdout
-    assert time.monotonic() - started < 60
+    assert "[1/2]" not in result.stdout, "the launcher returned without following the runs"
     jobs = records.read_json(sweep / records.JOBS)
-    again = launch(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+    again = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")
     assert again.returncode == 0 and "nothing submitted" in again.stdout
     assert "still queued or running from an earlier launch" in again.stdout or "already done" in again.stdout
     assert records.read_json(sweep / records.JOBS) == jobs, "no run is submitted twice"
-    wait_until_final(sweep, slurm_cluster)
-    status = launch("status", str(sweep), env=slurm_cluster)
+    wait_until_final(sweep)
+    status = launch_here("status", str(sweep))
     assert "2 runs, 2 done" in status.stdout
 
 
 @pytest.mark.slurm
-def test_packed_runs_share_a_job_and_keep_their_records(slurm_cluster, tmp_path):
+def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
     runs = tmp_path / "runs"
-    result = launch(
+    result = launch_here(
         *SLURM,
         "input_type=tensor,subclass,tensorbase,cast",
         "launcher.runs_per_job=2",
         "launcher.wait=true",
         f"runs_dir={runs}",
-        env=slurm_cluster,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     found = states(runs / "default")
@@ -140,15 +145,14 @@ def test_packed_runs_share_a_job_and_keep_their_records(slurm_cluster, tmp_path)
 
 
 @pytest.mark.slurm
-def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
+def test_arrays_are_split_below_the_array_size_limit(on_slurm, tmp_path):
     runs = tmp_path / "runs"
-    result = launch(
+    result = launch_here(
         *SLURM,
         "input_type=tensor,subclass,tensorbase",
         "launcher.max_array_size=2",
         "launcher.wait=true",
         f"runs_dir={runs}",
-        env=slurm_cluster,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     arrays = {s.job_id.split("_")[0] for s in states(runs / "default").values()}
@@ -156,47 +160,45 @@ def test_arrays_are_split_below_the_array_size_limit(slurm_cluster, tmp_path):
 
 
 @pytest.mark.slurm
-def test_an_invalid_grid_submits_nothing(slurm_cluster, tmp_path):
+def test_an_invalid_grid_submits_nothing(on_slurm, tmp_path):
     name = f"invalid-{tmp_path.name}"
-    result = launch(
-        *SLURM, "input_type=tensor,nope", f"runs_dir={tmp_path / 'runs'}", f"sweep_name={name}", env=slurm_cluster
-    )
+    result = launch_here(*SLURM, "input_type=tensor,nope", f"runs_dir={tmp_path / 'runs'}", f"sweep_name={name}")
     assert result.returncode == 2 and "input_type/nope" in result.stderr
     assert not (tmp_path / "runs").exists()
-    assert f"perfsweep-{name}" not in slurm("squeue", "-h", "-o", "%j", env=slurm_cluster)
+    assert f"perfsweep-{name}" not in slurm("squeue", "-h", "-o", "%j")
 
 
 @pytest.mark.slurm
-def test_a_failing_run_fails_alone(slurm_cluster, tmp_path):
-    result = launch(*SLURM, *ONE_OF_TWO_FAILS, "launcher.wait=true", f"runs_dir={tmp_path / 'runs'}", env=slurm_cluster)
+def test_a_failing_run_fails_alone(on_slurm, tmp_path):
+    result = launch_here(*SLURM, *ONE_OF_TWO_FAILS, "launcher.wait=true", f"runs_dir={tmp_path / 'runs'}")
     assert_one_of_two_failed(result, tmp_path / "runs" / "default")
 
 
 @pytest.mark.slurm
-def test_a_cancelled_job_is_lost_and_resume_completes_it(slurm_cluster, tmp_path):
+def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}", env=slurm_cluster)
+    result = launch_here(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any(s.state == "running" for s in states(sweep).values()):
         assert time.monotonic() < deadline, "no run started"
         time.sleep(0.2)
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
-    subprocess.run(["scancel", *job_ids], check=True, env={**os.environ, **slurm_cluster})
+    subprocess.run(["scancel", *job_ids], check=True, env={**os.environ, **on_slurm})
     deadline = time.monotonic() + 60
-    while "2 lost" not in (status := launch("status", str(sweep), env=slurm_cluster).stdout):
+    while "2 lost" not in (status := launch_here("status", str(sweep)).stdout):
         assert time.monotonic() < deadline, status
         time.sleep(1)
     assert f"resume {sweep}" in status
 
-    refused = launch("resume", str(sweep), "steps=3", env=slurm_cluster)
+    refused = launch_here("resume", str(sweep), "steps=3")
     assert refused.returncode == 2 and "not: steps=3" in refused.stderr, "what a run measures cannot change"
-    resumed = launch("resume", str(sweep), "launcher.wait=true", env=slurm_cluster)
+    resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "2 runs, 2 done" in launch("status", str(sweep), env=slurm_cluster).stdout
+    assert "2 runs, 2 done" in launch_here("status", str(sweep)).stdout
     assert all(records.read_steps(p.parent / records.STEPS).num_rows == 301 for p in sweep.glob("*/status.json"))
-    again = launch("resume", str(sweep), env=slurm_cluster)
+    again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
 
 
@@ -206,11 +208,9 @@ def slurm(*args: str, env: dict) -> str:
 
 @pytest.mark.slurm
 @pytest.mark.parametrize("how", ["requeue", "preempt"])
-def test_a_requeued_run_finishes_with_one_set_of_records(slurm_cluster, tmp_path, how):
+def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how):
     sweep = tmp_path / "runs" / "default"
-    result = launch(
-        *SLURM, "input_type=tensor", "steps=300", "tracker.mode=offline", f"runs_dir={sweep.parent}", env=slurm_cluster
-    )
+    result = launch_here(*SLURM, "input_type=tensor", "steps=300", "tracker.mode=offline", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
@@ -219,15 +219,15 @@ def test_a_requeued_run_finishes_with_one_set_of_records(slurm_cluster, tmp_path
     (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
     job_id = records.read_status(run_dir).job_id
     if how == "requeue":  # what an admin or a node failure does: the job is killed and queued again
-        slurm("scontrol", "requeue", job_id, env=slurm_cluster)
+        slurm("scontrol", "requeue", job_id)
     else:  # what preemption does: SIGUSR2, upon which submitit checkpoints the pack and requeues it
-        slurm("scancel", "--signal=USR2", job_id, env=slurm_cluster)
+        slurm("scancel", "--signal=USR2", job_id)
     deadline = time.monotonic() + 60
-    while "BeginTime" not in slurm("squeue", "-h", "-o", "%r", "-j", job_id, env=slurm_cluster):
+    while "BeginTime" not in slurm("squeue", "-h", "-o", "%r", "-j", job_id):
         assert time.monotonic() < deadline, "the job was not requeued"
         time.sleep(0.5)
-    slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now", env=slurm_cluster)  # skip Slurm's requeue delay
-    status = wait_until_final(sweep, slurm_cluster)[run_dir.name]
+    slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now")  # skip Slurm's requeue delay
+    status = wait_until_final(sweep)[run_dir.name]
     assert status.state == "done" and status.job_id == job_id
     assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == 301

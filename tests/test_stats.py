@@ -71,7 +71,14 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
         baseline = {"axis": "input_type", "value": "tensor"}
         records.write_json(
             folder / records.CONFIG,
-            {"run_id": run, "name": run, "axes": axes, "axis_order": list(axes), "baseline": baseline, "config": config},
+            {
+                "run_id": run,
+                "name": run,
+                "axes": axes,
+                "axis_order": list(axes),
+                "baseline": baseline,
+                "config": config,
+            },
         )
         medians = {f"{p}_ms": float(np.median([r[f"{p}_ms"] for r in rows])) for p in [*PHASES, "step"]}
         records.write_json(

@@ -12,9 +12,9 @@ import torch
 from sweeps.plan import build_plan
 from train import fastai_parts
 from train.inputs import INPUT_TYPES
-from train.window import make_workload, run_window, timed_steps
 from train.syncs import HostReads
 from train.timing import StepClock
+from train.window import make_workload, run_window, timed_steps
 
 CPU = torch.device("cpu")
 

@@ -6,17 +6,12 @@ import gzip
 import json
 import os
 
-import pytest
 from wandb_workspaces.expr import expr_to_filters
 
-from analysis.report import wandb_report_content
-from tests.conftest import TINY, launch
-from tests.test_run import run, wandb_records
 import records
-from train.tracker import PROFILE
-
-FAKE_KEY = "fakekey" + "0123456789abcdef" * 2  # a W&B key's length (40); never valid
-SECRET = "s3cr3t-token-not-for-records"
+from analysis.report import wandb_report_content
+from tests.conftest import FAKE_KEY, SECRET, launch
+from tests.test_run import run, wandb_records
 
 
 def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
@@ -37,35 +32,22 @@ def test_wandb_starts_after_the_measured_window_ends(tiny_plan):
     run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous"))
     (page,) = [r["run"] for r in wandb_records(run_dir) if r["type"] == "run"]
     started = datetime.datetime.fromisoformat(page["start_time"].replace("Z", "+00:00")).timestamp()
-    assert started >= summary["window_ended_at"], "no wandb call (and no W&B process) overlaps a timed step"
+    assert started >= summary.window_ended_at, "no wandb call (and no W&B process) overlaps a timed step"
 
 
 def test_profile_trace_is_kept_and_uploaded_as_an_artifact(tiny_plan):
     run_dir, _ = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "profile=true"))
-    trace = json.loads(gzip.decompress((run_dir / PROFILE).read_bytes()))
+    trace = json.loads(gzip.decompress((run_dir / records.PROFILE).read_bytes()))
     assert any(e.get("name", "").startswith("aten::conv") for e in trace["traceEvents"])
     steps = records.read_steps(run_dir / records.STEPS).to_pylist()
     assert len(steps) == 4, "profiled steps come after the measured window and are not recorded as steps"
     artifacts = [r["artifact"] for r in wandb_records(run_dir) if r["type"] == "artifact"]
     assert [a["type"] for a in artifacts] == ["profile"]
-    assert [c["path"] for c in artifacts[0]["manifest"]["contents"]] == [PROFILE]
+    assert [c["path"] for c in artifacts[0]["manifest"]["contents"]] == [records.PROFILE]
 
 
-@pytest.fixture(scope="module")
-def launched(tmp_path_factory):
-    """A tiny local sweep launched with a fake W&B key and a secret in the environment."""
-    runs = tmp_path_factory.mktemp("wandb") / "runs"
-    env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
-    env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
-    result = launch(*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={runs}", env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = launch("report", str(runs / "default"), env=env)
-    assert report.returncode == 0, report.stderr
-    return runs / "default", result, report, env
-
-
-def test_sweep_level_run_holds_the_table_and_the_records(launched):
-    sweep, *_ = launched
+def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
+    sweep, *_ = local_sweep
     logged = wandb_records(sweep)
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
     assert page["job_type"] == "sweep" and page["run_group"] == "default"
@@ -82,16 +64,16 @@ def test_sweep_level_run_holds_the_table_and_the_records(launched):
     assert not any("/wandb/" in p or p.startswith((".submitit", ".code")) for p in paths)
 
 
-def test_html_report_is_self_contained(launched):
-    sweep, _, report, _ = launched
+def test_html_report_is_self_contained(local_sweep):
+    sweep, _, report, _ = local_sweep
     assert f"report: {sweep / 'report.html'}" in report.stdout
     page = (sweep / "report.html").read_text()
     assert page.startswith("<!doctype html>") and "<td>subclass</td>" in page and "vs tensor" in page
     assert page.count('src="data:image/png;base64,') == 3 and "http" not in page.split("<body>")[1]
 
 
-def test_secrets_never_reach_records_logs_reports_or_w_and_b_files(launched):
-    sweep, result, report, _ = launched
+def test_secrets_never_reach_records_logs_reports_or_w_and_b_files(local_sweep):
+    sweep, result, report, _ = local_sweep
     leaks = []
     for path in sweep.rglob("*"):
         if path.is_file():
@@ -107,8 +89,8 @@ def _maybe_gunzip(data: bytes) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else b""
 
 
-def test_sync_refuses_without_a_key(launched, tmp_path):
-    sweep, *_ = launched
+def test_sync_refuses_without_a_key(local_sweep, tmp_path):
+    sweep, *_ = local_sweep
     env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
     env["NETRC"] = str(tmp_path / "empty-netrc")
     (tmp_path / "empty-netrc").write_text("")

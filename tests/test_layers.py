@@ -1,0 +1,93 @@
+"""The house goes one way: each module imports only the stages below its own, no module imports itself back in
+a circle (imports inside functions count), and planning, status and tables never load torch."""
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+# stage -> the stages of perfsweep it may import (besides itself). launch.py and bench/ sit on top.
+ALLOWED = {
+    "conf": set(),
+    "records": set(),
+    "sweeps": {"conf", "records"},
+    "launcher": {"conf", "records", "sweeps"},
+    "train": {"conf", "records", "sweeps"},
+    "analysis": {"conf", "records"},
+}
+TOP = ("launch", "bench")
+STAGES = (*ALLOWED, *TOP)
+
+
+def module_name(path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {
+    module_name(p): p
+    for p in [
+        ROOT / "launch.py",
+        *(f for stage in STAGES if (ROOT / stage).is_dir() for f in (ROOT / stage).rglob("*.py")),
+    ]
+}
+
+
+def imports(name: str) -> set[str]:
+    """The project modules that module `name` imports, wherever in it (imports inside functions included)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module for a in node.names
+            }
+    return {m for m in found if m.split(".")[0] in STAGES}
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def test_every_stage_imports_only_the_stages_below_it():
+    against = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.split(".")[0] in ALLOWED
+        for target in targets
+        if (stage := target.split(".")[0]) != name.split(".")[0] and stage not in ALLOWED[name.split(".")[0]]
+    ]
+    assert against == []
+
+
+def test_no_module_imports_itself_back():
+    state: dict[str, str] = {}
+    cycles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = "open"
+        for target in sorted(GRAPH.get(name, ())):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = "closed"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_the_walk_sees_every_stage():
+    assert {name.split(".")[0] for name in GRAPH} == set(STAGES)
+    assert "records" in {t.split(".")[0] for t in GRAPH["analysis.table"]}, "the walk must find imports"
+
+
+@pytest.mark.parametrize("module", ["sweeps.plan", "launcher.status", "analysis.table"])
+def test_planning_status_and_tables_load_no_torch(module):
+    check = f"import {module}, sys; assert 'torch' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)

@@ -66,7 +66,8 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             artifact.add_file(str(path), name=str(path.relative_to(sweep_dir)))
         run.log_artifact(artifact)
         states = [r.state for r in runs]
-        run.summary.update({"runs": len(runs), "done": states.count("done"), "failed": states.count("failed")})
+        counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}
+        run.summary.update({"runs": len(runs), **counts})
         run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing
         return [f"wandb sweep run failed: {type(error).__name__}: {error}"]

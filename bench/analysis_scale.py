@@ -48,7 +48,7 @@ def write_sweep(root: Path, runs: int, steps: int) -> Path:
         records.write_json(
             folder / records.SUMMARY, {"phases": PHASES, "median_ms": medians, "steps_per_s": 1000 / medians["step_ms"]}
         )
-        records.write_status(folder, "done")
+        records.write_status(folder, records.DONE)
     return sweep
 
 

@@ -101,6 +101,7 @@ class LauncherConf:
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
+    poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
     # Slurm only
     partition: str | None = None  # --partition
     account: str | None = None  # --account

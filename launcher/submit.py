@@ -26,7 +26,7 @@ from launcher.status import in_flight
 from records import DONE, FAILED, FINAL, RUNNING, RunError, Status, Summary
 from sweeps.plan import Plan
 
-POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller)
+POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller), unless configured
 
 
 @dataclasses.dataclass
@@ -137,7 +137,7 @@ class Follower:
             if job_id not in alive:
                 del self.active[job_id]
 
-    def run(self, queue: collections.deque, parallelism: int) -> None:
+    def run(self, queue: collections.deque, parallelism: int, poll_s: float) -> None:
         """Until every pack has ended: keep `parallelism` packs going (this host only), poll, report."""
         while queue or self.active:
             while self.backend.on_this_host and queue and len(self.active) < parallelism:
@@ -145,7 +145,7 @@ class Follower:
             self.poll()
             self.progress.tick()
             if self.active:
-                time.sleep(POLL_S[self.backend.on_this_host])
+                time.sleep(poll_s)
 
     def cancel(self, grace_s: float = 15.0) -> None:
         """Stop this host's jobs, then wait (a little) for them to go, so their runs' records are final
@@ -204,7 +204,7 @@ def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
             queue.clear()
         if wait:
             try:
-                follower.run(queue, conf.parallelism)
+                follower.run(queue, conf.parallelism, conf.poll_s or POLL_S[backend.on_this_host])
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     follower.cancel()

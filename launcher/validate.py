@@ -24,6 +24,8 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
     for key in ("parallelism", "runs_per_job", "timeout_min"):
         if getattr(conf, key) < 1:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
+    if conf.poll_s is not None and conf.poll_s <= 0:
+        found.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
     return found
 
 

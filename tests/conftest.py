@@ -127,7 +127,10 @@ def launch_here(*args: str, monkeypatch: pytest.MonkeyPatch | None = None) -> su
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = entry.main(list(args))
+        try:
+            code = entry.main(list(args))
+        except SystemExit as stopped:  # argparse's usage errors, as a process would exit
+            code = stopped.code
     return subprocess.CompletedProcess(["perfsweep", *args], code, out.getvalue(), err.getvalue())
 
 
@@ -137,12 +140,13 @@ SECRET = "s3cr3t-token-not-for-records"
 
 @pytest.fixture(scope="session")
 def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
-    """The one real process-per-run sweep: two tiny runs through submitit's local executor, W&B offline, launched
-    as a user would with a (fake) W&B key and a secret in the environment; then its report. Read, never changed."""
+    """The one real process-per-run sweep: two tiny runs at once through submitit's local executor, W&B offline,
+    launched as a user would with a (fake) W&B key and a secret in the environment; then its report. Read only."""
     runs = tmp_path_factory.mktemp("local") / "runs"
     env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
     env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
-    result = launch("-m", *TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={runs}", env=env)
+    args = ["-m", *TINY, "input_type=tensor,subclass", "memory_format=contiguous", "launcher.parallelism=2"]
+    result = launch(*args, f"runs_dir={runs}", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     report = launch("report", str(runs / "default"), env=env)
     assert report.returncode == 0, report.stderr

@@ -1,5 +1,8 @@
 """The table from records with known values: ratios to the baseline of the same group, failures listed."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 import records
@@ -136,3 +139,14 @@ def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep)
     assert [cell.strip() for cell in forward.split("|")[3:5]] == ["80", "77.5"]
     assert "step host ms" not in rows(load_sweep(sweep))[0]  # a CPU's phase times are the host's already
     assert "host median ms" not in text(summary.view(sweep))
+
+
+GOLDEN = Path(__file__).parent / "golden" / "table.txt"
+
+
+def test_the_table_reads_as_its_golden_file(sweep):
+    """The table's text, whole: its layout is what people paste. PERFSWEEP_GOLDEN=update rewrites the file."""
+    shown = text(table_view(Path("sweep"), load_sweep(sweep))) + "\n"
+    if os.environ.get("PERFSWEEP_GOLDEN") == "update":
+        GOLDEN.write_text(shown)
+    assert shown == GOLDEN.read_text()

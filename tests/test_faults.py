@@ -89,10 +89,10 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     env = request.getfixturevalue("slurm_cluster") if where == "slurm" else {}
     for key, value in env.items():  # the launcher below and the launches after it talk to the local cluster
         monkeypatch.setenv(key, value)
-    launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true")
+    launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true", "launcher.poll_s=1")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
-    os.kill(status.pid, signal.SIGKILL)
+    os.kill(status["pid"], signal.SIGKILL)
     out, err = launcher.communicate(timeout=300)
     assert launcher.returncode == 1, out + err
     lost = records.read_status(run_dir)
@@ -100,7 +100,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     assert "ended before the run finished" in lost.error.message
     assert not (run_dir / records.STEPS).exists(), "a killed run leaves no partial steps to mistake for a result"
     assert "1 failed" in out and f"FAILED {run_dir.name}: LostRun" in out
-    resumed = launch("resume", str(sweep), "launcher.wait=true")
+    resumed = launch_here("resume", str(sweep), "launcher.wait=true", "launcher.poll_s=1")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     again = records.read_status(run_dir)
     assert again.state == "done" and [a["error"] for a in again.attempts][-1] == "LostRun"
@@ -120,9 +120,9 @@ def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     stopped = records.read_status(run_dir)
     assert stopped.state == "pending", err
     assert stopped.interrupted["type"] in ("KeyboardInterrupt", "SystemExit")
-    status = launch("status", str(sweep))
+    status = launch_here("status", str(sweep))
     assert "2 pending" in status.stdout
-    resumed = launch("resume", str(sweep))
+    resumed = launch_here("resume", str(sweep), "launcher.parallelism=2")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert [r.state for r in load_sweep(sweep)] == ["done", "done"]
 
@@ -177,6 +177,7 @@ def test_32_runs_ending_together_leave_32_complete_records(tmp_path):
 def test_a_32_run_slurm_array_leaves_32_complete_records(slurm_cluster, tmp_path):
     runs = tmp_path / "runs"
     args = [*FAST, "seed=range(0,32)", "launcher=slurm", "launcher.parallelism=32", "launcher.wait=true"]
+    args += ["launcher.poll_s=1"]
     result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=slurm_cluster)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")

@@ -19,7 +19,7 @@ def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(
     names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
     assert len(names) == 2
     statuses = [records.read_status(sweep / n) for n in names]
-    assert [s.state for s in statuses] == ["done", "done"] and [s.parallelism for s in statuses] == [1, 1]
+    assert [s.state for s in statuses] == ["done", "done"] and [s.parallelism for s in statuses] == [2, 2]
     assert len({s.pid for s in statuses}) == 2, "each run in its own process"
     assert all((sweep / n / records.STEPS).exists() for n in names)
     assert "[2/2] done" in result.stdout
@@ -41,6 +41,7 @@ def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(
 def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(local_sweep, tmp_path):
     sweep, result, _, _ = local_sweep
     args = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={sweep.parent}"]
+    args += ["launcher.parallelism=2"]
     again = launch_here(*args, "tracker.mode=disabled")
     assert again.returncode == 0, again.stderr
     assert "2 runs were already done and were not run again" in again.stdout and "[1/" not in again.stdout
@@ -94,13 +95,11 @@ def test_hydra_flags_work_as_in_any_hydra_app():
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout
 
 
-def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir, capsys):
-    with pytest.raises(SystemExit):
-        launch_here("stauts", str(runs_dir))
-    assert "invalid choice: 'stauts'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        launch_here("table", str(runs_dir))
-    assert f"no sweep folder at {runs_dir}" in capsys.readouterr().err
+def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
+    typo = launch_here("stauts", str(runs_dir))
+    assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr
+    missing = launch_here("table", str(runs_dir))
+    assert missing.returncode == 2 and f"no sweep folder at {runs_dir}" in missing.stderr
 
 
 def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatch):

@@ -1,6 +1,5 @@
 """Sweeps as submitit job arrays on a real one-node Slurm cluster (scripts/slurm-local), and the sbatch they make."""
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +12,10 @@ from conf.schema import LauncherConf
 from launcher.executor import slurm_parameters
 from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 
-SLURM = [*TINY, "launcher=slurm", "tracker.mode=disabled", "memory_format=contiguous"]
+# Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
+# (5 s by default, sparing a real cluster's controller).
+SLURM = [*TINY, "launcher=slurm", "launcher.parallelism=2", "launcher.poll_s=1", "tracker.mode=disabled"]
+SLURM += ["memory_format=contiguous"]
 
 
 @pytest.fixture
@@ -185,7 +187,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
         assert time.monotonic() < deadline, "no run started"
         time.sleep(0.2)
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
-    subprocess.run(["scancel", *job_ids], check=True, env={**os.environ, **on_slurm})
+    slurm("scancel", *job_ids)
     deadline = time.monotonic() + 60
     while "2 lost" not in (status := launch_here("status", str(sweep)).stdout):
         assert time.monotonic() < deadline, status
@@ -202,8 +204,9 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     assert again.returncode == 0 and "every run is done" in again.stdout
 
 
-def slurm(*args: str, env: dict) -> str:
-    return subprocess.run(list(args), check=True, capture_output=True, text=True, env={**os.environ, **env}).stdout
+def slurm(*args: str) -> str:
+    """A Slurm command's output (the environment points it at the local cluster: on_slurm)."""
+    return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.slurm

@@ -78,7 +78,7 @@ class Tracker:
         try:
             import wandb
 
-            self.run.summary.update({**flatten(summary), "state": "failed" if failed else "done"})
+            self.run.summary.update({**flatten(summary), "state": records.FAILED if failed else records.DONE})
             if (run_dir / records.PROFILE).exists():
                 artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")
                 artifact.add_file(str(run_dir / records.PROFILE))

@@ -94,7 +94,6 @@ def test_array_sweep_end_to_end(on_slurm, tmp_path):
     result = launch_here(
         *SLURM,
         "input_type=tensor,subclass,tensorbase",
-        "launcher.parallelism=2",
         "launcher.wait=true",
         f"runs_dir={runs}",
     )

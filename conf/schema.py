@@ -99,6 +99,7 @@ class LauncherConf:
     parallelism: int = 1  # jobs at once (Slurm: the array's %N); on one machine, concurrent runs distort timings
     timeout_min: int = 60  # a job still going after this is killed (Slurm: --time)
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
+    gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm

@@ -22,10 +22,17 @@ def local_gpus() -> int:
     return 1 if torch.cuda.is_available() else 0
 
 
+def pinned_gpus(conf: LauncherConf) -> list[int]:
+    """The GPUs local runs are pinned to, one run per GPU at a time: launcher.gpus, else this host's first GPU."""
+    if conf.gpus is not None:
+        return list(conf.gpus)
+    return [0] if conf.gpus_per_node is None and local_gpus() else []
+
+
 def local_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
-    gpus = local_gpus() if conf.gpus_per_node is None else conf.gpus_per_node
-    # submitit's LocalExecutor sets CUDA_VISIBLE_DEVICES to the first `gpus` devices: 0 hides them all.
-    return {"timeout_min": conf.timeout_min, "gpus_per_node": gpus}
+    # submitit's LocalExecutor sets CUDA_VISIBLE_DEVICES to the first `gpus_per_node` of `visible_gpus`: 0 hides
+    # them all. A run pinned to a GPU gets that one alone (launcher/submit.py sets it at each submission).
+    return {"timeout_min": conf.timeout_min, "gpus_per_node": conf.gpus_per_node or 0}
 
 
 def debug_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import submitit
 
 import records
 from launcher import sweepdir
-from launcher.executor import BACKENDS, make_executor
+from launcher.executor import BACKENDS, make_executor, pinned_gpus
 from launcher.jobs import RunFunction, RunJob, RunPack
 from launcher.progress import Progress
 from launcher.snapshot import snapshot
@@ -95,21 +95,38 @@ class Follower:
     """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
 
     def __init__(
-        self, sweep_dir: Path, executor: submitit.Executor, backend_name: str, pack: RunPack, progress: Progress
+        self,
+        sweep_dir: Path,
+        executor: submitit.Executor,
+        backend_name: str,
+        pack: RunPack,
+        progress: Progress,
+        gpus: list[int] = (),
     ):
         self.sweep_dir, self.executor, self.backend_name = sweep_dir, executor, backend_name
         self.backend, self.pack, self.progress = BACKENDS[backend_name], pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
+        # This host's GPUs that runs are pinned to, one run each at a time: those free, and each job's.
+        self.pinning, self.free_gpus, self.gpu_of = bool(gpus), list(gpus), {}
 
-    def submit(self, packs: list[list[RunJob]], chunk: int) -> list[str]:
+    def submit(self, packs: list[list[RunJob]], chunk: int, gpu: int | None = None) -> list[str]:
+        """Submit packs, `chunk` to an array; a pack given `gpu` sees that GPU alone (CUDA_VISIBLE_DEVICES)."""
+        if gpu is not None:
+            self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
         jobs = []
         for start in range(0, len(packs), chunk):
             part = packs[start : start + chunk]
             jobs += zip(self.executor.map_array(self.pack, part), part, strict=True)
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
-        queued = {"submitted_at": records.now(), "launcher": self.backend_name}
+            if gpu is not None:
+                self.gpu_of[job.job_id] = gpu
+        queued = {
+            "submitted_at": records.now(),
+            "launcher": self.backend_name,
+            **({"gpu": gpu} if gpu is not None else {}),
+        }
         records.record_jobs(
             self.sweep_dir,
             {
@@ -136,12 +153,16 @@ class Follower:
                     self.progress.ended(run.spec, status.state, _detail(run.run_dir, status))
             if job_id not in alive:
                 del self.active[job_id]
+                if job_id in self.gpu_of:
+                    self.free_gpus.append(self.gpu_of.pop(job_id))
 
     def run(self, queue: collections.deque, parallelism: int, poll_s: float) -> None:
         """Until every pack has ended: keep `parallelism` packs going (this host only), poll, report."""
         while queue or self.active:
             while self.backend.on_this_host and queue and len(self.active) < parallelism:
-                self.submit([queue.popleft()], chunk=1)
+                if self.pinning and not self.free_gpus:
+                    break
+                self.submit([queue.popleft()], chunk=1, gpu=self.free_gpus.pop(0) if self.pinning else None)
             self.poll()
             self.progress.tick()
             if self.active:
@@ -191,7 +212,8 @@ def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     sweepdir.mark_pending(plan, todo)
     code = snapshot(sweep_dir / ".code")
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    follower = Follower(sweep_dir, executor, conf.name, RunPack(execute), Progress(len(runs)))
+    gpus = pinned_gpus(conf) if backend.on_this_host and conf.name == "local" else []
+    follower = Follower(sweep_dir, executor, conf.name, RunPack(execute), Progress(len(runs)), gpus)
     queue = collections.deque(packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with in_snapshot(code):

@@ -24,6 +24,13 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
     for key in ("parallelism", "runs_per_job", "timeout_min"):
         if getattr(conf, key) < 1:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
+    if conf.gpus is not None and (
+        conf.name != "local" or len(set(conf.gpus)) != len(conf.gpus) or min(conf.gpus, default=0) < 0
+    ):
+        found.append(
+            f"launcher.gpus={conf.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
+            "launcher.gpus=[0,1]"
+        )
     if conf.poll_s is not None and conf.poll_s <= 0:
         found.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
     return found

@@ -142,7 +142,11 @@ def expand(overrides: list[str]) -> list[list[Setting]]:
 def compose_runs(runs: list[list[Setting]], sources: dict[str, str] | None = None) -> tuple[list[Config], list[str]]:
     """Each run's typed config that composes, and every distinct composition error with the run it is in."""
     configs, errors = compose.compose_all(runs)
-    return configs, [f"{explain(message, sources or {})}\n  (in the run: {run})" for message, run in errors.items()]
+    hint = " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
+    return configs, [
+        f"{explain(message, sources or {})}{hint if 'is not a ListConfig' in message else ''}\n  (in the run: {run})"
+        for message, run in errors.items()
+    ]
 
 
 def _sweep_dir(config: Config) -> Path:

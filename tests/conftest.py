@@ -14,6 +14,8 @@ import torch
 from sweeps.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
+# Where tests' runs go with device=auto: the GPU where there is one (scripts/gpu-check tests runs them there).
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
 TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2"]
 
@@ -140,12 +142,14 @@ SECRET = "s3cr3t-token-not-for-records"
 
 @pytest.fixture(scope="session")
 def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
-    """The one real process-per-run sweep: two tiny runs at once through submitit's local executor, W&B offline,
+    """The one real process-per-run sweep: three tiny runs, two at a time, each pinned to one of two listed GPU ids
+    (a CPU host runs them on its CPU all the same), through submitit's local executor, W&B offline,
     launched as a user would with a (fake) W&B key and a secret in the environment; then its report. Read only."""
     runs = tmp_path_factory.mktemp("local") / "runs"
     env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
     env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
-    args = ["-m", *TINY, "input_type=tensor,subclass", "memory_format=contiguous", "launcher.parallelism=2"]
+    args = ["-m", *TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous"]
+    args += ["launcher.parallelism=2", "launcher.gpus=[0,1]"]  # pinned to listed GPUs (ids only, without a GPU)
     result = launch(*args, f"runs_dir={runs}", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     report = launch("report", str(runs / "default"), env=env)

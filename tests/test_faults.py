@@ -75,10 +75,23 @@ def _running(sweep: Path):
     return None
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's default, as a terminal gives it: a test run started in the background (`cmd &` in a script)
+    hands its children SIGINT ignored, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(runs: Path, *args: str) -> subprocess.Popen:
+    """The launcher in a process group of its own, as a terminal's foreground job."""
     command = [sys.executable, str(ROOT / "launch.py"), *SLOW, f"runs_dir={runs}", *args]
     return subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )
 
 

@@ -1,11 +1,13 @@
 """The perfsweep command as a user runs it: a real local sweep through submitit, relaunching it, bad input,
 Hydra's flags, the table, resume."""
 
+import itertools
+
 import pytest
 
 import records
 from sweeps.plan import build_plan
-from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch_here
+from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
 from train.inputs import INPUT_TYPES
 
 
@@ -17,12 +19,12 @@ def runs_dir(tmp_path):
 def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(local_sweep):
     sweep, result, _, _ = local_sweep
     names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
-    assert len(names) == 2
+    assert len(names) == 3
     statuses = [records.read_status(sweep / n) for n in names]
-    assert [s.state for s in statuses] == ["done", "done"] and [s.parallelism for s in statuses] == [2, 2]
-    assert len({s.pid for s in statuses}) == 2, "each run in its own process"
+    assert [s.state for s in statuses] == ["done"] * 3 and [s.parallelism for s in statuses] == [2] * 3
+    assert len({s.pid for s in statuses}) == 3, "each run in its own process"
     assert all((sweep / n / records.STEPS).exists() for n in names)
-    assert "[2/2] done" in result.stdout
+    assert "[3/3] done" in result.stdout
     table = result.stdout[result.stdout.index("| input_type") :]
     assert "| tensor " in table and "| subclass " in table and "1.00x" in table
     assert f"records: {sweep}" in result.stdout
@@ -35,23 +37,38 @@ def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(
         assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"
         assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
     jobs = records.submitted_jobs(sweep)
-    assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 2
+    assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 3
+
+
+def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu(local_sweep):
+    sweep, *_ = local_sweep
+    jobs = records.submitted_jobs(sweep)
+    by_gpu: dict[int, list] = {}
+    for name, job in jobs.items():
+        seen = records.read_json(sweep / name / records.ENV)["cuda_visible_devices"]
+        assert seen == str(job["gpu"]), "the run saw its own GPU alone"
+        status = records.read_status(sweep / name)
+        by_gpu.setdefault(job["gpu"], []).append((status.started_at, status.finished_at))
+    assert sorted(by_gpu) == [0, 1] and sorted(len(spans) for spans in by_gpu.values()) == [1, 2]
+    for spans in by_gpu.values():  # never two runs on one GPU at once
+        spans.sort()
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 
 
 def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(local_sweep, tmp_path):
     sweep, result, _, _ = local_sweep
-    args = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous", f"runs_dir={sweep.parent}"]
-    args += ["launcher.parallelism=2"]
+    args = [*TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous", f"runs_dir={sweep.parent}"]
+    args += ["launcher.parallelism=2", "launcher.gpus=[0,1]"]
     again = launch_here(*args, "tracker.mode=disabled")
     assert again.returncode == 0, again.stderr
-    assert "2 runs were already done and were not run again" in again.stdout and "[1/" not in again.stdout
+    assert "3 runs were already done and were not run again" in again.stdout and "[1/" not in again.stdout
     table = launch_here("table", str(sweep))
     assert table.returncode == 0 and "| subclass " in table.stdout
     csv = launch_here("table", str(sweep), "--csv")
     header, *rows = csv.stdout.strip().splitlines()
-    assert header.startswith("input_type,data ms") and len(rows) == 2
+    assert header.startswith("input_type,data ms") and len(rows) == 3
     status = launch_here("status", str(sweep))
-    assert status.stdout.startswith(f"{sweep}: 2 runs, 2 done")
+    assert status.stdout.startswith(f"{sweep}: 3 runs, 3 done")
 
 
 def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
@@ -128,3 +145,20 @@ def test_resume_runs_a_failed_run_again_and_keeps_its_history(runs_dir):
     status = records.read_status(run_dir)
     assert status.state == "done"
     assert [(a["state"], a["error"]) for a in status.attempts] == [("failed", "IsADirectoryError")]
+
+
+@pytest.mark.gpu
+def test_a_run_pinned_to_a_gpu_records_which_one(runs_dir):
+    args = [*TINY, "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", "launcher.gpus=[0]"]
+    result = launch(*args, "device=cuda", f"runs_dir={runs_dir}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = [p.parent for p in (runs_dir / "default").glob("*/env.json")]
+    env = records.read_json(run_dir / records.ENV)
+    assert env["cuda_visible_devices"] == "0" and env["gpu"]["uuid"].startswith(("GPU-", "MIG-"))
+
+
+def test_a_list_of_gpus_is_one_value_and_other_launchers_refuse_it(runs_dir):
+    swept = launch_here(*TINY, "launcher.gpus=0,1", f"runs_dir={runs_dir}")
+    assert swept.returncode == 2 and "launcher.gpus=0: Invalid value" in swept.stderr and "KEY=[a,b]" in swept.stderr
+    slurm = launch_here(*TINY, "launcher=debug", "launcher.gpus=[1,1]", f"runs_dir={runs_dir}")
+    assert slurm.returncode == 2 and "launcher.gpus=[1, 1] must list distinct GPU indices" in slurm.stderr

@@ -85,6 +85,7 @@ def environment(device: torch.device) -> dict[str, object]:
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "device": str(device),
         "code": {"path": str(PROJECT_ROOT), **code_version()},
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),  # the physical GPU(s) the run could see
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
     }
@@ -92,6 +93,7 @@ def environment(device: torch.device) -> dict[str, object]:
         props = torch.cuda.get_device_properties(device)
         env["gpu"] = {
             "name": props.name,
+            "uuid": gpu_uuid(device),  # names the physical GPU, whatever CUDA_VISIBLE_DEVICES renumbers
             "capability": f"{props.major}.{props.minor}",
             "memory_gib": round(props.total_memory / 2**30, 1),
             "driver": (_run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader") or "").split("\n")[0]

@@ -1,0 +1,234 @@
+"""GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
+
+    scripts/gpu-check STAGE [--out DIR] [--dry-run]        STAGE: tests, seeds, bench or all
+
+tests   pytest -m gpu, then the run, timing, syncs and functions tests with their runs on the GPU
+seeds   sweep=subclass_gpu and the seed sweeps at their published (GPU) sizes, steps trimmed to fit
+        (sizes never): each one's table and its published side-by-side table
+bench   bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and
+        subclass), bench.syncs over every input type x amp_bf16/amp_fp16, and the compile modes over
+        sweep=subclass_gpu
+
+A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and
+writes DIR/summary.md: the GPU, driver, torch/CUDA/cuDNN versions, and each step passed or failed
+with the first line of its error. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
+It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
+wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
+
+--dry-run plans every stage on any machine: composes and checks each sweep with device=cuda (the
+checks that need the device itself are left to the real run), prints each step's command line and a
+time estimate per stage, and runs nothing.
+"""
+
+import argparse
+import dataclasses
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sweeps.plan import Plan, PlanError, build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGES = ("tests", "seeds", "bench")
+# Rough costs on one H100, for the estimates of a dry run until a GPU has run the stages: a job's start
+# (Python, torch, CUDA), a torch.compile of a training step by mode and of a function, and one measured step.
+START_S, TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 10.0, 0.08, 0.01, 10.0
+COMPILE_TRAIN_S = {None: 75.0, "default": 75.0, "reduce-overhead": 90.0, "max-autotune": 240.0}
+# The seed sweeps' steps, trimmed so that the stage fits in 8 minutes (sizes stay as published), and their runs
+# packed into one job per sweep: ~80 runs would spend minutes starting Python, torch and CUDA one by one.
+TRIMMED = {"steps": 30, "warmup_steps": 10}
+PACKED = "launcher.runs_per_job=64"
+BUDGET_S = 8 * 60  # what one stage may take
+SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed003_nested")
+# What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
+NEEDS = {"torch.backends.cuda.matmul.fp32_precision": "2.9", "torch.cuda.set_sync_debug_mode": "1.10"}
+BENCH_RUN = ["model=resnet50", "model.image_size=224", "model.batch_size=64", "precision=amp_bf16"]
+BENCH_RUN += ["memory_format=channels_last", "device=cuda"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One command of a stage, and the sweep it launches (to plan and estimate it without running)."""
+
+    name: str
+    command: list[str]
+    sweep: list[str] | None = None  # the overrides of the sweep it launches
+    estimate_s: float = 60.0  # for a step that launches no sweep
+
+
+def python() -> list[str]:
+    return [sys.executable]
+
+
+def sweep_step(name: str, overrides: list[str], out: Path) -> Step:
+    overrides = [*overrides, "device=cuda", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
+    return Step(name, [*python(), "launch.py", *overrides], sweep=overrides)
+
+
+def stage_steps(stage: str, out: Path) -> list[Step]:
+    """The commands of a stage, in order."""
+    if stage == "tests":
+        device_tests = ["tests/test_run.py", "tests/test_timing.py", "tests/test_syncs.py", "tests/test_functions.py"]
+        return [
+            Step("pytest-gpu", [*python(), "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"], None, 120),
+            Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 180),
+        ]
+    if stage == "seeds":
+        trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
+        return [sweep_step(name, [f"sweep={name}", *trimmed, PACKED], out) for name in SEED_SWEEPS]
+    from train import fastai_parts
+    from train.catalog import INPUT_TYPES
+
+    # fastai's own types where fastai is installed (a GPU machine's image has none)
+    input_types = [n for n, kind in sorted(INPUT_TYPES.items()) if not kind.needs_fastai or fastai_parts.installed()]
+    overhead = [
+        Step(
+            f"overhead-{kind}",
+            [*python(), "-m", "bench.overhead", "--synced", "--rounds", "5", *BENCH_RUN, f"input_type={kind}"],
+            None,
+            90,
+        )
+        for kind in ("tensor", "subclass")
+    ]
+    syncs = [
+        *python(),
+        "-m",
+        "bench.syncs",
+        "model=resnet50",
+        "model.image_size=224",
+        "model.batch_size=64",
+        f"input_type={','.join(input_types)}",
+        "precision=amp_bf16,amp_fp16",
+    ]
+    # each mode in a fresh process, on a plain Tensor (a pass-through subclass does not compile on torch 2.14)
+    compiled = ["sweep=subclass_gpu", "compile=eager,default,reduce_overhead,max_autotune", "input_type=tensor"]
+    return [
+        *overhead,
+        Step("syncs", syncs, None, 120),
+        sweep_step("compile-modes", [*compiled, *(f"{k}={v}" for k, v in TRIMMED.items())], out),
+    ]
+
+
+def estimate(plan: Plan) -> float:
+    """Seconds the plan's runs take, roughly (START_S and the other constants above)."""
+    seconds = START_S * -(-len(plan.runs) // plan.settings.launcher.runs_per_job)
+    for spec in plan.runs:
+        cfg = spec.config
+        trains = cfg.workload.name == "train_step"
+        seconds += (cfg.steps + cfg.warmup_steps) * (TRAIN_STEP_S if trains else CALL_S)
+        if cfg.compile.enabled:
+            seconds += COMPILE_TRAIN_S.get(cfg.compile.mode, 75.0) if trains else COMPILE_FUNCTION_S
+    return seconds
+
+
+def plan_step(step: Step) -> tuple[float, list[str]]:
+    """A step's estimate, and what stops its sweep (composed and checked with device=cuda, not run)."""
+    if step.sweep is None:
+        return step.estimate_s, []
+    from launcher.validate import validate
+    from train.checks import problems
+
+    try:
+        plan = build_plan(step.sweep, strict=True)
+    except PlanError as error:
+        return 0.0, error.problems
+    found = validate(plan, lambda cfg, _here: problems(cfg, on_this_host=False))
+    return estimate(plan), [f"{len(plan.runs)} runs"] + found
+
+
+def torch_report() -> tuple[str, list[str]]:
+    """This machine's torch beside the pinned one, and what perfsweep uses that it lacks."""
+    import torch
+
+    pinned = re.search(r"^torch==(\S+)", (ROOT / "requirements.txt").read_text(), re.M)
+    line = f"torch {torch.__version__} (perfsweep pins {pinned.group(1) if pinned else '?'})"
+    missing = []
+    for path, since in NEEDS.items():
+        target = torch
+        for part in path.split(".")[1:]:
+            target = getattr(target, part, None)
+        if target is None:
+            missing.append(f"{path} is missing: it needs torch {since}+")
+    return line, missing
+
+
+def machine() -> dict[str, str]:
+    import torch
+
+    found = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "cudnn": "-", "gpu": "no CUDA GPU"}
+    if torch.cuda.is_available():
+        found["gpu"] = torch.cuda.get_device_name()
+        found["cudnn"] = str(torch.backends.cudnn.version())
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True)
+        found["driver"] = smi.stdout.decode(errors="replace").strip() or "?"
+    return found
+
+
+def default_out(stage: str) -> Path:
+    found = machine()
+    gpu = re.sub(r"[^A-Za-z0-9]+", "-", found["gpu"]).strip("-").lower()
+    return ROOT / "results" / f"{gpu}-torch{found['torch'].split('+')[0]}" / stage
+
+
+def dry_run(stages: list[str]) -> int:
+    torch_line, missing = torch_report()
+    print(torch_line, *(f"  {m}" for m in missing), sep="\n")
+    blocked = len(missing)
+    for stage in stages:
+        out = Path("results") / "GPU-torchVERSION" / stage
+        planned = [(step, *plan_step(step)) for step in stage_steps(stage, out)]
+        total = sum(seconds for _, seconds, _ in planned)
+        over = f"; over the {BUDGET_S // 60:.0f}-minute budget by this estimate" if total > BUDGET_S else ""
+        print(f"\nstage {stage}: about {total / 60:.1f} min (rough: bench/gpu_check.py's constants{over})")
+        for step, seconds, notes in planned:
+            print(f"  {step.name} (~{seconds:.0f} s): {shlex.join(step.command)}")
+            for note in notes:
+                print(f"    {note}")
+            blocked += sum(not note.endswith(" runs") for note in notes)
+    if "seeds" in stages:
+        print(f"\nseed sweeps' steps trimmed to {TRIMMED} (sizes as published)")
+    print(f"\n{'nothing stops the stages' if not blocked else f'{blocked} problems stop them'}; nothing was run")
+    return 1 if blocked else 0
+
+
+def run_stage(stage: str, out: Path) -> int:
+    """Run a stage's steps, keep their output, and write its summary.md."""
+    out.mkdir(parents=True, exist_ok=True)
+    found = machine()
+    torch_line, missing = torch_report()
+    lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]
+    lines += [f"- {m}" for m in missing] + ["", "| step | result | seconds | command |", "|---|---|---|---|"]
+    failed = 0
+    for step in stage_steps(stage, out):
+        started = time.monotonic()
+        result = subprocess.run(step.command, cwd=ROOT, capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{result.stdout}\n{result.stderr}")
+        error = next((line for line in reversed(result.stderr.splitlines()) if line.strip()), "")
+        verdict = "passed" if result.returncode == 0 else f"failed ({result.returncode}): {error[:200]}"
+        failed += result.returncode != 0
+        lines.append(f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |")
+        print(f"{step.name}: {verdict} ({seconds:.0f} s)", flush=True)
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print(f"{stage}: {out / 'summary.md'}")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/gpu-check", description=__doc__.splitlines()[0])
+    parser.add_argument("stage", choices=[*STAGES, "all"])
+    parser.add_argument("--out", type=Path, help="where the tables go (default: results/<gpu>-torch<version>/)")
+    parser.add_argument("--dry-run", action="store_true", help="plan and estimate every step; run nothing")
+    args = parser.parse_args(argv)
+    stages = list(STAGES) if args.stage == "all" else [args.stage]
+    if args.dry_run:
+        return dry_run(stages)
+    codes = [run_stage(stage, args.out / stage if args.out else default_out(stage)) for stage in stages]
+    return max(codes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -49,6 +49,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     from launcher.submit import launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate
+    from records.lock import SweepLocked
     from sweeps.plan import PlanError
     from train.checks import problems as run_problems
     from train.run import execute
@@ -64,7 +65,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
             raise PlanError(problems)
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
         outcome = launch(plan, argv, execute)
-    except (PlanError, SweepDirError) as error:
+    except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -102,6 +102,7 @@ class LauncherConf:
     gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
+    lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
     # Slurm only
     partition: str | None = None  # --partition

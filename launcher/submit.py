@@ -24,6 +24,7 @@ from launcher.progress import Progress
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
 from records import DONE, FAILED, FINAL, RUNNING, RunError, Status, Summary
+from records.lock import sweep_lock
 from sweeps.plan import Plan
 
 POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller), unless configured
@@ -196,7 +197,14 @@ def in_snapshot(code: Path):
 
 def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     """Submit every run of `plan` that is not done yet, each to be run by `execute` in its job; follow them to
-    the end if the launcher waits."""
+    the end if the launcher waits. The sweep folder is locked meanwhile: a second launcher is refused
+    (records.SweepLocked) before it changes anything."""
+    sweepdir.make_folder(plan.sweep_dir)
+    with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
+        return _launch(plan, argv, execute)
+
+
+def _launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
     manifest = sweepdir.open_sweep(plan, argv)

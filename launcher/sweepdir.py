@@ -19,15 +19,20 @@ class SweepDirError(OSError):
     pass
 
 
-def open_sweep(plan: Plan, argv: list[str]) -> dict:
-    """Create or reopen the sweep folder and add this launch's runs to its manifest."""
-    sweep_dir = plan.sweep_dir
+def make_folder(sweep_dir: Path) -> None:
+    """Create the sweep folder, or find it writable."""
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if not os.access(sweep_dir, os.W_OK):
             raise PermissionError(f"not writable: {sweep_dir}")
     except OSError as error:
         raise SweepDirError(f"cannot write the sweep folder {sweep_dir}: {error}") from error
+
+
+def open_sweep(plan: Plan, argv: list[str]) -> dict:
+    """Create or reopen the sweep folder and add this launch's runs to its manifest."""
+    sweep_dir = plan.sweep_dir
+    make_folder(sweep_dir)
     manifest = records.read_manifest(sweep_dir) or {
         "uid": uuid.uuid4().hex[:8],
         "created_at": records.now(),

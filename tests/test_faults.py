@@ -18,6 +18,7 @@ import records
 from analysis.render import text
 from analysis.table import view
 from records import load_sweep
+from records.lock import LOCK, sweep_lock
 from tests.conftest import ROOT, launch, launch_here
 from tests.test_run import run
 from train.functions.base import FunctionBench
@@ -102,7 +103,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     env = request.getfixturevalue("slurm_cluster") if where == "slurm" else {}
     for key, value in env.items():  # the launcher below and the launches after it talk to the local cluster
         monkeypatch.setenv(key, value)
-    launcher = _start(tmp_path / "runs", f"launcher={where}", "launcher.wait=true", "launcher.poll_s=1")
+    launcher = _start(tmp_path / "runs", "seed=0", f"launcher={where}", "launcher.wait=true", "launcher.poll_s=1")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
     os.kill(status["pid"], signal.SIGKILL)
@@ -187,14 +188,16 @@ def test_32_runs_ending_together_leave_32_complete_records(tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.slow
-def test_a_32_run_slurm_array_leaves_32_complete_records(slurm_cluster, tmp_path):
+def test_a_16_run_slurm_array_leaves_16_complete_records(slurm_cluster, tmp_path):
+    """The local cluster's two CPUs run two tasks at a time: this checks a large array's records (runs ending at
+    once are the local test's, above)."""
     runs = tmp_path / "runs"
-    args = [*FAST, "seed=range(0,32)", "launcher=slurm", "launcher.parallelism=32", "launcher.wait=true"]
+    args = [*FAST, "seed=range(0,16)", "launcher=slurm", "launcher.parallelism=16", "launcher.wait=true"]
     args += ["launcher.poll_s=1"]
     result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=slurm_cluster)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
-    assert len(loaded) == 32 and all(r.state == "done" for r in loaded)
+    assert len(loaded) == 16 and all(r.state == "done" for r in loaded)
     assert len({r.status.job_id.split("_")[0] for r in loaded}) == 1, "one array"
 
 
@@ -226,3 +229,34 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
     assert status.state == "done" and summary.steps == 3
     assert len(records.read_steps(run_dir / records.STEPS)) == 4
     assert len(status.warnings) == 1 and status.warnings[0].startswith("wandb init failed")
+
+
+def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path):
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    first = _start(runs, "seed=0")  # one run of a few seconds, through the local launcher
+    try:
+        _wait_for(lambda: _running(sweep), "the first launch's run")
+        manifest = (sweep / records.SWEEP).read_text()
+        second = launch_here(*SLOW, "seed=0", f"runs_dir={runs}")
+        assert second.returncode == 2 and "nothing was run" in second.stderr
+        assert f"is being launched by pid {first.pid} on " in second.stderr and "seed=0" in second.stderr
+        assert (sweep / records.SWEEP).read_text() == manifest, "the refused launch wrote nothing"
+        assert launch_here("status", str(sweep)).returncode == 0, "reading a sweep needs no lock"
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 0, out + err
+    finally:
+        first.kill()
+    (run,) = load_sweep(sweep)
+    assert run.state == "done" and run.status.attempts == (), "run once, never started over"
+
+
+def test_a_killed_launchers_lock_is_free(tmp_path):
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    first = _start(runs, "seed=0")
+    _wait_for(lambda: (sweep / LOCK).is_file() and str(first.pid) in (sweep / LOCK).read_text(), "the lock")
+    os.killpg(first.pid, signal.SIGKILL)  # the launcher and its job, as a crashed node would
+    first.wait(timeout=60)
+    with sweep_lock(sweep, ["resume"]):  # the kernel released it with the process
+        assert json.loads((sweep / LOCK).read_text())["argv"] == ["resume"]

@@ -1,0 +1,59 @@
+"""One launcher at a time per sweep folder: an exclusive lock (fcntl.flock) on <sweep_dir>/.lock, held for as
+long as a launch submits and follows its runs.
+
+A second launch or resume of the same folder is refused at once, naming the holder (host, pid, since when,
+its command), which the lock file records. The kernel releases the lock of a process that dies, however it
+dies, so a crashed launcher leaves nothing to clean up. Reading a sweep (status, table, report) never needs it.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from records.files import now
+
+LOCK = ".lock"
+
+
+class SweepLocked(RuntimeError):
+    """The sweep folder is locked by another launcher, or cannot be locked here."""
+
+
+def holder(sweep_dir: Path) -> str:
+    """Who holds (or last held) the folder's lock, as the lock file says."""
+    try:
+        found = json.loads((Path(sweep_dir) / LOCK).read_text() or "{}")
+    except (OSError, ValueError):
+        return "an unknown launcher"
+    command = " ".join(found.get("argv", []))
+    return f"pid {found.get('pid')} on {found.get('host')} since {found.get('since')} (perfsweep {command})"
+
+
+@contextlib.contextmanager
+def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
+    """Hold the sweep folder's lock while the block runs; SweepLocked if another launcher holds it."""
+    path = Path(sweep_dir) / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SweepLocked(
+                f"{sweep_dir} is being launched by {holder(sweep_dir)}: wait for it to end, or follow it with "
+                f"`perfsweep status {sweep_dir}`"
+            ) from None
+        except OSError as error:  # a shared filesystem without working locks (some NFS mounts)
+            raise SweepLocked(
+                f"cannot lock {path} ({error.strerror}): this filesystem may not support flock; with one launcher "
+                "at a time on this folder, launcher.lock=false launches without the lock"
+            ) from error
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "since": now(), "argv": list(argv)}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(me).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

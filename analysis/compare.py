@@ -9,8 +9,8 @@ they measured. For each matched pair and phase: B's speed-up over A (median time
 a bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
 interval that excludes 1; an improvement is the same the other way. The final loss is compared
 too: a change by more than the tolerance of how far A's loss moved while it trained is flagged,
-since a faster step that trains differently is no improvement. Exit status 1 when a regression or
-a loss change is found.
+since a faster step that trains differently is no improvement, and so are NaN or infinite losses
+(NON-FINITE LOSS). Exit status 1 when a regression, a loss change or a non-finite loss is found.
 """
 
 import dataclasses
@@ -63,6 +63,11 @@ def flag(interval: stats.Interval, threshold: float) -> str:
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
     """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
     (of A's final loss, if it did not move): numerics may differ a little, training may not."""
+    broken = [
+        f"{name} {run.summary.nonfinite_losses}" for name, run in (("A", a), ("B", b)) if run.summary.nonfinite_losses
+    ]
+    if broken:
+        return f"NON-FINITE LOSS: NaN or infinite losses in {', '.join(broken)} steps"
     before, after, first = a.summary.loss_last, b.summary.loss_last, a.summary.loss_first
     if before is None or after is None:
         return ""
@@ -116,7 +121,7 @@ def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: floa
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
     differ, matched = pairs(*done)
     lines = [line for a, b in matched for line in pair_lines(a, b, threshold, loss_tolerance)]
-    regressed = any(line.flag == "REGRESSION" or line.flag.startswith("LOSS CHANGED") for line in lines)
+    regressed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in lines)
     above = [
         f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)",
         "they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"),

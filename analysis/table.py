@@ -95,6 +95,12 @@ def flags(runs: list[RunRecord]) -> list[str]:
     found += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
     found += [f"NOISY {r.name}: {reason}" for r in done for reason in noisy(r)]
     found += [
+        f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
+        "NaN or infinite: the run did not train"
+        for r in done
+        if r.summary and r.summary.nonfinite_losses
+    ]
+    found += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in done
         if r.summary and (shared := r.summary.gpu_neighbours())

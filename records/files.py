@@ -7,6 +7,7 @@ a crash of the machine itself, and planning thousands of runs would wait on the 
 
 import datetime
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,20 @@ def atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def strict(value: Any) -> Any:
+    """`value` with every NaN or infinite float as None: JSON has no NaN (Python writes a non-standard `NaN`
+    that other readers refuse)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
+
+
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, default=str).encode())
+    atomic_write(path, json.dumps(strict(obj), indent=2, sort_keys=True, default=str, allow_nan=False).encode())
 
 
 def read_json(path: Path) -> Any:

@@ -26,8 +26,9 @@ class Summary:
     timer: str = "?"  # cuda_event or perf_counter
     peak_memory_mib: float | None = None
     peak_memory_kind: str = ""
-    loss_first: float | None = None
+    loss_first: float | None = None  # None where NaN or infinite (JSON has neither)
     loss_last: float | None = None
+    nonfinite_losses: int | None = None  # measured steps whose loss was NaN or infinite (None: no loss)
     host_syncs_per_step: int | None = None  # counted on CUDA; None on a CPU
     neighbours: dict[str, Any] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
     clocks: dict[str, Any] = dataclasses.field(default_factory=dict)  # the device's clock: start, end

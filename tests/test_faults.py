@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import records
+from analysis.compare import compare
 from analysis.render import text
 from analysis.table import view
 from records import load_sweep
@@ -260,3 +261,16 @@ def test_a_killed_launchers_lock_is_free(tmp_path):
     first.wait(timeout=60)
     with sweep_lock(sweep, ["resume"]):  # the kernel released it with the process
         assert json.loads((sweep / LOCK).read_text())["argv"] == ["resume"]
+
+
+def test_a_loss_that_goes_nan_is_flagged_by_the_table_and_by_compare(tiny_plan):
+    args = ["input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"]
+    good, bad = tiny_plan(*args, "sweep_name=good"), tiny_plan(*args, "optim.lr=1e30", "sweep_name=bad")
+    run(good)
+    bad_dir, summary = run(bad)  # an exploding optimizer: the steps run on, the loss is NaN or infinite
+    assert summary.nonfinite_losses and records.read_status(bad_dir).state == "done"
+    written = (bad_dir / records.SUMMARY).read_text()
+    assert "NaN" not in written and "Infinity" not in written, "summaries are strict JSON (null)"
+    assert f"NON-FINITE LOSS {bad_dir.name}: " in text(view(bad.sweep_dir))
+    shown, regressed = compare(good.sweep_dir, bad.sweep_dir, threshold=0.05, loss_tolerance=0.05)
+    assert regressed and "NON-FINITE LOSS: NaN or infinite losses in B " in text(shown)

@@ -4,6 +4,7 @@
 """
 
 import contextlib
+import math
 import resource
 import signal
 import threading
@@ -55,6 +56,7 @@ def summarize(work: Workload, window: Window, device: torch.device, extra: dict[
         peak_memory_kind=memory_kind,
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
+        nonfinite_losses=sum(not math.isfinite(loss) for loss in losses) if losses else None,
         **extra,
         **work.summary(steps_per_s),
     )

@@ -57,6 +57,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             id=run_id,
             job_type="sweep",
             resume="allow",
+            reinit="create_new",
             dir=str(sweep_dir),
             settings=wandb.Settings(x_disable_stats=True, console="off", silent=True),
         )

@@ -124,6 +124,7 @@ class TrackerConf:
     project: str = "perfsweep"  # W&B project
     entity: str | None = None  # W&B entity (user or team); None: the key's default
     system_metrics: bool = False  # W&B's sampler of system metrics runs beside the timed loop
+    timeout_s: float = 120.0  # a run waits this long for W&B after it is done, then leaves it behind
 
 
 @dataclass

@@ -24,6 +24,8 @@ def has_wandb_key() -> bool:
 def tracker_problems(conf: TrackerConf) -> list[str]:
     if conf.mode not in TRACKER_MODES:
         return [f"tracker.mode={conf.mode!r} is not one of: {', '.join(TRACKER_MODES)}"]
+    if conf.timeout_s <= 0:
+        return [f"tracker.timeout_s={conf.timeout_s} must be positive: how long a done run waits for W&B"]
     if conf.mode == "online" and not has_wandb_key():
         return [
             "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "

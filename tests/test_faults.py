@@ -23,6 +23,7 @@ from records.lock import LOCK, sweep_lock
 from tests.conftest import ROOT, launch, launch_here
 from tests.test_run import run
 from train.functions.base import FunctionBench
+from train.tracker import Tracker
 from train.workloads import WORKLOADS
 
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
@@ -274,3 +275,19 @@ def test_a_loss_that_goes_nan_is_flagged_by_the_table_and_by_compare(tiny_plan):
     assert f"NON-FINITE LOSS {bad_dir.name}: " in text(view(bad.sweep_dir))
     shown, regressed = compare(good.sweep_dir, bad.sweep_dir, threshold=0.05, loss_tolerance=0.05)
     assert regressed and "NON-FINITE LOSS: NaN or infinite losses in B " in text(shown)
+
+
+def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan, monkeypatch):
+    """A fake W&B finish that stalls (there is no network to stall here) against tracker.timeout_s=1."""
+    finish = Tracker.finish
+
+    def stalled(self, *args, **kwargs):
+        time.sleep(4)
+        return finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(Tracker, "finish", stalled)
+    run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.timeout_s=1"))
+    status = records.read_status(run_dir)
+    assert status.state == "done" and summary.steps == 3 and (run_dir / records.STEPS).exists()
+    (warning,) = status.warnings
+    assert "wandb did not finish within tracker.timeout_s=1 s" in warning and "perfsweep sync" in warning

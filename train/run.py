@@ -23,7 +23,7 @@ from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
-from train.tracker import Tracker
+from train.tracker import track
 from train.window import Window, make_workload, run_window
 from train.workloads import Workload
 
@@ -111,7 +111,6 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
     history = records.read_status(run_dir).history()
     launch = {**launch, "tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
     records.write_status(run_dir, records.RUNNING, **launch)
-    tracker = None
     try:
         for stale in (records.STEPS, records.SUMMARY, records.PROFILE):
             (run_dir / stale).unlink(missing_ok=True)
@@ -142,12 +141,8 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary.to_json())
-        # W&B starts only now: its service process must not share the host with the timed steps.
-        tracker = Tracker(cfg.tracker, spec, run_dir, tracker_id)
-        tracker.log_rows(rows)
-        tracker.finish(summary.to_json(), run_dir)
-        records.write_status(run_dir, records.DONE, finished_at=records.now(), warnings=tracker.warnings, **launch)
-        return summary
+        finished = records.now()
+        records.write_status(run_dir, records.DONE, finished_at=finished, **launch)
     except (KeyboardInterrupt, SystemExit) as error:
         # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
         interrupted = {"type": type(error).__name__, "at": records.now()}
@@ -155,9 +150,18 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         raise
     except Exception as error:
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
-        tracker = tracker or Tracker(cfg.tracker, spec, run_dir, tracker_id)
-        tracker.finish({"error": failure.type, "error_message": failure.message[:1000]}, run_dir, failed=True)
-        records.write_status(
-            run_dir, records.FAILED, finished_at=records.now(), error=failure, warnings=tracker.warnings, **launch
-        )
+        finished = records.now()
+        records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
+        failed = {"error": failure.type, "error_message": failure.message[:1000]}
+        warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], failed, failed=True)
+        if warnings:
+            records.write_status(
+                run_dir, records.FAILED, finished_at=finished, error=failure, warnings=warnings, **launch
+            )
         raise
+    # The run is done, whatever W&B does now. It starts only now: its service process must not share the host
+    # with the timed steps; and it gets tracker.timeout_s, past which it is left behind with a warning.
+    warnings = track(cfg.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
+    if warnings:
+        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, **launch)
+    return summary

@@ -8,6 +8,7 @@ warning in the run's status.
 """
 
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ class Tracker:
                 name=spec.name,
                 id=tracker_id,
                 resume="allow",
+                reinit="create_new",  # a run of its own, even beside a run left behind (runs_per_job > 1)
                 config={**flatten(run_fields(spec.config)), "run_id": spec.run_id, **self._environment(run_dir)},
                 tags=sorted(set(spec.axes.values())),
                 dir=str(run_dir),
@@ -86,3 +88,38 @@ class Tracker:
             self.run.finish(exit_code=1 if failed else 0)
         except Exception as error:
             self._warn("finish", error)
+
+
+def track(
+    conf: TrackerConf,
+    spec: RunSpec,
+    run_dir: Path,
+    tracker_id: str,
+    rows: list[dict[str, Any]],
+    summary: dict[str, Any],
+    failed: bool = False,
+) -> list[str]:
+    """Log a finished run (its rows and summary) to W&B within conf.timeout_s; returns the warnings.
+
+    W&B works in a thread of its own that the run waits for at most timeout_s: a stalled network or service
+    leaves it behind (the run's records are complete and final), and `perfsweep sync` uploads it later.
+    """
+    if conf.mode == "disabled":
+        return []
+    found: list[str] = []
+
+    def work() -> None:
+        tracker = Tracker(conf, spec, run_dir, tracker_id)
+        tracker.log_rows(rows)
+        tracker.finish(summary, run_dir, failed=failed)
+        found.extend(tracker.warnings)
+
+    thread = threading.Thread(target=work, name="wandb", daemon=True)
+    thread.start()
+    thread.join(conf.timeout_s)
+    if thread.is_alive():
+        return [
+            f"wandb did not finish within tracker.timeout_s={conf.timeout_s:g} s and was left behind: the run's "
+            f"records are complete; `perfsweep sync {run_dir.parent}` uploads its offline W&B run later"
+        ]
+    return found

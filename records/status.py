@@ -73,7 +73,10 @@ class Status:
             return list(self.attempts)
         cause = self.error.type if self.error else (self.interrupted or {}).get("type")
         attempt = {"state": self.state, "started_at": self.started_at, "updated_at": self.updated_at}
-        return [*self.attempts, {**attempt, "job_id": self.job_id, "host": self.host, "error": cause}]
+        attempt |= {"job_id": self.job_id, "host": self.host, "error": cause}
+        if self.error:  # why it failed, kept whole: a later start must not lose it
+            attempt |= {"message": self.error.message, "traceback": self.error.traceback}
+        return [*self.attempts, attempt]
 
     def error_line(self, limit: int = 300) -> str:
         return self.error.line(limit) if self.error else ""

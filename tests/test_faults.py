@@ -22,6 +22,8 @@ from records import load_sweep
 from records.lock import LOCK, sweep_lock
 from tests.conftest import ROOT, launch, launch_here
 from tests.test_run import run
+from train.build import DEFAULT_THREADS
+from train.env import command_output
 from train.functions.base import FunctionBench
 from train.tracker import Tracker
 from train.workloads import WORKLOADS
@@ -291,3 +293,21 @@ def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan
     assert status.state == "done" and summary.steps == 3 and (run_dir / records.STEPS).exists()
     (warning,) = status.warnings
     assert "wandb did not finish within tracker.timeout_s=1 s" in warning and "perfsweep sync" in warning
+
+
+def test_runs_sharing_a_process_do_not_inherit_each_others_threads(tiny_plan):
+    run(tiny_plan("input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"))
+    second_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled"))
+    assert records.read_json(second_dir / records.ENV)["torch_threads"] == DEFAULT_THREADS
+
+
+def test_command_output_that_is_not_utf8_is_read_with_replacement():
+    assert command_output("printf", "GPU \\377 ok") == "GPU \ufffd ok"
+
+
+def test_a_failed_attempt_keeps_its_message_and_traceback_when_the_run_starts_again(tmp_path):
+    failure = records.RunError("LostRun", "job 7 ended before the run finished", "log line 1\nlog line 2")
+    records.write_status(tmp_path, "failed", started_at="2026-01-01T00:00:00+00:00", job_id="7", error=failure)
+    (attempt,) = records.read_status(tmp_path).history()
+    assert attempt["error"] == "LostRun" and attempt["message"] == failure.message
+    assert attempt["traceback"] == failure.traceback and attempt["job_id"] == "7"

@@ -107,13 +107,15 @@ def allotted_cpus() -> int | None:
     return None
 
 
+DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice, before any run set it
+
+
 def configure_backends(cfg: RunConf) -> dict[str, object]:
-    """Set the process-wide switches this run asks for; returns them as they now stand."""
+    """Set the process-wide switches this run asks for, every one of them each run (runs that share a job's
+    process must not inherit each other's); returns them as they now stand."""
     prec.set_tf32(cfg.precision)
     torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
-    threads = cfg.threads or allotted_cpus()
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(cfg.threads or allotted_cpus() or DEFAULT_THREADS)
     return prec.backend_flags()
 
 

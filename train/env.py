@@ -15,11 +15,13 @@ from records.code import PROJECT_ROOT, code_version
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 
 
-def _run(*cmd: str) -> str | None:
+def command_output(*cmd: str) -> str | None:
+    """A command's output (nvidia-smi...), bytes that are not UTF-8 replaced; None if it cannot run or fails."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        out = subprocess.run(cmd, capture_output=True, timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.decode(errors="replace").strip()
 
 
 def cpu_model() -> str:
@@ -64,7 +66,7 @@ def neighbours(device: torch.device) -> dict[str, object]:
     """Other work beside the run: processes on its GPU (None where nvidia-smi cannot tell) and the host's load."""
     processes = None
     if device.type == "cuda":
-        apps = _run(
+        apps = command_output(
             "nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"
         )
         if apps is not None:
@@ -96,7 +98,9 @@ def environment(device: torch.device) -> dict[str, object]:
             "uuid": gpu_uuid(device),  # names the physical GPU, whatever CUDA_VISIBLE_DEVICES renumbers
             "capability": f"{props.major}.{props.minor}",
             "memory_gib": round(props.total_memory / 2**30, 1),
-            "driver": (_run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader") or "").split("\n")[0]
+            "driver": (command_output("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader") or "").split(
+                "\n"
+            )[0]
             or None,
         }
     return env

@@ -1,8 +1,8 @@
 """The record files' names, and how every one of them is written and read.
 
-Every file is written to a temporary name and renamed into place, so a reader sees the old file or
-the new one, never half of one, even when the writer is killed. (No fsync: records need not survive
-a crash of the machine itself, and planning thousands of runs would wait on the disk for each.)
+Every file is written to a temporary name, flushed to the disk (fsync) and renamed into place, and the
+rename flushed too: a reader sees the old file or the new one, never half of one, even when the writer
+is killed or its node crashes. A write that fails removes its temporary file.
 """
 
 import datetime
@@ -25,8 +25,30 @@ def now() -> str:
 
 def atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (a rename into it) to the disk, where the filesystem allows it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some filesystems cannot fsync a folder
+        pass
+    finally:
+        os.close(fd)
 
 
 def strict(value: Any) -> Any:

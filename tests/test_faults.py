@@ -311,3 +311,17 @@ def test_a_failed_attempt_keeps_its_message_and_traceback_when_the_run_starts_ag
     (attempt,) = records.read_status(tmp_path).history()
     assert attempt["error"] == "LostRun" and attempt["message"] == failure.message
     assert attempt["traceback"] == failure.traceback and attempt["job_id"] == "7"
+
+
+def test_a_write_that_fails_leaves_the_old_record_and_no_temporary_file(tmp_path, monkeypatch):
+    records.write_status(tmp_path, "running")
+    before = (tmp_path / records.STATUS).read_text()
+
+    def full(*args):  # stands in for a full disk at the rename
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError, match="No space left"):
+        records.write_status(tmp_path, "done")
+    assert (tmp_path / records.STATUS).read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [records.STATUS]

@@ -1,6 +1,8 @@
 """Everything that would stop a plan's runs, found before anything is submitted."""
 
+import dataclasses
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +17,26 @@ from sweeps.plan import Plan
 RunChecks = Callable[[RunConf, bool], list[str]]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_characters(conf: LauncherConf) -> list[str]:
+    """Launcher strings with a control character: a newline in a Slurm option would end the #SBATCH block
+    and run the rest as a shell command (and sbatch would ignore the options after it)."""
+    texts = {f"launcher.{f.name}": getattr(conf, f.name) for f in dataclasses.fields(conf)}
+    texts |= {f"launcher.setup[{i}]": line for i, line in enumerate(conf.setup)}
+    texts |= {f"launcher.srun_args[{i}]": arg for i, arg in enumerate(conf.srun_args)}
+    for key, value in conf.sbatch_extra.items():
+        texts |= {f"launcher.sbatch_extra key {key!r}": key, f"launcher.sbatch_extra.{key}": value}
+    return [
+        f"{where}={text!r} holds a control character (a newline, a tab...): launcher settings take none"
+        for where, text in texts.items()
+        if isinstance(text, str) and _CONTROL.search(text)
+    ]
+
+
 def launcher_problems(conf: LauncherConf) -> list[str]:
-    found = []
+    found = control_characters(conf)
     if conf.name not in BACKENDS:
         found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(BACKENDS)}")
     elif not BACKENDS[conf.name].on_this_host and not shutil.which("sbatch"):

@@ -10,6 +10,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 import records
 from conf.schema import LauncherConf
 from launcher.executor import slurm_parameters
+from launcher.validate import launcher_problems
 from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
@@ -234,3 +235,19 @@ def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how
     assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == 151
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"
+
+
+def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
+    conf = LauncherConf(
+        name="slurm",
+        partition="gpu\nrm -rf ~",
+        setup=["module load cuda", "echo\tok"],
+        sbatch_extra={"gres": "gpu:1\n#SBATCH --time=9999"},
+    )
+    found = "\n".join(launcher_problems(conf))
+    assert "launcher.partition='gpu\\nrm -rf ~' holds a control character" in found
+    assert "launcher.setup[1]='echo\\tok'" in found and "launcher.sbatch_extra.gres=" in found
+    assert "launcher.setup[0]" not in found
+    assert launcher_problems(LauncherConf(name="slurm", partition="gpu")) == launcher_problems(
+        LauncherConf(name="slurm")
+    )

@@ -35,7 +35,10 @@ def hydra_flags(args: list[str]) -> int:
     try:
         show()
     except SystemExit as done:
-        return done.code if isinstance(done.code, int) else (print(done.code, file=sys.stderr) or 2)
+        if isinstance(done.code, str):  # our task's refusal: a flag for which Hydra would run a job
+            print(done.code, file=sys.stderr)
+            return 2
+        return done.code or 0
     finally:
         sys.argv = argv
     return 0

@@ -95,6 +95,7 @@ class RunRecord:
     status: Status
     summary: Summary | None
     env: dict[str, Any] | None
+    _step_ms: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
     def state(self) -> str:
@@ -121,8 +122,10 @@ class RunRecord:
         return {c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in columns}
 
     def step_ms(self) -> Any:
-        """The measured steps' times (ms), in order."""
-        return self.steps(["step_ms"])["step_ms"]
+        """The measured steps' times (ms), in order; read once (the table, its flags and plots all want them)."""
+        if self._step_ms is None:
+            self._step_ms = self.steps(["step_ms"])["step_ms"]
+        return self._step_ms
 
     @property
     def device(self) -> str:

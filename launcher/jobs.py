@@ -57,10 +57,10 @@ class RunPack(submitit.helpers.Checkpointable):
         states = {}
         info = {**process_info(), **job_info()}
         for run in runs:
-            if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
-                states[run.spec.name] = records.DONE
-                continue
             try:
+                if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
+                    states[run.spec.name] = records.DONE
+                    continue
                 self.execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
                 states[run.spec.name] = records.DONE
             except Exception:

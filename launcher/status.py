@@ -8,7 +8,7 @@ from pathlib import Path
 
 import records
 from launcher.executor import BACKENDS
-from records import FINAL, LOST, PENDING, RUNNING, STATES, Status
+from records import FINAL, LOST, PENDING, RUNNING, STATES, UNREADABLE, Status, Unreadable
 
 
 @dataclasses.dataclass
@@ -17,25 +17,27 @@ class RunState:
 
     run: str
     status: Status
-    state: str  # the record's state, or lost
+    state: str  # the record's state, or lost, or unreadable
     job_id: str | None
     log: str | None
     launcher: str | None
     job_alive: bool | None = None
 
 
-def _names(sweep_dir: Path) -> list[str]:
+def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
     """Every planned run: from the manifest (no need to parse each run's config record), else runs.jsonl."""
-    manifest = records.read_manifest(sweep_dir)
-    return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir))
+    manifest = records.read_manifest(sweep_dir, unreadable)
+    return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir, unreadable))
 
 
-def run_states(sweep_dir: Path) -> list[RunState]:
-    """One per run: its state (pending, running, done, failed, or lost), job id, log."""
-    jobs = records.submitted_jobs(sweep_dir)
+def run_states(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> list[RunState]:
+    """One per run: its state (pending, running, done, failed, lost or unreadable), job id, log. The sweep-level
+    files that could not be read (and were rebuilt from the run folders) are added to `unreadable`."""
+    unreadable = [] if unreadable is None else unreadable
+    jobs = records.submitted_jobs(sweep_dir, unreadable)
     launchers: dict[str, str] | None = None
     rows = []
-    for name in _names(sweep_dir):
+    for name in _names(sweep_dir, unreadable):
         status = records.read_status(sweep_dir / name)
         # An unfinished run belongs to its latest submission; a finished one to the job that finished it.
         latest = jobs.get(name, {}) if status.state not in FINAL else {}
@@ -46,7 +48,8 @@ def run_states(sweep_dir: Path) -> list[RunState]:
             }
             launcher = launchers.get(name)
         job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
-        rows.append(RunState(name, status, status.state, job_id, log, launcher))
+        state = UNREADABLE if status.unreadable else status.state
+        rows.append(RunState(name, status, state, job_id, log, launcher))
     unfinished = [r for r in rows if r.state not in FINAL and r.job_id and r.launcher in BACKENDS]
     for launcher in {r.launcher for r in unfinished}:
         mine = [r for r in unfinished if r.launcher == launcher]
@@ -55,7 +58,7 @@ def run_states(sweep_dir: Path) -> list[RunState]:
             row.job_alive = row.job_id in alive
             # Its job has ended but the run never wrote a final state. (A run that was interrupted wrote
             # that it is pending again: it stopped cleanly and waits for a resume.)
-            if not row.job_alive and not (row.state == PENDING and row.status.interrupted):
+            if not row.job_alive and row.state in (PENDING, RUNNING) and not row.status.interrupted:
                 row.state = LOST
     return rows
 
@@ -66,16 +69,20 @@ def in_flight(sweep_dir: Path) -> set[str]:
 
 
 def render(sweep_dir: Path) -> str:
-    rows = run_states(sweep_dir)
+    unreadable: list[Unreadable] = []
+    rows = run_states(sweep_dir, unreadable)
     counts = {s: sum(r.state == s for r in rows) for s in STATES}
     lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
+    lines += [f"{u}: read as rebuilt from the run folders; a launch or resume rewrites it" for u in unreadable]
     for row in rows:
         detail = f"  {row.status.error_line(160)}" if row.status.error else ""
+        if row.state == UNREADABLE:
+            detail = f"  {Unreadable(sweep_dir / row.run / records.STATUS, row.status.unreadable)}"
         if row.state == PENDING and row.status.interrupted:
             detail = f"  interrupted ({row.status.interrupted['type']} at {row.status.interrupted['at']})"
         job = f"  job {row.job_id}" if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
-    if counts[LOST] or counts[records.FAILED]:
+    if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE]:
         lines.append(f"re-run what is not done: python launch.py resume {sweep_dir}")
     return "\n".join(lines)

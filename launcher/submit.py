@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -69,8 +70,9 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 
 def _detail(run_dir: Path, status: Status) -> str:
-    if status.state == DONE:
-        summary = Summary.from_json(records.read_json(run_dir / records.SUMMARY))
+    found = records.read_record(run_dir / records.SUMMARY)
+    if status.state == DONE and isinstance(found, dict):
+        summary = Summary.from_json(found)
         rate = f"{summary.samples_per_s:.1f} samples/s" if summary.samples_per_s is not None else ""
         return f"step {summary.median('step'):.3g} ms {rate}".rstrip()
     return status.error_line(200)
@@ -83,7 +85,7 @@ def _mark_lost(run: RunJob, job: submitit.Job) -> Status:
         f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
     )
     lost = dataclasses.replace(
-        records.read_status(run.run_dir),
+        records.read_status(run.run_dir, move_aside=True),
         state=FAILED,
         finished_at=records.now(),
         job_id=job.job_id,
@@ -207,10 +209,13 @@ def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
 def _launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
-    manifest = sweepdir.open_sweep(plan, argv)
     sweep_dir = plan.sweep_dir.resolve()
+    repaired = records.repair(sweep_dir)
+    manifest = sweepdir.open_sweep(plan, argv)
     busy = in_flight(sweep_dir)
-    todo = [s for s in plan.runs if s.name not in busy and records.read_status(sweep_dir / s.name).state != DONE]
+    todo = [s for s in plan.runs if s.name not in busy and not records.is_done(sweep_dir / s.name, repaired)]
+    for line in repaired:
+        print(f"perfsweep: {line}", file=sys.stderr)
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 import records
 from conf.schema import Config
-from records import DONE, PENDING
+from records import PENDING
 from sweeps.compose import CONF_DIR
 from sweeps.plan import Plan, PlanError
 from sweeps.spec import RunSpec
@@ -56,7 +56,7 @@ def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
     for spec in specs:  # a run submitted again: its last status (failed, lost) is now history, not its state
         folder = root / spec.name
         if (folder / records.STATUS).exists():
-            history = records.read_status(folder).history()
+            history = records.read_status(folder, move_aside=True).history()
             records.write_status(folder, PENDING, resubmitted_at=records.now(), attempts=history)
 
 
@@ -81,7 +81,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     changes = OmegaConf.from_dotlist(list(overrides))
     runs = []
     for name, record in sorted(records.planned_runs(sweep_dir).items()):
-        if records.read_status(sweep_dir / name).state == DONE:
+        if records.is_done(sweep_dir / name):
             continue
         workload = OmegaConf.load(CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml")
         declared = OmegaConf.create({"workload": workload})

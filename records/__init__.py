@@ -8,6 +8,7 @@
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
     <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
     <sweep_dir>/<run>/status.json      pending | running | done | failed (+ error, traceback, attempts)
+    <any record>.corrupt-<time>        a record that could not be read, moved aside by a launch or its run
     <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
 
 Records are a format: this package sits at the bottom of the house beside conf/, imports nothing
@@ -25,18 +26,22 @@ from records.files import (
     STEPS,
     SUMMARY,
     SWEEP,
+    RecordError,
+    RecordWriteError,
+    Unreadable,
     atomic_write,
     flatten,
     json_line,
     now,
+    quarantine,
     read_json,
-    read_jsonl,
+    read_record,
     read_steps,
     write_json,
     write_jsonl,
     write_steps,
 )
-from records.run import Baseline, RunRecord, Summary, load_run, load_sweep
+from records.run import Baseline, RunRecord, Summary, is_done, load_run, load_sweep, unreadable_records
 from records.status import (
     DONE,
     FAILED,
@@ -45,6 +50,7 @@ from records.status import (
     PENDING,
     RUNNING,
     STATES,
+    UNREADABLE,
     WRITTEN,
     RunError,
     Status,
@@ -52,14 +58,15 @@ from records.status import (
     save_status,
     write_status,
 )
-from records.sweep import planned_runs, read_manifest, record_jobs, submitted_jobs, write_planned
+from records.sweep import planned_runs, read_manifest, record_jobs, repair, submitted_jobs, write_planned
 
 __all__ = [
     "CONFIG", "ENV", "JOBS", "PROFILE", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
-    "atomic_write", "flatten", "json_line", "now", "read_json", "read_jsonl", "read_steps", "write_json", "write_jsonl",
-    "write_steps",
-    "Baseline", "RunRecord", "Summary", "load_run", "load_sweep",
-    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "WRITTEN", "RunError", "Status",
+    "RecordError", "RecordWriteError", "Unreadable",
+    "atomic_write", "flatten", "json_line", "now", "quarantine", "read_json", "read_record", "read_steps", "write_json",
+    "write_jsonl", "write_steps",
+    "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
+    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNREADABLE", "WRITTEN", "RunError", "Status",
     "read_status", "save_status", "write_status",
-    "planned_runs", "read_manifest", "record_jobs", "submitted_jobs", "write_planned",
+    "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

@@ -1,13 +1,24 @@
 """A run's records as typed values: its summary, its status, its config record, and its measured steps."""
 
 import dataclasses
-import json
 import math
 import warnings
 from pathlib import Path
 from typing import Any
 
-from records.files import CONFIG, ENV, STEPS, SUMMARY, flatten, read_json, read_steps
+from records.files import (
+    CONFIG,
+    ENV,
+    STATUS,
+    STEPS,
+    SUMMARY,
+    RecordError,
+    Unreadable,
+    flatten,
+    quarantine,
+    read_record,
+    read_steps,
+)
 from records.status import DONE, RunError, Status, read_status
 from records.sweep import planned_runs
 
@@ -142,20 +153,53 @@ class RunRecord:
         return str(((self.env or {}).get("packages") or {}).get("torch", "?"))
 
 
-def _optional_json(path: Path) -> Any:
-    return read_json(path) if path.exists() else None
+def _readable(path: Path) -> Any:
+    found = read_record(path)
+    if isinstance(found, Unreadable):
+        raise RecordError(found)
+    return found
+
+
+# What a done run must be able to read; a run being planned has a config record in runs.jsonl instead.
+DONE_RECORDS = (STATUS, CONFIG, ENV, SUMMARY, STEPS)
+
+
+def unreadable_records(run_dir: Path) -> list[Unreadable]:
+    """The records of a done run that cannot be read (or are missing); [] for a run that is not done."""
+    status = read_status(run_dir)
+    if status.unreadable:
+        return [Unreadable(run_dir / STATUS, status.unreadable)]
+    if status.state != DONE:
+        return []
+    found = [(run_dir / name, read_record(run_dir / name)) for name in DONE_RECORDS[1:]]
+    return [f if f is not None else Unreadable(path, "missing") for path, f in found if not f or isinstance(f, Unreadable)]
+
+
+def is_done(run_dir: Path, moved: list[str] | None = None) -> bool:
+    """The run is done and every record of it can be read. Given `moved`, its unreadable records are moved
+    aside (it will run again) and a line for each is added there (for a launcher, which holds the lock)."""
+    broken = unreadable_records(run_dir)
+    if moved is not None:
+        for record in broken:
+            aside = quarantine(record.path) if record.path.exists() else None
+            moved.append(f"{record}: {f'moved aside to {aside.name}; ' if aside else ''}the run will run again")
+    return not broken and read_status(run_dir).state == DONE
 
 
 def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
-    """A run's records; `planned` (its line of runs.jsonl) stands in for config.json until the run starts."""
-    path = run_dir / CONFIG
-    config = read_json(path) if path.exists() or planned is None else planned
+    """A run's records; `planned` (its line of runs.jsonl) stands in for config.json until the run starts.
+    RecordError if one of them cannot be read."""
     status = read_status(run_dir)
+    if status.unreadable:
+        raise RecordError(Unreadable(run_dir / STATUS, status.unreadable))
+    config = _readable(run_dir / CONFIG) or planned
+    if config is None:
+        raise RecordError(Unreadable(run_dir / CONFIG, "missing, and the run is not in runs.jsonl"))
     if status.state == DONE:
-        import pyarrow.parquet as pq
-
-        pq.read_metadata(run_dir / STEPS)  # a done run's steps must be readable: a cut file raises here
-    summary = _optional_json(run_dir / SUMMARY)
+        for name in (STEPS, SUMMARY):  # a done run's measurements must be there and readable
+            if _readable(run_dir / name) is None:
+                raise RecordError(Unreadable(run_dir / name, "missing"))
+    summary = _readable(run_dir / SUMMARY)
     axes = config["axes"]
     return RunRecord(
         path=run_dir,
@@ -168,7 +212,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         fields=flatten(config["config"]),
         status=status,
         summary=Summary.from_json(summary) if summary is not None else None,
-        env=_optional_json(run_dir / ENV),
+        env=_readable(run_dir / ENV),
     )
 
 
@@ -189,8 +233,8 @@ def load_sweep(sweep_dir: Path, names: list[str] | None = None) -> list[RunRecor
     for run_dir in (sweep_dir / name for name in names):
         try:
             runs.append(load_run(run_dir, planned.get(run_dir.name)))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, pa.ArrowException) as error:
-            message = f"skipping run {run_dir.name}: unreadable records ({error})"
+        except (RecordError, OSError, KeyError, TypeError, pa.ArrowException) as error:
+            message = f"skipping run {run_dir.name}: {error}"
             if (run_dir, message) not in _warned:  # one warning per run, however many views load the sweep
                 _warned.add((run_dir, message))
                 warnings.warn(message, stacklevel=2)

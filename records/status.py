@@ -4,11 +4,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from records.files import STATUS, now, read_json, write_json
+from records.files import STATUS, Unreadable, now, quarantine, read_record, write_json
 
-PENDING, RUNNING, DONE, FAILED, LOST = "pending", "running", "done", "failed", "lost"
+PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
-STATES = (*WRITTEN, LOST)  # lost: its job has ended without a final record (found by `status`, never written)
+# Found by `status`, never written. lost: its job has ended without a final record; unreadable: a record of
+# the run cannot be read (it is not done: a launch or resume moves the file aside and runs it again).
+LOST, UNREADABLE = "lost", "unreadable"
+STATES = (*WRITTEN, LOST, UNREADABLE)
 FINAL = (DONE, FAILED)
 
 
@@ -47,6 +50,7 @@ class Status:
     interrupted: dict[str, str] | None = None  # pending again after Ctrl-C or a preemption: {type, at}
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
+    unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 
     def __post_init__(self) -> None:
         if self.state not in WRITTEN:
@@ -65,7 +69,7 @@ class Status:
         data["error"] = dataclasses.asdict(self.error) if self.error else None
         data["attempts"], data["warnings"] = list(self.attempts), list(self.warnings)
         keep = ("state", "attempts", "warnings", "parallelism")
-        return {k: v for k, v in data.items() if v is not None or k in keep}
+        return {k: v for k, v in data.items() if (v is not None or k in keep) and k != "unreadable"}
 
     def history(self) -> list[dict[str, Any]]:
         """The attempts, this one added if it started: what a new start of the run keeps of the past."""
@@ -97,6 +101,17 @@ def save_status(run_dir: Path, status: Status) -> Status:
     return status
 
 
-def read_status(run_dir: Path) -> Status:
+def read_status(run_dir: Path, move_aside: bool = False) -> Status:
+    """The run's status: pending if it has none; if it cannot be read, pending with `unreadable` saying why
+    (and, with `move_aside`, which the run or its launcher asks for before writing a new one, moved aside)."""
     path = Path(run_dir) / STATUS
-    return Status.from_json(read_json(path)) if path.exists() else Status()
+    found = read_record(path)
+    if found is None:
+        return Status()
+    if not isinstance(found, Unreadable):
+        try:
+            return Status.from_json(found)
+        except (AttributeError, TypeError, ValueError) as error:  # JSON, but not a status (a field of the wrong kind)
+            found = Unreadable(path, f"not a status: {error}")
+    aside = quarantine(path) if move_aside else None
+    return Status(unreadable=f"{found.reason}{f'; moved aside to {aside.name}' if aside else ''}")

@@ -1,22 +1,86 @@
-"""A sweep folder's own files: its manifest (sweep.json), its planned runs (runs.jsonl), their jobs (jobs.json)."""
+"""A sweep folder's own files: its manifest (sweep.json), its planned runs (runs.jsonl), their jobs (jobs.json).
+
+Each can be rebuilt from the run folders when it cannot be read: readers get the rebuilt value (and, given a
+list, the Unreadable found); a launcher, holding the sweep's lock, writes it back with `repair` and moves the
+broken file aside.
+"""
 
 import json
 from pathlib import Path
 from typing import Any
 
-from records.files import JOBS, RUNS, SWEEP, read_json, read_jsonl, write_json, write_jsonl
+from records.files import (
+    CONFIG,
+    JOBS,
+    RUNS,
+    STATUS,
+    SWEEP,
+    Unreadable,
+    json_line,
+    now,
+    quarantine,
+    read_record,
+    readable_lines,
+    write_json,
+    write_jsonl,
+)
+from records.status import read_status
 
 
-def read_manifest(sweep_dir: Path) -> dict[str, Any] | None:
+def _read(path: Path, rebuild, unreadable: list[Unreadable] | None) -> Any:
+    found = read_record(path)
+    if isinstance(found, dict | list) or found is None:
+        return found
+    if not isinstance(found, Unreadable):
+        found = Unreadable(path, f"holds a {type(found).__name__}, not a record")
+    if unreadable is not None:
+        unreadable.append(found)
+    return rebuild(path.parent)
+
+
+def _run_folders(sweep_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in sweep_dir.glob(f"*/{STATUS}")) + sorted(
+        p.parent for p in sweep_dir.glob(f"*/{CONFIG}") if not (p.parent / STATUS).exists()
+    )
+
+
+def rebuilt_manifest(sweep_dir: Path) -> dict[str, Any]:
+    """sweep.json from the planned runs and, for its uid (which W&B run ids begin with), the runs' statuses."""
+    uids = {read_status(folder).tracker_id or "" for folder in _run_folders(sweep_dir)}
+    uid = next((u.split("-")[0] for u in sorted(uids) if "-" in u), None)
+    runs = {name: row["run_id"] for name, row in planned_runs(sweep_dir).items()}
+    return {"uid": uid, "created_at": now(), "runs": runs, "launches": [], "rebuilt_at": now()}
+
+
+def rebuilt_planned(sweep_dir: Path) -> list[dict[str, Any]]:
+    """runs.jsonl from its lines still readable and the config.json of each run that has started."""
+    rows = {row["name"]: row for row in readable_lines(sweep_dir / RUNS) if isinstance(row, dict) and "name" in row}
+    for path in sorted(sweep_dir.glob(f"*/{CONFIG}")):
+        found = read_record(path)
+        if isinstance(found, dict) and "name" in found:
+            rows.setdefault(found["name"], found)
+    return list(rows.values())
+
+
+def rebuilt_jobs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
+    """jobs.json from the job each started run recorded in its status."""
+    jobs = {}
+    for folder in _run_folders(sweep_dir):
+        status = read_status(folder)
+        if status.job_id:
+            jobs[folder.name] = {"job_id": status.job_id, "log": status.log}
+    return jobs
+
+
+def read_manifest(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, Any] | None:
     """sweep.json: uid, created_at, runs (name -> run id), launches (at, argv, runs); None before the first launch."""
-    path = Path(sweep_dir) / SWEEP
-    return read_json(path) if path.exists() else None
+    return _read(Path(sweep_dir) / SWEEP, rebuilt_manifest, unreadable)
 
 
-def planned_runs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
+def planned_runs(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, dict[str, Any]]:
     """What runs.jsonl holds: run name -> its config record (as config.json has it once the run starts)."""
-    path = Path(sweep_dir) / RUNS
-    return {row["name"]: row for row in read_jsonl(path)} if path.exists() else {}
+    rows = _read(Path(sweep_dir) / RUNS, rebuilt_planned, unreadable) or []
+    return {row["name"]: row for row in rows}
 
 
 def write_planned(sweep_dir: Path, lines: dict[str, str]) -> None:
@@ -24,15 +88,46 @@ def write_planned(sweep_dir: Path, lines: dict[str, str]) -> None:
     again replaces its line, the other lines are kept as they are."""
     path = Path(sweep_dir) / RUNS
     kept = [line for line in (path.read_text().splitlines() if path.exists() else []) if line.strip()]
-    write_jsonl(path, [line for line in kept if json.loads(line)["name"] not in lines] + list(lines.values()))
+    write_jsonl(path, [line for line in kept if _name(line) not in lines] + list(lines.values()))
+
+
+def _name(line: str) -> str | None:
+    try:
+        return json.loads(line)["name"]
+    except (ValueError, KeyError, TypeError):  # a damaged line: dropped
+        return None
 
 
 def record_jobs(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> None:
     """Note which job each run was submitted to (run name -> job id, log, launcher)."""
-    path = Path(sweep_dir) / JOBS
-    write_json(path, {**(read_json(path) if path.exists() else {}), **jobs})
+    write_json(Path(sweep_dir) / JOBS, {**submitted_jobs(sweep_dir), **jobs})
 
 
-def submitted_jobs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
-    path = Path(sweep_dir) / JOBS
-    return read_json(path) if path.exists() else {}
+def submitted_jobs(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, dict[str, Any]]:
+    return _read(Path(sweep_dir) / JOBS, rebuilt_jobs, unreadable) or {}
+
+
+_REBUILD = {SWEEP: rebuilt_manifest, RUNS: rebuilt_planned, JOBS: rebuilt_jobs}
+
+
+def repair(sweep_dir: Path) -> list[str]:
+    """Move each unreadable sweep-level file aside and write it again, rebuilt from the run folders; what was
+    done, a line per file. (For a launcher, which holds the sweep's lock.)"""
+    sweep_dir = Path(sweep_dir)
+    done = []
+    for name, rebuild in _REBUILD.items():
+        found: list[Unreadable] = []
+        value = _read(sweep_dir / name, rebuild, found)
+        if not found:
+            continue
+        aside = quarantine(sweep_dir / name)
+        where = f"moved aside to {aside.name}" if aside else "could not be moved aside"
+        if name == SWEEP and value["uid"] is None:  # no run has started: this launch makes a new one
+            done.append(f"{found[0]}: {where}; made anew")
+            continue
+        if name == RUNS:
+            write_jsonl(sweep_dir / name, [json_line(row) for row in value])
+        else:
+            write_json(sweep_dir / name, value)
+        done.append(f"{found[0]}: {where}; rebuilt from the run folders")
+    return done

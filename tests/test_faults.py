@@ -325,3 +325,38 @@ def test_a_write_that_fails_leaves_the_old_record_and_no_temporary_file(tmp_path
         records.write_status(tmp_path, "done")
     assert (tmp_path / records.STATUS).read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [records.STATUS]
+
+
+SWEEP_LEVEL = [records.SWEEP, records.RUNS, records.JOBS]
+RUN_LEVEL = [records.STATUS, records.CONFIG, records.ENV, records.SUMMARY, records.STEPS]
+
+
+@pytest.mark.parametrize("name", SWEEP_LEVEL + RUN_LEVEL)
+def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_finishes(name, tmp_path):
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    first = [*FAST, "seed=0,1", "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}"]
+    assert launch_here(*first).returncode == 0
+    victim_run = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0]
+    victim = (sweep if name in SWEEP_LEVEL else victim_run) / name
+    for damage in ("empty", "cut"):
+        data = victim.read_bytes()
+        victim.write_bytes(b"" if damage == "empty" else data[: len(data) * 2 // 3])
+        status = launch_here("status", str(sweep))
+        assert status.returncode == 0, status.stderr
+        read_by_status = (records.STATUS, records.SWEEP, records.JOBS)
+        assert f"{victim} is unreadable" in status.stdout or name not in read_by_status
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for command in ("table", "report"):
+                shown = launch_here(command, str(sweep))
+                assert shown.returncode == 0, f"{command} after {name} {damage}: {shown.stderr}"
+        if name in RUN_LEVEL:
+            assert any(victim_run.name in str(w.message) and name in str(w.message) for w in caught)
+        again = launch_here(*first)
+        assert again.returncode == 0, again.stderr
+        assert f"{victim} is unreadable" in again.stderr and "moved aside to" in again.stderr
+        assert launch_here("resume", str(sweep), "launcher.name=debug").returncode == 0
+        assert len(list(victim.parent.glob(f"{name}.corrupt-*"))) == (1 if damage == "empty" else 2)
+        loaded = load_sweep(sweep)
+        assert [r.state for r in loaded] == ["done", "done"], f"{name} {damage}: resume finished the sweep"

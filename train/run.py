@@ -108,7 +108,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
 def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
-    history = records.read_status(run_dir).history()
+    history = records.read_status(run_dir, move_aside=True).history()
     launch = {**launch, "tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
     records.write_status(run_dir, records.RUNNING, **launch)
     try:

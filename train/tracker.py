@@ -50,8 +50,8 @@ class Tracker:
     @staticmethod
     def _environment(run_dir: Path) -> dict[str, Any]:
         """The run's env.json as env.* config keys: versions, device, host, code revision."""
-        path = run_dir / records.ENV
-        return flatten(records.read_json(path), "env.") if path.exists() else {}
+        found = records.read_record(run_dir / records.ENV)
+        return flatten(found, "env.") if isinstance(found, dict) else {}
 
     @staticmethod
     def _replace_earlier(run_dir: Path, tracker_id: str) -> None:

@@ -171,8 +171,12 @@ def unreadable_records(run_dir: Path) -> list[Unreadable]:
         return [Unreadable(run_dir / STATUS, status.unreadable)]
     if status.state != DONE:
         return []
-    found = [(run_dir / name, read_record(run_dir / name)) for name in DONE_RECORDS[1:]]
-    return [f if f is not None else Unreadable(path, "missing") for path, f in found if not f or isinstance(f, Unreadable)]
+    broken = []
+    for path in (run_dir / name for name in DONE_RECORDS[1:]):
+        found = read_record(path)
+        if found is None or isinstance(found, Unreadable):
+            broken.append(found or Unreadable(path, "missing"))
+    return broken
 
 
 def is_done(run_dir: Path, moved: list[str] | None = None) -> bool:

@@ -46,10 +46,11 @@ def hydra_flags(args: list[str]) -> int:
 
 def launch_plan(plan_of, argv: list[str]) -> int:
     """Plan (by calling `plan_of`), check, launch; then print the views of the records, or where to follow the jobs."""
+    import records
     from analysis.render import text
     from analysis.views import sweep_views
     from analysis.wandb_sweep import log_sweep
-    from launcher.submit import launch
+    from launcher.submit import SubmissionFailed, launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate
     from records.lock import SweepLocked
@@ -71,6 +72,12 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
+    except SubmissionFailed as error:
+        print(f"perfsweep: {error}", file=sys.stderr)
+        return 1
+    except records.RecordWriteError as error:  # the launcher's own files, before anything was submitted
+        print(f"perfsweep: nothing was submitted: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         where = plan.sweep_dir if plan else "SWEEP_DIR"
         print(

@@ -6,7 +6,9 @@ executor and the parameters it takes; nothing else in perfsweep depends on it.
 
 import dataclasses
 import os
+import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,36 +62,60 @@ def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
 
 
-def squeue_ids(job_ids: list[str]) -> set[str]:
-    """Which of `job_ids` Slurm still has queued or running: one squeue call for all arrays (not one per job)."""
-    if not job_ids:
+class SchedulerUnavailable(RuntimeError):
+    """The scheduler did not answer (a controller timeout): which jobs are alive is unknown, not none."""
+
+
+SQUEUE_RETRY_S = (1.0, 2.0, 4.0)  # waits between squeue attempts: a busy controller often answers the next
+
+
+def squeue_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """Which of the job ids Slurm still has queued or running: one squeue call for all arrays (not one per
+    job), retried with backoff; SchedulerUnavailable if it keeps failing."""
+    if not jobs:
         return set()
-    arrays = sorted({job_id.split("_")[0] for job_id in job_ids})
-    out = subprocess.run(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(arrays)], capture_output=True, text=True)
-    if out.returncode != 0:
+    arrays = sorted({job_id.split("_")[0] for job_id in jobs})
+    for wait in (*SQUEUE_RETRY_S, None):
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(arrays)], capture_output=True, text=True)
+        if out.returncode == 0:
+            return set(out.stdout.split()) & set(jobs)
         if "Invalid job id" in out.stderr:  # every one of them has left the queue
             return set()
-        raise RuntimeError(f"squeue failed ({out.returncode}): {out.stderr.strip()}")
-    return set(out.stdout.split()) & set(job_ids)
+        if wait is None:
+            tries = len(SQUEUE_RETRY_S) + 1
+            raise SchedulerUnavailable(f"squeue failed {tries} times (exit {out.returncode}: {out.stderr.strip()})")
+        time.sleep(wait)
+    raise AssertionError("unreachable")
 
 
 def squeue_alive(jobs: list[submitit.Job]) -> set[str]:
-    return squeue_ids([job.job_id for job in jobs])
+    return squeue_ids({job.job_id: {} for job in jobs})
 
 
-def pid_ids(job_ids: list[str]) -> set[str]:
-    """Which local jobs (their ids are process ids) still have a process, seen from any process."""
+def process_start(pid: int) -> str | None:
+    """When a process started (clock ticks since boot, from /proc): a pid with another start is another process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name before ")" may hold spaces
+
+
+def pid_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """Which local jobs (their ids are process ids) still have their process: the pid is alive and, where its
+    start was recorded, started then (the system may have given a dead job's pid to another process)."""
     alive = set()
-    for job_id in job_ids:
+    for job_id, recorded in jobs.items():
         try:
             os.kill(int(job_id), 0)
-            alive.add(job_id)
         except (OSError, ValueError):
-            pass
+            continue
+        if recorded.get("process_start") in (None, process_start(int(job_id))):
+            alive.add(job_id)
     return alive
 
 
-def none_alive(job_ids: list[str]) -> set[str]:
+def none_alive(jobs: dict[str, dict[str, Any]]) -> set[str]:
     """Debug jobs run inside the launcher: once it has gone, so have they."""
     return set()
 
@@ -99,12 +125,28 @@ def process_alive(jobs: list[submitit.Job]) -> set[str]:
     return {job.job_id for job in jobs if not job.done()}
 
 
+def cluster_max_array_size() -> int:
+    """The most tasks one Slurm array may hold (ids run 0..MaxArraySize-1); ValueError saying what is wrong."""
+    if not shutil.which("scontrol"):
+        raise ValueError(
+            "launcher=slurm reads the cluster's MaxArraySize with scontrol, which is not on PATH; set "
+            "launcher.max_array_size=N (the most tasks an array may hold)"
+        )
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "MaxArraySize" and value.strip().isdigit():
+            return int(value) - 1
+    why = out.stderr.strip() or "no MaxArraySize in its output"
+    raise ValueError(f"cannot read MaxArraySize from `scontrol show config` ({why}); set launcher.max_array_size=N")
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     executor: type[submitit.Executor]
     parameters: Callable[[LauncherConf, str], dict[str, Any]]
     alive: Callable[[list[submitit.Job]], set[str]]  # for the launcher that submitted the jobs
-    alive_ids: Callable[[list[str]], set[str]]  # for anyone else (status), from recorded job ids
+    alive_ids: Callable[[dict[str, dict[str, Any]]], set[str]]  # for anyone else (status), from jobs.json
     on_this_host: bool  # jobs run here: no scheduler, so perfsweep keeps `parallelism` jobs going itself
 
 

@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 
 import records
-from launcher.executor import BACKENDS
-from records import FINAL, LOST, PENDING, RUNNING, STATES, UNREADABLE, Status, Unreadable
+from launcher.executor import BACKENDS, SchedulerUnavailable
+from records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 
 
 @dataclasses.dataclass
@@ -30,10 +30,12 @@ def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
     return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir, unreadable))
 
 
-def run_states(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> list[RunState]:
-    """One per run: its state (pending, running, done, failed, lost or unreadable), job id, log. The sweep-level
-    files that could not be read (and were rebuilt from the run folders) are added to `unreadable`."""
-    unreadable = [] if unreadable is None else unreadable
+def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState]:
+    """One per run: its state (pending, running, done, failed, lost, unreadable; unknown where the scheduler
+    did not answer), job id, log. What else the user should know is added to `notes`: sweep-level files that
+    could not be read (and were read as rebuilt from the run folders), a scheduler that did not answer."""
+    notes = [] if notes is None else notes
+    unreadable: list[Unreadable] = []
     jobs = records.submitted_jobs(sweep_dir, unreadable)
     launchers: dict[str, str] | None = None
     rows = []
@@ -50,10 +52,17 @@ def run_states(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> l
         job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
         state = UNREADABLE if status.unreadable else status.state
         rows.append(RunState(name, status, state, job_id, log, launcher))
+    notes += [f"{u}: read as rebuilt from the run folders; a launch or resume rewrites it" for u in unreadable]
     unfinished = [r for r in rows if r.state not in FINAL and r.job_id and r.launcher in BACKENDS]
     for launcher in {r.launcher for r in unfinished}:
         mine = [r for r in unfinished if r.launcher == launcher]
-        alive = BACKENDS[launcher].alive_ids([r.job_id for r in mine])
+        try:
+            alive = BACKENDS[launcher].alive_ids({r.job_id: jobs.get(r.run, {}) for r in mine})
+        except SchedulerUnavailable as error:  # unknown, never lost
+            notes.append(f"{launcher}: {error}: whether the unfinished runs' jobs are alive is unknown")
+            for row in mine:
+                row.state = UNKNOWN
+            continue
         for row in mine:
             row.job_alive = row.job_id in alive
             # Its job has ended but the run never wrote a final state. (A run that was interrupted wrote
@@ -65,21 +74,23 @@ def run_states(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> l
 
 def in_flight(sweep_dir: Path) -> set[str]:
     """Runs whose job is still queued or running: submitting them again would run them twice."""
-    return {row.run for row in run_states(sweep_dir) if row.state in (PENDING, RUNNING) and row.job_alive}
+    rows = run_states(sweep_dir)
+    return {row.run for row in rows if row.state == UNKNOWN or (row.state in (PENDING, RUNNING) and row.job_alive)}
 
 
 def render(sweep_dir: Path) -> str:
-    unreadable: list[Unreadable] = []
-    rows = run_states(sweep_dir, unreadable)
+    notes: list[str] = []
+    rows = run_states(sweep_dir, notes)
     counts = {s: sum(r.state == s for r in rows) for s in STATES}
-    lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)]
-    lines += [f"{u}: read as rebuilt from the run folders; a launch or resume rewrites it" for u in unreadable]
+    lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n), *notes]
     for row in rows:
         detail = f"  {row.status.error_line(160)}" if row.status.error else ""
         if row.state == UNREADABLE:
             detail = f"  {Unreadable(sweep_dir / row.run / records.STATUS, row.status.unreadable)}"
         if row.state == PENDING and row.status.interrupted:
-            detail = f"  interrupted ({row.status.interrupted['type']} at {row.status.interrupted['at']})"
+            interrupted = row.status.interrupted
+            detail = f"  interrupted ({interrupted['type']} at {interrupted['at']})"
+            detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
         job = f"  job {row.job_id}" if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")

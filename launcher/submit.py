@@ -10,7 +10,6 @@ import collections
 import contextlib
 import dataclasses
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,12 +18,19 @@ import submitit
 
 import records
 from launcher import sweepdir
-from launcher.executor import BACKENDS, make_executor, pinned_gpus
+from launcher.executor import (
+    BACKENDS,
+    SchedulerUnavailable,
+    cluster_max_array_size,
+    make_executor,
+    pinned_gpus,
+    process_start,
+)
 from launcher.jobs import RunFunction, RunJob, RunPack
 from launcher.progress import Progress
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
-from records import DONE, FAILED, FINAL, RUNNING, RunError, Status, Summary
+from records import DONE, FAILED, FINAL, PENDING, RUNNING, RunError, Status, Summary
 from records.lock import sweep_lock
 from sweeps.plan import Plan
 
@@ -53,13 +59,16 @@ def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
 
 def max_array_size(configured: int | None) -> int:
     """The most tasks one array may hold: the config's, else the cluster's MaxArraySize (ids run 0..max-1)."""
-    if configured:
-        return configured
-    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.split("=")[0].strip() == "MaxArraySize":
-            return int(line.split("=")[1]) - 1
-    return 1000
+    return configured or cluster_max_array_size()
+
+
+class SubmissionFailed(RuntimeError):
+    """The scheduler refused a submission part-way: what was submitted (and recorded) and what was not."""
+
+
+def _last_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -79,19 +88,28 @@ def _detail(run_dir: Path, status: Status) -> str:
 
 
 def _mark_lost(run: RunJob, job: submitit.Job) -> Status:
-    """A job that ended without this run's final records: record it as failed, with the log's last lines."""
+    """A job that ended without this run's final records: record it as failed, with the log's last lines (the
+    last one quoted: where a job that stops itself says why)."""
     run.run_dir.mkdir(exist_ok=True)
-    message = (
-        f"job {job.job_id} ended before the run finished (killed, timed out or cancelled?); log: {job.paths.stderr}"
-    )
+    tail = _tail(job.paths.stderr)
+    last = f": {tail.splitlines()[-1].strip()}" if tail else " (killed, timed out or cancelled?)"
+    message = f"job {job.job_id} ended before the run finished{last}; log: {job.paths.stderr}"
     lost = dataclasses.replace(
         records.read_status(run.run_dir, move_aside=True),
         state=FAILED,
         finished_at=records.now(),
         job_id=job.job_id,
-        error=RunError("LostRun", message, _tail(job.paths.stderr)),
+        error=RunError("LostRun", message, tail),
     )
-    return records.save_status(run.run_dir, lost)
+    try:
+        return records.save_status(run.run_dir, lost)
+    except records.RecordWriteError as error:  # the launcher goes on: the run's state is known here
+        warn(f"run {run.spec.name} is lost ({message}) but that cannot be recorded: {error}")
+        return lost
+
+
+def warn(message: str) -> None:
+    print(f"perfsweep: warning: {message}", file=sys.stderr)
 
 
 class Follower:
@@ -114,13 +132,30 @@ class Follower:
         self.pinning, self.free_gpus, self.gpu_of = bool(gpus), list(gpus), {}
 
     def submit(self, packs: list[list[RunJob]], chunk: int, gpu: int | None = None) -> list[str]:
-        """Submit packs, `chunk` to an array; a pack given `gpu` sees that GPU alone (CUDA_VISIBLE_DEVICES)."""
+        """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given
+        `gpu` sees that GPU alone (CUDA_VISIBLE_DEVICES). SubmissionFailed if the scheduler refuses one."""
         if gpu is not None:
             self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
-        jobs = []
+        submitted: list[str] = []
         for start in range(0, len(packs), chunk):
             part = packs[start : start + chunk]
-            jobs += zip(self.executor.map_array(self.pack, part), part, strict=True)
+            try:
+                jobs = list(zip(self.executor.map_array(self.pack, part), part, strict=True))
+            except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
+                left = sum(len(pack) for pack in packs[start:])
+                arrays = sorted({job_id.split("_")[0] for job_id in submitted})
+                done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
+                raise SubmissionFailed(
+                    f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {left} runs were not "
+                    f"submitted (pending). `perfsweep status {self.sweep_dir}` follows what was; "
+                    f"`perfsweep resume {self.sweep_dir}` submits the rest."
+                ) from error
+            self._track(jobs, gpu)
+            submitted += [job.job_id for job, _ in jobs]
+        return submitted
+
+    def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], gpu: int | None) -> None:
+        """Follow the jobs, and record which job each run went to (in jobs.json: what status and resume know)."""
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
             if gpu is not None:
@@ -130,23 +165,37 @@ class Follower:
             "launcher": self.backend_name,
             **({"gpu": gpu} if gpu is not None else {}),
         }
-        records.record_jobs(
-            self.sweep_dir,
-            {
-                run.spec.name: {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
-                for job, pack in jobs
-                for run in pack
-            },
-        )
-        return [job.job_id for job, _ in jobs]
+        found = {}
+        for job, pack in jobs:
+            # a local job's id is its pid: its start tells it from a later process given the same pid
+            start = process_start(int(job.job_id)) if self.backend_name == "local" else None
+            entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
+            found |= {run.spec.name: {**entry, **({"process_start": start} if start else {})} for run in pack}
+        try:
+            records.record_jobs(self.sweep_dir, found)
+        except records.RecordWriteError as error:
+            ids = ", ".join(job.job_id for job, _ in jobs)
+            warn(
+                f"jobs {ids} were submitted but cannot be recorded in {records.JOBS} ({error}): this launch follows "
+                "them; `status` and `resume` know them only once their runs start"
+            )
 
     def poll(self) -> None:
-        alive = self.backend.alive([job for job, _ in self.active.values()])  # asked before reading records
+        jobs = [job for job, _ in self.active.values()]
+        try:
+            alive = self.backend.alive(jobs)  # asked before reading records
+        except SchedulerUnavailable as error:  # unknown is not dead: no job is called lost on it
+            warn(f"{error}; asking again at the next poll")
+            alive = {job.job_id for job in jobs}
         for job_id, (job, pack) in list(self.active.items()):
             for run in pack:
                 if run.spec.name in self.states:
                     continue
                 status = records.read_status(run.run_dir)
+                if status.state == PENDING and status.interrupted and job_id not in alive:  # its job left it
+                    self.states[run.spec.name] = PENDING
+                    self.progress.ended(run.spec, PENDING, status.interrupted.get("reason", ""))
+                    continue
                 if status.state not in FINAL and job_id not in alive:
                     status = _mark_lost(run, job)
                 if status.state == RUNNING:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conf.schema import LauncherConf, RunConf
 from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS
+from launcher.executor import BACKENDS, cluster_max_array_size
 from sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
@@ -41,6 +41,11 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
         found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(BACKENDS)}")
     elif not BACKENDS[conf.name].on_this_host and not shutil.which("sbatch"):
         found.append(f"launcher={conf.name} needs Slurm's commands (sbatch, squeue, srun) on PATH; none here")
+    elif not BACKENDS[conf.name].on_this_host and not conf.max_array_size:
+        try:
+            cluster_max_array_size()
+        except ValueError as error:
+            found.append(str(error))
     for key in ("parallelism", "runs_per_job", "timeout_min"):
         if getattr(conf, key) < 1:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")

@@ -50,6 +50,7 @@ from records.status import (
     PENDING,
     RUNNING,
     STATES,
+    UNKNOWN,
     UNREADABLE,
     WRITTEN,
     RunError,
@@ -66,7 +67,8 @@ __all__ = [
     "atomic_write", "flatten", "json_line", "now", "quarantine", "read_json", "read_record", "read_steps", "write_json",
     "write_jsonl", "write_steps",
     "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
-    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNREADABLE", "WRITTEN", "RunError", "Status",
+    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
+    "RunError", "Status",
     "read_status", "save_status", "write_status",
     "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

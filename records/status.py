@@ -9,9 +9,10 @@ from records.files import STATUS, Unreadable, now, quarantine, read_record, writ
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
 # Found by `status`, never written. lost: its job has ended without a final record; unreadable: a record of
-# the run cannot be read (it is not done: a launch or resume moves the file aside and runs it again).
-LOST, UNREADABLE = "lost", "unreadable"
-STATES = (*WRITTEN, LOST, UNREADABLE)
+# the run cannot be read (it is not done: a launch or resume moves the file aside and runs it again);
+# unknown: not finished, and the scheduler did not answer whether its job is alive.
+LOST, UNREADABLE, UNKNOWN = "lost", "unreadable", "unknown"
+STATES = (*WRITTEN, LOST, UNREADABLE, UNKNOWN)
 FINAL = (DONE, FAILED)
 
 

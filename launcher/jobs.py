@@ -40,7 +40,10 @@ class RunJob:
 
 def job_info() -> dict[str, Any]:
     """The scheduler's view of this job, for the run's status: job id, host, log file."""
-    env = submitit.JobEnvironment()
+    try:
+        env = submitit.JobEnvironment()
+    except RuntimeError:  # not in a submitit job (a pack called directly)
+        return {}
     if not env.activated():
         return {}
     # The debug executor runs a job inside the launcher: no job folder, no log of its own.

@@ -18,8 +18,12 @@ import records
 from analysis.compare import compare
 from analysis.render import text
 from analysis.table import view
+from launcher.executor import process_start
+from launcher.jobs import RunJob, RunPack
+from launcher.status import run_states
 from records import load_sweep
 from records.lock import LOCK, sweep_lock
+from sweeps.plan import build_plan
 from tests.conftest import ROOT, launch, launch_here
 from tests.test_run import run
 from train.build import DEFAULT_THREADS
@@ -360,3 +364,82 @@ def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_fini
         assert len(list(victim.parent.glob(f"{name}.corrupt-*"))) == (1 if damage == "empty" else 2)
         loaded = load_sweep(sweep)
         assert [r.state for r in loaded] == ["done", "done"], f"{name} {damage}: resume finished the sweep"
+
+
+# Stands in for a disk that fills up as a run ends: every rename into place fails from the run's steps on.
+# Loaded by the launcher's job processes through PYTHONPATH (sitecustomize), so the fault is in real processes.
+FULL_DISK = """
+import errno, os
+_replace, _full = os.replace, []
+def _replace_on_a_full_disk(src, dst, *args, **kwargs):
+    if os.path.basename(str(dst)) == "steps.parquet":
+        _full.append(True)
+    if _full:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return _replace(src, dst, *args, **kwargs)
+os.replace = _replace_on_a_full_disk
+"""
+
+
+def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_path):
+    fault = tmp_path / "fault"
+    fault.mkdir()
+    (fault / "sitecustomize.py").write_text(FULL_DISK)
+    runs = tmp_path / "runs"
+    result = launch(*FAST, "tracker.mode=disabled", f"runs_dir={runs}", env={"PYTHONPATH": str(fault)})
+    assert result.returncode == 1, result.stdout + result.stderr
+    (status,) = [records.read_status(p.parent) for p in (runs / "default").glob("*/status.json")]
+    assert status.state == "failed" and status.error.type == "LostRun"
+    reason = "its records cannot be written: [Errno 28] cannot write "
+    assert reason in status.error.message and "No space left on device" in status.error.message, status.error
+    log = Path(status.error.message.rsplit("log: ", 1)[1]).read_text().strip().splitlines()
+    assert reason in log[-1], "the reason is the job log's last line"
+    assert not list(runs.glob("**/.*.tmp")), "no temporary file left behind"
+
+
+def test_a_launcher_that_cannot_write_its_own_files_goes_on_and_says_so(tmp_path, monkeypatch):
+    replace = os.replace
+
+    def full_for_jobs_json(src, dst, *args, **kwargs):  # in this process only: the local jobs write as usual
+        if Path(dst).name == records.JOBS:
+            raise OSError(28, "No space left on device")
+        return replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", full_for_jobs_json)
+    runs = tmp_path / "runs"
+    result = launch_here(*FAST, "seed=0,1", "launcher.parallelism=2", "tracker.mode=disabled", f"runs_dir={runs}")
+    assert result.returncode == 0, result.stderr
+    assert "cannot be recorded in jobs.json" in result.stderr and "No space left on device" in result.stderr
+    assert [r.state for r in load_sweep(runs / "default")] == ["done", "done"], "the runs were followed to the end"
+
+
+def test_a_cuda_error_stops_its_pack_and_leaves_the_rest_pending(tmp_path, capsys):
+    """A CUDA error cannot be raised without a GPU: the first run raises the error torch raises for one."""
+    plan = build_plan([*FAST, "seed=0,1,2", f"runs_dir={tmp_path}"])
+    ran = []
+
+    def execute(spec, run_dir, tracker_id, launch):
+        ran.append(spec.name)
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    packed = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    with pytest.raises(SystemExit, match="hit a CUDA error") as stopped:
+        RunPack(execute)(packed)
+    assert stopped.value.code != 0 and "2 later runs are pending again" in str(stopped.value.code)
+    assert ran == [plan.runs[0].name], "no later run started in the broken process"
+    for later in packed[1:]:
+        status = records.read_status(later.run_dir)
+        assert status.state == "pending" and plan.runs[0].name in status.interrupted["reason"]
+    assert f"run {plan.runs[0].name} failed: RuntimeError: CUDA error" in capsys.readouterr().err
+
+
+def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
+    """A local job's id is its pid; this test's own process stands in for the process that got it later."""
+    records.write_json(tmp_path / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
+    (tmp_path / "r").mkdir()
+    records.write_status(tmp_path / "r", "running")
+    me = {"job_id": str(os.getpid()), "launcher": "local", "log": "-"}
+    for started, state in ((process_start(os.getpid()), "running"), ("1", "lost")):
+        records.write_json(tmp_path / records.JOBS, {"r": {**me, "process_start": started}})
+        (row,) = run_states(tmp_path)
+        assert row.state == state

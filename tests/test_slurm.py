@@ -1,5 +1,7 @@
 """Sweeps as submitit job arrays on a real one-node Slurm cluster (scripts/slurm-local), and the sbatch they make."""
 
+import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -9,6 +11,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 
 import records
 from conf.schema import LauncherConf
+from launcher import executor
 from launcher.executor import slurm_parameters
 from launcher.validate import launcher_problems
 from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
@@ -251,3 +254,59 @@ def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
     assert launcher_problems(LauncherConf(name="slurm", partition="gpu")) == launcher_problems(
         LauncherConf(name="slurm")
     )
+
+
+def _wrap(folder: Path, command: str, fails: str) -> None:
+    """`command` first on PATH: fails (as Slurm does when a limit is hit or the controller times out) when the
+    shell test `fails` holds for $n, this call's number; else the real one runs."""
+    real = shutil.which(command)
+    script = folder / command
+    calls = folder / f"{command}.calls"
+    script.write_text(
+        f"#!/bin/bash\nn=$(( $(cat {calls} 2>/dev/null || echo 0) + 1 )); echo $n > {calls}\n"
+        f'if {fails}; then echo "{command}: error: simulated failure $n" >&2; exit 1; fi\nexec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+
+
+@pytest.mark.slurm
+def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(on_slurm, tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _wrap(bin_dir, "sbatch", "[ $n -eq 2 ]")  # the second array is refused (a per-user submit limit)
+    _wrap(bin_dir, "squeue", f"[ $n -le $(cat {bin_dir}/squeue.failing 2>/dev/null || echo 0) ]")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(executor, "SQUEUE_RETRY_S", (0.2, 0.4))
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    args = [*SLURM, "input_type=tensor,subclass,tensorbase,cast", "launcher.max_array_size=2", f"runs_dir={runs}"]
+    first = launch_here(*args, "launcher.wait=true")
+    assert first.returncode == 1 and "simulated failure 2" in first.stderr, first.stderr
+    assert "were submitted and recorded; 2 runs were not submitted" in first.stderr
+    submitted = records.submitted_jobs(sweep)
+    assert len(submitted) == 2, "the first array's jobs are recorded"
+
+    (bin_dir / "squeue.failing").write_text("1000")  # the controller stops answering
+    shown = launch_here("status", str(sweep)).stdout
+    assert "lost" not in shown and "squeue failed 3 times" in shown, shown
+    rows = {line.split()[1]: line.split()[0] for line in shown.splitlines()[1:] if line.split()[1:2]}
+    assert {rows[name] for name in submitted} <= {"unknown", "done"}, shown
+
+    calls = int((bin_dir / "squeue.calls").read_text())
+    (bin_dir / "squeue.failing").write_text(str(calls + 2))  # it answers again after two more failures
+    again = launch_here("resume", str(sweep), "launcher.wait=true")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert int((bin_dir / "sbatch.calls").read_text()) == 3, "resume submitted only what was not submitted"
+    final = states(sweep)
+    assert {s.state for s in final.values()} == {"done"} and len(final) == 4
+    assert all(s.attempts == () for s in final.values()), "every run ran once"
+    assert {final[name].job_id for name in submitted} == {entry["job_id"] for entry in submitted.values()}
+
+
+def test_no_scontrol_to_read_max_array_size_is_a_problem_before_anything_is_submitted(tmp_path, monkeypatch):
+    (tmp_path / "sbatch").write_text("#!/bin/sh\nexit 1\n")  # never called: only found
+    (tmp_path / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (problem,) = launcher_problems(LauncherConf(name="slurm"))
+    assert "scontrol, which is not on PATH" in problem and "launcher.max_array_size=N" in problem
+    assert launcher_problems(LauncherConf(name="slurm", max_array_size=100)) == []

@@ -18,7 +18,8 @@ from typing import Any
 from analysis.plots import write_plots
 from analysis.render import html_section
 from analysis.views import sweep_views
-from records import DONE, REPORT, load_sweep
+from records import DONE, REPORT, atomic_write, load_sweep
+from records.redact import redact_text
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -46,12 +47,13 @@ def html_report(sweep_dir: Path) -> Path:
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
         *(html_section(view) for view in sweep_views(sweep_dir)),
     ]
+    parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
     if done:
         parts += ["<h2>Plots</h2>", *(_image(p) for p in write_plots(sweep_dir))]
     page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"
     page += f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"
     path = sweep_dir / REPORT
-    path.write_text(page)
+    atomic_write(path, page.encode())
     return path
 
 

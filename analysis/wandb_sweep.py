@@ -8,16 +8,19 @@ code snapshot stay out. W&B is a view: a failure here is returned as a warning, 
 `sync` uploads every offline W&B run of a sweep (the runs' and the sweep's), as `wandb sync` does.
 """
 
+import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import records
 from analysis import table
 from conf.schema import TrackerConf
-from conf.tracking import NO_KEY, has_wandb_key
+from conf.tracking import NO_KEY, WANDB_SETTINGS, has_wandb_key
 from records import load_sweep
+from records.redact import redact
 
 RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE)
 SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
@@ -33,6 +36,22 @@ def record_files(sweep_dir: Path) -> list[Path]:
     files = [sweep_dir / name for name in SWEEP_FILES]
     files += [run_dir / name for run_dir in sorted(p for p in sweep_dir.iterdir() if p.is_dir()) for name in RUN_FILES]
     return [f for f in files if f.is_file()]
+
+
+def redacted_copy(path: Path, copy: Path) -> Path | None:
+    """`path` as it may leave the machine (records.redact): a JSON record redacted into `copy`, an unreadable one
+    left out (None), other files as they are (steps hold numbers; the HTML report is written redacted)."""
+    if path.suffix not in (".json", ".jsonl"):
+        return path
+    found = records.read_record(path)
+    if isinstance(found, records.Unreadable):
+        return None
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".jsonl":
+        copy.write_text("".join(records.json_line(redact(row)) + "\n" for row in found))
+    else:
+        copy.write_text(json.dumps(redact(found), indent=2, sort_keys=True, default=str))
+    return copy
 
 
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
@@ -59,17 +78,21 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             resume="allow",
             reinit="create_new",
             dir=str(sweep_dir),
-            settings=wandb.Settings(x_disable_stats=True, console="off", silent=True),
+            settings=wandb.Settings(x_disable_stats=True, **WANDB_SETTINGS),
         )
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
-        for path in record_files(sweep_dir):
-            artifact.add_file(str(path), name=str(path.relative_to(sweep_dir)))
-        run.log_artifact(artifact)
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}
         run.summary.update({"runs": len(runs), **counts})
-        run.finish()
+        with tempfile.TemporaryDirectory(prefix="perfsweep-records-") as staging:
+            for path in record_files(sweep_dir):
+                name = str(path.relative_to(sweep_dir))
+                copy = redacted_copy(path, Path(staging) / name)
+                if copy is not None:
+                    artifact.add_file(str(copy), name=name)
+            run.log_artifact(artifact)
+            run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing
         return [f"wandb sweep run failed: {type(error).__name__}: {error}"]
     return []

@@ -8,6 +8,9 @@ from conf.schema import TrackerConf
 
 TRACKER_MODES = ("offline", "online", "disabled")
 NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
+# wandb.Settings for every W&B run perfsweep makes: no console capture, no W&B metadata file (its command line,
+# paths, host and user; the run's env.* config holds what matters, redacted), no git or code capture.
+WANDB_SETTINGS = {"console": "off", "silent": True, "x_disable_meta": True, "disable_git": True, "save_code": False}
 
 
 def has_wandb_key() -> bool:

@@ -138,18 +138,21 @@ def launch_here(*args: str, monkeypatch: pytest.MonkeyPatch | None = None) -> su
 
 FAKE_KEY = "fakekey" + "0123456789abcdef" * 2  # a W&B key's length (40); never valid
 SECRET = "s3cr3t-token-not-for-records"
+HF_TOKEN = "hf_" + "notarealtoken" * 3  # in launcher.setup: kept in local records, never sent to W&B or reports
 
 
 @pytest.fixture(scope="session")
 def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
     """The one real process-per-run sweep: three tiny runs, two at a time, each pinned to one of two listed GPU ids
     (a CPU host runs them on its CPU all the same), through submitit's local executor, W&B offline,
-    launched as a user would with a (fake) W&B key and a secret in the environment; then its report. Read only."""
+    launched as a user would with a (fake) W&B key and a secret in the environment, and a (fake) token in a launcher
+    setting; then its report. Read only."""
     runs = tmp_path_factory.mktemp("local") / "runs"
     env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
     env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
     args = ["-m", *TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous"]
     args += ["launcher.parallelism=2", "launcher.gpus=[0,1]"]  # pinned to listed GPUs (ids only, without a GPU)
+    args += [f'launcher.setup=["export HF_TOKEN={HF_TOKEN}"]']
     result = launch(*args, f"runs_dir={runs}", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     report = launch("report", str(runs / "default"), env=env)

@@ -5,12 +5,13 @@ import datetime
 import gzip
 import json
 import os
+from pathlib import Path
 
 from wandb_workspaces.expr import expr_to_filters
 
 import records
 from analysis.report import wandb_report_content
-from tests.conftest import FAKE_KEY, SECRET, launch
+from tests.conftest import FAKE_KEY, HF_TOKEN, SECRET, launch
 from tests.test_run import run, wandb_records
 
 
@@ -83,6 +84,20 @@ def test_secrets_never_reach_records_logs_reports_or_w_and_b_files(local_sweep):
             ]
     assert not leaks
     assert FAKE_KEY not in result.stdout + result.stderr + report.stdout + report.stderr
+
+
+def test_a_token_in_a_launcher_setting_and_the_home_folder_stay_on_this_machine(local_sweep):
+    sweep, _, _, env = local_sweep
+    leaving = [*sweep.rglob("wandb/**/*"), *Path(env["WANDB_DATA_DIR"]).rglob("*"), sweep / "report.html"]
+    home = os.path.expanduser("~").encode()
+    leaks = []
+    for path in (p for p in leaving if p.is_file()):
+        data = path.read_bytes() + _maybe_gunzip(path.read_bytes())
+        leaks += [f"{path}: {s!r}" for s in (HF_TOKEN.encode(), home + b"/") if s in data]
+    assert not leaks
+    staged = [p for p in Path(env["WANDB_DATA_DIR"]).rglob("*") if p.is_file()]
+    assert any(b'"setup": "***"' in p.read_bytes() for p in staged), "the records artifact, redacted"
+    assert HF_TOKEN in (sweep / "runs.jsonl").read_text(), "the local records keep what resume needs"
 
 
 def _maybe_gunzip(data: bytes) -> bytes:

@@ -14,7 +14,9 @@ from typing import Any
 
 import records
 from conf.schema import TrackerConf
+from conf.tracking import WANDB_SETTINGS
 from records import flatten
+from records.redact import redact
 from sweeps.spec import RunSpec, run_fields
 
 
@@ -37,10 +39,10 @@ class Tracker:
                 id=tracker_id,
                 resume="allow",
                 reinit="create_new",  # a run of its own, even beside a run left behind (runs_per_job > 1)
-                config={**flatten(run_fields(spec.config)), "run_id": spec.run_id, **self._environment(run_dir)},
+                config=self._config(spec, run_dir),
                 tags=sorted(set(spec.axes.values())),
                 dir=str(run_dir),
-                settings=wandb.Settings(x_disable_stats=not conf.system_metrics, console="off", silent=True),
+                settings=wandb.Settings(x_disable_stats=not conf.system_metrics, **WANDB_SETTINGS),
             )
             self.run.define_metric("step")
             self.run.define_metric("*", step_metric="step")
@@ -48,10 +50,11 @@ class Tracker:
             self._warn("init", error)
 
     @staticmethod
-    def _environment(run_dir: Path) -> dict[str, Any]:
-        """The run's env.json as env.* config keys: versions, device, host, code revision."""
+    def _config(spec: RunSpec, run_dir: Path) -> dict[str, Any]:
+        """The run's fields and its env.json as env.* keys (versions, device, host, code revision), redacted."""
         found = records.read_record(run_dir / records.ENV)
-        return flatten(found, "env.") if isinstance(found, dict) else {}
+        environment = flatten(found, "env.") if isinstance(found, dict) else {}
+        return redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment})
 
     @staticmethod
     def _replace_earlier(run_dir: Path, tracker_id: str) -> None:
@@ -80,7 +83,7 @@ class Tracker:
         try:
             import wandb
 
-            self.run.summary.update({**flatten(summary), "state": records.FAILED if failed else records.DONE})
+            self.run.summary.update(redact({**flatten(summary), "state": records.FAILED if failed else records.DONE}))
             if (run_dir / records.PROFILE).exists():
                 artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")
                 artifact.add_file(str(run_dir / records.PROFILE))

@@ -79,8 +79,19 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     if bad:
         raise PlanError([f"resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only; not: {' '.join(bad)}"])
     changes = OmegaConf.from_dotlist(list(overrides))
+    unreadable: list[records.Unreadable] = []
+    planned = records.planned_runs(sweep_dir, unreadable)
+    lost = sorted(set((records.read_manifest(sweep_dir) or {}).get("runs", {})) - set(planned))
+    if unreadable and lost:
+        raise PlanError(
+            [
+                f"{unreadable[0]}, and the config of {len(lost)} runs that never started cannot be rebuilt from the "
+                f"run folders ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): launch the sweep again "
+                "with its command (sweep.json's launches list it), which plans them anew and keeps what is done"
+            ]
+        )
     runs = []
-    for name, record in sorted(records.planned_runs(sweep_dir).items()):
+    for name, record in sorted(planned.items()):
         if records.is_done(sweep_dir / name):
             continue
         workload = OmegaConf.load(CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml")

@@ -4,6 +4,7 @@ once, a cut record file, W&B failing. Each checks what the user sees and that no
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -443,3 +444,15 @@ def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
         records.write_json(tmp_path / records.JOBS, {"r": {**me, "process_start": started}})
         (row,) = run_states(tmp_path)
         assert row.state == state
+
+
+def test_resume_names_runs_jsonl_when_runs_that_never_started_cannot_be_rebuilt(tmp_path):
+    runs = tmp_path / "runs"
+    assert launch_here(*FAST, "seed=0,1", "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}").returncode == 0
+    sweep = runs / "default"
+    never_started = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0]
+    shutil.rmtree(never_started)
+    (sweep / records.RUNS).write_text("")
+    result = launch_here("resume", str(sweep))
+    assert result.returncode == 2 and f"{sweep / records.RUNS} is unreadable (empty file)" in result.stderr
+    assert never_started.name in result.stderr and "launch the sweep again with its command" in result.stderr

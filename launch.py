@@ -50,13 +50,14 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     from analysis.render import text
     from analysis.views import sweep_views
     from analysis.wandb_sweep import log_sweep
+    from launcher.jobs import Runner
     from launcher.submit import SubmissionFailed, launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate
     from records.lock import SweepLocked
     from sweeps.plan import PlanError
     from train.checks import problems as run_problems
-    from train.run import execute
+    from train.run import execute, fork_hazard, warm_up
 
     plan = None
     try:
@@ -68,7 +69,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
         if problems:
             raise PlanError(problems)
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        outcome = launch(plan, argv, execute)
+        outcome = launch(plan, argv, Runner(execute, warm_up, fork_hazard))
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

@@ -101,6 +101,9 @@ class LauncherConf:
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
     gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
+    # How each run gets its own process. fork: the job imports torch & co once and forks a child per run (local:
+    # one job for the sweep); spawn: a new interpreter per job. None: fork where the platform has it (Linux).
+    isolation: str | None = None
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,18 @@ def pinned_gpus(conf: LauncherConf) -> list[int]:
     if conf.gpus is not None:
         return list(conf.gpus)
     return [0] if conf.gpus_per_node is None and local_gpus() else []
+
+
+ISOLATIONS = ("fork", "spawn")
+
+
+def isolation(conf: LauncherConf) -> str:
+    """How a job's runs get their own process: fork (from the warm job), or spawn (the job's own process, a
+    new interpreter per job); launcher.isolation, else fork where the platform has it. A debug job runs in
+    the launcher: never forked."""
+    if conf.name == "debug":
+        return "spawn"
+    return conf.isolation or ("fork" if hasattr(os, "fork") and sys.platform == "linux" else "spawn")
 
 
 def local_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:

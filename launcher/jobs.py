@@ -1,13 +1,14 @@
-"""What a submitted job executes: one or more runs, one after another, each with its own records.
+"""What a submitted job executes: one or more runs, each with its own records.
 
-The job is checkpointable: when Slurm preempts it or its time runs out (SIGUSR2), submitit
-requeues the same pack; on the next start the runs already done are skipped and the
-interrupted one starts over, its records replaced, never duplicated.
+With launcher.isolation=fork (launcher/warm.py) the job imports what runs need once and forks a child per
+run; with spawn, the job's own process runs them one after another. The job is checkpointable: when Slurm
+preempts it or its time runs out (SIGUSR2), submitit requeues the same pack; on the next start the runs
+already done are skipped and the interrupted one starts over, its records replaced, never duplicated.
 
 A job stops early, exiting non-zero with why as its log's last line, where going on would lie: when a run's
-records cannot be written (a full or failing disk), and after a CUDA error, which leaves the process's CUDA
-context unusable: every later run of the pack would fail with that error as its own, so they are left
-pending (with the reason) for a resume to run in a fresh process.
+records cannot be written (a full or failing disk), and (spawn) after a CUDA error, which leaves the
+process's CUDA context unusable: every later run of the pack would fail with that error as its own, so they
+are left pending (with the reason) for a resume to run in a fresh process.
 """
 
 import dataclasses
@@ -24,8 +25,20 @@ import records
 from sweeps.spec import RunSpec
 
 # What executes a run: (spec, run folder, W&B run id, the launch's details for its status) -> anything.
-# launch.py hands the launcher train.run.execute; the launcher never imports the run itself.
 RunFunction = Callable[[RunSpec, Path, str, dict[str, Any]], Any]
+
+
+def nothing(*args: Any) -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Runner:
+    """What runs the runs, handed over by launch.py (train.run's functions): the launcher never imports them."""
+
+    execute: RunFunction
+    warm: Callable[[list[RunSpec]], None] = nothing  # imports what these runs need, in a job that forks them
+    fork_hazard: Callable[[], str | None] = nothing  # what would leak into a child forked now (None: nothing)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,36 +75,51 @@ def sticky_cuda_error(error: BaseException) -> bool:
     return type(error).__name__ == "AcceleratorError" or "CUDA error" in str(error)
 
 
-class RunPack(submitit.helpers.Checkpointable):
-    """Run each run in turn with `execute`; a run that raises is recorded as failed (by `execute`) and the next
-    one goes on, unless the process cannot go on (see the module's docstring)."""
+def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
+    """Run `run` (its failure is recorded by `execute`); the error it failed with, or None.
+    SystemExit, with why, if its records cannot be written: the job must not go on as if it had."""
+    try:
+        execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+        return None
+    except records.RecordWriteError as error:
+        raise SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}") from error
+    except Exception as error:
+        line = records.RunError(type(error).__name__, str(error)).line(200)
+        print(f"perfsweep: run {run.spec.name} failed: {line} (its status.json has the traceback)", file=sys.stderr)
+        return error
 
-    def __init__(self, execute: RunFunction):
-        self.execute = execute
+
+class RunPack(submitit.helpers.Checkpointable):
+    """Run each run of a job's pack: in a child forked from this warm job (isolation=fork; `parallelism` at a
+    time, each pinned to one of `gpus` if given), or one after another in this process (spawn)."""
+
+    def __init__(self, runner: Runner, isolation: str = "spawn", parallelism: int = 1, gpus: tuple[int, ...] = ()):
+        self.runner, self.isolation, self.parallelism, self.gpus = runner, isolation, parallelism, tuple(gpus)
 
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
-        states = {}
         info = {**process_info(), **job_info()}
+        if self.isolation == "fork":
+            from launcher.warm import fork_runs
+
+            return fork_runs(self.runner, runs, self.parallelism, self.gpus, info)
+        return self._in_this_process(runs, info)
+
+    def _in_this_process(self, runs: list[RunJob], info: dict[str, Any]) -> dict[str, str]:
+        states = {}
         for index, run in enumerate(runs):
             name = run.spec.name
-            try:
-                if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
-                    states[name] = records.DONE
-                    continue
-                self.execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+            if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                 states[name] = records.DONE
-            except records.RecordWriteError as error:
-                raise SystemExit(f"perfsweep: run {name}: its records cannot be written: {error}") from error
-            except Exception as error:
-                states[name] = records.FAILED
+                continue
+            error = run_one(self.runner.execute, run, info)
+            states[name] = records.FAILED if error else records.DONE
+            if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)
-                print(f"perfsweep: run {name} failed: {line} (its status.json has the traceback)", file=sys.stderr)
-                if sticky_cuda_error(error) and runs[index + 1 :]:
-                    left = leave_pending(runs[index + 1 :], f"run {name} hit a CUDA error in this process: {line}")
-                    raise SystemExit(
-                        f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
-                        f"pack's {left} later runs are pending again: `perfsweep resume` runs them"
-                    ) from error
+                left = leave_pending(runs[index + 1 :], f"run {name} hit a CUDA error in this process: {line}")
+                raise SystemExit(
+                    f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
+                    f"pack's {left} later runs are pending again: `perfsweep resume` runs them"
+                ) from error
         return states
 
 
@@ -103,3 +131,26 @@ def leave_pending(runs: list[RunJob], reason: str) -> int:
         history = records.read_status(run.run_dir, move_aside=True).history()
         records.write_status(run.run_dir, records.PENDING, interrupted=interrupted, attempts=history)
     return len(runs)
+
+
+def log_tail(path: Path | str | None, lines: int = 5) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").strip().splitlines()[-lines:]) if path else ""
+    except OSError:
+        return ""
+
+
+def lost(run_dir: Path, what: str, log: Path | str | None, **fields: Any) -> records.Status:
+    """The status of a run whose process ended without its final records (`what` ended, and how): failed as
+    LostRun, quoting its log's last line (where a job that stops itself says why) and keeping its last lines."""
+    run_dir.mkdir(exist_ok=True)
+    tail = log_tail(log)
+    last = f": {tail.splitlines()[-1].strip()}" if tail else " (killed, timed out or cancelled?)"
+    message = f"{what} ended before the run finished{last}; log: {log}"
+    return dataclasses.replace(
+        records.read_status(run_dir, move_aside=True),
+        state=records.FAILED,
+        finished_at=records.now(),
+        error=records.RunError("LostRun", message, tail),
+        **fields,
+    )

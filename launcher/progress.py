@@ -1,5 +1,7 @@
-"""A progress display for a running sweep: a line per run start and end, and a live status line on a terminal."""
+"""A progress display for a running sweep: a line per run start and end (with where its time went), a live
+status line on a terminal, and an end line with the sweep's efficiency (its measured windows / wall time)."""
 
+import statistics
 import sys
 import time
 from typing import TextIO
@@ -13,6 +15,8 @@ class Progress:
         self.started, self.finished = 0, 0
         self.running_since: dict[str, float] = {}
         self.live = self.stream.isatty()
+        self.began = time.monotonic()
+        self.timings: list[dict[str, float]] = []
 
     def _line(self, text: str) -> None:
         clear = "\r\033[K" if self.live else ""
@@ -25,11 +29,24 @@ class Progress:
             self.started += 1
             self._line(f"[{self.started}/{self.total}] start  {spec.name}")
 
-    def ended(self, spec: RunSpec, state: str, detail: str) -> None:
+    def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
         self.running(spec)
         self.finished += 1
         seconds = time.monotonic() - self.running_since.pop(spec.name)
-        self._line(f"[{self.finished}/{self.total}] {state:<6} {spec.name}  {detail}  ({seconds:.1f} s)")
+        spent = ""
+        if timing:
+            self.timings.append(timing)
+            spent = f"; start-up {timing['startup_s']:.2f} s, window {timing['window_s']:.2f} s"
+        self._line(f"[{self.finished}/{self.total}] {state:<6} {spec.name}  {detail}  ({seconds:.1f} s{spent})")
+
+    def end_line(self) -> str:
+        """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
+        wall = time.monotonic() - self.began
+        windows = sum(t["window_s"] for t in self.timings)
+        line = f"{self.finished} runs in {wall:.1f} s; measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
+        if self.timings:
+            line += f"; start-up per run median {statistics.median(t['startup_s'] for t in self.timings):.2f} s"
+        return line
 
     def tick(self) -> None:
         """Refresh the status line (terminals only)."""

@@ -22,15 +22,16 @@ from launcher.executor import (
     BACKENDS,
     SchedulerUnavailable,
     cluster_max_array_size,
+    isolation,
     make_executor,
     pinned_gpus,
     process_start,
 )
-from launcher.jobs import RunFunction, RunJob, RunPack
+from launcher.jobs import RunJob, Runner, RunPack, lost
 from launcher.progress import Progress
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
-from records import DONE, FAILED, FINAL, PENDING, RUNNING, RunError, Status, Summary
+from records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from records.lock import sweep_lock
 from sweeps.plan import Plan
 
@@ -71,13 +72,6 @@ def _last_line(error: Exception) -> str:
     return lines[-1] if lines else type(error).__name__
 
 
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").strip().splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 def _detail(run_dir: Path, status: Status) -> str:
     found = records.read_record(run_dir / records.SUMMARY)
     if status.state == DONE and isinstance(found, dict):
@@ -88,24 +82,13 @@ def _detail(run_dir: Path, status: Status) -> str:
 
 
 def _mark_lost(run: RunJob, job: submitit.Job) -> Status:
-    """A job that ended without this run's final records: record it as failed, with the log's last lines (the
-    last one quoted: where a job that stops itself says why)."""
-    run.run_dir.mkdir(exist_ok=True)
-    tail = _tail(job.paths.stderr)
-    last = f": {tail.splitlines()[-1].strip()}" if tail else " (killed, timed out or cancelled?)"
-    message = f"job {job.job_id} ended before the run finished{last}; log: {job.paths.stderr}"
-    lost = dataclasses.replace(
-        records.read_status(run.run_dir, move_aside=True),
-        state=FAILED,
-        finished_at=records.now(),
-        job_id=job.job_id,
-        error=RunError("LostRun", message, tail),
-    )
+    """A job that ended without this run's final records: record it as failed, with the log's last lines."""
+    status = lost(run.run_dir, f"job {job.job_id}", job.paths.stderr, job_id=job.job_id)
     try:
-        return records.save_status(run.run_dir, lost)
+        return records.save_status(run.run_dir, status)
     except records.RecordWriteError as error:  # the launcher goes on: the run's state is known here
-        warn(f"run {run.spec.name} is lost ({message}) but that cannot be recorded: {error}")
-        return lost
+        warn(f"run {run.spec.name} is lost ({status.error.message}) but that cannot be recorded: {error}")
+        return status
 
 
 def warn(message: str) -> None:
@@ -202,7 +185,7 @@ class Follower:
                     self.progress.running(run.spec)
                 elif status.state in FINAL:
                     self.states[run.spec.name] = status.state
-                    self.progress.ended(run.spec, status.state, _detail(run.run_dir, status))
+                    self.progress.ended(run.spec, status.state, _detail(run.run_dir, status), status.timing)
             if job_id not in alive:
                 del self.active[job_id]
                 if job_id in self.gpu_of:
@@ -219,6 +202,7 @@ class Follower:
             self.progress.tick()
             if self.active:
                 time.sleep(poll_s)
+        print(self.progress.end_line(), file=self.progress.stream, flush=True)
 
     def cancel(self, grace_s: float = 15.0) -> None:
         """Stop this host's jobs, then wait (a little) for them to go, so their runs' records are final
@@ -246,16 +230,16 @@ def in_snapshot(code: Path):
             os.environ["PYTHONPATH"] = before
 
 
-def launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
-    """Submit every run of `plan` that is not done yet, each to be run by `execute` in its job; follow them to
+def launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
+    """Submit every run of `plan` that is not done yet, each to be run by `runner` in its job; follow them to
     the end if the launcher waits. The sweep folder is locked meanwhile: a second launcher is refused
     (records.SweepLocked) before it changes anything."""
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
-        return _launch(plan, argv, execute)
+        return _launch(plan, argv, runner)
 
 
-def _launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
+def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
     sweep_dir = plan.sweep_dir.resolve()
@@ -274,9 +258,12 @@ def _launch(plan: Plan, argv: list[str], execute: RunFunction) -> Outcome:
     sweepdir.mark_pending(plan, todo)
     code = snapshot(sweep_dir / ".code")
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    gpus = pinned_gpus(conf) if backend.on_this_host and conf.name == "local" else []
-    follower = Follower(sweep_dir, executor, conf.name, RunPack(execute), Progress(len(runs)), gpus)
-    queue = collections.deque(packs_of(runs, conf.runs_per_job))
+    gpus = pinned_gpus(conf) if conf.name == "local" else []
+    mode = isolation(conf)
+    warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
+    pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
+    follower = Follower(sweep_dir, executor, conf.name, pack, Progress(len(runs)), [] if warm else gpus)
+    queue = collections.deque(([runs] if runs else []) if warm else packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with in_snapshot(code):
         job_ids = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conf.schema import LauncherConf, RunConf
 from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS, cluster_max_array_size
+from launcher.executor import BACKENDS, ISOLATIONS, cluster_max_array_size, isolation
 from sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
@@ -56,6 +56,10 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
             f"launcher.gpus={conf.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
             "launcher.gpus=[0,1]"
         )
+    if conf.isolation not in (None, *ISOLATIONS):
+        found.append(f"launcher.isolation={conf.isolation!r} is not one of: {', '.join(ISOLATIONS)} (or null: auto)")
+    elif conf.isolation == "fork" and not hasattr(os, "fork"):
+        found.append("launcher.isolation=fork needs os.fork, which this platform lacks: use launcher.isolation=spawn")
     if conf.poll_s is not None and conf.poll_s <= 0:
         found.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
     return found
@@ -77,10 +81,11 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
     found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + writable(plan.sweep_dir)
-    if settings.repeats > 1 and settings.launcher.runs_per_job > 1:
+    if settings.repeats > 1 and settings.launcher.runs_per_job > 1 and isolation(settings.launcher) != "fork":
         found.append(
-            f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job}: replicates "
-            "must each start a fresh process (cuDNN autotuning, allocator and compile caches); use runs_per_job=1"
+            f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job} and isolation="
+            f"{isolation(settings.launcher)}: replicates must each start a fresh process (cuDNN autotuning, allocator "
+            "and compile caches); use runs_per_job=1 or launcher.isolation=fork"
         )
     found = list(plan.problems) + [plan.explain(problem) for problem in found]
     backend = BACKENDS.get(settings.launcher.name)

@@ -51,6 +51,9 @@ class Status:
     interrupted: dict[str, str] | None = None  # pending again after Ctrl-C or a preemption: {type, at}
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
+    # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
+    # same process, to its first step), window_s (the measured window), records_s, wandb_s
+    timing: dict[str, float] | None = None
     unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 
     def __post_init__(self) -> None:

@@ -20,7 +20,7 @@ from analysis.compare import compare
 from analysis.render import text
 from analysis.table import view
 from launcher.executor import process_start
-from launcher.jobs import RunJob, RunPack
+from launcher.jobs import RunJob, Runner, RunPack
 from launcher.status import run_states
 from records import load_sweep
 from records.lock import LOCK, sweep_lock
@@ -425,7 +425,7 @@ def test_a_cuda_error_stops_its_pack_and_leaves_the_rest_pending(tmp_path, capsy
 
     packed = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
     with pytest.raises(SystemExit, match="hit a CUDA error") as stopped:
-        RunPack(execute)(packed)
+        RunPack(Runner(execute))(packed)
     assert stopped.value.code != 0 and "2 later runs are pending again" in str(stopped.value.code)
     assert ran == [plan.runs[0].name], "no later run started in the broken process"
     for later in packed[1:]:

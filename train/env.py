@@ -24,6 +24,17 @@ def command_output(*cmd: str) -> str | None:
     return out.decode(errors="replace").strip()
 
 
+def process_started_at() -> float | None:
+    """When this process started (unix time, to 10 ms; a forked child's start is its fork), from /proc."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        stat = Path("/proc/stat").read_text().splitlines()
+        boot = next(int(line.split()[1]) for line in stat if line.startswith("btime"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -8,6 +8,7 @@ import math
 import resource
 import signal
 import threading
+import time
 import traceback
 from pathlib import Path
 from statistics import median
@@ -20,7 +21,7 @@ from records import Summary
 from sweeps.spec import RunSpec
 from train import checks
 from train.build import configure_backends, resolve_device
-from train.env import clocks, environment, neighbours
+from train.env import clocks, environment, neighbours, process_started_at
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
 from train.tracker import track
@@ -95,6 +96,32 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
     profiler.export_chrome_trace(str(path))
 
 
+def warm_up(specs: list[RunSpec]) -> None:
+    """Import what these runs need, once, in a job that forks them (launcher.isolation=fork): their model zoos
+    and W&B's module. Nothing here touches a device, sets threads or opens a W&B run: a forked child must
+    start as clean as a new interpreter."""
+    import importlib
+
+    needed = {s.config.model.source for s in specs if "model" in s.config.workload.reads}
+    needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
+    for name in sorted(needed):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # the run reports it, as a spawned one would
+            pass
+
+
+def fork_hazard() -> str | None:
+    """What a child forked now would inherit that it must not: a CUDA context (CUDA cannot be used after fork)."""
+    if torch.cuda.is_initialized():
+        return "CUDA is initialised in this process: a forked child could not use the GPU (launcher.isolation=spawn)"
+    return None
+
+
+# When this process last finished a run (None: it has run none): a later run's start-up counts from there.
+_PROCESS: dict[str, float | None] = {"free_since": None}
+
+
 def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
 
@@ -102,12 +129,16 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     A run starts over from scratch: an earlier start's step rows and summary are removed first.
     """
     with interrupted_once():
-        return _execute(spec, run_dir, tracker_id, launch)
+        try:
+            return _execute(spec, run_dir, tracker_id, launch)
+        finally:
+            _PROCESS["free_since"] = time.time()
 
 
 def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
+    ready_since = _PROCESS["free_since"] or process_started_at() or time.time()  # this process, for this run
     history = records.read_status(run_dir, move_aside=True).history()
     launch = {**launch, "tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
     records.write_status(run_dir, records.RUNNING, **launch)
@@ -123,6 +154,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
         before, clock_start = neighbours(device), clocks(device)
         work = make_workload(cfg, device)
+        first_step = time.time()
         warmup = run_window(work, 0, cfg.warmup_steps, device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
@@ -142,7 +174,12 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary.to_json())
         finished = records.now()
-        records.write_status(run_dir, records.DONE, finished_at=finished, **launch)
+        timing = {
+            "startup_s": first_step - ready_since,
+            "window_s": window.seconds,
+            "records_s": time.time() - (window.ended_at or time.time()),
+        }
+        records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
     except (KeyboardInterrupt, SystemExit) as error:
         # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
         interrupted = {"type": type(error).__name__, "at": records.now()}
@@ -161,7 +198,9 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         raise
     # The run is done, whatever W&B does now. It starts only now: its service process must not share the host
     # with the timed steps; and it gets tracker.timeout_s, past which it is left behind with a warning.
+    tracking = time.time()
     warnings = track(cfg.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
-    if warnings:
-        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, **launch)
+    if cfg.tracker.mode != "disabled":
+        timing["wandb_s"] = time.time() - tracking
+        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, timing=timing, **launch)
     return summary

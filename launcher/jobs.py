@@ -115,7 +115,8 @@ class RunPack(submitit.helpers.Checkpointable):
             states[name] = records.FAILED if error else records.DONE
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)
-                left = leave_pending(runs[index + 1 :], f"run {name} hit a CUDA error in this process: {line}")
+                why = f"run {name} hit a CUDA error in this process: {line}"
+                left = leave_pending(runs[index + 1 :], "CudaError", why)
                 raise SystemExit(
                     f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
                     f"pack's {left} later runs are pending again: `perfsweep resume` runs them"
@@ -123,9 +124,9 @@ class RunPack(submitit.helpers.Checkpointable):
         return states
 
 
-def leave_pending(runs: list[RunJob], reason: str) -> int:
-    """Record runs not started as pending again, with why; how many."""
-    interrupted = {"type": "CudaError", "at": records.now(), "reason": reason}
+def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> int:
+    """Record runs not started as pending again, interrupted (by `kind`, for `reason`); how many."""
+    interrupted = {"type": kind, "at": records.now(), **({"reason": reason} if reason else {})}
     for run in runs:
         run.run_dir.mkdir(parents=True, exist_ok=True)
         history = records.read_status(run.run_dir, move_aside=True).history()

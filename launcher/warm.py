@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import records
-from launcher.jobs import RunJob, Runner, lost, run_one
+from launcher.jobs import RunJob, Runner, leave_pending, lost, run_one
 
 
 def fork_runs(
@@ -33,6 +33,8 @@ def fork_runs(
     queue = collections.deque(runs)
     children: dict[int, tuple[RunJob, int | None, Path | None]] = {}
     states: dict[str, str] = {}
+    signal.signal(signal.SIGINT, _interrupt_once)
+    _pass_preemption_on(children)
     try:
         while queue or children:
             while queue and len(children) < limit:
@@ -54,9 +56,9 @@ def fork_runs(
             if gpu is not None:
                 free.append(gpu)
             states[run.spec.name] = _ended(run, pid, wait_status, log)
-    except KeyboardInterrupt:  # Ctrl-C, or the launcher cancelling this job: the children stop as runs do
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or the launcher cancelling this job: children stop as runs do
         _stop(children)
+        leave_pending(list(queue), type(stop).__name__)  # not started: pending, not lost (the job was stopped)
         raise
     return states
 
@@ -64,6 +66,39 @@ def fork_runs(
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
     """A child's own log, beside its job's (its output would otherwise interleave with its siblings')."""
     return Path(info["log"]).with_name(f"{info['job_id']}_{run.spec.name}.log") if info.get("log") else None
+
+
+_stopping: list[bool] = []
+
+
+def _interrupt_once(signum, frame) -> None:
+    """Ctrl-C reaches the job twice (from the terminal, then from the launcher cancelling it): the first one
+    stops it; later ones must not cut short its stopping of the children."""
+    if _stopping:
+        return
+    _stopping.append(True)
+    raise KeyboardInterrupt
+
+
+def _pass_preemption_on(children: dict[int, Any]) -> None:
+    """Slurm's warning of a preemption or time limit (SIGUSR2) reaches the job: its running children are
+    interrupted first (each records its run pending, to start over), then the job's own handler (submitit's:
+    checkpoint, requeue) acts; outside a submitit job, the job ends."""
+    job_handler = signal.getsignal(signal.SIGUSR2)
+
+    def preempted(signum, frame) -> None:
+        _stop(children, signal.SIGUSR2)
+        if callable(job_handler):
+            job_handler(signum, frame)
+        raise SystemExit(f"perfsweep: interrupted by signal {signal.Signals(signum).name}")
+
+    signal.signal(signal.SIGUSR2, preempted)
+
+
+def _stop_the_run(signum, frame) -> None:
+    """A child's SIGUSR2 (from Slurm, or passed on by its job): the run records itself pending, once."""
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    raise SystemExit(f"perfsweep: the run was interrupted by {signal.Signals(signum).name} (preemption, time limit)")
 
 
 def _child(runner: Runner, run: RunJob, gpu: int | None, log: Path | None, info: dict[str, Any]) -> None:
@@ -75,6 +110,8 @@ def _child(runner: Runner, run: RunJob, gpu: int | None, log: Path | None, info:
                 stream.flush()
                 os.dup2(out, stream.fileno())
             os.close(out)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # the run installs its own
+        signal.signal(signal.SIGUSR2, _stop_the_run)  # the job requeues itself; the run stops to start over
         if gpu is not None:
             os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
         mine = {**info, "pid": os.getpid(), "log": str(log) if log else info.get("log")}
@@ -108,10 +145,10 @@ def _ended(run: RunJob, pid: int, wait_status: int, log: Path | None) -> str:
     return records.FAILED
 
 
-def _stop(children: dict[int, Any], grace_s: float = 15.0) -> None:
+def _stop(children: dict[int, Any], signum: int = signal.SIGINT, grace_s: float = 15.0) -> None:
     """Interrupt the children (each records its run pending) and wait for them; kill what is left after grace_s."""
     for pid in children:
-        _signal(pid, signal.SIGINT)
+        _signal(pid, signum)
     deadline = time.monotonic() + grace_s
     while children and time.monotonic() < deadline:
         pid, _ = os.waitpid(-1, os.WNOHANG)

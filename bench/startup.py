@@ -1,0 +1,71 @@
+"""Where a sweep's wall time goes, launcher.isolation=spawn (a new interpreter per run) vs fork (a child per run
+forked from one warm job), as a user launches it.
+
+    python -m bench.startup [--repeats 3] [--sweeps six,default]
+
+Sweeps: `six`, six function-benchmark runs of a few milliseconds each (workload=square_chain size=8, two
+steps); `default`, the default sweep (6 training runs of ResNet18 at 64 px). Each is launched as the command
+`perfsweep ...` (its own start-up included), W&B off, spawn and fork interleaved, --repeats times each.
+Prints per sweep and mode the medians of: wall time, per-run start-up (its process's start, or the previous
+run's end in the same process, to its first step), and efficiency (the measured windows' total / wall).
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from records import load_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEPS = {
+    "six": ["workload=square_chain", "workload.size=8", "seed=range(0,6)", "steps=2", "warmup_steps=1"],
+    "default": [],
+}
+MODES = ("spawn", "fork")
+
+
+def launch_once(args: list[str], mode: str) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, str(ROOT / "launch.py"), *args, "tracker.mode=disabled"]
+        command += [f"launcher.isolation={mode}", f"runs_dir={tmp}"]
+        start = time.perf_counter()
+        subprocess.run(command, cwd=ROOT, capture_output=True, check=True)
+        wall = time.perf_counter() - start
+        timings = [run.status.timing for run in load_sweep(Path(tmp) / "default")]
+    return {
+        "wall_s": wall,
+        "startup_s": statistics.median(t["startup_s"] for t in timings),
+        "efficiency": sum(t["window_s"] for t in timings) / wall,
+    }
+
+
+def _median(results: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sweeps", default=",".join(SWEEPS))
+    args = parser.parse_args()
+    print(f"median of {args.repeats}, spawn and fork interleaved; W&B off")
+    print(f"{'sweep':<8} {'isolation':<9} {'wall s':>7} {'start-up s/run':>15} {'efficiency':>10}   wall s each")
+    for name in args.sweeps.split(","):
+        found: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+        for _ in range(args.repeats):
+            for mode in MODES:
+                found[mode].append(launch_once(SWEEPS[name], mode))
+        for mode, results in found.items():
+            wall, startup, share = (_median(results, k) for k in ("wall_s", "startup_s", "efficiency"))
+            each = ", ".join(f"{r['wall_s']:.1f}" for r in results)
+            print(f"{name:<8} {mode:<9} {wall:7.1f} {startup:15.2f} {share:10.0%}   [{each}]")
+        spawn, fork = (_median(found[m], "wall_s") for m in MODES)
+        print(f"{name:<8} fork/spawn wall time: {fork / spawn:.2f}")
+
+
+if __name__ == "__main__":
+    main()

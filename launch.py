@@ -50,7 +50,7 @@ def launch_plan(plan_of, argv: list[str]) -> int:
     from analysis.render import text
     from analysis.views import sweep_views
     from analysis.wandb_sweep import log_sweep
-    from launcher.jobs import Runner
+    from launcher.runs import Runner
     from launcher.submit import SubmissionFailed, launch
     from launcher.sweepdir import SweepDirError
     from launcher.validate import validate

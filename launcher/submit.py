@@ -27,8 +27,9 @@ from launcher.executor import (
     pinned_gpus,
     process_start,
 )
-from launcher.jobs import RunJob, Runner, RunPack, lost
+from launcher.jobs import RunPack
 from launcher.progress import Progress
+from launcher.runs import RunJob, Runner, lost
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
 from records import DONE, FINAL, PENDING, RUNNING, Status, Summary

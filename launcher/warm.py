@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import records
-from launcher.jobs import RunJob, Runner, leave_pending, lost, run_one
+from launcher.runs import RunJob, Runner, leave_pending, lost, run_one
 
 
 def fork_runs(

@@ -38,18 +38,18 @@ def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(
         assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
     jobs = records.submitted_jobs(sweep)
     assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 3
+    (job_id,) = {job["job_id"] for job in jobs.values()}  # one warm job forked every run (launcher.isolation=fork)
+    assert int(job_id) not in {s.pid for s in statuses}
 
 
 def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu(local_sweep):
     sweep, *_ = local_sweep
-    jobs = records.submitted_jobs(sweep)
-    by_gpu: dict[int, list] = {}
-    for name, job in jobs.items():
-        seen = records.read_json(sweep / name / records.ENV)["cuda_visible_devices"]
-        assert seen == str(job["gpu"]), "the run saw its own GPU alone"
+    by_gpu: dict[str, list] = {}
+    for name in records.submitted_jobs(sweep):
+        seen = records.read_json(sweep / name / records.ENV)["cuda_visible_devices"]  # the run saw this GPU alone
         status = records.read_status(sweep / name)
-        by_gpu.setdefault(job["gpu"], []).append((status.started_at, status.finished_at))
-    assert sorted(by_gpu) == [0, 1] and sorted(len(spans) for spans in by_gpu.values()) == [1, 2]
+        by_gpu.setdefault(seen, []).append((status.started_at, status.finished_at))
+    assert sorted(by_gpu) == ["0", "1"] and sorted(len(spans) for spans in by_gpu.values()) == [1, 2]
     for spans in by_gpu.values():  # never two runs on one GPU at once
         spans.sort()
         assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))

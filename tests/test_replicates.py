@@ -49,8 +49,10 @@ def test_bad_repeats_or_order(overrides, message):
 
 
 def test_replicates_must_each_have_their_own_process():
-    found = validate(build_plan([*TWO, "repeats=2", "launcher.runs_per_job=4"]), problems)
-    assert any("replicates must each start a fresh process" in p for p in found)
+    spawned = validate(build_plan([*TWO, "repeats=2", "launcher.runs_per_job=4", "launcher.isolation=spawn"]), problems)
+    assert any("replicates must each start a fresh process" in p for p in spawned)
+    forked = validate(build_plan([*TWO, "repeats=2", "launcher.runs_per_job=4", "launcher.isolation=fork"]), problems)
+    assert forked == [], "forked from one job, each replicate still gets a process of its own"
 
 
 def _runs(rng, true_ms: float, n_runs: int, between: float, within: float = 0.01, steps: int = 100):

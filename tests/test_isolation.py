@@ -1,0 +1,74 @@
+"""launcher.isolation: runs forked from a warm job (fork) against a new interpreter per run (spawn)."""
+
+import os
+
+import pytest
+import torch
+
+import records
+from launcher.runs import RunJob, Runner
+from launcher.warm import fork_runs
+from records import load_sweep
+from sweeps.plan import build_plan
+from tests.conftest import launch_here
+from tests.test_faults import FAST
+from train.run import fork_hazard
+
+ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
+
+
+def _launch(runs_dir, *args: str) -> list[records.RunRecord]:
+    result = launch_here(*FAST, "tracker.mode=disabled", f"runs_dir={runs_dir}", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return load_sweep(runs_dir / "default")
+
+
+def test_fork_and_spawn_runs_leave_the_same_records(tmp_path):
+    forked, spawned = (_launch(tmp_path / mode, f"launcher.isolation={mode}")[0] for mode in ("fork", "spawn"))
+    for run in (forked, spawned):
+        assert sorted(p.name for p in run.path.iterdir()) == ISOLATED
+        assert set(run.status.timing) == {"startup_s", "window_s", "records_s"}
+    assert forked.run_id == spawned.run_id, "isolation is how a run is launched, not what it measures"
+    schemas = [records.read_steps(run.path / records.STEPS).schema for run in (forked, spawned)]
+    assert schemas[0] == schemas[1]
+    assert set(forked.summary.to_json()) == set(spawned.summary.to_json())
+    assert set(forked.env) == set(spawned.env)
+
+
+def test_replicates_forked_from_one_job_each_get_a_process_and_a_seed(tmp_path):
+    runs = _launch(tmp_path, "repeats=3", "launcher.runs_per_job=3", "launcher.isolation=fork")
+    jobs = records.submitted_jobs(tmp_path / "default")
+    assert len({job["job_id"] for job in jobs.values()}) == 1, "one warm job served the sweep"
+    assert sorted(r.fields["seed"] for r in runs) == [0, 1, 2]
+    pids = {r.status.pid for r in runs}
+    assert len(pids) == 3 and int(next(iter(jobs.values()))["job_id"]) not in pids, "a process each, not the job's"
+
+
+def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch):
+    """No GPU here: torch's flag stands in for an initialised CUDA context."""
+    assert fork_hazard() is None
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert "CUDA is initialised" in fork_hazard()
+    (spec,) = build_plan([*FAST, f"runs_dir={tmp_path}"]).runs
+    run = RunJob(spec, tmp_path / spec.name, "id", 1)
+    with pytest.raises(RuntimeError, match=f"cannot fork run {spec.name} from this job: CUDA is initialised"):
+        fork_runs(Runner(_never, fork_hazard=fork_hazard), [run], 1, (), {})
+    assert not (tmp_path / spec.name).exists(), "nothing was forked"
+
+
+def _never(*args):
+    raise AssertionError("no run may start")
+
+
+def _touch_cuda(spec, run_dir, tracker_id, launch):
+    torch.zeros(1, device="cuda")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_status(run_dir, "done", pid=os.getpid())
+
+
+@pytest.mark.gpu
+def test_a_child_that_uses_cuda_leaves_the_job_without_it(tmp_path):
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    states = fork_runs(Runner(_touch_cuda, fork_hazard=fork_hazard), runs, 1, (), {})
+    assert set(states.values()) == {"done"} and not torch.cuda.is_initialized()

@@ -16,7 +16,7 @@ launcher the run (train.run.execute) and the run checks (train.checks.problems) 
 import argparse
 import sys
 
-from analysis.cli import add_commands, run, sweep_folder
+from analysis.cli import add_commands, parse, run, sweep_folder
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0].startswith("-") or "=" in argv[0]:
         argv = ["run", *argv]
     words = ["run", "--", *argv[1:]] if argv[0] == "run" else argv
-    args = parser().parse_args(words)
+    args = parse(parser(), words)
     args.argv = argv[1:] if argv[0] == "run" else argv
     return run(args)
 

@@ -3,13 +3,13 @@
 import argparse
 import sys
 
-from analysis.cli import add_commands, run
+from analysis.cli import add_commands, parse, run
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis", description="the views of a sweep's records")
     add_commands(parser.add_subparsers(title="commands", required=True, metavar="COMMAND"))
-    return run(parser.parse_args(argv))
+    return run(parse(parser, argv))
 
 
 if __name__ == "__main__":

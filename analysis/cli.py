@@ -69,32 +69,50 @@ def write_plots(args: argparse.Namespace) -> int:
 
 
 def write_report(args: argparse.Namespace) -> int:
-    from analysis.report import html_report, save_wandb_report, wandb_report_content
+    from analysis import wandb_online
+    from analysis.report import html_report, outline, save_wandb_report, wandb_report_content
     from analysis.wandb_sweep import log_sweep, tracker_conf
-    from conf.tracking import NO_KEY, has_wandb_key
     from records import load_sweep
 
-    if args.wandb and not has_wandb_key():
-        print(f"perfsweep: {NO_KEY}", file=sys.stderr)
-        return 2
+    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    if args.wandb:
+        phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), [])
+        if args.dry_run:
+            print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)))
+            return 0
+        try:
+            conf = wandb_online.go_online(conf, args.sweep_dir)
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return 1
     print(f"report: {html_report(args.sweep_dir)}")
-    conf = tracker_conf(args.sweep_dir)
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"warning: {warning}", file=sys.stderr)
     if args.wandb:
-        phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), [])
         content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)
-        print(f"W&B report: {save_wandb_report(content)}")
+        try:
+            url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return 1
+        print(f"W&B report: {url}")
     return 0
 
 
 def upload(args: argparse.Namespace) -> int:
-    from analysis.wandb_sweep import sync
+    from analysis import wandb_online
+    from analysis.wandb_sweep import sync, tracker_conf
 
-    return sync(args.sweep_dir)
+    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    try:
+        return sync(args.sweep_dir, wandb_online.go_online(conf, args.sweep_dir))
+    except wandb_online.WandbUnreachable as error:
+        print(f"perfsweep: {error}", file=sys.stderr)
+        return 1
 
 
 Handler = Callable[[argparse.Namespace], int]
+WANDB_OVERRIDES = "tracker.entity=NAME, tracker.project=NAME, tracker.timeout_s=SECONDS"
 
 
 def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: bool = True) -> argparse.ArgumentParser:
@@ -114,9 +132,10 @@ def add_commands(subparsers) -> None:
         ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),
         ("plots", "PNG plots into SWEEP_DIR/plots/", write_plots),
-        ("sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload),
     ]:
         _command(subparsers, name, about, handler)
+    found = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
+    found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
     found = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
     found.add_argument("--effect", type=float, default=0.05, help="the effect to resolve (default 0.05: 5%%)")
     about = "two sweeps run by run; exit status 1 on a regression"
@@ -127,6 +146,21 @@ def add_commands(subparsers) -> None:
     found.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
     found = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
     found.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
+    found.add_argument(
+        "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
+    )
+    found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+
+
+def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """`words` parsed; KEY=VALUE overrides may come after flags (`report DIR --wandb tracker.entity=x`), which
+    argparse alone does not take for a command's trailing overrides."""
+    args, extra = parser.parse_known_args(words)
+    if extra and hasattr(args, "overrides") and all("=" in w and not w.startswith("-") for w in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """How runs are grouped for comparison: the axes and fields that vary in a sweep, each run's row group and its
 baseline, the phases, and each run's label."""
 
+from analysis import stats
 from conf.schema import DECLARATION
 from records import RunRecord
 
@@ -66,3 +67,13 @@ def labels(runs: list[RunRecord]) -> dict[str, str]:
         return " ".join(parts) or run.name
 
     return {r.name: label(r) for r in runs}
+
+
+def speedups(runs: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, stats.Interval]]:
+    """Each run that has a baseline in its row group: (run, baseline, its speed-up over the baseline)."""
+    base_of = baselines(runs)
+    return [
+        (run, base, stats.speedup(run.step_ms(), base.step_ms()))
+        for run in runs
+        if (base := base_of.get(run.name)) is not None and base is not run
+    ]

@@ -13,8 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from analysis import stats  # noqa: E402
-from analysis.groups import baselines, labels, phase_columns  # noqa: E402
+from analysis.groups import labels, phase_columns, speedups  # noqa: E402
 from records import DONE, RunRecord, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
@@ -59,16 +58,6 @@ def distributions_plot(runs: list[RunRecord], names: dict[str, str], path: Path)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def speedups(runs: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, stats.Interval]]:
-    """Each run that has a baseline in its row group: (run, baseline, its speed-up over the baseline)."""
-    base_of = baselines(runs)
-    return [
-        (run, base, stats.speedup(run.step_ms(), base.step_ms()))
-        for run in runs
-        if (base := base_of.get(run.name)) is not None and base is not run
-    ]
 
 
 def speedups_plot(found, names: dict[str, str], path: Path) -> None:

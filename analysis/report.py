@@ -45,11 +45,15 @@ def html_report(sweep_dir: Path) -> Path:
     parts = [
         f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
+        "<h2>Results</h2>",
         *(html_section(view) for view in sweep_views(sweep_dir)),
     ]
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
     if done:
-        parts += ["<h2>Plots</h2>", *(_image(p) for p in write_plots(sweep_dir))]
+        plots = {p.name: p for p in write_plots(sweep_dir)}
+        for heading, name in PLOT_SECTIONS.items():
+            if name in plots:
+                parts += [f"<h2>{heading}</h2>", _image(plots[name])]
     page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"
     page += f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"
     path = sweep_dir / REPORT
@@ -57,51 +61,95 @@ def html_report(sweep_dir: Path) -> Path:
     return path
 
 
+# The report's sections after its table views, in order: heading -> the plot the HTML report shows there (the
+# W&B Report shows the same sections as panels: wandb_report_content).
+PLOT_SECTIONS = {
+    "Median time per phase": "phases.png",
+    "Speed-up over the baseline": "speedups.png",
+    "Step time over steps": "distributions.png",
+}
+
+
 def wandb_report_content(sweep: str, project: str, entity: str | None, phases: list[str]) -> dict[str, Any]:
-    """What the W&B Report holds, as plain data: title, description, and blocks (text, and panel grids of the
-    sweep's runs, selected by their W&B group)."""
+    """What the W&B Report holds, as plain data: title, description, and blocks (headings, text, and panel grids
+    of the sweep's runs, selected by their W&B group): the HTML report's sections, as W&B panels."""
     runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{sweep}'"}
+    timed = [*phases, "step"]
+    panels = {
+        "Results": [{"type": "table", "table": "results"}],
+        "Median time per phase": [{"type": "bar", "metrics": [f"median_ms.{p}_ms" for p in timed]}],
+        "Speed-up over the baseline": [{"type": "table", "table": "speedups"}],
+        "Step time over steps": [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in timed],
+    }
+    blocks: list[dict[str, Any]] = [
+        {"type": "h1", "text": f"Sweep {sweep}"},
+        {"type": "p", "text": "Per-step phase times of the sweep's runs, recorded by perfsweep."},
+    ]
+    for heading, grid in panels.items():
+        blocks += [{"type": "h2", "text": heading}, {"type": "panel_grid", "runset": runs, "panels": grid}]
     return {
         "project": project,
         "entity": entity,
         "title": f"perfsweep: {sweep}",
         "description": f"Per-step phase times of the runs of sweep {sweep}, recorded by perfsweep.",
-        "blocks": [
-            {"type": "h1", "text": f"Sweep {sweep}"},
-            {"type": "p", "text": "Median time per phase and the whole step, per run; then every step's times."},
-            {
-                "type": "panel_grid",
-                "runset": runs,
-                "panels": [{"type": "bar", "metrics": [f"median_ms.{p}_ms" for p in (*phases, "step")]}]
-                + [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in (*phases, "step")],
-            },
-        ],
+        "blocks": blocks,
     }
 
 
-def save_wandb_report(content: dict[str, Any]) -> str:
-    """Create the W&B Report `content` describes; returns its URL. Needs a W&B login."""
+def outline(content: dict[str, Any]) -> str:
+    """The W&B Report `content` describes, as lines: sections, panels, their metrics, the runs' filter."""
+    where = f"{content['entity'] or '<the key’s default entity>'}/{content['project']}"
+    lines = [f"W&B Report {content['title']!r} in {where}"]
+    for block in content["blocks"]:
+        if block["type"] in ("h1", "h2"):
+            lines.append(f"{'#' if block['type'] == 'h1' else '##'} {block['text']}")
+        elif block["type"] == "panel_grid":
+            lines.append(f"  runs: {block['runset']['filters']}")
+            for panel in block["panels"]:
+                if panel["type"] == "table":
+                    lines.append(f"  table panel: {panel['table']} (logged by the sweep's run)")
+                elif panel["type"] == "bar":
+                    lines.append(f"  bar chart: {', '.join(panel['metrics'])}")
+                else:
+                    lines.append(f"  line chart: {', '.join(panel['y'])} over {panel['x']}")
+    return "\n".join(lines)
+
+
+def build_wandb_report(content: dict[str, Any]):
+    """The W&B Report `content` describes, as wandb_workspaces objects, built offline (nothing is sent). Its
+    entity must be known (analysis.wandb_online.resolve_entity asks the server for the key's default)."""
     import wandb_workspaces.reports.v2 as wr
 
+    if not content["entity"]:
+        raise ValueError("a W&B Report needs an entity: set tracker.entity=NAME (your W&B user or team)")
+
     def panel(spec: dict[str, Any]):
+        if spec["type"] == "table":
+            return wr.WeavePanelSummaryTable(table_name=spec["table"])
         if spec["type"] == "bar":
-            return wr.BarPlot(metrics=spec["metrics"])
+            return wr.BarPlot(title="median ms", metrics=spec["metrics"])
         return wr.LinePlot(x=spec["x"], y=spec["y"])
 
     def block(spec: dict[str, Any]):
         if spec["type"] == "h1":
             return wr.H1(spec["text"])
+        if spec["type"] == "h2":
+            return wr.H2(spec["text"])
         if spec["type"] == "p":
             return wr.P(spec["text"])
-        runset = wr.Runset(**spec["runset"])
-        return wr.PanelGrid(runsets=[runset], panels=[panel(p) for p in spec["panels"]])
+        return wr.PanelGrid(runsets=[wr.Runset(**spec["runset"])], panels=[panel(p) for p in spec["panels"]])
 
-    report = wr.Report(
+    return wr.Report(
         project=content["project"],
-        entity=content["entity"] or "",
+        entity=content["entity"],
         title=content["title"],
         description=content["description"],
         blocks=[block(b) for b in content["blocks"]],
     )
+
+
+def save_wandb_report(content: dict[str, Any]) -> str:
+    """Create the W&B Report `content` describes; returns its URL. Needs a W&B login and a reachable server."""
+    report = build_wandb_report(content)
     report.save()
     return report.url

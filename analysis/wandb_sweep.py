@@ -17,8 +17,9 @@ from pathlib import Path
 
 import records
 from analysis import table
+from analysis.groups import speedups
 from conf.schema import TrackerConf
-from conf.tracking import NO_KEY, WANDB_SETTINGS, has_wandb_key
+from conf.tracking import WANDB_SETTINGS
 from records import load_sweep
 from records.redact import redact
 
@@ -81,6 +82,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             settings=wandb.Settings(x_disable_stats=True, **WANDB_SETTINGS),
         )
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
+        done = [r for r in runs if r.state == records.DONE]
+        rows = [[r.name, b.name, i.value, i.low, i.high] for r, b, i in speedups(done)]
+        run.log({"speedups": wandb.Table(columns=["run", "baseline", "speed-up", "low", "high"], data=rows)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}
@@ -102,14 +106,22 @@ def offline_runs(sweep_dir: Path) -> list[Path]:
     return sorted(Path(sweep_dir).glob("*/wandb/offline-run-*")) + sorted(Path(sweep_dir).glob("wandb/offline-run-*"))
 
 
-def sync(sweep_dir: Path) -> int:
-    """Upload the sweep's offline W&B runs with `wandb sync`; refuses (exit 2) without an API key."""
-    if not has_wandb_key():
-        print(f"perfsweep: {NO_KEY}", file=sys.stderr)
-        return 2
+def sync(sweep_dir: Path, conf: TrackerConf) -> int:
+    """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project, within
+    conf.timeout_s per run (the caller has checked the key and the server: wandb_online.go_online)."""
     found = offline_runs(sweep_dir)
     if not found:
         print(f"{sweep_dir}: no offline W&B runs to sync")
         return 0
     cli = Path(sys.executable).with_name("wandb")
-    return subprocess.run([str(cli) if cli.exists() else "wandb", "sync", *map(str, found)]).returncode
+    command = [str(cli) if cli.exists() else "wandb", "sync", "--entity", conf.entity, "--project", conf.project]
+    limit = conf.timeout_s * len(found)
+    try:
+        return subprocess.run([*command, *map(str, found)], timeout=limit).returncode
+    except subprocess.TimeoutExpired:
+        print(
+            f"perfsweep: wandb sync did not finish within {limit:g} s (tracker.timeout_s per run); what it had not "
+            f"uploaded stays offline in {sweep_dir}: run `python launch.py sync {sweep_dir}` again later",
+            file=sys.stderr,
+        )
+        return 1

@@ -13,15 +13,24 @@ NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was u
 WANDB_SETTINGS = {"console": "off", "silent": True, "x_disable_meta": True, "disable_git": True, "save_code": False}
 
 
-def has_wandb_key() -> bool:
-    """A key in the environment or in netrc for the W&B host (what `wandb login` writes)."""
+def server_url() -> str:
+    """The W&B server: WANDB_BASE_URL, else W&B's own."""
+    return (os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").rstrip("/")
+
+
+def wandb_key() -> str | None:
+    """The W&B key: WANDB_API_KEY, else netrc's for the server (what `wandb login` writes)."""
     if os.environ.get("WANDB_API_KEY"):
-        return True
-    host = urlparse(os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")).hostname
+        return os.environ["WANDB_API_KEY"]
     try:
-        return netrc.netrc(os.environ.get("NETRC")).authenticators(host) is not None
+        found = netrc.netrc(os.environ.get("NETRC")).authenticators(urlparse(server_url()).hostname)
     except (OSError, netrc.NetrcParseError):
-        return False
+        return None
+    return found[2] if found else None
+
+
+def has_wandb_key() -> bool:
+    return wandb_key() is not None
 
 
 def tracker_problems(conf: TrackerConf) -> list[str]:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import records
-from analysis import compare, plots, stats, summary
+from analysis import compare, groups, plots, stats, summary
 from analysis.__main__ import main as analysis_main
 from analysis.render import text
 
@@ -131,6 +131,6 @@ def test_plots_are_written_as_png(tmp_path):
     assert [p.name for p in written] == ["phases.png", "distributions.png", "speedups.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
-    ((run, base, interval),) = plots.speedups(records.load_sweep(sweep))
+    ((run, base, interval),) = groups.speedups(records.load_sweep(sweep))
     assert run.name == "subclass-run" and base.name == "tensor-run"
     assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1

@@ -3,15 +3,19 @@ profiles, sync, reports, and secrets that never leave the environment."""
 
 import datetime
 import gzip
+import http.server
 import json
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 from wandb_workspaces.expr import expr_to_filters
 
 import records
-from analysis.report import wandb_report_content
-from tests.conftest import FAKE_KEY, HF_TOKEN, SECRET, launch
+from analysis.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
+from tests.conftest import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
 from tests.test_run import run, wandb_records
 
 
@@ -114,11 +118,106 @@ def test_sync_refuses_without_a_key(local_sweep, tmp_path):
     assert "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded" in result.stderr
 
 
-def test_wandb_report_content_is_built_offline_and_its_filter_parses():
-    content = wandb_report_content("seed001_sampler", "perfsweep", None, ["call"])
-    (grid,) = [b for b in content["blocks"] if b["type"] == "panel_grid"]
-    assert grid["runset"]["filters"] == "Metric('Group') == 'seed001_sampler'"
-    parsed = expr_to_filters(grid["runset"]["filters"])
-    assert "seed001_sampler" in parsed.model_dump_json() and "group" in parsed.model_dump_json()
-    assert [p["y"] for p in grid["panels"] if p["type"] == "line"] == [["call_ms"], ["step_ms"]]
-    assert grid["panels"][0] == {"type": "bar", "metrics": ["median_ms.call_ms", "median_ms.step_ms"]}
+def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged(local_sweep):
+    sweep, *_ = local_sweep
+    content = wandb_report_content(sweep.name, "perfsweep", "perf-team", ["data", "forward", "backward", "optimizer"])
+    report = build_wandb_report(content)  # wandb_workspaces objects: nothing is sent
+    runs = [wandb_records(path.parent) for path in sweep.glob("*/wandb")]
+    swept = wandb_records(sweep)  # the sweep-level run, which logs the tables
+    pages = [r["run"] for found in [*runs, swept] for r in found if r["type"] == "run"]
+    history = [set(r["history"]["item"]) for found in runs for r in found if r["type"] == "history"]
+    summaries = [_summary(found) for found in runs]
+    files = {f["path"] for r in swept if r["type"] == "files" for f in r["files"]["files"]}
+    grids = [b for b in report.blocks if type(b).__name__ == "PanelGrid"]
+    assert [b.text for b in report.blocks if type(b).__name__ == "H2"] == ["Results", *PLOT_SECTIONS]
+    for grid in grids:
+        (runset,) = grid.runsets
+        group = json.loads(expr_to_filters(runset.filters).model_dump_json())
+        assert sweep.name in json.dumps(group) and "group" in json.dumps(group)
+        assert {page["run_group"] for page in pages} == {sweep.name} and len(pages) == 4, "3 runs and the sweep's"
+        for panel in grid.panels:
+            kind = type(panel).__name__
+            if kind == "BarPlot":
+                assert all(set(panel.metrics) <= set(summary) for summary in summaries), panel.metrics
+            elif kind == "LinePlot":
+                assert all({panel.x, *panel.y} <= keys for keys in history), panel.y
+            else:
+                assert any(f.startswith(f"media/table/{panel.table_name}_") for f in files), panel.table_name
+
+
+def _summary(found: list[dict]) -> dict:
+    summary: dict = {}
+    for update in (r["summary"]["update"] for r in found if r["type"] == "summary"):
+        summary.update(update)
+    return summary
+
+
+def test_report_dry_run_prints_the_outline_without_a_key_or_a_network(local_sweep, monkeypatch):
+    sweep, *_ = local_sweep
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    shown = launch_here("report", str(sweep), "--wandb", "--dry-run", "tracker.entity=perf-team")
+    assert shown.returncode == 0, shown.stderr
+    assert "W&B Report 'perfsweep: default' in perf-team/perfsweep" in shown.stdout
+    section = "## Median time per phase\n  runs: Metric('Group') == 'default'\n  bar chart: median_ms.data_ms"
+    assert section in shown.stdout
+    assert "line chart: step_ms over step" in shown.stdout and "table panel: speedups" in shown.stdout
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _files(sweep: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sweep.rglob("*") if p.is_file()}
+
+
+def test_sync_and_report_stop_within_the_timeout_when_the_server_cannot_be_reached(local_sweep, monkeypatch):
+    sweep, *_ = local_sweep
+    url = f"http://127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("WANDB_BASE_URL", url)
+    monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
+    before = _files(sweep)
+    for command in (["sync"], ["report", "--wandb"]):
+        started = time.monotonic()
+        result = launch_here(*command, str(sweep), "tracker.timeout_s=5")
+        assert time.monotonic() - started < 15
+        assert result.returncode == 1 and f"W&B server {url} unreachable: " in result.stderr, result.stderr
+        assert f"the runs stay offline in {sweep}; run `python launch.py sync {sweep}` later" in result.stderr
+    assert _files(sweep) == before, "the offline runs and the records are untouched"
+
+
+class _ServerWithoutEntity(http.server.BaseHTTPRequestHandler):
+    """A stand-in for a W&B server (none can exist here) whose key has no default entity."""
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"data": {"viewer": {"entity": None}}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_no_entity_is_a_clear_error_before_anything_is_sent(local_sweep, monkeypatch):
+    sweep, *_ = local_sweep
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ServerWithoutEntity)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
+        before = _files(sweep)
+        result = launch_here("report", str(sweep), "--wandb")
+    finally:
+        server.shutdown()
+    assert result.returncode == 2 and "no W&B entity: set tracker.entity=NAME" in result.stderr, result.stderr
+    assert "the server gave none for this key" in result.stderr and "Traceback" not in result.stderr
+    assert _files(sweep) == before

@@ -98,7 +98,8 @@ def wandb_report_content(sweep: str, project: str, entity: str | None, phases: l
 
 def outline(content: dict[str, Any]) -> str:
     """The W&B Report `content` describes, as lines: sections, panels, their metrics, the runs' filter."""
-    where = f"{content['entity'] or '<the key's default entity>'}/{content['project']}"
+    entity = content["entity"] or "<the key's default entity>"
+    where = f"{entity}/{content['project']}"
     lines = [f"W&B Report {content['title']!r} in {where}"]
     for block in content["blocks"]:
         if block["type"] in ("h1", "h2"):

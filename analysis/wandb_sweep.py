@@ -79,7 +79,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             resume="allow",
             reinit="create_new",
             dir=str(sweep_dir),
-            settings=wandb.Settings(x_disable_stats=True, **WANDB_SETTINGS),
+            settings=wandb.Settings(x_disable_stats=True, init_timeout=conf.timeout_s, **WANDB_SETTINGS),
         )
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         done = [r for r in runs if r.state == records.DONE]

@@ -42,7 +42,9 @@ class Tracker:
                 config=self._config(spec, run_dir),
                 tags=sorted(set(spec.axes.values())),
                 dir=str(run_dir),
-                settings=wandb.Settings(x_disable_stats=not conf.system_metrics, **WANDB_SETTINGS),
+                settings=wandb.Settings(
+                    x_disable_stats=not conf.system_metrics, init_timeout=conf.timeout_s, **WANDB_SETTINGS
+                ),
             )
             self.run.define_metric("step")
             self.run.define_metric("*", step_metric="step")

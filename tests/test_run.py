@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import records
 from tests.conftest import DEVICE, input_types, output_type
 from train.run import execute
 from train.step import TrainStep
+from train.timing import NoClock
+from train.window import make_workload
 
 PHASES = TrainStep.phases
 PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
@@ -137,3 +140,25 @@ def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
     assert summary.peak_memory_kind == "cuda_max_allocated"
     if shutil.which("nvidia-smi"):
         assert isinstance(summary.neighbours["start"]["gpu_processes"], list)
+
+
+@pytest.mark.parametrize("input_type", input_types())
+def test_an_inference_step_records_no_grad_in_eval_mode_and_the_subclass_still_spreads(tiny_plan, input_type):
+    (spec,) = tiny_plan("workload=infer_step", f"input_type={input_type}", "memory_format=channels_last").runs
+    work = make_workload(spec.config, torch.device(DEVICE))
+    for index in range(2):
+        assert work.step(index, NoClock()) is None, "no loss: nothing to read back"
+    model = work.t.model
+    assert not model.training and all(p.grad is None for p in model.parameters())
+    assert work.summary(1.0)["output_type"] == output_type(input_type)
+
+
+def test_an_inference_run_times_data_and_forward_alone(tiny_plan):
+    plan = tiny_plan("workload=infer_step", "input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled")
+    run_dir, summary = run(plan)
+    assert summary.phases == ("data", "forward") and summary.loss_last is None and summary.samples_per_s > 0
+    columns = set(records.read_steps(run_dir / records.STEPS).column_names)
+    assert {"data_ms", "forward_ms", "step_ms"} <= columns and "backward_ms" not in columns and "loss" not in columns
+    assert set(records.read_json(run_dir / records.CONFIG)["axes"]) == {
+        "model", "memory_format", "precision", "input_type", "compile"
+    }  # fmt: skip

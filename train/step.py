@@ -1,4 +1,5 @@
-"""The training step as a workload: data -> forward (with loss) -> backward -> optimizer, and its checks."""
+"""The model's step as workloads: training (data -> forward with loss -> backward -> optimizer) and inference
+(data -> forward, in eval mode under torch.inference_mode), and their checks."""
 
 import functools
 from typing import Any
@@ -38,6 +39,21 @@ def model_problems(source: str, name: str) -> tuple[str, ...]:
     return ()
 
 
+def model_problems_of(cfg: RunConf) -> list[str]:
+    """What both model workloads check: a known model, memory format and input type (fastai's where they need
+    it), positive sizes."""
+    found = list(model_problems(cfg.model.source, cfg.model.name))
+    found += choice("memory_format", cfg.memory_format.name, list(MEMORY_FORMATS))
+    found += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+    if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
+        found += fastai_parts.missing(f"input_type={cfg.input_type.name}")
+    for key in POSITIVE:
+        value = functools.reduce(getattr, key.split("."), cfg)
+        if value <= 0:
+            found.append(f"{key}={value} must be positive")
+    return found
+
+
 @WORKLOADS.register("train_step")
 class TrainStep(Workload):
     """data -> forward (with loss) -> backward -> optimizer (step, scaler update, zero_grad)."""
@@ -47,21 +63,13 @@ class TrainStep(Workload):
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
         """A known model, memory format, input type, loss and optimizer, fastai where they need it; positive sizes."""
-        found = list(model_problems(cfg.model.source, cfg.model.name))
-        found += choice("memory_format", cfg.memory_format.name, list(MEMORY_FORMATS))
-        found += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+        found = model_problems_of(cfg)
         found += choice("loss", cfg.loss.name, list(LOSSES))
         found += choice("optim", cfg.optim.name, list(OPTIMIZERS))
         found += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
-        if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
-            found += fastai_parts.missing(f"input_type={cfg.input_type.name}")
         for group in ("loss", "optim"):
             if getattr(cfg, group).name == "fastai":
                 found += fastai_parts.missing(f"{group}=fastai")
-        for key in POSITIVE:
-            value = functools.reduce(getattr, key.split("."), cfg)
-            if value <= 0:
-                found.append(f"{key}={value} must be positive")
         return found
 
     def __init__(self, cfg: RunConf, device: torch.device):
@@ -91,3 +99,31 @@ class TrainStep(Workload):
     def summary(self, steps_per_s: float) -> dict[str, Any]:
         output = self.output_type.__name__ if self.output_type else ""
         return {"samples_per_s": steps_per_s * self.cfg.model.batch_size, "output_type": output}
+
+
+@WORKLOADS.register("infer_step")
+class InferStep(TrainStep):
+    """data -> forward, the model in eval mode under torch.inference_mode (no autograd record), as a served model
+    runs; the same model, memory format, precision, input type and compile axes as the training step."""
+
+    phases = ("data", "forward")
+
+    @classmethod
+    def problems(cls, cfg: RunConf) -> list[str]:
+        return model_problems_of(cfg)
+
+    def __init__(self, cfg: RunConf, device: torch.device):
+        super().__init__(cfg, device)
+        self.t.model.eval()
+
+    def step(self, index: int, clock: StepClock) -> None:
+        t = self.t
+        clock.start()
+        x, _ = t.batches[index % len(t.batches)]
+        x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))
+        clock.mark()
+        with torch.inference_mode(), t.autocast():
+            out = t.model(x)
+        clock.mark()
+        self.output_type = type(out)
+        return None

@@ -50,6 +50,9 @@ def columns(runs: list[RunRecord]) -> list[Column]:
         )
     if any(s.host_syncs_per_step is not None for s in summaries):
         found.append(Column("syncs/step", lambda r: str(r.summary.host_syncs_per_step)))
+    if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
+        found.append(Column("TFLOP/s", lambda r: f"{r.summary.tflops_per_s:.3g}" if r.summary.tflops_per_s else "-"))
+        found.append(Column("MFU", lambda r: f"{r.summary.mfu:.1%}" if r.summary.mfu else "unknown"))
     found.append(speedup_column(runs))
     if trains:
         found.append(Column("output type", lambda r: r.summary.output_type or "-"))

@@ -41,8 +41,12 @@ class Summary:
     loss_last: float | None = None
     nonfinite_losses: int | None = None  # measured steps whose loss was NaN or infinite (None: no loss)
     host_syncs_per_step: int | None = None  # counted on CUDA; None on a CPU
+    flops_per_step: int | None = None  # counted in one step after the window (train/flops.py); None: not countable
+    tflops_per_s: float | None = None  # flops_per_step / the median device step time
+    peak_tflops: float | None = None  # the device's dense peak for the run's dtype, where known (never a CPU)
     neighbours: dict[str, Any] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
     clocks: dict[str, Any] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
+    params: int | None = None  # a model step's: the model's parameters
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
 
@@ -54,7 +58,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in ("samples_per_s", "output_type")}
+        return {k: v for k, v in data.items() if v is not None or k not in ("samples_per_s", "output_type", "params")}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""
@@ -63,6 +67,11 @@ class Summary:
     def host_median(self, phase: str) -> float | None:
         """The median host time of `phase` (or "step") in ms: how long the host took to issue it."""
         return self.median_ms.get(f"{phase}_host_ms")
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOP utilization: achieved TFLOP/s over the device's peak; None where either is unknown."""
+        return self.tflops_per_s / self.peak_tflops if self.tflops_per_s and self.peak_tflops else None
 
     @property
     def uses_events(self) -> bool:

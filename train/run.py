@@ -22,6 +22,7 @@ from sweeps.spec import RunSpec
 from train import checks
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours, process_started_at
+from train.flops import count_flops, peak_flops
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
 from train.tracker import track
@@ -44,10 +45,12 @@ def summarize(work: Workload, window: Window, device: torch.device, extra: dict[
     memory, memory_kind = peak_memory_mib(device)
     losses = [row["loss"] for row in window.rows if "loss" in row]
     steps_per_s = len(window.rows) / window.seconds
+    medians = {c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)}
+    flops, peak = extra.get("flops_per_step"), peak_flops(device, work.cfg.precision.name)
     return Summary(
         workload=work.cfg.workload.name,
         phases=tuple(work.phases),
-        median_ms={c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)},
+        median_ms=medians,
         steps=len(window.rows),
         steps_per_s=steps_per_s,
         window_s=window.seconds,
@@ -58,6 +61,8 @@ def summarize(work: Workload, window: Window, device: torch.device, extra: dict[
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
         nonfinite_losses=sum(not math.isfinite(loss) for loss in losses) if losses else None,
+        tflops_per_s=flops / (medians["step_ms"] / 1e3) / 1e12 if flops and medians["step_ms"] > 0 else None,
+        peak_tflops=peak / 1e12 if peak else None,
         **extra,
         **work.summary(steps_per_s),
     )
@@ -166,6 +171,8 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             "neighbours": {"start": before, "end": neighbours(device)},
             # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
             "clocks": {"start": clock_start, "end": clocks(device)},
+            # One more step's FLOPs, counted (never timed) after the window.
+            "flops_per_step": count_flops(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock())),
         }
         summary = summarize(work, window, device, extra)
         if cfg.profile:

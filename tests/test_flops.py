@@ -1,0 +1,35 @@
+"""FLOPs counted per step against a hand count, and utilization only where the device's peak is known."""
+
+import torch
+
+import records
+from analysis.render import text
+from analysis.table import view
+from tests.test_run import run
+from train.flops import count_flops, peak_flops
+
+
+def test_a_linear_layer_counts_what_a_hand_count_gives():
+    layer, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    assert count_flops(lambda: layer(x)) == 2 * 2 * 4 * 3  # 2 FLOPs (multiply, add) per MAC
+    # backward: the weight's gradient, as many FLOPs as the forward (x needs none); with x's too, twice
+    assert count_flops(lambda: layer(x).sum().backward()) == 2 * (2 * 2 * 4 * 3)
+    x.requires_grad_()
+    assert count_flops(lambda: layer(x).sum().backward()) == 3 * (2 * 2 * 4 * 3)
+
+
+def test_a_convolution_counts_what_a_hand_count_gives():
+    conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(1, 3, 8, 8)
+    assert count_flops(lambda: conv(x)) == 2 * (8 * 8 * 8) * (3 * 3 * 3)  # 2 x outputs x MACs per output
+
+
+def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny_plan):
+    assert peak_flops(torch.device("cpu"), "fp32") is None, "no CPU has a peak in the table"
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")
+    run_dir, summary = run(plan)
+    assert summary.flops_per_step > 0 and summary.tflops_per_s > 0 and summary.params > 0
+    assert summary.peak_tflops is None and summary.mfu is None
+    assert records.read_json(run_dir / records.SUMMARY)["flops_per_step"] == summary.flops_per_step
+    shown = text(view(plan.sweep_dir))
+    assert "| TFLOP/s | MFU " in shown and "| unknown " in shown
+    assert records.Summary(phases=("step",), median_ms={}, tflops_per_s=100.0, peak_tflops=400.0).mfu == 0.25

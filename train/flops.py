@@ -1,0 +1,50 @@
+"""FLOPs of one step and the device's peak, for achieved TFLOP/s and model FLOP utilization (MFU).
+
+FLOPs are counted by torch's FlopCounterMode over one step after the measured window (compiled code runs
+eagerly for it: the counter sees the ops a compiled graph would fuse): matmuls, convolutions and attention
+(forward, and backward for training), which is what a peak is quoted for. The peak is lightning-fabric's
+table of GPUs (`utilities.throughput.get_available_flops`: dense peaks of H100/H200, A100, V100, T4, L4,
+RTX 3090/4090 and more, per dtype, from their vendors' datasheets); None where unknown, which every CPU is.
+"""
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+# The dtype a precision's matmuls run in, as lightning-fabric's table names it.
+PEAK_DTYPES: dict[str, torch.dtype | str] = {
+    "fp32": torch.float32,  # TF32 where the run allowed it (lightning checks the matmul precision)
+    "tf32": "tfloat32",
+    "fp16": torch.float16,
+    "amp_fp16": torch.float16,
+    "amp_bf16": torch.bfloat16,
+}
+
+
+def count_flops(step: Callable[[], Any]) -> int | None:
+    """The FLOPs `step` performs; None where the counter cannot follow it (a workload of exotic tensors)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    try:
+        with torch.compiler.set_stance("force_eager"), FlopCounterMode(display=False) as counter:
+            step()
+    except Exception:  # counting is beside the measurement: it must never fail the run
+        return None
+    return counter.get_total_flops()
+
+
+def peak_flops(device: torch.device, precision: str) -> float | None:
+    """The device's dense peak FLOP/s for the precision's dtype, if known."""
+    if device.type != "cuda":
+        return None
+    try:
+        from lightning_fabric.utilities.throughput import get_available_flops
+    except ImportError:  # requirements.txt has it; a GPU machine set up by hand may not
+        return None
+
+    with warnings.catch_warnings():  # an unknown GPU is said by the table's "unknown", not a warning
+        warnings.simplefilter("ignore")
+        found = get_available_flops(device, PEAK_DTYPES.get(precision, torch.float32))
+    return float(found) if found else None

@@ -19,6 +19,11 @@ def show_table(args: argparse.Namespace) -> int:
     from analysis.render import as_csv, text
     from analysis.views import sweep_views
 
+    if args.csv == "timm":
+        from analysis.timm_csv import timm_view
+
+        print(as_csv(timm_view(args.sweep_dir)), end="")
+        return 0
     if args.csv:
         print(as_csv(table.view(args.sweep_dir)), end="")
         return 0
@@ -127,7 +132,13 @@ def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: boo
 def add_commands(subparsers) -> None:
     """Add the analysis commands to an argparse subparsers object."""
     found = _command(subparsers, "table", "one row per run: medians per phase, speed-up over the baseline", show_table)
-    found.add_argument("--csv", action="store_true", help="the table alone, as CSV")
+    found.add_argument(
+        "--csv",
+        nargs="?",
+        const="table",
+        choices=["table", "timm"],
+        help="the table alone, as CSV; --csv timm: in the columns of timm's benchmark result files",
+    )
     for name, about, handler in [
         ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),

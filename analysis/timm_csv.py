@@ -1,0 +1,55 @@
+"""A sweep's runs in the columns of timm's benchmark result files, to diff perfsweep's figures against timm's.
+
+    python -m analysis table SWEEP_DIR --csv timm
+
+timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingface/pytorch-image-models):
+one row per model, fastest first, with these headers (read from its files: `benchmark-infer-fp32-nchw-
+pt240-cpu-i7_12700h-dynamo.csv` and `benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv`). Step times are
+median milliseconds per step, parameter counts in millions, GMACs per sample (FLOPs / 2, counted by
+perfsweep, train/flops.py); activations (`infer_macts`) are not counted here and stay empty.
+"""
+
+from pathlib import Path
+
+from analysis.render import Column, View
+from records import DONE, RunRecord, load_sweep
+
+HEADERS = {
+    "infer_step": [
+        "model", "infer_img_size", "infer_samples_per_sec", "infer_step_time", "infer_batch_size", "param_count",
+        "infer_gmacs", "infer_macts",
+    ],
+    "train_step": ["model", "train_samples_per_sec", "train_step_time", "train_batch_size", "train_img_size",
+                   "param_count"],
+}  # fmt: skip
+
+
+def _gmacs(run: RunRecord) -> str:
+    flops = run.summary.flops_per_step
+    return f"{flops / 2 / 1e9 / run.fields['model.batch_size']:.2f}" if flops else ""
+
+
+CELLS = {
+    "model": lambda r: str(r.fields["model.name"]),
+    "img_size": lambda r: str(r.fields["model.image_size"]),
+    "samples_per_sec": lambda r: f"{r.summary.samples_per_s:.2f}",
+    "step_time": lambda r: f"{r.summary.median('step'):.3f}",
+    "batch_size": lambda r: str(r.fields["model.batch_size"]),
+    "param_count": lambda r: f"{r.summary.params / 1e6:.2f}" if r.summary.params else "",
+    "gmacs": _gmacs,
+    "macts": lambda r: "",
+}
+
+
+def timm_view(sweep_dir: Path) -> View:
+    """The sweep's done model runs as timm's CSV rows; ValueError unless they are all of one model workload."""
+    runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
+    kinds = sorted({r.summary.workload for r in runs})
+    if len(kinds) != 1 or kinds[0] not in HEADERS:
+        raise ValueError(
+            f"{sweep_dir}: timm's CSV holds the runs of one model workload (one of: {', '.join(HEADERS)}); "
+            f"this sweep's done runs are of: {', '.join(kinds) or 'none'}"
+        )
+    columns = [Column(h, CELLS[h.removeprefix(kinds[0].split("_")[0] + "_")]) for h in HEADERS[kinds[0]]]
+    fastest = sorted(runs, key=lambda r: -r.summary.samples_per_s)
+    return View(title=f"timm {kinds[0]}", above=[], columns=columns, items=fastest)

@@ -1,0 +1,39 @@
+"""timm parity: a sweep's runs exported in the columns of timm's benchmark result files."""
+
+import pytest
+
+from tests.conftest import launch_here
+from tests.test_run import run
+
+# The header lines of timm's own files (huggingface/pytorch-image-models, results/):
+# benchmark-infer-fp32-nchw-pt240-cpu-i7_12700h-dynamo.csv and benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv
+TIMM_INFER = (
+    "model,infer_img_size,infer_samples_per_sec,infer_step_time,infer_batch_size,param_count,infer_gmacs,infer_macts"
+)
+TIMM_TRAIN = "model,train_samples_per_sec,train_step_time,train_batch_size,train_img_size,param_count"
+
+
+@pytest.mark.parametrize(("workload", "header"), [("infer_step", TIMM_INFER), ("train_step", TIMM_TRAIN)])
+def test_the_timm_csv_has_timms_header_and_the_runs_figures(tiny_plan, workload, header):
+    plan = tiny_plan(f"workload={workload}", "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")
+    _, summary = run(plan)
+    shown = launch_here("table", str(plan.sweep_dir), "--csv", "timm")
+    assert shown.returncode == 0, shown.stderr
+    first, row = shown.stdout.splitlines()
+    assert first == header
+    cells = dict(zip(header.split(","), row.split(","), strict=True))
+    kind = workload.split("_")[0]
+    model = plan.runs[0].config.model
+    assert cells["model"] == model.name and cells[f"{kind}_batch_size"] == str(model.batch_size)
+    assert cells[f"{kind}_img_size"] == str(model.image_size)
+    assert float(cells[f"{kind}_samples_per_sec"]) == pytest.approx(summary.samples_per_s, abs=0.01)
+    assert float(cells[f"{kind}_step_time"]) == pytest.approx(summary.median("step"), abs=0.001)
+    assert float(cells["param_count"]) == pytest.approx(summary.params / 1e6, abs=0.01)
+
+
+def test_the_timm_csv_refuses_a_sweep_of_function_benchmarks(tmp_path):
+    runs = tmp_path / "runs"
+    args = ["workload=square_chain", "steps=2", "warmup_steps=1", "launcher=debug", "tracker.mode=disabled"]
+    assert launch_here(*args, f"runs_dir={runs}").returncode == 0
+    shown = launch_here("table", str(runs / "default"), "--csv", "timm")
+    assert shown.returncode == 2 and "one model workload (one of: infer_step, train_step)" in shown.stderr

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from conf.schema import Config
 from sweeps import compose
 from sweeps.compose import Setting
+from sweeps.model_sets import expand_model_sets
 from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
@@ -132,11 +133,19 @@ def expand(overrides: list[str]) -> list[list[Setting]]:
     try:
         name = _chosen(parser, overrides, "sweep", Config.sweep)
         scale = _chosen(parser, overrides, "scale", Config.scale)
-        return [run for grid in sweep_grids(name, scale) for run in compose.expand(grid + overrides)]
+        return [run for grid in sweep_grids(name, scale) for run in compose.expand(_models(grid + overrides))]
     except PlanError:
         raise
     except Exception as error:  # Hydra's parser errors name the bad override
         raise PlanError([f"{error}"]) from error
+
+
+def _models(overrides: list[str]) -> list[str]:
+    """Model sets (model.name=timm:PATTERN,...) expanded into the models they name."""
+    expanded, problems = expand_model_sets(overrides)
+    if problems:
+        raise PlanError(problems)
+    return expanded
 
 
 def compose_runs(runs: list[list[Setting]], sources: dict[str, str] | None = None) -> tuple[list[Config], list[str]]:
@@ -186,6 +195,7 @@ def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     A run that does not compose raises PlanError; with strict=False the plan keeps the runs that do and
     carries the errors in `problems`, so they are reported with every other problem of the sweep.
     """
+    overrides = _models(overrides)
     sources = origins(overrides)
     configs, errors = compose_runs(expand(overrides), sources)
     if errors and (strict or not configs):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from sweeps.plan import PlanError, build_plan
 from tests.conftest import launch_here
 from tests.test_run import run
 
@@ -37,3 +38,16 @@ def test_the_timm_csv_refuses_a_sweep_of_function_benchmarks(tmp_path):
     assert launch_here(*args, f"runs_dir={runs}").returncode == 0
     shown = launch_here("table", str(runs / "default"), "--csv", "timm")
     assert shown.returncode == 2 and "one model workload (one of: infer_step, train_step)" in shown.stderr
+
+
+def test_a_model_set_expands_to_a_run_per_timm_model_and_a_pattern_matching_none_names_the_nearest():
+    import timm
+
+    models = "model.name=timm:resnet1*,convnext_atto.d2_in1k"
+    plan = build_plan([models, "input_type=tensor", "memory_format=contiguous"])
+    names = [spec.config.model.name for spec in plan.runs]
+    assert sorted(names) == sorted([*timm.list_models("resnet1*"), "convnext_atto"]), "the pretrained tag is ignored"
+    assert {spec.config.model.source for spec in plan.runs} == {"timm"}
+    assert len({spec.name for spec in plan.runs}) == len(names), "a run (and a folder) per model"
+    with pytest.raises(PlanError, match="'resnt5\\*' matches no timm model; nearest names: .*resnet5"):
+        build_plan(["model.name=timm:resnt5*"])

@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from conf.schema import Config
 from sweeps import compose
 from sweeps.compose import Setting
-from sweeps.model_sets import expand_model_sets
+from sweeps.models import expand_model_sets, with_default_sizes
 from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
@@ -198,6 +198,8 @@ def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     overrides = _models(overrides)
     sources = origins(overrides)
     configs, errors = compose_runs(expand(overrides), sources)
+    configs, unsized = with_default_sizes(configs)
+    errors += unsized
     if errors and (strict or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

@@ -51,3 +51,19 @@ def test_a_model_set_expands_to_a_run_per_timm_model_and_a_pattern_matching_none
     assert len({spec.name for spec in plan.runs}) == len(names), "a run (and a folder) per model"
     with pytest.raises(PlanError, match="'resnt5\\*' matches no timm model; nearest names: .*resnet5"):
         build_plan(["model.name=timm:resnt5*"])
+
+
+def test_default_image_sizes_come_from_each_models_own_config():
+    from timm.models import get_pretrained_cfg_value
+
+    plan = build_plan(
+        ["model.name=timm:resnet10t,test_resnet", "model.image_size=default", "input_type=tensor"]
+        + ["memory_format=contiguous"]
+    )
+    sizes = {spec.config.model.name: spec.config.model.image_size for spec in plan.runs}
+    assert sizes == {n: get_pretrained_cfg_value(n, "input_size")[-1] for n in ("resnet10t", "test_resnet")}
+    assert sizes["resnet10t"] == 176, "as timm's published tables give it"
+    (spec,) = build_plan(
+        ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous"]
+    ).runs
+    assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224

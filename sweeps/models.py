@@ -1,0 +1,84 @@
+"""Model sets and default sizes, resolved when the plan is made.
+
+A model set is one value that names many models, `model.name=timm:resnet*,convnext_t*` (timm's `list_models`
+patterns): it becomes one value per model (a sweep over them, with model.source=timm). A pattern's
+pretrained tag is ignored (`resnet50.a1_in1k` is `resnet50`); a pattern that matches nothing is a problem
+naming the nearest names.
+
+`model.image_size=default` is each model's own default input size, as timm's benchmark tables use: timm's
+pretrained config (`input_size`), torchvision's default weights' crop size. It is resolved per run, so the
+run's records (and its identity) hold the size it ran at.
+"""
+
+import dataclasses
+import difflib
+
+from conf.schema import Config
+
+PREFIX = "timm:"
+DEFAULT_SIZE = 0  # what `model.image_size=default` composes to, until the run's model gives its size
+
+
+def expand_model_sets(overrides: list[str]) -> tuple[list[str], list[str]]:
+    """`overrides` with each model set replaced by the models it names; and the problems (patterns that match
+    nothing)."""
+    expanded, problems = [], []
+    for override in overrides:
+        key, _, value = override.partition("=")
+        value = value.strip("'\"")
+        if key.lstrip("+~") == "model.image_size":
+            sizes = [str(DEFAULT_SIZE) if v.strip() == "default" else v for v in value.split(",")]
+            expanded.append(f"{key}={','.join(sizes)}")
+            continue
+        if key.lstrip("+~") != "model.name" or not value.startswith(PREFIX):
+            expanded.append(override)
+            continue
+        import timm
+
+        names: dict[str, None] = {}
+        for pattern in (p.strip().split(".")[0] for p in value.removeprefix(PREFIX).split(",") if p.strip()):
+            found = timm.list_models(pattern)
+            if not found:
+                near = difflib.get_close_matches(pattern.replace("*", ""), timm.list_models(), n=5, cutoff=0.5)
+                hint = f"; nearest names: {', '.join(near)}" if near else ""
+                problems.append(f"model.name pattern {pattern!r} matches no timm model{hint}")
+            names.update(dict.fromkeys(found))
+        if names:
+            expanded += ["model.source=timm", f"model.name={','.join(names)}"]
+    return expanded, problems
+
+
+def default_image_size(source: str, name: str) -> int | None:
+    """The model's own input size (pixels per side), where its library gives one."""
+    try:
+        if source == "timm":
+            from timm.models import get_pretrained_cfg_value
+
+            size = get_pretrained_cfg_value(name, "input_size")
+            return int(size[-1]) if size else None
+        if source == "torchvision":
+            import torchvision
+
+            return int(torchvision.models.get_model_weights(name).DEFAULT.transforms.keywords.get("crop_size", 224))
+    except (ValueError, KeyError, AttributeError, RuntimeError):  # an unknown model: its own check names it
+        return None
+    return None
+
+
+def with_default_sizes(configs: list[Config]) -> tuple[list[Config], list[str]]:
+    """Each config with model.image_size=default resolved to its model's size; the problems (no size known)."""
+    resolved, problems = [], []
+    for config in configs:
+        model = config.model
+        if model.image_size != DEFAULT_SIZE:
+            resolved.append(config)
+            continue
+        size = default_image_size(model.source, model.name)
+        if size is None:
+            problems.append(
+                f"model.image_size=default: {model.source} model {model.name!r} has no default input size; "
+                "set model.image_size=N"
+            )
+            continue
+        resolved.append(dataclasses.replace(config, model=dataclasses.replace(model, image_size=size)))
+    return resolved, problems

@@ -104,6 +104,12 @@ def flags(runs: list[RunRecord]) -> list[str]:
         if r.summary and r.summary.nonfinite_losses
     ]
     found += [
+        f"BATCH REDUCED {r.name}: ran at batch {r.summary.batch_size}, not {r.fields['model.batch_size']} "
+        "(out of memory; model.batch_size_retry)"
+        for r in done
+        if r.summary and r.summary.batch_size and r.summary.batch_size != r.fields.get("model.batch_size")
+    ]
+    found += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in done
         if r.summary and (shared := r.summary.gpu_neighbours())

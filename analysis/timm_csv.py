@@ -24,9 +24,14 @@ HEADERS = {
 }  # fmt: skip
 
 
+def _batch(run: RunRecord) -> int:
+    """The batch it ran at (smaller than asked after an out-of-memory retry)."""
+    return run.summary.batch_size or run.fields["model.batch_size"]
+
+
 def _gmacs(run: RunRecord) -> str:
     flops = run.summary.flops_per_step
-    return f"{flops / 2 / 1e9 / run.fields['model.batch_size']:.2f}" if flops else ""
+    return f"{flops / 2 / 1e9 / _batch(run):.2f}" if flops else ""
 
 
 CELLS = {
@@ -34,7 +39,7 @@ CELLS = {
     "img_size": lambda r: str(r.fields["model.image_size"]),
     "samples_per_sec": lambda r: f"{r.summary.samples_per_s:.2f}",
     "step_time": lambda r: f"{r.summary.median('step'):.3f}",
-    "batch_size": lambda r: str(r.fields["model.batch_size"]),
+    "batch_size": lambda r: str(_batch(r)),
     "param_count": lambda r: f"{r.summary.params / 1e6:.2f}" if r.summary.params else "",
     "gmacs": _gmacs,
     "macts": lambda r: "",

@@ -17,6 +17,7 @@ class ModelConf:
     source: str = "torchvision"  # which library builds it: "timm" or "torchvision"
     image_size: int = 224  # square input images, pixels per side
     batch_size: int = 64  # samples per step
+    batch_size_retry: bool = False  # on out-of-memory, retry with a smaller batch (recorded; changes what is measured)
     num_classes: int = 1000  # classifier outputs (no pretrained weights are loaded)
     in_chans: int = 3  # image channels
 

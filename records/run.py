@@ -47,6 +47,7 @@ class Summary:
     neighbours: dict[str, Any] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
     clocks: dict[str, Any] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
     params: int | None = None  # a model step's: the model's parameters
+    batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
 
@@ -58,7 +59,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in ("samples_per_s", "output_type", "params")}
+        return {k: v for k, v in data.items() if v is not None or k not in _MODEL_ONLY}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""
@@ -90,6 +91,7 @@ class Summary:
 
 
 _SUMMARY_FIELDS = {f.name for f in dataclasses.fields(Summary)}
+_MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
 
 
 @dataclasses.dataclass(frozen=True)

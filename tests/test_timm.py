@@ -1,10 +1,15 @@
 """timm parity: a sweep's runs exported in the columns of timm's benchmark result files."""
 
 import pytest
+import torch
 
+import records
+from analysis.render import text
+from analysis.table import view
 from sweeps.plan import PlanError, build_plan
 from tests.conftest import launch_here
 from tests.test_run import run
+from train.step import TrainStep
 
 # The header lines of timm's own files (huggingface/pytorch-image-models, results/):
 # benchmark-infer-fp32-nchw-pt240-cpu-i7_12700h-dynamo.csv and benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv
@@ -67,3 +72,26 @@ def test_default_image_sizes_come_from_each_models_own_config():
         ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous"]
     ).runs
     assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224
+
+
+def test_an_out_of_memory_retries_with_a_smaller_batch_and_records_it(tiny_plan, monkeypatch):
+    """No GPU to fill here: the step raises torch's out-of-memory error above a batch of 2, as a full GPU would."""
+    step = TrainStep.step
+
+    def full_above_two(self, index, clock):
+        if self.cfg.model.batch_size > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+        return step(self, index, clock)
+
+    monkeypatch.setattr(TrainStep, "step", full_above_two)
+    args = ["input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", "model.batch_size=8"]
+    failed = tiny_plan(*args, "sweep_name=asked")
+    with pytest.raises(torch.OutOfMemoryError):
+        run(failed)  # off by default: it changes what is measured
+    plan = tiny_plan(*args, "model.batch_size_retry=true")
+    run_dir, summary = run(plan)
+    assert summary.batch_size == 2, "8 -> 6 -> 4 -> 3 -> 2, timm's decay_batch_step"
+    assert records.read_json(run_dir / records.CONFIG)["config"]["model"]["batch_size"] == 8, "what was asked"
+    assert f"BATCH REDUCED {run_dir.name}: ran at batch 2, not 8" in text(view(plan.sweep_dir))
+    shown = launch_here("table", str(plan.sweep_dir), "--csv", "timm")
+    assert shown.stdout.splitlines()[1].split(",")[3] == "2", "timm's train_batch_size: the batch it ran at"

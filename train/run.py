@@ -4,6 +4,8 @@
 """
 
 import contextlib
+import dataclasses
+import gc
 import math
 import resource
 import signal
@@ -17,6 +19,7 @@ from typing import Any
 import torch
 
 import records
+from conf.schema import RunConf
 from records import Summary
 from sweeps.spec import RunSpec
 from train import checks
@@ -85,6 +88,32 @@ def interrupted_once():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def fit(cfg: RunConf, device: torch.device) -> tuple[Workload, Window, RunConf, float]:
+    """The workload built and warmed up: its warm-up window, the config it ran with, when its first step began.
+
+    With model.batch_size_retry, an out-of-memory while building or warming up retries with a smaller batch,
+    as timm's benchmark.py does (timm.utils.decay_batch_step: 64, 48, 32, 24, ... 1); the run records the
+    batch it ran at (summary.batch_size) and the table flags it.
+    """
+    first_step = None
+    while True:
+        try:
+            work = make_workload(cfg, device)
+            first_step = first_step or time.time()
+            return work, run_window(work, 0, cfg.warmup_steps, device), cfg, first_step
+        except torch.OutOfMemoryError:
+            if not cfg.model.batch_size_retry or cfg.model.batch_size <= 1:
+                raise
+        from timm.utils import decay_batch_step
+
+        work = None  # the failed attempt's memory goes before the next is built
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        smaller = dataclasses.replace(cfg.model, batch_size=decay_batch_step(cfg.model.batch_size))
+        cfg = dataclasses.replace(cfg, model=smaller)
 
 
 def profile_steps(work: Workload, first: int, device: torch.device, path: Path, steps: int = 3) -> None:
@@ -158,9 +187,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         backend = configure_backends(cfg)
         records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
         before, clock_start = neighbours(device), clocks(device)
-        work = make_workload(cfg, device)
-        first_step = time.time()
-        warmup = run_window(work, 0, cfg.warmup_steps, device)
+        work, warmup, cfg, first_step = fit(cfg, device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         window = run_window(work, cfg.warmup_steps, cfg.steps, device)

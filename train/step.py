@@ -99,7 +99,8 @@ class TrainStep(Workload):
     def summary(self, steps_per_s: float) -> dict[str, Any]:
         output = self.output_type.__name__ if self.output_type else ""
         params = sum(p.numel() for p in self.t.model.parameters())
-        return {"samples_per_s": steps_per_s * self.cfg.model.batch_size, "output_type": output, "params": params}
+        batch = self.cfg.model.batch_size
+        return {"samples_per_s": steps_per_s * batch, "output_type": output, "params": params, "batch_size": batch}
 
 
 @WORKLOADS.register("infer_step")

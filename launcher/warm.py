@@ -33,7 +33,8 @@ def fork_runs(
     queue = collections.deque(runs)
     children: dict[int, tuple[RunJob, int | None, Path | None]] = {}
     states: dict[str, str] = {}
-    signal.signal(signal.SIGINT, _interrupt_once)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
+    signal.signal(signal.SIGINT, _interrupt_once())
     _pass_preemption_on(children)
     try:
         while queue or children:
@@ -60,6 +61,9 @@ def fork_runs(
         _stop(children)
         leave_pending(list(queue), type(stop).__name__)  # not started: pending, not lost (the job was stopped)
         raise
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return states
 
 
@@ -68,16 +72,18 @@ def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
     return Path(info["log"]).with_name(f"{info['job_id']}_{run.spec.name}.log") if info.get("log") else None
 
 
-_stopping: list[bool] = []
-
-
-def _interrupt_once(signum, frame) -> None:
+def _interrupt_once():
     """Ctrl-C reaches the job twice (from the terminal, then from the launcher cancelling it): the first one
     stops it; later ones must not cut short its stopping of the children."""
-    if _stopping:
-        return
-    _stopping.append(True)
-    raise KeyboardInterrupt
+    stopping = []
+
+    def handler(signum, frame) -> None:
+        if stopping:
+            return
+        stopping.append(True)
+        raise KeyboardInterrupt
+
+    return handler
 
 
 def _pass_preemption_on(children: dict[int, Any]) -> None:

@@ -113,9 +113,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     env = request.getfixturevalue("slurm_cluster") if where == "slurm" else {}
     for key, value in env.items():  # the launcher below and the launches after it talk to the local cluster
         monkeypatch.setenv(key, value)
-    # Locally the runs are forked from one job: the next run goes on after one is killed.
-    seeds = "seed=0,1" if where == "local" else "seed=0"
-    launcher = _start(tmp_path / "runs", seeds, f"launcher={where}", "launcher.wait=true", "launcher.poll_s=1")
+    launcher = _start(tmp_path / "runs", "seed=0", f"launcher={where}", "launcher.wait=true", "launcher.poll_s=1")
     run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
     os.kill(status["pid"], signal.SIGKILL)
@@ -124,9 +122,8 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(where, t
     lost = records.read_status(run_dir)
     assert lost.state == "failed" and lost.error.type == "LostRun"
     assert "ended before the run finished" in lost.error.message
-    if where == "local":
+    if where == "local":  # the run's process was forked from the job, which recorded how it ended
         assert "killed by SIGKILL" in lost.error.message
-        assert {r.state for r in load_sweep(sweep) if r.path != run_dir} == {"done"}, "the next run still ran"
     assert not (run_dir / records.STEPS).exists(), "a killed run leaves no partial steps to mistake for a result"
     assert "1 failed" in out and f"FAILED {run_dir.name}: LostRun" in out
     resumed = launch_here("resume", str(sweep), "launcher.wait=true", "launcher.poll_s=1")

@@ -1,6 +1,7 @@
 """launcher.isolation: runs forked from a warm job (fork) against a new interpreter per run (spawn)."""
 
 import os
+import signal
 
 import pytest
 import torch
@@ -72,3 +73,22 @@ def test_a_child_that_uses_cuda_leaves_the_job_without_it(tmp_path):
     runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
     states = fork_runs(Runner(_touch_cuda, fork_hazard=fork_hazard), runs, 1, (), {})
     assert set(states.values()) == {"done"} and not torch.cuda.is_initialized()
+
+
+def _killed_first(spec, run_dir, tracker_id, launch):
+    """The first run's process dies as the OOM killer would end it; the others finish."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_status(run_dir, "running", pid=os.getpid())
+    if spec.config.seed == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    records.write_status(run_dir, "done", pid=os.getpid())
+
+
+def test_a_killed_child_is_recorded_lost_and_the_next_run_still_runs(tmp_path):
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    states = fork_runs(Runner(_killed_first), runs, 1, (), {})
+    killed, other = (records.read_status(run.run_dir) for run in runs)
+    assert states == {runs[0].spec.name: "failed", runs[1].spec.name: "done"}
+    assert killed.error.type == "LostRun" and "killed by SIGKILL" in killed.error.message
+    assert other.state == "done" and other.pid != killed.pid

@@ -40,11 +40,11 @@ def show_runs(args: argparse.Namespace) -> int:
 
 
 def show_published(args: argparse.Namespace) -> int:
-    from analysis import published
     from analysis.render import text
+    from analysis.views import published_views
 
-    view = published.view(args.sweep_dir)
-    print(text(view) if view else f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    found = published_views(args.sweep_dir)
+    print("\n\n".join(map(text, found)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
     return 0
 
 

@@ -30,6 +30,7 @@ from records import DONE, FAILED, RunRecord, load_sweep
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95% CI]"]
+NOT_RUN = "not run in this sweep"
 SPEEDUP = "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)"
 
 
@@ -60,6 +61,13 @@ def step_times(run: RunRecord, metric: str) -> np.ndarray:
     """Per measured step, the sum of the metric's phases (ms)."""
     columns = [f"{phase}_ms" for phase in metric.split("+")]
     return sum(np.asarray(values, dtype=float) for values in run.steps(columns).values())
+
+
+def times(run: RunRecord, item: dict[str, Any]) -> np.ndarray:
+    """Per measured step, the comparison's time (ms); per sample where it compares per sample (`per_sample`:
+    runs whose batches differ, as timm's tables' do)."""
+    values = step_times(run, item.get("metric", "step"))
+    return values / run.batch if item.get("per_sample") else values
 
 
 def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
@@ -129,16 +137,16 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
         ]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
-        return [*row, "-", "-", "not run in this sweep"]
-    a = [step_times(r, metric) for r in of]
-    b = [step_times(r, metric) for r in over]
+        return [*row, "-", "-", NOT_RUN]
+    a, b = [times(r, item) for r in of], [times(r, item) for r in over]
+    unit = "ms/sample" if item.get("per_sample") else "ms"
     if len(a) > 1 and len(b) > 1:  # replicates: each run counts once, run-to-run variance in the interval
         medians_a, medians_b = np.array([np.median(x) for x in a]), np.array([np.median(x) for x in b])
         ours = stats.speedup_across_runs(medians_a, medians_b)
-        figures = f"{medians_a.mean():.3g} / {medians_b.mean():.3g} ms ({len(a)} / {len(b)} runs)"
+        figures = f"{medians_a.mean():.3g} / {medians_b.mean():.3g} {unit} ({len(a)} / {len(b)} runs)"
     else:
         ours = stats.speedup(np.concatenate(a), np.concatenate(b))
-        figures = f"{np.median(np.concatenate(a)):.3g} / {np.median(np.concatenate(b)):.3g} ms"
+        figures = f"{np.median(np.concatenate(a)):.3g} / {np.median(np.concatenate(b)):.3g} {unit}"
     return [*row, figures, str(ours), verdict(item, ours)]
 
 
@@ -150,8 +158,8 @@ def our_setting(runs: list[RunRecord]) -> str:
 def view(sweep_dir: Path) -> View | None:
     """The side-by-side view of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
     runs = load_sweep(sweep_dir)
-    if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None:
-        return None
+    if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None or not source.get("comparisons"):
+        return None  # a table of many models (no `comparisons`) is analysis/published_models.py's
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",

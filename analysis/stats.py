@@ -121,3 +121,32 @@ def speedup_across_runs(of: np.ndarray, over: np.ndarray) -> Interval:
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     half = t975(df) * se
     return Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing their mean rank."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(1, len(x) + 1)
+    values, tie_group = np.unique(x, return_inverse=True)
+    return (np.bincount(tie_group, ranks) / np.bincount(tie_group))[tie_group] if len(values) < len(x) else ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation (nan when either side has a single rank)."""
+    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
+    if rx.std() == 0 or ry.std() == 0:
+        return math.nan
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """Spearman's rho of paired values (one pair per model), with a percentile-bootstrap interval at LEVEL
+    that resamples the pairs."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rng = np.random.default_rng(seed)
+    drawn = (rng.integers(0, len(x), len(x)) for _ in range(resamples))
+    rhos = np.array([spearman(x[i], y[i]) for i in drawn])
+    tail = (1 - LEVEL) / 2 * 100
+    low, high = np.nanpercentile(rhos, [tail, 100 - tail])
+    return Interval(spearman(x, y), float(low), float(high))

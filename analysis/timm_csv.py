@@ -24,14 +24,9 @@ HEADERS = {
 }  # fmt: skip
 
 
-def _batch(run: RunRecord) -> int:
-    """The batch it ran at (smaller than asked after an out-of-memory retry)."""
-    return run.summary.batch_size or run.fields["model.batch_size"]
-
-
 def _gmacs(run: RunRecord) -> str:
     flops = run.summary.flops_per_step
-    return f"{flops / 2 / 1e9 / _batch(run):.2f}" if flops else ""
+    return f"{flops / 2 / 1e9 / run.batch:.2f}" if flops else ""
 
 
 CELLS = {
@@ -39,7 +34,7 @@ CELLS = {
     "img_size": lambda r: str(r.fields["model.image_size"]),
     "samples_per_sec": lambda r: f"{r.summary.samples_per_s:.2f}",
     "step_time": lambda r: f"{r.summary.median('step'):.3f}",
-    "batch_size": lambda r: str(_batch(r)),
+    "batch_size": lambda r: str(r.batch),
     "param_count": lambda r: f"{r.summary.params / 1e6:.2f}" if r.summary.params else "",
     "gmacs": _gmacs,
     "macts": lambda r: "",

@@ -3,7 +3,7 @@ the table, then across replicates (repeats=N) and beside the published figures (
 
 from pathlib import Path
 
-from analysis import published, replicates, table
+from analysis import published, published_models, replicates, table
 from analysis.render import View
 from records import load_sweep
 
@@ -14,5 +14,10 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
     found = [table.table_view(sweep_dir, runs)]
     if any("replicate" in r.axes for r in runs):
         found.append(replicates.view(sweep_dir))
+    return found + published_views(sweep_dir)
+
+
+def published_views(sweep_dir: Path) -> list[View]:
+    """The sweep's runs beside the published figures it reproduces: its comparisons, or a table of many models."""
     side_by_side = published.view(sweep_dir)
-    return found + ([side_by_side] if side_by_side else [])
+    return ([side_by_side] if side_by_side else []) + published_models.views(sweep_dir)

@@ -150,6 +150,11 @@ class RunRecord:
         return self._step_ms
 
     @property
+    def batch(self) -> int:
+        """The batch a model run ran at (smaller than asked after an out-of-memory retry)."""
+        return (self.summary and self.summary.batch_size) or self.fields["model.batch_size"]
+
+    @property
     def device(self) -> str:
         """The GPU's name, else the CPU's."""
         env = self.env or {}

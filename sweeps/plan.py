@@ -1,7 +1,7 @@
 """Sweep file + Hydra overrides -> a validated, de-duplicated list of RunSpecs.
 
 A sweep file (sweeps/<name>.yaml) holds `params` in the form of Hydra's
-`hydra.sweeper.params`: axis -> value or comma-separated values; or `grids`, a
+`hydra.sweeper.params`: axis -> value, comma-separated values or a list; or `grids`, a
 list of such params whose runs the sweep runs together (for grids that are not
 one product, e.g. different impls per workload). `scales` names smaller sizes of
 the sweep (`scale=cpu`, `scale=smoke`): params applied after every grid's (or
@@ -62,7 +62,9 @@ def available_sweeps() -> list[str]:
 
 
 def _as_overrides(params: dict | None) -> list[str]:
-    return [f"{key}={value}" for key, value in (params or {}).items()]
+    """A sweep file's params as overrides; a list value is swept, as its items joined by commas would be."""
+    items = (params or {}).items()
+    return [f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}" for key, value in items]
 
 
 def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:

@@ -1,0 +1,219 @@
+"""A published table of many models (timm's benchmark result files) beside our runs of the same models.
+
+    python -m analysis published SWEEP_DIR
+
+sweeps/published/<sweep>.yaml holds the published rows under `models`:
+
+    models:
+      metric: forward                 # the time compared: a phase, phases joined by +, or step
+      reference: resnet18             # the model each model's throughput is divided by
+      channels_last: {of: nhwc, over: nchw}   # optional: two tables that differ in memory format only
+      tables:
+        nchw:
+          file: results/benchmark-...csv     # its path in huggingface/pytorch-image-models
+          commit: 7479d451...                # the commit it was read at
+          runs: {memory_format: contiguous}  # which of our runs stand for this table
+          csv: |                             # its rows as the file has them (a header, then one per model)
+            model,infer_img_size,infer_samples_per_sec,...
+
+Our hardware differs from theirs, so what is compared is what transfers across hardware:
+
+    rank order         Spearman's rho between their samples/s and ours over the models both have, with a
+                       bootstrap 95% interval over models: reproduced when the interval's low end is above 0.8
+    relative to the reference   each model's samples/s over the reference model's in the same table: a
+                       speed-up, with the verdicts of analysis/published.py
+    channels-last speed-up      each model's NHWC samples/s over its NCHW samples/s: the same verdicts
+
+Throughput is per sample: timm's batch sizes differ from model to model and from table to table.
+"""
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import published, stats
+from analysis.render import Column, View
+from records import RunRecord, load_sweep
+
+RHO_REPRODUCED = 0.8  # the low end of rho's interval above this: the rank order is reproduced
+FEWEST_MODELS = 4  # a rank correlation needs at least this many models run
+CHANNELS_LAST = "speed-up: channels-last samples/s over contiguous (below 1: channels-last is slower)"
+
+
+def read_table(table: dict[str, Any]) -> list[dict[str, str]]:
+    """A stored table's rows, as csv.DictReader reads timm's file."""
+    return list(csv.DictReader(io.StringIO(table["csv"])))
+
+
+def samples_per_s(table: dict[str, Any]) -> dict[str, float]:
+    """Model -> published samples/s (the `*_samples_per_sec` column), in the table's order."""
+    rows = read_table(table)
+    column = next(c for c in rows[0] if c.endswith("_samples_per_sec"))
+    return {row["model"]: float(row[column]) for row in rows}
+
+
+def image_sizes(table: dict[str, Any]) -> dict[str, int]:
+    """Model -> the input size it was published at (the `*_img_size` column)."""
+    rows = read_table(table)
+    column = next(c for c in rows[0] if c.endswith("_img_size"))
+    return {row["model"]: int(row[column]) for row in rows}
+
+
+def _side(model: str, table: dict[str, Any]) -> dict[str, Any]:
+    return {"model.name": model, **(table.get("runs") or {})}
+
+
+def _item(label: str, metric: str, of: dict, over: dict, rate_of: float, rate_over: float) -> dict[str, Any]:
+    """A comparison of analysis/published.py, per sample, from two published throughputs."""
+    published_times = {"of": 1000 / rate_of, "over": 1000 / rate_over, "unit": "ms/sample"}
+    return {"label": label, "metric": metric, "per_sample": True, "of": of, "over": over, "published": published_times}
+
+
+def relative_items(models: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(table, model, comparison) of each model's throughput against the reference model's, table by table."""
+    reference, found = models["reference"], []
+    for name, table in models["tables"].items():
+        rates = samples_per_s(table)
+        for model in (m for m in rates if m != reference and reference in rates):
+            of, over = _side(model, table), _side(reference, table)
+            label = f"{model} / {reference} ({name})"
+            found.append((name, model, _item(label, models["metric"], of, over, rates[model], rates[reference])))
+    return found
+
+
+def channels_last_items(models: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(model, comparison) of each model's channels-last table against its contiguous one."""
+    pair = models.get("channels_last")
+    if not pair:
+        return []
+    tables = models["tables"]
+    faster, slower = samples_per_s(tables[pair["of"]]), samples_per_s(tables[pair["over"]])
+    return [
+        (
+            model,
+            _item(
+                f"{model}, {pair['of']} vs {pair['over']}",
+                models["metric"],
+                _side(model, tables[pair["of"]]),
+                _side(model, tables[pair["over"]]),
+                faster[model],
+                slower[model],
+            ),
+        )  # fmt: skip
+        for model in faster
+        if model in slower
+    ]
+
+
+def comparisons(source: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every comparison a models source makes (none for a source without `models`)."""
+    models = source.get("models")
+    if not models:
+        return []
+    return [item for _, _, item in relative_items(models)] + [item for _, item in channels_last_items(models)]
+
+
+def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> float | None:
+    """Samples/s from the median time per sample of the runs `selector` names (the median over replicates)."""
+    found = published.pick(runs, selector)
+    per_sample = {"metric": metric, "per_sample": True}
+    rates = [1000 / float(np.median(published.times(r, per_sample))) for r in found]
+    return float(np.median(rates)) if rates else None
+
+
+def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list[str]:
+    """One row of the rank-order view: the table, how many models both sides have, rho, the verdict."""
+    table = models["tables"][name]
+    pairs = [
+        (theirs, ours)
+        for model, theirs in samples_per_s(table).items()
+        if (ours := our_samples_per_s(runs, _side(model, table), models["metric"])) is not None
+    ]
+    count = f"{len(pairs)} of {len(samples_per_s(table))}"
+    if len(pairs) < FEWEST_MODELS:
+        return [name, count, "-", f"too few models run for a rank order (fewer than {FEWEST_MODELS})"]
+    rho = stats.rank_correlation(*np.array(pairs).T)
+    verdict = "reproduced" if rho.low > RHO_REPRODUCED else f"not reproduced (low end {rho.low:.2f} <= 0.8)"
+    return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _not_run(rows: list[list[str]]) -> tuple[list[list[str]], list[str]]:
+    """The rows of comparisons this sweep ran (the others left out, named in a note: a smaller scale runs a
+    few of the table's models)."""
+    missing = list(dict.fromkeys(row[0] for row in rows if row[-1] == published.NOT_RUN))
+    note = [f"not run in this sweep ({len(missing)}): {', '.join(missing)}"] if missing else []
+    return [row for row in rows if row[-1] != published.NOT_RUN], note
+
+
+def _columns(headers: list[str]) -> list[Column]:
+    return [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
+
+
+def views(sweep_dir: Path) -> list[View]:
+    """The rank order, each model relative to the reference and (for a memory-format pair) each model's
+    channels-last speed-up, beside timm's; none when the sweep's published source has no `models`."""
+    runs = load_sweep(sweep_dir)
+    source = published.published_for(str(runs[0].fields.get("sweep"))) if runs else None
+    if not source or not source.get("models"):
+        return []
+    models, metric = source["models"], source["models"]["metric"]
+    above = [
+        f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: "
+        f"{published.our_setting(runs)}",
+        f"source: {source['source']}",
+        f"time compared: {metric}, per sample",
+    ]
+    notes = [f"note: {n}" for n in source.get("notes", [])]
+    ranks = View(
+        f"Beside the published figures: {source['title']}, rank order",
+        above,
+        _columns(["table", "models run", "Spearman's rho [95% CI]", "verdict"]),
+        [rank_order(runs, models, name) for name in models["tables"]],
+        notes=[f"rho: their samples/s against ours over the models both have; reproduced when the interval's "
+               f"low end is above {RHO_REPRODUCED}", *notes],
+    )  # fmt: skip
+    reference = models["reference"]
+    relative: list[list[str]] = []
+    for name, model, item in relative_items(models):
+        table = models["tables"][name]
+        row = published.compare(runs, item)
+        ours = our_samples_per_s(runs, _side(model, table), metric) if row[-2] != "-" else None
+        relative.append([model, name, _rate(samples_per_s(table)[model]), _rate(ours), *row[3:4], *row[5:]])
+    relative, missing = _not_run(relative)
+    found = [
+        View(
+            f"Throughput relative to {reference}",
+            [f"each model's samples/s over {reference}'s in the same table"],
+            _columns(["model", "table", "published samples/s", "ours", "published ratio", "ours [95% CI]",
+                      "verdict"]),
+            relative,
+            notes=[published.SPEEDUP.replace("`over`", reference).replace("`of`", "the model"), *missing],
+        ),
+    ]  # fmt: skip
+    pair = models.get("channels_last")
+    if pair:
+        rows = []
+        for model, item in channels_last_items(models):
+            row = published.compare(runs, item)
+            rates = [samples_per_s(models["tables"][t])[model] for t in (pair["over"], pair["of"])]
+            ours = [our_samples_per_s(runs, item[s], metric) if row[-2] != "-" else None for s in ("over", "of")]
+            rows.append([model, " / ".join(map(_rate, rates)), row[3], " / ".join(map(_rate, ours)), *row[5:]])
+        rows, missing = _not_run(rows)
+        found.append(
+            View(
+                f"Channels-last speed-up ({pair['of']} over {pair['over']})",
+                ["samples/s of each model in the contiguous (NCHW) and the channels-last (NHWC) table"],
+                _columns(["model", f"published {pair['over']} / {pair['of']} samples/s", "published speed-up",
+                          "ours samples/s", "ours [95% CI]", "verdict"]),
+                rows,
+                notes=[CHANNELS_LAST, *missing],
+            )
+        )  # fmt: skip
+    return [ranks, *found]

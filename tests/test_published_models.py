@@ -1,0 +1,117 @@
+"""timm's published tables beside ours: rank order, throughput relative to a reference, channels-last speed-up,
+on records with known figures; and that every stored table matches timm and the sweeps that reproduce it."""
+
+import numpy as np
+import pytest
+
+import records
+from analysis import published, published_models, stats
+from analysis.render import text
+from sweeps.models import default_image_size
+from sweeps.plan import build_plan
+
+SWEEP = "timm_infer_memory_format"
+SOURCES = sorted(p.stem for p in published.PUBLISHED_DIR.glob("timm_*.yaml"))
+LAYOUT = {"contiguous": "nchw", "channels_last": "nhwc"}
+
+
+def write_model_run(sweep_dir, model, memory_format, samples_per_s, batch=8):
+    """A done infer_step run of `model` whose forward phase runs at `samples_per_s` (20 steps, 1% jitter)."""
+    name = f"{model}-{memory_format}"
+    axes = {"model.name": model, "memory_format": memory_format}
+    config = {"sweep": SWEEP, "model": {"name": model, "batch_size": batch}, "memory_format": {"name": memory_format}}
+    (sweep_dir / name).mkdir(parents=True)
+    record = {"run_id": name, "axes": axes, "baseline": {"axis": "memory_format", "value": "contiguous"}}
+    records.write_json(sweep_dir / name / records.CONFIG, record | {"config": config})
+    forward_ms = 1000 * batch / samples_per_s * (1 + 0.01 * np.sin(np.arange(20)))
+    steps = [{"forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)]
+    records.write_steps(sweep_dir / name / records.STEPS, steps)
+    records.write_json(sweep_dir / name / records.SUMMARY, {"phases": ["data", "forward"], "median_ms": {}, "workload": "infer_step"})
+    records.write_status(sweep_dir / name, "done")
+
+
+def published_rates(layout: str) -> dict[str, float]:
+    source = published.published_for(SWEEP)
+    return published_models.samples_per_s(source["models"]["tables"][layout])
+
+
+def rows_of(view, model):
+    return [row for row in view.rows if row[0] == model]
+
+
+@pytest.fixture
+def same_order(tmp_path):
+    """Six models at a hundredth of timm's throughput, in both layouts, except resnet34's channels-last run,
+    slower than its contiguous one where timm's was faster."""
+    sweep_dir = tmp_path / SWEEP
+    models = ["mobilenetv3_small_100", "lcnet_100", "resnet18", "ghostnet_100", "resnet34", "resnet26"]
+    for memory_format, layout in LAYOUT.items():
+        rates = published_rates(layout)
+        for model in models:
+            slowed = 0.5 if (model, memory_format) == ("resnet34", "channels_last") else 1.0
+            write_model_run(sweep_dir, model, memory_format, rates[model] / 100 * slowed)
+    return sweep_dir
+
+
+def test_the_same_rank_order_is_reproduced_and_each_ratio_and_speed_up_is_judged(same_order):
+    ranks, relative, channels_last = published_models.views(same_order)
+    nchw, nhwc = ranks.rows
+    assert nchw[:3] == ["nchw", "6 of 20", "1.00 [1.00, 1.00]"] and nchw[3] == "reproduced"
+    assert nhwc[1] == "6 of 20" and nhwc[3].startswith("not reproduced")  # resnet34 halved: it moves down
+    (lcnet,) = [row for row in rows_of(relative, "lcnet_100") if row[1] == "nchw"]
+    assert lcnet[4] == "1.99x" and lcnet[5].startswith("1.99x") and lcnet[6] == "reproduced"
+    assert rows_of(channels_last, "resnet18")[0][-1] == "reproduced"
+    (resnet34,) = rows_of(channels_last, "resnet34")
+    assert resnet34[2] == "1.37x" and resnet34[4].startswith("0.69x") and resnet34[-1] == "reversed"
+    assert "not run in this sweep (14): regnetx_002" in text(channels_last)
+    assert "Spearman's rho" in text(ranks) and "RTX 4090" in text(ranks)
+
+
+def test_a_shuffled_rank_order_is_not_reproduced_and_too_few_models_are_said(tmp_path):
+    sweep_dir = tmp_path / SWEEP
+    rates = published_rates("nchw")
+    models = list(rates)[:8]
+    for model, rate in zip(models, reversed([rates[m] for m in models]), strict=True):
+        write_model_run(sweep_dir, model, "contiguous", rate / 100)
+    write_model_run(sweep_dir, "resnet18", "channels_last", 10.0)
+    nchw, nhwc = published_models.views(sweep_dir)[0].rows
+    assert nchw[2].startswith("-1.00") and nchw[3].startswith("not reproduced")
+    assert nhwc[1:3] == ["1 of 20", "-"] and nhwc[3].startswith("too few models")
+
+
+def test_a_per_sample_comparison_divides_by_each_runs_batch(tmp_path):
+    sweep_dir = tmp_path / SWEEP
+    write_model_run(sweep_dir, "resnet18", "contiguous", 100.0, batch=8)
+    write_model_run(sweep_dir, "resnet34", "contiguous", 50.0, batch=16)
+    runs = records.load_sweep(sweep_dir)
+    item = {"label": "resnet34 / resnet18", "of": {"model.name": "resnet34"}, "over": {"model.name": "resnet18"}, "metric": "forward"}
+    assert published.compare(runs, item)[5].startswith("0.25x")  # per step: resnet34's batch is twice as large
+    assert published.compare(runs, item | {"per_sample": True})[5].startswith("0.50x")
+
+
+def test_rank_correlation_is_spearmans_with_ties_and_an_interval_over_pairs():
+    assert stats.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert stats.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert stats.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833)  # ties share a mean rank
+    rng = np.random.default_rng(0)
+    x = np.arange(30.0)
+    rho = stats.rank_correlation(x, x + rng.normal(0, 5, 30))
+    assert 0.8 < rho.value < 1 and rho.low < rho.value < rho.high <= 1
+
+
+@pytest.mark.parametrize("sweep", SOURCES)
+def test_each_stored_table_is_timms_and_its_sweep_runs_each_model_at_the_published_size(sweep):
+    source = published.published_for(sweep)
+    models = source["models"]
+    assert models["reference"] and source["hardware"] and source["software"]
+    runs = build_plan([f"sweep={sweep}", "device=cpu"]).runs
+    for name, table in models["tables"].items():
+        assert len(table["commit"]) == 40 and table["file"].startswith("results/benchmark-") and name in table["file"]
+        rates = published_models.samples_per_s(table)
+        assert list(rates.values()) == sorted(rates.values(), reverse=True)  # timm's files: fastest first
+        for model, size in published_models.image_sizes(table).items():
+            assert default_image_size("timm", model) == size, f"{sweep} {name}: {model}"
+    for item in published_models.comparisons(source):
+        for side in ("of", "over"):
+            named = [r for r in runs if published.matches(r.axes, records.flatten(r.record()["config"]), item[side])]
+            assert len(named) == 1, f"{sweep}: {item['label']} {side}={item[side]} names {len(named)} runs"

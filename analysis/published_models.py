@@ -140,6 +140,17 @@ def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list
     return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
 
 
+def _side_by_side(runs: list[RunRecord], item: dict[str, Any]) -> tuple[list[float | None], list[str]]:
+    """Our samples/s of the comparison's two sides (of, over); and its published speed-up, ours with its
+    interval, ours over the published one (the size of the difference), and the verdict."""
+    row = published.compare(runs, item)
+    ran = row[-2] != "-"
+    ours = [our_samples_per_s(runs, item[side], item["metric"]) if ran else None for side in ("of", "over")]
+    claimed = item["published"]["over"] / item["published"]["of"]
+    size = f"{ours[0] / ours[1] / claimed:.2f}" if ran else "-"
+    return ours, [row[3], row[5], size, row[6]]
+
+
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
@@ -180,19 +191,17 @@ def views(sweep_dir: Path) -> list[View]:
                f"low end is above {RHO_REPRODUCED}", *notes],
     )  # fmt: skip
     reference = models["reference"]
-    relative: list[list[str]] = []
+    relative = []
     for name, model, item in relative_items(models):
-        table = models["tables"][name]
-        row = published.compare(runs, item)
-        ours = our_samples_per_s(runs, _side(model, table), metric) if row[-2] != "-" else None
-        relative.append([model, name, _rate(samples_per_s(table)[model]), _rate(ours), *row[3:4], *row[5:]])
+        ours, judged = _side_by_side(runs, item)
+        relative.append([model, name, _rate(samples_per_s(models["tables"][name])[model]), _rate(ours[0]), *judged])
     relative, missing = _not_run(relative)
     found = [
         View(
             f"Throughput relative to {reference}",
             [f"each model's samples/s over {reference}'s in the same table"],
             _columns(["model", "table", "published samples/s", "ours", "published ratio", "ours [95% CI]",
-                      "verdict"]),
+                      "ours / published", "verdict"]),
             relative,
             notes=[published.SPEEDUP.replace("`over`", reference).replace("`of`", "the model"), *missing],
         ),
@@ -201,17 +210,16 @@ def views(sweep_dir: Path) -> list[View]:
     if pair:
         rows = []
         for model, item in channels_last_items(models):
-            row = published.compare(runs, item)
+            ours, judged = _side_by_side(runs, item)
             rates = [samples_per_s(models["tables"][t])[model] for t in (pair["over"], pair["of"])]
-            ours = [our_samples_per_s(runs, item[s], metric) if row[-2] != "-" else None for s in ("over", "of")]
-            rows.append([model, " / ".join(map(_rate, rates)), row[3], " / ".join(map(_rate, ours)), *row[5:]])
+            rows.append([model, " / ".join(map(_rate, rates)), " / ".join(map(_rate, ours[::-1])), *judged])
         rows, missing = _not_run(rows)
         found.append(
             View(
                 f"Channels-last speed-up ({pair['of']} over {pair['over']})",
                 ["samples/s of each model in the contiguous (NCHW) and the channels-last (NHWC) table"],
-                _columns(["model", f"published {pair['over']} / {pair['of']} samples/s", "published speed-up",
-                          "ours samples/s", "ours [95% CI]", "verdict"]),
+                _columns(["model", f"published {pair['over']} / {pair['of']} samples/s", "ours samples/s",
+                          "published speed-up", "ours [95% CI]", "ours / published", "verdict"]),
                 rows,
                 notes=[CHANNELS_LAST, *missing],
             )

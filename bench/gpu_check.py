@@ -1,10 +1,12 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
-    scripts/gpu-check STAGE [--out DIR] [--dry-run]        STAGE: tests, seeds, bench or all
+    scripts/gpu-check STAGE [--out DIR] [--dry-run]        STAGE: tests, seeds, timm, bench or all
 
 tests   pytest -m gpu, then the run, timing, syncs and functions tests with their runs on the GPU
 seeds   sweep=subclass_gpu and the seed sweeps at their published (GPU) sizes, steps trimmed to fit
         (sizes never): each one's table and its published side-by-side table
+timm    timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
+        each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
 bench   bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and
         subclass), bench.syncs over every input type x amp_bf16/amp_fp16, and the compile modes over
         sweep=subclass_gpu
@@ -32,7 +34,7 @@ from pathlib import Path
 from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ("tests", "seeds", "bench")
+STAGES = ("tests", "seeds", "timm", "bench")
 # Rough costs on one H100, for the estimates of a dry run until a GPU has run the stages: a job's start
 # (Python, torch, CUDA), a torch.compile of a training step by mode and of a function, and one measured step.
 START_S, TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 10.0, 0.08, 0.01, 10.0
@@ -43,6 +45,7 @@ TRIMMED = {"steps": 30, "warmup_steps": 10}
 PACKED = "launcher.runs_per_job=64"
 BUDGET_S = 8 * 60  # what one stage may take
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed003_nested")
+TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
 NEEDS = {"torch.backends.cuda.matmul.fp32_precision": "2.9", "torch.cuda.set_sync_debug_mode": "1.10"}
 BENCH_RUN = ["model=resnet50", "model.image_size=224", "model.batch_size=64", "precision=amp_bf16"]
@@ -76,9 +79,10 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
             Step("pytest-gpu", [*python(), "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"], None, 120),
             Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 180),
         ]
-    if stage == "seeds":
+    if stage in ("seeds", "timm"):
         trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
-        return [sweep_step(name, [f"sweep={name}", *trimmed, PACKED], out) for name in SEED_SWEEPS]
+        sweeps = SEED_SWEEPS if stage == "seeds" else TIMM_SWEEPS
+        return [sweep_step(name, [f"sweep={name}", *trimmed, PACKED], out) for name in sweeps]
     from train import fastai_parts
     from train.catalog import INPUT_TYPES
 
@@ -188,8 +192,8 @@ def dry_run(stages: list[str]) -> int:
             for note in notes:
                 print(f"    {note}")
             blocked += sum(not note.endswith(" runs") for note in notes)
-    if "seeds" in stages:
-        print(f"\nseed sweeps' steps trimmed to {TRIMMED} (sizes as published)")
+    if "seeds" in stages or "timm" in stages:
+        print(f"\nseed and timm sweeps' steps trimmed to {TRIMMED} (sizes as published)")
     print(f"\n{'nothing stops the stages' if not blocked else f'{blocked} problems stop them'}; nothing was run")
     return 1 if blocked else 0
 

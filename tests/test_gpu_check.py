@@ -20,7 +20,7 @@ def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
     assert [line.split(":")[0] for line in out.splitlines() if line.startswith("stage ")] == [
         f"stage {stage}" for stage in gpu_check.STAGES
     ]
-    for sweep in gpu_check.SEED_SWEEPS:
+    for sweep in gpu_check.SEED_SWEEPS + gpu_check.TIMM_SWEEPS:
         assert f"launch.py sweep={sweep} steps=30 warmup_steps=10" in out and "device=cuda" in out
     assert "-m pytest -m gpu" in out and "bench.overhead --synced" in out and "compile=eager,default," in out
     assert "nothing stops the stages; nothing was run" in out

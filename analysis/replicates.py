@@ -6,7 +6,8 @@ Runs that differ only in `replicate` (and the seed it sets) are one configuratio
 once, by its median step time. A configuration's figure is the mean of its runs' medians with a
 95% t-interval across runs (with fewer than 10 runs a bootstrap over runs is unreliable; from 10
 on, a percentile bootstrap over runs is used instead: the method is printed). A speed-up over the
-baseline configuration (the sweep's baseline, e.g. the plain Tensor) is exp(mean log median(A) -
+baseline configuration of the same row group (the sweep's baseline, e.g. the plain Tensor, with the
+same other axes) is exp(mean log median(A) -
 mean log median(B)) with a Welch t-interval on the logs, so run-to-run variance is in it. Beside
 it, for contrast, the step-level interval of the same speed-up from all steps pooled, which leaves
 run-to-run variance out. The repeats needed to
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis import stats
-from analysis.groups import phase_columns, varying
+from analysis.groups import group_key, phase_columns, varying
 from analysis.render import Column, View
 from analysis.stats import NOT_CONFIGURATION, Z80, Z975, speedup_across_runs, t975
 from records import DONE, RunRecord, load_sweep
@@ -42,11 +43,15 @@ class Configuration:
         return float(np.std(np.log(self.medians), ddof=1)) if len(self.medians) > 1 else math.nan
 
 
+def _varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
+    """The axes and fields that make configurations differ: those that vary, but the replicate and seed."""
+    axes, fields = varying(runs)
+    return [a for a in axes if a != "replicate"], [f for f in fields if f not in NOT_CONFIGURATION]
+
+
 def configurations(runs: list[RunRecord]) -> dict[tuple, Configuration]:
     """Done runs grouped by everything but their replicate and seed."""
-    axes, fields = varying(runs)
-    axes = [a for a in axes if a != "replicate"]
-    fields = [f for f in fields if f not in NOT_CONFIGURATION]
+    axes, fields = _varying(runs)
     groups: dict[tuple, list[RunRecord]] = {}
     for run in runs:
         key = tuple(run.axis(a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
@@ -110,7 +115,7 @@ class Row:
     """One configuration's figures across its runs, beside the baseline configuration's."""
 
     config: Configuration
-    baseline: Configuration
+    baseline: Configuration | None  # the baseline configuration of its row group (none where it has none)
 
     @property
     def across_runs(self) -> str:
@@ -126,7 +131,7 @@ class Row:
     def speedup(self) -> str:
         if self.config is self.baseline:
             return "1.00x"
-        if len(self.config.medians) > 1 and len(self.baseline.medians) > 1:
+        if self.baseline and len(self.config.medians) > 1 and len(self.baseline.medians) > 1:
             return str(speedup_across_runs(self.config.medians, self.baseline.medians))
         return "-"
 
@@ -134,7 +139,7 @@ class Row:
     def pooled_speedup(self) -> str:
         if self.config is self.baseline:
             return "1.00x"
-        return str(stats.speedup(self.config.steps, self.baseline.steps))
+        return str(stats.speedup(self.config.steps, self.baseline.steps)) if self.baseline else "-"
 
 
 def view(sweep_dir: Path, effect: float = 0.05) -> View:
@@ -143,19 +148,21 @@ def view(sweep_dir: Path, effect: float = 0.05) -> View:
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
     found = configurations(runs)
-    baseline = next((c for c in found.values() if c.runs[0].is_baseline), next(iter(found.values())))
+    axes, fields = _varying(runs)
+    base_of = {group_key(c.runs[0], axes, fields): c for c in found.values() if c.runs[0].is_baseline}
+    baseline = runs[0].baseline
     columns = [
         Column("configuration", lambda row: row.config.label),
         Column("runs", lambda row: str(len(row.config.runs))),
         Column("step ms across runs [95% CI]", lambda row: row.across_runs),
         Column("method", lambda row: across_runs(row.config.medians)[3]),
         Column("step-level CI of the median", lambda row: row.step_level),
-        Column(f"speed-up vs {baseline.label}: across runs", lambda row: row.speedup),
+        Column(f"speed-up vs {baseline.value}: across runs", lambda row: row.speedup),
         Column("step-level", lambda row: row.pooled_speedup),
         Column(f"repeats for {effect:.0%}", lambda row: str(repeats_needed(row.config.log_sd, effect) or "-")),
     ]
     title = (
         f"{sweep_dir}: {len(runs)} done runs in {len(found)} configurations; phases: {', '.join(phase_columns(runs))}"
     )
-    items = [Row(config, baseline) for config in found.values()]
+    items = [Row(config, base_of.get(group_key(config.runs[0], axes, fields))) for config in found.values()]
     return View("Across replicates", [title], columns, items, notes=[EXPLAINED], flags=drift(runs))

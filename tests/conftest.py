@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
+import records
 from sweeps.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +49,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def write_model_run(sweep_dir, sweep, model, memory_format, samples_per_s, batch=8, replicate=None):
+    """A done infer_step run of `model` whose forward phase runs at `samples_per_s` (20 steps, 1% jitter), as
+    sweep `sweep` (its published figures are looked up by that name); a replicate where one is given."""
+    name = f"{model}-{memory_format}" + (f"-replicate={replicate}" if replicate is not None else "")
+    axes = {"model": model, "memory_format": memory_format}
+    config = {"sweep": sweep, "model": {"name": model, "batch_size": batch}, "memory_format": {"name": memory_format}}
+    if replicate is not None:
+        axes, config = axes | {"replicate": str(replicate)}, config | {"seed": replicate}
+    (sweep_dir / name).mkdir(parents=True)
+    record = {"run_id": name, "axes": axes, "axis_order": list(axes)}
+    record["baseline"] = {"axis": "memory_format", "value": "contiguous"}
+    records.write_json(sweep_dir / name / records.CONFIG, record | {"config": config})
+    forward_ms = 1000 * batch / samples_per_s * (1 + 0.01 * np.sin(np.arange(20)))
+    steps = [{"forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)]
+    records.write_steps(sweep_dir / name / records.STEPS, steps)
+    summary = {"phases": ["data", "forward"], "median_ms": {}, "workload": "infer_step"}
+    records.write_json(sweep_dir / name / records.SUMMARY, summary)
+    records.write_status(sweep_dir / name, "done")
 
 
 @pytest.fixture(autouse=True)

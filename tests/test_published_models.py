@@ -9,26 +9,11 @@ from analysis import published, published_models, stats
 from analysis.render import text
 from sweeps.models import default_image_size
 from sweeps.plan import build_plan
+from tests.conftest import write_model_run
 
 SWEEP = "timm_infer_memory_format"
 SOURCES = sorted(p.stem for p in published.PUBLISHED_DIR.glob("timm_*.yaml"))
 LAYOUT = {"contiguous": "nchw", "channels_last": "nhwc"}
-
-
-def write_model_run(sweep_dir, model, memory_format, samples_per_s, batch=8):
-    """A done infer_step run of `model` whose forward phase runs at `samples_per_s` (20 steps, 1% jitter)."""
-    name = f"{model}-{memory_format}"
-    axes = {"model.name": model, "memory_format": memory_format}
-    config = {"sweep": SWEEP, "model": {"name": model, "batch_size": batch}, "memory_format": {"name": memory_format}}
-    (sweep_dir / name).mkdir(parents=True)
-    record = {"run_id": name, "axes": axes, "baseline": {"axis": "memory_format", "value": "contiguous"}}
-    records.write_json(sweep_dir / name / records.CONFIG, record | {"config": config})
-    forward_ms = 1000 * batch / samples_per_s * (1 + 0.01 * np.sin(np.arange(20)))
-    steps = [{"forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)]
-    records.write_steps(sweep_dir / name / records.STEPS, steps)
-    summary = {"phases": ["data", "forward"], "median_ms": {}, "workload": "infer_step"}
-    records.write_json(sweep_dir / name / records.SUMMARY, summary)
-    records.write_status(sweep_dir / name, "done")
 
 
 def published_rates(layout: str) -> dict[str, float]:
@@ -50,7 +35,7 @@ def same_order(tmp_path):
         rates = published_rates(layout)
         for model in models:
             slowed = 0.5 if (model, memory_format) == ("resnet34", "channels_last") else 1.0
-            write_model_run(sweep_dir, model, memory_format, rates[model] / 100 * slowed)
+            write_model_run(sweep_dir, SWEEP, model, memory_format, rates[model] / 100 * slowed)
     return sweep_dir
 
 
@@ -73,8 +58,8 @@ def test_a_shuffled_rank_order_is_not_reproduced_and_too_few_models_are_said(tmp
     rates = published_rates("nchw")
     models = list(rates)[:8]
     for model, rate in zip(models, reversed([rates[m] for m in models]), strict=True):
-        write_model_run(sweep_dir, model, "contiguous", rate / 100)
-    write_model_run(sweep_dir, "resnet18", "channels_last", 10.0)
+        write_model_run(sweep_dir, SWEEP, model, "contiguous", rate / 100)
+    write_model_run(sweep_dir, SWEEP, "resnet18", "channels_last", 10.0)
     nchw, nhwc = published_models.views(sweep_dir)[0].rows
     assert nchw[2].startswith("-1.00") and nchw[3].startswith("not reproduced")
     assert nhwc[1:3] == ["1 of 20", "-"] and nhwc[3].startswith("too few models")
@@ -82,8 +67,8 @@ def test_a_shuffled_rank_order_is_not_reproduced_and_too_few_models_are_said(tmp
 
 def test_a_per_sample_comparison_divides_by_each_runs_batch(tmp_path):
     sweep_dir = tmp_path / SWEEP
-    write_model_run(sweep_dir, "resnet18", "contiguous", 100.0, batch=8)
-    write_model_run(sweep_dir, "resnet34", "contiguous", 50.0, batch=16)
+    write_model_run(sweep_dir, SWEEP, "resnet18", "contiguous", 100.0, batch=8)
+    write_model_run(sweep_dir, SWEEP, "resnet34", "contiguous", 50.0, batch=16)
     runs = records.load_sweep(sweep_dir)
     item = {"label": "resnet34 / resnet18", "metric": "forward"}
     item |= {"of": {"model.name": "resnet34"}, "over": {"model.name": "resnet18"}}

@@ -6,8 +6,9 @@ import torch
 import records
 from analysis.render import text
 from analysis.table import view
+from records import load_sweep
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import launch_here
+from tests.conftest import TINY, launch_here
 from tests.test_run import run
 from train.step import TrainStep
 
@@ -72,6 +73,17 @@ def test_default_image_sizes_come_from_each_models_own_config():
         ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous"]
     ).runs
     assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224
+
+
+def test_a_model_built_for_one_input_size_runs_at_the_size_asked(tmp_path):
+    """timm's ViTs take the size they were built for (224 for deit_tiny_patch16_224)."""
+    runs = tmp_path / "runs"
+    args = ["model.source=timm", "model.name=deit_tiny_patch16_224,test_resnet", "model.image_size=64", *TINY[1:]]
+    result = launch_here(*args, "input_type=tensor", "memory_format=contiguous", "launcher=debug", f"runs_dir={runs}")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert {r.fields["model.name"]: r.state for r in load_sweep(runs / "default")} == {
+        "deit_tiny_patch16_224": "done", "test_resnet": "done"
+    }  # fmt: skip
 
 
 def test_an_out_of_memory_retries_with_a_smaller_batch_and_records_it(tiny_plan, monkeypatch):

@@ -17,8 +17,13 @@ MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.
 
 def _timm(model: ModelConf) -> torch.nn.Module:
     import timm
+    from timm.models import get_pretrained_cfg_value
 
-    return timm.create_model(model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans)
+    # a model built for one input size (ViT, Swin, MLP-Mixer: timm's fixed_input_size) is built for the size asked
+    sized = {"img_size": model.image_size} if get_pretrained_cfg_value(model.name, "fixed_input_size") else {}
+    return timm.create_model(
+        model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans, **sized
+    )
 
 
 def _torchvision(model: ModelConf) -> torch.nn.Module:

@@ -1,8 +1,11 @@
 """FLOPs counted per step against a hand count, and utilization only where the device's peak is known."""
 
+import pytest
+import timm
 import torch
 
 import records
+from analysis import published, published_models
 from analysis.render import text
 from analysis.table import view
 from tests.test_run import run
@@ -21,6 +24,18 @@ def test_a_linear_layer_counts_what_a_hand_count_gives():
 def test_a_convolution_counts_what_a_hand_count_gives():
     conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(1, 3, 8, 8)
     assert count_flops(lambda: conv(x)) == 2 * (8 * 8 * 8) * (3 * 3 * 3)  # 2 x outputs x MACs per output
+
+
+@pytest.mark.parametrize("name", ["resnet18", "convnext_atto"])
+def test_a_timm_models_flops_are_timms_published_gmacs(name):
+    """timm's CPU table (sweeps/published/timm_infer_cpu.yaml) gives each model's GMACs at its default size."""
+    table = published.published_for("timm_infer_cpu")["models"]["tables"]["nchw"]
+    (row,) = [r for r in published_models.read_table(table) if r["model"] == name]
+    model = timm.create_model(name).eval()
+    x = torch.zeros(1, 3, int(row["infer_img_size"]), int(row["infer_img_size"]))
+    with torch.inference_mode():
+        gmacs = count_flops(lambda: model(x)) / 2 / 1e9
+    assert gmacs == pytest.approx(float(row["infer_gmacs"]), rel=0.02)  # theirs also counts norms and activations
 
 
 def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny_plan):

@@ -14,7 +14,8 @@ from conf.schema import LauncherConf
 from launcher import executor
 from launcher.executor import slurm_parameters
 from launcher.validate import launcher_problems
-from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
+from records import load_sweep
+from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
 # (5 s by default, sparing a real cluster's controller).
@@ -147,21 +148,6 @@ def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
     jobs = sorted(s.job_id for s in found.values())
     assert len(set(jobs)) == 2 and jobs[0] == jobs[1] and jobs[2] == jobs[3]
     assert all((runs / "default" / name / records.STEPS).exists() for name in found)
-
-
-@pytest.mark.slurm
-def test_arrays_are_split_below_the_array_size_limit(on_slurm, tmp_path):
-    runs = tmp_path / "runs"
-    result = launch_here(
-        *SLURM,
-        "input_type=tensor,subclass,tensorbase",
-        "launcher.max_array_size=2",
-        "launcher.wait=true",
-        f"runs_dir={runs}",
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    arrays = {s.job_id.split("_")[0] for s in states(runs / "default").values()}
-    assert len(arrays) == 2
 
 
 @pytest.mark.slurm
@@ -310,3 +296,21 @@ def test_no_scontrol_to_read_max_array_size_is_a_problem_before_anything_is_subm
     (problem,) = launcher_problems(LauncherConf(name="slurm"))
     assert "scontrol, which is not on PATH" in problem and "launcher.max_array_size=N" in problem
     assert launcher_problems(LauncherConf(name="slurm", max_array_size=100)) == []
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on_slurm, tmp_path):
+    """The local cluster's two CPUs run two tasks at a time: this checks a large sweep's records, split below the
+    array size limit (runs ending at once are test_faults.py's 32 local runs)."""
+    runs = tmp_path / "runs"
+    args = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=10", "steps=5", "warmup_steps=1"]
+    args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=4"]
+    args += ["launcher.wait=true", "launcher.poll_s=1"]
+    result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=on_slurm)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    loaded = load_sweep(runs / "default")
+    assert len(loaded) == 8 and all(r.state == "done" for r in loaded)
+    arrays = {r.status.job_id.split("_")[0] for r in loaded}
+    assert len(arrays) == 2, "two arrays of 4, below the limit"
+    assert sorted(len([r for r in loaded if r.status.job_id.startswith(f"{a}_")]) for a in arrays) == [4, 4]

@@ -136,6 +136,8 @@ def warm_up(specs: list[RunSpec]) -> None:
     start as clean as a new interpreter."""
     import importlib
 
+    import torch._dynamo  # noqa: F401  (every run counts its FLOPs, whose first count imports it: 2 s of a CPU)
+
     needed = {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
     for name in sorted(needed):

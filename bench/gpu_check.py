@@ -1,6 +1,6 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
-    scripts/gpu-check STAGE [--out DIR] [--dry-run]        STAGE: tests, seeds, timm, bench or all
+    scripts/gpu-check STAGE [--out DIR] [--limit S] [--dry-run]    STAGE: tests, seeds, timm, bench or all
 
 tests   pytest -m gpu, then the run, timing, syncs and functions tests with their runs on the GPU
 seeds   sweep=subclass_gpu and the seed sweeps at their published (GPU) sizes, steps trimmed to fit
@@ -13,7 +13,9 @@ bench   bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_
 
 A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and
 writes DIR/summary.md: the GPU, driver, torch/CUDA/cuDNN versions, and each step passed or failed
-with the first line of its error. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
+with the first line of its error, rewritten after every step. A stage stops at --limit seconds (default 540,
+inside a lent GPU's 10 minutes a command): a step still running then is ended with all it started, and
+the steps after it are written down as not run. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
 wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
 
@@ -24,8 +26,10 @@ time estimate per stage, and runs nothing.
 
 import argparse
 import dataclasses
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +48,8 @@ COMPILE_TRAIN_S = {None: 75.0, "default": 75.0, "reduce-overhead": 90.0, "max-au
 TRIMMED = {"steps": 30, "warmup_steps": 10}
 PACKED = "launcher.runs_per_job=64"
 BUDGET_S = 8 * 60  # what one stage may take
+# where a stage stops its steps: inside a lent GPU's 10 minutes a command, with its summary written
+STAGE_LIMIT_S = 9 * 60
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed003_nested")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
@@ -198,25 +204,49 @@ def dry_run(stages: list[str]) -> int:
     return 1 if blocked else 0
 
 
-def run_stage(stage: str, out: Path) -> int:
-    """Run a stage's steps, keep their output, and write its summary.md."""
+def run_step(step: Step, seconds_left: float) -> tuple[int | None, str, str]:
+    """Run one step in its own process group; (returncode or None if out of time, stdout, stderr)."""
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    process = subprocess.Popen(step.command, cwd=ROOT, start_new_session=True, **pipes)
+    try:
+        stdout, stderr = process.communicate(timeout=max(seconds_left, 1))
+        return process.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:  # a hung step ends with all it started (a launch's jobs too)
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        return None, stdout, stderr
+
+
+def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S) -> int:
+    return run_steps(stage, stage_steps(stage, out), out, limit_s)
+
+
+def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float) -> int:
+    """Run a stage's steps within limit_s, keep their output, and write its summary.md after every step
+    (a stage cut off from outside still leaves what it finished)."""
     out.mkdir(parents=True, exist_ok=True)
     found = machine()
     torch_line, missing = torch_report()
     lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]
     lines += [f"- {m}" for m in missing] + ["", "| step | result | seconds | command |", "|---|---|---|---|"]
-    failed = 0
-    for step in stage_steps(stage, out):
+    failed, stage_started = 0, time.monotonic()
+    for step in steps:
         started = time.monotonic()
-        result = subprocess.run(step.command, cwd=ROOT, capture_output=True, text=True)
+        seconds_left = limit_s - (started - stage_started)
+        if seconds_left <= 0:
+            code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
+        else:
+            code, stdout, stderr = run_step(step, seconds_left)
+            error = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+            verdict = "passed" if code == 0 else f"failed ({code}): {error[:200]}"
+            if code is None:
+                verdict = f"failed: stopped at the stage's {limit_s:.0f} s limit; {error[:200]}"
         seconds = time.monotonic() - started
-        (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{result.stdout}\n{result.stderr}")
-        error = next((line for line in reversed(result.stderr.splitlines()) if line.strip()), "")
-        verdict = "passed" if result.returncode == 0 else f"failed ({result.returncode}): {error[:200]}"
-        failed += result.returncode != 0
+        (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
+        failed += code != 0
         lines.append(f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |")
+        (out / "summary.md").write_text("\n".join(lines) + "\n")
         print(f"{step.name}: {verdict} ({seconds:.0f} s)", flush=True)
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
     print(f"{stage}: {out / 'summary.md'}")
     return 1 if failed else 0
 
@@ -226,11 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stage", choices=[*STAGES, "all"])
     parser.add_argument("--out", type=Path, help="where the tables go (default: results/<gpu>-torch<version>/)")
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate every step; run nothing")
+    parser.add_argument("--limit", type=float, default=STAGE_LIMIT_S, help="seconds a stage may run (default 540)")
     args = parser.parse_args(argv)
     stages = list(STAGES) if args.stage == "all" else [args.stage]
     if args.dry_run:
         return dry_run(stages)
-    codes = [run_stage(stage, args.out / stage if args.out else default_out(stage)) for stage in stages]
+    codes = [run_stage(stage, args.out / stage if args.out else default_out(stage), args.limit) for stage in stages]
     return max(codes)
 
 

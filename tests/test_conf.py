@@ -7,6 +7,7 @@ import pytest
 from conf.schema import Config
 from sweeps.compose import CONF_DIR
 from sweeps.plan import PlanError, build_plan
+from train import fastai_parts
 from train.checks import problems
 from train.inputs import INPUT_TYPES
 
@@ -82,4 +83,7 @@ def test_sweep_files_all_plan():
     for path in sorted(Path(CONF_DIR.parent / "sweeps").glob("*.yaml")):
         plan = build_plan([f"sweep={path.stem}"])
         assert plan.runs and plan.sweep_dir.name == path.stem
-        assert all(problems(spec.config, on_this_host=False) == [] for spec in plan.runs)
+        found = [problem for spec in plan.runs for problem in problems(spec.config, on_this_host=False)]
+        if not fastai_parts.installed():  # a GPU image has no fastai: its sweeps are checked where it is (CI)
+            found = [problem for problem in found if "needs fastai" not in problem]
+        assert found == [], path.stem

@@ -371,7 +371,8 @@ def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_pat
     fault.mkdir()
     (fault / "sitecustomize.py").write_text(FULL_DISK)
     runs = tmp_path / "runs"
-    result = launch(*FAST, "tracker.mode=disabled", f"runs_dir={runs}", env={"PYTHONPATH": str(fault)})
+    path = os.pathsep.join([str(fault), os.environ.get("PYTHONPATH", "")])
+    result = launch(*FAST, "tracker.mode=disabled", f"runs_dir={runs}", env={"PYTHONPATH": path})
     assert result.returncode == 1, result.stdout + result.stderr
     (status,) = [records.read_status(p.parent) for p in (runs / "default").glob("*/status.json")]
     assert status.state == "failed" and status.error.type == "LostRun"

@@ -118,8 +118,9 @@ def environment(device: torch.device) -> dict[str, object]:
 
 
 def clocks(device: torch.device) -> dict[str, object]:
-    """The device's clock now: the GPU's SM clock and temperature through NVML (nvidia-ml-py, where
-    installed), else the CPU's mean core frequency (/proc/cpuinfo). A run records it at its start and end."""
+    """The device's clock now: the GPU's SM clock and temperature through NVML (nvidia-ml-py, a requirement),
+    else (no NVML driver library, or a CPU run) the host's mean core frequency (/proc/cpuinfo). A run records
+    it at its start and end."""
     if device.type == "cuda":
         try:
             import pynvml

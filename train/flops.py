@@ -41,8 +41,11 @@ def peak_flops(device: torch.device, precision: str) -> float | None:
         return None
     try:
         from lightning_fabric.utilities.throughput import get_available_flops
-    except ImportError:  # requirements.txt has it; a GPU machine set up by hand may not
-        return None
+    except ImportError:  # requirements.txt has it; a GPU image may have only the `lightning` bundle
+        try:
+            from lightning.fabric.utilities.throughput import get_available_flops
+        except ImportError:
+            return None
 
     with warnings.catch_warnings():  # an unknown GPU is said by the table's "unknown", not a warning
         warnings.simplefilter("ignore")

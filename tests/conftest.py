@@ -16,6 +16,9 @@ import records
 from sweeps.plan import build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
+# is_available() by NVML, as a forking job asks it: the CUDA runtime's check would leave this process unable to fork
+# a child that uses the GPU (tests/test_isolation.py forks from it)
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 # Where tests' runs go with device=auto: the GPU where there is one (scripts/gpu-check tests runs them there).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.

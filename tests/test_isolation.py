@@ -2,6 +2,9 @@
 
 import os
 import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +14,7 @@ from launcher.runs import RunJob, Runner
 from launcher.warm import fork_runs
 from records import load_sweep
 from sweeps.plan import build_plan
-from tests.conftest import launch_here
+from tests.conftest import ROOT, launch_here
 from tests.test_faults import FAST
 from train.run import fork_hazard
 
@@ -67,12 +70,30 @@ def _touch_cuda(spec, run_dir, tracker_id, launch):
     records.write_status(run_dir, "done", pid=os.getpid())
 
 
-@pytest.mark.gpu
-def test_a_child_that_uses_cuda_leaves_the_job_without_it(tmp_path):
-    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
-    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+def fork_two(runs_dir: str) -> set[str]:
+    """Two runs that use the GPU, forked from this process as a warm job forks them; their final states."""
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={runs_dir}"])
+    runs = [RunJob(spec, Path(runs_dir) / spec.name, "id", 1) for spec in plan.runs]
     states = fork_runs(Runner(_touch_cuda, fork_hazard=fork_hazard), runs, 1, (), {})
-    assert set(states.values()) == {"done"} and not torch.cuda.is_initialized()
+    assert not torch.cuda.is_initialized(), "a child's CUDA stays in the child"
+    return set(states.values())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("nvml_check", ["1", "0"])
+def test_a_job_that_asked_for_cuda_forks_runs_that_use_it_or_refuses(tmp_path, nvml_check):
+    """In a fresh job process that asked torch.cuda.is_available(): by NVML, the job forks runs that use the GPU;
+    by the CUDA runtime (cuInit), every child would fail CUDA's initialisation, so the job refuses to fork."""
+    code = "import sys, torch; from tests.test_isolation import fork_two; torch.cuda.is_available(); "
+    code += "print(sorted(fork_two(sys.argv[1])))"
+    env = {**os.environ, "PYTORCH_NVML_BASED_CUDA_CHECK": nvml_check}
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    if nvml_check == "1":
+        assert result.returncode == 0 and result.stdout.strip().endswith("['done']"), result.stdout + result.stderr
+    else:
+        assert result.returncode != 0 and "the CUDA driver is initialised in this process" in result.stderr
 
 
 def _killed_first(spec, run_dir, tracker_id, launch):

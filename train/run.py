@@ -135,6 +135,12 @@ def warm_up(specs: list[RunSpec]) -> None:
     and W&B's module. Nothing here touches a device, sets threads or opens a W&B run: a forked child must
     start as clean as a new interpreter."""
     import importlib
+    import os
+
+    # torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does: the CUDA runtime's answer
+    # (cudaGetDeviceCount) would initialise the CUDA driver in this job, and no child forked after it could use
+    # CUDA. Whatever this job imports may ask.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
     import torch._dynamo  # noqa: F401  (every run counts its FLOPs, whose first count imports it: 2 s of a CPU)
 
@@ -147,10 +153,31 @@ def warm_up(specs: list[RunSpec]) -> None:
             pass
 
 
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def cuda_driver_initialised() -> bool:
+    """Whether this process has initialised the CUDA driver (cuInit), which torch.cuda.is_initialized() does not
+    tell: torch.cuda.is_available() does it without PYTORCH_NVML_BASED_CUDA_CHECK=1, so can Triton or NVML. The
+    driver's cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until then; a host without the driver has none."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int()
+    return driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
+
+
 def fork_hazard() -> str | None:
-    """What a child forked now would inherit that it must not: a CUDA context (CUDA cannot be used after fork)."""
+    """What a child forked now would inherit that it must not: a CUDA context or an initialised CUDA driver (a
+    forked child then fails at its first CUDA call with "CUDA error: initialization error")."""
+    spawn = "a forked child could not use the GPU (launcher.isolation=spawn)"
     if torch.cuda.is_initialized():
-        return "CUDA is initialised in this process: a forked child could not use the GPU (launcher.isolation=spawn)"
+        return f"CUDA is initialised in this process: {spawn}"
+    if cuda_driver_initialised():
+        return f"the CUDA driver is initialised in this process (cuInit: a CUDA call, Triton, NVML): {spawn}"
     return None
 
 

@@ -23,11 +23,13 @@ class RunError:
     type: str
     message: str = ""
     traceback: str = ""
+    known: str | None = None  # the known upstream issue it is (its address: train/known_issues.py)
 
     def line(self, limit: int = 300) -> str:
-        """`Type: first line of its message`, cut to `limit` characters."""
+        """`Type: first line of its message` (`Type [known: address]: ...` for a known issue), cut to `limit`."""
         lines = self.message.strip().splitlines()
-        text = f"{self.type}: {lines[0]}" if lines else self.type
+        kind = f"{self.type} [known: {self.known}]" if self.known else self.type
+        text = f"{kind}: {lines[0]}" if lines else kind
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -26,6 +26,7 @@ from train import checks
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours, process_started_at
 from train.flops import count_flops, peak_flops
+from train.known_issues import known_issue
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
 from train.tracker import track
@@ -249,7 +250,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         records.write_status(run_dir, records.PENDING, interrupted=interrupted, **launch)
         raise
     except Exception as error:
-        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
+        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
         finished = records.now()
         records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
         failed = {"error": failure.type, "error_message": failure.message[:1000]}

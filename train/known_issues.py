@@ -1,0 +1,36 @@
+"""Failures that are torch's, not the run's: each known upstream issue, the runs it stops, and how to tell.
+
+A run that fails on one records the issue's address beside its error (RunError.known), so that its table, its
+published side-by-side row and scripts/gpu-check say "known" rather than leave a reader to debug torch.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+from conf.schema import RunConf
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownIssue:
+    address: str  # where it is reported
+    message: str  # in the error's message
+    applies: Callable[[RunConf], bool]  # the runs it can stop
+
+
+def _compiled_pass_through_subclass(cfg: RunConf) -> bool:
+    return cfg.compile.enabled and cfg.input_type.name in ("subclass", "subclass_notf")
+
+
+KNOWN_ISSUES = (
+    # torch.compile (Inductor, aot_eager) given a Tensor subclass without __torch_dispatch__; seen on torch
+    # 2.11 and 2.13-2.14, CPU (the issue: CUDA too)
+    KnownIssue("pytorch/pytorch#193932", "Multiple dispatch failed for", _compiled_pass_through_subclass),
+)
+
+
+def known_issue(cfg: RunConf, error: BaseException) -> str | None:
+    """The address of the known issue `error` is, for a run of `cfg`; None if it is none of them."""
+    for issue in KNOWN_ISSUES:
+        if issue.message in str(error) and issue.applies(cfg):
+            return issue.address
+    return None

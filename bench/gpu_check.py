@@ -1,21 +1,25 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
-    scripts/gpu-check STAGE [--out DIR] [--limit S] [--dry-run]    STAGE: tests, seeds, timm, bench or all
+    scripts/gpu-check STAGE [--out DIR] [--limit S] [--resume] [--dry-run]
+    STAGE: tests, seeds, bench, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
-tests   pytest -m gpu, then the run, timing, syncs and functions tests with their runs on the GPU
-seeds   sweep=subclass_gpu and the seed sweeps at their published (GPU) sizes, steps trimmed to fit
-        (sizes never): each one's table and its published side-by-side table
-timm    timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
-        each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
-bench   bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and
-        subclass), bench.syncs over every input type x amp_bf16/amp_fp16, and the compile modes over
-        sweep=subclass_gpu
+tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
+seeds    sweep=subclass_gpu, seed000_subclass, seed001_sampler, seed003_nested and seed000_followup at their
+         published (GPU) sizes, steps trimmed to fit (sizes never): each one's table and its published
+         side-by-side table
+bench    bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and subclass)
+         and bench.syncs over every input type x amp_bf16/amp_fp16
+compile  the compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu
+timm     timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
+         each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
 
 A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and
 writes DIR/summary.md: the GPU, driver, torch/CUDA/cuDNN versions, and each step passed or failed
-with the first line of its error, rewritten after every step. A stage stops at --limit seconds (default 540,
-inside a lent GPU's 10 minutes a command): a step still running then is ended with all it started, and
-the steps after it are written down as not run. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
+with the first line of its error, rewritten after every step. A sweep whose only failed runs failed on
+known torch issues (train/known_issues.py) passed, and its row names them. A stage stops at --limit
+seconds (default 540, inside a lent GPU's 10 minutes a command): a step still running then is ended with
+all it started, and the steps after it are written down as not run; --resume keeps the steps that
+passed in DIR and runs the others. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
 wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
 
@@ -38,7 +42,7 @@ from pathlib import Path
 from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ("tests", "seeds", "timm", "bench")
+STAGES = ("tests", "seeds", "bench", "compile", "timm")  # in the order a lent GPU's half hour runs them
 # Rough costs on one H100, for the estimates of a dry run until a GPU has run the stages: a job's start
 # (Python, torch, CUDA), a torch.compile of a training step by mode and of a function, and one measured step.
 START_S, TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 10.0, 0.08, 0.01, 10.0
@@ -50,7 +54,8 @@ PACKED = "launcher.runs_per_job=64"
 BUDGET_S = 8 * 60  # what one stage may take
 # where a stage stops its steps: inside a lent GPU's 10 minutes a command, with its summary written
 STAGE_LIMIT_S = 9 * 60
-SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed003_nested")
+# the three headline tables first: a stage cut short by --limit still has them, and --resume runs the rest
+SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
 NEEDS = {"torch.backends.cuda.matmul.fp32_precision": "2.9", "torch.cuda.set_sync_debug_mode": "1.10"}
@@ -88,6 +93,10 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
             ),
             Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 180),
         ]
+    if stage == "compile":
+        # each mode in a fresh process, on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932)
+        compiled = ["sweep=subclass_gpu", "compile=eager,default,reduce_overhead,max_autotune", "input_type=tensor"]
+        return [sweep_step("compile-modes", [*compiled, *(f"{k}={v}" for k, v in TRIMMED.items())], out)]
     if stage in ("seeds", "timm"):
         trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
         sweeps = SEED_SWEEPS if stage == "seeds" else TIMM_SWEEPS
@@ -116,13 +125,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         f"input_type={','.join(input_types)}",
         "precision=amp_bf16,amp_fp16",
     ]
-    # each mode in a fresh process, on a plain Tensor (a pass-through subclass does not compile on torch 2.14)
-    compiled = ["sweep=subclass_gpu", "compile=eager,default,reduce_overhead,max_autotune", "input_type=tensor"]
-    return [
-        *overhead,
-        Step("syncs", syncs, None, 120),
-        sweep_step("compile-modes", [*compiled, *(f"{k}={v}" for k, v in TRIMMED.items())], out),
-    ]
+    return [*overhead, Step("syncs", syncs, None, 120)]
 
 
 def estimate(plan: Plan) -> float:
@@ -233,37 +236,41 @@ def failed_runs(step: Step) -> tuple[list[str], list[str]]:
     return known, [run.name for run in failed if not (run.status.error and run.status.error.known)]
 
 
-def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S) -> int:
-    return run_steps(stage, stage_steps(stage, out), out, limit_s)
+def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False) -> int:
+    return run_steps(stage, stage_steps(stage, out), out, limit_s, passed_before(out) if resume else {})
 
 
-def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float) -> int:
-    """Run a stage's steps within limit_s, keep their output, and write its summary.md after every step
-    (a stage cut off from outside still leaves what it finished)."""
+def passed_before(out: Path) -> dict[str, str]:
+    """The summary rows of the steps that passed when the stage last ran into `out`, by step name."""
+    summary = out / "summary.md"
+    rows = summary.read_text().splitlines() if summary.is_file() else []
+    cells = [(row, row.split(" | ")) for row in rows if row.startswith("| ")]
+    return {parts[0][2:]: row for row, parts in cells if len(parts) >= 4 and parts[1].startswith("passed")}
+
+
+def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: dict[str, str] | None = None) -> int:
+    """Run a stage's steps within limit_s (but those `kept`: their rows from an earlier run), keep their output,
+    and write its summary.md after every step (a stage cut off from outside still leaves what it finished)."""
     out.mkdir(parents=True, exist_ok=True)
+    kept = kept or {}
     found = machine()
     torch_line, missing = torch_report()
     lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]
     lines += [f"- {m}" for m in missing] + ["", "| step | result | seconds | command |", "|---|---|---|---|"]
     failed, stage_started = 0, time.monotonic()
     for step in steps:
+        if step.name in kept:
+            lines.append(kept[step.name])
+            print(f"{step.name}: passed before (--resume keeps it)", flush=True)
+            continue
         started = time.monotonic()
         seconds_left = limit_s - (started - stage_started)
         if seconds_left <= 0:
             code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
         else:
             code, stdout, stderr = run_step(step, seconds_left)
-            error = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
-            verdict = "passed" if code == 0 else f"failed ({code}): {error[:200]}"
-            if code is None:
-                verdict = f"failed: stopped at the stage's {limit_s:.0f} s limit; {error[:200]}"
-            elif code == 1 and step.sweep is not None:
-                known, others = failed_runs(step)
-                if known and not others:  # torch's failures, said as such: the check passed
-                    code, verdict = (
-                        0,
-                        f"passed; {len(known)} runs failed on known issues ({', '.join(sorted(set(known)))})",
-                    )
+            verdict = step_verdict(step, code, stderr, limit_s)
+            code = 0 if verdict.startswith("passed") else code
         seconds = time.monotonic() - started
         (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
         failed += code != 0
@@ -274,18 +281,33 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float) -> int:
     return 1 if failed else 0
 
 
+def step_verdict(step: Step, code: int | None, stderr: str, limit_s: float) -> str:
+    """passed, or failed with the error's last line; a sweep whose only failed runs are known torch issues passed."""
+    error = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")[:200]
+    if code == 0:
+        return "passed"
+    if code is None:
+        return f"failed: stopped at the stage's {limit_s:.0f} s limit; {error}"
+    if code == 1 and step.sweep is not None:
+        known, others = failed_runs(step)
+        if known and not others:
+            return f"passed; {len(known)} runs failed on known issues ({', '.join(sorted(set(known)))})"
+    return f"failed ({code}): {error}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/gpu-check", description=__doc__.splitlines()[0])
     parser.add_argument("stage", choices=[*STAGES, "all"])
     parser.add_argument("--out", type=Path, help="where the tables go (default: results/<gpu>-torch<version>/)")
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate every step; run nothing")
     parser.add_argument("--limit", type=float, default=STAGE_LIMIT_S, help="seconds a stage may run (default 540)")
+    parser.add_argument("--resume", action="store_true", help="keep the steps that passed in DIR; run the others")
     args = parser.parse_args(argv)
     stages = list(STAGES) if args.stage == "all" else [args.stage]
     if args.dry_run:
         return dry_run(stages)
-    codes = [run_stage(stage, args.out / stage if args.out else default_out(stage), args.limit) for stage in stages]
-    return max(codes)
+    outs = [args.out / stage if args.out else default_out(stage) for stage in stages]
+    return max(run_stage(stage, out, args.limit, args.resume) for stage, out in zip(stages, outs, strict=True))
 
 
 if __name__ == "__main__":

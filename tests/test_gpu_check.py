@@ -48,3 +48,16 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
     assert "started" in (tmp_path / "hung.txt").read_text() and "fine" in (tmp_path / "quick.txt").read_text()
     time.sleep(4)
     assert not marker.exists(), "the hung step's grandchild outlived the stage"
+
+
+def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):
+    first = [gpu_check.Step("ok", ["true"]), gpu_check.Step("bad", ["bash", "-c", "echo broken >&2; exit 3"])]
+    assert gpu_check.run_steps("check", first, tmp_path, limit_s=60) == 1
+    assert "| bad | failed (3): broken |" in (tmp_path / "summary.md").read_text()
+    kept = gpu_check.passed_before(tmp_path)
+    assert list(kept) == ["ok"]
+    # run again, "ok" would now fail: it is kept, not run; "bad" is run again and passes
+    again = [gpu_check.Step("ok", ["false"]), gpu_check.Step("bad", ["true"])]
+    assert gpu_check.run_steps("check", again, tmp_path, limit_s=60, kept=kept) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert kept["ok"] in summary and "| bad | passed |" in summary and "failed" not in summary

@@ -271,6 +271,7 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
             code, stdout, stderr = run_step(step, seconds_left)
             verdict = step_verdict(step, code, stderr, limit_s)
             code = 0 if verdict.startswith("passed") else code
+            verdict += flagged(stdout)
         seconds = time.monotonic() - started
         (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
         failed += code != 0
@@ -293,6 +294,17 @@ def step_verdict(step: Step, code: int | None, stderr: str, limit_s: float) -> s
         if known and not others:
             return f"passed; {len(known)} runs failed on known issues ({', '.join(sorted(set(known)))})"
     return f"failed ({code}): {error}"
+
+
+FLAGS = ("SHARED GPU", "DRIFT", "NOISY", "BATCH REDUCED")  # what a sweep's table flags about a run
+
+
+def flagged(stdout: str) -> str:
+    """'; flagged: 2 SHARED GPU, 1 NOISY' for the runs the step's tables flag (a GPU shared by another process
+    would be the check's own doing), else ''."""
+    counts = {flag: sum(line.startswith(flag + " ") for line in stdout.splitlines()) for flag in FLAGS}
+    found = [f"{count} {flag}" for flag, count in counts.items() if count]
+    return f"; flagged: {', '.join(found)}" if found else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,14 +38,17 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
     marker = tmp_path / "grandchild-alive"
     # the step starts a grandchild (as a launch starts its jobs) that would write the marker after 4 s
     hung = gpu_check.Step("hung", ["bash", "-c", f"(sleep 4; touch {marker}) & echo started; sleep 60"])
-    steps = [gpu_check.Step("quick", ["bash", "-c", "echo fine"]), hung, gpu_check.Step("after", ["true"])]
+    table = "echo 'SHARED GPU r1: other processes on its GPU: x'; echo 'NOISY r2: robust CV 11%'; echo 'NOISY r3: y'"
+    steps = [gpu_check.Step("quick", ["bash", "-c", table]), hung, gpu_check.Step("after", ["true"])]
     code = gpu_check.run_steps("check", steps, tmp_path, limit_s=2)
     assert code == 1
     summary = (tmp_path / "summary.md").read_text()
     rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
-    assert "passed" in rows["quick"] and "stopped at the stage's 2 s limit" in rows["hung"]
+    assert (
+        "passed; flagged: 1 SHARED GPU, 2 NOISY" in rows["quick"] and "stopped at the stage's 2 s limit" in rows["hung"]
+    )
     assert "not run: the stage's 2 s were spent" in rows["after"]
-    assert "started" in (tmp_path / "hung.txt").read_text() and "fine" in (tmp_path / "quick.txt").read_text()
+    assert "started" in (tmp_path / "hung.txt").read_text() and "SHARED GPU r1" in (tmp_path / "quick.txt").read_text()
     time.sleep(4)
     assert not marker.exists(), "the hung step's grandchild outlived the stage"
 

@@ -58,7 +58,11 @@ STAGE_LIMIT_S = 9 * 60
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
-NEEDS = {"torch.backends.cuda.matmul.fp32_precision": "2.9", "torch.cuda.set_sync_debug_mode": "1.10"}
+NEEDS = {
+    "torch.backends.cuda.matmul.fp32_precision": "2.9",
+    "torch.compiler.set_stance": "2.6",  # FLOPs are counted with compiled code forced eager
+    "torch.cuda.set_sync_debug_mode": "1.10",
+}
 BENCH_RUN = ["model=resnet50", "model.image_size=224", "model.batch_size=64", "precision=amp_bf16"]
 BENCH_RUN += ["memory_format=channels_last", "device=cuda"]
 

@@ -64,3 +64,10 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):
     assert gpu_check.run_steps("check", again, tmp_path, limit_s=60, kept=kept) == 0
     summary = (tmp_path / "summary.md").read_text()
     assert kept["ok"] in summary and "| bad | passed |" in summary and "failed" not in summary
+
+
+def test_what_this_torch_lacks_is_reported_with_the_torch_that_has_it(monkeypatch):
+    line, missing = gpu_check.torch_report()
+    assert line.startswith("torch ") and "perfsweep pins" in line and missing == []
+    monkeypatch.setitem(gpu_check.NEEDS, "torch.cuda.not_yet_there", "9.1")
+    assert gpu_check.torch_report()[1] == ["torch.cuda.not_yet_there is missing: it needs torch 9.1+"]

@@ -1,11 +1,12 @@
 """What a run records of its surroundings: versions, code, and other work on its GPU."""
 
 import os
+import subprocess
 import types
 
 import torch
 
-from train.env import environment, gpu_uuid, neighbours, parse_compute_apps
+from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
 
 # nvidia-smi's answer on a two-GPU host (typed here: no GPU can exist on the test machine).
 COMPUTE_APPS = """\
@@ -16,13 +17,27 @@ GPU-99999999-aaaa-bbbb-cccc-000000000002, 888, python, [N/A]
 
 
 def test_other_processes_on_the_runs_gpu_are_found():
-    found = parse_compute_apps(COMPUTE_APPS, "1b6a2b31-aaaa-bbbb-cccc-000000000001", own_pid=4242)
+    found = parse_compute_apps(COMPUTE_APPS, "1b6a2b31-aaaa-bbbb-cccc-000000000001", own={4242})
     assert found == [{"pid": 777, "name": "/usr/bin/other_job", "used_mib": 20480}]
 
 
+def test_the_runs_job_and_launcher_are_not_work_beside_it():
+    # the launcher (4242) holds a CUDA context from its device checks; the run itself is 4300
+    found = parse_compute_apps(COMPUTE_APPS, "1b6a2b31-aaaa-bbbb-cccc-000000000001", own={4300, 4242, 1})
+    assert [row["pid"] for row in found] == [777]
+    here = lineage(os.getpid())
+    assert {os.getpid(), os.getppid()} <= here and lineage(os.getppid()) == here - {os.getpid()}
+    child = subprocess.Popen(["sleep", "5"])  # as a launcher's run descends from it
+    try:
+        assert lineage(child.pid) == here | {child.pid}
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_no_other_process_means_an_empty_list():
-    assert parse_compute_apps(COMPUTE_APPS, "99999999-aaaa-bbbb-cccc-000000000002", own_pid=888) == []
-    assert parse_compute_apps("", "x", own_pid=1) == []
+    assert parse_compute_apps(COMPUTE_APPS, "99999999-aaaa-bbbb-cccc-000000000002", own={888}) == []
+    assert parse_compute_apps("", "x", own={1}) == []
 
 
 def test_on_cpu_gpu_neighbours_are_unknown_and_load_is_recorded():
@@ -42,4 +57,4 @@ def test_a_gpu_is_named_by_its_uuid_as_nvidia_smi_writes_it(monkeypatch):
     bare = "1b6a2b31-aaaa-bbbb-cccc-000000000001"
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(uuid=bare))
     assert gpu_uuid(torch.device("cuda")) == f"GPU-{bare}"
-    assert parse_compute_apps(COMPUTE_APPS, gpu_uuid(torch.device("cuda")), own_pid=4242)[0]["pid"] == 777
+    assert parse_compute_apps(COMPUTE_APPS, gpu_uuid(torch.device("cuda")), own={4242})[0]["pid"] == 777

@@ -52,17 +52,30 @@ def _version(package: str) -> str | None:
         return None
 
 
-def parse_compute_apps(text: str, gpu_uuid: str, own_pid: int) -> list[dict[str, object]]:
+def parse_compute_apps(text: str, gpu_uuid: str, own: set[int]) -> list[dict[str, object]]:
     """Rows of `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
-    that are on the GPU `gpu_uuid` and are not this process."""
+    that are on the GPU `gpu_uuid` and are none of the processes `own`."""
     found = []
     for line in text.splitlines():
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) != 4 or not parts[0].endswith(gpu_uuid) or parts[1] == str(own_pid):
+        if len(parts) != 4 or not parts[0].endswith(gpu_uuid) or not parts[1].isdigit() or int(parts[1]) in own:
             continue
         found.append(
             {"pid": int(parts[1]), "name": parts[2], "used_mib": int(parts[3]) if parts[3].isdigit() else None}
         )
+    return found
+
+
+def lineage(pid: int) -> set[int]:
+    """`pid` and the processes it descends from (/proc): a run's job and launcher, whose CUDA context (the
+    launcher's device checks make one) is no work beside the run."""
+    found: set[int] = set()
+    while pid > 0 and pid not in found:
+        found.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # after "(comm)": state, ppid
+        except (OSError, IndexError, ValueError):
+            break
     return found
 
 
@@ -81,7 +94,7 @@ def neighbours(device: torch.device) -> dict[str, object]:
             "nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader,nounits"
         )
         if apps is not None:
-            processes = parse_compute_apps(apps, gpu_uuid(device), os.getpid())
+            processes = parse_compute_apps(apps, gpu_uuid(device), lineage(os.getpid()))
     return {"gpu_processes": processes, "loadavg": list(os.getloadavg())}
 
 

@@ -322,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     stages = list(STAGES) if args.stage == "all" else [args.stage]
     if args.dry_run:
         return dry_run(stages)
+    if machine()["gpu"] == "no CUDA GPU":  # the GPU tests would all be skipped: a stage would pass on nothing
+        print(
+            "scripts/gpu-check: no CUDA GPU here; the stages need one (--dry-run plans them anywhere)", file=sys.stderr
+        )
+        return 2
     outs = [args.out / stage if args.out else default_out(stage) for stage in stages]
     return max(run_stage(stage, out, args.limit, args.resume) for stage, out in zip(stages, outs, strict=True))
 

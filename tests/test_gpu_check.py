@@ -4,6 +4,9 @@ device=cuda, prints each step's command and an estimate, and runs nothing (the s
 import subprocess
 import time
 
+import pytest
+import torch
+
 from bench import gpu_check
 from tests.conftest import ROOT
 
@@ -71,3 +74,9 @@ def test_what_this_torch_lacks_is_reported_with_the_torch_that_has_it(monkeypatc
     assert line.startswith("torch ") and "perfsweep pins" in line and missing == []
     monkeypatch.setitem(gpu_check.NEEDS, "torch.cuda.not_yet_there", "9.1")
     assert gpu_check.torch_report()[1] == ["torch.cuda.not_yet_there is missing: it needs torch 9.1+"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_without_a_gpu_a_stage_refuses_to_run_rather_than_pass_on_skipped_tests(tmp_path):
+    assert gpu_check.main(["tests", "--out", str(tmp_path)]) == 2
+    assert not list(tmp_path.iterdir())

@@ -259,7 +259,12 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
     kept = kept or {}
     found = machine()
     torch_line, missing = torch_report()
+    from records.code import code_version
+
+    version = code_version()
+    commit = f"{version.get('commit') or 'unknown'}{' (with uncommitted changes)' if version.get('dirty') else ''}"
     lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]
+    lines.append(f"- perfsweep: {commit}")
     lines += [f"- {m}" for m in missing] + ["", "| step | result | seconds | command |", "|---|---|---|---|"]
     failed, stage_started = 0, time.monotonic()
     for step in steps:

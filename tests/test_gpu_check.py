@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 
+import records.code
 from bench import gpu_check
 from tests.conftest import ROOT
 
@@ -51,6 +52,7 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
         "passed; flagged: 1 SHARED GPU, 2 NOISY" in rows["quick"] and "stopped at the stage's 2 s limit" in rows["hung"]
     )
     assert "not run: the stage's 2 s were spent" in rows["after"]
+    assert f"- perfsweep: {records.code.git_commit()['commit']}" in summary
     assert "started" in (tmp_path / "hung.txt").read_text() and "SHARED GPU r1" in (tmp_path / "quick.txt").read_text()
     time.sleep(4)
     assert not marker.exists(), "the hung step's grandchild outlived the stage"

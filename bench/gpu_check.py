@@ -196,13 +196,17 @@ def default_out(stage: str) -> Path:
 def dry_run(stages: list[str]) -> int:
     torch_line, missing = torch_report()
     print(torch_line, *(f"  {m}" for m in missing), sep="\n")
-    blocked = len(missing)
+    blocked, so_far = len(missing), 0.0
     for stage in stages:
         out = Path("results") / "GPU-torchVERSION" / stage
         planned = [(step, *plan_step(step)) for step in stage_steps(stage, out)]
         total = sum(seconds for _, seconds, _ in planned)
+        so_far += total
         over = f"; over the {BUDGET_S // 60:.0f}-minute budget by this estimate" if total > BUDGET_S else ""
-        print(f"\nstage {stage}: about {total / 60:.1f} min (rough: bench/gpu_check.py's constants{over})")
+        print(
+            f"\nstage {stage}: about {total / 60:.1f} min, {so_far / 60:.1f} min with the stages before it "
+            f"(rough: bench/gpu_check.py's constants{over})"
+        )
         for step, seconds, notes in planned:
             print(f"  {step.name} (~{seconds:.0f} s): {shlex.join(step.command)}")
             for note in notes:

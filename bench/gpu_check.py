@@ -39,6 +39,8 @@ import sys
 import time
 from pathlib import Path
 
+import records
+from records.code import code_version
 from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,8 +236,6 @@ def run_step(step: Step, seconds_left: float) -> tuple[int | None, str, str]:
 def failed_runs(step: Step) -> tuple[list[str], list[str]]:
     """The failed runs of a step's sweep: the known issues they failed on (train/known_issues.py), one per run,
     and the names of the others."""
-    import records
-
     sweep_dir = build_plan(step.sweep).sweep_dir
     if not sweep_dir.is_dir():  # the launch ended before its first run
         return [], []
@@ -263,8 +263,6 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
     kept = kept or {}
     found = machine()
     torch_line, missing = torch_report()
-    from records.code import code_version
-
     version = code_version()
     commit = f"{version.get('commit') or 'unknown'}{' (with uncommitted changes)' if version.get('dirty') else ''}"
     lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]

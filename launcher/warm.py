@@ -52,6 +52,8 @@ def fork_runs(
                 if pid == 0:
                     _child(runner, run, gpu, log, info)  # never returns
                 children[pid] = (run, gpu, log)
+            if not children:  # the rest were done by an earlier start of this job (a requeue)
+                continue
             pid, wait_status = os.wait()
             run, gpu, log = children.pop(pid)
             if gpu is not None:

@@ -115,3 +115,22 @@ def test_a_killed_child_is_recorded_lost_and_the_next_run_still_runs(tmp_path):
     assert states == {runs[0].spec.name: "failed", runs[1].spec.name: "done"}
     assert killed.error.type == "LostRun" and "killed by SIGKILL" in killed.error.message
     assert other.state == "done" and other.pid != killed.pid
+
+
+def _done(spec, run_dir, tracker_id, launch):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_status(run_dir, "done", pid=os.getpid())
+
+
+def test_a_requeued_job_whose_runs_are_done_skips_them_and_runs_the_rest(tmp_path):
+    """A job requeued after its runs finished (Slurm's requeue waits KillWait before it kills) starts again:
+    it must skip the done runs, not wait for children it never forked."""
+    plan = build_plan([*FAST, "seed=0,1,2", f"runs_dir={tmp_path}"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    for run in runs[:2]:
+        _done(run.spec, run.run_dir, "id", {})
+    earlier = [records.read_status(run.run_dir).pid for run in runs[:2]]
+    assert fork_runs(Runner(_done), runs, 1, (), {}) == {run.spec.name: "done" for run in runs}
+    assert [records.read_status(run.run_dir).pid for run in runs[:2]] == earlier, "done runs did not run again"
+    assert records.read_status(runs[2].run_dir).pid != os.getpid(), "the last ran in a child"
+    assert fork_runs(Runner(_never), runs, 2, (), {}) == {run.spec.name: "done" for run in runs}

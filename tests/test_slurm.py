@@ -202,7 +202,7 @@ def slurm(*args: str) -> str:
 @pytest.mark.parametrize("how", ["requeue", "preempt"])
 def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how):
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(*SLURM, "input_type=tensor", "steps=150", "tracker.mode=offline", f"runs_dir={sweep.parent}")
+    result = launch_here(*SLURM, "input_type=tensor", "steps=300", "tracker.mode=offline", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
@@ -222,7 +222,7 @@ def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how
     status = wait_until_final(sweep)[run_dir.name]
     assert status.state == "done" and status.job_id == job_id
     assert [a["job_id"] for a in status.attempts] == [job_id]
-    assert records.read_steps(run_dir / records.STEPS).num_rows == 151
+    assert records.read_steps(run_dir / records.STEPS).num_rows == 301
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"
 
 

@@ -6,11 +6,14 @@ timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingfac
 one row per model, fastest first, with these headers (read from its files: `benchmark-infer-fp32-nchw-
 pt240-cpu-i7_12700h-dynamo.csv` and `benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv`). Step times are
 median milliseconds per step, parameter counts in millions, GMACs per sample (FLOPs / 2, counted by
-perfsweep, train/flops.py); activations (`infer_macts`) are not counted here and stay empty.
+perfsweep, train/flops.py); activations (`infer_macts`) are not counted here and stay empty. timm writes a
+file per setting (precision, memory format...); where a sweep's runs differ in more than the model, the
+settings that differ follow timm's columns, one column each, so that every row names its run.
 """
 
 from pathlib import Path
 
+from analysis.groups import MEASURING, varying
 from analysis.render import Column, View
 from records import DONE, RunRecord, load_sweep
 
@@ -39,6 +42,14 @@ CELLS = {
     "gmacs": _gmacs,
     "macts": lambda r: "",
 }
+PER_MODEL = ("model", "model.image_size", "model.batch_size", *MEASURING)  # what timm's own columns tell
+
+
+def setting_columns(runs: list[RunRecord]) -> list[Column]:
+    """A column for each axis and setting, besides the model's, whose values differ between the runs."""
+    axes, fields = varying(runs)
+    found = [Column(a, lambda r, a=a: r.axis(a)) for a in axes if a not in PER_MODEL]
+    return found + [Column(f, lambda r, f=f: str(r.fields.get(f))) for f in fields if f not in PER_MODEL]
 
 
 def timm_view(sweep_dir: Path) -> View:
@@ -51,5 +62,6 @@ def timm_view(sweep_dir: Path) -> View:
             f"this sweep's done runs are of: {', '.join(kinds) or 'none'}"
         )
     columns = [Column(h, CELLS[h.removeprefix(kinds[0].split("_")[0] + "_")]) for h in HEADERS[kinds[0]]]
+    columns += setting_columns(runs)
     fastest = sorted(runs, key=lambda r: -r.summary.samples_per_s)
     return View(title=f"timm {kinds[0]}", above=[], columns=columns, items=fastest)

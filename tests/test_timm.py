@@ -38,6 +38,20 @@ def test_the_timm_csv_has_timms_header_and_the_runs_figures(tiny_plan, workload,
     assert float(cells["param_count"]) == pytest.approx(summary.params / 1e6, abs=0.01)
 
 
+def test_runs_that_differ_in_more_than_the_model_name_their_settings_after_timms_columns(tmp_path):
+    runs = tmp_path / "runs"
+    grid = ["workload=infer_step", "input_type=tensor", "memory_format=contiguous,channels_last", "seed=0,1"]
+    assert launch_here(*TINY, *grid, "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}").returncode == 0
+    shown = launch_here("table", str(runs / "default"), "--csv", "timm")
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert header == TIMM_INFER + ",memory_format,seed", "timm's columns first, as its files have them"
+    assert sorted(row.split(",")[0] + "," + ",".join(row.split(",")[-2:]) for row in rows) == [
+        "test_resnet,channels_last,0", "test_resnet,channels_last,1", "test_resnet,contiguous,0",
+        "test_resnet,contiguous,1",
+    ]  # fmt: skip
+
+
 def test_the_timm_csv_refuses_a_sweep_of_function_benchmarks(tmp_path):
     runs = tmp_path / "runs"
     args = ["workload=square_chain", "steps=2", "warmup_steps=1", "launcher=debug", "tracker.mode=disabled"]

@@ -62,14 +62,18 @@ def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch
     assert not (tmp_path / spec.name).exists(), "nothing was forked"
 
 
+def _done(spec, run_dir, tracker_id, launch):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_status(run_dir, "done", pid=os.getpid())
+
+
 def _never(*args):
     raise AssertionError("no run may start")
 
 
 def _touch_cuda(spec, run_dir, tracker_id, launch):
     torch.zeros(1, device="cuda")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    records.write_status(run_dir, "done", pid=os.getpid())
+    _done(spec, run_dir, tracker_id, launch)
 
 
 def fork_two(runs_dir: str) -> set[str]:
@@ -115,11 +119,6 @@ def test_a_killed_child_is_recorded_lost_and_the_next_run_still_runs(tmp_path):
     assert states == {runs[0].spec.name: "failed", runs[1].spec.name: "done"}
     assert killed.error.type == "LostRun" and "killed by SIGKILL" in killed.error.message
     assert other.state == "done" and other.pid != killed.pid
-
-
-def _done(spec, run_dir, tracker_id, launch):
-    run_dir.mkdir(parents=True, exist_ok=True)
-    records.write_status(run_dir, "done", pid=os.getpid())
 
 
 def test_a_requeued_job_whose_runs_are_done_skips_them_and_runs_the_rest(tmp_path):

@@ -220,6 +220,11 @@ def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how
         time.sleep(0.5)
     slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now")  # skip Slurm's requeue delay
     status = wait_until_final(sweep)[run_dir.name]
+    deadline = time.monotonic() + 60
+    while "wandb_s" not in (status.timing or {}):  # done is recorded first; W&B runs after, then is timed
+        assert time.monotonic() < deadline, "W&B did not finish"
+        time.sleep(0.5)
+        status = records.read_status(run_dir)
     assert status.state == "done" and status.job_id == job_id
     assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == 301

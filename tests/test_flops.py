@@ -1,5 +1,7 @@
 """FLOPs counted per step against a hand count, and utilization only where the device's peak is known."""
 
+import warnings
+
 import pytest
 import timm
 import torch
@@ -19,6 +21,14 @@ def test_a_linear_layer_counts_what_a_hand_count_gives():
     assert count_flops(lambda: layer(x).sum().backward()) == 2 * (2 * 2 * 4 * 3)
     x.requires_grad_()
     assert count_flops(lambda: layer(x).sum().backward()) == 3 * (2 * 2 * 4 * 3)
+
+
+def test_a_compiled_model_counts_as_its_eager_self_without_a_warning():
+    model, x = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)), torch.randn(2, 4)
+    compiled = torch.compile(model, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # what a run would print to its log
+        assert count_flops(lambda: compiled(x)) == count_flops(lambda: model(x)) == 2 * 2 * (4 * 3 + 3 * 2)
 
 
 def test_a_convolution_counts_what_a_hand_count_gives():

@@ -138,8 +138,11 @@ def test_cuda_run_uses_events_and_records_the_gpu(tiny_plan):
     assert env["gpu"]["name"] and env["cuda"]
     assert summary.timer == "cuda_event" and summary.host_syncs_per_step >= 1
     assert summary.peak_memory_kind == "cuda_max_allocated"
-    if shutil.which("nvidia-smi"):
+    assert summary.flops_per_step > 0 and (summary.mfu is None or 0 < summary.mfu < 1)
+    if shutil.which("nvidia-smi"):  # the driver's tools, and its NVML library with them
         assert isinstance(summary.neighbours["start"]["gpu_processes"], list)
+        assert {summary.clocks[when]["source"] for when in ("start", "end")} == {"gpu_sm_clock"}
+        assert summary.clocks["start"]["mhz"] > 0
 
 
 @pytest.mark.parametrize("input_type", input_types())

@@ -48,6 +48,26 @@ def test_a_timm_models_flops_are_timms_published_gmacs(name):
     assert gmacs == pytest.approx(float(row["infer_gmacs"]), rel=0.02)  # theirs also counts norms and activations
 
 
+@pytest.mark.parametrize(
+    ("name", "precision", "tflops"),
+    [
+        ("NVIDIA H100 80GB HBM3", "amp_bf16", 989.4),  # lightning-fabric's table
+        ("NVIDIA H100 80GB HBM3", "tf32", 494.7),
+        ("NVIDIA A100-SXM4-80GB", "amp_fp16", 312),
+        ("NVIDIA H200", "amp_bf16", 989.5),  # the H100's chip: its peak, not twice it, nor unknown
+        ("NVIDIA H200", "fp16", 989.5),
+        ("NVIDIA H200", "tf32", 494.5),
+        ("NVIDIA H200", "fp32", 67),
+        ("NVIDIA H200 NVL", "amp_fp16", 835.5),
+        ("NVIDIA H100 NVL", "amp_bf16", 835.5),
+    ],
+)
+def test_a_gpus_peak_is_its_dense_datasheet_figure(monkeypatch, name, precision, tflops):
+    """There is no GPU here: torch.cuda gives the name such a GPU reports (a stand-in for the GPU, no more)."""
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    assert peak_flops(torch.device("cuda"), precision) == pytest.approx(tflops * 1e12)
+
+
 def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny_plan):
     assert peak_flops(torch.device("cpu"), "fp32") is None, "no CPU has a peak in the table"
     plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")

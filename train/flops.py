@@ -3,8 +3,9 @@
 FLOPs are counted by torch's FlopCounterMode over one step after the measured window (compiled code runs
 eagerly for it: the counter sees the ops a compiled graph would fuse): matmuls, convolutions and attention
 (forward, and backward for training), which is what a peak is quoted for. The peak is lightning-fabric's
-table of GPUs (`utilities.throughput.get_available_flops`: dense peaks of H100/H200, A100, V100, T4, L4,
-RTX 3090/4090 and more, per dtype, from their vendors' datasheets); None where unknown, which every CPU is.
+table of GPUs (`utilities.throughput.get_available_flops`: dense peaks of H100, A100, V100, T4, L4,
+RTX 3090/4090 and more, per dtype, from their vendors' datasheets), but for the Hopper parts it gets wrong
+(HOPPER_DENSE); None where unknown, which every CPU is.
 """
 
 import warnings
@@ -20,6 +21,17 @@ PEAK_DTYPES: dict[str, torch.dtype | str] = {
     "fp16": torch.float16,
     "amp_fp16": torch.float16,
     "amp_bf16": torch.bfloat16,
+}
+
+# Hopper parts whose peak lightning-fabric 2.6.6 gets wrong: the H200 and H100 NVL entries are the datasheets'
+# "with sparsity" figures, twice the dense peak (Lightning-AI/pytorch-lightning#21677, fixed on its master by
+# #21743, in no release yet), and 'NVIDIA H200', the name torch reports for an H200 SXM, matches none of them.
+# Dense peaks per GPU, by a part of the device's name (the first that matches), from NVIDIA's H200 and H100 NVL
+# datasheets: tensor cores at half the sparse figure, float32 on the CUDA cores.
+HOPPER_DENSE: dict[str, dict[torch.dtype | str, float]] = {
+    "h200 nvl": {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12},
+    "h200": {torch.float32: 67e12, "tfloat32": 494.5e12, torch.bfloat16: 989.5e12, torch.float16: 989.5e12},
+    "h100 nvl": {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12},
 }
 
 
@@ -46,6 +58,11 @@ def peak_flops(device: torch.device, precision: str) -> float | None:
     """The device's dense peak FLOP/s for the precision's dtype, if known."""
     if device.type != "cuda":
         return None
+    dtype = PEAK_DTYPES.get(precision, torch.float32)
+    name = torch.cuda.get_device_name(device).lower()
+    hopper = next((peaks for part, peaks in HOPPER_DENSE.items() if part in name), None)
+    if hopper is not None:
+        return hopper.get(dtype)
     try:
         from lightning_fabric.utilities.throughput import get_available_flops
     except ImportError:  # requirements.txt has it; a GPU image may have only the `lightning` bundle
@@ -56,5 +73,5 @@ def peak_flops(device: torch.device, precision: str) -> float | None:
 
     with warnings.catch_warnings():  # an unknown GPU is said by the table's "unknown", not a warning
         warnings.simplefilter("ignore")
-        found = get_available_flops(device, PEAK_DTYPES.get(precision, torch.float32))
+        found = get_available_flops(device, dtype)
     return float(found) if found else None

@@ -38,11 +38,17 @@ def unsupported(precision: PrecisionConf, device: torch.device) -> str | None:
 def set_tf32(precision: PrecisionConf) -> None:
     """TF32 is a process-wide switch: set it explicitly, since PyTorch's default allows it in cuDNN convolutions.
 
-    Uses the fp32_precision API only: torch 2.9+ raises when legacy allow_tf32 flags and it are mixed.
+    Through both of torch's APIs, the legacy flags first: torch 2.9+ raises on a legacy getter whose flag
+    disagrees with the fp32_precision API's (the new API alone leaves `cudnn.allow_tf32` True, and
+    `get_float32_matmul_precision()` at odds with a TF32 matmul), and torch's own code still reads them
+    (Inductor's max-autotune convolutions and autotune cache; lightning-fabric's peak for fp32).
     """
+    torch.backends.cuda.matmul.allow_tf32 = precision.tf32
+    torch.backends.cudnn.allow_tf32 = precision.tf32
     mode = "tf32" if precision.tf32 else "ieee"
     torch.backends.cuda.matmul.fp32_precision = mode
     torch.backends.cudnn.conv.fp32_precision = mode
+    torch.backends.cudnn.rnn.fp32_precision = mode
 
 
 def backend_flags() -> dict[str, object]:

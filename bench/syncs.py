@@ -4,23 +4,22 @@
 
 For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
 x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
-nothing else) and prints what in it would make the host wait for the GPU:
-- on CUDA, under torch.cuda.set_sync_debug_mode("error"): the first synchronizing call, and where;
+nothing else) and prints what in it would make the host wait for the GPU, with places and counts per step:
+- on CUDA, the synchronizing calls torch.cuda.set_sync_debug_mode("warn") reports (train.syncs);
 - without CUDA, the host reads found by train.syncs.HostReads (`.item()`, `bool(t)`, `nonzero`, ...,
-  each a sync when the tensor is on a GPU), with their places and counts per step.
+  each a sync when the tensor is on a GPU).
 amp_fp16 is expected to sync once a step (GradScaler's inf check); anything else is the harness's or
 the model's.
 """
 
 import sys
-import traceback
 from collections import Counter
 
 import torch
 
 from sweeps.plan import build_plan
 from train.build import configure_backends
-from train.syncs import HostReads
+from train.syncs import HostReads, host_sync_places
 from train.timing import StepClock
 from train.window import make_workload, run_window, timed_steps
 
@@ -36,38 +35,30 @@ DEFAULTS = [
 ]
 
 
-def first_sync(trainer, cfg, device: torch.device) -> str:
-    """'no sync', or the first synchronizing call the timed loop made and where."""
+def per_step(kind: str, counts: Counter[str], steps: int, none: str) -> str:
+    return "; ".join(f"{kind} {place} ({n / steps:g} per step)" for place, n in counts.items()) or none
+
+
+def device_syncs(trainer, cfg, device: torch.device) -> str:
+    """'no sync', or each place in the timed loop that made the host wait for the GPU, with its count per step."""
     clock = StepClock(device, cfg.steps, trainer.phases)
-    torch.cuda.synchronize(device)
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        timed_steps(trainer, cfg.warmup_steps, cfg.steps, clock)
-        return "no sync"
-    except RuntimeError as error:
-        if "synchroniz" not in str(error):
-            raise
-        frames = traceback.extract_tb(error.__traceback__)
-        return f"SYNC {str(error).splitlines()[0]} at {frames[-1].filename}:{frames[-1].lineno}"
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-        torch.cuda.synchronize(device)
+    places = host_sync_places(lambda: timed_steps(trainer, cfg.warmup_steps, cfg.steps, clock), device)
+    return per_step("SYNC", places, cfg.steps, "no sync")
 
 
 def host_reads(trainer, cfg, device: torch.device) -> str:
     """'no host read', or each host read the timed loop made, with its count per step."""
     with HostReads() as reads:
         timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps, trainer.phases))
-    counts = Counter(reads.found)
-    return "; ".join(f"HOST READ {place} ({n / cfg.steps:g} per step)" for place, n in counts.items()) or "no host read"
+    return per_step("HOST READ", Counter(reads.found), cfg.steps, "no host read")
 
 
 def main() -> None:
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
-    check = first_sync if cuda else host_reads
+    check = device_syncs if cuda else host_reads
     print(
-        "CUDA: first sync under set_sync_debug_mode('error')"
+        "CUDA: syncs per step, as set_sync_debug_mode('warn') reports them"
         if cuda
         else "no CUDA GPU: host reads in the timed loop (each a sync on a GPU), not syncs themselves"
     )

@@ -51,7 +51,7 @@ def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
         "precision=amp_bf16",
     )
     header, *runs = out.strip().splitlines()
-    assert header.startswith("CUDA: first sync" if torch.cuda.is_available() else "no CUDA GPU: host reads")
+    assert header.startswith("CUDA: syncs per step" if torch.cuda.is_available() else "no CUDA GPU: host reads")
     assert len(runs) == 2 and all(run.startswith("test_resnet-") for run in runs)
     assert all(run.endswith("no sync" if torch.cuda.is_available() else "no host read") for run in runs)
 

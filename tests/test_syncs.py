@@ -1,7 +1,7 @@
 """Host reads in the measured loop: found with their places, and none added by the harness.
 
 On a CPU there is no device to wait for, so these tests check the causes of syncs (train.syncs.HostReads);
-the CUDA sync counts themselves are checked by the `gpu` tests in test_timing.py and test_run.py.
+the CUDA sync counts themselves are checked by the `gpu` tests here and in test_timing.py and test_run.py.
 """
 
 import inspect
@@ -12,7 +12,7 @@ import torch
 from sweeps.plan import build_plan
 from train import fastai_parts
 from train.inputs import INPUT_TYPES
-from train.syncs import HostReads
+from train.syncs import HostReads, count_host_syncs, host_sync_places
 from train.timing import StepClock
 from train.window import make_workload, run_window, timed_steps
 
@@ -54,6 +54,29 @@ def test_each_host_read_is_named_with_its_place():
         f"nonzero at {here}:{line + 4}",
         f"to at {here}:{line + 5}",
     ]
+
+
+@pytest.mark.gpu
+def test_each_device_sync_is_counted_at_its_place():
+    x = torch.randn(4, device="cuda")
+    line = inspect.currentframe().f_lineno
+
+    def call():
+        for _ in range(3):
+            x[0].item()
+            torch.relu(x * 2)
+        torch.nonzero(x)
+
+    item, nonzero = (f"tests/test_syncs.py:{line + n}" for n in (4, 6))
+    places = host_sync_places(call, x.device)
+    assert set(places) == {item, nonzero} and places[item] == 3, places
+    assert count_host_syncs(call, x.device) == sum(places.values())
+    assert count_host_syncs(lambda: torch.relu(x), x.device) == 0
+
+
+def test_a_cpu_has_no_device_syncs_to_count():
+    assert host_sync_places(lambda: torch.ones(3).nonzero(), CPU) is None
+    assert count_host_syncs(lambda: torch.ones(3).nonzero(), CPU) is None
 
 
 @pytest.mark.parametrize("precision", ["fp32", "amp_bf16"])

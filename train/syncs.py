@@ -1,6 +1,6 @@
 """Host-device syncs in a loop: counted by CUDA itself on a GPU, and found by their cause on any device.
 
-On CUDA, `count_host_syncs` counts the waits that `torch.cuda.set_sync_debug_mode` reports. A CPU has
+On CUDA, `host_sync_places` counts the waits that `torch.cuda.set_sync_debug_mode` reports, by place. A CPU has
 no device to wait for, so there `HostReads` finds the causes instead: tensor calls that hand a value
 to the host (`.item()`, `bool(t)`, `torch.nonzero`, `.cpu()`, ...), each of which waits for the GPU
 when the tensor lives on one. It sees calls made from Python (eager code, optimizers, GradScaler);
@@ -9,6 +9,7 @@ ops inside a compiled graph or autograd's C++ backward pass are not seen one by 
 
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,10 +33,10 @@ _PROJECT = str(Path(__file__).resolve().parent.parent)
 _DISPATCH = {str(Path(_TORCH, name)) for name in ("overrides.py", "_tensor.py")}  # how a call reaches the mode
 
 
-def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:
-    """How many times `call` makes the host wait for the device, as CUDA's sync debug mode reports them.
-
-    None on a CPU, where there is no device to wait for.
+def host_sync_places(call: Callable[[], object], device: torch.device) -> Counter[str] | None:
+    """Where `call` makes the host wait for the device, and how many times at each place
+    (`torch/amp/grad_scaler.py:371`: the Python line that called the synchronizing op), as CUDA's sync debug
+    mode reports them. None on a CPU, where there is no device to wait for.
     """
     if device.type != "cuda":
         return None
@@ -49,7 +50,13 @@ def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | 
         finally:
             torch.cuda.set_sync_debug_mode(previous)
     synchronize(device)
-    return sum("synchroniz" in str(w.message) for w in caught)
+    return Counter(_short(w.filename, w.lineno) for w in caught if "synchroniz" in str(w.message))
+
+
+def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:
+    """How many times `call` makes the host wait for the device; None on a CPU."""
+    places = host_sync_places(call, device)
+    return None if places is None else sum(places.values())
 
 
 def _copies_to_host(args: tuple, kwargs: dict) -> bool:

@@ -35,8 +35,9 @@ def wandb_records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
-# What torch's own code reads of TF32 (Inductor's convolution templates and autotune cache, lightning-fabric's
-# peaks: the legacy getters) and what a run records (the fp32_precision API), read in a fresh process as a run's.
+# What torch's own code reads of TF32 (Inductor's autotuning and lightning-fabric's peaks: the legacy getters;
+# Inductor's Triton convolutions: cuDNN's fp32_precision) and what a run records (the conv and matmul ones), read
+# in a fresh process as a run's.
 TF32_GETTERS = """
 import json, sys, torch
 from conf.schema import PrecisionConf
@@ -44,20 +45,21 @@ from train.precision import set_tf32
 set_tf32(PrecisionConf(name=sys.argv[1], tf32=sys.argv[1] == "tf32"))
 b = torch.backends
 print(json.dumps([torch.get_float32_matmul_precision(), b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32,
-                  b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision, b.cudnn.rnn.fp32_precision]))
+                  b.cuda.matmul.fp32_precision, b.cudnn.fp32_precision, b.cudnn.conv.fp32_precision,
+                  b.cudnn.rnn.fp32_precision]))
 """
 
 
 @pytest.mark.parametrize(
     ("precision", "expected"),
     [
-        ("tf32", ["high", True, True, "tf32", "tf32", "tf32"]),
-        ("fp32", ["highest", False, False, "ieee", "ieee", "ieee"]),
+        ("tf32", ["high", True, True, "tf32", "tf32", "tf32", "tf32"]),
+        ("fp32", ["highest", False, False, "ieee", "ieee", "ieee", "ieee"]),
     ],
 )
 def test_tf32_is_set_so_that_every_getter_of_either_api_agrees(precision, expected):
     """torch 2.9+ raises on a legacy getter whose flag disagrees with the fp32_precision API's: a run that set
-    the new API alone left `cudnn.allow_tf32` raising in fp32 (Inductor's max-autotune convolutions read it)."""
+    the new API alone left `get_float32_matmul_precision()` raising in tf32 (Inductor's max-autotune reads it)."""
     found = subprocess.run([sys.executable, "-c", TF32_GETTERS, precision], cwd=ROOT, capture_output=True, text=True)
     assert found.returncode == 0, found.stderr[-2000:]
     assert json.loads(found.stdout.splitlines()[-1]) == expected

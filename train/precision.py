@@ -41,12 +41,14 @@ def set_tf32(precision: PrecisionConf) -> None:
     Through both of torch's APIs, the legacy flags first: torch 2.9+ raises on a legacy getter whose flag
     disagrees with the fp32_precision API's (the new API alone leaves `cudnn.allow_tf32` True, and
     `get_float32_matmul_precision()` at odds with a TF32 matmul), and torch's own code still reads them
-    (Inductor's max-autotune convolutions and autotune cache; lightning-fabric's peak for fp32).
+    (Inductor's max-autotune: its autotune cache, and torch 2.11's benchmark subprocess). cuDNN's own
+    fp32_precision too: Inductor's Triton convolutions read it, not the conv one.
     """
     torch.backends.cuda.matmul.allow_tf32 = precision.tf32
     torch.backends.cudnn.allow_tf32 = precision.tf32
     mode = "tf32" if precision.tf32 else "ieee"
     torch.backends.cuda.matmul.fp32_precision = mode
+    torch.backends.cudnn.fp32_precision = mode
     torch.backends.cudnn.conv.fp32_precision = mode
     torch.backends.cudnn.rnn.fp32_precision = mode
 

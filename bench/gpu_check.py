@@ -9,7 +9,8 @@ seeds    sweep=subclass_gpu, seed000_subclass, seed001_sampler, seed003_nested a
          side-by-side table
 bench    bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and subclass)
          and bench.syncs over every input type x amp_bf16/amp_fp16
-compile  the compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu
+compile  the compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu, one step
+         each into one sweep folder, then their table side by side
 timm     timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
          each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
 
@@ -59,6 +60,10 @@ STAGE_LIMIT_S = 9 * 60
 # the three headline tables first: a stage cut short by --limit still has them, and --resume runs the rest
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
+# The compile modes, the one that compiles longest (it benchmarks kernels) last: a stage cut short by --limit keeps
+# the modes before it, and --resume runs that one with the whole of a fresh limit.
+COMPILE_MODES = ("eager", "default", "reduce_overhead", "max_autotune")
+COMPILE_SWEEP = "compile_modes"
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
 NEEDS = {
     "torch.backends.cuda.matmul.fp32_precision": "2.9",
@@ -100,9 +105,13 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
             Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 180),
         ]
     if stage == "compile":
-        # each mode in a fresh process, on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932)
-        compiled = ["sweep=subclass_gpu", "compile=eager,default,reduce_overhead,max_autotune", "input_type=tensor"]
-        return [sweep_step("compile-modes", [*compiled, *(f"{k}={v}" for k, v in TRIMMED.items())], out)]
+        # on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932); each mode a step of its own into one
+        # sweep folder, then their table side by side
+        compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
+        compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
+        modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]
+        table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP)]
+        return [*modes, Step("compile-table", table, None, 10)]
     if stage in ("seeds", "timm"):
         trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
         sweeps = SEED_SWEEPS if stage == "seeds" else TIMM_SWEEPS

@@ -30,7 +30,7 @@ def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
     assert "-m pytest -m gpu" in out and "bench.overhead --synced" in out
     compiled = [line.split(" (")[0].strip() for line in out.splitlines() if line.startswith("  compile-")]
     assert compiled == [f"compile-{mode}" for mode in gpu_check.COMPILE_MODES] + ["compile-table"]
-    assert compiled[-2] == "compile-max_autotune" and "sweep_name=compile_modes compile=max_autotune" in out
+    assert compiled[-2] == "compile-max_autotune" and out.count("sweep_name=compile_modes") == len(compiled) - 1
     assert "nothing stops the stages; nothing was run" in out
     assert not (ROOT / "results" / "GPU-torchVERSION").exists() and not list(tmp_path.iterdir())
 

@@ -28,10 +28,11 @@ PEAK_DTYPES: dict[str, torch.dtype | str] = {
 # #21743, in no release yet), and 'NVIDIA H200', the name torch reports for an H200 SXM, matches none of them.
 # Dense peaks per GPU, by a part of the device's name (the first that matches), from NVIDIA's H200 and H100 NVL
 # datasheets: tensor cores at half the sparse figure, float32 on the CUDA cores.
+_NVL = {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12}  # both NVLs
 HOPPER_DENSE: dict[str, dict[torch.dtype | str, float]] = {
-    "h200 nvl": {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12},
+    "h200 nvl": _NVL,
     "h200": {torch.float32: 67e12, "tfloat32": 494.5e12, torch.bfloat16: 989.5e12, torch.float16: 989.5e12},
-    "h100 nvl": {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12},
+    "h100 nvl": _NVL,
 }
 
 

@@ -25,9 +25,9 @@ def show_table(args: argparse.Namespace) -> int:
         print(as_csv(timm_view(args.sweep_dir)), end="")
         return 0
     if args.csv:
-        print(as_csv(table.view(args.sweep_dir)), end="")
+        print(as_csv(table.view(args.sweep_dir, vs=args.vs)), end="")
         return 0
-    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir)))
+    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
     return 0
 
 
@@ -138,6 +138,12 @@ def add_commands(subparsers) -> None:
         const="table",
         choices=["table", "timm"],
         help="the table alone, as CSV; --csv timm: in the columns of timm's benchmark result files",
+    )
+    found.add_argument(
+        "--vs",
+        metavar="AXIS=VALUE",
+        help="compare each run with the run of its row group that has this value (compile=eager); default: the "
+        "workload's baseline (input_type=tensor, impl=...)",
     )
     for name, about, handler in [
         ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),

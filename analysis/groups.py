@@ -1,9 +1,12 @@
 """How runs are grouped for comparison: the axes and fields that vary in a sweep, each run's row group and its
 baseline, the phases, and each run's label."""
 
+import dataclasses
+
 from analysis import stats
 from conf.schema import DECLARATION
 from records import RunRecord
+from records.run import Baseline
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
@@ -43,6 +46,21 @@ def group_key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
     return tuple(run.axis(a) for a in axes if a != run.baseline.axis) + tuple(
         repr(run.fields.get(f)) for f in fields if f not in MEASURING
     )
+
+
+def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
+    """The runs, each compared with the run of its row group whose axis has the value `vs` names (`compile=eager`:
+    the compile modes side by side, where the sweep's own baseline axis does not vary); as they are for None."""
+    if vs is None:
+        return runs
+    axis, _, value = vs.partition("=")
+    axes = axis_order(runs)
+    if axis not in axes:
+        raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
+    values = sorted({r.axis(axis) for r in runs})
+    if value not in values:
+        raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its runs have {axis}= {', '.join(values)}")
+    return [dataclasses.replace(r, baseline=Baseline(axis, value)) for r in runs]
 
 
 def baselines(runs: list[RunRecord]) -> dict[str, RunRecord]:

@@ -6,7 +6,7 @@ python -m analysis table SWEEP_DIR [--csv]
 from pathlib import Path
 
 from analysis import stats
-from analysis.groups import axis_order, baselines, group_key, phase_columns, varying
+from analysis.groups import axis_order, baselines, compared_along, group_key, phase_columns, varying
 from analysis.render import Column, View
 from analysis.summary import noise, phase_stats
 from records import DONE, FAILED, FINAL, RunRecord, load_sweep
@@ -134,6 +134,6 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
     )
 
 
-def view(sweep_dir: Path, names: list[str] | None = None) -> View:
-    """The table of the sweep's runs (or the named ones)."""
-    return table_view(sweep_dir, load_sweep(sweep_dir, names))
+def view(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> View:
+    """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
+    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs))

@@ -4,14 +4,16 @@ the table, then across replicates (repeats=N) and beside the published figures (
 from pathlib import Path
 
 from analysis import published, published_models, replicates, table
+from analysis.groups import compared_along
 from analysis.render import View
 from records import load_sweep
 
 
-def sweep_views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
-    """The table of the sweep's runs (or the named ones), then the views below it."""
+def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> list[View]:
+    """The table of the sweep's runs (or the named ones; compared along `vs`, as groups.compared_along says), then
+    the views below it."""
     runs = load_sweep(sweep_dir, names)
-    found = [table.table_view(sweep_dir, runs)]
+    found = [table.table_view(sweep_dir, compared_along(runs, vs))]
     if any("replicate" in r.axes for r in runs):
         found.append(replicates.view(sweep_dir))
     return found + published_views(sweep_dir)

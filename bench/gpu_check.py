@@ -46,12 +46,16 @@ from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("tests", "seeds", "bench", "compile", "timm")  # in the order a lent GPU's half hour runs them
-# Rough costs on one H100, for the estimates of a dry run until a GPU has run the stages: a job's start
-# (Python, torch, CUDA), a torch.compile of a training step by mode and of a function, and one measured step.
-START_S, TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 10.0, 0.08, 0.01, 10.0
-COMPILE_TRAIN_S = {None: 75.0, "default": 75.0, "reduce-overhead": 90.0, "max-autotune": 240.0}
-# The seed sweeps' steps, trimmed so that the stage fits in 8 minutes (sizes stay as published), and their runs
-# packed into one job per sweep: ~80 runs would spend minutes starting Python, torch and CUDA one by one.
+# Costs on one H100 80GB HBM3 (torch 2.11), from the first GPU run (results/nvidia-h100-80gb-hbm3-torch2.11.0/),
+# for the estimates of a dry run: a job's start (Python, torch, CUDA), a run's own (its fork, CUDA context, probes,
+# cuDNN's autotuning, the counted steps after its window), more for a model's, a torch.compile of a training step by
+# mode and of a function (max-autotune's was not seen to end: over 100 s), and one measured step.
+START_S, RUN_S, MODEL_RUN_S = 10.0, 5.0, 5.0
+TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 0.03, 0.01, 8.0
+COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 50.0, "max-autotune": 240.0}
+# The seed sweeps' steps, trimmed (sizes stay as published), and their runs packed into one job per sweep: ~100 runs
+# would spend minutes starting Python, torch and CUDA one by one. Even so the seeds stage took 15 minutes on one H100,
+# most of it the runs' own costs, not their steps: two commands (the second with --resume).
 TRIMMED = {"steps": 30, "warmup_steps": 10}
 PACKED = "launcher.runs_per_job=64"
 BUDGET_S = 8 * 60  # what one stage may take
@@ -100,9 +104,9 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         return [
             # one process: the GPU tests fork, pin and count the GPU's processes (xdist's workers would share it)
             Step(
-                "pytest-gpu", [*python(), "-m", "pytest", "-m", "gpu", "-n0", "-q", "-p", "no:cacheprovider"], None, 120
+                "pytest-gpu", [*python(), "-m", "pytest", "-m", "gpu", "-n0", "-q", "-p", "no:cacheprovider"], None, 60
             ),
-            Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 180),
+            Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 90),
         ]
     if stage == "compile":
         # on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932); each mode a step of its own into one
@@ -110,7 +114,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
         compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
         modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]
-        table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP)]
+        table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP), "--vs", "compile=eager"]
         return [*modes, Step("compile-table", table, None, 10)]
     if stage in ("seeds", "timm"):
         trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
@@ -126,7 +130,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
             f"overhead-{kind}",
             [*python(), "-m", "bench.overhead", "--synced", "--rounds", "5", *BENCH_RUN, f"input_type={kind}"],
             None,
-            90,
+            35,
         )
         for kind in ("tensor", "subclass")
     ]
@@ -140,7 +144,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         f"input_type={','.join(input_types)}",
         "precision=amp_bf16,amp_fp16",
     ]
-    return [*overhead, Step("syncs", syncs, None, 120)]
+    return [*overhead, Step("syncs", syncs, None, 30)]
 
 
 def estimate(plan: Plan) -> float:
@@ -149,9 +153,10 @@ def estimate(plan: Plan) -> float:
     for spec in plan.runs:
         cfg = spec.config
         trains = cfg.workload.name == "train_step"
+        seconds += RUN_S + (MODEL_RUN_S if trains else 0.0)
         seconds += (cfg.steps + cfg.warmup_steps) * (TRAIN_STEP_S if trains else CALL_S)
         if cfg.compile.enabled:
-            seconds += COMPILE_TRAIN_S.get(cfg.compile.mode, 75.0) if trains else COMPILE_FUNCTION_S
+            seconds += COMPILE_TRAIN_S.get(cfg.compile.mode, 55.0) if trains else COMPILE_FUNCTION_S
     return seconds
 
 

@@ -5,12 +5,12 @@
         memory_format=channels_last input_type=subclass device=cuda
 
 The overrides (as for launch.py; default: timm's test_resnet, plain Tensor, contiguous) must name one
-run. After its warm-up, windows of `steps` steps alternate A, B, A, B...: A is the bare loop (the
+run. After its warm-up, windows of `steps` steps alternate A B, B A, A B...: A is the bare loop (the
 same steps with a clock that does nothing), B is perfsweep's (StepClock: perf_counter at every phase
 boundary, and a CUDA event on a GPU). Each window has one synchronize before and one after. Prints
-samples/s of each (median, IQR) and the ratio B/A of each adjacent pair (median, IQR).
+samples/s of each (median, IQR) and the ratio B/A within each round (median, IQR).
 
---synced adds a third loop C, A B C A B C...: perfsweep's clock with a synchronize at every phase
+--synced adds a third loop C, in rounds A B C, B C A, C A B...: perfsweep's clock with a synchronize at every phase
 boundary, as timm's `benchmark.py --detail` times phases: what such a harness costs (a GPU's
 queue drains at each boundary; on a CPU it changes nothing).
 """
@@ -47,6 +47,13 @@ class SyncedClock(StepClock):
         super().mark()
 
 
+def rotated(names: list[str], index: int) -> list[str]:
+    """Round `index`'s order: each loop takes each place in turn, so that none always follows the same one (a GPU
+    that has just run the synced loop, idle at every boundary, runs the next loop cooler and at a higher clock)."""
+    shift = index % len(names)
+    return names[shift:] + names[:shift]
+
+
 def spread(values: list[float]) -> str:
     q1, q2, q3 = statistics.quantiles(values, n=4) if len(values) > 1 else (values[0],) * 3
     return f"{q2:.4g} [IQR {q1:.4g} - {q3:.4g}]"
@@ -70,14 +77,14 @@ def main() -> None:
     if args.synced:
         clocks["synced"] = lambda: SyncedClock(device, cfg.steps, trainer.phases)
     samples = {name: [] for name in clocks}
-    first = cfg.warmup_steps
-    for _ in range(args.rounds):
-        for name, make_clock in clocks.items():
-            seconds = window(trainer, device, first, cfg.steps, make_clock())
+    first, names = cfg.warmup_steps, list(clocks)
+    for index in range(args.rounds):
+        for name in rotated(names, index):
+            seconds = window(trainer, device, first, cfg.steps, clocks[name]())
             samples[name].append(cfg.steps * cfg.model.batch_size / seconds)
             first += cfg.steps
-    order = " ".join("ABC"[: len(clocks)])
-    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, {order} interleaved")
+    orders = ", ".join(" ".join("ABC"[names.index(n)] for n in rotated(names, i)) for i in range(len(names)))
+    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, in turn {orders}")
     for name, values in samples.items():
         print(f"{name:<10} samples/s {spread(values)}")
     for name in list(clocks)[1:]:

@@ -36,7 +36,9 @@ class Progress:
         spent = ""
         if timing:
             self.timings.append(timing)
-            spent = f"; start-up {timing['startup_s']:.2f} s, window {timing['window_s']:.2f} s"
+            parts = [("start-up", "startup_s"), ("warm-up", "warmup_s"), ("window", "window_s")]
+            parts.append(("after the window", "records_s"))
+            spent = "; " + ", ".join(f"{label} {timing[key]:.2f} s" for label, key in parts if key in timing)
         self._line(f"[{self.finished}/{self.total}] {state:<6} {spec.name}  {detail}  ({seconds:.1f} s{spent})")
 
     def end_line(self) -> str:

@@ -54,7 +54,8 @@ class Status:
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
     # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
-    # same process, to its first step), window_s (the measured window), records_s, wandb_s
+    # same process, to its first step), warmup_s (its warm-up steps), window_s (the measured window), records_s
+    # (from the window's end to its records written: the counted steps, syncs and FLOPs, and the probes), wandb_s
     timing: dict[str, float] | None = None
     unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 

@@ -9,6 +9,7 @@ import records
 from analysis import summary
 from analysis.render import text
 from analysis.table import table_view, view
+from launch import main as analysis_cli
 from records import load_sweep
 
 
@@ -100,6 +101,24 @@ def test_a_group_without_baseline_has_no_ratio(sweep):
     write_run(sweep, "f", "subclass", "contiguous_3d", 50.0)
     _, table = rows(load_sweep(sweep))
     assert ["contiguous_3d", "subclass"] == table[-1][:2] and table[-1][-2] == "-"
+
+
+def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
+    assert analysis_cli(["table", str(sweep), "--vs", "memory_format=contiguous"]) == 0
+    lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0]]
+    cells = [[cell.strip() for cell in line] for line in lines[1:]]
+    ratio = header.index("vs contiguous")
+    speedups = {(r[1], r[2]): r[ratio].split(" [")[0] for r in cells}
+    assert speedups == {
+        ("contiguous", "tensor"): "1.00x",
+        ("channels_last", "tensor"): "1.20x",
+        ("contiguous", "subclass"): "1.00x",
+        ("channels_last", "subclass"): "1.50x",
+    }
+    for vs, named in [("compiled=eager", "'compiled' is not an axis"), ("memory_format=cl", "memory_format='cl'")]:
+        assert analysis_cli(["table", str(sweep), "--vs", vs]) == 2
+        assert named in capsys.readouterr().err
 
 
 def test_failed_runs_are_listed_not_tabled(sweep):

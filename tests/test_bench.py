@@ -29,7 +29,7 @@ def test_plan_scale_bench_prints_its_stages():
 def test_overhead_bench_prints_both_loops_and_their_ratio():
     out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu")
     lines = out.strip().splitlines()
-    assert "2 rounds of 3 steps, A B interleaved" in lines[0]
+    assert "2 rounds of 3 steps, in turn A B, B A" in lines[0]
     assert lines[1].startswith("bare") and lines[2].startswith("perfsweep")
     assert lines[3].startswith("perfsweep/bare throughput") and len(lines) == 4
 
@@ -37,7 +37,7 @@ def test_overhead_bench_prints_both_loops_and_their_ratio():
 def test_overhead_bench_adds_the_synced_loop_when_asked():
     out = bench("overhead.py", "--rounds", "2", "--synced", "steps=3", "warmup_steps=1", "device=cpu")
     lines = out.strip().splitlines()
-    assert "A B C interleaved" in lines[0] and lines[3].startswith("synced ")
+    assert "in turn A B C, B C A, C A B" in lines[0] and lines[3].startswith("synced ")
     assert [line.split(" ")[0] for line in lines[4:]] == ["perfsweep/bare", "synced/bare"]
 
 

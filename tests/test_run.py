@@ -28,10 +28,9 @@ def run(plan) -> tuple[Path, dict]:
 
 
 def wandb_records(run_dir: Path) -> list[dict]:
-    wandb = Path(sys.executable).with_name("wandb")
-    out = subprocess.run(
-        [str(wandb), "leet", "inspect", "--json", str(run_dir / "wandb")], capture_output=True, text=True, check=True
-    ).stdout
+    # `python -m wandb`: where wandb is installed with --target (a GPU machine's image), no script sits beside Python
+    command = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir / "wandb")]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 

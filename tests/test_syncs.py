@@ -5,6 +5,7 @@ the CUDA sync counts themselves are checked by the `gpu` tests here and in test_
 """
 
 import inspect
+import warnings
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ import torch
 from sweeps.plan import build_plan
 from train import fastai_parts
 from train.inputs import INPUT_TYPES
-from train.syncs import HostReads, count_host_syncs, host_sync_places
+from train.syncs import SYNC_WARNING, HostReads, count_host_syncs, host_sync_places, sync_places
 from train.timing import StepClock
 from train.window import make_workload, run_window, timed_steps
 
@@ -72,6 +73,15 @@ def test_each_device_sync_is_counted_at_its_place():
     assert set(places) == {item, nonzero} and places[item] == 3, places
     assert count_host_syncs(call, x.device) == sum(places.values())
     assert count_host_syncs(lambda: torch.relu(x), x.device) == 0
+
+
+def test_only_sync_warnings_count_not_the_debug_modes_own_notice():
+    def caught(message: str, line: int) -> warnings.WarningMessage:
+        return warnings.WarningMessage(UserWarning(message), UserWarning, "/x/train/step.py", line)
+
+    notice = "Synchronization debug mode is a prototype feature and does not yet detect all synchronizing operations"
+    found = [caught(notice, 1), caught(SYNC_WARNING, 2), caught(SYNC_WARNING, 2), caught(SYNC_WARNING, 3)]
+    assert sync_places(found) == {"/x/train/step.py:2": 2, "/x/train/step.py:3": 1}
 
 
 def test_a_cpu_has_no_device_syncs_to_count():

@@ -240,6 +240,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         finished = records.now()
         timing = {
             "startup_s": first_step - ready_since,
+            "warmup_s": warmup.seconds,
             "window_s": window.seconds,
             "records_s": time.time() - (window.ended_at or time.time()),
         }

@@ -50,7 +50,18 @@ def host_sync_places(call: Callable[[], object], device: torch.device) -> Counte
         finally:
             torch.cuda.set_sync_debug_mode(previous)
     synchronize(device)
-    return Counter(_short(w.filename, w.lineno) for w in caught if "synchroniz" in str(w.message))
+    return sync_places(caught)
+
+
+# What CUDA's sync debug mode warns at each synchronizing call (c10/cuda/CUDAFunctions.cpp). Its first use in a
+# process also warns "Synchronization debug mode is a prototype feature and does not yet detect all synchronizing
+# operations": a notice, not a sync.
+SYNC_WARNING = "called a synchronizing CUDA operation"
+
+
+def sync_places(caught: list[warnings.WarningMessage]) -> Counter[str]:
+    """The places of the sync warnings among `caught`, counted."""
+    return Counter(_short(w.filename, w.lineno) for w in caught if SYNC_WARNING in str(w.message))
 
 
 def count_host_syncs(call: Callable[[], object], device: torch.device) -> int | None:

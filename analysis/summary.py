@@ -63,7 +63,12 @@ def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
     fifth = max(1, len(steps) // 5)
     first, last = float(np.median(steps[:fifth])), float(np.median(steps[-fifth:]))
     if abs(first - last) > TREND * last:
-        reasons.append(f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms: warm-up not long enough")
+        why = (
+            "warm-up not long enough"
+            if first > last
+            else "slowing down (a throttling device, a cost that grows with the steps?)"
+        )
+        reasons.append(f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms: {why}")
     if stats.outliers:
         reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
     if not reasons:

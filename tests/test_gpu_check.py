@@ -26,7 +26,7 @@ def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
         f"stage {stage}" for stage in gpu_check.STAGES
     ]
     for sweep in gpu_check.SEED_SWEEPS + gpu_check.TIMM_SWEEPS:
-        assert f"launch.py sweep={sweep} steps=30 warmup_steps=10" in out and "device=cuda" in out
+        assert f"launch.py sweep={sweep} steps=30 warmup_steps=20" in out and "device=cuda" in out
     assert "-m pytest -m gpu" in out and "bench.overhead --synced" in out
     compiled = [line.split(" (")[0].strip() for line in out.splitlines() if line.startswith("  compile-")]
     assert compiled == [f"compile-{mode}" for mode in gpu_check.COMPILE_MODES] + ["compile-table"]

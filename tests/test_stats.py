@@ -46,6 +46,12 @@ def test_a_run_still_warming_up_is_flagged_with_the_reason():
     assert len(reasons) == 1 and "warm-up not long enough" in reasons[0] and "robust CV" in reasons[0]
 
 
+def test_a_run_slowing_down_is_not_said_to_warm_up():
+    steps = np.linspace(10, 20, 100)
+    (reason,) = summary.noise(steps, summary.phase_stats(steps))
+    assert "slowing down" in reason and "warm-up" not in reason
+
+
 def test_outlier_steps_are_counted_not_dropped():
     steps = np.concatenate([np.full(95, 10.0) + np.linspace(0, 0.1, 95), np.full(5, 100.0)])
     s = summary.phase_stats(steps)

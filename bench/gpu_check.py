@@ -87,6 +87,9 @@ class Step:
     command: list[str]
     sweep: list[str] | None = None  # the overrides of the sweep it launches
     estimate_s: float = 60.0  # for a step that launches no sweep
+    # the output whose last line says why it failed: pytest's is its summary on stdout ("4 failed, 53 passed"),
+    # and its stderr's last line may be a plugin's warning
+    says: str = "stderr"
 
 
 def python() -> list[str]:
@@ -102,12 +105,11 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
     """The commands of a stage, in order."""
     if stage == "tests":
         device_tests = ["tests/test_run.py", "tests/test_timing.py", "tests/test_syncs.py", "tests/test_functions.py"]
+        pytest, quiet = [*python(), "-m", "pytest"], ["-q", "-p", "no:cacheprovider"]
         return [
             # one process: the GPU tests fork, pin and count the GPU's processes (xdist's workers would share it)
-            Step(
-                "pytest-gpu", [*python(), "-m", "pytest", "-m", "gpu", "-n0", "-q", "-p", "no:cacheprovider"], None, 60
-            ),
-            Step("pytest-cuda", [*python(), "-m", "pytest", "-q", "-p", "no:cacheprovider", *device_tests], None, 90),
+            Step("pytest-gpu", [*pytest, "-m", "gpu", "-n0", *quiet], None, 60, says="stdout"),
+            Step("pytest-cuda", [*pytest, *quiet, *device_tests], None, 90, says="stdout"),
         ]
     if stage == "compile":
         # on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932); each mode a step of its own into one
@@ -295,7 +297,7 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
             code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
         else:
             code, stdout, stderr = run_step(step, seconds_left)
-            verdict = step_verdict(step, code, stderr, limit_s)
+            verdict = step_verdict(step, code, stdout if step.says == "stdout" else stderr, limit_s)
             code = 0 if verdict.startswith("passed") else code
             verdict += flagged(stdout)
         seconds = time.monotonic() - started
@@ -308,9 +310,10 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
     return 1 if failed else 0
 
 
-def step_verdict(step: Step, code: int | None, stderr: str, limit_s: float) -> str:
-    """passed, or failed with the error's last line; a sweep whose only failed runs are known torch issues passed."""
-    error = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")[:200]
+def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str:
+    """passed, or failed with the last line of what `says` why (step.says); a sweep whose only failed runs are known
+    torch issues passed."""
+    error = next((line for line in reversed(says.splitlines()) if line.strip()), "")[:200]
     if code == 0:
         return "passed"
     if code is None:

@@ -2,6 +2,7 @@
 device=cuda, prints each step's command and an estimate, and runs nothing (the stages themselves need a GPU)."""
 
 import subprocess
+import sys
 import time
 
 import pytest
@@ -72,6 +73,13 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):
     assert gpu_check.run_steps("check", again, tmp_path, limit_s=60, kept=kept) == 0
     summary = (tmp_path / "summary.md").read_text()
     assert kept["ok"] in summary and "| bad | passed |" in summary and "failed" not in summary
+
+
+def test_a_failed_pytest_step_is_summed_up_by_pytests_own_last_line(tmp_path):
+    script = "print('3 failed, 50 passed in 80.0s'); import sys; print('a plugin warning', file=sys.stderr); exit(1)"
+    tests = gpu_check.Step("tests", [sys.executable, "-c", script], says="stdout")
+    assert gpu_check.run_steps("check", [tests], tmp_path, limit_s=60) == 1
+    assert "| tests | failed (1): 3 failed, 50 passed in 80.0s |" in (tmp_path / "summary.md").read_text()
 
 
 def test_what_this_torch_lacks_is_reported_with_the_torch_that_has_it(monkeypatch):

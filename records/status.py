@@ -55,7 +55,8 @@ class Status:
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
     # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
     # same process, to its first step), warmup_s (its warm-up steps), window_s (the measured window), records_s
-    # (from the window's end to its records written: the counted steps, syncs and FLOPs, and the probes), wandb_s
+    # (from the window's end to its records written), counted_s (of which: the steps counted for syncs and FLOPs,
+    # and the probes of the GPU's neighbours and clocks), wandb_s
     timing: dict[str, float] | None = None
     unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 

@@ -221,6 +221,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         window = run_window(work, cfg.warmup_steps, cfg.steps, device)
+        counting = time.time()
         extra = {
             # Counted in one more step after the window, under CUDA's sync debug mode (None: a CPU has no device).
             "host_syncs_per_step": count_host_syncs(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock()), device),
@@ -231,6 +232,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             # One more step's FLOPs, counted (never timed) after the window.
             "flops_per_step": count_flops(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock())),
         }
+        counted_s = time.time() - counting
         summary = summarize(work, window, device, extra)
         if cfg.profile:
             profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / records.PROFILE)
@@ -243,6 +245,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             "warmup_s": warmup.seconds,
             "window_s": window.seconds,
             "records_s": time.time() - (window.ended_at or time.time()),
+            "counted_s": counted_s,
         }
         records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
     except (KeyboardInterrupt, SystemExit) as error:

@@ -112,7 +112,8 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
             Step("pytest-cuda", [*pytest, *quiet, *device_tests], None, 90, says="stdout"),
         ]
     if stage == "compile":
-        # on a plain Tensor (a pass-through subclass: pytorch/pytorch#193932); each mode a step of its own into one
+        # on a plain Tensor (each compile of ResNet50's step takes about a minute on an H100: four input types would
+        # take four times as long; seed000_followup compiles the subclass); each mode a step of its own into one
         # sweep folder, then their table side by side
         compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
         compiled += [f"{k}={v}" for k, v in TRIMMED.items()]

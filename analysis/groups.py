@@ -59,7 +59,7 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
     values = sorted({r.axis(axis) for r in runs})
     if value not in values:
-        raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its runs have {axis}= {', '.join(values)}")
+        raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
     return [dataclasses.replace(r, baseline=Baseline(axis, value)) for r in runs]
 
 

@@ -19,8 +19,12 @@ writes DIR/summary.md: the GPU, driver, torch/CUDA/cuDNN versions, and each step
 with the first line of its error, rewritten after every step. A sweep whose only failed runs failed on
 known torch issues (train/known_issues.py) passed, and its row names them. A stage stops at --limit
 seconds (default 540, inside a lent GPU's 10 minutes a command): a step still running then is ended with
-all it started, and the steps after it are written down as not run; --resume keeps the steps that
-passed in DIR and runs the others. DIR defaults to results/<gpu>-torch<version>/<stage> (printed).
+all it started, and the steps after it are written down as not run, but for a table of the runs before
+it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others.
+DIR defaults to results/<gpu>-torch<version>/<stage> (printed). The runs' records are packed into
+DIR/runs.tar.gz after every step: one file, which a GPU machine can hand back where a folder of many
+cannot, and which --resume unpacks when DIR/runs is not there, so that a stage cut short on one machine
+goes on on the next (its finished runs are not run again), and the tables can be made again anywhere.
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
 wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
 
@@ -37,6 +41,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -46,13 +51,16 @@ from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("tests", "seeds", "bench", "compile", "timm")  # in the order a lent GPU's half hour runs them
-# Costs on one H100 80GB HBM3 (torch 2.11), from the first GPU run (results/nvidia-h100-80gb-hbm3-torch2.11.0/),
-# for the estimates of a dry run: a job's start (Python, torch, CUDA), a run's own (its fork, CUDA context, probes,
-# cuDNN's autotuning, the counted steps after its window), more for a model's, a torch.compile of a training step by
-# mode and of a function (max-autotune's was not seen to end: over 100 s), and one measured step.
-START_S, RUN_S, MODEL_RUN_S = 10.0, 5.0, 5.0
+# Costs on one H100 80GB HBM3 (torch 2.11), from its GPU runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/), for the
+# estimates of a dry run: a job's start (Python, torch, CUDA), a run's own (its fork and CUDA context: 1 s; after its
+# window: 5.5 s), more for a model's (cuDNN timing its convolutions in the warm-up: 13 s, the median of 28 of timm's
+# models, from 1 s for a ViT to 40 s for GhostNet; an inference, forward only, a third of that by guess) where its
+# shapes are new to the machine, and 3 s where a run before it had them (ResNet50's runs took 20 s, then 10 s), a
+# torch.compile of a training step by mode and of a function (max-autotune's was not seen to end: over 316 s), and one
+# measured step.
+START_S, RUN_S, MODEL_RUN_S, SEEN_MODEL_RUN_S = 10.0, 6.5, 15.0, 3.0
 TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 0.03, 0.01, 8.0
-COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 50.0, "max-autotune": 240.0}
+COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 55.0, "max-autotune": 400.0}
 # The seed sweeps' steps, trimmed (sizes stay as published), and their runs packed into one job per sweep: ~100 runs
 # would spend minutes starting Python, torch and CUDA one by one. Even so the seeds stage took 15 minutes on one H100,
 # most of it the runs' own costs, not their steps: two commands (the second with --resume). The warm-up stays as
@@ -62,6 +70,8 @@ PACKED = "launcher.runs_per_job=64"
 BUDGET_S = 8 * 60  # what one stage may take
 # where a stage stops its steps: inside a lent GPU's 10 minutes a command, with its summary written
 STAGE_LIMIT_S = 9 * 60
+TABLE_AFTER_LIMIT_S = 30  # what a table of the runs before it may still take once the stage's limit is spent
+RECORDS = "runs.tar.gz"
 # the three headline tables first: a stage cut short by --limit still has them, and --resume runs the rest
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
@@ -90,6 +100,9 @@ class Step:
     # the output whose last line says why it failed: pytest's is its summary on stdout ("4 failed, 53 passed"),
     # and its stderr's last line may be a plugin's warning
     says: str = "stderr"
+    # a table of the runs the steps before it left (no GPU): it runs even when the stage's limit is spent, so that a
+    # stage cut short still tables what it finished
+    tables: bool = False
 
 
 def python() -> list[str]:
@@ -119,7 +132,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
         modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]
         table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP), "--vs", "compile=eager"]
-        return [*modes, Step("compile-table", table, None, 10)]
+        return [*modes, Step("compile-table", table, None, 10, tables=True)]
     if stage in ("seeds", "timm"):
         trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
         sweeps = SEED_SWEEPS if stage == "seeds" else TIMM_SWEEPS
@@ -154,10 +167,15 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
 def estimate(plan: Plan) -> float:
     """Seconds the plan's runs take, roughly (START_S and the other constants above)."""
     seconds = START_S * -(-len(plan.runs) // plan.settings.launcher.runs_per_job)
+    seen = set()
     for spec in plan.runs:
         cfg = spec.config
         trains = cfg.workload.name == "train_step"
-        seconds += RUN_S + (MODEL_RUN_S if trains else 0.0)
+        seconds += RUN_S
+        if "model" in cfg.workload.reads:
+            shapes = repr((cfg.workload.name, cfg.model, cfg.memory_format, cfg.precision))
+            seconds += SEEN_MODEL_RUN_S if shapes in seen else MODEL_RUN_S if trains else MODEL_RUN_S / 3
+            seen.add(shapes)
         seconds += (cfg.steps + cfg.warmup_steps) * (TRAIN_STEP_S if trains else CALL_S)
         if cfg.compile.enabled:
             seconds += COMPILE_TRAIN_S.get(cfg.compile.mode, 55.0) if trains else COMPILE_FUNCTION_S
@@ -263,7 +281,34 @@ def failed_runs(step: Step) -> tuple[list[str], list[str]]:
 
 
 def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False) -> int:
+    if resume:
+        unpack_records(out)
     return run_steps(stage, stage_steps(stage, out), out, limit_s, passed_before(out) if resume else {})
+
+
+def _is_record(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """The runs' records, not a launch's code snapshot, job logs, lock or half-written files."""
+    parts = Path(info.name).parts
+    return None if any(p in (".code", ".submitit", ".lock") or p.endswith(".tmp") for p in parts) else info
+
+
+def pack_records(out: Path) -> None:
+    """out/runs into out/runs.tar.gz (written whole, then moved into place)."""
+    runs = out / "runs"
+    if not runs.is_dir():
+        return
+    partial = out / f".{RECORDS}.tmp"
+    with tarfile.open(partial, "w:gz") as archive:
+        archive.add(runs, arcname="runs", filter=_is_record)
+    os.replace(partial, out / RECORDS)
+
+
+def unpack_records(out: Path) -> None:
+    """out/runs from out/runs.tar.gz, where out/runs is not there (a stage going on on another machine)."""
+    packed = out / RECORDS
+    if packed.is_file() and not (out / "runs").exists():
+        with tarfile.open(packed) as archive:
+            archive.extractall(out, filter="data")
 
 
 def passed_before(out: Path) -> dict[str, str]:
@@ -294,6 +339,8 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
             continue
         started = time.monotonic()
         seconds_left = limit_s - (started - stage_started)
+        if step.tables:
+            seconds_left = max(seconds_left, TABLE_AFTER_LIMIT_S)
         if seconds_left <= 0:
             code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
         else:
@@ -303,6 +350,8 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
             verdict += flagged(stdout)
         seconds = time.monotonic() - started
         (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
+        if step.sweep is not None:
+            pack_records(out)
         failed += code != 0
         lines.append(f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |")
         (out / "summary.md").write_text("\n".join(lines) + "\n")

@@ -56,7 +56,8 @@ class Status:
     # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
     # same process, to its first step), warmup_s (its warm-up steps), window_s (the measured window), records_s
     # (from the window's end to its records written), counted_s (of which: the steps counted for syncs and FLOPs,
-    # and the probes of the GPU's neighbours and clocks), wandb_s
+    # and the probes of the GPU's neighbours and clocks), summarized_s (the summary made), written_s (the step rows
+    # and summary written), wandb_s
     timing: dict[str, float] | None = None
     unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 

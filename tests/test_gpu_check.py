@@ -47,7 +47,8 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
     # the step starts a grandchild (as a launch starts its jobs) that would write the marker after 4 s
     hung = gpu_check.Step("hung", ["bash", "-c", f"(sleep 4; touch {marker}) & echo started; sleep 60"])
     table = "echo 'SHARED GPU r1: other processes on its GPU: x'; echo 'NOISY r2: robust CV 11%'; echo 'NOISY r3: y'"
-    steps = [gpu_check.Step("quick", ["bash", "-c", table]), hung, gpu_check.Step("after", ["true"])]
+    tabled = gpu_check.Step("tabled", ["echo", "what finished"], tables=True)
+    steps = [gpu_check.Step("quick", ["bash", "-c", table]), hung, gpu_check.Step("after", ["true"]), tabled]
     code = gpu_check.run_steps("check", steps, tmp_path, limit_s=2)
     assert code == 1
     summary = (tmp_path / "summary.md").read_text()
@@ -56,6 +57,8 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
         "passed; flagged: 1 SHARED GPU, 2 NOISY" in rows["quick"] and "stopped at the stage's 2 s limit" in rows["hung"]
     )
     assert "not run: the stage's 2 s were spent" in rows["after"]
+    assert "| passed |" in rows["tabled"], "a table of what finished runs after the limit"
+    assert "what finished" in (tmp_path / "tabled.txt").read_text()
     assert f"- perfsweep: {records.code.git_commit()['commit']}" in summary
     assert "started" in (tmp_path / "hung.txt").read_text() and "SHARED GPU r1" in (tmp_path / "quick.txt").read_text()
     time.sleep(4)
@@ -93,3 +96,23 @@ def test_what_this_torch_lacks_is_reported_with_the_torch_that_has_it(monkeypatc
 def test_without_a_gpu_a_stage_refuses_to_run_rather_than_pass_on_skipped_tests(tmp_path):
     assert gpu_check.main(["tests", "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tmp_path):
+    out = tmp_path / "stage"
+    tiny = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
+    tiny += ["warmup_steps=1", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
+    sweep = gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
+    assert gpu_check.run_steps("check", [sweep], out, limit_s=120) == 0
+    first = {run.name: run.status.finished_at for run in records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)}
+    assert len(first) == 2
+    # another machine: the folder comes back as the summary and the one packed file, and the stage goes on
+    for path in (out / "runs", out / "tiny.txt"):
+        subprocess.run(["rm", "-r", str(path)], check=True)
+    gpu_check.unpack_records(out)
+    names = {p.name for p in (out / "runs").rglob("*")}
+    assert {"steps.parquet", "summary.json", "status.json"} <= names and not names & {".code", ".submitit", ".lock"}
+    assert gpu_check.run_steps("check", [sweep], out, limit_s=120) == 0
+    assert "2 runs were already done" in (out / "tiny.txt").read_text()
+    again = records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)
+    assert {run.name: run.status.finished_at for run in again} == first, "finished runs are not run again"

@@ -234,11 +234,14 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         }
         counted_s = time.time() - counting
         summary = summarize(work, window, device, extra)
+        summarized_s = time.time() - counting - counted_s
         if cfg.profile:
             profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / records.PROFILE)
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
+        writing = time.time()
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary.to_json())
+        written_s = time.time() - writing
         finished = records.now()
         timing = {
             "startup_s": first_step - ready_since,
@@ -246,6 +249,8 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             "window_s": window.seconds,
             "records_s": time.time() - (window.ended_at or time.time()),
             "counted_s": counted_s,
+            "summarized_s": summarized_s,
+            "written_s": written_s,
         }
         records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
     except (KeyboardInterrupt, SystemExit) as error:

@@ -55,6 +55,19 @@ def count_flops(step: Callable[[], Any]) -> int | None:
     return counter.get_total_flops()
 
 
+def peak_table() -> Callable[[torch.device, Any], int | None] | None:
+    """lightning-fabric's lookup of a GPU's peak (importing it takes a fresh process half a second of a CPU: a job
+    that forks its runs imports it once); None where neither lightning-fabric nor the `lightning` bundle is there."""
+    try:
+        from lightning_fabric.utilities.throughput import get_available_flops
+    except ImportError:  # requirements.txt has it; a GPU image may have only the `lightning` bundle
+        try:
+            from lightning.fabric.utilities.throughput import get_available_flops
+        except ImportError:
+            return None
+    return get_available_flops
+
+
 def peak_flops(device: torch.device, precision: str) -> float | None:
     """The device's dense peak FLOP/s for the precision's dtype, if known."""
     if device.type != "cuda":
@@ -64,14 +77,9 @@ def peak_flops(device: torch.device, precision: str) -> float | None:
     hopper = next((peaks for part, peaks in HOPPER_DENSE.items() if part in name), None)
     if hopper is not None:
         return hopper.get(dtype)
-    try:
-        from lightning_fabric.utilities.throughput import get_available_flops
-    except ImportError:  # requirements.txt has it; a GPU image may have only the `lightning` bundle
-        try:
-            from lightning.fabric.utilities.throughput import get_available_flops
-        except ImportError:
-            return None
-
+    get_available_flops = peak_table()
+    if get_available_flops is None:
+        return None
     with warnings.catch_warnings():  # an unknown GPU is said by the table's "unknown", not a warning
         warnings.simplefilter("ignore")
         found = get_available_flops(device, dtype)

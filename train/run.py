@@ -25,7 +25,7 @@ from sweeps.spec import RunSpec
 from train import checks
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours, process_started_at
-from train.flops import count_flops, peak_flops
+from train.flops import count_flops, peak_flops, peak_table
 from train.known_issues import known_issue
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
@@ -132,9 +132,9 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
 
 
 def warm_up(specs: list[RunSpec]) -> None:
-    """Import what these runs need, once, in a job that forks them (launcher.isolation=fork): their model zoos
-    and W&B's module. Nothing here touches a device, sets threads or opens a W&B run: a forked child must
-    start as clean as a new interpreter."""
+    """Import what these runs need, once, in a job that forks them (launcher.isolation=fork): their model zoos,
+    W&B's module and, for GPU runs, lightning-fabric's table of peaks (its import calls no CUDA). Nothing here
+    touches a device, sets threads or opens a W&B run: a forked child must start as clean as a new interpreter."""
     import importlib
     import os
 
@@ -144,6 +144,9 @@ def warm_up(specs: list[RunSpec]) -> None:
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
     import torch._dynamo  # noqa: F401  (every run counts its FLOPs, whose first count imports it: 2 s of a CPU)
+
+    if any(s.config.device != "cpu" for s in specs):  # a GPU run's summary looks up the GPU's peak FLOP/s
+        peak_table()
 
     needed = {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()

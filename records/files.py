@@ -199,7 +199,9 @@ def read_steps(path: Path):
     found = read_record(path)
     if not hasattr(found, "read"):
         raise RecordError(found or Unreadable(Path(path), "missing"))
-    return found.read()
+    # One thread: a step file is small, and a process that read with Arrow's pool of threads can abort as it exits,
+    # its work done ("terminate called without an active exception", apache/arrow#34314).
+    return found.read(use_threads=False)
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """scripts/gpu-check plans every GPU stage on any machine: the dry run composes and checks each sweep with
 device=cuda, prints each step's command and an estimate, and runs nothing (the stages themselves need a GPU)."""
 
+import shutil
 import subprocess
 import sys
 import time
@@ -107,8 +108,8 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     first = {run.name: run.status.finished_at for run in records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)}
     assert len(first) == 2
     # another machine: the folder comes back as the summary and the one packed file, and the stage goes on
-    for path in (out / "runs", out / "tiny.txt"):
-        subprocess.run(["rm", "-r", str(path)], check=True)
+    shutil.rmtree(out / "runs")
+    (out / "tiny.txt").unlink()
     gpu_check.unpack_records(out)
     names = {p.name for p in (out / "runs").rglob("*")}
     assert {"steps.parquet", "summary.json", "status.json"} <= names and not names & {".code", ".submitit", ".lock"}

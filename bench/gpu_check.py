@@ -21,10 +21,10 @@ known torch issues (train/known_issues.py) passed, and its row names them. A sta
 seconds (default 540, inside a lent GPU's 10 minutes a command): a step still running then is ended with
 all it started, and the steps after it are written down as not run, but for a table of the runs before
 it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others.
-DIR defaults to results/<gpu>-torch<version>/<stage> (printed). The runs' records are packed into
-DIR/runs.tar.gz after every step: one file, which a GPU machine can hand back where a folder of many
-cannot, and which --resume unpacks when DIR/runs is not there, so that a stage cut short on one machine
-goes on on the next (its finished runs are not run again), and the tables can be made again anywhere.
+DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
+packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (bench/handover.py), which
+--resume unpacks, so that a stage cut short on one machine goes on on the next: its finished runs are not
+run again, and a max-autotune compile goes on from the kernels it timed.
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
 wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
 
@@ -41,11 +41,11 @@ import shlex
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 import records
+from bench import handover
 from records.code import code_version
 from sweeps.plan import Plan, PlanError, build_plan
 
@@ -71,7 +71,6 @@ BUDGET_S = 8 * 60  # what one stage may take
 # where a stage stops its steps: inside a lent GPU's 10 minutes a command, with its summary written
 STAGE_LIMIT_S = 9 * 60
 TABLE_AFTER_LIMIT_S = 30  # what a table of the runs before it may still take once the stage's limit is spent
-RECORDS = "runs.tar.gz"
 # the three headline tables first: a stage cut short by --limit still has them, and --resume runs the rest
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
@@ -256,10 +255,11 @@ def dry_run(stages: list[str]) -> int:
     return 1 if blocked else 0
 
 
-def run_step(step: Step, seconds_left: float) -> tuple[int | None, str, str]:
-    """Run one step in its own process group; (returncode or None if out of time, stdout, stderr)."""
+def run_step(step: Step, seconds_left: float, env: dict[str, str]) -> tuple[int | None, str, str]:
+    """Run one step in its own process group, with `env` added to this one's; (returncode or None if out of time,
+    stdout, stderr)."""
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    process = subprocess.Popen(step.command, cwd=ROOT, start_new_session=True, **pipes)
+    process = subprocess.Popen(step.command, cwd=ROOT, start_new_session=True, env={**os.environ, **env}, **pipes)
     try:
         stdout, stderr = process.communicate(timeout=max(seconds_left, 1))
         return process.returncode, stdout, stderr
@@ -282,33 +282,8 @@ def failed_runs(step: Step) -> tuple[list[str], list[str]]:
 
 def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False) -> int:
     if resume:
-        unpack_records(out)
+        handover.unpack(out)
     return run_steps(stage, stage_steps(stage, out), out, limit_s, passed_before(out) if resume else {})
-
-
-def _is_record(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """The runs' records, not a launch's code snapshot, job logs, lock or half-written files."""
-    parts = Path(info.name).parts
-    return None if any(p in (".code", ".submitit", ".lock") or p.endswith(".tmp") for p in parts) else info
-
-
-def pack_records(out: Path) -> None:
-    """out/runs into out/runs.tar.gz (written whole, then moved into place)."""
-    runs = out / "runs"
-    if not runs.is_dir():
-        return
-    partial = out / f".{RECORDS}.tmp"
-    with tarfile.open(partial, "w:gz") as archive:
-        archive.add(runs, arcname="runs", filter=_is_record)
-    os.replace(partial, out / RECORDS)
-
-
-def unpack_records(out: Path) -> None:
-    """out/runs from out/runs.tar.gz, where out/runs is not there (a stage going on on another machine)."""
-    packed = out / RECORDS
-    if packed.is_file() and not (out / "runs").exists():
-        with tarfile.open(packed) as archive:
-            archive.extractall(out, filter="data")
 
 
 def passed_before(out: Path) -> dict[str, str]:
@@ -344,14 +319,15 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
         if seconds_left <= 0:
             code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
         else:
-            code, stdout, stderr = run_step(step, seconds_left)
+            code, stdout, stderr = run_step(step, seconds_left, handover.inductor_env(out))
             verdict = step_verdict(step, code, stdout if step.says == "stdout" else stderr, limit_s)
-            code = 0 if verdict.startswith("passed") else code
             verdict += flagged(stdout)
+            kept = handover.autotuned(out) if code is None else ""  # what --resume goes on from
+            verdict += f"; {kept}" if kept else ""
+            code = 0 if verdict.startswith("passed") else code
         seconds = time.monotonic() - started
         (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
-        if step.sweep is not None:
-            pack_records(out)
+        handover.pack(out)
         failed += code != 0
         lines.append(f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |")
         (out / "summary.md").write_text("\n".join(lines) + "\n")
@@ -367,7 +343,7 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str
     if code == 0:
         return "passed"
     if code is None:
-        return f"failed: stopped at the stage's {limit_s:.0f} s limit; {error}"
+        return f"failed: stopped at the stage's {limit_s:.0f} s limit" + (f"; {error}" if error else "")
     if code == 1 and step.sweep is not None:
         known, others = failed_runs(step)
         if known and not others:

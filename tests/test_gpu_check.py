@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import records.code
-from bench import gpu_check
+from bench import gpu_check, handover
 from tests.conftest import ROOT
 
 
@@ -110,10 +110,47 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     # another machine: the folder comes back as the summary and the one packed file, and the stage goes on
     shutil.rmtree(out / "runs")
     (out / "tiny.txt").unlink()
-    gpu_check.unpack_records(out)
+    handover.unpack(out)
     names = {p.name for p in (out / "runs").rglob("*")}
     assert {"steps.parquet", "summary.json", "status.json"} <= names and not names & {".code", ".submitit", ".lock"}
     assert gpu_check.run_steps("check", [sweep], out, limit_s=120) == 0
     assert "2 runs were already done" in (out / "tiny.txt").read_text()
     again = records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)
     assert {run.name: run.status.finished_at for run in again} == first, "finished runs are not run again"
+
+
+# Inductor times kernels only on a GPU: the step writes what a max-autotune compile writes, through Inductor's own
+# cache (the ops' timings) and where Inductor puts a Triton kernel's best config (beside its source in cache_dir()).
+TIMES_KERNELS = """
+import json, pathlib, time
+from torch._inductor.codecache import PersistentCache
+from torch._inductor.runtime.runtime_utils import cache_dir
+PersistentCache().update_local_cache({"convolution": {"x64": {"highest": {"triton_conv_1": 0.021, "aten": 0.025}}}})
+kernel = pathlib.Path(cache_dir()) / "ab" / "cabkernel.best_config"
+kernel.parent.mkdir(parents=True, exist_ok=True)
+kernel.write_text(json.dumps({"XBLOCK": 1024, "num_warps": 4}))
+print("timed", cache_dir(), flush=True)
+time.sleep(120)
+"""
+READS_TIMINGS = """
+import json
+from torch._inductor.codecache import PersistentCache
+print(json.dumps(PersistentCache().get_local_cache()))
+"""
+
+
+def test_a_compile_cut_short_goes_on_from_what_inductor_timed_on_another_machine(tmp_path):
+    out = tmp_path / "stage"
+    tuning = gpu_check.Step("tune", [sys.executable, "-c", TIMES_KERNELS])
+    assert gpu_check.run_steps("check", [tuning], out, limit_s=20) == 1
+    row = next(line for line in (out / "summary.md").read_text().splitlines() if line.startswith("| tune "))
+    assert "stopped at the stage's 20 s limit; Inductor's timings kept: 1 ops, 1 kernels |" in row
+    assert f"timed {out / handover.INDUCTOR_CACHE}" in (out / "tune.txt").read_text(), "the step used the stage's cache"
+    # another machine: the stage's folder comes back without its Inductor cache; --resume unpacks what was timed
+    shutil.rmtree(out / handover.INDUCTOR_CACHE)
+    handover.unpack(out)
+    reading = gpu_check.Step("read", [sys.executable, "-c", READS_TIMINGS])
+    assert gpu_check.run_steps("check", [reading], out, limit_s=60) == 0
+    read = (out / "read.txt").read_text()
+    assert '"triton_conv_1": 0.021' in read, "Inductor reads the timings it wrote on the first machine"
+    assert (out / handover.INDUCTOR_CACHE / "ab" / "cabkernel.best_config").is_file()

@@ -22,9 +22,9 @@ seconds (default 540, inside a lent GPU's 10 minutes a command): a step still ru
 all it started, and the steps after it are written down as not run, but for a table of the runs before
 it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others.
 DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
-packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (bench/handover.py), which
---resume unpacks, so that a stage cut short on one machine goes on on the next: its finished runs are not
-run again, and a max-autotune compile goes on from the kernels it timed.
+packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (bench/handover.py), so that a
+stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
+run again), and any run of the stage the timings (a max-autotune compile goes on from the kernels it timed).
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
 wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
 
@@ -281,8 +281,9 @@ def failed_runs(step: Step) -> tuple[list[str], list[str]]:
 
 
 def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False) -> int:
+    handover.unpack_timings(out)
     if resume:
-        handover.unpack(out)
+        handover.unpack_records(out)
     return run_steps(stage, stage_steps(stage, out), out, limit_s, passed_before(out) if resume else {})
 
 

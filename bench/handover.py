@@ -10,7 +10,8 @@ easily than a folder of many), beside its tables in DIR:
   packed: the compiled kernels (hundreds of them, one per config tried) are built again from them, one config each,
   and not timed again. Inductor uses them only on the same GPU model, CUDA and Triton (its system hash).
 
-Both are written after every step, and unpacked by a stage's --resume where they are not on disk.
+Both are written after every step. A stage's --resume unpacks its records; every run of a stage unpacks the timings,
+as Inductor's cache on one machine would have kept them.
 """
 
 import json
@@ -40,13 +41,17 @@ def pack(out: Path) -> None:
         _write(out / AUTOTUNE, lambda archive: [archive.add(p, arcname=str(p.relative_to(cache))) for p in timed])
 
 
-def unpack(out: Path) -> None:
-    """out/runs from out/runs.tar.gz where out/runs is not there, and the timings in out/autotune.tar.gz that
-    out/inductor-cache lacks (one that is there is as new as the packed one, or newer)."""
+def unpack_records(out: Path) -> None:
+    """out/runs from out/runs.tar.gz, where out/runs is not there (a stage going on on another machine)."""
     packed = out / RECORDS
     if packed.is_file() and not (out / "runs").exists():
         with tarfile.open(packed) as archive:
             archive.extractall(out, filter="data")
+
+
+def unpack_timings(out: Path) -> None:
+    """The timings in out/autotune.tar.gz that out/inductor-cache lacks (one that is there is as new as the packed
+    one, or newer)."""
     packed, cache = out / AUTOTUNE, out / INDUCTOR_CACHE
     if packed.is_file():
         with tarfile.open(packed) as archive:

@@ -37,8 +37,13 @@ def pack(out: Path) -> None:
         _write(out / RECORDS, lambda archive: archive.add(runs, arcname="runs", filter=_is_record))
     cache = out / INDUCTOR_CACHE
     timed = autotuning_files(cache)
+
+    def add_timed(archive: tarfile.TarFile) -> None:
+        for path in timed:
+            archive.add(path, arcname=str(path.relative_to(cache)))
+
     if timed:
-        _write(out / AUTOTUNE, lambda archive: [archive.add(p, arcname=str(p.relative_to(cache))) for p in timed])
+        _write(out / AUTOTUNE, add_timed)
 
 
 def unpack_records(out: Path) -> None:
@@ -93,7 +98,7 @@ def _is_record(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return None if any(p in (".code", ".submitit", ".lock") or p.endswith(".tmp") for p in parts) else info
 
 
-def _write(packed: Path, add: Callable[[tarfile.TarFile], object]) -> None:
+def _write(packed: Path, add: Callable[[tarfile.TarFile], None]) -> None:
     """A packed file written whole, then moved into place: a stage cut off while packing leaves the last one."""
     partial = packed.with_name(f".{packed.name}.tmp")
     with tarfile.open(partial, "w:gz") as archive:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from analysis import stats
+from analysis import machines, stats
 from analysis.render import Column, View
 from records import DONE, FAILED, RunRecord, load_sweep
 
@@ -151,8 +151,10 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
 
 
 def our_setting(runs: list[RunRecord]) -> str:
-    run = next((r for r in runs if r.env), runs[0])
-    return f"{run.device}, torch {run.torch_version}"
+    run = machines.usual(runs) or runs[0]
+    others = len(machines.elsewhere([r for r in runs if r.state == DONE]))
+    elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
+    return f"{run.device}, torch {run.torch_version}{elsewhere}"
 
 
 def view(sweep_dir: Path) -> View | None:

@@ -5,7 +5,7 @@ python -m analysis table SWEEP_DIR [--csv]
 
 from pathlib import Path
 
-from analysis import stats
+from analysis import machines, stats
 from analysis.groups import axis_order, baselines, compared_along, group_key, phase_columns, varying
 from analysis.render import Column, View
 from analysis.summary import noise, phase_stats
@@ -79,7 +79,7 @@ def context(runs: list[RunRecord]) -> str:
     """What every row shares: the constant axes, the device and the software."""
     axes, _ = varying(runs)
     fixed = " ".join(f"{a}={runs[0].axis(a)}" for a in axis_order(runs) if a in runs[0].axes and a not in axes)
-    env_run = next((r for r in runs if r.env), runs[0])
+    env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))
     device = env_run.device if on_gpu else f"{env_run.device} ({env_run.threads} threads)"
     timer = next((r.summary.timer for r in runs if r.summary), "?")
@@ -109,6 +109,7 @@ def flags(runs: list[RunRecord]) -> list[str]:
         for r in done
         if r.summary and r.summary.batch_size and r.summary.batch_size != r.fields.get("model.batch_size")
     ]
+    found += machines.elsewhere(done)
     found += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in done

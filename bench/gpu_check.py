@@ -352,7 +352,7 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str
     return f"failed ({code}): {error}"
 
 
-FLAGS = ("SHARED GPU", "DRIFT", "NOISY", "BATCH REDUCED")  # what a sweep's table flags about a run
+FLAGS = ("SHARED GPU", "MIXED MACHINES", "DRIFT", "NOISY", "BATCH REDUCED")  # what a sweep's table flags about a run
 
 
 def flagged(stdout: str) -> str:

@@ -168,6 +168,22 @@ class RunRecord:
     def torch_version(self) -> str:
         return str(((self.env or {}).get("packages") or {}).get("torch", "?"))
 
+    @property
+    def machine(self) -> dict[str, str]:
+        """What the run's figures depend on beyond its config, by label: the GPU with its driver, CUDA and cuDNN,
+        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike."""
+        env = self.env or {}
+        gpu = env.get("gpu") or {}
+        if not gpu:
+            return {"CPU": str(env.get("cpu", "?")), "threads": self.threads, "torch": self.torch_version}
+        return {
+            "GPU": str(gpu.get("name")),
+            "driver": str(gpu.get("driver")),
+            "torch": self.torch_version,
+            "CUDA": str(env.get("cuda")),
+            "cuDNN": str(env.get("cudnn")),
+        }
+
 
 def _readable(path: Path) -> Any:
     found = read_record(path)

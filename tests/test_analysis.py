@@ -137,6 +137,19 @@ def test_a_run_that_shared_its_gpu_is_flagged(sweep):
     assert "SHARED GPU c" not in render(sweep)
 
 
+def test_a_run_on_another_machine_is_flagged_and_the_usual_one_named(sweep):
+    """env.json as a GPU run writes it (train/env.py): two kinds of GPU machine cannot be had here."""
+    h100 = {"gpu": {"name": "NVIDIA H100 80GB HBM3", "driver": "580.159.04"}, "cuda": "13.0", "cudnn": 91900}
+    h100["packages"] = {"torch": "2.11.0"}
+    for name in "abcd":
+        records.write_json(sweep / name / records.ENV, h100)
+    assert "MIXED" not in render(sweep)
+    records.write_json(sweep / "a" / records.ENV, h100 | {"cuda": "12.8", "packages": {"torch": "2.14.1"}})
+    shown = render(sweep)
+    assert "MIXED MACHINES a: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)" in shown
+    assert "| NVIDIA H100 80GB HBM3 | torch 2.11.0 |" in shown and "MIXED MACHINES b" not in shown
+
+
 def test_unreadable_run_is_skipped_with_a_warning(sweep):
     (sweep / "b" / records.CONFIG).write_text("{ half a file")
     with pytest.warns(UserWarning, match="skipping run b"):

@@ -1,0 +1,43 @@
+"""Which machine a table's runs ran on, and the runs that ran on another one.
+
+A ratio between two runs is side by side only when both ran on the same kind of machine with the same software
+(RunRecord.machine: GPU and driver, or CPU and threads; torch, CUDA, cuDNN). A sweep resumed elsewhere, or a Slurm
+array spread over a partition of mixed nodes, can put runs of one table on different ones: the table names the
+machine most of its runs had, and flags each run that had another (MIXED MACHINES) with what differed.
+"""
+
+from collections import Counter
+
+from records import RunRecord
+
+
+def _key(run: RunRecord) -> tuple[tuple[str, str], ...]:
+    return tuple(run.machine.items())
+
+
+def usual(runs: list[RunRecord]) -> RunRecord | None:
+    """A run on the machine most of the runs (with an env record) had; the first such run of the most common."""
+    known = [r for r in runs if r.env]
+    if not known:
+        return None
+    most, _ = Counter(_key(r) for r in known).most_common(1)[0]
+    return next(r for r in known if _key(r) == most)
+
+
+def elsewhere(runs: list[RunRecord]) -> list[str]:
+    """'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)' for each
+    run (with an env record) whose machine differs from the usual one."""
+    main = usual(runs)
+    if main is None:
+        return []
+    on_main = sum(_key(r) == _key(main) for r in runs if r.env)
+    found = []
+    for run in runs:
+        if not run.env or _key(run) == _key(main):
+            continue
+        ours, theirs = main.machine, run.machine
+        labels = [label for label in {**ours, **theirs} if theirs.get(label) != ours.get(label)]
+        differs = ", ".join(f"{label} {theirs.get(label, '?')}" for label in labels)
+        usually = ", ".join(f"{label} {ours.get(label, '?')}" for label in labels)
+        found.append(f"MIXED MACHINES {run.name}: {differs} (the table's other {on_main} runs: {usually})")
+    return found

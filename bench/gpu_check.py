@@ -1,6 +1,6 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
-    scripts/gpu-check STAGE [--out DIR] [--limit S] [--resume] [--dry-run]
+    scripts/gpu-check STAGE [--out DIR] [--limit S] [--resume] [--step NAME ...] [--dry-run]
     STAGE: tests, seeds, bench, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
 tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
@@ -20,7 +20,9 @@ with the first line of its error, rewritten after every step. A sweep whose only
 known torch issues (train/known_issues.py) passed, and its row names them. A stage stops at --limit
 seconds (default 540, inside a lent GPU's 10 minutes a command): a step still running then is ended with
 all it started, and the steps after it are written down as not run, but for a table of the runs before
-it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others.
+it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others (a
+table again, and a sweep whose runs' records are not all there). --step NAME runs only the named steps (each
+other one is written down as not asked for): max-autotune's compile alone, with the whole limit to time kernels.
 DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
 packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (bench/handover.py), so that a
 stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
@@ -75,7 +77,8 @@ TABLE_AFTER_LIMIT_S = 30  # what a table of the runs before it may still take on
 SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # The compile modes, the one that compiles longest (it benchmarks kernels) last: a stage cut short by --limit keeps
-# the modes before it, and --resume runs that one with the whole of a fresh limit.
+# the modes before it. --step compile-max_autotune gives that one a whole limit to time its kernels, which a later
+# run of the stage reuses (bench/handover.py), so that all four modes can run on one machine, side by side.
 COMPILE_MODES = ("eager", "default", "reduce_overhead", "max_autotune")
 COMPILE_SWEEP = "compile_modes"
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
@@ -280,11 +283,28 @@ def failed_runs(step: Step) -> tuple[list[str], list[str]]:
     return known, [run.name for run in failed if not (run.status.error and run.status.error.known)]
 
 
-def run_stage(stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False) -> int:
+def run_stage(
+    stage: str, out: Path, limit_s: float = STAGE_LIMIT_S, resume: bool = False, only: list[str] | None = None
+) -> int:
     handover.unpack_timings(out)
     if resume:
         handover.unpack_records(out)
-    return run_steps(stage, stage_steps(stage, out), out, limit_s, passed_before(out) if resume else {})
+    steps = stage_steps(stage, out)
+    kept = passed_before(out) if resume else {}
+    kept = {step.name: kept[step.name] for step in steps if step.name in kept and stands(step)}
+    return run_steps(stage, steps, out, limit_s, kept, only)
+
+
+def stands(step: Step) -> bool:
+    """Whether a step that passed before stands without running again: not a table (it tables the runs there now),
+    and not a sweep with a run whose records are not there (its row would stand for runs no table can show)."""
+    if step.tables:
+        return False
+    if step.sweep is None:
+        return True
+    plan = build_plan(step.sweep)
+    there = {run.name: run.state for run in records.load_sweep(plan.sweep_dir)} if plan.sweep_dir.is_dir() else {}
+    return all(there.get(spec.name) in records.FINAL for spec in plan.runs)
 
 
 def passed_before(out: Path) -> dict[str, str]:
@@ -295,9 +315,17 @@ def passed_before(out: Path) -> dict[str, str]:
     return {parts[0][2:]: row for row, parts in cells if len(parts) >= 4 and parts[1].startswith("passed")}
 
 
-def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: dict[str, str] | None = None) -> int:
-    """Run a stage's steps within limit_s (but those `kept`: their rows from an earlier run), keep their output,
-    and write its summary.md after every step (a stage cut off from outside still leaves what it finished)."""
+def run_steps(
+    stage: str,
+    steps: list[Step],
+    out: Path,
+    limit_s: float,
+    kept: dict[str, str] | None = None,
+    only: list[str] | None = None,
+) -> int:
+    """Run a stage's steps within limit_s (but those `kept`: their rows from an earlier run; and, given `only`, just
+    the steps it names), keep their output, and write its summary.md after every step (a stage cut off from outside
+    still leaves what it finished)."""
     out.mkdir(parents=True, exist_ok=True)
     kept = kept or {}
     found = machine()
@@ -310,31 +338,40 @@ def run_steps(stage: str, steps: list[Step], out: Path, limit_s: float, kept: di
     failed, stage_started = 0, time.monotonic()
     for step in steps:
         if step.name in kept:
-            lines.append(kept[step.name])
-            print(f"{step.name}: passed before (--resume keeps it)", flush=True)
-            continue
-        started = time.monotonic()
-        seconds_left = limit_s - (started - stage_started)
-        if step.tables:
-            seconds_left = max(seconds_left, TABLE_AFTER_LIMIT_S)
-        if seconds_left <= 0:
-            code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
+            row, said = kept[step.name], "passed before (--resume keeps it)"
+        elif only is not None and step.name not in only:
+            row, said = f"| {step.name} | not run: not asked for (--step) | 0 | `{shlex.join(step.command)}` |", ""
         else:
-            code, stdout, stderr = run_step(step, seconds_left, handover.inductor_env(out))
-            verdict = step_verdict(step, code, stdout if step.says == "stdout" else stderr, limit_s)
-            verdict += flagged(stdout)
-            kept = handover.autotuned(out) if code is None else ""  # what --resume goes on from
-            verdict += f"; {kept}" if kept else ""
-            code = 0 if verdict.startswith("passed") else code
-        seconds = time.monotonic() - started
-        (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
-        handover.pack(out)
-        failed += code != 0
-        lines.append(f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |")
+            code, verdict, seconds = run_one(step, out, limit_s - (time.monotonic() - stage_started), limit_s)
+            failed += code != 0
+            row = f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |"
+            said = f"{verdict} ({seconds:.0f} s)"
+        lines.append(row)
         (out / "summary.md").write_text("\n".join(lines) + "\n")
-        print(f"{step.name}: {verdict} ({seconds:.0f} s)", flush=True)
+        if said:
+            print(f"{step.name}: {said}", flush=True)
     print(f"{stage}: {out / 'summary.md'}")
     return 1 if failed else 0
+
+
+def run_one(step: Step, out: Path, seconds_left: float, limit_s: float) -> tuple[int | None, str, float]:
+    """Run one step (a table even once the stage's time is spent), keep its output and pack what it leaves;
+    (0 if it passed, its verdict, seconds)."""
+    started = time.monotonic()
+    if step.tables:
+        seconds_left = max(seconds_left, TABLE_AFTER_LIMIT_S)
+    if seconds_left <= 0:
+        code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
+    else:
+        code, stdout, stderr = run_step(step, seconds_left, handover.inductor_env(out))
+        verdict = step_verdict(step, code, stdout if step.says == "stdout" else stderr, limit_s)
+        verdict += flagged(stdout)
+        timed = handover.autotuned(out) if code is None else ""  # what the next run of the stage goes on from
+        verdict += f"; {timed}" if timed else ""
+        code = 0 if verdict.startswith("passed") else code
+    (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
+    handover.pack(out)
+    return code, verdict, time.monotonic() - started
 
 
 def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str:
@@ -370,8 +407,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate every step; run nothing")
     parser.add_argument("--limit", type=float, default=STAGE_LIMIT_S, help="seconds a stage may run (default 540)")
     parser.add_argument("--resume", action="store_true", help="keep the steps that passed in DIR; run the others")
+    parser.add_argument("--step", action="extend", nargs="+", metavar="NAME", help="run only these steps")
     args = parser.parse_args(argv)
     stages = list(STAGES) if args.stage == "all" else [args.stage]
+    if args.step and args.stage == "all":
+        parser.error("--step names steps of one stage, not of all")
+    names = [step.name for step in stage_steps(args.stage, Path("out"))] if args.step else []
+    if unknown := sorted(set(args.step or ()) - set(names)):
+        parser.error(f"--step {', '.join(unknown)}: not a step of {args.stage}; its steps: {', '.join(names)}")
     if args.dry_run:
         return dry_run(stages)
     if machine()["gpu"] == "no CUDA GPU":  # the GPU tests would all be skipped: a stage would pass on nothing
@@ -380,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     outs = [args.out / stage if args.out else default_out(stage) for stage in stages]
-    return max(run_stage(stage, out, args.limit, args.resume) for stage, out in zip(stages, outs, strict=True))
+    runs = [run_stage(stage, out, args.limit, args.resume, args.step) for stage, out in zip(stages, outs, strict=True)]
+    return max(runs)
 
 
 if __name__ == "__main__":

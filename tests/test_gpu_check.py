@@ -67,16 +67,34 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
 
 
 def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):
-    first = [gpu_check.Step("ok", ["true"]), gpu_check.Step("bad", ["bash", "-c", "echo broken >&2; exit 3"])]
+    broken = gpu_check.Step("bad", ["bash", "-c", "echo broken >&2; exit 3"])
+    first = [gpu_check.Step("ok", ["true"]), broken, gpu_check.Step("later", ["true"])]
     assert gpu_check.run_steps("check", first, tmp_path, limit_s=60) == 1
     assert "| bad | failed (3): broken |" in (tmp_path / "summary.md").read_text()
     kept = gpu_check.passed_before(tmp_path)
-    assert list(kept) == ["ok"]
-    # run again, "ok" would now fail: it is kept, not run; "bad" is run again and passes
-    again = [gpu_check.Step("ok", ["false"]), gpu_check.Step("bad", ["true"])]
+    assert list(kept) == ["ok", "later"]
+    # run again, "ok" and "later" would now fail: they are kept, not run; "bad" is run again and passes
+    again = [gpu_check.Step("ok", ["false"]), gpu_check.Step("bad", ["true"]), gpu_check.Step("later", ["false"])]
     assert gpu_check.run_steps("check", again, tmp_path, limit_s=60, kept=kept) == 0
     summary = (tmp_path / "summary.md").read_text()
-    assert kept["ok"] in summary and "| bad | passed |" in summary and "failed" not in summary
+    assert kept["ok"] in summary and kept["later"] in summary and "| bad | passed |" in summary
+    assert "failed" not in summary
+
+
+def test_only_the_steps_asked_for_run_and_the_others_are_written_down(tmp_path, capsys):
+    steps = [gpu_check.Step(name, ["bash", "-c", f"touch {tmp_path / name}"]) for name in ("a", "b", "c")]
+    assert gpu_check.run_steps("check", steps, tmp_path, limit_s=60, only=["b"]) == 0
+    assert [p.name for p in tmp_path.iterdir() if p.name in "abc"] == ["b"]
+    rows = [line for line in (tmp_path / "summary.md").read_text().splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        ["| a", "not run: not asked for (--step)"],
+        ["| b", "passed"],
+        ["| c", "not run: not asked for (--step)"],
+    ]
+    with pytest.raises(SystemExit):
+        gpu_check.main(["compile", "--step", "compile-max_autotune", "nosuch"])
+    said = capsys.readouterr().err
+    assert "--step nosuch: not a step of compile; its steps: compile-eager, compile-default" in said
 
 
 def test_a_failed_pytest_step_is_summed_up_by_pytests_own_last_line(tmp_path):
@@ -117,6 +135,29 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     assert "2 runs were already done" in (out / "tiny.txt").read_text()
     again = records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)
     assert {run.name: run.status.finished_at for run in again} == first, "finished runs are not run again"
+
+
+def test_resume_runs_again_a_table_and_a_sweep_whose_records_are_gone(tmp_path, monkeypatch):
+    out = tmp_path / "stage"
+    tiny = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
+    tiny += ["warmup_steps=1", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
+    sweep = gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
+    table = gpu_check.Step("table", ["bash", "-c", f"ls {out / 'runs'} > {tmp_path / 'tabled'}"], tables=True)
+    monkeypatch.setattr(gpu_check, "stage_steps", lambda stage, out: [sweep, table])
+    assert gpu_check.run_stage("check", out, limit_s=120) == 0
+    (tmp_path / "tabled").unlink()
+    launched = (out / "tiny.txt").stat().st_mtime_ns
+    # the records come back from the packed file: the sweep's row stands; the table is made again
+    shutil.rmtree(out / "runs")
+    assert gpu_check.run_stage("check", out, limit_s=120, resume=True) == 0
+    assert (out / "tiny.txt").stat().st_mtime_ns == launched, "the sweep was not launched again"
+    assert (tmp_path / "tabled").is_file()
+    # the records are gone for good: the sweep's row no longer stands, and its runs run again
+    shutil.rmtree(out / "runs")
+    (out / handover.RECORDS).unlink()
+    assert gpu_check.run_stage("check", out, limit_s=120, resume=True) == 0
+    assert "sweep " in (out / "tiny.txt").read_text() and (out / "tiny.txt").stat().st_mtime_ns != launched
+    assert len(records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)) == 2
 
 
 # Inductor times kernels only on a GPU: the step writes what a max-autotune compile writes, through Inductor's own

@@ -4,9 +4,10 @@
 
 A is the reference (before), B the candidate (after): two torch versions, before and after a
 change, eager against compiled. Runs are matched by their axes and config, leaving out what each
-sweep holds constant but the two do not share (printed as what the sweeps differ in) and how long
-they measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with
-a bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
+sweep holds constant but the two do not share (printed as what the sweeps differ in, beside where
+the machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they
+measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with a
+bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
 interval that excludes 1; an improvement is the same the other way. The final loss is compared
 too: a change by more than the tolerance of how far A's loss moved while it trained is flagged,
 since a faster step that trains differently is no improvement, and so are NaN or infinite losses
@@ -16,7 +17,7 @@ since a faster step that trains differently is no improvement, and so are NaN or
 import dataclasses
 from pathlib import Path
 
-from analysis import stats
+from analysis import machines, stats
 from analysis.groups import is_declaration
 from analysis.render import Column, View
 from records import DONE, RunRecord, load_sweep
@@ -38,6 +39,14 @@ def differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, 
         if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
             found[key] = (values_a.pop(), values_b.pop())
     return found
+
+
+def machine_differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
+    """Where the machine most of A's runs had and B's differ (analysis/machines.py): GPU, driver, torch..."""
+    usual_a, usual_b = machines.usual(a), machines.usual(b)
+    if usual_a is None or usual_b is None:
+        return {}
+    return machines.differences(usual_a.machine, usual_b.machine)
 
 
 def pairs(
@@ -122,6 +131,7 @@ def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: floa
     differ, matched = pairs(*done)
     lines = [line for a, b in matched for line in pair_lines(a, b, threshold, loss_tolerance)]
     regressed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in lines)
+    differ |= machine_differences(*done)
     above = [
         f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)",
         "they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"),

@@ -35,9 +35,13 @@ def elsewhere(runs: list[RunRecord]) -> list[str]:
     for run in runs:
         if not run.env or _key(run) == _key(main):
             continue
-        ours, theirs = main.machine, run.machine
-        labels = [label for label in {**ours, **theirs} if theirs.get(label) != ours.get(label)]
-        differs = ", ".join(f"{label} {theirs.get(label, '?')}" for label in labels)
-        usually = ", ".join(f"{label} {ours.get(label, '?')}" for label in labels)
-        found.append(f"MIXED MACHINES {run.name}: {differs} (the table's other {on_main} runs: {usually})")
+        differ = differences(main.machine, run.machine)
+        theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
+        usually = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
+        found.append(f"MIXED MACHINES {run.name}: {theirs} (the table's other {on_main} runs: {usually})")
     return found
+
+
+def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The labels of two machines (RunRecord.machine) whose values differ: label -> (a's, b's)."""
+    return {label: (a.get(label, "?"), b.get(label, "?")) for label in {**a, **b} if a.get(label) != b.get(label)}

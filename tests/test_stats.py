@@ -112,6 +112,18 @@ def test_compare_flags_a_ten_percent_regression_and_exits_1(tmp_path, capsys):
     assert analysis_main(["compare", str(a), str(b)]) == 1
 
 
+def test_compare_names_where_the_two_sweeps_machines_differ(tmp_path):
+    """env.json as a CPU run writes it (train/env.py), with another torch in B: one machine here has one torch."""
+    a = write_sweep(tmp_path, "before", 1.0, seed=1)
+    b = write_sweep(tmp_path, "after", 1.0, seed=2)
+    env = {"cpu": "Intel Xeon", "torch_threads": 2}
+    for sweep, torch_version in ((a, "2.11.0"), (b, "2.14.1")):
+        for run in sweep.iterdir():
+            records.write_json(run / records.ENV, env | {"packages": {"torch": torch_version}})
+    shown, _ = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert "they differ in: torch 2.11.0 -> 2.14.1" in text(shown)
+
+
 def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
     flagged = 0
     for seed in range(10):

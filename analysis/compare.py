@@ -4,8 +4,8 @@
 
 A is the reference (before), B the candidate (after): two torch versions, before and after a
 change, eager against compiled. Runs are matched by their axes and config, leaving out what each
-sweep holds constant but the two do not share (printed as what the sweeps differ in, beside where
-the machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they
+sweep holds constant but the two do not share (printed as what the sweeps differ in, and below it
+where the machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they
 measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with a
 bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
 interval that excludes 1; an improvement is the same the other way. The final loss is compared
@@ -47,6 +47,11 @@ def machine_differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tup
     if usual_a is None or usual_b is None:
         return {}
     return machines.differences(usual_a.machine, usual_b.machine)
+
+
+def changes(differ: dict[str, tuple[str, str]]) -> str:
+    """'torch 2.11.0 -> 2.14.1, CUDA 13.0 -> 12.8'."""
+    return ", ".join(f"{key} {a} -> {b}" for key, (a, b) in differ.items())
 
 
 def pairs(
@@ -131,11 +136,12 @@ def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: floa
     differ, matched = pairs(*done)
     lines = [line for a, b in matched for line in pair_lines(a, b, threshold, loss_tolerance)]
     regressed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in lines)
-    differ |= machine_differences(*done)
     above = [
         f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)",
-        "they differ in: " + (", ".join(f"{k} {va} -> {vb}" for k, (va, vb) in differ.items()) or "nothing"),
+        f"they differ in: {changes(differ) or 'nothing'}",
     ]
+    if machines_differ := machine_differences(*done):
+        above.append(f"their machines differ in: {changes(machines_differ)}")
     unmatched = len(done[0]) - len(matched)
     notes = [
         f"{len(matched)} runs matched, {unmatched} of A without a match in B; threshold {threshold:.0%}, "

@@ -121,7 +121,9 @@ def test_compare_names_where_the_two_sweeps_machines_differ(tmp_path):
         for run in sweep.iterdir():
             records.write_json(run / records.ENV, env | {"packages": {"torch": torch_version}})
     shown, _ = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert "they differ in: torch 2.11.0 -> 2.14.1" in text(shown)
+    assert "they differ in: nothing" in text(shown) and "their machines differ in: torch 2.11.0 -> 2.14.1" in text(
+        shown
+    )
 
 
 def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):

@@ -8,16 +8,21 @@ machine most of its runs had, and flags each run that had another (MIXED MACHINE
 
 from collections import Counter
 
-from records import RunRecord
+from records import DONE, RunRecord
 
 
 def _key(run: RunRecord) -> tuple[tuple[str, str], ...]:
     return tuple(run.machine.items())
 
 
+def _measured(runs: list[RunRecord]) -> list[RunRecord]:
+    """The done runs with an env record: those whose figures a table shows, and where they were measured."""
+    return [r for r in runs if r.state == DONE and r.env]
+
+
 def usual(runs: list[RunRecord]) -> RunRecord | None:
-    """A run on the machine most of the runs (with an env record) had; the first such run of the most common."""
-    known = [r for r in runs if r.env]
+    """A done run on the machine most done runs had: the first such run of the most common machine."""
+    known = _measured(runs)
     if not known:
         return None
     most, _ = Counter(_key(r) for r in known).most_common(1)[0]
@@ -26,14 +31,15 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
 
 def elsewhere(runs: list[RunRecord]) -> list[str]:
     """'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)' for each
-    run (with an env record) whose machine differs from the usual one."""
+    done run whose machine differs from the usual one."""
     main = usual(runs)
     if main is None:
         return []
-    on_main = sum(_key(r) == _key(main) for r in runs if r.env)
+    known = _measured(runs)
+    on_main = sum(_key(r) == _key(main) for r in known)
     found = []
-    for run in runs:
-        if not run.env or _key(run) == _key(main):
+    for run in known:
+        if _key(run) == _key(main):
             continue
         differ = differences(main.machine, run.machine)
         theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())

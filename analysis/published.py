@@ -152,7 +152,7 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
 
 def our_setting(runs: list[RunRecord]) -> str:
     run = machines.usual(runs) or runs[0]
-    others = len(machines.elsewhere([r for r in runs if r.state == DONE]))
+    others = len(machines.elsewhere(runs))
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     return f"{run.device}, torch {run.torch_version}{elsewhere}"
 

@@ -109,7 +109,7 @@ def flags(runs: list[RunRecord]) -> list[str]:
         for r in done
         if r.summary and r.summary.batch_size and r.summary.batch_size != r.fields.get("model.batch_size")
     ]
-    found += machines.elsewhere(done)
+    found += machines.elsewhere(runs)
     found += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in done

@@ -117,11 +117,17 @@ def test_without_a_gpu_a_stage_refuses_to_run_rather_than_pass_on_skipped_tests(
     assert not list(tmp_path.iterdir())
 
 
-def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tmp_path):
-    out = tmp_path / "stage"
+def tiny_sweep(out):
+    """A step that launches a two-run CPU sweep into out/runs, in seconds."""
     tiny = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
     tiny += ["warmup_steps=1", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
-    sweep = gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
+    return gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
+
+
+def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tmp_path):
+    out = tmp_path / "stage"
+    sweep = tiny_sweep(out)
+    tiny = sweep.sweep
     assert gpu_check.run_steps("check", [sweep], out, limit_s=120) == 0
     first = {run.name: run.status.finished_at for run in records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)}
     assert len(first) == 2
@@ -139,9 +145,8 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
 
 def test_resume_runs_again_a_table_and_a_sweep_whose_records_are_gone(tmp_path, monkeypatch):
     out = tmp_path / "stage"
-    tiny = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
-    tiny += ["warmup_steps=1", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
-    sweep = gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
+    sweep = tiny_sweep(out)
+    tiny = sweep.sweep
     table = gpu_check.Step("table", ["bash", "-c", f"ls {out / 'runs'} > {tmp_path / 'tabled'}"], tables=True)
     monkeypatch.setattr(gpu_check, "stage_steps", lambda stage, out: [sweep, table])
     assert gpu_check.run_stage("check", out, limit_s=120) == 0

@@ -369,8 +369,8 @@ def run_one(step: Step, out: Path, seconds_left: float, limit_s: float) -> tuple
         timed = handover.autotuned(out) if code is None else ""  # what the next run of the stage goes on from
         verdict += f"; {timed}" if timed else ""
         code = 0 if verdict.startswith("passed") else code
+        handover.pack(out)  # a step not run left nothing new to pack
     (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
-    handover.pack(out)
     return code, verdict, time.monotonic() - started
 
 

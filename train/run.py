@@ -235,9 +235,10 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
             # One more step's FLOPs, counted (never timed) after the window.
             "flops_per_step": count_flops(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock())),
         }
-        counted_s = time.time() - counting
+        summarizing = time.time()
+        counted_s = summarizing - counting
         summary = summarize(work, window, device, extra)
-        summarized_s = time.time() - counting - counted_s
+        summarized_s = time.time() - summarizing
         if cfg.profile:
             profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / records.PROFILE)
         rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]

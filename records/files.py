@@ -5,16 +5,19 @@ rename flushed too: a reader sees the old file or the new one, never half of one
 is killed or its node crashes. A write that fails removes its temporary file and raises RecordWriteError.
 
 Every file is read through `read_record`, which returns its value, None where there is no such file, or
-Unreadable (the file and why: empty, cut, an I/O error): one broken record never stops a reader. Only a
-launcher (which holds the sweep's lock) or the run that owns a file moves an unreadable one aside
-(`quarantine`), as NAME.corrupt-<time>, where it can still be looked at.
+Unreadable (the file and why: empty, cut, an I/O error, or a value that is not what its record must hold): one
+broken record never stops a reader. What each record must hold is declared by file name (`declare`) beside the type
+its readers make of it, and checked as it is read. Only a launcher (which holds the sweep's lock) or the run that
+owns a file moves an unreadable one aside (`quarantine`), as NAME.corrupt-<time>, where it can still be looked at.
 """
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +121,50 @@ def _parse_parquet(data: bytes) -> Any:
 
 _PARSERS = {".json": _parse_json, ".jsonl": _parse_jsonl, ".parquet": _parse_parquet}
 
+# Record file name -> why a record parsed from these bytes is not what it must hold (None: it is).
+_CHECKS: dict[str, Callable[[bytes, Any], str | None]] = {}
+
+
+def declare(name: str, kind: str, shape: Any) -> None:
+    """Records named `name` must be JSON of `shape` (a dataclass or TypedDict; in a JSON-lines file, each line), as
+    pydantic validates it, strictly: a string is never read as a number. Fields a record lacks take their defaults
+    (a record written before they were added) and fields it has beyond the shape's are left alone. A record that
+    does not fit is read as Unreadable("not a valid <kind>: <field>: <why>")."""
+    _CHECKS[name] = functools.partial(_json_misfit, kind, shape, name.endswith(".jsonl"))
+
+
+@functools.cache
+def _adapter(shape: Any):
+    from pydantic import TypeAdapter  # only once a record is checked: a run's process seldom reads one
+
+    return TypeAdapter(shape)
+
+
+def _json_misfit(kind: str, shape: Any, by_line: bool, data: bytes, value: Any) -> str | None:
+    from pydantic import ValidationError
+
+    lines = enumerate(data.splitlines(), 1) if by_line else [(0, data)]
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            _adapter(shape).validate_json(line, strict=True)
+        except ValidationError as error:
+            return f"not a valid {kind}: {f'line {number}: ' if number else ''}{_said(error)}"
+    return None
+
+
+def _said(error) -> str:
+    """A pydantic ValidationError as one line: the fields that do not fit (the first three), why, and what they hold."""
+    said = []
+    for found in error.errors(include_url=False)[:3]:
+        where = ".".join(map(str, found["loc"]))
+        held = "" if found["type"] == "missing" else repr(found["input"])
+        held = f" (it holds {held if len(held) <= 60 else held[:57] + '...'})" if held else ""
+        said.append(f"{where}: {found['msg']}{held}" if where else f"{found['msg']}{held}")
+    more = error.error_count() - len(said)
+    return "; ".join(said) + (f"; and {more} more" if more else "")
+
 
 def read_record(path: Path) -> Any:
     """The record at `path` (JSON, JSON lines, or a Parquet file opened), None if there is none, or Unreadable."""
@@ -131,13 +178,21 @@ def read_record(path: Path) -> Any:
     if not data.strip():
         return Unreadable(path, "empty file")
     try:
-        return _PARSERS[path.suffix](data)
+        value = _PARSERS[path.suffix](data)
+        misfit = _CHECKS[path.name](data, value) if path.name in _CHECKS else None
     except UnicodeDecodeError as error:
         return Unreadable(path, f"not text: {error.reason}")
     except ValueError as error:  # JSON's errors; pyarrow's ArrowInvalid is one too
         return Unreadable(path, f"cut or corrupt: {str(error).splitlines()[0][:200]}")
     except Exception as error:  # pyarrow's other errors
         return Unreadable(path, f"cut or corrupt: {type(error).__name__}: {str(error)[:200]}")
+    return Unreadable(path, misfit) if misfit else value
+
+
+def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The items of `data` that are fields of the dataclass `cls`: a record written by another version may hold more."""
+    names = {field.name for field in dataclasses.fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
 
 
 def read_json(path: Path) -> Any:
@@ -171,17 +226,21 @@ def json_line(value: Any) -> str:
 
 
 def readable_lines(path: Path) -> list[Any]:
-    """The lines of a JSON-lines file that can still be read (of a cut or damaged one, the others)."""
+    """The lines of a JSON-lines file that can still be read and hold what a line must (of a cut or damaged file,
+    the others)."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         return []
+    check = _CHECKS.get(Path(path).name)
     found = []
     for line in data.splitlines():
         try:
-            found.append(json.loads(line))
+            value = json.loads(line)
         except ValueError:
             continue
+        if check is None or check(line, [value]) is None:
+            found.append(value)
     return found
 
 
@@ -192,6 +251,49 @@ def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(rows), sink)
     atomic_write(path, sink.getvalue().to_pybytes())
+
+
+def _steps_misfit(data: bytes, found: Any) -> str | None:
+    why = _columns_misfit(found.schema_arrow) or _flags_misfit(found)
+    return f"not a valid step file: {why}" if why else None
+
+
+def _columns_misfit(schema: Any) -> str | None:
+    """Every reader of a step file takes its columns by name: each once, the step times and every phase's in
+    numbers, the warm-up flags in booleans."""
+    import pyarrow as pa
+
+    twice = sorted({name for name in schema.names if schema.names.count(name) > 1})
+    if twice:
+        return f"more than one column named {twice[0]}"
+    for column, fits, kind in (("step_ms", _numbers, "numbers"), ("warmup", pa.types.is_boolean, "booleans")):
+        if column not in schema.names:
+            return f"no column {column}"
+        if not fits(schema.field(column).type):
+            return f"{column} holds {schema.field(column).type}, not {kind}"
+    for field in schema:
+        if field.name.endswith("_ms") and not _numbers(field.type):
+            return f"{field.name} holds {field.type}, not numbers"
+    return None
+
+
+def _flags_misfit(found: Any) -> str | None:
+    """The views compare measured steps: a step file needs one, and every step flagged warm-up or not."""
+    warmup = found.read(columns=["warmup"], use_threads=False).column(0)
+    if warmup.null_count:
+        return f"{warmup.null_count} of its {len(warmup)} steps have no warmup flag"
+    if all(warmup.to_pylist()):
+        return f"no measured step ({len(warmup)} steps, all of them warm-up)"
+    return None
+
+
+def _numbers(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+_CHECKS[STEPS] = _steps_misfit
 
 
 def read_steps(path: Path):

@@ -4,7 +4,9 @@ import dataclasses
 import math
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from records.files import (
     CONFIG,
@@ -14,25 +16,48 @@ from records.files import (
     SUMMARY,
     RecordError,
     Unreadable,
+    declare,
     flatten,
+    known_fields,
     quarantine,
     read_record,
     read_steps,
 )
 from records.status import DONE, RunError, Status, read_status
-from records.sweep import planned_runs
+from records.sweep import Baseline, planned_runs
+
+
+class GpuProcess(TypedDict):
+    pid: int
+    name: str
+    used_mib: NotRequired[int | None]
+
+
+class Neighbours(TypedDict, total=False):
+    """Other work beside a run, at its start or end."""
+
+    gpu_processes: list[GpuProcess] | None  # on its GPU; None where nvidia-smi cannot tell (and on a CPU)
+    loadavg: list[float]
+
+
+class Clock(TypedDict):
+    """The device's clock at a run's start or end."""
+
+    source: str  # gpu_sm_clock or cpu_mhz
+    mhz: float | None
+    temperature_c: NotRequired[float | None]
 
 
 @dataclasses.dataclass(frozen=True)
 class Summary:
     """What summary.json holds: the measured window's medians per phase, throughput, memory, losses."""
 
-    phases: tuple[str, ...]  # the workload's phases, in order ("step" is the whole step)
     median_ms: dict[str, float]  # {phase}_ms (device time) and {phase}_host_ms (host time)
+    phases: tuple[str, ...] = ()  # the workload's phases, in order ("step" is the whole step)
     workload: str = ""
     steps: int = 0
-    steps_per_s: float = math.nan
-    window_s: float = math.nan
+    steps_per_s: float | None = math.nan  # None where NaN (JSON has no NaN)
+    window_s: float | None = math.nan
     window_ended_at: float | None = None  # unix time when the window's last step had finished on the device
     timer: str = "?"  # cuda_event or perf_counter
     peak_memory_mib: float | None = None
@@ -44,8 +69,8 @@ class Summary:
     flops_per_step: int | None = None  # counted in one step after the window (train/flops.py); None: not countable
     tflops_per_s: float | None = None  # flops_per_step / the median device step time
     peak_tflops: float | None = None  # the device's dense peak for the run's dtype, where known (never a CPU)
-    neighbours: dict[str, Any] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
-    clocks: dict[str, Any] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
+    neighbours: dict[str, Neighbours] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
+    clocks: dict[str, Clock] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
     params: int | None = None  # a model step's: the model's parameters
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's
@@ -53,8 +78,8 @@ class Summary:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Summary":
-        known = {k: v for k, v in data.items() if k in _SUMMARY_FIELDS}
-        return cls(**{**known, "phases": tuple(data.get("phases", ()))})
+        known = known_fields(cls, data)
+        return cls(**{**known, "phases": tuple(known.get("phases", ()))})
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -90,16 +115,23 @@ class Summary:
         )
 
 
-_SUMMARY_FIELDS = {f.name for f in dataclasses.fields(Summary)}
 _MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
 
 
-@dataclasses.dataclass(frozen=True)
-class Baseline:
-    """The axis a run is compared along, and the value of the run it is compared with."""
+class Gpu(TypedDict):
+    name: str
+    driver: NotRequired[str | None]
 
-    axis: str
-    value: str
+
+class Environment(TypedDict, total=False):
+    """What env.json holds that readers take apart; the rest (host, versions, flags) is kept as it is."""
+
+    gpu: Gpu | None  # absent on a CPU
+    packages: dict[str, str | None]  # name -> version (None: not installed)
+
+
+declare(SUMMARY, "summary", Summary)
+declare(ENV, "environment record", Environment)
 
 
 @dataclasses.dataclass
@@ -116,7 +148,7 @@ class RunRecord:
     fields: dict[str, Any]  # the run's config, flattened (model.batch_size, steps, ...)
     status: Status
     summary: Summary | None
-    env: dict[str, Any] | None
+    env: Environment | None
     _step_ms: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -203,12 +235,26 @@ def unreadable_records(run_dir: Path) -> list[Unreadable]:
         return [Unreadable(run_dir / STATUS, status.unreadable)]
     if status.state != DONE:
         return []
-    broken = []
-    for path in (run_dir / name for name in DONE_RECORDS[1:]):
-        found = read_record(path)
-        if found is None or isinstance(found, Unreadable):
-            broken.append(found or Unreadable(path, "missing"))
-    return broken
+    found = {name: read_record(run_dir / name) for name in DONE_RECORDS[1:]}
+    broken = [
+        value or Unreadable(run_dir / name, "missing")
+        for name, value in found.items()
+        if value is None or isinstance(value, Unreadable)
+    ]
+    if broken:
+        return broken
+    untimed = _phases_untimed(run_dir, found[SUMMARY], found[STEPS])
+    return [untimed] if untimed else []
+
+
+def _phases_untimed(run_dir: Path, summary: dict[str, Any], steps: Any) -> Unreadable | None:
+    """A done run's step file lacks the times of a phase its summary names: the views read them all."""
+    columns = steps.schema_arrow.names
+    missing = [phase for phase in summary.get("phases", []) if f"{phase}_ms" not in columns]
+    if not missing:
+        return None
+    why = f"not a valid step file: no column {missing[0]}_ms, the times of the phase {missing[0]!r} of {SUMMARY}"
+    return Unreadable(run_dir / STEPS, why)
 
 
 def is_done(run_dir: Path, moved: list[str] | None = None) -> bool:
@@ -231,11 +277,14 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
     config = _readable(run_dir / CONFIG) or planned
     if config is None:
         raise RecordError(Unreadable(run_dir / CONFIG, "missing, and the run is not in runs.jsonl"))
-    if status.state == DONE:
-        for name in (STEPS, SUMMARY):  # a done run's measurements must be there and readable
-            if _readable(run_dir / name) is None:
+    summary, steps = _readable(run_dir / SUMMARY), _readable(run_dir / STEPS)
+    if status.state == DONE:  # a done run's measurements must be there, readable, and of every phase
+        for name, found in ((STEPS, steps), (SUMMARY, summary)):
+            if found is None:
                 raise RecordError(Unreadable(run_dir / name, "missing"))
-    summary = _readable(run_dir / SUMMARY)
+        untimed = _phases_untimed(run_dir, summary, steps)
+        if untimed:
+            raise RecordError(untimed)
     axes = config["axes"]
     return RunRecord(
         path=run_dir,
@@ -244,7 +293,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         axes=axes,
         axis_order=config.get("axis_order") or sorted(axes),  # records written before the order was kept
         named_axes=config.get("named_axes") or [a for a in axes if a != "replicate"],
-        baseline=Baseline(**config["baseline"]),
+        baseline=Baseline(config["baseline"]["axis"], config["baseline"]["value"]),
         fields=flatten(config["config"]),
         status=status,
         summary=Summary.from_json(summary) if summary is not None else None,

@@ -2,9 +2,11 @@
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
-from records.files import STATUS, Unreadable, now, quarantine, read_record, write_json
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
+
+from records.files import STATUS, Unreadable, declare, known_fields, now, quarantine, read_record, write_json
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
@@ -33,6 +35,14 @@ class RunError:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class Interrupted(TypedDict):
+    """How a run that is pending again was stopped: by what, when, and why where it is known."""
+
+    type: str  # KeyboardInterrupt, SystemExit, JobEnded...
+    at: str
+    reason: NotRequired[str]
+
+
 @dataclasses.dataclass(frozen=True)
 class Status:
     """What status.json holds. A run without one is pending (planned, not started)."""
@@ -50,7 +60,7 @@ class Status:
     parallelism: int = 1  # runs that ran at once
     tracker_id: str | None = None  # its W&B run id
     error: RunError | None = None  # failed: why
-    interrupted: dict[str, str] | None = None  # pending again after Ctrl-C or a preemption: {type, at}
+    interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
     # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
@@ -65,13 +75,13 @@ class Status:
         if self.state not in WRITTEN:
             raise ValueError(f"unknown run state {self.state!r}; states: {', '.join(WRITTEN)}")
         if isinstance(self.error, dict):  # as status.json holds it
-            object.__setattr__(self, "error", RunError(**self.error))
+            object.__setattr__(self, "error", RunError(**known_fields(RunError, self.error)))
         object.__setattr__(self, "attempts", tuple(self.attempts))
         object.__setattr__(self, "warnings", tuple(self.warnings))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Status":
-        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
+        return cls(**known_fields(cls, data))
 
     def to_json(self) -> dict[str, Any]:
         data = {f: getattr(self, f) for f in _FIELDS}
@@ -96,6 +106,7 @@ class Status:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Status))
+declare(STATUS, "status", Status)
 
 
 def write_status(run_dir: Path, state: str, **details: Any) -> Status:
@@ -118,9 +129,6 @@ def read_status(run_dir: Path, move_aside: bool = False) -> Status:
     if found is None:
         return Status()
     if not isinstance(found, Unreadable):
-        try:
-            return Status.from_json(found)
-        except (AttributeError, TypeError, ValueError) as error:  # JSON, but not a status (a field of the wrong kind)
-            found = Unreadable(path, f"not a status: {error}")
+        return Status.from_json(found)
     aside = quarantine(path) if move_aside else None
     return Status(unreadable=f"{found.reason}{f'; moved aside to {aside.name}' if aside else ''}")

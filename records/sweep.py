@@ -5,9 +5,12 @@ list, the Unreadable found); a launcher, holding the sweep's lock, writes it bac
 broken file aside.
 """
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
 from records.files import (
     CONFIG,
@@ -16,6 +19,7 @@ from records.files import (
     STATUS,
     SWEEP,
     Unreadable,
+    declare,
     json_line,
     now,
     quarantine,
@@ -27,12 +31,66 @@ from records.files import (
 from records.status import read_status
 
 
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """The axis a run is compared along, and the value of the run it is compared with."""
+
+    axis: str
+    value: str
+
+
+class ConfigRecord(TypedDict):
+    """What a run's config.json holds: its id, axes, baseline and resolved config."""
+
+    run_id: str
+    axes: dict[str, str]
+    baseline: Baseline  # as its JSON object
+    config: dict[str, Any]  # the resolved config, nested
+    name: NotRequired[str]
+    axis_order: NotRequired[list[str] | None]  # the axes in the order the workload declares them
+    named_axes: NotRequired[list[str] | None]  # axes shown by their value alone
+
+
+class PlannedRun(ConfigRecord):
+    """A line of runs.jsonl: a planned run's config record, which names it."""
+
+    name: str
+
+
+class Launch(TypedDict):
+    at: str
+    argv: list[str]
+    runs: list[str]  # the runs it planned
+
+
+class Manifest(TypedDict):
+    """What sweep.json holds."""
+
+    uid: str | None  # the sweep's W&B runs' ids begin with it
+    runs: dict[str, str]  # name -> run id
+    launches: list[Launch]
+    created_at: NotRequired[str]
+    rebuilt_at: NotRequired[str]
+
+
+class Job(TypedDict):
+    """The job a run was submitted to, as jobs.json holds it."""
+
+    job_id: str
+    log: str | None
+    launcher: NotRequired[str]  # recorded since a sweep's runs could go to more than one launcher
+
+
+declare(CONFIG, "config record", ConfigRecord)
+declare(RUNS, "planned run", PlannedRun)
+declare(SWEEP, "sweep manifest", Manifest)
+declare(JOBS, "jobs record", dict[str, Job])
+
+
 def _read(path: Path, rebuild, unreadable: list[Unreadable] | None) -> Any:
     found = read_record(path)
-    if isinstance(found, dict | list) or found is None:
-        return found
     if not isinstance(found, Unreadable):
-        found = Unreadable(path, f"holds a {type(found).__name__}, not a record")
+        return found
     if unreadable is not None:
         unreadable.append(found)
     return rebuild(path.parent)

@@ -67,7 +67,9 @@ def write_model_run(sweep_dir, sweep, model, memory_format, samples_per_s, batch
     record["baseline"] = {"axis": "memory_format", "value": "contiguous"}
     records.write_json(sweep_dir / name / records.CONFIG, record | {"config": config})
     forward_ms = 1000 * batch / samples_per_s * (1 + 0.01 * np.sin(np.arange(20)))
-    steps = [{"forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)]
+    steps = [
+        {"data_ms": 0.0, "forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)
+    ]
     records.write_steps(sweep_dir / name / records.STEPS, steps)
     summary = {"phases": ["data", "forward"], "median_ms": {}, "workload": "infer_step"}
     records.write_json(sweep_dir / name / records.SUMMARY, summary)

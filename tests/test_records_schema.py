@@ -1,0 +1,141 @@
+"""Records of the wrong shape: a file that parses (JSON, Parquet) but does not hold what its record must hold is
+read as unreadable, named with why; every command goes on with the sweep's other runs, and a launch moves the file
+aside as it does a cut one."""
+
+import json
+import warnings
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import records
+from tests.conftest import launch_here
+from tests.test_analysis import write_run
+
+
+def write_sweep(folder):
+    """Two done runs, a and b (its baseline a), with every record, planned in runs.jsonl and sweep.json; W&B off."""
+    for name, input_type, samples_per_s in (("a", "tensor", 100.0), ("b", "subclass", 60.0)):
+        write_run(folder, name, input_type, "contiguous", samples_per_s)
+        config = records.read_json(folder / name / records.CONFIG)
+        config["config"]["tracker"] = {"mode": "disabled"}
+        records.write_json(folder / name / records.CONFIG, config)
+        records.write_json(folder / name / records.ENV, {"cpu": "a CPU", "packages": {"torch": "2.14.1"}})
+    planned = {name: records.read_json(folder / name / records.CONFIG) for name in ("a", "b")}
+    records.write_planned(folder, {name: records.json_line(row) for name, row in planned.items()})
+    runs = {name: row["run_id"] for name, row in planned.items()}
+    manifest = {"uid": "0f0f0f0f", "created_at": records.now(), "runs": runs, "launches": []}
+    records.write_json(folder / records.SWEEP, manifest)
+    records.write_json(
+        folder / records.JOBS, {n: {"job_id": f"DEBUG_{n}", "log": None, "launcher": "debug"} for n in runs}
+    )
+    return folder
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    return write_sweep(tmp_path / "sweep")
+
+
+def steps_of(sweep, keep=lambda table: table):
+    """Run a's step file rewritten as `keep` makes it of the one written."""
+    path = sweep / "a" / records.STEPS
+    pq.write_table(keep(pq.read_table(path)), path)
+
+
+def as_json(value):
+    return lambda sweep, path: path.write_text(json.dumps(value))
+
+
+# A record of run a, well-formed but of the wrong shape: the file, and how it is damaged.
+WRONG_SHAPES = {
+    "failed with an error that is a string": (records.STATUS, as_json({"state": "failed", "error": "boom"})),
+    "interrupted by a string": (records.STATUS, as_json({"state": "pending", "interrupted": "x"})),
+    "a state that is a number": (records.STATUS, as_json({"state": 3})),
+    "a summary that is a list": (records.SUMMARY, as_json([1, 2, 3])),
+    "medians that are strings": (records.SUMMARY, as_json({"phases": ["data"], "median_ms": {"step_ms": "fast"}})),
+    "clocks that are null": (records.SUMMARY, as_json({"phases": [], "median_ms": {}, "clocks": {"start": None}})),
+    "a config whose axes are a list": (records.CONFIG, as_json({"run_id": "a", "axes": [], "baseline": {}})),
+    "an env whose GPU is a string": (records.ENV, as_json({"gpu": "H100"})),
+    "steps without step_ms": (records.STEPS, lambda sweep, path: steps_of(sweep, lambda t: t.drop(["step_ms"]))),
+    "steps without rows": (records.STEPS, lambda sweep, path: steps_of(sweep, lambda t: t.slice(0, 0))),
+    "steps of warm-up only": (
+        records.STEPS,
+        lambda sweep, path: steps_of(
+            sweep, lambda t: t.set_column(t.column_names.index("warmup"), "warmup", pa.array([True] * t.num_rows))
+        ),
+    ),
+    "steps whose times are text": (
+        records.STEPS,
+        lambda sweep, path: steps_of(
+            sweep, lambda t: t.set_column(t.column_names.index("step_ms"), "step_ms", pa.array(["1"] * t.num_rows))
+        ),
+    ),
+    "steps without a column of a phase": (
+        records.STEPS,
+        lambda sweep, path: steps_of(sweep, lambda t: t.drop(["forward_ms"])),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_SHAPES)
+def test_a_record_of_the_wrong_shape_is_unreadable_and_every_command_goes_on(case, sweep):
+    name, damage = WRONG_SHAPES[case]
+    victim = sweep / "a" / name
+    damage(sweep, victim)
+    before = victim.read_bytes()
+    status = launch_here("status", str(sweep))
+    assert status.returncode == 0, status.stderr
+    if name == records.STATUS:
+        (line,) = [line for line in status.stdout.splitlines() if line.startswith("unreadable a ")]
+        assert f"{victim} is unreadable (not a valid status: " in line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for command in ("table", "runs", "plots"):
+            shown = launch_here(command, str(sweep))
+            assert shown.returncode == 0, f"{command}: {shown.stderr}"
+        table = launch_here("table", str(sweep))
+    assert "1 runs, 1 done" in table.stdout
+    said = [str(w.message) for w in caught if "skipping run a" in str(w.message)]
+    assert said and f"{victim} is unreadable (not a valid " in said[0], said
+    assert victim.read_bytes() == before, "a reader changes nothing"
+    moved: list[str] = []
+    assert not records.is_done(sweep / "a", moved), "the run will run again"
+    (aside,) = victim.parent.glob(f"{name}.corrupt-*")
+    assert aside.read_bytes() == before and not victim.exists()
+    assert moved == [
+        f"{victim} is unreadable ({said[0].split(' is unreadable (', 1)[1]}: moved aside to {aside.name}; "
+        "the run will run again"
+    ], moved
+
+
+def test_a_planned_run_without_a_name_leaves_runs_jsonl_unreadable_and_rebuilt(sweep):
+    path = sweep / records.RUNS
+    path.write_text(path.read_text() + json.dumps({"run_id": "x", "axes": {}}) + "\n")
+    (sweep / records.SWEEP).unlink()  # status names the runs from runs.jsonl
+    status = launch_here("status", str(sweep))
+    assert status.returncode == 0, status.stderr
+    said = f"{path} is unreadable (not a valid planned run: line 3: baseline: Field required; config: Field required; "
+    assert said + "name: Field required)" in status.stdout
+    assert "2 runs, 2 done" in status.stdout
+    table = launch_here("table", str(sweep))
+    assert table.returncode == 0 and "2 runs, 2 done" in table.stdout, table.stderr
+    assert records.repair(sweep)[0].startswith(f"{path} is unreadable")
+    assert sorted(records.planned_runs(sweep)) == ["a", "b"] and list(sweep.glob(f"{records.RUNS}.corrupt-*"))
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        (records.JOBS, {"a": "DEBUG_a"}),
+        (records.JOBS, [1, 2]),
+        (records.SWEEP, {"uid": "0f0f0f0f", "runs": ["a", "b"]}),
+        (records.SWEEP, "a sweep"),
+    ],
+)
+def test_a_sweep_file_of_the_wrong_shape_is_read_as_rebuilt(name, value, sweep):
+    (sweep / name).write_text(json.dumps(value))
+    status = launch_here("status", str(sweep))
+    assert status.returncode == 0, status.stderr
+    assert f"{sweep / name} is unreadable (not a valid " in status.stdout and "2 runs, 2 done" in status.stdout

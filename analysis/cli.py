@@ -65,10 +65,26 @@ def show_comparison(args: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
+class CannotWrite(Exception):
+    """The folder a command would write into cannot be written (exit 2)."""
+
+
+def output_folder(args: argparse.Namespace) -> Path:
+    """Where a command writes what it makes: --out, else the sweep folder; refused before any work if it cannot be
+    written (a read-only sweep), saying where to write instead."""
+    import records
+
+    folder = args.out or args.sweep_dir
+    cannot = records.unwritable(folder)
+    if cannot:
+        raise CannotWrite(f"cannot write into {folder}: {cannot}; give a folder to write into instead: --out DIR")
+    return folder
+
+
 def write_plots(args: argparse.Namespace) -> int:
     from analysis import plots
 
-    for path in plots.write_plots(args.sweep_dir):
+    for path in plots.write_plots(args.sweep_dir, output_folder(args)):
         print(path)
     return 0
 
@@ -80,17 +96,18 @@ def write_report(args: argparse.Namespace) -> int:
     from records import load_sweep
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), []) if args.wandb else []
+    if args.wandb and args.dry_run:  # writes nothing
+        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)))
+        return 0
+    out = output_folder(args)
     if args.wandb:
-        phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), [])
-        if args.dry_run:
-            print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)))
-            return 0
         try:
             conf = wandb_online.go_online(conf, args.sweep_dir)
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
-    print(f"report: {html_report(args.sweep_dir)}")
+    print(f"report: {html_report(args.sweep_dir, out)}")
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"warning: {warning}", file=sys.stderr)
     if args.wandb:
@@ -148,9 +165,10 @@ def add_commands(subparsers) -> None:
     for name, about, handler in [
         ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),
-        ("plots", "PNG plots into SWEEP_DIR/plots/", write_plots),
     ]:
         _command(subparsers, name, about, handler)
+    found = _command(subparsers, "plots", "PNG plots into SWEEP_DIR/plots/", write_plots)
+    _out_option(found, "plots/")
     found = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
     found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
     found = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
@@ -166,7 +184,14 @@ def add_commands(subparsers) -> None:
     found.add_argument(
         "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
     )
+    _out_option(found, "report.html and plots/")
     found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+
+
+def _out_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help=f"write {what} into DIR instead of SWEEP_DIR (a read-only sweep)"
+    )
 
 
 def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
@@ -181,9 +206,10 @@ def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespa
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a parsed command; records that cannot be read end it with a message and exit status 2."""
+    """Run a parsed command; records that cannot be read, or a folder it cannot write into, end it with a message
+    and exit status 2."""
     try:
         return args.handler(args)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, CannotWrite) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

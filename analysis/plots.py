@@ -1,6 +1,7 @@
 """PNG plots of a sweep: phase times per configuration, step-time distributions, speed-ups with intervals.
 
-    python -m analysis plots SWEEP_DIR     writes SWEEP_DIR/plots/{phases,distributions,speedups}.png
+    python -m analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,distributions,speedups}.png
+                                                       (DIR/plots/ with --out)
 
 Each run is labelled by the axes and fields that vary in the sweep; bars are sorted, so the
 slowest (or the largest effect) is at the top.
@@ -74,12 +75,13 @@ def speedups_plot(found, names: dict[str, str], path: Path) -> None:
     plt.close(fig)
 
 
-def write_plots(sweep_dir: Path) -> list[Path]:
+def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
+    """Plot the sweep's done runs into OUT/plots/ (OUT: the sweep folder, unless given); the files written."""
     runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
     if not runs:
         raise ValueError(f"{sweep_dir}: no done runs to plot")
-    out = Path(sweep_dir) / "plots"
-    out.mkdir(exist_ok=True)
+    out = Path(out or sweep_dir) / "plots"
+    out.mkdir(parents=True, exist_ok=True)
     names = labels(runs)
     written = [out / "phases.png", out / "distributions.png"]
     phases_plot(runs, names, written[0])

@@ -1,8 +1,8 @@
 """A sweep's report: a self-contained HTML file, always, and a W&B Report with the same content when online.
 
-    python launch.py report SWEEP_DIR [--wandb]      (or python -m analysis report SWEEP_DIR)
+    python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m analysis report SWEEP_DIR)
 
-The HTML report (SWEEP_DIR/report.html) holds the views the terminal prints (analysis/views.py: the
+The HTML report (SWEEP_DIR/report.html, or DIR/report.html) holds the views the terminal prints (analysis/views.py: the
 table with its flags, across replicates, the published figures beside ours) and the plots, embedded
 as PNG: one file to mail or attach, readable offline. The W&B Report's content (its blocks, panels and
 run filters) is a plain description built offline by `wandb_report_content`; only `save_wandb_report`
@@ -37,8 +37,9 @@ def _image(path: Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
-def html_report(sweep_dir: Path) -> Path:
-    """Write SWEEP_DIR/report.html from the sweep's records; returns its path."""
+def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
+    """Write OUT/report.html from the sweep's records (OUT: the sweep folder, unless given), its plots into OUT/plots/;
+    returns its path."""
     sweep_dir = Path(sweep_dir)
     done = any(r.state == DONE for r in load_sweep(sweep_dir))
     written = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
@@ -50,13 +51,13 @@ def html_report(sweep_dir: Path) -> Path:
     ]
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
     if done:
-        plots = {p.name: p for p in write_plots(sweep_dir)}
+        plots = {p.name: p for p in write_plots(sweep_dir, out)}
         for heading, name in PLOT_SECTIONS.items():
             if name in plots:
                 parts += [f"<h2>{heading}</h2>", _image(plots[name])]
     page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"
     page += f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"
-    path = sweep_dir / REPORT
+    path = Path(out or sweep_dir) / REPORT
     atomic_write(path, page.encode())
     return path
 

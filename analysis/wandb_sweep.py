@@ -28,8 +28,11 @@ SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
 
 
 def tracker_conf(sweep_dir: Path) -> TrackerConf:
-    """The tracker settings the sweep's runs were launched with."""
-    run = load_sweep(sweep_dir)[0]
+    """The tracker settings the sweep's runs were launched with; ValueError if none of its runs can be read."""
+    runs = load_sweep(sweep_dir)
+    if not runs:
+        raise ValueError(f"{sweep_dir}: no run that can be read: none is planned there, or the warnings above say why")
+    run = runs[0]
     return TrackerConf(**{k.split(".", 1)[1]: v for k, v in run.fields.items() if k.startswith("tracker.")})
 
 
@@ -56,11 +59,19 @@ def redacted_copy(path: Path, copy: Path) -> Path | None:
 
 
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
-    """Log the sweep-level W&B run; the warnings, if W&B failed."""
+    """Log the sweep-level W&B run into the sweep folder; the warnings, if it could not be or W&B failed."""
     if conf.mode == "disabled":
         return []
     sweep_dir = Path(sweep_dir)
-    run_id = f"{records.read_manifest(sweep_dir)['uid']}-sweep"
+    uid = (records.read_manifest(sweep_dir) or {}).get("uid")
+    if uid is None:
+        return [
+            f"no W&B sweep run: {sweep_dir} has no {records.SWEEP} with the sweep's uid (its W&B runs' ids hold it)"
+        ]
+    cannot = records.unwritable(sweep_dir)
+    if cannot:  # W&B would write it elsewhere (a temporary folder), where `sync` never looks
+        return [f"no W&B sweep run: its files go into {sweep_dir}, which cannot be written ({cannot})"]
+    run_id = f"{uid}-sweep"
     try:
         import wandb
 

@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,19 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise RecordWriteError(error.errno, f"cannot write {path}: {error.strerror or error}") from error
         raise
     _fsync_folder(path.parent)
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why nothing can be written into `folder` (made if it is missing): a read-only filesystem, no permission...;
+    None if a file can be. Tried, not inferred from its mode, which does not stop root and does not show a read-only
+    mount."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def _fsync_folder(folder: Path) -> None:

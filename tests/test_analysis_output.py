@@ -1,0 +1,106 @@
+"""Where report and plots write, and what the commands that read a whole sweep say when they cannot: a sweep folder
+that is read-only (--out names where to write instead), a folder with no run that can be read."""
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import records
+from tests.conftest import ROOT, launch_here
+from tests.test_records_schema import write_sweep
+
+# Runs launch.main on each list of words in argv[1] (JSON) in one process; prints each one's exit status and output.
+COMMANDS = """
+import contextlib, io, json, sys
+import launch
+said = []
+for words in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = launch.main(words)
+    said.append({"code": code, "out": out.getvalue(), "err": err.getvalue()})
+print(json.dumps(said))
+"""
+
+
+def on_a_read_only_mount(folder, *commands):
+    """launch.py's commands, run with `folder` mounted read-only: a bind mount in a mount namespace of their own,
+    which stops root too (a folder's mode does not)."""
+    mount = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+    command = ["unshare", "--map-root-user", "--mount", "sh", "-c", mount, str(folder)]
+    if shutil.which("unshare") is None or subprocess.run([*command, "true"], capture_output=True).returncode:
+        pytest.skip("needs unshare to mount a folder read-only (user and mount namespaces)")
+    found = subprocess.run(
+        [*command, sys.executable, "-c", COMMANDS, json.dumps(commands)], capture_output=True, text=True, cwd=ROOT
+    )
+    assert found.returncode == 0, found.stderr
+    return json.loads(found.stdout)
+
+
+def test_report_and_plots_on_a_read_only_sweep_say_where_to_write_instead_and_write_there(tmp_path):
+    sweep = write_sweep(tmp_path / "sweep")
+    before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
+    out = tmp_path / "elsewhere"
+    report, plots, report_out, plots_out = on_a_read_only_mount(
+        sweep,
+        ["report", str(sweep)],
+        ["plots", str(sweep)],
+        ["report", str(sweep), "--out", str(out)],
+        ["plots", str(sweep), "--out", str(out / "figures")],
+    )
+    for refused in (report, plots):
+        assert refused["code"] == 2 and "Traceback" not in refused["err"], refused
+        assert f"cannot write into {sweep}: Read-only file system" in refused["err"]
+        assert "--out DIR" in refused["err"]
+    assert report_out["code"] == 0, report_out["err"]
+    assert f"report: {out / records.REPORT}" in report_out["out"]
+    assert (out / records.REPORT).read_text().startswith("<!doctype html>")
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["distributions.png", "phases.png", "speedups.png"]
+    assert plots_out["code"] == 0, plots_out["err"]
+    assert plots_out["out"].split() == [
+        str(out / "figures" / "plots" / n) for n in ("phases.png", "distributions.png", "speedups.png")
+    ]
+    assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before, "nothing written into the sweep"
+
+
+def test_report_writes_into_the_folder_out_names(tmp_path):
+    sweep = write_sweep(tmp_path / "sweep")
+    out = tmp_path / "made" / "for" / "it"
+    shown = launch_here("report", str(sweep), "--out", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert (out / records.REPORT).is_file() and not (sweep / records.REPORT).exists()
+
+
+@pytest.mark.parametrize("command", ["report", "sync"])
+@pytest.mark.parametrize("contents", ["nothing", "a run whose config is unreadable"])
+def test_report_and_sync_with_no_run_that_can_be_read_say_so(command, contents, tmp_path):
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    if contents != "nothing":
+        write_sweep(folder)
+        for name in ("a", "b"):
+            (folder / name / records.CONFIG).write_text("[]")
+        (folder / records.RUNS).unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shown = launch_here(command, str(folder))
+    assert shown.returncode == 2, shown
+    said = f"error: {folder}: no run that can be read: none is planned there, or the warnings above say why\n"
+    assert shown.stderr == said
+
+
+def test_report_on_a_sweep_without_sweep_json_says_its_w_and_b_run_is_not_logged(tmp_path):
+    sweep = write_sweep(tmp_path / "sweep")
+    (sweep / records.SWEEP).unlink()
+    for name in ("a", "b"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["tracker"] = {"mode": "offline"}
+        records.write_json(sweep / name / records.CONFIG, config)
+    shown = launch_here("report", str(sweep))
+    assert shown.returncode == 0, shown.stderr
+    assert (sweep / records.REPORT).is_file() and not (sweep / "wandb").exists()
+    assert f"warning: no W&B sweep run: {sweep} has no {records.SWEEP}" in shown.stderr

@@ -5,6 +5,7 @@ executor and the parameters it takes; nothing else in perfsweep depends on it.
 """
 
 import dataclasses
+import math
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 import submitit
 
 from conf.schema import LauncherConf
+from launcher.runs import GRACE_S
 
 
 def local_gpus() -> int:
@@ -44,10 +46,24 @@ def isolation(conf: LauncherConf) -> str:
     return conf.isolation or ("fork" if hasattr(os, "fork") and sys.platform == "linux" else "spawn")
 
 
+UNLIMITED_MIN = 60 * 24 * 365  # a local warm job's own limit: none that a sweep reaches
+START_MIN = 10  # a job's start before its first run (imports), beyond its runs' limits
+
+
+def local_job_limit_min(conf: LauncherConf) -> float:
+    """A local job's own time limit, a backstop: its runs have their limits (launcher.timeout_min, each from its
+    start). A warm job, which kills a run that goes past its limit itself and serves a sweep of any length, has
+    none; a job that runs its pack in its own process has room for every run of it, retries included (a run
+    stuck in a C call does not stop itself, so the job's limit ends it)."""
+    if isolation(conf) == "fork":
+        return UNLIMITED_MIN
+    return conf.runs_per_job * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
+
+
 def local_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
     # submitit's LocalExecutor sets CUDA_VISIBLE_DEVICES to the first `gpus_per_node` of `visible_gpus`: 0 hides
     # them all. A run pinned to a GPU gets that one alone (launcher/submit.py sets it at each submission).
-    return {"timeout_min": conf.timeout_min, "gpus_per_node": conf.gpus_per_node or 0}
+    return {"timeout_min": local_job_limit_min(conf), "gpus_per_node": conf.gpus_per_node or 0}
 
 
 def debug_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
@@ -58,7 +74,7 @@ def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
     """The sbatch parameters (names as submitit's SlurmExecutor takes them); unset ones are left out."""
     params = {
         "job_name": job_name,
-        "time": conf.timeout_min,
+        "time": math.ceil(conf.timeout_min),
         "array_parallelism": conf.parallelism,
         "gpus_per_node": conf.gpus_per_node or None,
         "partition": conf.partition,
@@ -161,10 +177,14 @@ class Backend:
     alive: Callable[[list[submitit.Job]], set[str]]  # for the launcher that submitted the jobs
     alive_ids: Callable[[dict[str, dict[str, Any]]], set[str]]  # for anyone else (status), from jobs.json
     on_this_host: bool  # jobs run here: no scheduler, so perfsweep keeps `parallelism` jobs going itself
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # the executor's own
 
 
 BACKENDS = {
-    "local": Backend(submitit.LocalExecutor, local_parameters, process_alive, pid_ids, on_this_host=True),
+    # A local job is never requeued when its backstop limit ends it: its runs have their own limits.
+    "local": Backend(
+        submitit.LocalExecutor, local_parameters, process_alive, pid_ids, True, options={"max_num_timeout": 0}
+    ),
     "debug": Backend(submitit.DebugExecutor, debug_parameters, process_alive, none_alive, on_this_host=True),
     "slurm": Backend(submitit.SlurmExecutor, slurm_parameters, squeue_alive, squeue_ids, on_this_host=False),
 }
@@ -172,6 +192,6 @@ BACKENDS = {
 
 def make_executor(conf: LauncherConf, folder: Path, job_name: str) -> submitit.Executor:
     backend = BACKENDS[conf.name]
-    executor = backend.executor(folder=folder)
+    executor = backend.executor(folder=folder, **backend.options)
     executor.update_parameters(**backend.parameters(conf, job_name))
     return executor

@@ -18,7 +18,7 @@ from typing import Any
 import submitit
 
 import records
-from launcher.runs import RunJob, Runner, leave_pending, run_one
+from launcher.runs import RunJob, Runner, again_after_timeout, leave_pending, run_one
 from launcher.warm import fork_runs
 
 
@@ -67,6 +67,8 @@ class RunPack(submitit.helpers.Checkpointable):
                 states[name] = records.DONE
                 continue
             error = run_one(self.runner.execute, run, info)
+            while error and again_after_timeout(run):
+                error = run_one(self.runner.execute, run, info)
             states[name] = records.FAILED if error else records.DONE
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)

@@ -4,8 +4,11 @@ Shared by the two ways a job runs its runs (launcher/jobs.py: one after another 
 launcher/warm.py: each in a child forked from the job).
 """
 
+import contextlib
 import dataclasses
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,19 +35,55 @@ class Runner:
 
 @dataclasses.dataclass(frozen=True)
 class RunJob:
-    """One run as a job hands it to train: the spec, its folder, its W&B id, how many jobs run at once."""
+    """One run as a job hands it to train: the spec, its folder, its W&B id, how many jobs run at once, and (on
+    this host) its time limit and how many times it runs again after reaching it."""
 
     spec: RunSpec
     run_dir: Path
     tracker_id: str
     parallelism: int
+    limit_s: float | None = None  # None: no limit of its own (on Slurm, the cluster limits the job)
+    timeout_retries: int = 0
+
+
+# A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this
+# long after (stuck in a C call, which waits for Python's signal handler) is killed by its job.
+GRACE_S = 30.0
+
+
+class RunTimeout(Exception):
+    """The run reached its time limit (launcher.timeout_min) and was stopped."""
+
+
+TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
+
+
+@contextlib.contextmanager
+def time_limit(run: RunJob):
+    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds: the run records itself failed, with
+    the traceback of where it was. (Python's signal handlers run on the main thread only: elsewhere, no limit.)"""
+    if run.limit_s is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def reached(signum, frame) -> None:
+        raise RunTimeout(f"the run reached its time limit of {run.limit_s:g} s (launcher.timeout_min) and was stopped")
+
+    previous = signal.signal(signal.SIGALRM, reached)
+    signal.setitimer(signal.ITIMER_REAL, run.limit_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
-    """Run `run` (its failure is recorded by `execute`); the error it failed with, or None.
+    """Run `run` within its time limit (its failure is recorded by `execute`); the error it failed with, or None.
     SystemExit, with why, if its records cannot be written: the job must not go on as if it had."""
     try:
-        execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+        with time_limit(run):
+            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
         return None
     except records.RecordWriteError as error:
         raise SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}") from error
@@ -55,13 +94,27 @@ def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exceptio
 
 
 def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> int:
-    """Record runs not started as pending again, interrupted (by `kind`, for `reason`); how many."""
+    """Record runs not started as pending again, interrupted (by `kind`, for `reason`); how many. A run done by an
+    earlier start of the job (a requeue) is kept done."""
     interrupted = {"type": kind, "at": records.now(), **({"reason": reason} if reason else {})}
+    left = 0
     for run in runs:
         run.run_dir.mkdir(parents=True, exist_ok=True)
-        history = records.read_status(run.run_dir, move_aside=True).history()
-        records.write_status(run.run_dir, records.PENDING, interrupted=interrupted, attempts=history)
-    return len(runs)
+        status = records.read_status(run.run_dir, move_aside=True)
+        if status.state == records.DONE:
+            continue
+        records.write_status(run.run_dir, records.PENDING, interrupted=interrupted, attempts=status.history())
+        left += 1
+    return left
+
+
+def again_after_timeout(run: RunJob) -> bool:
+    """The run failed by reaching its time limit and has retries left (launcher.timeout_retries): it runs again.
+    Counted from its records, so that its job and its launcher agree."""
+    status = records.read_status(run.run_dir)
+    if status.state != records.FAILED or status.error is None or status.error.type != TIMEOUT:
+        return False
+    return sum(attempt.get("error") == TIMEOUT for attempt in status.attempts) < run.timeout_retries
 
 
 def log_tail(path: Path | str | None, lines: int = 5) -> str:
@@ -71,17 +124,29 @@ def log_tail(path: Path | str | None, lines: int = 5) -> str:
         return ""
 
 
-def lost(run_dir: Path, what: str, log: Path | str | None, **fields: Any) -> records.Status:
-    """The status of a run whose process ended without its final records (`what` ended, and how): failed as
-    LostRun, quoting its log's last line (where a job that stops itself says why) and keeping its last lines."""
-    run_dir.mkdir(exist_ok=True)
+def _ended_before(what: str, log: Path | str | None, before: str) -> tuple[str, str]:
+    """`what` ended before the run `before`, quoting its log's last line (where a job that stops itself says why);
+    and the log's last lines."""
     tail = log_tail(log)
     last = f": {tail.splitlines()[-1].strip()}" if tail else " (killed, timed out or cancelled?)"
-    message = f"{what} ended before the run finished{last}; log: {log}"
+    return f"{what} ended before the run {before}{last}; log: {log}", tail
+
+
+def lost(run_dir: Path, what: str, log: Path | str | None, kind: str = "LostRun", **fields: Any) -> records.Status:
+    """The status of a run whose process ended without its final records (`what` ended, and how): failed as
+    `kind` (LostRun; RunTimeout where it was killed past its limit), keeping its log's last lines."""
+    run_dir.mkdir(exist_ok=True)
+    message, tail = _ended_before(what, log, "finished")
     return dataclasses.replace(
         records.read_status(run_dir, move_aside=True),
         state=records.FAILED,
         finished_at=records.now(),
-        error=records.RunError("LostRun", message, tail),
+        error=records.RunError(kind, message, tail),
         **fields,
     )
+
+
+def never_started(run: RunJob, what: str, log: Path | str | None) -> records.Status:
+    """Record a run whose job ended before it started as what it is: pending, with why (never lost: it never ran)."""
+    leave_pending([run], "JobEnded", _ended_before(what, log, "started")[0])
+    return records.read_status(run.run_dir)

@@ -65,9 +65,9 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
             continue
         for row in mine:
             row.job_alive = row.job_id in alive
-            # Its job has ended but the run never wrote a final state. (A run that was interrupted wrote
-            # that it is pending again: it stopped cleanly and waits for a resume.)
-            if not row.job_alive and row.state in (PENDING, RUNNING) and not row.status.interrupted:
+            # Its job has ended but the run, which started, never wrote a final state. (A run that was interrupted
+            # wrote that it is pending again; a run that never started is pending still.)
+            if not row.job_alive and row.state == RUNNING:
                 row.state = LOST
     return rows
 
@@ -91,9 +91,11 @@ def render(sweep_dir: Path) -> str:
             interrupted = row.status.interrupted
             detail = f"  interrupted ({interrupted['type']} at {interrupted['at']})"
             detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
+        elif row.state == PENDING and row.job_alive is False:
+            detail = "  its job ended before the run started"
         job = f"  job {row.job_id}" if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
-    if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE]:
+    if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
         lines.append(f"re-run what is not done: python launch.py resume {sweep_dir}")
     return "\n".join(lines)

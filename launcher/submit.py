@@ -29,7 +29,7 @@ from launcher.executor import (
 )
 from launcher.jobs import RunPack
 from launcher.progress import Progress
-from launcher.runs import RunJob, Runner, lost
+from launcher.runs import RunJob, Runner, again_after_timeout, lost, never_started
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
 from records import DONE, FINAL, PENDING, RUNNING, Status, Summary
@@ -82,14 +82,20 @@ def _detail(run_dir: Path, status: Status) -> str:
     return status.error_line(200)
 
 
-def _mark_lost(run: RunJob, job: submitit.Job) -> Status:
-    """A job that ended without this run's final records: record it as failed, with the log's last lines."""
-    status = lost(run.run_dir, f"job {job.job_id}", job.paths.stderr, job_id=job.job_id)
+def _job_ended(run: RunJob, job: submitit.Job, status: Status) -> Status:
+    """A job that ended without this run's final records: a run it started is failed as lost, with the log's
+    last lines; a run it never started is pending, with why. (If that cannot be recorded, the launcher still
+    goes on, knowing it.)"""
+    what, log = f"job {job.job_id}", job.paths.stderr
     try:
-        return records.save_status(run.run_dir, status)
-    except records.RecordWriteError as error:  # the launcher goes on: the run's state is known here
-        warn(f"run {run.spec.name} is lost ({status.error.message}) but that cannot be recorded: {error}")
-        return status
+        if status.state == PENDING:
+            return never_started(run, what, log)
+        found = lost(run.run_dir, what, log, job_id=job.job_id)
+        return records.save_status(run.run_dir, found)
+    except records.RecordWriteError as error:
+        warn(f"run {run.spec.name} ended with {what}, but that cannot be recorded: {error}")
+        ended = {"type": "JobEnded", "at": records.now(), "reason": f"{what} ended"}
+        return dataclasses.replace(status, interrupted=ended) if status.state == PENDING else found
 
 
 def warn(message: str) -> None:
@@ -176,13 +182,13 @@ class Follower:
                 if run.spec.name in self.states:
                     continue
                 status = records.read_status(run.run_dir)
+                if job_id not in alive and status.state not in FINAL and not status.interrupted:
+                    status = _job_ended(run, job, status)
                 if status.state == PENDING and status.interrupted and job_id not in alive:  # its job left it
                     self.states[run.spec.name] = PENDING
                     self.progress.ended(run.spec, PENDING, status.interrupted.get("reason", ""))
                     continue
-                if status.state not in FINAL and job_id not in alive:
-                    status = _mark_lost(run, job)
-                if status.state == RUNNING:
+                if status.state == RUNNING or (job_id in alive and again_after_timeout(run)):
                     self.progress.running(run.spec)
                 elif status.state in FINAL:
                     self.states[run.spec.name] = status.state
@@ -251,9 +257,11 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     for line in repaired:
         print(f"perfsweep: {line}", file=sys.stderr)
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
+    # On this host each run has its time limit; on Slurm the cluster limits each job
+    limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
-        RunJob(spec, sweep_dir / spec.name, sweepdir.tracker_id(manifest, spec), conf.parallelism)
+        RunJob(spec, sweep_dir / spec.name, sweepdir.tracker_id(manifest, spec), conf.parallelism, limit_s, retries)
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)

@@ -46,9 +46,13 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
             cluster_max_array_size()
         except ValueError as error:
             found.append(str(error))
-    for key in ("parallelism", "runs_per_job", "timeout_min"):
+    for key in ("parallelism", "runs_per_job"):
         if getattr(conf, key) < 1:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
+    if not conf.timeout_min > 0:
+        found.append(f"launcher.timeout_min={conf.timeout_min} must be positive (minutes; 0.5 is 30 s)")
+    if conf.timeout_retries < 0:
+        found.append(f"launcher.timeout_retries={conf.timeout_retries} must be 0 or more")
     if conf.gpus is not None and (
         conf.name != "local" or len(set(conf.gpus)) != len(conf.gpus) or min(conf.gpus, default=0) < 0
     ):

@@ -9,10 +9,17 @@ it); it sets its own threads. Before each fork the job checks, rather than assum
 would leak into the child (Runner.fork_hazard: CUDA initialised). A child that dies (a signal, the OOM
 killer) is recorded as a killed run is (LostRun, quoting its log), and the job goes on with the next run.
 Each child writes its output to its own log, beside the job's.
+
+The job itself has no time limit of its own that matters: each run has one (launcher.timeout_min), from its
+fork. A run that reaches it stops itself and records RunTimeout; one that cannot (stuck in a C call) is killed
+GRACE_S later and recorded so by the job. Either way the job goes on with the next run, so a sweep of any
+length runs to its end.
 """
 
 import collections
+import dataclasses
 import os
+import select
 import signal
 import sys
 import time
@@ -20,23 +27,38 @@ from pathlib import Path
 from typing import Any
 
 import records
-from launcher.runs import RunJob, Runner, leave_pending, lost, run_one
+from launcher.runs import GRACE_S, TIMEOUT, RunJob, Runner, again_after_timeout, leave_pending, lost, run_one
+
+POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
+
+
+@dataclasses.dataclass
+class Child:
+    """A run's process, forked from this job: the GPU it was given, its log, when it is killed if still going."""
+
+    run: RunJob
+    gpu: int | None
+    log: Path | None
+    deadline: float | None  # time.monotonic() past its limit and grace; None: no limit
+    pidfd: int | None  # readable once the process has ended
+    killed: bool = False  # for going past its deadline
 
 
 def fork_runs(
     runner: Runner, runs: list[RunJob], parallelism: int, gpus: tuple[int, ...], info: dict[str, Any]
 ) -> dict[str, str]:
-    """Run every run in a child of this process; each run's final state (pending where it was interrupted)."""
-    runner.warm([run.spec for run in runs])
+    """Run every run in a child of this process; each run's final state (pending where it was interrupted).
+    A run that reached its time limit and has retries left goes back to the end of the queue."""
     free = list(gpus)
     limit = min(parallelism, len(gpus)) if gpus else parallelism
     queue = collections.deque(runs)
-    children: dict[int, tuple[RunJob, int | None, Path | None]] = {}
+    children: dict[int, Child] = {}
     states: dict[str, str] = {}
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
     signal.signal(signal.SIGINT, _interrupt_once())
     _pass_preemption_on(children)
     try:
+        runner.warm([run.spec for run in runs])  # after the handlers: Ctrl-C while importing leaves runs pending
         while queue or children:
             while queue and len(children) < limit:
                 run = queue.popleft()
@@ -48,17 +70,25 @@ def fork_runs(
                     raise RuntimeError(f"cannot fork run {run.spec.name} from this job: {hazard}")
                 gpu = free.pop(0) if gpus else None
                 log = _log_of(run, info)
+                forked_at = time.time()  # the run's start-up counts from here, on the clock its first step reads
                 pid = os.fork()
                 if pid == 0:
-                    _child(runner, run, gpu, log, info)  # never returns
-                children[pid] = (run, gpu, log)
+                    _child(runner, run, gpu, log, {**info, "forked_at": forked_at})  # never returns
+                deadline = time.monotonic() + run.limit_s + GRACE_S if run.limit_s is not None else None
+                children[pid] = Child(run, gpu, log, deadline, _pidfd(pid))
             if not children:  # the rest were done by an earlier start of this job (a requeue)
                 continue
-            pid, wait_status = os.wait()
-            run, gpu, log = children.pop(pid)
-            if gpu is not None:
-                free.append(gpu)
-            states[run.spec.name] = _ended(run, pid, wait_status, log)
+            pid, wait_status = _reap(children)
+            child = children.pop(pid)
+            if child.pidfd is not None:
+                os.close(child.pidfd)
+            if child.gpu is not None:
+                free.append(child.gpu)
+            state = _ended(child, pid, wait_status)
+            if state == records.FAILED and again_after_timeout(child.run):
+                queue.append(child.run)
+                continue
+            states[child.run.spec.name] = state
     except KeyboardInterrupt as stop:  # Ctrl-C, or the launcher cancelling this job: children stop as runs do
         _stop(children)
         leave_pending(list(queue), type(stop).__name__)  # not started: pending, not lost (the job was stopped)
@@ -67,6 +97,34 @@ def fork_runs(
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return states
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # an older kernel or Python: children are polled instead
+        return None
+
+
+def _reap(children: dict[int, Child]) -> tuple[int, int]:
+    """Wait until one of the children ends: its pid and wait status. A child past its deadline is killed first."""
+    while True:
+        for pid in children:
+            ended, wait_status = os.waitpid(pid, os.WNOHANG)
+            if ended:
+                return ended, wait_status
+        now = time.monotonic()
+        for pid, child in children.items():
+            if child.deadline is not None and now >= child.deadline and not child.killed:
+                child.killed = True
+                _signal(pid, signal.SIGKILL)
+        waits = [c.deadline - now for c in children.values() if c.deadline is not None and not c.killed]
+        timeout = max(min(waits), 0.0) if waits else None
+        fds = [child.pidfd for child in children.values()]
+        if None in fds:
+            time.sleep(POLL_S if timeout is None else min(timeout, POLL_S))
+        else:
+            select.select(fds, [], [], timeout)
 
 
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
@@ -136,16 +194,23 @@ def _child(runner: Runner, run: RunJob, gpu: int | None, log: Path | None, info:
         os._exit(code)
 
 
-def _ended(run: RunJob, pid: int, wait_status: int, log: Path | None) -> str:
-    """The run's final state once its process has ended; recorded as lost if the run could not record one."""
+def _ended(child: Child, pid: int, wait_status: int) -> str:
+    """The run's final state once its process has ended; recorded as lost (timed out, where it was killed past
+    its time limit) if the run could not record one."""
+    run = child.run
     status = records.read_status(run.run_dir)
     if status.state in records.FINAL or (status.state == records.PENDING and status.interrupted):
         return status.state
-    if os.WIFSIGNALED(wait_status):
+    kind = TIMEOUT if child.killed else "LostRun"
+    if child.killed:
+        how = (
+            f"killed: it had not stopped {GRACE_S:g} s past its time limit of {run.limit_s:g} s (launcher.timeout_min)"
+        )
+    elif os.WIFSIGNALED(wait_status):
         how = f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     else:
         how = f"exit status {os.waitstatus_to_exitcode(wait_status)}"
-    found = lost(run.run_dir, f"the run's process {pid} ({how})", log)
+    found = lost(run.run_dir, f"the run's process {pid} ({how})", child.log, kind=kind)
     try:
         records.save_status(run.run_dir, found)
     except records.RecordWriteError as error:

@@ -5,6 +5,7 @@ import platform
 import socket
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -25,14 +26,15 @@ def command_output(*cmd: str) -> str | None:
 
 
 def process_started_at() -> float | None:
-    """When this process started (unix time, to 10 ms; a forked child's start is its fork), from /proc."""
+    """When this process started (unix time, to a clock tick: 10 ms), from /proc. Its start there counts on the
+    boot clock, which is read here too: /proc/stat's boot time is in whole seconds, which would put every start
+    up to a second early."""
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        stat = Path("/proc/stat").read_text().splitlines()
-        boot = next(int(line.split()[1]) for line in stat if line.startswith("btime"))
-    except (OSError, ValueError, IndexError, StopIteration):
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):  # not Linux
         return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
 
 
 def cpu_model() -> str:

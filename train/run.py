@@ -192,7 +192,8 @@ _PROCESS: dict[str, float | None] = {"free_since": None}
 def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
 
-    `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes.
+    `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes; its
+    `forked_at` (unix time), where a job forked this process for the run, is where the run's start-up begins.
     A run starts over from scratch: an earlier start's step rows and summary are removed first.
     """
     with interrupted_once():
@@ -205,9 +206,12 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
 def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg = spec.config
-    ready_since = _PROCESS["free_since"] or process_started_at() or time.time()  # this process, for this run
+    launch = dict(launch)
+    # When this process was ready for this run: its fork (by the forking job's clock), the previous run's end in
+    # this process, or the process's start.
+    ready_since = launch.pop("forked_at", None) or _PROCESS["free_since"] or process_started_at() or time.time()
     history = records.read_status(run_dir, move_aside=True).history()
-    launch = {**launch, "tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
+    launch |= {"tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
     records.write_status(run_dir, records.RUNNING, **launch)
     try:
         for stale in (records.STEPS, records.SUMMARY, records.PROFILE):

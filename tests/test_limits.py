@@ -1,0 +1,146 @@
+"""Time limits and ends of jobs: a sweep of any length runs to its end, a run past its limit is recorded timed out
+(and run again as configured), and a run its job never started is pending, never lost."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import records
+from launcher import sweepdir, warm
+from launcher.runs import RunJob, Runner
+from launcher.status import render, run_states
+from launcher.warm import fork_runs
+from records import load_sweep
+from sweeps.plan import build_plan
+from tests.conftest import ROOT, launch, launch_here
+from tests.test_faults import FAST, _start, _wait_for
+from tests.test_isolation import _done
+
+LIMIT_MIN = 0.02  # 1.2 s
+# A Python loop of 400 steps (several seconds) beside runs of 3 steps (well within the limit).
+MIXED = ["workload=pairwise_sum_prod", "workload.size=60", "warmup_steps=1", "tracker.mode=disabled"]
+
+
+def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp_path):
+    """The limit is each run's: the warm job that forks them has none that a sweep reaches."""
+    began = time.monotonic()
+    result = launch(*FAST, "seed=range(0,8)", "tracker.mode=disabled", f"launcher.timeout_min={LIMIT_MIN}",
+                    f"runs_dir={tmp_path}")  # fmt: skip
+    took = time.monotonic() - began
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert took > 3 * LIMIT_MIN * 60, "the premise: the sweep outlasts its limit several times over"
+    runs = load_sweep(tmp_path / "default")
+    assert len(runs) == 8 and all(run.state == "done" for run in runs)
+    assert len({run.status.job_id for run in runs}) == 1, "one warm job served the whole sweep"
+
+
+def test_a_run_past_its_limit_is_recorded_timed_out_run_again_as_configured_and_the_sweep_goes_on(tmp_path):
+    result = launch_here(*MIXED, "steps=3,400", "seed=0,1", f"launcher.timeout_min={LIMIT_MIN}",
+                         "launcher.timeout_retries=1", f"runs_dir={tmp_path}")  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    runs = load_sweep(tmp_path / "default")
+    short = [run for run in runs if run.fields["steps"] == 3]
+    long = [run for run in runs if run.fields["steps"] == 400]
+    assert len(short) == len(long) == 2 and all(run.state == "done" for run in short)
+    for run in long:
+        error = run.status.error
+        assert run.state == "failed" and error.type == "RunTimeout", run.status
+        assert "the run reached its time limit of 1.2 s (launcher.timeout_min)" in error.message
+        assert "pairwise_sum_prod_loop" in error.traceback, "where the run was when it was stopped"
+        assert [attempt["error"] for attempt in run.status.attempts] == ["RunTimeout"], "run again once"
+        assert not (run.path / records.STEPS).exists()
+    assert "2 failed" in result.stdout and "RunTimeout: the run reached its time limit" in result.stdout
+
+
+def test_a_run_in_the_jobs_own_process_is_stopped_at_its_limit_too(tmp_path):
+    result = launch_here(*MIXED, "steps=400", "launcher=debug", f"launcher.timeout_min={LIMIT_MIN}",
+                         f"runs_dir={tmp_path}")  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.state == "failed" and run.status.error.type == "RunTimeout" and not run.status.attempts
+
+
+def _deaf(spec, run_dir, tracker_id, launch):
+    """A run that cannot be stopped by its own limit, as one stuck in a C call: its alarm goes unheard."""
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records.write_status(run_dir, "running", pid=os.getpid())
+    time.sleep(60)
+
+
+def test_a_run_that_does_not_stop_at_its_limit_is_killed_by_its_job_which_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(warm, "GRACE_S", 0.5)
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=0.5) for spec in plan.runs]
+    states = fork_runs(Runner(_deaf), runs[:1], 1, (), {}) | fork_runs(Runner(_done), runs[1:], 1, (), {})
+    assert states == {runs[0].spec.name: "failed", runs[1].spec.name: "done"}
+    killed = records.read_status(runs[0].run_dir)
+    assert killed.error.type == "RunTimeout"
+    assert "killed: it had not stopped 0.5 s past its time limit of 0.5 s" in killed.error.message
+
+
+def _interrupted(specs):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_done(tmp_path):
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    _done(runs[0].spec, runs[0].run_dir, "id", {})  # by an earlier start of the job
+    with pytest.raises(KeyboardInterrupt):
+        fork_runs(Runner(_done, warm=_interrupted), runs, 1, (), {})
+    done, interrupted = (records.read_status(run.run_dir) for run in runs)
+    assert done.state == "done"
+    assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"
+
+
+def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_path):
+    """Ctrl-C as soon as the warm job is submitted, while it imports torch: no run has started."""
+    sweep = tmp_path / "runs" / "default"
+    launcher = _start(tmp_path / "runs")
+    _wait_for(lambda: (sweep / records.JOBS).exists(), "the job to be submitted")
+    os.killpg(launcher.pid, signal.SIGINT)
+    out, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 130, out + err
+    shown = launch("status", str(sweep))
+    assert "2 runs, 2 pending" in shown.stdout and "lost" not in shown.stdout, shown.stdout
+    assert not list(sweep.glob("*/steps.parquet"))
+
+
+def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    sweepdir.open_sweep(plan, [])
+    sweepdir.mark_pending(plan, list(plan.runs))
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    job = {"job_id": ended.stdout.strip(), "log": str(tmp_path / "job.log"), "launcher": "local"}
+    records.record_jobs(plan.sweep_dir, {spec.name: job for spec in plan.runs})
+    started, never = plan.runs
+    (plan.sweep_dir / started.name).mkdir()
+    records.write_status(plan.sweep_dir / started.name, "running", started_at=records.now(), job_id=job["job_id"])
+    states = {row.run: row.state for row in run_states(plan.sweep_dir)}
+    assert states == {started.name: "lost", never.name: "pending"}
+    shown = render(plan.sweep_dir)
+    assert f"pending  {never.name}" in shown and "its job ended before the run started" in shown
+    assert f"resume {plan.sweep_dir}" in shown
+
+
+def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(tmp_path):
+    """A job that dies before its first run (here: it cannot import the code it runs) leaves every run pending,
+    with its log's last line; resume runs them."""
+    broken = tmp_path / "code"
+    broken.mkdir()
+    (broken / "sitecustomize.py").write_text("import os\nif os.environ.get('SUBMITIT_LOCAL_JOB_ID'): os._exit(3)\n")
+    env = {"PYTHONPATH": f"{broken}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    result = launch(*FAST, "seed=0,1", "tracker.mode=disabled", f"runs_dir={tmp_path}", env=env, cwd=ROOT)
+    assert result.returncode == 1, result.stdout + result.stderr
+    statuses = [
+        records.read_status(path) for path in (tmp_path / "default").iterdir() if path.is_dir() and path.name[0] != "."
+    ]
+    assert len(statuses) == 2 and all(s.state == "pending" for s in statuses), statuses
+    assert all(s.interrupted["type"] == "JobEnded" and "ended before the run started" in s.interrupted["reason"]
+               for s in statuses)  # fmt: skip
+    assert "lost" not in launch("status", str(tmp_path / "default")).stdout

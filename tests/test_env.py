@@ -2,11 +2,17 @@
 
 import os
 import subprocess
+import sys
+import time
 import types
+from pathlib import Path
 
 import torch
 
+import records
+from tests.conftest import ROOT
 from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
+from train.run import execute
 
 # nvidia-smi's answer on a two-GPU host (typed here: no GPU can exist on the test machine).
 COMPUTE_APPS = """\
@@ -58,3 +64,26 @@ def test_a_gpu_is_named_by_its_uuid_as_nvidia_smi_writes_it(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(uuid=bare))
     assert gpu_uuid(torch.device("cuda")) == f"GPU-{bare}"
     assert parse_compute_apps(COMPUTE_APPS, gpu_uuid(torch.device("cuda")), own={4242})[0]["pid"] == 777
+
+
+def test_a_process_start_is_read_to_the_clock_tick_not_a_second_early():
+    """/proc/stat's boot time is whole seconds: a start counted from it was up to 1 s early (a fixed bias in every
+    recorded start-up on one boot). Counted on the boot clock, it falls between the parent's clock readings."""
+    before = time.time()
+    out = subprocess.run(
+        [sys.executable, "-c", "import time; from train.env import process_started_at as s; print(s(), time.time())"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    started, child_now = map(float, out.stdout.split())
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert before - 2 * tick <= started <= child_now
+
+
+def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
+    (spec,) = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled").runs
+    run_dir = Path(spec.config.runs_dir) / spec.sweep_name / spec.name
+    forked_at = time.time() - 100  # as a job would pass it, its fork long before the run's first step
+    execute(spec, run_dir, "id", {"parallelism": 1, "forked_at": forked_at})
+    status = records.read_status(run_dir)
+    assert status.state == "done" and 100 <= status.timing["startup_s"] < 100 + 60
+    assert "forked_at" not in records.read_json(run_dir / records.STATUS), "how it was launched, not a status field"

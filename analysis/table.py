@@ -107,7 +107,7 @@ def flags(runs: list[RunRecord]) -> list[str]:
         f"BATCH REDUCED {r.name}: ran at batch {r.summary.batch_size}, not {r.fields['model.batch_size']} "
         "(out of memory; model.batch_size_retry)"
         for r in done
-        if r.summary and r.summary.batch_size and r.summary.batch_size != r.fields.get("model.batch_size")
+        if r.summary and r.summary.batch_size and r.fields.get("model.batch_size") not in (None, r.summary.batch_size)
     ]
     found += machines.elsewhere(runs)
     found += [

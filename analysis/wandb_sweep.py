@@ -32,8 +32,8 @@ def tracker_conf(sweep_dir: Path) -> TrackerConf:
     runs = load_sweep(sweep_dir)
     if not runs:
         raise ValueError(f"{sweep_dir}: no run that can be read: none is planned there, or the warnings above say why")
-    run = runs[0]
-    return TrackerConf(**{k.split(".", 1)[1]: v for k, v in run.fields.items() if k.startswith("tracker.")})
+    recorded = {k.split(".", 1)[1]: v for k, v in runs[0].fields.items() if k.startswith("tracker.")}
+    return TrackerConf(**records.known_fields(TrackerConf, recorded))  # a version's settings that this one has
 
 
 def record_files(sweep_dir: Path) -> list[Path]:

@@ -32,6 +32,7 @@ from records.files import (
     atomic_write,
     flatten,
     json_line,
+    known_fields,
     now,
     quarantine,
     read_json,
@@ -65,8 +66,8 @@ from records.sweep import planned_runs, read_manifest, record_jobs, repair, subm
 __all__ = [
     "CONFIG", "ENV", "JOBS", "PROFILE", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
-    "atomic_write", "flatten", "json_line", "now", "quarantine", "read_json", "read_record", "read_steps", "unwritable",
-    "write_json", "write_jsonl", "write_steps",
+    "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
+    "read_steps", "unwritable", "write_json", "write_jsonl", "write_steps",
     "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",

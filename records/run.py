@@ -76,6 +76,10 @@ class Summary:
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
 
+    def __post_init__(self) -> None:
+        if "step_ms" not in self.median_ms:
+            raise ValueError("median_ms has no step_ms, the median step time every view reads")
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Summary":
         known = known_fields(cls, data)

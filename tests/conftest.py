@@ -1,6 +1,7 @@
 """Shared helpers and fixtures: a tiny CPU config composed from the real conf/, launches in a fresh process or in
 this one, the one real local sweep that several files read, the local Slurm cluster, and the GPU skip."""
 
+import collections
 import contextlib
 import io
 import os
@@ -45,6 +46,28 @@ def output_type(input_type: str) -> str:
     return "Tensor" if cls is torch.Tensor or disabled else cls.__name__
 
 
+# Inputs the property-based tests (test_records_fuzz.py) tried, by reader: printed at the end of every test run,
+# a worker's (pytest-xdist) handed to the one that prints.
+TRIED: collections.Counter = collections.Counter()
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["tried"] = dict(TRIED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    TRIED.update(getattr(node, "workeroutput", {}).get("tried", {}))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TRIED:
+        terminalreporter.section("generated inputs tried, per record reader")
+        for reader, count in sorted(TRIED.items()):
+            terminalreporter.line(f"{count:>6}  {reader}")
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return
@@ -71,7 +94,9 @@ def write_model_run(sweep_dir, sweep, model, memory_format, samples_per_s, batch
         {"data_ms": 0.0, "forward_ms": ms, "step_ms": ms, "warmup": False, "step": i} for i, ms in enumerate(forward_ms)
     ]
     records.write_steps(sweep_dir / name / records.STEPS, steps)
-    summary = {"phases": ["data", "forward"], "median_ms": {}, "workload": "infer_step"}
+    median = float(np.median(forward_ms))
+    medians = {"data_ms": 0.0, "forward_ms": median, "step_ms": median}
+    summary = {"phases": ["data", "forward"], "median_ms": medians, "workload": "infer_step"}
     records.write_json(sweep_dir / name / records.SUMMARY, summary)
     records.write_status(sweep_dir / name, "done")
 

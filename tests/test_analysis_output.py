@@ -104,3 +104,14 @@ def test_report_on_a_sweep_without_sweep_json_says_its_w_and_b_run_is_not_logged
     assert shown.returncode == 0, shown.stderr
     assert (sweep / records.REPORT).is_file() and not (sweep / "wandb").exists()
     assert f"warning: no W&B sweep run: {sweep} has no {records.SWEEP}" in shown.stderr
+
+
+def test_report_takes_the_tracker_settings_it_knows_of_a_config_written_by_another_version(tmp_path):
+    sweep = write_sweep(tmp_path / "sweep")
+    for name in ("a", "b"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["tracker"] |= {"tags": ["a setting this version does not have"]}
+        records.write_json(sweep / name / records.CONFIG, config)
+    shown = launch_here("report", str(sweep))
+    assert shown.returncode == 0, shown.stderr
+    assert (sweep / records.REPORT).is_file()

@@ -79,4 +79,6 @@ def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny
     header = next(line for line in shown.splitlines() if line.startswith("| "))
     cells = [cell.strip() for cell in header.strip("|").split("|")]
     assert cells[cells.index("TFLOP/s") + 1] == "MFU" and "| unknown " in shown  # columns as wide as their values
-    assert records.Summary(phases=("step",), median_ms={}, tflops_per_s=100.0, peak_tflops=400.0).mfu == 0.25
+    assert (
+        records.Summary(phases=("step",), median_ms={"step_ms": 4.0}, tflops_per_s=100.0, peak_tflops=400.0).mfu == 0.25
+    )

@@ -5,13 +5,13 @@ import os
 import uuid
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 import records
 from conf.schema import Config
 from records import PENDING
 from sweeps.compose import CONF_DIR
-from sweeps.plan import Plan, PlanError
+from sweeps.plan import Plan, PlanError, unreadable_overrides
 from sweeps.spec import RunSpec
 
 
@@ -78,7 +78,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:
         raise PlanError([f"resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only; not: {' '.join(bad)}"])
-    changes = OmegaConf.from_dotlist(list(overrides))
+    changes = _changes(list(overrides))
     unreadable: list[records.Unreadable] = []
     planned = records.planned_runs(sweep_dir, unreadable)
     lost = sorted(set((records.read_manifest(sweep_dir) or {}).get("runs", {})) - set(planned))
@@ -101,4 +101,23 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         if spec.run_id != record["run_id"]:
             raise ValueError(f"run {name}: its config no longer gives its run id (written by another version?)")
         runs.append(spec)
-    return Plan(sweep_dir=sweep_dir, runs=tuple(runs))
+    origins = {override.split("=", 1)[0]: "the command line" for override in overrides}
+    return Plan(sweep_dir=sweep_dir, runs=tuple(runs), origins=origins)
+
+
+def _changes(overrides: list[str]) -> DictConfig:
+    """The overrides as a config to merge into each run's, each checked against the schema (the key exists, the
+    value fits its type) before any is used."""
+    unreadable = unreadable_overrides(overrides)
+    if unreadable:
+        raise PlanError(unreadable)
+    schema = OmegaConf.structured(Config)
+    problems = []
+    for override in overrides:
+        try:
+            OmegaConf.merge(schema, OmegaConf.from_dotlist([override]))
+        except Exception as error:  # OmegaConf's errors: an unknown key, a value of the wrong type, bad YAML
+            problems.append(f"{override}: {str(error).splitlines()[0]}")
+    if problems:
+        raise PlanError(problems)
+    return OmegaConf.from_dotlist(overrides)

@@ -4,6 +4,7 @@ import dataclasses
 import os
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,22 +36,53 @@ def control_characters(conf: LauncherConf) -> list[str]:
     ]
 
 
+def path_control_characters(plan: Plan) -> list[str]:
+    """The paths every job's command or script holds (its sweep folder, the Python it starts), checked as the
+    launcher's strings are: a newline in them would end the #SBATCH block as surely."""
+    runs_dir, folder = plan.settings.runs_dir, str(plan.sweep_dir.resolve())
+    found = []
+    if _CONTROL.search(runs_dir):
+        found.append(f"runs_dir={runs_dir!r} holds a control character (a newline, a tab...): paths take none")
+    elif _CONTROL.search(folder):
+        found.append(f"the sweep folder {folder!r} (runs_dir in the working directory) holds a control character")
+    if _CONTROL.search(sys.executable):
+        found.append(f"the Python that jobs run, {sys.executable!r}, holds a control character")
+    return found
+
+
+SLURM_COMMANDS = ("sbatch", "squeue", "srun")
+
+
 def launcher_problems(conf: LauncherConf) -> list[str]:
     found = control_characters(conf)
+    missing = [command for command in SLURM_COMMANDS if not shutil.which(command)]
     if conf.name not in BACKENDS:
         found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(BACKENDS)}")
-    elif not BACKENDS[conf.name].on_this_host and not shutil.which("sbatch"):
-        found.append(f"launcher={conf.name} needs Slurm's commands (sbatch, squeue, srun) on PATH; none here")
+    elif not BACKENDS[conf.name].on_this_host and missing:
+        found.append(
+            f"launcher={conf.name} needs Slurm's commands ({', '.join(SLURM_COMMANDS)}) on PATH; not found here: "
+            f"{', '.join(missing)}"
+        )
     elif not BACKENDS[conf.name].on_this_host and not conf.max_array_size:
         try:
             cluster_max_array_size()
         except ValueError as error:
             found.append(str(error))
+    if conf.name in BACKENDS and BACKENDS[conf.name].on_this_host and conf.wait is False:
+        found.append(
+            f"launcher.wait=false with launcher={conf.name}: its runs run under this launcher, which follows them to "
+            "their end; wait=false is for launcher=slurm, whose jobs outlive the launcher"
+        )
     for key in ("parallelism", "runs_per_job"):
         if getattr(conf, key) < 1:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
+    for key in ("max_array_size", "cpus_per_task", "mem_gb"):
+        if getattr(conf, key) is not None and getattr(conf, key) < 1:
+            found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more (or null: the cluster's)")
+    if conf.gpus_per_node is not None and conf.gpus_per_node < 0:
+        found.append(f"launcher.gpus_per_node={conf.gpus_per_node} must be 0 or more (or null: see conf/schema.py)")
     if not conf.timeout_min > 0:
-        found.append(f"launcher.timeout_min={conf.timeout_min} must be positive (minutes; 0.5 is 30 s)")
+        found.append(f"launcher.timeout_min={conf.timeout_min:g} must be positive (minutes; 0.5 is 30 s)")
     if conf.timeout_retries < 0:
         found.append(f"launcher.timeout_retries={conf.timeout_retries} must be 0 or more")
     if conf.gpus is not None and (
@@ -84,7 +116,8 @@ def writable(sweep_dir: Path) -> list[str]:
 def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
-    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + writable(plan.sweep_dir)
+    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + path_control_characters(plan)
+    found += writable(plan.sweep_dir)
     if settings.repeats > 1 and settings.launcher.runs_per_job > 1 and isolation(settings.launcher) != "fork":
         found.append(
             f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job} and isolation="

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
 from conf.schema import Config
@@ -153,11 +154,26 @@ def _models(overrides: list[str]) -> list[str]:
 def compose_runs(runs: list[list[Setting]], sources: dict[str, str] | None = None) -> tuple[list[Config], list[str]]:
     """Each run's typed config that composes, and every distinct composition error with the run it is in."""
     configs, errors = compose.compose_all(runs)
-    hint = " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
     return configs, [
-        f"{explain(message, sources or {})}{hint if 'is not a ListConfig' in message else ''}\n  (in the run: {run})"
-        for message, run in errors.items()
+        f"{explain(message, sources or {})}{_hint(message)}\n  (in the run: {run})" for message, run in errors.items()
     ]
+
+
+_UNKNOWN_MODEL = re.compile(r"Could not find 'model/([^']+)'")
+
+
+def _hint(message: str) -> str:
+    """What to write instead, for the composition errors whose fix is not in Hydra's message."""
+    if "is not a ListConfig" in message:
+        return " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
+    unknown = _UNKNOWN_MODEL.search(message)
+    if unknown:
+        name = unknown.group(1)
+        return (
+            f"\n  (those are presets; any timm or torchvision model runs by its name: model.name={name} "
+            "model.source=timm, or model.source=torchvision)"
+        )
+    return ""
 
 
 def _sweep_dir(config: Config) -> Path:
@@ -191,12 +207,47 @@ def replicated(configs: list[Config]) -> list[Config]:
     return ordered
 
 
+GRAMMAR = (
+    "overrides are KEY=VALUE, KEY=a,b (a sweep), KEY=[a,b] (a list); quote a value with other characters: "
+    "KEY='a b' (Hydra's override grammar: https://hydra.cc/docs/advanced/override_grammar/basic/)"
+)
+
+
+def unreadable_overrides(overrides: list[str]) -> list[str]:
+    """Each override that Hydra's grammar cannot read, named with the parser's reason."""
+    parser = OverridesParser.create()
+    found = []
+    for override in overrides:
+        try:
+            parser.parse_overrides([override])
+        except OverrideParseException as error:
+            found.append(f"{override!r} cannot be read: {_parse_reason(override, error)}; {GRAMMAR}")
+    return found
+
+
+_LEXER = "LexerNoViableAltException: "
+
+
+def _parse_reason(override: str, error: OverrideParseException) -> str:
+    """The parser's reason without its boilerplate; for a character the lexer stops at, which one."""
+    lines = [line for line in str(error).splitlines() if line.strip() and not line.startswith(("See ", "Error pars"))]
+    if lines and lines[0].startswith(_LEXER):
+        caret = lines[-1]  # points under the character, in the first line
+        at = len(caret) - len(caret.lstrip()) - len(_LEXER) if caret.strip() == "^" else -1
+        where = f" ({override[at]!r}, character {at + 1})" if 0 <= at < len(override) else ""
+        return f"a character its grammar does not take unquoted{where}"
+    return " ".join(line.strip() for line in lines) or "Hydra's parser refused it"
+
+
 def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
     A run that does not compose raises PlanError; with strict=False the plan keeps the runs that do and
     carries the errors in `problems`, so they are reported with every other problem of the sweep.
     """
+    unreadable = unreadable_overrides(overrides)
+    if unreadable:
+        raise PlanError(unreadable)
     overrides = _models(overrides)
     sources = origins(overrides)
     configs, errors = compose_runs(expand(overrides), sources)

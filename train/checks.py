@@ -45,6 +45,10 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
             )
     if cfg.warmup_steps < 0:
         found.append(f"warmup_steps={cfg.warmup_steps} must be 0 or more")
+    if cfg.threads is not None and cfg.threads < 1:
+        found.append(
+            f"threads={cfg.threads} must be 1 or more (or null: the CPUs Slurm allotted, else torch's default)"
+        )
     if on_this_host:
         found += _device(cfg.device, dataclasses.astuple(cfg.precision))
     return found

@@ -77,8 +77,9 @@ class Summary:
     output_type: str | None = None  # a training step's: the type of the model's output
 
     def __post_init__(self) -> None:
-        if "step_ms" not in self.median_ms:
-            raise ValueError("median_ms has no step_ms, the median step time every view reads")
+        untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
+        if untimed:
+            raise ValueError(f"median_ms has no {untimed[0]}: every phase it names, and the step, have a median")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Summary":

@@ -94,6 +94,7 @@ WRONG_SHAPES = {
     "a summary that is a list": (records.SUMMARY, as_json([1, 2, 3])),
     "medians that are strings": (records.SUMMARY, as_json({"phases": ["data"], "median_ms": {"step_ms": "fast"}})),
     "a summary without the step's median": (records.SUMMARY, as_json({"phases": [], "median_ms": {"data_ms": 1.0}})),
+    "a summary without a phase's median": (records.SUMMARY, as_json({"phases": ["data"], "median_ms": {"step_ms": 1}})),
     "clocks that are null": (records.SUMMARY, as_json({"phases": [], "median_ms": {}, "clocks": {"start": None}})),
     "a config whose axes are a list": (records.CONFIG, as_json({"run_id": "a", "axes": [], "baseline": {}})),
     "an env whose GPU is a string": (records.ENV, as_json({"gpu": "H100"})),
@@ -131,8 +132,8 @@ def test_a_record_of_the_wrong_shape_is_unreadable_and_every_command_goes_on(cas
         assert f"{victim} is unreadable (not a valid status: " in line
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for command in ("table", "runs", "plots"):
-            shown = launch_here(command, str(sweep))
+        for command in (["table"], ["runs"], ["plots"], ["compare", str(sweep)]):
+            shown = launch_here(command[0], str(sweep), *command[1:])
             assert shown.returncode == 0, f"{command}: {shown.stderr}"
         table = launch_here("table", str(sweep))
     assert "1 runs, 1 done" in table.stdout

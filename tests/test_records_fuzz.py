@@ -2,10 +2,10 @@
 wrong type, shape, encoding and size (a valid record with a field changed, removed or added; any JSON; other
 encodings; cut; random bytes; a large record; step tables of any columns, types and rows).
 
-The property: no traceback from a reader or from the commands' views (status, table, runs, compare); a record that
-is not what its file must hold is read as unreadable, with a message naming the file; nothing recorded is lost or
-overwritten: a reader leaves the file as it was, and a launch-side reader that quarantines (a run starting, a launch
-repairing the sweep's files) moves it aside byte for byte.
+The property: no traceback from a reader or from the commands' views (status, table, runs, replicates, published,
+compare); a record that is not what its file must hold is read as unreadable, with a message naming the file;
+nothing recorded is lost or overwritten: a reader leaves the file as it was, and a launch-side reader that
+quarantines (a run starting, a launch repairing the sweep's files) moves it aside byte for byte.
 
 PERFSWEEP_FUZZ_EXAMPLES=N tries N inputs per record file (default 50: about 1.5 s each); the counts tried are
 printed at the end of the test run.
@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import records
-from analysis import compare, summary, table
+from analysis import compare, replicates, summary
 from analysis.render import text
+from analysis.views import sweep_views
 from launcher.status import render
 from tests.conftest import TRIED
 from tests.test_records_schema import write_sweep
@@ -188,7 +189,7 @@ def test_every_reader_takes_any_file_in_place_of_a_record(name, sweep):
     @FUZZ
     @given(files_of(name, recorded[path]))
     def readers_take(data: bytes) -> None:
-        TRIED[f"{name}: inputs tried (read_record, its typed reader, status, table, runs, compare, a launch)"] += 1
+        TRIED[f"{name}: inputs tried (read_record, its typed reader, the views, a launch)"] += 1
         path.write_bytes(data)
         try:
             _check_readers(sweep, path, data)
@@ -222,7 +223,7 @@ def _check_readers(sweep, path, data: bytes) -> None:
         _check_run(sweep, path, found)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        shown = [render(sweep), text(table.view(sweep)), text(summary.view(sweep))]
+        shown = [render(sweep), *map(text, sweep_views(sweep)), text(summary.view(sweep)), text(replicates.view(sweep))]
         shown.append(text(compare.compare(sweep, sweep, threshold=0.05, loss_tolerance=0.05)[0]))
     skipped = [str(w.message) for w in caught if str(w.message).startswith("skipping run a:")]
     assert all(path.name in message for message in skipped), skipped

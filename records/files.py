@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import os
+import reprlib
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -173,8 +174,7 @@ def _said(error) -> str:
     said = []
     for found in error.errors(include_url=False)[:3]:
         where = ".".join(map(str, found["loc"]))
-        held = "" if found["type"] == "missing" else repr(found["input"])
-        held = f" (it holds {held if len(held) <= 60 else held[:57] + '...'})" if held else ""
+        held = "" if found["type"] == "missing" else f" (it holds {reprlib.repr(found['input'])})"
         said.append(f"{where}: {found['msg']}{held}" if where else f"{found['msg']}{held}")
     more = error.error_count() - len(said)
     return "; ".join(said) + (f"; and {more} more" if more else "")

@@ -122,8 +122,9 @@ def save_status(run_dir: Path, status: Status) -> Status:
 
 
 def read_status(run_dir: Path, move_aside: bool = False) -> Status:
-    """The run's status: pending if it has none; if it cannot be read, pending with `unreadable` saying why
-    (and, with `move_aside`, which the run or its launcher asks for before writing a new one, moved aside)."""
+    """The run's status: pending if it has none; if it cannot be read (or is not a status), pending with
+    `unreadable` saying why (and, with `move_aside`, which the run or its launcher asks for before writing a new one,
+    moved aside)."""
     path = Path(run_dir) / STATUS
     found = read_record(path)
     if found is None:

@@ -22,10 +22,21 @@ MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes no
 
 
 def hydra_flags(args: list[str]) -> int:
-    """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main."""
+    """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main. What
+    Hydra would not take is refused first, exit status 2: a flag it has not (by its own parser's usage line), an
+    override its grammar cannot read."""
     import hydra
+    from hydra._internal.utils import get_args_parser
 
     import conf.schema  # noqa: F401  (registers the schema the configs extend)
+    from sweeps.plan import unreadable_overrides
+
+    flags = get_args_parser()
+    flags.prog = "perfsweep"
+    unreadable = unreadable_overrides(flags.parse_intermixed_args(args).overrides)
+    if unreadable:
+        print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in unreadable), file=sys.stderr)
+        return 2
 
     @hydra.main(config_path="conf", config_name="config", version_base="1.3")
     def show(cfg) -> None:
@@ -38,7 +49,7 @@ def hydra_flags(args: list[str]) -> int:
         if isinstance(done.code, str):  # our task's refusal: a flag for which Hydra would run a job
             print(done.code, file=sys.stderr)
             return 2
-        return done.code or 0
+        return 2 if done.code else 0  # Hydra has said what it could not compose
     finally:
         sys.argv = argv
     return 0

@@ -45,10 +45,11 @@ class Progress:
     def end_line(self) -> str:
         """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
         wall = time.monotonic() - self.began
-        windows = sum(t["window_s"] for t in self.timings)
+        windows = sum(t.get("window_s", 0.0) for t in self.timings)
         line = f"{self.finished} runs in {wall:.1f} s; measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
-        if self.timings:
-            line += f"; start-up per run median {statistics.median(t['startup_s'] for t in self.timings):.2f} s"
+        startups = [t["startup_s"] for t in self.timings if "startup_s" in t]  # a record of another version may lack it
+        if startups:
+            line += f"; start-up per run median {statistics.median(startups):.2f} s"
         return line
 
     def tick(self) -> None:

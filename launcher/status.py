@@ -30,6 +30,12 @@ def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
     return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir, unreadable))
 
 
+def _launcher(planned: dict) -> str | None:
+    """The launcher a planned run's config names (its config is the schema's only where this version wrote it)."""
+    launcher = planned["config"].get("launcher")
+    return launcher.get("name") if isinstance(launcher, dict) else None
+
+
 def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState]:
     """One per run: its state (pending, running, done, failed, lost, unreadable; unknown where the scheduler
     did not answer), job id, log. What else the user should know is added to `notes`: sweep-level files that
@@ -45,9 +51,7 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
         latest = jobs.get(name, {}) if status.state not in FINAL else {}
         launcher = latest.get("launcher")
         if latest and launcher is None:  # recorded before jobs.json named the launcher: its config does
-            launchers = launchers or {
-                n: r["config"]["launcher"]["name"] for n, r in records.planned_runs(sweep_dir).items()
-            }
+            launchers = launchers or {n: _launcher(r) for n, r in records.planned_runs(sweep_dir).items()}
             launcher = launchers.get(name)
         job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
         state = UNREADABLE if status.unreadable else status.state

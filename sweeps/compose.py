@@ -137,6 +137,9 @@ class Composer:
                 OmegaConf.update(validator, setting.key, setting.value, merge=True)
             except Exception as error:
                 raise ValueError(f"Error merging override {setting.text}: {error}") from error
+            parent, _, leaf = setting.key.rpartition(".")
+            if OmegaConf.is_missing(OmegaConf.select(validator, parent) if parent else validator, leaf):
+                raise ValueError(_missing([setting.key]))
             converted = OmegaConf.select(validator, setting.key)
             self.values[cache_key] = (
                 OmegaConf.to_container(converted) if isinstance(converted, DictConfig) else converted
@@ -176,7 +179,23 @@ class Composer:
     def compose(self, run: list[Setting]) -> Config:
         if self.can_build(run):
             return self.build(run)
-        return OmegaConf.to_object(compose(config_name="config", overrides=[s.text for s in run]))
+        return composed_by_hydra(run)
+
+
+def composed_by_hydra(run: list[Setting]) -> Config:
+    """The run's Config as Hydra composes it, checked once more against the schema: a value an interpolation gave
+    (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type."""
+    composed = compose(config_name="config", overrides=[s.text for s in run])
+    missing = OmegaConf.missing_keys(composed)
+    if missing:
+        raise ValueError(_missing(sorted(missing)))
+    config = OmegaConf.to_object(composed)
+    OmegaConf.structured(config)
+    return config
+
+
+def _missing(keys: list[str]) -> str:
+    return f"{', '.join(f'{key}=???' for key in keys)}: ??? leaves a value missing; every run needs one"
 
 
 def compose_all(runs: list[list[Setting]], reuse: bool = True) -> tuple[list[Config], dict[str, str]]:
@@ -192,7 +211,7 @@ def compose_all(runs: list[list[Setting]], reuse: bool = True) -> tuple[list[Con
                 if reuse:
                     configs.append(composer.compose(run))
                 else:
-                    configs.append(OmegaConf.to_object(compose(config_name="config", overrides=[s.text for s in run])))
+                    configs.append(composed_by_hydra(run))
             except Exception as error:
                 errors.setdefault(_explain(error), " ".join(s.text for s in run))
     return configs, errors

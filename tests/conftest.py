@@ -46,8 +46,8 @@ def output_type(input_type: str) -> str:
     return "Tensor" if cls is torch.Tensor or disabled else cls.__name__
 
 
-# Inputs the property-based tests (test_records_fuzz.py) tried, by reader: printed at the end of every test run,
-# a worker's (pytest-xdist) handed to the one that prints.
+# Inputs the property-based tests (test_records_fuzz.py, test_overrides_fuzz.py) tried, by what read them: printed at
+# the end of every test run, a worker's (pytest-xdist) handed to the one that prints.
 TRIED: collections.Counter = collections.Counter()
 
 
@@ -63,7 +63,7 @@ def pytest_testnodedown(node, error):
 
 def pytest_terminal_summary(terminalreporter):
     if TRIED:
-        terminalreporter.section("generated inputs tried, per record reader")
+        terminalreporter.section("generated inputs tried, per reader (property-based tests)")
         for reader, count in sorted(TRIED.items()):
             terminalreporter.line(f"{count:>6}  {reader}")
 

@@ -96,3 +96,20 @@ def test_resume_refuses_a_bad_override_and_changes_nothing(tmp_path):
         _refused(launch_here("resume", str(sweep), override), message)
     assert {path: path.read_bytes() for path in sweep.rglob("*.json")} == before
     assert all(records.read_status(path.parent).state == "done" for path in sweep.glob("*/status.json"))
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["-"], "'-' cannot be read"),
+        (["--cfg", "job", "steps=["], "'steps=[' cannot be read"),
+        (["launcher.gpus=${steps}"], "int is not a ListConfig"),
+        (["launcher.sbatch_extra=${steps}"], "Cannot assign int to Dict"),
+        (["steps=???"], "steps=???: ??? leaves a value missing"),
+        (["model.name=???"], "model.name=???: ??? leaves a value missing"),
+    ],
+)
+def test_what_the_property_based_tests_found_is_refused(tmp_path, words, message):
+    result = launch_here("steps=1", *words, "launcher.wait=false", f"runs_dir={tmp_path}")
+    _refused(result, message)
+    assert not any(tmp_path.iterdir())

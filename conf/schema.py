@@ -102,7 +102,7 @@ class LauncherConf:
     # recorded failed (RunTimeout); the sweep goes on. Slurm: the job's --time (a pack of runs_per_job runs),
     # in whole minutes, the cluster's limit (submitit requeues a job that reaches it).
     timeout_min: float = 60
-    timeout_retries: int = 0  # this host: times a run that reached timeout_min runs again (after the others)
+    timeout_retries: int = 0  # this host: times a run that reached timeout_min runs again, its earlier timeouts counted
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
     gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs

@@ -9,6 +9,7 @@ import dataclasses
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,37 +61,64 @@ TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
 
 @contextlib.contextmanager
 def time_limit(run: RunJob):
-    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds: the run records itself failed, with
-    the traceback of where it was. (Python's signal handlers run on the main thread only: elsewhere, no limit.)"""
-    if run.limit_s is None or threading.current_thread() is not threading.main_thread():
+    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds (an interval timer, SIGALRM): the run
+    records itself failed, with the traceback of where it was. The run stops the timer once its outcome is known,
+    so that recording it and W&B after it are never cut short. Python's signal handlers run on the main thread
+    only: a run on another thread (a debug launch from a thread) has no limit, and says so."""
+    if run.limit_s is None:
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        print(f"perfsweep: run {run.spec.name} runs off the main thread: no time limit", file=sys.stderr)
         yield
         return
 
     def reached(signum, frame) -> None:
-        raise RunTimeout(f"the run reached its time limit of {run.limit_s:g} s (launcher.timeout_min) and was stopped")
+        minutes = f"launcher.timeout_min={run.limit_s / 60:g} ({run.limit_s:g} s)"
+        raise RunTimeout(f"the run reached its time limit, {minutes}, and was stopped")
 
     previous = signal.signal(signal.SIGALRM, reached)
-    signal.setitimer(signal.ITIMER_REAL, run.limit_s)
     try:
+        signal.setitimer(signal.ITIMER_REAL, run.limit_s)
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
+def unrecordable(run: RunJob, error: OSError) -> SystemExit:
+    """The job must stop, with why as its log's last line: going on as if the run's records were written would lie."""
+    return SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}")
+
+
 def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
-    """Run `run` within its time limit (its failure is recorded by `execute`); the error it failed with, or None.
-    SystemExit, with why, if its records cannot be written: the job must not go on as if it had."""
+    """Run `run` within its time limit; the error it failed with, or None. Its failure is recorded by `execute`, or
+    here where it failed before it could record anything (its folder or status could not be made or read).
+    SystemExit, with why, if its records cannot be written."""
     try:
         with time_limit(run):
             execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
         return None
     except records.RecordWriteError as error:
-        raise SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}") from error
+        raise unrecordable(run, error) from error
     except Exception as error:
-        line = records.RunError(type(error).__name__, str(error)).line(200)
-        print(f"perfsweep: run {run.spec.name} failed: {line} (its status.json has the traceback)", file=sys.stderr)
+        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
+        _record_failure(run, failure)
+        print(f"perfsweep: run {run.spec.name} failed: {failure.line(200)} (its status.json has the traceback)",
+              file=sys.stderr)  # fmt: skip
         return error
+
+
+def _record_failure(run: RunJob, failure: records.RunError) -> None:
+    status = records.read_status(run.run_dir)
+    if status.state in records.FINAL:
+        return
+    try:
+        run.run_dir.mkdir(parents=True, exist_ok=True)
+        failed = dataclasses.replace(status, state=records.FAILED, finished_at=records.now(), error=failure)
+        records.save_status(run.run_dir, failed)
+    except OSError as error:
+        raise unrecordable(run, error) from error
 
 
 def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> int:
@@ -108,10 +136,10 @@ def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> i
     return left
 
 
-def again_after_timeout(run: RunJob) -> bool:
-    """The run failed by reaching its time limit and has retries left (launcher.timeout_retries): it runs again.
-    Counted from its records, so that its job and its launcher agree."""
-    status = records.read_status(run.run_dir)
+def again_after_timeout(run: RunJob, status: records.Status | None = None) -> bool:
+    """The run (whose status is `status`, read now if not given) failed by reaching its time limit and has retries
+    left: launcher.timeout_retries counts every timeout the run has had, across launches."""
+    status = records.read_status(run.run_dir) if status is None else status
     if status.state != records.FAILED or status.error is None or status.error.type != TIMEOUT:
         return False
     return sum(attempt.get("error") == TIMEOUT for attempt in status.attempts) < run.timeout_retries

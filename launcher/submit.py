@@ -188,7 +188,7 @@ class Follower:
                     self.states[run.spec.name] = PENDING
                     self.progress.ended(run.spec, PENDING, status.interrupted.get("reason", ""))
                     continue
-                if status.state == RUNNING or (job_id in alive and again_after_timeout(run)):
+                if status.state == RUNNING or (job_id in alive and again_after_timeout(run, status)):
                     self.progress.running(run.spec)
                 elif status.state in FINAL:
                     self.states[run.spec.name] = status.state

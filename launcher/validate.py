@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conf.schema import LauncherConf, RunConf
 from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS, ISOLATIONS, cluster_max_array_size, isolation
+from launcher.executor import BACKENDS, ISOLATIONS, UNLIMITED_MIN, cluster_max_array_size, isolation
 from sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
@@ -81,8 +81,11 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
             found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more (or null: the cluster's)")
     if conf.gpus_per_node is not None and conf.gpus_per_node < 0:
         found.append(f"launcher.gpus_per_node={conf.gpus_per_node} must be 0 or more (or null: see conf/schema.py)")
-    if not conf.timeout_min > 0:
-        found.append(f"launcher.timeout_min={conf.timeout_min:g} must be positive (minutes; 0.5 is 30 s)")
+    if not 0 < conf.timeout_min <= UNLIMITED_MIN:  # NaN included
+        found.append(
+            f"launcher.timeout_min={conf.timeout_min:g} must be positive and at most {UNLIMITED_MIN} (a year), in "
+            "minutes (0.5 is 30 s)"
+        )
     if conf.timeout_retries < 0:
         found.append(f"launcher.timeout_retries={conf.timeout_retries} must be 0 or more")
     if conf.gpus is not None and (

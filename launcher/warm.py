@@ -27,7 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import records
-from launcher.runs import GRACE_S, TIMEOUT, RunJob, Runner, again_after_timeout, leave_pending, lost, run_one
+from launcher.runs import (
+    GRACE_S,
+    TIMEOUT,
+    RunJob,
+    Runner,
+    again_after_timeout,
+    leave_pending,
+    lost,
+    run_one,
+    unrecordable,
+)
 
 POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
 
@@ -55,10 +65,12 @@ def fork_runs(
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
-    signal.signal(signal.SIGINT, _interrupt_once())
+    interrupt = _interrupt_once()
+    signal.signal(signal.SIGINT, interrupt)
     _pass_preemption_on(children)
     try:
         runner.warm([run.spec for run in runs])  # after the handlers: Ctrl-C while importing leaves runs pending
+        signal.signal(signal.SIGINT, interrupt)  # again: an import may have put in its own
         while queue or children:
             while queue and len(children) < limit:
                 run = queue.popleft()
@@ -80,8 +92,7 @@ def fork_runs(
                 continue
             pid, wait_status = _reap(children)
             child = children.pop(pid)
-            if child.pidfd is not None:
-                os.close(child.pidfd)
+            _close(child)
             if child.gpu is not None:
                 free.append(child.gpu)
             state = _ended(child, pid, wait_status)
@@ -96,6 +107,8 @@ def fork_runs(
     finally:
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+        for child in children.values():
+            _close(child)
     return states
 
 
@@ -106,8 +119,15 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+def _close(child: Child) -> None:
+    if child.pidfd is not None:
+        os.close(child.pidfd)
+        child.pidfd = None
+
+
 def _reap(children: dict[int, Child]) -> tuple[int, int]:
-    """Wait until one of the children ends: its pid and wait status. A child past its deadline is killed first."""
+    """Wait until one of the children ends: its pid and wait status. A child past its deadline is killed first,
+    unless its run has recorded how it ended (it is then in W&B, which has its own limit, tracker.timeout_s)."""
     while True:
         for pid in children:
             ended, wait_status = os.waitpid(pid, os.WNOHANG)
@@ -115,16 +135,22 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
                 return ended, wait_status
         now = time.monotonic()
         for pid, child in children.items():
-            if child.deadline is not None and now >= child.deadline and not child.killed:
+            if child.deadline is None or now < child.deadline or child.killed:
+                continue
+            if records.read_status(child.run.run_dir).state in records.FINAL:
+                child.deadline = None
+            else:
                 child.killed = True
                 _signal(pid, signal.SIGKILL)
         waits = [c.deadline - now for c in children.values() if c.deadline is not None and not c.killed]
         timeout = max(min(waits), 0.0) if waits else None
-        fds = [child.pidfd for child in children.values()]
-        if None in fds:
+        if any(child.pidfd is None for child in children.values()):
             time.sleep(POLL_S if timeout is None else min(timeout, POLL_S))
-        else:
-            select.select(fds, [], [], timeout)
+            continue
+        ended = select.poll()
+        for child in children.values():
+            ended.register(child.pidfd, select.POLLIN)
+        ended.poll(None if timeout is None else timeout * 1000)
 
 
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
@@ -203,9 +229,7 @@ def _ended(child: Child, pid: int, wait_status: int) -> str:
         return status.state
     kind = TIMEOUT if child.killed else "LostRun"
     if child.killed:
-        how = (
-            f"killed: it had not stopped {GRACE_S:g} s past its time limit of {run.limit_s:g} s (launcher.timeout_min)"
-        )
+        how = f"killed {GRACE_S:g} s past its time limit, launcher.timeout_min={run.limit_s / 60:g}: it had not stopped"
     elif os.WIFSIGNALED(wait_status):
         how = f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     else:
@@ -214,7 +238,7 @@ def _ended(child: Child, pid: int, wait_status: int) -> str:
     try:
         records.save_status(run.run_dir, found)
     except records.RecordWriteError as error:
-        raise SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}") from error
+        raise unrecordable(run, error) from error
     return records.FAILED
 
 

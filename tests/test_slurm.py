@@ -16,6 +16,7 @@ from launcher.executor import slurm_parameters
 from launcher.validate import launcher_problems
 from records import load_sweep
 from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.test_faults import FAST
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
 # (5 s by default, sparing a real cluster's controller).
@@ -172,8 +173,8 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     result = launch_here(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
-    while not any(s.state == "running" for s in states(sweep).values()):
-        assert time.monotonic() < deadline, "no run started"
+    while sum(s.state == "running" for s in states(sweep).values()) < 2:  # a run never started would be pending
+        assert time.monotonic() < deadline, "the two runs did not start"
         time.sleep(0.2)
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
     slurm("scancel", *job_ids)
@@ -294,13 +295,28 @@ def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(
     assert {final[name].job_id for name in submitted} == {entry["job_id"] for entry in submitted.values()}
 
 
+def _only_on_path(folder: Path, monkeypatch, *commands: str) -> None:
+    """PATH holding stand-ins for these commands alone: never run, only found (what the checks look for)."""
+    for command in commands:
+        (folder / command).write_text("#!/bin/sh\nexit 1\n")
+        (folder / command).chmod(0o755)
+    monkeypatch.setenv("PATH", str(folder))
+
+
 def test_no_scontrol_to_read_max_array_size_is_a_problem_before_anything_is_submitted(tmp_path, monkeypatch):
-    (tmp_path / "sbatch").write_text("#!/bin/sh\nexit 1\n")  # never called: only found
-    (tmp_path / "sbatch").chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    _only_on_path(tmp_path, monkeypatch, "sbatch", "squeue", "srun")
     (problem,) = launcher_problems(LauncherConf(name="slurm"))
     assert "scontrol, which is not on PATH" in problem and "launcher.max_array_size=N" in problem
     assert launcher_problems(LauncherConf(name="slurm", max_array_size=100)) == []
+
+
+def test_slurm_without_srun_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    _only_on_path(tmp_path, monkeypatch, "sbatch", "squeue")
+    runs = tmp_path / "runs"
+    result = launch_here(*FAST, "launcher=slurm", "launcher.max_array_size=8", f"runs_dir={runs}")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "launcher=slurm needs Slurm's commands (sbatch, squeue, srun) on PATH; not found here: srun" in result.stderr
+    assert not runs.exists()
 
 
 @pytest.mark.slurm

@@ -185,6 +185,12 @@ def fork_hazard() -> str | None:
     return None
 
 
+def outcome_known() -> None:
+    """Stop the run's time limit, the interval timer its job set (SIGALRM, launcher.timeout_min): the limit is on
+    what the run does, not on recording how it ended nor on W&B after it (tracker.timeout_s limits that)."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 # When this process last finished a run (None: it has run none): a later run's start-up counts from there.
 _PROCESS: dict[str, float | None] = {"free_since": None}
 
@@ -250,6 +256,7 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         records.write_steps(run_dir / records.STEPS, rows)
         records.write_json(run_dir / records.SUMMARY, summary.to_json())
         written_s = time.time() - writing
+        outcome_known()
         finished = records.now()
         timing = {
             "startup_s": first_step - ready_since,
@@ -263,10 +270,12 @@ def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, An
         records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
     except (KeyboardInterrupt, SystemExit) as error:
         # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
+        outcome_known()
         interrupted = {"type": type(error).__name__, "at": records.now()}
         records.write_status(run_dir, records.PENDING, interrupted=interrupted, **launch)
         raise
     except Exception as error:
+        outcome_known()
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
         finished = records.now()
         records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)

@@ -52,7 +52,7 @@ def show_replicates(args: argparse.Namespace) -> int:
     from analysis import replicates
     from analysis.render import text
 
-    print(text(replicates.view(args.sweep_dir, args.effect)))
+    print(text(replicates.view(args.sweep_dir, args.half_width)))
     return 0
 
 
@@ -60,9 +60,9 @@ def show_comparison(args: argparse.Namespace) -> int:
     from analysis import compare
     from analysis.render import text
 
-    view, regressed = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance)
+    view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
     print(text(view))
-    return 1 if regressed else 0
+    return status
 
 
 class CannotWrite(Exception):
@@ -148,7 +148,8 @@ def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: boo
 
 def add_commands(subparsers) -> None:
     """Add the analysis commands to an argparse subparsers object."""
-    found = _command(subparsers, "table", "one row per run: medians per phase, speed-up over the baseline", show_table)
+    about = "one row per configuration: medians per phase, speed-up over the baseline"
+    found = _command(subparsers, "table", about, show_table)
     found.add_argument(
         "--csv",
         nargs="?",
@@ -163,7 +164,7 @@ def add_commands(subparsers) -> None:
         "workload's baseline (input_type=tensor, impl=...)",
     )
     for name, about, handler in [
-        ("runs", "per run and phase: median, 95%% CI, IQR, p5-p95, robust CV, outliers; noisy runs", show_runs),
+        ("runs", "per run and phase: median, within-run interval, IQR, p5-p95, robust CV, outliers", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),
     ]:
         _command(subparsers, name, about, handler)
@@ -172,13 +173,16 @@ def add_commands(subparsers) -> None:
     found = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
     found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
     found = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
-    found.add_argument("--effect", type=float, default=0.05, help="the effect to resolve (default 0.05: 5%%)")
-    about = "two sweeps run by run; exit status 1 on a regression"
+    found.add_argument(
+        "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
+    )
+    about = "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run)"
     found = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     found.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     found.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
     found.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
     found.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
+    found.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     found = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
     found.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
     found.add_argument(

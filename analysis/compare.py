@@ -1,28 +1,42 @@
-"""Two sweeps, run by run: per-phase speed-ups with intervals, regressions and improvements flagged.
+"""Two sweeps, configuration by configuration: step-time speed-ups with intervals across runs, the family of
+comparisons held to one error rate, and a suite-level geometric mean.
 
-    python -m analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05]
+    python -m analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
 
-A is the reference (before), B the candidate (after): two torch versions, before and after a
-change, eager against compiled. Runs are matched by their axes and config, leaving out what each
-sweep holds constant but the two do not share (printed as what the sweeps differ in, and below it
-where the machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they
-measured. For each matched pair and phase: B's speed-up over A (median time of A / of B) with a
-bootstrap 95% interval over steps. A REGRESSION is B slower by more than the threshold with an
-interval that excludes 1; an improvement is the same the other way. The final loss is compared
-too: a change by more than the tolerance of how far A's loss moved while it trained is flagged,
-since a faster step that trains differently is no improvement, and so are NaN or infinite losses
-(NON-FINITE LOSS). Exit status 1 when a regression, a loss change or a non-finite loss is found.
+A is the reference (before), B the candidate (after): two torch versions, before and after a change, eager
+against compiled. Configurations are matched by their axes and config, leaving out their replicate, what each
+sweep holds constant but the two do not share (printed as what the sweeps differ in, and below it where the
+machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they measured. For each matched
+configuration: B's speed-up over A (median time of A / of B) in the step and each phase, each run counting once
+(analysis/evidence.py).
+
+The gate is the step's (the phases are shown; `--gate-phases` gates on them too). As asv does, a change is flagged
+when it is beyond the threshold and it is statistically significant, here with the whole family of comparisons
+held to a 5% error rate (Holm), so that a compare of 30 configurations does not fail on noise:
+
+    REGRESSION             B slower; replicated on both sides (two or more runs each): exit status 1
+    POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
+                           between processes): exit status 3, unless something confirmed gives 1
+    improvement / possible improvement    the same, the other way (no effect on the exit status)
+
+The final loss is compared too: a change by more than the tolerance of how far A's loss moved while it trained is
+flagged, since a faster step that trains differently is no improvement, and so are NaN or infinite losses
+(NON-FINITE LOSS); both exit 1.
 """
 
 import dataclasses
 from pathlib import Path
 
-from analysis import machines, stats
-from analysis.groups import is_declaration
+from analysis import evidence, machines
+from analysis.groups import NOT_CONFIGURATION, Configuration, is_declaration, labels, round_of
 from analysis.render import Column, View
 from records import DONE, RunRecord, load_sweep
 
-NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label")
+EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
+NOT_COMPARED = (
+    *("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "repeats", "order"),
+    *NOT_CONFIGURATION,
+)
 
 
 def identity(run: RunRecord) -> dict[str, str]:
@@ -56,22 +70,28 @@ def changes(differ: dict[str, tuple[str, str]]) -> str:
 
 def pairs(
     a: list[RunRecord], b: list[RunRecord]
-) -> tuple[dict[str, tuple[str, str]], list[tuple[RunRecord, RunRecord]]]:
+) -> tuple[dict[str, tuple[str, str]], list[tuple[Configuration, Configuration]]]:
+    """What the sweeps differ in, and their configurations matched: A's and B's runs of each."""
     differ = differences(a, b)
 
-    def key(run: RunRecord) -> tuple:
-        return tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ))
+    def grouped(runs: list[RunRecord]) -> dict[tuple, Configuration]:
+        found: dict[tuple, list[RunRecord]] = {}
+        for run in runs:
+            found.setdefault(tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ)), []).append(run)
+        return {key: Configuration(key, sorted(members, key=round_of)) for key, members in found.items()}
 
-    by_key = {key(r): r for r in b}
-    return differ, [(r, by_key[key(r)]) for r in a if key(r) in by_key]
+    of_a, of_b = grouped(a), grouped(b)
+    return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
 
 
-def flag(interval: stats.Interval, threshold: float) -> str:
-    if interval.value < 1 - threshold and interval.high < 1:
-        return "REGRESSION"
-    if interval.value > 1 + threshold and interval.low > 1:
-        return "improvement"
-    return ""
+def flag(found: evidence.Speedup, significant: bool, threshold: float) -> str:
+    """The flag of a gated comparison: significant in its family and beyond the threshold."""
+    way = found.beyond(threshold) if significant else ""
+    if not way:
+        return ""
+    if found.replicated:
+        return "REGRESSION" if way == "slower" else "improvement"
+    return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
 
 
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
@@ -93,58 +113,111 @@ def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Line:
-    """One line of the comparison: a phase of a matched pair, or its final loss."""
+    """One line of the comparison: a phase of a matched configuration, or its final loss."""
 
-    run: str
+    configuration: str
     phase: str
+    runs: str = ""
     a_ms: str = ""
     b_ms: str = ""
-    speedup: str = ""
+    speedup: evidence.Speedup | None = None
+    gated: bool = False
     flag: str = ""
 
 
 COLUMNS = [
-    Column("run (A)", lambda line: line.run),
+    Column("configuration (A)", lambda line: line.configuration),
     Column("phase", lambda line: line.phase),
+    Column("runs A/B", lambda line: line.runs),
     Column("A ms", lambda line: line.a_ms),
     Column("B ms", lambda line: line.b_ms),
-    Column("B speed-up [95% CI]", lambda line: line.speedup),
+    Column("B speed-up [95% CI]", lambda line: str(line.speedup) if line.speedup else ""),
+    Column("p", lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else ""),
     Column("flag", lambda line: line.flag),
 ]
 
 
-def pair_lines(a: RunRecord, b: RunRecord, threshold: float, loss_tolerance: float) -> list[Line]:
-    phases = [*a.summary.phases, "step"]
-    columns = [f"{p}_ms" for p in phases]
-    steps_a, steps_b = a.steps(columns), b.steps(columns)
+def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bool) -> list[Line]:
+    """A line per phase and the step of a matched configuration, its flag left for the family's test."""
+    phases = [*a.first.summary.phases, "step"]
+    runs = f"{len(a.runs)}/{len(b.runs)}"
     lines = []
-    for phase, column in zip(phases, columns, strict=True):
-        interval = stats.speedup(steps_b[column], steps_a[column])
-        median_a, median_b = a.summary.median(phase), b.summary.median(phase)
-        lines.append(
-            Line(a.name, phase, f"{median_a:.3g}", f"{median_b:.3g}", str(interval), flag(interval, threshold))
+    for phase in phases:
+        found = evidence.speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
+        ms = [f"{x:.3g}" if (x := c.median(phase)) is not None else "-" for c in (a, b)]
+        lines.append(Line(label, phase, runs, *ms, found, gated=phase == "step" or gate_phases))
+    return lines
+
+
+def flagged(lines: list[Line], threshold: float) -> list[Line]:
+    """The lines with their flags: the gated ones tested as one family (Holm)."""
+    gated = [i for i, line in enumerate(lines) if line.gated]
+    significant = dict(zip(gated, evidence.holm([lines[i].speedup.p for i in gated]), strict=True))
+    return [
+        dataclasses.replace(line, flag=flag(line.speedup, significant[i], threshold)) if i in significant else line
+        for i, line in enumerate(lines)
+    ]
+
+
+def suite(lines: list[Line]) -> str:
+    """The geometric mean of the step's speed-ups over every matched configuration, with its interval."""
+    steps = [line.speedup for line in lines if line.phase == "step"]
+    found = evidence.geomean(steps)
+    if found is None:
+        return (
+            f"suite: no geometric mean with an interval: {sum(not s.replicated for s in steps)} of {len(steps)} "
+            "configurations have one run on a side (repeats=N for one)"
         )
-    changed = loss_changed(a, b, loss_tolerance)
-    return lines + ([Line(a.name, "final loss", flag=changed)] if changed else [])
+    return f"suite: B's geometric-mean step speed-up over A's, {len(steps)} configurations: {found} across runs"
 
 
-def compare(sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float) -> tuple[View, bool]:
-    """The comparison as a view, and whether it found a regression (time or loss)."""
-    done = [[r for r in load_sweep(d) if r.state == DONE] for d in (sweep_a, sweep_b)]
+def compare(
+    sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float, gate_phases: bool = False
+) -> tuple[View, int]:
+    """The comparison as a view, and its exit status: 1 on a regression confirmed across runs (or a loss change),
+    3 on a possible one (one run on a side), 0 otherwise."""
+    done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
-    differ, matched = pairs(*done)
-    lines = [line for a, b in matched for line in pair_lines(a, b, threshold, loss_tolerance)]
-    regressed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in lines)
+    return compare_runs(*done, threshold, loss_tolerance, gate_phases, names=(sweep_a, sweep_b))
+
+
+def compare_runs(
+    a: list[RunRecord],
+    b: list[RunRecord],
+    threshold: float,
+    loss_tolerance: float,
+    gate_phases: bool = False,
+    names: tuple[Path, Path] = (Path("A"), Path("B")),
+) -> tuple[View, int]:
+    """compare, of two sweeps' done runs."""
+    differ, matched = pairs(a, b)
+    names_a = labels([ca for ca, _ in matched]) if matched else {}
+    lines = [line for ca, cb in matched for line in config_lines(ca, cb, names_a[ca.key], gate_phases)]
+    lines = flagged(lines, threshold)
+    losses = [
+        Line(names_a[ca.key], "final loss", flag=changed)
+        for ca, cb in matched
+        for ra, rb in zip(ca.runs, cb.runs, strict=False)
+        if (changed := loss_changed(ra, rb, loss_tolerance))
+    ]
+    shown = lines + losses
+    confirmed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in shown)
+    possible = any(line.flag.startswith("POSSIBLE REGRESSION") for line in shown)
     above = [
-        f"A: {sweep_a} ({len(done[0])} done runs)  B: {sweep_b} ({len(done[1])} done runs)",
+        f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
         f"they differ in: {changes(differ) or 'nothing'}",
     ]
-    if machines_differ := machine_differences(*done):
+    if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
-    unmatched = len(done[0]) - len(matched)
+    unmatched = len(a) - sum(len(ca.runs) for ca, _ in matched)
+    gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
-        f"{len(matched)} runs matched, {unmatched} of A without a match in B; threshold {threshold:.0%}, "
-        f"loss tolerance {loss_tolerance:.0%}; speed-up = median time of A / of B (below 1: B is slower)"
+        f"{len(matched)} configurations matched, {unmatched} runs of A without a match in B; gated: {gate}, each "
+        f"change flagged when beyond {threshold:.0%} and significant with the family of {sum(x.gated for x in lines)} "
+        f"held to 5% (Holm); loss tolerance {loss_tolerance:.0%}; speed-up = median time of A / of B (below 1: B is "
+        "slower), each run counting once",
+        suite(lines),
     ]
-    return View("Comparison", above, COLUMNS, lines, notes=notes), regressed
+    status = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if possible else 0
+    return View("Comparison", above, COLUMNS, shown, notes=notes), status

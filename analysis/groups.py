@@ -1,9 +1,12 @@
-"""How runs are grouped for comparison: the axes and fields that vary in a sweep, each run's row group and its
-baseline, the phases, and each run's label."""
+"""How runs are grouped for comparison: the axes and fields that vary in a sweep, its configurations (the runs
+that differ only in their replicate: one process each), each configuration's row group and baseline, the phases,
+and labels."""
 
 import dataclasses
 
-from analysis import stats
+import numpy as np
+
+from analysis import evidence
 from conf.schema import DECLARATION
 from records import RunRecord
 from records.run import Baseline
@@ -11,6 +14,7 @@ from records.run import Baseline
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
 NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
+NOT_CONFIGURATION = ("seed", "replicate")  # what replicates of one configuration differ in: never a matching key
 _DECLARED = tuple(f"workload.{name}" for name in DECLARATION)  # the workload's declaration: not a setting
 
 
@@ -30,13 +34,16 @@ def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
-    """Axis names and other config fields whose values differ between runs."""
-    axes = [a for a in axis_order(runs) if len({r.axis(a) for r in runs}) > 1]
+    """Axis names and other config fields whose values differ between configurations (never the replicate)."""
+    axes = [a for a in axis_order(runs) if a != "replicate" and len({r.axis(a) for r in runs}) > 1]
     shown = _axis_fields(runs, axis_order(runs))
     fields = sorted(
         k
         for k in runs[0].fields
-        if k not in shown and not is_declaration(k) and len({repr(r.fields.get(k)) for r in runs}) > 1
+        if k not in shown
+        and k not in NOT_CONFIGURATION
+        and not is_declaration(k)
+        and len({repr(r.fields.get(k)) for r in runs}) > 1
     )
     return axes, fields
 
@@ -63,11 +70,72 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     return [dataclasses.replace(r, baseline=Baseline(axis, value)) for r in runs]
 
 
-def baselines(runs: list[RunRecord]) -> dict[str, RunRecord]:
-    """Each run's baseline: the run of its row group with the baseline's value (absent where there is none)."""
+@dataclasses.dataclass
+class Configuration:
+    """The runs of a sweep that differ only in their replicate: one configuration, each run one process."""
+
+    key: tuple  # its axes' and fields' values, where they vary
+    runs: list[RunRecord]  # in round order
+
+    @property
+    def first(self) -> RunRecord:
+        return self.runs[0]
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.first.is_baseline
+
+    @property
+    def rounds(self) -> tuple[int, ...]:
+        return tuple(map(round_of, self.runs))
+
+    @property
+    def interleaved(self) -> bool:
+        """Its runs ran in rounds with the other configurations' (order=interleaved): round r beside round r."""
+        return all(r.fields.get("order", "interleaved") == "interleaved" for r in self.runs)
+
+    def sample(self, columns: tuple[str, ...] = ("step_ms",), per_sample: bool = False) -> evidence.Sample:
+        """Each run's measured steps of the sum of `columns` (ms; per sample where asked), with its round."""
+        steps = []
+        for run in self.runs:
+            found = run.steps(list(columns)) if columns != ("step_ms",) else {"step_ms": run.step_ms()}
+            total = sum(np.asarray(v, dtype=float) for v in found.values())
+            steps.append(total / run.batch if per_sample else total)
+        return evidence.Sample(tuple(steps), self.rounds)
+
+    def median(self, phase: str) -> float | None:
+        """The median over its runs of each run's median time of `phase` (or "step")."""
+        values = [m for r in self.runs if r.summary and (m := r.summary.median(phase)) is not None]
+        return float(np.median(values)) if values else None
+
+    def middle(self, value) -> float | None:
+        """The median over its runs of what `value` gives for each (None where none gives one)."""
+        values = [v for r in self.runs if (v := value(r)) is not None]
+        return float(np.median(values)) if values else None
+
+
+def round_of(run: RunRecord) -> int:
+    """The run's replicate: the round it ran in where its sweep interleaved its configurations."""
+    return int(run.axes.get("replicate") or run.fields.get("replicate") or 0)
+
+
+def configurations(runs: list[RunRecord]) -> list[Configuration]:
+    """The runs grouped into configurations, in order of first appearance, each one's runs by round."""
     axes, fields = varying(runs)
-    of_group = {group_key(r, axes, fields): r for r in runs if r.is_baseline}
-    return {r.name: base for r in runs if (base := of_group.get(group_key(r, axes, fields)))}
+    found: dict[tuple, list[RunRecord]] = {}
+    for run in runs:
+        key = tuple(run.axis(a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
+        found.setdefault(key, []).append(run)
+    return [Configuration(key, sorted(members, key=round_of)) for key, members in found.items()]
+
+
+def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
+    """Each configuration's baseline (by its key): the configuration of its row group with the baseline's value
+    (absent where there is none)."""
+    runs = [c.first for c in configs]
+    axes, fields = varying(runs)
+    of_group = {group_key(c.first, axes, fields): c for c in configs if c.is_baseline}
+    return {c.key: base for c in configs if (base := of_group.get(group_key(c.first, axes, fields)))}
 
 
 def phase_columns(runs: list[RunRecord]) -> list[str]:
@@ -75,23 +143,30 @@ def phase_columns(runs: list[RunRecord]) -> list[str]:
     return [*dict.fromkeys(p for r in runs if r.summary for p in r.summary.phases), "step"]
 
 
-def labels(runs: list[RunRecord]) -> dict[str, str]:
-    """Each run by what varies in the sweep: axis values, then sizes and fields as key=value."""
-    axes, fields = varying(runs)
+def labels(configs: list[Configuration]) -> dict[tuple, str]:
+    """Each configuration by what varies in the sweep: axis values, then sizes and fields as key=value."""
+    axes, fields = varying([c.first for c in configs])
 
     def label(run: RunRecord) -> str:
         parts = [run.axis_label(a) for a in axes if run.axis(a) != "-"]
         parts += [f"{f}={run.fields.get(f)}" for f in fields if f not in MEASURING]
         return " ".join(parts) or run.name
 
-    return {r.name: label(r) for r in runs}
+    return {c.key: label(c.first) for c in configs}
 
 
-def speedups(runs: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, stats.Interval]]:
-    """Each run that has a baseline in its row group: (run, baseline, its speed-up over the baseline)."""
-    base_of = baselines(runs)
+def speedup_over(config: Configuration, base: Configuration) -> evidence.Speedup:
+    """The configuration's speed-up over its baseline in step time: across runs (paired by round where the sweep
+    interleaved them) with two or more runs on each side, within-run otherwise."""
+    return evidence.speedup(config.sample(), base.sample(), paired=config.interleaved and base.interleaved)
+
+
+def speedups(runs: list[RunRecord]) -> list[tuple[Configuration, Configuration, evidence.Speedup]]:
+    """Each configuration that has a baseline in its row group: (it, its baseline, its speed-up over it)."""
+    configs = configurations(runs)
+    base_of = baselines(configs)
     return [
-        (run, base, stats.speedup(run.step_ms(), base.step_ms()))
-        for run in runs
-        if (base := base_of.get(run.name)) is not None and base is not run
+        (config, base, speedup_over(config, base))
+        for config in configs
+        if (base := base_of.get(config.key)) is not None and base is not config
     ]

@@ -1,21 +1,26 @@
-"""PNG plots of a sweep: phase times per configuration, step-time distributions, speed-ups with intervals.
+"""PNG plots of a sweep, each showing what its numbers rest on: phase times per configuration, each run's median
+beside its configuration's interval, and speed-ups as a point with its interval around 1.00x.
 
-    python -m analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,distributions,speedups}.png
+    python -m analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
                                                        (DIR/plots/ with --out)
 
-Each run is labelled by the axes and fields that vary in the sweep; bars are sorted, so the
-slowest (or the largest effect) is at the top.
+Each configuration is labelled by the axes and fields that vary in the sweep; rows are sorted, so the slowest (or
+the largest effect) is at the top. An interval from one run's steps is drawn dashed and labelled within-run.
 """
 
+import math
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
-from analysis.groups import labels, phase_columns, speedups  # noqa: E402
-from records import DONE, RunRecord, load_sweep  # noqa: E402
+from analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
+from analysis.replicates import across_runs  # noqa: E402
+from analysis.stats import median_interval  # noqa: E402
+from records import DONE, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
 
@@ -30,49 +35,71 @@ def _figure(rows: int, title: str, values: list[float]):
     return fig, ax
 
 
-def phases_plot(runs: list[RunRecord], names: dict[str, str], path: Path) -> None:
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Path) -> None:
+    runs = [r for c in configs for r in c.runs]
     phases = [p for p in phase_columns(runs) if p != "step"]
-    order = sorted(runs, key=lambda r: r.summary.median("step"))
-    totals = [r.summary.median("step") for r in order]
-    fig, ax = _figure(len(order), "Median time per phase of a step, per configuration", totals)
+    order = sorted(configs, key=lambda c: c.median("step"))
+    totals = [c.median("step") for c in order]
+    fig, ax = _figure(len(order), "Median time per phase of a step, per configuration (median over its runs)", totals)
     left = [0.0] * len(order)
     for phase in phases:
-        widths = [r.summary.median(phase) or 0.0 for r in order]
-        ax.barh([names[r.name] for r in order], widths, left=left, label=phase)
+        widths = [c.median(phase) or 0.0 for c in order]
+        ax.barh([names[c.key] for c in order], widths, left=left, label=phase)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("median ms per step (stacked phases)")
     ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
-def distributions_plot(runs: list[RunRecord], names: dict[str, str], path: Path) -> None:
-    order = sorted(runs, key=lambda r: r.summary.median("step"))
-    steps = [r.step_ms() for r in order]
-    medians = [r.summary.median("step") for r in order]
-    title = "Step time over the measured steps (box: IQR, whiskers: p5-p95; steps beyond them not drawn)"
-    fig, ax = _figure(len(order), title, medians)
-    labels_ = [names[r.name] for r in order]
-    ax.boxplot(steps, orientation="horizontal", whis=(5, 95), tick_labels=labels_, showfliers=False)
+def step_interval(config: Configuration) -> tuple[float, float, float, bool]:
+    """A configuration's step time and its 95% interval: across runs with two or more, else within its one run."""
+    medians = np.array([r.summary.median("step") for r in config.runs])
+    if len(medians) >= 2:
+        return (*across_runs(medians), True)
+    low, high = median_interval(config.runs[0].step_ms())
+    return float(medians[0]), low, high, False
+
+
+def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path) -> None:
+    order = sorted(configs, key=lambda c: c.median("step"))
+    found = [step_interval(c) for c in order]
+    title = "Step time: each run's median (points) and its configuration's 95% interval (line; dashed: within-run)"
+    fig, ax = _figure(len(order), title, [f[0] for f in found])
+    for y, (config, (value, low, high, replicated)) in enumerate(zip(order, found, strict=True)):
+        ax.hlines(y, low, high, color="tab:blue", linestyles="solid" if replicated else "dashed", linewidth=2)
+        medians = [r.summary.median("step") for r in config.runs]
+        ax.plot(medians, [y] * len(medians), "o", color="black", markersize=4, alpha=0.7)
+        ax.plot([value], [y], "|", color="tab:blue", markersize=14)
+    ax.set_yticks(range(len(order)), [names[c.key] for c in order])
     ax.set_xlabel("step time (ms)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
-def speedups_plot(found, names: dict[str, str], path: Path) -> None:
+def speedups_plot(found, names: dict[tuple, str], path: Path) -> None:
     order = sorted(found, key=lambda item: item[2].value)
-    values = [i.value for _, _, i in order]
-    fig, ax = _figure(len(order), "Speed-up over the baseline of the same row group (95% bootstrap interval)", values)
-    errors = [[i.value - i.low for _, _, i in order], [i.high - i.value for _, _, i in order]]
-    labels_ = [f"{names[r.name]}  (vs {b.baseline.value})" for r, b, _ in order]
-    ax.barh(labels_, values, xerr=errors, color=["tab:red" if v < 1 else "tab:green" for v in values], capsize=3)
+    values = [s.value for _, _, s in order]
+    title = "Speed-up over the baseline of the same row group: point and 95% interval (dashed: within-run)"
+    fig, ax = _figure(len(order), title, values)
+    for y, (_, _, s) in enumerate(order):
+        colour = "tab:red" if s.high < 1 else "tab:green" if s.low > 1 else "tab:gray"
+        ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)
+        ax.plot([s.value], [y], "o", color=colour)
+    labels_ = [f"{names[c.key]}  (vs {b.first.baseline.value})" for c, b, _ in order]
+    ax.set_yticks(range(len(order)), labels_)
     ax.axvline(1.0, color="black", linewidth=1)
-    ax.set_xlabel("speed-up (x): baseline's median step time / this run's; below 1 is slower")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    reach = max(0.01, *(abs(math.log(x)) for _, _, s in order for x in (s.low, s.high) if x > 0))
+    ax.set_xscale("log")
+    ax.set_xlim(math.exp(-1.15 * reach), math.exp(1.15 * reach))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
+    ax.set_xlabel("speed-up (x, log scale): the baseline's step time / this configuration's; below 1 is slower")
+    _save(fig, path)
 
 
 def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
@@ -82,10 +109,11 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
         raise ValueError(f"{sweep_dir}: no done runs to plot")
     out = Path(out or sweep_dir) / "plots"
     out.mkdir(parents=True, exist_ok=True)
-    names = labels(runs)
-    written = [out / "phases.png", out / "distributions.png"]
-    phases_plot(runs, names, written[0])
-    distributions_plot(runs, names, written[1])
+    configs = configurations(runs)
+    names = labels(configs)
+    written = [out / "phases.png", out / "runs.png"]
+    phases_plot(configs, names, written[0])
+    runs_plot(configs, names, written[1])
     found = speedups(runs)
     if found:
         written.append(out / "speedups.png")

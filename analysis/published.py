@@ -6,14 +6,17 @@ Each published comparison names two configurations by their axes or config value
 time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
 both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
 a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
-speed-ups (median time of `over` / median time of `of`, with a bootstrap 95% interval over steps;
-with replicates (repeats=N), each run counts once and the interval is across runs):
+speed-ups (median time of `over` / median time of `of`), each run counting once, with a 95% interval across runs
+(analysis/evidence.py). A verdict needs two or more runs of each side (repeats=N); with one, the interval is
+within-run and the row says `indicative (1 run)`, never a verdict. With replicates:
 
-    reproduced     our interval reaches the published speed-up (or goes beyond it, the same way)
-    smaller        the same direction, but our interval lies between no effect and the published figure
-    absent         our interval includes 1.0: no effect seen
+    reproduced     a speed-up or slow-down: our interval lies on the claimed side of 1.0 and reaches the published
+                   figure (or goes beyond it); no effect (same): our interval lies inside +-5% of 1.0
+    smaller        the claimed direction, but our interval lies between no effect and the published figure
+    absent         an effect was claimed; our interval lies inside +-5% of 1.0
     reversed       our interval lies on the other side of 1.0
-    contradicted   the source saw no effect (same); ours is outside +-5%
+    contradicted   no effect was claimed; our interval lies wholly outside +-5%
+    undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 A figure the source does not give (a table lost as an image) is stored as none and shown as such.
 """
 
@@ -23,13 +26,14 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from analysis import machines, stats
+from analysis import evidence, machines
+from analysis.groups import NOT_CONFIGURATION, Configuration, round_of
 from analysis.render import Column, View
 from records import DONE, FAILED, RunRecord, load_sweep
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
-HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95% CI]"]
+HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95%]"]
 NOT_RUN = "not run in this sweep"
 SPEEDUP = "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)"
 
@@ -44,30 +48,22 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
     return all(str(axes.get(k, fields.get(k))) == str(v) for k, v in selector.items())
 
 
-def pick(runs: list[RunRecord], selector: dict[str, Any]) -> list[RunRecord]:
-    """The done runs `selector` names: one configuration's replicates; an error if it names several configurations."""
+def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
+    """The configuration `selector` names (its done replicates); an error if it names several, None if none."""
     found = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
-    configurations = {
-        repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in stats.NOT_CONFIGURATION)) for r in found
-    }
-    if len(configurations) > 1:
+    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in NOT_CONFIGURATION)) for r in found}
+    if len(configs) > 1:
         raise ValueError(
             f"{selector} matches {len(found)} runs of several configurations: {', '.join(r.name for r in found)}"
         )
-    return found
+    return Configuration(tuple(configs), sorted(found, key=round_of)) if found else None
 
 
-def step_times(run: RunRecord, metric: str) -> np.ndarray:
-    """Per measured step, the sum of the metric's phases (ms)."""
-    columns = [f"{phase}_ms" for phase in metric.split("+")]
-    return sum(np.asarray(values, dtype=float) for values in run.steps(columns).values())
-
-
-def times(run: RunRecord, item: dict[str, Any]) -> np.ndarray:
-    """Per measured step, the comparison's time (ms); per sample where it compares per sample (`per_sample`:
-    runs whose batches differ, as timm's tables' do)."""
-    values = step_times(run, item.get("metric", "step"))
-    return values / run.batch if item.get("per_sample") else values
+def sample(config: Configuration, item: dict[str, Any]) -> evidence.Sample:
+    """Each run's measured steps of the comparison's time (ms): the sum of its metric's phases, per sample where it
+    compares per sample (`per_sample`: runs whose batches differ, as timm's tables' do)."""
+    columns = tuple(f"{phase}_ms" for phase in item.get("metric", "step").split("+"))
+    return config.sample(columns, per_sample=bool(item.get("per_sample")))
 
 
 def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
@@ -91,14 +87,22 @@ def direction(item: dict[str, Any]) -> str | None:
     return "faster" if span[0] > 1 else "slower"
 
 
-def verdict(item: dict[str, Any], ours: stats.Interval) -> str:
+INDICATIVE = "indicative (1 run)"
+
+
+def verdict(item: dict[str, Any], ours: evidence.Speedup) -> str:
     claim = direction(item)
     if claim is None:
         return "no published figure"
+    if not ours.replicated:
+        return INDICATIVE
+    within_same = 1 - SAME <= ours.low and ours.high <= 1 + SAME
     if claim == "same":
-        return "reproduced" if ours.low <= 1 + SAME and ours.high >= 1 - SAME else "contradicted"
+        if within_same:
+            return "reproduced"
+        return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else "undetermined"
     if not ours.excludes(1.0):
-        return "absent"
+        return "absent" if within_same else "undetermined"
     if (ours.value > 1) != (claim == "faster"):
         return "reversed"
     span = published_speedup(item)
@@ -138,15 +142,10 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
         return [*row, "-", "-", NOT_RUN]
-    a, b = [times(r, item) for r in of], [times(r, item) for r in over]
+    a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
-    if len(a) > 1 and len(b) > 1:  # replicates: each run counts once, run-to-run variance in the interval
-        medians_a, medians_b = np.array([np.median(x) for x in a]), np.array([np.median(x) for x in b])
-        ours = stats.speedup_across_runs(medians_a, medians_b)
-        figures = f"{medians_a.mean():.3g} / {medians_b.mean():.3g} {unit} ({len(a)} / {len(b)} runs)"
-    else:
-        ours = stats.speedup(np.concatenate(a), np.concatenate(b))
-        figures = f"{np.median(np.concatenate(a)):.3g} / {np.median(np.concatenate(b)):.3g} {unit}"
+    ours = evidence.speedup(a, b, paired=of.interleaved and over.interleaved)
+    figures = f"{np.median(a.medians):.3g} / {np.median(b.medians):.3g} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 
 

@@ -119,9 +119,10 @@ def comparisons(source: dict[str, Any]) -> list[dict[str, Any]]:
 def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> float | None:
     """Samples/s from the median time per sample of the runs `selector` names (the median over replicates)."""
     found = published.pick(runs, selector)
-    per_sample = {"metric": metric, "per_sample": True}
-    rates = [1000 / float(np.median(published.times(r, per_sample))) for r in found]
-    return float(np.median(rates)) if rates else None
+    if found is None:
+        return None
+    medians = published.sample(found, {"metric": metric, "per_sample": True}).medians
+    return float(np.median(1000 / medians))
 
 
 def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list[str]:
@@ -200,7 +201,7 @@ def views(sweep_dir: Path) -> list[View]:
         View(
             f"Throughput relative to {reference}",
             [f"each model's samples/s over {reference}'s in the same table"],
-            _columns(["model", "table", "published samples/s", "ours", "published ratio", "ours [95% CI]",
+            _columns(["model", "table", "published samples/s", "ours", "published ratio", "ours [95%]",
                       "ours / published", "verdict"]),
             relative,
             notes=[published.SPEEDUP.replace("`over`", reference).replace("`of`", "the model"), *missing],
@@ -219,7 +220,7 @@ def views(sweep_dir: Path) -> list[View]:
                 f"Channels-last speed-up ({pair['of']} over {pair['over']})",
                 ["samples/s of each model in the contiguous (NCHW) and the channels-last (NHWC) table"],
                 _columns(["model", f"published {pair['over']} / {pair['of']} samples/s", "ours samples/s",
-                          "published speed-up", "ours [95% CI]", "ours / published", "verdict"]),
+                          "published speed-up", "ours [95%]", "ours / published", "verdict"]),
                 rows,
                 notes=[CHANNELS_LAST, *missing],
             )

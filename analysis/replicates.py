@@ -1,18 +1,15 @@
-"""The replicate as the unit: statistics across runs of one configuration, and how many runs a claim needs.
+"""The process as the unit: how a sweep's variance splits between its processes and within one, what that asks
+of the next sweep, and whether a run's place in the sweep moved its time.
 
-    python -m analysis replicates SWEEP_DIR [--effect 0.05]
+    python -m analysis replicates SWEEP_DIR [--half-width 0.02]
 
-Runs that differ only in `replicate` (and the seed it sets) are one configuration. Each run counts
-once, by its median step time. A configuration's figure is the mean of its runs' medians with a
-95% t-interval across runs (with fewer than 10 runs a bootstrap over runs is unreliable; from 10
-on, a percentile bootstrap over runs is used instead: the method is printed). A speed-up over the
-baseline configuration of the same row group (the sweep's baseline, e.g. the plain Tensor, with the
-same other axes) is exp(mean log median(A) -
-mean log median(B)) with a Welch t-interval on the logs, so run-to-run variance is in it. Beside
-it, for contrast, the step-level interval of the same speed-up from all steps pooled, which leaves
-run-to-run variance out. The repeats needed to
-resolve an effect of size E at 95% confidence and 80% power come from the pilot's run-to-run spread
-(sd of log medians s): n = 2 ((z_0.975 + z_0.8) s / ln(1 + E))^2 per configuration.
+Runs that differ only in `replicate` (and the seed it sets) are one configuration, each run one process. Per
+configuration: its runs' median step time with a 95% interval across runs; the spread of a run's mean log step
+time beyond what its own steps explain (between processes), a step's spread within a run, the lag-1
+autocorrelation of consecutive steps and the steps that are worth as independent ones (analysis/evidence.py
+`Split`); its speed-up over the baseline configuration of its row group; and the steps per run and runs per
+configuration that resolve such a speed-up to -+half-width at the least cost (Kalibera and Jones, 2013), from what
+this sweep's runs cost beyond their steps.
 """
 
 import dataclasses
@@ -21,68 +18,66 @@ import statistics
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as distributions
 
-from analysis import stats
-from analysis.groups import group_key, phase_columns, varying
+from analysis import evidence
+from analysis.groups import Configuration, baselines, configurations, labels, phase_columns, speedup_over
 from analysis.render import Column, View
-from analysis.stats import NOT_CONFIGURATION, Z80, Z975, speedup_across_runs, t975
+from analysis.stats import LEVEL, spearman
 from records import DONE, RunRecord, load_sweep
 
-BOOTSTRAP_FROM = 10
+ORDER_SIGNIFICANCE = 0.01
+OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
 
 
-@dataclasses.dataclass
-class Configuration:
-    label: str
-    runs: list[RunRecord]
-    medians: np.ndarray  # each run's median step time (ms)
-    steps: np.ndarray  # all runs' measured step times, pooled
-
-    @property
-    def log_sd(self) -> float:
-        return float(np.std(np.log(self.medians), ddof=1)) if len(self.medians) > 1 else math.nan
+def across_runs(medians: np.ndarray) -> tuple[float, float, float]:
+    """The geometric mean of runs' medians and its 95% t-interval (nan bounds for one run)."""
+    logs = np.log(medians)
+    centre = float(np.exp(logs.mean()))
+    if len(logs) < 2:
+        return centre, math.nan, math.nan
+    half = distributions.t.ppf(0.5 + LEVEL / 2, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    return centre, float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
 
 
-def _varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
-    """The axes and fields that make configurations differ: those that vary, but the replicate and seed."""
-    axes, fields = varying(runs)
-    return [a for a in axes if a != "replicate"], [f for f in fields if f not in NOT_CONFIGURATION]
-
-
-def configurations(runs: list[RunRecord]) -> dict[tuple, Configuration]:
-    """Done runs grouped by everything but their replicate and seed."""
-    axes, fields = _varying(runs)
-    groups: dict[tuple, list[RunRecord]] = {}
-    for run in runs:
-        key = tuple(run.axis(a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
-        groups.setdefault(key, []).append(run)
-    found = {}
-    for key, members in groups.items():
-        steps = [r.step_ms() for r in members]
-        label = " ".join(key) if key else members[0].name
-        found[key] = Configuration(label, members, np.array([np.median(s) for s in steps]), np.concatenate(steps))
-    return found
-
-
-def across_runs(medians: np.ndarray) -> tuple[float, float, float, str]:
-    """A configuration's figure and its 95% interval across runs, and the method used."""
-    n = len(medians)
-    if n < 2:
-        return float(medians[0]), math.nan, math.nan, "one run: no interval"
-    if n >= BOOTSTRAP_FROM:
-        rng = np.random.default_rng(0)
-        means = medians[rng.integers(0, n, (stats.RESAMPLES, n))].mean(axis=1)
-        low, high = np.percentile(means, [2.5, 97.5])
-        return float(medians.mean()), float(low), float(high), f"bootstrap over {n} runs"
-    half = t975(n - 1) * medians.std(ddof=1) / math.sqrt(n)
-    return float(medians.mean()), float(medians.mean() - half), float(medians.mean() + half), f"t-interval, {n} runs"
-
-
-def repeats_needed(log_sd: float, effect: float) -> int | None:
-    """Runs per configuration to resolve a relative effect `effect` (0.05: 5%) at 95% confidence, 80% power."""
-    if math.isnan(log_sd):
+def costs(runs: list[RunRecord]) -> tuple[float, float] | None:
+    """What a run of this sweep costs beyond its steps, and a step, in seconds (medians over its runs); None where
+    the runs' records do not say."""
+    outside = [sum(t.get(k, 0.0) for k in OUTSIDE_STEPS) for r in runs if (t := r.status.timing) and "window_s" in t]
+    per_step = [r.summary.window_s / r.summary.steps for r in runs if r.summary.window_s and r.summary.steps]
+    if not outside or not per_step:
         return None
-    return max(2, math.ceil(2 * ((Z975 + Z80) * log_sd / math.log(1 + effect)) ** 2))
+    return statistics.median(outside), statistics.median(per_step)
+
+
+def order_effect(configs: list[Configuration]) -> list[str]:
+    """A flag where a run's time goes with its place in the sweep: each replicated configuration's runs relative to
+    their own geometric mean, against the order the runs started in (Spearman's test at 1%)."""
+    replicated = [c for c in configs if len(c.runs) >= 2]
+    placed = sorted(
+        (r.status.started_at or "", int(r.fields.get("replicate") or 0), float(np.log(m) - np.mean(np.log(ms))))
+        for c in replicated
+        for ms in [[r.summary.median("step") for r in c.runs]]
+        for r, m in zip(c.runs, ms, strict=True)
+    )
+    if len(placed) < 6 or len(replicated) < 2:
+        return []
+    offsets = np.array([p[2] for p in placed])
+    rho = spearman(np.arange(len(placed)), offsets)
+    if math.isnan(rho) or abs(rho) >= 1:
+        p = 0.0 if not math.isnan(rho) else 1.0
+    else:
+        t = rho * math.sqrt((len(placed) - 2) / (1 - rho * rho))
+        p = 2 * distributions.t.sf(abs(t), len(placed) - 2)
+    if not p < ORDER_SIGNIFICANCE:
+        return []
+    half = len(offsets) // 2
+    moved = math.exp(float(np.median(offsets[half:]) - np.median(offsets[:half]))) - 1
+    return [
+        f"ORDER EFFECT: a run's step time goes with its place in the sweep (Spearman {rho:+.2f} over {len(placed)} "
+        f"runs, p={p:.2g}): the later half {moved:+.1%} against the earlier, each run beside its own "
+        "configuration's; order=interleaved (the default) spreads such drift over every configuration"
+    ]
 
 
 def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
@@ -104,65 +99,76 @@ def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
 
 
 EXPLAINED = (
-    "across runs: each run counts once, by its median step time; step-level: all steps pooled (run-to-run "
-    "variance left out). repeats: runs per configuration to resolve that effect at 95% confidence, 80% power, "
-    "from this sweep's run-to-run spread."
+    "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
+    "between / within: the spread of a run's mean log step time beyond what its steps explain, and of a step within "
+    "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
+    "worth as independent ones. vs: speed-up over the baseline configuration [95% CI across runs; within-run with "
+    "one run]. for -+{half:.0%}: steps per run x runs per configuration that resolve such a speed-up to -+{half:.0%} "
+    "at the least cost (Kalibera and Jones, 2013), from this sweep's spread and what its runs cost beyond their steps."
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One configuration's figures across its runs, beside the baseline configuration's."""
+    """One configuration's figures across its runs, beside its baseline configuration's."""
 
     config: Configuration
-    baseline: Configuration | None  # the baseline configuration of its row group (none where it has none)
+    baseline: Configuration | None
+    split: evidence.Split | None
 
     @property
-    def across_runs(self) -> str:
-        value, low, high, _ = across_runs(self.config.medians)
-        return f"{value:.3g} [{low:.3g}, {high:.3g}]" if not math.isnan(low) else f"{value:.3g} "
-
-    @property
-    def step_level(self) -> str:
-        low, high = stats.median_interval(self.config.steps)
-        return f"[{low:.3g}, {high:.3g}]"
+    def step_ms(self) -> str:
+        value, low, high = across_runs(np.array([r.summary.median("step") for r in self.config.runs]))
+        if math.isnan(low):
+            return f"{value:.3g} (1 run)"
+        shown = evidence.figures(value, low, high)
+        return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
     @property
     def speedup(self) -> str:
-        if self.config is self.baseline:
-            return "1.00x"
-        if self.baseline and len(self.config.medians) > 1 and len(self.baseline.medians) > 1:
-            return str(speedup_across_runs(self.config.medians, self.baseline.medians))
-        return "-"
+        if self.baseline is None:
+            return "-"
+        return "1.00x" if self.baseline is self.config else str(speedup_over(self.config, self.baseline))
 
-    @property
-    def pooled_speedup(self) -> str:
-        if self.config is self.baseline:
-            return "1.00x"
-        return str(stats.speedup(self.config.steps, self.baseline.steps)) if self.baseline else "-"
+    def part(self, name: str) -> str:
+        if self.split is None:
+            return "-"
+        value = getattr(self.split, name)
+        return f"{value:.2f}" if name == "rho" else f"{value:.1%}" if name != "effective_steps" else f"{value:.0f}"
+
+    def plan(self, half_width: float, cost: tuple[float, float] | None) -> str:
+        if self.split is None or cost is None:
+            return "-"
+        steps, runs = self.split.plan(half_width, *cost)
+        return f"{steps} x {runs}"
 
 
-def view(sweep_dir: Path, effect: float = 0.05) -> View:
-    """Per configuration: its figure across runs, the step-level interval, the speed-up, the repeats needed."""
+def view(sweep_dir: Path, half_width: float = 0.02) -> View:
+    """Per configuration: its step time across runs, the variance split, the speed-up, and the plan for
+    -+half_width."""
     runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
-    found = configurations(runs)
-    axes, fields = _varying(runs)
-    base_of = {group_key(c.runs[0], axes, fields): c for c in found.values() if c.runs[0].is_baseline}
-    baseline = runs[0].baseline
+    configs = configurations(runs)
+    base_of = baselines(configs)
+    cost = costs(runs)
+    names = labels(configs)
+    items = [Row(c, base_of.get(c.key), evidence.split(c.sample())) for c in configs]
     columns = [
-        Column("configuration", lambda row: row.config.label),
+        Column("configuration", lambda row: names[row.config.key]),
         Column("runs", lambda row: str(len(row.config.runs))),
-        Column("step ms across runs [95% CI]", lambda row: row.across_runs),
-        Column("method", lambda row: across_runs(row.config.medians)[3]),
-        Column("step-level CI of the median", lambda row: row.step_level),
-        Column(f"speed-up vs {baseline.value}: across runs", lambda row: row.speedup),
-        Column("step-level", lambda row: row.pooled_speedup),
-        Column(f"repeats for {effect:.0%}", lambda row: str(repeats_needed(row.config.log_sd, effect) or "-")),
+        Column("step ms [95% CI]", lambda row: row.step_ms),
+        Column("between", lambda row: row.part("between")),
+        Column("within", lambda row: row.part("within")),
+        Column("rho", lambda row: row.part("rho")),
+        Column("effective steps", lambda row: row.part("effective_steps")),
+        Column(f"vs {runs[0].baseline.value}", lambda row: row.speedup),
+        Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
+    spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""
     title = (
-        f"{sweep_dir}: {len(runs)} done runs in {len(found)} configurations; phases: {', '.join(phase_columns(runs))}"
+        f"{sweep_dir}: {len(runs)} done runs in {len(configs)} configurations; phases: "
+        f"{', '.join(phase_columns(runs))}{spent}"
     )
-    items = [Row(config, base_of.get(group_key(config.runs[0], axes, fields))) for config in found.values()]
-    return View("Across replicates", [title], columns, items, notes=[EXPLAINED], flags=drift(runs))
+    flags = drift(runs) + order_effect(configs)
+    return View("Across replicates", [title], columns, items, notes=[EXPLAINED.format(half=half_width)], flags=flags)

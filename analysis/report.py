@@ -46,7 +46,6 @@ def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
     parts = [
         f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
-        "<h2>Results</h2>",
         *(html_section(view) for view in sweep_views(sweep_dir)),
     ]
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
@@ -67,7 +66,7 @@ def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
 PLOT_SECTIONS = {
     "Median time per phase": "phases.png",
     "Speed-up over the baseline": "speedups.png",
-    "Step time over steps": "distributions.png",
+    "Step time, run by run": "runs.png",
 }
 
 
@@ -80,7 +79,7 @@ def wandb_report_content(sweep: str, project: str, entity: str | None, phases: l
         "Results": [{"type": "table", "table": "results"}],
         "Median time per phase": [{"type": "bar", "metrics": [f"median_ms.{p}_ms" for p in timed]}],
         "Speed-up over the baseline": [{"type": "table", "table": "speedups"}],
-        "Step time over steps": [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in timed],
+        "Step time, run by run": [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in timed],
     }
     blocks: list[dict[str, Any]] = [
         {"type": "h1", "text": f"Sweep {sweep}"},

@@ -1,8 +1,7 @@
-"""Statistics of step times: medians, and ratios between runs with bootstrap confidence intervals.
+"""Statistics of step times: a run's median with a bootstrap interval, and rank correlations.
 
 A run's steps are resampled with replacement (percentile bootstrap), each resample's median
-taken; a ratio's interval resamples both runs' steps independently. Resamples are drawn from a
-seeded generator, so the same records give the same interval.
+taken. Resamples are drawn from a seeded generator, so the same records give the same interval.
 
 A resample's median is drawn without building the resample: resampling n steps draws n uniform
 indices into the sorted steps, and their median is the m-th of n uniform order statistics, whose
@@ -17,41 +16,6 @@ import numpy as np
 
 RESAMPLES = 2000
 LEVEL = 0.95
-NOT_CONFIGURATION = ("seed", "replicate")  # what replicates of one configuration differ in
-# two-sided 95% Student t quantiles for 1..30 degrees of freedom; beyond, the normal's
-T975 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
-Z975, Z80 = 1.959964, 0.841621
 
 
 def _figure(x: float) -> str:
@@ -91,36 +55,6 @@ def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(medians, [tail, 100 - tail])
     return float(low), float(high)
-
-
-def speedup(of: np.ndarray, over: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
-    """How many times faster `of` runs than `over`: median(over) / median(of), per-step times of each,
-    with a percentile-bootstrap interval at LEVEL (below 1: `of` is slower)."""
-    of, over = np.asarray(of, dtype=float), np.asarray(over, dtype=float)
-    if len(of) == 0 or len(over) == 0:
-        raise ValueError("a speed-up needs step times of both runs")
-    rng = np.random.default_rng(seed)
-    ratios = resampled_medians(over, resamples, rng) / resampled_medians(of, resamples, rng)
-    tail = (1 - LEVEL) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return Interval(float(np.median(over) / np.median(of)), float(low), float(high))
-
-
-def t975(df: float) -> float:
-    return T975[int(df) - 1] if df < len(T975) + 1 else Z975
-
-
-def speedup_across_runs(of: np.ndarray, over: np.ndarray) -> Interval:
-    """How many times faster `of` runs than `over`, from their runs' medians: Welch t-interval on log medians."""
-    a, b = np.log(of), np.log(over)
-    diff = b.mean() - a.mean()
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return Interval(math.exp(diff), math.exp(diff), math.exp(diff))
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = t975(df) * se
-    return Interval(math.exp(diff), math.exp(diff - half), math.exp(diff + half))
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

@@ -2,12 +2,14 @@
 
     python -m analysis runs SWEEP_DIR
 
-For every phase: median, IQR, p5/p95 and a bootstrap 95% confidence interval of the median
-(analysis/stats.py); with CUDA events (device time), the host's median time of the phase beside
-it. Outlier steps (beyond 3 IQR from the quartiles) are counted and shown, never dropped: the
-median does not need them removed. A run is flagged noisy when its robust coefficient of variation
-(IQR / 1.349 / median) is above NOISY, with the reasons found: a trend from the first to the last
-fifth of its steps (warm-up too short), outlier steps, or a spread with neither.
+For every phase: median, IQR, p5/p95 and a bootstrap 95% interval of the median (analysis/stats.py), a
+within-run interval: it resamples one process's steps, so it leaves the difference between processes out. With
+CUDA events (device time), the host's median time of the phase is beside it. Outlier steps (beyond 3 IQR from
+the quartiles) are counted and shown, never dropped: the median does not need them removed. A run is flagged
+noisy when its robust coefficient of variation (IQR / 1.349 / median) is above NOISY, with the reasons found: a
+trend from the first to the last fifth of its steps (warm-up too short), outlier steps, or a spread with neither.
+Every run, noisy or not, is checked for a trend (`trend`): a first fifth off the last by more than TREND, in steps
+whose times go with their number.
 """
 
 import dataclasses
@@ -15,6 +17,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from analysis import stats
 from analysis.render import Column, View
@@ -42,33 +45,41 @@ class PhaseStats:
         return (self.q3 - self.q1) / 1.349 / self.median if self.median else math.inf
 
 
-def phase_stats(steps: np.ndarray) -> PhaseStats:
-    """Statistics of one phase's measured step times (ms)."""
+def phase_stats(steps: np.ndarray, interval: bool = True) -> PhaseStats:
+    """Statistics of one phase's measured step times (ms); the median's interval left nan unless `interval`."""
     values = np.sort(np.asarray(steps, dtype=float))
     n = len(values)
     if n == 0:
         raise ValueError("no measured steps")
     p5, q1, median, q3, p95 = np.percentile(values, [5, 25, 50, 75, 95])
-    low, high = stats.median_interval(values)
+    low, high = stats.median_interval(values) if interval else (math.nan, math.nan)
     spread = q3 - q1
     outliers = int(np.sum((values < q1 - OUTLIER_IQR * spread) | (values > q3 + OUTLIER_IQR * spread)))
     return PhaseStats(n, float(median), float(q1), float(q3), float(p5), float(p95), low, high, outliers)
+
+
+def trend(steps: np.ndarray, significance: float = 0.001) -> str:
+    """Why a run's steps (in order) are not yet steady, if they are not: its first fifth's median is off its last
+    fifth's by more than TREND, and step time goes with step number (Spearman's test; steps follow their
+    neighbours, so the test's p-value is held to far below the usual 5%). '' where neither or one holds."""
+    if len(steps) < 10:
+        return ""
+    fifth = max(1, len(steps) // 5)
+    first, last = float(np.median(steps[:fifth])), float(np.median(steps[-fifth:]))
+    if abs(first - last) <= TREND * last:
+        return ""
+    rho, p = spearmanr(np.arange(len(steps)), steps)
+    if not p < significance:
+        return ""
+    why = "warm-up not long enough" if first > last else "slowing down (a throttling device, a cost that grows?)"
+    return f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms (Spearman {rho:+.2f}): {why}"
 
 
 def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
     """Why a run's steps (in order) are too spread to trust; empty if they are not."""
     if stats.robust_cv <= NOISY:
         return []
-    reasons = []
-    fifth = max(1, len(steps) // 5)
-    first, last = float(np.median(steps[:fifth])), float(np.median(steps[-fifth:]))
-    if abs(first - last) > TREND * last:
-        why = (
-            "warm-up not long enough"
-            if first > last
-            else "slowing down (a throttling device, a cost that grows with the steps?)"
-        )
-        reasons.append(f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms: {why}")
+    reasons = [found] if (found := trend(steps, significance=1.0)) else []
     if stats.outliers:
         reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
     if not reasons:
@@ -109,7 +120,7 @@ def view(sweep_dir: Path) -> View:
     if any(run.summary.uses_events for run in done):  # device time, with host time beside it
         columns.append(Column("host median ms", _host_median))
     columns += [
-        Column("95% CI", lambda i: f"[{i[2].ci_low:.3g}, {i[2].ci_high:.3g}]"),
+        Column("within-run 95% interval", lambda i: f"[{i[2].ci_low:.3g}, {i[2].ci_high:.3g}]"),
         Column("IQR", lambda i: f"{i[2].q1:.3g}-{i[2].q3:.3g}"),
         Column("p5-p95", lambda i: f"{i[2].p5:.3g}-{i[2].p95:.3g}"),
         Column("robust CV", lambda i: f"{i[2].robust_cv:.1%}"),

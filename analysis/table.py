@@ -1,14 +1,30 @@
-"""The seed-000-style table of a sweep: one row per run, medians per phase, throughput, ratio to the baseline run.
+"""The seed-000-style table of a sweep: one row per configuration (its runs' medians per phase), throughput, and
+its speed-up over the baseline configuration of its row group.
 
 python -m analysis table SWEEP_DIR [--csv]
+
+With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median, and its
+speed-up's interval is across runs (analysis/evidence.py); with one run per configuration the interval resamples
+that run's steps and says so (within-run).
 """
 
 from pathlib import Path
 
-from analysis import machines, stats
-from analysis.groups import axis_order, baselines, compared_along, group_key, phase_columns, varying
+from analysis import evidence, machines
+from analysis.groups import (
+    Configuration,
+    axis_order,
+    baselines,
+    compared_along,
+    configurations,
+    group_key,
+    phase_columns,
+    speedup_over,
+    varying,
+)
 from analysis.render import Column, View
-from analysis.summary import noise, phase_stats
+from analysis.replicates import order_effect
+from analysis.summary import noise, phase_stats, trend
 from records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
@@ -16,69 +32,79 @@ def _ms(value: float | None) -> str:
     return f"{value:.3g}" if value is not None else "-"
 
 
-def speedup_column(runs: list[RunRecord]) -> Column:
-    """The speed-up over the run's baseline (its median step time / this run's) with a bootstrap 95% interval
-    over steps; 1.00x for a baseline, - where the group has none."""
-    base_of = baselines(runs)
-    values = sorted({r.baseline.value for r in runs})
-    steps = {r.name: r.step_ms() for r in runs}
+def speedup_column(configs: list[Configuration]) -> Column | None:
+    """The speed-up over the configuration's baseline (its step time / this one's) with its interval: across runs
+    with replicates, within-run without; 1.00x for a baseline, - where the group has none. None where no
+    configuration has a baseline to compare with but itself."""
+    base_of = baselines(configs)
+    if not any(base is not c for c in configs if (base := base_of.get(c.key))):
+        return None
+    values = sorted({c.first.baseline.value for c in configs})
 
-    def cell(run: RunRecord) -> str:
-        base = base_of.get(run.name)
-        if base is run:
+    def cell(config: Configuration) -> str:
+        base = base_of.get(config.key)
+        if base is config:
             return "1.00x"
-        return str(stats.speedup(steps[run.name], steps[base.name])) if base else "-"
+        return str(speedup_over(config, base)) if base else "-"
 
     return Column(f"vs {values[0]}" if len(values) == 1 else "vs baseline", cell)
 
 
-def columns(runs: list[RunRecord]) -> list[Column]:
-    """The table's columns for these (done) runs: what varies, then the figures that any of them has."""
+def columns(configs: list[Configuration]) -> list[Column]:
+    """The table's columns for these configurations (of done runs): what varies, then the figures any has."""
+    runs = [r for c in configs for r in c.runs]
     axes, fields = varying(runs)
     summaries = [r.summary for r in runs]
-    found = [Column(a, lambda r, a=a: r.axis(a)) for a in axes]
-    found += [Column(f, lambda r, f=f: str(r.fields.get(f))) for f in fields]
-    found += [Column(f"{p} ms", lambda r, p=p: _ms(r.summary.median(p))) for p in phase_columns(runs)]
+    found = [Column(a, lambda c, a=a: c.first.axis(a)) for a in axes]
+    found += [Column(f, lambda c, f=f: str(c.first.fields.get(f))) for f in fields]
+    if any(len(c.runs) > 1 for c in configs):
+        found.append(Column("runs", lambda c: str(len(c.runs))))
+    found += [Column(f"{p} ms", lambda c, p=p: _ms(c.median(p))) for p in phase_columns(runs)]
     # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
     # (well under the device's: the GPU sets the pace).
     if any(s.uses_events for s in summaries):
-        found.append(Column("step host ms", lambda r: _ms(r.summary.host_median("step"))))
+        found.append(Column("step host ms", lambda c: _ms(c.middle(lambda r: r.summary.host_median("step")))))
     trains = any(s.samples_per_s is not None for s in summaries)
     if trains:
-        found.append(
-            Column("samples/s", lambda r: f"{r.summary.samples_per_s:.1f}" if r.summary.samples_per_s else "-")
-        )
+        found.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     if any(s.host_syncs_per_step is not None for s in summaries):
-        found.append(Column("syncs/step", lambda r: str(r.summary.host_syncs_per_step)))
+        found.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
-        found.append(Column("TFLOP/s", lambda r: f"{r.summary.tflops_per_s:.3g}" if r.summary.tflops_per_s else "-"))
-        found.append(Column("MFU", lambda r: f"{r.summary.mfu:.1%}" if r.summary.mfu else "unknown"))
-    found.append(speedup_column(runs))
+        found.append(Column("TFLOP/s", lambda c: _ms(c.middle(lambda r: r.summary.tflops_per_s))))
+        found.append(Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown"))
+    speedup = speedup_column(configs)
+    found += [speedup] if speedup else []
     if trains:
-        found.append(Column("output type", lambda r: r.summary.output_type or "-"))
+        found.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
     return found
 
 
-def ordered(runs: list[RunRecord]) -> list[RunRecord]:
+def _rate(value: float | None) -> str:
+    return f"{value:.1f}" if value else "-"
+
+
+def ordered(configs: list[Configuration]) -> list[Configuration]:
     """Rows by group, each group's baseline first."""
-    axes, fields = varying(runs)
-    order = axis_order(runs)
+    axes, fields = varying([c.first for c in configs])
+    order = axis_order([c.first for c in configs])
     return sorted(
-        runs,
-        key=lambda r: (group_key(r, axes, fields), not r.is_baseline, tuple(r.axis(a) for a in order)),
+        configs,
+        key=lambda c: (group_key(c.first, axes, fields), not c.is_baseline, tuple(c.first.axis(a) for a in order)),
     )
 
 
 def noisy(run: RunRecord) -> list[str]:
     """Why a done run's step times are too spread to trust (analysis/summary.py), if they are."""
     steps = run.step_ms()
-    return noise(steps, phase_stats(steps))
+    return noise(steps, phase_stats(steps, interval=False))
 
 
-def context(runs: list[RunRecord]) -> str:
-    """What every row shares: the constant axes, the device and the software."""
+def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
+    """What every row shares: the constant axes, the device and the software, and what its figures rest on."""
     axes, _ = varying(runs)
-    fixed = " ".join(f"{a}={runs[0].axis(a)}" for a in axis_order(runs) if a in runs[0].axes and a not in axes)
+    fixed = " ".join(
+        f"{a}={runs[0].axis(a)}" for a in axis_order(runs) if a in runs[0].axes and a not in (*axes, "replicate")
+    )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))
     device = env_run.device if on_gpu else f"{env_run.device} ({env_run.threads} threads)"
@@ -86,8 +112,22 @@ def context(runs: list[RunRecord]) -> str:
     at_once = sorted({r.status.parallelism for r in runs})
     return (
         f"{fixed} | {device} | torch {env_run.torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        "at a time | medians over measured steps; samples/s over the whole window (stalls included); "
-        "vs: speed-up over the baseline of the same row group [95% CI]"
+        f"at a time | {_resting_on(configs)}"
+    )
+
+
+def _resting_on(configs: list[Configuration]) -> str:
+    """How the figures were made: from each run's steps, and across runs where there are replicates."""
+    windows = "samples/s over the whole window (stalls included)"
+    if all(len(c.runs) > 1 for c in configs):
+        return (
+            f"times: the median over a configuration's runs of each run's median step; {windows}; vs: speed-up "
+            "over the baseline of the same row group [95% CI across runs, each run one process]"
+        )
+    return (
+        f"times: medians over measured steps; {windows}; vs: speed-up over the baseline of the same row group "
+        f"[95% {evidence.WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between "
+        "processes out, so no verdict rests on it; repeats=N for one that does]"
     )
 
 
@@ -96,7 +136,10 @@ def flags(runs: list[RunRecord]) -> list[str]:
     done = [r for r in runs if r.state == DONE]
     found = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
     found += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
-    found += [f"NOISY {r.name}: {reason}" for r in done for reason in noisy(r)]
+    spread = {r.name: noisy(r) for r in done}
+    found += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
+    found += [f"NOT STEADY {r.name}: {why}" for r in done if not spread[r.name] and (why := trend(r.step_ms()))]
+    found += order_effect(configurations(done)) if done else []
     found += [
         f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
         "NaN or infinite: the run did not train"
@@ -125,11 +168,12 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
     counts = (
         f"{sweep_dir}: {len(runs)} runs, {len(runs) - failed - pending} done, {failed} failed, {pending} not finished"
     )
+    configs = configurations(done) if done else []
     return View(
         title="Runs",
-        above=[counts, *([context(runs)] if done else [])],
-        columns=columns(done) if done else [],
-        items=ordered(done) if done else [],
+        above=[counts, *([context(runs, configs)] if done else [])],
+        columns=columns(configs) if done else [],
+        items=ordered(configs),
         flags=flags(runs),
         empty="",
     )

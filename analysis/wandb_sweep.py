@@ -17,7 +17,7 @@ from pathlib import Path
 
 import records
 from analysis import table
-from analysis.groups import speedups
+from analysis.groups import configurations, labels, speedups
 from conf.schema import TrackerConf
 from conf.tracking import WANDB_SETTINGS
 from records import load_sweep
@@ -93,9 +93,11 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
             settings=wandb.Settings(x_disable_stats=True, init_timeout=conf.timeout_s, **WANDB_SETTINGS),
         )
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
-        done = [r for r in runs if r.state == records.DONE]
-        rows = [[r.name, b.name, i.value, i.low, i.high] for r, b, i in speedups(done)]
-        run.log({"speedups": wandb.Table(columns=["run", "baseline", "speed-up", "low", "high"], data=rows)})
+        done = [r for r in runs if r.state == records.DONE and r.summary]
+        names = labels(configurations(done))
+        rows = [[names[c.key], names[b.key], s.value, s.low, s.high, s.basis] for c, b, s in speedups(done)]
+        columns = ["configuration", "baseline", "speed-up", "low", "high", "interval"]
+        run.log({"speedups": wandb.Table(columns=columns, data=rows)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}

@@ -168,7 +168,7 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
-    repeats: int = 1  # runs of each configuration, each in its own process with its own seed (seed + replicate)
+    repeats: int = 3  # runs of each configuration, each in its own process with its own seed (seed + replicate)
     order: str = "interleaved"  # run order: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 

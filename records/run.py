@@ -154,7 +154,8 @@ class RunRecord:
     status: Status
     summary: Summary | None
     env: Environment | None
-    _step_ms: Any = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    # The measured steps by column, as they are read (from steps.parquet) or given (a sweep made in memory).
+    measured: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def state(self) -> str:
@@ -175,16 +176,18 @@ class RunRecord:
         return self.axis(self.baseline.axis) == self.baseline.value
 
     def steps(self, columns: list[str]) -> dict[str, Any]:
-        """The measured (not warm-up) steps, in order: column -> numpy array."""
-        table = read_steps(self.path / STEPS).select([*columns, "warmup"])
-        keep = ~table.column("warmup").to_numpy(zero_copy_only=False)
-        return {c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in columns}
+        """The measured (not warm-up) steps, in order: column -> numpy array; each column read once (the table,
+        its flags, the plots and the comparisons all want them)."""
+        missing = [c for c in columns if c not in self.measured]
+        if missing:
+            table = read_steps(self.path / STEPS).select([*missing, "warmup"])
+            keep = ~table.column("warmup").to_numpy(zero_copy_only=False)
+            self.measured.update({c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in missing})
+        return {c: self.measured[c] for c in columns}
 
     def step_ms(self) -> Any:
-        """The measured steps' times (ms), in order; read once (the table, its flags and plots all want them)."""
-        if self._step_ms is None:
-            self._step_ms = self.steps(["step_ms"])["step_ms"]
-        return self._step_ms
+        """The measured steps' times (ms), in order."""
+        return self.steps(["step_ms"])["step_ms"]
 
     @property
     def batch(self) -> int:

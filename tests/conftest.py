@@ -23,7 +23,8 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 # Where tests' runs go with device=auto: the GPU where there is one (scripts/gpu-check tests runs them there).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
-TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2"]
+# One process per configuration (repeats=1) where a test is not about replication: a third of the default's runs.
+TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2", "repeats=1"]
 
 
 def input_types() -> list[str]:

@@ -59,10 +59,10 @@ def test_report_and_plots_on_a_read_only_sweep_say_where_to_write_instead_and_wr
     assert report_out["code"] == 0, report_out["err"]
     assert f"report: {out / records.REPORT}" in report_out["out"]
     assert (out / records.REPORT).read_text().startswith("<!doctype html>")
-    assert sorted(p.name for p in (out / "plots").iterdir()) == ["distributions.png", "phases.png", "speedups.png"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["phases.png", "runs.png", "speedups.png"]
     assert plots_out["code"] == 0, plots_out["err"]
     assert plots_out["out"].split() == [
-        str(out / "figures" / "plots" / n) for n in ("phases.png", "distributions.png", "speedups.png")
+        str(out / "figures" / "plots" / n) for n in ("phases.png", "runs.png", "speedups.png")
     ]
     assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before, "nothing written into the sweep"
 

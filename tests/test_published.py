@@ -5,21 +5,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import published, stats
+from analysis import evidence, published
+from analysis.groups import NOT_CONFIGURATION
 from records import Baseline, RunError, RunRecord, Status, flatten
 from sweeps.plan import build_plan
 
 SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("seed*.yaml"))  # timm_*: test_published_models.py
 
 
-def test_a_ten_percent_slowdown_is_found_and_no_change_is_not():
+def one_run(steps: np.ndarray) -> evidence.Sample:
+    return evidence.Sample((steps,), (0,))
+
+
+def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_says_what_it_is():
     rng = np.random.default_rng(1)
     base = rng.normal(10.0, 0.3, 200)
-    slowed = stats.speedup(base * 1.1, base)
+    slowed = evidence.speedup(one_run(base * 1.1), one_run(base))
     assert slowed.value == pytest.approx(1 / 1.1, rel=1e-9) and slowed.excludes(1.0)
-    assert slowed.low < 1 / 1.1 < slowed.high
+    assert slowed.low < 1 / 1.1 < slowed.high and not slowed.replicated and str(slowed).endswith(" within-run")
     flagged = sum(
-        stats.speedup(rng.normal(10, 0.3, 200), rng.normal(10, 0.3, 200), seed=s).excludes(1.0) for s in range(40)
+        evidence.speedup(one_run(rng.normal(10, 0.3, 200)), one_run(rng.normal(10, 0.3, 200)), seed=s).excludes(1.0)
+        for s in range(40)
     )
     assert flagged <= 6  # a 95% interval misses 1.0 in about 2 of 40 draws of identical distributions
 
@@ -30,7 +36,8 @@ def test_a_ten_percent_slowdown_is_found_and_no_change_is_not():
         ({"speedup": 0.6}, (0.62, 0.58, 0.66), "reproduced"),
         ({"speedup": 0.6}, (0.5, 0.45, 0.55), "reproduced"),  # a larger effect the same way
         ({"speedup": 0.6}, (0.9, 0.88, 0.92), "smaller"),
-        ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),
+        ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),  # inside +-5% of no effect
+        ({"speedup": 0.6}, (0.99, 0.85, 1.15), "undetermined"),  # too wide to say
         ({"speedup": 0.6}, (1.2, 1.1, 1.3), "reversed"),
         ({"speedup": [2, 52]}, (30.0, 25.0, 35.0), "reproduced"),
         ({"speedup": [1.7, 1.75]}, (1.2, 1.1, 1.3), "smaller"),
@@ -38,23 +45,33 @@ def test_a_ten_percent_slowdown_is_found_and_no_change_is_not():
         ({"direction": "slower"}, (0.9, 0.85, 0.95), "reproduced"),
         ({"direction": "same"}, (0.99, 0.97, 1.01), "reproduced"),
         ({"direction": "same"}, (0.7, 0.65, 0.75), "contradicted"),
+        ({"direction": "same"}, (0.98, 0.93, 1.03), "undetermined"),  # reaches beyond -5%: not shown the same
+        ({"direction": "same"}, (0.9, 0.85, 0.96), "undetermined"),  # not wholly outside +-5% either
         ({}, (0.7, 0.65, 0.75), "no published figure"),
     ],
 )
 def test_verdicts(item, ours, expected):
-    assert published.verdict(item, stats.Interval(*ours)) == expected
+    assert published.verdict(item, evidence.Speedup(*ours, basis=evidence.ACROSS, runs=(3, 3))) == expected
+
+
+@pytest.mark.parametrize("item", [{"speedup": 0.6}, {"direction": "same"}, {"direction": "slower"}])
+def test_one_run_a_side_is_indicative_never_a_verdict(item):
+    for ours in [(0.62, 0.58, 0.66), (0.7, 0.65, 0.75), (1.0, 0.99, 1.01)]:
+        assert published.verdict(item, evidence.Speedup(*ours, basis=evidence.WITHIN_RUN)) == "indicative (1 run)"
 
 
 @pytest.mark.parametrize("sweep", SWEEPS)
-def test_every_comparison_names_one_planned_run_on_each_side(sweep):
+def test_every_comparison_names_one_planned_configuration_on_each_side(sweep):
+    """One configuration: its replicates (3 by default), which differ only in their replicate and seed."""
     source = published.published_for(sweep)
     assert source["title"] and source["hardware"] and source["software"] and source["source"]
     runs = [(spec.axes, flatten(spec.record()["config"])) for spec in build_plan([f"sweep={sweep}", "device=cpu"]).runs]
     for item in source["comparisons"]:
         assert item["label"]
         for side in ("of", "over"):
-            named = [axes for axes, fields in runs if published.matches(axes, fields, item[side])]
-            assert len(named) == 1, f"{sweep}: {item['label']} {side}={item[side]} names {len(named)} runs"
+            named = [fields for axes, fields in runs if published.matches(axes, fields, item[side])]
+            configs = {repr(sorted((k, v) for k, v in f.items() if k not in NOT_CONFIGURATION)) for f in named}
+            assert len(named) == 3 and len(configs) == 1, f"{sweep}: {item['label']} {side}={item[side]}"
         assert published.direction(item) in (None, "slower", "faster", "same")
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis import replicates, stats
+from analysis import evidence, replicates
 from analysis.render import text
 from launcher.validate import validate
 from sweeps.plan import PlanError, build_plan
@@ -60,41 +60,76 @@ def _runs(rng, true_ms: float, n_runs: int, between: float, within: float = 0.01
     return [true_ms * math.exp(rng.normal(0, between)) * np.exp(rng.normal(0, within, steps)) for _ in range(n_runs)]
 
 
-def test_across_run_intervals_cover_the_truth_and_step_intervals_do_not():
+def _sample(runs) -> evidence.Sample:
+    return evidence.Sample(tuple(runs), tuple(range(len(runs))))
+
+
+def test_across_run_intervals_cover_the_truth_and_within_run_intervals_do_not():
     rng = np.random.default_rng(0)
     covered_runs = covered_steps = 0
     trials = 200
     for _ in range(trials):
         a, b = _runs(rng, 10.0, 5, 0.05), _runs(rng, 11.0, 5, 0.05)  # b is 10% slower: a's speed-up is 1.1
-        medians_a, medians_b = (np.array([np.median(s) for s in runs]) for runs in (a, b))
-        across = stats.speedup_across_runs(medians_a, medians_b)
-        pooled = stats.speedup(np.concatenate(a), np.concatenate(b), resamples=500)
+        across = evidence.speedup(_sample(a), _sample(b))
+        pooled = evidence.speedup(_sample([np.concatenate(a)]), _sample([np.concatenate(b)]))
+        assert across.basis == evidence.ACROSS and pooled.basis == evidence.WITHIN_RUN
         covered_runs += across.low <= 1.1 <= across.high
         covered_steps += pooled.low <= 1.1 <= pooled.high
     assert 0.90 <= covered_runs / trials <= 0.99  # a 95% interval that includes run-to-run variance
     assert covered_steps / trials < 0.6  # steps alone understate the uncertainty
 
 
-def test_a_configuration_interval_uses_t_for_few_runs_and_the_bootstrap_for_many():
+def test_runs_of_one_round_are_paired_and_drift_over_the_sweep_cancels():
+    """Every configuration's runs drift together over the rounds (a warming machine): pairs by round see through
+    it, unpaired runs do not."""
+    drift = np.array([1.0, 1.1, 1.2, 1.3])
+    rng = np.random.default_rng(3)
+    a = [10.0 * d * np.exp(rng.normal(0, 0.002, 50)) for d in drift]
+    b = [10.5 * d * np.exp(rng.normal(0, 0.002, 50)) for d in drift]
+    paired = evidence.speedup(_sample(a), _sample(b), paired=True)
+    unpaired = evidence.speedup(_sample(a), _sample(b))
+    assert paired.basis == evidence.PAIRED and paired.low > 1.04 and paired.high < 1.06
+    assert unpaired.basis == evidence.ACROSS and unpaired.low < 1 < unpaired.high
+
+
+def test_a_configurations_interval_is_a_t_interval_on_its_runs_log_medians():
     medians = np.array([10.0, 10.5, 9.5, 10.2, 9.8])
-    value, low, high, method = replicates.across_runs(medians)
-    half = 2.776 * medians.std(ddof=1) / math.sqrt(5)
-    assert method == "t-interval, 5 runs" and value == pytest.approx(10.0)
-    assert (low, high) == (pytest.approx(10.0 - half), pytest.approx(10.0 + half))
-    assert replicates.across_runs(np.linspace(9, 11, 12))[3] == "bootstrap over 12 runs"
-    assert replicates.across_runs(np.array([10.0]))[3] == "one run: no interval"
+    value, low, high = replicates.across_runs(medians)
+    logs = np.log(medians)
+    half = 2.776 * logs.std(ddof=1) / math.sqrt(5)
+    assert value == pytest.approx(math.exp(logs.mean()))
+    expected = [math.exp(logs.mean() - half), math.exp(logs.mean() + half)]
+    assert [low, high] == pytest.approx(expected, rel=1e-4)
+    assert math.isnan(replicates.across_runs(np.array([10.0]))[1])
 
 
-def test_repeats_needed_resolves_the_effect_at_the_stated_power():
-    n = replicates.repeats_needed(0.05, 0.05)
-    assert n == math.ceil(2 * ((1.959964 + 0.841621) * 0.05 / math.log(1.05)) ** 2) == 17
+def test_the_variance_split_recovers_known_parts_between_and_within_processes():
+    rng = np.random.default_rng(2)
+    from tests import synthetic
+
+    noise = synthetic.Noise(run_sd=0.05, step_sd=0.02, rho=0.5, warmup=0.0, bimodal=0.0, steps=200)
+    found = evidence.split(_sample([synthetic.run_steps(10.0, noise, rng) for _ in range(60)]))
+    assert found.between == pytest.approx(0.05, rel=0.25) and found.within == pytest.approx(0.02, rel=0.1)
+    assert found.rho == pytest.approx(0.5, abs=0.08)
+    assert found.effective_steps == pytest.approx(200 * (1 - found.rho) / (1 + found.rho))
+    assert evidence.split(_sample([np.ones(5)])) is None  # one run: nothing between processes to see
+
+
+def test_the_plan_resolves_the_half_width_it_was_asked_for():
+    split = evidence.Split(runs=3, steps=10, between=0.03, within=0.01, rho=0.0)
+    steps, runs = split.plan(0.02, run_cost_s=2.0, step_s=0.05)
+    assert steps == 5  # the spread is between processes: more steps do not narrow it, more runs do
     rng = np.random.default_rng(1)
-    found = 0
+    widths = []
     for _ in range(300):
-        a = np.exp(rng.normal(0, 0.05, n)) * 10.0
-        b = np.exp(rng.normal(0, 0.05, n)) * 10.5
-        found += stats.speedup_across_runs(a, b).low > 1
-    assert 0.7 <= found / 300 <= 0.92  # about 80% power
+        a = [10.0 * math.exp(rng.normal(0, 0.03)) * np.exp(rng.normal(0, 0.01, steps)) for _ in range(runs)]
+        b = [10.0 * math.exp(rng.normal(0, 0.03)) * np.exp(rng.normal(0, 0.01, steps)) for _ in range(runs)]
+        found = evidence.speedup(_sample(a), _sample(b))
+        widths.append(max(found.high / found.value, found.value / found.low) - 1)
+    assert 0.015 <= np.median(widths) <= 0.021
+    # Steps that follow their neighbours, a spread within runs and costly runs: more steps per run, fewer runs.
+    steps_within, runs_within = evidence.Split(3, 10, 0.002, 0.05, 0.5).plan(0.02, run_cost_s=10.0, step_s=0.01)
+    assert steps_within > 100 and runs_within < runs
 
 
 @pytest.mark.slow
@@ -103,13 +138,13 @@ def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(t
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
     result = launch_here(*args, "repeats=3", "tracker.mode=disabled", "launcher=debug", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "t-interval, 3 runs" in result.stdout and "repeats for 5%" in result.stdout
+    assert "effective steps" in result.stdout and "for -+2%: steps x runs" in result.stdout
     started = [line.split()[-1] for line in result.stdout.splitlines() if "] start " in line]
     assert [name.split("-")[1] for name in started] == ["loop", "broadcast"] * 3, "interleaved"
     assert "6 done runs in 2 configurations" in text(replicates.view(runs / "default"))
     assert launch_here("report", str(runs / "default")).returncode == 0
     page = (runs / "default" / "report.html").read_text()
-    assert "<h2>Across replicates</h2>" in page and "t-interval, 3 runs" in page
+    assert "<h2>Across replicates</h2>" in page and "effective steps" in page
 
 
 def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(tmp_path):
@@ -121,9 +156,10 @@ def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(t
             write_model_run(sweep_dir, "models", model, "contiguous", rate * jitter, replicate=replicate)
             write_model_run(sweep_dir, "models", model, "channels_last", rate * 0.8 * jitter, replicate=replicate)
     shown = replicates.view(sweep_dir)
-    speedups = {row[0]: row[5].split("x")[0] for row in shown.rows}
+    column = shown.header.index("vs contiguous")
+    speedups = {row[0]: row[column].split("x")[0] for row in shown.rows}
     assert speedups == {
         "resnet18 contiguous": "1.00", "resnet18 channels_last": "0.80",
         "resnet34 contiguous": "1.00", "resnet34 channels_last": "0.80",
     }  # fmt: skip
-    assert "speed-up vs contiguous: across runs" in shown.header
+    assert all("within-run" not in row[column] for row in shown.rows)

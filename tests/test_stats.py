@@ -58,14 +58,15 @@ def test_outlier_steps_are_counted_not_dropped():
     assert s.outliers == 5 and s.n == 100 and s.median == pytest.approx(10.05, abs=0.01)
 
 
-def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
-    """A sweep folder in perfsweep's record format, with step times drawn around `scale` x 10 ms."""
+def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200, repeats=1):
+    """A sweep folder in perfsweep's record format, with step times drawn around `scale` x 10 ms, each of its two
+    configurations run `repeats` times (each run 1% off the truth, as processes differ)."""
     rng = np.random.default_rng(seed)
-    for input_type in ("tensor", "subclass"):
-        run = f"{input_type}-run"
+    for input_type, replicate in [(t, r) for r in range(repeats) for t in ("tensor", "subclass")]:
+        run = f"{input_type}-run" + (f"-replicate={replicate}" if repeats > 1 else "")
         folder = root / name / run
         folder.mkdir(parents=True)
-        factor = scale * (1.3 if input_type == "subclass" else 1.0)
+        factor = scale * (1.3 if input_type == "subclass" else 1.0) * rng.lognormal(0, 0.01)
         rows = []
         for step in range(n):
             row = {f"{p}_ms": factor * rng.normal(2.5, 0.05) for p in PHASES}
@@ -74,6 +75,9 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
         records.write_steps(folder / records.STEPS, rows)
         axes = {"input_type": input_type, "compile": compile_name}
         config = {"input_type": {"name": input_type}, "compile": {"name": compile_name}, "sweep": name, "steps": n}
+        if repeats > 1:
+            axes["replicate"] = str(replicate)
+            config |= {"replicate": replicate, "seed": replicate, "repeats": repeats}
         baseline = {"axis": "input_type", "value": "tensor"}
         records.write_json(
             folder / records.CONFIG,
@@ -101,15 +105,27 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200):
     return root / name
 
 
-def test_compare_flags_a_ten_percent_regression_and_exits_1(tmp_path, capsys):
-    a = write_sweep(tmp_path, "before", 1.0, seed=1)
-    b = write_sweep(tmp_path, "after", 1.1, seed=2, compile_name="default")
-    shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+def test_compare_flags_a_ten_percent_regression_across_runs_and_exits_1(tmp_path):
+    a = write_sweep(tmp_path, "before", 1.0, seed=1, repeats=3)
+    b = write_sweep(tmp_path, "after", 1.1, seed=2, compile_name="default", repeats=3)
+    shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
     text_ = text(shown)
-    assert regressed and "they differ in: compile.name 'eager' -> 'default'" in text_
-    assert text_.count("REGRESSION") == 2 * 5  # two runs x four phases and the step
-    assert "2 runs matched, 0 of A without a match in B" in text_
+    assert status == compare.EXIT_REGRESSION and "they differ in: compile.name 'eager' -> 'default'" in text_
+    assert [line.flag for line in shown.items if line.flag] == ["REGRESSION"] * 2  # the step of each; phases shown
+    assert "2 configurations matched, 0 runs of A without a match in B" in text_ and "3/3" in text_
+    assert "suite: B's geometric-mean step speed-up over A's, 2 configurations: 0.9" in text_
     assert analysis_main(["compare", str(a), str(b)]) == 1
+    gated = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05, gate_phases=True)[0]
+    assert sum(line.flag == "REGRESSION" for line in gated.items) == 2 * 5  # four phases and the step
+
+
+def test_compare_of_one_run_a_side_says_possible_and_exits_3(tmp_path):
+    a = write_sweep(tmp_path, "before", 1.0, seed=1)
+    b = write_sweep(tmp_path, "after", 1.1, seed=2)
+    shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_POSSIBLE and analysis_main(["compare", str(a), str(b)]) == 3
+    assert [line.flag for line in shown.items if line.flag] == ["POSSIBLE REGRESSION (1 run)"] * 2
+    assert "within-run" in text(shown) and "suite: no geometric mean with an interval" in text(shown)
 
 
 def test_compare_names_where_the_two_sweeps_machines_differ(tmp_path):
@@ -131,16 +147,16 @@ def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
     for seed in range(10):
         a = write_sweep(tmp_path / str(seed), "a", 1.0, seed=seed)
         b = write_sweep(tmp_path / str(seed), "b", 1.0, seed=100 + seed)
-        shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-        flagged += regressed or "improvement" in text(shown)
+        shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+        flagged += status != 0 or "improvement" in text(shown)
     assert flagged == 0
 
 
 def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
-    shown, regressed = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert regressed and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
+    shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 1 and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
     same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained
     assert "LOSS CHANGED" not in text(compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0])
 
@@ -148,9 +164,9 @@ def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
 def test_plots_are_written_as_png(tmp_path):
     sweep = write_sweep(tmp_path, "s", 1.0, seed=1)
     written = plots.write_plots(sweep)
-    assert [p.name for p in written] == ["phases.png", "distributions.png", "speedups.png"]
+    assert [p.name for p in written] == ["phases.png", "runs.png", "speedups.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
-    ((run, base, interval),) = groups.speedups(records.load_sweep(sweep))
-    assert run.name == "subclass-run" and base.name == "tensor-run"
-    assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1
+    ((config, base, interval),) = groups.speedups(records.load_sweep(sweep))
+    assert config.first.name == "subclass-run" and base.first.name == "tensor-run"
+    assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1 and not interval.replicated

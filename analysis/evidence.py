@@ -1,0 +1,228 @@
+"""What a speed-up rests on, with the process as the unit of replication.
+
+Steps of one process share its state (the allocator, the clocks, cuDNN's choice of algorithm, where the OS put
+its threads), so two processes of one configuration differ by more than the steps of either suggest. Each run
+(one process) therefore counts once, by its median time:
+
+- with two or more runs on each side, a speed-up's interval is a t-interval on the runs' log medians, paired by
+  round where both configurations ran in the same interleaved rounds of one sweep (round r of A beside round r
+  of B, so that drift over the sweep cancels), Welch's otherwise;
+- with one run on a side, all there is to resample are that run's steps (a percentile bootstrap of the ratio of
+  medians): the interval is labelled `within-run`, it leaves the difference between processes out, and no
+  verdict may rest on it.
+
+A configuration's variance splits into a part between processes and a part within one (Kalibera and Jones,
+"Rigorous Benchmarking in Reasonable Time", ISMM 2013); the within-run part is corrected for the correlation of
+consecutive steps. The split says whether more steps per run or more runs narrow an interval, and how many of
+each a target half-width needs.
+"""
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+from scipy import stats as distributions
+
+from analysis.stats import LEVEL, RESAMPLES, Interval, resampled_medians
+
+WITHIN_RUN = "within-run"
+PAIRED = "paired by round"
+ACROSS = "across runs"
+
+
+def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
+    """The three figures to the digits their interval supports, resolving half of its half-width, and at most three
+    significant ones (as torch.utils.benchmark trims a measurement to the figures its spread supports):
+    0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 150 [140, 160], 0.600 [0.600, 0.600]."""
+    half = max(high - value, value - low)
+    place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
+    if value and math.isfinite(value):
+        place = max(place, math.floor(math.log10(abs(value))) - 2)
+    decimals = max(0, -place)
+
+    def show(x: float) -> str:
+        return f"{round(x, -place) if place > 0 else x:.{decimals}f}"
+
+    return show(value), show(low), show(high)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One configuration's measurements of one time: each run's measured steps (ms, in order) and its round."""
+
+    steps: tuple[np.ndarray, ...]
+    rounds: tuple[int, ...]  # each run's replicate: the round it ran in where its sweep interleaved them
+
+    @property
+    def runs(self) -> int:
+        return len(self.steps)
+
+    @functools.cached_property
+    def medians(self) -> np.ndarray:
+        if len({len(s) for s in self.steps}) == 1:  # runs of one length: one call for all (views make thousands)
+            return np.median(np.vstack(self.steps), axis=1)
+        return np.array([np.median(s) for s in self.steps])
+
+    @property
+    def replicated(self) -> bool:
+        return self.runs >= 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Speedup(Interval):
+    """A speed-up (median time of `over` / of `of`) with its interval, what it rests on, and its p-value (the
+    chance of a difference at least this large, either way, where there is none)."""
+
+    basis: str = WITHIN_RUN
+    runs: tuple[int, int] = (1, 1)  # runs of `of`, of `over`
+    p: float = math.nan
+
+    @property
+    def replicated(self) -> bool:
+        return self.basis != WITHIN_RUN
+
+    def __str__(self) -> str:
+        value, low, high = figures(self.value, self.low, self.high)
+        return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
+
+    def beyond(self, threshold: float) -> str:
+        """'slower' or 'faster' where the point estimate is off 1 by more than `threshold`, else ''."""
+        if self.value < 1 - threshold:
+            return "slower"
+        return "faster" if self.value > 1 + threshold else ""
+
+
+def _t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
+    """exp of diff -+ t se, and the two-sided p-value of diff = 0."""
+    if se == 0:
+        return math.exp(diff), math.exp(diff), 0.0 if diff else 1.0
+    half = distributions.t.ppf(0.5 + level / 2, df) * se
+    p = 2 * distributions.t.sf(abs(diff) / se, df)
+    return math.exp(diff - half), math.exp(diff + half), float(p)
+
+
+def paired_rounds(of: Sample, over: Sample) -> list[tuple[int, int]]:
+    """The indices of the runs of `of` and `over` that ran in the same round (none where a side has two runs of a
+    round: runs not told apart by their replicate are not paired)."""
+    if len(set(of.rounds)) < of.runs or len(set(over.rounds)) < over.runs:
+        return []
+    where = {r: i for i, r in enumerate(over.rounds)}
+    return [(i, where[r]) for i, r in enumerate(of.rounds) if r in where]
+
+
+def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0) -> Speedup:
+    """How many times faster `of` runs than `over`: median time of `over` / of `of` (below 1: `of` is slower).
+    `paired`: the two ran in the same interleaved rounds of one sweep."""
+    runs = (of.runs, over.runs)
+    if of.replicated and over.replicated:
+        a, b = np.log(of.medians), np.log(over.medians)
+        pairs = paired_rounds(of, over) if paired else []
+        if len(pairs) >= 2:
+            d = np.array([b[j] - a[i] for i, j in pairs])
+            low, high, p = _t_interval(float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1, level)
+            return Speedup(math.exp(float(d.mean())), low, high, PAIRED, runs, p)
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else 1.0
+        diff = float(b.mean() - a.mean())
+        low, high, p = _t_interval(diff, math.sqrt(va + vb), df, level)
+        return Speedup(math.exp(diff), low, high, ACROSS, runs, p)
+    steps_of, steps_over = np.concatenate(of.steps), np.concatenate(over.steps)
+    rng = np.random.default_rng(seed)
+    ratios = resampled_medians(steps_over, RESAMPLES, rng) / resampled_medians(steps_of, RESAMPLES, rng)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    p = min(1.0, 2 * min(np.mean(ratios <= 1), np.mean(ratios >= 1)))
+    value = float(np.median(steps_over) / np.median(steps_of))
+    return Speedup(value, float(low), float(high), WITHIN_RUN, runs, float(p))
+
+
+def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
+    """Which of a family of hypotheses are rejected, the family's error rate held at `alpha` (Holm's step-down:
+    the k-th smallest p-value is held to alpha / (m - k + 1), and testing stops at the first that is not)."""
+    rejected = [False] * len(p)
+    for k, i in enumerate(sorted(range(len(p)), key=lambda i: p[i])):
+        if not p[i] <= alpha / (len(p) - k):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def geomean(found: list[Speedup], level: float = LEVEL) -> Speedup | None:
+    """The geometric mean of replicated speed-ups, with a t-interval from their standard errors (the degrees of
+    freedom by Welch-Satterthwaite); None where one of them is not replicated or there are none."""
+    if not found or not all(s.replicated for s in found):
+        return None
+    t = [distributions.t.ppf(0.5 + level / 2, _df(s)) for s in found]
+    se = [(math.log(s.high) - math.log(s.low)) / 2 / q if q else 0.0 for s, q in zip(found, t, strict=True)]
+    variance = sum(x * x for x in se) / len(found) ** 2
+    diff = float(np.mean([math.log(s.value) for s in found]))
+    parts = [(x * x / len(found) ** 2) ** 2 / _df(s) for x, s in zip(se, found, strict=True)]
+    df = variance**2 / sum(parts) if sum(parts) else 1.0
+    low, high, p = _t_interval(diff, math.sqrt(variance), df, level)
+    runs = (sum(s.runs[0] for s in found), sum(s.runs[1] for s in found))
+    return Speedup(math.exp(diff), low, high, ACROSS, runs, p)
+
+
+def _df(s: Speedup) -> float:
+    """A replicated speed-up's degrees of freedom, near enough for pooling: runs less one per side (one for
+    pairs)."""
+    return max(1, min(s.runs) - 1) if s.basis == PAIRED else max(1, s.runs[0] + s.runs[1] - 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A configuration's variance of log step time, between its processes and within one."""
+
+    runs: int
+    steps: int  # per run (the median)
+    between: float  # sd of a run's mean log step time beyond what its own steps' noise explains
+    within: float  # sd of a step's log time within a run
+    rho: float  # lag-1 autocorrelation of consecutive steps within a run
+
+    @property
+    def effective_steps(self) -> float:
+        """Steps per run as independent ones: steps (1 - rho) / (1 + rho), at most the steps."""
+        rho = min(max(self.rho, 0.0), 0.95)
+        return max(1.0, self.steps * (1 - rho) / (1 + rho))
+
+    def run_variance(self, steps: float) -> float:
+        """The variance of one run's mean log step time when it measures `steps` steps."""
+        return self.between**2 + self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
+
+    def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int]:
+        """(steps per run, runs per configuration) that resolve a speed-up between two such configurations to
+        -+`half_width` (0.02: 2%) at the cheapest cost: a run costs `run_cost_s` beyond its steps, a step
+        `step_s`. Steps per run by Kalibera and Jones's optimum, sqrt(run cost x within variance / (step cost x
+        between variance)), in steps as independent as these."""
+        inflation = self.steps / self.effective_steps
+        if self.between > 0:
+            steps = math.sqrt(run_cost_s * self.within**2 * inflation / (step_s * self.between**2))
+        else:
+            steps = 4 * self.steps  # no spread between processes seen: more steps are what narrows it
+        steps = int(min(max(math.ceil(steps), 5), 1000))
+        target = math.log(1 + half_width)
+        runs = 2
+        while runs < 1000:
+            t = distributions.t.ppf(0.5 + level / 2, runs - 1)
+            if t * math.sqrt(2 * self.run_variance(steps) / runs) <= target:
+                break
+            runs += 1
+        return steps, runs
+
+
+def split(sample: Sample) -> Split | None:
+    """The variance split of a configuration with two or more runs of two or more steps (None otherwise)."""
+    logs = [np.log(s) for s in sample.steps if len(s) >= 2]
+    if len(logs) < 2:
+        return None
+    centred = [x - x.mean() for x in logs]
+    within = float(np.mean([x.var(ddof=1) for x in logs]))
+    lagged = sum(float(np.dot(c[:-1], c[1:])) for c in centred)
+    total = sum(float(np.dot(c, c)) for c in centred)
+    rho = lagged / total if total else 0.0
+    steps = int(np.median([len(x) for x in logs]))
+    partial = Split(len(logs), steps, 0.0, math.sqrt(within), rho)
+    means = np.array([x.mean() for x in logs])
+    between = max(0.0, float(means.var(ddof=1)) - within / partial.effective_steps)
+    return dataclasses.replace(partial, between=math.sqrt(between))

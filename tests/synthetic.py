@@ -1,0 +1,85 @@
+"""Synthetic sweeps of known truth, made in memory as the views read them, to calibrate the views' statistics.
+
+Each configuration has a true step time. Each run (one process) draws its own offset from it (log-normal,
+`run_sd`), and with probability `bimodal` lands in a slower mode (another cuDNN algorithm, +15%). Its steps follow
+an AR(1) process in log time (`rho`, `step_sd`) and still decay from a warm-up (`warmup`, the first measured
+step's excess, falling by half every two steps). Runs are interleaved in rounds, as a sweep with repeats runs
+them. The step splits into forward, backward and optimizer in fixed shares, each with its own noise.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy.signal import lfilter
+
+from records.run import RunRecord, Summary
+from records.status import DONE, Status
+from records.sweep import Baseline
+
+PHASES = ("forward", "backward", "optimizer")
+SHARES = (0.3, 0.6, 0.1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Noise:
+    run_sd: float = 0.02  # sd of a run's log offset: the spread between processes
+    step_sd: float = 0.03  # sd of a step's log time within a run
+    rho: float = 0.3  # lag-1 autocorrelation of consecutive steps
+    warmup: float = 0.05  # the first measured step's excess over the run's level
+    bimodal: float = 0.05  # the chance that a run lands in a mode 15% slower
+    steps: int = 10
+
+
+def run_steps(level_ms: float, noise: Noise, rng: np.random.Generator) -> np.ndarray:
+    """One run's measured step times (ms)."""
+    offset = rng.normal(0, noise.run_sd) + (math.log(1.15) if rng.random() < noise.bimodal else 0.0)
+    shocks = rng.normal(0, noise.step_sd * math.sqrt(1 - noise.rho**2), noise.steps)
+    shocks[0] = rng.normal(0, noise.step_sd)  # the first step drawn from the stationary spread
+    ar = lfilter([1.0], [1.0, -noise.rho], shocks)  # ar[t] = rho ar[t-1] + shocks[t]
+    decay = noise.warmup * 0.5 ** (np.arange(noise.steps) / 2)
+    return level_ms * np.exp(offset + ar) * (1 + decay)
+
+
+def record(name: str, axes: dict[str, str], step_ms: np.ndarray, replicate: int, position: int, rng) -> RunRecord:
+    """A done run's records, as load_run would give them, with its steps in memory."""
+    measured = {"step_ms": step_ms}
+    for phase, share in zip(PHASES, SHARES, strict=True):
+        measured[f"{phase}_ms"] = step_ms * share * np.exp(rng.normal(0, 0.01, len(step_ms)))
+    medians = {f"{c}": float(np.median(v)) for c, v in measured.items()}
+    fields = {f"{axis}.name": value for axis, value in axes.items()}
+    fields |= {"sweep": "synthetic", "replicate": replicate, "seed": replicate, "order": "interleaved"}
+    fields |= {"steps": len(step_ms), "model.batch_size": 16}
+    started = f"2026-01-01T00:{position // 60:02d}:{position % 60:02d}+00:00"
+    return RunRecord(
+        path=None,  # type: ignore[arg-type]  # in memory: nothing is read from a folder
+        name=f"{name}-replicate={replicate}",
+        run_id=f"{name}-{replicate}",
+        axes={**axes, "replicate": str(replicate)},
+        axis_order=[*axes, "replicate"],
+        named_axes=list(axes),
+        baseline=Baseline("input_type", "tensor"),
+        fields=fields,
+        status=Status(state=DONE, started_at=started),
+        summary=Summary(median_ms=medians, phases=PHASES, workload="model_train", steps=len(step_ms)),
+        env={"cpu": "synthetic", "packages": {"torch": "synthetic"}},
+        measured=measured,
+    )
+
+
+def sweep(levels: dict[tuple[str, str], float], runs: int, noise: Noise, rng: np.random.Generator) -> list[RunRecord]:
+    """A sweep's done runs: `levels` maps (input_type, memory_format) to its true step time (ms); each
+    configuration runs `runs` times, interleaved in rounds."""
+    found = []
+    for replicate in range(runs):
+        for (input_type, memory_format), level in levels.items():
+            axes = {"input_type": input_type, "memory_format": memory_format}
+            steps = run_steps(level, noise, rng)
+            found.append(record(f"{input_type}-{memory_format}", axes, steps, replicate, len(found), rng))
+    return found
+
+
+def grid(slowdown: dict[str, float] | None = None, formats: tuple[str, ...] = ("contiguous",)) -> dict:
+    """The default sweep's configurations at 50 ms, each input type slowed by its factor in `slowdown`."""
+    slowdown = slowdown or {}
+    return {(t, f): 50.0 * slowdown.get(t, 1.0) for t in ("tensor", "subclass", "tensorbase") for f in formats}

@@ -1,0 +1,99 @@
+"""Calibration of the views' verdicts on synthetic sweeps of known truth (tests/synthetic.py), through the views
+themselves: in A/A trials (two labels of one truth) no view may call noise a finding more often than its error
+rate says, and a real slowdown must still be found.
+
+Each rate is over TRIALS trials; at a true 5% its sampling sd is 0.7%, so a bound of 5% allows 6.5%.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+from analysis import compare, published, table
+from tests import synthetic
+
+TRIALS = 1000
+ALLOWED = 0.065  # 5% and two sampling sd of it over TRIALS trials
+REPEATS = 3  # the default
+
+# From a steady GPU (run spread 1%, little autocorrelation) to a CPU sharing its cores with a launcher (5% spread
+# between processes, strongly correlated steps, a slow mode in one run of five).
+NOISES = {
+    "steady": synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.1, warmup=0.02, bimodal=0.02, steps=100),
+    "shared": synthetic.Noise(run_sd=0.05, step_sd=0.08, rho=0.6, warmup=0.10, bimodal=0.2, steps=10),
+}
+
+
+def vs_cells(runs) -> list[tuple[float, float]]:
+    """The (low, high) of each `vs` cell of the table the terminal prints, but the baselines' 1.00x."""
+    view = table.table_view("synthetic", runs)
+    column = next(i for i, h in enumerate(view.header) if h.startswith("vs "))
+    found = [re.search(r"\[([-\d.]+), ([-\d.]+)\]", row[column]) for row in view.rows]
+    return [(float(m[1]), float(m[2])) for m in found if m]
+
+
+@pytest.mark.parametrize("noise", NOISES)
+def test_the_tables_vs_interval_excludes_one_in_at_most_five_percent_of_aa_trials(noise):
+    rng = np.random.default_rng(1)
+    excluded = total = 0
+    for _ in range(TRIALS // 2):  # two comparisons per trial
+        for low, high in vs_cells(synthetic.sweep(synthetic.grid(), REPEATS, NOISES[noise], rng)):
+            excluded += low > 1 or high < 1
+            total += 1
+    assert excluded / total <= ALLOWED
+
+
+@pytest.mark.parametrize("noise", NOISES)
+def test_a_compare_of_two_identical_sweeps_exits_1_in_at_most_five_percent_of_trials(noise):
+    rng = np.random.default_rng(2)
+    levels = synthetic.grid(formats=("contiguous", "channels_last"))
+    exits = []
+    for _ in range(TRIALS):
+        a, b = (synthetic.sweep(levels, REPEATS, NOISES[noise], rng) for _ in range(2))
+        exits.append(compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)[1])
+    assert np.mean(np.array(exits) == compare.EXIT_REGRESSION) <= ALLOWED
+
+
+@pytest.mark.parametrize("noise", NOISES)
+def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise):
+    rng = np.random.default_rng(3)
+    claim = {"label": "subclass", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    claim["direction"] = "same"
+    verdicts = [
+        published.compare(synthetic.sweep(synthetic.grid(), REPEATS, NOISES[noise], rng), claim)[-1]
+        for _ in range(TRIALS)
+    ]
+    assert verdicts.count("contradicted") / TRIALS <= ALLOWED
+    assert set(verdicts) <= {"reproduced", "undetermined", "contradicted"}
+
+
+def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_80_percent_of_the_time():
+    """Every configuration of the candidate 10% slower, in a compare of six configurations at the default
+    repeats: the family's error control must not cost the power to see it."""
+    rng = np.random.default_rng(4)
+    noise = synthetic.Noise(run_sd=0.02, step_sd=0.03, rho=0.3, steps=20)
+    levels = synthetic.grid(formats=("contiguous", "channels_last"))
+    slower = {key: level * 1.1 for key, level in levels.items()}
+    found = [
+        compare.compare_runs(
+            synthetic.sweep(levels, REPEATS, noise, rng), synthetic.sweep(slower, REPEATS, noise, rng), 0.05, 0.05
+        )[1]
+        == compare.EXIT_REGRESSION
+        for _ in range(200)
+    ]
+    assert np.mean(found) >= 0.8
+
+
+def test_one_run_per_configuration_gives_no_verdict_word_and_no_95_percent_ci():
+    rng = np.random.default_rng(5)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.5}), 1, NOISES["steady"], rng)
+    shown = table.table_view("synthetic", runs)
+    text = "\n".join([*shown.above, *(" ".join(row) for row in shown.rows)])
+    assert "95% CI" not in text and "within-run" in text
+    claim = {"label": "s", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}, "speedup": 0.66}
+    assert published.compare(runs, claim)[-1] == published.INDICATIVE
+    slower = synthetic.sweep(synthetic.grid({"subclass": 1.5}), 1, NOISES["steady"], rng)
+    view, status = compare.compare_runs(synthetic.sweep(synthetic.grid(), 1, NOISES["steady"], rng), slower, 0.05, 0.05)
+    flags = [line.flag for line in view.items if line.flag]
+    assert status == compare.EXIT_POSSIBLE and flags == ["POSSIBLE REGRESSION (1 run)"]

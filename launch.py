@@ -55,8 +55,9 @@ def hydra_flags(args: list[str]) -> int:
     return 0
 
 
-def launch_plan(plan_of, argv: list[str]) -> int:
-    """Plan (by calling `plan_of`), check, launch; then print the views of the records, or where to follow the jobs."""
+def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
+    """Plan (by calling `plan_of`), check, launch; then print the views of the records (unless not `show`), or where
+    to follow the jobs."""
     import records
     from analysis.render import text
     from analysis.views import sweep_views
@@ -111,11 +112,68 @@ def launch_plan(plan_of, argv: list[str]) -> int:
         print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
         print(f"follow them: python launch.py status {plan.sweep_dir}")
         return 0
-    print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, [spec.name for spec in plan.runs])))
+    if show:
+        print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, [spec.name for spec in plan.runs])))
+        for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
+            print(f"warning: {warning}", file=sys.stderr)
+        print(f"records: {plan.sweep_dir.resolve()}")
+    return 1 if outcome.failed else 0
+
+
+AUTO = "repeats=auto"
+
+
+def launch_rounds(overrides: list[str], argv: list[str]) -> int:
+    """repeats=auto: launch the sweep's rounds up to each look of the schedule (analysis/rounds.py), look, and go on
+    until every comparison is decided or a cap is reached; then print the views and what stayed undecided."""
+    import time
+
+    import records
+    from analysis import rounds
+    from analysis.render import text
+    from analysis.views import sweep_views
+    from analysis.wandb_sweep import log_sweep
+    from sweeps.plan import PlanError, build_plan
+
+    base = [o for o in overrides if o != AUTO]
+    began = time.monotonic()
+    try:
+        first = build_plan([*base, "repeats=1"], strict=False)
+    except PlanError as error:
+        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    auto = first.settings.auto
+    launcher = first.settings.launcher
+    if not (launcher.wait or (launcher.wait is None and launcher.name != "slurm")):
+        print(
+            f"perfsweep: nothing was run:\n- {AUTO} looks at each round's records before the next: it needs "
+            "launcher.wait=true (on Slurm, the launch follows each round's array)",
+            file=sys.stderr,
+        )
+        return 2
+    looks = rounds.schedule(auto.max_runs)
+    failed, found, capped = False, None, f"{auto.max_runs} runs per configuration (auto.max_runs)"
+    for k in looks:
+        plan = build_plan([*base, f"repeats={k}"], strict=False)
+        status = launch_plan(lambda plan=plan: plan, argv, show=False)
+        if status not in (0, 1):
+            return status
+        failed = failed or status == 1
+        done = [r for r in records.load_sweep(plan.sweep_dir, [s.name for s in plan.runs]) if r.state == records.DONE]
+        found = rounds.look(done, k, auto.half_width, len(looks))
+        print(found.line())
+        if found.met:
+            break
+        if time.monotonic() - began > 60 * auto.max_minutes and k != looks[-1]:
+            capped = f"{auto.max_minutes:g} min (auto.max_minutes)"
+            break
+    names = [s.name for s in plan.runs]
+    print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, names)))
+    print("\n".join(rounds.summary(found, len(names), (time.monotonic() - began) / 60, capped)))
     for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")
-    return 1 if outcome.failed else 0
+    return 1 if failed else 0
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -124,6 +182,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         return hydra_flags(args.overrides)
     from sweeps.plan import build_plan
 
+    if AUTO in overrides:
+        return launch_rounds(overrides, args.argv)
     return launch_plan(lambda: build_plan(overrides, strict=False), args.argv)
 
 
@@ -135,9 +195,17 @@ def show_status(args: argparse.Namespace) -> int:
 
 
 def resume(args: argparse.Namespace) -> int:
+    """Run what is not done of the sweep's recorded plan; a sweep launched with repeats=auto then goes on with its
+    rounds (its launch's overrides, and these)."""
+    import records
     from launcher.sweepdir import recorded_plan
 
-    return launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv)
+    launches = (records.read_manifest(args.sweep_dir) or {}).get("launches", [])
+    auto = next((launch["argv"] for launch in reversed(launches) if AUTO in launch.get("argv", [])), None)
+    status = launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv, show=auto is None)
+    if auto is None or status not in (0, 1):
+        return status
+    return launch_rounds([*(a for a in auto if a not in MULTIRUN), *args.overrides], auto)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -40,7 +40,7 @@ NOT_COMPARED = (
 
 
 def identity(run: RunRecord) -> dict[str, str]:
-    fields = {k: repr(v) for k, v in run.fields.items() if not k.startswith(("launcher.", "tracker."))}
+    fields = {k: repr(v) for k, v in run.fields.items() if not k.startswith(("launcher.", "tracker.", "auto."))}
     return {k: v for k, v in fields.items() if k not in NOT_COMPARED and not is_declaration(k)}
 
 

@@ -176,8 +176,8 @@ class Split:
 
     runs: int
     steps: int  # per run (the median)
-    between: float  # sd of a run's mean log step time beyond what its own steps' noise explains
-    within: float  # sd of a step's log time within a run
+    between: float  # sd of a run's median log step time beyond what its own steps' noise explains
+    within: float  # sd of a step's log time within a run (robust: from the median absolute deviation)
     rho: float  # lag-1 autocorrelation of consecutive steps within a run
 
     @property
@@ -187,15 +187,15 @@ class Split:
         return max(1.0, self.steps * (1 - rho) / (1 + rho))
 
     def run_variance(self, steps: float) -> float:
-        """The variance of one run's mean log step time when it measures `steps` steps."""
-        return self.between**2 + self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
+        """The variance of one run's median log step time when it measures `steps` steps."""
+        return self.between**2 + math.pi / 2 * self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
 
     def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int]:
         """(steps per run, runs per configuration) that resolve a speed-up between two such configurations to
         -+`half_width` (0.02: 2%) at the cheapest cost: a run costs `run_cost_s` beyond its steps, a step
         `step_s`. Steps per run by Kalibera and Jones's optimum, sqrt(run cost x within variance / (step cost x
         between variance)), in steps as independent as these."""
-        inflation = self.steps / self.effective_steps
+        inflation = math.pi / 2 * self.steps / self.effective_steps
         if self.between > 0:
             steps = math.sqrt(run_cost_s * self.within**2 * inflation / (step_s * self.between**2))
         else:
@@ -212,17 +212,23 @@ class Split:
 
 
 def split(sample: Sample) -> Split | None:
-    """The variance split of a configuration with two or more runs of two or more steps (None otherwise)."""
+    """The variance split of a configuration with two or more runs of two or more steps (None otherwise).
+
+    Robust to outlier steps, as the medians the views compare are: within a run, the spread of log step times
+    around the run's median is 1.4826 x their median absolute deviation (pooled over runs); between runs, the
+    variance of the runs' log medians less what their own steps explain, a median of n steps varying pi/2 times
+    as much as their mean."""
     logs = [np.log(s) for s in sample.steps if len(s) >= 2]
     if len(logs) < 2:
         return None
-    centred = [x - x.mean() for x in logs]
-    within = float(np.mean([x.var(ddof=1) for x in logs]))
-    lagged = sum(float(np.dot(c[:-1], c[1:])) for c in centred)
-    total = sum(float(np.dot(c, c)) for c in centred)
+    centred = [x - np.median(x) for x in logs]
+    within = 1.4826 * float(np.median(np.abs(np.concatenate(centred))))
+    demeaned = [x - x.mean() for x in logs]
+    lagged = sum(float(np.dot(c[:-1], c[1:])) for c in demeaned)
+    total = sum(float(np.dot(c, c)) for c in demeaned)
     rho = lagged / total if total else 0.0
     steps = int(np.median([len(x) for x in logs]))
-    partial = Split(len(logs), steps, 0.0, math.sqrt(within), rho)
-    means = np.array([x.mean() for x in logs])
-    between = max(0.0, float(means.var(ddof=1)) - within / partial.effective_steps)
+    partial = Split(len(logs), steps, 0.0, within, rho)
+    medians = np.array([np.median(x) for x in logs])
+    between = max(0.0, float(medians.var(ddof=1)) - math.pi / 2 * within**2 / partial.effective_steps)
     return dataclasses.replace(partial, between=math.sqrt(between))

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from analysis import evidence
+from analysis.stats import LEVEL
 from conf.schema import DECLARATION
 from records import RunRecord
 from records.run import Baseline
@@ -14,7 +15,9 @@ from records.run import Baseline
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
 NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
-NOT_CONFIGURATION = ("seed", "replicate")  # what replicates of one configuration differ in: never a matching key
+# What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto):
+# never a matching key.
+NOT_CONFIGURATION = ("seed", "replicate", "repeats")
 _DECLARED = tuple(f"workload.{name}" for name in DECLARATION)  # the workload's declaration: not a setting
 
 
@@ -155,18 +158,21 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
     return {c.key: label(c.first) for c in configs}
 
 
-def speedup_over(config: Configuration, base: Configuration) -> evidence.Speedup:
+def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> evidence.Speedup:
     """The configuration's speed-up over its baseline in step time: across runs (paired by round where the sweep
     interleaved them) with two or more runs on each side, within-run otherwise."""
-    return evidence.speedup(config.sample(), base.sample(), paired=config.interleaved and base.interleaved)
+    paired = config.interleaved and base.interleaved
+    return evidence.speedup(config.sample(), base.sample(), paired=paired, level=level)
 
 
-def speedups(runs: list[RunRecord]) -> list[tuple[Configuration, Configuration, evidence.Speedup]]:
+def speedups(
+    runs: list[RunRecord], level: float = LEVEL
+) -> list[tuple[Configuration, Configuration, evidence.Speedup]]:
     """Each configuration that has a baseline in its row group: (it, its baseline, its speed-up over it)."""
     configs = configurations(runs)
     base_of = baselines(configs)
     return [
-        (config, base, speedup_over(config, base))
+        (config, base, speedup_over(config, base, level))
         for config in configs
         if (base := base_of.get(config.key)) is not None and base is not config
     ]

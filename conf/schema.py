@@ -136,6 +136,15 @@ class TrackerConf:
 
 
 @dataclass
+class AutoConf:
+    """repeats=auto: round after round until every comparison of the sweep is decided, or a cap is reached."""
+
+    half_width: float = 0.02  # decided: an interval that excludes no effect, or within -+half_width of its value
+    max_runs: int = 10  # the cap on runs per configuration (the last look)
+    max_minutes: float = 30.0  # the cap on the sweep's wall time: no further round starts after it
+
+
+@dataclass
 class RunConf:
     """What one run measures: its identity is derived from these fields."""
 
@@ -168,7 +177,10 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
-    repeats: int = 3  # runs of each configuration, each in its own process with its own seed (seed + replicate)
+    # Runs of each configuration, each in its own process with its own seed (seed + replicate); repeats=auto on the
+    # command line runs rounds until the sweep's comparisons are decided (auto.*: the target and the caps).
+    repeats: int = 3
+    auto: AutoConf = field(default_factory=AutoConf)
     order: str = "interleaved"  # run order: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 

@@ -27,7 +27,7 @@ from sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
-SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "order")
+SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order")
 ORDERS = ("interleaved", "shuffled", "grouped")
 
 
@@ -191,10 +191,21 @@ def replicated(configs: list[Config]) -> list[Config]:
     is a seeded random order; grouped runs each configuration's replicates back to back.
     """
     settings = configs[0]
-    if settings.repeats < 1:
-        raise PlanError([f"repeats={settings.repeats} must be 1 or more"])
+    auto = settings.auto
+    problems = [
+        f"{key}={value} must be {bound}"
+        for key, value, bound, good in [
+            ("repeats", settings.repeats, "1 or more", settings.repeats >= 1),
+            ("auto.max_runs", auto.max_runs, "2 or more (repeats=auto compares runs)", auto.max_runs >= 2),
+            ("auto.half_width", auto.half_width, "above 0 and below 1 (0.02: -+2%)", 0 < auto.half_width < 1),
+            ("auto.max_minutes", auto.max_minutes, "above 0", auto.max_minutes > 0),
+        ]
+        if not good
+    ]
     if settings.order not in ORDERS:
-        raise PlanError([f"order={settings.order!r} is not one of: {', '.join(ORDERS)}"])
+        problems.append(f"order={settings.order!r} is not one of: {', '.join(ORDERS)}")
+    if problems:
+        raise PlanError(problems)
     rounds = [
         [dataclasses.replace(c, replicate=r, seed=c.seed + r) if r else c for c in configs]
         for r in range(settings.repeats)

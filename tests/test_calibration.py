@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from analysis import compare, published, table
+from analysis import compare, published, rounds, table
 from tests import synthetic
 
 TRIALS = 1000
@@ -97,3 +97,42 @@ def test_one_run_per_configuration_gives_no_verdict_word_and_no_95_percent_ci():
     view, status = compare.compare_runs(synthetic.sweep(synthetic.grid(), 1, NOISES["steady"], rng), slower, 0.05, 0.05)
     flags = [line.flag for line in view.items if line.flag]
     assert status == compare.EXIT_POSSIBLE and flags == ["POSSIBLE REGRESSION (1 run)"]
+
+
+def auto(levels: dict, noise: synthetic.Noise, rng, max_runs: int = 10) -> tuple[list, rounds.Look]:
+    """repeats=auto on a synthetic sweep: the runs of the rounds up to the look where it stopped, and that look."""
+    runs = synthetic.sweep(levels, max_runs, noise, rng)
+    looks = rounds.schedule(max_runs)
+    for k in looks:
+        taken = [r for r in runs if int(r.axes["replicate"]) < k]
+        found = rounds.look(taken, k, 0.02, len(looks))
+        if found.met:
+            break
+    return taken, found
+
+
+@pytest.mark.parametrize("noise", NOISES)
+def test_repeats_auto_keeps_its_error_under_its_looks(noise):
+    """A/A under repeats=auto: looking again and again never calls no effect an effect more than 5% of the time,
+    at the looks (decisive) or in the table at the end."""
+    rng = np.random.default_rng(6)
+    decisive = excluded = total = 0
+    for _ in range(TRIALS // 4):
+        taken, found = auto(synthetic.grid(), NOISES[noise], rng)
+        decisive += any(c.speedup.excludes(1.0) for c in found.comparisons)
+        for low, high in vs_cells(taken):
+            excluded += low > 1 or high < 1
+            total += 1
+    assert decisive / (TRIALS // 4) <= ALLOWED + 0.02  # a family of two comparisons, over fewer trials
+    assert excluded / total <= ALLOWED + 0.02
+
+
+def test_repeats_auto_finds_a_ten_percent_slowdown_with_a_two_percent_run_spread_within_its_cap():
+    rng = np.random.default_rng(7)
+    noise = synthetic.Noise(run_sd=0.02, step_sd=0.03, rho=0.3, steps=20)
+    found = 0
+    for _ in range(200):
+        _, stopped = auto(synthetic.grid({"subclass": 1.1}), noise, rng)
+        (subclass,) = [c for c in stopped.comparisons if c.label.startswith("subclass")]
+        found += subclass.speedup.high < 1
+    assert found / 200 >= 0.8

@@ -148,7 +148,7 @@ def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(t
 
 
 def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(tmp_path):
-    """Two models, each slower by a fifth in channels_last, 3 replicates each: every speed-up is 0.80, none is
+    """Two models, each slower by a fifth in channels_last, 3 replicates each: every speed-up is 0.800, none is
     one model over the other."""
     sweep_dir = tmp_path / "sweep"
     for replicate, jitter in enumerate((1.0, 1.02, 0.98)):
@@ -159,7 +159,7 @@ def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(t
     column = shown.header.index("vs contiguous")
     speedups = {row[0]: row[column].split("x")[0] for row in shown.rows}
     assert speedups == {
-        "resnet18 contiguous": "1.00", "resnet18 channels_last": "0.80",
-        "resnet34 contiguous": "1.00", "resnet34 channels_last": "0.80",
+        "resnet18 contiguous": "1.00", "resnet18 channels_last": "0.800",
+        "resnet34 contiguous": "1.00", "resnet34 channels_last": "0.800",
     }  # fmt: skip
     assert all("within-run" not in row[column] for row in shown.rows)

@@ -1,0 +1,66 @@
+"""repeats=auto: the schedule of looks, what a look decides and says, and a launch that stops by itself."""
+
+import numpy as np
+import pytest
+
+from analysis import rounds
+from tests import synthetic
+from tests.conftest import launch_here
+
+FUNCTION = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
+
+
+def test_the_schedule_looks_every_second_round_from_the_third_up_to_the_cap():
+    assert rounds.schedule(10) == [3, 5, 7, 9, 10]
+    assert rounds.schedule(3) == [3] and rounds.schedule(2) == [2] and rounds.schedule(6) == [3, 5, 6]
+    assert rounds.look_level(5) == pytest.approx(0.99)
+
+
+def test_a_look_decides_an_effect_and_a_narrow_no_effect_and_says_why_the_rest_is_not():
+    rng = np.random.default_rng(0)
+    steady = synthetic.Noise(run_sd=0.002, step_sd=0.005, rho=0.0, warmup=0.0, bimodal=0.0, steps=50)
+    found = rounds.look(synthetic.sweep(synthetic.grid({"subclass": 1.3}), 5, steady, rng), 5, 0.02, 3)
+    assert found.met and [c.label for c in found.comparisons] == ["subclass vs tensor", "tensorbase vs tensor"]
+    noisy = synthetic.Noise(run_sd=0.08, step_sd=0.05, rho=0.3, steps=10)
+    wide = rounds.look(synthetic.sweep(synthetic.grid(), 3, noisy, rng), 3, 0.02, 5)
+    assert not wide.met and "of its value (target -+2%)" in wide.undecided[0][1]
+    (line, *undecided) = rounds.summary(wide, 18, 1.5, "10 runs per configuration (auto.max_runs)")
+    assert line.startswith("repeats=auto stopped after 3 rounds: 18 runs in 1.5 min; cap reached (10 runs per")
+    assert undecided[0].startswith("  undecided: subclass vs tensor: ") and "includes 1.00x" in undecided[0]
+
+
+def test_one_run_a_side_is_never_decided():
+    rng = np.random.default_rng(1)
+    found = rounds.look(synthetic.sweep(synthetic.grid({"subclass": 2.0}), 1, synthetic.Noise(), rng), 1, 0.02, 1)
+    assert not found.met and {why for _, why in found.undecided} == {"one run on a side"}
+
+
+def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds(tmp_path):
+    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
+    first = launch_here(*args, "launcher=debug")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "repeats=auto: after 3 rounds, 1 of 1 comparisons decided (intervals at 97.50%" in first.stdout
+    assert "repeats=auto stopped after 3 rounds: 6 runs in" in first.stdout and "every comparison decided" in first.stdout
+    assert first.stdout.count("] done ") == 6
+    again = launch_here(*args, "launcher=debug")
+    assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout
+    assert "repeats=auto stopped after 3 rounds" in again.stdout
+
+
+def test_repeats_auto_is_refused_where_the_launch_would_not_follow_its_rounds(tmp_path):
+    refused = launch_here(*FUNCTION, "repeats=auto", "launcher=slurm", f"runs_dir={tmp_path}")
+    assert refused.returncode == 2 and "repeats=auto looks at each round's records" in refused.stderr
+    assert not (tmp_path / "default").exists()
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("auto.max_runs=1", "auto.max_runs=1 must be 2 or more"),
+        ("auto.half_width=0", "auto.half_width=0.0 must be above 0 and below 1"),
+        ("auto.max_minutes=-1", "auto.max_minutes=-1.0 must be above 0"),
+    ],
+)
+def test_bad_auto_settings_are_refused_before_anything_runs(tmp_path, setting, says):
+    refused = launch_here(*FUNCTION, "repeats=auto", setting, f"runs_dir={tmp_path}", "launcher=debug")
+    assert refused.returncode == 2 and says in refused.stderr and not (tmp_path / "default").exists()

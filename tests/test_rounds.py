@@ -40,7 +40,9 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
     first = launch_here(*args, "launcher=debug")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "repeats=auto: after 3 rounds, 1 of 1 comparisons decided (intervals at 97.50%" in first.stdout
-    assert "repeats=auto stopped after 3 rounds: 6 runs in" in first.stdout and "every comparison decided" in first.stdout
+    assert (
+        "repeats=auto stopped after 3 rounds: 6 runs in" in first.stdout and "every comparison decided" in first.stdout
+    )
     assert first.stdout.count("] done ") == 6
     again = launch_here(*args, "launcher=debug")
     assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout

@@ -131,7 +131,7 @@ COLUMNS = [
     Column("runs A/B", lambda line: line.runs),
     Column("A ms", lambda line: line.a_ms),
     Column("B ms", lambda line: line.b_ms),
-    Column("B speed-up [95% CI]", lambda line: str(line.speedup) if line.speedup else ""),
+    Column("B speed-up [95%]", lambda line: str(line.speedup) if line.speedup else ""),
     Column("p", lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else ""),
     Column("flag", lambda line: line.flag),
 ]

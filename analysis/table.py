@@ -36,9 +36,9 @@ def speedup_column(configs: list[Configuration]) -> Column | None:
     """The speed-up over the configuration's baseline (its step time / this one's) with its interval: across runs
     with replicates, within-run without; 1.00x for a baseline, - where the group has none. None where no
     configuration has a baseline to compare with but itself."""
-    base_of = baselines(configs)
-    if not any(base is not c for c in configs if (base := base_of.get(c.key))):
+    if not compares(configs):
         return None
+    base_of = baselines(configs)
     values = sorted({c.first.baseline.value for c in configs})
 
     def cell(config: Configuration) -> str:
@@ -48,6 +48,12 @@ def speedup_column(configs: list[Configuration]) -> Column | None:
         return str(speedup_over(config, base)) if base else "-"
 
     return Column(f"vs {values[0]}" if len(values) == 1 else "vs baseline", cell)
+
+
+def compares(configs: list[Configuration]) -> bool:
+    """Some configuration has a baseline to compare with but itself."""
+    base_of = baselines(configs)
+    return any(base is not c for c in configs if (base := base_of.get(c.key)))
 
 
 def columns(configs: list[Configuration]) -> list[Column]:
@@ -119,6 +125,9 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
 def _resting_on(configs: list[Configuration]) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
     windows = "samples/s over the whole window (stalls included)"
+    if not compares(configs):
+        across = "the median over a configuration's runs of each run's median step" if len(configs[0].runs) > 1 else ""
+        return f"times: {across or 'medians over measured steps'}; {windows}"
     if all(len(c.runs) > 1 for c in configs):
         return (
             f"times: the median over a configuration's runs of each run's median step; {windows}; vs: speed-up "

@@ -98,6 +98,16 @@ def test_ratios_are_to_the_baseline_of_the_same_group(sweep):
     assert table[3][header.index("step ms")] == "267"
 
 
+def test_a_sweep_with_nothing_to_compare_has_no_vs_column(tmp_path):
+    """One input type: every row would read 1.00x against itself."""
+    sweep = tmp_path / "sweep"
+    write_run(sweep, "a", "tensor", "contiguous", 100.0)
+    write_run(sweep, "b", "tensor", "channels_last", 120.0)
+    header, table = rows(load_sweep(sweep))
+    assert header[0] == "memory_format" and not any(h.startswith("vs ") for h in header) and len(table) == 2
+    assert "vs:" not in table_view("sweep", load_sweep(sweep)).above[1]
+
+
 def test_a_group_without_baseline_has_no_ratio(sweep):
     write_run(sweep, "f", "subclass", "contiguous_3d", 50.0)
     _, table = rows(load_sweep(sweep))

@@ -1,0 +1,180 @@
+"""The noise floor of this machine: real A/A trials through perfsweep's own views, and the variance split.
+
+    python -m bench.calibration [--trials 10] [--skip-launches] [OVERRIDE ...]
+
+Three experiments, each launched as a user launches (`python launch.py ...`, W&B offline), on the default sweep
+narrowed or widened by the overrides:
+
+- labels: one configuration (the default sweep's first: a plain Tensor, contiguous) run in 6 x trials processes in
+  one sweep; each block of 6 consecutive runs is a trial, its runs split into two labels by turns (A B A B A B),
+  and the two labels are compared as the views compare two configurations: the table's `vs` (paired by round),
+  `compare` (A's runs against B's) and a published "same" claim. Nothing differs but the label, so every verdict
+  word is a false positive.
+- launches: the default sweep launched twice per trial and compared (`python launch.py compare A B`): the exit
+  status 1 (a regression) is a false positive; 3 (possible, from one run a side) is counted apart.
+- threads: the same sweep at threads=2 (A) and threads=1 (B), compared once: a real slowdown, which the gate must
+  still call a REGRESSION.
+
+Prints the observed rates, with the variance split of the labels' configuration (between and within processes,
+lag-1 autocorrelation), and writes them with the machine and settings to
+results/<machine>-torch<version>/bench/calibration.{txt,json}, one file per machine kind.
+"""
+
+import argparse
+import dataclasses
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import records
+from analysis import compare, evidence, published, table
+from analysis.groups import configurations
+
+ROOT = Path(__file__).resolve().parent.parent
+PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
+
+
+def launch(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
+    """Launch a sweep as a user does; its folder and its wall time."""
+    started = time.perf_counter()
+    command = [sys.executable, str(ROOT / "launch.py"), *args, f"runs_dir={runs_dir}", f"sweep_name={name}"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return runs_dir / name, time.perf_counter() - started
+
+
+def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRecord:
+    """The run as if its baseline axis (input_type, impl...) had the value `label`, in round `replicate`."""
+    axis = run.baseline.axis
+    key = run.fields.get(f"workload.axes.{axis}", f"{axis}.name")
+    return dataclasses.replace(
+        run,
+        axes={**run.axes, axis: label, "replicate": str(replicate)},
+        fields={**run.fields, key: label, "replicate": replicate},
+        baseline=dataclasses.replace(run.baseline, value="A"),
+    )
+
+
+def labelled(runs: list[records.RunRecord]) -> list[list[records.RunRecord]]:
+    """Each trial's runs, labelled A and B by turns, each label's runs numbered by round."""
+    ordered = sorted(runs, key=lambda r: int(r.axes["replicate"]))
+    blocks = [ordered[i : i + PER_TRIAL] for i in range(0, len(ordered) - PER_TRIAL + 1, PER_TRIAL)]
+    return [[relabel(run, "AB"[i % 2], i // 2) for i, run in enumerate(block)] for block in blocks]
+
+
+def labels_experiment(runs: list[records.RunRecord]) -> dict:
+    """The false positives of the table's `vs`, `compare` and a "same" claim over the labels' trials."""
+    trials = labelled(runs)
+    excluded = exits = contradicted = 0
+    for trial in trials:
+        shown = table.table_view("labels", trial)
+        column = next(i for i, h in enumerate(shown.header) if h.startswith("vs "))
+        low, high = (float(x) for x in re.search(r"\[([-\d.]+), ([-\d.]+)\]", shown.rows[1][column]).groups())
+        excluded += low > 1 or high < 1
+        axis = trial[0].baseline.axis
+        a = [r for r in trial if r.axes[axis] == "A"]
+        b = [relabel(r, "A", int(r.axes["replicate"])) for r in trial if r.axes[axis] == "B"]
+        exits += compare.compare_runs(a, b, 0.05, 0.05)[1] == compare.EXIT_REGRESSION
+        same = {"label": "A vs B", "of": {axis: "B"}, "over": {axis: "A"}, "direction": "same"}
+        contradicted += published.compare(trial, same)[-1] == "contradicted"
+    (config,) = configurations(runs)
+    split = evidence.split(config.sample())
+    return {
+        "trials": len(trials),
+        "runs": len(runs),
+        "vs_excludes_1": excluded,
+        "compare_exit_1": exits,
+        "same_contradicted": contradicted,
+        "split": dataclasses.asdict(split) | {"effective_steps": split.effective_steps} if split else None,
+    }
+
+
+def machine(sweep: Path) -> tuple[str, dict]:
+    """The machine kind (the results folder's name) and what the figures depend on beyond their settings."""
+    run = next(r for r in records.load_sweep(sweep) if r.state == records.DONE)
+    device = run.device.removeprefix("CPU ").lower()
+    kind = re.sub(r"[^a-z0-9.]+", "-", f"{'cpu-' if not (run.env or {}).get('gpu') else ''}{device}").strip("-")
+    return f"{kind}-torch{run.torch_version}", {"device": run.device, **run.machine}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--skip-launches", action="store_true", help="the labels experiment alone")
+    parser.add_argument("--out", type=Path, default=ROOT / "results", help="where the machine's folder goes")
+    parser.add_argument("overrides", nargs="*", help="overrides of the default sweep (model.image_size=64...)")
+    args = parser.parse_args()
+    found: dict = {"overrides": args.overrides, "trials": args.trials}
+    with tempfile.TemporaryDirectory(prefix="perfsweep-calibration-") as tmp:
+        runs_dir = Path(tmp)
+        one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
+        sweep, wall = launch(one, runs_dir, "labels")
+        kind, found["machine"] = machine(sweep)
+        done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
+        found["labels"] = labels_experiment(done) | {"wall_s": wall}
+        if not args.skip_launches:
+            statuses, walls = [], []
+            for trial in range(args.trials):
+                pair = [launch(args.overrides, runs_dir, f"{side}{trial}") for side in "ab"]
+                walls += [w for _, w in pair]
+                statuses.append(compare.compare(pair[0][0], pair[1][0], 0.05, 0.05)[1])
+            found["launches"] = {
+                "trials": args.trials,
+                "compare_exit_1": statuses.count(compare.EXIT_REGRESSION),
+                "compare_exit_3": statuses.count(compare.EXIT_POSSIBLE),
+                "launch_wall_s": sorted(walls),
+            }
+            two, _ = launch([*args.overrides, "threads=2"], runs_dir, "threads2")
+            one_thread, _ = launch([*args.overrides, "threads=1"], runs_dir, "threads1")
+            shown, status = compare.compare(two, one_thread, 0.05, 0.05)
+            found["threads"] = {"compare_exit": status, "flags": [line.flag for line in shown.items if line.flag]}
+            found["threads"]["suite"] = next(n for n in shown.notes if n.startswith("suite:"))
+    report = render(found)
+    print(report)
+    out = args.out / kind / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "calibration.txt").write_text(report + "\n")
+    (out / "calibration.json").write_text(json.dumps(found, indent=2) + "\n")
+    print(f"written: {out / 'calibration.txt'}, {out / 'calibration.json'}")
+
+
+def render(found: dict) -> str:
+    m, labels = found["machine"], found["labels"]
+    lines = [
+        f"perfsweep calibration: {m['device']}, torch {m.get('torch')}, default sweep {' '.join(found['overrides'])}",
+        f"labels: {labels['runs']} runs of one configuration in one sweep, {labels['trials']} trials of 3 runs per "
+        f"label, interleaved ({labels['wall_s']:.0f} s)",
+        f"  table vs excludes 1.00x: {labels['vs_excludes_1']} of {labels['trials']}",
+        f"  compare exits 1 (REGRESSION): {labels['compare_exit_1']} of {labels['trials']}",
+        f"  a 'same' claim contradicted: {labels['same_contradicted']} of {labels['trials']}",
+    ]
+    if split := labels["split"]:
+        lines.append(
+            f"  variance split of log step time: between processes {split['between']:.1%}, within a run "
+            f"{split['within']:.1%}, lag-1 autocorrelation {split['rho']:.2f}, "
+            f"{split['effective_steps']:.0f} effective of {split['steps']} steps per run"
+        )
+    if launches := found.get("launches"):
+        lines += [
+            f"launches: the default sweep launched twice and compared, {launches['trials']} trials",
+            f"  compare exits 1 (REGRESSION): {launches['compare_exit_1']} of {launches['trials']}; exits 3 "
+            f"(possible, one run a side): {launches['compare_exit_3']}",
+            f"  a launch's wall time: median {statistics.median(launches['launch_wall_s']):.1f} s",
+        ]
+    if threads := found.get("threads"):
+        lines += [
+            f"threads: threads=2 (A) against threads=1 (B): compare exits {threads['compare_exit']}, flags "
+            f"{', '.join(threads['flags']) or 'none'}",
+            f"  {threads['suite']}",
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

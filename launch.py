@@ -159,7 +159,8 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         if status not in (0, 1):
             return status
         failed = failed or status == 1
-        done = [r for r in records.load_sweep(plan.sweep_dir, [s.name for s in plan.runs]) if r.state == records.DONE]
+        names = [s.name for s in plan.runs]
+        done = [r for r in records.load_sweep(plan.sweep_dir, names) if r.state == records.DONE]
         found = rounds.look(done, k, auto.half_width, len(looks))
         print(found.line())
         if found.met:
@@ -167,9 +168,8 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         if time.monotonic() - began > 60 * auto.max_minutes and k != looks[-1]:
             capped = f"{auto.max_minutes:g} min (auto.max_minutes)"
             break
-    names = [s.name for s in plan.runs]
     print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, names)))
-    print("\n".join(rounds.summary(found, len(names), (time.monotonic() - began) / 60, capped)))
+    print("\n".join(rounds.summary(found, len(done), (time.monotonic() - began) / 60, capped)))
     for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")
@@ -201,11 +201,12 @@ def resume(args: argparse.Namespace) -> int:
     from launcher.sweepdir import recorded_plan
 
     launches = (records.read_manifest(args.sweep_dir) or {}).get("launches", [])
-    auto = next((launch["argv"] for launch in reversed(launches) if AUTO in launch.get("argv", [])), None)
+    launched = [launch.get("argv", []) for launch in launches if launch.get("argv", [])[:1] != ["resume"]]
+    auto = launched[-1] if launched and AUTO in launched[-1] else None  # the sweep's last launch, not a resume
     status = launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv, show=auto is None)
     if auto is None or status not in (0, 1):
         return status
-    return launch_rounds([*(a for a in auto if a not in MULTIRUN), *args.overrides], auto)
+    return max(status, launch_rounds([*(a for a in auto if a not in MULTIRUN), *args.overrides], auto))
 
 
 def parser() -> argparse.ArgumentParser:

@@ -32,19 +32,23 @@ ACROSS = "across runs"
 
 
 def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
-    """The three figures to the digits their interval supports, resolving half of its half-width, and at most three
-    significant ones (as torch.utils.benchmark trims a measurement to the figures its spread supports):
-    0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 150 [140, 160], 0.600 [0.600, 0.600]."""
+    """The three figures to the digits their interval supports, resolving half of its half-width, at most three
+    significant ones and at least one of each (as torch.utils.benchmark trims a measurement to the figures its
+    spread supports): 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4]. The bounds are
+    rounded outward, so that a printed interval is never narrower than the one computed."""
     half = max(high - value, value - low)
     place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
     if value and math.isfinite(value):
         place = max(place, math.floor(math.log10(abs(value))) - 2)
+    smallest = min((abs(x) for x in (value, low, high) if x and math.isfinite(x)), default=1.0)
+    place = min(place, math.floor(math.log10(smallest)))
     decimals = max(0, -place)
+    scale = 10.0**place
 
-    def show(x: float) -> str:
-        return f"{round(x, -place) if place > 0 else x:.{decimals}f}"
+    def show(x: float, rounded=round, slack: float = 0.0) -> str:
+        return f"{rounded(x / scale + slack) * scale:.{decimals}f}"
 
-    return show(value), show(low), show(high)
+    return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +79,10 @@ class Speedup(Interval):
     chance of a difference at least this large, either way, where there is none)."""
 
     basis: str = WITHIN_RUN
-    runs: tuple[int, int] = (1, 1)  # runs of `of`, of `over`
-    p: float = math.nan
+    runs: tuple[int, int] = (1, 1)  # runs of `of`, of `over` (paired: the pairs, on each side)
+    p: float = math.nan  # nan where no test was possible (no spread measured)
+    se: float = math.nan  # across runs: the standard error of the log speed-up, and its degrees of freedom
+    df: float = math.nan
 
     @property
     def replicated(self) -> bool:
@@ -94,9 +100,10 @@ class Speedup(Interval):
 
 
 def _t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
-    """exp of diff -+ t se, and the two-sided p-value of diff = 0."""
+    """exp of diff -+ t se, and the two-sided p-value of diff = 0 (nan where runs show no spread at all, as a
+    coarse timer's can: no test, rather than certainty)."""
     if se == 0:
-        return math.exp(diff), math.exp(diff), 0.0 if diff else 1.0
+        return math.exp(diff), math.exp(diff), math.nan
     half = distributions.t.ppf(0.5 + level / 2, df) * se
     p = 2 * distributions.t.sf(abs(diff) / se, df)
     return math.exp(diff - half), math.exp(diff + half), float(p)
@@ -120,13 +127,14 @@ def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL
         pairs = paired_rounds(of, over) if paired else []
         if len(pairs) >= 2:
             d = np.array([b[j] - a[i] for i, j in pairs])
-            low, high, p = _t_interval(float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1, level)
-            return Speedup(math.exp(float(d.mean())), low, high, PAIRED, runs, p)
+            se, df = float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
+            low, high, p = _t_interval(float(d.mean()), se, df, level)
+            return Speedup(math.exp(float(d.mean())), low, high, PAIRED, (len(d), len(d)), p, se, df)
         va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
         df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else 1.0
-        diff = float(b.mean() - a.mean())
-        low, high, p = _t_interval(diff, math.sqrt(va + vb), df, level)
-        return Speedup(math.exp(diff), low, high, ACROSS, runs, p)
+        diff, se = float(b.mean() - a.mean()), math.sqrt(va + vb)
+        low, high, p = _t_interval(diff, se, df, level)
+        return Speedup(math.exp(diff), low, high, ACROSS, runs, p, se, df)
     steps_of, steps_over = np.concatenate(of.steps), np.concatenate(over.steps)
     rng = np.random.default_rng(seed)
     ratios = resampled_medians(steps_over, RESAMPLES, rng) / resampled_medians(steps_of, RESAMPLES, rng)
@@ -141,7 +149,8 @@ def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
     """Which of a family of hypotheses are rejected, the family's error rate held at `alpha` (Holm's step-down:
     the k-th smallest p-value is held to alpha / (m - k + 1), and testing stops at the first that is not)."""
     rejected = [False] * len(p)
-    for k, i in enumerate(sorted(range(len(p)), key=lambda i: p[i])):
+    # A nan (no test was possible) is never rejected, and sorts last so that it stops no other test.
+    for k, i in enumerate(sorted(range(len(p)), key=lambda i: (math.isnan(p[i]), p[i]))):
         if not p[i] <= alpha / (len(p) - k):
             break
         rejected[i] = True
@@ -153,21 +162,14 @@ def geomean(found: list[Speedup], level: float = LEVEL) -> Speedup | None:
     freedom by Welch-Satterthwaite); None where one of them is not replicated or there are none."""
     if not found or not all(s.replicated for s in found):
         return None
-    t = [distributions.t.ppf(0.5 + level / 2, _df(s)) for s in found]
-    se = [(math.log(s.high) - math.log(s.low)) / 2 / q if q else 0.0 for s, q in zip(found, t, strict=True)]
-    variance = sum(x * x for x in se) / len(found) ** 2
+    share = [(s.se / len(found)) ** 2 for s in found]  # each one's part of the mean's variance
+    variance = sum(share)
+    parts = [x * x / s.df for x, s in zip(share, found, strict=True) if x]
+    df = variance**2 / sum(parts) if parts else 1.0
     diff = float(np.mean([math.log(s.value) for s in found]))
-    parts = [(x * x / len(found) ** 2) ** 2 / _df(s) for x, s in zip(se, found, strict=True)]
-    df = variance**2 / sum(parts) if sum(parts) else 1.0
     low, high, p = _t_interval(diff, math.sqrt(variance), df, level)
     runs = (sum(s.runs[0] for s in found), sum(s.runs[1] for s in found))
-    return Speedup(math.exp(diff), low, high, ACROSS, runs, p)
-
-
-def _df(s: Speedup) -> float:
-    """A replicated speed-up's degrees of freedom, near enough for pooling: runs less one per side (one for
-    pairs)."""
-    return max(1, min(s.runs) - 1) if s.basis == PAIRED else max(1, s.runs[0] + s.runs[1] - 2)
+    return Speedup(math.exp(diff), low, high, ACROSS, runs, p, math.sqrt(variance), df)
 
 
 @dataclasses.dataclass(frozen=True)

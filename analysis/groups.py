@@ -15,9 +15,17 @@ from records.run import Baseline
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
 NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
-# What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto):
-# never a matching key.
+# What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto),
+# and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
 NOT_CONFIGURATION = ("seed", "replicate", "repeats")
+LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.")
+
+
+def measures(key: str) -> bool:
+    """Whether config key `key` is part of what a run measures: not a replicate's own, nor a launch setting."""
+    return key not in NOT_CONFIGURATION and not key.startswith(LAUNCH_SETTINGS)
+
+
 _DECLARED = tuple(f"workload.{name}" for name in DECLARATION)  # the workload's declaration: not a setting
 
 
@@ -43,10 +51,7 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     fields = sorted(
         k
         for k in runs[0].fields
-        if k not in shown
-        and k not in NOT_CONFIGURATION
-        and not is_declaration(k)
-        and len({repr(r.fields.get(k)) for r in runs}) > 1
+        if k not in shown and measures(k) and not is_declaration(k) and len({repr(r.fields.get(k)) for r in runs}) > 1
     )
     return axes, fields
 
@@ -107,14 +112,14 @@ class Configuration:
         return evidence.Sample(tuple(steps), self.rounds)
 
     def median(self, phase: str) -> float | None:
-        """The median over its runs of each run's median time of `phase` (or "step")."""
-        values = [m for r in self.runs if r.summary and (m := r.summary.median(phase)) is not None]
-        return float(np.median(values)) if values else None
+        """Its time of `phase` (or "step"): the geometric mean over its runs of each run's median (the figure
+        whose ratios the speed-ups across runs are)."""
+        return self.middle(lambda r: r.summary.median(phase) if r.summary else None)
 
     def middle(self, value) -> float | None:
-        """The median over its runs of what `value` gives for each (None where none gives one)."""
-        values = [v for r in self.runs if (v := value(r)) is not None]
-        return float(np.median(values)) if values else None
+        """The geometric mean over its runs of what `value` gives for each (None where none gives a positive)."""
+        values = [v for r in self.runs if (v := value(r)) is not None and v > 0]
+        return float(np.exp(np.mean(np.log(values)))) if values else None
 
 
 def round_of(run: RunRecord) -> int:

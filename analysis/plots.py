@@ -46,7 +46,8 @@ def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Pat
     phases = [p for p in phase_columns(runs) if p != "step"]
     order = sorted(configs, key=lambda c: c.median("step"))
     totals = [c.median("step") for c in order]
-    fig, ax = _figure(len(order), "Median time per phase of a step, per configuration (median over its runs)", totals)
+    title = "Median time per phase of a step, per configuration (geometric mean over its runs)"
+    fig, ax = _figure(len(order), title, totals)
     left = [0.0] * len(order)
     for phase in phases:
         widths = [c.median(phase) or 0.0 for c in order]
@@ -84,10 +85,13 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
 def speedups_plot(found, names: dict[tuple, str], path: Path) -> None:
     order = sorted(found, key=lambda item: item[2].value)
     values = [s.value for _, _, s in order]
-    title = "Speed-up over the baseline of the same row group: point and 95% interval (dashed: within-run)"
+    title = "Speed-up over the baseline of the same row group: point and 95% interval (dashed, gray: within-run)"
     fig, ax = _figure(len(order), title, values)
     for y, (_, _, s) in enumerate(order):
-        colour = "tab:red" if s.high < 1 else "tab:green" if s.low > 1 else "tab:gray"
+        # Colour is a verdict: none from one run's steps.
+        colour = (
+            "tab:gray" if not s.replicated else "tab:red" if s.high < 1 else "tab:green" if s.low > 1 else "tab:gray"
+        )
         ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)
         ax.plot([s.value], [y], "o", color=colour)
     labels_ = [f"{names[c.key]}  (vs {b.first.baseline.value})" for c, b, _ in order]

@@ -27,7 +27,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from analysis import evidence, machines
-from analysis.groups import NOT_CONFIGURATION, Configuration, round_of
+from analysis.groups import Configuration, measures, round_of
 from analysis.render import Column, View
 from records import DONE, FAILED, RunRecord, load_sweep
 
@@ -51,7 +51,7 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
 def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
     """The configuration `selector` names (its done replicates); an error if it names several, None if none."""
     found = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
-    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if k not in NOT_CONFIGURATION)) for r in found}
+    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if measures(k))) for r in found}
     if len(configs) > 1:
         raise ValueError(
             f"{selector} matches {len(found)} runs of several configurations: {', '.join(r.name for r in found)}"

@@ -4,7 +4,7 @@ of the next sweep, and whether a run's place in the sweep moved its time.
     python -m analysis replicates SWEEP_DIR [--half-width 0.02]
 
 Runs that differ only in `replicate` (and the seed it sets) are one configuration, each run one process. Per
-configuration: its runs' median step time with a 95% interval across runs; the spread of a run's mean log step
+configuration: its runs' median step time with a 95% interval across runs; the spread of a run's median log step
 time beyond what its own steps explain (between processes), a step's spread within a run, the lag-1
 autocorrelation of consecutive steps and the steps that are worth as independent ones (analysis/evidence.py
 `Split`); its speed-up over the baseline configuration of its row group; and the steps per run and runs per
@@ -100,7 +100,7 @@ def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
 
 EXPLAINED = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
-    "between / within: the spread of a run's mean log step time beyond what its steps explain, and of a step within "
+    "between / within: the spread of a run's median log step time beyond what its steps explain, and of a step within "
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
     "worth as independent ones. vs: speed-up over the baseline configuration [95% CI across runs; within-run with "
     "one run]. for -+{half:.0%}: steps per run x runs per configuration that resolve such a speed-up to -+{half:.0%} "

@@ -8,8 +8,8 @@ per configuration) and stops at the first look where every comparison is decided
 Looking again and again at growing data and stopping when an interval excludes 1 would find effects that are not
 there far more often than 5%. So each look spends an equal share of the 5% error (alpha spending over the fixed
 schedule, Bonferroni's bound): at k looks, each look's intervals are at the 1 - 0.05/k level, and the chance that
-any look calls a comparison decisive where there is no effect stays under 5% whenever the sweep stops
-(tests/test_calibration.py measures it).
+any look calls a given comparison decisive where it has no effect stays under 5% whenever the sweep stops
+(tests/test_calibration.py measures it). The views printed at the end show 95% intervals of the runs done.
 """
 
 import dataclasses
@@ -85,9 +85,14 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
 
 def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
     """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided."""
+    if not final.comparisons:
+        return [
+            f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "
+            "no comparisons to decide (no row group has its baseline and another value)"
+        ]
     why = "every comparison decided" if final.met else f"cap reached ({capped})"
     lines = [
-        f"repeats=auto stopped after {final.rounds} rounds: {runs} runs in {minutes:.1f} min; {why}; "
+        f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}; "
         f"{len(final.comparisons) - len(final.undecided)} of {len(final.comparisons)} comparisons decided at the "
         f"{final.level:.2%} level of its looks (decisive, or within -+{final.half_width:.0%})"
     ]

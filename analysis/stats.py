@@ -18,19 +18,11 @@ RESAMPLES = 2000
 LEVEL = 0.95
 
 
-def _figure(x: float) -> str:
-    """Two decimals where they read best (0.52, 1.07), three significant digits beyond (3.31e+03, 152)."""
-    return f"{x:.2f}" if 0.1 <= abs(x) < 10 else f"{x:.3g}"
-
-
 @dataclasses.dataclass(frozen=True)
 class Interval:
     value: float
     low: float
     high: float
-
-    def __str__(self) -> str:
-        return f"{_figure(self.value)}x [{_figure(self.low)}, {_figure(self.high)}]"
 
     def excludes(self, x: float) -> bool:
         return x < self.low or x > self.high

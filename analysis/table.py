@@ -125,19 +125,25 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
 def _resting_on(configs: list[Configuration]) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
     windows = "samples/s over the whole window (stalls included)"
-    if not compares(configs):
-        across = "the median over a configuration's runs of each run's median step" if len(configs[0].runs) > 1 else ""
-        return f"times: {across or 'medians over measured steps'}; {windows}"
-    if all(len(c.runs) > 1 for c in configs):
-        return (
-            f"times: the median over a configuration's runs of each run's median step; {windows}; vs: speed-up "
-            "over the baseline of the same row group [95% CI across runs, each run one process]"
-        )
-    return (
-        f"times: medians over measured steps; {windows}; vs: speed-up over the baseline of the same row group "
-        f"[95% {evidence.WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between "
-        "processes out, so no verdict rests on it; repeats=N for one that does]"
+    replicated = sum(len(c.runs) > 1 for c in configs)
+    times = (
+        "times: each run's median step, and over a configuration's runs their geometric mean"
+        if replicated
+        else "times: medians over measured steps"
     )
+    if not compares(configs):
+        return f"{times}; {windows}"
+    within = (
+        f"{evidence.WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between processes "
+        "out, so no verdict rests on it"
+    )
+    if replicated == len(configs):
+        vs = "[95% CI across runs, each run one process]"
+    elif replicated:
+        vs = f"[95% CI across runs where a configuration has two or more; marked {evidence.WITHIN_RUN}: a {within}]"
+    else:
+        vs = f"[95% {within}; repeats=N for one that does]"
+    return f"{times}; {windows}; vs: speed-up over the baseline of the same row group {vs}"
 
 
 def flags(runs: list[RunRecord]) -> list[str]:

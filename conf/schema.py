@@ -141,7 +141,7 @@ class AutoConf:
 
     half_width: float = 0.02  # decided: an interval that excludes no effect, or within -+half_width of its value
     max_runs: int = 10  # the cap on runs per configuration (the last look)
-    max_minutes: float = 30.0  # the cap on the sweep's wall time: no further round starts after it
+    max_minutes: float = 30.0  # the cap on the sweep's wall time: no further look's rounds start after it
 
 
 @dataclass

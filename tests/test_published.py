@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analysis import evidence, published
-from analysis.groups import NOT_CONFIGURATION
+from analysis.groups import measures
 from records import Baseline, RunError, RunRecord, Status, flatten
 from sweeps.plan import build_plan
 
@@ -70,7 +70,7 @@ def test_every_comparison_names_one_planned_configuration_on_each_side(sweep):
         assert item["label"]
         for side in ("of", "over"):
             named = [fields for axes, fields in runs if published.matches(axes, fields, item[side])]
-            configs = {repr(sorted((k, v) for k, v in f.items() if k not in NOT_CONFIGURATION)) for f in named}
+            configs = {repr(sorted((k, v) for k, v in f.items() if measures(k))) for f in named}
             assert len(named) == 3 and len(configs) == 1, f"{sweep}: {item['label']} {side}={item[side]}"
         assert published.direction(item) in (None, "slower", "faster", "same")
 

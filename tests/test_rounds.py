@@ -1,5 +1,7 @@
 """repeats=auto: the schedule of looks, what a look decides and says, and a launch that stops by itself."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,7 @@ def test_a_look_decides_an_effect_and_a_narrow_no_effect_and_says_why_the_rest_i
     wide = rounds.look(synthetic.sweep(synthetic.grid(), 3, noisy, rng), 3, 0.02, 5)
     assert not wide.met and "of its value (target -+2%)" in wide.undecided[0][1]
     (line, *undecided) = rounds.summary(wide, 18, 1.5, "10 runs per configuration (auto.max_runs)")
-    assert line.startswith("repeats=auto stopped after 3 rounds: 18 runs in 1.5 min; cap reached (10 runs per")
+    assert line.startswith("repeats=auto stopped after 3 rounds: 18 runs done in 1.5 min; cap reached (10 runs per")
     assert undecided[0].startswith("  undecided: subclass vs tensor: ") and "includes 1.00x" in undecided[0]
 
 
@@ -40,13 +42,26 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
     first = launch_here(*args, "launcher=debug")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "repeats=auto: after 3 rounds, 1 of 1 comparisons decided (intervals at 97.50%" in first.stdout
-    assert (
-        "repeats=auto stopped after 3 rounds: 6 runs in" in first.stdout and "every comparison decided" in first.stdout
-    )
+    assert "repeats=auto stopped after 3 rounds: 6 runs done in" in first.stdout
+    assert "every comparison decided" in first.stdout
     assert first.stdout.count("] done ") == 6
     again = launch_here(*args, "launcher=debug")
     assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout
     assert "repeats=auto stopped after 3 rounds" in again.stdout
+
+
+def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(tmp_path):
+    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
+    assert launch_here(*args, "launcher=debug").returncode == 0
+    sweep = tmp_path / "default"
+    (lost,) = [
+        p for p in sweep.iterdir() if p.name.startswith("pairwise_sum_prod-broadcast") and "replicate=2" in p.name
+    ]
+    shutil.rmtree(lost)
+    resumed = launch_here("resume", str(sweep), "launcher.name=debug")
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert resumed.stdout.count("] done ") == 1 and f"done   {lost.name}" in resumed.stdout
+    assert "repeats=auto stopped after 3 rounds: 6 runs done in" in resumed.stdout
 
 
 def test_repeats_auto_is_refused_where_the_launch_would_not_follow_its_rounds(tmp_path):

@@ -188,7 +188,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
         title="Runs",
         above=[counts, *([context(runs, configs)] if done else [])],
         columns=columns(configs) if done else [],
-        items=ordered(configs),
+        items=ordered(configs) if configs else [],
         flags=flags(runs),
         empty="",
     )

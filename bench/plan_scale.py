@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     seeds = max(1, args.runs // PER_SEED)
-    overrides = [*AXES, f"seed=range(0,{seeds})"]
+    overrides = [*AXES, f"seed=range(0,{seeds})", "repeats=1"]  # one run per configuration: --runs of them
     first_check = None
     times: dict[str, list[float]] = {"plan": [], "validate": [], "write": [], "status": [], "status command": []}
     for _ in range(args.repeats):

@@ -127,6 +127,12 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
             f"{isolation(settings.launcher)}: replicates must each start a fresh process (cuDNN autotuning, allocator "
             "and compile caches); use runs_per_job=1 or launcher.isolation=fork"
         )
+    if settings.repeats > 1 and settings.launcher.name == "debug":
+        found.append(
+            f"repeats={settings.repeats} with launcher=debug: the debug launcher runs every run in this process, so "
+            "its replicates would share one process's state and compare nothing between processes; use repeats=1 "
+            "(one run per configuration, no verdicts) or launcher=local"
+        )
     found = list(plan.problems) + [plan.explain(problem) for problem in found]
     backend = BACKENDS.get(settings.launcher.name)
     on_this_host = backend is not None and backend.on_this_host  # else the device is checked where it runs

@@ -27,7 +27,7 @@ def test_plan_scale_bench_prints_its_stages():
 
 
 def test_overhead_bench_prints_both_loops_and_their_ratio():
-    out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu")
+    out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu", "repeats=1")
     lines = out.strip().splitlines()
     assert "2 rounds of 3 steps, in turn A B, B A" in lines[0]
     assert lines[1].startswith("bare") and lines[2].startswith("perfsweep")
@@ -35,7 +35,7 @@ def test_overhead_bench_prints_both_loops_and_their_ratio():
 
 
 def test_overhead_bench_adds_the_synced_loop_when_asked():
-    out = bench("overhead.py", "--rounds", "2", "--synced", "steps=3", "warmup_steps=1", "device=cpu")
+    out = bench("overhead.py", "--rounds", "2", "--synced", "steps=3", "warmup_steps=1", "device=cpu", "repeats=1")
     lines = out.strip().splitlines()
     assert "in turn A B C, B C A, C A B" in lines[0] and lines[3].startswith("synced ")
     assert [line.split(" ")[0] for line in lines[4:]] == ["perfsweep/bare", "synced/bare"]
@@ -49,6 +49,7 @@ def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
         "model.batch_size=4",
         "input_type=tensor,subclass",
         "precision=amp_bf16",
+        "repeats=1",
     )
     header, *runs = out.strip().splitlines()
     assert header.startswith("CUDA: syncs per step" if torch.cuda.is_available() else "no CUDA GPU: host reads")

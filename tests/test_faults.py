@@ -35,8 +35,16 @@ from train.tracker import Tracker
 from train.workloads import WORKLOADS
 
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
-SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled"]
-FAST = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=10", "steps=5", "warmup_steps=1"]
+# One process per configuration (repeats=1): these tests are about faults, not replication.
+SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
+FAST = [
+    "workload=pairwise_sum_prod",
+    "workload.impl=broadcast",
+    "workload.size=10",
+    "steps=5",
+    "warmup_steps=1",
+    "repeats=1",
+]
 
 
 def test_bad_input_is_reported_together_with_where_it_was_set_and_nothing_runs(tmp_path):

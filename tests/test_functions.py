@@ -22,7 +22,7 @@ EAGER, COMPILED = ["compile=eager"], ["compile=default", "compile.backend=aot_ea
 
 def config(name: str, compiled: list[str], **settings) -> Config:
     """The run config of workload `name` as the real conf/ composes it (its declaration included)."""
-    overrides = [f"workload={name}", "memory_format=contiguous", *compiled]
+    overrides = [f"workload={name}", "memory_format=contiguous", "repeats=1", *compiled]
     (spec,) = build_plan([*overrides, *(f"workload.{k}={v}" for k, v in settings.items())]).runs
     return spec.config
 

@@ -21,7 +21,8 @@ from train import run as train_run
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
-LOOP = ["workload=pairwise_sum_prod", "workload.size=60", "warmup_steps=1", "tracker.mode=disabled"]
+# One process per configuration (repeats=1): these tests are about limits, not replication.
+LOOP = ["workload=pairwise_sum_prod", "workload.size=60", "warmup_steps=1", "tracker.mode=disabled", "repeats=1"]
 ENDLESS = 10**6
 
 

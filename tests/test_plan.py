@@ -14,10 +14,11 @@ from sweeps.spec import run_fields
 
 def test_default_sweep_is_input_type_by_memory_format():
     plan = build_plan([])
-    assert len(plan.runs) == 6
+    assert len(plan.runs) == 6 * 3  # 6 configurations, each run in 3 processes (repeats, the default)
+    assert {s.config.repeats for s in plan.runs} == {3}
     pairs = {(s.axes["input_type"], s.axes["memory_format"]) for s in plan.runs}
     assert pairs == {(i, m) for i in ("tensor", "subclass", "tensorbase") for m in ("contiguous", "channels_last")}
-    assert {s.config.model.image_size for s in plan.runs} == {64}
+    assert {s.config.model.image_size for s in plan.runs} == {32}
     assert str(plan.sweep_dir) == "runs/default"
 
 
@@ -28,6 +29,7 @@ def test_command_line_grid_replaces_the_sweeps_axes():
             "input_type=tensor,subclass",
             "precision=fp32",
             "memory_format=contiguous,channels_last",
+            "repeats=1",
         ]
     )
     assert len(plan.runs) == 8
@@ -38,8 +40,8 @@ def test_command_line_grid_replaces_the_sweeps_axes():
 def test_run_ids_are_stable_and_distinct():
     first, second = build_plan([]), build_plan([])
     assert [s.run_id for s in first.runs] == [s.run_id for s in second.runs]
-    assert len({s.run_id for s in first.runs}) == 6
-    assert len({s.name for s in first.runs}) == 6
+    assert len({s.run_id for s in first.runs}) == 6 * 3  # every replicate of the default's 6 configurations
+    assert len({s.name for s in first.runs}) == 6 * 3
 
 
 def test_run_id_ignores_where_the_sweep_runs():
@@ -59,7 +61,7 @@ def test_run_id_ignores_where_the_sweep_runs():
 
 
 def test_duplicate_runs_are_planned_once():
-    plan = build_plan(["input_type=tensor,tensor", "memory_format=contiguous"])
+    plan = build_plan(["input_type=tensor,tensor", "memory_format=contiguous", "repeats=1"])
     assert len(plan.runs) == 1
 
 
@@ -76,7 +78,7 @@ def test_sweep_name_cannot_leave_the_runs_folder(name):
 
 def test_run_names_are_plain_folder_names():
     (spec,) = build_plan(
-        ["model=timm_resnet50", "model.name=../../etc", "input_type=tensor", "memory_format=contiguous"]
+        ["model=timm_resnet50", "model.name=../../etc", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
     ).runs
     assert "/" not in spec.name and not spec.name.startswith(".")
 
@@ -119,7 +121,7 @@ def test_a_bad_value_fails_the_same_both_ways():
 
 def test_run_ids_and_records_are_the_plain_json_of_what_a_run_measures():
     """The cached serialisation of shared config nodes gives exactly json.dumps(..., sort_keys=True)."""
-    plan = build_plan(["model=resnet18,test_resnet", "workload=train_step,sampler", "seed=range(0,2)"])
+    plan = build_plan(["model=resnet18,test_resnet", "workload=train_step,sampler", "seed=range(0,2)", "repeats=1"])
     assert len(plan.runs) == 2 * 2 * 6 + 2, "a function benchmark's runs are not multiplied by the training axes"
     for spec in plan.runs:
         canonical = json.dumps(run_fields(spec.config), sort_keys=True, default=str)

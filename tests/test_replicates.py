@@ -136,7 +136,7 @@ def test_the_plan_resolves_the_half_width_it_was_asked_for():
 def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(tmp_path):
     runs = tmp_path / "runs"
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
-    result = launch_here(*args, "repeats=3", "tracker.mode=disabled", "launcher=debug", f"runs_dir={runs}")
+    result = launch_here(*args, "repeats=3", "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "effective steps" in result.stdout and "for -+2%: steps x runs" in result.stdout
     started = [line.split()[-1] for line in result.stdout.splitlines() if "] start " in line]

@@ -39,26 +39,26 @@ def test_one_run_a_side_is_never_decided():
 
 def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds(tmp_path):
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
-    first = launch_here(*args, "launcher=debug")
+    first = launch_here(*args)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "repeats=auto: after 3 rounds, 1 of 1 comparisons decided (intervals at 97.50%" in first.stdout
     assert "repeats=auto stopped after 3 rounds: 6 runs done in" in first.stdout
     assert "every comparison decided" in first.stdout
     assert first.stdout.count("] done ") == 6
-    again = launch_here(*args, "launcher=debug")
+    again = launch_here(*args)
     assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout
     assert "repeats=auto stopped after 3 rounds" in again.stdout
 
 
 def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(tmp_path):
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
-    assert launch_here(*args, "launcher=debug").returncode == 0
+    assert launch_here(*args).returncode == 0
     sweep = tmp_path / "default"
     (lost,) = [
         p for p in sweep.iterdir() if p.name.startswith("pairwise_sum_prod-broadcast") and "replicate=2" in p.name
     ]
     shutil.rmtree(lost)
-    resumed = launch_here("resume", str(sweep), "launcher.name=debug")
+    resumed = launch_here("resume", str(sweep))
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert resumed.stdout.count("] done ") == 1 and f"done   {lost.name}" in resumed.stdout
     assert "repeats=auto stopped after 3 rounds: 6 runs done in" in resumed.stdout
@@ -67,6 +67,8 @@ def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_roun
 def test_repeats_auto_is_refused_where_the_launch_would_not_follow_its_rounds(tmp_path):
     refused = launch_here(*FUNCTION, "repeats=auto", "launcher=slurm", f"runs_dir={tmp_path}")
     assert refused.returncode == 2 and "repeats=auto looks at each round's records" in refused.stderr
+    in_process = launch_here(*FUNCTION, "repeats=auto", "launcher=debug", f"runs_dir={tmp_path}")
+    assert in_process.returncode == 2 and "replicates would share one process's state" in in_process.stderr
     assert not (tmp_path / "default").exists()
 
 

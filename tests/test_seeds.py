@@ -27,6 +27,7 @@ def test_seed_sweep_runs_and_sits_beside_the_published_figures(sweep, tmp_path):
     needs_fastai(sweep)
     runs = tmp_path / "runs"
     args = [f"sweep={sweep}", "scale=smoke", f"runs_dir={runs}", "tracker.mode=disabled", "launcher=debug"]
+    args.append("repeats=1")  # one run per configuration: the sweep file's own grid
     result = launch_here(*args)
     planned = build_plan(args).runs
     states = {p.name: records.read_status(runs / sweep / p.name).state for p in planned}
@@ -50,7 +51,9 @@ def test_seed_sweep_runs_and_sits_beside_the_published_figures(sweep, tmp_path):
 
 
 def test_fastai_parts_are_refused_clearly_without_fastai(monkeypatch):
-    (spec,) = build_plan(["input_type=tensorimage", "loss=fastai", "optim=fastai", "memory_format=contiguous"]).runs
+    (spec,) = build_plan(
+        ["input_type=tensorimage", "loss=fastai", "optim=fastai", "memory_format=contiguous", "repeats=1"]
+    ).runs
     monkeypatch.setattr(fastai_parts, "installed", lambda: False)  # stands in for a machine without fastai
     found = checks.problems(spec.config)
     for what in ("input_type=tensorimage", "loss=fastai", "optim=fastai"):

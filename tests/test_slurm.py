@@ -168,9 +168,10 @@ def test_a_failing_run_fails_alone(on_slurm, tmp_path):
 
 @pytest.mark.slurm
 def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
+    """(64 px: runs long enough that the cancel lands while they run.)"""
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch_here(*SLURM, "input_type=tensor,subclass", "steps=300", f"runs_dir={runs}")
+    result = launch_here(*SLURM, "input_type=tensor,subclass", "steps=300", "model.image_size=64", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while sum(s.state == "running" for s in states(sweep).values()) < 2:  # a run never started would be pending
@@ -203,7 +204,14 @@ def slurm(*args: str) -> str:
 @pytest.mark.parametrize("how", ["requeue", "preempt"])
 def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how):
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(*SLURM, "input_type=tensor", "steps=300", "tracker.mode=offline", f"runs_dir={sweep.parent}")
+    result = launch_here(
+        *SLURM,
+        "input_type=tensor",
+        "steps=300",
+        "model.image_size=64",
+        "tracker.mode=offline",
+        f"runs_dir={sweep.parent}",
+    )
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
@@ -327,7 +335,7 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
     runs = tmp_path / "runs"
     args = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=10", "steps=5", "warmup_steps=1"]
     args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=4"]
-    args += ["launcher.wait=true", "launcher.poll_s=1"]
+    args += ["launcher.wait=true", "launcher.poll_s=1", "repeats=1"]
     result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=on_slurm)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")

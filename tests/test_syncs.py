@@ -28,6 +28,7 @@ def reads_in_timed_steps(*overrides: str, steps: int = 2) -> list[str]:
         "model.batch_size=4",
         "input_type=tensor",
         "memory_format=contiguous",
+        "repeats=1",
     ]
     (spec,) = build_plan([*pinned, *overrides]).runs
     work = make_workload(spec.config, CPU)

@@ -54,7 +54,14 @@ def test_runs_that_differ_in_more_than_the_model_name_their_settings_after_timms
 
 def test_the_timm_csv_refuses_a_sweep_of_function_benchmarks(tmp_path):
     runs = tmp_path / "runs"
-    args = ["workload=square_chain", "steps=2", "warmup_steps=1", "launcher=debug", "tracker.mode=disabled"]
+    args = [
+        "workload=square_chain",
+        "steps=2",
+        "warmup_steps=1",
+        "launcher=debug",
+        "tracker.mode=disabled",
+        "repeats=1",
+    ]
     assert launch_here(*args, f"runs_dir={runs}").returncode == 0
     shown = launch_here("table", str(runs / "default"), "--csv", "timm")
     assert shown.returncode == 2 and "one model workload (one of: infer_step, train_step)" in shown.stderr
@@ -64,7 +71,7 @@ def test_a_model_set_expands_to_a_run_per_timm_model_and_a_pattern_matching_none
     import timm
 
     models = "model.name=timm:resnet1*,convnext_atto.d2_in1k"
-    plan = build_plan([models, "input_type=tensor", "memory_format=contiguous"])
+    plan = build_plan([models, "input_type=tensor", "memory_format=contiguous", "repeats=1"])
     names = [spec.config.model.name for spec in plan.runs]
     assert sorted(names) == sorted([*timm.list_models("resnet1*"), "convnext_atto"]), "the pretrained tag is ignored"
     assert {spec.config.model.source for spec in plan.runs} == {"timm"}
@@ -84,7 +91,7 @@ def test_default_image_sizes_come_from_each_models_own_config():
     assert sizes == {n: get_pretrained_cfg_value(n, "input_size")[-1] for n in ("resnet10t", "test_resnet")}
     assert sizes["resnet10t"] == 176, "as timm's published tables give it"
     (spec,) = build_plan(
-        ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous"]
+        ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
     ).runs
     assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224
 

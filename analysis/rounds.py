@@ -90,7 +90,7 @@ def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
             f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "
             "no comparisons to decide (no row group has its baseline and another value)"
         ]
-    why = "every comparison decided" if final.met else f"cap reached ({capped})"
+    why = "every comparison decided" if final.met else f"cap reached: {capped}"
     lines = [
         f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}; "
         f"{len(final.comparisons) - len(final.undecided)} of {len(final.comparisons)} comparisons decided at the "

@@ -46,7 +46,6 @@ def record(name: str, axes: dict[str, str], step_ms: np.ndarray, replicate: int,
     measured = {"step_ms": step_ms}
     for phase, share in zip(PHASES, SHARES, strict=True):
         measured[f"{phase}_ms"] = step_ms * share * np.exp(rng.normal(0, 0.01, len(step_ms)))
-    medians = {f"{c}": float(np.median(v)) for c, v in measured.items()}
     fields = {f"{axis}.name": value for axis, value in axes.items()}
     fields |= {"sweep": "synthetic", "replicate": replicate, "seed": replicate, "order": "interleaved"}
     fields |= {"steps": len(step_ms), "model.batch_size": 16}
@@ -61,10 +60,16 @@ def record(name: str, axes: dict[str, str], step_ms: np.ndarray, replicate: int,
         baseline=Baseline("input_type", "tensor"),
         fields=fields,
         status=Status(state=DONE, started_at=started),
-        summary=Summary(median_ms=medians, phases=PHASES, workload="model_train", steps=len(step_ms)),
+        summary=summary_of(measured),
         env={"cpu": "synthetic", "packages": {"torch": "synthetic"}},
         measured=measured,
     )
+
+
+def summary_of(measured: dict[str, np.ndarray]) -> Summary:
+    """A run's summary of these measured steps, as a run writes it."""
+    medians = {column: float(np.median(values)) for column, values in measured.items()}
+    return Summary(median_ms=medians, phases=PHASES, workload="model_train", steps=len(measured["step_ms"]))
 
 
 def sweep(levels: dict[tuple[str, str], float], runs: int, noise: Noise, rng: np.random.Generator) -> list[RunRecord]:

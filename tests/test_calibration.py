@@ -5,6 +5,7 @@ rate says, and a real slowdown must still be found.
 Each rate is over TRIALS trials; at a true 5% its sampling sd is 0.7%, so a bound of 5% allows 6.5%.
 """
 
+import dataclasses
 import re
 
 import numpy as np
@@ -136,3 +137,35 @@ def test_repeats_auto_finds_a_ten_percent_slowdown_with_a_two_percent_run_spread
         (subclass,) = [c for c in stopped.comparisons if c.label.startswith("subclass")]
         found += subclass.speedup.high < 1
     assert found / 200 >= 0.8
+
+
+def test_a_drift_over_the_sweep_is_flagged_as_an_order_effect_and_none_is_not():
+    """Every run 1% slower than the one before it (a machine heating up): each run beside its own configuration's
+    runs, the later half is slower. Without drift, the flag is rare."""
+    rng = np.random.default_rng(8)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
+    drifting = [
+        dataclasses.replace(run, measured={c: v * 1.01**i for c, v in run.measured.items()})
+        for i, run in enumerate(synthetic.sweep(synthetic.grid(), 6, steady, rng))
+    ]
+    drifting = [dataclasses.replace(r, summary=synthetic.summary_of(r.measured)) for r in drifting]
+    (flag,) = [f for f in table.table_view("synthetic", drifting).flags if f.startswith("ORDER EFFECT")]
+    assert "later half +" in flag
+    flagged = sum(
+        any(
+            f.startswith("ORDER EFFECT")
+            for f in table.table_view("s", synthetic.sweep(synthetic.grid(), 6, steady, rng)).flags
+        )
+        for _ in range(100)
+    )
+    assert flagged <= 5
+
+
+def test_a_run_still_settling_is_flagged_not_steady_though_its_spread_is_small():
+    rng = np.random.default_rng(9)
+    runs = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(warmup=0.0, bimodal=0.0, steps=50), rng)
+    climbing = np.linspace(50, 56, 50)  # 12% over the window: a throttling device
+    runs[0] = dataclasses.replace(runs[0], measured={**runs[0].measured, "step_ms": climbing})
+    flags = table.table_view("synthetic", runs).flags
+    assert [f.split(":")[0] for f in flags if f.startswith(("NOT STEADY", "NOISY"))] == [f"NOT STEADY {runs[0].name}"]
+    assert "slowing down" in flags[0]

@@ -343,3 +343,14 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
     arrays = {r.status.job_id.split("_")[0] for r in loaded}
     assert len(arrays) == 2, "two arrays of 4, below the limit"
     assert sorted(len([r for r in loaded if r.status.job_id.startswith(f"{a}_")]) for a in arrays) == [4, 4]
+
+
+@pytest.mark.slurm
+def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slurm, tmp_path):
+    args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
+    args += ["launcher=slurm", "launcher.wait=true", "launcher.poll_s=1", "launcher.parallelism=2"]
+    result = launch_here(*args, "repeats=auto", "auto.max_runs=3", "tracker.mode=disabled", f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "repeats=auto stopped after 3 rounds: 6 runs done in" in result.stdout
+    jobs = {s.job_id.split("_")[0] for s in states(tmp_path / "default").values()}
+    assert len(jobs) == 1  # one look: one array

@@ -1,4 +1,4 @@
-"""Adding an input type takes two files, its registered class and its yaml (README: Extending): one registered
+"""Adding an input type takes two files, its registered class and its yaml (docs/extending.md): one registered
 while the tests run shows in --help, in the validation messages and in the table."""
 
 import pytest

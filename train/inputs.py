@@ -3,7 +3,7 @@
 Each type is a registered class with two hooks: `wrap` (part of the data phase,
 where a data pipeline would hand over its tensor type) and `before_model` (the
 last thing before the forward pass). Add a type with `@register("name")` and a
-yaml file in conf/input_type/ (README: Extending).
+yaml file in conf/input_type/ (docs/extending.md).
 """
 
 from typing import Any

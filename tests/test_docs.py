@@ -1,0 +1,98 @@
+"""Every command README.md and docs/ show runs as written: a sweep's overrides plan (their groups, values and keys
+exist), a view's command line parses (its command and flags exist), Hydra's own flags answer."""
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+import launch
+from analysis import cli
+from sweeps.plan import PlanError, build_plan
+from tests.conftest import ROOT, launch_here
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PLACEHOLDER = re.compile(r" \[[^\]]*[A-Z]{2,}[^\]]*\]")  # [launcher.KEY=VALUE ...]: a slot, not a command's words
+OPTIONAL = re.compile(r" \[(--[^\]]*)\]")  # [--csv]: a flag the command takes
+COMMANDS = ("python launch.py ", "python -m analysis ", "perfsweep ")
+
+
+def shown_commands(page: Path) -> list[str]:
+    """The perfsweep commands of a page's bash blocks, continuation lines joined, comments and `&&` split off."""
+    found, fence, pending = [], None, ""
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fence = line[3:].strip() if fence is None else None
+            continue
+        if fence not in ("bash", "sh"):
+            continue
+        line = pending + line.split("  #")[0].strip()
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        for part in line.split("&&"):
+            part = part.strip().removeprefix(".venv/bin/")
+            if part.startswith(COMMANDS):
+                found.append(part)
+    return found
+
+
+CASES = [(page.relative_to(ROOT).as_posix(), command) for page in PAGES for command in shown_commands(page)]
+
+
+def words(command: str) -> tuple[str, list[str]]:
+    """('launch' or 'analysis', the arguments), optional [groups] opened and placeholder slots left out."""
+    command = OPTIONAL.sub(r" \1", PLACEHOLDER.sub("", command))
+    parts = shlex.split(command)
+    if parts[:3] == ["python", "-m", "analysis"]:
+        return "analysis", parts[3:]
+    return "launch", parts[2:] if parts[0] == "python" else parts[1:]
+
+
+def test_the_pages_show_commands_and_the_readme_the_main_ones():
+    shown = {command for _, command in CASES}
+    assert len(CASES) >= 30 and "python launch.py compare runs/before runs/after" in shown
+    assert all(
+        (ROOT / "docs" / name).is_file() for name in re.findall(r"\(docs/(\w+\.md)\)", (ROOT / "README.md").read_text())
+    )
+
+
+@pytest.mark.parametrize(("page", "command"), CASES)
+def test_every_shown_command_runs_as_written(page, command, monkeypatch):
+    program, args = words(command)
+    for module in (cli, launch):  # the pages' sweep folders exist on the reader's machine, not here
+        monkeypatch.setattr(module, "sweep_folder", Path)
+    if program == "analysis":
+        parser = argparse.ArgumentParser(prog="python -m analysis", exit_on_error=False)
+        cli.add_commands(parser.add_subparsers(required=True))
+        cli.parse(parser, args)
+        return
+    commands = launch.parser()._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
+    if args and args[0] in commands and args[0] != "run":
+        launch.parse(launch.parser(), args)
+        return
+    overrides = [a for a in args if a not in launch.MULTIRUN]
+    if launch.AUTO in overrides:  # planned as its first look plans it
+        overrides = [*(a for a in overrides if a != launch.AUTO), "repeats=3"]
+    if any(a.startswith("-") for a in overrides):  # Hydra's own flags: --help, --cfg job
+        assert launch_here(*args).returncode == 0, f"{page}: {command}"
+        return
+    plan = build_plan(overrides)
+    assert plan.runs and not plan.problems, f"{page}: {command}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python -m analysis table runs/default --bogus",  # no such flag
+        "python launch.py model=no_such_model",  # no such group value
+        "python launch.py compare runs/before",  # a sweep short
+        "python launch.py -m input_type=tensor,no_such_type",  # one value of the sweep does not exist
+    ],
+)
+def test_a_command_that_would_not_run_is_caught(command, monkeypatch):
+    with pytest.raises((SystemExit, PlanError, argparse.ArgumentError)):
+        test_every_shown_command_runs_as_written("made up", command, monkeypatch)

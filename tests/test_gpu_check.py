@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import records.code
-from bench import gpu_check, handover
+from gpu import check as gpu_check
+from gpu import handover
 from tests.conftest import ROOT
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-# stage -> the stages of perfsweep it may import (besides itself). launch.py and bench/ sit on top.
+# stage -> the stages of perfsweep it may import (besides itself). launch.py, bench/ and gpu/ sit on top.
 ALLOWED = {
     "conf": set(),
     "records": set(),
@@ -18,7 +18,7 @@ ALLOWED = {
     "train": {"conf", "records", "sweeps"},
     "analysis": {"conf", "records"},
 }
-TOP = ("launch", "bench")
+TOP = ("launch", "bench", "gpu")
 STAGES = (*ALLOWED, *TOP)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import records
 from analysis import published
-from bench import gpu_check
+from gpu import check as gpu_check
 from sweeps.plan import build_plan
 from tests.conftest import launch_here
 from train import checks, fastai_parts

@@ -24,7 +24,7 @@ it, which still runs (up to 30 s more). --resume keeps the steps that passed in 
 table again, and a sweep whose runs' records are not all there). --step NAME runs only the named steps (each
 other one is written down as not asked for): max-autotune's compile alone, with the whole limit to time kernels.
 DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
-packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (bench/handover.py), so that a
+packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (gpu/handover.py), so that a
 stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
 run again), and any run of the stage the timings (a max-autotune compile goes on from the kernels it timed).
 It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 import records
-from bench import handover
+from gpu import handover
 from records.code import code_version
 from sweeps.plan import Plan, PlanError, build_plan
 
@@ -78,7 +78,7 @@ SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_n
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # The compile modes, the one that compiles longest (it benchmarks kernels) last: a stage cut short by --limit keeps
 # the modes before it. --step compile-max_autotune gives that one a whole limit to time its kernels, which a later
-# run of the stage reuses (bench/handover.py), so that all four modes can run on one machine, side by side.
+# run of the stage reuses (gpu/handover.py), so that all four modes can run on one machine, side by side.
 COMPILE_MODES = ("eager", "default", "reduce_overhead", "max_autotune")
 COMPILE_SWEEP = "compile_modes"
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
@@ -245,7 +245,7 @@ def dry_run(stages: list[str]) -> int:
         over = f"; over the {BUDGET_S // 60:.0f}-minute budget by this estimate" if total > BUDGET_S else ""
         print(
             f"\nstage {stage}: about {total / 60:.1f} min, {so_far / 60:.1f} min with the stages before it "
-            f"(rough: bench/gpu_check.py's constants{over})"
+            f"(rough: gpu/check.py's constants{over})"
         )
         for step, seconds, notes in planned:
             print(f"  {step.name} (~{seconds:.0f} s): {shlex.join(step.command)}")

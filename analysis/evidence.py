@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy import stats as distributions
 
-from analysis.stats import LEVEL, RESAMPLES, Interval, resampled_medians
+from analysis.stats import LEVEL, RESAMPLES, Interval, percentile_interval, resampled_medians
 
 WITHIN_RUN = "within-run"
 PAIRED = "paired by round"
@@ -138,11 +138,10 @@ def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL
     steps_of, steps_over = np.concatenate(of.steps), np.concatenate(over.steps)
     rng = np.random.default_rng(seed)
     ratios = resampled_medians(steps_over, RESAMPLES, rng) / resampled_medians(steps_of, RESAMPLES, rng)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
+    low, high = percentile_interval(ratios, level)
     p = min(1.0, 2 * min(np.mean(ratios <= 1), np.mean(ratios >= 1)))
     value = float(np.median(steps_over) / np.median(steps_of))
-    return Speedup(value, float(low), float(high), WITHIN_RUN, runs, float(p))
+    return Speedup(value, low, high, WITHIN_RUN, runs, float(p))
 
 
 def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:

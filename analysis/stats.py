@@ -41,12 +41,17 @@ def resampled_medians(steps: np.ndarray, resamples: int, rng: np.random.Generato
     return (pick + ordered[np.minimum((upper * n).astype(int), n - 1)]) / 2
 
 
+def percentile_interval(resampled: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The percentile-bootstrap interval at `level` of a statistic's resampled values (nan ones left out)."""
+    tail = (1 - level) / 2 * 100
+    low, high = np.nanpercentile(resampled, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
     """A percentile-bootstrap interval of the median of `steps` at LEVEL."""
     medians = resampled_medians(steps, resamples, np.random.default_rng(seed))
-    tail = (1 - LEVEL) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(low), float(high)
+    return percentile_interval(medians)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -73,6 +78,4 @@ def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, s
     rng = np.random.default_rng(seed)
     drawn = (rng.integers(0, len(x), len(x)) for _ in range(resamples))
     rhos = np.array([spearman(x[i], y[i]) for i in drawn])
-    tail = (1 - LEVEL) / 2 * 100
-    low, high = np.nanpercentile(rhos, [tail, 100 - tail])
-    return Interval(spearman(x, y), float(low), float(high))
+    return Interval(spearman(x, y), *percentile_interval(rhos))

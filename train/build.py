@@ -11,6 +11,7 @@ from conf.schema import ModelConf, OptimConf, RunConf
 from train import fastai_parts
 from train import precision as prec
 from train.inputs import InputType, get_input_type
+from train.workloads import compiled
 
 MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
@@ -134,12 +135,8 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
         zero_grad = functools.partial(optimizer.zero_grad, set_to_none=True)
     else:  # fastai's zero_grad takes no arguments and zeroes the grads in place
         zero_grad = optimizer.zero_grad
-    if cfg.compile.enabled:
-        model = torch.compile(
-            model, mode=cfg.compile.mode, backend=cfg.compile.backend, fullgraph=cfg.compile.fullgraph
-        )
     return Trainer(
-        model=model,
+        model=compiled(model, cfg.compile),
         loss_fn=LOSSES[cfg.loss.name](),
         optimizer=optimizer,
         zero_grad=zero_grad,

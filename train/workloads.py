@@ -12,11 +12,18 @@ from typing import Any, ClassVar
 
 import torch
 
-from conf.schema import RunConf
+from conf.schema import CompileConf, RunConf
 from train.registry import Registry
 from train.timing import StepClock
 
 WORKLOADS: Registry[type["Workload"]] = Registry("workload")
+
+
+def compiled(fn: Any, conf: CompileConf) -> Any:
+    """`fn` (a model or a function) compiled as the run's compile settings say, or as it is where they do not."""
+    if not conf.enabled:
+        return fn
+    return torch.compile(fn, mode=conf.mode, backend=conf.backend, fullgraph=conf.fullgraph)
 
 
 class Workload:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import torch
 
 from conf.schema import RunConf
-from train.workloads import Workload
+from train.workloads import Workload, compiled
 
 
 class FunctionBench(Workload):
@@ -23,13 +23,7 @@ class FunctionBench(Workload):
         super().__init__(cfg, device)
         self.conf = cfg.workload
         self.args = self.inputs(cfg.workload, device)
-        fn = self.function(cfg.workload.impl)
-        compile_conf = cfg.compile
-        if compile_conf.enabled:
-            fn = torch.compile(
-                fn, mode=compile_conf.mode, backend=compile_conf.backend, fullgraph=compile_conf.fullgraph
-            )
-        self.fn = fn
+        self.fn = compiled(self.function(cfg.workload.impl), cfg.compile)
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:

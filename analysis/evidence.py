@@ -99,7 +99,7 @@ class Speedup(Interval):
         return "faster" if self.value > 1 + threshold else ""
 
 
-def _t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
+def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
     """exp of diff -+ t se, and the two-sided p-value of diff = 0 (nan where runs show no spread at all, as a
     coarse timer's can: no test, rather than certainty)."""
     if se == 0:
@@ -128,12 +128,12 @@ def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL
         if len(pairs) >= 2:
             d = np.array([b[j] - a[i] for i, j in pairs])
             se, df = float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
-            low, high, p = _t_interval(float(d.mean()), se, df, level)
+            low, high, p = t_interval(float(d.mean()), se, df, level)
             return Speedup(math.exp(float(d.mean())), low, high, PAIRED, (len(d), len(d)), p, se, df)
         va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
         df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else 1.0
         diff, se = float(b.mean() - a.mean()), math.sqrt(va + vb)
-        low, high, p = _t_interval(diff, se, df, level)
+        low, high, p = t_interval(diff, se, df, level)
         return Speedup(math.exp(diff), low, high, ACROSS, runs, p, se, df)
     steps_of, steps_over = np.concatenate(of.steps), np.concatenate(over.steps)
     rng = np.random.default_rng(seed)
@@ -166,7 +166,7 @@ def geomean(found: list[Speedup], level: float = LEVEL) -> Speedup | None:
     parts = [x * x / s.df for x, s in zip(share, found, strict=True) if x]
     df = variance**2 / sum(parts) if parts else 1.0
     diff = float(np.mean([math.log(s.value) for s in found]))
-    low, high, p = _t_interval(diff, math.sqrt(variance), df, level)
+    low, high, p = t_interval(diff, math.sqrt(variance), df, level)
     runs = (sum(s.runs[0] for s in found), sum(s.runs[1] for s in found))
     return Speedup(math.exp(diff), low, high, ACROSS, runs, p, math.sqrt(variance), df)
 

@@ -18,12 +18,12 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as distributions
+from scipy.stats import spearmanr
 
 from analysis import evidence
 from analysis.groups import Configuration, baselines, configurations, labels, phase_columns, speedup_over
 from analysis.render import Column, View
-from analysis.stats import LEVEL, spearman
+from analysis.stats import LEVEL
 from records import DONE, RunRecord, load_sweep
 
 ORDER_SIGNIFICANCE = 0.01
@@ -36,8 +36,10 @@ def across_runs(medians: np.ndarray) -> tuple[float, float, float]:
     centre = float(np.exp(logs.mean()))
     if len(logs) < 2:
         return centre, math.nan, math.nan
-    half = distributions.t.ppf(0.5 + LEVEL / 2, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
-    return centre, float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+    low, high, _ = evidence.t_interval(
+        float(logs.mean()), float(logs.std(ddof=1) / math.sqrt(len(logs))), len(logs) - 1, LEVEL
+    )
+    return centre, low, high
 
 
 def costs(runs: list[RunRecord]) -> tuple[float, float] | None:
@@ -63,12 +65,7 @@ def order_effect(configs: list[Configuration]) -> list[str]:
     if len(placed) < 6 or len(replicated) < 2:
         return []
     offsets = np.array([p[2] for p in placed])
-    rho = spearman(np.arange(len(placed)), offsets)
-    if math.isnan(rho) or abs(rho) >= 1:
-        p = 0.0 if not math.isnan(rho) else 1.0
-    else:
-        t = rho * math.sqrt((len(placed) - 2) / (1 - rho * rho))
-        p = 2 * distributions.t.sf(abs(t), len(placed) - 2)
+    rho, p = spearmanr(np.arange(len(placed)), offsets)
     if not p < ORDER_SIGNIFICANCE:
         return []
     half = len(offsets) // 2

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis import rounds
+from analysis import evidence, rounds
 from tests import synthetic
 from tests.conftest import launch_here
 
@@ -83,3 +83,17 @@ def test_repeats_auto_is_refused_where_the_launch_would_not_follow_its_rounds(tm
 def test_bad_auto_settings_are_refused_before_anything_runs(tmp_path, setting, says):
     refused = launch_here(*FUNCTION, "repeats=auto", setting, f"runs_dir={tmp_path}", "launcher=debug")
     assert refused.returncode == 2 and says in refused.stderr and not (tmp_path / "default").exists()
+
+
+def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_path, monkeypatch):
+    """A comparison that never decides (a look made to say so) and a cap already passed at the first look: the
+    sweep stops there, 3 rounds run of the 5 the run cap allows, and says which cap stopped it."""
+    undecided = rounds.Comparison("broadcast vs loop", evidence.Speedup(1.0, 0.8, 1.25, evidence.ACROSS, (3, 3)))
+    monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks: rounds.Look(k, 0.975, half, [undecided]))
+    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "auto.max_minutes=0.0001", "tracker.mode=disabled"]
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.count("] done ") == 6
+    assert "repeats=auto stopped after 3 rounds: 6 runs done in" in result.stdout
+    assert "cap reached: 0.0001 min (auto.max_minutes)" in result.stdout
+    assert "  undecided: broadcast vs loop: " in result.stdout

@@ -52,6 +52,7 @@ def _cuda_trainer(precision: str):
             "memory_format=channels_last",
             f"precision={precision}",
             "device=cuda",
+            "repeats=1",
         ]
     ).runs
     return make_workload(spec.config, torch.device("cuda"))

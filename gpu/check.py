@@ -54,13 +54,14 @@ from sweeps.plan import Plan, PlanError, build_plan
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("tests", "seeds", "bench", "compile", "timm")  # in the order a lent GPU's half hour runs them
 # Costs on one H100 80GB HBM3 (torch 2.11), from its GPU runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/), for the
-# estimates of a dry run: a job's start (Python, torch, CUDA), a run's own (its fork and CUDA context: 1 s; after its
-# window: 5.5 s), more for a model's (cuDNN timing its convolutions in the warm-up: 13 s, the median of 28 of timm's
-# models, from 1 s for a ViT to 40 s for GhostNet; an inference, forward only, a third of that by guess) where its
-# shapes are new to the machine, and 3 s where a run before it had them (ResNet50's runs took 20 s, then 10 s), a
+# estimates of a dry run: a job's start (Python, torch, CUDA, on an image that compiles Python from source each time:
+# subclass_gpu's 12 runs took 108 s, their runs 78 s), a run's own (its fork, CUDA context and what it counts after its
+# window: 1 to 1.5 s), more for a model's (cuDNN timing its convolutions in the warm-up: 13 s, the median of 28 of
+# timm's models, from 1 s for a ViT to 40 s for GhostNet; an inference, forward only, a third of that by guess) where
+# its shapes are new to the machine, and 3 s where a run before it had them (ResNet50's runs took 20 s, then 10 s), a
 # torch.compile of a training step by mode and of a function (max-autotune's was not seen to end: over 316 s), and one
 # measured step.
-START_S, RUN_S, MODEL_RUN_S, SEEN_MODEL_RUN_S = 10.0, 6.5, 15.0, 3.0
+START_S, RUN_S, MODEL_RUN_S, SEEN_MODEL_RUN_S = 20.0, 1.5, 15.0, 3.0
 TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 0.03, 0.01, 8.0
 COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 55.0, "max-autotune": 400.0}
 # The seed sweeps' steps, trimmed (sizes stay as published), and their runs packed into one job per sweep: ~100 runs

@@ -46,7 +46,7 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
     scale = 10.0**place
 
     def show(x: float, rounded=round, slack: float = 0.0) -> str:
-        return f"{rounded(x / scale + slack) * scale:.{decimals}f}"
+        return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
 
@@ -89,6 +89,8 @@ class Speedup(Interval):
         return self.basis != WITHIN_RUN
 
     def __str__(self) -> str:
+        if not math.isfinite(self.value):
+            return UNKNOWN
         value, low, high = figures(self.value, self.low, self.high)
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
@@ -118,10 +120,21 @@ def paired_rounds(of: Sample, over: Sample) -> list[tuple[int, int]]:
     return [(i, where[r]) for i, r in enumerate(of.rounds) if r in where]
 
 
+UNKNOWN = "unknown: a median time of 0 ms"
+
+
+def _timed(sample: Sample) -> bool:
+    """Whether every run's median time is one a ratio can divide by (a coarse timer, or a damaged record, can
+    leave 0 ms)."""
+    return bool(np.all(sample.medians > 0)) and bool(np.all(np.isfinite(sample.medians)))
+
+
 def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0) -> Speedup:
     """How many times faster `of` runs than `over`: median time of `over` / of `of` (below 1: `of` is slower).
     `paired`: the two ran in the same interleaved rounds of one sweep."""
     runs = (of.runs, over.runs)
+    if not (_timed(of) and _timed(over)):
+        return Speedup(math.nan, math.nan, math.nan, ACROSS if of.replicated and over.replicated else WITHIN_RUN, runs)
     if of.replicated and over.replicated:
         a, b = np.log(of.medians), np.log(over.medians)
         pairs = paired_rounds(of, over) if paired else []

@@ -163,3 +163,17 @@ def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(t
         "resnet34 contiguous": "1.00", "resnet34 channels_last": "0.800",
     }  # fmt: skip
     assert all("within-run" not in row[column] for row in shown.rows)
+
+
+@pytest.mark.parametrize("runs", [1, 3])
+def test_a_speed_up_over_steps_of_zero_ms_prints_unknown_instead_of_failing(runs):
+    # A coarse timer, or a damaged record, can leave a median step of 0 ms: no ratio exists.
+    zero, some = _sample([np.zeros(5)] * runs), _sample([np.full(5, 2.0)] * runs)
+    for found in (evidence.speedup(zero, some), evidence.speedup(some, zero), evidence.speedup(zero, zero)):
+        assert str(found).startswith("unknown")
+        assert not found.beyond(0.05) and math.isnan(found.p)
+
+
+def test_figures_of_an_interval_without_finite_bounds_print_them_as_they_are():
+    value, low, high = evidence.figures(12.0, math.nan, math.inf)
+    assert float(value) == 12.0 and (low, high) == ("nan", "inf")

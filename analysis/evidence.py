@@ -69,14 +69,21 @@ class Sample:
         return np.array([np.median(s) for s in self.steps])
 
     @property
+    def middle(self) -> float:
+        """The geometric mean of its runs' medians: the configuration's time in the table, and the figure whose
+        ratio a speed-up across runs is."""
+        return float(np.exp(np.mean(np.log(self.medians))))
+
+    @property
     def replicated(self) -> bool:
         return self.runs >= 2
 
 
 @dataclasses.dataclass(frozen=True)
 class Speedup(Interval):
-    """A speed-up (median time of `over` / of `of`) with its interval, what it rests on, and its p-value (the
-    chance of a difference at least this large, either way, where there is none)."""
+    """A speed-up (time of `over` / of `of`: across runs, the ratio of their geometric means of run medians) with
+    its interval, what it rests on, and its p-value (the chance of a difference at least this large, either way,
+    where there is none)."""
 
     basis: str = WITHIN_RUN
     runs: tuple[int, int] = (1, 1)  # runs of `of`, of `over` (paired: the pairs, on each side)

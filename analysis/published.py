@@ -6,9 +6,10 @@ Each published comparison names two configurations by their axes or config value
 time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
 both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
 a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
-speed-ups (median time of `over` / median time of `of`), each run counting once, with a 95% interval across runs
-(analysis/evidence.py). A verdict needs two or more runs of each side (repeats=N); with one, the interval is
-within-run and the row says `indicative (1 run)`, never a verdict. With replicates:
+speed-ups (time of `over` / time of `of`, each the geometric mean of its runs' medians), each run counting
+once, with a 95% interval across runs (analysis/evidence.py). A verdict needs two or more runs of each side
+(repeats=N); with one, the interval is within-run and the row says `indicative (1 run)`, never a verdict. With
+replicates:
 
     reproduced     a speed-up or slow-down: our interval lies on the claimed side of 1.0 and reaches the published
                    figure (or goes beyond it); no effect (same): our interval lies inside +-5% of 1.0
@@ -23,7 +24,6 @@ A figure the source does not give (a table lost as an image) is stored as none a
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import OmegaConf
 
 from analysis import evidence, machines
@@ -35,7 +35,10 @@ PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95%]"]
 NOT_RUN = "not run in this sweep"
-SPEEDUP = "speed-up: median time of `over` / median time of `of` (below 1: `of` is slower)"
+SPEEDUP = (
+    "speed-up: time of `over` / time of `of`, each the geometric mean of its runs' median times (below 1: `of` is "
+    "slower)"
+)
 
 
 def published_for(sweep: str) -> dict[str, Any] | None:
@@ -145,7 +148,7 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
     ours = evidence.speedup(a, b, paired=of.interleaved and over.interleaved)
-    figures = f"{np.median(a.medians):.3g} / {np.median(b.medians):.3g} {unit} ({a.runs} / {b.runs} runs)"
+    figures = f"{a.middle:.3g} / {b.middle:.3g} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 
 

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from analysis import evidence, published
-from analysis.groups import measures
+from analysis.groups import configurations, measures
 from records import Baseline, RunError, RunRecord, Status, flatten
 from sweeps.plan import build_plan
+from tests import synthetic
 
 SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("seed*.yaml"))  # timm_*: test_published_models.py
 
@@ -91,3 +92,20 @@ def test_a_failed_run_is_the_verdict_with_its_error():
         "all handlers returned NotImplemented: (resnet-subclass-compiled)"
     )
     assert len(failed.error_line(limit=40)) == 40 and failed.error_line(limit=40).endswith("...")
+
+
+def test_ours_gives_each_side_the_time_the_table_gives_its_configuration():
+    """Runs whose medians are 10, 11 and 20 ms: their median (11) is not the table's figure, their geometric mean
+    (13.0) is, and the speed-up across runs is the ratio of the two sides' geometric means."""
+    rng = np.random.default_rng(0)
+    runs = []
+    for replicate, (tensor_ms, subclass_ms) in enumerate([(10.0, 20.0), (11.0, 21.0), (20.0, 40.0)]):
+        for input_type, ms in (("tensor", tensor_ms), ("subclass", subclass_ms)):
+            axes = {"input_type": input_type, "memory_format": "contiguous"}
+            runs.append(synthetic.record(input_type, axes, np.full(5, ms), replicate, len(runs), rng))
+    item = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    shown = published.compare(runs, item)[-3]
+    tensor, subclass = (10 * 11 * 20) ** (1 / 3), (20 * 21 * 40) ** (1 / 3)
+    assert shown == f"{subclass:.3g} / {tensor:.3g} ms (3 / 3 runs)"
+    table_ms = {c.first.axes["input_type"]: c.median("step") for c in configurations(runs)}
+    assert table_ms == pytest.approx({"tensor": tensor, "subclass": subclass})

@@ -14,15 +14,16 @@ compile  the compile modes (eager, default, reduce-overhead, max-autotune) over 
 timm     timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
          each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
 
-A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and
-writes DIR/summary.md: the GPU, driver, torch/CUDA/cuDNN versions, and each step passed or failed
-with the first line of its error, rewritten after every step. A sweep whose only failed runs failed on
-known torch issues (train/known_issues.py) passed, and its row names them. A stage stops at --limit
-seconds (default 540, inside a lent GPU's 10 minutes a command): a step still running then is ended with
-all it started, and the steps after it are written down as not run, but for a table of the runs before
-it, which still runs (up to 30 s more). --resume keeps the steps that passed in DIR and runs the others (a
-table again, and a sweep whose runs' records are not all there). --step NAME runs only the named steps (each
-other one is written down as not asked for): max-autotune's compile alone, with the whole limit to time kernels.
+A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and writes
+DIR/summary.json after every step: the GPU, driver, torch/CUDA/cuDNN versions and perfsweep's commit, and each step's
+command, seconds, and whether it passed or failed with the last line of its error; DIR/summary.md, its table for a
+reader, is rendered from it. A sweep whose only failed runs failed on known torch issues (train/known_issues.py)
+passed, and its row names them. A stage stops at --limit seconds (default 540, inside a lent GPU's 10 minutes a
+command): a step still running then is ended with all it started, and the steps after it are written down as not run,
+but for a table of the runs before it, which still runs (up to 30 s more). --resume keeps the steps that DIR's
+summary.json says passed and runs the others (a table again, and a sweep whose runs' records are not all there).
+--step NAME runs only the named steps (each other one is written down as not asked for): max-autotune's compile alone,
+with the whole limit to time kernels.
 DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
 packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (gpu/handover.py), so that a
 stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
@@ -37,6 +38,8 @@ time estimate per stage, and runs nothing.
 
 import argparse
 import dataclasses
+import functools
+import json
 import os
 import re
 import shlex
@@ -44,6 +47,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import records
@@ -52,7 +56,6 @@ from records.code import code_version
 from sweeps.plan import Plan, PlanError, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = ("tests", "seeds", "bench", "compile", "timm")  # in the order a lent GPU's half hour runs them
 # Costs on one H100 80GB HBM3 (torch 2.11), from its GPU runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/), for the
 # estimates of a dry run: a job's start (Python, torch, CUDA, on an image that compiles Python from source each time:
 # subclass_gpu's 12 runs took 108 s, their runs 78 s), a run's own (its fork, CUDA context and what it counts after its
@@ -108,6 +111,29 @@ class Step:
     tables: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class StepResult:
+    """One step's row of a stage's summary: what came of its command, and how long it took."""
+
+    name: str
+    result: str  # "passed", "failed (3): <the last line of its error>", "not run: <why>", as summary.md shows it
+    passed: bool
+    seconds: float
+    command: list[str]
+
+
+@dataclasses.dataclass
+class Summary:
+    """What a stage's summary.json holds, summary.md's source: the machine it ran on and each step's row so far."""
+
+    stage: str
+    machine: dict[str, str]  # torch, cuda, cudnn, gpu and, where there is a GPU, driver (machine())
+    torch: str  # this torch beside the one perfsweep pins (torch_report())
+    missing: list[str]  # what perfsweep uses that this torch lacks
+    perfsweep: str  # the commit it ran, "(with uncommitted changes)" where it had some
+    steps: list[StepResult] = dataclasses.field(default_factory=list)
+
+
 def python() -> list[str]:
     return [sys.executable]
 
@@ -117,29 +143,25 @@ def sweep_step(name: str, overrides: list[str], out: Path) -> Step:
     return Step(name, [*python(), "launch.py", *overrides], sweep=overrides)
 
 
-def stage_steps(stage: str, out: Path) -> list[Step]:
-    """The commands of a stage, in order."""
-    if stage == "tests":
-        device_tests = ["tests/test_run.py", "tests/test_timing.py", "tests/test_syncs.py", "tests/test_functions.py"]
-        pytest, quiet = [*python(), "-m", "pytest"], ["-q", "-p", "no:cacheprovider"]
-        return [
-            # one process: the GPU tests fork, pin and count the GPU's processes (xdist's workers would share it)
-            Step("pytest-gpu", [*pytest, "-m", "gpu", "-n0", *quiet], None, 60, says="stdout"),
-            Step("pytest-cuda", [*pytest, *quiet, *device_tests], None, 90, says="stdout"),
-        ]
-    if stage == "compile":
-        # on a plain Tensor (each compile of ResNet50's step takes about a minute on an H100: four input types would
-        # take four times as long; seed000_followup compiles the subclass); each mode a step of its own into one
-        # sweep folder, then their table side by side
-        compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
-        compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
-        modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]
-        table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP), "--vs", "compile=eager"]
-        return [*modes, Step("compile-table", table, None, 10, tables=True)]
-    if stage in ("seeds", "timm"):
-        trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
-        sweeps = SEED_SWEEPS if stage == "seeds" else TIMM_SWEEPS
-        return [sweep_step(name, [f"sweep={name}", *trimmed, PACKED], out) for name in sweeps]
+def gpu_tests_steps(out: Path) -> list[Step]:
+    """The tests stage: pytest's GPU tests, then the tests whose runs run on the GPU."""
+    device_tests = ["tests/test_run.py", "tests/test_timing.py", "tests/test_syncs.py", "tests/test_functions.py"]
+    pytest, quiet = [*python(), "-m", "pytest"], ["-q", "-p", "no:cacheprovider"]
+    return [
+        # one process: the GPU tests fork, pin and count the GPU's processes (xdist's workers would share it)
+        Step("pytest-gpu", [*pytest, "-m", "gpu", "-n0", *quiet], None, 60, says="stdout"),
+        Step("pytest-cuda", [*pytest, *quiet, *device_tests], None, 90, says="stdout"),
+    ]
+
+
+def packed_sweep_steps(sweeps: tuple[str, ...], out: Path) -> list[Step]:
+    """The seeds and timm stages: each sweep at its published sizes, steps trimmed, its runs packed into jobs."""
+    trimmed = [f"{key}={value}" for key, value in TRIMMED.items()]
+    return [sweep_step(name, [f"sweep={name}", *trimmed, PACKED], out) for name in sweeps]
+
+
+def bench_steps(out: Path) -> list[Step]:
+    """The bench stage: bench.overhead on a Tensor and a subclass, then bench.syncs over every input type."""
     from train import fastai_parts
     from train.catalog import INPUT_TYPES
 
@@ -165,6 +187,33 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
         "precision=amp_bf16,amp_fp16",
     ]
     return [*overhead, Step("syncs", syncs, None, 30)]
+
+
+def compile_steps(out: Path) -> list[Step]:
+    """The compile stage: each mode a step of its own into one sweep folder, then their table side by side."""
+    # on a plain Tensor (each compile of ResNet50's step takes about a minute on an H100: four input types would
+    # take four times as long; seed000_followup compiles the subclass)
+    compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
+    compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
+    modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]
+    table = [*python(), "launch.py", "table", str(out / "runs" / COMPILE_SWEEP), "--vs", "compile=eager"]
+    return [*modes, Step("compile-table", table, None, 10, tables=True)]
+
+
+# Each stage's steps, given the stage's folder, in the order a lent GPU's half hour runs them.
+STAGE_STEPS: dict[str, Callable[[Path], list[Step]]] = {
+    "tests": gpu_tests_steps,
+    "seeds": functools.partial(packed_sweep_steps, SEED_SWEEPS),
+    "bench": bench_steps,
+    "compile": compile_steps,
+    "timm": functools.partial(packed_sweep_steps, TIMM_SWEEPS),
+}
+STAGES = tuple(STAGE_STEPS)
+
+
+def stage_steps(stage: str, out: Path) -> list[Step]:
+    """The commands of a stage, in order."""
+    return STAGE_STEPS[stage](out)
 
 
 def estimate(plan: Plan) -> float:
@@ -308,12 +357,11 @@ def stands(step: Step) -> bool:
     return all(there.get(spec.name) in records.FINAL for spec in plan.runs)
 
 
-def passed_before(out: Path) -> dict[str, str]:
-    """The summary rows of the steps that passed when the stage last ran into `out`, by step name."""
-    summary = out / "summary.md"
-    rows = summary.read_text().splitlines() if summary.is_file() else []
-    cells = [(row, row.split(" | ")) for row in rows if row.startswith("| ")]
-    return {parts[0][2:]: row for row, parts in cells if len(parts) >= 4 and parts[1].startswith("passed")}
+def passed_before(out: Path) -> dict[str, StepResult]:
+    """The rows of the steps that passed when the stage last ran into `out`, by step name, from its summary.json (a
+    folder with only a summary.md, from a gpu-check before summary.json, counts as none passed)."""
+    summary = read_summary(out)
+    return {step.name: step for step in summary.steps if step.passed} if summary else {}
 
 
 def run_steps(
@@ -321,38 +369,66 @@ def run_steps(
     steps: list[Step],
     out: Path,
     limit_s: float,
-    kept: dict[str, str] | None = None,
+    kept: dict[str, StepResult] | None = None,
     only: list[str] | None = None,
 ) -> int:
     """Run a stage's steps within limit_s (but those `kept`: their rows from an earlier run; and, given `only`, just
-    the steps it names), keep their output, and write its summary.md after every step (a stage cut off from outside
+    the steps it names), keep their output, and write its summary after every step (a stage cut off from outside
     still leaves what it finished)."""
     out.mkdir(parents=True, exist_ok=True)
     kept = kept or {}
-    found = machine()
-    torch_line, missing = torch_report()
-    version = code_version()
-    commit = f"{version.get('commit') or 'unknown'}{' (with uncommitted changes)' if version.get('dirty') else ''}"
-    lines = [f"# gpu-check {stage}", "", *(f"- {k}: {v}" for k, v in found.items()), f"- {torch_line}"]
-    lines.append(f"- perfsweep: {commit}")
-    lines += [f"- {m}" for m in missing] + ["", "| step | result | seconds | command |", "|---|---|---|---|"]
+    summary = stage_summary(stage)
     failed, stage_started = 0, time.monotonic()
     for step in steps:
+        said = ""
         if step.name in kept:
             row, said = kept[step.name], "passed before (--resume keeps it)"
         elif only is not None and step.name not in only:
-            row, said = f"| {step.name} | not run: not asked for (--step) | 0 | `{shlex.join(step.command)}` |", ""
+            row = StepResult(step.name, "not run: not asked for (--step)", False, 0.0, step.command)
         else:
             code, verdict, seconds = run_one(step, out, limit_s - (time.monotonic() - stage_started), limit_s)
             failed += code != 0
-            row = f"| {step.name} | {verdict} | {seconds:.0f} | `{shlex.join(step.command)}` |"
+            row = StepResult(step.name, verdict, code == 0, seconds, step.command)
             said = f"{verdict} ({seconds:.0f} s)"
-        lines.append(row)
-        (out / "summary.md").write_text("\n".join(lines) + "\n")
+        summary.steps.append(row)
+        write_summary(out, summary)
         if said:
             print(f"{step.name}: {said}", flush=True)
     print(f"{stage}: {out / 'summary.md'}")
     return 1 if failed else 0
+
+
+def stage_summary(stage: str) -> Summary:
+    """A stage's summary before its first step: this machine, its torch and perfsweep's commit."""
+    torch_line, missing = torch_report()
+    version = code_version()
+    commit = f"{version.get('commit') or 'unknown'}{' (with uncommitted changes)' if version.get('dirty') else ''}"
+    return Summary(stage, machine(), torch_line, missing, commit)
+
+
+def write_summary(out: Path, summary: Summary) -> None:
+    """out/summary.json, the record, and out/summary.md rendered from it."""
+    records.atomic_write(out / "summary.json", json.dumps(dataclasses.asdict(summary), indent=2).encode())
+    records.atomic_write(out / "summary.md", render_summary(summary).encode())
+
+
+def read_summary(out: Path) -> Summary | None:
+    """The summary.json a stage wrote into `out`; None where there is none."""
+    path = out / "summary.json"
+    if not path.is_file():
+        return None
+    fields = json.loads(path.read_text())
+    steps = [StepResult(**step) for step in fields.pop("steps")]
+    return Summary(**fields, steps=steps)
+
+
+def render_summary(summary: Summary) -> str:
+    """summary.md: the machine as a list, then a row per step."""
+    lines = [f"# gpu-check {summary.stage}", "", *(f"- {k}: {v}" for k, v in summary.machine.items())]
+    lines += [f"- {summary.torch}", f"- perfsweep: {summary.perfsweep}", *(f"- {m}" for m in summary.missing)]
+    lines += ["", "| step | result | seconds | command |", "|---|---|---|---|"]
+    lines += [f"| {s.name} | {s.result} | {s.seconds:.0f} | `{shlex.join(s.command)}` |" for s in summary.steps]
+    return "\n".join(lines) + "\n"
 
 
 def run_one(step: Step, out: Path, seconds_left: float, limit_s: float) -> tuple[int | None, str, float]:

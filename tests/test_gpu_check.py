@@ -1,6 +1,7 @@
 """scripts/gpu-check plans every GPU stage on any machine: the dry run composes and checks each sweep with
 device=cuda, prints each step's command and an estimate, and runs nothing (the stages themselves need a GPU)."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -77,9 +78,57 @@ def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):
     # run again, "ok" and "later" would now fail: they are kept, not run; "bad" is run again and passes
     again = [gpu_check.Step("ok", ["false"]), gpu_check.Step("bad", ["true"]), gpu_check.Step("later", ["false"])]
     assert gpu_check.run_steps("check", again, tmp_path, limit_s=60, kept=kept) == 0
+    steps = gpu_check.read_summary(tmp_path).steps
+    assert steps == [kept["ok"], steps[1], kept["later"]] and steps[1].command == ["true"]
     summary = (tmp_path / "summary.md").read_text()
-    assert kept["ok"] in summary and kept["later"] in summary and "| bad | passed |" in summary
-    assert "failed" not in summary
+    assert "| ok | passed |" in summary and "| bad | passed |" in summary and "failed" not in summary
+
+
+def test_a_stages_summary_is_a_json_record_that_resume_reads_and_its_markdown_is_rendered_from_it(tmp_path):
+    broken = gpu_check.Step("bad", ["bash", "-c", "echo broken >&2; exit 3"])
+    assert gpu_check.run_steps("check", [gpu_check.Step("ok", ["true"]), broken], tmp_path, limit_s=60) == 1
+    record = json.loads((tmp_path / "summary.json").read_text())
+    assert record["stage"] == "check" and record["machine"]["torch"] == torch.__version__
+    assert record["perfsweep"].startswith(records.code.git_commit()["commit"])
+    assert [(s["name"], s["result"], s["passed"], s["command"]) for s in record["steps"]] == [
+        ("ok", "passed", True, ["true"]),
+        ("bad", "failed (3): broken", False, broken.command),
+    ]
+    summary = gpu_check.read_summary(tmp_path)
+    assert (tmp_path / "summary.md").read_text() == gpu_check.render_summary(summary)
+    # --resume reads the record, not the markdown a reader may edit
+    (tmp_path / "summary.md").write_text("| bad | passed | 1 | `true` |\n")
+    assert gpu_check.passed_before(tmp_path) == {"ok": summary.steps[0]}
+    # a folder with only an older gpu-check's summary.md has nothing passed to keep
+    (tmp_path / "summary.json").unlink()
+    assert gpu_check.passed_before(tmp_path) == {}
+
+
+def test_summary_md_keeps_the_look_of_the_tables_in_results():
+    ran = gpu_check.StepResult("pytest-gpu", "passed", True, 104.4, ["python3", "-m", "pytest", "-m", "gpu"])
+    skipped = gpu_check.StepResult("syncs", "not run: not asked for (--step)", False, 0.0, ["python3", "a b"])
+    machine = {"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": "91900", "gpu": "NVIDIA H100", "driver": "580.1"}
+    pins = "torch 2.11.0+cu130 (perfsweep pins 2.14.1)"
+    summary = gpu_check.Summary("tests", machine, pins, ["torch.x is missing"], "f663706", [ran, skipped])
+    assert gpu_check.render_summary(summary) == GOLDEN_SUMMARY_MD
+
+
+GOLDEN_SUMMARY_MD = """# gpu-check tests
+
+- torch: 2.11.0+cu130
+- cuda: 13.0
+- cudnn: 91900
+- gpu: NVIDIA H100
+- driver: 580.1
+- torch 2.11.0+cu130 (perfsweep pins 2.14.1)
+- perfsweep: f663706
+- torch.x is missing
+
+| step | result | seconds | command |
+|---|---|---|---|
+| pytest-gpu | passed | 104 | `python3 -m pytest -m gpu` |
+| syncs | not run: not asked for (--step) | 0 | `python3 'a b'` |
+"""
 
 
 def test_only_the_steps_asked_for_run_and_the_others_are_written_down(tmp_path, capsys):

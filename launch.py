@@ -69,7 +69,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
     from records.lock import SweepLocked
     from sweeps.plan import PlanError
     from train.checks import problems as run_problems
-    from train.run import execute, fork_hazard, warm_up
+    from train.run import execute, lazy_imports
 
     plan = None
     try:
@@ -81,7 +81,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
         if problems:
             raise PlanError(problems)
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        outcome = launch(plan, argv, Runner(execute, warm_up, fork_hazard))
+        outcome = launch(plan, argv, Runner(execute, lazy_imports))
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

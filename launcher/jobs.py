@@ -13,6 +13,7 @@ are left pending (with the reason) for a resume to run in a fresh process.
 
 import os
 import socket
+import time
 from typing import Any
 
 import submitit
@@ -61,14 +62,16 @@ class RunPack(submitit.helpers.Checkpointable):
 
     def _in_this_process(self, runs: list[RunJob], info: dict[str, Any]) -> dict[str, str]:
         states = {}
+        ready_since = None  # a run's start-up counts from the end of the run before it (the first: the process's start)
         for index, run in enumerate(runs):
             name = run.spec.name
             if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                 states[name] = records.DONE
                 continue
-            error = run_one(self.runner.execute, run, info)
+            error = run_one(self.runner.execute, run, {**info, "ready_since": ready_since})
             while error and again_after_timeout(run):
-                error = run_one(self.runner.execute, run, info)
+                error = run_one(self.runner.execute, run, {**info, "ready_since": time.time()})
+            ready_since = time.time()
             states[name] = records.FAILED if error else records.DONE
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)

@@ -21,8 +21,8 @@ from sweeps.spec import RunSpec
 RunFunction = Callable[[RunSpec, Path, str, dict[str, Any]], Any]
 
 
-def nothing(*args: Any) -> None:
-    return None
+def no_imports(specs: list[RunSpec]) -> list[str]:
+    return []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,8 +30,8 @@ class Runner:
     """What runs the runs, handed over by launch.py (train.run's functions): the launcher never imports them."""
 
     execute: RunFunction
-    warm: Callable[[list[RunSpec]], None] = nothing  # imports what these runs need, in a job that forks them
-    fork_hazard: Callable[[], str | None] = nothing  # what would leak into a child forked now (None: nothing)
+    # the modules these runs import once they run, which a job that forks them imports first, once
+    imports: Callable[[list[RunSpec]], list[str]] = no_imports
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,12 +91,31 @@ def unrecordable(run: RunJob, error: OSError) -> SystemExit:
     return SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}")
 
 
+def interrupt_once(signum, frame) -> None:
+    """Ctrl-C reaches a run, and a job, twice (from the terminal, then passed on by the job or the launcher): the
+    first one interrupts; later ones are ignored, so that they cannot cut short the recording of the first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupted_once():
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, interrupt_once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
     """Run `run` within its time limit; the error it failed with, or None. Its failure is recorded by `execute`, or
     here where it failed before it could record anything (its folder or status could not be made or read).
     SystemExit, with why, if its records cannot be written."""
     try:
-        with time_limit(run):
+        with interrupted_once(), time_limit(run):
             execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
         return None
     except records.RecordWriteError as error:

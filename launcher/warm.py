@@ -1,12 +1,12 @@
 """Runs forked from a warm job (launcher.isolation=fork): the job pays Python's and torch's start-up once, and
 every run still gets a process of its own.
 
-The job imports what runs need (Runner.warm: torch, torchvision, timm, the workloads) without touching a
+The job imports what runs need (warm_up of Runner.imports: torch, timm, W&B...) without touching a
 device, starting thread pools or opening a W&B run, then forks a child per run: `parallelism` at a time,
 each pinned to a free GPU of `gpus` through CUDA_VISIBLE_DEVICES (set in the child, before it initialises
 CUDA). A child has its own CUDA context, allocator, cuDNN autotuning, compile caches and RNG (the run seeds
 it); it sets its own threads. Before each fork the job checks, rather than assumes, that nothing it holds
-would leak into the child (Runner.fork_hazard: CUDA initialised). A child that dies (a signal, the OOM
+would leak into the child (fork_hazard: CUDA or its driver initialised). A child that dies (a signal, the OOM
 killer) is recorded as a killed run is (LostRun, quoting its log), and the job goes on with the next run.
 Each child writes its output to its own log, beside the job's.
 
@@ -17,7 +17,9 @@ length runs to its end.
 """
 
 import collections
+import ctypes
 import dataclasses
+import importlib
 import os
 import select
 import signal
@@ -33,6 +35,7 @@ from launcher.runs import (
     RunJob,
     Runner,
     again_after_timeout,
+    interrupt_once,
     leave_pending,
     lost,
     run_one,
@@ -54,6 +57,48 @@ class Child:
     killed: bool = False  # for going past its deadline
 
 
+def warm_up(modules: list[str]) -> None:
+    """Import what the runs need, once, in the job that forks them. Nothing imported may touch a device, set
+    threads or open a W&B run: a forked child must start as clean as a new interpreter. A module that cannot be
+    imported is left to the run, which reports it as a spawned one would."""
+    # torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does: the CUDA runtime's answer
+    # (cudaGetDeviceCount) would initialise the CUDA driver in this job, and no child forked after it could use
+    # CUDA. Whatever this job imports may ask.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def cuda_driver_initialised() -> bool:
+    """Whether this process has initialised the CUDA driver (cuInit), which torch.cuda.is_initialized() does not
+    tell: torch.cuda.is_available() does it without PYTORCH_NVML_BASED_CUDA_CHECK=1, so can Triton or NVML. The
+    driver's cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until then; a host without the driver has none."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int()
+    return driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
+
+
+def fork_hazard() -> str | None:
+    """What a child forked now would inherit that it must not: a CUDA context or an initialised CUDA driver (a
+    forked child then fails at its first CUDA call with "CUDA error: initialization error")."""
+    spawn = "a forked child could not use the GPU (launcher.isolation=spawn)"
+    torch = sys.modules.get("torch")  # a job that never imported torch has no CUDA context of torch's
+    if torch is not None and torch.cuda.is_initialized():
+        return f"CUDA is initialised in this process: {spawn}"
+    if cuda_driver_initialised():
+        return f"the CUDA driver is initialised in this process (cuInit: a CUDA call, Triton, NVML): {spawn}"
+    return None
+
+
 def fork_runs(
     runner: Runner, runs: list[RunJob], parallelism: int, gpus: tuple[int, ...], info: dict[str, Any]
 ) -> dict[str, str]:
@@ -65,19 +110,18 @@ def fork_runs(
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
-    interrupt = _interrupt_once()
-    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGINT, interrupt_once)
     _pass_preemption_on(children)
     try:
-        runner.warm([run.spec for run in runs])  # after the handlers: Ctrl-C while importing leaves runs pending
-        signal.signal(signal.SIGINT, interrupt)  # again: an import may have put in its own
+        warm_up(runner.imports([run.spec for run in runs]))  # after the handlers: Ctrl-C here leaves runs pending
+        signal.signal(signal.SIGINT, interrupt_once)  # again: an import may have put in its own
         while queue or children:
             while queue and len(children) < limit:
                 run = queue.popleft()
                 if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                     states[run.spec.name] = records.DONE
                     continue
-                hazard = runner.fork_hazard()
+                hazard = fork_hazard()
                 if hazard:
                     raise RuntimeError(f"cannot fork run {run.spec.name} from this job: {hazard}")
                 gpu = free.pop(0) if gpus else None
@@ -85,7 +129,7 @@ def fork_runs(
                 forked_at = time.time()  # the run's start-up counts from here, on the clock its first step reads
                 pid = os.fork()
                 if pid == 0:
-                    _child(runner, run, gpu, log, {**info, "forked_at": forked_at})  # never returns
+                    _child(runner, run, gpu, log, {**info, "ready_since": forked_at})  # never returns
                 deadline = time.monotonic() + run.limit_s + GRACE_S if run.limit_s is not None else None
                 children[pid] = Child(run, gpu, log, deadline, _pidfd(pid))
             if not children:  # the rest were done by an earlier start of this job (a requeue)
@@ -156,20 +200,6 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
     """A child's own log, beside its job's (its output would otherwise interleave with its siblings')."""
     return Path(info["log"]).with_name(f"{info['job_id']}_{run.spec.name}.log") if info.get("log") else None
-
-
-def _interrupt_once():
-    """Ctrl-C reaches the job twice (from the terminal, then from the launcher cancelling it): the first one
-    stops it; later ones must not cut short its stopping of the children."""
-    stopping = []
-
-    def handler(signum, frame) -> None:
-        if stopping:
-            return
-        stopping.append(True)
-        raise KeyboardInterrupt
-
-    return handler
 
 
 def _pass_preemption_on(children: dict[int, Any]) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import torch
 
 import records
+from launcher.jobs import RunPack
+from launcher.runs import RunJob, Runner
 from tests.conftest import ROOT
 from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
 from train.run import execute
@@ -83,7 +85,18 @@ def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
     (spec,) = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled").runs
     run_dir = Path(spec.config.runs_dir) / spec.sweep_name / spec.name
     forked_at = time.time() - 100  # as a job would pass it, its fork long before the run's first step
-    execute(spec, run_dir, "id", {"parallelism": 1, "forked_at": forked_at})
+    execute(spec, run_dir, "id", {"parallelism": 1, "ready_since": forked_at})
     status = records.read_status(run_dir)
     assert status.state == "done" and 100 <= status.timing["startup_s"] < 100 + 60
-    assert "forked_at" not in records.read_json(run_dir / records.STATUS), "how it was launched, not a status field"
+    assert "ready_since" not in records.read_json(run_dir / records.STATUS), "how it was launched, not a status field"
+
+
+def test_runs_one_after_another_in_a_process_count_their_start_up_from_the_run_before(tiny_plan):
+    """launcher.isolation=spawn runs a job's runs in its own process: the first run's start-up counts from the
+    process's start (this test worker's, long ago), the second's from the first run's end."""
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous,channels_last", "tracker.mode=disabled")
+    runs = [RunJob(spec, Path(spec.config.runs_dir) / spec.sweep_name / spec.name, "id", 1) for spec in plan.runs]
+    started = time.time()
+    RunPack(Runner(execute))(runs)
+    first, second = (records.read_status(run.run_dir).timing["startup_s"] for run in runs)
+    assert second < first and second < time.time() - started

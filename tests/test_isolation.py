@@ -11,12 +11,11 @@ import torch
 
 import records
 from launcher.runs import RunJob, Runner
-from launcher.warm import fork_runs
+from launcher.warm import fork_hazard, fork_runs
 from records import load_sweep
 from sweeps.plan import build_plan
 from tests.conftest import ROOT, launch_here
 from tests.test_faults import FAST
-from train.run import fork_hazard
 
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
 
@@ -60,7 +59,7 @@ def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch
     (spec,) = build_plan([*FAST, f"runs_dir={tmp_path}"]).runs
     run = RunJob(spec, tmp_path / spec.name, "id", 1)
     with pytest.raises(RuntimeError, match=f"cannot fork run {spec.name} from this job: CUDA is initialised"):
-        fork_runs(Runner(_never, fork_hazard=fork_hazard), [run], 1, (), {})
+        fork_runs(Runner(_never), [run], 1, (), {})
     assert not (tmp_path / spec.name).exists(), "nothing was forked"
 
 
@@ -82,7 +81,7 @@ def fork_two(runs_dir: str) -> set[str]:
     """Two runs that use the GPU, forked from this process as a warm job forks them; their final states."""
     plan = build_plan([*FAST, "seed=0,1", f"runs_dir={runs_dir}"])
     runs = [RunJob(spec, Path(runs_dir) / spec.name, "id", 1) for spec in plan.runs]
-    states = fork_runs(Runner(_touch_cuda, fork_hazard=fork_hazard), runs, 1, (), {})
+    states = fork_runs(Runner(_touch_cuda), runs, 1, (), {})
     assert not torch.cuda.is_initialized(), "a child's CUDA stays in the child"
     return set(states.values())
 

@@ -130,7 +130,7 @@ def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_
     runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
     _done(runs[0].spec, runs[0].run_dir, "id", {})  # by an earlier start of the job
     with pytest.raises(KeyboardInterrupt):
-        fork_runs(Runner(_done, warm=_interrupted), runs, 1, (), {})
+        fork_runs(Runner(_done, imports=_interrupted), runs, 1, (), {})
     done, interrupted = (records.read_status(run.run_dir) for run in runs)
     assert done.state == "done"
     assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"

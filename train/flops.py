@@ -8,6 +8,8 @@ RTX 3090/4090 and more, per dtype, from their vendors' datasheets), but for the 
 (HOPPER_DENSE); None where unknown, which every CPU is.
 """
 
+import importlib
+import importlib.util
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -55,17 +57,20 @@ def count_flops(step: Callable[[], Any]) -> int | None:
     return counter.get_total_flops()
 
 
+PEAK_TABLES = ("lightning_fabric.utilities.throughput", "lightning.fabric.utilities.throughput")
+
+
+def peak_table_module() -> list[str]:
+    """The module that holds lightning-fabric's table of GPU peaks here (requirements.txt has lightning-fabric; a
+    GPU image may have only the `lightning` bundle), found without importing it: none where neither is there."""
+    return [name for name in PEAK_TABLES if importlib.util.find_spec(name.split(".")[0])][:1]
+
+
 def peak_table() -> Callable[[torch.device, Any], int | None] | None:
     """lightning-fabric's lookup of a GPU's peak (importing it takes a fresh process half a second of a CPU: a job
     that forks its runs imports it once); None where neither lightning-fabric nor the `lightning` bundle is there."""
-    try:
-        from lightning_fabric.utilities.throughput import get_available_flops
-    except ImportError:  # requirements.txt has it; a GPU image may have only the `lightning` bundle
-        try:
-            from lightning.fabric.utilities.throughput import get_available_flops
-        except ImportError:
-            return None
-    return get_available_flops
+    found = peak_table_module()
+    return importlib.import_module(found[0]).get_available_flops if found else None
 
 
 def peak_flops(device: torch.device, precision: str) -> float | None:

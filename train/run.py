@@ -9,7 +9,6 @@ import gc
 import math
 import resource
 import signal
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -25,7 +24,7 @@ from sweeps.spec import RunSpec
 from train import checks
 from train.build import configure_backends, resolve_device
 from train.env import clocks, environment, neighbours, process_started_at
-from train.flops import count_flops, peak_flops, peak_table
+from train.flops import count_flops, peak_flops, peak_table_module
 from train.known_issues import known_issue
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
@@ -72,26 +71,7 @@ def summarize(work: Workload, window: Window, device: torch.device, extra: dict[
     )
 
 
-def _interrupt_once(signum, frame) -> None:
-    """Ctrl-C reaches a run twice (from the terminal, then forwarded by its job): the first one interrupts
-    it; later ones are ignored, so they cannot cut short the recording of the first."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def interrupted_once():
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, _interrupt_once)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def fit(cfg: RunConf, device: torch.device) -> tuple[Workload, Window, RunConf, float]:
+def warmed_up(cfg: RunConf, device: torch.device) -> tuple[Workload, Window, RunConf, float]:
     """The workload built and warmed up: its warm-up window, the config it ran with, when its first step began.
 
     With model.batch_size_retry, an out-of-memory while building or warming up retries with a smaller batch,
@@ -131,58 +111,15 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
     profiler.export_chrome_trace(str(path))
 
 
-def warm_up(specs: list[RunSpec]) -> None:
-    """Import what these runs need, once, in a job that forks them (launcher.isolation=fork): their model zoos,
-    W&B's module and, for GPU runs, lightning-fabric's table of peaks (its import calls no CUDA). Nothing here
-    touches a device, sets threads or opens a W&B run: a forked child must start as clean as a new interpreter."""
-    import importlib
-    import os
-
-    # torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does: the CUDA runtime's answer
-    # (cudaGetDeviceCount) would initialise the CUDA driver in this job, and no child forked after it could use
-    # CUDA. Whatever this job imports may ask.
-    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-
-    import torch._dynamo  # noqa: F401  (every run counts its FLOPs, whose first count imports it: 2 s of a CPU)
-
-    if any(s.config.device != "cpu" for s in specs):  # a GPU run's summary looks up the GPU's peak FLOP/s
-        peak_table()
-
-    needed = {s.config.model.source for s in specs if "model" in s.config.workload.reads}
+def lazy_imports(specs: list[RunSpec]) -> list[str]:
+    """The modules these runs import only once they run: a job that forks them imports them first, once (their
+    model zoos, W&B's module, torch._dynamo, whose first FLOP count imports it: 2 s of a CPU, and for GPU runs
+    lightning-fabric's table of peaks). None of them touches a device when imported."""
+    needed = {"torch._dynamo"} | {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
-    for name in sorted(needed):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # the run reports it, as a spawned one would
-            pass
-
-
-CUDA_ERROR_NOT_INITIALIZED = 3
-
-
-def cuda_driver_initialised() -> bool:
-    """Whether this process has initialised the CUDA driver (cuInit), which torch.cuda.is_initialized() does not
-    tell: torch.cuda.is_available() does it without PYTORCH_NVML_BASED_CUDA_CHECK=1, so can Triton or NVML. The
-    driver's cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until then; a host without the driver has none."""
-    import ctypes
-
-    try:
-        driver = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    count = ctypes.c_int()
-    return driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
-
-
-def fork_hazard() -> str | None:
-    """What a child forked now would inherit that it must not: a CUDA context or an initialised CUDA driver (a
-    forked child then fails at its first CUDA call with "CUDA error: initialization error")."""
-    spawn = "a forked child could not use the GPU (launcher.isolation=spawn)"
-    if torch.cuda.is_initialized():
-        return f"CUDA is initialised in this process: {spawn}"
-    if cuda_driver_initialised():
-        return f"the CUDA driver is initialised in this process (cuInit: a CUDA call, Triton, NVML): {spawn}"
-    return None
+    if any(s.config.device != "cpu" for s in specs):
+        needed |= set(peak_table_module())
+    return sorted(needed)
 
 
 def outcome_known() -> None:
@@ -191,106 +128,177 @@ def outcome_known() -> None:
     signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-# When this process last finished a run (None: it has run none): a later run's start-up counts from there.
-_PROCESS: dict[str, float | None] = {"free_since": None}
+class Stopwatch:
+    """Seconds spent in each named part of a run's bookkeeping, for its status."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, part: str):
+        started = time.time()
+        try:
+            yield
+        finally:
+            self.seconds[part] = time.time() - started
+
+
+@dataclasses.dataclass
+class Measured:
+    """What a run measured: its workload, warm-up and measured windows, the config it ran with (a smaller batch
+    after an out-of-memory), when its first step began, and the device's neighbours and clock before it."""
+
+    work: Workload
+    warmup: Window
+    window: Window
+    cfg: RunConf
+    first_step: float
+    neighbours: dict[str, Any]
+    clock: dict[str, Any]
+
+    def seconds(self) -> dict[str, float]:
+        """The warm-up's and the window's seconds, and those since the window ended."""
+        since = time.time() - (self.window.ended_at or time.time())
+        return {"warmup_s": self.warmup.seconds, "window_s": self.window.seconds, "records_s": since}
 
 
 def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
     """Run `spec`, write its records to `run_dir`, and return its summary; failures are recorded, then raised.
 
     `launch` (how many jobs ran at once, the job id, host and log) goes into every status the run writes; its
-    `forked_at` (unix time), where a job forked this process for the run, is where the run's start-up begins.
-    A run starts over from scratch: an earlier start's step rows and summary are removed first.
+    `ready_since` (unix time: the run's fork, or the end of the run before it in this process) is where the run's
+    start-up begins, else this process's start. A run starts over from scratch: an earlier start's step rows and
+    summary are removed first.
     """
-    with interrupted_once():
-        try:
-            return _execute(spec, run_dir, tracker_id, launch)
-        finally:
-            _PROCESS["free_since"] = time.time()
-
-
-def _execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> Summary:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cfg = spec.config
-    launch = dict(launch)
-    # When this process was ready for this run: its fork (by the forking job's clock), the previous run's end in
-    # this process, or the process's start.
-    ready_since = launch.pop("forked_at", None) or _PROCESS["free_since"] or process_started_at() or time.time()
-    history = records.read_status(run_dir, move_aside=True).history()
-    launch |= {"tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
-    records.write_status(run_dir, records.RUNNING, **launch)
+    ready_since = launch.get("ready_since") or process_started_at() or time.time()
+    launch = started(run_dir, tracker_id, launch)
+    clock = Stopwatch()
     try:
-        for stale in (records.STEPS, records.SUMMARY, records.PROFILE):
-            (run_dir / stale).unlink(missing_ok=True)
-        records.write_json(run_dir / records.CONFIG, spec.record())
-        device = resolve_device(cfg.device)
-        found = checks.problems(cfg)
-        if found:
-            raise ValueError("; ".join(found))
-        backend = configure_backends(cfg)
-        records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
-        before, clock_start = neighbours(device), clocks(device)
-        work, warmup, cfg, first_step = fit(cfg, device)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        window = run_window(work, cfg.warmup_steps, cfg.steps, device)
-        counting = time.time()
-        extra = {
-            # Counted in one more step after the window, under CUDA's sync debug mode (None: a CPU has no device).
-            "host_syncs_per_step": count_host_syncs(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock()), device),
-            # Other processes on the run's GPU before and after measuring: such a run shared its device.
-            "neighbours": {"start": before, "end": neighbours(device)},
-            # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
-            "clocks": {"start": clock_start, "end": clocks(device)},
-            # One more step's FLOPs, counted (never timed) after the window.
-            "flops_per_step": count_flops(lambda: work.step(cfg.warmup_steps + cfg.steps, NoClock())),
-        }
-        summarizing = time.time()
-        counted_s = summarizing - counting
-        summary = summarize(work, window, device, extra)
-        summarized_s = time.time() - summarizing
-        if cfg.profile:
-            profile_steps(work, cfg.warmup_steps + cfg.steps + 1, device, run_dir / records.PROFILE)
-        rows = [{**r, "warmup": True} for r in warmup.rows] + [{**r, "warmup": False} for r in window.rows]
-        writing = time.time()
-        records.write_steps(run_dir / records.STEPS, rows)
-        records.write_json(run_dir / records.SUMMARY, summary.to_json())
-        written_s = time.time() - writing
+        device = prepare(spec, run_dir)
+        measured = measure(spec.config, device)
+        with clock("counted_s"):
+            extra = probe(measured, device, run_dir)
+        with clock("summarized_s"):
+            summary = summarize(measured.work, measured.window, device, extra)
+        with clock("written_s"):
+            rows = write(run_dir, measured, summary)
         outcome_known()
-        finished = records.now()
-        timing = {
-            "startup_s": first_step - ready_since,
-            "warmup_s": warmup.seconds,
-            "window_s": window.seconds,
-            "records_s": time.time() - (window.ended_at or time.time()),
-            "counted_s": counted_s,
-            "summarized_s": summarized_s,
-            "written_s": written_s,
-        }
-        records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
-    except (KeyboardInterrupt, SystemExit) as error:
-        # Cancelled, preempted or requeued: nothing is wrong with the run, and it will run again.
-        outcome_known()
-        interrupted = {"type": type(error).__name__, "at": records.now()}
-        records.write_status(run_dir, records.PENDING, interrupted=interrupted, **launch)
+        timing = {"startup_s": measured.first_step - ready_since, **measured.seconds(), **clock.seconds}
+        finished = done(run_dir, launch, timing)
+    except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
+        interrupted(run_dir, launch, error)
         raise
     except Exception as error:
-        outcome_known()
-        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
-        finished = records.now()
-        records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
-        failed = {"error": failure.type, "error_message": failure.message[:1000]}
-        warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], failed, failed=True)
-        if warnings:
-            records.write_status(
-                run_dir, records.FAILED, finished_at=finished, error=failure, warnings=warnings, **launch
-            )
+        failed(spec, run_dir, tracker_id, launch, error)
         raise
-    # The run is done, whatever W&B does now. It starts only now: its service process must not share the host
-    # with the timed steps; and it gets tracker.timeout_s, past which it is left behind with a warning.
-    tracking = time.time()
-    warnings = track(cfg.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
-    if cfg.tracker.mode != "disabled":
-        timing["wandb_s"] = time.time() - tracking
-        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, timing=timing, **launch)
+    tracked(spec, run_dir, tracker_id, launch, rows, summary, finished, timing)
     return summary
+
+
+def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
+    """Record the run running; what every later status of it repeats (how it was launched, its earlier attempts)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    history = records.read_status(run_dir, move_aside=True).history()
+    launch = {k: v for k, v in launch.items() if k != "ready_since"}
+    launch |= {"tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
+    records.write_status(run_dir, records.RUNNING, **launch)
+    return launch
+
+
+def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
+    """Clear an earlier start's records, record the config, check it, set up the backends and record the
+    environment: the device the run measures on."""
+    for stale in (records.STEPS, records.SUMMARY, records.PROFILE):
+        (run_dir / stale).unlink(missing_ok=True)
+    records.write_json(run_dir / records.CONFIG, spec.record())
+    device = resolve_device(spec.config.device)
+    wrong = checks.problems(spec.config)
+    if wrong:
+        raise ValueError("; ".join(wrong))
+    backend = configure_backends(spec.config)
+    records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
+    return device
+
+
+def measure(cfg: RunConf, device: torch.device) -> Measured:
+    """Build and warm up the workload, then time its measured window."""
+    before, clock_start = neighbours(device), clocks(device)
+    work, warmup, cfg, first_step = warmed_up(cfg, device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    window = run_window(work, cfg.warmup_steps, cfg.steps, device)
+    return Measured(work, warmup, window, cfg, first_step, before, clock_start)
+
+
+def probe(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
+    """What is counted after the window, never timed: the summary's extra fields (and a profile, if asked)."""
+    work, cfg = measured.work, measured.cfg
+    after = cfg.warmup_steps + cfg.steps
+    extra = {
+        # Counted in one more step, under CUDA's sync debug mode (None: a CPU has no device).
+        "host_syncs_per_step": count_host_syncs(lambda: work.step(after, NoClock()), device),
+        # Other processes on the run's GPU before and after measuring: such a run shared its device.
+        "neighbours": {"start": measured.neighbours, "end": neighbours(device)},
+        # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
+        "clocks": {"start": measured.clock, "end": clocks(device)},
+        # One more step's FLOPs, counted.
+        "flops_per_step": count_flops(lambda: work.step(after, NoClock())),
+    }
+    if cfg.profile:
+        profile_steps(work, after + 1, device, run_dir / records.PROFILE)
+    return extra
+
+
+def write(run_dir: Path, measured: Measured, summary: Summary) -> list[dict[str, Any]]:
+    """Write the step rows (warm-up ones marked) and the summary; the rows."""
+    rows = [{**r, "warmup": True} for r in measured.warmup.rows]
+    rows += [{**r, "warmup": False} for r in measured.window.rows]
+    records.write_steps(run_dir / records.STEPS, rows)
+    records.write_json(run_dir / records.SUMMARY, summary.to_json())
+    return rows
+
+
+def done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float]) -> str:
+    """Record the run done, with where its time went; when it finished."""
+    finished = records.now()
+    records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
+    return finished
+
+
+def interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
+    """Record the run pending again: cancelled, preempted or requeued, it will run again."""
+    outcome_known()
+    how = {"type": type(error).__name__, "at": records.now()}
+    records.write_status(run_dir, records.PENDING, interrupted=how, **launch)
+
+
+def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
+    """Record the run failed, with its error (and a known torch issue it matches), and tell W&B."""
+    outcome_known()
+    cfg = spec.config
+    failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
+    finished = records.now()
+    records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
+    message = {"error": failure.type, "error_message": failure.message[:1000]}
+    warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], message, failed=True)
+    if warnings:
+        records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, warnings=warnings, **launch)
+
+
+def tracked(
+    spec: RunSpec,
+    run_dir: Path,
+    tracker_id: str,
+    launch: dict[str, Any],
+    rows: list[dict[str, Any]],
+    summary: Summary,
+    finished: str,
+    timing: dict[str, float],
+) -> None:
+    """Stream the done run to W&B. It starts only now: its service process must not share the host with the timed
+    steps; and it gets tracker.timeout_s, past which it is left behind with a warning."""
+    tracking = time.time()
+    warnings = track(spec.config.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
+    if spec.config.tracker.mode != "disabled":
+        timing = {**timing, "wandb_s": time.time() - tracking}
+        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, timing=timing, **launch)

@@ -1,6 +1,6 @@
 """Seconds to expand, validate and write the plan of a large grid (no run is started).
 
-    python -m bench.plan_scale [--runs 10000] [--repeats 3]
+    python -m bench.plan_scale [--runs 10000] [--repeats 3] [--hydra N]
 
 The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, cut to --runs.
 Prints the median over --repeats of: expanding and composing every run's config (build_plan),
@@ -8,6 +8,8 @@ checking them (validate; the one-time import of timm and torchvision to list mod
 timed apart, on the first repeat), and writing the sweep folder's manifest and each run's
 config record (what a launch writes before it submits); then `status` of that sweep, in this
 process and as the command `perfsweep status SWEEP_DIR` (a new process: its start included).
+--hydra N also composes the grid's first N runs the plain way, each by Hydra in full (what sweeps/compose.py's
+fast path must equal, and what it saves), once.
 """
 
 import argparse
@@ -21,6 +23,7 @@ from pathlib import Path
 from launcher import sweepdir
 from launcher.status import render
 from launcher.validate import validate
+from sweeps import compose
 from sweeps.plan import Plan, build_plan
 from train.checks import problems as run_problems
 
@@ -49,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--hydra", type=int, default=0, metavar="N", help="compose N runs by Hydra in full too")
     args = parser.parse_args()
     seeds = max(1, args.runs // PER_SEED)
     overrides = [*AXES, f"seed=range(0,{seeds})", "repeats=1"]  # one run per configuration: --runs of them
@@ -81,6 +85,11 @@ def main() -> None:
                 f"{'total':<14} {total:6.2f} s   (plan + validate + write; + {first_check - times['validate'][0]:.2f}"
                 " s once, importing timm and torchvision to list models)"
             )
+    if args.hydra:
+        runs = compose.expand(overrides)[: args.hydra]
+        seconds, (configs, errors) = timed(compose.compose_all, runs, reuse=False)
+        assert len(configs) == len(runs) and not errors, errors
+        print(f"{'hydra':<14} {seconds:6.2f} s   ({len(runs)} runs, each composed by Hydra in full, once)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ plain values set, each distinct value validated and converted once by OmegaConf
 against the node it lands in, as Hydra itself applies a value override (OmegaConf.update).
 A run with anything else (an added or deleted key, an option file with its own defaults list or
 package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
+
+Why the fast path stays (`python -m bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD EPYC VM, Python
+3.11): Hydra alone composed 1,000 runs in 93 and 97 s (two tries; about 15 minutes for 10,000); this module
+planned them in 0.15 s, and 10,000 in 0.53 s (build_plan, composition and run specs together).
 """
 
 import copy

@@ -19,11 +19,12 @@ def bench(script: str, *args: str) -> str:
     return out.getvalue()
 
 
-def test_plan_scale_bench_prints_its_stages():
-    out = bench("plan_scale.py", "--runs", "100", "--repeats", "1")
+def test_plan_scale_bench_prints_its_stages_and_hydras_own_composition_on_request():
+    out = bench("plan_scale.py", "--runs", "100", "--repeats", "1", "--hydra", "3")
     assert out.startswith("100 runs, median of 1")
-    stages = ("plan", "validate", "write", "total", "status", "status command")
+    stages = ("plan", "validate", "write", "total", "status", "status command", "hydra")
     assert [line.split("  ")[0] for line in out.splitlines()[1:]] == list(stages)
+    assert "(3 runs, each composed by Hydra in full, once)" in out
 
 
 def test_overhead_bench_prints_both_loops_and_their_ratio():

@@ -138,7 +138,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     base = [o for o in overrides if o != AUTO]
     began = time.monotonic()
     try:
-        first = build_plan([*base, "repeats=1"], strict=False)
+        first = build_plan([*base, "repeats=1"], partial=True)
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
@@ -154,7 +154,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     looks = rounds.schedule(auto.max_runs)
     failed, found, capped = False, None, f"{auto.max_runs} runs per configuration (auto.max_runs)"
     for k in looks:
-        plan = build_plan([*base, f"repeats={k}"], strict=False)
+        plan = build_plan([*base, f"repeats={k}"], partial=True)
         status = launch_plan(lambda plan=plan: plan, argv, show=False)
         if status not in (0, 1):
             return status
@@ -184,7 +184,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if AUTO in overrides:
         return launch_rounds(overrides, args.argv)
-    return launch_plan(lambda: build_plan(overrides, strict=False), args.argv)
+    return launch_plan(lambda: build_plan(overrides, partial=True), args.argv)
 
 
 def show_status(args: argparse.Namespace) -> int:

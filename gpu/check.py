@@ -242,7 +242,7 @@ def plan_step(step: Step) -> tuple[float, list[str]]:
     from train.checks import problems
 
     try:
-        plan = build_plan(step.sweep, strict=True)
+        plan = build_plan(step.sweep)
     except PlanError as error:
         return 0.0, error.problems
     found = validate(plan, lambda cfg, _here: problems(cfg, on_this_host=False))

@@ -102,7 +102,7 @@ def warn(message: str) -> None:
     print(f"perfsweep: warning: {message}", file=sys.stderr)
 
 
-class Follower:
+class Dispatcher:
     """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
 
     def __init__(
@@ -271,21 +271,21 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     mode = isolation(conf)
     warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
     pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
-    follower = Follower(sweep_dir, executor, conf.name, pack, Progress(len(runs)), [] if warm else gpus)
+    dispatcher = Dispatcher(sweep_dir, executor, conf.name, pack, Progress(len(runs)), [] if warm else gpus)
     queue = collections.deque(([runs] if runs else []) if warm else packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with in_snapshot(code):
         job_ids = (
             []
             if backend.on_this_host or not queue
-            else follower.submit(list(queue), max_array_size(conf.max_array_size))
+            else dispatcher.submit(list(queue), max_array_size(conf.max_array_size))
         )
         if not backend.on_this_host:
             queue.clear()
         if wait:
             try:
-                follower.run(queue, conf.parallelism, conf.poll_s or POLL_S[backend.on_this_host])
+                dispatcher.run(queue, conf.parallelism, conf.poll_s or POLL_S[backend.on_this_host])
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
-                    follower.cancel()
-    return Outcome(follower.states, skipped, sorted(busy), job_ids, followed=wait)
+                    dispatcher.cancel()
+    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=wait)

@@ -84,20 +84,22 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def strict(value: Any) -> Any:
+def non_finite_as_none(value: Any) -> Any:
     """`value` with every NaN or infinite float as None: JSON has no NaN (Python writes a non-standard `NaN`
     that other readers refuse)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
+        return {k: non_finite_as_none(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [strict(v) for v in value]
+        return [non_finite_as_none(v) for v in value]
     return value
 
 
 def write_json(path: Path, obj: Any) -> None:
-    atomic_write(path, json.dumps(strict(obj), indent=2, sort_keys=True, default=str, allow_nan=False).encode())
+    atomic_write(
+        path, json.dumps(non_finite_as_none(obj), indent=2, sort_keys=True, default=str, allow_nan=False).encode()
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -84,20 +84,6 @@ def _set(config: Any, key: str, value: Any) -> None:
         setattr(config, leaf, value)
 
 
-def _clone(value: Any) -> Any:
-    """A copy of a config's dataclasses, lists and dicts (its leaves are immutable): deepcopy without its memo."""
-    if dataclasses.is_dataclass(value):
-        new = copy.copy(value)
-        for f in dataclasses.fields(value):
-            setattr(new, f.name, _clone(getattr(value, f.name)))
-        return new
-    if isinstance(value, list):
-        return [_clone(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
-    return value
-
-
 @functools.cache
 def _simple_option(group: str, option: Any) -> bool:
     """An option file that only fills its group's node: no defaults list, no package of its own."""
@@ -162,7 +148,7 @@ class Composer:
         key = (name, choice, tuple((s.key, repr(s.value)) for s in settings))
         if key not in self.nodes:
             validator, node = self._option(name, choice) if choice else (self.base, getattr(self.base_config, name))
-            holder = {name: _clone(node) if settings else node}
+            holder = {name: copy.deepcopy(node) if settings else node}
             for setting in settings:
                 _set(holder, setting.key, self._value(validator, choice, setting))
             self.nodes[key] = holder[name]

@@ -46,7 +46,7 @@ class Plan:
     sweep_dir: Path
     runs: tuple[RunSpec, ...]
     origins: dict[str, str] = dataclasses.field(default_factory=dict)  # config key -> what set it
-    problems: tuple[str, ...] = ()  # runs that did not compose (build_plan with strict=False)
+    problems: tuple[str, ...] = ()  # runs that did not compose (a partial build_plan)
 
     def explain(self, problem: str) -> str:
         """`problem`, with where the value it names was set (the command line, a sweep file, a default)."""
@@ -250,10 +250,10 @@ def _parse_reason(override: str, error: OverrideParseException) -> str:
     return " ".join(line.strip() for line in lines) or "Hydra's parser refused it"
 
 
-def build_plan(overrides: list[str], strict: bool = True) -> Plan:
+def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
-    A run that does not compose raises PlanError; with strict=False the plan keeps the runs that do and
+    A run that does not compose raises PlanError; a `partial` plan keeps the runs that do and
     carries the errors in `problems`, so they are reported with every other problem of the sweep.
     """
     unreadable = unreadable_overrides(overrides)
@@ -264,7 +264,7 @@ def build_plan(overrides: list[str], strict: bool = True) -> Plan:
     configs, errors = compose_runs(expand(overrides), sources)
     configs, unsized = with_default_sizes(configs)
     errors += unsized
-    if errors and (strict or not configs):
+    if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)
     varying = [

@@ -13,24 +13,11 @@ from conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
 
-def as_dict(value: Any) -> Any:
-    """A config's dataclasses as plain dicts (dataclasses.asdict without its deep copies: leaves are immutable)."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: as_dict(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, list | tuple):
-        return [as_dict(v) for v in value]
-    if isinstance(value, dict):
-        return {k: as_dict(v) for k, v in value.items()}
-    return value
-
-
 def run_fields(config: Config) -> dict[str, Any]:
     """The fields that define what a run measures: those its workload reads (no launcher, tracker or sweep
     settings, and not the workload's declaration, which is not a setting)."""
-    reads = config.workload.reads
-    fields = {
-        name: as_dict(getattr(config, name)) for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads
-    }
+    reads, whole = config.workload.reads, dataclasses.asdict(config)
+    fields = {name: whole[name] for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads}
     fields["workload"] = {k: v for k, v in fields["workload"].items() if k not in DECLARATION}
     return fields
 
@@ -159,7 +146,7 @@ class RunSpec:
 
     def record(self) -> dict[str, Any]:
         """What a run folder's config.json holds (and its line of the sweep's runs.jsonl)."""
-        return {**self._record(), "config": as_dict(self.config)}
+        return {**self._record(), "config": dataclasses.asdict(self.config)}
 
     def record_line(self) -> str:
         """The record as one JSON line, as records.json_line writes it."""

@@ -180,7 +180,7 @@ def test_an_inference_step_records_no_grad_in_eval_mode_and_the_subclass_still_s
     work = make_workload(spec.config, torch.device(DEVICE))
     for index in range(2):
         assert work.step(index, NoClock()) is None, "no loss: nothing to read back"
-    model = work.t.model
+    model = work.trainer.model
     assert not model.training and all(p.grad is None for p in model.parameters())
     assert work.summary(1.0)["output_type"] == output_type(input_type)
 

@@ -74,11 +74,11 @@ class TrainStep(Workload):
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)
-        self.t = build(cfg, device)
+        self.trainer = build(cfg, device)
         self.output_type: type | None = None
 
     def step(self, index: int, clock: StepClock) -> torch.Tensor:
-        t = self.t
+        t = self.trainer
         clock.start()
         x, y = t.batches[index % len(t.batches)]
         x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))
@@ -98,7 +98,7 @@ class TrainStep(Workload):
 
     def summary(self, steps_per_s: float) -> dict[str, Any]:
         output = self.output_type.__name__ if self.output_type else ""
-        params = sum(p.numel() for p in self.t.model.parameters())
+        params = sum(p.numel() for p in self.trainer.model.parameters())
         batch = self.cfg.model.batch_size
         return {"samples_per_s": steps_per_s * batch, "output_type": output, "params": params, "batch_size": batch}
 
@@ -116,10 +116,10 @@ class InferStep(TrainStep):
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)
-        self.t.model.eval()
+        self.trainer.model.eval()
 
     def step(self, index: int, clock: StepClock) -> None:
-        t = self.t
+        t = self.trainer
         clock.start()
         x, _ = t.batches[index % len(t.batches)]
         x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))

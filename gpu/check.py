@@ -4,7 +4,7 @@
     STAGE: tests, seeds, bench, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
 tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
-seeds    sweep=subclass_gpu, seed000_subclass, seed001_sampler, seed003_nested and seed000_followup at their
+seeds    sweep=subclass_gpu, subclass_slowdown, sampler_nonzero, nested_tensor and subclass_followups at their
          published (GPU) sizes, steps trimmed to fit (sizes never): each one's table and its published
          side-by-side table
 bench    bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and subclass)
@@ -78,7 +78,7 @@ BUDGET_S = 8 * 60  # what one stage may take
 STAGE_LIMIT_S = 9 * 60
 TABLE_AFTER_LIMIT_S = 30  # what a table of the runs before it may still take once the stage's limit is spent
 # the three headline tables first: a stage cut short by --limit still has them, and --resume runs the rest
-SEED_SWEEPS = ("subclass_gpu", "seed000_subclass", "seed001_sampler", "seed003_nested", "seed000_followup")
+SEED_SWEEPS = ("subclass_gpu", "subclass_slowdown", "sampler_nonzero", "nested_tensor", "subclass_followups")
 TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # The compile modes, the one that compiles longest (it benchmarks kernels) last: a stage cut short by --limit keeps
 # the modes before it. --step compile-max_autotune gives that one a whole limit to time its kernels, which a later
@@ -192,7 +192,7 @@ def bench_steps(out: Path) -> list[Step]:
 def compile_steps(out: Path) -> list[Step]:
     """The compile stage: each mode a step of its own into one sweep folder, then their table side by side."""
     # on a plain Tensor (each compile of ResNet50's step takes about a minute on an H100: four input types would
-    # take four times as long; seed000_followup compiles the subclass)
+    # take four times as long; subclass_followups compiles the subclass)
     compiled = ["sweep=subclass_gpu", "input_type=tensor", f"sweep_name={COMPILE_SWEEP}"]
     compiled += [f"{k}={v}" for k, v in TRIMMED.items()]
     modes = [sweep_step(f"compile-{mode}", [*compiled, f"compile={mode}"], out) for mode in COMPILE_MODES]

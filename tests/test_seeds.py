@@ -13,11 +13,18 @@ from train import checks, fastai_parts
 from train.known_issues import known_issue
 
 KNOWN = "pytorch/pytorch#193932"  # torch.compile given a pass-through subclass (train/known_issues.py)
-SWEEPS = ["seed000_t4", "seed000_subclass", "seed000_followup", "seed001_sampler", "seed002_batching", "seed003_nested"]
+SWEEPS = [
+    "subclass_slowdown_t4",
+    "subclass_slowdown",
+    "subclass_followups",
+    "sampler_nonzero",
+    "loops_vs_broadcasting",
+    "nested_tensor",
+]
 
 
 def needs_fastai(sweep: str) -> None:
-    if sweep == "seed000_t4" and not fastai_parts.installed() and not os.environ.get("CI"):
+    if sweep == "subclass_slowdown_t4" and not fastai_parts.installed() and not os.environ.get("CI"):
         pytest.skip("fastai is not installed here (requirements-fastai.txt); CI installs it")
 
 
@@ -62,9 +69,9 @@ def test_fastai_parts_are_refused_clearly_without_fastai(monkeypatch):
 
 def test_a_scale_the_sweep_lacks_names_its_scales():
     with pytest.raises(
-        ValueError, match="scale='tiny' is not a scale of sweep seed001_sampler; its scales: full, cpu, smoke"
+        ValueError, match="scale='tiny' is not a scale of sweep sampler_nonzero; its scales: full, cpu, smoke"
     ):
-        build_plan(["sweep=seed001_sampler", "scale=tiny"])
+        build_plan(["sweep=sampler_nonzero", "scale=tiny"])
 
 
 def test_a_known_issue_is_told_by_its_message_and_the_runs_it_can_stop():

@@ -23,8 +23,8 @@ def _compiled_pass_through_subclass(cfg: RunConf) -> bool:
 
 KNOWN_ISSUES = (
     # torch.compile (Inductor, aot_eager) given a Tensor subclass without __torch_dispatch__; seen on torch
-    # 2.11 and 2.13-2.14 on a CPU, but not on an H100 with torch 2.11 and Inductor, which compiled seed000_followup's
-    # subclass runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/); the issue reports it on CUDA too
+    # 2.11 and 2.13-2.14 on a CPU, but not on an H100 with torch 2.11 and Inductor, which compiled the subclass runs
+    # of subclass_followups (results/nvidia-h100-80gb-hbm3-torch2.11.0/); the issue reports it on CUDA too
     KnownIssue("pytorch/pytorch#193932", "Multiple dispatch failed for", _compiled_pass_through_subclass),
 )
 

@@ -2,13 +2,52 @@
 
 Every axis is a config group under conf/ whose yaml files are validated against
 the dataclass of that group; a wrong type in any field fails at composition with
-the field's full key.
+the field's full key, and so does a value outside a closed set (the enums below), naming the ones allowed.
 """
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+
+
+class MemoryFormat(enum.StrEnum):
+    """The memory format of the model and its input."""
+
+    contiguous = "contiguous"
+    channels_last = "channels_last"
+
+
+class LauncherName(enum.StrEnum):
+    """The submitit executor: a process per job here, every run in the launcher's process, or Slurm."""
+
+    local = "local"
+    debug = "debug"
+    slurm = "slurm"
+
+
+class Isolation(enum.StrEnum):
+    """How each run gets its own process: forked from a warm job, or a new interpreter per job."""
+
+    fork = "fork"
+    spawn = "spawn"
+
+
+class TrackerMode(enum.StrEnum):
+    """W&B's mode."""
+
+    offline = "offline"
+    online = "online"
+    disabled = "disabled"
+
+
+class Order(enum.StrEnum):
+    """The order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)."""
+
+    interleaved = "interleaved"
+    shuffled = "shuffled"
+    grouped = "grouped"
 
 
 @dataclass
@@ -24,7 +63,7 @@ class ModelConf:
 
 @dataclass
 class MemoryFormatConf:
-    name: str = "contiguous"  # "contiguous" or "channels_last" (model and input both)
+    name: MemoryFormat = MemoryFormat.contiguous
 
 
 @dataclass
@@ -96,7 +135,7 @@ DECLARATION = ("reads", "axes", "sizes", "baseline")
 
 @dataclass
 class LauncherConf:
-    name: str = "local"  # submitit executor: "local" (a process per job), "debug" (in-process) or "slurm"
+    name: LauncherName = LauncherName.local
     parallelism: int = 1  # jobs at once (Slurm: the array's %N); on one machine, concurrent runs distort timings
     # Each run's time limit on this host (local, debug), from its start: a run that reaches it is stopped and
     # recorded failed (RunTimeout); the sweep goes on. Slurm: the job's --time (a pack of runs_per_job runs),
@@ -108,7 +147,7 @@ class LauncherConf:
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
     # How each run gets its own process. fork: the job imports torch & co once and forks a child per run (local:
     # one job for the sweep); spawn: a new interpreter per job. None: fork where the platform has it (Linux).
-    isolation: str | None = None
+    isolation: Isolation | None = None
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
@@ -128,7 +167,7 @@ class LauncherConf:
 
 @dataclass
 class TrackerConf:
-    mode: str = "offline"  # W&B mode: "offline", "online" or "disabled"
+    mode: TrackerMode = TrackerMode.offline
     project: str = "perfsweep"  # W&B project
     entity: str | None = None  # W&B entity (user or team); None: the key's default
     system_metrics: bool = False  # W&B's sampler of system metrics runs beside the timed loop
@@ -181,7 +220,7 @@ class Config(RunConf):
     # command line runs rounds until the sweep's comparisons are decided (auto.*: the target and the caps).
     repeats: int = 3
     auto: AutoConf = field(default_factory=AutoConf)
-    order: str = "interleaved"  # run order: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
+    order: Order = Order.interleaved
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 
 

@@ -34,9 +34,6 @@ def pinned_gpus(conf: LauncherConf) -> list[int]:
     return [0] if conf.gpus_per_node is None and local_gpus() else []
 
 
-ISOLATIONS = ("fork", "spawn")
-
-
 def isolation(conf: LauncherConf) -> str:
     """How a job's runs get their own process: fork (from the warm job), or spawn (the job's own process, a
     new interpreter per job); launcher.isolation, else fork where the platform has it. A debug job runs in

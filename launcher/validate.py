@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conf.schema import LauncherConf, RunConf
 from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS, ISOLATIONS, UNLIMITED_MIN, cluster_max_array_size, isolation
+from launcher.executor import BACKENDS, UNLIMITED_MIN, cluster_max_array_size, isolation
 from sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
@@ -56,9 +56,7 @@ SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 def launcher_problems(conf: LauncherConf) -> list[str]:
     found = control_characters(conf)
     missing = [command for command in SLURM_COMMANDS if not shutil.which(command)]
-    if conf.name not in BACKENDS:
-        found.append(f"launcher.name={conf.name!r} is not one of: {', '.join(BACKENDS)}")
-    elif not BACKENDS[conf.name].on_this_host and missing:
+    if not BACKENDS[conf.name].on_this_host and missing:
         found.append(
             f"launcher={conf.name} needs Slurm's commands ({', '.join(SLURM_COMMANDS)}) on PATH; not found here: "
             f"{', '.join(missing)}"
@@ -68,7 +66,7 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
             cluster_max_array_size()
         except ValueError as error:
             found.append(str(error))
-    if conf.name in BACKENDS and BACKENDS[conf.name].on_this_host and conf.wait is False:
+    if BACKENDS[conf.name].on_this_host and conf.wait is False:
         found.append(
             f"launcher.wait=false with launcher={conf.name}: its runs run under this launcher, which follows them to "
             "their end; wait=false is for launcher=slurm, whose jobs outlive the launcher"
@@ -95,9 +93,7 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
             f"launcher.gpus={conf.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
             "launcher.gpus=[0,1]"
         )
-    if conf.isolation not in (None, *ISOLATIONS):
-        found.append(f"launcher.isolation={conf.isolation!r} is not one of: {', '.join(ISOLATIONS)} (or null: auto)")
-    elif conf.isolation == "fork" and not hasattr(os, "fork"):
+    if conf.isolation == "fork" and not hasattr(os, "fork"):
         found.append("launcher.isolation=fork needs os.fork, which this platform lacks: use launcher.isolation=spawn")
     if conf.poll_s is not None and conf.poll_s <= 0:
         found.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")

@@ -8,7 +8,7 @@ import torch
 
 from conf.schema import RunConf
 from train import fastai_parts
-from train.build import ALGORITHMS, LOSSES, MEMORY_FORMATS, MODEL_SOURCES, OPTIMIZERS, build
+from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from train.inputs import INPUT_TYPES
 from train.timing import StepClock
 from train.workloads import WORKLOADS, Workload
@@ -43,7 +43,6 @@ def model_problems_of(cfg: RunConf) -> list[str]:
     """What both model workloads check: a known model, memory format and input type (fastai's where they need
     it), positive sizes."""
     found = list(model_problems(cfg.model.source, cfg.model.name))
-    found += choice("memory_format", cfg.memory_format.name, list(MEMORY_FORMATS))
     found += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
     if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
         found += fastai_parts.missing(f"input_type={cfg.input_type.name}")

@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 from analysis import evidence, machines
 from analysis.groups import Configuration, measures, round_of
 from analysis.render import Column, View
-from records import DONE, FAILED, RunRecord, load_sweep
+from records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
@@ -42,7 +42,8 @@ SPEEDUP = (
 
 
 def published_for(sweep: str) -> dict[str, Any] | None:
-    path = PUBLISHED_DIR / f"{sweep}.yaml"
+    """The published figures of the sweep named `sweep` (or by its earlier name), if it has any."""
+    path = PUBLISHED_DIR / f"{sweep_file_name(sweep)}.yaml"
     return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
 
 

@@ -61,13 +61,21 @@ from records.status import (
     save_status,
     write_status,
 )
-from records.sweep import planned_runs, read_manifest, record_jobs, repair, submitted_jobs, write_planned
+from records.sweep import (
+    planned_runs,
+    read_manifest,
+    record_jobs,
+    repair,
+    submitted_jobs,
+    sweep_file_name,
+    write_planned,
+)
 
 __all__ = [
     "CONFIG", "ENV", "JOBS", "PROFILE", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
-    "read_steps", "unwritable", "write_json", "write_jsonl", "write_steps",
+    "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
     "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",

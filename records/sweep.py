@@ -30,6 +30,22 @@ from records.files import (
 )
 from records.status import read_status
 
+# Sweep files that had other names. A sweep keeps the name it was launched under (its folder, its records, the
+# command a resume replays); this gives the file it reads now.
+RENAMED_SWEEPS = {
+    "seed000_subclass": "subclass_slowdown",
+    "seed000_t4": "subclass_slowdown_t4",
+    "seed000_followup": "subclass_followups",
+    "seed001_sampler": "sampler_nonzero",
+    "seed002_batching": "loops_vs_broadcasting",
+    "seed003_nested": "nested_tensor",
+}
+
+
+def sweep_file_name(name: str) -> str:
+    """The name of the sweep file (and published figures) that the sweep named `name` reads now."""
+    return RENAMED_SWEEPS.get(name, name)
+
 
 @dataclasses.dataclass(frozen=True)
 class Baseline:

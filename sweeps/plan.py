@@ -20,6 +20,7 @@ from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
 from conf.schema import Config
+from records import sweep_file_name
 from sweeps import compose
 from sweeps.compose import Setting
 from sweeps.models import expand_model_sets, with_default_sizes
@@ -28,7 +29,6 @@ from sweeps.spec import RunSpec, safe_name
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
 SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order")
-ORDERS = ("interleaved", "shuffled", "grouped")
 
 
 class PlanError(ValueError):
@@ -70,7 +70,7 @@ def _as_overrides(params: dict | None) -> list[str]:
 
 def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:
     """The overrides of each grid that sweep file `name` stands for, at `scale`."""
-    path = SWEEPS_DIR / f"{name}.yaml"
+    path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
     if safe_name(name) != name or not path.is_file():
         raise PlanError([f"unknown sweep {name!r} (sweep={name}); available: {', '.join(available_sweeps())}"])
     sweep = OmegaConf.to_container(OmegaConf.load(path))
@@ -104,7 +104,7 @@ def origins(overrides: list[str]) -> dict[str, str]:
     name = _chosen(parser, overrides, "sweep", Config.sweep)
     scale = _chosen(parser, overrides, "scale", Config.scale)
     found: dict[str, str] = {}
-    path = SWEEPS_DIR / f"{name}.yaml"
+    path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
     sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
         found.update({_key(o): f"sweeps/{name}.yaml" for o in _as_overrides(grid)})
@@ -202,8 +202,6 @@ def replicated(configs: list[Config]) -> list[Config]:
         ]
         if not good
     ]
-    if settings.order not in ORDERS:
-        problems.append(f"order={settings.order!r} is not one of: {', '.join(ORDERS)}")
     if problems:
         raise PlanError(problems)
     rounds = [

@@ -127,3 +127,13 @@ def test_run_ids_and_records_are_the_plain_json_of_what_a_run_measures():
         canonical = json.dumps(run_fields(spec.config), sort_keys=True, default=str)
         assert spec.run_id == hashlib.sha1(canonical.encode()).hexdigest()[:12]
         assert json.loads(spec.record_line()) == spec.record() and spec.record_line() == json_line(spec.record())
+
+
+def test_a_sweep_launched_under_its_earlier_name_plans_as_it_did():
+    """A sweep keeps the name it was launched under: a resume replays `sweep=seed000_subclass`."""
+    old, new = (
+        build_plan(["sweep=seed000_subclass", "device=cpu"]),
+        build_plan(["sweep=subclass_slowdown", "device=cpu"]),
+    )
+    assert [r.run_id for r in old.runs] == [r.run_id for r in new.runs]
+    assert old.sweep_dir.name == "seed000_subclass" and new.sweep_dir.name == "subclass_slowdown"

@@ -110,3 +110,7 @@ def test_ours_gives_each_side_the_time_the_table_gives_its_configuration():
     assert shown == f"{subclass:.3g} / {tensor:.3g} ms (3 / 3 runs)"
     table_ms = {c.first.axes["input_type"]: c.median("step") for c in configurations(runs)}
     assert table_ms == pytest.approx({"tensor": tensor, "subclass": subclass})
+
+
+def test_a_sweep_recorded_under_its_earlier_name_still_finds_its_published_figures():
+    assert published.published_for("seed000_subclass") == published.published_for("subclass_slowdown") is not None

@@ -10,7 +10,7 @@ from conf.schema import PrecisionConf, RunConf
 from train import precision
 from train.build import resolve_device
 from train.catalog import WORKLOADS
-from train.step import choice
+from train.registry import choice
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 

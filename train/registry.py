@@ -1,10 +1,17 @@
 """A registry of named plugins (input types, workloads): one decorator to add one, a clear error for a name
-that is unknown or taken."""
+that is unknown or taken, and the problem a config check reports for a value outside its choices."""
 
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def choice(what: str, value: object, allowed) -> list[str]:
+    """A problem if `value` is not one of `allowed`, naming them."""
+    if value in allowed:
+        return []
+    return [f"{what}={value!r} is not one of: {', '.join(str(a) for a in allowed)}"]
 
 
 class Registry(dict[str, T]):

@@ -10,17 +10,11 @@ from conf.schema import RunConf
 from train import fastai_parts
 from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from train.inputs import INPUT_TYPES
+from train.registry import choice
 from train.timing import StepClock
 from train.workloads import WORKLOADS, Workload
 
 POSITIVE = ("data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
-
-
-def choice(what: str, value: object, allowed) -> list[str]:
-    """A problem if `value` is not one of `allowed`, naming them."""
-    if value in allowed:
-        return []
-    return [f"{what}={value!r} is not one of: {', '.join(str(a) for a in allowed)}"]
 
 
 @functools.cache

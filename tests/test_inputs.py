@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from tests.conftest import input_types, output_type
+from train.catalog import INPUT_TYPES, WORKLOADS
 from train.inputs import SubClassedTensor, TensorBase, get_input_type
 
 # What some input types hand the model, and what its output then is (every type is checked below by rule).
@@ -59,3 +60,13 @@ def test_subclass_is_a_pass_through():
 def test_unknown_input_type_names_the_registered_ones():
     with pytest.raises(ValueError, match="unknown input type .nope.; registered: cast, fastai_tensorbase, subclass"):
         get_input_type("nope")
+
+
+def _camel(key: str) -> str:
+    return "".join(part.capitalize() for part in key.split("_"))
+
+
+def test_each_registered_class_is_named_after_its_key():
+    """tensorbase -> TensorbaseInput, train_step -> TrainStep: a config's name finds its class by reading."""
+    assert {key: cls.__name__ for key, cls in INPUT_TYPES.items()} == {k: f"{_camel(k)}Input" for k in INPUT_TYPES}
+    assert {key: cls.__name__ for key, cls in WORKLOADS.items()} == {k: _camel(k) for k in WORKLOADS}

@@ -63,7 +63,8 @@ def _leaves(args: tuple, kwargs: dict | None):
 
 
 class InputType:
-    """A plain torch.Tensor batch: the baseline."""
+    """What an input type does to a batch: `wrap` it (in the data phase), then `before_model` (the last thing
+    before the forward pass). Registered as <name>, a class is named after it: tensor -> TensorInput."""
 
     needs_fastai = False
 
@@ -74,29 +75,37 @@ class InputType:
         return x
 
 
-register("tensor")(InputType)
+@register("tensor")
+class TensorInput(InputType):
+    """A plain torch.Tensor batch: the baseline."""
 
 
 @register("subclass")
-class Subclass(InputType):
+class SubclassInput(InputType):
+    """A pass-through torch.Tensor subclass."""
+
     def wrap(self, x: torch.Tensor) -> torch.Tensor:
         return x.as_subclass(SubClassedTensor)
 
 
 @register("subclass_notf")
-class SubclassNoTorchFunction(InputType):
+class SubclassNotfInput(InputType):
+    """A subclass with __torch_function__ disabled."""
+
     def wrap(self, x: torch.Tensor) -> torch.Tensor:
         return x.as_subclass(SubClassedTensorNoTF)
 
 
 @register("tensorbase")
-class MetadataSubclass(InputType):
+class TensorbaseInput(InputType):
+    """A subclass that keeps metadata across ops, as fastai's TensorBase does."""
+
     def wrap(self, x: torch.Tensor) -> torch.Tensor:
         return TensorBase(x, source="synthetic")
 
 
 @register("cast")
-class CastToTensor(MetadataSubclass):
+class CastInput(TensorbaseInput):
     """The fix: keep the subclass through the data pipeline, cast it away before the model."""
 
     def before_model(self, x: torch.Tensor) -> torch.Tensor:
@@ -116,9 +125,13 @@ class FastaiInput(InputType):
         return self.cls(x)
 
 
-register("tensorimage")(FastaiInput)
+@register("tensorimage")
+class TensorimageInput(FastaiInput):
+    """fastai's TensorImage."""
 
 
 @register("fastai_tensorbase")
-class FastaiTensorBase(FastaiInput):
+class FastaiTensorbaseInput(FastaiInput):
+    """fastai's TensorBase."""
+
     fastai_type = "TensorBase"

@@ -34,6 +34,26 @@ class Runner:
     imports: Callable[[list[RunSpec]], list[str]] = no_imports
 
 
+class Slots:
+    """Room on this host for one more run or job: fewer than `parallelism` going and, where runs are pinned to
+    GPUs (one run per GPU at a time), a free GPU for it. The warm job's forks and the launcher's local jobs
+    share it."""
+
+    def __init__(self, parallelism: int, gpus: tuple[int, ...] | list[int] = ()):
+        self.parallelism, self.pinning, self.free = parallelism, bool(gpus), list(gpus)
+
+    def open(self, going: int) -> bool:
+        return going < self.parallelism and (self.free or not self.pinning)
+
+    def take(self) -> int | None:
+        """The GPU the next one is pinned to (None: no pinning)."""
+        return self.free.pop(0) if self.pinning else None
+
+    def release(self, gpu: int | None) -> None:
+        if gpu is not None:
+            self.free.append(gpu)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunJob:
     """One run as a job hands it to train: the spec, its folder, its W&B id, how many jobs run at once, and (on

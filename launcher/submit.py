@@ -29,7 +29,7 @@ from launcher.executor import (
 )
 from launcher.jobs import RunPack
 from launcher.progress import Progress
-from launcher.runs import RunJob, Runner, again_after_timeout, lost, never_started
+from launcher.runs import RunJob, Runner, Slots, again_after_timeout, lost, never_started
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
 from records import DONE, FINAL, PENDING, RUNNING, Status, Summary
@@ -103,7 +103,7 @@ def warn(message: str) -> None:
 
 
 class Dispatcher:
-    """Submits packs (all at once, or `parallelism` at a time on this host) and reports each run's end."""
+    """Submits packs (all at once, or as `slots` allow on this host) and reports each run's end."""
 
     def __init__(
         self,
@@ -112,14 +112,13 @@ class Dispatcher:
         backend_name: str,
         pack: RunPack,
         progress: Progress,
-        gpus: list[int] = (),
+        slots: Slots,
     ):
         self.sweep_dir, self.executor, self.backend_name = sweep_dir, executor, backend_name
         self.backend, self.pack, self.progress = BACKENDS[backend_name], pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
-        # This host's GPUs that runs are pinned to, one run each at a time: those free, and each job's.
-        self.pinning, self.free_gpus, self.gpu_of = bool(gpus), list(gpus), {}
+        self.slots, self.gpu_of = slots, {}  # room for another job on this host; the GPU each job is pinned to
 
     def submit(self, packs: list[list[RunJob]], chunk: int, gpu: int | None = None) -> list[str]:
         """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given
@@ -195,16 +194,13 @@ class Dispatcher:
                     self.progress.ended(run.spec, status.state, _detail(run.run_dir, status), status.timing)
             if job_id not in alive:
                 del self.active[job_id]
-                if job_id in self.gpu_of:
-                    self.free_gpus.append(self.gpu_of.pop(job_id))
+                self.slots.release(self.gpu_of.pop(job_id, None))
 
-    def run(self, queue: collections.deque, parallelism: int, poll_s: float) -> None:
-        """Until every pack has ended: keep `parallelism` packs going (this host only), poll, report."""
+    def run(self, queue: collections.deque, poll_s: float) -> None:
+        """Until every pack has ended: keep packs going as the slots allow (this host only), poll, report."""
         while queue or self.active:
-            while self.backend.on_this_host and queue and len(self.active) < parallelism:
-                if self.pinning and not self.free_gpus:
-                    break
-                self.submit([queue.popleft()], chunk=1, gpu=self.free_gpus.pop(0) if self.pinning else None)
+            while self.backend.on_this_host and queue and self.slots.open(len(self.active)):
+                self.submit([queue.popleft()], chunk=1, gpu=self.slots.take())
             self.poll()
             self.progress.tick()
             if self.active:
@@ -271,7 +267,8 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     mode = isolation(conf)
     warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
     pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
-    dispatcher = Dispatcher(sweep_dir, executor, conf.name, pack, Progress(len(runs)), [] if warm else gpus)
+    slots = Slots(conf.parallelism, [] if warm else gpus)
+    dispatcher = Dispatcher(sweep_dir, executor, conf.name, pack, Progress(len(runs)), slots)
     queue = collections.deque(([runs] if runs else []) if warm else packs_of(runs, conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with in_snapshot(code):
@@ -284,7 +281,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
             queue.clear()
         if wait:
             try:
-                dispatcher.run(queue, conf.parallelism, conf.poll_s or POLL_S[backend.on_this_host])
+                dispatcher.run(queue, conf.poll_s or POLL_S[backend.on_this_host])
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()

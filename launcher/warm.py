@@ -34,6 +34,7 @@ from launcher.runs import (
     TIMEOUT,
     RunJob,
     Runner,
+    Slots,
     again_after_timeout,
     interrupt_once,
     leave_pending,
@@ -104,8 +105,7 @@ def fork_runs(
 ) -> dict[str, str]:
     """Run every run in a child of this process; each run's final state (pending where it was interrupted).
     A run that reached its time limit and has retries left goes back to the end of the queue."""
-    free = list(gpus)
-    limit = min(parallelism, len(gpus)) if gpus else parallelism
+    slots = Slots(parallelism, gpus)
     queue = collections.deque(runs)
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
@@ -116,7 +116,7 @@ def fork_runs(
         warm_up(runner.imports([run.spec for run in runs]))  # after the handlers: Ctrl-C here leaves runs pending
         signal.signal(signal.SIGINT, interrupt_once)  # again: an import may have put in its own
         while queue or children:
-            while queue and len(children) < limit:
+            while queue and slots.open(len(children)):
                 run = queue.popleft()
                 if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                     states[run.spec.name] = records.DONE
@@ -124,7 +124,7 @@ def fork_runs(
                 hazard = fork_hazard()
                 if hazard:
                     raise RuntimeError(f"cannot fork run {run.spec.name} from this job: {hazard}")
-                gpu = free.pop(0) if gpus else None
+                gpu = slots.take()
                 log = _log_of(run, info)
                 forked_at = time.time()  # the run's start-up counts from here, on the clock its first step reads
                 pid = os.fork()
@@ -137,8 +137,7 @@ def fork_runs(
             pid, wait_status = _reap(children)
             child = children.pop(pid)
             _close(child)
-            if child.gpu is not None:
-                free.append(child.gpu)
+            slots.release(child.gpu)
             state = _ended(child, pid, wait_status)
             if state == records.FAILED and again_after_timeout(child.run):
                 queue.append(child.run)

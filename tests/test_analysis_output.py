@@ -10,7 +10,7 @@ import warnings
 import pytest
 
 import records
-from tests.conftest import ROOT, launch_here
+from tests.helpers import ROOT, launch_here
 from tests.test_records_schema import write_sweep
 
 # Runs launch.main on each list of words in argv[1] (JSON) in one process; prints each one's exit status and output.

@@ -11,7 +11,7 @@ import pytest
 import launch
 from analysis import cli
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import ROOT, launch_here
+from tests.helpers import ROOT, launch_here
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = re.compile(r" \[[^\]]*[A-Z]{2,}[^\]]*\]")  # [launcher.KEY=VALUE ...]: a slot, not a command's words

@@ -12,7 +12,7 @@ import torch
 import records
 from launcher.jobs import RunPack
 from launcher.runs import RunJob, Runner
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
 from train.run import execute
 

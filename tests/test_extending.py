@@ -7,7 +7,7 @@ import torch
 import launch
 from sweeps.compose import CONF_DIR
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import TINY
+from tests.helpers import TINY
 from train.inputs import INPUT_TYPES, InputType
 
 NAME = "marked_by_a_test"

@@ -26,7 +26,7 @@ from launcher.status import run_states
 from records import load_sweep
 from records.lock import LOCK, sweep_lock
 from sweeps.plan import build_plan
-from tests.conftest import ROOT, launch, launch_here
+from tests.helpers import ROOT, launch, launch_here
 from tests.test_run import run
 from train.build import DEFAULT_THREADS
 from train.env import command_output

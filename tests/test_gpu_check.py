@@ -13,7 +13,7 @@ import torch
 import records.code
 from gpu import check as gpu_check
 from gpu import handover
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tests.conftest import input_types, output_type
+from tests.helpers import input_types, output_type
 from train.catalog import INPUT_TYPES, WORKLOADS
 from train.inputs import SubClassedTensor, TensorBase, get_input_type
 

@@ -14,7 +14,7 @@ from launcher.runs import RunJob, Runner
 from launcher.warm import fork_hazard, fork_runs
 from records import load_sweep
 from sweeps.plan import build_plan
-from tests.conftest import ROOT, launch_here
+from tests.helpers import ROOT, launch_here
 from tests.test_faults import FAST
 
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]

@@ -7,7 +7,7 @@ import pytest
 
 import records
 from sweeps.plan import build_plan
-from tests.conftest import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.helpers import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
 from train.inputs import INPUT_TYPES
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 # stage -> the stages of perfsweep it may import (besides itself). launch.py, bench/ and gpu/ sit on top.
 ALLOWED = {

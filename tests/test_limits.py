@@ -14,7 +14,7 @@ from launcher.status import render, run_states
 from launcher.warm import fork_runs
 from records import load_sweep
 from sweeps.plan import build_plan
-from tests.conftest import ROOT, launch, launch_here
+from tests.helpers import ROOT, launch, launch_here
 from tests.test_faults import FAST, _start, _wait_for
 from tests.test_isolation import _done
 from train import run as train_run

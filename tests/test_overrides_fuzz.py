@@ -11,7 +11,7 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import TRIED, launch_here
+from tests.helpers import TRIED, launch_here
 from tests.test_records_fuzz import EXAMPLES
 
 KEYS = (

@@ -9,7 +9,7 @@ from analysis import published, published_models, stats
 from analysis.render import text
 from sweeps.models import default_image_size
 from sweeps.plan import build_plan
-from tests.conftest import write_model_run
+from tests.helpers import write_model_run
 
 SWEEP = "timm_infer_memory_format"
 SOURCES = sorted(p.stem for p in published.PUBLISHED_DIR.glob("timm_*.yaml"))

@@ -27,7 +27,7 @@ from analysis import compare, replicates, summary
 from analysis.render import text
 from analysis.views import sweep_views
 from launcher.status import render
-from tests.conftest import TRIED
+from tests.helpers import TRIED
 from tests.test_records_schema import write_sweep
 
 EXAMPLES = int(os.environ.get("PERFSWEEP_FUZZ_EXAMPLES", "50"))

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import records
-from tests.conftest import launch_here
+from tests.helpers import launch_here
 from tests.test_analysis import write_run
 
 # What a training run writes beside its medians (as train/run.py writes them on a CPU), and its environment, on a GPU

@@ -4,7 +4,7 @@ allowed, no traceback, and nothing already recorded touched."""
 import pytest
 
 import records
-from tests.conftest import launch, launch_here
+from tests.helpers import launch, launch_here
 from tests.test_faults import FAST
 
 

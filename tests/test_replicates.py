@@ -9,7 +9,7 @@ from analysis import evidence, replicates
 from analysis.render import text
 from launcher.validate import validate
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import TINY, launch_here, write_model_run
+from tests.helpers import TINY, launch_here, write_model_run
 from train.checks import problems
 
 TWO = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous"]

@@ -7,7 +7,7 @@ import pytest
 
 from analysis import evidence, rounds
 from tests import synthetic
-from tests.conftest import launch_here
+from tests.helpers import launch_here
 
 FUNCTION = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import records
-from tests.conftest import DEVICE, ROOT, input_types, output_type
+from tests.helpers import DEVICE, ROOT, input_types, output_type
 from train.run import execute
 from train.step import TrainStep
 from train.timing import NoClock

@@ -8,7 +8,7 @@ import records
 from analysis import published
 from gpu import check as gpu_check
 from sweeps.plan import build_plan
-from tests.conftest import launch_here
+from tests.helpers import launch_here
 from train import checks, fastai_parts
 from train.known_issues import known_issue
 

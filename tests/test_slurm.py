@@ -15,7 +15,7 @@ from launcher import executor
 from launcher.executor import slurm_parameters
 from launcher.validate import launcher_problems
 from records import load_sweep
-from tests.conftest import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
 from tests.test_faults import FAST
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second

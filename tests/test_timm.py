@@ -8,7 +8,7 @@ from analysis.render import text
 from analysis.table import view
 from records import load_sweep
 from sweeps.plan import PlanError, build_plan
-from tests.conftest import TINY, launch_here
+from tests.helpers import TINY, launch_here
 from tests.test_run import run
 from train.step import TrainStep
 

@@ -15,7 +15,7 @@ import pytest
 
 import records
 from analysis.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
-from tests.conftest import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
+from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
 from tests.test_run import run, wandb_records
 
 

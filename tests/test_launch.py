@@ -2,6 +2,7 @@
 Hydra's flags, the table, resume."""
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -16,30 +17,45 @@ def runs_dir(tmp_path):
     return tmp_path / "runs"
 
 
-def test_a_local_sweep_runs_each_run_in_its_own_job_from_a_snapshot_of_the_code(local_sweep):
-    sweep, result, _, _ = local_sweep
-    names = sorted(p.parent.name for p in sweep.glob("*/status.json"))
-    assert len(names) == 3
-    statuses = [records.read_status(sweep / n) for n in names]
-    assert [s.state for s in statuses] == ["done"] * 3 and [s.parallelism for s in statuses] == [2] * 3
-    assert len({s.pid for s in statuses}) == 3, "each run in its own process"
-    assert all((sweep / n / records.STEPS).exists() for n in names)
+def _runs(sweep: Path) -> dict[str, records.Status]:
+    return {p.parent.name: records.read_status(p.parent) for p in sorted(sweep.glob("*/status.json"))}
+
+
+def test_a_local_sweep_runs_every_run_to_done_each_in_a_process_of_its_own(local_sweep):
+    sweep, *_ = local_sweep
+    statuses = _runs(sweep)
+    assert [s.state for s in statuses.values()] == ["done"] * 3
+    assert [s.parallelism for s in statuses.values()] == [2] * 3
+    assert len({s.pid for s in statuses.values()}) == 3, "each run in its own process"
+    assert all((sweep / name / records.STEPS).exists() for name in statuses)
+    assert sorted(records.read_manifest(sweep)["runs"]) == list(statuses)
+
+
+def test_a_local_sweep_forks_its_runs_from_one_warm_job_of_submitits_local_executor(local_sweep):
+    sweep, *_ = local_sweep
+    jobs = records.submitted_jobs(sweep)
+    assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 3
+    assert list((sweep / ".submitit").glob("*_log.out")), "each run went through submitit's local executor"
+    (job_id,) = {job["job_id"] for job in jobs.values()}  # one warm job forked every run (launcher.isolation=fork)
+    assert int(job_id) not in {s.pid for s in _runs(sweep).values()}
+
+
+def test_a_local_sweeps_jobs_run_the_launchs_snapshot_of_the_code(local_sweep):
+    sweep, *_ = local_sweep
+    (code,) = (sweep / ".code").iterdir()
+    assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
+    for name in _runs(sweep):
+        env = records.read_json(sweep / name / records.ENV)
+        assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"
+        assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
+
+
+def test_a_local_sweep_prints_its_progress_its_table_and_where_its_records_are(local_sweep):
+    sweep, result, *_ = local_sweep
     assert "[3/3] done" in result.stdout
     table = result.stdout[result.stdout.index("| input_type") :]
     assert "| tensor " in table and "| subclass " in table and "1.00x" in table
     assert f"records: {sweep}" in result.stdout
-    assert list((sweep / ".submitit").glob("*_log.out")), "each run went through submitit's local executor"
-    assert sorted(records.read_manifest(sweep)["runs"]) == names
-    (code,) = (sweep / ".code").iterdir()
-    assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
-    for name in names:
-        env = records.read_json(sweep / name / records.ENV)
-        assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"
-        assert env["code"]["commit"] and env["code"]["source"] == str(ROOT)
-    jobs = records.submitted_jobs(sweep)
-    assert {job["launcher"] for job in jobs.values()} == {"local"} and len(jobs) == 3
-    (job_id,) = {job["job_id"] for job in jobs.values()}  # one warm job forked every run (launcher.isolation=fork)
-    assert int(job_id) not in {s.pid for s in statuses}
 
 
 def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu(local_sweep):

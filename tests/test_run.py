@@ -6,12 +6,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 import records
-from tests.helpers import DEVICE, ROOT, input_types, output_type
+from sweeps.plan import build_plan
+from tests.helpers import DEVICE, ROOT, TINY, input_types, output_type
 from train.run import execute
 from train.step import TrainStep
 from train.timing import NoClock
@@ -64,25 +66,50 @@ def test_tf32_is_set_so_that_every_getter_of_either_api_agrees(precision, expect
     assert json.loads(found.stdout.splitlines()[-1]) == expected
 
 
-@pytest.mark.parametrize("input_type", input_types())
-def test_a_real_run_writes_complete_records(tiny_plan, input_type):
-    run_dir, summary = run(
-        tiny_plan(f"input_type={input_type}", "memory_format=channels_last", "tracker.mode=disabled")
-    )
+@pytest.fixture(scope="module", params=input_types())
+def real_run(request, tmp_path_factory) -> tuple[Path, Any, str]:
+    """One real run of each input type (the test model, channels_last, W&B off): its folder, summary and type."""
+    runs_dir = tmp_path_factory.mktemp("runs")
+    overrides = [f"input_type={request.param}", "memory_format=channels_last", "tracker.mode=disabled"]
+    run_dir, summary = run(build_plan([*TINY, f"runs_dir={runs_dir}", *overrides]))
+    return run_dir, summary, request.param
+
+
+def test_a_real_run_ends_done_with_the_config_it_ran(real_run):
+    run_dir, _, input_type = real_run
     assert records.read_status(run_dir).state == "done"
     config = records.read_json(run_dir / records.CONFIG)
-    assert config["axes"]["input_type"] == input_type and config["config"]["model"]["name"] == "test_resnet"
-    env = records.read_json(run_dir / records.ENV)
-    assert env["packages"]["torch"] and env["device"].startswith(DEVICE) and env["cpu"]
-    assert env["backend"]["cudnn_conv_fp32_precision"] == "ieee" and env["backend"]["cudnn_benchmark"] is True
-    steps = records.read_steps(run_dir / records.STEPS).to_pylist()
+    assert config["axes"]["input_type"] == input_type
+    assert config["config"]["model"]["name"] == "test_resnet"
+
+
+def test_a_real_run_records_its_machine_and_backend_settings(real_run):
+    env = records.read_json(real_run[0] / records.ENV)
+    assert env["packages"]["torch"] and env["cpu"]
+    assert env["device"].startswith(DEVICE)
+    assert env["backend"]["cudnn_conv_fp32_precision"] == "ieee"
+    assert env["backend"]["cudnn_benchmark"] is True
+
+
+def test_a_real_run_records_every_step_with_each_phase(real_run):
+    steps = records.read_steps(real_run[0] / records.STEPS).to_pylist()
     assert [r["step"] for r in steps] == [0, 1, 2, 3]
     assert [r["warmup"] for r in steps] == [True, False, False, False]
     assert all(r[k] > 0 for r in steps for k in PHASE_KEYS)
+
+
+def test_a_real_runs_summary_is_what_it_wrote_and_the_median_of_its_measured_steps(real_run):
+    run_dir, summary, input_type = real_run
+    steps = records.read_steps(run_dir / records.STEPS).to_pylist()
     assert summary.to_json() == records.read_json(run_dir / records.SUMMARY)
-    assert summary.steps == 3 and summary.samples_per_s > 0 and summary.peak_memory_mib > 0
-    assert summary.output_type == output_type(input_type)
+    assert summary.steps == 3
     assert summary.median("step") == sorted(r["step_ms"] for r in steps[1:])[1]
+    assert summary.samples_per_s > 0 and summary.peak_memory_mib > 0
+    assert summary.output_type == output_type(input_type)
+
+
+def test_a_real_run_records_its_timer_its_syncs_and_what_ran_beside_it(real_run):
+    summary = real_run[1]
     assert summary.neighbours["end"]["loadavg"]
     if DEVICE == "cpu":
         assert summary.timer == "perf_counter" and summary.host_syncs_per_step is None

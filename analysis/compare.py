@@ -29,7 +29,7 @@ from pathlib import Path
 
 from analysis import evidence, machines
 from analysis.groups import Configuration, is_declaration, labels, measures, round_of
-from analysis.render import Column, View
+from analysis.render import Column, View, figure
 from records import DONE, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
@@ -141,7 +141,7 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     lines = []
     for phase in phases:
         found = evidence.speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
-        ms = [f"{x:.3g}" if (x := c.median(phase)) is not None else "-" for c in (a, b)]
+        ms = [figure(c.median(phase)) for c in (a, b)]
         lines.append(Line(label, phase, runs, *ms, found, gated=phase == "step" or gate_phases))
     return lines
 

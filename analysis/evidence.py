@@ -51,6 +51,12 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
 
 
+def geometric_mean(values) -> float | None:
+    """The geometric mean of the positive, finite values (a time of 0 ms has none); None where there are none."""
+    kept = [float(v) for v in values if v is not None and 0 < v < math.inf]
+    return float(np.exp(np.mean(np.log(kept)))) if kept else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Sample:
     """One configuration's measurements of one time: each run's measured steps (ms, in order) and its round."""
@@ -69,10 +75,10 @@ class Sample:
         return np.array([np.median(s) for s in self.steps])
 
     @property
-    def middle(self) -> float:
+    def middle(self) -> float | None:
         """The geometric mean of its runs' medians: the configuration's time in the table, and the figure whose
         ratio a speed-up across runs is."""
-        return float(np.exp(np.mean(np.log(self.medians))))
+        return geometric_mean(self.medians)
 
     @property
     def replicated(self) -> bool:
@@ -127,18 +133,19 @@ def paired_rounds(of: Sample, over: Sample) -> list[tuple[int, int]]:
     return [(i, where[r]) for i, r in enumerate(of.rounds) if r in where]
 
 
-UNKNOWN = "unknown: a median time of 0 ms"
+UNKNOWN = "unknown: a run has no positive median time"
 
 
 def _timed(sample: Sample) -> bool:
     """Whether every run's median time is one a ratio can divide by (a coarse timer, or a damaged record, can
-    leave 0 ms)."""
+    leave 0 ms, or none)."""
     return bool(np.all(sample.medians > 0)) and bool(np.all(np.isfinite(sample.medians)))
 
 
 def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0) -> Speedup:
-    """How many times faster `of` runs than `over`: median time of `over` / of `of` (below 1: `of` is slower).
-    `paired`: the two ran in the same interleaved rounds of one sweep."""
+    """How many times faster `of` runs than `over` (below 1: `of` is slower): across runs, the ratio of the geometric
+    means of their runs' medians (paired by round: the geometric mean of the pairs' ratios); within one run, the
+    ratio of the medians of their steps. `paired`: the two ran in the same interleaved rounds of one sweep."""
     runs = (of.runs, over.runs)
     if not (_timed(of) and _timed(over)):
         return Speedup(math.nan, math.nan, math.nan, ACROSS if of.replicated and over.replicated else WITHIN_RUN, runs)

@@ -118,8 +118,7 @@ class Configuration:
 
     def middle(self, value) -> float | None:
         """The geometric mean over its runs of what `value` gives for each (None where none gives a positive)."""
-        values = [v for r in self.runs if (v := value(r)) is not None and v > 0]
-        return float(np.exp(np.mean(np.log(values)))) if values else None
+        return evidence.geometric_mean(value(r) for r in self.runs)
 
 
 def round_of(run: RunRecord) -> int:

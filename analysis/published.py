@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 
 from analysis import evidence, machines
 from analysis.groups import Configuration, measures, round_of
-from analysis.render import Column, View
+from analysis.render import Column, View, figure
 from records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
@@ -149,7 +149,7 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
     ours = evidence.speedup(a, b, paired=of.interleaved and over.interleaved)
-    figures = f"{a.middle:.3g} / {b.middle:.3g} {unit} ({a.runs} / {b.runs} runs)"
+    figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 
 

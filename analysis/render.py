@@ -40,6 +40,11 @@ class View:
         return [[str(c.cell(item)) for c in self.columns] for item in self.items]
 
 
+def figure(value: float | None) -> str:
+    """A time or rate to three significant digits, or '-' where there is none."""
+    return f"{value:.3g}" if value is not None else "-"
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 

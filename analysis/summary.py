@@ -20,7 +20,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from analysis import stats
-from analysis.render import Column, View
+from analysis.render import Column, View, figure
 from records import DONE, RunRecord, load_sweep
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
@@ -103,8 +103,7 @@ def run_stats(run: RunRecord) -> RunStats:
 
 def _host_median(item: tuple[RunRecord, str, PhaseStats]) -> str:
     run, phase, _ = item
-    value = run.summary.host_median(phase)
-    return f"{value:.3g}" if value is not None else "-"
+    return figure(run.summary.host_median(phase))
 
 
 def view(sweep_dir: Path) -> View:

@@ -22,14 +22,10 @@ from analysis.groups import (
     speedup_over,
     varying,
 )
-from analysis.render import Column, View
+from analysis.render import Column, View, figure
 from analysis.replicates import order_effect
 from analysis.summary import noise, phase_stats, trend
 from records import DONE, FAILED, FINAL, RunRecord, load_sweep
-
-
-def _ms(value: float | None) -> str:
-    return f"{value:.3g}" if value is not None else "-"
 
 
 def speedup_column(configs: list[Configuration]) -> Column | None:
@@ -65,18 +61,18 @@ def columns(configs: list[Configuration]) -> list[Column]:
     found += [Column(f, lambda c, f=f: str(c.first.fields.get(f))) for f in fields]
     if any(len(c.runs) > 1 for c in configs):
         found.append(Column("runs", lambda c: str(len(c.runs))))
-    found += [Column(f"{p} ms", lambda c, p=p: _ms(c.median(p))) for p in phase_columns(runs)]
+    found += [Column(f"{p} ms", lambda c, p=p: figure(c.median(p))) for p in phase_columns(runs)]
     # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
     # (well under the device's: the GPU sets the pace).
     if any(s.uses_events for s in summaries):
-        found.append(Column("step host ms", lambda c: _ms(c.middle(lambda r: r.summary.host_median("step")))))
+        found.append(Column("step host ms", lambda c: figure(c.middle(lambda r: r.summary.host_median("step")))))
     trains = any(s.samples_per_s is not None for s in summaries)
     if trains:
         found.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     if any(s.host_syncs_per_step is not None for s in summaries):
         found.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
-        found.append(Column("TFLOP/s", lambda c: _ms(c.middle(lambda r: r.summary.tflops_per_s))))
+        found.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
         found.append(Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown"))
     speedup = speedup_column(configs)
     found += [speedup] if speedup else []

@@ -53,6 +53,9 @@ class RunPack(submitit.helpers.Checkpointable):
 
     def __init__(self, runner: Runner, isolation: str = "spawn", parallelism: int = 1, gpus: tuple[int, ...] = ()):
         self.runner, self.isolation, self.parallelism, self.gpus = runner, isolation, parallelism, tuple(gpus)
+        # When the last run this process ran ended: the next one's start-up counts from there (from the process's
+        # start for its first). It outlives a pack: launcher=debug runs every pack in the launcher's process.
+        self.last_run_ended: float | None = None
 
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
         info = {**process_info(), **job_info()}
@@ -62,16 +65,16 @@ class RunPack(submitit.helpers.Checkpointable):
 
     def _in_this_process(self, runs: list[RunJob], info: dict[str, Any]) -> dict[str, str]:
         states = {}
-        ready_since = None  # a run's start-up counts from the end of the run before it (the first: the process's start)
         for index, run in enumerate(runs):
             name = run.spec.name
             if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                 states[name] = records.DONE
                 continue
-            error = run_one(self.runner.execute, run, {**info, "ready_since": ready_since})
+            error = run_one(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+            self.last_run_ended = time.time()
             while error and again_after_timeout(run):
-                error = run_one(self.runner.execute, run, {**info, "ready_since": time.time()})
-            ready_since = time.time()
+                error = run_one(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+                self.last_run_ended = time.time()
             states[name] = records.FAILED if error else records.DONE
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)

@@ -130,8 +130,7 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
             "(one run per configuration, no verdicts) or launcher=local"
         )
     found = list(plan.problems) + [plan.explain(problem) for problem in found]
-    backend = BACKENDS.get(settings.launcher.name)
-    on_this_host = backend is not None and backend.on_this_host  # else the device is checked where it runs
+    on_this_host = BACKENDS[settings.launcher.name].on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}
     for spec in plan.runs:
         for problem in run_problems(spec.config, on_this_host):

@@ -31,7 +31,8 @@ from records.files import (
 from records.status import read_status
 
 # Sweep files that had other names. A sweep keeps the name it was launched under (its folder, its records, the
-# command a resume replays); this gives the file it reads now.
+# command a resume replays); this gives the file it reads now. It is here, in the records, because the planner
+# (a resume) and the analysis (published figures) both read old sweeps, and only the records sit below both.
 RENAMED_SWEEPS = {
     "seed000_subclass": "subclass_slowdown",
     "seed000_t4": "subclass_slowdown_t4",

@@ -83,7 +83,8 @@ def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:
         raise PlanError([f"scale={scale!r} is not a scale of sweep {name}; its scales: {allowed}"])
     narrowed = scales[scale] if isinstance(scales[scale], list) else [scales[scale]] * len(grids)
     if len(narrowed) != len(grids):
-        raise PlanError([f"sweeps/{name}.yaml: scale {scale} lists {len(narrowed)} params for {len(grids)} grids"])
+        where = path.relative_to(SWEEPS_DIR.parent)
+        raise PlanError([f"{where}: scale {scale} lists {len(narrowed)} params for {len(grids)} grids"])
     return [_as_overrides(grid) + _as_overrides(extra) for grid, extra in zip(grids, narrowed, strict=True)]
 
 
@@ -107,10 +108,10 @@ def origins(overrides: list[str]) -> dict[str, str]:
     path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
     sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
-        found.update({_key(o): f"sweeps/{name}.yaml" for o in _as_overrides(grid)})
+        found.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml" for o in _as_overrides(grid)})
     extra = (sweep.get("scales") or {}).get(scale) or {}
     for params in extra if isinstance(extra, list) else [extra]:
-        found.update({_key(o): f"sweeps/{name}.yaml scale {scale}" for o in _as_overrides(params)})
+        found.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml scale {scale}" for o in _as_overrides(params)})
     found.update({_key(o): "the command line" for o in overrides})
     return found
 

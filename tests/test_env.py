@@ -10,9 +10,7 @@ from pathlib import Path
 import torch
 
 import records
-from launcher.jobs import RunPack
-from launcher.runs import RunJob, Runner
-from tests.helpers import ROOT
+from tests.helpers import ROOT, TINY, launch_here
 from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
 from train.run import execute
 
@@ -91,12 +89,11 @@ def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
     assert "ready_since" not in records.read_json(run_dir / records.STATUS), "how it was launched, not a status field"
 
 
-def test_runs_one_after_another_in_a_process_count_their_start_up_from_the_run_before(tiny_plan):
-    """launcher.isolation=spawn runs a job's runs in its own process: the first run's start-up counts from the
-    process's start (this test worker's, long ago), the second's from the first run's end."""
-    plan = tiny_plan("input_type=tensor", "memory_format=contiguous,channels_last", "tracker.mode=disabled")
-    runs = [RunJob(spec, Path(spec.config.runs_dir) / spec.sweep_name / spec.name, "id", 1) for spec in plan.runs]
-    started = time.time()
-    RunPack(Runner(execute))(runs)
-    first, second = (records.read_status(run.run_dir).timing["startup_s"] for run in runs)
-    assert second < first and second < time.time() - started
+def test_runs_one_after_another_in_a_process_count_their_start_up_from_the_run_before(tmp_path):
+    """launcher=debug runs each run in the launcher's process, a pack each: the first run's start-up counts from
+    the process's start (this test worker's, seconds ago at the least), each later one's from the run before."""
+    args = [*TINY, "input_type=tensor", "memory_format=contiguous,channels_last", "tracker.mode=disabled"]
+    assert launch_here(*args, "launcher=debug", f"runs_dir={tmp_path}").returncode == 0
+    statuses = [records.read_status(p.parent) for p in (tmp_path / "default").glob("*/status.json")]
+    first, second = (status.timing["startup_s"] for status in sorted(statuses, key=lambda s: s.started_at))
+    assert second < first

@@ -70,7 +70,10 @@ def peak_table() -> Callable[[torch.device, Any], int | None] | None:
     """lightning-fabric's lookup of a GPU's peak (importing it takes a fresh process half a second of a CPU: a job
     that forks its runs imports it once); None where neither lightning-fabric nor the `lightning` bundle is there."""
     found = peak_table_module()
-    return importlib.import_module(found[0]).get_available_flops if found else None
+    try:
+        return importlib.import_module(found[0]).get_available_flops if found else None
+    except ImportError:  # there, but broken (built for another torch): no peak, not a failed run
+        return None
 
 
 def peak_flops(device: torch.device, precision: str) -> float | None:

@@ -154,7 +154,12 @@ class Measured:
     cfg: RunConf
     first_step: float
     neighbours: dict[str, Any]
-    clock: dict[str, Any]
+    clock_start: dict[str, Any]
+
+    @property
+    def after(self) -> int:
+        """The index of the first step after the measured window."""
+        return self.cfg.warmup_steps + self.cfg.steps
 
     def seconds(self) -> dict[str, float]:
         """The warm-up's and the window's seconds, and those since the window ended."""
@@ -172,18 +177,21 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     """
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
     launch = started(run_dir, tracker_id, launch)
-    clock = Stopwatch()
+    stopwatch = Stopwatch()
     try:
         device = prepare(spec, run_dir)
         measured = measure(spec.config, device)
-        with clock("counted_s"):
-            extra = probe(measured, device, run_dir)
-        with clock("summarized_s"):
+        with stopwatch("counted_s"):
+            extra = probe(measured, device)
+        with stopwatch("summarized_s"):
             summary = summarize(measured.work, measured.window, device, extra)
-        with clock("written_s"):
+        if measured.cfg.profile:
+            with stopwatch("profiled_s"):
+                profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
+        with stopwatch("written_s"):
             rows = write(run_dir, measured, summary)
         outcome_known()
-        timing = {"startup_s": measured.first_step - ready_since, **measured.seconds(), **clock.seconds}
+        timing = {"startup_s": measured.first_step - ready_since, **measured.seconds(), **stopwatch.seconds}
         finished = done(run_dir, launch, timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
         interrupted(run_dir, launch, error)
@@ -230,23 +238,19 @@ def measure(cfg: RunConf, device: torch.device) -> Measured:
     return Measured(work, warmup, window, cfg, first_step, before, clock_start)
 
 
-def probe(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
-    """What is counted after the window, never timed: the summary's extra fields (and a profile, if asked)."""
-    work, cfg = measured.work, measured.cfg
-    after = cfg.warmup_steps + cfg.steps
-    extra = {
+def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
+    """What is counted after the window, never timed: the summary's extra fields."""
+    work, after = measured.work, measured.after
+    return {
         # Counted in one more step, under CUDA's sync debug mode (None: a CPU has no device).
         "host_syncs_per_step": count_host_syncs(lambda: work.step(after, NoClock()), device),
         # Other processes on the run's GPU before and after measuring: such a run shared its device.
         "neighbours": {"start": measured.neighbours, "end": neighbours(device)},
         # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
-        "clocks": {"start": measured.clock, "end": clocks(device)},
+        "clocks": {"start": measured.clock_start, "end": clocks(device)},
         # One more step's FLOPs, counted.
         "flops_per_step": count_flops(lambda: work.step(after, NoClock())),
     }
-    if cfg.profile:
-        profile_steps(work, after + 1, device, run_dir / records.PROFILE)
-    return extra
 
 
 def write(run_dir: Path, measured: Measured, summary: Summary) -> list[dict[str, Any]]:

@@ -91,9 +91,10 @@ def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
 
 def test_runs_one_after_another_in_a_process_count_their_start_up_from_the_run_before(tmp_path):
     """launcher=debug runs each run in the launcher's process, a pack each: the first run's start-up counts from
-    the process's start (this test worker's, seconds ago at the least), each later one's from the run before."""
+    the process's start (this test worker's: its imports alone take seconds), the second's from the first's end.
+    Counted both from the process's start, the two would differ by one short run only."""
     args = [*TINY, "input_type=tensor", "memory_format=contiguous,channels_last", "tracker.mode=disabled"]
     assert launch_here(*args, "launcher=debug", f"runs_dir={tmp_path}").returncode == 0
     statuses = [records.read_status(p.parent) for p in (tmp_path / "default").glob("*/status.json")]
-    first, second = (status.timing["startup_s"] for status in sorted(statuses, key=lambda s: s.started_at))
-    assert second < first
+    since_the_run_before, since_the_process_start = sorted(s.timing["startup_s"] for s in statuses)
+    assert since_the_run_before < since_the_process_start / 2

@@ -43,8 +43,8 @@ def show_published(args: argparse.Namespace) -> int:
     from analysis.render import text
     from analysis.views import published_views
 
-    found = published_views(args.sweep_dir)
-    print("\n\n".join(map(text, found)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    views = published_views(args.sweep_dir)
+    print("\n\n".join(map(text, views)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
     return 0
 
 
@@ -149,15 +149,15 @@ def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: boo
 def add_commands(subparsers) -> None:
     """Add the analysis commands to an argparse subparsers object."""
     about = "one row per configuration: medians per phase, speed-up over the baseline"
-    found = _command(subparsers, "table", about, show_table)
-    found.add_argument(
+    parser = _command(subparsers, "table", about, show_table)
+    parser.add_argument(
         "--csv",
         nargs="?",
         const="table",
         choices=["table", "timm"],
         help="the table alone, as CSV; --csv timm: in the columns of timm's benchmark result files",
     )
-    found.add_argument(
+    parser.add_argument(
         "--vs",
         metavar="AXIS=VALUE",
         help="compare each run with the run of its row group that has this value (compile=eager); default: the "
@@ -168,28 +168,28 @@ def add_commands(subparsers) -> None:
         ("published", "the published figures the sweep reproduces, beside ours", show_published),
     ]:
         _command(subparsers, name, about, handler)
-    found = _command(subparsers, "plots", "PNG plots into SWEEP_DIR/plots/", write_plots)
-    _out_option(found, "plots/")
-    found = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
-    found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
-    found = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
-    found.add_argument(
+    parser = _command(subparsers, "plots", "PNG plots into SWEEP_DIR/plots/", write_plots)
+    _out_option(parser, "plots/")
+    parser = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
+    parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+    parser = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
+    parser.add_argument(
         "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
     )
     about = "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run)"
-    found = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
-    found.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
-    found.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
-    found.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
-    found.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
-    found.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
-    found = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
-    found.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
-    found.add_argument(
+    parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
+    parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
+    parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
+    parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
+    parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
+    parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
+    parser = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
+    parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
+    parser.add_argument(
         "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
     )
-    _out_option(found, "report.html and plots/")
-    found.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+    _out_option(parser, "report.html and plots/")
+    parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
 
 
 def _out_option(parser: argparse.ArgumentParser, what: str) -> None:

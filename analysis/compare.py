@@ -44,12 +44,12 @@ def identity(run: RunRecord) -> dict[str, str]:
 def differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
     """Config keys constant within each sweep whose values differ between them: what is being compared."""
     ids_a, ids_b = [identity(r) for r in a], [identity(r) for r in b]
-    found = {}
+    differing = {}
     for key in ids_a[0].keys() & ids_b[0].keys():
         values_a, values_b = {i.get(key) for i in ids_a}, {i.get(key) for i in ids_b}
         if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
-            found[key] = (values_a.pop(), values_b.pop())
-    return found
+            differing[key] = (values_a.pop(), values_b.pop())
+    return differing
 
 
 def machine_differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
@@ -72,21 +72,22 @@ def pairs(
     differ = differences(a, b)
 
     def grouped(runs: list[RunRecord]) -> dict[tuple, Configuration]:
-        found: dict[tuple, list[RunRecord]] = {}
+        by_key: dict[tuple, list[RunRecord]] = {}
         for run in runs:
-            found.setdefault(tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ)), []).append(run)
-        return {key: Configuration(key, sorted(members, key=round_of)) for key, members in found.items()}
+            key = tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ))
+            by_key.setdefault(key, []).append(run)
+        return {key: Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()}
 
     of_a, of_b = grouped(a), grouped(b)
     return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
 
 
-def flag(found: evidence.Speedup, significant: bool, threshold: float) -> str:
+def flag(speedup: evidence.Speedup, significant: bool, threshold: float) -> str:
     """The flag of a gated comparison: significant in its family and beyond the threshold."""
-    way = found.beyond(threshold) if significant else ""
+    way = speedup.beyond(threshold) if significant else ""
     if not way:
         return ""
-    if found.replicated:
+    if speedup.replicated:
         return "REGRESSION" if way == "slower" else "improvement"
     return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
 
@@ -140,9 +141,9 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     runs = f"{len(a.runs)}/{len(b.runs)}"
     lines = []
     for phase in phases:
-        found = evidence.speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
+        speedup = evidence.speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
         ms = [figure(c.median(phase)) for c in (a, b)]
-        lines.append(Line(label, phase, runs, *ms, found, gated=phase == "step" or gate_phases))
+        lines.append(Line(label, phase, runs, *ms, speedup, gated=phase == "step" or gate_phases))
     return lines
 
 
@@ -162,13 +163,13 @@ def flagged(lines: list[Line], threshold: float) -> list[Line]:
 def suite(lines: list[Line]) -> str:
     """The geometric mean of the step's speed-ups over every matched configuration, with its interval."""
     steps = [line.speedup for line in lines if line.phase == "step"]
-    found = evidence.geomean(steps)
-    if found is None:
+    mean = evidence.geomean(steps)
+    if mean is None:
         return (
             f"suite: no geometric mean with an interval: {sum(not s.replicated for s in steps)} of {len(steps)} "
             "configurations have one run on a side (repeats=N for one)"
         )
-    return f"suite: B's geometric-mean step speed-up over A's, {len(steps)} configurations: {found} across runs"
+    return f"suite: B's geometric-mean step speed-up over A's, {len(steps)} configurations: {mean} across runs"
 
 
 def compare(

@@ -183,18 +183,18 @@ def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
     return rejected
 
 
-def geomean(found: list[Speedup], level: float = LEVEL) -> Speedup | None:
+def geomean(speedups: list[Speedup], level: float = LEVEL) -> Speedup | None:
     """The geometric mean of replicated speed-ups, with a t-interval from their standard errors (the degrees of
     freedom by Welch-Satterthwaite); None where one of them is not replicated or there are none."""
-    if not found or not all(s.replicated for s in found):
+    if not speedups or not all(s.replicated for s in speedups):
         return None
-    share = [(s.se / len(found)) ** 2 for s in found]  # each one's part of the mean's variance
+    share = [(s.se / len(speedups)) ** 2 for s in speedups]  # each one's part of the mean's variance
     variance = sum(share)
-    parts = [x * x / s.df for x, s in zip(share, found, strict=True) if x]
+    parts = [x * x / s.df for x, s in zip(share, speedups, strict=True) if x]
     df = variance**2 / sum(parts) if parts else 1.0
-    diff = float(np.mean([math.log(s.value) for s in found]))
+    diff = float(np.mean([math.log(s.value) for s in speedups]))
     low, high, p = t_interval(diff, math.sqrt(variance), df, level)
-    runs = (sum(s.runs[0] for s in found), sum(s.runs[1] for s in found))
+    runs = (sum(s.runs[0] for s in speedups), sum(s.runs[1] for s in speedups))
     return Speedup(math.exp(diff), low, high, ACROSS, runs, p, math.sqrt(variance), df)
 
 

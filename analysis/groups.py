@@ -106,8 +106,8 @@ class Configuration:
         """Each run's measured steps of the sum of `columns` (ms; per sample where asked), with its round."""
         steps = []
         for run in self.runs:
-            found = run.steps(list(columns)) if columns != ("step_ms",) else {"step_ms": run.step_ms()}
-            total = sum(np.asarray(v, dtype=float) for v in found.values())
+            measured = run.steps(list(columns)) if columns != ("step_ms",) else {"step_ms": run.step_ms()}
+            total = sum(np.asarray(v, dtype=float) for v in measured.values())
             steps.append(total / run.batch if per_sample else total)
         return evidence.Sample(tuple(steps), self.rounds)
 
@@ -129,11 +129,11 @@ def round_of(run: RunRecord) -> int:
 def configurations(runs: list[RunRecord]) -> list[Configuration]:
     """The runs grouped into configurations, in order of first appearance, each one's runs by round."""
     axes, fields = varying(runs)
-    found: dict[tuple, list[RunRecord]] = {}
+    by_key: dict[tuple, list[RunRecord]] = {}
     for run in runs:
         key = tuple(run.axis(a) for a in axes) + tuple(repr(run.fields.get(f)) for f in fields)
-        found.setdefault(key, []).append(run)
-    return [Configuration(key, sorted(members, key=round_of)) for key, members in found.items()]
+        by_key.setdefault(key, []).append(run)
+    return [Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()]
 
 
 def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:

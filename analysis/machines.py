@@ -37,15 +37,15 @@ def elsewhere(runs: list[RunRecord]) -> list[str]:
         return []
     known = _measured(runs)
     on_main = sum(_key(r) == _key(main) for r in known)
-    found = []
+    mixed = []
     for run in known:
         if _key(run) == _key(main):
             continue
         differ = differences(main.machine, run.machine)
         theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
         usually = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
-        found.append(f"MIXED MACHINES {run.name}: {theirs} (the table's other {on_main} runs: {usually})")
-    return found
+        mixed.append(f"MIXED MACHINES {run.name}: {theirs} (the table's other {on_main} runs: {usually})")
+    return mixed
 
 
 def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str, str]]:

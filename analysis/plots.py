@@ -69,10 +69,10 @@ def step_interval(config: Configuration) -> tuple[float, float, float, bool]:
 
 def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path) -> None:
     order = sorted(configs, key=lambda c: c.median("step"))
-    found = [step_interval(c) for c in order]
+    intervals = [step_interval(c) for c in order]
     title = "Step time: each run's median (points) and its configuration's 95% interval (line; dashed: within-run)"
-    fig, ax = _figure(len(order), title, [f[0] for f in found])
-    for y, (config, (value, low, high, replicated)) in enumerate(zip(order, found, strict=True)):
+    fig, ax = _figure(len(order), title, [f[0] for f in intervals])
+    for y, (config, (value, low, high, replicated)) in enumerate(zip(order, intervals, strict=True)):
         ax.hlines(y, low, high, color="tab:blue", linestyles="solid" if replicated else "dashed", linewidth=2)
         medians = [r.summary.median("step") for r in config.runs]
         ax.plot(medians, [y] * len(medians), "o", color="black", markersize=4, alpha=0.7)
@@ -82,8 +82,8 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
     _save(fig, path)
 
 
-def speedups_plot(found, names: dict[tuple, str], path: Path) -> None:
-    order = sorted(found, key=lambda item: item[2].value)
+def speedups_plot(compared, names: dict[tuple, str], path: Path) -> None:
+    order = sorted(compared, key=lambda item: item[2].value)
     values = [s.value for _, _, s in order]
     title = "Speed-up over the baseline of the same row group: point and 95% interval (dashed, gray: within-run)"
     fig, ax = _figure(len(order), title, values)
@@ -118,8 +118,8 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
     written = [out / "phases.png", out / "runs.png"]
     phases_plot(configs, names, written[0])
     runs_plot(configs, names, written[1])
-    found = speedups(runs)
-    if found:
+    compared = speedups(runs)
+    if compared:
         written.append(out / "speedups.png")
-        speedups_plot(found, names, written[-1])
+        speedups_plot(compared, names, written[-1])
     return written

@@ -54,13 +54,13 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
 
 def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
     """The configuration `selector` names (its done replicates); an error if it names several, None if none."""
-    found = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
-    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if measures(k))) for r in found}
+    matched = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
+    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if measures(k))) for r in matched}
     if len(configs) > 1:
         raise ValueError(
-            f"{selector} matches {len(found)} runs of several configurations: {', '.join(r.name for r in found)}"
+            f"{selector} matches {len(matched)} runs of several configurations: {', '.join(r.name for r in matched)}"
         )
-    return Configuration(tuple(configs), sorted(found, key=round_of)) if found else None
+    return Configuration(tuple(configs), sorted(matched, key=round_of)) if matched else None
 
 
 def sample(config: Configuration, item: dict[str, Any]) -> evidence.Sample:

@@ -74,14 +74,14 @@ def _item(label: str, metric: str, of: dict, over: dict, rate_of: float, rate_ov
 
 def relative_items(models: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(table, model, comparison) of each model's throughput against the reference model's, table by table."""
-    reference, found = models["reference"], []
+    reference, items = models["reference"], []
     for name, table in models["tables"].items():
         rates = samples_per_s(table)
         for model in (m for m in rates if m != reference and reference in rates):
             of, over = _side(model, table), _side(reference, table)
             label = f"{model} / {reference} ({name})"
-            found.append((name, model, _item(label, models["metric"], of, over, rates[model], rates[reference])))
-    return found
+            items.append((name, model, _item(label, models["metric"], of, over, rates[model], rates[reference])))
+    return items
 
 
 def channels_last_items(models: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -118,10 +118,10 @@ def comparisons(source: dict[str, Any]) -> list[dict[str, Any]]:
 
 def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> float | None:
     """Samples/s from the median time per sample of the runs `selector` names (the median over replicates)."""
-    found = published.pick(runs, selector)
-    if found is None:
+    picked = published.pick(runs, selector)
+    if picked is None:
         return None
-    medians = published.sample(found, {"metric": metric, "per_sample": True}).medians
+    medians = published.sample(picked, {"metric": metric, "per_sample": True}).medians
     return float(np.median(1000 / medians))
 
 
@@ -197,7 +197,7 @@ def views(sweep_dir: Path) -> list[View]:
         ours, judged = _side_by_side(runs, item)
         relative.append([model, name, _rate(samples_per_s(models["tables"][name])[model]), _rate(ours[0]), *judged])
     relative, missing = _not_run(relative)
-    found = [
+    ratio_views = [
         View(
             f"Throughput relative to {reference}",
             [f"each model's samples/s over {reference}'s in the same table"],
@@ -215,7 +215,7 @@ def views(sweep_dir: Path) -> list[View]:
             rates = [samples_per_s(models["tables"][t])[model] for t in (pair["over"], pair["of"])]
             rows.append([model, " / ".join(map(_rate, rates)), " / ".join(map(_rate, ours[::-1])), *judged])
         rows, missing = _not_run(rows)
-        found.append(
+        ratio_views.append(
             View(
                 f"Channels-last speed-up ({pair['of']} over {pair['over']})",
                 ["samples/s of each model in the contiguous (NCHW) and the channels-last (NHWC) table"],
@@ -225,4 +225,4 @@ def views(sweep_dir: Path) -> list[View]:
                 notes=[CHANNELS_LAST, *missing],
             )
         )  # fmt: skip
-    return [ranks, *found]
+    return [ranks, *ratio_views]

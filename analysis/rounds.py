@@ -79,8 +79,8 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
     """The sweep's comparisons from its done runs, at the level each of `looks` looks spends."""
     level = look_level(looks)
     names = labels(configurations(runs))
-    found = [Comparison(f"{names[c.key]} vs {b.first.baseline.value}", s) for c, b, s in speedups(runs, level)]
-    return Look(rounds, level, half_width, found)
+    comparisons = [Comparison(f"{names[c.key]} vs {b.first.baseline.value}", s) for c, b, s in speedups(runs, level)]
+    return Look(rounds, level, half_width, comparisons)
 
 
 def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:

@@ -79,7 +79,7 @@ def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
     """Why a run's steps (in order) are too spread to trust; empty if they are not."""
     if stats.robust_cv <= NOISY:
         return []
-    reasons = [found] if (found := trend(steps, significance=1.0)) else []
+    reasons = [drift] if (drift := trend(steps, significance=1.0)) else []
     if stats.outliers:
         reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
     if not reasons:
@@ -109,8 +109,8 @@ def _host_median(item: tuple[RunRecord, str, PhaseStats]) -> str:
 def view(sweep_dir: Path) -> View:
     """Every done run's per-phase statistics (a row per run and phase), and the runs flagged noisy."""
     done = [run for run in load_sweep(sweep_dir) if run.state == DONE and run.summary]
-    found = [(run, run_stats(run)) for run in done]
-    items = [(run, phase, s) for run, stats_ in found for phase, s in stats_.phases.items()]
+    measured = [(run, run_stats(run)) for run in done]
+    items = [(run, phase, s) for run, stats_ in measured for phase, s in stats_.phases.items()]
     columns = [
         Column("run", lambda i: i[0].name),
         Column("phase", lambda i: i[1]),
@@ -125,5 +125,5 @@ def view(sweep_dir: Path) -> View:
         Column("robust CV", lambda i: f"{i[2].robust_cv:.1%}"),
         Column("outliers/steps", lambda i: f"{i[2].outliers}/{i[2].n}"),
     ]
-    flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in found for reason in stats_.noise]
+    flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in measured for reason in stats_.noise]
     return View("Per-run statistics", [], columns, items, flags=flags, empty=f"{sweep_dir}: no done runs")

@@ -57,28 +57,32 @@ def columns(configs: list[Configuration]) -> list[Column]:
     runs = [r for c in configs for r in c.runs]
     axes, fields = varying(runs)
     summaries = [r.summary for r in runs]
-    found = [Column(a, lambda c, a=a: c.first.axis(a)) for a in axes]
-    found += [Column(f, lambda c, f=f: str(c.first.fields.get(f))) for f in fields]
+    table_columns = [Column(a, lambda c, a=a: c.first.axis(a)) for a in axes]
+    table_columns += [Column(f, lambda c, f=f: str(c.first.fields.get(f))) for f in fields]
     if any(len(c.runs) > 1 for c in configs):
-        found.append(Column("runs", lambda c: str(len(c.runs))))
-    found += [Column(f"{p} ms", lambda c, p=p: figure(c.median(p))) for p in phase_columns(runs)]
+        table_columns.append(Column("runs", lambda c: str(len(c.runs))))
+    table_columns += [Column(f"{p} ms", lambda c, p=p: figure(c.median(p))) for p in phase_columns(runs)]
     # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
     # (well under the device's: the GPU sets the pace).
     if any(s.uses_events for s in summaries):
-        found.append(Column("step host ms", lambda c: figure(c.middle(lambda r: r.summary.host_median("step")))))
+        table_columns.append(
+            Column("step host ms", lambda c: figure(c.middle(lambda r: r.summary.host_median("step"))))
+        )
     trains = any(s.samples_per_s is not None for s in summaries)
     if trains:
-        found.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
+        table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     if any(s.host_syncs_per_step is not None for s in summaries):
-        found.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
+        table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
-        found.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
-        found.append(Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown"))
+        table_columns.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
+        table_columns.append(
+            Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown")
+        )
     speedup = speedup_column(configs)
-    found += [speedup] if speedup else []
+    table_columns += [speedup] if speedup else []
     if trains:
-        found.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
-    return found
+        table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
+    return table_columns
 
 
 def _rate(value: float | None) -> str:
@@ -145,31 +149,31 @@ def _resting_on(configs: list[Configuration]) -> str:
 def flags(runs: list[RunRecord]) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect."""
     done = [r for r in runs if r.state == DONE]
-    found = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
-    found += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
+    flag_lines = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
+    flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
     spread = {r.name: noisy(r) for r in done}
-    found += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
-    found += [f"NOT STEADY {r.name}: {why}" for r in done if not spread[r.name] and (why := trend(r.step_ms()))]
-    found += order_effect(configurations(done)) if done else []
-    found += [
+    flag_lines += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
+    flag_lines += [f"NOT STEADY {r.name}: {why}" for r in done if not spread[r.name] and (why := trend(r.step_ms()))]
+    flag_lines += order_effect(configurations(done)) if done else []
+    flag_lines += [
         f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
         "NaN or infinite: the run did not train"
         for r in done
         if r.summary and r.summary.nonfinite_losses
     ]
-    found += [
+    flag_lines += [
         f"BATCH REDUCED {r.name}: ran at batch {r.summary.batch_size}, not {r.fields['model.batch_size']} "
         "(out of memory; model.batch_size_retry)"
         for r in done
         if r.summary and r.summary.batch_size and r.fields.get("model.batch_size") not in (None, r.summary.batch_size)
     ]
-    found += machines.elsewhere(runs)
-    found += [
+    flag_lines += machines.elsewhere(runs)
+    flag_lines += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
         for r in done
         if r.summary and (shared := r.summary.gpu_neighbours())
     ]
-    return found
+    return flag_lines
 
 
 def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:

@@ -50,8 +50,8 @@ def setting_columns(runs: list[RunRecord]) -> list[Column]:
     timm's has a row per run, so the replicate and seed too where they differ."""
     axes, fields = varying(runs)
     fields += [f for f in ("replicate", "seed") if len({repr(r.fields.get(f)) for r in runs}) > 1]
-    found = [Column(a, lambda r, a=a: r.axis(a)) for a in axes if a not in PER_MODEL]
-    return found + [Column(f, lambda r, f=f: str(r.fields.get(f))) for f in fields if f not in PER_MODEL]
+    columns = [Column(a, lambda r, a=a: r.axis(a)) for a in axes if a not in PER_MODEL]
+    return columns + [Column(f, lambda r, f=f: str(r.fields.get(f))) for f in fields if f not in PER_MODEL]
 
 
 def timm_view(sweep_dir: Path) -> View:

@@ -13,10 +13,10 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None 
     """The table of the sweep's runs (or the named ones; compared along `vs`, as groups.compared_along says), then
     the views below it."""
     runs = load_sweep(sweep_dir, names)
-    found = [table.table_view(sweep_dir, compared_along(runs, vs))]
+    views = [table.table_view(sweep_dir, compared_along(runs, vs))]
     if any("replicate" in r.axes for r in runs):
-        found.append(replicates.view(sweep_dir))
-    return found + published_views(sweep_dir)
+        views.append(replicates.view(sweep_dir))
+    return views + published_views(sweep_dir)
 
 
 def published_views(sweep_dir: Path) -> list[View]:

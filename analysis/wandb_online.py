@@ -105,13 +105,13 @@ def go_online(conf: TrackerConf, sweep_dir: Path) -> TrackerConf:
 def within(seconds: float, what: str, fn, *args):
     """fn(*args) in a thread given `seconds`; WandbUnreachable if it has not returned by then or if it raises
     (W&B's clients retry for minutes on a network that drops)."""
-    found: dict[str, object] = {}
+    outcome: dict[str, object] = {}
 
     def work() -> None:
         try:
-            found["value"] = fn(*args)
+            outcome["value"] = fn(*args)
         except Exception as error:  # reported below, with what was being done
-            found["error"] = error
+            outcome["error"] = error
 
     thread = threading.Thread(target=work, name="wandb", daemon=True)
     thread.start()
@@ -120,7 +120,7 @@ def within(seconds: float, what: str, fn, *args):
         raise WandbUnreachable(
             f"{what} did not finish within tracker.timeout_s={seconds:g} s (W&B server {server_url()})"
         )
-    if "error" in found:
-        error = found["error"]
+    if "error" in outcome:
+        error = outcome["error"]
         raise WandbUnreachable(f"{what} failed: {type(error).__name__}: {str(error).strip().splitlines()[0][:300]}")
-    return found["value"]
+    return outcome["value"]

@@ -47,14 +47,14 @@ def redacted_copy(path: Path, copy: Path) -> Path | None:
     left out (None), other files as they are (steps hold numbers; the HTML report is written redacted)."""
     if path.suffix not in (".json", ".jsonl"):
         return path
-    found = records.read_record(path)
-    if isinstance(found, records.Unreadable):
+    record = records.read_record(path)
+    if isinstance(record, records.Unreadable):
         return None
     copy.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".jsonl":
-        copy.write_text("".join(records.json_line(redact(row)) + "\n" for row in found))
+        copy.write_text("".join(records.json_line(redact(row)) + "\n" for row in record))
     else:
-        copy.write_text(json.dumps(redact(found), indent=2, sort_keys=True, default=str))
+        copy.write_text(json.dumps(redact(record), indent=2, sort_keys=True, default=str))
     return copy
 
 
@@ -122,15 +122,15 @@ def offline_runs(sweep_dir: Path) -> list[Path]:
 def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project, within
     conf.timeout_s per run (the caller has checked the key and the server: wandb_online.go_online)."""
-    found = offline_runs(sweep_dir)
-    if not found:
+    runs = offline_runs(sweep_dir)
+    if not runs:
         print(f"{sweep_dir}: no offline W&B runs to sync")
         return 0
     cli = Path(sys.executable).with_name("wandb")
     command = [str(cli) if cli.exists() else "wandb", "sync", "--entity", conf.entity, "--project", conf.project]
-    limit = conf.timeout_s * len(found)
+    limit = conf.timeout_s * len(runs)
     try:
-        return subprocess.run([*command, *map(str, found)], timeout=limit).returncode
+        return subprocess.run([*command, *map(str, runs)], timeout=limit).returncode
     except subprocess.TimeoutExpired:
         print(
             f"perfsweep: wandb sync did not finish within {limit:g} s (tracker.timeout_s per run); what it had not "

@@ -74,9 +74,9 @@ def _last_line(error: Exception) -> str:
 
 
 def _detail(run_dir: Path, status: Status) -> str:
-    found = records.read_record(run_dir / records.SUMMARY)
-    if status.state == DONE and isinstance(found, dict):
-        summary = Summary.from_json(found)
+    record = records.read_record(run_dir / records.SUMMARY)
+    if status.state == DONE and isinstance(record, dict):
+        summary = Summary.from_json(record)
         rate = f"{summary.samples_per_s:.1f} samples/s" if summary.samples_per_s is not None else ""
         return f"step {summary.median('step'):.3g} ms {rate}".rstrip()
     return status.error_line(200)
@@ -90,12 +90,12 @@ def _job_ended(run: RunJob, job: submitit.Job, status: Status) -> Status:
     try:
         if status.state == PENDING:
             return never_started(run, what, log)
-        found = lost(run.run_dir, what, log, job_id=job.job_id)
-        return records.save_status(run.run_dir, found)
+        lost_status = lost(run.run_dir, what, log, job_id=job.job_id)
+        return records.save_status(run.run_dir, lost_status)
     except records.RecordWriteError as error:
         warn(f"run {run.spec.name} ended with {what}, but that cannot be recorded: {error}")
         ended = {"type": "JobEnded", "at": records.now(), "reason": f"{what} ended"}
-        return dataclasses.replace(status, interrupted=ended) if status.state == PENDING else found
+        return dataclasses.replace(status, interrupted=ended) if status.state == PENDING else lost_status
 
 
 def warn(message: str) -> None:
@@ -154,14 +154,14 @@ class Dispatcher:
             "launcher": self.backend_name,
             **({"gpu": gpu} if gpu is not None else {}),
         }
-        found = {}
+        entries = {}
         for job, pack in jobs:
             # a local job's id is its pid: its start tells it from a later process given the same pid
             start = process_start(int(job.job_id)) if self.backend_name == "local" else None
             entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
-            found |= {run.spec.name: {**entry, **({"process_start": start} if start else {})} for run in pack}
+            entries |= {run.spec.name: {**entry, **({"process_start": start} if start else {})} for run in pack}
         try:
-            records.record_jobs(self.sweep_dir, found)
+            records.record_jobs(self.sweep_dir, entries)
         except records.RecordWriteError as error:
             ids = ", ".join(job.job_id for job, _ in jobs)
             warn(

@@ -40,24 +40,24 @@ def path_control_characters(plan: Plan) -> list[str]:
     """The paths every job's command or script holds (its sweep folder, the Python it starts), checked as the
     launcher's strings are: a newline in them would end the #SBATCH block as surely."""
     runs_dir, folder = plan.settings.runs_dir, str(plan.sweep_dir.resolve())
-    found = []
+    problems = []
     if _CONTROL.search(runs_dir):
-        found.append(f"runs_dir={runs_dir!r} holds a control character (a newline, a tab...): paths take none")
+        problems.append(f"runs_dir={runs_dir!r} holds a control character (a newline, a tab...): paths take none")
     elif _CONTROL.search(folder):
-        found.append(f"the sweep folder {folder!r} (runs_dir in the working directory) holds a control character")
+        problems.append(f"the sweep folder {folder!r} (runs_dir in the working directory) holds a control character")
     if _CONTROL.search(sys.executable):
-        found.append(f"the Python that jobs run, {sys.executable!r}, holds a control character")
-    return found
+        problems.append(f"the Python that jobs run, {sys.executable!r}, holds a control character")
+    return problems
 
 
 SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 
 
 def launcher_problems(conf: LauncherConf) -> list[str]:
-    found = control_characters(conf)
+    problems = control_characters(conf)
     missing = [command for command in SLURM_COMMANDS if not shutil.which(command)]
     if not BACKENDS[conf.name].on_this_host and missing:
-        found.append(
+        problems.append(
             f"launcher={conf.name} needs Slurm's commands ({', '.join(SLURM_COMMANDS)}) on PATH; not found here: "
             f"{', '.join(missing)}"
         )
@@ -65,39 +65,41 @@ def launcher_problems(conf: LauncherConf) -> list[str]:
         try:
             cluster_max_array_size()
         except ValueError as error:
-            found.append(str(error))
+            problems.append(str(error))
     if BACKENDS[conf.name].on_this_host and conf.wait is False:
-        found.append(
+        problems.append(
             f"launcher.wait=false with launcher={conf.name}: its runs run under this launcher, which follows them to "
             "their end; wait=false is for launcher=slurm, whose jobs outlive the launcher"
         )
     for key in ("parallelism", "runs_per_job"):
         if getattr(conf, key) < 1:
-            found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
+            problems.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more")
     for key in ("max_array_size", "cpus_per_task", "mem_gb"):
         if getattr(conf, key) is not None and getattr(conf, key) < 1:
-            found.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more (or null: the cluster's)")
+            problems.append(f"launcher.{key}={getattr(conf, key)} must be 1 or more (or null: the cluster's)")
     if conf.gpus_per_node is not None and conf.gpus_per_node < 0:
-        found.append(f"launcher.gpus_per_node={conf.gpus_per_node} must be 0 or more (or null: see conf/schema.py)")
+        problems.append(f"launcher.gpus_per_node={conf.gpus_per_node} must be 0 or more (or null: see conf/schema.py)")
     if not 0 < conf.timeout_min <= UNLIMITED_MIN:  # NaN included
-        found.append(
+        problems.append(
             f"launcher.timeout_min={conf.timeout_min:g} must be positive and at most {UNLIMITED_MIN} (a year), in "
             "minutes (0.5 is 30 s)"
         )
     if conf.timeout_retries < 0:
-        found.append(f"launcher.timeout_retries={conf.timeout_retries} must be 0 or more")
+        problems.append(f"launcher.timeout_retries={conf.timeout_retries} must be 0 or more")
     if conf.gpus is not None and (
         conf.name != "local" or len(set(conf.gpus)) != len(conf.gpus) or min(conf.gpus, default=0) < 0
     ):
-        found.append(
+        problems.append(
             f"launcher.gpus={conf.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
             "launcher.gpus=[0,1]"
         )
     if conf.isolation == "fork" and not hasattr(os, "fork"):
-        found.append("launcher.isolation=fork needs os.fork, which this platform lacks: use launcher.isolation=spawn")
+        problems.append(
+            "launcher.isolation=fork needs os.fork, which this platform lacks: use launcher.isolation=spawn"
+        )
     if conf.poll_s is not None and conf.poll_s <= 0:
-        found.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
-    return found
+        problems.append(f"launcher.poll_s={conf.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
+    return problems
 
 
 def writable(sweep_dir: Path) -> list[str]:
@@ -115,24 +117,24 @@ def writable(sweep_dir: Path) -> list[str]:
 def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
-    found = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + path_control_characters(plan)
-    found += writable(plan.sweep_dir)
+    problems = launcher_problems(settings.launcher) + tracker_problems(settings.tracker) + path_control_characters(plan)
+    problems += writable(plan.sweep_dir)
     if settings.repeats > 1 and settings.launcher.runs_per_job > 1 and isolation(settings.launcher) != "fork":
-        found.append(
+        problems.append(
             f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job} and isolation="
             f"{isolation(settings.launcher)}: replicates must each start a fresh process (cuDNN autotuning, allocator "
             "and compile caches); use runs_per_job=1 or launcher.isolation=fork"
         )
     if settings.repeats > 1 and settings.launcher.name == "debug":
-        found.append(
+        problems.append(
             f"repeats={settings.repeats} with launcher=debug: the debug launcher runs every run in this process, so "
             "its replicates would share one process's state and compare nothing between processes; use repeats=1 "
             "(one run per configuration, no verdicts) or launcher=local"
         )
-    found = list(plan.problems) + [plan.explain(problem) for problem in found]
+    problems = list(plan.problems) + [plan.explain(problem) for problem in problems]
     on_this_host = BACKENDS[settings.launcher.name].on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}
     for spec in plan.runs:
         for problem in run_problems(spec.config, on_this_host):
             first_in.setdefault(problem, spec.name)
-    return found + [f"{plan.explain(problem)} (first in run {name})" for problem, name in first_in.items()]
+    return problems + [f"{plan.explain(problem)} (first in run {name})" for problem, name in first_in.items()]

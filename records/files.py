@@ -174,10 +174,10 @@ def _json_misfit(kind: str, shape: Any, by_line: bool, data: bytes, value: Any) 
 def _said(error) -> str:
     """A pydantic ValidationError as one line: the fields that do not fit (the first three), why, and what they hold."""
     said = []
-    for found in error.errors(include_url=False)[:3]:
-        where = ".".join(map(str, found["loc"]))
-        held = "" if found["type"] == "missing" else f" (it holds {reprlib.repr(found['input'])})"
-        said.append(f"{where}: {found['msg']}{held}" if where else f"{found['msg']}{held}")
+    for detail in error.errors(include_url=False)[:3]:
+        where = ".".join(map(str, detail["loc"]))
+        held = "" if detail["type"] == "missing" else f" (it holds {reprlib.repr(detail['input'])})"
+        said.append(f"{where}: {detail['msg']}{held}" if where else f"{detail['msg']}{held}")
     more = error.error_count() - len(said)
     return "; ".join(said) + (f"; and {more} more" if more else "")
 
@@ -249,15 +249,15 @@ def readable_lines(path: Path) -> list[Any]:
     except OSError:
         return []
     check = _CHECKS.get(Path(path).name)
-    found = []
+    readable = []
     for line in data.splitlines():
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if check is None or check(line, [value]) is None:
-            found.append(value)
-    return found
+            readable.append(value)
+    return readable
 
 
 def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -269,8 +269,8 @@ def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
     atomic_write(path, sink.getvalue().to_pybytes())
 
 
-def _steps_misfit(data: bytes, found: Any) -> str | None:
-    why = _columns_misfit(found.schema_arrow) or _flags_misfit(found)
+def _steps_misfit(data: bytes, steps_file: Any) -> str | None:
+    why = _columns_misfit(steps_file.schema_arrow) or _flags_misfit(steps_file)
     return f"not a valid step file: {why}" if why else None
 
 
@@ -293,9 +293,9 @@ def _columns_misfit(schema: Any) -> str | None:
     return None
 
 
-def _flags_misfit(found: Any) -> str | None:
+def _flags_misfit(steps_file: Any) -> str | None:
     """The views compare measured steps: a step file needs one, and every step flagged warm-up or not."""
-    warmup = found.read(columns=["warmup"], use_threads=False).column(0)
+    warmup = steps_file.read(columns=["warmup"], use_threads=False).column(0)
     if warmup.null_count:
         return f"{warmup.null_count} of its {len(warmup)} steps have no warmup flag"
     if all(warmup.to_pylist()):
@@ -314,12 +314,12 @@ _CHECKS[STEPS] = _steps_misfit
 
 def read_steps(path: Path):
     """A run's steps as a pyarrow Table; RecordError if the file is missing or unreadable."""
-    found = read_record(path)
-    if not hasattr(found, "read"):
-        raise RecordError(found or Unreadable(Path(path), "missing"))
+    record = read_record(path)
+    if not hasattr(record, "read"):
+        raise RecordError(record or Unreadable(Path(path), "missing"))
     # One thread: a step file is small, and a process that read with Arrow's pool of threads can abort as it exits,
     # its work done ("terminate called without an active exception", apache/arrow#34314).
-    return found.read(use_threads=False)
+    return record.read(use_threads=False)
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -26,11 +26,11 @@ class SweepLocked(RuntimeError):
 def holder(sweep_dir: Path) -> str:
     """Who holds (or last held) the folder's lock, as the lock file says."""
     try:
-        found = json.loads((Path(sweep_dir) / LOCK).read_text() or "{}")
+        lock_info = json.loads((Path(sweep_dir) / LOCK).read_text() or "{}")
     except (OSError, ValueError):
         return "an unknown launcher"
-    command = " ".join(found.get("argv", []))
-    return f"pid {found.get('pid')} on {found.get('host')} since {found.get('since')} (perfsweep {command})"
+    command = " ".join(lock_info.get("argv", []))
+    return f"pid {lock_info.get('pid')} on {lock_info.get('host')} since {lock_info.get('since')} (perfsweep {command})"
 
 
 @contextlib.contextmanager

@@ -114,8 +114,8 @@ class Summary:
         return sorted(
             {
                 f"{p['name']} (pid {p['pid']}, {when})"
-                for when, found in self.neighbours.items()
-                for p in (found or {}).get("gpu_processes") or []
+                for when, seen in self.neighbours.items()
+                for p in (seen or {}).get("gpu_processes") or []
             }
         )
 
@@ -226,10 +226,10 @@ class RunRecord:
 
 
 def _readable(path: Path) -> Any:
-    found = read_record(path)
-    if isinstance(found, Unreadable):
-        raise RecordError(found)
-    return found
+    record = read_record(path)
+    if isinstance(record, Unreadable):
+        raise RecordError(record)
+    return record
 
 
 # What a done run must be able to read; a run being planned has a config record in runs.jsonl instead.
@@ -243,15 +243,15 @@ def unreadable_records(run_dir: Path) -> list[Unreadable]:
         return [Unreadable(run_dir / STATUS, status.unreadable)]
     if status.state != DONE:
         return []
-    found = {name: read_record(run_dir / name) for name in DONE_RECORDS[1:]}
+    contents = {name: read_record(run_dir / name) for name in DONE_RECORDS[1:]}
     broken = [
         value or Unreadable(run_dir / name, "missing")
-        for name, value in found.items()
+        for name, value in contents.items()
         if value is None or isinstance(value, Unreadable)
     ]
     if broken:
         return broken
-    untimed = _phases_untimed(run_dir, found[SUMMARY], found[STEPS])
+    untimed = _phases_untimed(run_dir, contents[SUMMARY], contents[STEPS])
     return [untimed] if untimed else []
 
 
@@ -287,8 +287,8 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         raise RecordError(Unreadable(run_dir / CONFIG, "missing, and the run is not in runs.jsonl"))
     summary, steps = _readable(run_dir / SUMMARY), _readable(run_dir / STEPS)
     if status.state == DONE:  # a done run's measurements must be there, readable, and of every phase
-        for name, found in ((STEPS, steps), (SUMMARY, summary)):
-            if found is None:
+        for name, record in ((STEPS, steps), (SUMMARY, summary)):
+            if record is None:
                 raise RecordError(Unreadable(run_dir / name, "missing"))
         untimed = _phases_untimed(run_dir, summary, steps)
         if untimed:

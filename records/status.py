@@ -126,10 +126,10 @@ def read_status(run_dir: Path, move_aside: bool = False) -> Status:
     `unreadable` saying why (and, with `move_aside`, which the run or its launcher asks for before writing a new one,
     moved aside)."""
     path = Path(run_dir) / STATUS
-    found = read_record(path)
-    if found is None:
+    record = read_record(path)
+    if record is None:
         return Status()
-    if not isinstance(found, Unreadable):
-        return Status.from_json(found)
+    if not isinstance(record, Unreadable):
+        return Status.from_json(record)
     aside = quarantine(path) if move_aside else None
-    return Status(unreadable=f"{found.reason}{f'; moved aside to {aside.name}' if aside else ''}")
+    return Status(unreadable=f"{record.reason}{f'; moved aside to {aside.name}' if aside else ''}")

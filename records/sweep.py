@@ -105,11 +105,11 @@ declare(JOBS, "jobs record", dict[str, Job])
 
 
 def _read(path: Path, rebuild, unreadable: list[Unreadable] | None) -> Any:
-    found = read_record(path)
-    if not isinstance(found, Unreadable):
-        return found
+    record = read_record(path)
+    if not isinstance(record, Unreadable):
+        return record
     if unreadable is not None:
-        unreadable.append(found)
+        unreadable.append(record)
     return rebuild(path.parent)
 
 
@@ -131,9 +131,9 @@ def rebuilt_planned(sweep_dir: Path) -> list[dict[str, Any]]:
     """runs.jsonl from its lines still readable and the config.json of each run that has started."""
     rows = {row["name"]: row for row in readable_lines(sweep_dir / RUNS) if isinstance(row, dict) and "name" in row}
     for path in sorted(sweep_dir.glob(f"*/{CONFIG}")):
-        found = read_record(path)
-        if isinstance(found, dict) and "name" in found:
-            rows.setdefault(found["name"], found)
+        config = read_record(path)
+        if isinstance(config, dict) and "name" in config:
+            rows.setdefault(config["name"], config)
     return list(rows.values())
 
 
@@ -191,18 +191,18 @@ def repair(sweep_dir: Path) -> list[str]:
     sweep_dir = Path(sweep_dir)
     done = []
     for name, rebuild in _REBUILD.items():
-        found: list[Unreadable] = []
-        value = _read(sweep_dir / name, rebuild, found)
-        if not found:
+        unreadable: list[Unreadable] = []
+        value = _read(sweep_dir / name, rebuild, unreadable)
+        if not unreadable:
             continue
         aside = quarantine(sweep_dir / name)
         where = f"moved aside to {aside.name}" if aside else "could not be moved aside"
         if name == SWEEP and value["uid"] is None:  # no run has started: this launch makes a new one
-            done.append(f"{found[0]}: {where}; made anew")
+            done.append(f"{unreadable[0]}: {where}; made anew")
             continue
         if name == RUNS:
             write_jsonl(sweep_dir / name, [json_line(row) for row in value])
         else:
             write_json(sweep_dir / name, value)
-        done.append(f"{found[0]}: {where}; rebuilt from the run folders")
+        done.append(f"{unreadable[0]}: {where}; rebuilt from the run folders")
     return done

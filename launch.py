@@ -152,7 +152,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         )
         return 2
     looks = rounds.schedule(auto.max_runs)
-    failed, found, capped = False, None, f"{auto.max_runs} runs per configuration (auto.max_runs)"
+    failed, last_look, capped = False, None, f"{auto.max_runs} runs per configuration (auto.max_runs)"
     for k in looks:
         plan = build_plan([*base, f"repeats={k}"], partial=True)
         status = launch_plan(lambda plan=plan: plan, argv, show=False)
@@ -161,15 +161,15 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         failed = failed or status == 1
         names = [s.name for s in plan.runs]
         done = [r for r in records.load_sweep(plan.sweep_dir, names) if r.state == records.DONE]
-        found = rounds.look(done, k, auto.half_width, len(looks))
-        print(found.line())
-        if found.met:
+        last_look = rounds.look(done, k, auto.half_width, len(looks))
+        print(last_look.line())
+        if last_look.met:
             break
         if time.monotonic() - began > 60 * auto.max_minutes and k != looks[-1]:
             capped = f"{auto.max_minutes:g} min (auto.max_minutes)"
             break
     print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, names)))
-    print("\n".join(rounds.summary(found, len(done), (time.monotonic() - began) / 60, capped)))
+    print("\n".join(rounds.summary(last_look, len(done), (time.monotonic() - began) / 60, capped)))
     for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")

@@ -22,10 +22,10 @@ def wandb_key() -> str | None:
     if os.environ.get("WANDB_API_KEY"):
         return os.environ["WANDB_API_KEY"]
     try:
-        found = netrc.netrc(os.environ.get("NETRC")).authenticators(urlparse(server_url()).hostname)
+        credentials = netrc.netrc(os.environ.get("NETRC")).authenticators(urlparse(server_url()).hostname)
     except (OSError, netrc.NetrcParseError):
         return None
-    return found[2] if found else None
+    return credentials[2] if credentials else None
 
 
 def has_wandb_key() -> bool:

@@ -37,12 +37,12 @@ def expand_model_sets(overrides: list[str]) -> tuple[list[str], list[str]]:
 
         names: dict[str, None] = {}
         for pattern in (p.strip().split(".")[0] for p in value.removeprefix(PREFIX).split(",") if p.strip()):
-            found = timm.list_models(pattern)
-            if not found:
+            matched = timm.list_models(pattern)
+            if not matched:
                 near = difflib.get_close_matches(pattern.replace("*", ""), timm.list_models(), n=5, cutoff=0.5)
                 hint = f"; nearest names: {', '.join(near)}" if near else ""
                 problems.append(f"model.name pattern {pattern!r} matches no timm model{hint}")
-            names.update(dict.fromkeys(found))
+            names.update(dict.fromkeys(matched))
         if names:
             expanded += ["model.source=timm", f"model.name={','.join(names)}"]
     return expanded, problems

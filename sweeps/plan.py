@@ -104,16 +104,16 @@ def origins(overrides: list[str]) -> dict[str, str]:
     parser = OverridesParser.create()
     name = _chosen(parser, overrides, "sweep", Config.sweep)
     scale = _chosen(parser, overrides, "scale", Config.scale)
-    found: dict[str, str] = {}
+    source_of: dict[str, str] = {}
     path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
     sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
-        found.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml" for o in _as_overrides(grid)})
+        source_of.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml" for o in _as_overrides(grid)})
     extra = (sweep.get("scales") or {}).get(scale) or {}
     for params in extra if isinstance(extra, list) else [extra]:
-        found.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml scale {scale}" for o in _as_overrides(params)})
-    found.update({_key(o): "the command line" for o in overrides})
-    return found
+        source_of.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml scale {scale}" for o in _as_overrides(params)})
+    source_of.update({_key(o): "the command line" for o in overrides})
+    return source_of
 
 
 _NAMED_KEY = re.compile(r"^([A-Za-z_][\w.]*)=|Could not find '(\w+)/|merging override ([\w.]+)=")
@@ -226,13 +226,13 @@ GRAMMAR = (
 def unreadable_overrides(overrides: list[str]) -> list[str]:
     """Each override that Hydra's grammar cannot read, named with the parser's reason."""
     parser = OverridesParser.create()
-    found = []
+    problems = []
     for override in overrides:
         try:
             parser.parse_overrides([override])
         except OverrideParseException as error:
-            found.append(f"{override!r} cannot be read: {_parse_reason(override, error)}; {GRAMMAR}")
-    return found
+            problems.append(f"{override!r} cannot be read: {_parse_reason(override, error)}; {GRAMMAR}")
+    return problems
 
 
 _LEXER = "LexerNoViableAltException: "

@@ -33,22 +33,22 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
 def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     """Everything wrong with `cfg`; the device checks only when the run will execute on this host."""
     name = cfg.workload.name
-    found = WORKLOADS[name].problems(cfg) if name in WORKLOADS else choice("workload", name, sorted(WORKLOADS))
+    issues = WORKLOADS[name].problems(cfg) if name in WORKLOADS else choice("workload", name, sorted(WORKLOADS))
     if cfg.steps <= 0:
-        found.append(f"steps={cfg.steps} must be positive")
+        issues.append(f"steps={cfg.steps} must be positive")
     if cfg.compile.enabled:
-        found += choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
+        issues += choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
         if cfg.warmup_steps < 2:
-            found.append(
+            issues.append(
                 f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps "
                 "to keep compilation out of the measurement"
             )
     if cfg.warmup_steps < 0:
-        found.append(f"warmup_steps={cfg.warmup_steps} must be 0 or more")
+        issues.append(f"warmup_steps={cfg.warmup_steps} must be 0 or more")
     if cfg.threads is not None and cfg.threads < 1:
-        found.append(
+        issues.append(
             f"threads={cfg.threads} must be 1 or more (or null: the CPUs Slurm allotted, else torch's default)"
         )
     if on_this_host:
-        found += _device(cfg.device, dataclasses.astuple(cfg.precision))
-    return found
+        issues += _device(cfg.device, dataclasses.astuple(cfg.precision))
+    return issues

@@ -57,28 +57,26 @@ def _version(package: str) -> str | None:
 def parse_compute_apps(text: str, gpu_uuid: str, own: set[int]) -> list[dict[str, object]]:
     """Rows of `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
     that are on the GPU `gpu_uuid` and are none of the processes `own`."""
-    found = []
+    apps = []
     for line in text.splitlines():
         parts = [part.strip() for part in line.split(",")]
         if len(parts) != 4 or not parts[0].endswith(gpu_uuid) or not parts[1].isdigit() or int(parts[1]) in own:
             continue
-        found.append(
-            {"pid": int(parts[1]), "name": parts[2], "used_mib": int(parts[3]) if parts[3].isdigit() else None}
-        )
-    return found
+        apps.append({"pid": int(parts[1]), "name": parts[2], "used_mib": int(parts[3]) if parts[3].isdigit() else None})
+    return apps
 
 
 def lineage(pid: int) -> set[int]:
     """`pid` and the processes it descends from (/proc): a run's job and launcher, whose CUDA context (the
     launcher's device checks make one) is no work beside the run."""
-    found: set[int] = set()
-    while pid > 0 and pid not in found:
-        found.add(pid)
+    pids: set[int] = set()
+    while pid > 0 and pid not in pids:
+        pids.add(pid)
         try:
             pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # after "(comm)": state, ppid
         except (OSError, IndexError, ValueError):
             break
-    return found
+    return pids
 
 
 def gpu_uuid(device: torch.device) -> str:

@@ -69,9 +69,9 @@ def peak_table_module() -> list[str]:
 def peak_table() -> Callable[[torch.device, Any], int | None] | None:
     """lightning-fabric's lookup of a GPU's peak (importing it takes a fresh process half a second of a CPU: a job
     that forks its runs imports it once); None where neither lightning-fabric nor the `lightning` bundle is there."""
-    found = peak_table_module()
+    modules = peak_table_module()
     try:
-        return importlib.import_module(found[0]).get_available_flops if found else None
+        return importlib.import_module(modules[0]).get_available_flops if modules else None
     except ImportError:  # there, but broken (built for another torch): no peak, not a failed run
         return None
 
@@ -90,5 +90,5 @@ def peak_flops(device: torch.device, precision: str) -> float | None:
         return None
     with warnings.catch_warnings():  # an unknown GPU is said by the table's "unknown", not a warning
         warnings.simplefilter("ignore")
-        found = get_available_flops(device, dtype)
-    return float(found) if found else None
+        peak = get_available_flops(device, dtype)
+    return float(peak) if peak else None

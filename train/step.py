@@ -36,15 +36,15 @@ def model_problems(source: str, name: str) -> tuple[str, ...]:
 def model_problems_of(cfg: RunConf) -> list[str]:
     """What both model workloads check: a known model, memory format and input type (fastai's where they need
     it), positive sizes."""
-    found = list(model_problems(cfg.model.source, cfg.model.name))
-    found += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+    problems = list(model_problems(cfg.model.source, cfg.model.name))
+    problems += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
     if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
-        found += fastai_parts.missing(f"input_type={cfg.input_type.name}")
+        problems += fastai_parts.missing(f"input_type={cfg.input_type.name}")
     for key in POSITIVE:
         value = functools.reduce(getattr, key.split("."), cfg)
         if value <= 0:
-            found.append(f"{key}={value} must be positive")
-    return found
+            problems.append(f"{key}={value} must be positive")
+    return problems
 
 
 @WORKLOADS.register("train_step")
@@ -56,14 +56,14 @@ class TrainStep(Workload):
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
         """A known model, memory format, input type, loss and optimizer, fastai where they need it; positive sizes."""
-        found = model_problems_of(cfg)
-        found += choice("loss", cfg.loss.name, list(LOSSES))
-        found += choice("optim", cfg.optim.name, list(OPTIMIZERS))
-        found += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
+        issues = model_problems_of(cfg)
+        issues += choice("loss", cfg.loss.name, list(LOSSES))
+        issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
+        issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
         for group in ("loss", "optim"):
             if getattr(cfg, group).name == "fastai":
-                found += fastai_parts.missing(f"{group}=fastai")
-        return found
+                issues += fastai_parts.missing(f"{group}=fastai")
+        return issues
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)

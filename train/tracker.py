@@ -54,8 +54,8 @@ class Tracker:
     @staticmethod
     def _config(spec: RunSpec, run_dir: Path) -> dict[str, Any]:
         """The run's fields and its env.json as env.* keys (versions, device, host, code revision), redacted."""
-        found = records.read_record(run_dir / records.ENV)
-        environment = flatten(found, "env.") if isinstance(found, dict) else {}
+        env_record = records.read_record(run_dir / records.ENV)
+        environment = flatten(env_record, "env.") if isinstance(env_record, dict) else {}
         return redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment})
 
     @staticmethod
@@ -111,13 +111,13 @@ def track(
     """
     if conf.mode == "disabled":
         return []
-    found: list[str] = []
+    tracker_warnings: list[str] = []
 
     def work() -> None:
         tracker = Tracker(conf, spec, run_dir, tracker_id)
         tracker.log_rows(rows)
         tracker.finish(summary, run_dir, failed=failed)
-        found.extend(tracker.warnings)
+        tracker_warnings.extend(tracker.warnings)
 
     thread = threading.Thread(target=work, name="wandb", daemon=True)
     thread.start()
@@ -127,4 +127,4 @@ def track(
             f"wandb did not finish within tracker.timeout_s={conf.timeout_s:g} s and was left behind: the run's "
             f"records are complete; `perfsweep sync {run_dir.parent}` uploads its offline W&B run later"
         ]
-    return found
+    return tracker_warnings

@@ -28,18 +28,20 @@ class FunctionBench(Workload):
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
         conf, compile_conf = cfg.workload, cfg.compile
-        found = []
+        issues = []
         if conf.impl not in cls.impls:
-            found.append(f"workload.impl={conf.impl!r} is not one of {conf.name}'s: {', '.join(cls.impls)}")
+            issues.append(f"workload.impl={conf.impl!r} is not one of {conf.name}'s: {', '.join(cls.impls)}")
         elif compile_conf.enabled and conf.impl in cls.not_compilable:
-            found.append(f"workload.impl={conf.impl} with compile={compile_conf.name}: {cls.not_compilable[conf.impl]}")
-        found += [f"workload.{f}={getattr(conf, f)} must be positive" for f in conf.sizes if getattr(conf, f) <= 0]
+            issues.append(
+                f"workload.impl={conf.impl} with compile={compile_conf.name}: {cls.not_compilable[conf.impl]}"
+            )
+        issues += [f"workload.{f}={getattr(conf, f)} must be positive" for f in conf.sizes if getattr(conf, f) <= 0]
         if cfg.memory_format.name != "contiguous":
-            found.append(
+            issues.append(
                 f"memory_format={cfg.memory_format.name} needs a 4-D (image) input; workload={conf.name} has none "
                 "(use memory_format=contiguous)"
             )
-        return found
+        return issues
 
     def inputs(self, conf, device: torch.device) -> tuple[Any, ...]:
         raise NotImplementedError

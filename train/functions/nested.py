@@ -38,10 +38,10 @@ class Nested(FunctionBench):
 
     @classmethod
     def problems(cls, cfg):
-        found, conf = super().problems(cfg), cfg.workload
+        issues, conf = super().problems(cfg), cfg.workload
         if conf.size % WIDTH:
-            found.append(f"workload.size={conf.size} must be a multiple of {WIDTH} (rows are split into {WIDTH}s)")
-        return found
+            issues.append(f"workload.size={conf.size} must be a multiple of {WIDTH} (rows are split into {WIDTH}s)")
+        return issues
 
     def __init__(self, cfg, device):
         self.model = Units(cfg.workload.units).to(device)

@@ -73,10 +73,10 @@ class Sampler(FunctionBench):
 
     @classmethod
     def problems(cls, cfg):
-        found, conf = super().problems(cfg), cfg.workload
+        issues, conf = super().problems(cfg), cfg.workload
         if conf.size < 20:
-            found.append(f"workload.size={conf.size}: the sampler needs 20+ samples (it keeps a tenth)")
-        return found
+            issues.append(f"workload.size={conf.size}: the sampler needs 20+ samples (it keeps a tenth)")
+        return issues
 
     def inputs(self, conf, device):
         shape = (conf.size,) if conf.batch == 1 else (conf.batch, conf.size)

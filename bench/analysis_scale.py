@@ -66,12 +66,12 @@ def main() -> None:
             runs = load_sweep(sweep)
             seconds["load"].append(time.perf_counter() - start)
             start = time.perf_counter()
-            found = [run_stats(r) for r in runs]
+            stats = [run_stats(r) for r in runs]
             seconds["summarise"].append(time.perf_counter() - start)
             start = time.perf_counter()
             table = table_view(sweep, runs).rows
             seconds["table"].append(time.perf_counter() - start)
-        assert len(found) == len(table) == args.runs
+        assert len(stats) == len(table) == args.runs
     print(f"{args.runs} runs x {args.steps} steps, median of {args.repeats}")
     for stage, values in seconds.items():
         print(f"{stage:<10} {statistics.median(values):.2f} s")

@@ -112,21 +112,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "results", help="where the machine's folder goes")
     parser.add_argument("overrides", nargs="*", help="overrides of the default sweep (model.image_size=64...)")
     args = parser.parse_args()
-    found: dict = {"overrides": args.overrides, "trials": args.trials}
+    results: dict = {"overrides": args.overrides, "trials": args.trials}
     with tempfile.TemporaryDirectory(prefix="perfsweep-calibration-") as tmp:
         runs_dir = Path(tmp)
         one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
         sweep, wall = launch(one, runs_dir, "labels")
-        kind, found["machine"] = machine(sweep)
+        kind, results["machine"] = machine(sweep)
         done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
-        found["labels"] = labels_experiment(done) | {"wall_s": wall}
+        results["labels"] = labels_experiment(done) | {"wall_s": wall}
         if not args.skip_launches:
             statuses, walls = [], []
             for trial in range(args.trials):
                 pair = [launch(args.overrides, runs_dir, f"{side}{trial}") for side in "ab"]
                 walls += [w for _, w in pair]
                 statuses.append(compare.compare(pair[0][0], pair[1][0], 0.05, 0.05)[1])
-            found["launches"] = {
+            results["launches"] = {
                 "trials": args.trials,
                 "compare_exit_1": statuses.count(compare.EXIT_REGRESSION),
                 "compare_exit_3": statuses.count(compare.EXIT_POSSIBLE),
@@ -135,21 +135,21 @@ def main() -> None:
             two, _ = launch([*args.overrides, "threads=2"], runs_dir, "threads2")
             one_thread, _ = launch([*args.overrides, "threads=1"], runs_dir, "threads1")
             shown, status = compare.compare(two, one_thread, 0.05, 0.05)
-            found["threads"] = {"compare_exit": status, "flags": [line.flag for line in shown.items if line.flag]}
-            found["threads"]["suite"] = next(n for n in shown.notes if n.startswith("suite:"))
-    report = render(found)
+            results["threads"] = {"compare_exit": status, "flags": [line.flag for line in shown.items if line.flag]}
+            results["threads"]["suite"] = next(n for n in shown.notes if n.startswith("suite:"))
+    report = render(results)
     print(report)
     out = args.out / kind / "bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.txt").write_text(report + "\n")
-    (out / "calibration.json").write_text(json.dumps(found, indent=2) + "\n")
+    (out / "calibration.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"written: {out / 'calibration.txt'}, {out / 'calibration.json'}")
 
 
-def render(found: dict) -> str:
-    m, labels = found["machine"], found["labels"]
+def render(results: dict) -> str:
+    m, labels = results["machine"], results["labels"]
     lines = [
-        f"perfsweep calibration: {m['device']}, torch {m.get('torch')}, default sweep {' '.join(found['overrides'])}",
+        f"perfsweep calibration: {m['device']}, torch {m.get('torch')}, default sweep {' '.join(results['overrides'])}",
         f"labels: {labels['runs']} runs of one configuration in one sweep, {labels['trials']} trials of 3 runs per "
         f"label, interleaved ({labels['wall_s']:.0f} s)",
         f"  table vs excludes 1.00x: {labels['vs_excludes_1']} of {labels['trials']}",
@@ -163,14 +163,14 @@ def render(found: dict) -> str:
             f"{split['within']:.1%}, lag-1 autocorrelation {split['rho']:.2f}, "
             f"{split['effective_steps']:.0f} effective of {split['steps']} steps per run"
         )
-    if launches := found.get("launches"):
+    if launches := results.get("launches"):
         lines += [
             f"launches: the default sweep launched twice and compared, {launches['trials']} trials",
             f"  compare exits 1 (REGRESSION): {launches['compare_exit_1']} of {launches['trials']}; exits 3 "
             f"(possible, one run a side): {launches['compare_exit_3']}",
             f"  a launch's wall time: median {statistics.median(launches['launch_wall_s']):.1f} s",
         ]
-    if threads := found.get("threads"):
+    if threads := results.get("threads"):
         lines += [
             f"threads: threads=2 (A) against threads=1 (B): compare exits {threads['compare_exit']}, flags "
             f"{', '.join(threads['flags']) or 'none'}",

@@ -55,15 +55,15 @@ def main() -> None:
     print(f"median of {args.repeats}, spawn and fork interleaved; W&B off")
     print(f"{'sweep':<8} {'isolation':<9} {'wall s':>7} {'start-up s/run':>15} {'efficiency':>10}   wall s each")
     for name in args.sweeps.split(","):
-        found: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+        by_mode: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
         for _ in range(args.repeats):
             for mode in MODES:
-                found[mode].append(launch_once(SWEEPS[name], mode))
-        for mode, results in found.items():
+                by_mode[mode].append(launch_once(SWEEPS[name], mode))
+        for mode, results in by_mode.items():
             wall, startup, share = (_median(results, k) for k in ("wall_s", "startup_s", "efficiency"))
             each = ", ".join(f"{r['wall_s']:.1f}" for r in results)
             print(f"{name:<8} {mode:<9} {wall:7.1f} {startup:15.2f} {share:10.0%}   [{each}]")
-        spawn, fork = (_median(found[m], "wall_s") for m in MODES)
+        spawn, fork = (_median(by_mode[m], "wall_s") for m in MODES)
         print(f"{name:<8} fork/spawn wall time: {fork / spawn:.2f}")
 
 

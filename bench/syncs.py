@@ -67,10 +67,10 @@ def main() -> None:
         configure_backends(cfg)
         trainer = make_workload(cfg, device)
         run_window(trainer, 0, cfg.warmup_steps, device)
-        found = check(trainer, cfg, device)
-        places = found.split("; ")
+        summary = check(trainer, cfg, device)
+        places = summary.split("; ")
         expected = " (expected: GradScaler)" if all("grad_scaler.py" in p for p in places) else ""
-        print(f"{spec.name:<60} {found}{expected}")
+        print(f"{spec.name:<60} {summary}{expected}")
         del trainer
         if cuda:
             torch.cuda.empty_cache()

@@ -245,8 +245,8 @@ def plan_step(step: Step) -> tuple[float, list[str]]:
         plan = build_plan(step.sweep)
     except PlanError as error:
         return 0.0, error.problems
-    found = validate(plan, lambda cfg, _here: problems(cfg, on_this_host=False))
-    return estimate(plan), [f"{len(plan.runs)} runs"] + found
+    issues = validate(plan, lambda cfg, _here: problems(cfg, on_this_host=False))
+    return estimate(plan), [f"{len(plan.runs)} runs"] + issues
 
 
 def torch_report() -> tuple[str, list[str]]:
@@ -268,19 +268,19 @@ def torch_report() -> tuple[str, list[str]]:
 def machine() -> dict[str, str]:
     import torch
 
-    found = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "cudnn": "-", "gpu": "no CUDA GPU"}
+    machine_info = {"torch": torch.__version__, "cuda": str(torch.version.cuda), "cudnn": "-", "gpu": "no CUDA GPU"}
     if torch.cuda.is_available():
-        found["gpu"] = torch.cuda.get_device_name()
-        found["cudnn"] = str(torch.backends.cudnn.version())
+        machine_info["gpu"] = torch.cuda.get_device_name()
+        machine_info["cudnn"] = str(torch.backends.cudnn.version())
         smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True)
-        found["driver"] = smi.stdout.decode(errors="replace").strip() or "?"
-    return found
+        machine_info["driver"] = smi.stdout.decode(errors="replace").strip() or "?"
+    return machine_info
 
 
 def default_out(stage: str) -> Path:
-    found = machine()
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", found["gpu"]).strip("-").lower()
-    return ROOT / "results" / f"{gpu}-torch{found['torch'].split('+')[0]}" / stage
+    machine_info = machine()
+    gpu = re.sub(r"[^A-Za-z0-9]+", "-", machine_info["gpu"]).strip("-").lower()
+    return ROOT / "results" / f"{gpu}-torch{machine_info['torch'].split('+')[0]}" / stage
 
 
 def dry_run(stages: list[str]) -> int:
@@ -473,8 +473,8 @@ def flagged(stdout: str) -> str:
     """'; flagged: 2 SHARED GPU, 1 NOISY' for the runs the step's tables flag (a GPU shared by another process
     would be the check's own doing), else ''."""
     counts = {flag: sum(line.startswith(flag + " ") for line in stdout.splitlines()) for flag in FLAGS}
-    found = [f"{count} {flag}" for flag, count in counts.items() if count]
-    return f"; flagged: {', '.join(found)}" if found else ""
+    counted = [f"{count} {flag}" for flag, count in counts.items() if count]
+    return f"; flagged: {', '.join(counted)}" if counted else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,7 @@ def host_reads(trainer, cfg, device: torch.device) -> str:
     """'no host read', or each host read the timed loop made, with its count per step."""
     with HostReads() as reads:
         timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps, trainer.phases))
-    return per_step("HOST READ", Counter(reads.found), cfg.steps, "no host read")
+    return per_step("HOST READ", Counter(reads.calls), cfg.steps, "no host read")
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ def reads_in_timed_steps(*overrides: str, steps: int = 2) -> list[str]:
     run_window(work, 0, 1, CPU)
     with HostReads() as reads:
         timed_steps(work, 1, steps, StepClock(CPU, steps, work.phases))
-    return reads.found
+    return reads.calls
 
 
 def test_each_host_read_is_named_with_its_place():
@@ -50,7 +50,7 @@ def test_each_host_read_is_named_with_its_place():
         x.to(torch.float16)  # no copy to the host
         torch.relu(x * 2)
     here = "tests/test_syncs.py"
-    assert reads.found == [
+    assert reads.calls == [
         f"item at {here}:{line + 2}",
         f"__bool__ at {here}:{line + 3}",
         f"nonzero at {here}:{line + 4}",

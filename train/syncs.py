@@ -105,11 +105,11 @@ class HostReads(TorchFunctionMode):
 
     def __init__(self) -> None:
         super().__init__()
-        self.found: list[str] = []
+        self.calls: list[str] = []  # "name at file:line", one per call
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in READS or (name == "to" and _copies_to_host(args, kwargs)):
-            self.found.append(f"{name} at {_where()}")
+            self.calls.append(f"{name} at {_where()}")
         return func(*args, **kwargs)

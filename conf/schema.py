@@ -12,42 +12,19 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 
-class MemoryFormat(enum.StrEnum):
-    """The memory format of the model and its input."""
-
-    contiguous = "contiguous"
-    channels_last = "channels_last"
+def _closed_set(name: str, values: str) -> type[enum.StrEnum]:
+    """An enum of the allowed values of a setting, each member the string it names (it compares equal to it)."""
+    return enum.StrEnum(name, values.split(), module=__name__)
 
 
-class LauncherName(enum.StrEnum):
-    """The submitit executor: a process per job here, every run in the launcher's process, or Slurm."""
-
-    local = "local"
-    debug = "debug"
-    slurm = "slurm"
-
-
-class Isolation(enum.StrEnum):
-    """How each run gets its own process: forked from a warm job, or a new interpreter per job."""
-
-    fork = "fork"
-    spawn = "spawn"
-
-
-class TrackerMode(enum.StrEnum):
-    """W&B's mode."""
-
-    offline = "offline"
-    online = "online"
-    disabled = "disabled"
-
-
-class Order(enum.StrEnum):
-    """The order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)."""
-
-    interleaved = "interleaved"
-    shuffled = "shuffled"
-    grouped = "grouped"
+MemoryFormat = _closed_set("MemoryFormat", "contiguous channels_last")  # of the model and its input
+# the submitit executor: a process per job here, every run in the launcher's process, or Slurm
+LauncherName = _closed_set("LauncherName", "local debug slurm")
+# how each run gets its own process: forked from a warm job, or a new interpreter per job
+Isolation = _closed_set("Isolation", "fork spawn")
+TrackerMode = _closed_set("TrackerMode", "offline online disabled")  # W&B's mode
+# the order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
+Order = _closed_set("Order", "interleaved shuffled grouped")
 
 
 @dataclass

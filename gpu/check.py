@@ -1,6 +1,6 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
-    scripts/gpu-check STAGE [--out DIR] [--limit S] [--resume] [--step NAME ...] [--dry-run]
+    scripts/gpu-check STAGE [--out PARENT] [--limit S] [--resume] [--step NAME ...] [--dry-run]
     STAGE: tests, seeds, bench, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
 tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
@@ -24,7 +24,7 @@ but for a table of the runs before it, which still runs (up to 30 s more). --res
 summary.json says passed and runs the others (a table again, and a sweep whose runs' records are not all there).
 --step NAME runs only the named steps (each other one is written down as not asked for): max-autotune's compile alone,
 with the whole limit to time kernels.
-DIR defaults to results/<gpu>-torch<version>/<stage> (printed). After every step the runs' records are
+DIR is PARENT/<stage>, PARENT by default results/<gpu>-torch<version> (printed). After every step the runs' records are
 packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (gpu/handover.py), so that a
 stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
 run again), and any run of the stage the timings (a max-autotune compile goes on from the kernels it timed).
@@ -62,11 +62,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # window: 1 to 1.5 s), more for a model's (cuDNN timing its convolutions in the warm-up: 13 s, the median of 28 of
 # timm's models, from 1 s for a ViT to 40 s for GhostNet; an inference, forward only, a third of that by guess) where
 # its shapes are new to the machine, and 3 s where a run before it had them (ResNet50's runs took 20 s, then 10 s), a
-# torch.compile of a training step by mode and of a function (max-autotune's was not seen to end: over 316 s), and one
-# measured step.
+# torch.compile of a training step by mode (max-autotune's first took 520 s of kernel timing on one machine and 326 s
+# more on the next; once Inductor's cache held it, 86 s), and of a function, and one measured step.
 START_S, RUN_S, MODEL_RUN_S, SEEN_MODEL_RUN_S = 20.0, 1.5, 15.0, 3.0
 TRAIN_STEP_S, CALL_S, COMPILE_FUNCTION_S = 0.03, 0.01, 8.0
-COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 55.0, "max-autotune": 400.0}
+COMPILE_TRAIN_S = {None: 55.0, "default": 55.0, "reduce-overhead": 55.0, "max-autotune": 850.0}
+COMPILED_AGAIN_S = {"max-autotune": 90.0}  # a step whose kernels a run before it timed
 # The seed sweeps' steps, trimmed (sizes stay as published), and their runs packed into one job per sweep: ~100 runs
 # would spend minutes starting Python, torch and CUDA one by one. Even so the seeds stage took 15 minutes on one H100,
 # most of it the runs' own costs, not their steps: two commands (the second with --resume). The warm-up stays as
@@ -219,7 +220,7 @@ def stage_steps(stage: str, out: Path) -> list[Step]:
 def estimate(plan: Plan) -> float:
     """Seconds the plan's runs take, roughly (START_S and the other constants above)."""
     seconds = START_S * -(-len(plan.runs) // plan.settings.launcher.runs_per_job)
-    seen = set()
+    seen, timed = set(), set()  # the models' shapes and the compiled steps of the runs before
     for spec in plan.runs:
         cfg = spec.config
         trains = cfg.workload.name == "train_step"
@@ -229,8 +230,13 @@ def estimate(plan: Plan) -> float:
             seconds += SEEN_MODEL_RUN_S if shapes in seen else MODEL_RUN_S if trains else MODEL_RUN_S / 3
             seen.add(shapes)
         seconds += (cfg.steps + cfg.warmup_steps) * (TRAIN_STEP_S if trains else CALL_S)
-        if cfg.compile.enabled:
-            seconds += COMPILE_TRAIN_S.get(cfg.compile.mode, 55.0) if trains else COMPILE_FUNCTION_S
+        if cfg.compile.enabled and not trains:
+            seconds += COMPILE_FUNCTION_S
+        elif cfg.compile.enabled:
+            compiled = repr((cfg.model, cfg.memory_format, cfg.precision, cfg.compile.mode))
+            first = COMPILE_TRAIN_S.get(cfg.compile.mode, 55.0)
+            seconds += COMPILED_AGAIN_S.get(cfg.compile.mode, first) if compiled in timed else first
+            timed.add(compiled)
     return seconds
 
 
@@ -352,9 +358,15 @@ def stands(step: Step) -> bool:
         return False
     if step.sweep is None:
         return True
+    ended, planned = runs_ended(step)
+    return ended == planned
+
+
+def runs_ended(step: Step) -> tuple[int, int]:
+    """How many of a sweep step's planned runs have ended (their records say so), and how many it plans."""
     plan = build_plan(step.sweep)
     there = {run.name: run.state for run in records.load_sweep(plan.sweep_dir)} if plan.sweep_dir.is_dir() else {}
-    return all(there.get(spec.name) in records.FINAL for spec in plan.runs)
+    return sum(there.get(spec.name) in records.FINAL for spec in plan.runs), len(plan.runs)
 
 
 def passed_before(out: Path) -> dict[str, StepResult]:
@@ -457,8 +469,9 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str
     error = next((line for line in reversed(says.splitlines()) if line.strip()), "")[:200]
     if code == 0:
         return "passed"
-    if code is None:
-        return f"failed: stopped at the stage's {limit_s:.0f} s limit" + (f"; {error}" if error else "")
+    if code is None:  # a sweep cut short says how far it got: its ended runs are kept for --resume
+        progress = " after {} of its {} runs".format(*runs_ended(step)) if step.sweep is not None else ""
+        return f"failed: stopped at the stage's {limit_s:.0f} s limit{progress}" + (f"; {error}" if error else "")
     if code == 1 and step.sweep is not None:
         known, others = failed_runs(step)
         if known and not others:
@@ -483,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where the tables go (default: results/<gpu>-torch<version>/)")
     parser.add_argument("--dry-run", action="store_true", help="plan and estimate every step; run nothing")
     parser.add_argument("--limit", type=float, default=STAGE_LIMIT_S, help="seconds a stage may run (default 540)")
-    parser.add_argument("--resume", action="store_true", help="keep the steps that passed in DIR; run the others")
+    parser.add_argument("--resume", action="store_true", help="keep the steps that passed; run the rest")
     parser.add_argument("--step", action="extend", nargs="+", metavar="NAME", help="run only these steps")
     args = parser.parse_args(argv)
     stages = list(STAGES) if args.stage == "all" else [args.stage]

@@ -115,7 +115,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
     if show:
         print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, [spec.name for spec in plan.runs])))
         for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
-            print(f"warning: {warning}", file=sys.stderr)
+            print(f"perfsweep: warning: {warning}", file=sys.stderr)
         print(f"records: {plan.sweep_dir.resolve()}")
     return 1 if outcome.failed else 0
 
@@ -171,7 +171,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     print("\n\n".join(text(view) for view in sweep_views(plan.sweep_dir, names)))
     print("\n".join(rounds.summary(last_look, len(done), (time.monotonic() - began) / 60, capped)))
     for warning in log_sweep(plan.sweep_dir, plan.settings.tracker):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"perfsweep: warning: {warning}", file=sys.stderr)
     print(f"records: {plan.sweep_dir.resolve()}")
     return 1 if failed else 0
 

@@ -109,7 +109,7 @@ def write_report(args: argparse.Namespace) -> int:
             return 1
     print(f"report: {html_report(args.sweep_dir, out)}")
     for warning in log_sweep(args.sweep_dir, conf):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
         content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)
         try:
@@ -215,5 +215,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except (FileNotFoundError, ValueError, CannotWrite) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"perfsweep: error: {error}", file=sys.stderr)
         return 2

@@ -96,10 +96,12 @@ def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
     """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
     (of A's final loss, if it did not move): numerics may differ a little, training may not."""
     broken = [
-        f"{name} {run.summary.nonfinite_losses}" for name, run in (("A", a), ("B", b)) if run.summary.nonfinite_losses
+        f"{name} ({run.summary.nonfinite_losses} steps)"
+        for name, run in (("A", a), ("B", b))
+        if run.summary.nonfinite_losses
     ]
     if broken:
-        return f"NON-FINITE LOSS: NaN or infinite losses in {', '.join(broken)} steps"
+        return f"NON-FINITE LOSS: NaN or infinite losses in {', '.join(broken)}"
     before, after, first = a.summary.loss_last, b.summary.loss_last, a.summary.loss_first
     if before is None or after is None:
         return ""

@@ -82,6 +82,6 @@ class RunPack(submitit.helpers.Checkpointable):
                 left = leave_pending(runs[index + 1 :], "CudaError", why)
                 raise SystemExit(
                     f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
-                    f"pack's {left} later runs are pending again: `perfsweep resume` runs them"
+                    f"pack's {left} later runs are pending again: `python launch.py resume` runs them"
                 ) from error
         return states

@@ -191,19 +191,23 @@ def log_tail(path: Path | str | None, lines: int = 5) -> str:
         return ""
 
 
-def _ended_before(what: str, log: Path | str | None, before: str) -> tuple[str, str]:
-    """`what` ended before the run `before`, quoting its log's last line (where a job that stops itself says why);
-    and the log's last lines."""
+def _ended_before(what: str, log: Path | str | None, before: str, how: str = "") -> tuple[str, str]:
+    """`what` ended (`how`, where that is known) before the run `before`, quoting its log's last line (where a job
+    that stops itself says why); and the log's last lines."""
     tail = log_tail(log)
-    last = f": {tail.splitlines()[-1].strip()}" if tail else " (killed, timed out or cancelled?)"
-    return f"{what} ended before the run {before}{last}; log: {log}", tail
+    guess = "" if how else " (killed, timed out or cancelled?)"
+    last = f": {tail.splitlines()[-1].strip()}" if tail else guess
+    where = f"; log: {log}" if log else ""
+    return f"{what}{f' ({how})' if how else ''} ended before the run {before}{last}{where}", tail
 
 
-def lost(run_dir: Path, what: str, log: Path | str | None, kind: str = "LostRun", **fields: Any) -> records.Status:
-    """The status of a run whose process ended without its final records (`what` ended, and how): failed as
-    `kind` (LostRun; RunTimeout where it was killed past its limit), keeping its log's last lines."""
+def lost(
+    run_dir: Path, what: str, log: Path | str | None, kind: str = "LostRun", how: str = "", **fields: Any
+) -> records.Status:
+    """The status of a run whose process ended without its final records (`what` ended, `how` where that is known):
+    failed as `kind` (LostRun; RunTimeout where it was killed past its limit), keeping its log's last lines."""
     run_dir.mkdir(exist_ok=True)
-    message, tail = _ended_before(what, log, "finished")
+    message, tail = _ended_before(what, log, "finished", how)
     return dataclasses.replace(
         records.read_status(run_dir, move_aside=True),
         state=records.FAILED,

@@ -136,8 +136,8 @@ class Dispatcher:
                 done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
                 raise SubmissionFailed(
                     f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {left} runs were not "
-                    f"submitted (pending). `perfsweep status {self.sweep_dir}` follows what was; "
-                    f"`perfsweep resume {self.sweep_dir}` submits the rest."
+                    f"submitted (pending). `python launch.py status {self.sweep_dir}` follows what was; "
+                    f"`python launch.py resume {self.sweep_dir}` submits the rest."
                 ) from error
             self._track(jobs, gpu)
             submitted += [job.job_id for job, _ in jobs]
@@ -165,7 +165,7 @@ class Dispatcher:
         except records.RecordWriteError as error:
             ids = ", ".join(job.job_id for job, _ in jobs)
             warn(
-                f"jobs {ids} were submitted but cannot be recorded in {records.JOBS} ({error}): this launch follows "
+                f"the submitted jobs ({ids}) cannot be recorded in {records.JOBS} ({error}): this launch follows "
                 "them; `status` and `resume` know them only once their runs start"
             )
 
@@ -205,7 +205,8 @@ class Dispatcher:
             self.progress.tick()
             if self.active:
                 time.sleep(poll_s)
-        print(self.progress.end_line(), file=self.progress.stream, flush=True)
+        if self.progress.finished:  # a launch that found everything done has no windows to sum
+            print(self.progress.end_line(), file=self.progress.stream, flush=True)
 
     def cancel(self, grace_s: float = 15.0) -> None:
         """Stop this host's jobs, then wait (a little) for them to go, so their runs' records are final

@@ -85,9 +85,9 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     if unreadable and lost:
         raise PlanError(
             [
-                f"{unreadable[0]}, and the config of {len(lost)} runs that never started cannot be rebuilt from the "
-                f"run folders ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): launch the sweep again "
-                "with its command (sweep.json's launches list it), which plans them anew and keeps what is done"
+                f"{unreadable[0]}, and the configs of the runs that never started cannot be rebuilt from the run "
+                f"folders ({len(lost)}: {', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): launch the sweep "
+                "again with its command (sweep.json's launches list it), which plans them anew and keeps what is done"
             ]
         )
     runs = []

@@ -263,7 +263,7 @@ def _ended(child: Child, pid: int, wait_status: int) -> str:
         how = f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     else:
         how = f"exit status {os.waitstatus_to_exitcode(wait_status)}"
-    lost_status = lost(run.run_dir, f"the run's process {pid} ({how})", child.log, kind=kind)
+    lost_status = lost(run.run_dir, f"the run's process {pid}", child.log, kind=kind, how=how)
     try:
         records.save_status(run.run_dir, lost_status)
     except records.RecordWriteError as error:

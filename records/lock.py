@@ -44,7 +44,7 @@ def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
         except BlockingIOError:
             raise SweepLocked(
                 f"{sweep_dir} is being launched by {holder(sweep_dir)}: wait for it to end, or follow it with "
-                f"`perfsweep status {sweep_dir}`"
+                f"`python launch.py status {sweep_dir}`"
             ) from None
         except OSError as error:  # a shared filesystem without working locks (some NFS mounts)
             raise SweepLocked(

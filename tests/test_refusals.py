@@ -1,12 +1,10 @@
 """Bad input is refused before anything is written or submitted: exit status 2, the bad value named with what is
 allowed, no traceback, and nothing already recorded touched."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 import records
+from tests import golden
 from tests.helpers import launch, launch_here
 from tests.test_faults import FAST
 
@@ -18,8 +16,8 @@ def _refused(result, *expected: str) -> None:
         assert text in result.stderr, result.stderr
 
 
-# Bad command lines, each refused before anything is written. What each one says is in GOLDEN, whole: the wording a
-# user reads is checked in one place, the behaviour (exit status 2, no traceback, nothing written) here.
+# Bad command lines, each refused before anything is written. What each one says is in the golden file, whole: the
+# wording a user reads is checked in one place, the behaviour (exit status 2, no traceback, nothing written) here.
 BAD = [
     # overrides Hydra's parser cannot read
     ["steps=["],
@@ -49,25 +47,18 @@ BAD = [
     # a model preset that does not exist
     ["model=convnext_small"],
 ]
-GOLDEN = Path(__file__).parent / "golden" / "refusals.txt"
 
 
-@pytest.mark.parametrize("args", BAD, ids=lambda args: " ".join(a for a in args if a not in FAST))
+def _bad(args: list[str]) -> str:
+    return " ".join(a for a in args if a not in FAST)
+
+
+@pytest.mark.parametrize("args", BAD, ids=_bad)
 def test_bad_input_is_refused_before_anything_is_written(tmp_path, args):
-    _refused(launch_here(*args, f"runs_dir={tmp_path}"))
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    _refused(result)
     assert not any(tmp_path.iterdir())
-
-
-def test_what_each_refusal_says_reads_as_its_golden_file(tmp_path):
-    """Each bad command line with what perfsweep says to it. PERFSWEEP_GOLDEN=update rewrites the file."""
-    said = []
-    for args in BAD:
-        err = launch_here(*args, f"runs_dir={tmp_path}").stderr.replace(str(tmp_path), "RUNS")
-        said.append(f"$ perfsweep {' '.join(args)} runs_dir=RUNS\n{err.rstrip()}\n")
-    shown = "\n".join(said)
-    if os.environ.get("PERFSWEEP_GOLDEN") == "update":
-        GOLDEN.write_text(shown)
-    assert shown == GOLDEN.read_text()
+    golden.says(f"refused: {_bad(args)}", result.stderr, {tmp_path: "<runs>"})
 
 
 def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path):

@@ -125,6 +125,6 @@ def track(
     if thread.is_alive():
         return [
             f"wandb did not finish within tracker.timeout_s={conf.timeout_s:g} s and was left behind: the run's "
-            f"records are complete; `perfsweep sync {run_dir.parent}` uploads its offline W&B run later"
+            f"records are complete; `python launch.py sync {run_dir.parent}` uploads its offline W&B run later"
         ]
     return tracker_warnings

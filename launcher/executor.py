@@ -167,6 +167,28 @@ def cluster_max_array_size() -> int:
     raise ValueError(f"cannot read MaxArraySize from `scontrol show config` ({why}); set launcher.max_array_size=N")
 
 
+CONTROLLERS_LOG = "controllers.log"
+
+
+class LocalExecutor(submitit.LocalExecutor):
+    """submitit's local executor, but each job's controller (the process that starts and stops the job) writes its
+    own errors into the executor's folder (CONTROLLERS_LOG), not to the launcher's terminal: Ctrl-C reaches the
+    controllers too, and each would print a KeyboardInterrupt traceback from inside submitit under perfsweep's
+    message. The jobs' own output goes to their logs, as before."""
+
+    def _submit_command(self, command: str) -> submitit.local.local.LocalJob:
+        log = os.open(self.folder / CONTROLLERS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        terminal = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(log, 2)  # the controller inherits this process's stderr as it starts
+        try:
+            return super()._submit_command(command)
+        finally:
+            os.dup2(terminal, 2)
+            os.close(terminal)
+            os.close(log)
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     executor: type[submitit.Executor]
@@ -179,9 +201,7 @@ class Backend:
 
 BACKENDS = {
     # A local job is never requeued when its backstop limit ends it: its runs have their own limits.
-    "local": Backend(
-        submitit.LocalExecutor, local_parameters, process_alive, pid_ids, True, options={"max_num_timeout": 0}
-    ),
+    "local": Backend(LocalExecutor, local_parameters, process_alive, pid_ids, True, options={"max_num_timeout": 0}),
     "debug": Backend(submitit.DebugExecutor, debug_parameters, process_alive, none_alive, on_this_host=True),
     "slurm": Backend(submitit.SlurmExecutor, slurm_parameters, squeue_alive, squeue_ids, on_this_host=False),
 }

@@ -40,7 +40,7 @@ def placeheld(text: str, places: Places) -> str:
     for pattern, name in places.items():
         if isinstance(pattern, re.Pattern):
             text = pattern.sub(name, text)
-    return _PID.sub("pid <pid>", text.replace(socket.gethostname(), "<host>")).rstrip()
+    return _PID.sub("pid <pid>", text.replace(socket.gethostname(), "<host>")).rstrip().strip("\n")
 
 
 def says(name: str, text: str, places: Places | None = None) -> None:

@@ -148,7 +148,7 @@ def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, err
-    golden.says("Ctrl-C during a local sweep", _lines(err, "perfsweep:"), {tmp_path: "<tmp>"})
+    golden.says("Ctrl-C during a local sweep", err, {tmp_path: "<tmp>"})
     stopped = records.read_status(run_dir)
     assert stopped.state == "pending", err
     assert stopped.interrupted["type"] in ("KeyboardInterrupt", "SystemExit")

@@ -62,6 +62,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
     from analysis.render import text
     from analysis.views import sweep_views
     from analysis.wandb_sweep import log_sweep
+    from launcher import envs
     from launcher.runs import Runner
     from launcher.submit import SubmissionFailed, launch
     from launcher.sweepdir import SweepDirError
@@ -80,8 +81,12 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
         problems = validate(plan, run_problems)
         if problems:
             raise PlanError(problems)
+        try:
+            pythons = envs.for_plan(plan.runs, plan.settings.launcher.name)
+        except envs.EnvError as error:
+            raise PlanError([str(error)]) from error
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        outcome = launch(plan, argv, Runner(execute, lazy_imports))
+        outcome = launch(plan, argv, Runner(execute, lazy_imports), pythons)
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

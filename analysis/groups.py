@@ -17,7 +17,7 @@ MEASURING = ("steps", "warmup_steps")
 NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
 # What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto),
 # and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
-NOT_CONFIGURATION = ("seed", "replicate", "repeats")
+NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir")
 LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.")
 
 
@@ -41,7 +41,8 @@ def axis_order(runs: list[RunRecord]) -> list[str]:
 def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
     """The config keys that the axes show (model.name, workload.impl, workload.size...)."""
     declared = {v for r in runs for k, v in r.fields.items() if k.startswith("workload.axes.")}
-    return declared | {f"{a}.name" for a in axes} | {f"workload.{a}" for a in axes} | set(NOT_AXIS_FIELDS)
+    packages = {f"env.packages.{a}" for a in axes} | ({"torch"} & set(axes))  # the environment's axes
+    return declared | {f"{a}.name" for a in axes} | {f"workload.{a}" for a in axes} | packages | set(NOT_AXIS_FIELDS)
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:

@@ -161,6 +161,15 @@ class AutoConf:
 
 
 @dataclass
+class EnvConf:
+    """The packages a run's environment holds beyond `torch` (launcher/envs.py builds and caches it)."""
+
+    packages: dict[str, str] = field(default_factory=dict)  # more pins, {name: version}: numpy=2.3.5, timm=1.0.20
+    dir: str | None = None  # the environments' cache; None: ~/.cache/perfsweep/envs (a shared filesystem on Slurm)
+    index_url: str | None = None  # the package index to build from (a nightly index); None: uv's default
+
+
+@dataclass
 class RunConf:
     """What one run measures: its identity is derived from these fields."""
 
@@ -181,6 +190,8 @@ class RunConf:
     threads: int | None = None  # torch's CPU threads; None: the CPUs Slurm allotted the job, else torch's default
     replicate: int = 0  # which replicate of its configuration this run is (set by `repeats`; seed + replicate)
     label: str = ""  # a free tag, e.g. for the runs of one grid of a sweep file (published comparisons select by it)
+    torch: str = "current"  # the torch release the run measures (its environment is built); current: perfsweep's own
+    env: EnvConf = field(default_factory=EnvConf)
 
 
 @dataclass
@@ -206,7 +217,7 @@ RUN_FIELDS = tuple(RunConf.__dataclass_fields__)
 # names them, so that a sweep's training axes do not multiply a function benchmark's runs.
 READ_BY_EVERY_WORKLOAD = (
     "compile", "workload", "steps", "warmup_steps", "seed", "device", "cudnn_benchmark", "threads", "replicate",
-    "label",
+    "label", "torch", "env",
 )  # fmt: skip
 
 ConfigStore.instance().store(name="perfsweep_schema", node=Config)

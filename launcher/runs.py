@@ -65,6 +65,7 @@ class RunJob:
     parallelism: int
     limit_s: float | None = None  # None: no limit of its own (on Slurm, the cluster limits the job)
     timeout_retries: int = 0
+    python: str | None = None  # the Python of the run's environment (launcher/envs.py); None: the launcher's own
 
 
 # A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this

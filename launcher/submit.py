@@ -9,7 +9,9 @@ poll for all jobs) only which jobs are still alive, to catch a job that died wit
 import collections
 import contextlib
 import dataclasses
+import itertools
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -56,7 +58,22 @@ class Outcome:
 
 
 def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
-    return [runs[i : i + size] for i in range(0, len(runs), size)]
+    """Packs of up to `size` consecutive runs of one environment: a job runs one Python."""
+    packs = []
+    for _, same in itertools.groupby(runs, key=lambda run: run.python):
+        group = list(same)
+        packs += [group[i : i + size] for i in range(0, len(group), size)]
+    return packs
+
+
+def arrays_of(packs: list[list[RunJob]], chunk: int) -> list[tuple[int, list[list[RunJob]]]]:
+    """Up to `chunk` consecutive packs of one environment to an array, each with the index of its first pack."""
+    arrays, start = [], 0
+    for _, same in itertools.groupby(packs, key=lambda pack: pack[0].python):
+        group = list(same)
+        arrays += [(start + i, group[i : i + chunk]) for i in range(0, len(group), chunk)]
+        start += len(group)
+    return arrays
 
 
 def max_array_size(configured: int | None) -> int:
@@ -126,8 +143,9 @@ class Dispatcher:
         if gpu is not None:
             self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
         submitted: list[str] = []
-        for start in range(0, len(packs), chunk):
-            part = packs[start : start + chunk]
+        for start, part in arrays_of(packs, chunk):
+            # an array's jobs start one Python: that of its runs' environment
+            self.executor.python = shlex.quote(part[0][0].python or sys.executable)
             try:
                 jobs = list(zip(self.executor.map_array(self.pack, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
@@ -234,16 +252,16 @@ def in_snapshot(code: Path):
             os.environ["PYTHONPATH"] = before
 
 
-def launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
-    """Submit every run of `plan` that is not done yet, each to be run by `runner` in its job; follow them to
-    the end if the launcher waits. The sweep folder is locked meanwhile: a second launcher is refused
-    (records.SweepLocked) before it changes anything."""
+def launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str] | None = None) -> Outcome:
+    """Submit every run of `plan` that is not done yet, each to be run by `runner` in its job (with the Python
+    `pythons` names for its run: its environment's); follow them to the end if the launcher waits. The sweep
+    folder is locked meanwhile: a second launcher is refused (records.SweepLocked) before it changes anything."""
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
-        return _launch(plan, argv, runner)
+        return _launch(plan, argv, runner, pythons or {})
 
 
-def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
+def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
     sweep_dir = plan.sweep_dir.resolve()
@@ -258,7 +276,15 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
-        RunJob(spec, sweep_dir / spec.name, sweepdir.tracker_id(manifest, spec), conf.parallelism, limit_s, retries)
+        RunJob(
+            spec,
+            sweep_dir / spec.name,
+            sweepdir.tracker_id(manifest, spec),
+            conf.parallelism,
+            limit_s,
+            retries,
+            pythons.get(spec.name),
+        )
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)
@@ -268,9 +294,10 @@ def _launch(plan: Plan, argv: list[str], runner: Runner) -> Outcome:
     mode = isolation(conf)
     warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
     pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
-    slots = Slots(conf.parallelism, [] if warm else gpus)
+    slots = Slots(1 if warm else conf.parallelism, [] if warm else gpus)  # a warm job forks its runs in parallel
     dispatcher = Dispatcher(sweep_dir, executor, conf.name, pack, Progress(len(runs)), slots)
-    queue = collections.deque(([runs] if runs else []) if warm else packs_of(runs, conf.runs_per_job))
+    # a warm job per environment's block of runs (one in all without an environment axis)
+    queue = collections.deque(packs_of(runs, len(runs) if warm else conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
     with in_snapshot(code):
         job_ids = (

@@ -211,18 +211,23 @@ class RunRecord:
     @property
     def machine(self) -> dict[str, str]:
         """What the run's figures depend on beyond its config, by label: the GPU with its driver, CUDA and cuDNN,
-        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike."""
+        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike. A run that
+        asked for its torch (the `torch` axis) has it, and the CUDA and cuDNN its build brings, as configuration."""
         env = self.env or {}
         gpu = env.get("gpu") or {}
         if not gpu:
-            return {"CPU": str(env.get("cpu", "?")), "threads": self.threads, "torch": self.torch_version}
-        return {
-            "GPU": str(gpu.get("name")),
-            "driver": str(gpu.get("driver")),
-            "torch": self.torch_version,
-            "CUDA": str(env.get("cuda")),
-            "cuDNN": str(env.get("cudnn")),
-        }
+            machine = {"CPU": str(env.get("cpu", "?")), "threads": self.threads, "torch": self.torch_version}
+        else:
+            machine = {
+                "GPU": str(gpu.get("name")),
+                "driver": str(gpu.get("driver")),
+                "torch": self.torch_version,
+                "CUDA": str(env.get("cuda")),
+                "cuDNN": str(env.get("cudnn")),
+            }
+        if self.fields.get("torch", "current") != "current":
+            machine = {label: value for label, value in machine.items() if label not in ("torch", "CUDA", "cuDNN")}
+        return machine
 
 
 def _readable(path: Path) -> Any:

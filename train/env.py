@@ -1,5 +1,6 @@
 """The environment a run measured in: versions, device, host, code revision, scheduler ids."""
 
+import json
 import os
 import platform
 import socket
@@ -98,6 +99,16 @@ def neighbours(device: torch.device) -> dict[str, object]:
     return {"gpu_processes": processes, "loadavg": list(os.getloadavg())}
 
 
+def built_environment() -> dict[str, object] | None:
+    """What the environment perfsweep built for this run holds (launcher/envs.py: what it was asked for, what it
+    resolved to, its folder); None in perfsweep's own environment."""
+    record = Path(sys.prefix) / "perfsweep-env.json"
+    try:
+        return {**json.loads(record.read_text()), "path": sys.prefix}
+    except (OSError, ValueError):
+        return None
+
+
 def environment(device: torch.device) -> dict[str, object]:
     env: dict[str, object] = {
         "hostname": socket.gethostname(),
@@ -107,6 +118,7 @@ def environment(device: torch.device) -> dict[str, object]:
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "packages": {p: _version(p) for p in PACKAGES},
+        "environment": built_environment(),
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "device": str(device),

@@ -1,0 +1,237 @@
+"""Software environments as a sweep axis: the package versions a run asks for (`torch=2.9.1`,
+`env.packages.numpy=2.3.5`), resolved and built once with uv into a cache, before anything is submitted.
+
+An environment is a virtualenv of this Python holding the requested packages and what they need (torch brings
+the torchvision release published for it, whose wheel names that torch exactly); everything else a run imports
+(perfsweep's own requirements: Hydra, submitit, W&B...) it reaches from perfsweep's environment through a .pth
+file, after its own packages, so nothing perfsweep pins is installed over a version under test. Its folder is
+named by the hash of its resolved requirements (the same set asked twice is one folder), built in a temporary
+folder and renamed when complete (a half-built environment is never used), and a request index finds it again
+without resolving. `torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import site
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+CURRENT = "current"
+RECORD = "perfsweep-env.json"  # in each environment's folder: what it was asked for and what it holds
+_REQUESTS = ".requests"  # the cache's index: one file per request, naming the environment that serves it
+_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class EnvError(Exception):
+    """An environment that cannot be resolved or built: the reason, and the versions that would work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """The package versions a run asks for, sorted by name; empty: perfsweep's own environment."""
+
+    pins: tuple[tuple[str, str], ...]
+    index_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{name}=={version}" for name, version in self.pins) or CURRENT
+
+    @property
+    def key(self) -> str:
+        text = json.dumps([self.pins, self.index_url, _python_tag()])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def request_of(torch: str, packages: dict[str, str], index_url: str | None = None) -> Request:
+    pins = dict(packages)
+    if torch != CURRENT:
+        pins["torch"] = torch
+    return Request(tuple(sorted((name.lower(), str(version)) for name, version in pins.items())), index_url)
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    path: Path
+    request: Request
+    resolved: tuple[str, ...]  # name==version of every package installed in it
+    build_s: float | None  # None: found in the cache
+
+    @property
+    def python(self) -> Path:
+        return self.path / "bin" / "python"
+
+
+def for_plan(runs: list, launcher_name: str, say: Callable[[str], None] = print) -> dict[str, str]:
+    """Build (or find) each environment the runs ask for, before anything is submitted: {run name: its Python}
+    for the runs outside perfsweep's own environment. EnvError if one cannot be built, or cannot be used here."""
+    wanted: dict[Request, list] = {}
+    for spec in runs:
+        request = request_of(spec.config.torch, spec.config.env.packages, spec.config.env.index_url)
+        if request.pins:
+            wanted.setdefault(request, []).append(spec)
+    if wanted and launcher_name == "debug":
+        raise EnvError(
+            f"launcher=debug runs every run in this process, which cannot change its packages; environment "
+            f"{next(iter(wanted)).label} needs launcher=local or launcher=slurm"
+        )
+    if issues := [issue for request in wanted for issue in problems(request)]:
+        raise EnvError("\n".join(issues))
+    pythons = {}
+    for request, specs in wanted.items():
+        cache = Path(specs[0].config.env.dir).expanduser() if specs[0].config.env.dir else default_dir()
+        env = ensure(request, cache, say)
+        pythons |= {spec.name: str(env.python) for spec in specs}
+    return pythons
+
+
+def default_dir() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "perfsweep" / "envs"
+
+
+def problems(request: Request) -> list[str]:
+    """What is wrong with the request before anything is asked of the index."""
+    return [
+        f"{name}=={version!r}: a package name and a version (e.g. 2.9.1) are needed"
+        for name, version in request.pins
+        if not _PIN.match(name) or not _PIN.match(version) or version == CURRENT
+    ]
+
+
+def find(request: Request, cache: Path) -> Env | None:
+    """The complete environment built for `request`, if the cache has one."""
+    index = cache / _REQUESTS / request.key
+    try:
+        path = cache / index.read_text().strip()
+        record = json.loads((path / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return Env(path, request, tuple(record["resolved"]), None) if (path / "bin" / "python").exists() else None
+
+
+def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) -> Env:
+    """The environment for `request`: from the cache, or resolved and built into it (EnvError if it cannot be)."""
+    if found := find(request, cache):
+        say(f"environment {request.label}: {found.path} (built before)")
+        return found
+    began = time.monotonic()
+    resolved = resolve(request)
+    name = hashlib.sha256("\n".join([_python_tag(), *resolved]).encode()).hexdigest()[:16]
+    path = cache / name
+    if not (path / RECORD).is_file():
+        _build(request, resolved, path)
+    _index(cache, request, name)
+    env = Env(path, request, resolved, time.monotonic() - began)
+    say(f"environment {request.label}: built in {env.build_s:.1f} s, {_size_mb(path):.0f} MB, at {path}")
+    return env
+
+
+def resolve(request: Request) -> tuple[str, ...]:
+    """name==version of every package the request installs, as uv resolves them for this Python."""
+    wanted = [f"{name}=={version}" for name, version in request.pins]
+    if "torch" in dict(request.pins) and "torchvision" not in dict(request.pins):
+        wanted.append("torchvision")  # its wheels name their torch exactly: the published pair
+    command = [*_uv(), "pip", "compile", "-", "--python", sys.executable, "--no-header", "--no-annotate"]
+    command += _index_args(request)
+    done = subprocess.run(command, input="\n".join(wanted), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise EnvError(_why(request, done.stderr))
+    return tuple(line.strip() for line in done.stdout.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def available(name: str) -> list[str]:
+    """The releases of `name` the index has for this Python, newest first ([] if it cannot say)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+    )
+    found = re.search(r"^Available versions: (.+)$", done.stdout, re.MULTILINE)
+    return [version.strip() for version in found[1].split(",")] if found else []
+
+
+def _why(request: Request, uv_says: str) -> str:
+    said = " ".join(line.strip(" ×╰─▶│") for line in uv_says.splitlines() if line.strip(" ×╰─▶│"))
+    reason = said[said.find("Because") :] if "Because" in said else said  # uv's why, without its headings
+    lines = [f"environment {request.label} cannot be resolved for Python {_python_tag()}: {reason}"]
+    for name, version in request.pins:
+        versions = available(name)
+        if versions and version not in versions:
+            lines.append(
+                f"{name}={version} is not a release this Python can install; the latest: {', '.join(versions[:8])}"
+            )
+    return "\n".join(lines)
+
+
+def _build(request: Request, resolved: tuple[str, ...], path: Path) -> None:
+    """Build into a temporary folder beside `path` and rename it into place once complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    building = path.with_name(f".building-{path.name}-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    began = time.monotonic()
+    try:
+        _run([*_uv(), "venv", "--quiet", "--python", sys.executable, str(building)], request)
+        python = building / "bin" / "python"
+        install = [*_uv(), "pip", "install", "--quiet", "--no-deps", "--python", str(python), *_index_args(request)]
+        _run([*install, "-r", "-"], request, "\n".join(resolved))
+        purelib = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # perfsweep's own packages come after the environment's: only what it lacks is taken from there
+        Path(purelib, "perfsweep_base.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+        record = {
+            "requested": dict(request.pins),
+            "index_url": request.index_url,
+            "resolved": list(resolved),
+            "python": _python_tag(),
+            "build_s": round(time.monotonic() - began, 1),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        (building / RECORD).write_text(json.dumps(record, indent=2))
+        os.replace(building, path)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+
+
+def _run(command: list[str], request: Request, stdin: str | None = None) -> None:
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no message")
+        raise EnvError(f"environment {request.label} could not be built: {last.strip()}")
+
+
+def _index(cache: Path, request: Request, name: str) -> None:
+    index = cache / _REQUESTS
+    index.mkdir(parents=True, exist_ok=True)
+    partial = index / f".{request.key}.{os.getpid()}"
+    partial.write_text(name + "\n")
+    os.replace(partial, index / request.key)
+
+
+def _index_args(request: Request) -> list[str]:
+    return ["--index-url", request.index_url] if request.index_url else []
+
+
+def _uv() -> list[str]:
+    return [sys.executable, "-m", "uv"]
+
+
+def _python_tag() -> str:
+    return f"{platform.python_implementation()} {platform.python_version()} {sys.platform}-{platform.machine()}"
+
+
+def _size_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20

@@ -1,0 +1,91 @@
+"""Package versions as a sweep axis: each environment a sweep asks for is resolved and built with uv (real builds,
+from the package index, of numpy releases: torch's are gigabytes), cached, and its runs run in it."""
+
+import hashlib
+import json
+import re
+
+import pytest
+
+import records
+from launcher import envs
+from records import load_sweep
+from sweeps.plan import build_plan
+from sweeps.spec import run_fields
+from tests import golden
+from tests.helpers import launch_here
+from tests.test_faults import FAST
+
+# Two numpy releases this Python installs, neither of them perfsweep's own (requirements.txt)
+NUMPYS = ("2.2.6", "2.3.5")
+# what changes with the index and the machine: the latest releases, and this Python
+UNSTABLE = {re.compile(r"the latest: .*"): "the latest: <versions>", re.compile(r"CPython [\d.]+ [\w-]+"): "<this>"}
+
+
+@pytest.fixture(scope="session")
+def env_dir(tmp_path_factory):
+    """One cache for the session: each environment is built once, as a user's cache would keep it."""
+    return tmp_path_factory.mktemp("envs")
+
+
+def test_perfsweeps_own_environment_leaves_a_runs_identity_as_it_was():
+    (run,) = build_plan(["workload=pairwise_sum_prod", "workload.impl=loop", "repeats=1"]).runs
+    assert run.name == "pairwise_sum_prod-loop-eager-size=100-0786a15e", "old sweeps' runs are found again"
+    for asked in ("torch=2.9.1", "+env.packages.numpy=2.2.6"):
+        (other,) = build_plan(["workload=pairwise_sum_prod", "workload.impl=loop", "repeats=1", asked]).runs
+        name, _, version = asked.lstrip("+").rpartition("=")
+        assert other.axes[name.rpartition(".")[2]] == version and other.run_id != run.run_id
+        plain = json.dumps(run_fields(other.config), sort_keys=True, default=str)
+        assert other.run_id == hashlib.sha1(plain.encode()).hexdigest()[:12], "the id is the plain JSON's, as others"
+
+
+def test_a_numpy_axis_runs_each_run_in_its_own_built_environment(tmp_path, env_dir):
+    args = [*FAST, f"+env.packages.numpy={','.join(NUMPYS)}", "tracker.mode=disabled", f"env.dir={env_dir}"]
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = load_sweep(tmp_path / "default")
+    assert sorted(run.axes["numpy"] for run in runs) == sorted(NUMPYS)
+    for run in runs:
+        asked = run.axes["numpy"]
+        assert run.env["packages"]["numpy"] == asked, "the run imported the numpy it asked for"
+        assert run.env["environment"]["requested"] == {"numpy": asked}
+        assert run.env["environment"]["resolved"] == [f"numpy=={asked}"]
+        assert run.env["environment"]["path"].startswith(str(env_dir))
+    assert len({run.env["environment"]["path"] for run in runs}) == 2
+    table = launch_here("table", str(tmp_path / "default"), "--csv")
+    header, *rows = table.stdout.strip().splitlines()
+    assert header.split(",")[0] == "numpy" and len(rows) == 2, "numpy is the table's axis"
+
+
+def test_an_environment_is_built_once_and_found_again(env_dir):
+    request = envs.request_of("current", {"numpy": NUMPYS[0]})
+    said = []
+    first = envs.ensure(request, env_dir, said.append)
+    again = envs.ensure(request, env_dir, said.append)
+    assert again.path == first.path and again.build_s is None and said[-1].endswith("(built before)")
+    assert (first.path / envs.RECORD).is_file() and not list(env_dir.glob(".building-*"))
+
+
+def test_a_release_that_does_not_exist_is_refused_before_anything_is_written(tmp_path, env_dir):
+    result = launch_here(*FAST, "+env.packages.numpy=9.9.9", f"env.dir={env_dir}", f"runs_dir={tmp_path}")
+    assert result.returncode == 2 and not any(tmp_path.iterdir())
+    golden.says("an environment with a release that does not exist", result.stderr, {tmp_path: "<runs>", **UNSTABLE})
+
+
+def test_an_environment_axis_in_the_launchers_own_process_is_refused(tmp_path, env_dir):
+    args = [*FAST, f"+env.packages.numpy={NUMPYS[0]}", "launcher=debug", f"env.dir={env_dir}"]
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    assert result.returncode == 2 and not any(tmp_path.iterdir())
+    golden.says("an environment axis under launcher=debug", result.stderr, {tmp_path: "<runs>"})
+
+
+def test_a_runs_torch_is_configuration_not_machine_when_it_asked_for_it(tmp_path):
+    args = [*FAST, "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}"]
+    assert launch_here(*args).returncode == 0
+    (run,) = load_sweep(tmp_path / "default")
+    assert "torch" in run.machine
+    config = records.read_json(run.path / records.CONFIG)
+    config["config"]["torch"] = "2.9.1"  # as a run of the torch axis records it
+    records.write_json(run.path / records.CONFIG, config)
+    (asked,) = load_sweep(tmp_path / "default")
+    assert "torch" not in asked.machine and asked.machine["CPU"] == run.machine["CPU"]

@@ -5,6 +5,7 @@ perfsweep [run] [-m] [OVERRIDE ...]    run sweeps/<sweep>.yaml (default: sweeps/
                                        narrowed or widened by Hydra overrides (model=a,b sweeps)
 perfsweep status SWEEP_DIR             each run's state, job id and log
 perfsweep resume SWEEP_DIR [launcher.KEY=VALUE ...]   run again every run of the sweep that is not done
+perfsweep envs [--dir DIR] [--prune [--unused-days N]]   the environments built for package-version axes
 perfsweep table|runs|published|replicates|compare|plots|report|sync ...   the views of the records
                                        (analysis/cli.py; also python -m analysis COMMAND)
 perfsweep --help | --cfg job ...       Hydra's own flags, as in any Hydra app
@@ -214,6 +215,26 @@ def resume(args: argparse.Namespace) -> int:
     return max(status, launch_rounds([*(a for a in auto if a not in MULTIRUN), *args.overrides], auto))
 
 
+def show_envs(args: argparse.Namespace) -> int:
+    """The cached environments (launcher/envs.py), or, with --prune, remove them."""
+    import datetime
+    from pathlib import Path
+
+    from launcher import envs
+
+    cache = Path(args.dir).expanduser() if args.dir else envs.default_dir()
+    if args.prune:
+        removed = envs.prune(cache, args.unused_days)
+        print(f"{cache}: removed {len(removed)} environments, {sum(env.size_mb for env in removed):.0f} MB")
+        return 0
+    listed = envs.cached(cache)
+    print(f"{cache}: {len(listed)} environments, {sum(env.size_mb for env in listed):.0f} MB")
+    for env in listed:
+        used = datetime.datetime.fromtimestamp(env.last_used).strftime("%Y-%m-%d %H:%M")
+        print(f"{env.name}  {env.requested}  {env.size_mb:.0f} MB  built {env.built_at}  last used {used}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="perfsweep", description=__doc__.splitlines()[0], add_help=False)
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -227,6 +248,11 @@ def parser() -> argparse.ArgumentParser:
     again.add_argument("sweep_dir", type=sweep_folder)
     again.add_argument("overrides", nargs="*", help="launcher.KEY=VALUE or tracker.KEY=VALUE")
     again.set_defaults(handler=resume)
+    cached = commands.add_parser("envs", help="the environments built for package-version axes: list or remove")
+    cached.add_argument("--dir", help="the cache (env.dir); default: ~/.cache/perfsweep/envs")
+    cached.add_argument("--prune", action="store_true", help="remove the environments (see --unused-days)")
+    cached.add_argument("--unused-days", type=float, default=0.0, help="with --prune: only those unused this long")
+    cached.set_defaults(handler=show_envs)
     add_commands(commands)
     return top
 

@@ -115,7 +115,47 @@ def find(request: Request, cache: Path) -> Env | None:
         record = json.loads((path / RECORD).read_text())
     except (OSError, ValueError):
         return None
-    return Env(path, request, tuple(record["resolved"]), None) if (path / "bin" / "python").exists() else None
+    if not (path / "bin" / "python").exists():
+        return None
+    os.utime(path / RECORD)  # its last use, for `envs`
+    return Env(path, request, tuple(record["resolved"]), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cached:
+    """A cached environment as `perfsweep envs` lists it."""
+
+    name: str
+    requested: str
+    size_mb: float
+    built_at: str
+    last_used: float  # seconds since the epoch
+
+
+def cached(cache: Path) -> list[Cached]:
+    """The complete environments in the cache, the most recently used first (a half-built one is not listed)."""
+    found = []
+    for record in cache.glob(f"*/{RECORD}"):
+        try:
+            fields = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        requested = " ".join(f"{name}=={version}" for name, version in sorted(fields["requested"].items()))
+        size = _size_mb(record.parent)
+        found.append(Cached(record.parent.name, requested, size, fields["built_at"], record.stat().st_mtime))
+    return sorted(found, key=lambda env: env.last_used, reverse=True)
+
+
+def prune(cache: Path, unused_days: float = 0.0) -> list[Cached]:
+    """Remove the environments not used for `unused_days` (all of them for 0), and the index entries that name
+    them; what was removed."""
+    removed = [env for env in cached(cache) if time.time() - env.last_used >= unused_days * 86400]
+    for env in removed:
+        shutil.rmtree(cache / env.name)
+    for entry in (cache / _REQUESTS).glob("*") if (cache / _REQUESTS).is_dir() else []:
+        if not (cache / entry.read_text().strip() / RECORD).is_file():
+            entry.unlink()
+    return removed
 
 
 def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) -> Env:

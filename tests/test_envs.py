@@ -89,3 +89,17 @@ def test_a_runs_torch_is_configuration_not_machine_when_it_asked_for_it(tmp_path
     records.write_json(run.path / records.CONFIG, config)
     (asked,) = load_sweep(tmp_path / "default")
     assert "torch" not in asked.machine and asked.machine["CPU"] == run.machine["CPU"]
+
+
+def test_envs_lists_the_cached_environments_and_prunes_them(tmp_path):
+    cache = tmp_path / "envs"
+    built = envs.ensure(envs.request_of("current", {"numpy": NUMPYS[1]}), cache, lambda line: None)
+    (cache / f".building-{built.path.name}-1").mkdir()  # a build cut short: never listed, never used
+    listed = launch_here("envs", "--dir", str(cache))
+    assert listed.returncode == 0, listed.stderr
+    rows = listed.stdout.splitlines()[1:]
+    assert len(rows) == 1 and rows[0].startswith(f"{built.path.name}  numpy=={NUMPYS[1]}  ")
+    kept = launch_here("envs", "--dir", str(cache), "--prune", "--unused-days", "1")
+    assert kept.returncode == 0 and built.path.is_dir(), "used today: kept"
+    assert launch_here("envs", "--dir", str(cache), "--prune").returncode == 0
+    assert not built.path.exists() and envs.find(built.request, cache) is None

@@ -361,3 +361,17 @@ def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slu
     assert "repeats=auto stopped after 3 rounds: 6 runs done in" in result.stdout
     jobs = {s.job_id.split("_")[0] for s in states(tmp_path / "default").values()}
     assert len(jobs) == 1  # one look: one array
+
+
+@pytest.mark.slurm
+def test_an_environment_axis_runs_each_array_with_its_environments_python(on_slurm, tmp_path):
+    """Each environment's runs go to an array of their own, whose jobs start that environment's Python."""
+    numpys = ("2.2.6", "2.3.5")
+    args = [*FAST, f"+env.packages.numpy={','.join(numpys)}", "launcher=slurm", "launcher.wait=true"]
+    args += ["launcher.poll_s=1", "launcher.max_array_size=8", "tracker.mode=disabled", f"env.dir={tmp_path / 'envs'}"]
+    result = launch_here(*args, f"runs_dir={tmp_path / 'runs'}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = load_sweep(tmp_path / "runs" / "default")
+    assert sorted(run.env["packages"]["numpy"] for run in runs) == sorted(numpys)
+    assert all(run.env["packages"]["numpy"] == run.axes["numpy"] for run in runs)
+    assert len({run.status.job_id.split("_")[0] for run in runs}) == 2, "an array per environment"

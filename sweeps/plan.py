@@ -209,6 +209,8 @@ def replicated(configs: list[Config]) -> list[Config]:
         [dataclasses.replace(c, replicate=r, seed=c.seed + r) if r else c for c in configs]
         for r in range(settings.repeats)
     ]
+    # within a round, each environment's runs back to back: a job per environment and round, not per run
+    rounds = [sorted(round_, key=lambda c: (c.torch, sorted(c.env.packages.items()))) for round_ in rounds]
     if settings.order == "grouped":
         return [round_[i] for i in range(len(configs)) for round_ in rounds]
     ordered = [c for round_ in rounds for c in round_]

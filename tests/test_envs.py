@@ -39,6 +39,16 @@ def test_perfsweeps_own_environment_leaves_a_runs_identity_as_it_was():
         assert other.run_id == hashlib.sha1(plain.encode()).hexdigest()[:12], "the id is the plain JSON's, as others"
 
 
+def test_each_rounds_runs_of_one_environment_are_back_to_back():
+    """A warm job starts per environment's block of runs: one block per environment in each round."""
+    plan = build_plan(["model=test_resnet", "input_type=tensor,subclass", "torch=2.11.0,2.14.1", "repeats=3"])
+    for replicate in range(3):
+        order = [spec.config.torch for spec in plan.runs if spec.config.replicate == replicate]
+        assert order == sorted(order) and set(order) == {"2.11.0", "2.14.1"}
+    per_round = len(plan.runs) // 3
+    assert [spec.config.replicate for spec in plan.runs] == [r for r in range(3) for _ in range(per_round)]
+
+
 def test_a_numpy_axis_runs_each_run_in_its_own_built_environment(tmp_path, env_dir):
     args = [*FAST, f"+env.packages.numpy={','.join(NUMPYS)}", "tracker.mode=disabled", f"env.dir={env_dir}"]
     result = launch_here(*args, f"runs_dir={tmp_path}")

@@ -225,13 +225,14 @@ def show_envs(args: argparse.Namespace) -> int:
     cache = Path(args.dir).expanduser() if args.dir else envs.default_dir()
     if args.prune:
         removed = envs.prune(cache, args.unused_days)
-        print(f"{cache}: removed {len(removed)} environments, {sum(env.size_mb for env in removed):.0f} MB")
+        print(f"{cache}: removed {len(removed)} environments, {sum(env.own_mb for env in removed):.0f} MB freed")
         return 0
     listed = envs.cached(cache)
-    print(f"{cache}: {len(listed)} environments, {sum(env.size_mb for env in listed):.0f} MB")
+    print(f"{cache}: {len(listed)} environments, {sum(env.own_mb for env in listed):.0f} MB their own")
     for env in listed:
         used = datetime.datetime.fromtimestamp(env.last_used).strftime("%Y-%m-%d %H:%M")
-        print(f"{env.name}  {env.requested}  {env.size_mb:.0f} MB  built {env.built_at}  last used {used}")
+        sizes = f"{env.size_mb:.0f} MB ({env.own_mb:.0f} MB its own)"
+        print(f"{env.name}  {env.requested}  {sizes}  built {env.built_at}  last used {used}")
     return 0
 
 

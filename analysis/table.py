@@ -116,8 +116,10 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
     device = env_run.device if on_gpu else f"{env_run.device} ({env_run.threads} threads)"
     timer = next((r.summary.timer for r in runs if r.summary), "?")
     at_once = sorted({r.status.parallelism for r in runs})
+    # where torch is an axis it is in the rows; a single asked-for version is among the fixed axes
+    torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
     return (
-        f"{fixed} | {device} | torch {env_run.torch_version} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
+        f"{fixed} | {device}{torch} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
         f"at a time | {_resting_on(configs)}"
     )
 

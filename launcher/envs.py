@@ -127,7 +127,8 @@ class Cached:
 
     name: str
     requested: str
-    size_mb: float
+    size_mb: float  # its files', whether or not uv's cache holds them too
+    own_mb: float  # what removing it frees: the files only it holds (uv links the others from its cache)
     built_at: str
     last_used: float  # seconds since the epoch
 
@@ -141,8 +142,8 @@ def cached(cache: Path) -> list[Cached]:
         except (OSError, ValueError):
             continue
         requested = " ".join(f"{name}=={version}" for name, version in sorted(fields["requested"].items()))
-        size = _size_mb(record.parent)
-        found.append(Cached(record.parent.name, requested, size, fields["built_at"], record.stat().st_mtime))
+        size, own = _size_mb(record.parent)
+        found.append(Cached(record.parent.name, requested, size, own, fields["built_at"], record.stat().st_mtime))
     return sorted(found, key=lambda env: env.last_used, reverse=True)
 
 
@@ -171,7 +172,8 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
         _build(request, resolved, path)
     _index(cache, request, name)
     env = Env(path, request, resolved, time.monotonic() - began)
-    say(f"environment {request.label}: built in {env.build_s:.1f} s, {_size_mb(path):.0f} MB, at {path}")
+    size, own = _size_mb(path)
+    say(f"environment {request.label}: built in {env.build_s:.1f} s, {size:.0f} MB ({own:.0f} MB its own), at {path}")
     return env
 
 
@@ -273,5 +275,7 @@ def _python_tag() -> str:
     return f"{platform.python_implementation()} {platform.python_version()} {sys.platform}-{platform.machine()}"
 
 
-def _size_mb(path: Path) -> float:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink()) / 2**20
+def _size_mb(path: Path) -> tuple[float, float]:
+    """The folder's files in MB, and those of them no other folder links to (uv links files from its cache)."""
+    files = [p.stat() for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+    return sum(f.st_size for f in files) / 2**20, sum(f.st_size for f in files if f.st_nlink == 1) / 2**20

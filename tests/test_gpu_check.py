@@ -191,14 +191,8 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     assert "2 runs were already done" in (out / "tiny.txt").read_text()
     again = records.load_sweep(gpu_check.build_plan(tiny).sweep_dir)
     assert {run.name: run.status.finished_at for run in again} == first, "finished runs are not run again"
-
-
-def test_a_sweep_stopped_at_the_limit_says_how_many_of_its_runs_ended(tmp_path):
-    out = tmp_path / "stage"
-    sweep = tiny_sweep(out)
-    assert gpu_check.run_steps("check", [sweep], out, limit_s=120) == 0
-    ended = records.load_sweep(gpu_check.build_plan(sweep.sweep).sweep_dir)
-    shutil.rmtree(ended[0].path)  # the limit came while the second run was running
+    # a limit that came while the second run was running: the row says how far the sweep got
+    shutil.rmtree(again[0].path)
     verdict = gpu_check.step_verdict(sweep, None, "", limit_s=20)
     assert verdict == "failed: stopped at the stage's 20 s limit after 1 of its 2 runs"
 

@@ -57,23 +57,19 @@ class Outcome:
         return [name for name, state in self.states.items() if state != DONE]
 
 
-def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
-    """Packs of up to `size` consecutive runs of one environment: a job runs one Python."""
-    packs = []
-    for _, same in itertools.groupby(runs, key=lambda run: run.python):
+def chunks_by_python(items: list, size: int, python_of) -> list[tuple[int, list]]:
+    """Chunks of up to `size` consecutive items of one environment (a job runs one Python), each with its index."""
+    chunks, start = [], 0
+    for _, same in itertools.groupby(items, key=python_of):
         group = list(same)
-        packs += [group[i : i + size] for i in range(0, len(group), size)]
-    return packs
-
-
-def arrays_of(packs: list[list[RunJob]], chunk: int) -> list[tuple[int, list[list[RunJob]]]]:
-    """Up to `chunk` consecutive packs of one environment to an array, each with the index of its first pack."""
-    arrays, start = [], 0
-    for _, same in itertools.groupby(packs, key=lambda pack: pack[0].python):
-        group = list(same)
-        arrays += [(start + i, group[i : i + chunk]) for i in range(0, len(group), chunk)]
+        chunks += [(start + i, group[i : i + size]) for i in range(0, len(group), size)]
         start += len(group)
-    return arrays
+    return chunks
+
+
+def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
+    """Packs of up to `size` consecutive runs of one environment."""
+    return [pack for _, pack in chunks_by_python(runs, size, lambda run: run.python)]
 
 
 def max_array_size(configured: int | None) -> int:
@@ -143,7 +139,7 @@ class Dispatcher:
         if gpu is not None:
             self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
         submitted: list[str] = []
-        for start, part in arrays_of(packs, chunk):
+        for start, part in chunks_by_python(packs, chunk, lambda pack: pack[0].python):
             # an array's jobs start one Python: that of its runs' environment
             self.executor.python = shlex.quote(part[0][0].python or sys.executable)
             try:

@@ -6,6 +6,8 @@ perfsweep [run] [-m] [OVERRIDE ...]    run sweeps/<sweep>.yaml (default: sweeps/
 perfsweep status SWEEP_DIR             each run's state, job id and log
 perfsweep resume SWEEP_DIR [launcher.KEY=VALUE ...]   run again every run of the sweep that is not done
 perfsweep envs [--dir DIR] [--prune [--unused-days N]]   the environments built for package-version axes
+perfsweep bisect --good A --bad B [--package NAME] [OVERRIDE ...]   the first release of a package (torch by
+                                       default) between good and bad that shows the change the sweep measures
 perfsweep table|runs|published|replicates|compare|plots|report|sync ...   the views of the records
                                        (analysis/cli.py; also python -m analysis COMMAND)
 perfsweep --help | --cfg job ...       Hydra's own flags, as in any Hydra app
@@ -236,6 +238,123 @@ def show_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+def one_metric(plan, good: str) -> tuple[str | None, str]:
+    """What a bisect of this sweep follows: (the release each point's step time is taken over, for one
+    configuration, or None for two that are one against its baseline; the metric in words). BisectError for a
+    sweep with any other configurations."""
+    from analysis.bisect import BisectError
+
+    specs = list(plan.runs)
+    if len(specs) == 1:
+        return good, f"a release's step time over {good}'s, the two side by side in one sweep"
+    baseline = specs[0].config.workload.baseline
+    if len(specs) == 2 and baseline.axis:
+        a, b = specs
+        differ = {k for k in {*a.axes, *b.axes} if a.axes.get(k) != b.axes.get(k)}
+        values = [spec.axes.get(baseline.axis) for spec in specs]
+        if differ == {baseline.axis} and baseline.value in values:
+            other = next(v for v in values if v != baseline.value)
+            return None, f"within each release, the step time of {other} over its baseline's ({baseline.value})"
+    differ = sorted({k for spec in specs for k, v in spec.axes.items() if v != specs[0].axes.get(k)})
+    shown = "; ".join(" ".join(f"{k}={spec.axes.get(k, '-')}" for k in differ) for spec in specs)
+    two = f"two, one of them {baseline.axis}={baseline.value} (the workload's baseline) and one other {baseline.axis}"
+    raise BisectError(
+        f"a bisect follows one metric, and this sweep has {len(specs)} configurations a release ({shown}); narrow it "
+        f"to one configuration (its step time against the good release's) or to {two if baseline.axis else 'one'}"
+    )
+
+
+def pinned(package: str, version: str) -> str:
+    """The override that asks for `version` of `package`: torch=V, or +env.packages.NAME=V."""
+    return f"torch={version}" if package == "torch" else f"+env.packages.{package}={version}"
+
+
+def bisect(args: argparse.Namespace) -> int:
+    """Measure the releases between --good and --bad, midpoint by midpoint (analysis/bisect.py), each point a sweep
+    in the bisect's folder, with the good release beside it where the metric is a step time over the good
+    release's: the endpoints first, then each midpoint. Each point runs repeats=auto's rounds (or a fixed
+    repeats) until it is placed on a side, or the last; each is saved to bisect.json as it is placed."""
+    import dataclasses
+
+    import records
+    from analysis import rounds
+    from analysis.bisect import RECORD, UNBUILT, UNDETERMINED, BisectError, Point, Search, between, level, values
+    from analysis.render import text
+    from launcher import envs
+    from sweeps.plan import PlanError, build_plan
+
+    package = args.package.lower()
+    key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
+    overrides = [o for o in args.overrides if o not in MULTIRUN]
+    fixed = [o.partition("=")[2] for o in overrides if o.startswith("repeats=") and o != AUTO]
+    base = [o for o in overrides if not o.startswith("repeats=")]
+    try:
+        if any(o.lstrip("+").partition("=")[0] == key for o in base):
+            raise BisectError(f"{key}: the bisect sets it to each release itself; leave it out of the overrides")
+        if fixed and not (fixed[-1].isdigit() and int(fixed[-1]) >= 2):
+            raise BisectError(f"repeats={fixed[-1]}: a point is placed across runs: 2 or more a side, or repeats=auto")
+        first = build_plan([*base, pinned(package, args.good), "repeats=1"])
+        reference, metric = one_metric(first, args.good)
+        looks = [int(fixed[-1])] if fixed else rounds.schedule(first.settings.auto.max_runs)
+        releases = between(envs.available(package), args.good, args.bad)
+    except PlanError as error:
+        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    except BisectError as error:
+        print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
+        return 2
+    folder, launcher = first.sweep_dir, first.settings.launcher.name
+    kept = [o for o in base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name")]
+    search = Search(package, releases, metric, level(len(looks), len(releases)))
+    print(f"bisect {package}: {len(releases)} releases from {args.good} (good) to {args.bad} (bad)")
+
+    def plan_of(version: str, repeats: int):
+        """The sweep of one point: the release (beside the good one, where the metric is taken over it)."""
+        asked = ",".join(dict.fromkeys([version, *([reference] if reference else [])]))
+        where = [f"runs_dir={folder}", f"sweep_name={package}-{version}"]
+        return build_plan([*kept, pinned(package, asked), f"repeats={repeats}", *where])
+
+    def measure(versions: list[str]) -> int:
+        """Place the releases: look after each of the schedule's rounds until none is undetermined; the launch's
+        exit status where one could not run."""
+        for repeats in looks:
+            for version in versions:
+                plan = plan_of(version, repeats)
+                status = launch_plan(lambda plan=plan: plan, args.argv, show=False)
+                if status not in (0, 1):
+                    return status
+                runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
+                found = values([r for r in runs if r.state == records.DONE], package, reference, search.level)
+                search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
+            if all(search.points[v].side != UNDETERMINED for v in versions):
+                break
+        for version in versions:
+            print(f"bisect {package} {version}: {search.points[version].interval()}: {search.points[version].side}")
+        search.save(folder, overrides)
+        return 0
+
+    try:
+        if reference:
+            search.add(Point(reference, 1.0, 1.0, 1.0))
+        status = measure([v for v in (args.good, args.bad) if v != reference])
+        while status == 0 and (version := search.next()) is not None:
+            try:
+                envs.for_plan(plan_of(version, 1).runs, launcher)
+            except envs.EnvError as error:
+                search.add(Point(version, side=UNBUILT, why=str(error).splitlines()[0]))
+                print(f"bisect {package} {version}: {UNBUILT}; the search goes on beside it")
+                continue
+            status = measure([version])
+    except BisectError as error:
+        print(f"perfsweep: the bisect stopped:\n- {error}", file=sys.stderr)
+        return 2
+    if status:
+        return status
+    print(text(search.view()))
+    print(f"records: {(folder / RECORD).resolve()}")
+    return 0 if search.first_bad() else 1
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="perfsweep", description=__doc__.splitlines()[0], add_help=False)
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -254,6 +373,12 @@ def parser() -> argparse.ArgumentParser:
     cached.add_argument("--prune", action="store_true", help="remove the environments (see --unused-days)")
     cached.add_argument("--unused-days", type=float, default=0.0, help="with --prune: only those unused this long")
     cached.set_defaults(handler=show_envs)
+    search = commands.add_parser("bisect", help="the first release between good and bad that shows the sweep's change")
+    search.add_argument("--good", required=True, help="a release without the change")
+    search.add_argument("--bad", required=True, help="a release with it (older or newer than good)")
+    search.add_argument("--package", default="torch", help="whose releases are bisected (default: torch)")
+    search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
+    search.set_defaults(handler=bisect)
     add_commands(commands)
     return top
 

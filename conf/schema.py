@@ -170,6 +170,16 @@ class EnvConf:
 
 
 @dataclass
+class PlantedConf:
+    """workload=planted_step's planted change: its step does `factor` times the work where the run's environment
+    holds `package` at release `version` or later (a known step for bisect and compare to find)."""
+
+    package: str = "numpy"
+    version: str = ""  # the first release with the change; "": no change planted
+    factor: float = 2.0
+
+
+@dataclass
 class RunConf:
     """What one run measures: its identity is derived from these fields."""
 
@@ -192,6 +202,7 @@ class RunConf:
     label: str = ""  # a free tag, e.g. for the runs of one grid of a sweep file (published comparisons select by it)
     torch: str = "current"  # the torch release the run measures (its environment is built); current: perfsweep's own
     env: EnvConf = field(default_factory=EnvConf)
+    planted: PlantedConf = field(default_factory=PlantedConf)  # read by workload=planted_step alone
 
 
 @dataclass

@@ -72,7 +72,10 @@ def test_every_shown_command_runs_as_written(page, command, monkeypatch):
         return
     commands = launch.parser()._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
     if args and args[0] in commands and args[0] != "run":
-        launch.parse(launch.parser(), args)
+        parsed = launch.parse(launch.parser(), args)
+        if args[0] == "bisect":  # its sweep plans, as its first point's does
+            asked = [o for o in parsed.overrides if not o.startswith("repeats=")]
+            assert build_plan([*asked, launch.pinned(parsed.package, parsed.good), "repeats=1"]).runs
         return
     overrides = [a for a in args if a not in launch.MULTIRUN]
     if launch.AUTO in overrides:  # planned as its first look plans it

@@ -49,24 +49,6 @@ def test_each_rounds_runs_of_one_environment_are_back_to_back():
     assert [spec.config.replicate for spec in plan.runs] == [r for r in range(3) for _ in range(per_round)]
 
 
-def test_a_numpy_axis_runs_each_run_in_its_own_built_environment(tmp_path, env_dir):
-    args = [*FAST, f"+env.packages.numpy={','.join(NUMPYS)}", "tracker.mode=disabled", f"env.dir={env_dir}"]
-    result = launch_here(*args, f"runs_dir={tmp_path}")
-    assert result.returncode == 0, result.stdout + result.stderr
-    runs = load_sweep(tmp_path / "default")
-    assert sorted(run.axes["numpy"] for run in runs) == sorted(NUMPYS)
-    for run in runs:
-        asked = run.axes["numpy"]
-        assert run.env["packages"]["numpy"] == asked, "the run imported the numpy it asked for"
-        assert run.env["environment"]["requested"] == {"numpy": asked}
-        assert run.env["environment"]["resolved"] == [f"numpy=={asked}"]
-        assert run.env["environment"]["path"].startswith(str(env_dir))
-    assert len({run.env["environment"]["path"] for run in runs}) == 2
-    table = launch_here("table", str(tmp_path / "default"), "--csv")
-    header, *rows = table.stdout.strip().splitlines()
-    assert header.split(",")[0] == "numpy" and len(rows) == 2, "numpy is the table's axis"
-
-
 def test_an_environment_is_built_once_and_found_again(env_dir):
     request = envs.request_of("current", {"numpy": NUMPYS[0]})
     said = []

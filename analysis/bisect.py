@@ -1,0 +1,291 @@
+"""Bisection across releases: which release of a package first shows a change, found by measuring midpoints.
+
+A bisect follows one metric, a ratio of step times measured side by side, from a good release to a bad one:
+- against the good release (one configuration): a release's step time over the good release's, the two run in
+  the same interleaved rounds of the point's sweep;
+- one comparison (two configurations, one the workload's baseline: `input_type=tensor,subclass`): within each
+  release's environment, the step time of the one over its baseline's ("subclass step / tensor step").
+
+The endpoints are measured first; the boundary is the geometric middle of their values. A release is on the
+good side where its interval lies wholly on the good release's side of the boundary, on the bad side where it
+lies wholly on the other, and undetermined otherwise (or with one run a side). The midpoint of what is left is
+measured and the range halves, until the first release on the bad side is next to the last on the good side.
+A release that cannot be built is passed over for its neighbour. An undetermined point stops the search: it
+says where, which releases may still hold the change and the runs that point would need, and claims nothing
+beyond the measurements.
+
+Every interval is across runs (the process is the unit), at the level that holds the chance of any wrong side
+under 5% over the whole search: the 5% is split evenly over each point's looks (repeats=auto's schedule) and
+the most releases a search over these can place (Bonferroni's bound).
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+from scipy import stats as distributions
+
+import records
+from analysis.evidence import figures
+from analysis.groups import compared_along, speedups
+from analysis.render import Column, View
+from analysis.stats import LEVEL
+from records import RunRecord
+
+RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders
+GOOD, BAD, UNDETERMINED, UNBUILT = "good", "bad", "undetermined", "cannot be built"
+
+
+class BisectError(Exception):
+    """A bisect that cannot start: the reason, and what would work."""
+
+
+def between(versions: list[str], good: str, bad: str) -> list[str]:
+    """The releases from `good` to `bad`, both included, in that order (newest last where bad is the newer)."""
+    known = {}
+    for version in versions:
+        try:
+            known[version] = Version(version)
+        except InvalidVersion:
+            continue
+    missing = [f"{which}={v}" for which, v in (("good", good), ("bad", bad)) if v not in known]
+    if missing:
+        near = ", ".join(sorted(known, key=known.get, reverse=True)[:12])
+        raise BisectError(f"{' and '.join(missing)}: not a release this Python can install; the latest: {near}")
+    if good == bad:
+        raise BisectError(f"good and bad are the same release ({good}): nothing to bisect")
+    low, high = sorted((known[good], known[bad]))
+    inside = sorted((v for v in known if low <= known[v] <= high and not known[v].is_prerelease), key=known.get)
+    return inside if known[good] < known[bad] else inside[::-1]
+
+
+def most_points(releases: int) -> int:
+    """The most releases a search over `releases` (both ends included) places: the two ends and a midpoint per
+    halving."""
+    return 2 + math.ceil(math.log2(max(releases - 1, 1)))
+
+
+def level(looks: int, releases: int) -> float:
+    return 1 - (1 - LEVEL) / (looks * most_points(releases))
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One release's value of the metric (a ratio of step times, with its interval across runs)."""
+
+    version: str
+    ratio: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    runs: int = 0  # runs a side
+    se: float = math.nan  # of the log ratio, and its degrees of freedom
+    df: float = math.nan
+    sweep: str = ""  # the sweep folder it was measured in, within the bisect's folder
+    side: str = ""
+    why: str = ""  # cannot be built: the reason
+
+    def interval(self) -> str:
+        if self.side == UNBUILT or not math.isfinite(self.ratio):
+            return "-"
+        if self.runs == 0:
+            return f"{self.ratio:.2f}x (the reference)"
+        value, low, high = figures(self.ratio, self.low, self.high)
+        return f"{value}x [{low}, {high}]"
+
+
+def values(runs: list[RunRecord], package: str, reference: str | None, at: float) -> dict[str, Point]:
+    """Each release's value in one point's done runs: its step time over the `reference` release's (compared
+    along the package's axis), or, where there is none, its one comparison's. BisectError where a release has
+    not exactly one comparison."""
+    if reference is not None:
+        runs = compared_along(runs, f"{package}={reference}")
+    found: dict[str, list[Point]] = {}
+    for config, _, s in speedups(runs, at):
+        version = config.first.axis(package)
+        ratio = Point(version, 1 / s.value, 1 / s.high, 1 / s.low, min(s.runs), s.se, s.df)
+        found.setdefault(version, []).append(ratio if s.replicated else dataclasses.replace(ratio, runs=1))
+    several = {version: len(points) for version, points in found.items() if len(points) > 1}
+    if several:
+        raise BisectError(f"{package}: a bisect follows one comparison a release; these make several: {several}")
+    return {version: points[0] for version, points in found.items()}
+
+
+@dataclasses.dataclass
+class Search:
+    """The state of a bisect: the releases from good to bad, and the points measured."""
+
+    package: str
+    releases: list[str]  # good first, bad last
+    metric: str  # what the ratio is, in words
+    level: float
+    points: dict[str, Point] = dataclasses.field(default_factory=dict)
+
+    @property
+    def good(self) -> str:
+        return self.releases[0]
+
+    @property
+    def bad(self) -> str:
+        return self.releases[-1]
+
+    @property
+    def boundary(self) -> float | None:
+        ends = [self.points.get(v) for v in (self.good, self.bad)]
+        if not all(p and math.isfinite(p.ratio) for p in ends):
+            return None
+        return math.sqrt(ends[0].ratio * ends[1].ratio)
+
+    def side(self, point: Point) -> str:
+        """Which side of the boundary the point's interval lies on (the reference is on its own side)."""
+        if point.side == UNBUILT:
+            return UNBUILT
+        if point.runs == 0 and point.version == self.good:
+            return GOOD
+        boundary, good = self.boundary, self.points[self.good].ratio
+        if point.runs < 2 or boundary is None or not math.isfinite(point.low):
+            return UNDETERMINED
+        below = point.high < boundary
+        if below or point.low > boundary:
+            return GOOD if below == (good < boundary) else BAD
+        return UNDETERMINED
+
+    def add(self, point: Point) -> Point:
+        self.points[point.version] = point
+        placed = dataclasses.replace(point, side=self.side(point))
+        self.points[point.version] = placed
+        if point.version in (self.good, self.bad):  # the boundary moved: the other end is placed again
+            for end in (self.good, self.bad):
+                if end in self.points:
+                    self.points[end] = dataclasses.replace(self.points[end], side=self.side(self.points[end]))
+        return self.points[point.version]
+
+    def ends_differ(self) -> bool:
+        ends = ((self.good, GOOD), (self.bad, BAD))
+        return all(v in self.points and self.points[v].side == side for v, side in ends)
+
+    def bracket(self) -> tuple[int, int]:
+        """The indices of the last release on the good side before the first on the bad side, and of that one."""
+        sides = [self.points[v].side if v in self.points else "" for v in self.releases]
+        first_bad = sides.index(BAD)
+        last_good = max(i for i in range(first_bad) if sides[i] == GOOD)
+        return last_good, first_bad
+
+    def undetermined(self) -> Point | None:
+        low, high = self.bracket()
+        inside = [self.points.get(v) for v in self.releases[low + 1 : high]]
+        return next((p for p in inside if p and p.side == UNDETERMINED), None)
+
+    def next(self) -> str | None:
+        """The release to measure next: the untried one nearest the middle of what is left; None when done."""
+        if not self.ends_differ() or self.undetermined():
+            return None
+        low, high = self.bracket()
+        left = [i for i in range(low + 1, high) if self.releases[i] not in self.points]
+        middle = (low + high) / 2
+        return self.releases[min(left, key=lambda i: (abs(i - middle), i))] if left else None
+
+    def runs_needed(self, point: Point) -> int | None:
+        """The runs a side that would place `point` on one side, at its value and spread; None where more runs
+        cannot: it measures at the boundary."""
+        boundary = self.boundary
+        if boundary is None or not (math.isfinite(point.se) and point.runs >= 2):
+            return None
+        distance, spread = abs(math.log(point.ratio / boundary)), point.se * math.sqrt(point.runs)
+        if distance == 0:
+            return None
+        for runs in range(max(point.runs, 2), 1001):
+            if distributions.t.ppf(0.5 + self.level / 2, runs - 1) * spread / math.sqrt(runs) < distance:
+                return runs
+        return None
+
+    def outcome(self) -> list[str]:
+        """What the search found, in words: the first bad release, or where it stands, or why it stopped and what
+        it would need."""
+        if not self.ends_differ():
+            ends = [self.points[v] for v in (self.good, self.bad) if v in self.points]
+            said = "; ".join(f"{p.version}: {p.interval()} ({p.side})" for p in ends) or "not measured"
+            lines = [
+                f"{self.package} {self.good} and {self.bad} are not told apart at this level, so no release is named "
+                f"({said}; boundary {self._boundary()})"
+            ]
+            need = self.runs_needed(self.points[self.bad]) if self.bad in self.points else None
+            return lines + [self._would_need(self.bad, need)] if need else lines
+        low, high = self.bracket()
+        candidates = ", ".join(self.releases[low + 1 : high + 1])
+        if stuck := self.undetermined():
+            return [
+                f"stopped at {self.package} {stuck.version}: {stuck.interval()} spans the boundary {self._boundary()}; "
+                f"the first release on the bad side is one of {candidates}",
+                self._would_need(stuck.version, self.runs_needed(stuck)),
+            ]
+        if self.next() is not None:
+            return [f"so far: the first release on the bad side is one of {candidates}"]
+        if high - low > 1:  # what lies between cannot be built
+            return [
+                f"the change is in one of {self.package} {candidates}: the releases before {self.releases[high]} "
+                "cannot be built here"
+            ]
+        return [
+            f"first release on the bad side: {self.package} {self.releases[high]} "
+            f"(the last on the good side: {self.releases[low]})"
+        ]
+
+    def _would_need(self, version: str, runs: int | None) -> str:
+        if runs is None:
+            return f"more runs would not place {version}: it measures at the boundary (a part of the change, or noise)"
+        return f"about {runs} runs a side would place {version}, at its value and spread (repeats={runs})"
+
+    def _boundary(self) -> str:
+        return f"{self.boundary:.3g}x" if self.boundary is not None else "unknown"
+
+    def view(self) -> View:
+        measured = [v for v in self.releases if v in self.points]
+        order = sorted(measured, key=lambda v: self.releases.index(v))
+        return View(
+            title=f"bisect {self.package}",
+            above=[
+                f"bisect {self.package} from {self.good} (good) to {self.bad} (bad): {len(self.releases)} releases; "
+                f"{self.metric}; boundary {self._boundary()} (the geometric middle of the ends)"
+            ],
+            columns=[
+                Column(self.package, lambda v: v),
+                Column("runs a side", lambda v: str(self.points[v].runs or "-")),
+                Column(f"ratio [{self.level:.2%} CI across runs]", lambda v: self.points[v].interval()),
+                Column("side", lambda v: ": ".join(filter(None, (self.points[v].side, self.points[v].why)))),
+                Column("sweep", lambda v: self.points[v].sweep or "-"),
+            ],
+            items=order,
+            notes=[
+                f"Intervals at {self.level:.2%}: the 5% chance of a wrong side split over the search's looks and "
+                "points. A side is given where the interval lies wholly on one side of the boundary.",
+                *self.outcome(),
+            ],
+        )
+
+    def first_bad(self) -> tuple[str, str] | None:
+        """(the last release on the good side, the first on the bad side) where the search has named them."""
+        if not self.ends_differ() or self.undetermined() or self.next() is not None:
+            return None
+        low, high = self.bracket()
+        return (self.releases[low], self.releases[high]) if high - low == 1 else None
+
+    def record(self, overrides: list[str]) -> dict:
+        found = self.first_bad()
+        return {
+            "package": self.package,
+            "good": self.good,
+            "bad": self.bad,
+            "overrides": overrides,
+            "metric": self.metric,
+            "level": self.level,
+            "boundary": self.boundary,
+            "releases": self.releases,
+            "points": [dataclasses.asdict(self.points[v]) for v in self.releases if v in self.points],
+            "first_bad": found[1] if found else None,
+            "last_good": found[0] if found else None,
+            "outcome": self.outcome(),
+        }
+
+    def save(self, folder: Path, overrides: list[str]) -> None:
+        records.write_json(folder / RECORD, self.record(overrides))

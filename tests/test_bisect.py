@@ -1,0 +1,166 @@
+"""`perfsweep bisect`: the search over releases (analysis/bisect.py) on points given to it, and a real bisect of
+numpy's releases, each point's environment built with uv, whose workload has a step planted in one release."""
+
+import json
+import math
+import re
+
+import pytest
+
+import launch
+from analysis.bisect import BAD, GOOD, RECORD, UNBUILT, UNDETERMINED, BisectError, Point, Search, between, level
+from records import load_sweep
+from tests import golden
+from tests.helpers import launch_here
+from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cache of environments)
+
+RELEASES = [f"1.{minor}.0" for minor in range(9)]  # 1.0.0 (good) .. 1.8.0 (bad)
+
+
+def point(version: str, ratio: float, half: float = 0.05, runs: int = 3) -> Point:
+    return Point(version, ratio, ratio * (1 - half), ratio * (1 + half), runs, se=half / 4, df=runs - 1)
+
+
+def bisected(releases: list[str], measure) -> tuple[Search, list[str]]:
+    """A search run to its end on `measure` (release -> its Point, or None: cannot be built); the midpoints it
+    measured, in order."""
+    search = Search("pkg", releases, "a ratio", level(1, len(releases)))
+    search.add(measure(releases[0]))
+    search.add(measure(releases[-1]))
+    measured = []
+    while (version := search.next()) is not None:
+        measured.append(version)
+        search.add(measure(version) or Point(version, side=UNBUILT, why="no wheel"))
+    return search, measured
+
+
+@pytest.mark.parametrize("planted", range(1, 9))
+def test_the_search_names_the_planted_release_in_a_logarithmic_number_of_points(planted):
+    search, measured = bisected(RELEASES, lambda v: point(v, 3.0 if RELEASES.index(v) >= planted else 1.0))
+    assert search.first_bad() == (RELEASES[planted - 1], RELEASES[planted])
+    assert len(measured) <= math.ceil(math.log2(len(RELEASES) - 1)), "a midpoint per halving, no more"
+    assert search.outcome() == [f"first release on the bad side: pkg {RELEASES[planted]} (the last on the good side: "
+                                f"{RELEASES[planted - 1]})"]  # fmt: skip
+
+
+def test_a_fix_is_found_as_a_change_is_when_good_is_the_newer_release():
+    releases = between(RELEASES, good="1.8.0", bad="1.0.0")
+    assert releases == RELEASES[::-1]
+    search, _ = bisected(releases, lambda v: point(v, 0.5 if v < "1.3.0" else 1.0))  # slow before 1.3.0
+    assert search.first_bad() == ("1.3.0", "1.2.0")
+
+
+def test_a_release_that_cannot_be_built_is_passed_over_and_named():
+    unbuilt = {"1.4.0", "1.5.0"}
+    search, measured = bisected(RELEASES, lambda v: None if v in unbuilt else point(v, 3.0 if v >= "1.5.0" else 1.0))
+    assert unbuilt <= set(measured) and search.first_bad() is None, "no single release can be named"
+    assert search.points["1.3.0"].side == GOOD and search.points["1.6.0"].side == BAD
+    assert search.outcome() == [
+        "the change is in one of pkg 1.4.0, 1.5.0, 1.6.0: the releases before 1.6.0 cannot be built here"
+    ]
+
+
+def test_an_undetermined_point_stops_the_search_and_says_what_it_would_need():
+    boundary = math.sqrt(3.0)
+    search, measured = bisected(
+        RELEASES,
+        lambda v: point(v, boundary * 1.05, half=0.2) if v == "1.4.0" else point(v, 3.0 if v > "1.4.0" else 1.0),
+    )
+    assert measured == ["1.4.0"] and search.points["1.4.0"].side == UNDETERMINED
+    assert search.first_bad() is None and search.next() is None
+    stopped, need = search.outcome()
+    assert stopped.startswith("stopped at pkg 1.4.0: ") and stopped.endswith(f"one of {', '.join(RELEASES[1:])}")
+    runs = int(re.search(r"about (\d+) runs a side", need)[1])
+    assert runs > 3, "more runs than it had"
+    assert search.runs_needed(point("1.4.0", boundary, half=0.2)) is None, "at the boundary no number of runs will do"
+
+
+def test_ends_not_told_apart_name_no_release():
+    search, measured = bisected(
+        RELEASES, lambda v: point(v, 1.1, half=0.2) if v == "1.8.0" else point(v, 1.0, half=0.2)
+    )
+    assert not measured and search.first_bad() is None
+    assert search.outcome()[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
+
+
+def test_one_run_a_side_places_no_point():
+    search = Search("pkg", RELEASES, "a ratio", 0.95)
+    search.add(point("1.0.0", 1.0))
+    search.add(point("1.8.0", 3.0))
+    assert search.add(point("1.4.0", 3.0, runs=1)).side == UNDETERMINED
+
+
+def test_the_level_splits_the_error_over_looks_and_points():
+    assert level(1, 5) == pytest.approx(1 - 0.05 / 4)  # the two ends and two midpoints
+    assert level(5, 9) == pytest.approx(1 - 0.05 / 25)
+
+
+def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
+    assert between(["2.0.0", "1.9.0rc1", "1.9.0", "1.8.1", "1.8.0"], "1.8.0", "2.0.0") == [
+        "1.8.0",
+        "1.8.1",
+        "1.9.0",
+        "2.0.0",
+    ]
+    with pytest.raises(BisectError, match=r"bad=9.9.9: not a release this Python can install; the latest: 2.0.0, 1.9"):
+        between(["2.0.0", "1.9.0"], "1.9.0", "9.9.9")
+
+
+PLANTED = [
+    "workload=planted_step",
+    "workload.impl=steady,planted",
+    "workload.size=128",
+    "planted.version=2.2.4",
+    "planted.factor=3",
+    "threads=1",
+    "steps=20",
+    "warmup_steps=2",
+    "repeats=3",
+    "tracker.mode=disabled",
+]
+
+
+def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir):  # noqa: F811
+    """Five real releases, each point's environment built as a user's is; the step is planted in 2.2.4."""
+    args = ["--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, f"env.dir={env_dir}"]
+    result = launch_here("bisect", *args, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "first release on the bad side: numpy 2.2.4 (the last on the good side: 2.2.3)" in result.stdout
+    record = json.loads((tmp_path / "default" / RECORD).read_text())
+    assert (record["first_bad"], record["last_good"]) == ("2.2.4", "2.2.3")
+    assert record["releases"] == ["2.2.2", "2.2.3", "2.2.4", "2.2.5", "2.2.6"]
+    sides = {p["version"]: p["side"] for p in record["points"]}
+    assert sides == {"2.2.2": GOOD, "2.2.3": GOOD, "2.2.4": BAD, "2.2.6": BAD}, "2.2.5 was not needed"
+    for measured in record["points"]:
+        runs = load_sweep(tmp_path / "default" / measured["sweep"])
+        assert {run.axes["numpy"] for run in runs} >= {measured["version"]}
+        for run in runs:
+            asked = run.axes["numpy"]
+            assert run.env["packages"]["numpy"] == asked, "each run imported the numpy it asked for"
+            assert run.env["environment"]["requested"] == {"numpy": asked}
+            assert run.env["environment"]["resolved"] == [f"numpy=={asked}"]
+    table = launch_here("table", str(tmp_path / "default" / "numpy-2.2.4")).stdout
+    assert "numpy=2.2.4" in table.splitlines()[1] and "| planted " in table, "the point's table names its release"
+    again = launch_here("bisect", *args, f"runs_dir={tmp_path}")
+    assert again.returncode == 0 and "were already done and were not run again" in again.stdout, "resumed"
+
+
+def test_a_bisect_refuses_a_sweep_of_more_than_one_comparison(tmp_path, capsys):
+    args = ["bisect", "--good", "2.2.2", "--bad", "2.2.6", "--package", "numpy", "workload=sampler"]
+    status = launch.main([*args, "workload.impl=nonzero,static", "workload.size=10,20", f"runs_dir={tmp_path}"])
+    assert status == 2 and not any(tmp_path.iterdir())
+    golden.says("a bisect of a sweep with four configurations", capsys.readouterr().err)
+
+
+def test_a_bisect_refuses_a_release_the_index_does_not_have(tmp_path, capsys):
+    status = launch.main(
+        ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "9.9.9", *PLANTED, f"runs_dir={tmp_path}"]
+    )
+    assert status == 2 and not any(tmp_path.iterdir())
+    golden.says("a bisect to a release that does not exist", capsys.readouterr().err, UNSTABLE)
+
+
+def test_a_bisect_refuses_the_bisected_package_among_the_overrides(tmp_path, capsys):
+    args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, "+env.packages.numpy=2.0.0"]
+    assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
+    golden.says("a bisect with its package pinned", capsys.readouterr().err)

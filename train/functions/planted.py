@@ -1,0 +1,59 @@
+"""A control workload with a planted step: products of two matrices, `planted.factor` times as many from a
+release of a package on (`planted.package`, `planted.version`), so that a bisect or a comparison across
+environments has a change of known size and place to find before a cluster is spent on a real one.
+
+impl=planted has the step; impl=steady (its baseline) does the same work in every environment, so that
+`workload.impl=steady,planted` is a comparison whose ratio changes at the planted release."""
+
+import importlib.metadata
+
+import torch
+from packaging.version import InvalidVersion, Version
+
+from train.functions.base import FunctionBench
+from train.workloads import WORKLOADS
+
+
+def installed(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@WORKLOADS.register("planted_step")
+class PlantedStep(FunctionBench):
+    impls = ("steady", "planted")
+
+    @classmethod
+    def problems(cls, cfg):
+        issues = super().problems(cfg)
+        planted = cfg.planted
+        try:
+            Version(planted.version or "0")
+        except InvalidVersion:
+            issues.append(f"planted.version={planted.version!r} is not a release number (e.g. 2.2.4; '': none)")
+        if not planted.factor > 0:
+            issues.append(f"planted.factor={planted.factor} must be above 0")
+        return issues
+
+    def inputs(self, conf, device):
+        return torch.rand(conf.size, conf.size, device=device), torch.rand(conf.size, conf.size, device=device)
+
+    @property
+    def slowed(self) -> bool:
+        planted, found = self.cfg.planted, installed(self.cfg.planted.package)
+        if self.conf.impl != "planted" or not planted.version or found is None:
+            return False
+        return Version(found) >= Version(planted.version)
+
+    def function(self, impl):
+        calls = max(1, round(self.conf.units * (self.cfg.planted.factor if self.slowed else 1)))
+
+        def products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            for _ in range(calls):
+                a = torch.mm(a, b) / a.shape[0]  # scaled: the values neither overflow nor vanish
+            return a
+
+        return products
+

@@ -56,7 +56,8 @@ def between(versions: list[str], good: str, bad: str) -> list[str]:
     if good == bad:
         raise BisectError(f"good and bad are the same release ({good}): nothing to bisect")
     low, high = sorted((known[good], known[bad]))
-    inside = sorted((v for v in known if low <= known[v] <= high and not known[v].is_prerelease), key=known.get)
+    final = [v for v in known if not known[v].is_prerelease and known[v].local is None]  # not 2.13.0+cpu: a build
+    inside = sorted((v for v in final if low <= known[v] <= high), key=known.get)
     return inside if known[good] < known[bad] else inside[::-1]
 
 
@@ -84,6 +85,7 @@ class Point:
     sweep: str = ""  # the sweep folder it was measured in, within the bisect's folder
     side: str = ""
     why: str = ""  # cannot be built: the reason
+    order: int = 0  # the search's path: 1 for the first release placed
 
     def interval(self) -> str:
         if self.side == UNBUILT or not math.isfinite(self.ratio):
@@ -151,9 +153,11 @@ class Search:
         return UNDETERMINED
 
     def add(self, point: Point) -> Point:
-        self.points[point.version] = point
-        placed = dataclasses.replace(point, side=self.side(point))
-        self.points[point.version] = placed
+        """Place `point` (measured again: in its place in the path)."""
+        earlier = self.points.get(point.version)
+        order = earlier.order if earlier else len(self.points) + 1
+        self.points[point.version] = dataclasses.replace(point, order=order)  # an end's value moves the boundary
+        self.points[point.version] = dataclasses.replace(point, order=order, side=self.side(point))
         if point.version in (self.good, self.bad):  # the boundary moved: the other end is placed again
             for end in (self.good, self.bad):
                 if end in self.points:
@@ -249,6 +253,7 @@ class Search:
                 f"{self.metric}; boundary {self._boundary()} (the geometric middle of the ends)"
             ],
             columns=[
+                Column("step", lambda v: str(self.points[v].order)),
                 Column(self.package, lambda v: v),
                 Column("runs a side", lambda v: str(self.points[v].runs or "-")),
                 Column(f"ratio [{self.level:.2%} CI across runs]", lambda v: self.points[v].interval()),
@@ -289,3 +294,14 @@ class Search:
 
     def save(self, folder: Path, overrides: list[str]) -> None:
         records.write_json(folder / RECORD, self.record(overrides))
+
+    @classmethod
+    def load(cls, folder: Path) -> "Search | None":
+        """The search a bisect's folder records (None where the folder is not a bisect's)."""
+        if not (folder / RECORD).is_file():
+            return None
+        record = records.read_json(folder / RECORD)
+        search = cls(record["package"], record["releases"], record["metric"], record["level"])
+        for fields in record["points"]:  # JSON has no NaN: a figure not measured was written as null
+            search.points[fields["version"]] = Point(**{k: math.nan if v is None else v for k, v in fields.items()})
+        return search

@@ -16,9 +16,13 @@ def sweep_folder(value: str) -> Path:
 
 def show_table(args: argparse.Namespace) -> int:
     from analysis import table
+    from analysis.bisect import Search
     from analysis.render import as_csv, text
     from analysis.views import sweep_views
 
+    if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
+        print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
+        return 0
     if args.csv == "timm":
         from analysis.timm_csv import timm_view
 

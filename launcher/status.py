@@ -86,6 +86,10 @@ def render(sweep_dir: Path) -> str:
     notes: list[str] = []
     rows = run_states(sweep_dir, notes)
     counts = {s: sum(r.state == s for r in rows) for s in STATES}
+    if not rows:  # a folder of sweeps (a bisect's points), or one with nothing launched yet
+        inside = sorted(p.parent.name for p in sweep_dir.glob(f"*/{records.SWEEP}"))
+        each = f"; its sweeps: {', '.join(inside)} (python launch.py status {sweep_dir}/SWEEP)" if inside else ""
+        return "\n".join([f"{sweep_dir}: no runs{each}", *notes])
     lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n), *notes]
     for row in rows:
         detail = f"  {row.status.error_line(160)}" if row.status.error else ""

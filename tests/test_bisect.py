@@ -39,6 +39,8 @@ def test_the_search_names_the_planted_release_in_a_logarithmic_number_of_points(
     search, measured = bisected(RELEASES, lambda v: point(v, 3.0 if RELEASES.index(v) >= planted else 1.0))
     assert search.first_bad() == (RELEASES[planted - 1], RELEASES[planted])
     assert len(measured) <= math.ceil(math.log2(len(RELEASES) - 1)), "a midpoint per halving, no more"
+    path = sorted(search.points.values(), key=lambda p: p.order)
+    assert [p.version for p in path] == [RELEASES[0], RELEASES[-1], *measured], "the path, in the order it was taken"
     assert search.outcome() == [f"first release on the bad side: pkg {RELEASES[planted]} (the last on the good side: "
                                 f"{RELEASES[planted - 1]})"]  # fmt: skip
 
@@ -96,7 +98,7 @@ def test_the_level_splits_the_error_over_looks_and_points():
 
 
 def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
-    assert between(["2.0.0", "1.9.0rc1", "1.9.0", "1.8.1", "1.8.0"], "1.8.0", "2.0.0") == [
+    assert between(["2.0.0", "1.9.0rc1", "1.9.0+cpu", "1.9.0", "1.8.1", "1.8.0"], "1.8.0", "2.0.0") == [
         "1.8.0",
         "1.8.1",
         "1.9.0",
@@ -141,6 +143,10 @@ def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir): 
             assert run.env["environment"]["resolved"] == [f"numpy=={asked}"]
     table = launch_here("table", str(tmp_path / "default" / "numpy-2.2.4")).stdout
     assert "numpy=2.2.4" in table.splitlines()[1] and "| planted " in table, "the point's table names its release"
+    shown = launch_here("table", str(tmp_path / "default"))
+    assert shown.returncode == 0 and shown.stdout.strip() in result.stdout, "the folder's table is the search's"
+    status = launch_here("status", str(tmp_path / "default")).stdout
+    assert status.startswith(f"{tmp_path / 'default'}: no runs; its sweeps: numpy-2.2.2, numpy-2.2.3, numpy-2.2.4, ")
     again = launch_here("bisect", *args, f"runs_dir={tmp_path}")
     assert again.returncode == 0 and "were already done and were not run again" in again.stdout, "resumed"
 

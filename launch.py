@@ -58,9 +58,9 @@ def hydra_flags(args: list[str]) -> int:
     return 0
 
 
-def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
-    """Plan (by calling `plan_of`), check, launch; then print the views of the records (unless not `show`), or where
-    to follow the jobs."""
+def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:
+    """Plan (by calling `plan_of`), check, build its environments, launch; then print the views of the records
+    (unless not `show`), or where to follow the jobs. `quiet_envs`: the environments were built and said before."""
     import records
     from analysis.render import text
     from analysis.views import sweep_views
@@ -85,7 +85,8 @@ def launch_plan(plan_of, argv: list[str], show: bool = True) -> int:
         if problems:
             raise PlanError(problems)
         try:
-            pythons = envs.for_plan(plan.runs, plan.settings.launcher.name)
+            say = (lambda line: None) if quiet_envs else print
+            pythons = envs.for_plan(plan.runs, plan.settings.launcher.name, say)
         except envs.EnvError as error:
             raise PlanError([str(error)]) from error
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
@@ -320,7 +321,7 @@ def bisect(args: argparse.Namespace) -> int:
         for repeats in looks:
             for version in versions:
                 plan = plan_of(version, repeats)
-                status = launch_plan(lambda plan=plan: plan, args.argv, show=False)
+                status = launch_plan(lambda plan=plan: plan, args.argv, show=False, quiet_envs=True)
                 if status not in (0, 1):
                     return status
                 runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
@@ -334,9 +335,16 @@ def bisect(args: argparse.Namespace) -> int:
         return 0
 
     try:
+        ends = [v for v in (args.good, args.bad) if v != reference]
+        try:  # both ends built before anything runs
+            for version in ends:
+                envs.for_plan(plan_of(version, 1).runs, launcher)
+        except envs.EnvError as error:
+            print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
+            return 2
         if reference:
             search.add(Point(reference, 1.0, 1.0, 1.0))
-        status = measure([v for v in (args.good, args.bad) if v != reference])
+        status = measure(ends)
         while status == 0 and (version := search.next()) is not None:
             try:
                 envs.for_plan(plan_of(version, 1).runs, launcher)

@@ -28,6 +28,9 @@ CURRENT = "current"
 RECORD = "perfsweep-env.json"  # in each environment's folder: what it was asked for and what it holds
 _REQUESTS = ".requests"  # the cache's index: one file per request, naming the environment that serves it
 _PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Built wheels only: a release published as source alone (or none for this Python) is refused in a second,
+# not compiled for minutes or hours (torch's) before it fails or, worse, measures a local build.
+WHEELS = ("--only-binary", ":all:")
 
 
 class EnvError(Exception):
@@ -182,7 +185,7 @@ def resolve(request: Request) -> tuple[str, ...]:
     wanted = [f"{name}=={version}" for name, version in request.pins]
     if "torch" in dict(request.pins) and "torchvision" not in dict(request.pins):
         wanted.append("torchvision")  # its wheels name their torch exactly: the published pair
-    command = [*_uv(), "pip", "compile", "-", "--python", sys.executable, "--no-header", "--no-annotate"]
+    command = [*_uv(), "pip", "compile", "-", "--python", sys.executable, "--no-header", "--no-annotate", *WHEELS]
     command += _index_args(request)
     done = subprocess.run(command, input="\n".join(wanted), capture_output=True, text=True)
     if done.returncode != 0:
@@ -204,12 +207,19 @@ def available(name: str) -> list[str]:
 def _why(request: Request, uv_says: str) -> str:
     said = " ".join(line.strip(" ×╰─▶│") for line in uv_says.splitlines() if line.strip(" ×╰─▶│"))
     reason = said[said.find("Because") :] if "Because" in said else said  # uv's why, without its headings
+    reason = reason.split(" hint: ")[0]  # its hint names flags of its own, not perfsweep's
     lines = [f"environment {request.label} cannot be resolved for Python {_python_tag()}: {reason}"]
     for name, version in request.pins:
         versions = available(name)
         if versions and version not in versions:
             lines.append(
                 f"{name}={version} is not a release this Python can install; the latest: {', '.join(versions[:8])}"
+            )
+        elif f"{name}=={version} has no usable wheels" in reason:
+            lines.append(
+                f"{name}={version} has no wheel for this Python, and environments are built from wheels only (a "
+                f"source build would take long and measure a build of this machine's); the latest: "
+                f"{', '.join(versions[:8])}"
             )
     return "\n".join(lines)
 
@@ -223,7 +233,8 @@ def _build(request: Request, resolved: tuple[str, ...], path: Path) -> None:
     try:
         _run([*_uv(), "venv", "--quiet", "--python", sys.executable, str(building)], request)
         python = building / "bin" / "python"
-        install = [*_uv(), "pip", "install", "--quiet", "--no-deps", "--python", str(python), *_index_args(request)]
+        install = [*_uv(), "pip", "install", "--quiet", "--no-deps", "--python", str(python), *WHEELS]
+        install += _index_args(request)
         _run([*install, "-r", "-"], request, "\n".join(resolved))
         purelib = subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],

@@ -170,3 +170,11 @@ def test_a_bisect_refuses_the_bisected_package_among_the_overrides(tmp_path, cap
     args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, "+env.packages.numpy=2.0.0"]
     assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
     golden.says("a bisect with its package pinned", capsys.readouterr().err)
+
+
+def test_a_bisect_whose_end_has_no_wheel_for_this_python_runs_nothing(tmp_path, env_dir, capsys):  # noqa: F811
+    """numpy 1.23.0 has no build for Python 3.11 (its wheels start at 1.23.2): refused before any run, in seconds,
+    rather than compiled from its source."""
+    args = ["bisect", "--package", "numpy", "--good", "1.23.0", "--bad", "1.23.2", *PLANTED, f"env.dir={env_dir}"]
+    assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
+    golden.says("a bisect from a release with no wheel for this Python", capsys.readouterr().err, UNSTABLE)

@@ -5,12 +5,25 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 import launch
-from analysis.bisect import BAD, GOOD, RECORD, UNBUILT, UNDETERMINED, BisectError, Point, Search, between, level
+from analysis.bisect import (
+    BAD,
+    GOOD,
+    RECORD,
+    UNBUILT,
+    UNDETERMINED,
+    BisectError,
+    Point,
+    Search,
+    between,
+    level,
+    values,
+)
 from records import load_sweep
-from tests import golden
+from tests import golden, synthetic
 from tests.helpers import launch_here
 from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cache of environments)
 
@@ -106,6 +119,32 @@ def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
     ]
     with pytest.raises(BisectError, match=r"bad=9.9.9: not a release this Python can install; the latest: 2.0.0, 1.9"):
         between(["2.0.0", "1.9.0"], "1.9.0", "9.9.9")
+
+
+def synthetic_sweep(levels: dict[tuple[str, str], float], runs: int = 4) -> list:
+    """Done runs of (input_type, torch) configurations at these step times (ms), interleaved in rounds."""
+    rng, found = np.random.default_rng(0), []
+    for replicate in range(runs):
+        for (input_type, torch), ms in levels.items():
+            steps = synthetic.run_steps(ms, synthetic.Noise(bimodal=0), rng)
+            axes = {"input_type": input_type, "torch": torch}
+            found.append(synthetic.record(f"{input_type}-{torch}", axes, steps, replicate, len(found), rng))
+    return found
+
+
+def test_against_the_good_release_a_point_is_its_step_time_over_the_good_ones():
+    runs = synthetic_sweep({("tensor", "2.12.1"): 75.0, ("tensor", "2.9.1"): 50.0})
+    (found,) = values(runs, "torch", "2.9.1", 0.95).values()
+    assert found.version == "2.12.1" and found.runs == 4 and found.low < 1.5 < found.high
+    assert found.ratio == pytest.approx(1.5, rel=0.05)
+
+
+def test_with_one_comparison_a_point_is_its_ratio_within_each_release():
+    levels = {("tensor", "2.9.1"): 50.0, ("subclass", "2.9.1"): 50.0, ("tensor", "2.12.1"): 50.0}
+    found = values(synthetic_sweep({**levels, ("subclass", "2.12.1"): 100.0}), "torch", None, 0.95)
+    assert found["2.9.1"].ratio == pytest.approx(1.0, rel=0.05) and found["2.12.1"].ratio == pytest.approx(2, rel=0.05)
+    with pytest.raises(BisectError, match="a bisect follows one comparison a release; these make several"):
+        values(synthetic_sweep({**levels, ("tensorbase", "2.9.1"): 60.0}), "torch", None, 0.95)
 
 
 PLANTED = [

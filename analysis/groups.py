@@ -38,6 +38,12 @@ def axis_order(runs: list[RunRecord]) -> list[str]:
     return list(dict.fromkeys(a for r in runs for a in r.axis_order))
 
 
+def environment_axes(runs: list[RunRecord]) -> list[str]:
+    """The sweep's package-version axes that vary (torch=2.9.1,2.14.1; env.packages.numpy=...)."""
+    packages = {a for a in axis_order(runs) if a == "torch" or any(f"env.packages.{a}" in r.fields for r in runs)}
+    return [a for a in axis_order(runs) if a in packages and len({r.axis(a) for r in runs}) > 1]
+
+
 def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
     """The config keys that the axes show (model.name, workload.impl, workload.size...)."""
     declared = {v for r in runs for k, v in r.fields.items() if k.startswith("workload.axes.")}

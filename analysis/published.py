@@ -27,7 +27,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from analysis import evidence, machines
-from analysis.groups import Configuration, measures, round_of
+from analysis.groups import Configuration, environment_axes, measures, round_of
 from analysis.render import Column, View, figure
 from records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
 
@@ -153,11 +153,22 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
     return [*row, figures, str(ours), verdict(item, ours)]
 
 
+def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The runs of each environment where package versions are an axis of the sweep ({"": runs} where not):
+    a published comparison is made within each, its row named by it."""
+    axes = environment_axes(runs)
+    found: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        found.setdefault(" ".join(f"{a}={run.axis(a)}" for a in axes), []).append(run)
+    return found
+
+
 def our_setting(runs: list[RunRecord]) -> str:
     run = machines.usual(runs) or runs[0]
     others = len(machines.elsewhere(runs))
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
-    return f"{run.device}, torch {run.torch_version}{elsewhere}"
+    torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
+    return f"{run.device}, {torch}{elsewhere}"
 
 
 def view(sweep_dir: Path) -> View | None:
@@ -170,7 +181,12 @@ def view(sweep_dir: Path) -> View | None:
         f"source: {source['source']}",
     ]
     columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate([*HEADER, "verdict"])]
-    rows = [compare(runs, item) for item in source["comparisons"]]
+    rows = [
+        [f"{row[0]}, {where}" if where else row[0], *row[1:]]
+        for item in source["comparisons"]
+        for where, of_environment in by_environment(runs).items()
+        for row in [compare(of_environment, item)]
+    ]
     notes = [SPEEDUP, *(f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note"))]
     notes += [f"note: {n}" for n in source.get("notes", [])]
     return View(f"Beside the published figures: {source['title']}", above, columns, rows, notes=notes)

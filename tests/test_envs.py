@@ -49,6 +49,29 @@ def test_each_rounds_runs_of_one_environment_are_back_to_back():
     assert [spec.config.replicate for spec in plan.runs] == [r for r in range(3) for _ in range(per_round)]
 
 
+def test_a_published_sweep_over_two_environments_is_compared_within_each(tmp_path, env_dir):
+    """Each run imports the numpy it asked for; the table has numpy as a column, and each published comparison
+    is made within one environment, a row per environment, not across them."""
+    sweep = ["sweep=subclass_slowdown", "scale=smoke", "memory_format=contiguous", "input_type=tensor,subclass"]
+    args = [*sweep, f"+env.packages.numpy={','.join(NUMPYS)}", "repeats=1", "tracker.mode=disabled"]
+    result = launch_here(*args, f"env.dir={env_dir}", f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = load_sweep(tmp_path / "subclass_slowdown")
+    assert sorted(run.axes["numpy"] for run in runs) == sorted([*NUMPYS, *NUMPYS])
+    for run in runs:
+        asked = run.axes["numpy"]
+        assert run.env["packages"]["numpy"] == asked, "the run imported the numpy it asked for"
+        assert run.env["environment"]["requested"] == {"numpy": asked}
+        assert run.env["environment"]["resolved"] == [f"numpy=={asked}"]
+        assert run.env["environment"]["path"].startswith(str(env_dir))
+    header = next(line for line in result.stdout.splitlines() if line.startswith("| input_type"))
+    assert "| numpy " in header, "numpy is the table's axis"
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| contiguous, subclass vs Tensor")]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        f"contiguous, subclass vs Tensor, numpy={version}" for version in NUMPYS
+    ]
+
+
 def test_an_environment_is_built_once_and_found_again(env_dir):
     request = envs.request_of("current", {"numpy": NUMPYS[0]})
     said = []

@@ -73,6 +73,8 @@ def columns(configs: list[Configuration]) -> list[Column]:
         table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     if any(s.host_syncs_per_step is not None for s in summaries):
         table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
+    if any(s.world_size for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
+        table_columns += rank_columns()
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
         table_columns.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
         table_columns.append(
@@ -83,6 +85,21 @@ def columns(configs: list[Configuration]) -> list[Column]:
     if trains:
         table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
     return table_columns
+
+
+def rank_columns() -> list[Column]:
+    """A run across ranks: the straggler index (slowest rank's median step over the median rank's) and the
+    communication backward did not hide, in ms and as a share of the step (over a configuration's runs, their
+    geometric mean; '-' for a run in one process)."""
+
+    def of(name: str):
+        return lambda c: c.middle(lambda r: getattr(r.summary, name) if r.summary.world_size else None)
+
+    return [
+        Column("straggler", lambda c: figure(of("straggler_index")(c))),
+        Column("exposed comm ms", lambda c: figure(of("exposed_comm_ms")(c))),
+        Column("exposed comm", lambda c: f"{share:.0%}" if (share := of("exposed_comm_share")(c)) else "-"),
+    ]
 
 
 def _rate(value: float | None) -> str:
@@ -126,7 +143,7 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
 
 def _resting_on(configs: list[Configuration]) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
-    windows = "samples/s over the whole window (stalls included)"
+    windows = "samples/s over the whole window (stalls included; across ranks: all ranks', over synced steps)"
     replicated = sum(len(c.runs) > 1 for c in configs)
     times = (
         "times: each run's median step, and over a configuration's runs their geometric mean"

@@ -25,6 +25,9 @@ Isolation = _closed_set("Isolation", "fork spawn")
 TrackerMode = _closed_set("TrackerMode", "offline online disabled")  # W&B's mode
 # the order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
 Order = _closed_set("Order", "interleaved shuffled grouped")
+# one run across ranks: none (one process), DDP, or FSDP2 (fully_shard); their process-group backend
+DistName = _closed_set("DistName", "none ddp fsdp")
+DistBackend = _closed_set("DistBackend", "auto gloo nccl")
 
 
 @dataclass
@@ -170,6 +173,27 @@ class EnvConf:
 
 
 @dataclass
+class DistConf:
+    """A training step across ranks (train/dist.py): each rank a process, started by torch's elastic launcher
+    from the run's own process. dist=none, the default, is one process, as a run has always been."""
+
+    name: DistName = DistName.none
+    world_size: int = 1  # ranks, on this node
+    backend: DistBackend = DistBackend.auto  # auto: nccl on CUDA, gloo on a CPU
+    timeout_s: float = 120.0  # a collective that waits longer fails the run (a rank that died or hangs)
+    sync_block: int = 5  # steps a block: blocks with gradient sync alternate with blocks without (exposed comm)
+    # DDP's own
+    bucket_cap_mb: float = 25.0
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = False
+    # FSDP's own
+    reshard_after_forward: bool = True
+    # A straggler drill: this rank sleeps delay_ms in each step's data phase (a straggler of known size to find)
+    delay_rank: int | None = None
+    delay_ms: float = 0.0
+
+
+@dataclass
 class PlantedConf:
     """workload=planted_step's planted change: its step does `factor` times the work where the run's environment
     holds `package` at release `version` or later (a known step for bisect and compare to find)."""
@@ -203,6 +227,7 @@ class RunConf:
     torch: str = "current"  # the torch release the run measures (its environment is built); current: perfsweep's own
     env: EnvConf = field(default_factory=EnvConf)
     planted: PlantedConf = field(default_factory=PlantedConf)  # read by workload=planted_step alone
+    dist: DistConf = field(default_factory=DistConf)  # read by the training step
 
 
 @dataclass

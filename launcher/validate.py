@@ -131,6 +131,13 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
             "its replicates would share one process's state and compare nothing between processes; use repeats=1 "
             "(one run per configuration, no verdicts) or launcher=local"
         )
+    across = sorted({str(spec.config.dist.name) for spec in plan.runs if spec.config.dist.name != "none"})
+    if across and settings.launcher.name != "local":
+        problems.append(
+            f"dist={','.join(across)} with launcher={settings.launcher.name}: a run's ranks are processes its own "
+            "process starts on this node, which launcher=local gives it (on Slurm, ranks as the tasks of a job are not "
+            "supported yet)"
+        )
     problems = list(plan.problems) + [plan.explain(problem) for problem in problems]
     on_this_host = BACKENDS[settings.launcher.name].on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}

@@ -20,6 +20,7 @@ from records.files import (
     ENV,
     JOBS,
     PROFILE,
+    RANKS,
     REPORT,
     RUNS,
     STATUS,
@@ -72,7 +73,7 @@ from records.sweep import (
 )
 
 __all__ = [
-    "CONFIG", "ENV", "JOBS", "PROFILE", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
+    "CONFIG", "ENV", "JOBS", "PROFILE", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",

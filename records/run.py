@@ -75,6 +75,17 @@ class Summary:
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
+    # A run across ranks (dist=ddp/fsdp): its figures above are its slowest rank's synced steps (samples/s: all
+    # ranks'); each rank's median step with gradient sync and without (its own, waiting for no other), the
+    # straggler index (slowest / median rank, without sync), and the communication backward did not hide (the
+    # slowest rank's median backward with gradient sync less without it).
+    world_size: int | None = None
+    rank_step_ms: list[float] | None = None
+    rank_own_step_ms: list[float] | None = None
+    straggler_rank: int | None = None  # the rank the others wait for: the slowest without sync
+    straggler_index: float | None = None
+    exposed_comm_ms: float | None = None
+    exposed_comm_share: float | None = None  # of the slowest rank's median synced step
 
     def __post_init__(self) -> None:
         untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
@@ -89,7 +100,7 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in _MODEL_ONLY}
+        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, *_RANKS_ONLY)}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""
@@ -121,6 +132,10 @@ class Summary:
 
 
 _MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
+_RANKS_ONLY = (
+    "world_size", "rank_step_ms", "rank_own_step_ms", "straggler_rank", "straggler_index", "exposed_comm_ms",
+    "exposed_comm_share",
+)  # fmt: skip
 
 
 class Gpu(TypedDict):

@@ -19,9 +19,16 @@ def run_fields(config: Config) -> dict[str, Any]:
     reads, whole = config.workload.reads, dataclasses.asdict(config)
     fields = {name: whole[name] for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads}
     fields["workload"] = {k: v for k, v in fields["workload"].items() if k not in DECLARATION}
-    if not env_axes(config):  # perfsweep's own environment: the identity runs had before environments were an axis
-        return {name: value for name, value in fields.items() if name not in ENV_FIELDS}
-    return {**fields, "env": config.env.packages}  # its cache and index are where it is built from, not what it is
+    fields = {name: value for name, value in fields.items() if name not in unset(config)}
+    if "env" in fields:
+        fields["env"] = config.env.packages  # its cache and index are where it is built from, not what it is
+    return fields
+
+
+def unset(config: Config) -> set[str]:
+    """Run fields at what a run was before they existed, left out of its identity so that earlier sweeps' runs
+    are found again: perfsweep's own environment (torch=current, no env.packages), one process (dist=none)."""
+    return ({*ENV_FIELDS} if not env_axes(config) else set()) | ({"dist"} if config.dist.name == "none" else set())
 
 
 _NODE_JSON: dict[tuple[int, str], str] = {}  # (id of a config node, which of its fields) -> JSON, while it lives
@@ -84,7 +91,7 @@ def _identity_json(config: Config) -> str:
     workload = config.workload
     settings = tuple(name for name in _field_names(type(workload)) if name not in DECLARATION)
     names = sorted(name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in workload.reads)
-    names = [name for name in names if name not in ENV_FIELDS or env_axes(config)]  # as run_fields
+    names = [name for name in names if name not in unset(config)]  # as run_fields
     parts = [
         _cached(workload, "identity", lambda: _fields_json(workload, settings))
         if name == "workload"
@@ -103,6 +110,13 @@ def env_axes(config: Config) -> dict[str, str]:
     """The package versions a run asks for beyond perfsweep's own environment, as axes: torch, then env.packages."""
     torch = {"torch": config.torch} if config.torch != "current" else {}
     return {**torch, **{name: str(version) for name, version in sorted(config.env.packages.items())}}
+
+
+def dist_axes(config: Config) -> dict[str, str]:
+    """A run across ranks is known by how (ddp, fsdp) and by how many ranks; one process by neither."""
+    if config.dist.name == "none":
+        return {}
+    return {"dist": str(config.dist.name), "world_size": str(config.dist.world_size)}
 
 
 def safe_name(text: str) -> str:
@@ -133,7 +147,7 @@ class RunSpec:
         named = {axis: str(_lookup(self.config, key)) for axis, key in workload.axes.items()}
         sized = {field: str(getattr(workload, field)) for field in workload.sizes}
         replicate = {"replicate": str(self.config.replicate)} if self.config.repeats > 1 else {}
-        return {**named, **env_axes(self.config), **sized, **replicate}
+        return {**named, **env_axes(self.config), **dist_axes(self.config), **sized, **replicate}
 
     @property
     def baseline(self) -> dict[str, str]:

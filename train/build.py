@@ -11,6 +11,7 @@ from conf.schema import ModelConf, OptimConf, RunConf
 from train import fastai_parts
 from train import precision as prec
 from train.inputs import InputType, get_input_type
+from train.parallel import distributed
 from train.workloads import compiled
 
 MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
@@ -82,6 +83,7 @@ class Trainer:
     input_type: InputType
     memory_format: torch.memory_format
     batches: list[tuple[torch.Tensor, torch.Tensor]]
+    replica: torch.nn.Module  # the model as this rank holds it, before compile (itself where there are no ranks)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -130,6 +132,7 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
     constructor, _ = MODEL_SOURCES[cfg.model.source]
     dtype = prec.param_dtype(cfg.precision)
     model = constructor(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
+    model = distributed(model, cfg.dist, device)
     optimizer = OPTIMIZERS[cfg.optim.name](model.parameters(), cfg.optim)
     if cfg.optim.name == "torch":
         zero_grad = functools.partial(optimizer.zero_grad, set_to_none=True)
@@ -145,4 +148,5 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
         input_type=get_input_type(cfg.input_type.name),
         memory_format=memory_format,
         batches=synthetic_batches(cfg, device),
+        replica=model,
     )

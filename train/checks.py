@@ -36,6 +36,11 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     issues = WORKLOADS[name].problems(cfg) if name in WORKLOADS else choice("workload", name, sorted(WORKLOADS))
     if cfg.steps <= 0:
         issues.append(f"steps={cfg.steps} must be positive")
+    if cfg.dist.name != "none" and "dist" not in cfg.workload.reads:
+        issues.append(
+            f"dist={cfg.dist.name} with workload={name}: it runs in one process; the training step "
+            "(workload=train_step) is what runs across ranks"
+        )
     if cfg.compile.enabled:
         issues += choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
         if cfg.warmup_steps < 2:

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import gc
 import math
-import resource
 import signal
 import time
 import traceback
@@ -21,15 +20,16 @@ import records
 from conf.schema import RunConf
 from records import Summary
 from sweeps.spec import RunSpec
-from train import checks
+from train import checks, dist
 from train.build import configure_backends, resolve_device
+from train.catalog import WORKLOADS
 from train.env import clocks, environment, neighbours, process_started_at
 from train.flops import count_flops, peak_flops, peak_table_module
 from train.known_issues import known_issue
 from train.syncs import count_host_syncs
 from train.timing import NoClock, synchronize
 from train.tracker import track
-from train.window import Window, make_workload, run_window
+from train.window import Window, make_workload, peak_memory_mib, run_window
 from train.workloads import Workload
 
 
@@ -37,37 +37,43 @@ def summary_columns(phases: tuple[str, ...]) -> list[str]:
     return [f"{p}_ms" for p in (*phases, "step")] + [f"{p}_host_ms" for p in (*phases, "step")]
 
 
-def peak_memory_mib(device: torch.device) -> tuple[float, str]:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
-
-
 def summarize(work: Workload, window: Window, device: torch.device, extra: dict[str, Any]) -> Summary:
     """Medians per phase, throughput, memory and losses of the measured window, plus `extra`."""
-    memory, memory_kind = peak_memory_mib(device)
+    return summary_of(work.cfg, work.phases, window, peak_memory_mib(device), device, extra, work.summary)
+
+
+def summary_of(
+    cfg: RunConf,
+    phases: tuple[str, ...],
+    window: Window,
+    memory: tuple[float, str],
+    device: torch.device,
+    extra: dict[str, Any],
+    workload_summary,
+) -> Summary:
+    """The summary of a window of `phases` (the workload's own fields from `workload_summary(steps_per_s)`)."""
     losses = [row["loss"] for row in window.rows if "loss" in row]
     steps_per_s = len(window.rows) / window.seconds
-    medians = {c: median(row[c] for row in window.rows) for c in summary_columns(work.phases)}
-    flops, peak = extra.get("flops_per_step"), peak_flops(device, work.cfg.precision.name)
+    medians = {c: median(row[c] for row in window.rows) for c in summary_columns(phases)}
+    flops, peak = extra.get("flops_per_step"), peak_flops(device, cfg.precision.name)
     return Summary(
-        workload=work.cfg.workload.name,
-        phases=tuple(work.phases),
+        workload=cfg.workload.name,
+        phases=tuple(phases),
         median_ms=medians,
         steps=len(window.rows),
         steps_per_s=steps_per_s,
         window_s=window.seconds,
         window_ended_at=window.ended_at,  # unix time: W&B starts after it (tests compare)
         timer=window.timer,
-        peak_memory_mib=memory,
-        peak_memory_kind=memory_kind,
+        peak_memory_mib=memory[0],
+        peak_memory_kind=memory[1],
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
         nonfinite_losses=sum(not math.isfinite(loss) for loss in losses) if losses else None,
         tflops_per_s=flops / (medians["step_ms"] / 1e3) / 1e12 if flops and medians["step_ms"] > 0 else None,
         peak_tflops=peak / 1e12 if peak else None,
         **extra,
-        **work.summary(steps_per_s),
+        **workload_summary(steps_per_s),
     )
 
 
@@ -182,18 +188,12 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     stopwatch = Stopwatch()
     try:
         device = prepare(spec, run_dir)
-        measured = measure(spec.config, device)
-        with stopwatch("counted_s"):
-            extra = probe(measured, device)
-        with stopwatch("summarized_s"):
-            summary = summarize(measured.work, measured.window, device, extra)
-        if measured.cfg.profile:
-            with stopwatch("profiled_s"):
-                profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
-        with stopwatch("written_s"):
-            rows = write(run_dir, measured, summary)
+        if spec.config.dist.name == "none":
+            summary, rows, seconds = one_process(spec, run_dir, device, stopwatch)
+        else:
+            summary, rows, seconds = across_ranks(spec, run_dir, device)
         outcome_known()
-        timing = {"startup_s": measured.first_step - ready_since, **measured.seconds(), **stopwatch.seconds}
+        timing = {"startup_s": seconds.pop("first_step") - ready_since, **seconds, **stopwatch.seconds}
         finished = done(run_dir, launch, timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
         interrupted(run_dir, launch, error)
@@ -203,6 +203,40 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
         raise
     tracked(spec, run_dir, tracker_id, launch, rows, summary, finished, timing)
     return summary
+
+
+def one_process(
+    spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: Stopwatch
+) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
+    """Measure the run in this process and write its records: its summary, its step rows, and where its time
+    went (its first step's time, then seconds)."""
+    measured = measure(spec.config, device)
+    with stopwatch("counted_s"):
+        extra = probe(measured, device)
+    with stopwatch("summarized_s"):
+        summary = summarize(measured.work, measured.window, device, extra)
+    if measured.cfg.profile:
+        with stopwatch("profiled_s"):
+            profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
+    with stopwatch("written_s"):
+        rows = write(run_dir, measured.warmup.rows, measured.window.rows, summary)
+    return summary, rows, {"first_step": measured.first_step, **measured.seconds()}
+
+
+def across_ranks(
+    spec: RunSpec, run_dir: Path, device: torch.device
+) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
+    """Measure the run on its ranks (train/dist.py) and write its records, every rank's steps among them."""
+    ranks = dist.Ranks(dist.run_ranks(spec, run_dir))
+    slowest = ranks.slowest
+    window = ranks.window()
+    phases = WORKLOADS[spec.config.workload.name].phases
+    summary = summary_of(spec.config, phases, window, slowest["memory"], device, ranks.extra(), ranks.workload_summary)
+    ranks.write(run_dir)
+    synced = ranks.synced(slowest)
+    rows = write(run_dir, slowest["warmup"].rows, synced, summary)
+    seconds = {"warmup_s": slowest["warmup"].seconds, "window_s": slowest["window"].seconds}
+    return summary, rows, {"first_step": min(r["first_step"] for r in ranks.results), **seconds}
 
 
 def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
@@ -255,10 +289,9 @@ def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
     }
 
 
-def write(run_dir: Path, measured: Measured, summary: Summary) -> list[dict[str, Any]]:
+def write(run_dir: Path, warmup: list[dict], measured: list[dict], summary: Summary) -> list[dict[str, Any]]:
     """Write the step rows (warm-up ones marked) and the summary; the rows."""
-    rows = [{**r, "warmup": True} for r in measured.warmup.rows]
-    rows += [{**r, "warmup": False} for r in measured.window.rows]
+    rows = [{**r, "warmup": True} for r in warmup] + [{**r, "warmup": False} for r in measured]
     records.write_steps(run_dir / records.STEPS, rows)
     records.write_json(run_dir / records.SUMMARY, summary.to_json())
     return rows

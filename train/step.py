@@ -2,14 +2,16 @@
 (data -> forward, in eval mode under torch.inference_mode), and their checks."""
 
 import functools
+import time
 from typing import Any
 
 import torch
 
 from conf.schema import RunConf
-from train import fastai_parts
+from train import fastai_parts, parallel
 from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from train.inputs import INPUT_TYPES
+from train.parallel import delay_s, gradient_sync, synced
 from train.registry import choice
 from train.timing import StepClock
 from train.workloads import WORKLOADS, Workload
@@ -56,7 +58,7 @@ class TrainStep(Workload):
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
         """A known model, memory format, input type, loss and optimizer, fastai where they need it; positive sizes."""
-        issues = model_problems_of(cfg)
+        issues = model_problems_of(cfg) + parallel.problems(cfg)
         issues += choice("loss", cfg.loss.name, list(LOSSES))
         issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
         issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
@@ -69,19 +71,23 @@ class TrainStep(Workload):
         super().__init__(cfg, device)
         self.trainer = build(cfg, device)
         self.output_type: type | None = None
+        self.delay_s = delay_s(cfg.dist)
 
     def step(self, index: int, clock: StepClock) -> torch.Tensor:
         t = self.trainer
         clock.start()
         x, y = t.batches[index % len(t.batches)]
         x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))
+        if self.delay_s:
+            time.sleep(self.delay_s)
         clock.mark()
-        with t.autocast():
-            out = t.model(x)
-            loss = t.loss_fn(out, y)
-        clock.mark()
-        t.scaler.scale(loss).backward()
-        clock.mark()
+        with gradient_sync(t.replica, synced(index, self.cfg.dist)):  # off in dist's blocks without it
+            with t.autocast():
+                out = t.model(x)
+                loss = t.loss_fn(out, y)
+            clock.mark()
+            t.scaler.scale(loss).backward()
+            clock.mark()
         t.scaler.step(t.optimizer)
         t.scaler.update()
         t.zero_grad()

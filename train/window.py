@@ -1,6 +1,7 @@
 """The measured loop: a window of steps with one synchronize before and one after, nothing in between."""
 
 import dataclasses
+import resource
 import time
 
 import torch
@@ -9,6 +10,12 @@ from conf.schema import RunConf
 from train.catalog import WORKLOADS
 from train.timing import StepClock, synchronize
 from train.workloads import Workload
+
+
+def peak_memory_mib(device: torch.device) -> tuple[float, str]:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10, "process_max_rss"
 
 
 def make_workload(cfg: RunConf, device: torch.device) -> Workload:

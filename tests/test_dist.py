@@ -1,0 +1,110 @@
+"""One run across ranks (dist=ddp, dist=fsdp) on the CPU with gloo: two real ranks started by torch's elastic
+launcher from the run's process, each rank's steps recorded, the communication backward did not hide and the
+straggler found, and a rank that hangs or dies failing the run in bounded time."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from records import RANKS, load_sweep, read_steps
+from tests import golden
+from tests.helpers import ROOT, launch_here
+
+TWO_RANKS = [
+    "model=test_resnet",
+    "memory_format=contiguous",
+    "input_type=tensor",
+    "device=cpu",
+    "dist.world_size=2",
+    "steps=10",
+    "warmup_steps=2",
+    "repeats=1",
+    "tracker.mode=disabled",
+]
+
+
+def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
+    """Rank 1 sleeps 20 ms a step: the others wait for it in their collectives, and its own steps show it."""
+    result = launch_here(*TWO_RANKS, "dist=ddp", "dist.delay_rank=1", "dist.delay_ms=20", f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.axes["dist"] == "ddp" and run.axes["world_size"] == "2"
+    summary = run.summary
+    assert summary.world_size == 2 and len(summary.rank_step_ms) == 2 and summary.steps == 10
+    assert summary.exposed_comm_ms > 0 and 0 < summary.exposed_comm_share < 1, "all-reduce is not all hidden"
+    assert summary.straggler_rank == 1 and summary.straggler_index > 1.2
+    fast, slow = summary.rank_own_step_ms
+    assert slow - fast > 15, "rank 1's own steps carry its 20 ms"
+    ranks = read_steps(run.path / RANKS).to_pylist()
+    measured = [row for row in ranks if not row["warmup"]]
+    assert {row["rank"] for row in measured} == {0, 1}
+    for rank in (0, 1):
+        mine = [row["grad_sync"] for row in measured if row["rank"] == rank]
+        assert len(mine) == 20 and 0 < sum(mine) < 20, "blocks with gradient sync and without it, on each rank"
+    header = next(line for line in result.stdout.splitlines() if line.startswith("| data ms"))
+    assert "| straggler | exposed comm ms | exposed comm |" in header
+
+
+def test_fsdp_runs_across_two_ranks(tmp_path):
+    result = launch_here(*TWO_RANKS, "dist=fsdp", f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.axes["dist"] == "fsdp" and run.summary.world_size == 2 and run.summary.exposed_comm_ms > 0
+
+
+def test_a_rank_that_hangs_fails_the_run_within_the_collectives_timeout(tmp_path):
+    """Rank 1 sleeps a minute in each step; rank 0 waits for it in a collective no more than 2 s."""
+    args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=60000", "dist.timeout_s=2", "warmup_steps=0"]
+    began = time.monotonic()
+    result = launch_here(*TWO_RANKS, *args, f"runs_dir={tmp_path}")
+    assert result.returncode == 1 and time.monotonic() - began < 50, "failed, not waited for"
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.state == "failed" and run.status.error.type == "RankFailed"
+    assert run.status.error.message.startswith("rank 0 of 2 failed (exit code 1): ")
+
+
+def rank_process(rank: int, under: Path) -> int | None:
+    """The pid of rank `rank` of a run under `under`, if it is running: the process whose output goes to that
+    rank's log (the elastic agent sets RANK inside the process, after its environment is read into /proc)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            output = os.readlink(f"/proc/{pid}/fd/1")
+        except OSError:
+            continue
+        if output.startswith(str(under)) and output.endswith(f"/attempt_0/{rank}/stdout.log"):
+            return int(pid)
+    return None
+
+
+def test_a_killed_rank_fails_the_run_with_its_error(tmp_path):
+    args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=500", "steps=20", "launcher.wait=true"]
+    command = [sys.executable, str(ROOT / "launch.py"), *TWO_RANKS, *args, f"runs_dir={tmp_path}"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (pid := rank_process(1, tmp_path)) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pid, "rank 1 started"
+        time.sleep(1.0)  # inside its steps
+        os.kill(pid, signal.SIGKILL)
+        assert process.wait(timeout=60) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.state == "failed" and "rank 1 of 2 failed (exit code -9)" in run.status.error.message
+
+
+def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):
+    args = ["dist=fsdp", "dist.backend=nccl", "dist.bucket_cap_mb=1", "steps=3", "launcher=debug"]
+    result = launch_here(*TWO_RANKS, *args, f"runs_dir={tmp_path}")
+    assert result.returncode == 2 and not any(tmp_path.iterdir())
+    golden.says("a run across ranks that cannot run", result.stderr, {tmp_path: "<runs>"})
+
+
+def test_a_function_benchmark_across_ranks_is_refused(tmp_path):
+    result = launch_here("workload=sampler", "dist=ddp", "repeats=1", f"runs_dir={tmp_path}")
+    assert result.returncode == 2 and "dist=ddp with workload=sampler: it runs in one process" in result.stderr

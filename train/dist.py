@@ -1,0 +1,169 @@
+"""One run across ranks (dist=ddp, dist=fsdp): its ranks started, measured and combined.
+
+The run's own process starts `dist.world_size` ranks on this node with torch's elastic launch API (what torchrun
+uses): each a new interpreter with RANK, LOCAL_RANK and WORLD_SIZE set, a rendezvous on a free local port, none
+restarted, and its output in the run's folder (ranks/). Each rank builds the training step with its model
+distributed (train/parallel.py), warms up, then times 2 x `steps` steps in alternating blocks of dist.sync_block
+steps with gradient synchronisation and without it (DDP's no_sync(), FSDP2's set_requires_gradient_sync(False)):
+the same shapes and work, so backward with sync against backward without it is the communication backward did
+not hide, measured rather than guessed. Its clock is the same as a single process's: nothing is read back
+inside its window.
+
+A step of the run lasts as long as its slowest rank's: the run's steps are the slowest rank's synced steps (by
+median), and every view reads them as any run's; ranks.parquet keeps every rank's steps. Synced steps wait for
+the slowest rank in their collectives, so they hide which rank is slow: the straggler index (the slowest rank's
+median step over the median rank's) is taken over the steps without sync, where a DDP rank waits for none (an
+FSDP rank still gathers its parameters in forward). A rank that fails ends
+the others (the elastic agent stops them as soon as one exits with an error), and a collective that waits more
+than dist.timeout_s fails the rank waiting in it (a rank that died or hangs), so no run waits on its ranks forever.
+"""
+
+import dataclasses
+import datetime
+import os
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import torch
+
+import records
+from sweeps.spec import RunSpec
+from train.build import configure_backends
+from train.parallel import local_rank, rank_threads, synced
+from train.window import Window, make_workload, peak_memory_mib, run_window
+
+LOGS = "ranks"  # in the run's folder: each rank's output, as the elastic agent writes it
+
+
+class RankFailed(RuntimeError):
+    """A rank of the run failed: which, how, and where its output is."""
+
+
+def backend(cfg, device: torch.device) -> str:
+    return str(cfg.dist.backend) if cfg.dist.backend != "auto" else ("nccl" if device.type == "cuda" else "gloo")
+
+
+def rank_device(cfg) -> torch.device:
+    if cfg.device == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", local_rank())
+
+
+def rank_main(spec: RunSpec) -> dict[str, Any]:
+    """One rank: its windows measured, returned to the run's process (nothing is written by a rank)."""
+    cfg = spec.config
+    device = rank_device(cfg)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    timeout = datetime.timedelta(seconds=cfg.dist.timeout_s)
+    torch.distributed.init_process_group(backend(cfg, device), timeout=timeout)
+    try:
+        configure_backends(cfg)
+        torch.set_num_threads(rank_threads(cfg, len(os.sched_getaffinity(0))))
+        first_step = time.time()
+        work = make_workload(cfg, device)
+        warmup = run_window(work, 0, cfg.warmup_steps, device)
+        window = run_window(work, cfg.warmup_steps, 2 * cfg.steps, device)
+        rank = torch.distributed.get_rank()
+        for row in window.rows:
+            row["grad_sync"] = synced(int(row["step"]), cfg.dist)
+        return {
+            "rank": rank,
+            "warmup": warmup,
+            "window": window,
+            "first_step": first_step,
+            "memory": peak_memory_mib(device),
+            "workload": work.summary(1.0),  # its fields at one step a second: samples/s scaled by the run
+        }
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
+    """Start the run's ranks and wait for them: each rank's result, by rank. RankFailed if one failed."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=spec.config.dist.world_size,
+        run_id=f"perfsweep-{os.getpid()}",
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",  # a free port, as torchrun --standalone takes
+        max_restarts=0,
+        monitor_interval=0.1,
+        start_method="spawn",
+        logs_specs=DefaultLogsSpecs(log_dir=str(run_dir / LOGS), redirects=Std.ALL),
+    )
+    try:
+        results = elastic_launch(config, rank_main)(spec)
+    except ChildFailedError as error:
+        rank, failure = min(error.failures.items())
+        log = next((run_dir / LOGS).glob(f"*/attempt_*/{failure.local_rank}/stderr.log"), None)
+        said = failure.message.get("message", "") if isinstance(failure.message, dict) else str(failure.message)
+        raise RankFailed(
+            f"rank {rank} of {spec.config.dist.world_size} failed (exit code {failure.exitcode}): "
+            f"{said.strip()}; its output: {log}"
+        ) from None
+    return [results[rank] for rank in sorted(results)]
+
+
+@dataclasses.dataclass
+class Ranks:
+    """The ranks' results, combined: the run is its slowest rank's synced steps."""
+
+    results: list[dict[str, Any]]
+
+    def synced(self, result: dict[str, Any], on: bool = True) -> list[dict[str, Any]]:
+        return [row for row in result["window"].rows if row["grad_sync"] == on]
+
+    def medians(self, on: bool = True) -> list[float]:
+        """Each rank's median step (ms): with gradient sync, or without it (where no rank waits for another)."""
+        return [median(row["step_ms"] for row in self.synced(result, on)) for result in self.results]
+
+    @property
+    def slowest(self) -> dict[str, Any]:
+        medians = self.medians()
+        return self.results[medians.index(max(medians))]
+
+    def window(self) -> Window:
+        """The slowest rank's synced steps as the run's window; its seconds are those steps' own."""
+        rows = self.synced(self.slowest)
+        window = self.slowest["window"]
+        return Window(rows, sum(row["step_host_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
+
+    def extra(self) -> dict[str, Any]:
+        """The summary's fields of a run across ranks."""
+        medians, own = self.medians(), self.medians(on=False)
+        slowest = self.slowest
+        with_sync = median(row["backward_ms"] for row in self.synced(slowest))
+        without = median(row["backward_ms"] for row in self.synced(slowest, on=False))
+        exposed = max(0.0, with_sync - without)
+        return {
+            "world_size": len(self.results),
+            "rank_step_ms": medians,
+            "rank_own_step_ms": own,
+            "straggler_rank": self.results[own.index(max(own))]["rank"],
+            "straggler_index": max(own) / median(own),
+            "exposed_comm_ms": exposed,
+            "exposed_comm_share": exposed / max(medians),
+        }
+
+    def workload_summary(self, steps_per_s: float) -> dict[str, Any]:
+        """The training step's fields, samples/s of all ranks together."""
+        fields = dict(self.slowest["workload"])
+        fields["samples_per_s"] = fields["samples_per_s"] * steps_per_s * len(self.results)
+        return fields
+
+    def write(self, run_dir: Path) -> None:
+        every = [
+            {**row, "rank": result["rank"], "warmup": warmup, "grad_sync": row.get("grad_sync", True)}
+            for result in self.results
+            for warmup, window in ((True, result["warmup"]), (False, result["window"]))
+            for row in window.rows
+        ]
+        records.write_steps(run_dir / records.RANKS, every)

@@ -1,0 +1,117 @@
+"""A model as one rank of a run across ranks holds it (DDP's replica, FSDP2's shards), its checks, and the switch
+for gradient synchronisation that the exposed-communication blocks turn off (train/dist.py measures them)."""
+
+import contextlib
+import os
+
+import torch
+
+from conf.schema import DistConf, RunConf
+
+FSDP_KNOBS = ("reshard_after_forward",)
+DDP_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph")
+
+
+def problems(cfg: RunConf) -> list[str]:
+    """What stops the run's ranks, before anything is submitted: each naming the value and what would work."""
+    conf, default = cfg.dist, DistConf()
+    issues = [f"dist.{k}={getattr(conf, k)} must be {bound}" for k, bound, ok in _bounds(conf) if not ok]
+    if conf.name == "none":
+        if conf.world_size != 1:
+            issues.append(f"dist.world_size={conf.world_size} needs ranks: dist=ddp or dist=fsdp (dist=none is one)")
+        return issues
+    if cfg.steps < conf.sync_block:
+        issues.append(
+            f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a run across ranks times blocks of "
+            "dist.sync_block steps with gradient sync and without it, steps of each: steps must be dist.sync_block "
+            "or more"
+        )
+    mine, theirs = (DDP_KNOBS, FSDP_KNOBS) if conf.name == "ddp" else (FSDP_KNOBS, DDP_KNOBS)
+    other = "fsdp" if conf.name == "ddp" else "ddp"
+    issues += [
+        f"dist.{knob}={getattr(conf, knob)} is a knob of dist={other}; dist={conf.name} takes {', '.join(mine)}"
+        for knob in theirs
+        if getattr(conf, knob) != getattr(default, knob)
+    ]
+    if conf.backend == "nccl":
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if cfg.device == "cpu" or conf.world_size > gpus:
+            issues.append(
+                f"dist.backend=nccl with dist.world_size={conf.world_size} needs a GPU a rank; this node has {gpus} "
+                "(dist.backend=gloo runs ranks on a CPU)"
+            )
+    return issues
+
+
+def _bounds(conf: DistConf) -> list[tuple[str, str, bool]]:
+    return [
+        ("world_size", "1 or more", conf.world_size >= 1),
+        ("timeout_s", "above 0", conf.timeout_s > 0),
+        ("sync_block", "1 or more (steps a block)", conf.sync_block >= 1),
+        ("bucket_cap_mb", "above 0", conf.bucket_cap_mb > 0),
+        ("delay_ms", "0 or more", conf.delay_ms >= 0),
+        ("delay_rank", f"a rank, 0 to {conf.world_size - 1}", conf.delay_rank in (None, *range(conf.world_size))),
+    ]
+
+
+def distributed(model: torch.nn.Module, conf: DistConf, device: torch.device) -> torch.nn.Module:
+    """The model as this rank holds it; the model itself for dist=none. Called before its optimizer is built:
+    FSDP2 replaces the parameters with their shards."""
+    if conf.name == "ddp":
+        return torch.nn.parallel.DistributedDataParallel(
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            bucket_cap_mb=conf.bucket_cap_mb,
+            gradient_as_bucket_view=conf.gradient_as_bucket_view,
+            static_graph=conf.static_graph,
+        )
+    if conf.name == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for child in model.children():  # each top-level block its own unit, then the rest
+            if any(p.requires_grad for p in child.parameters()):
+                fully_shard(child, reshard_after_forward=conf.reshard_after_forward)
+        return fully_shard(model, reshard_after_forward=conf.reshard_after_forward)
+    return model
+
+
+def synced(index: int, conf: DistConf) -> bool:
+    """Whether step `index` synchronises gradients: blocks of dist.sync_block steps with, then as many without."""
+    return conf.name == "none" or (index // conf.sync_block) % 2 == 0
+
+
+@contextlib.contextmanager
+def gradient_sync(model: torch.nn.Module, on: bool):
+    """Gradient synchronisation on or off for what runs inside (DDP's no_sync(), FSDP2's
+    set_requires_gradient_sync): the same work and shapes, without the communication."""
+    if on or not is_distributed(model):
+        yield
+        return
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        with model.no_sync():
+            yield
+        return
+    model.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        model.set_requires_gradient_sync(True)
+
+
+def delay_s(conf: DistConf) -> float:
+    """The straggler drill's sleep for this rank each step (0: none)."""
+    mine = conf.delay_rank is not None and conf.delay_rank == int(os.environ.get("RANK", -1))
+    return conf.delay_ms / 1e3 if mine else 0.0
+
+
+def is_distributed(model: torch.nn.Module) -> bool:
+    return isinstance(model, torch.nn.parallel.DistributedDataParallel) or hasattr(model, "set_requires_gradient_sync")
+
+
+def rank_threads(cfg: RunConf, cpus: int) -> int:
+    """Each rank's CPU threads: what the run asks for, else the node's CPUs shared among its ranks."""
+    return cfg.threads or max(1, cpus // cfg.dist.world_size)
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))

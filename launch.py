@@ -297,7 +297,10 @@ def bisect(args: argparse.Namespace) -> int:
         first = build_plan([*base, pinned(package, args.good), "repeats=1"])
         reference, metric = one_metric(first, args.good)
         looks = [int(fixed[-1])] if fixed else rounds.schedule(first.settings.auto.max_runs)
-        releases = between(envs.available(package), args.good, args.bad)
+        listed = envs.available(package, first.settings.env.index_url)
+        if not listed:
+            raise BisectError(f"the package index lists no releases of {package} for this Python (pip index versions)")
+        releases = between(listed, args.good, args.bad)
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
@@ -305,14 +308,19 @@ def bisect(args: argparse.Namespace) -> int:
         print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
         return 2
     folder, launcher = first.sweep_dir, first.settings.launcher.name
-    kept = [o for o in base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name")]
+    # a point's sweep is followed to its end before it is looked at, on Slurm too
+    kept = [o for o in base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")]
+    settings = {"package": package, "good": args.good, "bad": args.bad, "overrides": kept, "looks": looks}
+    if conflict := folder_conflict(folder, settings):
+        print(f"perfsweep: nothing was run:\n- {conflict}", file=sys.stderr)
+        return 2
     search = Search(package, releases, metric, level(len(looks), len(releases)))
     print(f"bisect {package}: {len(releases)} releases from {args.good} (good) to {args.bad} (bad)")
 
     def plan_of(version: str, repeats: int):
         """The sweep of one point: the release (beside the good one, where the metric is taken over it)."""
         asked = ",".join(dict.fromkeys([version, *([reference] if reference else [])]))
-        where = [f"runs_dir={folder}", f"sweep_name={package}-{version}"]
+        where = [f"runs_dir={folder}", f"sweep_name={package}-{version}", "launcher.wait=true"]
         return build_plan([*kept, pinned(package, asked), f"repeats={repeats}", *where])
 
     def measure(versions: list[str]) -> int:
@@ -331,36 +339,57 @@ def bisect(args: argparse.Namespace) -> int:
                 break
         for version in versions:
             print(f"bisect {package} {version}: {search.points[version].interval()}: {search.points[version].side}")
-        search.save(folder, overrides)
         return 0
 
+    ends = [v for v in (args.good, args.bad) if v != reference]
+    try:  # both ends built before anything runs
+        for version in ends:
+            envs.for_plan(plan_of(version, 1).runs, launcher)
+    except envs.EnvError as error:
+        print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
+        return 2
+    folder.mkdir(parents=True, exist_ok=True)
     try:
-        ends = [v for v in (args.good, args.bad) if v != reference]
-        try:  # both ends built before anything runs
-            for version in ends:
-                envs.for_plan(plan_of(version, 1).runs, launcher)
-        except envs.EnvError as error:
-            print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
-            return 2
         if reference:
-            search.add(Point(reference, 1.0, 1.0, 1.0))
+            search.add(Point(reference, 1.0, 1.0, 1.0, reference=True))
         status = measure(ends)
         while status == 0 and (version := search.next()) is not None:
+            search.save(folder, kept, looks)
             try:
                 envs.for_plan(plan_of(version, 1).runs, launcher)
-            except envs.EnvError as error:
+            except envs.Unresolvable as error:  # no build of it for this Python: its neighbour is measured instead
                 search.add(Point(version, side=UNBUILT, why=str(error).splitlines()[0]))
                 print(f"bisect {package} {version}: {UNBUILT}; the search goes on beside it")
                 continue
             status = measure([version])
-    except BisectError as error:
+    except (BisectError, envs.EnvError) as error:
         print(f"perfsweep: the bisect stopped:\n- {error}", file=sys.stderr)
         return 2
+    finally:
+        search.save(folder, kept, looks)
     if status:
         return status
     print(text(search.view()))
     print(f"records: {(folder / RECORD).resolve()}")
     return 0 if search.first_bad() else 1
+
+
+def folder_conflict(folder, settings: dict) -> str:
+    """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect."""
+    import records
+    from analysis.bisect import RECORD
+
+    name = "sweep_name=NAME: a folder of its own for this bisect"
+    if (folder / records.SWEEP).is_file():
+        return f"{folder} holds a sweep's runs, not a bisect's points; {name}"
+    recorded = records.read_json(folder / RECORD) if (folder / RECORD).is_file() else None
+    if recorded and {key: recorded.get(key) for key in settings} != settings:
+        other = f"{recorded.get('package')} {recorded.get('good')}..{recorded.get('bad')}"
+        return (
+            f"{folder} holds another bisect ({other}, its overrides {recorded.get('overrides')}, looks at "
+            f"{recorded.get('looks')} runs); the same command as its goes on with it, or {name}"
+        )
+    return ""
 
 
 def parser() -> argparse.ArgumentParser:

@@ -55,10 +55,20 @@ def between(versions: list[str], good: str, bad: str) -> list[str]:
         raise BisectError(f"{' and '.join(missing)}: not a release this Python can install; the latest: {near}")
     if good == bad:
         raise BisectError(f"good and bad are the same release ({good}): nothing to bisect")
+    for which, version in (("good", good), ("bad", bad)):
+        if known[version].is_prerelease or known[version].local is not None:
+            raise BisectError(
+                f"{which}={version} is a pre-release or a local build; a bisect runs over final releases (the "
+                f"latest: {', '.join(v for v in sorted(known, key=known.get, reverse=True) if _final(known[v]))[:80]})"
+            )
     low, high = sorted((known[good], known[bad]))
-    final = [v for v in known if not known[v].is_prerelease and known[v].local is None]  # not 2.13.0+cpu: a build
+    final = [v for v in known if _final(known[v])]  # not 2.13.0+cpu: a build of 2.13.0
     inside = sorted((v for v in final if low <= known[v] <= high), key=known.get)
     return inside if known[good] < known[bad] else inside[::-1]
+
+
+def _final(version: Version) -> bool:
+    return not version.is_prerelease and version.local is None
 
 
 def most_points(releases: int) -> int:
@@ -86,6 +96,7 @@ class Point:
     side: str = ""
     why: str = ""  # cannot be built: the reason
     order: int = 0  # the search's path: 1 for the first release placed
+    reference: bool = False  # the good release the others' step times are taken over: 1.00x by definition
 
     def interval(self) -> str:
         if self.side == UNBUILT or not math.isfinite(self.ratio):
@@ -142,10 +153,11 @@ class Search:
         """Which side of the boundary the point's interval lies on (the reference is on its own side)."""
         if point.side == UNBUILT:
             return UNBUILT
-        if point.runs == 0 and point.version == self.good:
+        if point.reference:
             return GOOD
         boundary, good = self.boundary, self.points[self.good].ratio
-        if point.runs < 2 or boundary is None or not math.isfinite(point.low):
+        # one run a side, or runs of no spread at all (a coarse timer): no interval to place it by
+        if point.runs < 2 or not point.se > 0 or boundary is None or not math.isfinite(point.low):
             return UNDETERMINED
         below = point.high < boundary
         if below or point.low > boundary:
@@ -180,9 +192,14 @@ class Search:
         inside = [self.points.get(v) for v in self.releases[low + 1 : high]]
         return next((p for p in inside if p and p.side == UNDETERMINED), None)
 
+    def midpoints_left(self) -> int:
+        """How many more releases the search may place within its level (unbuilt ones place nothing)."""
+        placed = [p for v, p in self.points.items() if v not in (self.good, self.bad) and p.side != UNBUILT]
+        return most_points(len(self.releases)) - 2 - len(placed)
+
     def next(self) -> str | None:
         """The release to measure next: the untried one nearest the middle of what is left; None when done."""
-        if not self.ends_differ() or self.undetermined():
+        if not self.ends_differ() or self.undetermined() or self.midpoints_left() <= 0:
             return None
         low, high = self.bracket()
         left = [i for i in range(low + 1, high) if self.releases[i] not in self.points]
@@ -191,9 +208,9 @@ class Search:
 
     def runs_needed(self, point: Point) -> int | None:
         """The runs a side that would place `point` on one side, at its value and spread; None where more runs
-        cannot: it measures at the boundary."""
+        would not (it measures at the boundary, more than 1000 would be needed, or it has no spread to go by)."""
         boundary = self.boundary
-        if boundary is None or not (math.isfinite(point.se) and point.runs >= 2):
+        if boundary is None or not (point.se > 0 and point.runs >= 2):
             return None
         distance, spread = abs(math.log(point.ratio / boundary)), point.se * math.sqrt(point.runs)
         if distance == 0:
@@ -213,32 +230,49 @@ class Search:
                 f"{self.package} {self.good} and {self.bad} are not told apart at this level, so no release is named "
                 f"({said}; boundary {self._boundary()})"
             ]
-            need = self.runs_needed(self.points[self.bad]) if self.bad in self.points else None
-            return lines + [self._would_need(self.bad, need)] if need else lines
+            return lines + [self.would_need(p) for p in ends if p.side == UNDETERMINED]
         low, high = self.bracket()
         candidates = ", ".join(self.releases[low + 1 : high + 1])
         if stuck := self.undetermined():
             return [
-                f"stopped at {self.package} {stuck.version}: {stuck.interval()} spans the boundary {self._boundary()}; "
-                f"the first release on the bad side is one of {candidates}",
-                self._would_need(stuck.version, self.runs_needed(stuck)),
+                f"stopped at {self.package} {stuck.version}: {stuck.interval()} is not on one side of the boundary "
+                f"{self._boundary()}; the first release on the bad side is one of {candidates}",
+                self.would_need(stuck),
             ]
         if self.next() is not None:
             return [f"so far: the first release on the bad side is one of {candidates}"]
-        if high - low > 1:  # what lies between cannot be built
+        if any(v not in self.points for v in self.releases[low + 1 : high]):  # its budget spent
             return [
-                f"the change is in one of {self.package} {candidates}: the releases before {self.releases[high]} "
-                "cannot be built here"
+                f"stopped: the search has placed as many releases as its level allows "
+                f"({most_points(len(self.releases))}: releases that cannot be built moved its midpoints); the first "
+                f"release on the bad side is one of {candidates}"
             ]
-        return [
-            f"first release on the bad side: {self.package} {self.releases[high]} "
-            f"(the last on the good side: {self.releases[low]})"
-        ]
+        if high - low > 1:
+            unbuilt = ", ".join(self.releases[low + 1 : high])
+            return [f"the change is in one of {self.package} {candidates}: {unbuilt} cannot be built here"]
+        older = Version(self.good) < Version(self.bad)
+        first_bad, last_good = self.releases[high], self.releases[low]
+        if older:
+            return [f"first release on the bad side: {self.package} {first_bad} ({last_good}, before it, is good)"]
+        return [f"the change came in {self.package} {last_good}: the first release on the good side ({first_bad}, "
+                "before it, is bad)"]  # fmt: skip
 
-    def _would_need(self, version: str, runs: int | None) -> str:
+    def would_need(self, point: Point) -> str:
+        """What would place an undetermined point, in words."""
+        if point.runs < 2:
+            return (
+                f"{point.version} has {point.runs} done runs a side, and a side needs 2 or more: `python launch.py "
+                f"status` on its sweep ({point.sweep or 'not started'}) says why"
+            )
+        if not point.se > 0:
+            return f"{point.version}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
+        runs = self.runs_needed(point)
         if runs is None:
-            return f"more runs would not place {version}: it measures at the boundary (a part of the change, or noise)"
-        return f"about {runs} runs a side would place {version}, at its value and spread (repeats={runs})"
+            return f"more runs would not place {point.version}: it measures at the boundary (part of the change?)"
+        return (
+            f"about {runs} runs a side would place {point.version}, at its value and spread: the bisect again with "
+            f"repeats={runs}, into a new folder (sweep_name=NAME)"
+        )
 
     def _boundary(self) -> str:
         return f"{self.boundary:.3g}x" if self.boundary is not None else "unknown"
@@ -263,7 +297,9 @@ class Search:
             items=order,
             notes=[
                 f"Intervals at {self.level:.2%}: the 5% chance of a wrong side split over the search's looks and "
-                "points. A side is given where the interval lies wholly on one side of the boundary.",
+                "points. A side is given where the interval lies wholly on one side of the boundary, taken as known "
+                "(its own error is not counted). The search assumes one change between good and bad that does not "
+                "reverse; with several, it finds one of them.",
                 *self.outcome(),
             ],
         )
@@ -275,10 +311,11 @@ class Search:
         low, high = self.bracket()
         return (self.releases[low], self.releases[high]) if high - low == 1 else None
 
-    def record(self, overrides: list[str]) -> dict:
+    def record(self, overrides: list[str], looks: list[int]) -> dict:
         found = self.first_bad()
         return {
             "package": self.package,
+            "looks": looks,
             "good": self.good,
             "bad": self.bad,
             "overrides": overrides,
@@ -292,8 +329,8 @@ class Search:
             "outcome": self.outcome(),
         }
 
-    def save(self, folder: Path, overrides: list[str]) -> None:
-        records.write_json(folder / RECORD, self.record(overrides))
+    def save(self, folder: Path, overrides: list[str], looks: list[int]) -> None:
+        records.write_json(folder / RECORD, self.record(overrides, looks))
 
     @classmethod
     def load(cls, folder: Path) -> "Search | None":

@@ -37,6 +37,11 @@ class EnvError(Exception):
     """An environment that cannot be resolved or built: the reason, and the versions that would work."""
 
 
+class Unresolvable(EnvError):
+    """No set of packages for this Python satisfies the request (a release with no wheel for it, one that does not
+    exist): a fact of the index, unlike a download or a disk that failed."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Request:
     """The package versions a run asks for, sorted by name; empty: perfsweep's own environment."""
@@ -189,14 +194,17 @@ def resolve(request: Request) -> tuple[str, ...]:
     command += _index_args(request)
     done = subprocess.run(command, input="\n".join(wanted), capture_output=True, text=True)
     if done.returncode != 0:
-        raise EnvError(_why(request, done.stderr))
+        unsatisfiable = "No solution found" in done.stderr  # else uv could not ask (the network, the index)
+        raise (Unresolvable if unsatisfiable else EnvError)(_why(request, done.stderr))
     return tuple(line.strip() for line in done.stdout.splitlines() if line.strip() and not line.startswith("#"))
 
 
-def available(name: str) -> list[str]:
-    """The releases of `name` the index has for this Python, newest first ([] if it cannot say)."""
+def available(name: str, index_url: str | None = None) -> list[str]:
+    """The releases of `name` the index (`index_url`, else the default) has for this Python, newest first ([] if
+    it cannot say)."""
+    index = ["--index-url", index_url] if index_url else []
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+        [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check", *index],
         capture_output=True,
         text=True,
     )

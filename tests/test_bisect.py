@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy import stats as distributions
 
 import launch
 from analysis.bisect import (
@@ -30,14 +31,16 @@ from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cach
 RELEASES = [f"1.{minor}.0" for minor in range(9)]  # 1.0.0 (good) .. 1.8.0 (bad)
 
 
-def point(version: str, ratio: float, half: float = 0.05, runs: int = 3) -> Point:
-    return Point(version, ratio, ratio * (1 - half), ratio * (1 + half), runs, se=half / 4, df=runs - 1)
+def point(version: str, ratio: float, half: float = 0.05, runs: int = 3, at: float = 0.95) -> Point:
+    """A point whose interval (at level `at`, a t-interval on its log) spans -+`half` of its ratio."""
+    se = math.log(1 + half) / distributions.t.ppf(0.5 + at / 2, runs - 1)
+    return Point(version, ratio, ratio / (1 + half), ratio * (1 + half), runs, se=se, df=runs - 1)
 
 
 def bisected(releases: list[str], measure) -> tuple[Search, list[str]]:
     """A search run to its end on `measure` (release -> its Point, or None: cannot be built); the midpoints it
     measured, in order."""
-    search = Search("pkg", releases, "a ratio", level(1, len(releases)))
+    search = Search("pkg", releases, "a ratio", 0.95)
     search.add(measure(releases[0]))
     search.add(measure(releases[-1]))
     measured = []
@@ -54,8 +57,9 @@ def test_the_search_names_the_planted_release_in_a_logarithmic_number_of_points(
     assert len(measured) <= math.ceil(math.log2(len(RELEASES) - 1)), "a midpoint per halving, no more"
     path = sorted(search.points.values(), key=lambda p: p.order)
     assert [p.version for p in path] == [RELEASES[0], RELEASES[-1], *measured], "the path, in the order it was taken"
-    assert search.outcome() == [f"first release on the bad side: pkg {RELEASES[planted]} (the last on the good side: "
-                                f"{RELEASES[planted - 1]})"]  # fmt: skip
+    assert search.outcome() == [
+        f"first release on the bad side: pkg {RELEASES[planted]} ({RELEASES[planted - 1]}, before it, is good)"
+    ]
 
 
 def test_a_fix_is_found_as_a_change_is_when_good_is_the_newer_release():
@@ -63,6 +67,8 @@ def test_a_fix_is_found_as_a_change_is_when_good_is_the_newer_release():
     assert releases == RELEASES[::-1]
     search, _ = bisected(releases, lambda v: point(v, 0.5 if v < "1.3.0" else 1.0))  # slow before 1.3.0
     assert search.first_bad() == ("1.3.0", "1.2.0")
+    (said,) = search.outcome()
+    assert said == "the change came in pkg 1.3.0: the first release on the good side (1.2.0, before it, is bad)"
 
 
 def test_a_release_that_cannot_be_built_is_passed_over_and_named():
@@ -70,9 +76,7 @@ def test_a_release_that_cannot_be_built_is_passed_over_and_named():
     search, measured = bisected(RELEASES, lambda v: None if v in unbuilt else point(v, 3.0 if v >= "1.5.0" else 1.0))
     assert unbuilt <= set(measured) and search.first_bad() is None, "no single release can be named"
     assert search.points["1.3.0"].side == GOOD and search.points["1.6.0"].side == BAD
-    assert search.outcome() == [
-        "the change is in one of pkg 1.4.0, 1.5.0, 1.6.0: the releases before 1.6.0 cannot be built here"
-    ]
+    assert search.outcome() == ["the change is in one of pkg 1.4.0, 1.5.0, 1.6.0: 1.4.0, 1.5.0 cannot be built here"]
 
 
 def test_an_undetermined_point_stops_the_search_and_says_what_it_would_need():
@@ -85,9 +89,10 @@ def test_an_undetermined_point_stops_the_search_and_says_what_it_would_need():
     assert search.first_bad() is None and search.next() is None
     stopped, need = search.outcome()
     assert stopped.startswith("stopped at pkg 1.4.0: ") and stopped.endswith(f"one of {', '.join(RELEASES[1:])}")
-    runs = int(re.search(r"about (\d+) runs a side", need)[1])
+    runs = int(re.search(r"about (\d+) runs a side would place 1.4.0, .* repeats=(\d+)", need)[1])
     assert runs > 3, "more runs than it had"
     assert search.runs_needed(point("1.4.0", boundary, half=0.2)) is None, "at the boundary no number of runs will do"
+    assert search.would_need(point("1.4.0", 2.0, runs=1)).startswith("1.4.0 has 1 done runs a side")
 
 
 def test_ends_not_told_apart_name_no_release():
@@ -98,11 +103,22 @@ def test_ends_not_told_apart_name_no_release():
     assert search.outcome()[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
 
 
-def test_one_run_a_side_places_no_point():
+def test_one_run_a_side_or_runs_without_spread_place_no_point():
     search = Search("pkg", RELEASES, "a ratio", 0.95)
     search.add(point("1.0.0", 1.0))
     search.add(point("1.8.0", 3.0))
     assert search.add(point("1.4.0", 3.0, runs=1)).side == UNDETERMINED
+    coarse = Point("1.5.0", 1.05, 1.05, 1.05, 3, se=0.0, df=2)  # a coarse timer: every run the same
+    assert search.add(coarse).side == UNDETERMINED and "no spread" in search.would_need(search.points["1.5.0"])
+
+
+def test_against_the_good_release_the_good_one_is_the_reference_not_a_measurement():
+    search = Search("pkg", RELEASES, "a ratio", 0.95)
+    assert search.add(Point("1.0.0", 1.0, 1.0, 1.0, reference=True)).side == GOOD
+    search.add(point("1.8.0", 3.0))
+    assert search.ends_differ() and search.points["1.0.0"].interval() == "1.00x (the reference)"
+    unmeasured = Search("pkg", RELEASES, "a ratio", 0.95)
+    assert unmeasured.add(Point("1.0.0")).side == UNDETERMINED, "a good end with no runs is not good"
 
 
 def test_the_level_splits_the_error_over_looks_and_points():
@@ -119,6 +135,8 @@ def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
     ]
     with pytest.raises(BisectError, match=r"bad=9.9.9: not a release this Python can install; the latest: 2.0.0, 1.9"):
         between(["2.0.0", "1.9.0"], "1.9.0", "9.9.9")
+    with pytest.raises(BisectError, match=r"bad=2.1.0.dev1 is a pre-release or a local build"):
+        between(["2.1.0.dev1", "2.0.0", "1.9.0"], "1.9.0", "2.1.0.dev1")
 
 
 def synthetic_sweep(levels: dict[tuple[str, str], float], runs: int = 4) -> list:
@@ -166,7 +184,7 @@ def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir): 
     args = ["--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, f"env.dir={env_dir}"]
     result = launch_here("bisect", *args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "first release on the bad side: numpy 2.2.4 (the last on the good side: 2.2.3)" in result.stdout
+    assert "first release on the bad side: numpy 2.2.4 (2.2.3, before it, is good)" in result.stdout
     record = json.loads((tmp_path / "default" / RECORD).read_text())
     assert (record["first_bad"], record["last_good"]) == ("2.2.4", "2.2.3")
     assert record["releases"] == ["2.2.2", "2.2.3", "2.2.4", "2.2.5", "2.2.6"]
@@ -186,8 +204,13 @@ def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir): 
     assert shown.returncode == 0 and shown.stdout.strip() in result.stdout, "the folder's table is the search's"
     status = launch_here("status", str(tmp_path / "default")).stdout
     assert status.startswith(f"{tmp_path / 'default'}: no runs; its sweeps: numpy-2.2.2, numpy-2.2.3, numpy-2.2.4, ")
+    runs_before = sorted(tmp_path.glob("default/*/*/status.json"))
     again = launch_here("bisect", *args, f"runs_dir={tmp_path}")
     assert again.returncode == 0 and "were already done and were not run again" in again.stdout, "resumed"
+    assert sorted(tmp_path.glob("default/*/*/status.json")) == runs_before, "no run ran again"
+    assert json.loads((tmp_path / "default" / RECORD).read_text()) == record, "the same search, found again"
+    other = launch_here("bisect", *[a.replace("threads=1", "threads=2") for a in args], f"runs_dir={tmp_path}")
+    assert other.returncode == 2 and "holds another bisect (numpy 2.2.2..2.2.6" in other.stderr
 
 
 def test_a_bisect_refuses_a_sweep_of_more_than_one_comparison(tmp_path, capsys):
@@ -217,3 +240,13 @@ def test_a_bisect_whose_end_has_no_wheel_for_this_python_runs_nothing(tmp_path, 
     args = ["bisect", "--package", "numpy", "--good", "1.23.0", "--bad", "1.23.2", *PLANTED, f"env.dir={env_dir}"]
     assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
     golden.says("a bisect from a release with no wheel for this Python", capsys.readouterr().err, UNSTABLE)
+
+
+def test_a_bisect_refuses_a_folder_that_holds_a_sweeps_runs(tmp_path, capsys):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "sweep.json").write_text("{}")  # as a sweep launched into it leaves
+    args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, f"runs_dir={tmp_path}"]
+    assert launch.main(args) == 2
+    said = capsys.readouterr().err
+    assert f"{tmp_path / 'default'} holds a sweep's runs, not a bisect's points; sweep_name=NAME" in said
+    assert sorted(p.name for p in (tmp_path / "default").iterdir()) == ["sweep.json"], "nothing written"

@@ -56,4 +56,3 @@ class PlantedStep(FunctionBench):
             return a
 
         return products
-

@@ -143,7 +143,9 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
 
 def _resting_on(configs: list[Configuration]) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
-    windows = "samples/s over the whole window (stalls included; across ranks: all ranks', over synced steps)"
+    windows = "samples/s over the whole window (stalls included)"
+    if any(r.summary.world_size for c in configs for r in c.runs):
+        windows = "samples/s over the whole window (stalls included; across ranks: all ranks', over synced steps)"
     replicated = sum(len(c.runs) > 1 for c in configs)
     times = (
         "times: each run's median step, and over a configuration's runs their geometric mean"

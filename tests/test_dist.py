@@ -3,6 +3,7 @@ launcher from the run's process, each rank's steps recorded, the communication b
 straggler found, and a rank that hangs or dies failing the run in bounded time."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,17 +28,17 @@ TWO_RANKS = [
 
 
 def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
-    """Rank 1 sleeps 20 ms a step: the others wait for it in their collectives, and its own steps show it."""
-    result = launch_here(*TWO_RANKS, "dist=ddp", "dist.delay_rank=1", "dist.delay_ms=20", f"runs_dir={tmp_path}")
+    """Rank 1 sleeps 50 ms a step: the others wait for it in their collectives, and its own steps show it."""
+    result = launch_here(*TWO_RANKS, "dist=ddp", "dist.delay_rank=1", "dist.delay_ms=50", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     (run,) = load_sweep(tmp_path / "default")
     assert run.axes["dist"] == "ddp" and run.axes["world_size"] == "2"
     summary = run.summary
     assert summary.world_size == 2 and len(summary.rank_step_ms) == 2 and summary.steps == 10
     assert summary.exposed_comm_ms > 0 and 0 < summary.exposed_comm_share < 1, "all-reduce is not all hidden"
-    assert summary.straggler_rank == 1 and summary.straggler_index > 1.2
+    assert summary.straggler_rank == 1 and summary.straggler_index > 1
     fast, slow = summary.rank_own_step_ms
-    assert slow - fast > 15, "rank 1's own steps carry its 20 ms"
+    assert slow - fast > 30, "rank 1's own steps carry its 50 ms"
     ranks = read_steps(run.path / RANKS).to_pylist()
     measured = [row for row in ranks if not row["warmup"]]
     assert {row["rank"] for row in measured} == {0, 1}
@@ -90,12 +91,16 @@ def test_a_killed_rank_fails_the_run_with_its_error(tmp_path):
         assert pid, "rank 1 started"
         time.sleep(1.0)  # inside its steps
         os.kill(pid, signal.SIGKILL)
-        assert process.wait(timeout=60) == 1
+        killed = time.monotonic()
+        assert process.wait(timeout=60) == 1 and time.monotonic() - killed < 30, "well before dist.timeout_s (120)"
     finally:
         if process.poll() is None:
             process.kill()
     (run,) = load_sweep(tmp_path / "default")
-    assert run.state == "failed" and "rank 1 of 2 failed (exit code -9)" in run.status.error.message
+    # the first failure the elastic agent sees: rank 1 killed (-9), or rank 0 whose peer closed its connection
+    assert run.state == "failed" and run.status.error.type == "RankFailed"
+    said = run.status.error.message
+    assert re.match(r"rank [01] of 2 failed \(exit code (-9|1)\): .*; its output: .*/stderr.log", said)
 
 
 def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):

@@ -1,7 +1,8 @@
 """One run across ranks (dist=ddp, dist=fsdp): its ranks started, measured and combined.
 
 The run's own process starts `dist.world_size` ranks on this node with torch's elastic launch API (what torchrun
-uses): each a new interpreter with RANK, LOCAL_RANK and WORLD_SIZE set, a rendezvous on a free local port, none
+uses): each a process of its own (forked on a CPU, a new interpreter on a GPU) with RANK, LOCAL_RANK and
+WORLD_SIZE set, a rendezvous on a free local port, none
 restarted, and its output in the run's folder (ranks/). Each rank builds the training step with its model
 distributed (train/parallel.py), warms up, then times 2 x `steps` steps in alternating blocks of dist.sync_block
 steps with gradient synchronisation and without it (DDP's no_sync(), FSDP2's set_requires_gradient_sync(False)):
@@ -20,6 +21,7 @@ than dist.timeout_s fails the rank waiting in it (a rank that died or hangs), so
 
 import dataclasses
 import datetime
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -81,6 +83,12 @@ def rank_main(spec: RunSpec) -> dict[str, Any]:
         torch.distributed.destroy_process_group()
 
 
+def start_method(cfg) -> str:
+    """fork on a CPU: the ranks start with this process's imports (torch's among them) in a fraction of a second;
+    spawn on a GPU, whose CUDA state a forked process must not inherit."""
+    return "fork" if rank_device(cfg).type == "cpu" and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
     """Start the run's ranks and wait for them: each rank's result, by rank. RankFailed if one failed."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
@@ -96,20 +104,23 @@ def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
         rdzv_endpoint="localhost:0",  # a free port, as torchrun --standalone takes
         max_restarts=0,
         monitor_interval=0.1,
-        start_method="spawn",
+        start_method=start_method(spec.config),
         logs_specs=DefaultLogsSpecs(log_dir=str(run_dir / LOGS), redirects=Std.ALL),
     )
     try:
         results = elastic_launch(config, rank_main)(spec)
     except ChildFailedError as error:
+        # the first failure the agent saw: a rank killed by a signal, or a peer of it failing in a collective
         rank, failure = min(error.failures.items())
-        log = next((run_dir / LOGS).glob(f"*/attempt_*/{failure.local_rank}/stderr.log"), None)
-        said = failure.message.get("message", "") if isinstance(failure.message, dict) else str(failure.message)
-        raise RankFailed(
-            f"rank {rank} of {spec.config.dist.world_size} failed (exit code {failure.exitcode}): "
-            f"{said.strip()}; its output: {log}"
-        ) from None
+        raise RankFailed(_failure(rank, failure, spec, run_dir)) from None
     return [results[rank] for rank in sorted(results)]
+
+
+def _failure(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
+    log = next((run_dir / LOGS).glob(f"*/attempt_*/{failure.local_rank}/stderr.log"), None)
+    said = failure.message.get("message", "") if isinstance(failure.message, dict) else str(failure.message)
+    how = f"exit code {failure.exitcode}"
+    return f"rank {rank} of {spec.config.dist.world_size} failed ({how}): {said.strip()}; its output: {log}"
 
 
 @dataclasses.dataclass

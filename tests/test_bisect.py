@@ -172,8 +172,8 @@ PLANTED = [
     "planted.version=2.2.4",
     "planted.factor=3",
     "threads=1",
-    "steps=20",
-    "warmup_steps=2",
+    "steps=10",
+    "warmup_steps=1",
     "repeats=3",
     "tracker.mode=disabled",
 ]

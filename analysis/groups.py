@@ -48,7 +48,9 @@ def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
     """The config keys that the axes show (model.name, workload.impl, workload.size...)."""
     declared = {v for r in runs for k, v in r.fields.items() if k.startswith("workload.axes.")}
     packages = {f"env.packages.{a}" for a in axes} | ({"torch"} & set(axes))  # the environment's axes
-    return declared | {f"{a}.name" for a in axes} | {f"workload.{a}" for a in axes} | packages | set(NOT_AXIS_FIELDS)
+    ranks = {"dist.world_size"} if "world_size" in axes else set()
+    shown = declared | {f"{a}.name" for a in axes} | {f"workload.{a}" for a in axes} | packages | ranks
+    return shown | set(NOT_AXIS_FIELDS)
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:

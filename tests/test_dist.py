@@ -49,11 +49,15 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert "| straggler | exposed comm ms | exposed comm |" in header
 
 
-def test_fsdp_runs_across_two_ranks(tmp_path):
-    result = launch_here(*TWO_RANKS, "dist=fsdp", f"runs_dir={tmp_path}")
+def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp_path):
+    result = launch_here(*TWO_RANKS, "dist=fsdp", "dist.world_size=1,2", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
-    (run,) = load_sweep(tmp_path / "default")
-    assert run.axes["dist"] == "fsdp" and run.summary.world_size == 2 and run.summary.exposed_comm_ms > 0
+    runs = load_sweep(tmp_path / "default")
+    assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
+    assert all(run.summary.exposed_comm_ms is not None for run in runs)
+    table = launch_here("table", str(tmp_path / "default"), "--vs", "world_size=1").stdout.splitlines()
+    header = next(line for line in table if line.startswith("| world_size |"))
+    assert "| vs 1 " in header and "dist.world_size" not in header, "the speed-up over one rank: its efficiency"
 
 
 def test_a_rank_that_hangs_fails_the_run_within_the_collectives_timeout(tmp_path):

@@ -2,27 +2,31 @@
 
 The run's own process starts `dist.world_size` ranks on this node with torch's elastic launch API (what torchrun
 uses): each a process of its own (forked on a CPU, a new interpreter on a GPU) with RANK, LOCAL_RANK and
-WORLD_SIZE set, a rendezvous on a free local port, none
-restarted, and its output in the run's folder (ranks/). Each rank builds the training step with its model
-distributed (train/parallel.py), warms up, then times 2 x `steps` steps in alternating blocks of dist.sync_block
-steps with gradient synchronisation and without it (DDP's no_sync(), FSDP2's set_requires_gradient_sync(False)):
-the same shapes and work, so backward with sync against backward without it is the communication backward did
-not hide, measured rather than guessed. Its clock is the same as a single process's: nothing is read back
-inside its window.
+WORLD_SIZE set, a rendezvous on a free local port, none restarted, and its output in the run's folder (ranks/).
+Each rank builds the training step with its model distributed (train/parallel.py), warms up, and times its
+window as a single process does, reading nothing back inside it. A DDP rank's window is 2 x `steps` steps in
+alternating blocks of dist.sync_block steps with gradient sync and without it (no_sync()): the same work and
+shapes, so its backward with sync less its backward without is the communication backward did not hide,
+measured rather than guessed. FSDP syncs every step (train/parallel.py says why): its runs have no such figure.
 
-A step of the run lasts as long as its slowest rank's: the run's steps are the slowest rank's synced steps (by
-median), and every view reads them as any run's; ranks.parquet keeps every rank's steps. Synced steps wait for
-the slowest rank in their collectives, so they hide which rank is slow: the straggler index (the slowest rank's
-median step over the median rank's) is taken over the steps without sync, where a DDP rank waits for none (an
-FSDP rank still gathers its parameters in forward). A rank that fails ends
-the others (the elastic agent stops them as soon as one exits with an error), and a collective that waits more
-than dist.timeout_s fails the rank waiting in it (a rank that died or hangs), so no run waits on its ranks forever.
+The run's steps are one rank's synced steps, which every view reads as any run's: the straggler's, the rank the
+others wait for (its own steps, without sync, are the slowest), or for FSDP the rank with the slowest synced
+steps; ranks.parquet keeps every rank's steps. Synced steps wait for the slowest rank in their collectives, so
+they hide which one it is: the straggler index (the slowest rank's median own step over the ranks' median) is
+taken over the steps without sync, where a DDP rank waits for none. The exposed communication is the least
+over the ranks: the straggler waits for no one, so its difference is the reduction alone.
+
+A rank that fails ends the others (the elastic agent stops them as soon as one exits with an error), and a
+collective that waits more than dist.timeout_s fails the rank waiting in it (a rank that died or hangs), so no
+run waits on its ranks forever. The agent takes over this process's signal handlers while the ranks run; they
+are given back after, and a signal it caught interrupts the run as one caught here would.
 """
 
 import dataclasses
 import datetime
 import multiprocessing
 import os
+import signal
 import time
 from pathlib import Path
 from statistics import median
@@ -33,10 +37,11 @@ import torch
 import records
 from sweeps.spec import RunSpec
 from train.build import configure_backends
-from train.parallel import local_rank, rank_threads, synced
+from train.parallel import local_rank, measured_steps, rank_threads, synced
 from train.window import Window, make_workload, peak_memory_mib, run_window
 
 LOGS = "ranks"  # in the run's folder: each rank's output, as the elastic agent writes it
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # what the agent handles while it runs
 
 
 class RankFailed(RuntimeError):
@@ -67,10 +72,12 @@ def rank_main(spec: RunSpec) -> dict[str, Any]:
         first_step = time.time()
         work = make_workload(cfg, device)
         warmup = run_window(work, 0, cfg.warmup_steps, device)
-        window = run_window(work, cfg.warmup_steps, 2 * cfg.steps, device)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        window = run_window(work, cfg.warmup_steps, measured_steps(cfg), device)
         rank = torch.distributed.get_rank()
-        for row in window.rows:
-            row["grad_sync"] = synced(int(row["step"]), cfg.dist)
+        for row in [*warmup.rows, *window.rows]:
+            row["grad_sync"] = synced(int(row["step"]), cfg)
         return {
             "rank": rank,
             "warmup": warmup,
@@ -91,7 +98,7 @@ def start_method(cfg) -> str:
 
 def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
     """Start the run's ranks and wait for them: each rank's result, by rank. RankFailed if one failed."""
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -107,12 +114,18 @@ def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
         start_method=start_method(spec.config),
         logs_specs=DefaultLogsSpecs(log_dir=str(run_dir / LOGS), redirects=Std.ALL),
     )
+    handlers = {number: signal.getsignal(number) for number in HANDLED}
     try:
         results = elastic_launch(config, rank_main)(spec)
     except ChildFailedError as error:
         # the first failure the agent saw: a rank killed by a signal, or a peer of it failing in a collective
-        rank, failure = min(error.failures.items())
+        rank, failure = error.get_first_failure()
         raise RankFailed(_failure(rank, failure, spec, run_dir)) from None
+    except SignalException as caught:  # the agent's handler: an interrupt, as this process's own would be
+        raise KeyboardInterrupt(f"signal {caught.sigval.name} while its ranks ran") from None
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
     return [results[rank] for rank in sorted(results)]
 
 
@@ -125,54 +138,59 @@ def _failure(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
 
 @dataclasses.dataclass
 class Ranks:
-    """The ranks' results, combined: the run is its slowest rank's synced steps."""
+    """The ranks' results, combined: the run is one rank's synced steps (the straggler's, where there is one)."""
 
     results: list[dict[str, Any]]
 
     def synced(self, result: dict[str, Any], on: bool = True) -> list[dict[str, Any]]:
         return [row for row in result["window"].rows if row["grad_sync"] == on]
 
-    def medians(self, on: bool = True) -> list[float]:
-        """Each rank's median step (ms): with gradient sync, or without it (where no rank waits for another)."""
+    def medians(self, on: bool = True) -> list[float] | None:
+        """Each rank's median step (ms): with gradient sync, or without it (None where no step ran without)."""
+        if not all(self.synced(result, on) for result in self.results):
+            return None
         return [median(row["step_ms"] for row in self.synced(result, on)) for result in self.results]
 
     @property
-    def slowest(self) -> dict[str, Any]:
-        medians = self.medians()
+    def run_rank(self) -> dict[str, Any]:
+        """The rank whose steps are the run's: the straggler (slowest own steps), else the slowest synced."""
+        medians = self.medians(on=False) or self.medians()
         return self.results[medians.index(max(medians))]
 
     def window(self) -> Window:
-        """The slowest rank's synced steps as the run's window; its seconds are those steps' own."""
-        rows = self.synced(self.slowest)
-        window = self.slowest["window"]
-        return Window(rows, sum(row["step_host_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
+        """The run's rank's synced steps as the run's window; its seconds, those steps' own (device time on CUDA)."""
+        rows = self.synced(self.run_rank)
+        window = self.run_rank["window"]
+        return Window(rows, sum(row["step_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
 
     def extra(self) -> dict[str, Any]:
-        """The summary's fields of a run across ranks."""
+        """The summary's fields of a run across ranks (those measured without sync only for DDP)."""
         medians, own = self.medians(), self.medians(on=False)
-        slowest = self.slowest
-        with_sync = median(row["backward_ms"] for row in self.synced(slowest))
-        without = median(row["backward_ms"] for row in self.synced(slowest, on=False))
-        exposed = max(0.0, with_sync - without)
+        fields: dict[str, Any] = {"world_size": len(self.results), "rank_step_ms": medians}
+        if own is None:
+            return fields
+        exposed = min(max(0.0, self._backward(r, True) - self._backward(r, False)) for r in self.results)
         return {
-            "world_size": len(self.results),
-            "rank_step_ms": medians,
+            **fields,
             "rank_own_step_ms": own,
-            "straggler_rank": self.results[own.index(max(own))]["rank"],
+            "straggler_rank": self.run_rank["rank"],
             "straggler_index": max(own) / median(own),
             "exposed_comm_ms": exposed,
             "exposed_comm_share": exposed / max(medians),
         }
 
+    def _backward(self, result: dict[str, Any], on: bool) -> float:
+        return median(row["backward_ms"] for row in self.synced(result, on))
+
     def workload_summary(self, steps_per_s: float) -> dict[str, Any]:
         """The training step's fields, samples/s of all ranks together."""
-        fields = dict(self.slowest["workload"])
+        fields = dict(self.run_rank["workload"])
         fields["samples_per_s"] = fields["samples_per_s"] * steps_per_s * len(self.results)
         return fields
 
     def write(self, run_dir: Path) -> None:
         every = [
-            {**row, "rank": result["rank"], "warmup": warmup, "grad_sync": row.get("grad_sync", True)}
+            {**row, "rank": result["rank"], "warmup": warmup}
             for result in self.results
             for warmup, window in ((True, result["warmup"]), (False, result["window"]))
             for row in window.rows

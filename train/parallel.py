@@ -20,12 +20,14 @@ def problems(cfg: RunConf) -> list[str]:
         if conf.world_size != 1:
             issues.append(f"dist.world_size={conf.world_size} needs ranks: dist=ddp or dist=fsdp (dist=none is one)")
         return issues
-    if cfg.steps < conf.sync_block:
+    if conf.name == "ddp" and cfg.steps % conf.sync_block:
         issues.append(
-            f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a run across ranks times blocks of "
-            "dist.sync_block steps with gradient sync and without it, steps of each: steps must be dist.sync_block "
-            "or more"
+            f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a DDP run times blocks of dist.sync_block "
+            "steps with gradient sync and as many without, steps of each: steps must be a multiple of "
+            "dist.sync_block"
         )
+    if cfg.profile:
+        issues.append(f"profile=true with dist={conf.name}: a trace of a run across ranks is not supported yet")
     mine, theirs = (DDP_KNOBS, FSDP_KNOBS) if conf.name == "ddp" else (FSDP_KNOBS, DDP_KNOBS)
     other = "fsdp" if conf.name == "ddp" else "ddp"
     issues += [
@@ -33,13 +35,15 @@ def problems(cfg: RunConf) -> list[str]:
         for knob in theirs
         if getattr(conf, knob) != getattr(default, knob)
     ]
-    if conf.backend == "nccl":
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if cfg.device == "cpu" or conf.world_size > gpus:
-            issues.append(
-                f"dist.backend=nccl with dist.world_size={conf.world_size} needs a GPU a rank; this node has {gpus} "
-                "(dist.backend=gloo runs ranks on a CPU)"
-            )
+    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    if conf.backend == "nccl" and not on_gpu:
+        issues.append(f"dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device={cfg.device}); "
+                      "dist.backend=gloo (or auto) runs them there")  # fmt: skip
+    if on_gpu and conf.world_size > 1:
+        issues.append(
+            f"dist.world_size={conf.world_size} on GPUs: a rank needs a GPU of its own, and launcher=local gives a "
+            "run one GPU; runs across several GPUs are not supported yet (dist.world_size=1, or device=cpu)"
+        )
     return issues
 
 
@@ -75,37 +79,38 @@ def distributed(model: torch.nn.Module, conf: DistConf, device: torch.device) ->
     return model
 
 
-def synced(index: int, conf: DistConf) -> bool:
-    """Whether step `index` synchronises gradients: blocks of dist.sync_block steps with, then as many without."""
-    return conf.name == "none" or (index // conf.sync_block) % 2 == 0
+def synced(index: int, cfg: RunConf) -> bool:
+    """Whether step `index` synchronises gradients. DDP alone has steps without: in the warm-up every other step
+    (both paths warmed), in the measured window blocks of dist.sync_block steps with sync, then as many without,
+    counted from the window's first step. FSDP2's steps without sync keep their unsharded gradients for a later
+    reduce-scatter and leave the optimizer nothing to do: not the same work, so FSDP syncs every step."""
+    if cfg.dist.name != "ddp":
+        return True
+    if index < cfg.warmup_steps:
+        return index % 2 == 0
+    return ((index - cfg.warmup_steps) // cfg.dist.sync_block) % 2 == 0
+
+
+def measured_steps(cfg: RunConf) -> int:
+    """The measured window's steps on each rank: `steps` with sync, and as many without for DDP."""
+    return 2 * cfg.steps if cfg.dist.name == "ddp" else cfg.steps
 
 
 @contextlib.contextmanager
 def gradient_sync(model: torch.nn.Module, on: bool):
-    """Gradient synchronisation on or off for what runs inside (DDP's no_sync(), FSDP2's
-    set_requires_gradient_sync): the same work and shapes, without the communication."""
-    if on or not is_distributed(model):
+    """DDP's gradient synchronisation on or off for what runs inside (no_sync()): the same work and shapes,
+    without the all-reduce."""
+    if on or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
         yield
         return
-    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        with model.no_sync():
-            yield
-        return
-    model.set_requires_gradient_sync(False)
-    try:
+    with model.no_sync():
         yield
-    finally:
-        model.set_requires_gradient_sync(True)
 
 
 def delay_s(conf: DistConf) -> float:
     """The straggler drill's sleep for this rank each step (0: none)."""
     mine = conf.delay_rank is not None and conf.delay_rank == int(os.environ.get("RANK", -1))
     return conf.delay_ms / 1e3 if mine else 0.0
-
-
-def is_distributed(model: torch.nn.Module) -> bool:
-    return isinstance(model, torch.nn.parallel.DistributedDataParallel) or hasattr(model, "set_requires_gradient_sync")
 
 
 def rank_threads(cfg: RunConf, cpus: int) -> int:

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import gc
 import math
+import shutil
 import signal
 import time
 import traceback
@@ -228,14 +229,13 @@ def across_ranks(
 ) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
     """Measure the run on its ranks (train/dist.py) and write its records, every rank's steps among them."""
     ranks = dist.Ranks(dist.run_ranks(spec, run_dir))
-    slowest = ranks.slowest
-    window = ranks.window()
+    mine = ranks.run_rank
     phases = WORKLOADS[spec.config.workload.name].phases
-    summary = summary_of(spec.config, phases, window, slowest["memory"], device, ranks.extra(), ranks.workload_summary)
+    extra, window = ranks.extra(), ranks.window()
+    summary = summary_of(spec.config, phases, window, mine["memory"], device, extra, ranks.workload_summary)
     ranks.write(run_dir)
-    synced = ranks.synced(slowest)
-    rows = write(run_dir, slowest["warmup"].rows, synced, summary)
-    seconds = {"warmup_s": slowest["warmup"].seconds, "window_s": slowest["window"].seconds}
+    rows = write(run_dir, mine["warmup"].rows, ranks.synced(mine), summary)
+    seconds = {"warmup_s": mine["warmup"].seconds, "window_s": mine["window"].seconds}
     return summary, rows, {"first_step": min(r["first_step"] for r in ranks.results), **seconds}
 
 
@@ -252,8 +252,9 @@ def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str,
 def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
     """Clear an earlier start's records, record the config, check it, set up the backends and record the
     environment: the device the run measures on."""
-    for stale in (records.STEPS, records.SUMMARY, records.PROFILE):
+    for stale in (records.STEPS, records.SUMMARY, records.PROFILE, records.RANKS):
         (run_dir / stale).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / dist.LOGS, ignore_errors=True)
     records.write_json(run_dir / records.CONFIG, spec.record())
     device = resolve_device(spec.config.device)
     wrong = checks.problems(spec.config)

@@ -81,7 +81,7 @@ class TrainStep(Workload):
         if self.delay_s:
             time.sleep(self.delay_s)
         clock.mark()
-        with gradient_sync(t.replica, synced(index, self.cfg.dist)):  # off in dist's blocks without it
+        with gradient_sync(t.replica, synced(index, self.cfg)):  # off in DDP's blocks without it
             with t.autocast():
                 out = t.model(x)
                 loss = t.loss_fn(out, y)

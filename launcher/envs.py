@@ -11,6 +11,7 @@ without resolving. `torch=current` with no `env.packages` is the environment per
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -199,8 +200,9 @@ def resolve(request: Request) -> tuple[str, ...]:
     return tuple(line.strip() for line in done.stdout.splitlines() if line.strip() and not line.startswith("#"))
 
 
-def available(name: str, index_url: str | None = None) -> list[str]:
-    """The releases of `name` the index (`index_url`, else the default) has for this Python, newest first ([] if
+@functools.cache  # asked once a process: pip takes a second or two to answer
+def available(name: str, index_url: str | None = None) -> tuple[str, ...]:
+    """The releases of `name` the index (`index_url`, else the default) has for this Python, newest first (none if
     it cannot say)."""
     index = ["--index-url", index_url] if index_url else []
     done = subprocess.run(
@@ -209,7 +211,7 @@ def available(name: str, index_url: str | None = None) -> list[str]:
         text=True,
     )
     found = re.search(r"^Available versions: (.+)$", done.stdout, re.MULTILINE)
-    return [version.strip() for version in found[1].split(",")] if found else []
+    return tuple(version.strip() for version in found[1].split(",")) if found else ()
 
 
 def _why(request: Request, uv_says: str) -> str:

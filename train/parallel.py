@@ -1,7 +1,6 @@
-"""A model as one rank of a run across ranks holds it (DDP's replica, FSDP2's shards), its checks, and the switch
-for gradient synchronisation that the exposed-communication blocks turn off (train/dist.py measures them)."""
+"""A model as one rank of a run across ranks holds it (DDP's replica, FSDP2's shards), its checks, and which
+steps synchronise gradients (DDP's blocks without sync, which train/dist.py measures exposed communication by)."""
 
-import contextlib
 import os
 
 import torch
@@ -94,17 +93,6 @@ def synced(index: int, cfg: RunConf) -> bool:
 def measured_steps(cfg: RunConf) -> int:
     """The measured window's steps on each rank: `steps` with sync, and as many without for DDP."""
     return 2 * cfg.steps if cfg.dist.name == "ddp" else cfg.steps
-
-
-@contextlib.contextmanager
-def gradient_sync(model: torch.nn.Module, on: bool):
-    """DDP's gradient synchronisation on or off for what runs inside (no_sync()): the same work and shapes,
-    without the all-reduce."""
-    if on or not isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        yield
-        return
-    with model.no_sync():
-        yield
 
 
 def delay_s(conf: DistConf) -> float:

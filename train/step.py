@@ -11,7 +11,7 @@ from conf.schema import RunConf
 from train import fastai_parts, parallel
 from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from train.inputs import INPUT_TYPES
-from train.parallel import delay_s, gradient_sync, synced
+from train.parallel import delay_s, synced
 from train.registry import choice
 from train.timing import StepClock
 from train.workloads import WORKLOADS, Workload
@@ -72,6 +72,7 @@ class TrainStep(Workload):
         self.trainer = build(cfg, device)
         self.output_type: type | None = None
         self.delay_s = delay_s(cfg.dist)
+        self.ddp = cfg.dist.name == "ddp"  # whose steps alternate blocks with and without gradient sync
 
     def step(self, index: int, clock: StepClock) -> torch.Tensor:
         t = self.trainer
@@ -81,19 +82,27 @@ class TrainStep(Workload):
         if self.delay_s:
             time.sleep(self.delay_s)
         clock.mark()
-        with gradient_sync(t.replica, synced(index, self.cfg)):  # off in DDP's blocks without it
-            with t.autocast():
-                out = t.model(x)
-                loss = t.loss_fn(out, y)
-            clock.mark()
-            t.scaler.scale(loss).backward()
-            clock.mark()
+        if self.ddp and not synced(index, self.cfg):
+            with t.replica.no_sync():  # the same work, without the all-reduce
+                out, loss = self.forward_backward(x, y, clock)
+        else:
+            out, loss = self.forward_backward(x, y, clock)
         t.scaler.step(t.optimizer)
         t.scaler.update()
         t.zero_grad()
         clock.mark()
         self.output_type = type(out)
         return loss.detach()
+
+    def forward_backward(self, x: torch.Tensor, y: torch.Tensor, clock: StepClock) -> tuple[Any, torch.Tensor]:
+        t = self.trainer
+        with t.autocast():
+            out = t.model(x)
+            loss = t.loss_fn(out, y)
+        clock.mark()
+        t.scaler.scale(loss).backward()
+        clock.mark()
+        return out, loss
 
     def summary(self, steps_per_s: float) -> dict[str, Any]:
         output = self.output_type.__name__ if self.output_type else ""

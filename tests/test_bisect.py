@@ -172,9 +172,10 @@ PLANTED = [
     "planted.version=2.2.4",
     "planted.factor=3",
     "threads=1",
-    "steps=10",
-    "warmup_steps=1",
-    "repeats=3",
+    "steps=20",
+    "warmup_steps=2",
+    "repeats=auto",  # a point a noisy machine leaves undetermined at 3 runs a side gets 5
+    "auto.max_runs=5",
     "tracker.mode=disabled",
 ]
 

@@ -73,6 +73,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     from records.lock import SweepLocked
     from sweeps.plan import PlanError
     from train.checks import problems as run_problems
+    from train.dist import task_rank
     from train.run import execute, lazy_imports
 
     plan = None
@@ -90,7 +91,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         except envs.EnvError as error:
             raise PlanError([str(error)]) from error
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        outcome = launch(plan, argv, Runner(execute, lazy_imports), pythons)
+        outcome = launch(plan, argv, Runner(execute, imports=lazy_imports, rank=task_rank), pythons)
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

@@ -143,6 +143,7 @@ class LauncherConf:
     setup: list[str] = field(default_factory=list)  # shell lines before the job runs (module load...)
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # more #SBATCH options, {option: value}
     srun_args: list[str] = field(default_factory=list)  # more srun arguments
+    nodes: int = 1  # a run across ranks (dist=ddp/fsdp): its nodes, dist.world_size tasks (ranks) on each
 
 
 @dataclass
@@ -175,10 +176,11 @@ class EnvConf:
 @dataclass
 class DistConf:
     """A training step across ranks (train/dist.py): each rank a process, started by torch's elastic launcher
-    from the run's own process. dist=none, the default, is one process, as a run has always been."""
+    from the run's own process (launcher=local), or a task of the run's Slurm job (launcher=slurm, on
+    launcher.nodes nodes). dist=none, the default, is one process, as a run has always been."""
 
     name: DistName = DistName.none
-    world_size: int = 1  # ranks, on this node
+    world_size: int = 1  # ranks per node (launcher=slurm: launcher.nodes of them)
     backend: DistBackend = DistBackend.auto  # auto: nccl on CUDA, gloo on a CPU
     timeout_s: float = 120.0  # a collective that waits longer fails the run (a rank that died or hangs)
     sync_block: int = 5  # steps a block: blocks with gradient sync alternate with blocks without (exposed comm)

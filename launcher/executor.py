@@ -88,6 +88,16 @@ def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
 
 
+def ranks_parameters(conf: LauncherConf, ranks_per_node: int | None, on_gpus: bool) -> dict[str, Any]:
+    """The sbatch parameters that shape a job: for a run across ranks a task per rank, `ranks_per_node` on each of
+    launcher.nodes nodes, and a GPU per rank where its ranks are on GPUs (the launcher gives jobs GPUs); else one
+    task, with launcher.gpus_per_node."""
+    if ranks_per_node is None:
+        return {"nodes": 1, "ntasks_per_node": 1, "gpus_per_node": conf.gpus_per_node or None}
+    gpus = ranks_per_node if on_gpus and conf.gpus_per_node else conf.gpus_per_node or None
+    return {"nodes": conf.nodes, "ntasks_per_node": ranks_per_node, "gpus_per_node": gpus}
+
+
 class SchedulerUnavailable(RuntimeError):
     """The scheduler did not answer (a controller timeout): which jobs are alive is unknown, not none."""
 

@@ -13,6 +13,8 @@ are left pending (with the reason) for a resume to run in a fresh process.
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -33,7 +35,8 @@ def job_info() -> dict[str, Any]:
         return {}
     # The debug executor runs a job inside the launcher: no job folder, no log of its own.
     log = str(env.paths.stdout) if "SUBMITIT_FOLDER" in os.environ else None
-    return {"job_id": env.job_id, "host": env.hostname, "log": log}
+    tasks = {"tasks": env.num_tasks} if env.num_tasks > 1 else {}  # a run's ranks, one a task (train/dist.py)
+    return {"job_id": env.job_id, "host": env.hostname, "log": log, **tasks}
 
 
 def process_info() -> dict[str, Any]:
@@ -45,6 +48,17 @@ def sticky_cuda_error(error: BaseException) -> bool:
     """A CUDA error (an illegal address, a device-side assert...), after which the process's CUDA context is
     unusable. (A CUDA out-of-memory from torch's allocator is not one: the next run can go on.)"""
     return type(error).__name__ == "AcceleratorError" or "CUDA error" in str(error)
+
+
+def stop_job(job_id: str, name: str) -> None:
+    """End the job of run `name`, which failed (and is recorded so), and with it the run's other ranks, its other
+    tasks: one may be waiting for this one's rendezvous, which it would do for dist.timeout_s. (A task that fails
+    does not stop the others, this one among them: it fails the run in its collectives, and this task records
+    that before it ends the job.)"""
+    print(
+        f"perfsweep: run {name} failed; its job ({job_id}) ends, its other ranks with it", file=sys.stderr, flush=True
+    )
+    subprocess.run(["scancel", job_id], check=False)
 
 
 class RunPack(submitit.helpers.Checkpointable):
@@ -59,9 +73,18 @@ class RunPack(submitit.helpers.Checkpointable):
 
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
         info = {**process_info(), **job_info()}
+        if info.get("tasks"):
+            # a run across ranks, a rank a task: torch.distributed's rendezvous (env://) on the job's first node
+            environment = submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+            if environment.rank > 0:
+                return self._as_rank(runs)
         if self.isolation == "fork":
-            return fork_runs(self.runner, runs, self.parallelism, self.gpus, info)
-        return self._in_this_process(runs, info)
+            states = fork_runs(self.runner, runs, self.parallelism, self.gpus, info)
+        else:
+            states = self._in_this_process(runs, info)
+        if info.get("tasks") and records.FAILED in states.values():
+            stop_job(info["job_id"], runs[0].spec.name)
+        return states
 
     def _in_this_process(self, runs: list[RunJob], info: dict[str, Any]) -> dict[str, str]:
         states = {}
@@ -85,3 +108,12 @@ class RunPack(submitit.helpers.Checkpointable):
                     f"pack's {left} later runs are pending again: `python launch.py resume` runs them"
                 ) from error
         return states
+
+    def _as_rank(self, runs: list[RunJob]) -> dict[str, str]:
+        """A task of the run's job other than its first: one of its ranks. The first task records the run (and
+        its failure, where this rank's ends it: this task's log has the rank's own error)."""
+        (run,) = runs  # a job whose tasks are ranks runs one run (launcher/submit.py)
+        if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
+            return {}
+        self.runner.rank(run.spec)
+        return {}

@@ -32,6 +32,9 @@ class Runner:
     execute: RunFunction
     # the modules these runs import once they run, which a job that forks them imports first, once
     imports: Callable[[list[RunSpec]], list[str]] = no_imports
+    # A task of a run's job other than its first (launcher=slurm, dist=ddp/fsdp): one of the run's ranks, which
+    # measures its steps and hands them to the first task, which records the run.
+    rank: Callable[[RunSpec], Any] | None = None
 
 
 class Slots:
@@ -66,6 +69,8 @@ class RunJob:
     limit_s: float | None = None  # None: no limit of its own (on Slurm, the cluster limits the job)
     timeout_retries: int = 0
     python: str | None = None  # the Python of the run's environment (launcher/envs.py); None: the launcher's own
+    # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
+    ranks_per_node: int | None = None
 
 
 # A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this

@@ -19,6 +19,7 @@ from pathlib import Path
 import submitit
 
 import records
+from conf.schema import LauncherConf
 from launcher import sweepdir
 from launcher.executor import (
     BACKENDS,
@@ -28,6 +29,7 @@ from launcher.executor import (
     make_executor,
     pinned_gpus,
     process_start,
+    ranks_parameters,
 )
 from launcher.jobs import RunPack
 from launcher.progress import Progress
@@ -57,19 +59,30 @@ class Outcome:
         return [name for name, state in self.states.items() if state != DONE]
 
 
-def chunks_by_python(items: list, size: int, python_of) -> list[tuple[int, list]]:
-    """Chunks of up to `size` consecutive items of one environment (a job runs one Python), each with its index."""
+def chunks_by(items: list, size: int, kind) -> list[tuple[int, list]]:
+    """Chunks of up to `size` consecutive items of one kind (a job runs one Python, with one shape of tasks), each
+    with its index."""
     chunks, start = [], 0
-    for _, same in itertools.groupby(items, key=python_of):
+    for _, same in itertools.groupby(items, key=kind):
         group = list(same)
         chunks += [(start + i, group[i : i + size]) for i in range(0, len(group), size)]
         start += len(group)
     return chunks
 
 
+def job_kind(run: RunJob) -> tuple[str | None, int | None, bool]:
+    """What a job must be to run `run`: its environment's Python, its tasks a node, whether they are on GPUs."""
+    return run.python, run.ranks_per_node, run.spec.config.device != "cpu"
+
+
 def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
-    """Packs of up to `size` consecutive runs of one environment."""
-    return [pack for _, pack in chunks_by_python(runs, size, lambda run: run.python)]
+    """Packs of up to `size` consecutive runs of one kind. A run whose ranks are its job's tasks has its job to
+    itself: the tasks must enter each run's collectives together, and a run that failed on one of them before its
+    first would leave the others waiting for it in the next run's."""
+    packs = []
+    for _, pack in chunks_by(runs, size, job_kind):
+        packs += [[run] for run in pack] if pack[0].ranks_per_node else [pack]
+    return packs
 
 
 def max_array_size(configured: int | None) -> int:
@@ -122,13 +135,13 @@ class Dispatcher:
         self,
         sweep_dir: Path,
         executor: submitit.Executor,
-        backend_name: str,
+        conf: LauncherConf,
         pack: RunPack,
         progress: Progress,
         slots: Slots,
     ):
-        self.sweep_dir, self.executor, self.backend_name = sweep_dir, executor, backend_name
-        self.backend, self.pack, self.progress = BACKENDS[backend_name], pack, progress
+        self.sweep_dir, self.executor, self.conf, self.backend_name = sweep_dir, executor, conf, conf.name
+        self.backend, self.pack, self.progress = BACKENDS[conf.name], pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
         self.slots, self.gpu_of = slots, {}  # room for another job on this host; the GPU each job is pinned to
@@ -139,9 +152,12 @@ class Dispatcher:
         if gpu is not None:
             self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
         submitted: list[str] = []
-        for start, part in chunks_by_python(packs, chunk, lambda pack: pack[0].python):
-            # an array's jobs start one Python: that of its runs' environment
-            self.executor.python = shlex.quote(part[0][0].python or sys.executable)
+        for start, part in chunks_by(packs, chunk, lambda pack: job_kind(pack[0])):
+            # an array's jobs start one Python, that of its runs' environment, and have one shape of tasks
+            python, ranks_per_node, on_gpus = job_kind(part[0][0])
+            self.executor.python = shlex.quote(python or sys.executable)
+            if not self.backend.on_this_host:
+                self.executor.update_parameters(**ranks_parameters(self.conf, ranks_per_node, on_gpus))
             try:
                 jobs = list(zip(self.executor.map_array(self.pack, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
@@ -280,6 +296,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             limit_s,
             retries,
             pythons.get(spec.name),
+            spec.config.dist.world_size if spec.config.dist.name != "none" and not backend.on_this_host else None,
         )
         for spec in todo
     ]
@@ -291,7 +308,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
     pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
     slots = Slots(1 if warm else conf.parallelism, [] if warm else gpus)  # a warm job forks its runs in parallel
-    dispatcher = Dispatcher(sweep_dir, executor, conf.name, pack, Progress(len(runs)), slots)
+    dispatcher = Dispatcher(sweep_dir, executor, conf, pack, Progress(len(runs)), slots)
     # a warm job per environment's block of runs (one in all without an environment axis)
     queue = collections.deque(packs_of(runs, len(runs) if warm else conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conf.schema import LauncherConf, RunConf
 from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS, UNLIMITED_MIN, cluster_max_array_size, isolation
+from launcher.executor import BACKENDS, UNLIMITED_MIN, cluster_max_array_size, isolation, local_gpus, pinned_gpus
 from sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
@@ -114,6 +114,35 @@ def writable(sweep_dir: Path) -> list[str]:
     ]
 
 
+def ranks_problems(plan: Plan) -> list[str]:
+    """What the launcher cannot give runs across ranks: their processes (launcher=debug runs every run in the
+    launcher's), more nodes than one (launcher=slurm alone has them), a GPU for each rank of a local run."""
+    conf = plan.settings.launcher
+    across = [spec.config for spec in plan.runs if spec.config.dist.name != "none"]
+    names = ",".join(sorted({str(cfg.dist.name) for cfg in across}))
+    problems = []
+    if across and conf.name == "debug":
+        problems.append(
+            f"dist={names} with launcher=debug: a run's ranks are processes of their own, and launcher=debug runs "
+            "every run in this one; use launcher=local (or slurm)"
+        )
+    if conf.nodes < 1 or (conf.nodes > 1 and conf.name != "slurm"):
+        problems.append(f"launcher.nodes={conf.nodes} with launcher={conf.name}: must be 1 (launcher=slurm: 1 or more)")
+    elif conf.nodes > 1 and not across:
+        problems.append(
+            f"launcher.nodes={conf.nodes} is for runs across ranks (dist=ddp or dist=fsdp, dist.world_size ranks a "
+            "node); these runs are one process each"
+        )
+    given = (1 if pinned_gpus(conf) else conf.gpus_per_node or 0) if conf.name == "local" and local_gpus() else None
+    wide = max((cfg.dist.world_size for cfg in across if cfg.device != "cpu"), default=1)
+    if given is not None and wide > given:
+        problems.append(
+            f"dist.world_size={wide} on GPUs: a rank needs a GPU of its own, and launcher=local gives each run "
+            f"{given}; launcher.gpus_per_node={wide} gives a run this host's first {wide} (or device=cpu)"
+        )
+    return problems
+
+
 def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
@@ -131,13 +160,7 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
             "its replicates would share one process's state and compare nothing between processes; use repeats=1 "
             "(one run per configuration, no verdicts) or launcher=local"
         )
-    across = sorted({str(spec.config.dist.name) for spec in plan.runs if spec.config.dist.name != "none"})
-    if across and settings.launcher.name != "local":
-        problems.append(
-            f"dist={','.join(across)} with launcher={settings.launcher.name}: a run's ranks are processes its own "
-            "process starts on this node, which launcher=local gives it (on Slurm, ranks as the tasks of a job are not "
-            "supported yet)"
-        )
+    problems += ranks_problems(plan)
     problems = list(plan.problems) + [plan.explain(problem) for problem in problems]
     on_this_host = BACKENDS[settings.launcher.name].on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}

@@ -58,6 +58,7 @@ class Status:
     log: str | None = None
     pid: int | None = None
     parallelism: int = 1  # runs that ran at once
+    tasks: int | None = None  # the job's tasks where they are the run's ranks (launcher=slurm, dist=ddp/fsdp)
     tracker_id: str | None = None  # its W&B run id
     error: RunError | None = None  # failed: why
     interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption

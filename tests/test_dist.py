@@ -116,6 +116,7 @@ def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):
         "steps=3",
         "profile=true",
         "launcher=debug",
+        "launcher.nodes=2",
     ]
     result = launch_here(*TWO_RANKS, *args, f"runs_dir={tmp_path}")
     assert result.returncode == 2 and not any(tmp_path.iterdir())

@@ -3,6 +3,7 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -13,9 +14,12 @@ from submitit.slurm.slurm import _make_sbatch_string
 import records
 from conf.schema import LauncherConf
 from launcher import executor
-from launcher.executor import slurm_parameters
-from launcher.validate import launcher_problems
-from records import load_sweep
+from launcher.executor import ranks_parameters, slurm_parameters
+from launcher.runs import RunJob
+from launcher.submit import packs_of
+from launcher.validate import launcher_problems, ranks_problems
+from records import load_sweep, read_steps
+from sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
 from tests.test_faults import FAST
@@ -375,3 +379,96 @@ def test_an_environment_axis_runs_each_array_with_its_environments_python(on_slu
     assert sorted(run.env["packages"]["numpy"] for run in runs) == sorted(numpys)
     assert all(run.env["packages"]["numpy"] == run.axes["numpy"] for run in runs)
     assert len({run.status.job_id.split("_")[0] for run in runs}) == 2, "an array per environment"
+
+
+# Two ranks of a small model on the local cluster's two CPUs: a job of two tasks, one a rank.
+TWO_TASKS = [*SLURM, "input_type=tensor", "dist=ddp", "dist.world_size=2", "steps=10", "warmup_steps=2"]
+
+
+@pytest.mark.slurm
+def test_a_ddp_run_s_ranks_are_the_tasks_of_its_job(on_slurm, tmp_path):
+    result = launch_here(*TWO_TASKS, "dist.bucket_cap_mb=1,25", "launcher.wait=true", f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = load_sweep(tmp_path / "default")
+    assert len(runs) == 2 and {run.state for run in runs} == {"done"}
+    assert len({run.status.job_id for run in runs}) == 2, "a job of its own for each run across ranks"
+    for run in runs:
+        assert run.status.tasks == 2 and run.summary.world_size == 2
+        assert run.summary.exposed_comm_ms > 0 and run.summary.straggler_index >= 1
+        ranks = read_steps(run.path / records.RANKS).to_pylist()
+        assert {row["rank"] for row in ranks} == {0, 1}
+        script = next((tmp_path / "default" / ".submitit").glob(f"{run.status.job_id.split('_')[0]}_submission.sh"))
+        assert "#SBATCH --ntasks-per-node=2" in script.read_text() and "#SBATCH --nodes=1" in script.read_text()
+    assert "| exposed comm ms |" in result.stdout
+
+
+def task_process(job_id: str, task: int) -> int | None:
+    """The pid of task `task` of Slurm job `job_id` (array element ids are their own job's), if it runs."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"SLURM_JOB_ID={job_id}".encode() in environ and f"SLURM_PROCID={task}".encode() in environ:
+            return int(pid)
+    return None
+
+
+@pytest.mark.slurm
+def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path):
+    """Rank 1 sleeps 500 ms a step (20 s of steps), and is killed inside them."""
+    delayed = ["dist.delay_rank=1", "dist.delay_ms=500", "steps=20"]
+    assert launch_here(*TWO_TASKS, *delayed, f"runs_dir={tmp_path}").returncode == 0
+    sweep = tmp_path / "default"
+    (name,) = records.planned_runs(sweep)
+    deadline = time.monotonic() + 120
+    while (status := records.read_status(sweep / name)).state != "running" or not status.job_id:
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    job_id = slurm("squeue", "-h", "-o", "%A", "-j", status.job_id.split("_")[0]).split()[0]
+    while (pid := task_process(job_id, 1)) is None:
+        assert time.monotonic() < deadline, "rank 1's task did not start"
+        time.sleep(0.2)
+    time.sleep(3.0)  # inside its steps
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    ended = wait_until_final(sweep, timeout_s=60)[name]
+    assert time.monotonic() - killed < 30, "well before dist.timeout_s (120)"
+    assert ended.state == "failed" and ended.error.type == "RankFailed"
+    assert re.match(r"rank 0 of 2 failed \(\w+\): .*; each rank's output is its task's log, .*_<rank>_log\.err$",
+                    ended.error.message)  # fmt: skip
+    while subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() - killed < 30, "the job ended with its run"
+        time.sleep(0.5)
+
+
+def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):
+    plan = build_plan([*TINY, "dist=none,ddp", "dist.world_size=2", "steps=10", "input_type=tensor,subclass"])
+    by_dist = {}
+    for spec in plan.runs:
+        ranks = spec.config.dist.world_size if spec.config.dist.name != "none" else None
+        by_dist.setdefault(ranks, []).append(RunJob(spec, tmp_path / spec.name, "id", 1, ranks_per_node=ranks))
+    packs = packs_of([*by_dist[None], *by_dist[2]], size=4)
+    assert len(by_dist[None]) == len(by_dist[2]) == 4
+    assert [len(pack) for pack in packs] == [4, 1, 1, 1, 1], "one-process runs share jobs; one across ranks has one"
+    conf = LauncherConf(name="slurm", nodes=2, gpus_per_node=8, srun_args=["--cpu-bind=cores"])
+    shaped = _make_sbatch_string(
+        command="python -m submitit.core._submit X",
+        folder="/logs",
+        map_count=2,
+        **(slurm_parameters(conf, "perfsweep-dist") | ranks_parameters(conf, 4, on_gpus=True)),
+    )
+    for line in ["#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --gpus-per-node=4"]:
+        assert line in shaped
+    assert "srun --unbuffered" in shaped and "--cpu-bind=cores" in shaped
+    single = slurm_parameters(conf, "perfsweep") | ranks_parameters(conf, None, on_gpus=True)
+    assert (single["nodes"], single["ntasks_per_node"], single["gpus_per_node"]) == (1, 1, 8)
+
+
+def test_more_nodes_than_one_are_for_runs_across_ranks_on_slurm(tmp_path):
+    for launcher, dist, says in [
+        ("launcher=local", "dist=ddp", "launcher.nodes=2 with launcher=local: must be 1 (launcher=slurm: 1 or more)"),
+        ("launcher=slurm", "dist=none", "launcher.nodes=2 is for runs across ranks (dist=ddp or dist=fsdp"),
+    ]:
+        problems = ranks_problems(build_plan([*TINY, launcher, dist, "launcher.nodes=2", f"runs_dir={tmp_path}"]))
+        assert len(problems) == 1 and problems[0].startswith(says)

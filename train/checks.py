@@ -10,6 +10,7 @@ from conf.schema import PrecisionConf, RunConf
 from train import precision
 from train.build import resolve_device
 from train.catalog import WORKLOADS
+from train.parallel import device_problems
 from train.registry import choice
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -55,5 +56,5 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
             f"threads={cfg.threads} must be 1 or more (or null: the CPUs Slurm allotted, else torch's default)"
         )
     if on_this_host:
-        issues += _device(cfg.device, dataclasses.astuple(cfg.precision))
+        issues += [*_device(cfg.device, dataclasses.astuple(cfg.precision)), *device_problems(cfg)]
     return issues

@@ -1,8 +1,11 @@
 """One run across ranks (dist=ddp, dist=fsdp): its ranks started, measured and combined.
 
-The run's own process starts `dist.world_size` ranks on this node with torch's elastic launch API (what torchrun
+On this host the run's own process starts `dist.world_size` ranks with torch's elastic launch API (what torchrun
 uses): each a process of its own (forked on a CPU, a new interpreter on a GPU) with RANK, LOCAL_RANK and
 WORLD_SIZE set, a rendezvous on a free local port, none restarted, and its output in the run's folder (ranks/).
+On Slurm the ranks are the tasks of the run's job (dist.world_size a node, on launcher.nodes nodes), started by
+srun; submitit's TorchDistributedEnvironment sets their rendezvous, each task's log is its output, and the first
+task, rank 0, is the run's process: it gathers the others' steps and records the run.
 Each rank builds the training step with its model distributed (train/parallel.py), warms up, and times its
 window as a single process does, reading nothing back inside it. A DDP rank's window is 2 x `steps` steps in
 alternating blocks of dist.sync_block steps with gradient sync and without it (no_sync()): the same work and
@@ -58,8 +61,20 @@ def rank_device(cfg) -> torch.device:
     return torch.device("cuda", local_rank())
 
 
-def rank_main(spec: RunSpec) -> dict[str, Any]:
-    """One rank: its windows measured, returned to the run's process (nothing is written by a rank)."""
+def cpus_of_rank(cfg) -> int:
+    """The CPU threads a rank may use: the task's CPUs where it is a Slurm task given some, else the node's
+    (the job's on Slurm, this process's affinity otherwise) shared among its ranks."""
+    given = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if cfg.threads is None and given.isdigit() and "SLURM_PROCID" in os.environ:
+        return int(given)
+    node = os.environ.get("SLURM_CPUS_ON_NODE", "")
+    return rank_threads(cfg, int(node) if node.isdigit() else len(os.sched_getaffinity(0)))
+
+
+def rank_main(spec: RunSpec, gather: bool = False) -> Any:
+    """One rank: its windows measured, returned to the run's process (nothing is written by a rank). With
+    `gather` (the ranks are a job's tasks) every rank's result goes to rank 0, which returns them all, by rank;
+    the others return None."""
     cfg = spec.config
     device = rank_device(cfg)
     if device.type == "cuda":
@@ -67,27 +82,56 @@ def rank_main(spec: RunSpec) -> dict[str, Any]:
     timeout = datetime.timedelta(seconds=cfg.dist.timeout_s)
     torch.distributed.init_process_group(backend(cfg, device), timeout=timeout)
     try:
-        configure_backends(cfg)
-        torch.set_num_threads(rank_threads(cfg, len(os.sched_getaffinity(0))))
-        first_step = time.time()
-        work = make_workload(cfg, device)
-        warmup = run_window(work, 0, cfg.warmup_steps, device)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        window = run_window(work, cfg.warmup_steps, measured_steps(cfg), device)
-        rank = torch.distributed.get_rank()
-        for row in [*warmup.rows, *window.rows]:
-            row["grad_sync"] = synced(int(row["step"]), cfg)
-        return {
-            "rank": rank,
-            "warmup": warmup,
-            "window": window,
-            "first_step": first_step,
-            "memory": peak_memory_mib(device),
-            "workload": work.summary(1.0),  # its fields at one step a second: samples/s scaled by the run
-        }
+        result = measure_rank(cfg, device)
+        if not gather:
+            return result
+        rank, every = torch.distributed.get_rank(), [None] * torch.distributed.get_world_size()
+        torch.distributed.gather_object(result, every if rank == 0 else None, dst=0)
+        return every if rank == 0 else None
     finally:
         torch.distributed.destroy_process_group()
+
+
+def measure_rank(cfg, device: torch.device) -> dict[str, Any]:
+    """This rank's warm-up and measured windows, each step marked with or without gradient sync."""
+    configure_backends(cfg)
+    torch.set_num_threads(cpus_of_rank(cfg))
+    first_step = time.time()
+    work = make_workload(cfg, device)
+    warmup = run_window(work, 0, cfg.warmup_steps, device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    window = run_window(work, cfg.warmup_steps, measured_steps(cfg), device)
+    for row in [*warmup.rows, *window.rows]:
+        row["grad_sync"] = synced(int(row["step"]), cfg)
+    return {
+        "rank": torch.distributed.get_rank(),
+        "warmup": warmup,
+        "window": window,
+        "first_step": first_step,
+        "memory": peak_memory_mib(device),
+        "workload": work.summary(1.0),  # its fields at one step a second: samples/s scaled by the run
+    }
+
+
+def task_rank(spec: RunSpec) -> None:
+    """A rank that is a task of the run's Slurm job, other than the first: measured, its result sent to rank 0."""
+    rank_main(spec, gather=True)
+
+
+def task_ranks(spec: RunSpec, launch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rank 0 of a run whose ranks are its Slurm job's tasks (each started by srun, the rendezvous set by
+    submitit's TorchDistributedEnvironment): every rank's result. RankFailed if this rank's collectives failed:
+    a peer that died or stopped answering (its task's log says why)."""
+    try:
+        return rank_main(spec, gather=True)
+    except Exception as error:  # a peer's connection closed, a collective past dist.timeout_s
+        said = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        folder = Path(launch["log"]).parent if launch.get("log") else "the job's folder"
+        raise RankFailed(
+            f"rank 0 of {launch['tasks']} failed ({type(error).__name__}): {said}; each rank's output is its task's "
+            f"log, {folder}/{launch.get('job_id')}_<rank>_log.err"
+        ) from error
 
 
 def start_method(cfg) -> str:

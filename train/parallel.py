@@ -34,16 +34,25 @@ def problems(cfg: RunConf) -> list[str]:
         for knob in theirs
         if getattr(conf, knob) != getattr(default, knob)
     ]
+    return issues
+
+
+def device_problems(cfg: RunConf) -> list[str]:
+    """What stops the run's ranks on the GPUs this process sees (where the run executes: this host, or its job's
+    node, whose tasks see the node's GPUs the job was given)."""
+    conf = cfg.dist
+    if conf.name == "none":
+        return []
     on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
     if conf.backend == "nccl" and not on_gpu:
-        issues.append(f"dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device={cfg.device}); "
-                      "dist.backend=gloo (or auto) runs them there")  # fmt: skip
-    if on_gpu and conf.world_size > 1:
-        issues.append(
-            f"dist.world_size={conf.world_size} on GPUs: a rank needs a GPU of its own, and launcher=local gives a "
-            "run one GPU; runs across several GPUs are not supported yet (dist.world_size=1, or device=cpu)"
-        )
-    return issues
+        return [f"dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device={cfg.device}); "
+                "dist.backend=gloo (or auto) runs them there"]  # fmt: skip
+    if on_gpu and conf.world_size > torch.cuda.device_count():
+        return [
+            f"dist.world_size={conf.world_size} on GPUs: a rank needs a GPU of its own, and this run is given "
+            f"{torch.cuda.device_count()} (dist.world_size={torch.cuda.device_count()} or fewer, or device=cpu)"
+        ]
+    return []
 
 
 def _bounds(conf: DistConf) -> list[tuple[str, str, bool]]:

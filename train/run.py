@@ -192,7 +192,7 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
         if spec.config.dist.name == "none":
             summary, rows, seconds = one_process(spec, run_dir, device, stopwatch)
         else:
-            summary, rows, seconds = across_ranks(spec, run_dir, device)
+            summary, rows, seconds = across_ranks(spec, run_dir, device, launch)
         outcome_known()
         timing = {"startup_s": seconds.pop("first_step") - ready_since, **seconds, **stopwatch.seconds}
         finished = done(run_dir, launch, timing)
@@ -225,10 +225,12 @@ def one_process(
 
 
 def across_ranks(
-    spec: RunSpec, run_dir: Path, device: torch.device
+    spec: RunSpec, run_dir: Path, device: torch.device, launch: dict[str, Any]
 ) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
-    """Measure the run on its ranks (train/dist.py) and write its records, every rank's steps among them."""
-    ranks = dist.Ranks(dist.run_ranks(spec, run_dir))
+    """Measure the run on its ranks (train/dist.py: its job's tasks on Slurm, else processes it starts) and write
+    its records, every rank's steps among them."""
+    results = dist.task_ranks(spec, launch) if launch.get("tasks") else dist.run_ranks(spec, run_dir)
+    ranks = dist.Ranks(results)
     mine = ranks.run_rank
     phases = WORKLOADS[spec.config.workload.name].phases
     extra, window = ranks.extra(), ranks.window()

@@ -89,8 +89,9 @@ def columns(configs: list[Configuration]) -> list[Column]:
 
 def rank_columns() -> list[Column]:
     """A run across ranks: the straggler index (slowest rank's median step over the median rank's) and the
-    communication backward did not hide, in ms and as a share of the step (over a configuration's runs, their
-    geometric mean; '-' for a run in one process, for FSDP, which measures neither, and where none was exposed)."""
+    communication backward did not hide, in ms and as a share of the step, and the bus bandwidth DDP's all-reduce
+    took at least (over a configuration's runs, their geometric mean; '-' for a run in one process, for FSDP, which
+    measures none of them, where none was exposed, and for one rank, which reduces with no one)."""
 
     def of(name: str):
         return lambda c: c.middle(lambda r: getattr(r.summary, name) if r.summary.world_size else None)
@@ -99,6 +100,7 @@ def rank_columns() -> list[Column]:
         Column("straggler", lambda c: figure(of("straggler_index")(c))),
         Column("exposed comm ms", lambda c: figure(of("exposed_comm_ms")(c))),
         Column("exposed comm", lambda c: f"{share:.0%}" if (share := of("exposed_comm_share")(c)) is not None else "-"),
+        Column("bus GB/s at least", lambda c: figure(of("bus_gbps_min")(c))),
     ]
 
 

@@ -1,6 +1,7 @@
 """Host-device syncs inside perfsweep's measured loop: the harness must add none.
 
     python -m bench.syncs [OVERRIDE ...]
+    python -m bench.syncs dist=ddp dist.world_size=2 model=test_resnet device=cpu
 
 For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
 x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
@@ -10,15 +11,25 @@ nothing else) and prints what in it would make the host wait for the GPU, with p
   each a sync when the tensor is on a GPU).
 amp_fp16 is expected to sync once a step (GradScaler's inf check); anything else is the harness's or
 the model's.
+
+A run across ranks (dist=ddp, dist=fsdp) is counted on each of its ranks, started as its runs start them
+(torch's elastic launcher), every counted step with gradient sync, beside the same step in one process:
+the line ends with what the wrapper adds a step (its syncs, or its host reads without CUDA; on a CPU the
+reduction itself waits inside gloo's C++, which no host read shows).
 """
 
+import dataclasses
 import sys
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import torch
 
+from conf.schema import DistConf
 from sweeps.plan import build_plan
 from train.build import configure_backends
+from train.dist import launch_config, process_group
 from train.syncs import HostReads, host_sync_places
 from train.timing import StepClock
 from train.window import make_workload, run_window, timed_steps
@@ -32,31 +43,66 @@ DEFAULTS = [
     "precision=amp_bf16,amp_fp16",
     "steps=5",
     "warmup_steps=3",
+    "repeats=1",
 ]
 
 
-def per_step(kind: str, counts: Counter[str], steps: int, none: str) -> str:
+def counted(trainer, cfg, device: torch.device) -> Counter[str]:
+    """Each place in the timed loop that made the host wait for the GPU (CUDA), or read a value to the host (without
+    CUDA), with its count over the loop's steps."""
+    clock = StepClock(device, cfg.steps, trainer.phases)
+
+    def loop() -> None:
+        timed_steps(trainer, cfg.warmup_steps, cfg.steps, clock)
+
+    if device.type == "cuda":
+        return host_sync_places(loop, device)
+    with HostReads() as reads:
+        loop()
+    return Counter(reads.calls)
+
+
+def described(counts: Counter[str], steps: int, cuda: bool) -> str:
+    kind, none = ("SYNC", "no sync") if cuda else ("HOST READ", "no host read")
     return "; ".join(f"{kind} {place} ({n / steps:g} per step)" for place, n in counts.items()) or none
 
 
-def device_syncs(trainer, cfg, device: torch.device) -> str:
-    """'no sync', or each place in the timed loop that made the host wait for the GPU, with its count per step."""
-    clock = StepClock(device, cfg.steps, trainer.phases)
-    places = host_sync_places(lambda: timed_steps(trainer, cfg.warmup_steps, cfg.steps, clock), device)
-    return per_step("SYNC", places, cfg.steps, "no sync")
+def warmed(cfg, device: torch.device):
+    configure_backends(cfg)
+    trainer = make_workload(cfg, device)
+    run_window(trainer, 0, cfg.warmup_steps, device)
+    return trainer
 
 
-def host_reads(trainer, cfg, device: torch.device) -> str:
-    """'no host read', or each host read the timed loop made, with its count per step."""
-    with HostReads() as reads:
-        timed_steps(trainer, cfg.warmup_steps, cfg.steps, StepClock(device, cfg.steps, trainer.phases))
-    return per_step("HOST READ", Counter(reads.calls), cfg.steps, "no host read")
+def in_one_process(cfg, device: torch.device) -> Counter[str]:
+    trainer = warmed(cfg, device)
+    counts = counted(trainer, cfg, device)
+    del trainer
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return counts
+
+
+def rank_counts(cfg) -> Counter[str]:
+    """One rank's counts (in the rank's own process)."""
+    with process_group(cfg) as device:
+        return counted(warmed(cfg, device), cfg, device)
+
+
+def across_ranks(cfg) -> dict[int, Counter[str]]:
+    """Each rank's counts, the ranks started as a run's are; every counted step with gradient sync (one block)."""
+    from torch.distributed.launcher.api import elastic_launch
+
+    cfg = dataclasses.replace(cfg, dist=dataclasses.replace(cfg.dist, sync_block=cfg.steps))
+    with tempfile.TemporaryDirectory() as logs:
+        # new interpreters: this process has run steps, and a fork of its OpenMP threads would hang
+        config = dataclasses.replace(launch_config(cfg, Path(logs)), start_method="spawn")
+        return elastic_launch(config, rank_counts)(cfg)
 
 
 def main() -> None:
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
-    check = device_syncs if cuda else host_reads
     print(
         "CUDA: syncs per step, as set_sync_debug_mode('warn') reports them"
         if cuda
@@ -64,16 +110,18 @@ def main() -> None:
     )
     for spec in build_plan([*DEFAULTS, f"device={device.type}", *sys.argv[1:]]).runs:
         cfg = spec.config
-        configure_backends(cfg)
-        trainer = make_workload(cfg, device)
-        run_window(trainer, 0, cfg.warmup_steps, device)
-        summary = check(trainer, cfg, device)
-        places = summary.split("; ")
+        single = in_one_process(dataclasses.replace(cfg, dist=DistConf()), device)
+        line = described(single, cfg.steps, cuda)
+        if cfg.dist.name != "none":
+            ranks = across_ranks(cfg)
+            added = max(sum(counts.values()) for counts in ranks.values()) - sum(single.values())
+            line = f"one process: {line} | " + " | ".join(
+                f"rank {rank}: {described(counts, cfg.steps, cuda)}" for rank, counts in sorted(ranks.items())
+            )
+            line += f" | {cfg.dist.name} adds {added / cfg.steps:g} per step"
+        places = line.split("; ")
         expected = " (expected: GradScaler)" if all("grad_scaler.py" in p for p in places) else ""
-        print(f"{spec.name:<60} {summary}{expected}")
-        del trainer
-        if cuda:
-            torch.cuda.empty_cache()
+        print(f"{spec.name:<60} {line}{expected}")
 
 
 if __name__ == "__main__":

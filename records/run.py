@@ -86,6 +86,10 @@ class Summary:
     straggler_index: float | None = None
     exposed_comm_ms: float | None = None
     exposed_comm_share: float | None = None  # of the slowest rank's median synced step
+    # DDP across 2+ ranks: the gradient bytes each rank all-reduces a step, and the bus bandwidth that took at least
+    # (as nccl-tests counts an all-reduce's: bytes x 2(n-1)/n over its time), its time bounded by backward's with sync
+    comm_bytes_per_step: int | None = None
+    bus_gbps_min: float | None = None
 
     def __post_init__(self) -> None:
         untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
@@ -134,7 +138,7 @@ class Summary:
 _MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
 _RANKS_ONLY = (
     "world_size", "rank_step_ms", "rank_own_step_ms", "straggler_rank", "straggler_index", "exposed_comm_ms",
-    "exposed_comm_share",
+    "exposed_comm_share", "comm_bytes_per_step", "bus_gbps_min",
 )  # fmt: skip
 
 

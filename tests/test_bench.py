@@ -2,11 +2,15 @@
 
 import contextlib
 import io
+import re
 import runpy
+import subprocess
 import sys
 
 import pytest
 import torch
+
+from tests.helpers import ROOT
 
 
 def bench(script: str, *args: str) -> str:
@@ -62,3 +66,27 @@ def test_analysis_scale_bench_prints_its_stages():
     out = bench("analysis_scale.py", "--runs", "6", "--steps", "20", "--repeats", "1")
     assert out.startswith("6 runs x 20 steps, median of 1")
     assert all(f"\n{stage}" in out for stage in ("load", "summarise", "table", "total"))
+
+
+def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
+    """(In a process of its own: its ranks are new interpreters, which find its functions in bench.syncs.)"""
+    command = [
+        sys.executable,
+        "-m",
+        "bench.syncs",
+        "model=test_resnet",
+        "model.image_size=32",
+        "model.batch_size=4",
+        "input_type=tensor",
+        "device=cpu",
+        "precision=fp32",
+        "dist=ddp",
+        "dist.world_size=2",
+        "steps=2",
+        "dist.sync_block=2",
+        "warmup_steps=2",
+    ]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
+    (run,) = out.strip().splitlines()[1:]
+    assert re.search(r" one process: .* \| rank 0: .* \| rank 1: .* \| ddp adds -?[\d.]+ per step$", run)
+    assert run.endswith("one process: no host read | rank 0: no host read | rank 1: no host read | ddp adds 0 per step")

@@ -13,6 +13,7 @@ from pathlib import Path
 from records import RANKS, load_sweep, read_steps
 from tests import golden
 from tests.helpers import ROOT, launch_here
+from tests.test_run import wandb_records
 
 TWO_RANKS = [
     "model=test_resnet",
@@ -29,7 +30,8 @@ TWO_RANKS = [
 
 def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
     """Rank 1 sleeps 50 ms a step: the others wait for it in their collectives, and its own steps show it."""
-    result = launch_here(*TWO_RANKS, "dist=ddp", "dist.delay_rank=1", "dist.delay_ms=50", f"runs_dir={tmp_path}")
+    args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=50", "tracker.mode=offline"]
+    result = launch_here(*TWO_RANKS, *args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     (run,) = load_sweep(tmp_path / "default")
     assert run.axes["dist"] == "ddp" and run.axes["world_size"] == "2"
@@ -37,6 +39,8 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert summary.world_size == 2 and len(summary.rank_step_ms) == 2 and summary.steps == 10
     assert summary.exposed_comm_ms > 0 and 0 < summary.exposed_comm_share < 1, "all-reduce is not all hidden"
     assert summary.straggler_rank == 1 and summary.straggler_index > 1
+    assert summary.comm_bytes_per_step == 4 * summary.params, "every fp32 gradient reduced each step"
+    assert 0 < summary.bus_gbps_min < summary.comm_bytes_per_step / (summary.exposed_comm_ms / 1e3) / 1e9
     fast, slow = summary.rank_own_step_ms
     assert slow - fast > 30, "rank 1's own steps carry its 50 ms"
     ranks = read_steps(run.path / RANKS).to_pylist()
@@ -45,8 +49,13 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     for rank in (0, 1):
         mine = [row["grad_sync"] for row in measured if row["rank"] == rank]
         assert len(mine) == 20 and 0 < sum(mine) < 20, "blocks with gradient sync and without it, on each rank"
+    logged = [r["history"]["item"] for r in wandb_records(run.path) if r["type"] == "history"]
+    assert len(logged) == 2 + 20, "one W&B run, a row a step: the warm-up and both kinds of measured steps"
+    without_sync = [row for row in logged if "step_ms" not in row]
+    assert len(without_sync) == 10 and all(not row["rank0/grad_sync"] for row in without_sync)
+    assert all(row["rank0/step_ms"] > 0 and row["rank1/step_ms"] > row["rank0/step_ms"] for row in without_sync)
     header = next(line for line in result.stdout.splitlines() if line.startswith("| data ms"))
-    assert "| straggler | exposed comm ms | exposed comm |" in header
+    assert "| straggler | exposed comm ms | exposed comm | bus GB/s at least |" in header
 
 
 def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp_path):
@@ -54,7 +63,8 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
-    assert all(r.summary.exposed_comm_ms is None and r.summary.straggler_index is None for r in runs), "not measured"
+    assert all(r.summary.exposed_comm_ms is None and r.summary.bus_gbps_min is None for r in runs), "not measured"
+    assert all(r.summary.straggler_index is None for r in runs)
     assert all(len(read_steps(r.path / RANKS).to_pylist()) == r.summary.world_size * (10 + 2) for r in runs)
     table = launch_here("table", str(tmp_path / "default"), "--vs", "world_size=1").stdout.splitlines()
     header = next(line for line in table if line.startswith("| world_size |"))

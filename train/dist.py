@@ -25,6 +25,7 @@ run waits on its ranks forever. The agent takes over this process's signal handl
 are given back after, and a signal it caught interrupts the run as one caught here would.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import multiprocessing
@@ -76,18 +77,26 @@ def rank_main(spec: RunSpec, gather: bool = False) -> Any:
     `gather` (the ranks are a job's tasks) every rank's result goes to rank 0, which returns them all, by rank;
     the others return None."""
     cfg = spec.config
-    device = rank_device(cfg)
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    timeout = datetime.timedelta(seconds=cfg.dist.timeout_s)
-    torch.distributed.init_process_group(backend(cfg, device), timeout=timeout)
-    try:
+    with process_group(cfg) as device:
         result = measure_rank(cfg, device)
         if not gather:
             return result
         rank, every = torch.distributed.get_rank(), [None] * torch.distributed.get_world_size()
         torch.distributed.gather_object(result, every if rank == 0 else None, dst=0)
         return every if rank == 0 else None
+
+
+@contextlib.contextmanager
+def process_group(cfg):
+    """This process as a rank of the run (its rendezvous in the environment: RANK, WORLD_SIZE, MASTER_ADDR...),
+    on its device, which it yields; its collectives fail after dist.timeout_s."""
+    device = rank_device(cfg)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    timeout = datetime.timedelta(seconds=cfg.dist.timeout_s)
+    torch.distributed.init_process_group(backend(cfg, device), timeout=timeout)
+    try:
+        yield device
     finally:
         torch.distributed.destroy_process_group()
 
@@ -110,6 +119,7 @@ def measure_rank(cfg, device: torch.device) -> dict[str, Any]:
         "window": window,
         "first_step": first_step,
         "memory": peak_memory_mib(device),
+        "grad_bytes": sum(p.numel() * p.element_size() for p in work.trainer.model.parameters() if p.requires_grad),
         "workload": work.summary(1.0),  # its fields at one step a second: samples/s scaled by the run
     }
 
@@ -140,27 +150,35 @@ def start_method(cfg) -> str:
     return "fork" if rank_device(cfg).type == "cpu" and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
-    """Start the run's ranks and wait for them: each rank's result, by rank. RankFailed if one failed."""
-    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, SignalException, Std
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+def launch_config(cfg, logs: Path):
+    """How torch's elastic launcher starts the run's ranks on this host: dist.world_size of them, a rendezvous on
+    a free local port (as torchrun --standalone takes), none restarted, each one's output in `logs`."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
+    from torch.distributed.launcher.api import LaunchConfig
 
-    config = LaunchConfig(
+    return LaunchConfig(
         min_nodes=1,
         max_nodes=1,
-        nproc_per_node=spec.config.dist.world_size,
+        nproc_per_node=cfg.dist.world_size,
         run_id=f"perfsweep-{os.getpid()}",
         rdzv_backend="c10d",
-        rdzv_endpoint="localhost:0",  # a free port, as torchrun --standalone takes
+        rdzv_endpoint="localhost:0",
         max_restarts=0,
         monitor_interval=0.1,
-        start_method=start_method(spec.config),
-        logs_specs=DefaultLogsSpecs(log_dir=str(run_dir / LOGS), redirects=Std.ALL),
+        start_method=start_method(cfg),
+        logs_specs=DefaultLogsSpecs(log_dir=str(logs), redirects=Std.ALL),
     )
+
+
+def run_ranks(spec: RunSpec, run_dir: Path) -> list[dict[str, Any]]:
+    """Start the run's ranks and wait for them: each rank's result, by rank. RankFailed if one failed."""
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import elastic_launch
+
     handlers = {number: signal.getsignal(number) for number in HANDLED}
     try:
-        results = elastic_launch(config, rank_main)(spec)
+        results = elastic_launch(launch_config(spec.config, run_dir / LOGS), rank_main)(spec)
     except ChildFailedError as error:
         # the first failure the agent saw: a rank killed by a signal, or a peer of it failing in a collective
         rank, failure = error.get_first_failure()
@@ -221,6 +239,21 @@ class Ranks:
             "straggler_index": max(own) / median(own),
             "exposed_comm_ms": exposed,
             "exposed_comm_share": exposed / max(medians),
+            **self.bus_bandwidth(),
+        }
+
+    def bus_bandwidth(self) -> dict[str, Any]:
+        """DDP's all-reduce of the gradients: its bytes a rank a step, and the bus bandwidth it took at least. The
+        reduction runs within backward with sync (it starts once backward has made a bucket's gradients, and
+        backward ends when every bucket is reduced), on every rank: its time is at most the least of the ranks'
+        median backward, so bytes x 2(n-1)/n over that is a lower bound (loose where backward hides much of it)."""
+        ranks, grad_bytes = len(self.results), self.run_rank["grad_bytes"]
+        if ranks < 2:
+            return {}
+        backward_s = min(self._backward(result, True) for result in self.results) / 1e3
+        return {
+            "comm_bytes_per_step": grad_bytes,
+            "bus_gbps_min": grad_bytes * 2 * (ranks - 1) / ranks / backward_s / 1e9,
         }
 
     def _backward(self, result: dict[str, Any], on: bool) -> float:
@@ -231,6 +264,17 @@ class Ranks:
         fields = dict(self.run_rank["workload"])
         fields["samples_per_s"] = fields["samples_per_s"] * steps_per_s * len(self.results)
         return fields
+
+    def series(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What W&B gets of the run, step by step: its own rows, with every rank's phase times and gradient sync
+        beside them as rank<N>/<column> (DDP's steps without sync among them)."""
+        by_step = {int(row["step"]): dict(row) for row in rows}
+        for result in self.results:
+            for row in [*result["warmup"].rows, *result["window"].rows]:
+                entry = by_step.setdefault(int(row["step"]), {"step": row["step"]})
+                rank = f"rank{result['rank']}/"
+                entry |= {rank + key: value for key, value in row.items() if key.endswith("_ms") or key == "grad_sync"}
+        return [by_step[step] for step in sorted(by_step)]
 
     def write(self, run_dir: Path) -> None:
         every = [

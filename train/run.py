@@ -228,7 +228,8 @@ def across_ranks(
     spec: RunSpec, run_dir: Path, device: torch.device, launch: dict[str, Any]
 ) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
     """Measure the run on its ranks (train/dist.py: its job's tasks on Slurm, else processes it starts) and write
-    its records, every rank's steps among them."""
+    its records, every rank's steps among them: its summary, the rows W&B gets (every rank's beside the run's),
+    and where its time went."""
     results = dist.task_ranks(spec, launch) if launch.get("tasks") else dist.run_ranks(spec, run_dir)
     ranks = dist.Ranks(results)
     mine = ranks.run_rank
@@ -236,7 +237,7 @@ def across_ranks(
     extra, window = ranks.extra(), ranks.window()
     summary = summary_of(spec.config, phases, window, mine["memory"], device, extra, ranks.workload_summary)
     ranks.write(run_dir)
-    rows = write(run_dir, mine["warmup"].rows, ranks.synced(mine), summary)
+    rows = ranks.series(write(run_dir, mine["warmup"].rows, ranks.synced(mine), summary))
     seconds = {"warmup_s": mine["warmup"].seconds, "window_s": mine["window"].seconds}
     return summary, rows, {"first_step": min(r["first_step"] for r in ranks.results), **seconds}
 

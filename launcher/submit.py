@@ -75,6 +75,15 @@ def job_kind(run: RunJob) -> tuple[str | None, int | None, bool]:
     return run.python, run.ranks_per_node, run.spec.config.device != "cpu"
 
 
+def by_kind(packs: list[list[RunJob]]) -> list[list[RunJob]]:
+    """The packs with those of one kind together, in their order, the kinds in the order they first come: an
+    array for each kind, not one each time an interleaved sweep changes kind."""
+    kinds = {}
+    for pack in packs:
+        kinds.setdefault(job_kind(pack[0]), []).append(pack)
+    return [pack for same in kinds.values() for pack in same]
+
+
 def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
     """Packs of up to `size` consecutive runs of one kind. A run whose ranks are its job's tasks has its job to
     itself: the tasks must enter each run's collectives together, and a run that failed on one of them before its
@@ -316,7 +325,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
         job_ids = (
             []
             if backend.on_this_host or not queue
-            else dispatcher.submit(list(queue), max_array_size(conf.max_array_size))
+            else dispatcher.submit(by_kind(list(queue)), max_array_size(conf.max_array_size))
         )
         if not backend.on_this_host:
             queue.clear()

@@ -16,7 +16,7 @@ from conf.schema import LauncherConf
 from launcher import executor
 from launcher.executor import ranks_parameters, slurm_parameters
 from launcher.runs import RunJob
-from launcher.submit import packs_of
+from launcher.submit import by_kind, packs_of
 from launcher.validate import launcher_problems, ranks_problems
 from records import load_sweep, read_steps
 from sweeps.plan import build_plan
@@ -451,6 +451,8 @@ def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):
     packs = packs_of([*by_dist[None], *by_dist[2]], size=4)
     assert len(by_dist[None]) == len(by_dist[2]) == 4
     assert [len(pack) for pack in packs] == [4, 1, 1, 1, 1], "one-process runs share jobs; one across ranks has one"
+    interleaved = [pack for pair in zip(by_dist[None], by_dist[2], strict=True) for pack in ([pair[0]], [pair[1]])]
+    assert [pack[0].ranks_per_node for pack in by_kind(interleaved)] == [None] * 4 + [2] * 4, "an array a kind"
     conf = LauncherConf(name="slurm", nodes=2, gpus_per_node=8, srun_args=["--cpu-bind=cores"])
     shaped = _make_sbatch_string(
         command="python -m submitit.core._submit X",

@@ -21,7 +21,7 @@ from scipy.stats import spearmanr
 
 from analysis import stats
 from analysis.render import Column, View, figure
-from records import DONE, RunRecord, load_sweep
+from records import DONE, RANKS, RunRecord, load_sweep, read_steps
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
@@ -101,18 +101,43 @@ def run_stats(run: RunRecord) -> RunStats:
     return RunStats(run.name, by_phase, noise(steps["step_ms"], by_phase["step"]))
 
 
-def _host_median(item: tuple[RunRecord, str, PhaseStats]) -> str:
-    run, phase, _ = item
-    return figure(run.summary.host_median(phase))
+def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
+    """A run across ranks: each rank's phases (ranks.parquet), its steps with gradient sync, then, for DDP, those
+    without, each labelled with the rank; none for a run in one process."""
+    if not run.summary.world_size or not (run.path / RANKS).is_file():
+        return []
+    names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
+    table = read_steps(run.path / RANKS).select([*names, "rank", "grad_sync", "warmup"])
+    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+    measured = ~columns["warmup"]
+    found = []
+    for rank in sorted(set(columns["rank"][measured].tolist())):
+        for sync, label in ((True, ""), (False, " without sync")):
+            keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync)
+            if keep.any():
+                phases = {name.removesuffix("_ms"): phase_stats(columns[name][keep]) for name in names}
+                found.append((f"{run.name} rank {rank}{label}", phases))
+    return found
+
+
+def _host_median(item: tuple[RunRecord, str, PhaseStats, str]) -> str:
+    run, phase, _, label = item
+    return figure(run.summary.host_median(phase)) if label == run.name else "-"
 
 
 def view(sweep_dir: Path) -> View:
-    """Every done run's per-phase statistics (a row per run and phase), and the runs flagged noisy."""
+    """Every done run's per-phase statistics (a row per run and phase; a run across ranks, then each of its ranks),
+    and the runs flagged noisy."""
     done = [run for run in load_sweep(sweep_dir) if run.state == DONE and run.summary]
     measured = [(run, run_stats(run)) for run in done]
-    items = [(run, phase, s) for run, stats_ in measured for phase, s in stats_.phases.items()]
+    items = [
+        (run, phase, s, label)
+        for run, stats_ in measured
+        for label, phases in [(run.name, stats_.phases), *rank_stats(run)]
+        for phase, s in phases.items()
+    ]
     columns = [
-        Column("run", lambda i: i[0].name),
+        Column("run", lambda i: i[3]),
         Column("phase", lambda i: i[1]),
         Column("median ms", lambda i: f"{i[2].median:.3g}"),
     ]

@@ -12,8 +12,8 @@ nothing else) and prints what in it would make the host wait for the GPU, with p
 amp_fp16 is expected to sync once a step (GradScaler's inf check); anything else is the harness's or
 the model's.
 
-A run across ranks (dist=ddp, dist=fsdp) is counted on each of its ranks, started as its runs start them
-(torch's elastic launcher), every counted step with gradient sync, beside the same step in one process:
+A run across ranks (dist=ddp, dist=fsdp) is counted on each of its ranks, started by torch's elastic launcher as
+a run's on this host (new interpreters), every counted step with gradient sync, beside the same step in one process:
 the line ends with what the wrapper adds a step (its syncs, or its host reads without CUDA; on a CPU the
 reduction itself waits inside gloo's C++, which no host read shows).
 """
@@ -29,7 +29,7 @@ import torch
 from conf.schema import DistConf
 from sweeps.plan import build_plan
 from train.build import configure_backends
-from train.dist import launch_config, process_group
+from train.dist import cpus_of_rank, launch_config, process_group
 from train.syncs import HostReads, host_sync_places
 from train.timing import StepClock
 from train.window import make_workload, run_window, timed_steps
@@ -84,9 +84,11 @@ def in_one_process(cfg, device: torch.device) -> Counter[str]:
 
 
 def rank_counts(cfg) -> Counter[str]:
-    """One rank's counts (in the rank's own process)."""
+    """One rank's counts (in the rank's own process, its threads as a run's rank has them)."""
     with process_group(cfg) as device:
-        return counted(warmed(cfg, device), cfg, device)
+        trainer = warmed(cfg, device)
+        torch.set_num_threads(cpus_of_rank(cfg, as_task=False))
+        return counted(trainer, cfg, device)
 
 
 def across_ranks(cfg) -> dict[int, Counter[str]]:

@@ -75,7 +75,9 @@ class RunPack(submitit.helpers.Checkpointable):
         info = {**process_info(), **job_info()}
         if info.get("tasks"):
             # a run across ranks, a rank a task: torch.distributed's rendezvous (env://) on the job's first node
-            environment = submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+            # (a MASTER_PORT already set, by launcher.setup, is kept; RANK and the rest are the task's)
+            rendezvous = submitit.helpers.TorchDistributedEnvironment()
+            environment = rendezvous.export(set_cuda_visible_devices=False, overwrite=True)
             if environment.rank > 0:
                 return self._as_rank(runs)
         if self.isolation == "fork":

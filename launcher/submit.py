@@ -71,8 +71,9 @@ def chunks_by(items: list, size: int, kind) -> list[tuple[int, list]]:
 
 
 def job_kind(run: RunJob) -> tuple[str | None, int | None, bool]:
-    """What a job must be to run `run`: its environment's Python, its tasks a node, whether they are on GPUs."""
-    return run.python, run.ranks_per_node, run.spec.config.device != "cpu"
+    """What a job must be to run `run`: its environment's Python, and for a run whose ranks are its tasks, their
+    number a node and whether they are on GPUs (a GPU each)."""
+    return run.python, run.ranks_per_node, run.ranks_per_node is not None and run.spec.config.device != "cpu"
 
 
 def by_kind(packs: list[list[RunJob]]) -> list[list[RunJob]]:

@@ -140,6 +140,11 @@ def ranks_problems(plan: Plan) -> list[str]:
             f"dist.world_size={wide} on GPUs: a rank needs a GPU of its own, and launcher=local gives each run "
             f"{given}; launcher.gpus_per_node={wide} gives a run this host's first {wide} (or device=cpu)"
         )
+    elif given is not None and wide > 1 and conf.parallelism > 1:
+        problems.append(
+            f"launcher.parallelism={conf.parallelism} with dist.world_size={wide} on GPUs: each run is given this "
+            f"host's first {given} GPUs, so runs at once would share them; use launcher.parallelism=1"
+        )
     return problems
 
 

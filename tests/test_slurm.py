@@ -13,7 +13,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 
 import records
 from conf.schema import LauncherConf
-from launcher import executor
+from launcher import executor, validate
 from launcher.executor import ranks_parameters, slurm_parameters
 from launcher.runs import RunJob
 from launcher.submit import by_kind, packs_of
@@ -435,8 +435,8 @@ def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path
     ended = wait_until_final(sweep, timeout_s=60)[name]
     assert time.monotonic() - killed < 30, "well before dist.timeout_s (120)"
     assert ended.state == "failed" and ended.error.type == "RankFailed"
-    assert re.match(r"rank 0 of 2 failed \(\w+\): .*; each rank's output is its task's log, .*_<rank>_log\.err$",
-                    ended.error.message)  # fmt: skip
+    said = r"rank 0 of 2 failed \(\w+\): .*; its output: .*\.log; each other rank's is its task's log, .*_<rank>_log"
+    assert re.match(said, ended.error.message)
     while subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() - killed < 30, "the job ended with its run"
         time.sleep(0.5)
@@ -474,3 +474,22 @@ def test_more_nodes_than_one_are_for_runs_across_ranks_on_slurm(tmp_path):
     ]:
         problems = ranks_problems(build_plan([*TINY, launcher, dist, "launcher.nodes=2", f"runs_dir={tmp_path}"]))
         assert len(problems) == 1 and problems[0].startswith(says)
+
+
+def test_one_process_runs_on_other_devices_still_share_jobs(tmp_path):
+    plan = build_plan([*TINY, "device=cpu,cuda", "input_type=tensor,subclass", "launcher=slurm"])
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
+    assert len({run.spec.config.device for run in runs}) == 2
+    assert [len(pack) for pack in packs_of(runs, size=len(runs))] == [len(runs)], "the device shapes no job"
+
+
+def test_local_gpu_ranks_need_their_gpus_and_runs_at_once_would_share_them(tmp_path, monkeypatch):
+    """(A host with GPUs, faked: this one has none. Only the count is asked.)"""
+    monkeypatch.setattr(validate, "local_gpus", lambda: 1)
+    ranks = [*TINY, "dist=ddp", "dist.world_size=2", "steps=10", "device=cuda", f"runs_dir={tmp_path}"]
+    (one_gpu,) = ranks_problems(build_plan(ranks))
+    assert one_gpu.startswith("dist.world_size=2 on GPUs: a rank needs a GPU of its own, and launcher=local gives")
+    assert "launcher.gpus_per_node=2 gives a run this host's first 2" in one_gpu
+    assert ranks_problems(build_plan([*ranks, "launcher.gpus_per_node=2"])) == []
+    (shared,) = ranks_problems(build_plan([*ranks, "launcher.gpus_per_node=2", "launcher.parallelism=2"]))
+    assert shared.startswith("launcher.parallelism=2 with dist.world_size=2 on GPUs: each run is given this host's")

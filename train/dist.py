@@ -62,14 +62,16 @@ def rank_device(cfg) -> torch.device:
     return torch.device("cuda", local_rank())
 
 
-def cpus_of_rank(cfg) -> int:
-    """The CPU threads a rank may use: the task's CPUs where it is a Slurm task given some, else the node's
-    (the job's on Slurm, this process's affinity otherwise) shared among its ranks."""
-    given = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    if cfg.threads is None and given.isdigit() and "SLURM_PROCID" in os.environ:
-        return int(given)
-    node = os.environ.get("SLURM_CPUS_ON_NODE", "")
-    return rank_threads(cfg, int(node) if node.isdigit() else len(os.sched_getaffinity(0)))
+def cpus_of_rank(cfg, as_task: bool) -> int:
+    """The CPU threads a rank may use: `threads` if the run sets them; else, for a rank that is a Slurm task, the
+    CPUs given to it (or its node's shared among the node's ranks); else this process's CPUs shared among the
+    ranks it starts. Never more than the CPUs this process may run on."""
+    mine = len(os.sched_getaffinity(0))
+    if cfg.threads is not None or not as_task:
+        return rank_threads(cfg, mine)
+    given, node = os.environ.get("SLURM_CPUS_PER_TASK", ""), os.environ.get("SLURM_CPUS_ON_NODE", "")
+    cpus = int(given) if given.isdigit() else rank_threads(cfg, int(node)) if node.isdigit() else mine
+    return max(1, min(cpus, mine))
 
 
 def rank_main(spec: RunSpec, gather: bool = False) -> Any:
@@ -78,7 +80,7 @@ def rank_main(spec: RunSpec, gather: bool = False) -> Any:
     the others return None."""
     cfg = spec.config
     with process_group(cfg) as device:
-        result = measure_rank(cfg, device)
+        result = measure_rank(cfg, device, as_task=gather)
         if not gather:
             return result
         rank, every = torch.distributed.get_rank(), [None] * torch.distributed.get_world_size()
@@ -101,10 +103,10 @@ def process_group(cfg):
         torch.distributed.destroy_process_group()
 
 
-def measure_rank(cfg, device: torch.device) -> dict[str, Any]:
+def measure_rank(cfg, device: torch.device, as_task: bool) -> dict[str, Any]:
     """This rank's warm-up and measured windows, each step marked with or without gradient sync."""
     configure_backends(cfg)
-    torch.set_num_threads(cpus_of_rank(cfg))
+    torch.set_num_threads(cpus_of_rank(cfg, as_task))
     first_step = time.time()
     work = make_workload(cfg, device)
     warmup = run_window(work, 0, cfg.warmup_steps, device)
@@ -137,10 +139,11 @@ def task_ranks(spec: RunSpec, launch: dict[str, Any]) -> list[dict[str, Any]]:
         return rank_main(spec, gather=True)
     except Exception as error:  # a peer's connection closed, a collective past dist.timeout_s
         said = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
-        folder = Path(launch["log"]).parent if launch.get("log") else "the job's folder"
+        job, own = launch.get("job_id"), launch.get("log")
+        folder = Path(own).parent if own else Path("the job's folder")
         raise RankFailed(
-            f"rank 0 of {launch['tasks']} failed ({type(error).__name__}): {said}; each rank's output is its task's "
-            f"log, {folder}/{launch.get('job_id')}_<rank>_log.err"
+            f"rank 0 of {launch['tasks']} failed ({type(error).__name__}): {said}; its output: {own}; each other "
+            f"rank's is its task's log, {folder}/{job}_<rank>_log.err"
         ) from error
 
 

@@ -100,9 +100,11 @@ def write_report(args: argparse.Namespace) -> int:
     from records import load_sweep
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
-    phases = next((list(r.summary.phases) for r in load_sweep(args.sweep_dir) if r.summary), []) if args.wandb else []
+    summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
+    phases = list(summaries[0].phases) if summaries else []
+    ranks = max((s.world_size or 0 for s in summaries), default=0)
     if args.wandb and args.dry_run:  # writes nothing
-        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)))
+        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)))
         return 0
     out = output_folder(args)
     if args.wandb:
@@ -115,7 +117,7 @@ def write_report(args: argparse.Namespace) -> int:
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
-        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases)
+        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)
         try:
             url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
         except wandb_online.WandbUnreachable as error:

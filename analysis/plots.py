@@ -2,7 +2,8 @@
 beside its configuration's interval, and speed-ups as a point with its interval around 1.00x.
 
     python -m analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
-                                                       (DIR/plots/ with --out)
+                                                       (DIR/plots/ with --out), and ranks.png for runs
+                                                       across ranks
 
 Each configuration is labelled by the axes and fields that vary in the sweep; rows are sorted, so the slowest (or
 the largest effect) is at the top. An interval from one run's steps is drawn dashed and labelled within-run.
@@ -17,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from analysis import ranks  # noqa: E402
 from analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
 from analysis.replicates import across_runs  # noqa: E402
 from analysis.stats import median_interval  # noqa: E402
@@ -106,6 +108,23 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path) -> None:
     _save(fig, path)
 
 
+def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path) -> None:
+    """Runs across ranks: each rank's median step with gradient sync (filled) and, for DDP, without (open), the
+    geometric mean over its configuration's runs; a straggler's open point stands apart from the others'."""
+    by_label = {}
+    for config, rank, sync, means in (row for each in across for row in ranks.rows(each)):
+        by_label.setdefault(f"{names[config.key]}  rank {rank}", {})[sync] = means["step_ms"]
+    title = "Step time by rank: median with gradient sync (filled) and without (open; DDP), over a configuration's runs"
+    fig, ax = _figure(len(by_label), title, [v for found in by_label.values() for v in found.values() if v])
+    for y, found in enumerate(by_label.values()):
+        for sync in (True, False):
+            if found.get(sync):
+                ax.plot([found[sync]], [y], "o", color="tab:blue", fillstyle="full" if sync else "none")
+    ax.set_yticks(range(len(by_label)), list(by_label))
+    ax.set_xlabel("median step time (ms)")
+    _save(fig, path)
+
+
 def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
     """Plot the sweep's done runs into OUT/plots/ (OUT: the sweep folder, unless given); the files written."""
     runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
@@ -122,4 +141,8 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
     if compared:
         written.append(out / "speedups.png")
         speedups_plot(compared, names, written[-1])
+    across = [config for config in configs if ranks.rank_steps(config.first)]
+    if across:
+        written.append(out / "ranks.png")
+        ranks_plot(across, names, written[-1])
     return written

@@ -51,7 +51,7 @@ def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
     if done:
         plots = {p.name: p for p in write_plots(sweep_dir, out)}
-        for heading, name in PLOT_SECTIONS.items():
+        for heading, name in [*PLOT_SECTIONS.items(), RANKS_SECTION]:
             if name in plots:
                 parts += [f"<h2>{heading}</h2>", _image(plots[name])]
     page = f"<!doctype html><html><head><meta charset=utf-8><title>perfsweep {html.escape(sweep_dir.name)}</title>"
@@ -68,11 +68,15 @@ PLOT_SECTIONS = {
     "Speed-up over the baseline": "speedups.png",
     "Step time, run by run": "runs.png",
 }
+RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep with runs across ranks
 
 
-def wandb_report_content(sweep: str, project: str, entity: str | None, phases: list[str]) -> dict[str, Any]:
+def wandb_report_content(
+    sweep: str, project: str, entity: str | None, phases: list[str], ranks: int = 0
+) -> dict[str, Any]:
     """What the W&B Report holds, as plain data: title, description, and blocks (headings, text, and panel grids
-    of the sweep's runs, selected by their W&B group): the HTML report's sections, as W&B panels."""
+    of the sweep's runs, selected by their W&B group): the HTML report's sections, as W&B panels; for a sweep
+    whose runs have up to `ranks` ranks, each rank's step and backward over the steps (its rank<N>/ series)."""
     runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{sweep}'"}
     timed = [*phases, "step"]
     panels = {
@@ -81,6 +85,10 @@ def wandb_report_content(sweep: str, project: str, entity: str | None, phases: l
         "Speed-up over the baseline": [{"type": "table", "table": "speedups"}],
         "Step time, run by run": [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in timed],
     }
+    if ranks:
+        panels[RANKS_SECTION[0]] = [
+            {"type": "line", "x": "step", "y": [f"rank{r}/{p}_ms" for r in range(ranks)]} for p in ("step", "backward")
+        ]
     blocks: list[dict[str, Any]] = [
         {"type": "h1", "text": f"Sweep {sweep}"},
         {"type": "p", "text": "Per-step phase times of the sweep's runs, recorded by perfsweep."},

@@ -20,8 +20,9 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from analysis import stats
+from analysis.ranks import rank_steps
 from analysis.render import Column, View, figure
-from records import DONE, RANKS, RunRecord, load_sweep, read_steps
+from records import DONE, RunRecord, load_sweep
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
@@ -102,22 +103,12 @@ def run_stats(run: RunRecord) -> RunStats:
 
 
 def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
-    """A run across ranks: each rank's phases (ranks.parquet), its steps with gradient sync, then, for DDP, those
-    without, each labelled with the rank; none for a run in one process."""
-    if not run.summary.world_size or not (run.path / RANKS).is_file():
-        return []
-    names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
-    table = read_steps(run.path / RANKS).select([*names, "rank", "grad_sync", "warmup"])
-    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
-    measured = ~columns["warmup"]
-    found = []
-    for rank in sorted(set(columns["rank"][measured].tolist())):
-        for sync, label in ((True, ""), (False, " without sync")):
-            keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync)
-            if keep.any():
-                phases = {name.removesuffix("_ms"): phase_stats(columns[name][keep]) for name in names}
-                found.append((f"{run.name} rank {rank}{label}", phases))
-    return found
+    """A run across ranks: each rank's phases, with gradient sync and (DDP) without, labelled with the rank."""
+    return [
+        (f"{run.name} rank {rank}{'' if sync else ' without sync'}",
+         {name.removesuffix("_ms"): phase_stats(times) for name, times in steps.items()})
+        for (rank, sync), steps in rank_steps(run).items()
+    ]  # fmt: skip
 
 
 def _host_median(item: tuple[RunRecord, str, PhaseStats, str]) -> str:

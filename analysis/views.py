@@ -3,7 +3,7 @@ the table, then across replicates (repeats=N) and beside the published figures (
 
 from pathlib import Path
 
-from analysis import published, published_models, replicates, table
+from analysis import published, published_models, ranks, replicates, table
 from analysis.groups import compared_along
 from analysis.render import View
 from records import load_sweep
@@ -16,7 +16,8 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None 
     views = [table.table_view(sweep_dir, compared_along(runs, vs))]
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir))
-    return views + published_views(sweep_dir)
+    across = ranks.view(sweep_dir, names)
+    return views + ([across] if across else []) + published_views(sweep_dir)
 
 
 def published_views(sweep_dir: Path) -> list[View]:

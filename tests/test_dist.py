@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from statistics import median
 
+from analysis.plots import write_plots
+from analysis.report import wandb_report_content
 from records import RANKS, load_sweep, read_steps
 from tests import golden
 from tests.helpers import ROOT, launch_here
@@ -57,7 +59,18 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     # (the first step of a block without sync still waits for the peers: its forward broadcasts buffers)
     fast, slow = (median(row[f"rank{rank}/step_ms"] for row in without_sync) for rank in (0, 1))
     assert slow - fast > 30, "rank 1's W&B series carries its 50 ms"
+    content = wandb_report_content("default", "perfsweep", None, list(summary.phases), ranks=2)
+    blocks = content["blocks"]
+    (grid,) = [b for a, b in zip(blocks, blocks[1:], strict=False) if a.get("text") == "Step time by rank"]
+    assert all(set(panel["y"]) <= set(logged[-1]) for panel in grid["panels"]), "the W&B Report plots what is logged"
+    assert (tmp_path / "default" / "plots" / "ranks.png") in write_plots(tmp_path / "default")
     header = next(line for line in result.stdout.splitlines() if line.startswith("| data ms"))
+    ranks_view = [
+        [cell.strip() for cell in line.split("|")[1:-1]]
+        for line in result.stdout.split("the ranks of its runs across ranks")[1].splitlines()[1:7]
+    ]
+    assert ranks_view[0][:5] == ["configuration", "runs", "rank", "grad sync", "data ms"]
+    assert [row[2:4] for row in ranks_view[2:]] == [["0", "yes"], ["0", "no"], ["1", "yes"], ["1", "no"]], "each rank"
     shown = launch_here("runs", str(tmp_path / "default")).stdout
     for rank in ("rank 0", "rank 0 without sync", "rank 1", "rank 1 without sync"):
         assert re.search(rf"\| {run.name} {rank} +\| step ", shown), "the runs view: each rank, with sync and without"

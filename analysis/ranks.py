@@ -1,0 +1,68 @@
+"""The ranks of a sweep's runs across ranks (dist=ddp, dist=fsdp): each rank's median phase times, with gradient
+sync and, for DDP, without, over each configuration's runs (ranks.parquet). The table shows a run as its rank
+whose steps are the run's; this view shows every rank beside it."""
+
+from pathlib import Path
+
+import numpy as np
+
+from analysis import evidence
+from analysis.groups import Configuration, configurations, labels
+from analysis.render import Column, View, figure
+from records import DONE, RANKS, RunRecord, load_sweep, read_steps
+
+
+def rank_steps(run: RunRecord) -> dict[tuple[int, bool], dict[str, np.ndarray]]:
+    """Each (rank, gradient sync) of a run across ranks, in that order: its measured steps' times per phase (ms,
+    the step's among them); empty for a run in one process."""
+    if not (run.summary and run.summary.world_size and (run.path / RANKS).is_file()):
+        return {}
+    names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
+    table = read_steps(run.path / RANKS).select([*names, "rank", "grad_sync", "warmup"])
+    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+    measured = ~columns["warmup"]
+    found = {}
+    for rank in sorted(set(columns["rank"][measured].tolist())):
+        for sync in (True, False):
+            keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync)
+            if keep.any():
+                found[(rank, sync)] = {name: columns[name][keep] for name in names}
+    return found
+
+
+def rank_medians(run: RunRecord) -> dict[tuple[int, bool], dict[str, float]]:
+    return {key: {n: float(np.median(times)) for n, times in steps.items()} for key, steps in rank_steps(run).items()}
+
+
+def rows(config: Configuration) -> list[tuple[Configuration, int, bool, dict[str, float | None]]]:
+    """The configuration's rank rows: each phase's geometric mean over its runs of the rank's median."""
+    per_run = [rank_medians(run) for run in config.runs]
+    found = []
+    for rank, sync in sorted({key for medians in per_run for key in medians}, key=lambda k: (k[0], not k[1])):
+        names = next(medians[(rank, sync)] for medians in per_run if (rank, sync) in medians)
+        means = {n: evidence.geometric_mean(m[(rank, sync)][n] for m in per_run if (rank, sync) in m) for n in names}
+        found.append((config, rank, sync, means))
+    return found
+
+
+def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
+    """Every rank of the sweep's runs across ranks; None where it has none."""
+    across = [run for run in load_sweep(sweep_dir, names) if run.state == DONE and rank_steps(run)]
+    if not across:
+        return None
+    configs = configurations(across)
+    label = labels(configs)
+    phases = (*across[0].summary.phases, "step")
+    columns = [
+        Column("configuration", lambda row: label[row[0].key]),
+        Column("runs", lambda row: str(len(row[0].runs))),
+        Column("rank", lambda row: str(row[1])),
+        Column("grad sync", lambda row: "yes" if row[2] else "no"),
+        *[Column(f"{p} ms", lambda row, p=p: figure(row[3].get(f"{p}_ms"))) for p in phases],
+    ]
+    above = [
+        f"{sweep_dir}: the ranks of its runs across ranks: each rank's median per phase, with gradient sync and (DDP) "
+        "without; over a configuration's runs, their geometric mean"
+    ]
+    items = [row for config in configs for row in rows(config)]
+    return View("Ranks", above, columns, items, flags=[], empty="")

@@ -1,6 +1,6 @@
 """The ranks of a sweep's runs across ranks (dist=ddp, dist=fsdp): each rank's median phase times, with gradient
-sync and, for DDP, without, over each configuration's runs (ranks.parquet). The table shows a run as its rank
-whose steps are the run's; this view shows every rank beside it."""
+sync and without, over each configuration's runs (ranks.parquet). The table shows a run as its rank whose steps
+are the run's; this view shows every rank beside it."""
 
 from pathlib import Path
 
@@ -61,8 +61,9 @@ def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
         *[Column(f"{p} ms", lambda row, p=p: figure(row[3].get(f"{p}_ms"))) for p in phases],
     ]
     above = [
-        f"{sweep_dir}: the ranks of its runs across ranks: each rank's median per phase, with gradient sync and (DDP) "
-        "without; over a configuration's runs, their geometric mean"
+        f"{sweep_dir}: the ranks of its runs across ranks: each rank's median per phase, with gradient sync and "
+        "without (DDP's blocks in its window; FSDP's in its probe after the window, where a step without sync leaves "
+        "the optimizer nothing to step); over a configuration's runs, their geometric mean"
     ]
     items = [row for config in configs for row in rows(config)]
     return View("Ranks", above, columns, items, flags=[], empty="")

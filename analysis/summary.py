@@ -103,7 +103,7 @@ def run_stats(run: RunRecord) -> RunStats:
 
 
 def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
-    """A run across ranks: each rank's phases, with gradient sync and (DDP) without, labelled with the rank."""
+    """A run across ranks: each rank's phases, with gradient sync and without, labelled with the rank."""
     return [
         (f"{run.name} rank {rank}{'' if sync else ' without sync'}",
          {name.removesuffix("_ms"): phase_stats(times) for name, times in steps.items()})

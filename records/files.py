@@ -26,7 +26,7 @@ from typing import Any
 # a run's folder
 CONFIG, ENV, STEPS, SUMMARY, STATUS = "config.json", "env.json", "steps.parquet", "summary.json", "status.json"
 PROFILE = "profile.pt.trace.json.gz"  # a torch.profiler trace, when profile=true
-RANKS = "ranks.parquet"  # a run across ranks: every rank's steps (rank, grad_sync), its steps.parquet the slowest's
+RANKS = "ranks.parquet"  # a run across ranks: every rank's steps (rank, grad_sync, probe); steps.parquet: one's
 # a sweep's folder
 SWEEP, RUNS, JOBS, REPORT = "sweep.json", "runs.jsonl", "jobs.json", "report.html"
 

@@ -75,10 +75,11 @@ class Summary:
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
-    # A run across ranks (dist=ddp/fsdp): its figures above are its slowest rank's synced steps (samples/s: all
-    # ranks'); each rank's median step with gradient sync and without (its own, waiting for no other), the
-    # straggler index (slowest / median rank, without sync), and the communication backward did not hide (the
-    # slowest rank's median backward with gradient sync less without it).
+    # A run across ranks (dist=ddp/fsdp): its figures above are one rank's synced window steps (the straggler's;
+    # samples/s: all ranks'); each rank's median step with gradient sync and (DDP) without (its own, waiting for
+    # no other), the straggler index (slowest / median rank, without sync; DDP only), and the communication
+    # backward did not hide (the least over the ranks of the median backward with gradient sync less without it:
+    # DDP's window, FSDP's probe after its window).
     world_size: int | None = None
     rank_step_ms: list[float] | None = None
     rank_own_step_ms: list[float] | None = None
@@ -86,8 +87,9 @@ class Summary:
     straggler_index: float | None = None
     exposed_comm_ms: float | None = None
     exposed_comm_share: float | None = None  # of the slowest rank's median synced step
-    # DDP across 2+ ranks: the gradient bytes each rank all-reduces a step, and the bus bandwidth that took at least
-    # (as nccl-tests counts an all-reduce's: bytes x 2(n-1)/n over its time), its time bounded by backward's with sync
+    # Across 2+ ranks: the gradient bytes each rank reduces a step, and the bus bandwidth that took at least (as
+    # nccl-tests counts it: DDP's all-reduce bytes x 2(n-1)/n, FSDP's reduce-scatter bytes x (n-1)/n, over its
+    # time), its time bounded by backward's with sync
     comm_bytes_per_step: int | None = None
     bus_gbps_min: float | None = None
 

@@ -13,7 +13,7 @@ from statistics import median
 
 from analysis.plots import write_plots
 from analysis.report import wandb_report_content
-from records import RANKS, load_sweep, read_steps
+from records import RANKS, STEPS, load_sweep, read_steps
 from tests import golden
 from tests.helpers import ROOT, launch_here
 from tests.test_run import wandb_records
@@ -82,9 +82,17 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
-    assert all(r.summary.exposed_comm_ms is None and r.summary.bus_gbps_min is None for r in runs), "not measured"
-    assert all(r.summary.straggler_index is None for r in runs)
-    assert all(len(read_steps(r.path / RANKS).to_pylist()) == r.summary.world_size * (10 + 2) for r in runs)
+    assert all(r.summary.straggler_index is None for r in runs), "every FSDP step all-gathers: none waits for none"
+    (two,) = [r for r in runs if r.summary.world_size == 2]
+    assert two.summary.exposed_comm_ms > 0 and 0 < two.summary.exposed_comm_share < 1, "reduce-scatter not all hidden"
+    assert two.summary.comm_bytes_per_step == 4 * two.summary.params and two.summary.bus_gbps_min > 0
+    for run in runs:
+        rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
+        assert len(rows) == run.summary.world_size * (10 + 20), "a window of 10 steps, then a probe of 20"
+        assert all(row["grad_sync"] for row in rows if not row["probe"]), "the window syncs every step"
+        probe = [row["grad_sync"] for row in rows if row["probe"] and row["rank"] == 0]
+        assert probe == [True] * 5 + [False] * 5 + [True] * 5 + [False] * 5, "blocks with sync and without"
+        assert [row["step"] for row in read_steps(run.path / STEPS).to_pylist()] == list(range(12))
     table = launch_here("table", str(tmp_path / "default"), "--vs", "world_size=1").stdout.splitlines()
     header = next(line for line in table if line.startswith("| world_size |"))
     assert "| vs 1 " in header and "dist.world_size" not in header, "the speed-up over one rank: its efficiency"

@@ -10,14 +10,20 @@ Each rank builds the training step with its model distributed (train/parallel.py
 window as a single process does, reading nothing back inside it. A DDP rank's window is 2 x `steps` steps in
 alternating blocks of dist.sync_block steps with gradient sync and without it (no_sync()): the same work and
 shapes, so its backward with sync less its backward without is the communication backward did not hide,
-measured rather than guessed. FSDP syncs every step (train/parallel.py says why): its runs have no such figure.
+measured rather than guessed. An FSDP rank's window syncs every step, and its blocks with and without sync (its
+gradient sync switched off) follow in a probe of 2 x `steps` steps after it: FSDP2's steps without sync keep every
+unit's unsharded gradients until the next step with it, which the window's peak memory would count, and leave the
+optimizer nothing to step. Its backward without sync is the same work less the reduce-scatter (and plus the sum of
+each block's gradients), so the difference is the reduce-scatter backward did not hide; the parameters'
+all-gathers run in both and are not in it.
 
-The run's steps are one rank's synced steps, which every view reads as any run's: the straggler's, the rank the
-others wait for (its own steps, without sync, are the slowest), or for FSDP the rank with the slowest synced
+The run's steps are one rank's synced window steps, which every view reads as any run's: the straggler's, the rank
+the others wait for (its own steps, without sync, are the slowest), or for FSDP the rank with the slowest synced
 steps; ranks.parquet keeps every rank's steps. Synced steps wait for the slowest rank in their collectives, so
 they hide which one it is: the straggler index (the slowest rank's median own step over the ranks' median) is
-taken over the steps without sync, where a DDP rank waits for none. The exposed communication is the least
-over the ranks: the straggler waits for no one, so its difference is the reduction alone.
+taken over DDP's steps without sync, where a rank waits for none. FSDP has no such steps (each all-gathers its
+parameters), so no straggler index. The exposed communication is the least over the ranks: the straggler waits
+for no one, so its difference is the reduction alone.
 
 A rank that fails ends the others (the elastic agent stops them as soon as one exits with an error), and a
 collective that waits more than dist.timeout_s fails the rank waiting in it (a rank that died or hangs), so no
@@ -41,7 +47,7 @@ import torch
 import records
 from sweeps.spec import RunSpec
 from train.build import configure_backends
-from train.parallel import local_rank, measured_steps, rank_threads, synced
+from train.parallel import local_rank, measured_steps, probe_steps, rank_threads, synced
 from train.window import Window, make_workload, peak_memory_mib, run_window
 
 LOGS = "ranks"  # in the run's folder: each rank's output, as the elastic agent writes it
@@ -104,7 +110,7 @@ def process_group(cfg):
 
 
 def measure_rank(cfg, device: torch.device, as_task: bool) -> dict[str, Any]:
-    """This rank's warm-up and measured windows, each step marked with or without gradient sync."""
+    """This rank's warm-up, measured window and (FSDP) probe, each step marked with or without gradient sync."""
     configure_backends(cfg)
     torch.set_num_threads(cpus_of_rank(cfg, as_task))
     first_step = time.time()
@@ -113,14 +119,19 @@ def measure_rank(cfg, device: torch.device, as_task: bool) -> dict[str, Any]:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     window = run_window(work, cfg.warmup_steps, measured_steps(cfg), device)
-    for row in [*warmup.rows, *window.rows]:
+    memory = peak_memory_mib(device)
+    probe = None
+    if probe_steps(cfg):  # after the window's peak memory is read: its steps without sync hold more
+        probe = run_window(work, cfg.warmup_steps + measured_steps(cfg), probe_steps(cfg), device)
+    for row in [*warmup.rows, *window.rows, *(probe.rows if probe else [])]:
         row["grad_sync"] = synced(int(row["step"]), cfg)
     return {
         "rank": torch.distributed.get_rank(),
         "warmup": warmup,
         "window": window,
+        "probe": probe,
         "first_step": first_step,
-        "memory": peak_memory_mib(device),
+        "memory": memory,
         "grad_bytes": sum(p.numel() * p.element_size() for p in work.trainer.model.parameters() if p.requires_grad),
         "workload": work.summary(1.0),  # its fields at one step a second: samples/s scaled by the run
     }
@@ -229,38 +240,41 @@ class Ranks:
         return Window(rows, sum(row["step_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
 
     def extra(self) -> dict[str, Any]:
-        """The summary's fields of a run across ranks (those measured without sync only for DDP)."""
+        """The summary's fields of a run across ranks: the straggler where ranks have steps that wait for none
+        (DDP's without sync), the exposed communication where they have steps without sync to compare with."""
         medians, own = self.medians(), self.medians(on=False)
         fields: dict[str, Any] = {"world_size": len(self.results), "rank_step_ms": medians}
-        if own is None:
+        if own is not None:
+            fields |= {
+                "rank_own_step_ms": own,
+                "straggler_rank": self.run_rank["rank"],
+                "straggler_index": max(own) / median(own),
+            }
+        compared = [self.compared(result) for result in self.results]
+        if not all(rows[False] for rows in compared):
             return fields
-        exposed = min(max(0.0, self._backward(r, True) - self._backward(r, False)) for r in self.results)
-        return {
-            **fields,
-            "rank_own_step_ms": own,
-            "straggler_rank": self.run_rank["rank"],
-            "straggler_index": max(own) / median(own),
-            "exposed_comm_ms": exposed,
-            "exposed_comm_share": exposed / max(medians),
-            **self.bus_bandwidth(),
-        }
+        exposed = min(max(0.0, _backward(rows[True]) - _backward(rows[False])) for rows in compared)
+        fields |= {"exposed_comm_ms": exposed, "exposed_comm_share": exposed / max(medians)}
+        return fields | self.bus_bandwidth()
+
+    def compared(self, result: dict[str, Any]) -> dict[bool, list[dict[str, Any]]]:
+        """A rank's steps that measure its exposed communication, with gradient sync and without: DDP's window,
+        whose blocks alternate, or FSDP's probe after its window."""
+        rows = (result["probe"] or result["window"]).rows
+        return {on: [row for row in rows if row["grad_sync"] == on] for on in (True, False)}
 
     def bus_bandwidth(self) -> dict[str, Any]:
-        """DDP's all-reduce of the gradients: its bytes a rank a step, and the bus bandwidth it took at least. The
-        reduction runs within backward with sync (it starts once backward has made a bucket's gradients, and
-        backward ends when every bucket is reduced), on every rank: its time is at most the least of the ranks'
-        median backward, so bytes x 2(n-1)/n over that is a lower bound (loose where backward hides much of it)."""
+        """The gradients' reduction: its bytes a rank a step, and the bus bandwidth it took at least, as nccl-tests
+        counts it: DDP's all-reduce moves bytes x 2(n-1)/n, FSDP's reduce-scatter bytes x (n-1)/n. It runs within
+        backward with sync (it starts once backward has made a bucket's or unit's gradients, and backward ends when
+        every one is reduced), on every rank: its time is at most the least of the ranks' median backward, so that
+        is a lower bound (loose where backward hides much of it)."""
         ranks, grad_bytes = len(self.results), self.run_rank["grad_bytes"]
         if ranks < 2:
             return {}
-        backward_s = min(self._backward(result, True) for result in self.results) / 1e3
-        return {
-            "comm_bytes_per_step": grad_bytes,
-            "bus_gbps_min": grad_bytes * 2 * (ranks - 1) / ranks / backward_s / 1e9,
-        }
-
-    def _backward(self, result: dict[str, Any], on: bool) -> float:
-        return median(row["backward_ms"] for row in self.synced(result, on))
+        backward_s = min(_backward(self.synced(result)) for result in self.results) / 1e3
+        moved = (2 if self.results[0]["probe"] is None else 1) * (ranks - 1) / ranks
+        return {"comm_bytes_per_step": grad_bytes, "bus_gbps_min": grad_bytes * moved / backward_s / 1e9}
 
     def workload_summary(self, steps_per_s: float) -> dict[str, Any]:
         """The training step's fields, samples/s of all ranks together."""
@@ -270,20 +284,33 @@ class Ranks:
 
     def series(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """What W&B gets of the run, step by step: its own rows, with every rank's phase times and gradient sync
-        beside them as rank<N>/<column> (DDP's steps without sync among them)."""
+        beside them as rank<N>/<column> (the steps without sync among them, and FSDP's probe after the window)."""
         by_step = {int(row["step"]): dict(row) for row in rows}
         for result in self.results:
-            for row in [*result["warmup"].rows, *result["window"].rows]:
+            for row in [*result["warmup"].rows, *result["window"].rows, *_rows(result["probe"])]:
                 entry = by_step.setdefault(int(row["step"]), {"step": row["step"]})
                 rank = f"rank{result['rank']}/"
                 entry |= {rank + key: value for key, value in row.items() if key.endswith("_ms") or key == "grad_sync"}
         return [by_step[step] for step in sorted(by_step)]
 
     def write(self, run_dir: Path) -> None:
+        """ranks.parquet: every rank's steps, each marked as the warm-up's, the window's or the probe's."""
         every = [
-            {**row, "rank": result["rank"], "warmup": warmup}
+            {**row, "rank": result["rank"], "warmup": warmup, "probe": probe}
             for result in self.results
-            for warmup, window in ((True, result["warmup"]), (False, result["window"]))
-            for row in window.rows
+            for warmup, probe, rows in (
+                (True, False, result["warmup"].rows),
+                (False, False, result["window"].rows),
+                (False, True, _rows(result["probe"])),
+            )
+            for row in rows
         ]
         records.write_steps(run_dir / records.RANKS, every)
+
+
+def _backward(rows: list[dict[str, Any]]) -> float:
+    return median(row["backward_ms"] for row in rows)
+
+
+def _rows(window: Window | None) -> list[dict[str, Any]]:
+    return window.rows if window else []

@@ -1,6 +1,7 @@
 """A model as one rank of a run across ranks holds it (DDP's replica, FSDP2's shards), its checks, and which
-steps synchronise gradients (DDP's blocks without sync, which train/dist.py measures exposed communication by)."""
+steps synchronise gradients (the blocks without sync that train/dist.py measures exposed communication by)."""
 
+import contextlib
 import os
 
 import torch
@@ -19,11 +20,11 @@ def problems(cfg: RunConf) -> list[str]:
         if conf.world_size != 1:
             issues.append(f"dist.world_size={conf.world_size} needs ranks: dist=ddp or dist=fsdp (dist=none is one)")
         return issues
-    if conf.name == "ddp" and cfg.steps % conf.sync_block:
+    if cfg.steps % conf.sync_block:
         issues.append(
-            f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a DDP run times blocks of dist.sync_block "
-            "steps with gradient sync and as many without, steps of each: steps must be a multiple of "
-            "dist.sync_block"
+            f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a run across ranks times blocks of "
+            "dist.sync_block steps with gradient sync and as many without, steps of each: steps must be a multiple "
+            "of dist.sync_block"
         )
     if cfg.profile:
         issues.append(f"profile=true with dist={conf.name}: a trace of a run across ranks is not supported yet")
@@ -88,20 +89,44 @@ def distributed(model: torch.nn.Module, conf: DistConf, device: torch.device) ->
 
 
 def synced(index: int, cfg: RunConf) -> bool:
-    """Whether step `index` synchronises gradients. DDP alone has steps without: in the warm-up every other step
-    (both paths warmed), in the measured window blocks of dist.sync_block steps with sync, then as many without,
-    counted from the window's first step. FSDP2's steps without sync keep their unsharded gradients for a later
-    reduce-scatter and leave the optimizer nothing to do: not the same work, so FSDP syncs every step."""
-    if cfg.dist.name != "ddp":
+    """Whether step `index` synchronises gradients. In the warm-up every other step goes without, the last with
+    (both paths warmed). After it, DDP's measured window and FSDP's probe (the steps after its window) are blocks
+    of dist.sync_block steps with sync, then as many without, counted from their first step. FSDP's window syncs
+    every step: its steps without sync hold every unit's unsharded gradients until a later reduce-scatter, which a
+    window's peak memory would count."""
+    if cfg.dist.name == "none":
         return True
     if index < cfg.warmup_steps:
-        return index % 2 == 0
-    return ((index - cfg.warmup_steps) // cfg.dist.sync_block) % 2 == 0
+        return (cfg.warmup_steps - 1 - index) % 2 == 0
+    blocks_from = cfg.warmup_steps + (cfg.steps if cfg.dist.name == "fsdp" else 0)
+    return index < blocks_from or ((index - blocks_from) // cfg.dist.sync_block) % 2 == 0
 
 
 def measured_steps(cfg: RunConf) -> int:
     """The measured window's steps on each rank: `steps` with sync, and as many without for DDP."""
     return 2 * cfg.steps if cfg.dist.name == "ddp" else cfg.steps
+
+
+def probe_steps(cfg: RunConf) -> int:
+    """FSDP's probe after its window: `steps` steps with sync and as many without, in blocks (none for DDP, whose
+    window has them)."""
+    return 2 * cfg.steps if cfg.dist.name == "fsdp" else 0
+
+
+@contextlib.contextmanager
+def without_sync(replica: torch.nn.Module, conf: DistConf):
+    """A step whose backward reduces no gradients: DDP's no_sync() (the same work, without the all-reduce), or
+    FSDP2's gradient sync switched off (no reduce-scatter: its gradients stay unsharded, summed, until the next
+    step with sync) and on again after."""
+    if conf.name == "ddp":
+        with replica.no_sync():
+            yield
+        return
+    replica.set_requires_gradient_sync(False)
+    try:
+        yield
+    finally:
+        replica.set_requires_gradient_sync(True)
 
 
 def delay_s(conf: DistConf) -> float:

@@ -11,7 +11,7 @@ from conf.schema import RunConf
 from train import fastai_parts, parallel
 from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from train.inputs import INPUT_TYPES
-from train.parallel import delay_s, synced
+from train.parallel import delay_s, synced, without_sync
 from train.registry import choice
 from train.timing import StepClock
 from train.workloads import WORKLOADS, Workload
@@ -72,7 +72,7 @@ class TrainStep(Workload):
         self.trainer = build(cfg, device)
         self.output_type: type | None = None
         self.delay_s = delay_s(cfg.dist)
-        self.ddp = cfg.dist.name == "ddp"  # whose steps alternate blocks with and without gradient sync
+        self.across_ranks = cfg.dist.name != "none"  # whose steps may go without gradient sync
 
     def step(self, index: int, clock: StepClock) -> torch.Tensor:
         t = self.trainer
@@ -82,13 +82,15 @@ class TrainStep(Workload):
         if self.delay_s:
             time.sleep(self.delay_s)
         clock.mark()
-        if self.ddp and not synced(index, self.cfg):
-            with t.replica.no_sync():  # the same work, without the all-reduce
-                out, loss = self.forward_backward(x, y, clock)
-        else:
+        sync = not self.across_ranks or synced(index, self.cfg)
+        if sync:
             out, loss = self.forward_backward(x, y, clock)
-        t.scaler.step(t.optimizer)
-        t.scaler.update()
+        else:
+            with without_sync(t.replica, self.cfg.dist):
+                out, loss = self.forward_backward(x, y, clock)
+        if sync or self.cfg.dist.name == "ddp":  # FSDP2 without sync leaves the optimizer no gradients to step
+            t.scaler.step(t.optimizer)
+            t.scaler.update()
         t.zero_grad()
         clock.mark()
         self.output_type = type(out)

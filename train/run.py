@@ -120,10 +120,11 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
 
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
     """The modules these runs import only once they run: a job that forks them imports them first, once (their
-    model zoos, W&B's module, pyarrow, torch._dynamo, whose first FLOP count imports it: 2 s of a CPU, and for GPU
-    runs lightning-fabric's table of peaks). None of them touches a device when imported."""
-    # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start fast)
-    needed = {"torch._dynamo", "pyarrow.parquet"}
+    model zoos, W&B's module, pyarrow and pandas, torch._dynamo, whose first FLOP count imports it: 2 s of a CPU,
+    and for GPU runs lightning-fabric's table of peaks). None of them touches a device when imported."""
+    # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start
+    # fast), and its first conversion of Python values imports pandas where it is installed: 0.3 s a run otherwise
+    needed = {"torch._dynamo", "pyarrow.parquet", "pandas"}
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
     if any(s.config.device != "cpu" for s in specs):

@@ -38,7 +38,10 @@ class PlantedStep(FunctionBench):
         return issues
 
     def inputs(self, conf, device):
-        return torch.rand(conf.size, conf.size, device=device), torch.rand(conf.size, conf.size, device=device)
+        # b's rows each sum to 1, so a product keeps a's row sums: its values neither vanish into subnormal
+        # floats (which a CPU computes many times slower) nor overflow, however many products a call makes
+        b = torch.rand(conf.size, conf.size, device=device)
+        return torch.rand(conf.size, conf.size, device=device), b / b.sum(dim=1, keepdim=True)
 
     @property
     def slowed(self) -> bool:
@@ -52,7 +55,7 @@ class PlantedStep(FunctionBench):
 
         def products(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             for _ in range(calls):
-                a = torch.mm(a, b) / a.shape[0]  # scaled: the values neither overflow nor vanish
+                a = torch.mm(a, b)
             return a
 
         return products

@@ -95,3 +95,15 @@ def test_nested_cpp_and_python_compute_the_same_program():
 def test_bad_settings_name_the_value_and_the_choices(name, conf, compiled, message):
     problems = WORKLOADS[name].problems(config(name, compiled, **conf))
     assert any(message in p for p in problems), problems
+
+
+def test_a_planted_step_computes_normal_floats_however_many_products_it_makes():
+    """A planted call's values stay where a CPU computes at full speed (not subnormal, not zero, not infinite), so
+    that planted.factor=N is N times the work and no more."""
+    (spec,) = build_plan(
+        ["workload=planted_step", "planted.version=0.1", "planted.factor=40", "device=cpu", "repeats=1"]
+    ).runs
+    bench = WORKLOADS["planted_step"](spec.config, torch.device("cpu"))
+    assert bench.slowed, "the planted release is installed: the call makes 40 x 8 products"
+    out = bench.fn(*bench.args)
+    assert torch.isfinite(out).all() and (out.abs() >= torch.finfo(out.dtype).tiny).all()

@@ -109,11 +109,13 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path) -> None:
 
 
 def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path) -> None:
-    """Runs across ranks: each rank's median step with gradient sync (filled) and, for DDP, without (open), the
-    geometric mean over its configuration's runs; a straggler's open point stands apart from the others'."""
+    """Runs across ranks: each rank's median step in the window with gradient sync (filled) and, for DDP, without
+    (open), the geometric mean over its configuration's runs; a straggler's open point stands apart from the
+    others'. (FSDP's steps without sync, in its probe, leave the optimizer out: not a step to set beside these.)"""
     by_label = {}
-    for config, rank, sync, means in (row for each in across for row in ranks.rows(each)):
-        by_label.setdefault(f"{names[config.key]}  rank {rank}", {})[sync] = means["step_ms"]
+    for config, rank, sync, probe, means in (row for each in across for row in ranks.rows(each)):
+        if not probe:
+            by_label.setdefault(f"{names[config.key]}  rank {rank}", {})[sync] = means["step_ms"]
     title = "Step time by rank: median with gradient sync (filled) and without (open; DDP), over a configuration's runs"
     fig, ax = _figure(len(by_label), title, [v for found in by_label.values() for v in found.values() if v])
     for y, found in enumerate(by_label.values()):

@@ -12,37 +12,43 @@ from analysis.render import Column, View, figure
 from records import DONE, RANKS, RunRecord, load_sweep, read_steps
 
 
-def rank_steps(run: RunRecord) -> dict[tuple[int, bool], dict[str, np.ndarray]]:
-    """Each (rank, gradient sync) of a run across ranks, in that order: its measured steps' times per phase (ms,
-    the step's among them); empty for a run in one process."""
+def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndarray]]:
+    """Each (rank, gradient sync, probe) of a run across ranks, in that order: its measured steps' times per phase
+    (ms, the step's among them), the window's apart from FSDP's probe after it; empty for a run in one process."""
     if not (run.summary and run.summary.world_size and (run.path / RANKS).is_file()):
         return {}
     names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
-    table = read_steps(run.path / RANKS).select([*names, "rank", "grad_sync", "warmup"])
-    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+    table = read_steps(run.path / RANKS)
+    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in [*names, "rank", "grad_sync", "warmup"]}
+    probed = table.column("probe").to_numpy(zero_copy_only=False) if "probe" in table.column_names else None
     measured = ~columns["warmup"]
     found = {}
     for rank in sorted(set(columns["rank"][measured].tolist())):
-        for sync in (True, False):
+        for sync, probe in ((True, False), (False, False), (True, True), (False, True)):
             keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync)
+            keep &= (probed == probe) if probed is not None else not probe
             if keep.any():
-                found[(rank, sync)] = {name: columns[name][keep] for name in names}
+                found[(rank, sync, probe)] = {name: columns[name][keep] for name in names}
     return found
 
 
-def rank_medians(run: RunRecord) -> dict[tuple[int, bool], dict[str, float]]:
+def rank_medians(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, float]]:
     return {key: {n: float(np.median(times)) for n, times in steps.items()} for key, steps in rank_steps(run).items()}
 
 
-def rows(config: Configuration) -> list[tuple[Configuration, int, bool, dict[str, float | None]]]:
+def rows(config: Configuration) -> list[tuple[Configuration, int, bool, bool, dict[str, float | None]]]:
     """The configuration's rank rows: each phase's geometric mean over its runs of the rank's median."""
     per_run = [rank_medians(run) for run in config.runs]
     found = []
-    for rank, sync in sorted({key for medians in per_run for key in medians}, key=lambda k: (k[0], not k[1])):
-        names = next(medians[(rank, sync)] for medians in per_run if (rank, sync) in medians)
-        means = {n: evidence.geometric_mean(m[(rank, sync)][n] for m in per_run if (rank, sync) in m) for n in names}
-        found.append((config, rank, sync, means))
+    for key in sorted({key for medians in per_run for key in medians}, key=lambda k: (k[0], k[2], not k[1])):
+        names = next(medians[key] for medians in per_run if key in medians)
+        means = {n: evidence.geometric_mean(m[key][n] for m in per_run if key in m) for n in names}
+        found.append((config, *key, means))
     return found
+
+
+def sync_label(sync: bool, probe: bool) -> str:
+    return ("yes" if sync else "no") + (" (probe)" if probe else "")
 
 
 def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
@@ -57,8 +63,8 @@ def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
         Column("configuration", lambda row: label[row[0].key]),
         Column("runs", lambda row: str(len(row[0].runs))),
         Column("rank", lambda row: str(row[1])),
-        Column("grad sync", lambda row: "yes" if row[2] else "no"),
-        *[Column(f"{p} ms", lambda row, p=p: figure(row[3].get(f"{p}_ms"))) for p in phases],
+        Column("grad sync", lambda row: sync_label(row[2], row[3])),
+        *[Column(f"{p} ms", lambda row, p=p: figure(row[4].get(f"{p}_ms"))) for p in phases],
     ]
     above = [
         f"{sweep_dir}: the ranks of its runs across ranks: each rank's median per phase, with gradient sync and "

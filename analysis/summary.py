@@ -105,9 +105,9 @@ def run_stats(run: RunRecord) -> RunStats:
 def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
     """A run across ranks: each rank's phases, with gradient sync and without, labelled with the rank."""
     return [
-        (f"{run.name} rank {rank}{'' if sync else ' without sync'}",
+        (f"{run.name} rank {rank}{'' if sync else ' without sync'}{' (probe)' if probe else ''}",
          {name.removesuffix("_ms"): phase_stats(times) for name, times in steps.items()})
-        for (rank, sync), steps in rank_steps(run).items()
+        for (rank, sync, probe), steps in rank_steps(run).items()
     ]  # fmt: skip
 
 

@@ -89,9 +89,10 @@ def columns(configs: list[Configuration]) -> list[Column]:
 
 def rank_columns() -> list[Column]:
     """A run across ranks: the straggler index (slowest rank's median step over the median rank's) and the
-    communication backward did not hide, in ms and as a share of the step, and the bus bandwidth DDP's all-reduce
-    took at least (over a configuration's runs, their geometric mean; '-' for a run in one process, for FSDP, which
-    measures none of them, where none was exposed, and for one rank, which reduces with no one)."""
+    communication backward did not hide, in ms and as a share of the step, and the bus bandwidth the gradients'
+    reduction took at least (over a configuration's runs, their geometric mean; '-' for a run in one process, for
+    what a run did not measure (FSDP's straggler; either without dist.exposed_comm), where none was exposed, and
+    for one rank's bandwidth: it reduces with no one)."""
 
     def of(name: str):
         return lambda c: c.middle(lambda r: getattr(r.summary, name) if r.summary.world_size else None)

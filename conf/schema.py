@@ -183,7 +183,11 @@ class DistConf:
     world_size: int = 1  # ranks per node (launcher=slurm: launcher.nodes of them)
     backend: DistBackend = DistBackend.auto  # auto: nccl on CUDA, gloo on a CPU
     timeout_s: float = 120.0  # a collective that waits longer fails the run (a rank that died or hangs)
-    sync_block: int = 5  # steps a block: blocks with gradient sync alternate with blocks without (exposed comm)
+    # Time steps without gradient sync beside steps with it, whose backward's difference is the communication it
+    # did not hide (DDP: in its window; FSDP: in a probe after it, which holds a whole model's unsharded gradients:
+    # false where they do not fit), in blocks of sync_block steps each
+    exposed_comm: bool = True
+    sync_block: int = 5
     # DDP's own
     bucket_cap_mb: float = 25.0
     gradient_as_bucket_view: bool = False

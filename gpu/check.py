@@ -1,7 +1,7 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
     scripts/gpu-check STAGE [--out PARENT] [--limit S] [--resume] [--step NAME ...] [--dry-run]
-    STAGE: tests, seeds, bench, compile, timm, or all (in that order: the order a lent GPU's time runs them)
+    STAGE: tests, seeds, bench, dist, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
 tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
 seeds    sweep=subclass_gpu, subclass_slowdown, sampler_nonzero, nested_tensor and subclass_followups at their
@@ -9,6 +9,9 @@ seeds    sweep=subclass_gpu, subclass_slowdown, sampler_nonzero, nested_tensor a
          side-by-side table
 bench    bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and subclass)
          and bench.syncs over every input type x amp_bf16/amp_fp16
+dist     sweep=dist_scaling (ResNet50 and ViT-B/16 under DDP and FSDP, NCCL, a GPU a rank) at 1 rank and every
+         world size up to the machine's GPUs, a run each, steps trimmed; then bench.syncs on a DDP and an FSDP step
+         beside one process
 compile  the compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu, one step
          each into one sweep folder, then their table side by side
 timm     timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
@@ -54,6 +57,7 @@ import records
 from gpu import handover
 from records.code import code_version
 from sweeps.plan import Plan, PlanError, build_plan
+from train.parallel import measured_steps, probe_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 # Costs on one H100 80GB HBM3 (torch 2.11), from its GPU runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/), for the
@@ -190,6 +194,28 @@ def bench_steps(out: Path) -> list[Step]:
     return [*overhead, Step("syncs", syncs, None, 30)]
 
 
+def dist_steps(out: Path) -> list[Step]:
+    """The dist stage: runs across ranks with NCCL at every world size the machine's GPUs give (one at least), then
+    the syncs a DDP and an FSDP step add to one process's."""
+    gpus = gpu_count()
+    sizes = ",".join(str(n) for n in (1, 2, 4, 8) if n == 1 or n <= gpus)
+    # one run a configuration, steps trimmed: that NCCL runs, and what each world size measures, not a verdict
+    scaling = ["sweep=dist_scaling", f"dist.world_size={sizes}", f"launcher.gpus_per_node={max(1, gpus)}"]
+    scaling += ["repeats=1", "steps=10", "warmup_steps=5"]
+    syncs = [*python(), "-m", "bench.syncs", *BENCH_RUN, "input_type=tensor", "dist=ddp,fsdp", "dist.world_size=1"]
+    return [sweep_step("dist-scaling", scaling, out), Step("dist-syncs", syncs, None, 60)]
+
+
+def gpu_count() -> int:
+    """The GPUs this machine has (NVML's count: no CUDA context in this process); 0 without torch or CUDA."""
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
+
+
 def compile_steps(out: Path) -> list[Step]:
     """The compile stage: each mode a step of its own into one sweep folder, then their table side by side."""
     # on a plain Tensor (each compile of ResNet50's step takes about a minute on an H100: four input types would
@@ -206,6 +232,7 @@ STAGE_STEPS: dict[str, Callable[[Path], list[Step]]] = {
     "tests": gpu_tests_steps,
     "seeds": functools.partial(packed_sweep_steps, SEED_SWEEPS),
     "bench": bench_steps,
+    "dist": dist_steps,
     "compile": compile_steps,
     "timm": functools.partial(packed_sweep_steps, TIMM_SWEEPS),
 }
@@ -229,7 +256,8 @@ def estimate(plan: Plan) -> float:
             shapes = repr((cfg.workload.name, cfg.model, cfg.memory_format, cfg.precision))
             seconds += SEEN_MODEL_RUN_S if shapes in seen else MODEL_RUN_S if trains else MODEL_RUN_S / 3
             seen.add(shapes)
-        seconds += (cfg.steps + cfg.warmup_steps) * (TRAIN_STEP_S if trains else CALL_S)
+        steps = measured_steps(cfg) + probe_steps(cfg) + cfg.warmup_steps  # DDP's steps without sync, FSDP's probe
+        seconds += steps * (TRAIN_STEP_S if trains else CALL_S)
         if cfg.compile.enabled and not trains:
             seconds += COMPILE_FUNCTION_S
         elif cfg.compile.enabled:

@@ -78,7 +78,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
 
 
 def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp_path):
-    result = launch_here(*TWO_RANKS, "dist=fsdp", "dist.world_size=1,2", f"runs_dir={tmp_path}")
+    result = launch_here(*TWO_RANKS, "dist=fsdp", "dist.world_size=1,2", "steps=5", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
@@ -88,11 +88,11 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     assert two.summary.comm_bytes_per_step == 4 * two.summary.params and two.summary.bus_gbps_min > 0
     for run in runs:
         rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
-        assert len(rows) == run.summary.world_size * (10 + 20), "a window of 10 steps, then a probe of 20"
+        assert len(rows) == run.summary.world_size * (5 + 10), "a window of 5 steps, then a probe of 10"
         assert all(row["grad_sync"] for row in rows if not row["probe"]), "the window syncs every step"
         probe = [row["grad_sync"] for row in rows if row["probe"] and row["rank"] == 0]
-        assert probe == [True] * 5 + [False] * 5 + [True] * 5 + [False] * 5, "blocks with sync and without"
-        assert [row["step"] for row in read_steps(run.path / STEPS).to_pylist()] == list(range(12))
+        assert probe == [True] * 5 + [False] * 5, "a block with sync, then one without"
+        assert [row["step"] for row in read_steps(run.path / STEPS).to_pylist()] == list(range(2 + 5))
     table = launch_here("table", str(tmp_path / "default"), "--vs", "world_size=1").stdout.splitlines()
     header = next(line for line in table if line.startswith("| world_size |"))
     assert "| vs 1 " in header and "dist.world_size" not in header, "the speed-up over one rank: its efficiency"
@@ -177,3 +177,17 @@ def test_a_rank_s_threads_are_its_task_s_cpus_only_where_the_ranks_are_slurm_tas
     assert cpus_of_rank(cfg, as_task=True) == mine, "a task's CPUs, never more than it may run on"
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
     assert cpus_of_rank(cfg, as_task=True) == 1
+
+
+def test_without_exposed_comm_every_step_syncs_and_the_window_is_all():
+    from sweeps.plan import build_plan
+    from train.parallel import measured_steps, probe_steps, problems, synced
+
+    for wrapper in ("ddp", "fsdp"):
+        (spec,) = build_plan([*TWO_RANKS, f"dist={wrapper}", "steps=3", "dist.exposed_comm=false"]).runs
+        cfg = spec.config
+        assert problems(cfg) == [], "steps need not be a multiple of dist.sync_block"
+        assert (measured_steps(cfg), probe_steps(cfg)) == (3, 0)
+        assert all(synced(index, cfg) for index in range(cfg.warmup_steps + 3))
+        (spec,) = build_plan([*TWO_RANKS, f"dist={wrapper}"]).runs
+        assert [synced(index, spec.config) for index in range(2)] == [wrapper == "fsdp", True], "the warm-up"

@@ -2,6 +2,7 @@
 device=cuda, prints each step's command and an estimate, and runs nothing (the stages themselves need a GPU)."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,8 @@ def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
     for sweep in gpu_check.SEED_SWEEPS + gpu_check.TIMM_SWEEPS:
         assert f"launch.py sweep={sweep} steps=30 warmup_steps=20" in out and "device=cuda" in out
     assert "-m pytest -m gpu" in out and "bench.overhead --synced" in out
+    assert re.search(r"launch.py sweep=dist_scaling dist.world_size=1[,\d]* launcher.gpus_per_node=", out), "NCCL"
+    assert re.search(r"-m bench.syncs .* dist=ddp,fsdp dist.world_size=1", out), "what DDP and FSDP add, counted"
     compiled = [line.split(" (")[0].strip() for line in out.splitlines() if line.startswith("  compile-")]
     assert compiled == [f"compile-{mode}" for mode in gpu_check.COMPILE_MODES] + ["compile-table"]
     assert compiled[-2] == "compile-max_autotune" and out.count("sweep_name=compile_modes") == len(compiled) - 1

@@ -13,9 +13,10 @@ shapes, so its backward with sync less its backward without is the communication
 measured rather than guessed. An FSDP rank's window syncs every step, and its blocks with and without sync (its
 gradient sync switched off) follow in a probe of 2 x `steps` steps after it: FSDP2's steps without sync keep every
 unit's unsharded gradients until the next step with it, which the window's peak memory would count, and leave the
-optimizer nothing to step. Its backward without sync is the same work less the reduce-scatter (and plus the sum of
-each block's gradients), so the difference is the reduce-scatter backward did not hide; the parameters'
-all-gathers run in both and are not in it.
+optimizer nothing to step. Its backward without sync is the same work less the reduce-scatter and the copy into its
+input (and plus the sum of each block's gradients), so the difference is the reduce-scatter backward did not hide;
+the parameters' all-gathers run in both and are not in it. dist.exposed_comm=false leaves out the steps without
+sync (and with them DDP's straggler index): the window alone.
 
 The run's steps are one rank's synced window steps, which every view reads as any run's: the straggler's, the rank
 the others wait for (its own steps, without sync, are the slowest), or for FSDP the rank with the slowest synced
@@ -38,6 +39,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -217,6 +219,7 @@ class Ranks:
     """The ranks' results, combined: the run is one rank's synced steps (the straggler's, where there is one)."""
 
     results: list[dict[str, Any]]
+    wrapper: str  # dist.name: ddp or fsdp
 
     def synced(self, result: dict[str, Any], on: bool = True) -> list[dict[str, Any]]:
         return [row for row in result["window"].rows if row["grad_sync"] == on]
@@ -251,29 +254,29 @@ class Ranks:
                 "straggler_index": max(own) / median(own),
             }
         compared = [self.compared(result) for result in self.results]
-        if not all(rows[False] for rows in compared):
-            return fields
-        exposed = min(max(0.0, _backward(rows[True]) - _backward(rows[False])) for rows in compared)
-        fields |= {"exposed_comm_ms": exposed, "exposed_comm_share": exposed / max(medians)}
-        return fields | self.bus_bandwidth()
+        if all(rows[False] for rows in compared):
+            exposed = min(max(0.0, _backward(rows[True]) - _backward(rows[False])) for rows in compared)
+            fields |= {"exposed_comm_ms": exposed, "exposed_comm_share": exposed / max(medians)}
+        return fields | self.bus_bandwidth(compared)
 
     def compared(self, result: dict[str, Any]) -> dict[bool, list[dict[str, Any]]]:
         """A rank's steps that measure its exposed communication, with gradient sync and without: DDP's window,
-        whose blocks alternate, or FSDP's probe after its window."""
+        whose blocks alternate, or FSDP's probe after its window (without dist.exposed_comm, its window's)."""
         rows = (result["probe"] or result["window"]).rows
         return {on: [row for row in rows if row["grad_sync"] == on] for on in (True, False)}
 
-    def bus_bandwidth(self) -> dict[str, Any]:
+    def bus_bandwidth(self, compared: list[dict[bool, list[dict[str, Any]]]]) -> dict[str, Any]:
         """The gradients' reduction: its bytes a rank a step, and the bus bandwidth it took at least, as nccl-tests
         counts it: DDP's all-reduce moves bytes x 2(n-1)/n, FSDP's reduce-scatter bytes x (n-1)/n. It runs within
         backward with sync (it starts once backward has made a bucket's or unit's gradients, and backward ends when
-        every one is reduced), on every rank: its time is at most the least of the ranks' median backward, so that
-        is a lower bound (loose where backward hides much of it)."""
+        every one is reduced), on every rank: its time is at most the least of the ranks' median backward with
+        sync (in the steps that measure the exposed communication), so that is a lower bound (loose where
+        backward hides much of it)."""
         ranks, grad_bytes = len(self.results), self.run_rank["grad_bytes"]
         if ranks < 2:
             return {}
-        backward_s = min(_backward(self.synced(result)) for result in self.results) / 1e3
-        moved = (2 if self.results[0]["probe"] is None else 1) * (ranks - 1) / ranks
+        backward_s = min(_backward(rows[True]) for rows in compared) / 1e3
+        moved = (2 if self.wrapper == "ddp" else 1) * (ranks - 1) / ranks
         return {"comm_bytes_per_step": grad_bytes, "bus_gbps_min": grad_bytes * moved / backward_s / 1e9}
 
     def workload_summary(self, steps_per_s: float) -> dict[str, Any]:
@@ -283,14 +286,15 @@ class Ranks:
         return fields
 
     def series(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """What W&B gets of the run, step by step: its own rows, with every rank's phase times and gradient sync
-        beside them as rank<N>/<column> (the steps without sync among them, and FSDP's probe after the window)."""
+        """What W&B gets of the run, step by step: its own rows, with every rank's phase times, gradient sync and
+        probe flag beside them as rank<N>/<column> (the steps without sync among them, and FSDP's probe)."""
         by_step = {int(row["step"]): dict(row) for row in rows}
         for result in self.results:
-            for row in [*result["warmup"].rows, *result["window"].rows, *_rows(result["probe"])]:
+            rank = f"rank{result['rank']}/"
+            for _, probe, row in _steps(result):
                 entry = by_step.setdefault(int(row["step"]), {"step": row["step"]})
-                rank = f"rank{result['rank']}/"
                 entry |= {rank + key: value for key, value in row.items() if key.endswith("_ms") or key == "grad_sync"}
+                entry[rank + "probe"] = probe
         return [by_step[step] for step in sorted(by_step)]
 
     def write(self, run_dir: Path) -> None:
@@ -298,19 +302,17 @@ class Ranks:
         every = [
             {**row, "rank": result["rank"], "warmup": warmup, "probe": probe}
             for result in self.results
-            for warmup, probe, rows in (
-                (True, False, result["warmup"].rows),
-                (False, False, result["window"].rows),
-                (False, True, _rows(result["probe"])),
-            )
-            for row in rows
+            for warmup, probe, row in _steps(result)
         ]
         records.write_steps(run_dir / records.RANKS, every)
 
 
+def _steps(result: dict[str, Any]) -> Iterator[tuple[bool, bool, dict[str, Any]]]:
+    """A rank's steps in order, each with whether it is a warm-up step and whether a step of FSDP's probe."""
+    for warmup, probe, window in ((True, False, "warmup"), (False, False, "window"), (False, True, "probe")):
+        for row in result[window].rows if result[window] else []:
+            yield warmup, probe, row
+
+
 def _backward(rows: list[dict[str, Any]]) -> float:
     return median(row["backward_ms"] for row in rows)
-
-
-def _rows(window: Window | None) -> list[dict[str, Any]]:
-    return window.rows if window else []

@@ -20,11 +20,11 @@ def problems(cfg: RunConf) -> list[str]:
         if conf.world_size != 1:
             issues.append(f"dist.world_size={conf.world_size} needs ranks: dist=ddp or dist=fsdp (dist=none is one)")
         return issues
-    if cfg.steps % conf.sync_block:
+    if conf.exposed_comm and cfg.steps % conf.sync_block:
         issues.append(
             f"steps={cfg.steps} with dist.sync_block={conf.sync_block}: a run across ranks times blocks of "
             "dist.sync_block steps with gradient sync and as many without, steps of each: steps must be a multiple "
-            "of dist.sync_block"
+            "of dist.sync_block (or dist.exposed_comm=false: no steps without sync)"
         )
     if cfg.profile:
         issues.append(f"profile=true with dist={conf.name}: a trace of a run across ranks is not supported yet")
@@ -89,28 +89,29 @@ def distributed(model: torch.nn.Module, conf: DistConf, device: torch.device) ->
 
 
 def synced(index: int, cfg: RunConf) -> bool:
-    """Whether step `index` synchronises gradients. In the warm-up every other step goes without, the last with
-    (both paths warmed). After it, DDP's measured window and FSDP's probe (the steps after its window) are blocks
-    of dist.sync_block steps with sync, then as many without, counted from their first step. FSDP's window syncs
-    every step: its steps without sync hold every unit's unsharded gradients until a later reduce-scatter, which a
-    window's peak memory would count."""
-    if cfg.dist.name == "none":
+    """Whether step `index` synchronises gradients. With dist.exposed_comm, DDP's measured window and FSDP's probe
+    (the steps after its window) are blocks of dist.sync_block steps with sync, then as many without, counted from
+    their first step; DDP's warm-up alternates the two step by step, the last with sync. FSDP's warm-up and window
+    sync every step: its steps without sync hold every unit's unsharded gradients until a later reduce-scatter,
+    which the window's peak memory would count."""
+    conf = cfg.dist
+    if conf.name == "none" or not conf.exposed_comm:
         return True
     if index < cfg.warmup_steps:
-        return (cfg.warmup_steps - 1 - index) % 2 == 0
-    blocks_from = cfg.warmup_steps + (cfg.steps if cfg.dist.name == "fsdp" else 0)
-    return index < blocks_from or ((index - blocks_from) // cfg.dist.sync_block) % 2 == 0
+        return conf.name == "fsdp" or (cfg.warmup_steps - 1 - index) % 2 == 0
+    blocks_from = cfg.warmup_steps + (cfg.steps if conf.name == "fsdp" else 0)
+    return index < blocks_from or ((index - blocks_from) // conf.sync_block) % 2 == 0
 
 
 def measured_steps(cfg: RunConf) -> int:
     """The measured window's steps on each rank: `steps` with sync, and as many without for DDP."""
-    return 2 * cfg.steps if cfg.dist.name == "ddp" else cfg.steps
+    return 2 * cfg.steps if cfg.dist.name == "ddp" and cfg.dist.exposed_comm else cfg.steps
 
 
 def probe_steps(cfg: RunConf) -> int:
     """FSDP's probe after its window: `steps` steps with sync and as many without, in blocks (none for DDP, whose
-    window has them)."""
-    return 2 * cfg.steps if cfg.dist.name == "fsdp" else 0
+    window has them, nor without dist.exposed_comm)."""
+    return 2 * cfg.steps if cfg.dist.name == "fsdp" and cfg.dist.exposed_comm else 0
 
 
 @contextlib.contextmanager

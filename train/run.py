@@ -232,7 +232,7 @@ def across_ranks(
     its records, every rank's steps among them: its summary, the rows W&B gets (every rank's beside the run's),
     and where its time went."""
     results = dist.task_ranks(spec, launch) if launch.get("tasks") else dist.run_ranks(spec, run_dir)
-    ranks = dist.Ranks(results)
+    ranks = dist.Ranks(results, spec.config.dist.name)
     mine = ranks.run_rank
     phases = WORKLOADS[spec.config.workload.name].phases
     extra, window = ranks.extra(), ranks.window()

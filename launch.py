@@ -334,7 +334,14 @@ def bisect(args: argparse.Namespace) -> int:
                 if status not in (0, 1):
                     return status
                 runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
-                found = values([r for r in runs if r.state == records.DONE], package, reference, search.level)
+                done = [r for r in runs if r.state == records.DONE]
+                if not done:  # nothing to place it by, and more runs would end as these did
+                    said = next((why for r in runs if (why := r.status.why_not_done(200))), "no error recorded")
+                    raise BisectError(
+                        f"{package} {version}: none of its {len(runs)} runs is done ({said}); `perfsweep status "
+                        f"{plan.sweep_dir}` says why, and the bisect again goes on from its records"
+                    )
+                found = values(done, package, reference, search.level)
                 search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
             if all(search.points[v].side != UNDETERMINED for v in versions):
                 break

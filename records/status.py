@@ -105,6 +105,10 @@ class Status:
     def error_line(self, limit: int = 300) -> str:
         return self.error.line(limit) if self.error else ""
 
+    def why_not_done(self, limit: int = 300) -> str:
+        """A failed run's error, a pending one's interruption ('' where neither is known)."""
+        return self.error_line(limit) or (self.interrupted or {}).get("reason", "")[:limit]
+
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Status))
 declare(STATUS, "status", Status)

@@ -25,7 +25,7 @@ from analysis.bisect import (
 )
 from records import load_sweep
 from tests import golden, synthetic
-from tests.helpers import launch_here
+from tests.helpers import ONE_OF_TWO_FAILS, launch_here
 from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cache of environments)
 
 RELEASES = [f"1.{minor}.0" for minor in range(9)]  # 1.0.0 (good) .. 1.8.0 (bad)
@@ -212,6 +212,19 @@ def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir): 
     assert json.loads((tmp_path / "default" / RECORD).read_text()) == record, "the same search, found again"
     other = launch_here("bisect", *[a.replace("threads=1", "threads=2") for a in args], f"runs_dir={tmp_path}")
     assert other.returncode == 2 and "holds another bisect (numpy 2.2.3..2.2.6" in other.stderr
+
+
+def test_a_point_whose_runs_all_fail_stops_the_bisect_with_their_error(tmp_path, env_dir):  # noqa: F811
+    """torchvision's ResNet18 cannot take 4 input channels: every run fails as it builds its model."""
+    failing = [*ONE_OF_TWO_FAILS[:3], "model.in_chans=4", "input_type=tensor,subclass", "memory_format=contiguous"]
+    args = ["--package", "numpy", "--good", "2.2.3", "--bad", "2.2.6", *failing, "steps=2", "warmup_steps=1"]
+    result = launch_here(
+        "bisect", *args, "repeats=2", "tracker.mode=disabled", f"env.dir={env_dir}", f"runs_dir={tmp_path}"
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = "perfsweep: the bisect stopped:\n- numpy 2.2.3: none of its 4 runs is done ("
+    assert said in result.stderr and "3 input channels" in result.stderr and "Traceback" not in result.stderr
+    assert json.loads((tmp_path / "default" / RECORD).read_text())["points"] == [], "the search, saved as it stood"
 
 
 def test_a_bisect_refuses_a_sweep_of_more_than_one_comparison(tmp_path, capsys):

@@ -5,9 +5,10 @@ An environment is a virtualenv of this Python holding the requested packages and
 the torchvision release published for it, whose wheel names that torch exactly); everything else a run imports
 (perfsweep's own requirements: Hydra, submitit, W&B...) it reaches from perfsweep's environment through a .pth
 file, after its own packages, so nothing perfsweep pins is installed over a version under test. Its folder is
-named by the hash of its resolved requirements (the same set asked twice is one folder), built in a temporary
-folder and renamed when complete (a half-built environment is never used), and a request index finds it again
-without resolving. `torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
+named by the hash of its resolved requirements and of the perfsweep environment it reaches (the same set asked
+twice from one installation is one folder; another installation, or one made again elsewhere, has its own, and
+removing one leaves no other's broken), built in a temporary folder and renamed when complete (a half-built
+environment is never used), and a request index finds it again without resolving. `torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
 """
 
 import dataclasses
@@ -56,7 +57,7 @@ class Request:
 
     @property
     def key(self) -> str:
-        text = json.dumps([self.pins, self.index_url, _python_tag()])
+        text = json.dumps([self.pins, self.index_url, _python_tag(), _base()])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -175,7 +176,7 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
         return found
     began = time.monotonic()
     resolved = resolve(request)
-    name = hashlib.sha256("\n".join([_python_tag(), *resolved]).encode()).hexdigest()[:16]
+    name = hashlib.sha256("\n".join([_python_tag(), *_base(), *resolved]).encode()).hexdigest()[:16]
     path = cache / name
     if not (path / RECORD).is_file():
         _build(request, resolved, path)
@@ -253,7 +254,7 @@ def _build(request: Request, resolved: tuple[str, ...], path: Path) -> None:
             check=True,
         ).stdout.strip()
         # perfsweep's own packages come after the environment's: only what it lacks is taken from there
-        Path(purelib, "perfsweep_base.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+        Path(purelib, "perfsweep_base.pth").write_text("\n".join(_base()) + "\n")
         record = {
             "requested": dict(request.pins),
             "index_url": request.index_url,
@@ -290,6 +291,11 @@ def _index_args(request: Request) -> list[str]:
 
 def _uv() -> list[str]:
     return [sys.executable, "-m", "uv"]
+
+
+def _base() -> list[str]:
+    """Where perfsweep's own packages are, which an environment reaches through its .pth file."""
+    return site.getsitepackages()
 
 
 def _python_tag() -> str:

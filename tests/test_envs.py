@@ -81,6 +81,24 @@ def test_an_environment_is_built_once_and_found_again(env_dir):
     assert (first.path / envs.RECORD).is_file() and not list(env_dir.glob(".building-*"))
 
 
+def test_each_installation_of_perfsweep_has_environments_of_its_own(env_dir, tmp_path, monkeypatch):
+    """An environment reaches perfsweep's own packages (submitit, Hydra...) where the installation that built it
+    has them: another installation (one elsewhere, made up here) gets its own, so that removing or remaking one
+    leaves no other's environments without them."""
+    request = envs.request_of("current", {"numpy": NUMPYS[0]})
+    mine = envs.ensure(request, env_dir, lambda line: None)
+    elsewhere = str(tmp_path / "another-venv" / "site-packages")
+    monkeypatch.setattr(envs.site, "getsitepackages", lambda: [elsewhere])
+    theirs = envs.ensure(request, env_dir, lambda line: None)
+    assert theirs.path != mine.path and theirs.build_s is not None, "built for that installation"
+    reaches = {
+        env: next(env.path.glob("lib/python*/site-packages/perfsweep_base.pth")).read_text() for env in (mine, theirs)
+    }
+    assert reaches[theirs] == elsewhere + "\n" and elsewhere not in reaches[mine]
+    monkeypatch.undo()
+    assert envs.ensure(request, env_dir, lambda line: None).path == mine.path, "this installation's, found again"
+
+
 def test_a_release_that_does_not_exist_is_refused_before_anything_is_written(tmp_path, env_dir):
     result = launch_here(*FAST, "+env.packages.numpy=9.9.9", f"env.dir={env_dir}", f"runs_dir={tmp_path}")
     assert result.returncode == 2 and not any(tmp_path.iterdir())

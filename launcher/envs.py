@@ -8,7 +8,8 @@ file, after its own packages, so nothing perfsweep pins is installed over a vers
 named by the hash of its resolved requirements and of the perfsweep environment it reaches (the same set asked
 twice from one installation is one folder; another installation, or one made again elsewhere, has its own, and
 removing one leaves no other's broken), built in a temporary folder and renamed when complete (a half-built
-environment is never used), and a request index finds it again without resolving. `torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
+environment is never used), and a request index finds it again without resolving. `torch=current` with no
+`env.packages` is the environment perfsweep runs in: nothing to build.
 """
 
 import dataclasses

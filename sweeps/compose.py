@@ -7,7 +7,8 @@ config once; a chosen option's node is its group's schema node merged with the o
 Hydra composes such a file; a run's config is the base with its options' nodes put in, and its
 plain values set, each distinct value validated and converted once by OmegaConf
 against the node it lands in, as Hydra itself applies a value override (OmegaConf.update).
-A run with anything else (an added or deleted key, an option file with its own defaults list or
+A key added to a dict field (+env.packages.numpy=2.2.6: a package version as an axis) is a plain value
+too. A run with anything else (another added key, a deleted one, an option file with its own defaults list or
 package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
 
 Why the fast path stays (`python -m bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD EPYC VM, Python
@@ -42,18 +43,20 @@ class Setting:
     text: str  # as Hydra reads it: "model.image_size=64"
     key: str  # the dotted key it sets
     value: Any  # its parsed value
-    plain: bool  # a value Hydra sets with OmegaConf.update, needing no composition
+    plain: bool  # a value Hydra sets with OmegaConf.update, needing no composition (an added one: where it can add)
+    added: bool = False  # +key=value: Hydra adds the key, and refuses one that is there
 
 
 def _setting(override: Override, text: str, value: Any) -> Setting:
     plain = (
-        override.type == OverrideType.CHANGE
+        override.type in (OverrideType.CHANGE, OverrideType.ADD)
         and override.package is None
         and override.key_or_group not in GROUPS
         and isinstance(value, _PLAIN)
         and not (isinstance(value, str) and "${" in value)
     )
-    return Setting(f"{override.get_key_element()}={text}", override.key_or_group, value, plain)
+    added = override.type == OverrideType.ADD
+    return Setting(f"{override.get_key_element()}={text}", override.key_or_group, value, plain, added)
 
 
 def expand(overrides: list[str]) -> list[list[Setting]]:
@@ -124,7 +127,7 @@ class Composer:
         cache_key = (choice, setting.key, repr(setting.value))
         if cache_key not in self.values:
             try:
-                OmegaConf.update(validator, setting.key, setting.value, merge=True)
+                OmegaConf.update(validator, setting.key, setting.value, merge=True, force_add=setting.added)
             except Exception as error:
                 raise ValueError(f"Error merging override {setting.text}: {error}") from error
             parent, _, leaf = setting.key.rpartition(".")
@@ -137,7 +140,19 @@ class Composer:
         return self.values[cache_key]
 
     def can_build(self, run: list[Setting]) -> bool:
-        return self.fast and all(s.plain or (_is_choice(s) and _simple_option(s.key, s.value)) for s in run)
+        return self.fast and all(
+            (s.plain and (not s.added or self._new_in_a_dict(s.key)))
+            or (_is_choice(s) and _simple_option(s.key, s.value))
+            for s in run
+        )
+
+    def _new_in_a_dict(self, key: str) -> bool:
+        """Whether `key` names no value yet in a dict field of the base (env.packages), where Hydra adds it."""
+        *parents, leaf = key.split(".")
+        node: Any = self.base_config
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else getattr(node, part, None)
+        return isinstance(node, dict) and leaf not in node
 
     def _node(self, name: str, choice: str, settings: tuple[Setting, ...]) -> Any:
         """Field `name` of a run's config: its option's node (or the base's) with the run's plain values for it set.

@@ -97,15 +97,21 @@ GRID = [
 ]
 
 
-@pytest.mark.parametrize(
-    "grid", [GRID, [*GRID[:2], "+launcher.sbatch_extra.gres=gpu:1"], [*GRID[:2], "steps=${warmup_steps}"]]
-)
-def test_reused_templates_give_what_hydra_composes(grid):
-    """Runs composed from reused nodes equal Hydra's own composition of each; an added key or an interpolation
-    (composed by Hydra in full) too."""
+ADDED = ["+launcher.sbatch_extra.gres=gpu:1", "+env.packages.numpy=2.2.6,2.2"]  # keys added to dict fields
+
+
+@pytest.mark.parametrize("grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"]])
+def test_reused_templates_give_what_hydra_composes(grid, monkeypatch):
+    """Runs composed from reused nodes equal Hydra's own composition of each, with keys added to dict fields too
+    (an interpolation is composed by Hydra in full)."""
+    by_hydra = []
+    monkeypatch.setattr(
+        compose, "composed_by_hydra", lambda run, hydra=compose.composed_by_hydra: by_hydra.append(run) or hydra(run)
+    )
     runs = compose.expand(grid)
     assert len(runs) == 2 ** sum("," in o or "range(" in o for o in grid)
     fast, fast_errors = compose.compose_all(runs)
+    assert not (by_hydra and ADDED[0] in grid), "a key added to a dict field needs no composition in full"
     slow, slow_errors = compose.compose_all(runs, reuse=False)
     assert fast_errors == slow_errors == {}
     assert [dataclasses.asdict(c) for c in fast] == [dataclasses.asdict(c) for c in slow]
@@ -117,6 +123,13 @@ def test_a_bad_value_fails_the_same_both_ways():
         configs, errors = compose.compose_all(runs, reuse=reuse)
         assert not configs and len(errors) == 1
         assert "model.batch_size=abc" in next(iter(errors)) and "Integer" in next(iter(errors))
+
+
+@pytest.mark.parametrize("added", ["+steps=3", "+model.name=resnet50", "+env.packages=x"])
+def test_a_key_added_where_one_is_fails_the_same_both_ways(added):
+    runs = compose.expand(["model=resnet18,test_resnet", added])
+    fast, slow = (compose.compose_all(runs, reuse=reuse) for reuse in (True, False))
+    assert fast == slow and not fast[0] and len(fast[1]) == 1, "Hydra refuses to add a key that is there"
 
 
 def test_run_ids_and_records_are_the_plain_json_of_what_a_run_measures():

@@ -2,12 +2,14 @@
 plan from the real conf/, W&B offline in every test, the GPU skip, and the property-based tests' tally. Plain
 helpers (launches, the tiny config, ROOT...) are in tests/helpers.py."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from sweeps.plan import build_plan
 from tests.helpers import FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch
@@ -77,8 +79,18 @@ def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, su
     """The one real process-per-run sweep: three tiny runs, two at a time, each pinned to one of two listed GPU ids
     (a CPU host runs them on its CPU all the same), through submitit's local executor, W&B offline,
     launched as a user would with a (fake) W&B key and a secret in the environment, and a (fake) token in a launcher
-    setting; then its report. Read only."""
-    runs = tmp_path_factory.mktemp("local") / "runs"
+    setting; then its report. Read only. Launched once for all of pytest's workers (the first to ask, while the
+    others wait for it), as a user's sweep is once however many read it."""
+    shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder (this one's, without them)
+    made = shared / "local_sweep.json"
+    with FileLock(f"{made}.lock"):
+        if not made.is_file():
+            made.write_text(json.dumps(_launch_local_sweep(shared / "local" / "runs")))
+    sweep, result, report, env = json.loads(made.read_text())
+    return Path(sweep), subprocess.CompletedProcess(*result), subprocess.CompletedProcess(*report), env
+
+
+def _launch_local_sweep(runs: Path) -> tuple[str, tuple, tuple, dict]:
     env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
     env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
     args = ["-m", *TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous"]
@@ -88,4 +100,5 @@ def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, su
     assert result.returncode == 0, result.stdout + result.stderr
     report = launch("report", str(runs / "default"), env=env)
     assert report.returncode == 0, report.stderr
-    return runs / "default", result, report, env
+    done = [(p.args, p.returncode, p.stdout, p.stderr) for p in (result, report)]
+    return str(runs / "default"), *done, env

@@ -39,7 +39,7 @@ from train.workloads import WORKLOADS
 JOB_LOG, JOB_IDS = re.compile(r"\b\d+_(?=\S+\.log)"), re.compile(r"\(\d+(, \d+)*\)")  # a local job's id is a pid
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
 # One process per configuration (repeats=1): these tests are about faults, not replication.
-SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=300", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
+SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=150", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
 FAST = [
     "workload=pairwise_sum_prod",
     "workload.impl=broadcast",

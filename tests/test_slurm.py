@@ -174,19 +174,19 @@ def test_a_failing_run_fails_alone(on_slurm, tmp_path):
 
 @pytest.mark.slurm
 def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
-    """(64 px: runs long enough that the cancel lands while they run.)"""
+    """(64 px: the run lasts long enough that the cancel lands while it runs.)"""
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch_here(*SLURM, "input_type=tensor,subclass", "steps=300", "model.image_size=64", f"runs_dir={runs}")
+    result = launch_here(*SLURM, "input_type=tensor", "steps=300", "model.image_size=64", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
-    while sum(s.state == "running" for s in states(sweep).values()) < 2:  # a run never started would be pending
-        assert time.monotonic() < deadline, "the two runs did not start"
+    while not any(s.state == "running" for s in states(sweep).values()):  # a run never started would be pending
+        assert time.monotonic() < deadline, "the run did not start"
         time.sleep(0.2)
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
     slurm("scancel", *job_ids)
     deadline = time.monotonic() + 60
-    while "2 lost" not in (status := launch_here("status", str(sweep)).stdout):
+    while "1 lost" not in (status := launch_here("status", str(sweep)).stdout):
         assert time.monotonic() < deadline, status
         time.sleep(1)
     assert f"resume {sweep}" in status
@@ -195,7 +195,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     assert refused.returncode == 2 and "not: steps=3" in refused.stderr, "what a run measures cannot change"
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "2 runs, 2 done" in launch_here("status", str(sweep)).stdout
+    assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
     assert all(records.read_steps(p.parent / records.STEPS).num_rows == 301 for p in sweep.glob("*/status.json"))
     again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
@@ -345,7 +345,8 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
     array size limit (runs ending at once are test_faults.py's 32 local runs)."""
     runs = tmp_path / "runs"
     args = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=10", "steps=5", "warmup_steps=1"]
-    args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=4"]
+    args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=2"]
+    args += ["launcher.runs_per_job=2"]  # 2 runs a task: an array of 2 tasks holds 4 runs
     args += ["launcher.wait=true", "launcher.poll_s=1", "repeats=1"]
     result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=on_slurm)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
@@ -360,6 +361,7 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
 def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slurm, tmp_path):
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
     args += ["launcher=slurm", "launcher.wait=true", "launcher.poll_s=1", "launcher.parallelism=2"]
+    args += ["launcher.runs_per_job=3"]  # the look's 6 runs in 2 tasks
     result = launch_here(*args, "repeats=auto", "auto.max_runs=3", "tracker.mode=disabled", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "repeats=auto stopped after 3 rounds: 6 runs done in" in result.stdout
@@ -393,9 +395,10 @@ def test_a_ddp_run_s_ranks_are_the_tasks_of_its_job(on_slurm, tmp_path):
     assert len(runs) == 1 and {run.state for run in runs} == {"done"}
     for run in runs:
         assert run.status.tasks == 2 and run.summary.world_size == 2
-        assert run.summary.exposed_comm_ms > 0 and run.summary.straggler_index >= 1
+        # (how much is exposed is test_dist.py's: here, under the suite's load, noise can hide a few ms of it)
+        assert run.summary.exposed_comm_ms is not None and run.summary.straggler_index >= 1
         ranks = read_steps(run.path / records.RANKS).to_pylist()
-        assert {row["rank"] for row in ranks} == {0, 1}
+        assert {(row["rank"], row["grad_sync"]) for row in ranks} == {(0, True), (0, False), (1, True), (1, False)}
         script = next((tmp_path / "default" / ".submitit").glob(f"{run.status.job_id.split('_')[0]}_submission.sh"))
         assert "#SBATCH --ntasks-per-node=2" in script.read_text() and "#SBATCH --nodes=1" in script.read_text()
     assert "| exposed comm ms |" in result.stdout

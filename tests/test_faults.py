@@ -195,7 +195,9 @@ def test_a_run_that_raises_in_a_step_is_failed_with_the_error_and_traceback(tiny
 @pytest.mark.slow
 def test_32_runs_ending_together_leave_32_complete_records(tmp_path):
     runs = tmp_path / "runs"
-    result = launch(*FAST, "seed=range(0,32)", "launcher.parallelism=32", "tracker.mode=disabled", f"runs_dir={runs}")
+    result = launch_here(
+        *FAST, "seed=range(0,32)", "launcher.parallelism=32", "tracker.mode=disabled", f"runs_dir={runs}"
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
     assert len(loaded) == 32 and all(r.state == "done" and r.summary.steps == 5 for r in loaded)

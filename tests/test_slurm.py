@@ -21,7 +21,7 @@ from launcher.validate import launcher_problems, ranks_problems
 from records import load_sweep, read_steps
 from sweeps.plan import build_plan
 from tests import golden
-from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 from tests.test_faults import FAST
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
@@ -177,7 +177,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     """(64 px: the run lasts long enough that the cancel lands while it runs.)"""
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch_here(*SLURM, "input_type=tensor", "steps=300", "model.image_size=64", f"runs_dir={runs}")
+    result = launch_here(*SLURM, "input_type=tensor", "steps=150", "model.image_size=64", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any(s.state == "running" for s in states(sweep).values()):  # a run never started would be pending
@@ -196,7 +196,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
-    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 301 for p in sweep.glob("*/status.json"))
+    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 151 for p in sweep.glob("*/status.json"))
     again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
 
@@ -348,7 +348,7 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
     args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=2"]
     args += ["launcher.runs_per_job=2"]  # 2 runs a task: an array of 2 tasks holds 4 runs
     args += ["launcher.wait=true", "launcher.poll_s=1", "repeats=1"]
-    result = launch(*args, "tracker.mode=disabled", f"runs_dir={runs}", env=on_slurm)
+    result = launch_here(*args, "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
     assert len(loaded) == 8 and all(r.state == "done" for r in loaded)

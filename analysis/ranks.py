@@ -20,13 +20,13 @@ def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndar
     names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
     table = read_steps(run.path / RANKS)
     columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in [*names, "rank", "grad_sync", "warmup"]}
-    probed = table.column("probe").to_numpy(zero_copy_only=False) if "probe" in table.column_names else None
     measured = ~columns["warmup"]
+    # (records from before the probe have no such column: none of their measured steps is one)
+    probed = table.column("probe").to_numpy(zero_copy_only=False) if "probe" in table.column_names else ~measured
     found = {}
     for rank in sorted(set(columns["rank"][measured].tolist())):
         for sync, probe in ((True, False), (False, False), (True, True), (False, True)):
-            keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync)
-            keep &= (probed == probe) if probed is not None else not probe
+            keep = measured & (columns["rank"] == rank) & (columns["grad_sync"] == sync) & (probed == probe)
             if keep.any():
                 found[(rank, sync, probe)] = {name: columns[name][keep] for name in names}
     return found

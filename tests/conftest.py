@@ -81,7 +81,8 @@ def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, su
     launched as a user would with a (fake) W&B key and a secret in the environment, and a (fake) token in a launcher
     setting; then its report. Read only. Launched once for all of pytest's workers (the first to ask, while the
     others wait for it), as a user's sweep is once however many read it."""
-    shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder (this one's, without them)
+    mine = tmp_path_factory.getbasetemp()
+    shared = mine.parent if os.environ.get("PYTEST_XDIST_WORKER") else mine  # the session's, which workers share
     made = shared / "local_sweep.json"
     with FileLock(f"{made}.lock"):
         if not made.is_file():

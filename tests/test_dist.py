@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from statistics import median
 
+from pytest import approx
+
 from analysis.plots import write_plots
 from analysis.report import wandb_report_content
 from records import RANKS, STEPS, load_sweep, read_steps
@@ -31,6 +33,29 @@ TWO_RANKS = [
 ]
 
 
+def assert_exposed_comm_from_the_ranks_steps(run) -> None:
+    """The run's exposed communication and bus bandwidth are what its recorded steps give. In the steps that compare
+    them (FSDP's probe, DDP's window), each rank's median backward with gradient sync minus without; the least
+    over the ranks is exposed. The least median backward with sync bounds the reduction's time: its bus bandwidth
+    at least is the bytes it moved over that. Whether exposed is above zero is a timing figure (the dist bench's),
+    not this test's: under load, a few steps' medians can come out either way."""
+    rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
+    compared = [row for row in rows if row["probe"]] or rows
+    ranks = range(run.summary.world_size)
+    backward = {
+        (rank, on): median(r["backward_ms"] for r in compared if r["rank"] == rank and r["grad_sync"] == on)
+        for rank in ranks
+        for on in (True, False)
+    }
+    exposed = min(max(0.0, backward[rank, True] - backward[rank, False]) for rank in ranks)
+    assert run.summary.exposed_comm_ms == approx(exposed)
+    assert run.summary.exposed_comm_share == approx(exposed / max(run.summary.rank_step_ms))
+    assert run.summary.exposed_comm_share < 1
+    moved = (2 if run.axes["dist"] == "ddp" else 1) * (len(ranks) - 1) / len(ranks)
+    least_s = min(backward[rank, True] for rank in ranks) / 1e3
+    assert run.summary.bus_gbps_min == approx(run.summary.comm_bytes_per_step * moved / least_s / 1e9)
+
+
 def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
     """Rank 1 sleeps 50 ms a step: the others wait for it in their collectives, and its own steps show it."""
     args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=50", "tracker.mode=offline"]
@@ -40,10 +65,9 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert run.axes["dist"] == "ddp" and run.axes["world_size"] == "2"
     summary = run.summary
     assert summary.world_size == 2 and len(summary.rank_step_ms) == 2 and summary.steps == 10
-    assert summary.exposed_comm_ms > 0 and 0 < summary.exposed_comm_share < 1, "all-reduce is not all hidden"
+    assert_exposed_comm_from_the_ranks_steps(run)
     assert summary.straggler_rank == 1 and summary.straggler_index > 1
     assert summary.comm_bytes_per_step == 4 * summary.params, "every fp32 gradient reduced each step"
-    assert 0 < summary.bus_gbps_min < summary.comm_bytes_per_step / (summary.exposed_comm_ms / 1e3) / 1e9
     fast, slow = summary.rank_own_step_ms
     assert slow - fast > 30, "rank 1's own steps carry its 50 ms"
     ranks = read_steps(run.path / RANKS).to_pylist()
@@ -84,8 +108,8 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
     assert all(r.summary.straggler_index is None for r in runs), "every FSDP step all-gathers: none waits for none"
     (two,) = [r for r in runs if r.summary.world_size == 2]
-    assert two.summary.exposed_comm_ms > 0 and 0 < two.summary.exposed_comm_share < 1, "reduce-scatter not all hidden"
-    assert two.summary.comm_bytes_per_step == 4 * two.summary.params and two.summary.bus_gbps_min > 0
+    assert_exposed_comm_from_the_ranks_steps(two)
+    assert two.summary.comm_bytes_per_step == 4 * two.summary.params
     for run in runs:
         rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
         assert len(rows) == run.summary.world_size * (5 + 10), "a window of 5 steps, then a probe of 10"

@@ -11,6 +11,7 @@ process's CUDA context unusable: every later run of the pack would fail with tha
 are left pending (with the reason) for a resume to run in a fresh process.
 """
 
+import copy
 import os
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from typing import Any
 import submitit
 
 import records
-from launcher.runs import RunJob, Runner, again_after_timeout, leave_pending, run_one
+from launcher.runs import Place, RunJob, Runner, again_after_timeout, leave_pending, run_one
 from launcher.warm import fork_runs
 
 
@@ -63,15 +64,26 @@ def stop_job(job_id: str, name: str) -> None:
 
 class RunPack(submitit.helpers.Checkpointable):
     """Run each run of a job's pack: in a child forked from this warm job (isolation=fork; `parallelism` at a
-    time, each pinned to one of `gpus` if given), or one after another in this process (spawn)."""
+    time, each pinned to one of `gpus` if given), or one after another in this process (spawn), on `cpus` where
+    this host's CPUs are shared among jobs at once."""
 
     def __init__(self, runner: Runner, isolation: str = "spawn", parallelism: int = 1, gpus: tuple[int, ...] = ()):
         self.runner, self.isolation, self.parallelism, self.gpus = runner, isolation, parallelism, tuple(gpus)
+        self.cpus: tuple[int, ...] | None = None
         # When the last run this process ran ended: the next one's start-up counts from there (from the process's
         # start for its first). It outlives a pack: launcher=debug runs every pack in the launcher's process.
         self.last_run_ended: float | None = None
 
+    def on_cpus(self, cpus: tuple[int, ...] | None) -> "RunPack":
+        """This pack, its job run on `cpus` (None: this pack itself, on all of its host's)."""
+        if cpus is None:
+            return self
+        placed = copy.copy(self)
+        placed.cpus = cpus
+        return placed
+
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
+        Place(cpus=self.cpus).enter()
         info = {**process_info(), **job_info()}
         if info.get("tasks"):
             # a run across ranks, a rank a task: torch.distributed's rendezvous (env://) on the job's first node

@@ -6,6 +6,7 @@ launcher/warm.py: each in a child forked from the job).
 
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import threading
@@ -37,24 +38,58 @@ class Runner:
     rank: Callable[[RunSpec], Any] | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where on this host a run or job goes: the GPU it sees alone (None: not pinned to one) and the CPUs it may
+    run on (None: all of this process's)."""
+
+    gpu: int | None = None
+    cpus: tuple[int, ...] | None = None
+
+    def enter(self) -> None:
+        """Make this process the place's: its CPUs, before it starts a thread, and its GPU, before it initialises
+        CUDA."""
+        if self.cpus is not None:
+            os.sched_setaffinity(0, self.cpus)
+        if self.gpu is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+
+
+NOWHERE = Place()  # pinned to no GPU, on every CPU
+
+
+def cpu_shares(parallelism: int) -> list[tuple[int, ...]]:
+    """This process's CPUs split among `parallelism` runs at once, a contiguous share each (none for one at a
+    time). Runs at once that each took every CPU would oversubscribe them, and OpenMP's spinning threads then
+    slow every step down many times over. With more runs at once than CPUs, runs share a CPU each."""
+    if parallelism < 2:
+        return []
+    cpus = sorted(os.sched_getaffinity(0))
+    ends = [len(cpus) * i // parallelism for i in range(parallelism + 1)]
+    return [tuple(cpus[start:end]) or (cpus[start],) for start, end in zip(ends, ends[1:], strict=False)]
+
+
 class Slots:
     """Room on this host for one more run or job: fewer than `parallelism` going and, where runs are pinned to
-    GPUs (one run per GPU at a time), a free GPU for it. The warm job's forks and the launcher's local jobs
-    share it."""
+    GPUs (one run per GPU at a time), a free GPU for it. With `share_cpus`, each of the runs at once is given
+    its share of this host's CPUs. The warm job's forks and the launcher's local jobs share it."""
 
-    def __init__(self, parallelism: int, gpus: tuple[int, ...] | list[int] = ()):
+    def __init__(self, parallelism: int, gpus: tuple[int, ...] | list[int] = (), share_cpus: bool = False):
         self.parallelism, self.pinning, self.free = parallelism, bool(gpus), list(gpus)
+        self.shares: list[tuple[int, ...] | None] = cpu_shares(parallelism) if share_cpus else []
 
     def open(self, going: int) -> bool:
         return going < self.parallelism and (self.free or not self.pinning)
 
-    def take(self) -> int | None:
-        """The GPU the next one is pinned to (None: no pinning)."""
-        return self.free.pop(0) if self.pinning else None
+    def take(self) -> Place:
+        """Where the next one goes: a free GPU where runs are pinned, and a free share of the CPUs if shared."""
+        return Place(self.free.pop(0) if self.pinning else None, self.shares.pop(0) if self.shares else None)
 
-    def release(self, gpu: int | None) -> None:
-        if gpu is not None:
-            self.free.append(gpu)
+    def release(self, place: Place) -> None:
+        if place.gpu is not None:
+            self.free.append(place.gpu)
+        if place.cpus is not None:
+            self.shares.append(place.cpus)
 
 
 @dataclasses.dataclass(frozen=True)

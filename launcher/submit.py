@@ -33,7 +33,7 @@ from launcher.executor import (
 )
 from launcher.jobs import RunPack
 from launcher.progress import Progress
-from launcher.runs import RunJob, Runner, Slots, again_after_timeout, lost, never_started
+from launcher.runs import NOWHERE, Place, RunJob, Runner, Slots, again_after_timeout, lost, never_started
 from launcher.snapshot import snapshot
 from launcher.status import in_flight
 from records import DONE, FINAL, PENDING, RUNNING, Status, Summary
@@ -154,13 +154,15 @@ class Dispatcher:
         self.backend, self.pack, self.progress = BACKENDS[conf.name], pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
-        self.slots, self.gpu_of = slots, {}  # room for another job on this host; the GPU each job is pinned to
+        self.slots, self.place_of = slots, {}  # room for another job on this host; where each job was put
 
-    def submit(self, packs: list[list[RunJob]], chunk: int, gpu: int | None = None) -> list[str]:
-        """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given
-        `gpu` sees that GPU alone (CUDA_VISIBLE_DEVICES). SubmissionFailed if the scheduler refuses one."""
-        if gpu is not None:
-            self.executor.update_parameters(visible_gpus=(gpu,), gpus_per_node=1)
+    def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
+        """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given a
+        `place` sees its GPU alone (CUDA_VISIBLE_DEVICES) and runs on its CPUs. SubmissionFailed if the scheduler
+        refuses one."""
+        if place.gpu is not None:
+            self.executor.update_parameters(visible_gpus=(place.gpu,), gpus_per_node=1)
+        pack = self.pack.on_cpus(place.cpus)
         submitted: list[str] = []
         for start, part in chunks_by(packs, chunk, lambda pack: job_kind(pack[0])):
             # an array's jobs start one Python, that of its runs' environment, and have one shape of tasks
@@ -169,7 +171,7 @@ class Dispatcher:
             if not self.backend.on_this_host:
                 self.executor.update_parameters(**ranks_parameters(self.conf, ranks_per_node, on_gpus))
             try:
-                jobs = list(zip(self.executor.map_array(self.pack, part), part, strict=True))
+                jobs = list(zip(self.executor.map_array(pack, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
                 left = sum(len(pack) for pack in packs[start:])
                 arrays = sorted({job_id.split("_")[0] for job_id in submitted})
@@ -179,20 +181,20 @@ class Dispatcher:
                     f"submitted (pending). `python launch.py status {self.sweep_dir}` follows what was; "
                     f"`python launch.py resume {self.sweep_dir}` submits the rest."
                 ) from error
-            self._track(jobs, gpu)
+            self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]
         return submitted
 
-    def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], gpu: int | None) -> None:
+    def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], place: Place) -> None:
         """Follow the jobs, and record which job each run went to (in jobs.json: what status and resume know)."""
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
-            if gpu is not None:
-                self.gpu_of[job.job_id] = gpu
+            self.place_of[job.job_id] = place
         queued = {
             "submitted_at": records.now(),
             "launcher": self.backend_name,
-            **({"gpu": gpu} if gpu is not None else {}),
+            **({"gpu": place.gpu} if place.gpu is not None else {}),
+            **({"cpus": list(place.cpus)} if place.cpus is not None else {}),
         }
         entries = {}
         for job, pack in jobs:
@@ -234,13 +236,13 @@ class Dispatcher:
                     self.progress.ended(run.spec, status.state, _detail(run.run_dir, status), status.timing)
             if job_id not in alive:
                 del self.active[job_id]
-                self.slots.release(self.gpu_of.pop(job_id, None))
+                self.slots.release(self.place_of.pop(job_id, NOWHERE))
 
     def run(self, queue: collections.deque, poll_s: float) -> None:
         """Until every pack has ended: keep packs going as the slots allow (this host only), poll, report."""
         while queue or self.active:
             while self.backend.on_this_host and queue and self.slots.open(len(self.active)):
-                self.submit([queue.popleft()], chunk=1, gpu=self.slots.take())
+                self.submit([queue.popleft()], chunk=1, place=self.slots.take())
             self.poll()
             self.progress.tick()
             if self.active:
@@ -317,7 +319,8 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     mode = isolation(conf)
     warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
     pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
-    slots = Slots(1 if warm else conf.parallelism, [] if warm else gpus)  # a warm job forks its runs in parallel
+    # a warm job forks its runs in parallel; local jobs at once share this host's CPUs
+    slots = Slots(1 if warm else conf.parallelism, [] if warm else gpus, share_cpus=conf.name == "local")
     dispatcher = Dispatcher(sweep_dir, executor, conf, pack, Progress(len(runs)), slots)
     # a warm job per environment's block of runs (one in all without an environment axis)
     queue = collections.deque(packs_of(runs, len(runs) if warm else conf.runs_per_job))

@@ -4,8 +4,9 @@ every run still gets a process of its own.
 The job imports what runs need (warm_up of Runner.imports: torch, timm, W&B...) without touching a
 device, starting thread pools or opening a W&B run, then forks a child per run: `parallelism` at a time,
 each pinned to a free GPU of `gpus` through CUDA_VISIBLE_DEVICES (set in the child, before it initialises
-CUDA). A child has its own CUDA context, allocator, cuDNN autotuning, compile caches and RNG (the run seeds
-it); it sets its own threads. Before each fork the job checks, rather than assumes, that nothing it holds
+CUDA) and, with more than one at a time, to its share of the job's CPUs (launcher.runs.cpu_shares). A child
+has its own CUDA context, allocator, cuDNN autotuning, compile caches and RNG (the run seeds it); it sets its
+own threads (as many as its CPUs). Before each fork the job checks, rather than assumes, that nothing it holds
 would leak into the child (fork_hazard: CUDA or its driver initialised). A child that dies (a signal, the OOM
 killer) is recorded as a killed run is (LostRun, quoting its log), and the job goes on with the next run.
 Each child writes its output to its own log, beside the job's.
@@ -32,6 +33,7 @@ import records
 from launcher.runs import (
     GRACE_S,
     TIMEOUT,
+    Place,
     RunJob,
     Runner,
     Slots,
@@ -48,10 +50,10 @@ POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd
 
 @dataclasses.dataclass
 class Child:
-    """A run's process, forked from this job: the GPU it was given, its log, when it is killed if still going."""
+    """A run's process, forked from this job: where it was put, its log, when it is killed if still going."""
 
     run: RunJob
-    gpu: int | None
+    place: Place
     log: Path | None
     deadline: float | None  # time.monotonic() past its limit and grace; None: no limit
     pidfd: int | None  # readable once the process has ended
@@ -105,7 +107,7 @@ def fork_runs(
 ) -> dict[str, str]:
     """Run every run in a child of this process; each run's final state (pending where it was interrupted).
     A run that reached its time limit and has retries left goes back to the end of the queue."""
-    slots = Slots(parallelism, gpus)
+    slots = Slots(parallelism, gpus, share_cpus=True)
     queue = collections.deque(runs)
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
@@ -124,20 +126,20 @@ def fork_runs(
                 hazard = fork_hazard()
                 if hazard:
                     raise RuntimeError(f"cannot fork run {run.spec.name} from this job: {hazard}")
-                gpu = slots.take()
+                place = slots.take()
                 log = _log_of(run, info)
                 forked_at = time.time()  # the run's start-up counts from here, on the clock its first step reads
                 pid = os.fork()
                 if pid == 0:
-                    _child(runner, run, gpu, log, {**info, "ready_since": forked_at})  # never returns
+                    _child(runner, run, place, log, {**info, "ready_since": forked_at})  # never returns
                 deadline = time.monotonic() + run.limit_s + GRACE_S if run.limit_s is not None else None
-                children[pid] = Child(run, gpu, log, deadline, _pidfd(pid))
+                children[pid] = Child(run, place, log, deadline, _pidfd(pid))
             if not children:  # the rest were done by an earlier start of this job (a requeue)
                 continue
             pid, wait_status = _reap(children)
             child = children.pop(pid)
             _close(child)
-            slots.release(child.gpu)
+            slots.release(child.place)
             state = _ended(child, pid, wait_status)
             if state == records.FAILED and again_after_timeout(child.run):
                 queue.append(child.run)
@@ -222,7 +224,7 @@ def _stop_the_run(signum, frame) -> None:
     raise SystemExit(f"perfsweep: the run was interrupted by {signal.Signals(signum).name} (preemption, time limit)")
 
 
-def _child(runner: Runner, run: RunJob, gpu: int | None, log: Path | None, info: dict[str, Any]) -> None:
+def _child(runner: Runner, run: RunJob, place: Place, log: Path | None, info: dict[str, Any]) -> None:
     code = 1
     try:
         if log is not None:
@@ -233,8 +235,7 @@ def _child(runner: Runner, run: RunJob, gpu: int | None, log: Path | None, info:
             os.close(out)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # the run installs its own
         signal.signal(signal.SIGUSR2, _stop_the_run)  # the job requeues itself; the run stops to start over
-        if gpu is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        place.enter()
         mine = {**info, "pid": os.getpid(), "log": str(log) if log else info.get("log")}
         code = 0 if run_one(runner.execute, run, mine) is None else 1
     except SystemExit as stop:  # its records cannot be written: the reason, as its log's last line

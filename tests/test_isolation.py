@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import records
-from launcher.runs import RunJob, Runner
+from launcher.runs import RunJob, Runner, cpu_shares
 from launcher.warm import fork_hazard, fork_runs
 from records import load_sweep
 from sweeps.plan import build_plan
@@ -38,6 +38,16 @@ def test_fork_and_spawn_runs_leave_the_same_records(tmp_path):
     assert schemas[0] == schemas[1]
     assert set(forked.summary.to_json()) == set(spawned.summary.to_json())
     assert set(forked.env) == set(spawned.env)
+
+
+def test_local_jobs_at_once_each_run_on_a_share_of_the_cpus(tmp_path):
+    """launcher.isolation=spawn: each job is a new interpreter, placed by the launcher (the warm job's forks are
+    placed by the job: tests/test_launch.py's local sweep)."""
+    runs = _launch(tmp_path, "seed=0,1", "launcher.isolation=spawn", "launcher.parallelism=2")
+    jobs = records.submitted_jobs(tmp_path / "default")
+    assert sorted(tuple(job["cpus"]) for job in jobs.values()) == sorted(cpu_shares(2)), "a share each"
+    for run in runs:
+        assert run.env["cpus"] == jobs[run.name]["cpus"] and run.env["torch_threads"] == len(run.env["cpus"])
 
 
 def test_replicates_forked_from_one_job_each_get_a_process_and_a_seed(tmp_path):

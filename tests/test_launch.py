@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import records
+from launcher.runs import cpu_shares
 from sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
@@ -60,15 +61,20 @@ def test_a_local_sweep_prints_its_progress_its_table_and_where_its_records_are(l
     assert f"records: {sweep}" in result.stdout
 
 
-def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu(local_sweep):
+def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu_and_to_a_share_of_the_cpus(local_sweep):
     sweep, *_ = local_sweep
     by_gpu: dict[str, list] = {}
+    by_share: dict[tuple, list] = {}
     for name in records.submitted_jobs(sweep):
-        seen = records.read_json(sweep / name / records.ENV)["cuda_visible_devices"]  # the run saw this GPU alone
+        env = records.read_json(sweep / name / records.ENV)
         status = records.read_status(sweep / name)
-        by_gpu.setdefault(seen, []).append((status.started_at, status.finished_at))
+        span = (status.started_at, status.finished_at)
+        by_gpu.setdefault(env["cuda_visible_devices"], []).append(span)  # the run saw this GPU alone
+        by_share.setdefault(tuple(env["cpus"]), []).append(span)
+        assert env["torch_threads"] == len(env["cpus"]), "as many threads as the CPUs it was given"
     assert sorted(by_gpu) == ["0", "1"] and sorted(len(spans) for spans in by_gpu.values()) == [1, 2]
-    for spans in by_gpu.values():  # never two runs on one GPU at once
+    assert sorted(by_share) == sorted(cpu_shares(2)), "two runs at once: each on its half of this host's CPUs"
+    for spans in [*by_gpu.values(), *by_share.values()]:  # never two runs on one GPU, or one share, at once
         spans.sort()
         assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
 

@@ -107,12 +107,14 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Te
 
 
 def allotted_cpus() -> int | None:
-    """The CPUs a Slurm job was given: more threads than that oversubscribe them, and spinning OpenMP
-    threads then slow a step down many times over."""
+    """The CPUs a Slurm job was given, else those this process may run on where they are fewer than its host's
+    (its share of them among local runs at once, or taskset's): more threads than that oversubscribe them, and
+    spinning OpenMP threads then slow a step down many times over."""
     for variable in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
         if os.environ.get(variable, "").isdigit():
             return int(os.environ[variable])
-    return None
+    mine = len(os.sched_getaffinity(0))
+    return mine if mine < (os.cpu_count() or mine) else None
 
 
 DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice, before any run set it

@@ -116,6 +116,7 @@ def environment(device: torch.device) -> dict[str, object]:
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "cpus": sorted(os.sched_getaffinity(0)),  # those the run could use: its share, with local runs at once
         "torch_threads": torch.get_num_threads(),
         "packages": {p: _version(p) for p in PACKAGES},
         "environment": built_environment(),

@@ -47,7 +47,8 @@ class Place:
     cpus: tuple[int, ...] | None = None
 
     def enter(self) -> None:
-        """Make this process the place's: its CPUs, before it starts a thread, and its GPU, before it initialises
+        """Make this process the place's: its CPUs, before it starts a thread (the threads it starts later inherit
+        them, unless OMP_PROC_BIND or GOMP_CPU_AFFINITY binds them elsewhere), and its GPU, before it initialises
         CUDA."""
         if self.cpus is not None:
             os.sched_setaffinity(0, self.cpus)
@@ -58,15 +59,19 @@ class Place:
 NOWHERE = Place()  # pinned to no GPU, on every CPU
 
 
-def cpu_shares(parallelism: int) -> list[tuple[int, ...]]:
-    """This process's CPUs split among `parallelism` runs at once, a contiguous share each (none for one at a
-    time). Runs at once that each took every CPU would oversubscribe them, and OpenMP's spinning threads then
-    slow every step down many times over. With more runs at once than CPUs, runs share a CPU each."""
-    if parallelism < 2:
+def cpu_shares(at_once: int) -> list[tuple[int, ...]]:
+    """This process's CPUs split among `at_once` runs at once, a contiguous share each and every share the same
+    size, the CPUs left over unused (none for one at a time): runs compared in one sweep must not differ in
+    their CPUs by which share they got. Runs at once that each took every CPU would oversubscribe them, and
+    OpenMP's spinning threads then slow every step down many times over. With more runs at once than CPUs,
+    runs share a CPU each."""
+    if at_once < 2:
         return []
     cpus = sorted(os.sched_getaffinity(0))
-    ends = [len(cpus) * i // parallelism for i in range(parallelism + 1)]
-    return [tuple(cpus[start:end]) or (cpus[start],) for start, end in zip(ends, ends[1:], strict=False)]
+    size = len(cpus) // at_once
+    if size == 0:
+        return [(cpus[i % len(cpus)],) for i in range(at_once)]
+    return [tuple(cpus[i * size : (i + 1) * size]) for i in range(at_once)]
 
 
 class Slots:
@@ -76,7 +81,8 @@ class Slots:
 
     def __init__(self, parallelism: int, gpus: tuple[int, ...] | list[int] = (), share_cpus: bool = False):
         self.parallelism, self.pinning, self.free = parallelism, bool(gpus), list(gpus)
-        self.shares: list[tuple[int, ...] | None] = cpu_shares(parallelism) if share_cpus else []
+        at_once = min(parallelism, len(self.free)) if self.pinning else parallelism  # one run per GPU at a time
+        self.shares: list[tuple[int, ...]] = cpu_shares(at_once) if share_cpus else []
 
     def open(self, going: int) -> bool:
         return going < self.parallelism and (self.free or not self.pinning)

@@ -30,7 +30,7 @@ from sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import ROOT, launch, launch_here
 from tests.test_run import run
-from train.build import DEFAULT_THREADS
+from train.build import DEFAULT_THREADS, allotted_cpus
 from train.env import command_output
 from train.functions.base import FunctionBench
 from train.tracker import Tracker
@@ -304,7 +304,7 @@ def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan
 def test_runs_sharing_a_process_do_not_inherit_each_others_threads(tiny_plan):
     run(tiny_plan("input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"))
     second_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled"))
-    assert records.read_json(second_dir / records.ENV)["torch_threads"] == DEFAULT_THREADS
+    assert records.read_json(second_dir / records.ENV)["torch_threads"] == (allotted_cpus() or DEFAULT_THREADS)
 
 
 def test_command_output_that_is_not_utf8_is_read_with_replacement():

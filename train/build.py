@@ -107,13 +107,14 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Te
 
 
 def allotted_cpus() -> int | None:
-    """The CPUs a Slurm job was given, else those this process may run on where they are fewer than its host's
-    (its share of them among local runs at once, or taskset's): more threads than that oversubscribe them, and
-    spinning OpenMP threads then slow a step down many times over."""
+    """The CPUs this run was given: a Slurm job's, and never more than this process may run on (its share among
+    local runs at once, which a launch inside a Slurm allocation also gives); else those it may run on where they
+    are fewer than its host's (taskset's). More threads than that oversubscribe them, and spinning OpenMP threads
+    then slow a step down many times over."""
+    mine = len(os.sched_getaffinity(0))
     for variable in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
         if os.environ.get(variable, "").isdigit():
-            return int(os.environ[variable])
-    mine = len(os.sched_getaffinity(0))
+            return min(int(os.environ[variable]), mine)
     return mine if mine < (os.cpu_count() or mine) else None
 
 

@@ -416,6 +416,18 @@ def task_process(job_id: str, task: int) -> int | None:
     return None
 
 
+def sleeping_in_its_steps(pid: int) -> bool:
+    """Whether a rank's process sleeps its straggler drill's delay (dist.delay_ms), which only its steps do: its
+    main thread in a nanosleep with sockets open to its peers (the store's and the process group's). Before it
+    has joined them a rank may also sleep, between tries to connect to the store, with none or one open."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        sockets = sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+    return "nanosleep" in wchan and sockets >= 2
+
+
 @pytest.mark.slurm
 def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path):
     """Rank 1 sleeps 500 ms a step (20 s of steps), and is killed inside them."""
@@ -431,7 +443,10 @@ def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path
     while (pid := task_process(job_id, 1)) is None:
         assert time.monotonic() < deadline, "rank 1's task did not start"
         time.sleep(0.2)
-    time.sleep(3.0)  # inside its steps
+    # killed inside its steps, not before it joined its peers (rank 0 would then wait dist.timeout_s for it)
+    while not sleeping_in_its_steps(pid):
+        assert time.monotonic() < deadline, "rank 1's task did not reach its steps"
+        time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()
     ended = wait_until_final(sweep, timeout_s=60)[name]

@@ -298,13 +298,14 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     # On this host each run has its time limit; on Slurm the cluster limits each job
     limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
+    at_once = 1 if conf.name == "debug" else conf.parallelism  # launcher=debug runs one at a time, in its process
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         RunJob(
             spec,
             sweep_dir / spec.name,
             sweepdir.tracker_id(manifest, spec),
-            conf.parallelism,
+            at_once,
             limit_s,
             retries,
             pythons.get(spec.name),

@@ -98,7 +98,9 @@ def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(lo
     assert status.stdout.startswith(f"{sweep}: 3 runs, 3 done")
 
 
-def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
+def test_a_debug_launch_records_its_runs_as_run_one_at_a_time_as_they_are(runs_dir):
+    """Its runs share the launcher's process, whatever launcher.parallelism says (local runs record theirs: the
+    local sweep above)."""
     result = launch_here(
         *TINY,
         "input_type=tensor,subclass",
@@ -110,7 +112,8 @@ def test_parallel_runs_record_how_many_ran_at_once(runs_dir):
     )
     assert result.returncode == 0, result.stderr
     statuses = [records.read_status(p.parent) for p in (runs_dir / "default").glob("*/status.json")]
-    assert [s.parallelism for s in statuses] == [2, 2]
+    assert [s.parallelism for s in statuses] == [1, 1]
+    assert "| 1 run(s) at a time |" in result.stdout
 
 
 def test_bad_input_starts_nothing(runs_dir):

@@ -162,7 +162,7 @@ class Dispatcher:
         refuses one."""
         if place.gpu is not None:
             self.executor.update_parameters(visible_gpus=(place.gpu,), gpus_per_node=1)
-        pack = self.pack.on_cpus(place.cpus)
+        placed = self.pack.on_cpus(place.cpus)
         submitted: list[str] = []
         for start, part in chunks_by(packs, chunk, lambda pack: job_kind(pack[0])):
             # an array's jobs start one Python, that of its runs' environment, and have one shape of tasks
@@ -171,7 +171,7 @@ class Dispatcher:
             if not self.backend.on_this_host:
                 self.executor.update_parameters(**ranks_parameters(self.conf, ranks_per_node, on_gpus))
             try:
-                jobs = list(zip(self.executor.map_array(pack, part), part, strict=True))
+                jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
                 left = sum(len(pack) for pack in packs[start:])
                 arrays = sorted({job_id.split("_")[0] for job_id in submitted})

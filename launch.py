@@ -9,7 +9,7 @@ perfsweep envs [--dir DIR] [--prune [--unused-days N]]   the environments built 
 perfsweep bisect --good A --bad B [--package NAME] [OVERRIDE ...]   the first release of a package (torch by
                                        default) between good and bad that shows the change the sweep measures
 perfsweep table|runs|published|replicates|compare|plots|report|sync ...   the views of the records
-                                       (analysis/cli.py; also python -m analysis COMMAND)
+                                       (analysis/cli.py; also python -m perfsweep.analysis COMMAND)
 perfsweep --help | --cfg job ...       Hydra's own flags, as in any Hydra app
 
 `python launch.py ...` is the same command. This module sits on top of the house: it hands the
@@ -19,7 +19,7 @@ launcher the run (train.run.execute) and the run checks (train.checks.problems) 
 import argparse
 import sys
 
-from analysis.cli import add_commands, parse, run, sweep_folder
+from perfsweep.analysis.cli import add_commands, parse, run, sweep_folder
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
 
@@ -31,8 +31,8 @@ def hydra_flags(args: list[str]) -> int:
     import hydra
     from hydra._internal.utils import get_args_parser
 
-    import conf.schema  # noqa: F401  (registers the schema the configs extend)
-    from sweeps.plan import unreadable_overrides
+    import perfsweep.conf.schema  # noqa: F401  (registers the schema the configs extend)
+    from perfsweep.sweeps.plan import unreadable_overrides
 
     flags = get_args_parser()
     flags.prog = "perfsweep"
@@ -61,20 +61,20 @@ def hydra_flags(args: list[str]) -> int:
 def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:
     """Plan (by calling `plan_of`), check, build its environments, launch; then print the views of the records
     (unless not `show`), or where to follow the jobs. `quiet_envs`: the environments were built and said before."""
-    import records
-    from analysis.render import text
-    from analysis.views import sweep_views
-    from analysis.wandb_sweep import log_sweep
-    from launcher import envs
-    from launcher.runs import Runner
-    from launcher.submit import SubmissionFailed, launch
-    from launcher.sweepdir import SweepDirError
-    from launcher.validate import validate
-    from records.lock import SweepLocked
-    from sweeps.plan import PlanError
-    from train.checks import problems as run_problems
-    from train.dist import task_rank
-    from train.run import execute, lazy_imports
+    from perfsweep import records
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import sweep_views
+    from perfsweep.analysis.wandb_sweep import log_sweep
+    from perfsweep.launcher import envs
+    from perfsweep.launcher.runs import Runner
+    from perfsweep.launcher.submit import SubmissionFailed, launch
+    from perfsweep.launcher.sweepdir import SweepDirError
+    from perfsweep.launcher.validate import validate
+    from perfsweep.records.lock import SweepLocked
+    from perfsweep.sweeps.plan import PlanError
+    from perfsweep.train.checks import problems as run_problems
+    from perfsweep.train.dist import task_rank
+    from perfsweep.train.run import execute, lazy_imports
 
     plan = None
     try:
@@ -138,12 +138,12 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     until every comparison is decided or a cap is reached; then print the views and what stayed undecided."""
     import time
 
-    import records
-    from analysis import rounds
-    from analysis.render import text
-    from analysis.views import sweep_views
-    from analysis.wandb_sweep import log_sweep
-    from sweeps.plan import PlanError, build_plan
+    from perfsweep import records
+    from perfsweep.analysis import rounds
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import sweep_views
+    from perfsweep.analysis.wandb_sweep import log_sweep
+    from perfsweep.sweeps.plan import PlanError, build_plan
 
     base = [o for o in overrides if o != AUTO]
     began = time.monotonic()
@@ -190,7 +190,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     overrides = [a for a in args.overrides if a not in MULTIRUN]
     if any(a.startswith("-") for a in overrides):
         return hydra_flags(args.overrides)
-    from sweeps.plan import build_plan
+    from perfsweep.sweeps.plan import build_plan
 
     if AUTO in overrides:
         return launch_rounds(overrides, args.argv)
@@ -198,7 +198,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def show_status(args: argparse.Namespace) -> int:
-    from launcher.status import render
+    from perfsweep.launcher.status import render
 
     print(render(args.sweep_dir))
     return 0
@@ -207,8 +207,8 @@ def show_status(args: argparse.Namespace) -> int:
 def resume(args: argparse.Namespace) -> int:
     """Run what is not done of the sweep's recorded plan; a sweep launched with repeats=auto then goes on with its
     rounds (its launch's overrides, and these)."""
-    import records
-    from launcher.sweepdir import recorded_plan
+    from perfsweep import records
+    from perfsweep.launcher.sweepdir import recorded_plan
 
     launches = (records.read_manifest(args.sweep_dir) or {}).get("launches", [])
     launched = [launch.get("argv", []) for launch in launches if launch.get("argv", [])[:1] != ["resume"]]
@@ -224,7 +224,7 @@ def show_envs(args: argparse.Namespace) -> int:
     import datetime
     from pathlib import Path
 
-    from launcher import envs
+    from perfsweep.launcher import envs
 
     cache = Path(args.dir).expanduser() if args.dir else envs.default_dir()
     if args.prune:
@@ -244,7 +244,7 @@ def one_metric(plan, good: str) -> tuple[str | None, str]:
     """What a bisect of this sweep follows: (the release each point's step time is taken over, for one
     configuration, or None for two that are one against its baseline; the metric in words). BisectError for a
     sweep with any other configurations."""
-    from analysis.bisect import BisectError
+    from perfsweep.analysis.bisect import BisectError
 
     specs = list(plan.runs)
     if len(specs) == 1:
@@ -278,12 +278,22 @@ def bisect(args: argparse.Namespace) -> int:
     repeats) until it is placed on a side, or the last; each is saved to bisect.json as it is placed."""
     import dataclasses
 
-    import records
-    from analysis import rounds
-    from analysis.bisect import RECORD, UNBUILT, UNDETERMINED, BisectError, Point, Search, between, level, values
-    from analysis.render import text
-    from launcher import envs
-    from sweeps.plan import PlanError, build_plan
+    from perfsweep import records
+    from perfsweep.analysis import rounds
+    from perfsweep.analysis.bisect import (
+        RECORD,
+        UNBUILT,
+        UNDETERMINED,
+        BisectError,
+        Point,
+        Search,
+        between,
+        level,
+        values,
+    )
+    from perfsweep.analysis.render import text
+    from perfsweep.launcher import envs
+    from perfsweep.sweeps.plan import PlanError, build_plan
 
     package = args.package.lower()
     key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
@@ -384,8 +394,8 @@ def bisect(args: argparse.Namespace) -> int:
 
 def folder_conflict(folder, settings: dict) -> str:
     """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect."""
-    import records
-    from analysis.bisect import RECORD
+    from perfsweep import records
+    from perfsweep.analysis.bisect import RECORD
 
     name = "sweep_name=NAME: a folder of its own for this bisect"
     if (folder / records.SWEEP).is_file():

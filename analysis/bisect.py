@@ -26,12 +26,12 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from scipy import stats as distributions
 
-import records
-from analysis.evidence import figures
-from analysis.groups import compared_along, speedups
-from analysis.render import Column, View
-from analysis.stats import LEVEL
-from records import RunRecord
+from perfsweep import records
+from perfsweep.analysis.evidence import figures
+from perfsweep.analysis.groups import compared_along, speedups
+from perfsweep.analysis.render import Column, View
+from perfsweep.analysis.stats import LEVEL
+from perfsweep.records import RunRecord
 
 RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders
 GOOD, BAD, UNDETERMINED, UNBUILT = "good", "bad", "undetermined", "cannot be built"

@@ -1,4 +1,4 @@
-"""The analysis commands, as argparse subcommands: `python -m analysis COMMAND` and `perfsweep COMMAND` both
+"""The analysis commands, as argparse subcommands: `python -m perfsweep.analysis COMMAND` and `perfsweep COMMAND` both
 take them from here. Each command imports what it needs when it runs, so that `perfsweep status` starts fast."""
 
 import argparse
@@ -15,16 +15,16 @@ def sweep_folder(value: str) -> Path:
 
 
 def show_table(args: argparse.Namespace) -> int:
-    from analysis import table
-    from analysis.bisect import Search
-    from analysis.render import as_csv, text
-    from analysis.views import sweep_views
+    from perfsweep.analysis import table
+    from perfsweep.analysis.bisect import Search
+    from perfsweep.analysis.render import as_csv, text
+    from perfsweep.analysis.views import sweep_views
 
     if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
         print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
         return 0
     if args.csv == "timm":
-        from analysis.timm_csv import timm_view
+        from perfsweep.analysis.timm_csv import timm_view
 
         print(as_csv(timm_view(args.sweep_dir)), end="")
         return 0
@@ -36,16 +36,16 @@ def show_table(args: argparse.Namespace) -> int:
 
 
 def show_runs(args: argparse.Namespace) -> int:
-    from analysis import summary
-    from analysis.render import text
+    from perfsweep.analysis import summary
+    from perfsweep.analysis.render import text
 
     print(text(summary.view(args.sweep_dir)))
     return 0
 
 
 def show_published(args: argparse.Namespace) -> int:
-    from analysis.render import text
-    from analysis.views import published_views
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import published_views
 
     views = published_views(args.sweep_dir)
     print("\n\n".join(map(text, views)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
@@ -53,16 +53,16 @@ def show_published(args: argparse.Namespace) -> int:
 
 
 def show_replicates(args: argparse.Namespace) -> int:
-    from analysis import replicates
-    from analysis.render import text
+    from perfsweep.analysis import replicates
+    from perfsweep.analysis.render import text
 
     print(text(replicates.view(args.sweep_dir, args.half_width)))
     return 0
 
 
 def show_comparison(args: argparse.Namespace) -> int:
-    from analysis import compare
-    from analysis.render import text
+    from perfsweep.analysis import compare
+    from perfsweep.analysis.render import text
 
     view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
     print(text(view))
@@ -76,7 +76,7 @@ class CannotWrite(Exception):
 def output_folder(args: argparse.Namespace) -> Path:
     """Where a command writes what it makes: --out, else the sweep folder; refused before any work if it cannot be
     written (a read-only sweep), saying where to write instead."""
-    import records
+    from perfsweep import records
 
     folder = args.out or args.sweep_dir
     cannot = records.unwritable(folder)
@@ -86,7 +86,7 @@ def output_folder(args: argparse.Namespace) -> Path:
 
 
 def write_plots(args: argparse.Namespace) -> int:
-    from analysis import plots
+    from perfsweep.analysis import plots
 
     for path in plots.write_plots(args.sweep_dir, output_folder(args)):
         print(path)
@@ -94,10 +94,10 @@ def write_plots(args: argparse.Namespace) -> int:
 
 
 def write_report(args: argparse.Namespace) -> int:
-    from analysis import wandb_online
-    from analysis.report import html_report, outline, save_wandb_report, wandb_report_content
-    from analysis.wandb_sweep import log_sweep, tracker_conf
-    from records import load_sweep
+    from perfsweep.analysis import wandb_online
+    from perfsweep.analysis.report import html_report, outline, save_wandb_report, wandb_report_content
+    from perfsweep.analysis.wandb_sweep import log_sweep, tracker_conf
+    from perfsweep.records import load_sweep
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
@@ -128,8 +128,8 @@ def write_report(args: argparse.Namespace) -> int:
 
 
 def upload(args: argparse.Namespace) -> int:
-    from analysis import wandb_online
-    from analysis.wandb_sweep import sync, tracker_conf
+    from perfsweep.analysis import wandb_online
+    from perfsweep.analysis.wandb_sweep import sync, tracker_conf
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     try:

@@ -1,7 +1,7 @@
 """Two sweeps, configuration by configuration: step-time speed-ups with intervals across runs, the family of
 comparisons held to one error rate, and a suite-level geometric mean.
 
-    python -m analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
+    python -m perfsweep.analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
 
 A is the reference (before), B the candidate (after): two torch versions, before and after a change, eager
 against compiled. Configurations are matched by their axes and config, leaving out their replicate, what each
@@ -27,10 +27,10 @@ flagged, since a faster step that trains differently is no improvement, and so a
 import dataclasses
 from pathlib import Path
 
-from analysis import evidence, machines
-from analysis.groups import Configuration, is_declaration, labels, measures, round_of
-from analysis.render import Column, View, figure
-from records import DONE, RunRecord, load_sweep
+from perfsweep.analysis import evidence, machines
+from perfsweep.analysis.groups import Configuration, is_declaration, labels, measures, round_of
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "order")

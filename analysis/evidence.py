@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy import stats as distributions
 
-from analysis.stats import LEVEL, RESAMPLES, Interval, percentile_interval, resampled_medians
+from perfsweep.analysis.stats import LEVEL, RESAMPLES, Interval, percentile_interval, resampled_medians
 
 WITHIN_RUN = "within-run"
 PAIRED = "paired by round"

@@ -6,11 +6,11 @@ import dataclasses
 
 import numpy as np
 
-from analysis import evidence
-from analysis.stats import LEVEL
-from conf.schema import DECLARATION
-from records import RunRecord
-from records.run import Baseline
+from perfsweep.analysis import evidence
+from perfsweep.analysis.stats import LEVEL
+from perfsweep.conf.schema import DECLARATION
+from perfsweep.records import RunRecord
+from perfsweep.records.run import Baseline
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")

@@ -8,7 +8,7 @@ machine most of its runs had, and flags each run that had another (MIXED MACHINE
 
 from collections import Counter
 
-from records import DONE, RunRecord
+from perfsweep.records import DONE, RunRecord
 
 
 def _key(run: RunRecord) -> tuple[tuple[str, str], ...]:

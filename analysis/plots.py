@@ -1,7 +1,7 @@
 """PNG plots of a sweep, each showing what its numbers rest on: phase times per configuration, each run's median
 beside its configuration's interval, and speed-ups as a point with its interval around 1.00x.
 
-    python -m analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
+    python -m perfsweep.analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
                                                        (DIR/plots/ with --out), and ranks.png for runs
                                                        across ranks
 
@@ -18,11 +18,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis import ranks  # noqa: E402
-from analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
-from analysis.replicates import across_runs  # noqa: E402
-from analysis.stats import median_interval  # noqa: E402
-from records import DONE, load_sweep  # noqa: E402
+from perfsweep.analysis import ranks  # noqa: E402
+from perfsweep.analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
+from perfsweep.analysis.replicates import across_runs  # noqa: E402
+from perfsweep.analysis.stats import median_interval  # noqa: E402
+from perfsweep.records import DONE, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
 

@@ -1,6 +1,6 @@
 """A sweep's results side by side with the published figures it reproduces (sweeps/published/<sweep>.yaml).
 
-    python -m analysis published SWEEP_DIR
+    python -m perfsweep.analysis published SWEEP_DIR
 
 Each published comparison names two configurations by their axes or config values (`of` and `over`), the
 time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
@@ -26,10 +26,10 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from analysis import evidence, machines
-from analysis.groups import Configuration, environment_axes, measures, round_of
-from analysis.render import Column, View, figure
-from records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
+from perfsweep.analysis import evidence, machines
+from perfsweep.analysis.groups import Configuration, environment_axes, measures, round_of
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect

@@ -1,6 +1,6 @@
 """A published table of many models (timm's benchmark result files) beside our runs of the same models.
 
-    python -m analysis published SWEEP_DIR
+    python -m perfsweep.analysis published SWEEP_DIR
 
 sweeps/published/<sweep>.yaml holds the published rows under `models`:
 
@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from analysis import published, stats
-from analysis.render import Column, View
-from records import RunRecord, load_sweep
+from perfsweep.analysis import published, stats
+from perfsweep.analysis.render import Column, View
+from perfsweep.records import RunRecord, load_sweep
 
 RHO_REPRODUCED = 0.8  # the low end of rho's interval above this: the rank order is reproduced
 FEWEST_MODELS = 4  # a rank correlation needs at least this many models run

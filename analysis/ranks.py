@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import evidence
-from analysis.groups import Configuration, configurations, labels
-from analysis.render import Column, View, figure
-from records import DONE, RANKS, RunRecord, load_sweep, read_steps
+from perfsweep.analysis import evidence
+from perfsweep.analysis.groups import Configuration, configurations, labels
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.records import DONE, RANKS, RunRecord, load_sweep, read_steps
 
 
 def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndarray]]:

@@ -1,7 +1,7 @@
 """The process as the unit: how a sweep's variance splits between its processes and within one, what that asks
 of the next sweep, and whether a run's place in the sweep moved its time.
 
-    python -m analysis replicates SWEEP_DIR [--half-width 0.02]
+    python -m perfsweep.analysis replicates SWEEP_DIR [--half-width 0.02]
 
 Runs that differ only in `replicate` (and the seed it sets) are one configuration, each run one process. Per
 configuration: its runs' median step time with a 95% interval across runs; the spread of a run's median log step
@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from analysis import evidence
-from analysis.groups import Configuration, baselines, configurations, labels, phase_columns, speedup_over
-from analysis.render import Column, View
-from analysis.stats import LEVEL
-from records import DONE, RunRecord, load_sweep
+from perfsweep.analysis import evidence
+from perfsweep.analysis.groups import Configuration, baselines, configurations, labels, phase_columns, speedup_over
+from perfsweep.analysis.render import Column, View
+from perfsweep.analysis.stats import LEVEL
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 ORDER_SIGNIFICANCE = 0.01
 OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps

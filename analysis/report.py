@@ -1,6 +1,6 @@
 """A sweep's report: a self-contained HTML file, always, and a W&B Report with the same content when online.
 
-    python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m analysis report SWEEP_DIR)
+    python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m perfsweep.analysis report SWEEP_DIR)
 
 The HTML report (SWEEP_DIR/report.html, or DIR/report.html) holds the views the terminal prints (analysis/views.py: the
 table with its flags, across replicates, the published figures beside ours) and the plots, embedded
@@ -15,11 +15,11 @@ import html
 from pathlib import Path
 from typing import Any
 
-from analysis.plots import write_plots
-from analysis.render import html_section
-from analysis.views import sweep_views
-from records import DONE, REPORT, atomic_write, load_sweep
-from records.redact import redact_text
+from perfsweep.analysis.plots import write_plots
+from perfsweep.analysis.render import html_section
+from perfsweep.analysis.views import sweep_views
+from perfsweep.records import DONE, REPORT, atomic_write, load_sweep
+from perfsweep.records.redact import redact_text
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }

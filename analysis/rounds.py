@@ -14,10 +14,10 @@ any look calls a given comparison decisive where it has no effect stays under 5%
 
 import dataclasses
 
-from analysis.evidence import Speedup
-from analysis.groups import configurations, labels, speedups
-from analysis.stats import LEVEL
-from records import RunRecord
+from perfsweep.analysis.evidence import Speedup
+from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.analysis.stats import LEVEL
+from perfsweep.records import RunRecord
 
 FIRST_LOOK = 3
 

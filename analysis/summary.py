@@ -1,6 +1,6 @@
 """Robust per-run statistics of step times, and when a run is too noisy to trust.
 
-    python -m analysis runs SWEEP_DIR
+    python -m perfsweep.analysis runs SWEEP_DIR
 
 For every phase: median, IQR, p5/p95 and a bootstrap 95% interval of the median (analysis/stats.py), a
 within-run interval: it resamples one process's steps, so it leaves the difference between processes out. With
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from analysis import stats
-from analysis.ranks import rank_steps
-from analysis.render import Column, View, figure
-from records import DONE, RunRecord, load_sweep
+from perfsweep.analysis import stats
+from perfsweep.analysis.ranks import rank_steps
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up

@@ -1,7 +1,7 @@
 """The seed-000-style table of a sweep: one row per configuration (its runs' medians per phase), throughput, and
 its speed-up over the baseline configuration of its row group.
 
-python -m analysis table SWEEP_DIR [--csv]
+python -m perfsweep.analysis table SWEEP_DIR [--csv]
 
 With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median, and its
 speed-up's interval is across runs (analysis/evidence.py); with one run per configuration the interval resamples
@@ -10,8 +10,8 @@ that run's steps and says so (within-run).
 
 from pathlib import Path
 
-from analysis import evidence, machines
-from analysis.groups import (
+from perfsweep.analysis import evidence, machines
+from perfsweep.analysis.groups import (
     Configuration,
     axis_order,
     baselines,
@@ -22,10 +22,10 @@ from analysis.groups import (
     speedup_over,
     varying,
 )
-from analysis.render import Column, View, figure
-from analysis.replicates import order_effect
-from analysis.summary import noise, phase_stats, trend
-from records import DONE, FAILED, FINAL, RunRecord, load_sweep
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.replicates import order_effect
+from perfsweep.analysis.summary import noise, phase_stats, trend
+from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
 def speedup_column(configs: list[Configuration]) -> Column | None:

@@ -1,6 +1,6 @@
 """A sweep's runs in the columns of timm's benchmark result files, to diff perfsweep's figures against timm's.
 
-    python -m analysis table SWEEP_DIR --csv timm
+    python -m perfsweep.analysis table SWEEP_DIR --csv timm
 
 timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingface/pytorch-image-models):
 one row per model, fastest first, with these headers (read from its files: `benchmark-infer-fp32-nchw-
@@ -13,9 +13,9 @@ settings that differ follow timm's columns, one column each, so that every row n
 
 from pathlib import Path
 
-from analysis.groups import MEASURING, varying
-from analysis.render import Column, View
-from records import DONE, RunRecord, load_sweep
+from perfsweep.analysis.groups import MEASURING, varying
+from perfsweep.analysis.render import Column, View
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 HEADERS = {
     "infer_step": [

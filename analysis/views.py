@@ -3,10 +3,10 @@ the table, then across replicates (repeats=N) and beside the published figures (
 
 from pathlib import Path
 
-from analysis import published, published_models, ranks, replicates, table
-from analysis.groups import compared_along
-from analysis.render import View
-from records import load_sweep
+from perfsweep.analysis import published, published_models, ranks, replicates, table
+from perfsweep.analysis.groups import compared_along
+from perfsweep.analysis.render import View
+from perfsweep.records import load_sweep
 
 
 def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> list[View]:

@@ -15,8 +15,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from conf.schema import TrackerConf
-from conf.tracking import NO_KEY, server_url, wandb_key
+from perfsweep.conf.schema import TrackerConf
+from perfsweep.conf.tracking import NO_KEY, server_url, wandb_key
 
 OVERRIDABLE = {"entity": str, "project": str, "timeout_s": float}
 

@@ -15,13 +15,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-import records
-from analysis import table
-from analysis.groups import configurations, labels, speedups
-from conf.schema import TrackerConf
-from conf.tracking import WANDB_SETTINGS
-from records import load_sweep
-from records.redact import redact
+from perfsweep import records
+from perfsweep.analysis import table
+from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.conf.schema import TrackerConf
+from perfsweep.conf.tracking import WANDB_SETTINGS
+from perfsweep.records import load_sweep
+from perfsweep.records.redact import redact
 
 RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE)
 SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)

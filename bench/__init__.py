@@ -1,1 +1,1 @@
-"""Benchmarks: scripts that print figures (python -m bench.NAME), never pass/fail."""
+"""Benchmarks: scripts that print figures (python -m perfsweep.bench.NAME), never pass/fail."""

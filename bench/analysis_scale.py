@@ -1,7 +1,7 @@
 """Loading and summarising a large sweep: seconds to read N runs x M steps of records and compute every
 run's per-phase statistics (median, 95% interval, IQR, p5/p95, outliers, noise flag).
 
-    python -m bench.analysis_scale [--runs 1000] [--steps 1000] [--repeats 3]
+    python -m perfsweep.bench.analysis_scale [--runs 1000] [--steps 1000] [--repeats 3]
 
 Writes a synthetic sweep in perfsweep's record format (config, status, summary, steps.parquet per
 run) into a temporary folder first (not timed), then times, median over repeats: load (the run
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-import records
-from analysis.summary import run_stats
-from analysis.table import table_view
-from records import load_sweep
+from perfsweep import records
+from perfsweep.analysis.summary import run_stats
+from perfsweep.analysis.table import table_view
+from perfsweep.records import load_sweep
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 

@@ -1,6 +1,6 @@
 """The noise floor of this machine: real A/A trials through perfsweep's own views, and the variance split.
 
-    python -m bench.calibration [--trials 10] [--skip-launches] [OVERRIDE ...]
+    python -m perfsweep.bench.calibration [--trials 10] [--skip-launches] [OVERRIDE ...]
 
 Three experiments, each launched as a user launches (`python launch.py ...`, W&B offline), on the default sweep
 narrowed or widened by the overrides:
@@ -31,9 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import records
-from analysis import compare, evidence, published, table
-from analysis.groups import configurations
+from perfsweep import records
+from perfsweep.analysis import compare, evidence, published, table
+from perfsweep.analysis.groups import configurations
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label

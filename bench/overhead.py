@@ -1,7 +1,7 @@
 """The harness's cost: throughput of perfsweep's timed loop against the same loop with no clock.
 
-    python -m bench.overhead [--rounds 10] [OVERRIDE ...]
-    python -m bench.overhead model=resnet50 model.image_size=224 model.batch_size=64 precision=amp_bf16 \\
+    python -m perfsweep.bench.overhead [--rounds 10] [OVERRIDE ...]
+    python -m perfsweep.bench.overhead model=resnet50 model.image_size=224 model.batch_size=64 precision=amp_bf16 \\
         memory_format=channels_last input_type=subclass device=cuda
 
 The overrides (as for launch.py; default: timm's test_resnet, plain Tensor, contiguous) must name one
@@ -19,10 +19,10 @@ import argparse
 import statistics
 import time
 
-from sweeps.plan import build_plan
-from train.build import configure_backends, resolve_device
-from train.timing import NoClock, StepClock, synchronize
-from train.window import make_workload, run_window, timed_steps
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.build import configure_backends, resolve_device
+from perfsweep.train.timing import NoClock, StepClock, synchronize
+from perfsweep.train.window import make_workload, run_window, timed_steps
 
 DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
 

@@ -1,6 +1,6 @@
 """Seconds to expand, validate and write the plan of a large grid (no run is started).
 
-    python -m bench.plan_scale [--runs 10000] [--repeats 3] [--hydra N]
+    python -m perfsweep.bench.plan_scale [--runs 10000] [--repeats 3] [--hydra N]
 
 The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, cut to --runs.
 Prints the median over --repeats of: expanding and composing every run's config (build_plan),
@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from launcher import sweepdir
-from launcher.status import render
-from launcher.validate import validate
-from sweeps import compose
-from sweeps.plan import Plan, build_plan
-from train.checks import problems as run_problems
+from perfsweep.launcher import sweepdir
+from perfsweep.launcher.status import render
+from perfsweep.launcher.validate import validate
+from perfsweep.sweeps import compose
+from perfsweep.sweeps.plan import Plan, build_plan
+from perfsweep.train.checks import problems as run_problems
 
 AXES = [
     "model=resnet18,resnet50,convnext_tiny,timm_resnet50,test_resnet",

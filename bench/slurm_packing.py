@@ -1,6 +1,6 @@
 """Time to submit and complete a CPU job array on the local Slurm cluster, one run per job vs K runs per job.
 
-    python -m bench.slurm_packing [--runs 16] [--packs 1 4] [--repeats 3] [--parallelism 2]
+    python -m perfsweep.bench.slurm_packing [--runs 16] [--packs 1 4] [--repeats 3] [--parallelism 2]
 
 Starts the cluster with scripts/slurm-local, launches a sweep of tiny runs (timm's test_resnet, 3 steps)
 with launcher.wait=true for each runs_per_job value, interleaved, and prints the median wall time of the

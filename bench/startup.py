@@ -1,7 +1,7 @@
 """Where a sweep's wall time goes, launcher.isolation=spawn (a new interpreter per run) vs fork (a child per run
 forked from one warm job), as a user launches it.
 
-    python -m bench.startup [--repeats 3] [--sweeps six,default]
+    python -m perfsweep.bench.startup [--repeats 3] [--sweeps six,default]
 
 Sweeps: `six`, six function-benchmark runs of a few milliseconds each (workload=square_chain size=8, two
 steps); `default`, the default sweep (6 training runs of ResNet18 at 64 px). Each is launched as the command
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from records import load_sweep
+from perfsweep.records import load_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = {

@@ -1,7 +1,7 @@
 """Host-device syncs inside perfsweep's measured loop: the harness must add none.
 
-    python -m bench.syncs [OVERRIDE ...]
-    python -m bench.syncs dist=ddp dist.world_size=2 model=test_resnet device=cpu
+    python -m perfsweep.bench.syncs [OVERRIDE ...]
+    python -m perfsweep.bench.syncs dist=ddp dist.world_size=2 model=test_resnet device=cpu
 
 For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
 x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
@@ -26,13 +26,13 @@ from pathlib import Path
 
 import torch
 
-from conf.schema import DistConf
-from sweeps.plan import build_plan
-from train.build import configure_backends
-from train.dist import cpus_of_rank, launch_config, process_group
-from train.syncs import HostReads, host_sync_places
-from train.timing import StepClock
-from train.window import make_workload, run_window, timed_steps
+from perfsweep.conf.schema import DistConf
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.build import configure_backends
+from perfsweep.train.dist import cpus_of_rank, launch_config, process_group
+from perfsweep.train.syncs import HostReads, host_sync_places
+from perfsweep.train.timing import StepClock
+from perfsweep.train.window import make_workload, run_window, timed_steps
 
 DEFAULTS = [
     "model=resnet50",

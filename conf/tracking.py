@@ -4,7 +4,7 @@ import netrc
 import os
 from urllib.parse import urlparse
 
-from conf.schema import TrackerConf
+from perfsweep.conf.schema import TrackerConf
 
 NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
 # wandb.Settings for every W&B run perfsweep makes: no console capture, no W&B metadata file (its command line,

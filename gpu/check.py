@@ -53,11 +53,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import records
-from gpu import handover
-from records.code import code_version
-from sweeps.plan import Plan, PlanError, build_plan
-from train.parallel import measured_steps, probe_steps
+from perfsweep import records
+from perfsweep.gpu import handover
+from perfsweep.records.code import code_version
+from perfsweep.sweeps.plan import Plan, PlanError, build_plan
+from perfsweep.train.parallel import measured_steps, probe_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 # Costs on one H100 80GB HBM3 (torch 2.11), from its GPU runs (results/nvidia-h100-80gb-hbm3-torch2.11.0/), for the
@@ -167,15 +167,24 @@ def packed_sweep_steps(sweeps: tuple[str, ...], out: Path) -> list[Step]:
 
 def bench_steps(out: Path) -> list[Step]:
     """The bench stage: bench.overhead on a Tensor and a subclass, then bench.syncs over every input type."""
-    from train import fastai_parts
-    from train.catalog import INPUT_TYPES
+    from perfsweep.train import fastai_parts
+    from perfsweep.train.catalog import INPUT_TYPES
 
     # fastai's own types where fastai is installed (a GPU machine's image has none)
     input_types = [n for n, kind in sorted(INPUT_TYPES.items()) if not kind.needs_fastai or fastai_parts.installed()]
     overhead = [
         Step(
             f"overhead-{kind}",
-            [*python(), "-m", "bench.overhead", "--synced", "--rounds", "5", *BENCH_RUN, f"input_type={kind}"],
+            [
+                *python(),
+                "-m",
+                "perfsweep.bench.overhead",
+                "--synced",
+                "--rounds",
+                "5",
+                *BENCH_RUN,
+                f"input_type={kind}",
+            ],
             None,
             35,
         )
@@ -184,7 +193,7 @@ def bench_steps(out: Path) -> list[Step]:
     syncs = [
         *python(),
         "-m",
-        "bench.syncs",
+        "perfsweep.bench.syncs",
         "model=resnet50",
         "model.image_size=224",
         "model.batch_size=64",
@@ -202,7 +211,15 @@ def dist_steps(out: Path) -> list[Step]:
     # one run a configuration, steps trimmed: that NCCL runs, and what each world size measures, not a verdict
     scaling = ["sweep=dist_scaling", f"dist.world_size={sizes}", f"launcher.gpus_per_node={max(1, gpus)}"]
     scaling += ["repeats=1", "steps=10", "warmup_steps=5"]
-    syncs = [*python(), "-m", "bench.syncs", *BENCH_RUN, "input_type=tensor", "dist=ddp,fsdp", "dist.world_size=1"]
+    syncs = [
+        *python(),
+        "-m",
+        "perfsweep.bench.syncs",
+        *BENCH_RUN,
+        "input_type=tensor",
+        "dist=ddp,fsdp",
+        "dist.world_size=1",
+    ]
     return [sweep_step("dist-scaling", scaling, out), Step("dist-syncs", syncs, None, 60)]
 
 
@@ -272,8 +289,8 @@ def plan_step(step: Step) -> tuple[float, list[str]]:
     """A step's estimate, and what stops its sweep (composed and checked with device=cuda, not run)."""
     if step.sweep is None:
         return step.estimate_s, []
-    from launcher.validate import validate
-    from train.checks import problems
+    from perfsweep.launcher.validate import validate
+    from perfsweep.train.checks import problems
 
     try:
         plan = build_plan(step.sweep)

@@ -17,8 +17,8 @@ from typing import Any
 
 import submitit
 
-from conf.schema import LauncherConf
-from launcher.runs import GRACE_S
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.runs import GRACE_S
 
 
 def local_gpus() -> int:

@@ -21,9 +21,9 @@ from typing import Any
 
 import submitit
 
-import records
-from launcher.runs import Place, RunJob, Runner, again_after_timeout, leave_pending, run_one
-from launcher.warm import fork_runs
+from perfsweep import records
+from perfsweep.launcher.runs import Place, RunJob, Runner, again_after_timeout, leave_pending, run_one
+from perfsweep.launcher.warm import fork_runs
 
 
 def job_info() -> dict[str, Any]:

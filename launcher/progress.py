@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from sweeps.spec import RunSpec
+from perfsweep.sweeps.spec import RunSpec
 
 
 class Progress:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import records
-from sweeps.spec import RunSpec
+from perfsweep import records
+from perfsweep.sweeps.spec import RunSpec
 
 # What executes a run: (spec, run folder, W&B run id, the launch's details for its status) -> anything.
 RunFunction = Callable[[RunSpec, Path, str, dict[str, Any]], Any]

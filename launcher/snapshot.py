@@ -1,7 +1,8 @@
 """A copy of perfsweep's code for a launch, so that jobs still queued or running are not changed by
 later edits of the working tree. Jobs import from it and start in it.
 
-Snapshots live in <sweep_dir>/.code/<content hash>/: launches with the same code share one.
+Snapshots live in <sweep_dir>/.code/<content hash>/, with perfsweep's code in its folder `perfsweep/` (the package
+as it is installed): launches with the same code share one.
 """
 
 import hashlib
@@ -9,10 +10,11 @@ import os
 import shutil
 from pathlib import Path
 
-from records import write_json
-from records.code import CODE_VERSION, PROJECT_ROOT, git_commit
+from perfsweep.records import write_json
+from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, git_commit
 
-CODE = ("conf", "records", "sweeps", "train", "launcher", "analysis", "launch.py")
+CODE = ("__init__.py", "conf", "records", "sweeps", "train", "launcher", "analysis", "launch.py")
+PACKAGE = "perfsweep"  # the folder of the snapshot that holds perfsweep's code
 
 
 def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
@@ -34,10 +36,10 @@ def snapshot(into: Path) -> Path:
         return target
     tmp = into / f".{target.name}.{os.getpid()}.tmp"
     for path in files:
-        copy = tmp / path.relative_to(PROJECT_ROOT)
+        copy = tmp / PACKAGE / path.relative_to(PROJECT_ROOT)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy)
-    write_json(tmp / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
+    write_json(tmp / PACKAGE / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
     try:
         os.replace(tmp, target)
     except OSError:  # another launch made the same snapshot meanwhile

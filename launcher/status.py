@@ -6,9 +6,9 @@ python launch.py status SWEEP_DIR
 import dataclasses
 from pathlib import Path
 
-import records
-from launcher.executor import BACKENDS, SchedulerUnavailable
-from records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
+from perfsweep import records
+from perfsweep.launcher.executor import BACKENDS, SchedulerUnavailable
+from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 
 
 @dataclasses.dataclass

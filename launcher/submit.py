@@ -18,10 +18,10 @@ from pathlib import Path
 
 import submitit
 
-import records
-from conf.schema import LauncherConf
-from launcher import sweepdir
-from launcher.executor import (
+from perfsweep import records
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher import sweepdir
+from perfsweep.launcher.executor import (
     BACKENDS,
     SchedulerUnavailable,
     cluster_max_array_size,
@@ -31,14 +31,14 @@ from launcher.executor import (
     process_start,
     ranks_parameters,
 )
-from launcher.jobs import RunPack
-from launcher.progress import Progress
-from launcher.runs import NOWHERE, Place, RunJob, Runner, Slots, again_after_timeout, lost, never_started
-from launcher.snapshot import snapshot
-from launcher.status import in_flight
-from records import DONE, FINAL, PENDING, RUNNING, Status, Summary
-from records.lock import sweep_lock
-from sweeps.plan import Plan
+from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.progress import Progress
+from perfsweep.launcher.runs import NOWHERE, Place, RunJob, Runner, Slots, again_after_timeout, lost, never_started
+from perfsweep.launcher.snapshot import snapshot
+from perfsweep.launcher.status import in_flight
+from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
+from perfsweep.records.lock import sweep_lock
+from perfsweep.sweeps.plan import Plan
 
 POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller), unless configured
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-import records
-from conf.schema import Config
-from records import PENDING
-from sweeps.compose import CONF_DIR
-from sweeps.plan import Plan, PlanError, unreadable_overrides
-from sweeps.spec import RunSpec
+from perfsweep import records
+from perfsweep.conf.schema import Config
+from perfsweep.records import PENDING
+from perfsweep.sweeps.compose import CONF_DIR
+from perfsweep.sweeps.plan import Plan, PlanError, unreadable_overrides
+from perfsweep.sweeps.spec import RunSpec
 
 
 class SweepDirError(OSError):

@@ -8,10 +8,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conf.schema import LauncherConf, RunConf
-from conf.tracking import tracker_problems
-from launcher.executor import BACKENDS, UNLIMITED_MIN, cluster_max_array_size, isolation, local_gpus, pinned_gpus
-from sweeps.plan import Plan
+from perfsweep.conf.schema import LauncherConf, RunConf
+from perfsweep.conf.tracking import tracker_problems
+from perfsweep.launcher.executor import (
+    BACKENDS,
+    UNLIMITED_MIN,
+    cluster_max_array_size,
+    isolation,
+    local_gpus,
+    pinned_gpus,
+)
+from perfsweep.sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked
 # only where the run will execute on this host.

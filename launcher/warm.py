@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import records
-from launcher.runs import (
+from perfsweep import records
+from perfsweep.launcher.runs import (
     GRACE_S,
     TIMEOUT,
     Place,

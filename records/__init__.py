@@ -15,7 +15,7 @@ Records are a format: this package sits at the bottom of the house beside conf/,
 else of perfsweep's, and every stage reads and writes records only through it.
 """
 
-from records.files import (
+from perfsweep.records.files import (
     CONFIG,
     ENV,
     JOBS,
@@ -44,8 +44,8 @@ from records.files import (
     write_jsonl,
     write_steps,
 )
-from records.run import Baseline, RunRecord, Summary, is_done, load_run, load_sweep, unreadable_records
-from records.status import (
+from perfsweep.records.run import Baseline, RunRecord, Summary, is_done, load_run, load_sweep, unreadable_records
+from perfsweep.records.status import (
     DONE,
     FAILED,
     FINAL,
@@ -62,7 +62,7 @@ from records.status import (
     save_status,
     write_status,
 )
-from records.sweep import (
+from perfsweep.records.sweep import (
     planned_runs,
     read_manifest,
     record_jobs,

@@ -3,9 +3,9 @@
 import subprocess
 from pathlib import Path
 
-from records.files import read_json
+from perfsweep.records.files import read_json
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent  # in a job: the launch's snapshot (.code/<hash>/)
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # in a job: the launch's snapshot (.code/<hash>/perfsweep/)
 CODE_VERSION = "code_version.json"  # in a launch's code snapshot: the commit it was copied from
 
 

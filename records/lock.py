@@ -14,7 +14,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-from records.files import now
+from perfsweep.records.files import now
 
 LOCK = ".lock"
 

@@ -8,7 +8,7 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
-from records.files import (
+from perfsweep.records.files import (
     CONFIG,
     ENV,
     STATUS,
@@ -23,8 +23,8 @@ from records.files import (
     read_record,
     read_steps,
 )
-from records.status import DONE, RunError, Status, read_status
-from records.sweep import Baseline, planned_runs
+from perfsweep.records.status import DONE, RunError, Status, read_status
+from perfsweep.records.sweep import Baseline, planned_runs
 
 
 class GpuProcess(TypedDict):

@@ -6,7 +6,7 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
-from records.files import STATUS, Unreadable, declare, known_fields, now, quarantine, read_record, write_json
+from perfsweep.records.files import STATUS, Unreadable, declare, known_fields, now, quarantine, read_record, write_json
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json

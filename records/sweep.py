@@ -12,7 +12,7 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
-from records.files import (
+from perfsweep.records.files import (
     CONFIG,
     JOBS,
     RUNS,
@@ -28,7 +28,7 @@ from records.files import (
     write_json,
     write_jsonl,
 )
-from records.status import read_status
+from perfsweep.records.status import read_status
 
 # Sweep files that had other names. A sweep keeps the name it was launched under (its folder, its records, the
 # command a resume replays); this gives the file it reads now. It is here, in the records, because the planner

@@ -11,7 +11,7 @@ A key added to a dict field (+env.packages.numpy=2.2.6: a package version as an 
 too. A run with anything else (another added key, a deleted one, an option file with its own defaults list or
 package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
 
-Why the fast path stays (`python -m bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD EPYC VM, Python
+Why the fast path stays (`python -m perfsweep.bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD EPYC VM, Python
 3.11): Hydra alone composed 1,000 runs in 93 and 97 s (two tries; about 15 minutes for 10,000); this module
 planned them in 0.15 s, and 10,000 in 0.53 s (build_plan, composition and run specs together).
 """
@@ -29,7 +29,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
-from conf.schema import Config
+from perfsweep.conf.schema import Config
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir()) | {"hydra"}

@@ -13,7 +13,7 @@ run's records (and its identity) hold the size it ran at.
 import dataclasses
 import difflib
 
-from conf.schema import Config
+from perfsweep.conf.schema import Config
 
 PREFIX = "timm:"
 DEFAULT_SIZE = 0  # what `model.image_size=default` composes to, until the run's model gives its size

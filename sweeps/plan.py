@@ -19,12 +19,12 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
-from conf.schema import Config
-from records import sweep_file_name
-from sweeps import compose
-from sweeps.compose import Setting
-from sweeps.models import expand_model_sets, with_default_sizes
-from sweeps.spec import RunSpec, safe_name
+from perfsweep.conf.schema import Config
+from perfsweep.records import sweep_file_name
+from perfsweep.sweeps import compose
+from perfsweep.sweeps.compose import Setting
+from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
+from perfsweep.sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.

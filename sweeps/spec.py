@@ -8,7 +8,7 @@ import re
 import weakref
 from typing import Any
 
-from conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
+from perfsweep.conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from filelock import FileLock
 
-from sweeps.plan import build_plan
+from perfsweep.sweeps.plan import build_plan
 from tests.helpers import FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch
 
 

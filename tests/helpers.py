@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import records
+from perfsweep import records
 
 ROOT = Path(__file__).resolve().parent.parent
 # is_available() by NVML, as a forking job asks it: the CUDA runtime's check would leave this process unable to fork
@@ -30,8 +30,8 @@ TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2", "rep
 
 def input_types() -> list[str]:
     """Every registered input type that can run here (fastai's need fastai: CI installs it)."""
-    from train import fastai_parts
-    from train.catalog import INPUT_TYPES
+    from perfsweep.train import fastai_parts
+    from perfsweep.train.catalog import INPUT_TYPES
 
     return [n for n, cls in sorted(INPUT_TYPES.items()) if not cls.needs_fastai or fastai_parts.installed()]
 
@@ -40,7 +40,7 @@ def output_type(input_type: str) -> str:
     """The type of a model's output for an input type, by torch's rule: a Tensor subclass whose
     __torch_function__ re-wraps results (a subclass's default) spreads through the network; a plain
     Tensor, or a subclass with __torch_function__ disabled, gives plain Tensors."""
-    from train.inputs import get_input_type
+    from perfsweep.train.inputs import get_input_type
 
     kind = get_input_type(input_type)
     cls = type(kind.before_model(kind.wrap(torch.zeros(1))))
@@ -91,7 +91,7 @@ ONE_OF_TWO_FAILS = [
 
 def assert_one_of_two_failed(result: subprocess.CompletedProcess, sweep: Path) -> None:
     """The launch of ONE_OF_TWO_FAILS reported the failure, and the other run finished."""
-    import records
+    from perfsweep import records
 
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed" in result.stdout and "FAILED resnet18" in result.stdout

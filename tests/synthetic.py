@@ -13,9 +13,9 @@ import math
 import numpy as np
 from scipy.signal import lfilter
 
-from records.run import RunRecord, Summary
-from records.status import DONE, Status
-from records.sweep import Baseline
+from perfsweep.records.run import RunRecord, Summary
+from perfsweep.records.status import DONE, Status
+from perfsweep.records.sweep import Baseline
 
 PHASES = ("forward", "backward", "optimizer")
 SHARES = (0.3, 0.6, 0.1)

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-import records
-from analysis import summary
-from analysis.render import text
-from analysis.table import table_view, view
-from launch import main as analysis_cli
-from records import load_sweep
+from perfsweep import records
+from perfsweep.analysis import summary
+from perfsweep.analysis.render import text
+from perfsweep.analysis.table import table_view, view
+from perfsweep.launch import main as analysis_cli
+from perfsweep.records import load_sweep
 
 
 def rows(runs):

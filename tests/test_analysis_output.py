@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-import records
+from perfsweep import records
 from tests import golden
 from tests.helpers import ROOT, launch_here
 from tests.test_records_schema import write_sweep
@@ -17,7 +17,7 @@ from tests.test_records_schema import write_sweep
 # Runs launch.main on each list of words in argv[1] (JSON) in one process; prints each one's exit status and output.
 COMMANDS = """
 import contextlib, io, json, sys
-import launch
+from perfsweep import launch
 said = []
 for words in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()

@@ -14,8 +14,8 @@ from tests.helpers import ROOT
 
 
 def bench(script: str, *args: str) -> str:
-    """What `python -m bench.<script> ARGS` prints, run in this process (the scripts start no process of their own
-    that matters here)."""
+    """What `python -m perfsweep.bench.<script> ARGS` prints, run in this process (the scripts start no process of
+    their own that matters here)."""
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
         patch.setattr(sys, "argv", [f"bench/{script}", *args])
@@ -73,7 +73,7 @@ def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
     command = [
         sys.executable,
         "-m",
-        "bench.syncs",
+        "perfsweep.bench.syncs",
         "model=test_resnet",
         "model.image_size=32",
         "model.batch_size=4",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as distributions
 
-import launch
-from analysis.bisect import (
+from perfsweep import launch
+from perfsweep.analysis.bisect import (
     BAD,
     GOOD,
     RECORD,
@@ -23,7 +23,7 @@ from analysis.bisect import (
     level,
     values,
 )
-from records import load_sweep
+from perfsweep.records import load_sweep
 from tests import golden, synthetic
 from tests.helpers import ONE_OF_TWO_FAILS, launch_here
 from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cache of environments)

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 
-from analysis import compare, published, rounds, table
+from perfsweep.analysis import compare, published, rounds, table
 from tests import synthetic
 
 TRIALS = 500

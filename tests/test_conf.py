@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from conf.schema import Config, LauncherName, MemoryFormat
-from launcher.executor import BACKENDS
-from sweeps.compose import CONF_DIR
-from sweeps.plan import PlanError, build_plan
-from train import fastai_parts
-from train.build import MEMORY_FORMATS
-from train.checks import problems
-from train.inputs import INPUT_TYPES
+from perfsweep.conf.schema import Config, LauncherName, MemoryFormat
+from perfsweep.launcher.executor import BACKENDS
+from perfsweep.sweeps.compose import CONF_DIR
+from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.train import fastai_parts
+from perfsweep.train.build import MEMORY_FORMATS
+from perfsweep.train.checks import problems
+from perfsweep.train.inputs import INPUT_TYPES
 
 GROUPS = ["model", "memory_format", "precision", "input_type", "compile", "launcher", "tracker"]
 NAMED = ["memory_format", "precision", "input_type", "compile", "launcher"]

@@ -13,9 +13,9 @@ from statistics import median
 
 from pytest import approx
 
-from analysis.plots import write_plots
-from analysis.report import wandb_report_content
-from records import RANKS, STEPS, load_sweep, read_steps
+from perfsweep.analysis.plots import write_plots
+from perfsweep.analysis.report import wandb_report_content
+from perfsweep.records import RANKS, STEPS, load_sweep, read_steps
 from tests import golden
 from tests.helpers import ROOT, launch_here
 from tests.test_run import wandb_records
@@ -191,8 +191,8 @@ def test_a_function_benchmark_across_ranks_is_refused(tmp_path):
 
 
 def test_a_rank_s_threads_are_its_task_s_cpus_only_where_the_ranks_are_slurm_tasks(monkeypatch):
-    from conf.schema import DistConf, RunConf
-    from train.dist import cpus_of_rank
+    from perfsweep.conf.schema import DistConf, RunConf
+    from perfsweep.train.dist import cpus_of_rank
 
     cfg = RunConf(dist=DistConf(name="ddp", world_size=2))
     mine = len(os.sched_getaffinity(0))
@@ -205,8 +205,8 @@ def test_a_rank_s_threads_are_its_task_s_cpus_only_where_the_ranks_are_slurm_tas
 
 
 def test_without_exposed_comm_every_step_syncs_and_the_window_is_all():
-    from sweeps.plan import build_plan
-    from train.parallel import measured_steps, probe_steps, problems, synced
+    from perfsweep.sweeps.plan import build_plan
+    from perfsweep.train.parallel import measured_steps, probe_steps, problems, synced
 
     for wrapper in ("ddp", "fsdp"):
         (spec,) = build_plan([*TWO_RANKS, f"dist={wrapper}", "steps=3", "dist.exposed_comm=false"]).runs

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import launch
-from analysis import cli
-from sweeps.plan import PlanError, build_plan
+from perfsweep import launch
+from perfsweep.analysis import cli
+from perfsweep.sweeps.plan import PlanError, build_plan
 from tests.helpers import ROOT, launch_here
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = re.compile(r" \[[^\]]*[A-Z]{2,}[^\]]*\]")  # [launcher.KEY=VALUE ...]: a slot, not a command's words
 OPTIONAL = re.compile(r" \[(--[^\]]*)\]")  # [--csv]: a flag the command takes
-COMMANDS = ("python launch.py ", "python -m analysis ", "perfsweep ")
+COMMANDS = ("python launch.py ", "python -m perfsweep.analysis ", "perfsweep ")
 
 
 def shown_commands(page: Path) -> list[str]:
@@ -47,7 +47,7 @@ def words(command: str) -> tuple[str, list[str]]:
     """('launch' or 'analysis', the arguments), optional [groups] opened and placeholder slots left out."""
     command = OPTIONAL.sub(r" \1", PLACEHOLDER.sub("", command))
     parts = shlex.split(command)
-    if parts[:3] == ["python", "-m", "analysis"]:
+    if parts[:3] == ["python", "-m", "perfsweep.analysis"]:
         return "analysis", parts[3:]
     return "launch", parts[2:] if parts[0] == "python" else parts[1:]
 
@@ -66,7 +66,7 @@ def test_every_shown_command_runs_as_written(page, command, monkeypatch):
     for module in (cli, launch):  # the pages' sweep folders exist on the reader's machine, not here
         monkeypatch.setattr(module, "sweep_folder", Path)
     if program == "analysis":
-        parser = argparse.ArgumentParser(prog="python -m analysis", exit_on_error=False)
+        parser = argparse.ArgumentParser(prog="python -m perfsweep.analysis", exit_on_error=False)
         cli.add_commands(parser.add_subparsers(required=True))
         cli.parse(parser, args)
         return
@@ -90,7 +90,7 @@ def test_every_shown_command_runs_as_written(page, command, monkeypatch):
 @pytest.mark.parametrize(
     "command",
     [
-        "python -m analysis table runs/default --bogus",  # no such flag
+        "python -m perfsweep.analysis table runs/default --bogus",  # no such flag
         "python launch.py model=no_such_model",  # no such group value
         "python launch.py compare runs/before",  # a sweep short
         "python launch.py -m input_type=tensor,no_such_type",  # one value of the sweep does not exist

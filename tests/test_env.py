@@ -9,10 +9,12 @@ from pathlib import Path
 
 import torch
 
-import records
+from perfsweep import records
+from perfsweep.train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
+from perfsweep.train.run import execute
 from tests.helpers import ROOT, TINY, launch_here
-from train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
-from train.run import execute
+
+ENV = "perfsweep.train.env"
 
 # nvidia-smi's answer on a two-GPU host (typed here: no GPU can exist on the test machine).
 COMPUTE_APPS = """\
@@ -71,7 +73,7 @@ def test_a_process_start_is_read_to_the_clock_tick_not_a_second_early():
     recorded start-up on one boot). Counted on the boot clock, it falls between the parent's clock readings."""
     before = time.time()
     out = subprocess.run(
-        [sys.executable, "-c", "import time; from train.env import process_started_at as s; print(s(), time.time())"],
+        [sys.executable, "-c", f"import time; from {ENV} import process_started_at as s; print(s(), time.time())"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     started, child_now = map(float, out.stdout.split())

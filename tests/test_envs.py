@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-import records
-from launcher import envs
-from records import load_sweep
-from sweeps.plan import build_plan
-from sweeps.spec import run_fields
+from perfsweep import records
+from perfsweep.launcher import envs
+from perfsweep.records import load_sweep
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.sweeps.spec import run_fields
 from tests import golden
 from tests.helpers import launch_here
 from tests.test_faults import FAST

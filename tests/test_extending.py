@@ -4,11 +4,11 @@ while the tests run shows in --help, in the validation messages and in the table
 import pytest
 import torch
 
-import launch
-from sweeps.compose import CONF_DIR
-from sweeps.plan import PlanError, build_plan
+from perfsweep import launch
+from perfsweep.sweeps.compose import CONF_DIR
+from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.train.inputs import INPUT_TYPES, InputType
 from tests.helpers import TINY
-from train.inputs import INPUT_TYPES, InputType
 
 NAME = "marked_by_a_test"
 

@@ -16,25 +16,25 @@ from pathlib import Path
 import pytest
 import torch
 
-import records
-from analysis.compare import compare
-from analysis.render import text
-from analysis.table import view
-from launcher.executor import process_start
-from launcher.jobs import RunPack
-from launcher.runs import RunJob, Runner
-from launcher.status import run_states
-from records import load_sweep
-from records.lock import LOCK, sweep_lock
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.analysis.compare import compare
+from perfsweep.analysis.render import text
+from perfsweep.analysis.table import view
+from perfsweep.launcher.executor import process_start
+from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.status import run_states
+from perfsweep.records import load_sweep
+from perfsweep.records.lock import LOCK, sweep_lock
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.build import DEFAULT_THREADS, allotted_cpus
+from perfsweep.train.env import command_output
+from perfsweep.train.functions.base import FunctionBench
+from perfsweep.train.tracker import Tracker
+from perfsweep.train.workloads import WORKLOADS
 from tests import golden
 from tests.helpers import ROOT, launch, launch_here
 from tests.test_run import run
-from train.build import DEFAULT_THREADS, allotted_cpus
-from train.env import command_output
-from train.functions.base import FunctionBench
-from train.tracker import Tracker
-from train.workloads import WORKLOADS
 
 JOB_LOG, JOB_IDS = re.compile(r"\b\d+_(?=\S+\.log)"), re.compile(r"\(\d+(, \d+)*\)")  # a local job's id is a pid
 # Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.

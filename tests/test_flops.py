@@ -6,12 +6,12 @@ import pytest
 import timm
 import torch
 
-import records
-from analysis import published, published_models
-from analysis.render import text
-from analysis.table import view
+from perfsweep import records
+from perfsweep.analysis import published, published_models
+from perfsweep.analysis.render import text
+from perfsweep.analysis.table import view
+from perfsweep.train.flops import count_flops, peak_flops
 from tests.test_run import run
-from train.flops import count_flops, peak_flops
 
 
 def test_a_linear_layer_counts_what_a_hand_count_gives():

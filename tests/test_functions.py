@@ -3,19 +3,19 @@
 import pytest
 import torch
 
-from conf.schema import Config
-from sweeps.plan import build_plan
-from train.functions.batching import (
+from perfsweep.conf.schema import Config
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.functions.batching import (
     pairwise_distance_broadcast,
     pairwise_distance_loop,
     pairwise_sum_prod_broadcast,
     pairwise_sum_prod_loop,
     square_chain,
 )
-from train.functions.nested import Nested
-from train.functions.sampler import nonzero_sample_batch, static_sample
-from train.timing import NoClock
-from train.workloads import WORKLOADS
+from perfsweep.train.functions.nested import Nested
+from perfsweep.train.functions.sampler import nonzero_sample_batch, static_sample
+from perfsweep.train.timing import NoClock
+from perfsweep.train.workloads import WORKLOADS
 
 EAGER, COMPILED = ["compile=eager"], ["compile=default", "compile.backend=aot_eager"]
 

@@ -11,9 +11,10 @@ import time
 import pytest
 import torch
 
-import records.code
-from gpu import check as gpu_check
-from gpu import handover
+from perfsweep import records
+from perfsweep.gpu import check as gpu_check
+from perfsweep.gpu import handover
+from perfsweep.records import code as records_code
 from tests.helpers import ROOT
 
 
@@ -32,9 +33,11 @@ def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
     ]
     for sweep in gpu_check.SEED_SWEEPS + gpu_check.TIMM_SWEEPS:
         assert f"launch.py sweep={sweep} steps=30 warmup_steps=20" in out and "device=cuda" in out
-    assert "-m pytest -m gpu" in out and "bench.overhead --synced" in out
+    assert "-m pytest -m gpu" in out and "perfsweep.bench.overhead --synced" in out
     assert re.search(r"launch.py sweep=dist_scaling dist.world_size=1[,\d]* launcher.gpus_per_node=", out), "NCCL"
-    assert re.search(r"-m bench.syncs .* dist=ddp,fsdp dist.world_size=1", out), "what DDP and FSDP add, counted"
+    assert re.search(r"-m perfsweep.bench.syncs .* dist=ddp,fsdp dist.world_size=1", out), (
+        "what DDP and FSDP add, counted"
+    )
     compiled = [line.split(" (")[0].strip() for line in out.splitlines() if line.startswith("  compile-")]
     assert compiled == [f"compile-{mode}" for mode in gpu_check.COMPILE_MODES] + ["compile-table"]
     assert compiled[-2] == "compile-max_autotune" and out.count("sweep_name=compile_modes") == len(compiled) - 1
@@ -65,7 +68,7 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
     assert "not run: the stage's 2 s were spent" in rows["after"]
     assert "| passed |" in rows["tabled"], "a table of what finished runs after the limit"
     assert "what finished" in (tmp_path / "tabled.txt").read_text()
-    assert f"- perfsweep: {records.code.git_commit()['commit']}" in summary
+    assert f"- perfsweep: {records_code.git_commit()['commit']}" in summary
     assert "started" in (tmp_path / "hung.txt").read_text() and "SHARED GPU r1" in (tmp_path / "quick.txt").read_text()
     time.sleep(4)
     assert not marker.exists(), "the hung step's grandchild outlived the stage"
@@ -92,7 +95,7 @@ def test_a_stages_summary_is_a_json_record_that_resume_reads_and_its_markdown_is
     assert gpu_check.run_steps("check", [gpu_check.Step("ok", ["true"]), broken], tmp_path, limit_s=60) == 1
     record = json.loads((tmp_path / "summary.json").read_text())
     assert record["stage"] == "check" and record["machine"]["torch"] == torch.__version__
-    assert record["perfsweep"].startswith(records.code.git_commit()["commit"])
+    assert record["perfsweep"].startswith(records_code.git_commit()["commit"])
     assert [(s["name"], s["result"], s["passed"], s["command"]) for s in record["steps"]] == [
         ("ok", "passed", True, ["true"]),
         ("bad", "failed (3): broken", False, broken.command),

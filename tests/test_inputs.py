@@ -3,9 +3,9 @@
 import pytest
 import torch
 
+from perfsweep.train.catalog import INPUT_TYPES, WORKLOADS
+from perfsweep.train.inputs import SubClassedTensor, TensorBase, get_input_type
 from tests.helpers import input_types, output_type
-from train.catalog import INPUT_TYPES, WORKLOADS
-from train.inputs import SubClassedTensor, TensorBase, get_input_type
 
 # What some input types hand the model, and what its output then is (every type is checked below by rule).
 KNOWN = {

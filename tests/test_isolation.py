@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import records
-from launcher.runs import RunJob, Runner, cpu_shares
-from launcher.warm import fork_hazard, fork_runs
-from records import load_sweep
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.launcher.runs import RunJob, Runner, cpu_shares
+from perfsweep.launcher.warm import fork_hazard, fork_runs
+from perfsweep.records import load_sweep
+from perfsweep.sweeps.plan import build_plan
 from tests.helpers import ROOT, launch_here
 from tests.test_faults import FAST
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import records
-from launcher.runs import cpu_shares
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.launcher.runs import cpu_shares
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.inputs import INPUT_TYPES
 from tests import golden
 from tests.helpers import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
-from train.inputs import INPUT_TYPES
 
 
 @pytest.fixture
@@ -45,7 +45,8 @@ def test_a_local_sweep_forks_its_runs_from_one_warm_job_of_submitits_local_execu
 
 def test_a_local_sweeps_jobs_run_the_launchs_snapshot_of_the_code(local_sweep):
     sweep, *_ = local_sweep
-    (code,) = (sweep / ".code").iterdir()
+    (snapshot,) = (sweep / ".code").iterdir()
+    code = snapshot / "perfsweep"
     assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
     for name in _runs(sweep):
         env = records.read_json(sweep / name / records.ENV)

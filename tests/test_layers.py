@@ -1,5 +1,6 @@
 """The house goes one way: each module imports only the stages below its own, no module imports itself back in
-a circle (imports inside functions count), and planning, status and tables never load torch."""
+a circle (imports inside functions count), every import of a stage names it under `perfsweep.`, and planning,
+status and tables never load torch."""
 
 import ast
 import subprocess
@@ -36,20 +37,35 @@ MODULES = {
 }
 
 
-def imports(name: str) -> set[str]:
-    """The project modules that module `name` imports, wherever in it (imports inside functions included)."""
+PACKAGE = "perfsweep."
+
+
+def imported_names(name: str) -> set[str]:
+    """The module names that module `name` imports, as written, wherever in it (imports inside functions included):
+    `from a.b import c` imports a.b.c where that is a module of perfsweep's, else a.b."""
     found = set()
     for node in ast.walk(ast.parse(MODULES[name].read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found |= {
-                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module for a in node.names
-            }
-    return {m for m in found if m.split(".")[0] in STAGES}
+            for alias in node.names:
+                module = f"{node.module}.{alias.name}"
+                found.add(module if module.removeprefix(PACKAGE) in MODULES else node.module)
+    return found
+
+
+def imports(name: str) -> set[str]:
+    """The project modules that module `name` imports, named as stages (perfsweep.train.run -> train.run)."""
+    return {m.removeprefix(PACKAGE) for m in imported_names(name) if m.startswith(PACKAGE)} - {""}
 
 
 GRAPH = {name: imports(name) for name in MODULES}
+
+
+def test_every_import_of_a_stage_names_it_under_perfsweep():
+    """A bare `import train` would find a user's own train.py first (or be found by theirs)."""
+    bare = [f"{name} imports {m}" for name in MODULES for m in imported_names(name) if m.split(".")[0] in STAGES]
+    assert bare == []
 
 
 def test_every_stage_imports_only_the_stages_below_it():
@@ -85,9 +101,10 @@ def test_no_module_imports_itself_back():
 def test_the_walk_sees_every_stage():
     assert {name.split(".")[0] for name in GRAPH} == set(STAGES)
     assert "records" in {t.split(".")[0] for t in GRAPH["analysis.table"]}, "the walk must find imports"
+    assert "train.run" in GRAPH["launch"] and "records" in GRAPH["launcher.submit"]
 
 
 @pytest.mark.parametrize("module", ["sweeps.plan", "launcher.status", "analysis.table"])
 def test_planning_status_and_tables_load_no_torch(module):
-    check = f"import {module}, sys; assert 'torch' not in sys.modules, sorted(sys.modules)"
+    check = f"import perfsweep.{module}, sys; assert 'torch' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)

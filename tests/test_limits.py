@@ -8,18 +8,18 @@ import time
 
 import pytest
 
-import records
-from launcher import sweepdir, warm
-from launcher.runs import RunJob, Runner, run_one
-from launcher.status import render, run_states
-from launcher.warm import fork_runs
-from records import load_sweep
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.launcher import sweepdir, warm
+from perfsweep.launcher.runs import RunJob, Runner, run_one
+from perfsweep.launcher.status import render, run_states
+from perfsweep.launcher.warm import fork_runs
+from perfsweep.records import load_sweep
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import run as train_run
 from tests import golden
 from tests.helpers import ROOT, launch, launch_here
 from tests.test_faults import FAST, _start, _wait_for
 from tests.test_isolation import _done
-from train import run as train_run
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.

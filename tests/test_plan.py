@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from records import json_line
-from sweeps import compose
-from sweeps.plan import PlanError, build_plan
-from sweeps.spec import run_fields
+from perfsweep.records import json_line
+from perfsweep.sweeps import compose
+from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.sweeps.spec import run_fields
 
 
 def test_default_sweep_is_input_type_by_memory_format():

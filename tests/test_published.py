@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import evidence, published
-from analysis.groups import configurations, measures
-from records import Baseline, RunError, RunRecord, Status, flatten
-from sweeps.plan import build_plan
+from perfsweep.analysis import evidence, published
+from perfsweep.analysis.groups import configurations, measures
+from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten
+from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
 
 # the seeds' published tables (timm's, timm_*, are test_published_models.py's)

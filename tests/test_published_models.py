@@ -4,11 +4,11 @@ on records with known figures; and that every stored table matches timm and the 
 import numpy as np
 import pytest
 
-import records
-from analysis import published, published_models, stats
-from analysis.render import text
-from sweeps.models import default_image_size
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.analysis import published, published_models, stats
+from perfsweep.analysis.render import text
+from perfsweep.sweeps.models import default_image_size
+from perfsweep.sweeps.plan import build_plan
 from tests.helpers import write_model_run
 
 SWEEP = "timm_infer_memory_format"

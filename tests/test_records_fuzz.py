@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import records
-from analysis import compare, replicates, summary
-from analysis.render import text
-from analysis.views import sweep_views
-from launcher.status import render
+from perfsweep import records
+from perfsweep.analysis import compare, replicates, summary
+from perfsweep.analysis.render import text
+from perfsweep.analysis.views import sweep_views
+from perfsweep.launcher.status import render
 from tests.helpers import TRIED
 from tests.test_records_schema import write_sweep
 

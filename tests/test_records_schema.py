@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import records
+from perfsweep import records
 from tests.helpers import launch_here
 from tests.test_analysis import write_run
 

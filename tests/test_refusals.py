@@ -3,7 +3,7 @@ allowed, no traceback, and nothing already recorded touched."""
 
 import pytest
 
-import records
+from perfsweep import records
 from tests import golden
 from tests.helpers import launch, launch_here
 from tests.test_faults import FAST

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from analysis import evidence, replicates
-from analysis.render import text
-from launcher.validate import validate
-from sweeps.plan import PlanError, build_plan
+from perfsweep.analysis import evidence, replicates
+from perfsweep.analysis.render import text
+from perfsweep.launcher.validate import validate
+from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.train.checks import problems
 from tests.helpers import TINY, launch_here, write_model_run
-from train.checks import problems
 
 TWO = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous"]
 

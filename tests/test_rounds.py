@@ -6,7 +6,7 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis import evidence, rounds
+from perfsweep.analysis import evidence, rounds
 from tests import golden, synthetic
 from tests.helpers import launch_here
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import torch
 
-import records
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.run import execute
+from perfsweep.train.step import TrainStep
+from perfsweep.train.timing import NoClock
+from perfsweep.train.window import make_workload
 from tests.helpers import DEVICE, ROOT, TINY, input_types, output_type
-from train.run import execute
-from train.step import TrainStep
-from train.timing import NoClock
-from train.window import make_workload
 
 PHASES = TrainStep.phases
 PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
@@ -41,8 +41,8 @@ def wandb_records(run_dir: Path) -> list[dict]:
 # in a fresh process as a run's.
 TF32_GETTERS = """
 import json, sys, torch
-from conf.schema import PrecisionConf
-from train.precision import set_tf32
+from perfsweep.conf.schema import PrecisionConf
+from perfsweep.train.precision import set_tf32
 set_tf32(PrecisionConf(name=sys.argv[1], tf32=sys.argv[1] == "tf32"))
 b = torch.backends
 print(json.dumps([torch.get_float32_matmul_precision(), b.cuda.matmul.allow_tf32, b.cudnn.allow_tf32,

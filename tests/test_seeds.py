@@ -4,13 +4,13 @@ import os
 
 import pytest
 
-import records
-from analysis import published
-from gpu import check as gpu_check
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.analysis import published
+from perfsweep.gpu import check as gpu_check
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import checks, fastai_parts
+from perfsweep.train.known_issues import known_issue
 from tests.helpers import launch_here
-from train import checks, fastai_parts
-from train.known_issues import known_issue
 
 KNOWN = "pytorch/pytorch#193932"  # torch.compile given a pass-through subclass (train/known_issues.py)
 SWEEPS = [

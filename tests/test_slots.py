@@ -3,8 +3,8 @@ jobs alike."""
 
 import os
 
-from launcher.runs import Place, Slots, cpu_shares
-from train.build import allotted_cpus
+from perfsweep.launcher.runs import Place, Slots, cpu_shares
+from perfsweep.train.build import allotted_cpus
 
 
 def test_slots_hold_parallelism_and_pin_one_run_per_free_gpu():

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from submitit.slurm.slurm import _make_sbatch_string
 
-import records
-from conf.schema import LauncherConf
-from launcher import executor, validate
-from launcher.executor import ranks_parameters, slurm_parameters
-from launcher.runs import RunJob
-from launcher.submit import by_kind, packs_of
-from launcher.validate import launcher_problems, ranks_problems
-from records import load_sweep, read_steps
-from sweeps.plan import build_plan
+from perfsweep import records
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher import executor, validate
+from perfsweep.launcher.executor import ranks_parameters, slurm_parameters
+from perfsweep.launcher.runs import RunJob
+from perfsweep.launcher.submit import by_kind, packs_of
+from perfsweep.launcher.validate import launcher_problems, ranks_problems
+from perfsweep.records import load_sweep, read_steps
+from perfsweep.sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 from tests.test_faults import FAST

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import records
-from analysis import compare, groups, plots, stats, summary
-from analysis.__main__ import main as analysis_main
-from analysis.render import text
+from perfsweep import records
+from perfsweep.analysis import compare, groups, plots, stats, summary
+from perfsweep.analysis.__main__ import main as analysis_main
+from perfsweep.analysis.render import text
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 

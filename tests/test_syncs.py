@@ -10,12 +10,12 @@ import warnings
 import pytest
 import torch
 
-from sweeps.plan import build_plan
-from train import fastai_parts
-from train.inputs import INPUT_TYPES
-from train.syncs import SYNC_WARNING, HostReads, count_host_syncs, host_sync_places, sync_places
-from train.timing import StepClock
-from train.window import make_workload, run_window, timed_steps
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import fastai_parts
+from perfsweep.train.inputs import INPUT_TYPES
+from perfsweep.train.syncs import SYNC_WARNING, HostReads, count_host_syncs, host_sync_places, sync_places
+from perfsweep.train.timing import StepClock
+from perfsweep.train.window import make_workload, run_window, timed_steps
 
 CPU = torch.device("cpu")
 

@@ -5,10 +5,10 @@ import time
 import pytest
 import torch
 
-from sweeps.plan import build_plan
-from train.step import TrainStep
-from train.timing import StepClock
-from train.window import make_workload, run_window, timed_steps
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.step import TrainStep
+from perfsweep.train.timing import StepClock
+from perfsweep.train.window import make_workload, run_window, timed_steps
 
 PHASES = TrainStep.phases
 

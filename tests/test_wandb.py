@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import records
-from analysis.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
+from perfsweep import records
+from perfsweep.analysis.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
 from tests import golden
 from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
 from tests.test_run import run, wandb_records

@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import torch
 
-from conf.schema import ModelConf, OptimConf, RunConf
-from train import fastai_parts
-from train import precision as prec
-from train.inputs import InputType, get_input_type
-from train.parallel import distributed
-from train.workloads import compiled
+from perfsweep.conf.schema import ModelConf, OptimConf, RunConf
+from perfsweep.train import fastai_parts
+from perfsweep.train import precision as prec
+from perfsweep.train.inputs import InputType, get_input_type
+from perfsweep.train.parallel import distributed
+from perfsweep.train.workloads import compiled
 
 MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 

@@ -6,12 +6,12 @@ import functools
 
 import torch
 
-from conf.schema import PrecisionConf, RunConf
-from train import precision
-from train.build import resolve_device
-from train.catalog import WORKLOADS
-from train.parallel import device_problems
-from train.registry import choice
+from perfsweep.conf.schema import PrecisionConf, RunConf
+from perfsweep.train import precision
+from perfsweep.train.build import resolve_device
+from perfsweep.train.catalog import WORKLOADS
+from perfsweep.train.parallel import device_problems
+from perfsweep.train.registry import choice
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 

@@ -46,11 +46,11 @@ from typing import Any
 
 import torch
 
-import records
-from sweeps.spec import RunSpec
-from train.build import configure_backends
-from train.parallel import local_rank, measured_steps, probe_steps, rank_threads, synced
-from train.window import Window, make_workload, peak_memory_mib, run_window
+from perfsweep import records
+from perfsweep.sweeps.spec import RunSpec
+from perfsweep.train.build import configure_backends
+from perfsweep.train.parallel import local_rank, measured_steps, probe_steps, rank_threads, synced
+from perfsweep.train.window import Window, make_workload, peak_memory_mib, run_window
 
 LOGS = "ranks"  # in the run's folder: each rank's output, as the elastic agent writes it
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # what the agent handles while it runs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from records.code import PROJECT_ROOT, code_version
+from perfsweep.records.code import PROJECT_ROOT, code_version
 
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from train import fastai_parts
-from train.registry import Registry
+from perfsweep.train import fastai_parts
+from perfsweep.train.registry import Registry
 
 INPUT_TYPES: Registry[type["InputType"]] = Registry("input type")
 register = INPUT_TYPES.register

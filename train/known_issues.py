@@ -7,7 +7,7 @@ published side-by-side row and scripts/gpu-check say "known" rather than leave a
 import dataclasses
 from collections.abc import Callable
 
-from conf.schema import RunConf
+from perfsweep.conf.schema import RunConf
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from conf.schema import DistConf, RunConf
+from perfsweep.conf.schema import DistConf, RunConf
 
 FSDP_KNOBS = ("reshard_after_forward",)
 DDP_KNOBS = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph")

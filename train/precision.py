@@ -4,7 +4,7 @@ import contextlib
 
 import torch
 
-from conf.schema import PrecisionConf
+from perfsweep.conf.schema import PrecisionConf
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 

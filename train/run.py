@@ -17,21 +17,21 @@ from typing import Any
 
 import torch
 
-import records
-from conf.schema import RunConf
-from records import Summary
-from sweeps.spec import RunSpec
-from train import checks, dist
-from train.build import configure_backends, resolve_device
-from train.catalog import WORKLOADS
-from train.env import clocks, environment, neighbours, process_started_at
-from train.flops import count_flops, peak_flops, peak_table_module
-from train.known_issues import known_issue
-from train.syncs import count_host_syncs
-from train.timing import NoClock, synchronize
-from train.tracker import track
-from train.window import Window, make_workload, peak_memory_mib, run_window
-from train.workloads import Workload
+from perfsweep import records
+from perfsweep.conf.schema import RunConf
+from perfsweep.records import Summary
+from perfsweep.sweeps.spec import RunSpec
+from perfsweep.train import checks, dist
+from perfsweep.train.build import configure_backends, resolve_device
+from perfsweep.train.catalog import WORKLOADS
+from perfsweep.train.env import clocks, environment, neighbours, process_started_at
+from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
+from perfsweep.train.known_issues import known_issue
+from perfsweep.train.syncs import count_host_syncs
+from perfsweep.train.timing import NoClock, synchronize
+from perfsweep.train.tracker import track
+from perfsweep.train.window import Window, make_workload, peak_memory_mib, run_window
+from perfsweep.train.workloads import Workload
 
 
 def summary_columns(phases: tuple[str, ...]) -> list[str]:

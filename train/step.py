@@ -7,14 +7,14 @@ from typing import Any
 
 import torch
 
-from conf.schema import RunConf
-from train import fastai_parts, parallel
-from train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
-from train.inputs import INPUT_TYPES
-from train.parallel import delay_s, synced, without_sync
-from train.registry import choice
-from train.timing import StepClock
-from train.workloads import WORKLOADS, Workload
+from perfsweep.conf.schema import RunConf
+from perfsweep.train import fastai_parts, parallel
+from perfsweep.train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
+from perfsweep.train.inputs import INPUT_TYPES
+from perfsweep.train.parallel import delay_s, synced, without_sync
+from perfsweep.train.registry import choice
+from perfsweep.train.timing import StepClock
+from perfsweep.train.workloads import WORKLOADS, Workload
 
 POSITIVE = ("data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-from train.timing import synchronize
+from perfsweep.train.timing import synchronize
 
 # Tensor calls whose result the host needs before it can go on: a value, or an output size that depends on values.
 READS = frozenset(

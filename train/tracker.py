@@ -12,12 +12,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import records
-from conf.schema import TrackerConf
-from conf.tracking import WANDB_SETTINGS
-from records import flatten
-from records.redact import redact
-from sweeps.spec import RunSpec, run_fields
+from perfsweep import records
+from perfsweep.conf.schema import TrackerConf
+from perfsweep.conf.tracking import WANDB_SETTINGS
+from perfsweep.records import flatten
+from perfsweep.records.redact import redact
+from perfsweep.sweeps.spec import RunSpec, run_fields
 
 
 class Tracker:

@@ -6,10 +6,10 @@ import time
 
 import torch
 
-from conf.schema import RunConf
-from train.catalog import WORKLOADS
-from train.timing import StepClock, synchronize
-from train.workloads import Workload
+from perfsweep.conf.schema import RunConf
+from perfsweep.train.catalog import WORKLOADS
+from perfsweep.train.timing import StepClock, synchronize
+from perfsweep.train.workloads import Workload
 
 
 def peak_memory_mib(device: torch.device) -> tuple[float, str]:

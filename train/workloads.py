@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from conf.schema import CompileConf, RunConf
-from train.registry import Registry
-from train.timing import StepClock
+from perfsweep.conf.schema import CompileConf, RunConf
+from perfsweep.train.registry import Registry
+from perfsweep.train.timing import StepClock
 
 WORKLOADS: Registry[type["Workload"]] = Registry("workload")
 

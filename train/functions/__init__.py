@@ -1,3 +1,3 @@
 """Function benchmarks (train/functions/base.py), one module per seed; importing this registers them."""
 
-from train.functions import batching, nested, planted, sampler  # noqa: F401
+from perfsweep.train.functions import batching, nested, planted, sampler  # noqa: F401

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from conf.schema import RunConf
-from train.workloads import Workload, compiled
+from perfsweep.conf.schema import RunConf
+from perfsweep.train.workloads import Workload, compiled
 
 
 class FunctionBench(Workload):

@@ -9,8 +9,8 @@ square_chain: x = x * x five times over `size` elements.
 
 import torch
 
-from train.functions.base import FunctionBench
-from train.workloads import WORKLOADS
+from perfsweep.train.functions.base import FunctionBench
+from perfsweep.train.workloads import WORKLOADS
 
 
 def pairwise_sum_prod_loop(x: torch.Tensor) -> torch.Tensor:

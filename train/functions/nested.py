@@ -9,8 +9,8 @@ The output is reduced to a scalar for backward: values().sum() (jagged), the com
 
 import torch
 
-from train.functions.base import FunctionBench
-from train.workloads import WORKLOADS
+from perfsweep.train.functions.base import FunctionBench
+from perfsweep.train.workloads import WORKLOADS
 
 LENGTHS = (20, 30, 40)
 WIDTH = 64

@@ -10,8 +10,8 @@ import importlib.metadata
 import torch
 from packaging.version import InvalidVersion, Version
 
-from train.functions.base import FunctionBench
-from train.workloads import WORKLOADS
+from perfsweep.train.functions.base import FunctionBench
+from perfsweep.train.workloads import WORKLOADS
 
 
 def installed(package: str) -> str | None:

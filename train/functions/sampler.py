@@ -10,8 +10,8 @@ so it returned one feature per sample; here it gathers all features, as the nonz
 
 import torch
 
-from train.functions.base import FunctionBench
-from train.workloads import WORKLOADS
+from perfsweep.train.functions.base import FunctionBench
+from perfsweep.train.workloads import WORKLOADS
 
 
 def nonzero_sample(inputs: torch.Tensor, labels: torch.Tensor, sub_sample: int) -> tuple[torch.Tensor, torch.Tensor]:

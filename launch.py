@@ -17,7 +17,9 @@ launcher the run (train.run.execute) and the run checks (train.checks.problems) 
 """
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from perfsweep.analysis.cli import add_commands, parse, run, sweep_folder
 
@@ -438,8 +440,34 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+CONFIG_DIR = ("--config-dir", "-cd")  # Hydra's flag: a folder of config groups and sweep files of the user's own
+
+
+def with_config_dirs(argv: list[str]) -> list[str]:
+    """`argv` with each --config-dir DIR (Hydra's flag) made part of the override hydra.searchpath=[file://...]
+    that perfsweep reads, the folder absolute: the launch's records keep where it was."""
+    dirs, rest, words = [], [], iter(argv)
+    for word in words:
+        flag, equals, value = word.partition("=")
+        if flag in CONFIG_DIR:
+            value = value if equals else next(words, "")
+            if not value:
+                raise SystemExit(f"perfsweep: {flag} takes a folder: {flag} DIR")
+            dirs.append(f"file://{Path(value).expanduser().resolve()}")
+        else:
+            rest.append(word)
+    if not dirs:
+        return argv
+    given = [w for w in rest if w.lstrip("+").startswith("hydra.searchpath=")]
+    earlier = given[-1].split("=", 1)[1].strip("[]").split(",") if given else []
+    entries = ",".join(dict.fromkeys([*(e for e in earlier if e), *dirs]))
+    return [*(w for w in rest if w not in given), f"hydra.searchpath=[{entries}]"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = with_config_dirs(sys.argv[1:] if argv is None else argv)
+    if os.getcwd() not in sys.path:  # the user's own code imports from the launch's folder, as `python -m` has it
+        sys.path.insert(0, os.getcwd())
     # No command: run a sweep. Its words go to it as they are, Hydra's flags (--help, --cfg...) included.
     if not argv or argv[0].startswith("-") or "=" in argv[0]:
         argv = ["run", *argv]

@@ -45,11 +45,12 @@ def environment_axes(runs: list[RunRecord]) -> list[str]:
 
 
 def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
-    """The config keys that the axes show (model.name, workload.impl, workload.size...)."""
+    """The config keys that the axes show (model.name and model._target_, workload.impl, workload.size...)."""
     declared = {v for r in runs for k, v in r.fields.items() if k.startswith("workload.axes.")}
     packages = {f"env.packages.{a}" for a in axes} | ({"torch"} & set(axes))  # the environment's axes
     ranks = {"dist.world_size"} if "world_size" in axes else set()
-    shown = declared | {f"{a}.name" for a in axes} | {f"workload.{a}" for a in axes} | packages | ranks
+    named = {f"{a}.name" for a in axes} | {f"{a}._target_" for a in axes}  # a _target_ comes with its name
+    shown = declared | named | {f"workload.{a}" for a in axes} | packages | ranks
     return shown | set(NOT_AXIS_FIELDS)
 
 

@@ -3,6 +3,10 @@
 Every axis is a config group under conf/ whose yaml files are validated against
 the dataclass of that group; a wrong type in any field fails at composition with
 the field's full key, and so does a value outside a closed set (the enums below), naming the ones allowed.
+
+Code of the user's own comes in by import path: a `_target_` (a model, an input type, a workload) and
+`model.inputs`, each built where the run runs (train/targets.py). Such a field is part of a run's identity only
+once it is set (IDENTITY_WHEN_SET), so runs planned before it existed keep their ids.
 """
 
 import enum
@@ -10,6 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+
+IDENTITY_WHEN_SET = {"identity_when_set": True}  # a field left out of a run's identity while at its default
+
+
+def _unset(default: Any, factory: Any = None) -> Any:
+    """A field that counts in a run's identity only once set (IDENTITY_WHEN_SET)."""
+    if factory is not None:
+        return field(default_factory=factory, metadata=IDENTITY_WHEN_SET)
+    return field(default=default, metadata=IDENTITY_WHEN_SET)
 
 
 def _closed_set(name: str, values: str) -> type[enum.StrEnum]:
@@ -32,8 +45,18 @@ DistBackend = _closed_set("DistBackend", "auto gloo nccl")
 
 @dataclass
 class ModelConf:
-    name: str = "resnet18"  # the model's name in its library (timm or torchvision)
-    source: str = "torchvision"  # which library builds it: "timm" or "torchvision"
+    name: str = "resnet18"  # the model's name in its library (timm or torchvision); with a _target_, its label
+    source: str = "torchvision"  # which library builds it by name: "timm" or "torchvision" (not read with a _target_)
+    # A model of your own: the import path of an nn.Module class or a function that returns one (mylib.models.Net),
+    # built with Hydra's instantiate. "": the model `name` of `source`.
+    _target_: str = _unset("")
+    # Keyword arguments of the model's constructor (yours, timm's create_model or torchvision's get_model):
+    # +model.kwargs.width=64. num_classes and in_chans go to a _target_ that takes arguments of those names.
+    kwargs: dict[str, Any] = _unset(None, dict)
+    # The import path of your batch factory, called (batch_size, device) -> (inputs, targets): inputs a tensor, a
+    # tuple (model(*inputs)) or a dict (model(**inputs)); targets for the loss, or None where the model returns its
+    # loss. "": random images of image_size and in_chans, and class labels below num_classes.
+    inputs: str = _unset("")
     image_size: int = 224  # square input images, pixels per side
     batch_size: int = 64  # samples per step
     batch_size_retry: bool = False  # on out-of-memory, retry with a smaller batch (recorded; changes what is measured)
@@ -57,7 +80,10 @@ class PrecisionConf:
 
 @dataclass
 class InputTypeConf:
-    name: str = "tensor"  # a type registered in train/inputs.py
+    name: str = "tensor"  # a type registered in train/inputs.py; with a _target_, its label
+    # A type of your own: the import path of a torch.Tensor subclass (the batch is as_subclass'd to it in the data
+    # phase) or of a function that takes the batch tensor and returns the tensor the model gets. "": by `name`.
+    _target_: str = _unset("")
 
 
 @dataclass
@@ -97,7 +123,10 @@ class WorkloadConf:
     under the same name in train/workloads.py (phases, checks, the step itself).
     """
 
-    name: str = "train_step"  # a registered workload: train_step or a function benchmark
+    name: str = "train_step"  # a registered workload: train_step or a function benchmark; with a _target_, its label
+    # A step of your own: the import path of a class with `phases` and `step(index, clock)` (docs/your-code.md).
+    _target_: str = _unset("")
+    kwargs: dict[str, Any] = _unset(None, dict)  # settings of your step's own, read from cfg.workload.kwargs
     impl: str = "default"  # the function's implementation compared (loop, broadcast, nonzero, static...)
     size: int = 1000  # the function's problem size (samples, points, elements per row: see its docstring)
     batch: int = 1  # independent problems per call

@@ -20,6 +20,7 @@ import submitit
 
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
+from perfsweep.conf.targets import modules_of
 from perfsweep.launcher import sweepdir
 from perfsweep.launcher.executor import (
     BACKENDS,
@@ -314,7 +315,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)
-    code = snapshot(sweep_dir / ".code")
+    code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     gpus = pinned_gpus(conf) if conf.name == "local" else []
     mode = isolation(conf)

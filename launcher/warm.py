@@ -63,7 +63,8 @@ class Child:
 def warm_up(modules: list[str]) -> None:
     """Import what the runs need, once, in the job that forks them. Nothing imported may touch a device, set
     threads or open a W&B run: a forked child must start as clean as a new interpreter. A module that cannot be
-    imported is left to the run, which reports it as a spawned one would."""
+    imported (the user's own raising as it is imported, too) is left to the run, which reports it as a spawned one
+    would."""
     # torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does: the CUDA runtime's answer
     # (cudaGetDeviceCount) would initialise the CUDA driver in this job, and no child forked after it could use
     # CUDA. Whatever this job imports may ask.
@@ -71,7 +72,7 @@ def warm_up(modules: list[str]) -> None:
     for name in modules:
         try:
             importlib.import_module(name)
-        except ImportError:
+        except Exception:
             pass
 
 

@@ -8,12 +8,18 @@ Hydra composes such a file; a run's config is the base with its options' nodes p
 plain values set, each distinct value validated and converted once by OmegaConf
 against the node it lands in, as Hydra itself applies a value override (OmegaConf.update).
 A key added to a dict field (+env.packages.numpy=2.2.6: a package version as an axis) is a plain value
-too. A run with anything else (another added key, a deleted one, an option file with its own defaults list or
-package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
+too. A run with anything else (another added key, a deleted one, an option file with its own defaults
+list or package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
 
-Why the fast path stays (`python -m perfsweep.bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD EPYC VM, Python
-3.11): Hydra alone composed 1,000 runs in 93 and 97 s (two tries; about 15 minutes for 10,000); this module
-planned them in 0.15 s, and 10,000 in 0.53 s (build_plan, composition and run specs together).
+The user's config dirs (hydra.searchpath, which --config-dir sets) hold options of the groups beside
+perfsweep's own. A group's value that is an import path (model=mylib.models.SmallCNN) is the group's
+default option with that `_target_`, named by the path's last part; so is `KEY._target_=PATH` set
+without a name.
+
+Why the fast path stays (`python -m perfsweep.bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD
+EPYC VM, Python 3.11): Hydra alone composed 1,000 runs in 93 and 97 s (two tries; about 15 minutes for
+10,000); this module planned them in 0.15 s, and 10,000 in 0.53 s (build_plan, composition and run specs
+together).
 """
 
 import copy
@@ -30,10 +36,12 @@ from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
 from perfsweep.conf.schema import Config
+from perfsweep.conf.targets import TARGET_GROUPS, label_of
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir()) | {"hydra"}
+GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "__pycache__") | {"hydra"}
 _PLAIN = (bool, int, float, str, type(None))
+SEARCHPATH = "hydra.searchpath"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,10 +96,10 @@ def _set(config: Any, key: str, value: Any) -> None:
 
 
 @functools.cache
-def _simple_option(group: str, option: Any) -> bool:
+def _simple_option(group: str, option: Any, dirs: tuple[Path, ...]) -> bool:
     """An option file that only fills its group's node: no defaults list, no package of its own."""
-    path = CONF_DIR / group / f"{option}.yaml"
-    if not isinstance(option, str) or not path.is_file():
+    path = option_file(group, option, dirs)
+    if path is None:
         return False
     text = path.read_text()
     return "@package" not in text and not any(line.startswith("defaults:") for line in text.splitlines())
@@ -101,11 +109,49 @@ def _is_choice(setting: Setting) -> bool:
     return setting.key in GROUPS and setting.text == f"{setting.key}={setting.value}"
 
 
+def is_import_path(value: Any) -> bool:
+    """A group's value that names code by import path (mylib.models.SmallCNN), not one of its option files."""
+    return isinstance(value, str) and "." in value and all(part.isidentifier() for part in value.split("."))
+
+
+def _is_target(setting: Setting, dirs: tuple[Path, ...]) -> bool:
+    """A choice of model, input_type or workload that is an import path, where no option file has that name."""
+    return (
+        _is_choice(setting)
+        and setting.key in TARGET_GROUPS
+        and is_import_path(setting.value)
+        and option_file(setting.key, setting.value, dirs) is None
+    )
+
+
+def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
+    """The yaml of a group's option: perfsweep's own (conf/), else the first config dir's that has it."""
+    for folder in (CONF_DIR, *dirs):
+        path = folder / group / f"{option}.yaml"
+        if isinstance(option, str) and path.is_file():
+            return path
+    return None
+
+
+def searchpath(dirs: tuple[Path, ...]) -> list[str]:
+    """The override that puts the user's config dirs on Hydra's search path (after perfsweep's conf/)."""
+    return [f"{SEARCHPATH}=[{','.join(f'file://{d}' for d in dirs)}]"] if dirs else []
+
+
+def _labelled(node: Any, group: str, run: list[Setting]) -> Any:
+    """A group's node whose `_target_` the run set but not its name: named by the path's last part."""
+    keys = {s.key for s in run}
+    if group in TARGET_GROUPS and f"{group}._target_" in keys and f"{group}.name" not in keys:
+        return dataclasses.replace(node, name=label_of(node._target_))
+    return node
+
+
 class Composer:
     """Builds runs' configs from the base that Hydra composed once, and a node per chosen option."""
 
-    def __init__(self) -> None:
-        self.base = compose(config_name="config")
+    def __init__(self, dirs: tuple[Path, ...] = ()) -> None:
+        self.dirs = dirs
+        self.base = compose(config_name="config", overrides=searchpath(dirs))
         self.schema = OmegaConf.structured(Config)
         self.base_config: Config = OmegaConf.to_object(self.base)
         self.fast = "${" not in OmegaConf.to_yaml(self.base)
@@ -117,8 +163,13 @@ class Composer:
         """The group's node with a simple option chosen, as Hydra composes it: the schema's node merged with the
         option's file (the primary config sets nothing in a group). Returned in a config of its own, to validate
         values against, and as its typed object."""
+        if (group, option) not in self.options and is_import_path(option) and not option_file(group, option, self.dirs):
+            # an import path: the group's default option, with it as the _target_
+            default = OmegaConf.to_container(self.base[group])
+            node = OmegaConf.merge(self.schema[group], default, {"name": label_of(option), "_target_": option})
+            self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         if (group, option) not in self.options:
-            node = OmegaConf.merge(self.schema[group], OmegaConf.load(CONF_DIR / group / f"{option}.yaml"))
+            node = OmegaConf.merge(self.schema[group], OmegaConf.load(option_file(group, option, self.dirs)))
             self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         return self.options[group, option]
 
@@ -142,7 +193,7 @@ class Composer:
     def can_build(self, run: list[Setting]) -> bool:
         return self.fast and all(
             (s.plain and (not s.added or self._new_in_a_dict(s.key)))
-            or (_is_choice(s) and _simple_option(s.key, s.value))
+            or (_is_choice(s) and (_simple_option(s.key, s.value, self.dirs) or _is_target(s, self.dirs)))
             for s in run
         )
 
@@ -166,7 +217,7 @@ class Composer:
             holder = {name: copy.deepcopy(node) if settings else node}
             for setting in settings:
                 _set(holder, setting.key, self._value(validator, choice, setting))
-            self.nodes[key] = holder[name]
+            self.nodes[key] = _labelled(holder[name], name, list(settings))
         return self.nodes[key]
 
     def build(self, run: list[Setting]) -> Config:
@@ -184,18 +235,31 @@ class Composer:
     def compose(self, run: list[Setting]) -> Config:
         if self.can_build(run):
             return self.build(run)
-        return composed_by_hydra(run)
+        return composed_by_hydra(run, self.dirs)
 
 
-def composed_by_hydra(run: list[Setting]) -> Config:
+def _hydra_overrides(run: list[Setting], dirs: tuple[Path, ...]) -> list[str]:
+    """The run's overrides as Hydra takes them: an import path chosen for a group as its _target_ and name."""
+    texts = []
+    for s in run:
+        if _is_target(s, dirs):
+            texts += [f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}"]
+        else:
+            texts.append(s.text)
+    return searchpath(dirs) + texts
+
+
+def composed_by_hydra(run: list[Setting], dirs: tuple[Path, ...] = ()) -> Config:
     """The run's Config as Hydra composes it, checked once more against the schema: a value an interpolation gave
     (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type."""
-    composed = compose(config_name="config", overrides=[s.text for s in run])
+    composed = compose(config_name="config", overrides=_hydra_overrides(run, dirs))
     missing = OmegaConf.missing_keys(composed)
     if missing:
         raise ValueError(_missing(sorted(missing)))
     config = OmegaConf.to_object(composed)
     OmegaConf.structured(config)
+    for group in TARGET_GROUPS:
+        setattr(config, group, _labelled(getattr(config, group), group, run))
     return config
 
 
@@ -203,20 +267,22 @@ def _missing(keys: list[str]) -> str:
     return f"{', '.join(f'{key}=???' for key in keys)}: ??? leaves a value missing; every run needs one"
 
 
-def compose_all(runs: list[list[Setting]], reuse: bool = True) -> tuple[list[Config], dict[str, str]]:
-    """Every run's Config, and every distinct error with the first run that has it.
+def compose_all(
+    runs: list[list[Setting]], reuse: bool = True, dirs: tuple[Path, ...] = ()
+) -> tuple[list[Config], dict[str, str]]:
+    """Every run's Config, and every distinct error with the first run that has it; `dirs`: the user's config dirs.
 
     `reuse=False` composes every run with Hydra from scratch (what the templates must equal).
     """
     configs, errors = [], {}
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="perfsweep"):
-        composer = Composer()
+        composer = Composer(dirs)
         for run in runs:
             try:
                 if reuse:
                     configs.append(composer.compose(run))
                 else:
-                    configs.append(composed_by_hydra(run))
+                    configs.append(composed_by_hydra(run, dirs))
             except Exception as error:
                 errors.setdefault(_explain(error), " ".join(s.text for s in run))
     return configs, errors

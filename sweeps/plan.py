@@ -8,9 +8,14 @@ the sweep (`scale=cpu`, `scale=smoke`): params applied after every grid's (or
 one per grid, as a list). The command line's overrides come last, so they
 narrow, widen or replace any axis. Every run's config is composed by Hydra
 before anything runs; all composition errors are reported together.
+
+The user's config dirs (hydra.searchpath, which --config-dir sets) add sweep files (DIR/sweeps/*.yaml) and
+group options (DIR/model/*.yaml...) to perfsweep's; a name that both have is refused, never shadowed.
 """
 
 import dataclasses
+import difflib
+import importlib.util
 import random
 import re
 from pathlib import Path
@@ -20,9 +25,10 @@ from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 
 from perfsweep.conf.schema import Config
+from perfsweep.conf.targets import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
-from perfsweep.sweeps import compose
-from perfsweep.sweeps.compose import Setting
+from perfsweep.sweeps import compose, keys
+from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
 
@@ -58,8 +64,65 @@ class Plan:
         return self.runs[0].config
 
 
-def available_sweeps() -> list[str]:
-    return sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+def available_sweeps(dirs: tuple[Path, ...] = ()) -> list[str]:
+    return sorted({p.stem for folder in (SWEEPS_DIR, *(d / "sweeps" for d in dirs)) for p in folder.glob("*.yaml")})
+
+
+def sweep_path(name: str, dirs: tuple[Path, ...] = ()) -> Path:
+    """The sweep file of sweep `name`: perfsweep's (sweeps/), or a config dir's (DIR/sweeps/)."""
+    file = f"{sweep_file_name(name)}.yaml"
+    found = [folder / file for folder in (SWEEPS_DIR, *(d / "sweeps" for d in dirs)) if (folder / file).is_file()]
+    return found[0] if found else SWEEPS_DIR / file
+
+
+def shown_path(path: Path) -> str:
+    """A config file as a message names it: sweeps/x.yaml for perfsweep's own, else its path."""
+    root = SWEEPS_DIR.parent
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _folder(entry: str) -> Path:
+    """A search path entry's folder: file://PATH, pkg://package.folder (found without importing it), or PATH."""
+    if entry.startswith("pkg://"):
+        top, *inner = entry.removeprefix("pkg://").split(".")
+        spec = importlib.util.find_spec(top)
+        places = list(spec.submodule_search_locations or []) if spec else []
+        return Path(places[0], *inner) if places else Path(entry)
+    return Path(entry.removeprefix("file://")).expanduser().resolve()
+
+
+def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
+    """The user's config dirs that `overrides` put on the search path (hydra.searchpath=[...]), and the other
+    overrides. PlanError for one that is not a folder, or that names a sweep or an option perfsweep has."""
+    parser = OverridesParser.create()
+    entries = [o for o in parser.parse_overrides(overrides) if o.get_key_element().lstrip("+") == SEARCHPATH]
+    rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != SEARCHPATH]
+    if not entries:
+        return (), rest
+    value = entries[-1].value()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PlanError([f"{SEARCHPATH}={value}: a list of folders, {SEARCHPATH}=[file:///path/to/conf]"])
+    dirs = tuple(_folder(entry) for entry in value)
+    problems = [f"{SEARCHPATH}: {d} is not a folder (--config-dir DIR names one)" for d in dirs if not d.is_dir()]
+    problems += _claimed_twice(tuple(d for d in dirs if d.is_dir()))
+    if problems:
+        raise PlanError(problems)
+    return dirs, rest
+
+
+def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
+    """A sweep file or group option of a config dir with the name of one of perfsweep's (or of an earlier dir's)."""
+    problems, seen = [], {}
+    for sweeps, groups in [(SWEEPS_DIR, CONF_DIR), *((d / "sweeps", d) for d in dirs)]:
+        own = [("sweeps", p) for p in sweeps.glob("*.yaml")]
+        own += [(group, p) for group in sorted(GROUPS) for p in (groups / group).glob("*.yaml")]
+        for group, path in own:
+            first = seen.setdefault((group, path.stem), path)
+            if first != path:
+                what = "sweep" if group == "sweeps" else f"{group} option"
+                taken = f"{what} {path.stem!r} is already {shown_path(first)}"
+                problems.append(f"{shown_path(path)}: {taken}; give yours a name of its own")
+    return problems
 
 
 def _as_overrides(params: dict | None) -> list[str]:
@@ -68,11 +131,14 @@ def _as_overrides(params: dict | None) -> list[str]:
     return [f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}" for key, value in items]
 
 
-def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:
+def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> list[list[str]]:
     """The overrides of each grid that sweep file `name` stands for, at `scale`."""
-    path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
+    path = sweep_path(name, dirs)
     if safe_name(name) != name or not path.is_file():
-        raise PlanError([f"unknown sweep {name!r} (sweep={name}); available: {', '.join(available_sweeps())}"])
+        close = _nearest(name, available_sweeps(dirs))
+        raise PlanError(
+            [f"unknown sweep {name!r} (sweep={name}){close}; available: {', '.join(available_sweeps(dirs))}"]
+        )
     sweep = OmegaConf.to_container(OmegaConf.load(path))
     grids = sweep.get("grids") or [sweep.get("params") or {}]
     scales = sweep.get("scales") or {}
@@ -83,7 +149,7 @@ def sweep_grids(name: str, scale: str = "full") -> list[list[str]]:
         raise PlanError([f"scale={scale!r} is not a scale of sweep {name}; its scales: {allowed}"])
     narrowed = scales[scale] if isinstance(scales[scale], list) else [scales[scale]] * len(grids)
     if len(narrowed) != len(grids):
-        where = path.relative_to(SWEEPS_DIR.parent)
+        where = shown_path(path)
         raise PlanError([f"{where}: scale {scale} lists {len(narrowed)} params for {len(grids)} grids"])
     return [_as_overrides(grid) + _as_overrides(extra) for grid, extra in zip(grids, narrowed, strict=True)]
 
@@ -99,24 +165,25 @@ def _key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
 
 
-def origins(overrides: list[str]) -> dict[str, str]:
+def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]:
     """Which source set each key: the sweep file, its scale, or the command line (the last one wins)."""
     parser = OverridesParser.create()
     name = _chosen(parser, overrides, "sweep", Config.sweep)
     scale = _chosen(parser, overrides, "scale", Config.scale)
     source_of: dict[str, str] = {}
-    path = SWEEPS_DIR / f"{sweep_file_name(name)}.yaml"
+    path = sweep_path(name, dirs)
+    shown = shown_path(path)
     sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
-        source_of.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml" for o in _as_overrides(grid)})
+        source_of.update({_key(o): shown for o in _as_overrides(grid)})
     extra = (sweep.get("scales") or {}).get(scale) or {}
     for params in extra if isinstance(extra, list) else [extra]:
-        source_of.update({_key(o): f"sweeps/{sweep_file_name(name)}.yaml scale {scale}" for o in _as_overrides(params)})
+        source_of.update({_key(o): f"{shown} scale {scale}" for o in _as_overrides(params)})
     source_of.update({_key(o): "the command line" for o in overrides})
     return source_of
 
 
-_NAMED_KEY = re.compile(r"^([A-Za-z_][\w.]*)=|Could not find '(\w+)/|merging override ([\w.]+)=")
+_NAMED_KEY = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=|Could not find '(\w+)/|merging override ([\w.]+)=")
 
 
 def explain(problem: str, origins: dict[str, str]) -> str:
@@ -131,13 +198,13 @@ def explain(problem: str, origins: dict[str, str]) -> str:
     return "\n".join([f"{first} [set by {source}]", *rest])
 
 
-def expand(overrides: list[str]) -> list[list[Setting]]:
+def expand(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[list[Setting]]:
     """Each grid of the sweep file at its scale, then the command line's overrides -> the settings of each run."""
     parser = OverridesParser.create()
     try:
         name = _chosen(parser, overrides, "sweep", Config.sweep)
         scale = _chosen(parser, overrides, "scale", Config.scale)
-        return [run for grid in sweep_grids(name, scale) for run in compose.expand(_models(grid + overrides))]
+        return [run for grid in sweep_grids(name, scale, dirs) for run in compose.expand(_models(grid + overrides))]
     except PlanError:
         raise
     except Exception as error:  # Hydra's parser errors name the bad override
@@ -152,29 +219,48 @@ def _models(overrides: list[str]) -> list[str]:
     return expanded
 
 
-def compose_runs(runs: list[list[Setting]], sources: dict[str, str] | None = None) -> tuple[list[Config], list[str]]:
+def compose_runs(
+    runs: list[list[Setting]], sources: dict[str, str] | None = None, dirs: tuple[Path, ...] = ()
+) -> tuple[list[Config], list[str]]:
     """Each run's typed config that composes, and every distinct composition error with the run it is in."""
-    configs, errors = compose.compose_all(runs)
+    configs, errors = compose.compose_all(runs, dirs=dirs)
     return configs, [
         f"{explain(message, sources or {})}{_hint(message)}\n  (in the run: {run})" for message, run in errors.items()
     ]
 
 
-_UNKNOWN_MODEL = re.compile(r"Could not find 'model/([^']+)'")
+_UNKNOWN_OPTION = re.compile(r"Could not find '(\w+)/([^']+)'")
+_OUTSIDE_SET = re.compile(r"Invalid value '([^']+)', expected one of \[([^\]]*)\]")
+
+
+def _nearest(value: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _hint(message: str) -> str:
-    """What to write instead, for the composition errors whose fix is not in Hydra's message."""
+    """What to write instead, for the composition errors whose fix is not in Hydra's message: the nearest of the
+    values allowed, and what else a model may be."""
     if "is not a ListConfig" in message:
         return " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
-    unknown = _UNKNOWN_MODEL.search(message)
-    if unknown:
-        name = unknown.group(1)
-        return (
+    outside = _OUTSIDE_SET.search(message)
+    if outside:
+        return _nearest(outside.group(1), [v.strip() for v in outside.group(2).split(",")]).replace(";", "\n ", 1)
+    unknown = _UNKNOWN_OPTION.search(message)
+    if not unknown:
+        return ""
+    group, name = unknown.groups()
+    options = re.findall(r"^\t(\S+)$", message, re.M)
+    hint = _nearest(name, options).replace(";", "\n ", 1)
+    if group == "model":
+        hint += (
             f"\n  (those are presets; any timm or torchvision model runs by its name: model.name={name} "
-            "model.source=timm, or model.source=torchvision)"
+            "model.source=timm, or model.source=torchvision; a model of your own by its import path: "
+            "model=mypackage.models.MyNet)"
         )
-    return ""
+    elif group in TARGET_GROUPS:
+        hint += f"\n  (one of your own by its import path: {group}=mypackage.module.Name)"
+    return hint
 
 
 def _sweep_dir(config: Config) -> Path:
@@ -260,9 +346,13 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     unreadable = unreadable_overrides(overrides)
     if unreadable:
         raise PlanError(unreadable)
-    overrides = _models(overrides)
-    sources = origins(overrides)
-    configs, errors = compose_runs(expand(overrides), sources)
+    dirs, overrides = config_dirs(_models(overrides))
+    sources = origins(overrides, dirs)
+    runs = expand(overrides, dirs)
+    wrong = dict.fromkeys(p for run in runs for setting in run if (p := keys.problem(setting.text)))
+    if wrong:
+        raise PlanError([explain(problem, sources) for problem in wrong])
+    configs, errors = compose_runs(runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
     errors += unsized
     if errors and (not partial or not configs):

@@ -8,7 +8,7 @@ import re
 import weakref
 from typing import Any
 
-from perfsweep.conf.schema import DECLARATION, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
+from perfsweep.conf.schema import DECLARATION, IDENTITY_WHEN_SET, READ_BY_EVERY_WORKLOAD, RUN_FIELDS, Config
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
@@ -16,9 +16,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 def run_fields(config: Config) -> dict[str, Any]:
     """The fields that define what a run measures: those its workload reads (no launcher, tracker or sweep
     settings, and not the workload's declaration, which is not a setting)."""
-    reads, whole = config.workload.reads, dataclasses.asdict(config)
-    fields = {name: whole[name] for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads}
-    fields["workload"] = {k: v for k, v in fields["workload"].items() if k not in DECLARATION}
+    reads = config.workload.reads
+    names = [name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads]
+    fields = {name: _identity_value(getattr(config, name)) for name in names}
     fields = {name: value for name, value in fields.items() if name not in unset(config)}
     if "env" in fields:
         fields["env"] = config.env.packages  # its cache and index are where it is built from, not what it is
@@ -29,6 +29,28 @@ def unset(config: Config) -> set[str]:
     """Run fields at what a run was before they existed, left out of its identity so that earlier sweeps' runs
     are found again: perfsweep's own environment (torch=current, no env.packages), one process (dist=none)."""
     return ({*ENV_FIELDS} if not env_axes(config) else set()) | ({"dist"} if config.dist.name == "none" else set())
+
+
+def _identity_names(node: Any) -> tuple[str, ...]:
+    """The fields of a config node that count in a run's identity: not a workload's declaration, and not a field
+    of IDENTITY_WHEN_SET at its default."""
+    return tuple(
+        f.name
+        for f in sorted(dataclasses.fields(node), key=lambda f: f.name)
+        if f.name not in DECLARATION and not (f.metadata == IDENTITY_WHEN_SET and getattr(node, f.name) == _default(f))
+    )
+
+
+def _default(field: dataclasses.Field) -> Any:
+    return field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+
+
+def _identity_value(value: Any) -> Any:
+    """A run field's value as its identity counts it (a node: the fields _identity_names gives)."""
+    if not dataclasses.is_dataclass(value):
+        return value
+    whole = dataclasses.asdict(value)
+    return {name: whole[name] for name in _identity_names(value)}
 
 
 _NODE_JSON: dict[tuple[int, str], str] = {}  # (id of a config node, which of its fields) -> JSON, while it lives
@@ -86,18 +108,19 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+def _identity_node_json(value: Any) -> str:
+    """canonical_json(_identity_value(value)), a node's cached."""
+    if not dataclasses.is_dataclass(value):
+        return canonical_json(value)
+    return _cached(value, "identity", lambda: _fields_json(value, _identity_names(value)))
+
+
 def _identity_json(config: Config) -> str:
     """canonical_json(run_fields(config)), built from the nodes' cached JSON."""
-    workload = config.workload
-    settings = tuple(name for name in _field_names(type(workload)) if name not in DECLARATION)
-    names = sorted(name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in workload.reads)
+    names = sorted(name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in config.workload.reads)
     names = [name for name in names if name not in unset(config)]  # as run_fields
     parts = [
-        _cached(workload, "identity", lambda: _fields_json(workload, settings))
-        if name == "workload"
-        else canonical_json(config.env.packages)
-        if name == "env"
-        else canonical_json(getattr(config, name))
+        canonical_json(config.env.packages) if name == "env" else _identity_node_json(getattr(config, name))
         for name in names
     ]
     return "{" + ", ".join(f"{_string_json(n)}: {p}" for n, p in zip(names, parts, strict=True)) + "}"

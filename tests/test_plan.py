@@ -106,7 +106,9 @@ def test_reused_templates_give_what_hydra_composes(grid, monkeypatch):
     (an interpolation is composed by Hydra in full)."""
     by_hydra = []
     monkeypatch.setattr(
-        compose, "composed_by_hydra", lambda run, hydra=compose.composed_by_hydra: by_hydra.append(run) or hydra(run)
+        compose,
+        "composed_by_hydra",
+        lambda run, dirs=(), hydra=compose.composed_by_hydra: by_hydra.append(run) or hydra(run, dirs),
     )
     runs = compose.expand(grid)
     assert len(runs) == 2 ** sum("," in o or "range(" in o for o in grid)

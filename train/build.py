@@ -2,19 +2,29 @@
 
 import dataclasses
 import functools
+import inspect
 import os
 from collections.abc import Callable
+from typing import Any
 
 import torch
+from torch.utils._pytree import tree_map_only
 
 from perfsweep.conf.schema import ModelConf, OptimConf, RunConf
-from perfsweep.train import fastai_parts
+from perfsweep.train import fastai_parts, targets
 from perfsweep.train import precision as prec
 from perfsweep.train.inputs import InputType, get_input_type
 from perfsweep.train.parallel import distributed
 from perfsweep.train.workloads import compiled
 
 MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
+
+
+def _kwargs(model: ModelConf) -> dict[str, Any]:
+    """model.kwargs, with any `_target_` inside them built (a layer's class, a partial), as Hydra's instantiate does."""
+    from hydra.utils import instantiate
+
+    return instantiate(dict(model.kwargs), _convert_="all") if model.kwargs else {}
 
 
 def _timm(model: ModelConf) -> torch.nn.Module:
@@ -24,7 +34,7 @@ def _timm(model: ModelConf) -> torch.nn.Module:
     # a model built for one input size (ViT, Swin, MLP-Mixer: timm's fixed_input_size) is built for the size asked
     sized = {"img_size": model.image_size} if get_pretrained_cfg_value(model.name, "fixed_input_size") else {}
     return timm.create_model(
-        model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans, **sized
+        model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans, **sized, **_kwargs(model)
     )
 
 
@@ -33,7 +43,36 @@ def _torchvision(model: ModelConf) -> torch.nn.Module:
 
     if model.in_chans != 3:
         raise ValueError(f"torchvision models take 3 input channels; model.in_chans={model.in_chans}")
-    return torchvision.models.get_model(model.name, weights=None, num_classes=model.num_classes)
+    return torchvision.models.get_model(model.name, weights=None, num_classes=model.num_classes, **_kwargs(model))
+
+
+SHAPED_BY_DATA = ("num_classes", "in_chans")  # passed to a _target_ that takes them: the synthetic batch has them
+
+
+def _target(model: ModelConf) -> torch.nn.Module:
+    """The user's model: model._target_ called with model.kwargs (and num_classes, in_chans where it takes them),
+    by Hydra's instantiate."""
+    from hydra.utils import instantiate
+
+    constructor = targets.locate("model._target_", model._target_)
+    try:
+        taken = inspect.signature(constructor).parameters
+    except (TypeError, ValueError):  # a builtin or C extension without a signature
+        taken = {}
+    wide = any(p.kind == p.VAR_KEYWORD for p in taken.values())
+    shaped = {k: getattr(model, k) for k in SHAPED_BY_DATA if k not in model.kwargs and (k in taken or wide)}
+    built = instantiate({"_target_": model._target_, **shaped, **model.kwargs}, _convert_="all")
+    if not isinstance(built, torch.nn.Module):
+        raise TypeError(f"model._target_={model._target_} returned {type(built).__name__}, not a torch.nn.Module")
+    return built
+
+
+def build_model(model: ModelConf) -> torch.nn.Module:
+    """The run's model, on the CPU in float32, in training mode: the user's (model._target_) or one of a library's."""
+    if model._target_:
+        return _target(model)
+    constructor, _ = MODEL_SOURCES[model.source]
+    return constructor(model)
 
 
 def _timm_names() -> list[str]:
@@ -70,6 +109,11 @@ ALGORITHMS = ("sgd", "adam")
 LOSSES: dict[str, Callable[[], torch.nn.Module]] = {"torch": torch.nn.CrossEntropyLoss, "fastai": fastai_parts.loss}
 
 
+# A batch: its inputs (an image tensor; from model.inputs, a tensor, a tuple or a dict of them) and its targets (a
+# tensor, or None where the model returns its loss).
+Batch = tuple[Any, Any]
+
+
 @dataclasses.dataclass
 class Trainer:
     """Everything a training step touches, built before timing starts."""
@@ -82,8 +126,35 @@ class Trainer:
     autocast: Callable[[], object]
     input_type: InputType
     memory_format: torch.memory_format
-    batches: list[tuple[torch.Tensor, torch.Tensor]]
+    batches: list[Batch]
     replica: torch.nn.Module  # the model as this rank holds it, before compile (itself where there are no ranks)
+    images: bool = True  # the batches are perfsweep's images, not the user's (model.inputs)
+
+    def to_model(self, x: Any) -> Any:
+        """The data phase's work on a batch's inputs: the memory format (of image tensors), then the input type."""
+        if self.images:
+            return self.input_type.before_model(self.input_type.wrap(x.contiguous(memory_format=self.memory_format)))
+        return tree_map_only(torch.Tensor, self._leaf, x)
+
+    def _leaf(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous(memory_format=self.memory_format) if x.dim() == 4 else x
+        return self.input_type.before_model(self.input_type.wrap(x))
+
+    def forward(self, x: Any) -> Any:
+        """The model on a batch's inputs: model(x), model(*x) for a tuple, model(**x) for a dict."""
+        if self.images or isinstance(x, torch.Tensor):
+            return self.model(x)
+        return self.model(**x) if isinstance(x, dict) else self.model(*x)
+
+    def loss(self, out: Any, y: Any) -> torch.Tensor:
+        """The loss of the model's output against the targets; with no targets, the loss the model returned."""
+        if self.images:
+            return self.loss_fn(out, y)
+        if y is None:
+            return out if isinstance(out, torch.Tensor) else out["loss"] if isinstance(out, dict) else out.loss
+        if out.dim() > 2 and out.dim() == y.dim() + 1:  # a prediction per position ([B, T, classes] against [B, T])
+            return self.loss_fn(out.flatten(0, -2), y.flatten())
+        return self.loss_fn(out, y)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -92,8 +163,27 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def synthetic_batches(cfg: RunConf, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Random images and labels, made once on the device (contiguous, as a loader would hand them over)."""
+def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
+    """The user's batches: model.inputs called (batch_size, device) once per batch, its floating tensors cast to
+    the precision's dtype where it casts the model's."""
+    factory = targets.locate("model.inputs", cfg.model.inputs)
+    dtype = prec.param_dtype(cfg.precision)
+    batches = []
+    for _ in range(cfg.data_batches):
+        made = factory(cfg.model.batch_size, device)
+        if not (isinstance(made, tuple | list) and len(made) == 2):
+            raise TypeError(
+                f"model.inputs={cfg.model.inputs} returned {type(made).__name__}; it must return (inputs, targets)"
+            )
+        batches.append(tuple(tree_map_only(torch.Tensor, lambda t: t.to(dtype) if t.is_floating_point() else t, made)))
+    return batches
+
+
+def synthetic_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
+    """Random images and labels, made once on the device (contiguous, as a loader would hand them over); or the
+    user's batches (model.inputs)."""
+    if cfg.model.inputs:
+        return user_batches(cfg, device)
     m = cfg.model
     shape = (m.batch_size, m.in_chans, m.image_size, m.image_size)
     dtype = prec.param_dtype(cfg.precision)
@@ -132,9 +222,8 @@ def configure_backends(cfg: RunConf) -> dict[str, object]:
 
 def build(cfg: RunConf, device: torch.device) -> Trainer:
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
-    constructor, _ = MODEL_SOURCES[cfg.model.source]
     dtype = prec.param_dtype(cfg.precision)
-    model = constructor(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
+    model = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
     model = distributed(model, cfg.dist, device)
     optimizer = OPTIMIZERS[cfg.optim.name](model.parameters(), cfg.optim)
     if cfg.optim.name == "torch":
@@ -148,8 +237,9 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
         zero_grad=zero_grad,
         scaler=prec.grad_scaler(cfg.precision, device),
         autocast=lambda: prec.autocast(cfg.precision, device),
-        input_type=get_input_type(cfg.input_type.name),
+        input_type=get_input_type(cfg.input_type),
         memory_format=memory_format,
         batches=synthetic_batches(cfg, device),
         replica=model,
+        images=not cfg.model.inputs,
     )

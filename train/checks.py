@@ -7,9 +7,9 @@ import functools
 import torch
 
 from perfsweep.conf.schema import PrecisionConf, RunConf
-from perfsweep.train import precision
+from perfsweep.train import precision, targets
 from perfsweep.train.build import resolve_device
-from perfsweep.train.catalog import WORKLOADS
+from perfsweep.train.catalog import WORKLOADS, workload_class
 from perfsweep.train.parallel import device_problems
 from perfsweep.train.registry import choice
 
@@ -32,9 +32,16 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
 
 
 def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
-    """Everything wrong with `cfg`; the device checks only when the run will execute on this host."""
+    """Everything wrong with `cfg`; the device checks only when the run will execute on this host. The import paths
+    of the user's code are imported here, as the run will import them."""
     name = cfg.workload.name
-    issues = WORKLOADS[name].problems(cfg) if name in WORKLOADS else choice("workload", name, sorted(WORKLOADS))
+    issues = targets.problems(cfg)
+    if issues:
+        return issues  # what the rest checks is built from them
+    if cfg.workload._target_ or name in WORKLOADS:
+        issues = workload_class(cfg.workload).problems(cfg)
+    else:
+        issues = choice("workload", name, sorted(WORKLOADS))
     if cfg.steps <= 0:
         issues.append(f"steps={cfg.steps} must be positive")
     if cfg.dist.name != "none" and "dist" not in cfg.workload.reads:

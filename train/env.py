@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from perfsweep.records.code import PROJECT_ROOT, code_version
+from perfsweep.conf.targets import modules_of
+from perfsweep.records.code import PROJECT_ROOT, code_identity, code_version, module_place, user_code_record
 
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 
@@ -141,6 +142,21 @@ def environment(device: torch.device) -> dict[str, object]:
             or None,
         }
     return env
+
+
+def user_code(config) -> dict[str, dict[str, object]]:
+    """The user's code a run imported, by top-level module: where it was copied from, its version and git commit
+    where there are ones (as the launch's snapshot recorded them, else as they are now), where the run imported
+    it from and the files of it that are imported."""
+    recorded = user_code_record()
+    found = {}
+    for top in sorted(modules_of(config)):
+        modules = [m for name, m in list(sys.modules.items()) if name == top or name.startswith(f"{top}.")]
+        files = sorted({m.__file__ for m in modules if getattr(m, "__file__", None)})
+        place = module_place(top)
+        identity = recorded.get(top) or code_identity(top)
+        found[top] = {**identity, "imported_from": str(place) if place else None, "files": files}
+    return found
 
 
 def clocks(device: torch.device) -> dict[str, object]:

@@ -2,23 +2,32 @@
 
 Each type is a registered class with two hooks: `wrap` (part of the data phase,
 where a data pipeline would hand over its tensor type) and `before_model` (the
-last thing before the forward pass). Add a type with `@register("name")` and a
-yaml file in conf/input_type/ (docs/extending.md).
+last thing before the forward pass). A type of the user's own is named by
+import path (input_type._target_: a Tensor subclass, or a function that wraps a
+tensor); perfsweep's are registered with `@register("name")` and a yaml file in
+conf/input_type/ (docs/extending.md).
 """
 
+import inspect
 from typing import Any
 
 import torch
 
-from perfsweep.train import fastai_parts
+from perfsweep.conf.schema import InputTypeConf
+from perfsweep.train import fastai_parts, targets
 from perfsweep.train.registry import Registry
 
 INPUT_TYPES: Registry[type["InputType"]] = Registry("input type")
 register = INPUT_TYPES.register
 
 
-def get_input_type(name: str) -> "InputType":
-    return INPUT_TYPES[name]()
+def get_input_type(conf: InputTypeConf | str) -> "InputType":
+    """The input type a run's config names: the user's (input_type._target_), else a registered one by name."""
+    if isinstance(conf, str):
+        return INPUT_TYPES[conf]()
+    if conf._target_:
+        return TargetInput(targets.locate("input_type._target_", conf._target_))
+    return INPUT_TYPES[conf.name]()
 
 
 class SubClassedTensor(torch.Tensor):
@@ -73,6 +82,17 @@ class InputType:
 
     def before_model(self, x: torch.Tensor) -> torch.Tensor:
         return x
+
+
+class TargetInput(InputType):
+    """The user's own type: a Tensor subclass the batch is cast to (as_subclass), or a function that wraps it."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.subclass = inspect.isclass(target) and issubclass(target, torch.Tensor)
+
+    def wrap(self, x: torch.Tensor) -> torch.Tensor:
+        return x.as_subclass(self.target) if self.subclass else self.target(x)
 
 
 @register("tensor")

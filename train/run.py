@@ -19,12 +19,13 @@ import torch
 
 from perfsweep import records
 from perfsweep.conf.schema import RunConf
+from perfsweep.conf.targets import modules_of, targets_of
 from perfsweep.records import Summary
 from perfsweep.sweeps.spec import RunSpec
-from perfsweep.train import checks, dist
+from perfsweep.train import checks, dist, targets
 from perfsweep.train.build import configure_backends, resolve_device
-from perfsweep.train.catalog import WORKLOADS
-from perfsweep.train.env import clocks, environment, neighbours, process_started_at
+from perfsweep.train.catalog import workload_class
+from perfsweep.train.env import clocks, environment, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
 from perfsweep.train.syncs import count_host_syncs
@@ -119,13 +120,16 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
 
 
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
-    """The modules these runs import only once they run: a job that forks them imports them first, once (their
-    model zoos, W&B's module, pyarrow and pandas, torch._dynamo, whose first FLOP count imports it: 2 s of a CPU,
-    and for GPU runs lightning-fabric's table of peaks). None of them touches a device when imported."""
+    """The modules these runs import only once they run: a job that forks them imports them first, once (the
+    modules of the user's code they name, their model zoos, W&B's module, pyarrow and pandas, torch._dynamo, whose
+    first FLOP count imports it: 2 s of a CPU, and for GPU runs lightning-fabric's table of peaks). None of them
+    touches a device when imported (a fork checks that of the user's)."""
     # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start
     # fast), and its first conversion of Python values imports pandas where it is installed: 0.3 s a run otherwise
     needed = {"torch._dynamo", "pyarrow.parquet", "pandas"}
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
+    paths = {tuple(path.split(".")) for s in specs for path in targets_of(s.config).values()}
+    needed |= {".".join(parts[:end]) for parts in paths for end in range(1, len(parts))}  # a path's module is one
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
     if any(s.config.device != "cpu" for s in specs):
         needed |= set(peak_table_module())
@@ -234,7 +238,7 @@ def across_ranks(
     results = dist.task_ranks(spec, launch) if launch.get("tasks") else dist.run_ranks(spec, run_dir)
     ranks = dist.Ranks(results, spec.config.dist.name)
     mine = ranks.run_rank
-    phases = WORKLOADS[spec.config.workload.name].phases
+    phases = workload_class(spec.config.workload).phases
     extra, window = ranks.extra(), ranks.window()
     summary = summary_of(spec.config, phases, window, mine["memory"], device, extra, ranks.workload_summary)
     ranks.write(run_dir)
@@ -265,7 +269,8 @@ def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
     if wrong:
         raise ValueError("; ".join(wrong))
     backend = configure_backends(spec.config)
-    records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend})
+    code = {"user_code": user_code(spec.config)} if modules_of(spec.config) else {}
+    records.write_json(run_dir / records.ENV, {**environment(device), "backend": backend, **code})
     return device
 
 
@@ -317,10 +322,17 @@ def interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> 
 
 
 def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
-    """Record the run failed, with its error (and a known torch issue it matches), and tell W&B."""
+    """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
+    user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised."""
     outcome_known()
     cfg = spec.config
-    failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
+    code = targets.roots(list(targets_of(cfg).values()))
+    theirs = targets.user_error(error, code) if code else None
+    if theirs is not None:
+        said = f"{theirs} (raised in {targets.where(theirs, code)})"
+        failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code))
+    else:
+        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
     finished = records.now()
     records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
     message = {"error": failure.type, "error_message": failure.message[:1000]}

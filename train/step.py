@@ -37,10 +37,15 @@ def model_problems(source: str, name: str) -> tuple[str, ...]:
 
 def model_problems_of(cfg: RunConf) -> list[str]:
     """What both model workloads check: a known model, memory format and input type (fastai's where they need
-    it), positive sizes."""
-    problems = list(model_problems(cfg.model.source, cfg.model.name))
-    problems += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
-    if cfg.input_type.name in INPUT_TYPES and INPUT_TYPES[cfg.input_type.name].needs_fastai:
+    it), positive sizes. The user's model and input type (a _target_) are checked with the other import paths."""
+    problems = [] if cfg.model._target_ else list(model_problems(cfg.model.source, cfg.model.name))
+    if not cfg.input_type._target_:
+        problems += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
+    if (
+        not cfg.input_type._target_
+        and cfg.input_type.name in INPUT_TYPES
+        and INPUT_TYPES[cfg.input_type.name].needs_fastai
+    ):
         problems += fastai_parts.missing(f"input_type={cfg.input_type.name}")
     for key in POSITIVE:
         value = functools.reduce(getattr, key.split("."), cfg)
@@ -78,7 +83,7 @@ class TrainStep(Workload):
         t = self.trainer
         clock.start()
         x, y = t.batches[index % len(t.batches)]
-        x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))
+        x = t.to_model(x)
         if self.delay_s:
             time.sleep(self.delay_s)
         clock.mark()
@@ -99,8 +104,8 @@ class TrainStep(Workload):
     def forward_backward(self, x: torch.Tensor, y: torch.Tensor, clock: StepClock) -> tuple[Any, torch.Tensor]:
         t = self.trainer
         with t.autocast():
-            out = t.model(x)
-            loss = t.loss_fn(out, y)
+            out = t.forward(x)
+            loss = t.loss(out, y)
         clock.mark()
         t.scaler.scale(loss).backward()
         clock.mark()
@@ -132,10 +137,10 @@ class InferStep(TrainStep):
         t = self.trainer
         clock.start()
         x, _ = t.batches[index % len(t.batches)]
-        x = t.input_type.before_model(t.input_type.wrap(x.contiguous(memory_format=t.memory_format)))
+        x = t.to_model(x)
         clock.mark()
         with torch.inference_mode(), t.autocast():
-            out = t.model(x)
+            out = t.forward(x)
         clock.mark()
         self.output_type = type(out)
         return None

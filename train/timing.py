@@ -39,6 +39,18 @@ class StepClock:
         self._host[self._next] = time.perf_counter()
         self._next += 1
 
+    def miscounted(self, steps: int) -> str:
+        """Why the marks of `steps` steps are not theirs ("" where each step marked its start and phases): a step
+        of the user's own may mark too few or too many."""
+        if self._next == steps * self._marks and self._next <= len(self._host):
+            return ""
+        names = ", ".join(self.phases)
+        return (
+            f"the step marked its clock {'more than ' if self._next >= len(self._host) else ''}{self._next} times in "
+            f"{steps} steps; each step calls clock.start() once, then clock.mark() once at the end of each of its "
+            f"{len(self.phases)} phases ({names}): {self._marks} marks a step"
+        )
+
     def rows(self) -> list[dict[str, float]]:
         """Milliseconds per phase and per step, for every completed step.
 

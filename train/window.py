@@ -7,7 +7,7 @@ import time
 import torch
 
 from perfsweep.conf.schema import RunConf
-from perfsweep.train.catalog import WORKLOADS
+from perfsweep.train.catalog import workload_class
 from perfsweep.train.timing import StepClock, synchronize
 from perfsweep.train.workloads import Workload
 
@@ -21,7 +21,11 @@ def peak_memory_mib(device: torch.device) -> tuple[float, str]:
 def make_workload(cfg: RunConf, device: torch.device) -> Workload:
     """The run's workload, built (model, inputs...) from a seeded generator before anything is timed."""
     torch.manual_seed(cfg.seed)
-    return WORKLOADS[cfg.workload.name](cfg, device)
+    return workload_class(cfg.workload)(cfg, device)
+
+
+class PhaseMarksError(RuntimeError):
+    """A step did not mark its start and the end of each of its phases once."""
 
 
 @dataclasses.dataclass
@@ -44,9 +48,16 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
     clock = StepClock(device, steps, work.phases)
     synchronize(device)
     start = time.perf_counter()
-    values = timed_steps(work, first, steps, clock)
+    try:
+        values = timed_steps(work, first, steps, clock)
+    except IndexError as error:  # a step that marks more often than it has phases runs out of marks
+        if clock.miscounted(steps):
+            raise PhaseMarksError(clock.miscounted(steps)) from error
+        raise
     synchronize(device)
     seconds, ended_at = time.perf_counter() - start, time.time()
+    if clock.miscounted(steps):
+        raise PhaseMarksError(clock.miscounted(steps))
     rows = clock.rows()
     for index, row in enumerate(rows, start=first):
         row["step"] = index

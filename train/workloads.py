@@ -5,7 +5,8 @@ and what the planner knows of it: the run fields it reads, its axes and baseline
 phases and its checks; built once per run, before timing starts, its `step(index, clock)` runs one step
 with a clock mark at the end of each phase and returns a device value to read after the window (a loss)
 or None. The training step (train/step.py) is one workload; the function benchmarks (train/functions/)
-are the others.
+are the others. A step of the user's own follows the same protocol and is named by import path
+(workload._target_): `user_workload` makes it one.
 """
 
 from typing import Any, ClassVar
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 import torch
 
 from perfsweep.conf.schema import CompileConf, RunConf
+from perfsweep.train import targets
 from perfsweep.train.registry import Registry
 from perfsweep.train.timing import StepClock
 
@@ -43,3 +45,33 @@ class Workload:
     def summary(self, steps_per_s: float) -> dict[str, Any]:
         """What the workload adds to the run's summary (a training step: samples/s, the output's type)."""
         return {}
+
+
+def user_workload(path: str) -> type[Workload]:
+    """The user's step class at import path `path` as a workload: its phases, its checks (a `problems(cfg)` of its
+    own, if any) and its `summary(steps_per_s)` (else samples/s at model.batch_size). Its own `step` is what the
+    measured loop calls, with nothing in between."""
+    target = targets.locate("workload._target_", path)
+
+    class UserStep(Workload):
+        phases = tuple(target.phases)
+        __qualname__ = f"UserStep[{path}]"
+
+        @classmethod
+        def problems(cls, cfg: RunConf) -> list[str]:
+            own = getattr(target, "problems", None)
+            return list(own(cfg)) if callable(own) else []
+
+        def __init__(self, cfg: RunConf, device: torch.device):
+            super().__init__(cfg, device)
+            self.user = target(cfg, device)
+            self.step = self.user.step
+
+        def summary(self, steps_per_s: float) -> dict[str, Any]:
+            own = getattr(self.user, "summary", None)
+            if callable(own):
+                return dict(own(steps_per_s))
+            batch = self.cfg.model.batch_size
+            return {"samples_per_s": steps_per_s * batch, "batch_size": batch}
+
+    return UserStep

@@ -1,0 +1,80 @@
+"""The keys of overrides, checked against the schema before anything is composed.
+
+A key that is not in the schema is refused with the keys that are there and the nearest one, never ignored; `+`
+adds a key only inside a dict field (model.kwargs, env.packages...), where what it adds is read. Hydra's own
+settings (hydra.*) are Hydra's to check.
+"""
+
+import dataclasses
+import difflib
+import typing
+from typing import Any
+
+from perfsweep.conf.schema import Config
+
+# where a key added with + that is not in the schema belongs, for the nodes that have a dict of the user's own
+ADDED_BELONGS = {
+    "model": "a keyword argument of the model's constructor goes in model.kwargs: +model.kwargs.{leaf}={value}",
+    "workload": "a setting of a step of your own goes in workload.kwargs: +workload.kwargs.{leaf}={value}",
+}
+
+
+def _is_dict(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is dict or annotation is dict
+
+
+def _node_type(annotation: Any) -> Any:
+    """The dataclass a field holds, if it holds one (an Optional one included)."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if dataclasses.is_dataclass(candidate):
+            return candidate
+    return None
+
+
+def _nearest(name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def problem(text: str) -> str:
+    """What is wrong with the key of override `text` (KEY=VALUE, +KEY=VALUE, ++KEY=VALUE), or ""."""
+    written, _, value = text.partition("=")
+    if written.startswith("~"):
+        return ""
+    added = written.startswith("+") and not written.startswith("++")
+    return key_problem(written.lstrip("+"), value, added, shown=text)
+
+
+def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
+    """What is wrong with override key `key` ("" where the schema has it, or `+` adds it inside a dict field)."""
+    shown = shown or f"{'+' if added else ''}{key}={value}"
+    key = key.split("@")[0]  # KEY@PACKAGE: Hydra's
+    if key.split(".")[0] == "hydra":
+        return ""
+    node: Any = Config
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        fields = {f.name: f for f in dataclasses.fields(node)}
+        where = ".".join(parts[:depth])
+        if part not in fields:
+            listed = ", ".join(sorted(fields))
+            belongs = ADDED_BELONGS.get(where, "") if added and depth == len(parts) - 1 else ""
+            hint = f"; {belongs.format(leaf=part, value=value)}" if belongs else ""
+            return (
+                f"{shown}: {'the config' if not where else where} has no key {part!r}{_nearest(part, list(fields))}"
+                f"{hint} (its keys: {listed})"
+            )
+        annotation = typing.get_type_hints(node)[part]
+        if _is_dict(annotation):
+            return ""  # below it, the keys are the dict's own
+        node = _node_type(annotation)
+        if node is None:
+            if depth < len(parts) - 1:
+                return f"{shown}: {'.'.join(parts[: depth + 1])} is a value, not a node with keys"
+            break
+    if added:
+        return (
+            f"{shown}: {key} is a setting already; {key}={value} sets it (+ adds a key that is not there, "
+            "and only inside a dict such as model.kwargs)"
+        )
+    return ""

@@ -1,0 +1,192 @@
+"""Code of the user's own that a run names by import path: found, checked for its kind before anything is
+submitted, and its errors reported with the user's frames.
+
+A path is dotted (mylib.models.SmallCNN): the longest prefix that imports is the module, the rest attributes.
+The launcher checks each path of a plan here (it imports the user's modules, as the runs will); a run builds
+what the paths name where it runs.
+"""
+
+import difflib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from perfsweep.conf.targets import targets_of
+
+
+class TargetError(ValueError):
+    """An import path that names nothing, or a thing of the wrong kind: the key, the path, what is there."""
+
+
+def _public(module: Any) -> list[str]:
+    return sorted(name for name in vars(module) if not name.startswith("_"))
+
+
+def _nearest(name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _import(module: str) -> Any:
+    """The module, or None where it does not exist; an error raised while importing it is the user's."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is not None and (module == error.name or module.startswith(f"{error.name}.")):
+            return None  # the module (or a package above it) is not there, rather than something it imports
+        raise
+
+
+def locate(key: str, path: str) -> Any:
+    """The object that `path` names; TargetError naming `key`, the path and what was found where it does not."""
+    parts = path.split(".")
+    if not path or not all(part.isidentifier() for part in parts):
+        raise TargetError(f"{key}={path!r} is not an import path: dotted names, as in mylib.models.SmallCNN")
+    module, found = None, 0
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        try:
+            module = _import(name)
+        except Exception as error:
+            raised = user_error(error, roots([name])) or error
+            raise TargetError(f"{key}={path}: importing {name} raised {type(raised).__name__}: {raised}") from error
+        if module is not None:
+            found = end
+            break
+    if module is None:
+        return _no_module(key, path)
+    target = module
+    for depth, attribute in enumerate(parts[found:], start=found):
+        if not hasattr(target, attribute):
+            owner = ".".join(parts[:depth])
+            names = _public(target)
+            listed = f" (it has: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''})" if names else ""
+            raise TargetError(
+                f"{key}={path}: {owner} has no attribute {attribute!r}{_nearest(attribute, names)}{listed}"
+            )
+        target = getattr(target, attribute)
+    return target
+
+
+def _no_module(key: str, path: str) -> Any:
+    top = path.split(".")[0]
+    yours = [Path.cwd(), *(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    near = sorted({p.stem for d in yours if d.is_dir() for p in d.iterdir() if p.suffix in ("", ".py")})
+    raise TargetError(
+        f"{key}={path}: no module named {top!r} can be imported here{_nearest(top, near)} (code of your own is "
+        "imported from the launch's working directory, PYTHONPATH or an installed package)"
+    )
+
+
+def _kind(thing: Any) -> str:
+    if inspect.isclass(thing):
+        return f"the class {thing.__module__}.{thing.__qualname__}"
+    if callable(thing):
+        return f"the function {getattr(thing, '__qualname__', thing)}"
+    return f"a {type(thing).__name__} ({thing!r:.60})"
+
+
+def _model(thing: Any) -> str:
+    if inspect.isclass(thing) and not issubclass(thing, torch.nn.Module):
+        return "an nn.Module class, or a function that returns a model"
+    return "" if callable(thing) else "an nn.Module class, or a function that returns a model"
+
+
+def _batches(thing: Any) -> str:
+    return (
+        "" if callable(thing) and not inspect.isclass(thing) else "a function (batch_size, device) -> (inputs, targets)"
+    )
+
+
+def _input_type(thing: Any) -> str:
+    expected = "a torch.Tensor subclass, or a function that takes the batch tensor and returns one"
+    if inspect.isclass(thing):
+        return "" if issubclass(thing, torch.Tensor) and thing is not torch.Tensor else expected
+    return "" if callable(thing) else expected
+
+
+def _workload(thing: Any) -> str:
+    expected = "a class with `phases` (its phases' names) and `step(index, clock)` (docs/your-code.md)"
+    if not inspect.isclass(thing) or not callable(getattr(thing, "step", None)):
+        return expected
+    phases = getattr(thing, "phases", None)
+    if not isinstance(phases, (tuple, list)) or not phases or not all(isinstance(p, str) and p for p in phases):
+        return f"{expected}; its phases are {phases!r}, not a list of names"
+    if len(set(phases)) != len(phases) or "step" in phases:
+        return f"{expected}; its phases {list(phases)} must be distinct and other than 'step' (the whole step)"
+    return ""
+
+
+# key -> what must be at its path ("" where it is right, else what was expected)
+KINDS: dict[str, Callable[[Any], str]] = {
+    "model._target_": _model,
+    "model.inputs": _batches,
+    "input_type._target_": _input_type,
+    "workload._target_": _workload,
+}
+
+
+def problems(config: Any) -> list[str]:
+    """What is wrong with the import paths of `config`: each one that does not import, or names the wrong kind."""
+    found = []
+    for key, path in targets_of(config).items():
+        try:
+            thing = locate(key, path)
+        except TargetError as error:
+            found.append(str(error))
+            continue
+        wrong = KINDS.get(key, lambda _: "")(thing)
+        if wrong:
+            found.append(f"{key}={path} is {_kind(thing)}; expected {wrong}")
+    return found
+
+
+def roots(paths: list[str]) -> tuple[str, ...]:
+    """Where the top-level modules of import paths are: the folders (or files) of the user's code."""
+    found = []
+    for top in sorted({path.split(".")[0] for path in paths}):
+        spec = importlib.util.find_spec(top) if top not in sys.modules else sys.modules[top].__spec__
+        if spec is None:
+            continue
+        places = list(spec.submodule_search_locations or []) or [spec.origin]
+        found += [str(Path(place).resolve()) for place in places if place]
+    return tuple(found)
+
+
+def _users_frames(error: BaseException, code: tuple[str, ...]) -> list[traceback.FrameSummary]:
+    """The frames of the error's traceback from the first one in the user's code (`code`: roots) on."""
+    frames = traceback.extract_tb(error.__traceback__)
+    first = next((i for i, f in enumerate(frames) if str(Path(f.filename).resolve()).startswith(code)), None)
+    return [] if first is None or not code else frames[first:]
+
+
+def user_error(error: BaseException, code: tuple[str, ...]) -> BaseException | None:
+    """The exception behind `error` (itself, or a cause, as Hydra's instantiate wraps one) whose traceback passes
+    through the user's code (`code`: roots), if any."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if _users_frames(error, code):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def user_traceback(error: BaseException, code: tuple[str, ...]) -> str:
+    """The traceback of the user's error from their first frame on: what their code did, not perfsweep's calls."""
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(_users_frames(error, code))]
+    return "".join(lines + traceback.format_exception_only(type(error), error))
+
+
+def where(error: BaseException, code: tuple[str, ...]) -> str:
+    """The last frame of the user's code an error passed through: function, file and line."""
+    frame = [f for f in _users_frames(error, code) if str(Path(f.filename).resolve()).startswith(code)][-1]
+    return f"{frame.name} ({Path(frame.filename).name}:{frame.lineno})"

@@ -29,19 +29,26 @@ MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes no
 def hydra_flags(args: list[str]) -> int:
     """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main. What
     Hydra would not take is refused first, exit status 2: a flag it has not (by its own parser's usage line), an
-    override its grammar cannot read."""
+    override its grammar cannot read. --help lists the user's config dir's options with perfsweep's (Hydra's
+    --config-dir: the first of them), then the sweep files."""
     import hydra
     from hydra._internal.utils import get_args_parser
 
     import perfsweep.conf.schema  # noqa: F401  (registers the schema the configs extend)
-    from perfsweep.sweeps.plan import unreadable_overrides
+    from perfsweep.sweeps.plan import PlanError, available_sweeps, config_dirs, unreadable_overrides
 
     flags = get_args_parser()
     flags.prog = "perfsweep"
-    unreadable = unreadable_overrides(flags.parse_intermixed_args(args).overrides)
+    overrides = flags.parse_intermixed_args(args).overrides
+    unreadable, dirs = unreadable_overrides(overrides), ()
+    try:
+        dirs = config_dirs(overrides)[0] if not unreadable else ()
+    except PlanError as error:
+        unreadable = error.problems
     if unreadable:
         print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in unreadable), file=sys.stderr)
         return 2
+    args = [*args, "--config-dir", str(dirs[0])] if dirs else args
 
     @hydra.main(config_path="conf", config_name="config", version_base="1.3")
     def show(cfg) -> None:
@@ -54,9 +61,12 @@ def hydra_flags(args: list[str]) -> int:
         if isinstance(done.code, str):  # our task's refusal: a flag for which Hydra would run a job
             print(done.code, file=sys.stderr)
             return 2
-        return 2 if done.code else 0  # Hydra has said what it could not compose
+        if done.code:
+            return 2  # Hydra has said what it could not compose
     finally:
         sys.argv = argv
+    if "--help" in args or "-h" in args:
+        print(f"Sweep files (sweep=NAME): {', '.join(available_sweeps(dirs))}")
     return 0
 
 

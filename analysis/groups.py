@@ -147,12 +147,30 @@ def configurations(runs: list[RunRecord]) -> list[Configuration]:
 
 
 def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
-    """Each configuration's baseline (by its key): the configuration of its row group with the baseline's value
-    (absent where there is none)."""
-    runs = [c.first for c in configs]
-    axes, fields = varying(runs)
-    of_group = {group_key(c.first, axes, fields): c for c in configs if c.is_baseline}
-    return {c.key: base for c in configs if (base := of_group.get(group_key(c.first, axes, fields)))}
+    """Each configuration's baseline (by its key): the configuration of its row group with its baseline's value
+    (absent where there is none), each configuration's baseline its own (a sweep of two workloads may compare its
+    runs along two axes); a configuration that is another's baseline is its own. An axis that no candidate
+    baseline has (a setting of another workload's alone: fastai's cast_to_tensor beside the plain step) does not
+    part a configuration from its baseline."""
+    axes, fields = varying([c.first for c in configs])
+    by_baseline: dict[tuple[str, str], list[Configuration]] = {}
+    for config in configs:
+        by_baseline.setdefault((config.first.baseline.axis, config.first.baseline.value), []).append(config)
+    found: dict[tuple, Configuration] = {}
+    for (axis, value), members in by_baseline.items():
+        candidates = [c for c in configs if c.first.axis(axis) == value]
+        keyed = [a for a in axes if a != axis and any(c.first.axis(a) != "-" for c in candidates)]
+
+        def key(run: RunRecord, keyed: list[str] = keyed) -> tuple:
+            return tuple(run.axis(a) for a in keyed) + tuple(
+                repr(run.fields.get(f)) for f in fields if f not in MEASURING
+            )
+
+        of_group = {key(c.first): c for c in candidates}
+        found |= {c.key: base for c in members if (base := of_group.get(key(c.first)))}
+    for base in list(found.values()):
+        found.setdefault(base.key, base)
+    return found
 
 
 def phase_columns(runs: list[RunRecord]) -> list[str]:

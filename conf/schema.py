@@ -132,6 +132,7 @@ class WorkloadConf:
     batch: int = 1  # independent problems per call
     features: int = 16  # feature dimension
     units: int = 1  # repeated units of a program (nested benchmark)
+    cast_to_tensor: bool = _unset(True)  # fastai_step: fastai's CastToTensor callback in the Learner (its default)
     # Declared by the workload's yaml, not set per run (and not part of a run's identity):
     reads: list[str] = field(default_factory=list)  # run fields it reads beyond READ_BY_EVERY_WORKLOAD
     axes: dict[str, str] = field(default_factory=dict)  # axis -> config key: named by value, in this order

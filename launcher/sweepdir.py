@@ -73,7 +73,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
 
     `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
     A record written before workloads declared themselves in their config gets its workload's declaration
-    from conf/workload/.
+    from conf/workload/ (a workload of the user's own has always recorded its own).
     """
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:
@@ -94,8 +94,8 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     for name, record in sorted(planned.items()):
         if records.is_done(sweep_dir / name):
             continue
-        workload = OmegaConf.load(CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml")
-        declared = OmegaConf.create({"workload": workload})
+        file = CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml"
+        declared = OmegaConf.create({"workload": OmegaConf.load(file)} if file.is_file() else {})
         merged = OmegaConf.merge(OmegaConf.structured(Config), declared, record["config"], changes)
         spec = RunSpec(config=OmegaConf.to_object(merged), sweep_name=sweep_dir.name)
         if spec.run_id != record["run_id"]:

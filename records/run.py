@@ -186,6 +186,10 @@ class RunRecord:
         return (self.status.error or RunError("?")).line(limit)
 
     def axis(self, name: str) -> str:
+        """The run's value of axis `name`; "-" where it has none. Every run has a workload, declared as an axis
+        or not (the training step's runs are named without it)."""
+        if name == "workload" and name not in self.axes:
+            return str(self.fields.get("workload.name", "-"))
         return self.axes.get(name, "-")
 
     def axis_label(self, name: str) -> str:

@@ -35,6 +35,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
 
+from perfsweep.conf import plugins
 from perfsweep.conf.schema import Config
 from perfsweep.conf.targets import TARGET_GROUPS, label_of
 
@@ -95,12 +96,15 @@ def _set(config: Any, key: str, value: Any) -> None:
         setattr(config, leaf, value)
 
 
-@functools.cache
 def _simple_option(group: str, option: Any, dirs: tuple[Path, ...]) -> bool:
-    """An option file that only fills its group's node: no defaults list, no package of its own."""
+    """An option that only fills its group's node: an installed package's, or a file with no defaults list and no
+    package of its own."""
     path = option_file(group, option, dirs)
-    if path is None:
-        return False
+    return plugin_named(group, option) is not None if path is None else _simple_file(path)
+
+
+@functools.cache
+def _simple_file(path: Path) -> bool:
     text = path.read_text()
     return "@package" not in text and not any(line.startswith("defaults:") for line in text.splitlines())
 
@@ -121,7 +125,28 @@ def _is_target(setting: Setting, dirs: tuple[Path, ...]) -> bool:
         and setting.key in TARGET_GROUPS
         and is_import_path(setting.value)
         and option_file(setting.key, setting.value, dirs) is None
+        and plugin_named(setting.key, setting.value) is None
     )
+
+
+def default_options() -> dict[str, str]:
+    """Each group's default option, as config.yaml's defaults list chooses it."""
+    listed = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))["defaults"]
+    return {group: option for entry in listed if isinstance(entry, dict) for group, option in entry.items()}
+
+
+def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
+    """The options installed packages declare (conf/plugins.py), registered where Hydra finds them; and the problems
+    (a name declared twice)."""
+    found, problems = plugins.plugins()
+    chosen = default_options()
+    defaults = {g: OmegaConf.to_container(OmegaConf.load(CONF_DIR / g / f"{chosen[g]}.yaml")) for g in TARGET_GROUPS}
+    plugins.register(found, defaults)
+    return found, problems
+
+
+def plugin_named(group: str, option: Any) -> plugins.Plugin | None:
+    return next((p for p in plugins.plugins()[0] if p.group == group and p.name == option), None)
 
 
 def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
@@ -163,15 +188,20 @@ class Composer:
         """The group's node with a simple option chosen, as Hydra composes it: the schema's node merged with the
         option's file (the primary config sets nothing in a group). Returned in a config of its own, to validate
         values against, and as its typed object."""
-        if (group, option) not in self.options and is_import_path(option) and not option_file(group, option, self.dirs):
-            # an import path: the group's default option, with it as the _target_
-            default = OmegaConf.to_container(self.base[group])
-            node = OmegaConf.merge(self.schema[group], default, {"name": label_of(option), "_target_": option})
-            self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         if (group, option) not in self.options:
-            node = OmegaConf.merge(self.schema[group], OmegaConf.load(option_file(group, option, self.dirs)))
+            node = OmegaConf.merge(self.schema[group], self._content(group, option))
             self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         return self.options[group, option]
+
+    def _content(self, group: str, option: str) -> Any:
+        """What an option sets: its file's content; for an installed package's option or an import path, the
+        group's default option with its name and _target_."""
+        path = option_file(group, option, self.dirs)
+        if path is not None:
+            return OmegaConf.load(path)
+        default = OmegaConf.to_container(self.base[group])
+        plugin = plugin_named(group, option)
+        return plugin.node(default) if plugin else {**default, "name": label_of(option), "_target_": option}
 
     def _value(self, validator: DictConfig, choice: str, setting: Setting) -> Any:
         """The value as its field's type makes it, checked once per distinct value and node."""
@@ -275,6 +305,7 @@ def compose_all(
     `reuse=False` composes every run with Hydra from scratch (what the templates must equal).
     """
     configs, errors = [], {}
+    installed_plugins()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="perfsweep"):
         composer = Composer(dirs)
         for run in runs:

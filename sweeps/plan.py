@@ -97,9 +97,7 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
     parser = OverridesParser.create()
     entries = [o for o in parser.parse_overrides(overrides) if o.get_key_element().lstrip("+") == SEARCHPATH]
     rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != SEARCHPATH]
-    if not entries:
-        return (), rest
-    value = entries[-1].value()
+    value = entries[-1].value() if entries else []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise PlanError([f"{SEARCHPATH}={value}: a list of folders, {SEARCHPATH}=[file:///path/to/conf]"])
     dirs = tuple(_folder(entry) for entry in value)
@@ -111,17 +109,19 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
 
 
 def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
-    """A sweep file or group option of a config dir with the name of one of perfsweep's (or of an earlier dir's)."""
-    problems, seen = [], {}
+    """A sweep file or group option with the name of another: a config dir's or an installed package's (entry
+    points) with that of one of perfsweep's, or of an earlier one's; and a name two packages declare."""
+    seen: dict[tuple[str, str], str] = {}
+    found, problems = compose.installed_plugins()
     for sweeps, groups in [(SWEEPS_DIR, CONF_DIR), *((d / "sweeps", d) for d in dirs)]:
-        own = [("sweeps", p) for p in sweeps.glob("*.yaml")]
-        own += [(group, p) for group in sorted(GROUPS) for p in (groups / group).glob("*.yaml")]
-        for group, path in own:
-            first = seen.setdefault((group, path.stem), path)
-            if first != path:
+        own = [("sweeps", shown_path(p), p.stem) for p in sweeps.glob("*.yaml")]
+        own += [(group, shown_path(p), p.stem) for group in sorted(GROUPS) for p in (groups / group).glob("*.yaml")]
+        own += [(p.group, f"{p.distribution}'s entry point", p.name) for p in found if sweeps == SWEEPS_DIR]
+        for group, where, name in sorted(own, key=lambda item: "entry point" in item[1]):
+            first = seen.setdefault((group, name), where)
+            if first != where:
                 what = "sweep" if group == "sweeps" else f"{group} option"
-                taken = f"{what} {path.stem!r} is already {shown_path(first)}"
-                problems.append(f"{shown_path(path)}: {taken}; give yours a name of its own")
+                problems.append(f"{where}: {what} {name!r} is already {first}; give yours a name of its own")
     return problems
 
 

@@ -2,7 +2,7 @@
 the class of a run's workload: a registered one by name, or the user's by import path."""
 
 from perfsweep.conf.schema import WorkloadConf
-from perfsweep.train import functions, step  # noqa: F401  (each registers its workloads)
+from perfsweep.train import fastai_loop, functions, step  # noqa: F401  (each registers its workloads)
 from perfsweep.train.inputs import INPUT_TYPES
 from perfsweep.train.workloads import WORKLOADS, Workload, user_workload
 

@@ -206,7 +206,29 @@ def run_sweep(args: argparse.Namespace) -> int:
 
     if AUTO in overrides:
         return launch_rounds(overrides, args.argv)
-    return launch_plan(lambda: build_plan(overrides, partial=True), args.argv)
+
+    def planned():
+        plan = build_plan(overrides, partial=True)
+        if plan.runs and plan.settings.sweep_name is None:
+            shared_folder(plan)
+        return plan
+
+    return launch_plan(planned, args.argv)
+
+
+def shared_folder(plan) -> None:
+    """Warn that this launch's runs join those of earlier launches in a folder named by the sweep alone (no
+    sweep_name): `table` of the folder shows them all."""
+    from perfsweep import records
+
+    earlier = set((records.read_manifest(plan.sweep_dir) or {}).get("runs", {})) - {s.name for s in plan.runs}
+    if earlier:
+        print(
+            f"perfsweep: warning: {plan.sweep_dir} holds {len(earlier)} runs of earlier launches that this one does "
+            f"not plan; its runs join them there, and `perfsweep table {plan.sweep_dir}` shows them all. "
+            "sweep_name=NAME gives a launch a folder of its own.",
+            file=sys.stderr,
+        )
 
 
 def show_status(args: argparse.Namespace) -> int:

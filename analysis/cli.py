@@ -7,10 +7,23 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def _holds_a_sweep(path: Path) -> bool:
+    from perfsweep import records
+
+    return (path / records.SWEEP).is_file() or (path / "bisect.json").is_file() or any(path.glob("*/status.json"))
+
+
 def sweep_folder(value: str) -> Path:
+    """A sweep's folder; for a folder that holds sweeps (runs/), an error that lists them."""
     path = Path(value)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"no sweep folder at {path}")
+    if not _holds_a_sweep(path):
+        inner = sorted(p.name for p in path.iterdir() if p.is_dir() and _holds_a_sweep(p))
+        if inner:
+            raise argparse.ArgumentTypeError(
+                f"{path} holds sweeps, each a folder: {', '.join(inner)} (name one: {path / inner[0]})"
+            )
     return path
 
 

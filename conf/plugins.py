@@ -16,6 +16,8 @@ import importlib.metadata
 
 from hydra.core.config_store import ConfigStore
 
+from perfsweep.conf.targets import named_node
+
 ENTRY_POINT_GROUPS = {
     "model": "perfsweep.models",
     "input_type": "perfsweep.input_types",
@@ -34,7 +36,7 @@ class Plugin:
 
     def node(self, default: dict) -> dict:
         """Its config node: the group's default option's (`default`) with its name and _target_."""
-        return {**default, "name": self.name, "_target_": self.target}
+        return named_node(self.group, default, self.name, self.target)
 
 
 def _distribution(entry_point: importlib.metadata.EntryPoint) -> str:
@@ -60,9 +62,18 @@ def plugins() -> tuple[list[Plugin], list[str]]:
     return list(found.values()), problems
 
 
-def register(found: list[Plugin], defaults: dict[str, dict]) -> None:
-    """Put each plugin's option into Hydra's ConfigStore, where composition and --help find it; `defaults`: each
-    group's default option, as a dict."""
+_REGISTERED: set[tuple[str, str]] = set()  # (group, name) this process put into the ConfigStore
+
+
+def register(found: list[Plugin], defaults: dict[str, dict], taken: set[tuple[str, str]]) -> None:
+    """Put each plugin's option into Hydra's ConfigStore, where composition and --help find it, in place of those
+    put there before (packages come and go); `defaults`: each group's default option, as a dict; `taken`: the
+    (group, name) of perfsweep's own options, which a plugin does not replace (that is refused)."""
     store = ConfigStore.instance()
+    for group, name in _REGISTERED:
+        store.repo.get(group, {}).pop(f"{name}.yaml", None)
+    _REGISTERED.clear()
     for plugin in found:
-        store.store(group=plugin.group, name=plugin.name, node=plugin.node(defaults[plugin.group]))
+        if (plugin.group, plugin.name) not in taken:
+            store.store(group=plugin.group, name=plugin.name, node=plugin.node(defaults[plugin.group]))
+            _REGISTERED.add((plugin.group, plugin.name))

@@ -44,3 +44,12 @@ def modules_of(config: Any) -> set[str]:
 def label_of(path: str) -> str:
     """What a run with a `_target_` is called where no name is given: the path's last part (SmallCNN)."""
     return path.rsplit(".", 1)[-1]
+
+
+def named_node(group: str, default: dict, name: str, target: str) -> dict:
+    """The node of an option that names code of the user's own: the group's default option (`default`) with its
+    name and _target_; a workload's runs are named by it, as function benchmarks' are (a `workload` axis)."""
+    node = {**default, "name": name, "_target_": target}
+    if group == "workload":
+        node["axes"] = {"workload": "workload.name", **(default.get("axes") or {})}
+    return node

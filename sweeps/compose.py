@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from perfsweep.conf import plugins
 from perfsweep.conf.schema import Config
-from perfsweep.conf.targets import TARGET_GROUPS, label_of
+from perfsweep.conf.targets import TARGET_GROUPS, label_of, named_node
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "__pycache__") | {"hydra"}
@@ -141,7 +141,8 @@ def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
     found, problems = plugins.plugins()
     chosen = default_options()
     defaults = {g: OmegaConf.to_container(OmegaConf.load(CONF_DIR / g / f"{chosen[g]}.yaml")) for g in TARGET_GROUPS}
-    plugins.register(found, defaults)
+    own = {(g, p.stem) for g in TARGET_GROUPS for p in (CONF_DIR / g).glob("*.yaml")}
+    plugins.register(found, defaults, own)
     return found, problems
 
 
@@ -166,9 +167,12 @@ def searchpath(dirs: tuple[Path, ...]) -> list[str]:
 def _labelled(node: Any, group: str, run: list[Setting]) -> Any:
     """A group's node whose `_target_` the run set but not its name: named by the path's last part."""
     keys = {s.key for s in run}
-    if group in TARGET_GROUPS and f"{group}._target_" in keys and f"{group}.name" not in keys:
-        return dataclasses.replace(node, name=label_of(node._target_))
-    return node
+    if group not in TARGET_GROUPS or f"{group}._target_" not in keys:
+        return node
+    named = named_node(group, dataclasses.asdict(node), node.name, node._target_)
+    if f"{group}.name" not in keys:
+        named["name"] = label_of(node._target_)
+    return dataclasses.replace(node, **{k: v for k, v in named.items() if k in ("name", "axes")})
 
 
 class Composer:
@@ -201,7 +205,7 @@ class Composer:
             return OmegaConf.load(path)
         default = OmegaConf.to_container(self.base[group])
         plugin = plugin_named(group, option)
-        return plugin.node(default) if plugin else {**default, "name": label_of(option), "_target_": option}
+        return plugin.node(default) if plugin else named_node(group, default, label_of(option), option)
 
     def _value(self, validator: DictConfig, choice: str, setting: Setting) -> Any:
         """The value as its field's type makes it, checked once per distinct value and node."""

@@ -6,6 +6,7 @@ fixtures and hooks are in tests/conftest.py."""
 import collections
 import contextlib
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -26,6 +27,9 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
 # One process per configuration (repeats=1) where a test is not about replication: a third of the default's runs.
 TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2", "repeats=1"]
+# A project of one's own that perfsweep times (docs/your-code.md), and a small sweep of it.
+EXAMPLE = ROOT / "examples" / "imagelib"
+SMALL = ["repeats=1", "steps=3", "warmup_steps=1", "tracker.mode=disabled"]
 
 
 def input_types() -> list[str]:
@@ -134,3 +138,11 @@ def launch_here(*args: str, monkeypatch: pytest.MonkeyPatch | None = None) -> su
 FAKE_KEY = "fakekey" + "0123456789abcdef" * 2  # a W&B key's length (40); never valid
 SECRET = "s3cr3t-token-not-for-records"
 HF_TOKEN = "hf_" + "notarealtoken" * 3  # in launcher.setup: kept in local records, never sent to W&B or reports
+
+
+def cells(out: str, first: str) -> list[dict[str, str]]:
+    """The rows of the table printed in `out` whose first column is `first`, as column -> cell."""
+    lines = out[out.index(f"| {first} ") :].splitlines()
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[2:]))
+    return [dict(zip(header, (cell.strip() for cell in row.strip("|").split("|")), strict=True)) for row in rows]

@@ -19,12 +19,13 @@ OPTIONAL = re.compile(r" \[(--[^\]]*)\]")  # [--csv]: a flag the command takes
 COMMANDS = ("python launch.py ", "python -m perfsweep.analysis ", "perfsweep ")
 
 
-def shown_commands(page: Path) -> list[str]:
-    """The perfsweep commands of a page's bash blocks, continuation lines joined, comments and `&&` split off."""
-    found, fence, pending = [], None, ""
+def shown_commands(page: Path) -> list[tuple[str, str]]:
+    """The perfsweep commands of a page's bash blocks, each with the folder a `cd` before it in its block went to
+    (from the repository's root), continuation lines joined, comments and `&&` split off."""
+    found, fence, pending, folder = [], None, "", "."
     for line in page.read_text().splitlines():
         if line.startswith("```"):
-            fence = line[3:].strip() if fence is None else None
+            fence, folder = (line[3:].strip() if fence is None else None), "."
             continue
         if fence not in ("bash", "sh"):
             continue
@@ -35,12 +36,16 @@ def shown_commands(page: Path) -> list[str]:
         pending = ""
         for part in line.split("&&"):
             part = part.strip().removeprefix(".venv/bin/")
-            if part.startswith(COMMANDS):
-                found.append(part)
+            if part.startswith("cd "):
+                folder = part.removeprefix("cd ").strip()
+            elif part.startswith(COMMANDS):
+                found.append((folder, part))
     return found
 
 
-CASES = [(page.relative_to(ROOT).as_posix(), command) for page in PAGES for command in shown_commands(page)]
+CASES = [
+    (page.relative_to(ROOT).as_posix(), folder, command) for page in PAGES for folder, command in shown_commands(page)
+]
 
 
 def words(command: str) -> tuple[str, list[str]]:
@@ -53,16 +58,19 @@ def words(command: str) -> tuple[str, list[str]]:
 
 
 def test_the_pages_show_commands_and_the_readme_the_main_ones():
-    shown = {command for _, command in CASES}
+    shown = {command for _, _, command in CASES}
     assert len(CASES) >= 30 and "python launch.py compare runs/before runs/after" in shown
     assert all(
         (ROOT / "docs" / name).is_file() for name in re.findall(r"\(docs/(\w+\.md)\)", (ROOT / "README.md").read_text())
     )
 
 
-@pytest.mark.parametrize(("page", "command"), CASES)
-def test_every_shown_command_runs_as_written(page, command, monkeypatch):
+@pytest.mark.parametrize(("page", "folder", "command"), CASES)
+def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch):
+    """(In the folder a `cd` of its block went to: a project of one's own, with its config dir.)"""
+    monkeypatch.chdir(ROOT / folder)
     program, args = words(command)
+    args = launch.with_config_dirs(args)
     for module in (cli, launch):  # the pages' sweep folders exist on the reader's machine, not here
         monkeypatch.setattr(module, "sweep_folder", Path)
     if program == "analysis":
@@ -98,4 +106,4 @@ def test_every_shown_command_runs_as_written(page, command, monkeypatch):
 )
 def test_a_command_that_would_not_run_is_caught(command, monkeypatch):
     with pytest.raises((SystemExit, PlanError, argparse.ArgumentError)):
-        test_every_shown_command_runs_as_written("made up", command, monkeypatch)
+        test_every_shown_command_runs_as_written("made up", ".", command, monkeypatch)

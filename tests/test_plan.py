@@ -98,9 +98,20 @@ GRID = [
 
 
 ADDED = ["+launcher.sbatch_extra.gres=gpu:1", "+env.packages.numpy=2.2.6,2.2"]  # keys added to dict fields
+# code of the user's own, by import path: as a group's value, and as a _target_ with and without a name
+TARGETS = [
+    "model=mylib.models.Net,resnet18",
+    "input_type=tensor,mylib.tensors.Image",
+    "+model.kwargs.width=8",
+    "workload._target_=mylib.steps.Step",
+    "input_type._target_=mylib.Other",
+    "input_type.name=other,mine",
+]
 
 
-@pytest.mark.parametrize("grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"]])
+@pytest.mark.parametrize(
+    "grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"], TARGETS[:4], TARGETS[3:]]
+)
 def test_reused_templates_give_what_hydra_composes(grid, monkeypatch):
     """Runs composed from reused nodes equal Hydra's own composition of each, with keys added to dict fields too
     (an interpolation is composed by Hydra in full)."""
@@ -152,3 +163,15 @@ def test_a_sweep_launched_under_its_earlier_name_plans_as_it_did():
     )
     assert [r.run_id for r in old.runs] == [r.run_id for r in new.runs]
     assert old.sweep_dir.name == "seed000_subclass" and new.sweep_dir.name == "subclass_slowdown"
+
+
+def test_code_of_ones_own_is_named_by_the_last_part_of_its_import_path_however_it_is_given():
+    """model=PATH and model._target_=PATH are one run, named by PATH's last part unless a name is given; a step's
+    runs are named by it (a workload axis)."""
+    fixed = ["repeats=1", "input_type=tensor", "memory_format=contiguous"]
+    (by_value,) = build_plan([*fixed, "model=mylib.models.Net", "workload=mylib.steps.Step"]).runs
+    (by_key,) = build_plan([*fixed, "model._target_=mylib.models.Net", "workload._target_=mylib.steps.Step"]).runs
+    assert by_value.run_id == by_key.run_id and by_value.name == by_key.name
+    assert by_value.name.startswith("Step-Net-contiguous-") and by_value.axes["workload"] == "Step"
+    (named,) = build_plan([*fixed, "model._target_=mylib.models.Net", "model.name=mine"]).runs
+    assert named.config.model.name == "mine" and named.run_id != by_key.run_id

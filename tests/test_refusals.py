@@ -46,6 +46,15 @@ BAD = [
     ["steps=1", "model.name=???", "launcher.wait=false"],
     # a model preset that does not exist
     ["model=convnext_small"],
+    # keys no part of perfsweep reads, misspelt keys and values
+    ["+foo=1"],
+    ["+model.width=32"],
+    ["+model._target_=mylib.models.SmallCNN"],
+    ["inptu_type=subclass"],
+    ["model.nmae=resnet50"],
+    ["input_type=subclas"],
+    ["memory_format.name=chanels_last"],
+    ["sweep=defualt"],
 ]
 
 

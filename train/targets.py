@@ -27,11 +27,12 @@ class TargetError(ValueError):
 
 
 def _public(module: Any) -> list[str]:
-    return sorted(name for name in vars(module) if not name.startswith("_"))
+    """What a module (or class) defines: its public names, but the modules it imported."""
+    return sorted(n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v))
 
 
 def _nearest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.7)
     return f"; did you mean {close[0]}?" if close else ""
 
 
@@ -146,7 +147,26 @@ def problems(config: Any) -> list[str]:
         wrong = KINDS.get(key, lambda _: "")(thing)
         if wrong:
             found.append(f"{key}={path} is {_kind(thing)}; expected {wrong}")
+        elif key == "model._target_":
+            found += _unknown_arguments(key, path, thing, config.model.kwargs)
     return found
+
+
+def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:
+    """The keyword arguments a constructor would refuse: those its signature has no name for (and no **kwargs)."""
+    try:
+        parameters = inspect.signature(thing).parameters
+    except (TypeError, ValueError):  # a builtin or C extension without a signature
+        return []
+    if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
+        return []
+    taken = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return [
+        f"{key.rsplit('.', 1)[0]}.kwargs.{name}: {path} takes no argument {name!r}{_nearest(name, taken)} (its "
+        f"arguments: {', '.join(taken) or 'none'})"
+        for name in kwargs
+        if name not in taken
+    ]
 
 
 def roots(paths: list[str]) -> tuple[str, ...]:

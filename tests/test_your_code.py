@@ -1,0 +1,233 @@
+"""The user's own code under test, in this process: a model on its own batch factory, import paths that name
+nothing or the wrong kind, a constructor or step that fails, plugins by entry points, fastai's own loop, and what
+a newcomer tripped over. The example project swept from outside the clone: tests/test_example_project.py."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsweep import records
+from tests import golden
+from tests.helpers import EXAMPLE, ROOT, SMALL, cells, launch_here, write_model_run
+
+
+@pytest.fixture
+def imagelib(monkeypatch):
+    """The example's package importable in this process, as a project's working directory makes it."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    yield EXAMPLE
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """Write a module of the user's own into a folder on sys.path; forgotten by the import system afterwards."""
+    written = []
+    monkeypatch.syspath_prepend(str(tmp_path / "user"))
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / "user" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        written.append(name)
+        return path
+
+    yield write
+    for name in written:
+        sys.modules.pop(name, None)
+
+
+def here(tmp_path, *args: str):
+    """A sweep run in this process (launcher=debug), its records in tmp_path."""
+    return launch_here(*args, *SMALL, "launcher=debug", f"runs_dir={tmp_path / 'runs'}")
+
+
+def test_a_model_that_takes_tokens_trains_on_its_own_batch_factory(imagelib, tmp_path):
+    result = here(
+        tmp_path,
+        "model=imagelib.models.Tagger",
+        "model.inputs=imagelib.models.token_batch",
+        "+model.kwargs.tags=8",
+        "input_type=tensor,subclass",
+        "memory_format=channels_last",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = cells(result.stdout, "input_type")
+    assert [(row["input_type"], row["output type"]) for row in rows] == [
+        ("tensor", "Tensor"),
+        ("subclass", "SubClassedTensor"),
+    ]
+    summary = records.read_json(next((tmp_path / "runs" / "default").glob("*/summary.json")))
+    assert summary["flops_per_step"] > 0 and summary["loss_first"] > 0
+
+
+BAD_PATHS = [
+    ["model=nosuchpackage.Net"],
+    ["model._target_=imagelib.models.SmallCN"],
+    ["model._target_=collections.OrderedDict"],
+    ["model=imagelib.models.SmallCNN", "+model.kwargs.depth=3"],
+    ["model.inputs=math.pi"],
+    ["input_type=collections.OrderedDict"],
+    ["workload=imagelib.models.SmallCNN"],
+    ["input_type=broken_on_import.Image"],
+]
+
+
+@pytest.mark.parametrize("args", BAD_PATHS, ids=" ".join)
+def test_an_import_path_that_names_nothing_or_the_wrong_kind_is_refused(imagelib, user_module, tmp_path, args):
+    user_module("broken_on_import", "import torch\nraise ValueError('this module needs a GPU driver')\n")
+    result = here(tmp_path, *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists(), "refused before anything was written"
+    golden.says(f"refused: {' '.join(args)}", result.stderr, {tmp_path: "<tmp>", ROOT: "<repo>"})
+
+
+FAULTY = """
+import torch
+
+
+class Fine(torch.nn.Linear):
+    def __init__(self, num_classes: int = 10):
+        super().__init__(3 * 8 * 8, num_classes)
+
+    def forward(self, x):
+        return super().forward(x.flatten(1))
+
+
+class Exploding(Fine):
+    def __init__(self, num_classes: int = 10):
+        raise ValueError(f"no weights for {num_classes} classes")
+
+
+class MiscountedStep:
+    phases = ("data", "compute")
+
+    def __init__(self, cfg, device):
+        self.x = torch.ones(4, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        clock.mark()
+        return (self.x * 2).sum()
+"""
+
+
+def test_a_constructor_that_raises_fails_its_run_with_the_users_frames_and_the_others_go_on(user_module, tmp_path):
+    source = user_module("faulty", FAULTY)
+    result = here(
+        tmp_path,
+        "model=faulty.Fine,faulty.Exploding",
+        "model.image_size=8",
+        "input_type=tensor",
+        "memory_format=contiguous",
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    states = {
+        p.parent.name.split("-")[0]: records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")
+    }
+    assert states["Fine"].state == "done" and states["Exploding"].state == "failed"
+    error = states["Exploding"].error
+    assert error.type == "ValueError" and error.line().startswith("ValueError: no weights for 10 classes (raised in")
+    assert f'File "{source}"' in error.traceback and "perfsweep" not in error.traceback, error.traceback
+
+
+def test_a_step_that_marks_its_clock_wrongly_fails_saying_how(user_module, tmp_path):
+    user_module("miscounted", FAULTY)
+    result = here(tmp_path, "workload=miscounted.MiscountedStep", "input_type=tensor", "memory_format=contiguous")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (status,) = [records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")]
+    assert status.error.type == "PhaseMarksError"
+    assert "each step calls clock.start() once, then clock.mark() once at the end of each of its 2 phases" in (
+        status.error.message
+    )
+
+
+def installed(site: Path, distribution: str, entry_points: str) -> None:
+    """A package's metadata as pip installs it (its .dist-info with entry_points.txt), in a folder on sys.path."""
+    info = site / f"{distribution}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+def test_an_installed_package_adds_options_by_entry_points(imagelib, tmp_path, monkeypatch, capsys):
+    site = tmp_path / "site"
+    installed(
+        site,
+        "imagelib",
+        "[perfsweep.input_types]\nmeta = imagelib.tensors:MetaImage\n\n"
+        "[perfsweep.workloads]\nclipped = imagelib.steps:ClippedStep\n",
+    )
+    monkeypatch.syspath_prepend(str(site))
+    help_text = launch_here("--help").stdout
+    assert "input_type: cast, fastai_tensorbase, meta, " in help_text and "workload: clipped, " in help_text
+    result = here(tmp_path, "workload=clipped", "input_type=tensor,meta", "memory_format=contiguous")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = cells(result.stdout, "input_type")
+    assert [row["input_type"] for row in rows] == ["tensor", "meta"] and "clip ms" in rows[0]
+    config = records.read_json(next((tmp_path / "runs" / "default").glob("clipped-*-meta-*/config.json")))["config"]
+    assert config["input_type"]["_target_"] == "imagelib.tensors.MetaImage"
+    assert config["workload"]["_target_"] == "imagelib.steps.ClippedStep" and config["workload"]["name"] == "clipped"
+
+
+def test_a_name_claimed_twice_is_refused(imagelib, tmp_path, monkeypatch):
+    """By two installed packages, by a package and perfsweep, or by a config dir and perfsweep."""
+    site = tmp_path / "site"
+    installed(site, "one", "[perfsweep.input_types]\nmeta = imagelib.tensors:MetaImage\n")
+    installed(site, "two", "[perfsweep.input_types]\nmeta = two.tensors:Meta\ntensor = two.tensors:Plain\n")
+    monkeypatch.syspath_prepend(str(site))
+    conf = tmp_path / "perf"
+    (conf / "model").mkdir(parents=True)
+    (conf / "model" / "resnet18.yaml").write_text("_target_: imagelib.models.SmallCNN\n")
+    result = here(tmp_path, "--config-dir", str(conf), "input_type=meta")
+    assert result.returncode == 2, result.stdout + result.stderr
+    golden.says("refused: a name claimed twice", result.stderr, {tmp_path: "<tmp>"})
+
+
+def test_fastais_loop_beside_the_plain_loop_lines_up_their_phases(tmp_path):
+    pytest.importorskip("fastai")
+    result = launch_here(
+        "sweep=fastai_loop",
+        "scale=smoke",
+        "memory_format=contiguous",
+        "repeats=1",
+        "launcher=debug",
+        "tracker.mode=disabled",
+        f"runs_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = cells(result.stdout, "input_type")
+    loops = {(row["workload"], row["input_type"], row["cast_to_tensor"]): row for row in rows}
+    assert set(loops) == {
+        ("train_step", "tensorimage", "-"),
+        ("fastai_step", "tensorimage", "True"),
+        ("fastai_step", "tensorimage", "False"),
+        ("train_step", "tensor", "-"),
+    }
+    assert all(float(row[f"{phase} ms"]) > 0 for row in rows for phase in ("data", "forward", "backward", "optimizer"))
+    assert loops["train_step", "tensorimage", "-"]["vs baseline"] == "1.00x"
+    assert all(
+        loops["fastai_step", "tensorimage", cast]["vs baseline"].endswith("within-run") for cast in ("True", "False")
+    )
+    # CastToTensor hands the model a plain Tensor; without it the model sees (and returns) fastai's TensorImage
+    assert loops["fastai_step", "tensorimage", "True"]["output type"] == "Tensor"
+    assert loops["fastai_step", "tensorimage", "False"]["output type"] == "TensorImage"
+
+
+def test_table_of_a_folder_of_sweeps_names_them(tmp_path):
+    for sweep in ("first", "second"):
+        write_model_run(tmp_path / "runs" / sweep, sweep, "resnet18", "contiguous", 100.0)
+    result = launch_here("table", str(tmp_path / "runs"))
+    assert result.returncode == 2 and "0 runs" not in result.stdout
+    assert f"{tmp_path / 'runs'} holds sweeps, each a folder: first, second" in result.stderr
+
+
+def test_a_launch_into_a_folder_named_by_its_sweep_alone_is_told_what_else_it_holds(tmp_path):
+    first = here(tmp_path, "model=test_resnet", "input_type=tensor", "memory_format=contiguous")
+    assert first.returncode == 0 and "warning" not in first.stderr, first.stderr
+    again = here(tmp_path, "model=test_resnet", "input_type=tensor", "memory_format=contiguous")
+    assert again.returncode == 0 and "warning" not in again.stderr, "the same runs: nothing else there"
+    other = here(tmp_path, "model=test_resnet", "input_type=subclass", "memory_format=contiguous")
+    assert other.returncode == 0, other.stderr
+    assert "holds 1 runs of earlier launches that this one does not plan" in other.stderr
+    assert "sweep_name=NAME gives a launch a folder of its own" in other.stderr

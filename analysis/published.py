@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 from perfsweep.analysis import evidence, machines
 from perfsweep.analysis.groups import Configuration, environment_axes, measures, round_of
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.records import DONE, FAILED, RunRecord, load_sweep, sweep_file_name
+from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
@@ -41,9 +41,11 @@ SPEEDUP = (
 )
 
 
-def published_for(sweep: str) -> dict[str, Any] | None:
-    """The published figures of the sweep named `sweep` (or by its earlier name), if it has any."""
-    path = PUBLISHED_DIR / f"{sweep_file_name(sweep)}.yaml"
+def published_for(sweep: str, sweep_dir: Path | None = None) -> dict[str, Any] | None:
+    """The published figures of the sweep named `sweep` (or by its earlier name), if it has any: those its folder
+    keeps (a config dir's, copied at launch), else perfsweep's own."""
+    kept = Path(sweep_dir) / PUBLISHED if sweep_dir is not None else None
+    path = kept if kept is not None and kept.is_file() else PUBLISHED_DIR / f"{sweep_file_name(sweep)}.yaml"
     return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
 
 
@@ -174,7 +176,8 @@ def our_setting(runs: list[RunRecord]) -> str:
 def view(sweep_dir: Path) -> View | None:
     """The side-by-side view of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
     runs = load_sweep(sweep_dir)
-    if not runs or (source := published_for(str(runs[0].fields.get("sweep")))) is None or not source.get("comparisons"):
+    source = published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
+    if source is None or not source.get("comparisons"):
         return None  # a table of many models (no `comparisons`) is analysis/published_models.py's
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",

@@ -172,7 +172,7 @@ def views(sweep_dir: Path) -> list[View]:
     """The rank order, each model relative to the reference and (for a memory-format pair) each model's
     channels-last speed-up, beside timm's; none when the sweep's published source has no `models`."""
     runs = load_sweep(sweep_dir)
-    source = published.published_for(str(runs[0].fields.get("sweep"))) if runs else None
+    source = published.published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if not source or not source.get("models"):
         return []
     models, metric = source["models"], source["models"]["metric"]

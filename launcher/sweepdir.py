@@ -43,6 +43,8 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
     manifest["runs"].update({spec.name: spec.run_id for spec in plan.runs})
     manifest["launches"].append({"at": records.now(), "argv": argv, "runs": names})
     records.write_json(sweep_dir / records.SWEEP, manifest)
+    if plan.published is not None:  # the figures of the user's own travel with the records
+        records.atomic_write(sweep_dir / records.PUBLISHED, plan.published.read_bytes())
     return manifest
 
 

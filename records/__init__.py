@@ -3,6 +3,7 @@
     <sweep_dir>/sweep.json             the sweep: uid, the planned run names, launches
     <sweep_dir>/runs.jsonl             every planned run's config record (config.json's content), a line each
     <sweep_dir>/jobs.json              the job each submitted run went to: job id, log, launcher
+    <sweep_dir>/published.yaml         the published figures of a config dir's sweep file, copied at launch
     <sweep_dir>/<run>/config.json      run id, axes (and their order), baseline, resolved config
     <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
@@ -20,6 +21,7 @@ from perfsweep.records.files import (
     ENV,
     JOBS,
     PROFILE,
+    PUBLISHED,
     RANKS,
     REPORT,
     RUNS,
@@ -73,7 +75,7 @@ from perfsweep.records.sweep import (
 )
 
 __all__ = [
-    "CONFIG", "ENV", "JOBS", "PROFILE", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
+    "CONFIG", "ENV", "JOBS", "PROFILE", "PUBLISHED", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",

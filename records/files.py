@@ -29,6 +29,7 @@ PROFILE = "profile.pt.trace.json.gz"  # a torch.profiler trace, when profile=tru
 RANKS = "ranks.parquet"  # a run across ranks: every rank's steps (rank, grad_sync, probe); steps.parquet: one's
 # a sweep's folder
 SWEEP, RUNS, JOBS, REPORT = "sweep.json", "runs.jsonl", "jobs.json", "report.html"
+PUBLISHED = "published.yaml"  # the published figures of a sweep file of a config dir's, as the launch found them
 
 
 def now() -> str:

@@ -53,6 +53,7 @@ class Plan:
     runs: tuple[RunSpec, ...]
     origins: dict[str, str] = dataclasses.field(default_factory=dict)  # config key -> what set it
     problems: tuple[str, ...] = ()  # runs that did not compose (a partial build_plan)
+    published: Path | None = None  # a config dir's published figures of the sweep, which its records keep
 
     def explain(self, problem: str) -> str:
         """`problem`, with where the value it names was set (the command line, a sweep file, a default)."""
@@ -73,6 +74,12 @@ def sweep_path(name: str, dirs: tuple[Path, ...] = ()) -> Path:
     file = f"{sweep_file_name(name)}.yaml"
     found = [folder / file for folder in (SWEEPS_DIR, *(d / "sweeps" for d in dirs)) if (folder / file).is_file()]
     return found[0] if found else SWEEPS_DIR / file
+
+
+def published_file(name: str, dirs: tuple[Path, ...]) -> Path | None:
+    """The published figures of a config dir's sweep (DIR/sweeps/published/<name>.yaml), if it has them."""
+    found = [d / "sweeps" / "published" / f"{name}.yaml" for d in dirs]
+    return next((path for path in found if path.is_file()), None)
 
 
 def shown_path(path: Path) -> str:
@@ -370,4 +377,5 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     for config in replicated(configs):
         spec = RunSpec(config=config, sweep_name=sweep_dir.name)
         runs.setdefault(spec.run_id, spec)
-    return Plan(sweep_dir=sweep_dir, runs=tuple(runs.values()), origins=sources, problems=tuple(errors))
+    published = published_file(configs[0].sweep, dirs)
+    return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published)

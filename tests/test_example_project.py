@@ -61,7 +61,9 @@ def test_the_example_sweeps_its_model_and_tensor_type_with_its_sweep_file_from_o
     }
     assert all(row["vs tensor"] == "1.00x" for row in rows if row["input_type"] == "tensor")
     assert "input_type._target_" not in rows[0], "a _target_ is shown by its option's name"
+    assert "imagelib's README, MetaImage against a plain Tensor | published: " in result.stdout
     sweep = project / "runs" / "imagelib"
+    assert (sweep / records.PUBLISHED).read_text() == (EXAMPLE / "perf/sweeps/published/imagelib.yaml").read_text()
     (snapshot,) = (sweep / ".code").iterdir()
     for run in sweep.glob("*/config.json"):
         config = records.read_json(run)["config"]

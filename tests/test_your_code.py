@@ -99,6 +99,21 @@ class Exploding(Fine):
         raise ValueError(f"no weights for {num_classes} classes")
 
 
+class RaisingStep:
+    phases = ("data", "compute")
+
+    def __init__(self, cfg, device):
+        self.x = torch.ones(4, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        clock.mark()
+        if index == 2:
+            raise KeyError(f"no batch {index}")
+        clock.mark()
+        return (self.x * 2).sum()
+
+
 class MiscountedStep:
     phases = ("data", "compute")
 
@@ -129,6 +144,16 @@ def test_a_constructor_that_raises_fails_its_run_with_the_users_frames_and_the_o
     error = states["Exploding"].error
     assert error.type == "ValueError" and error.line().startswith("ValueError: no weights for 10 classes (raised in")
     assert f'File "{source}"' in error.traceback and "perfsweep" not in error.traceback, error.traceback
+
+
+def test_a_step_that_raises_fails_its_run_with_the_users_frames(user_module, tmp_path):
+    source = user_module("raising", FAULTY)
+    result = here(tmp_path, "workload=raising.RaisingStep", "input_type=tensor", "memory_format=contiguous")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (status,) = [records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")]
+    line = next(n for n, text in enumerate(FAULTY.splitlines(), 1) if "raise KeyError" in text)
+    assert status.error.line() == f"KeyError: 'no batch 2' (raised in step (raising.py:{line}))"
+    assert status.error.traceback.splitlines()[1].startswith(f'  File "{source}", line {line}, in step')
 
 
 def test_a_step_that_marks_its_clock_wrongly_fails_saying_how(user_module, tmp_path):

@@ -54,9 +54,13 @@ def module_place(top: str) -> Path | None:
     return Path(place).resolve() if place and place not in ("built-in", "frozen") else None
 
 
+INSTALLED_PARTS = frozenset({"site-packages", "dist-packages"})  # the folders packages are installed into
+
+
 def is_working_copy(place: Path) -> bool:
-    """Code that may change while a sweep runs: not an installed package (an editable install's source is)."""
-    return not str(place).startswith(_installed_places())
+    """Code that may change while a sweep runs: not the standard library, not an installed package (one in a
+    site-packages folder anywhere, a cluster's module system's included); an editable install's source is."""
+    return not str(place).startswith(_installed_places()) and not INSTALLED_PARTS.intersection(place.parts)
 
 
 def code_identity(top: str) -> dict[str, object]:

@@ -96,15 +96,9 @@ def _set(config: Any, key: str, value: Any) -> None:
         setattr(config, leaf, value)
 
 
-def _simple_option(group: str, option: Any, dirs: tuple[Path, ...]) -> bool:
-    """An option that only fills its group's node: an installed package's, or a file with no defaults list and no
-    package of its own."""
-    path = option_file(group, option, dirs)
-    return plugin_named(group, option) is not None if path is None else _simple_file(path)
-
-
 @functools.cache
 def _simple_file(path: Path) -> bool:
+    """An option file that only fills its group's node: no defaults list, no package of its own."""
     text = path.read_text()
     return "@package" not in text and not any(line.startswith("defaults:") for line in text.splitlines())
 
@@ -116,17 +110,6 @@ def _is_choice(setting: Setting) -> bool:
 def is_import_path(value: Any) -> bool:
     """A group's value that names code by import path (mylib.models.SmallCNN), not one of its option files."""
     return isinstance(value, str) and "." in value and all(part.isidentifier() for part in value.split("."))
-
-
-def _is_target(setting: Setting, dirs: tuple[Path, ...]) -> bool:
-    """A choice of model, input_type or workload that is an import path, where no option file has that name."""
-    return (
-        _is_choice(setting)
-        and setting.key in TARGET_GROUPS
-        and is_import_path(setting.value)
-        and option_file(setting.key, setting.value, dirs) is None
-        and plugin_named(setting.key, setting.value) is None
-    )
 
 
 def default_options() -> dict[str, str]:
@@ -146,10 +129,6 @@ def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
     return found, problems
 
 
-def plugin_named(group: str, option: Any) -> plugins.Plugin | None:
-    return next((p for p in plugins.plugins()[0] if p.group == group and p.name == option), None)
-
-
 def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
     """The yaml of a group's option: perfsweep's own (conf/), else the first config dir's that has it."""
     for folder in (CONF_DIR, *dirs):
@@ -159,14 +138,48 @@ def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
     return None
 
 
+class Options:
+    """Where one composition's group options come from: files (perfsweep's conf/, the user's config dirs), the
+    options installed packages declare, and import paths. Each lookup is made once."""
+
+    def __init__(self, dirs: tuple[Path, ...], found: list[plugins.Plugin]):
+        self.dirs = dirs
+        self.plugins = {(plugin.group, plugin.name): plugin for plugin in found}
+        self.files: dict[tuple[str, Any], Path | None] = {}
+
+    def file(self, group: str, option: Any) -> Path | None:
+        if (group, option) not in self.files:
+            self.files[group, option] = option_file(group, option, self.dirs)
+        return self.files[group, option]
+
+    def plugin(self, group: str, option: Any) -> plugins.Plugin | None:
+        return self.plugins.get((group, option))
+
+    def simple(self, group: str, option: Any) -> bool:
+        """An option that only fills its group's node: an installed package's, or a simple file."""
+        path = self.file(group, option)
+        return self.plugin(group, option) is not None if path is None else _simple_file(path)
+
+    def is_target(self, setting: Setting) -> bool:
+        """A choice of model, input_type or workload that is an import path, where no option has that name."""
+        group, option = setting.key, setting.value
+        return (
+            _is_choice(setting)
+            and group in TARGET_GROUPS
+            and is_import_path(option)
+            and self.file(group, option) is None
+            and self.plugin(group, option) is None
+        )
+
+
 def searchpath(dirs: tuple[Path, ...]) -> list[str]:
     """The override that puts the user's config dirs on Hydra's search path (after perfsweep's conf/)."""
     return [f"{SEARCHPATH}=[{','.join(f'file://{d}' for d in dirs)}]"] if dirs else []
 
 
-def _labelled(node: Any, group: str, run: list[Setting]) -> Any:
-    """A group's node whose `_target_` the run set but not its name: named by the path's last part."""
-    keys = {s.key for s in run}
+def _labelled(node: Any, group: str, keys: set[str]) -> Any:
+    """A group's node whose `_target_` the run set (its settings' `keys`): named by the path's last part where the
+    run set no name; a workload named by it (a workload axis)."""
     if group not in TARGET_GROUPS or f"{group}._target_" not in keys:
         return node
     named = named_node(group, dataclasses.asdict(node), node.name, node._target_)
@@ -178,9 +191,9 @@ def _labelled(node: Any, group: str, run: list[Setting]) -> Any:
 class Composer:
     """Builds runs' configs from the base that Hydra composed once, and a node per chosen option."""
 
-    def __init__(self, dirs: tuple[Path, ...] = ()) -> None:
-        self.dirs = dirs
-        self.base = compose(config_name="config", overrides=searchpath(dirs))
+    def __init__(self, options: Options) -> None:
+        self.sources = options
+        self.base = compose(config_name="config", overrides=searchpath(options.dirs))
         self.schema = OmegaConf.structured(Config)
         self.base_config: Config = OmegaConf.to_object(self.base)
         self.fast = "${" not in OmegaConf.to_yaml(self.base)
@@ -200,11 +213,11 @@ class Composer:
     def _content(self, group: str, option: str) -> Any:
         """What an option sets: its file's content; for an installed package's option or an import path, the
         group's default option with its name and _target_."""
-        path = option_file(group, option, self.dirs)
+        path = self.sources.file(group, option)
         if path is not None:
             return OmegaConf.load(path)
         default = OmegaConf.to_container(self.base[group])
-        plugin = plugin_named(group, option)
+        plugin = self.sources.plugin(group, option)
         return plugin.node(default) if plugin else named_node(group, default, label_of(option), option)
 
     def _value(self, validator: DictConfig, choice: str, setting: Setting) -> Any:
@@ -227,7 +240,7 @@ class Composer:
     def can_build(self, run: list[Setting]) -> bool:
         return self.fast and all(
             (s.plain and (not s.added or self._new_in_a_dict(s.key)))
-            or (_is_choice(s) and (_simple_option(s.key, s.value, self.dirs) or _is_target(s, self.dirs)))
+            or (_is_choice(s) and (self.sources.simple(s.key, s.value) or self.sources.is_target(s)))
             for s in run
         )
 
@@ -251,7 +264,7 @@ class Composer:
             holder = {name: copy.deepcopy(node) if settings else node}
             for setting in settings:
                 _set(holder, setting.key, self._value(validator, choice, setting))
-            self.nodes[key] = _labelled(holder[name], name, list(settings))
+            self.nodes[key] = _labelled(holder[name], name, {s.key for s in settings})
         return self.nodes[key]
 
     def build(self, run: list[Setting]) -> Config:
@@ -269,31 +282,30 @@ class Composer:
     def compose(self, run: list[Setting]) -> Config:
         if self.can_build(run):
             return self.build(run)
-        return composed_by_hydra(run, self.dirs)
+        return composed_by_hydra(run, self.sources)
 
 
-def _hydra_overrides(run: list[Setting], dirs: tuple[Path, ...]) -> list[str]:
-    """The run's overrides as Hydra takes them: an import path chosen for a group as its _target_ and name."""
-    texts = []
-    for s in run:
-        if _is_target(s, dirs):
-            texts += [f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}"]
-        else:
-            texts.append(s.text)
-    return searchpath(dirs) + texts
+def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
+    """The run's overrides as Hydra takes them: an import path chosen for a group is its default option's
+    _target_ and name, set first (before the values the run sets, as a choice is)."""
+    chosen = [s for s in run if options.is_target(s)]
+    paths = [text for s in chosen for text in (f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}")]
+    return searchpath(options.dirs) + paths + [s.text for s in run if s not in chosen]
 
 
-def composed_by_hydra(run: list[Setting], dirs: tuple[Path, ...] = ()) -> Config:
+def composed_by_hydra(run: list[Setting], options: Options) -> Config:
     """The run's Config as Hydra composes it, checked once more against the schema: a value an interpolation gave
     (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type."""
-    composed = compose(config_name="config", overrides=_hydra_overrides(run, dirs))
+    overrides = hydra_overrides(run, options)
+    composed = compose(config_name="config", overrides=overrides)
     missing = OmegaConf.missing_keys(composed)
     if missing:
         raise ValueError(_missing(sorted(missing)))
     config = OmegaConf.to_object(composed)
     OmegaConf.structured(config)
+    keys = {s.key for s in run} | {f"{s.key}._target_" for s in run if options.is_target(s)}
     for group in TARGET_GROUPS:
-        setattr(config, group, _labelled(getattr(config, group), group, run))
+        setattr(config, group, _labelled(getattr(config, group), group, keys))
     return config
 
 
@@ -309,15 +321,15 @@ def compose_all(
     `reuse=False` composes every run with Hydra from scratch (what the templates must equal).
     """
     configs, errors = [], {}
-    installed_plugins()
+    options = Options(dirs, installed_plugins()[0])
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="perfsweep"):
-        composer = Composer(dirs)
+        composer = Composer(options)
         for run in runs:
             try:
                 if reuse:
                     configs.append(composer.compose(run))
                 else:
-                    configs.append(composed_by_hydra(run, dirs))
+                    configs.append(composed_by_hydra(run, options))
             except Exception as error:
                 errors.setdefault(_explain(error), " ".join(s.text for s in run))
     return configs, errors

@@ -7,6 +7,7 @@ settings (hydra.*) are Hydra's to check.
 
 import dataclasses
 import difflib
+import functools
 import typing
 from typing import Any
 
@@ -17,6 +18,11 @@ ADDED_BELONGS = {
     "model": "a keyword argument of the model's constructor goes in model.kwargs: +model.kwargs.{leaf}={value}",
     "workload": "a setting of a step of your own goes in workload.kwargs: +workload.kwargs.{leaf}={value}",
 }
+
+
+@functools.cache
+def _hints(node: type) -> dict[str, Any]:
+    return typing.get_type_hints(node)
 
 
 def _is_dict(annotation: Any) -> bool:
@@ -49,7 +55,7 @@ def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
     """What is wrong with override key `key` ("" where the schema has it, or `+` adds it inside a dict field)."""
     shown = shown or f"{'+' if added else ''}{key}={value}"
     key = key.split("@")[0]  # KEY@PACKAGE: Hydra's
-    if key.split(".")[0] == "hydra":
+    if key.split(".")[0].split("/")[0] == "hydra":  # hydra.searchpath, hydra/job_logging=...
         return ""
     node: Any = Config
     parts = key.split(".")
@@ -64,7 +70,7 @@ def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
                 f"{shown}: {'the config' if not where else where} has no key {part!r}{_nearest(part, list(fields))}"
                 f"{hint} (its keys: {listed})"
             )
-        annotation = typing.get_type_hints(node)[part]
+        annotation = _hints(node)[part]
         if _is_dict(annotation):
             return ""  # below it, the keys are the dict's own
         node = _node_type(annotation)

@@ -270,6 +270,26 @@ def _hint(message: str) -> str:
     return hint
 
 
+def named_twice(configs: list[Config]) -> list[str]:
+    """A name given to two things in one sweep (a model of the user's and one of timm's, two tensor types of one
+    class name): the table, which shows them by name, would take them for one configuration."""
+    problems = []
+    for group in TARGET_GROUPS:
+        things: dict[str, set[str]] = {}
+        for config in configs:
+            node = getattr(config, group)
+            own = f"{node.source}'s {node.name}" if group == "model" else f"perfsweep's {node.name}"
+            things.setdefault(node.name, set()).add(node._target_ or own)
+        targets = {getattr(config, group)._target_ for config in configs}
+        problems += [
+            f"{group} {name!r} names {len(found)} things in this sweep: {', '.join(sorted(found))}. The table shows "
+            f"them by name; give each a name of its own ({group}._target_=PATH {group}.name=NAME)"
+            for name, found in things.items()
+            if len(found) > 1 and found & targets  # (timm's and torchvision's are told apart by model.source)
+        ]
+    return problems
+
+
 def _sweep_dir(config: Config) -> Path:
     name = config.sweep_name or config.sweep
     if safe_name(name) != name:
@@ -356,12 +376,13 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     dirs, overrides = config_dirs(_models(overrides))
     sources = origins(overrides, dirs)
     runs = expand(overrides, dirs)
-    wrong = dict.fromkeys(p for run in runs for setting in run if (p := keys.problem(setting.text)))
+    texts = dict.fromkeys(setting.text for run in runs for setting in run)
+    wrong = [problem for text in texts if (problem := keys.problem(text))]
     if wrong:
         raise PlanError([explain(problem, sources) for problem in wrong])
     configs, errors = compose_runs(runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
-    errors += unsized
+    errors += unsized + named_twice(configs)
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

@@ -124,7 +124,7 @@ def launch(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.
 def launch_here(*args: str, monkeypatch: pytest.MonkeyPatch | None = None) -> subprocess.CompletedProcess:
     """launch.main in this process, its output captured: for what needs no fresh process (planning, checks,
     tables, the debug launcher's in-process runs). Environment changes go through `monkeypatch`."""
-    import launch as entry
+    from perfsweep import launch as entry
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -100,17 +100,18 @@ GRID = [
 ADDED = ["+launcher.sbatch_extra.gres=gpu:1", "+env.packages.numpy=2.2.6,2.2"]  # keys added to dict fields
 # code of the user's own, by import path: as a group's value, and as a _target_ with and without a name
 TARGETS = [
+    "model.name=mine",
     "model=mylib.models.Net,resnet18",
     "input_type=tensor,mylib.tensors.Image",
+    "workload=mylib.steps.Step",
     "+model.kwargs.width=8",
-    "workload._target_=mylib.steps.Step",
     "input_type._target_=mylib.Other",
     "input_type.name=other,mine",
 ]
 
 
 @pytest.mark.parametrize(
-    "grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"], TARGETS[:4], TARGETS[3:]]
+    "grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"], TARGETS[:6], TARGETS[3:]]
 )
 def test_reused_templates_give_what_hydra_composes(grid, monkeypatch):
     """Runs composed from reused nodes equal Hydra's own composition of each, with keys added to dict fields too
@@ -119,7 +120,7 @@ def test_reused_templates_give_what_hydra_composes(grid, monkeypatch):
     monkeypatch.setattr(
         compose,
         "composed_by_hydra",
-        lambda run, dirs=(), hydra=compose.composed_by_hydra: by_hydra.append(run) or hydra(run, dirs),
+        lambda run, options, hydra=compose.composed_by_hydra: by_hydra.append(run) or hydra(run, options),
     )
     runs = compose.expand(grid)
     assert len(runs) == 2 ** sum("," in o or "range(" in o for o in grid)

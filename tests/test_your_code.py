@@ -114,7 +114,7 @@ class RaisingStep:
         return (self.x * 2).sum()
 
 
-class MiscountedStep:
+class Undermarked:
     phases = ("data", "compute")
 
     def __init__(self, cfg, device):
@@ -124,6 +124,22 @@ class MiscountedStep:
         clock.start()
         clock.mark()
         return (self.x * 2).sum()
+
+
+class Overmarked(Undermarked):
+    def step(self, index, clock):
+        clock.start()
+        for _ in range(3):
+            clock.mark()
+        return (self.x * 2).sum()
+
+
+class IndexErrorOfItsOwn(Undermarked):
+    def step(self, index, clock):
+        clock.start()
+        clock.mark()
+        clock.mark()
+        return [self.x][index]
 """
 
 
@@ -156,15 +172,21 @@ def test_a_step_that_raises_fails_its_run_with_the_users_frames(user_module, tmp
     assert status.error.traceback.splitlines()[1].startswith(f'  File "{source}", line {line}, in step')
 
 
-def test_a_step_that_marks_its_clock_wrongly_fails_saying_how(user_module, tmp_path):
-    user_module("miscounted", FAULTY)
-    result = here(tmp_path, "workload=miscounted.MiscountedStep", "input_type=tensor", "memory_format=contiguous")
+@pytest.mark.parametrize(
+    ("step", "error", "said"),
+    [
+        ("Undermarked", "PhaseMarksError", "the step marked its clock 2 times in 1 steps. Each step calls"),
+        ("Overmarked", "PhaseMarksError", "the step marked its clock more than 3 times in 1 steps. Each step calls"),
+        ("IndexErrorOfItsOwn", "IndexError", "list index out of range"),
+    ],
+)
+def test_a_step_that_marks_its_clock_wrongly_fails_saying_how(user_module, tmp_path, step, error, said):
+    user_module("marks", FAULTY)
+    args = [f"workload=marks.{step}", "input_type=tensor", "memory_format=contiguous", "warmup_steps=1"]
+    result = here(tmp_path, *args)
     assert result.returncode == 1, result.stdout + result.stderr
     (status,) = [records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")]
-    assert status.error.type == "PhaseMarksError"
-    assert "each step calls clock.start() once, then clock.mark() once at the end of each of its 2 phases" in (
-        status.error.message
-    )
+    assert (status.error.type, status.error.message[: len(said)]) == (error, said)
 
 
 def installed(site: Path, distribution: str, entry_points: str) -> None:

@@ -328,11 +328,12 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
     cfg = spec.config
     code = targets.roots(list(targets_of(cfg).values()))
     theirs = targets.user_error(error, code) if code else None
+    known = known_issue(cfg, error)
     if theirs is not None:
         said = f"{theirs} (raised in {targets.where(theirs, code)})"
-        failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code))
+        failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code), known)
     else:
-        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known_issue(cfg, error))
+        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known)
     finished = records.now()
     records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
     message = {"error": failure.type, "error_message": failure.message[:1000]}

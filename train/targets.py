@@ -8,10 +8,8 @@ what the paths name where it runs.
 
 import difflib
 import importlib
-import importlib.util
 import inspect
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import torch
 
 from perfsweep.conf.targets import targets_of
+from perfsweep.records.code import is_working_copy, module_place
 
 
 class TargetError(ValueError):
@@ -170,14 +169,13 @@ def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[st
 
 
 def roots(paths: list[str]) -> tuple[str, ...]:
-    """Where the top-level modules of import paths are: the folders (or files) of the user's code."""
+    """Where the top-level modules of import paths are, those that are the user's working copies (not installed
+    packages, such as torch.nn.GELU's): the folders (or files) of the user's code."""
     found = []
     for top in sorted({path.split(".")[0] for path in paths}):
-        spec = importlib.util.find_spec(top) if top not in sys.modules else sys.modules[top].__spec__
-        if spec is None:
-            continue
-        places = list(spec.submodule_search_locations or []) or [spec.origin]
-        found += [str(Path(place).resolve()) for place in places if place]
+        place = module_place(top)
+        if place is not None and is_working_copy(place):
+            found.append(str(place))
     return tuple(found)
 
 
@@ -189,15 +187,14 @@ def _users_frames(error: BaseException, code: tuple[str, ...]) -> list[traceback
 
 
 def user_error(error: BaseException, code: tuple[str, ...]) -> BaseException | None:
-    """The exception behind `error` (itself, or a cause, as Hydra's instantiate wraps one) whose traceback passes
-    through the user's code (`code`: roots), if any."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
+    """The user's own exception: `error` where its traceback passes through the user's code (`code`: roots), or
+    the one Hydra's instantiate wrapped in its own; None where perfsweep's error is not the user's."""
+    while error is not None:
         if _users_frames(error, code):
             return error
-        error = error.__cause__ or error.__context__
-    return None
+        if not type(error).__module__.startswith("hydra."):
+            return None
+        error = error.__cause__
 
 
 def user_traceback(error: BaseException, code: tuple[str, ...]) -> str:

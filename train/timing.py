@@ -39,16 +39,21 @@ class StepClock:
         self._host[self._next] = time.perf_counter()
         self._next += 1
 
-    def miscounted(self, steps: int) -> str:
-        """Why the marks of `steps` steps are not theirs ("" where each step marked its start and phases): a step
-        of the user's own may mark too few or too many."""
-        if self._next == steps * self._marks and self._next <= len(self._host):
+    @property
+    def full(self) -> bool:
+        """Every mark of the window is taken: one more fails (IndexError)."""
+        return self._next >= len(self._host)
+
+    def miscounted(self, steps: int, overflowed: bool = False) -> str:
+        """Why the marks of `steps` steps are not theirs, "" where each step marked its start and its phases' ends.
+        A step of the user's own may mark too few or too many (`overflowed`: one mark more than the window holds)."""
+        if self._next == steps * self._marks and not overflowed:
             return ""
-        names = ", ".join(self.phases)
+        made = f"more than {self._next}" if overflowed else str(self._next)
         return (
-            f"the step marked its clock {'more than ' if self._next >= len(self._host) else ''}{self._next} times in "
-            f"{steps} steps; each step calls clock.start() once, then clock.mark() once at the end of each of its "
-            f"{len(self.phases)} phases ({names}): {self._marks} marks a step"
+            f"the step marked its clock {made} times in {steps} steps. Each step calls clock.start() once, then "
+            f"clock.mark() once at the end of each of its {len(self.phases)} phases ({', '.join(self.phases)}): "
+            f"{self._marks} marks a step"
         )
 
     def rows(self) -> list[dict[str, float]]:

@@ -51,8 +51,8 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
     try:
         values = timed_steps(work, first, steps, clock)
     except IndexError as error:  # a step that marks more often than it has phases runs out of marks
-        if clock.miscounted(steps):
-            raise PhaseMarksError(clock.miscounted(steps)) from error
+        if clock.full:
+            raise PhaseMarksError(clock.miscounted(steps, overflowed=True)) from error
         raise
     synchronize(device)
     seconds, ended_at = time.perf_counter() - start, time.time()

@@ -48,7 +48,10 @@ def hydra_flags(args: list[str]) -> int:
     if unreadable:
         print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in unreadable), file=sys.stderr)
         return 2
-    args = [*args, "--config-dir", str(dirs[0])] if dirs else args
+    from perfsweep.sweeps.compose import as_hydra_takes
+
+    flags_only = [a for a in args if a not in overrides]
+    args = [*flags_only, *as_hydra_takes(overrides, dirs), *(["--config-dir", str(dirs[0])] if dirs else [])]
 
     @hydra.main(config_path="conf", config_name="config", version_base="1.3")
     def show(cfg) -> None:
@@ -224,9 +227,9 @@ def shared_folder(plan) -> None:
     earlier = set((records.read_manifest(plan.sweep_dir) or {}).get("runs", {})) - {s.name for s in plan.runs}
     if earlier:
         print(
-            f"perfsweep: warning: {plan.sweep_dir} holds {len(earlier)} runs of earlier launches that this one does "
-            f"not plan; its runs join them there, and `perfsweep table {plan.sweep_dir}` shows them all. "
-            "sweep_name=NAME gives a launch a folder of its own.",
+            f"perfsweep: warning: {plan.sweep_dir} holds {len(earlier)} run{'s' * (len(earlier) > 1)} of earlier "
+            f"launches that this one does not plan. Its runs join them there, and `perfsweep table {plan.sweep_dir}` "
+            "shows them all. sweep_name=NAME gives a launch a folder of its own.",
             file=sys.stderr,
         )
 

@@ -6,7 +6,7 @@ the field's full key, and so does a value outside a closed set (the enums below)
 
 Code of the user's own comes in by import path: a `_target_` (a model, an input type, a workload) and
 `model.inputs`, each built where the run runs (train/targets.py). Such a field is part of a run's identity only
-once it is set (IDENTITY_WHEN_SET), so runs planned before it existed keep their ids.
+once it is set (IDENTITY_WHEN_SET): adding such a field to the schema changes no run's id.
 """
 
 import enum

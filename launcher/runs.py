@@ -112,6 +112,7 @@ class RunJob:
     python: str | None = None  # the Python of the run's environment (launcher/envs.py); None: the launcher's own
     # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
     ranks_per_node: int | None = None
+    code: str | None = None  # the launch's snapshot of the code (its hash), recorded in the run's status
 
 
 # A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this
@@ -183,7 +184,7 @@ def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exceptio
     SystemExit, with why, if its records cannot be written."""
     try:
         with interrupted_once(), time_limit(run):
-            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, **info})
+            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, "code": run.code, **info})
         return None
     except records.RecordWriteError as error:
         raise unrecordable(run, error) from error

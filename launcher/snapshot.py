@@ -2,9 +2,11 @@
 working tree. Jobs import from it and start in it.
 
 Snapshots live in <sweep_dir>/.code/<content hash>/: perfsweep's code in its folder `perfsweep/` (the package
-as it is installed), and beside it each top-level module of the user's own code that the runs import from a
-working copy (the launch's working directory, PYTHONPATH, an editable install). A package installed into
-site-packages is not copied: it does not change under a sweep. Launches with the same code share one snapshot.
+as it is installed), and beside it the user's own code. That is every top-level module and package of the
+launch's working directory, and the top-level module of each import path the runs name where that is a working
+copy elsewhere (PYTHONPATH, an editable install). A package installed into site-packages is not copied: it does
+not change under a sweep. A file of the user's over MAX_BYTES is data, not code: it is left out, and named in
+the snapshot's record. Launches with the same code share one snapshot.
 """
 
 import hashlib
@@ -25,6 +27,7 @@ from perfsweep.records.code import (
 
 CODE = ("__init__.py", "conf", "records", "sweeps", "train", "launcher", "analysis", "launch.py")
 PACKAGE = "perfsweep"  # the folder of the snapshot that holds perfsweep's code
+MAX_BYTES = 10 * 2**20
 
 
 def _files(place: Path) -> list[Path]:
@@ -41,25 +44,38 @@ def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
     return [file for entry in CODE for file in _files(root / entry)]
 
 
-def user_files(modules: set[str]) -> dict[str, tuple[Path, list[Path]]]:
-    """Each top-level module of the user's code to copy: its place (folder or file) and files. Modules that are
-    installed packages, or not found (the launch's checks name those), are not copied."""
-    found = {}
-    for top in sorted(modules):
+def _module_places(folder: Path) -> dict[str, Path]:
+    """The top-level modules (name.py) and packages (a folder with __init__.py) in `folder`, by name."""
+    found = [p for p in folder.glob("*.py") if p.stem.isidentifier()]
+    found += [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file() and p.name.isidentifier()]
+    return {p.stem: p.resolve() for p in found}
+
+
+def user_places(modules: set[str], here: Path) -> dict[str, Path]:
+    """Each top-level module of the user's code to copy, with its place (folder or file): those of the launch's
+    working directory `here` (none where that is perfsweep's own folder), and those of `modules` that are working
+    copies elsewhere. Installed packages, modules not found (the launch's checks name those) and perfsweep are not
+    copied."""
+    places = {} if here.resolve() == PROJECT_ROOT else _module_places(here)
+    for top in sorted(modules - set(places)):
         place = module_place(top)
         if place is not None and is_working_copy(place):
-            found[top] = (place, _files(place))
-    return found
+            places[top] = place
+    places.pop(PACKAGE, None)
+    return dict(sorted(places.items()))
 
 
-def snapshot(into: Path, modules: set[str] = frozenset()) -> Path:
-    """Copy the code into `into`/<hash> (once per distinct content) and return that folder: perfsweep's, and that
-    of the user's top-level `modules` which are working copies."""
+def snapshot(into: Path, modules: set[str] = frozenset(), here: Path | None = None) -> Path:
+    """Copy the code into `into`/<hash> (once per distinct content) and return that folder: perfsweep's, and the
+    user's (user_places: of the working directory `here`, and of the top-level `modules` the runs name)."""
     # (where it goes in the snapshot, where it is now)
     copies = [(Path(PACKAGE) / path.relative_to(PROJECT_ROOT), path) for path in code_files()]
-    users = user_files(modules)
-    for place, files in users.values():
-        copies += [(path.relative_to(place.parent), path) for path in files]
+    users = user_places(set(modules), here or Path.cwd())
+    left_out: dict[str, list[str]] = {}
+    for top, place in users.items():
+        files = _files(place)
+        left_out[top] = [str(path) for path in files if path.stat().st_size > MAX_BYTES]
+        copies += [(path.relative_to(place.parent), path) for path in files if str(path) not in left_out[top]]
     digest = hashlib.sha1()
     for destination, path in copies:
         digest.update(str(destination).encode() + b"\0" + path.read_bytes())
@@ -72,7 +88,8 @@ def snapshot(into: Path, modules: set[str] = frozenset()) -> Path:
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy)
     write_json(tmp / PACKAGE / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
-    write_json(tmp / PACKAGE / USER_CODE, {top: code_identity(top) | {"copied": True} for top in users})
+    identities = {top: code_identity(top) | {"copied": True, "left_out": left_out[top]} for top in users}
+    write_json(tmp / PACKAGE / USER_CODE, identities)
     try:
         os.replace(tmp, target)
     except OSError:  # another launch made the same snapshot meanwhile

@@ -286,6 +286,23 @@ def launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str] 
         return _launch(plan, argv, runner, pythons or {})
 
 
+def measured_elsewhere(sweep_dir: Path, done: list[str], code: str) -> None:
+    """Warn where runs done before (and not run again) measured other code than this launch's snapshot `code`:
+    an edit of perfsweep's or of the user's code since."""
+    measured = {}
+    for name in done:
+        recorded = records.read_status(sweep_dir / name).code
+        if recorded not in (None, code):
+            measured[name] = recorded
+    if measured:
+        first = min(measured)
+        warn(
+            f"{len(measured)} of the runs already done measured other code than this launch's (snapshot {code}; "
+            f"{first} measured {measured[first]}); they are not run again. To measure the code as it is now, launch "
+            "into another folder (sweep_name=NAME) and compare the two: perfsweep compare A B"
+        )
+
+
 def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]) -> Outcome:
     conf = plan.settings.launcher
     backend = BACKENDS[conf.name]
@@ -300,6 +317,8 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     # On this host each run has its time limit; on Slurm the cluster limits each job
     limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
     at_once = 1 if conf.name == "debug" else conf.parallelism  # launcher=debug runs one at a time, in its process
+    code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
+    measured_elsewhere(sweep_dir, skipped, code.name)
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         RunJob(
@@ -311,11 +330,11 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             retries,
             pythons.get(spec.name),
             spec.config.dist.world_size if spec.config.dist.name != "none" and not backend.on_this_host else None,
+            code.name,
         )
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)
-    code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
     executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     gpus = pinned_gpus(conf) if conf.name == "local" else []
     mode = isolation(conf)

@@ -75,7 +75,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
 
     `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
     A record written before workloads declared themselves in their config gets its workload's declaration
-    from conf/workload/ (a workload of the user's own has always recorded its own).
+    from conf/workload/ (a workload of the user's own records its own).
     """
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:

@@ -293,6 +293,15 @@ def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
     return searchpath(options.dirs) + paths + [s.text for s in run if s not in chosen]
 
 
+def as_hydra_takes(overrides: list[str], dirs: tuple[Path, ...]) -> list[str]:
+    """Overrides as Hydra's own flags take them (--cfg job): an import path chosen for a group as its _target_ and
+    name. A sweep (a,b) is left as it is, for Hydra to say what it says of it."""
+    runs = expand(overrides)
+    if len(runs) != 1:
+        return overrides
+    return hydra_overrides(runs[0], Options(dirs, installed_plugins()[0]))
+
+
 def composed_by_hydra(run: list[Setting], options: Options) -> Config:
     """The run's Config as Hydra composes it, checked once more against the schema: a value an interpolation gave
     (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type."""

@@ -77,9 +77,11 @@ def sweep_path(name: str, dirs: tuple[Path, ...] = ()) -> Path:
 
 
 def published_file(name: str, dirs: tuple[Path, ...]) -> Path | None:
-    """The published figures of a config dir's sweep (DIR/sweeps/published/<name>.yaml), if it has them."""
-    found = [d / "sweeps" / "published" / f"{name}.yaml" for d in dirs]
-    return next((path for path in found if path.is_file()), None)
+    """The published figures of a config dir's sweep (DIR/sweeps/published/<name>.yaml, beside its sweep file), if
+    it has them. perfsweep's own sweeps keep theirs (sweeps/published/)."""
+    sweep = sweep_path(name, dirs)
+    figures = sweep.parent / "published" / sweep.name
+    return figures if sweep.parent != SWEEPS_DIR and figures.is_file() else None
 
 
 def shown_path(path: Path) -> str:

@@ -81,13 +81,30 @@ def _first_run_done(sweep: Path, launched: subprocess.Popen) -> None:
         time.sleep(0.2)
 
 
+# A model in a module of the project's folder that imports another module of it: its code is copied as it is.
+WIDE = {
+    "blocks.py": "import torch\n\n\ndef block(width):\n    return torch.nn.Conv2d(3, width, 3)\n",
+    "wide.py": (
+        "import torch\n\nfrom blocks import block\n\n\nclass Wide(torch.nn.Sequential):\n"
+        "    def __init__(self, num_classes=10):\n"
+        "        super().__init__(block(8), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), "
+        "torch.nn.Linear(8, num_classes))\n"
+    ),
+}
+
+
 def test_the_example_sweeps_its_own_step_and_an_edit_mid_sweep_reaches_no_later_run(project):
     """Each run a new interpreter (launcher.isolation=spawn), which imports the project's code: the launch's copy.
-    The step's file is broken once the first run is done, and the second runs the step as it was at launch."""
-    launched = perfsweep(project, "sweep=imagelib_step", *SMALL, "launcher.isolation=spawn", wait=False)
+    The step's file and a module its model imports are broken once the first run is done, and the second runs them
+    as they were at launch."""
+    for name, text in WIDE.items():
+        (project / name).write_text(text)
+    args = ["sweep=imagelib_step", "model=wide.Wide", *SMALL, "launcher.isolation=spawn"]
+    launched = perfsweep(project, *args, wait=False)
     sweep = project / "runs" / "imagelib_step"
     _first_run_done(sweep, launched)
-    (project / "imagelib" / "steps.py").write_text("raise RuntimeError('edited after the launch')\n")
+    for edited in (project / "imagelib" / "steps.py", project / "blocks.py"):
+        edited.write_text("raise RuntimeError('edited after the launch')\n")
     out, err = launched.communicate(timeout=600)
     assert launched.returncode == 0, out + err
     rows = cells(out, "input_type")

@@ -14,9 +14,12 @@ from tests.helpers import EXAMPLE, ROOT, SMALL, cells, launch_here, write_model_
 
 @pytest.fixture
 def imagelib(monkeypatch):
-    """The example's package importable in this process, as a project's working directory makes it."""
+    """The example's package importable in this process, as a project's working directory makes it; forgotten by
+    the import system afterwards."""
     monkeypatch.syspath_prepend(str(EXAMPLE))
     yield EXAMPLE
+    for name in [n for n in sys.modules if n == "imagelib" or n.startswith("imagelib.")]:
+        del sys.modules[name]
 
 
 @pytest.fixture
@@ -261,6 +264,25 @@ def test_fastais_loop_beside_the_plain_loop_lines_up_their_phases(tmp_path):
     assert loops["fastai_step", "tensorimage", "False"]["output type"] == "TensorImage"
 
 
+def test_runs_done_with_other_code_are_named_when_they_are_not_run_again(user_module, tmp_path):
+    args = ["model=edited.Fine", "model.image_size=8", "input_type=tensor", "memory_format=contiguous"]
+    user_module("edited", FAULTY)
+    assert here(tmp_path, *args).returncode == 0
+    again = here(tmp_path, *args)
+    assert again.returncode == 0 and "other code" not in again.stderr, "the same code: nothing to say"
+    user_module("edited", FAULTY + "\n# an edit\n")
+    edited = here(tmp_path, *args)
+    assert edited.returncode == 0 and "1 of the runs already done measured other code" in edited.stderr
+    assert "launch into another folder (sweep_name=NAME)" in edited.stderr
+
+
+def test_hydras_own_flags_take_an_import_path(imagelib):
+    shown = launch_here("--cfg", "job", "model=imagelib.models.SmallCNN", "workload=imagelib.steps.ClippedStep")
+    assert shown.returncode == 0, shown.stderr
+    assert "  name: SmallCNN\n" in shown.stdout and "  _target_: imagelib.models.SmallCNN\n" in shown.stdout
+    assert "  _target_: imagelib.steps.ClippedStep\n" in shown.stdout
+
+
 def test_table_of_a_folder_of_sweeps_names_them(tmp_path):
     for sweep in ("first", "second"):
         write_model_run(tmp_path / "runs" / sweep, sweep, "resnet18", "contiguous", 100.0)
@@ -276,5 +298,5 @@ def test_a_launch_into_a_folder_named_by_its_sweep_alone_is_told_what_else_it_ho
     assert again.returncode == 0 and "warning" not in again.stderr, "the same runs: nothing else there"
     other = here(tmp_path, "model=test_resnet", "input_type=subclass", "memory_format=contiguous")
     assert other.returncode == 0, other.stderr
-    assert "holds 1 runs of earlier launches that this one does not plan" in other.stderr
+    assert "holds 1 run of earlier launches that this one does not plan" in other.stderr
     assert "sweep_name=NAME gives a launch a folder of its own" in other.stderr

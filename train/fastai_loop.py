@@ -81,6 +81,11 @@ class FastaiStep(Workload):
                 f"precision={cfg.precision.name} with workload=fastai_step: fastai trains in float32 or "
                 "mixed precision (amp_fp16, amp_bf16), not with half-precision weights"
             )
+        if cfg.model.inputs:
+            issues.append(
+                f"model.inputs={cfg.model.inputs} with workload=fastai_step: fastai's loop here takes "
+                "image batches; a batch factory of your own goes with workload=train_step"
+            )
         if cfg.precision.autocast_dtype and cfg.device == "cpu":
             issues.append(
                 f"precision={cfg.precision.name} with workload=fastai_step: fastai's MixedPrecision "
@@ -133,7 +138,7 @@ class FastaiStep(Workload):
         self.marks.clock = clock
         clock.start()
         x, y = self.batches[index % len(self.batches)]
-        x = self.input_type.wrap(x.contiguous(memory_format=self.memory_format))
+        x = self.input_type.before_model(self.input_type.wrap(x.contiguous(memory_format=self.memory_format)))
         self.learn.one_batch(index, (x, y))
         self.output_type = type(self.learn.pred)
         return self.learn.loss.detach()

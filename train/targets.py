@@ -80,10 +80,20 @@ def _no_module(key: str, path: str) -> Any:
     top = path.split(".")[0]
     yours = [Path.cwd(), *(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
     near = sorted({p.stem for d in yours if d.is_dir() for p in d.iterdir() if p.suffix in ("", ".py")})
+    by_name = f". A timm model runs by its name: model.name={top} model.source=timm" if _timm_model(key, top) else ""
     raise TargetError(
         f"{key}={path}: no module named {top!r} can be imported here{_nearest(top, near)} (code of your own is "
-        "imported from the launch's working directory, PYTHONPATH or an installed package)"
+        f"imported from the launch's working directory, PYTHONPATH or an installed package){by_name}"
     )
+
+
+def _timm_model(key: str, name: str) -> bool:
+    """A model's path whose first part is a timm model's name (resnet50.a1_in1k: the model and its weights)."""
+    if key != "model._target_":
+        return False
+    import timm
+
+    return name in timm.list_models()
 
 
 def _kind(thing: Any) -> str:

@@ -194,7 +194,8 @@ class RunRecord:
 
     def axis_label(self, name: str) -> str:
         """The axis's value as a run's name shows it: `resnet50`, or `size=1000` for a size."""
-        return self.axis(name) if name in self.named_axes else f"{name}={self.axis(name)}"
+        named = name in self.named_axes or name == "workload"  # (the training step's runs do not declare it)
+        return self.axis(name) if named else f"{name}={self.axis(name)}"
 
     @property
     def is_baseline(self) -> bool:

@@ -3,6 +3,7 @@
 
 perfsweep [run] [-m] [OVERRIDE ...]    run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its axes
                                        narrowed or widened by Hydra overrides (model=a,b sweeps)
+perfsweep --config-dir DIR [OVERRIDE ...]   the same with a folder of the user's sweep files and options
 perfsweep status SWEEP_DIR             each run's state, job id and log
 perfsweep resume SWEEP_DIR [launcher.KEY=VALUE ...]   run again every run of the sweep that is not done
 perfsweep envs [--dir DIR] [--prune [--unused-days N]]   the environments built for package-version axes

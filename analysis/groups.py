@@ -173,6 +173,13 @@ def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
     return found
 
 
+def vs_label(configs: list[Configuration]) -> str:
+    """The heading of a speed-up column: `vs tensor` where every configuration has that baseline value, else
+    `vs baseline` (a sweep of two workloads compares each along its own)."""
+    values = sorted({c.first.baseline.value for c in configs})
+    return f"vs {values[0]}" if len(values) == 1 else "vs baseline"
+
+
 def phase_columns(runs: list[RunRecord]) -> list[str]:
     """The phases of every workload in the sweep, in order of first appearance, then the whole step."""
     return [*dict.fromkeys(p for r in runs if r.summary for p in r.summary.phases), "step"]

@@ -21,7 +21,15 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from perfsweep.analysis import evidence
-from perfsweep.analysis.groups import Configuration, baselines, configurations, labels, phase_columns, speedup_over
+from perfsweep.analysis.groups import (
+    Configuration,
+    baselines,
+    configurations,
+    labels,
+    phase_columns,
+    speedup_over,
+    vs_label,
+)
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.stats import LEVEL
 from perfsweep.records import DONE, RunRecord, load_sweep
@@ -159,7 +167,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
         Column("within", lambda row: row.part("within")),
         Column("rho", lambda row: row.part("rho")),
         Column("effective steps", lambda row: row.part("effective_steps")),
-        Column(f"vs {runs[0].baseline.value}", lambda row: row.speedup),
+        Column(vs_label(configs), lambda row: row.speedup),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""

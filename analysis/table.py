@@ -21,6 +21,7 @@ from perfsweep.analysis.groups import (
     phase_columns,
     speedup_over,
     varying,
+    vs_label,
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.replicates import order_effect
@@ -35,7 +36,6 @@ def speedup_column(configs: list[Configuration]) -> Column | None:
     if not compares(configs):
         return None
     base_of = baselines(configs)
-    values = sorted({c.first.baseline.value for c in configs})
 
     def cell(config: Configuration) -> str:
         base = base_of.get(config.key)
@@ -43,7 +43,7 @@ def speedup_column(configs: list[Configuration]) -> Column | None:
             return "1.00x"
         return str(speedup_over(config, base)) if base else "-"
 
-    return Column(f"vs {values[0]}" if len(values) == 1 else "vs baseline", cell)
+    return Column(vs_label(configs), cell)
 
 
 def compares(configs: list[Configuration]) -> bool:

@@ -112,7 +112,7 @@ class RunJob:
     python: str | None = None  # the Python of the run's environment (launcher/envs.py); None: the launcher's own
     # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
     ranks_per_node: int | None = None
-    code: str | None = None  # the launch's snapshot of the code (its hash), recorded in the run's status
+    code: dict[str, str] | None = None  # the launch's snapshot of the code (module -> content hash), for its status
 
 
 # A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this

@@ -3,15 +3,19 @@ working tree. Jobs import from it and start in it.
 
 Snapshots live in <sweep_dir>/.code/<content hash>/: perfsweep's code in its folder `perfsweep/` (the package
 as it is installed), and beside it the user's own code. That is every top-level module and package of the
-launch's working directory, and the top-level module of each import path the runs name where that is a working
-copy elsewhere (PYTHONPATH, an editable install). A package installed into site-packages is not copied: it does
-not change under a sweep. A file of the user's over MAX_BYTES is data, not code: it is left out, and named in
-the snapshot's record. Launches with the same code share one snapshot.
+launch's working directory (a folder with __init__.py, or with modules of its own), and the top-level module of
+each import path the runs name where that is a working copy elsewhere (PYTHONPATH, an editable install). A
+package installed into site-packages is not copied: it does not change under a sweep. A file of the user's over
+MAX_BYTES is data, not code, and one that cannot be read is not code either: each is left out, and named in the
+snapshot's record. Launches with the same code share one snapshot.
 """
 
+import dataclasses
 import hashlib
+import importlib.metadata
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from perfsweep.records import write_json
@@ -30,11 +34,27 @@ PACKAGE = "perfsweep"  # the folder of the snapshot that holds perfsweep's code
 MAX_BYTES = 10 * 2**20
 
 
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A launch's copy of the code: its folder, and each top-level module's content hash (perfsweep's included)."""
+
+    folder: Path
+    modules: dict[str, str]
+    shadowing: tuple[str, ...] = ()  # copied modules named as the standard library's: runs import them in its place
+
+
+def _readable(path: Path, test) -> bool:
+    try:
+        return test(path)
+    except OSError:  # a folder the user may not read (lost+found): not code of theirs
+        return False
+
+
 def _files(place: Path) -> list[Path]:
     """The files of a module (its file) or package (its folder's, without caches, hidden folders or files)."""
     if place.is_file():
         return [place]
-    inside = (p for p in place.rglob("*") if p.is_file() and p.suffix != ".pyc")
+    inside = (p for p in place.rglob("*") if _readable(p, Path.is_file) and p.suffix != ".pyc")
     return sorted(
         p for p in inside if not any(part.startswith((".", "__pycache__")) for part in p.relative_to(place).parts)
     )
@@ -44,11 +64,20 @@ def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
     return [file for entry in CODE for file in _files(root / entry)]
 
 
+def _is_package(folder: Path) -> bool:
+    """A folder Python imports: with __init__.py, or a namespace package (modules of its own, no __init__.py)."""
+    return folder.is_dir() and any(folder.glob("*.py"))
+
+
 def _module_places(folder: Path) -> dict[str, Path]:
-    """The top-level modules (name.py) and packages (a folder with __init__.py) in `folder`, by name."""
-    found = [p for p in folder.glob("*.py") if p.stem.isidentifier()]
-    found += [p for p in folder.iterdir() if p.is_dir() and (p / "__init__.py").is_file() and p.name.isidentifier()]
-    return {p.stem: p.resolve() for p in found}
+    """The top-level modules (name.py) and packages in `folder`, by the name they are imported by."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return {}
+    modules = [p for p in entries if p.suffix == ".py" and _readable(p, Path.is_file)]
+    packages = [p for p in entries if p.suffix == "" and _readable(p, _is_package)]
+    return {p.stem: p.absolute() for p in modules + packages if p.stem.isidentifier()}
 
 
 def user_places(modules: set[str], here: Path) -> dict[str, Path]:
@@ -65,33 +94,53 @@ def user_places(modules: set[str], here: Path) -> dict[str, Path]:
     return dict(sorted(places.items()))
 
 
-def snapshot(into: Path, modules: set[str] = frozenset(), here: Path | None = None) -> Path:
-    """Copy the code into `into`/<hash> (once per distinct content) and return that folder: perfsweep's, and the
-    user's (user_places: of the working directory `here`, and of the top-level `modules` the runs name)."""
-    # (where it goes in the snapshot, where it is now)
-    copies = [(Path(PACKAGE) / path.relative_to(PROJECT_ROOT), path) for path in code_files()]
+def _copies(top: str, place: Path, left_out: dict[str, list[str]]) -> list[tuple[Path, Path]]:
+    """(where in the snapshot, where now) of each file of the user's module to copy; the others in `left_out`."""
+    copies, left_out[top] = [], []
+    for path in _files(place):
+        try:
+            small = path.stat().st_size <= MAX_BYTES and os.access(path, os.R_OK)
+        except OSError:
+            small = False
+        if small:
+            copies.append((path.relative_to(place.parent), path))
+        else:
+            left_out[top].append(str(path))
+    return copies
+
+
+def snapshot(into: Path, modules: set[str] = frozenset(), here: Path | None = None) -> Snapshot:
+    """Copy the code into `into`/<hash> (once per distinct content): perfsweep's, and the user's (user_places: of
+    the working directory `here`, and of the top-level `modules` the runs name)."""
+    by_module = {PACKAGE: [(Path(PACKAGE) / path.relative_to(PROJECT_ROOT), path) for path in code_files()]}
     users = user_places(set(modules), here or Path.cwd())
     left_out: dict[str, list[str]] = {}
-    for top, place in users.items():
-        files = _files(place)
-        left_out[top] = [str(path) for path in files if path.stat().st_size > MAX_BYTES]
-        copies += [(path.relative_to(place.parent), path) for path in files if str(path) not in left_out[top]]
-    digest = hashlib.sha1()
-    for destination, path in copies:
-        digest.update(str(destination).encode() + b"\0" + path.read_bytes())
-    target = into / digest.hexdigest()[:12]
-    if target.is_dir():
-        return target
-    tmp = into / f".{target.name}.{os.getpid()}.tmp"
+    by_module |= {top: _copies(top, place, left_out) for top, place in users.items()}
+    hashes = {}
+    for top, copies in by_module.items():
+        digest = hashlib.sha1()
+        for destination, path in copies:
+            digest.update(str(destination).encode() + b"\0" + path.read_bytes())
+        hashes[top] = digest.hexdigest()[:12]
+    whole = hashlib.sha1("".join(f"{top}={h}\n" for top, h in sorted(hashes.items())).encode()).hexdigest()[:12]
+    target = into / whole
+    shadowing = tuple(sorted(set(users) & sys.stdlib_module_names))
+    if not target.is_dir():
+        _write(target, [copy for copies in by_module.values() for copy in copies], users, left_out)
+    return Snapshot(target, hashes, shadowing)
+
+
+def _write(target: Path, copies: list[tuple[Path, Path]], users: dict[str, Path], left_out: dict) -> None:
+    tmp = target.parent / f".{target.name}.{os.getpid()}.tmp"
     for destination, path in copies:
         copy = tmp / destination
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy)
     write_json(tmp / PACKAGE / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
-    identities = {top: code_identity(top) | {"copied": True, "left_out": left_out[top]} for top in users}
+    distributions = importlib.metadata.packages_distributions()
+    identities = {top: code_identity(top, distributions) | {"copied": True, "left_out": left_out[top]} for top in users}
     write_json(tmp / PACKAGE / USER_CODE, identities)
     try:
         os.replace(tmp, target)
     except OSError:  # another launch made the same snapshot meanwhile
         shutil.rmtree(tmp, ignore_errors=True)
-    return target

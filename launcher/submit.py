@@ -286,20 +286,21 @@ def launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str] 
         return _launch(plan, argv, runner, pythons or {})
 
 
-def measured_elsewhere(sweep_dir: Path, done: list[str], code: str) -> None:
-    """Warn where runs done before (and not run again) measured other code than this launch's snapshot `code`:
-    an edit of perfsweep's or of the user's code since."""
-    measured = {}
+def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
+    """Warn where runs done before (and not run again) measured other code than this launch's: a module that both
+    their launch's snapshot and this one's hold, with other content (`code`: module -> content hash)."""
+    edited: dict[str, set[str]] = {}
     for name in done:
-        recorded = records.read_status(sweep_dir / name).code
-        if recorded not in (None, code):
-            measured[name] = recorded
-    if measured:
-        first = min(measured)
+        recorded = records.read_status(sweep_dir / name).code or {}
+        for module in sorted(recorded.keys() & code.keys()):
+            if recorded[module] != code[module]:
+                edited.setdefault(name, set()).add(module)
+    if edited:
+        modules = ", ".join(sorted(set().union(*edited.values())))
         warn(
-            f"{len(measured)} of the runs already done measured other code than this launch's (snapshot {code}; "
-            f"{first} measured {measured[first]}); they are not run again. To measure the code as it is now, launch "
-            "into another folder (sweep_name=NAME) and compare the two: perfsweep compare A B"
+            f"{len(edited)} of the runs already done measured other code than this launch's (what differs since: "
+            f"{modules}); they are not run again. To measure the code as it is now, launch again into another folder "
+            f"(sweep_name=NAME) and compare the two: perfsweep compare {sweep_dir} {sweep_dir.parent / 'NAME'}"
         )
 
 
@@ -318,7 +319,9 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
     at_once = 1 if conf.name == "debug" else conf.parallelism  # launcher=debug runs one at a time, in its process
     code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
-    measured_elsewhere(sweep_dir, skipped, code.name)
+    measured_elsewhere(sweep_dir, skipped, code.modules)
+    for name in code.shadowing:
+        warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         RunJob(
@@ -330,7 +333,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             retries,
             pythons.get(spec.name),
             spec.config.dist.world_size if spec.config.dist.name != "none" and not backend.on_this_host else None,
-            code.name,
+            code.modules,
         )
         for spec in todo
     ]
@@ -346,7 +349,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     # a warm job per environment's block of runs (one in all without an environment axis)
     queue = collections.deque(packs_of(runs, len(runs) if warm else conf.runs_per_job))
     wait = conf.wait if conf.wait is not None else backend.on_this_host
-    with in_snapshot(code):
+    with in_snapshot(code.folder):
         job_ids = (
             []
             if backend.on_this_host or not queue

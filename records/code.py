@@ -1,7 +1,6 @@
 """Which code a run executed: the git commit of perfsweep's working tree, or of the launch's code snapshot; and
 the same of the user's own code that a run imports (its modules, by top-level name)."""
 
-import functools
 import importlib.metadata
 import importlib.util
 import site
@@ -64,18 +63,13 @@ def is_working_copy(place: Path) -> bool:
     return not str(place).startswith(_installed_places()) and not INSTALLED_PARTS.intersection(place.parts)
 
 
-@functools.cache
-def _distributions() -> dict[str, list[str]]:
-    """Top-level module -> the installed distributions that provide it (read once: it scans every package)."""
-    return importlib.metadata.packages_distributions()
-
-
-def code_identity(top: str) -> dict[str, object]:
+def code_identity(top: str, distributions: dict[str, list[str]] | None = None) -> dict[str, object]:
     """What the user's top-level module `top` is: where it is found, the version of the package that installs it,
-    and the git commit of its folder (with whether it differs from it), where there are ones."""
+    and the git commit of its folder (with whether it differs from it), where there are ones. `distributions`:
+    importlib.metadata.packages_distributions(), read once by a caller that asks of many modules."""
     place = module_place(top)
-    distributions = _distributions().get(top, [])
-    version = importlib.metadata.version(distributions[0]) if distributions else None
+    provides = (distributions or importlib.metadata.packages_distributions()).get(top, [])
+    version = importlib.metadata.version(provides[0]) if provides else None
     identity: dict[str, object] = {"source": str(place) if place else None, "version": version}
     if place is not None and is_working_copy(place):
         folder = place if place.is_dir() else place.parent

@@ -60,7 +60,7 @@ class Status:
     parallelism: int = 1  # runs that ran at once
     tasks: int | None = None  # the job's tasks where they are the run's ranks (launcher=slurm, dist=ddp/fsdp)
     tracker_id: str | None = None  # its W&B run id
-    code: str | None = None  # the launch's snapshot of the code it measured (its hash: .code/<hash>/)
+    code: dict[str, str] | None = None  # the code it measured: its launch's snapshot's modules -> content hash
     error: RunError | None = None  # failed: why
     interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)

@@ -296,7 +296,10 @@ def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
 def as_hydra_takes(overrides: list[str], dirs: tuple[Path, ...]) -> list[str]:
     """Overrides as Hydra's own flags take them (--cfg job): an import path chosen for a group as its _target_ and
     name. A sweep (a,b) is left as it is, for Hydra to say what it says of it."""
-    runs = expand(overrides)
+    try:
+        runs = expand(overrides)
+    except ValueError:  # a sweep with no list of values: Hydra says what it says of it
+        return overrides
     if len(runs) != 1:
         return overrides
     return hydra_overrides(runs[0], Options(dirs, installed_plugins()[0]))

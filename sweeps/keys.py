@@ -51,19 +51,10 @@ def problem(text: str) -> str:
     return key_problem(written.lstrip("+"), value, added, shown=text)
 
 
-# keyword arguments a model gets from settings of its own, which also shape the synthetic batch
-SHAPED = {"model.kwargs.num_classes": "model.num_classes", "model.kwargs.in_chans": "model.in_chans"}
-
-
 def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
     """What is wrong with override key `key` ("" where the schema has it, or `+` adds it inside a dict field)."""
     shown = shown or f"{'+' if added else ''}{key}={value}"
     key = key.split("@")[0]  # KEY@PACKAGE: Hydra's
-    if key in SHAPED:
-        return (
-            f"{shown}: set {SHAPED[key]}={value} instead. It shapes the synthetic batch as well, and goes to the "
-            "model's constructor where that takes an argument of its name"
-        )
     if key.split(".")[0].split("/")[0] == "hydra":  # hydra.searchpath, hydra/job_logging=...
         return ""
     node: Any = Config

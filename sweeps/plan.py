@@ -272,6 +272,21 @@ def _hint(message: str) -> str:
     return hint
 
 
+SHAPED = ("num_classes", "in_chans")  # model settings that shape the synthetic batch, and go to the constructor
+
+
+def shaped_in_kwargs(configs: list[Config]) -> list[str]:
+    """model.kwargs that would give the model another class count or channel count than the batch has."""
+    found = dict.fromkeys(
+        (key, config.model.kwargs[key]) for config in configs for key in SHAPED if key in config.model.kwargs
+    )
+    return [
+        f"model.kwargs.{key}={value}: set model.{key}={value} instead. It shapes the synthetic batch as well, and goes "
+        "to the model's constructor where that takes an argument of its name"
+        for key, value in found
+    ]
+
+
 def named_twice(configs: list[Config]) -> list[str]:
     """A name given to two things in one sweep (a model of the user's and one of timm's, two tensor types of one
     class name): the table, which shows them by name, would take them for one configuration."""
@@ -384,7 +399,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError([explain(problem, sources) for problem in wrong])
     configs, errors = compose_runs(runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
-    errors += unsized + named_twice(configs)
+    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs)
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

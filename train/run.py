@@ -326,7 +326,8 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
     user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised."""
     outcome_known()
     cfg = spec.config
-    code = targets.roots(list(targets_of(cfg).values()))
+    paths = list(targets_of(cfg).values())
+    code = targets.roots(paths) if paths else ()
     theirs = targets.user_error(error, code) if code else None
     known = known_issue(cfg, error)
     if theirs is not None:

@@ -18,7 +18,9 @@ from typing import Any
 import torch
 
 from perfsweep.conf.targets import targets_of
-from perfsweep.records.code import is_working_copy, module_place
+from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, is_working_copy, module_place
+
+PERFSWEEP = PROJECT_ROOT  # perfsweep's own code: never the user's frames
 
 
 class TargetError(ValueError):
@@ -178,25 +180,31 @@ def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[st
     ]
 
 
-def roots(paths: list[str]) -> tuple[str, ...]:
-    """Where the top-level modules of import paths are, those that are the user's working copies (not installed
-    packages, such as torch.nn.GELU's): the folders (or files) of the user's code."""
-    found = []
+def roots(paths: list[str]) -> tuple[Path, ...]:
+    """The folders (or files) of the user's code: where the top-level modules of import paths are, those that are
+    working copies (not installed packages, such as torch.nn.GELU's); and, in a launch's snapshot, the snapshot's
+    folder, which holds the launch's working directory's modules beside perfsweep's."""
+    found = [PERFSWEEP.parent] if (PERFSWEEP / CODE_VERSION).is_file() else []
     for top in sorted({path.split(".")[0] for path in paths}):
         place = module_place(top)
         if place is not None and is_working_copy(place):
-            found.append(str(place))
+            found.append(place)
     return tuple(found)
 
 
-def _users_frames(error: BaseException, code: tuple[str, ...]) -> list[traceback.FrameSummary]:
+def _theirs(frame: traceback.FrameSummary, code: tuple[Path, ...]) -> bool:
+    path = Path(frame.filename).resolve()
+    return any(path.is_relative_to(root) for root in code) and not path.is_relative_to(PERFSWEEP)
+
+
+def _users_frames(error: BaseException, code: tuple[Path, ...]) -> list[traceback.FrameSummary]:
     """The frames of the error's traceback from the first one in the user's code (`code`: roots) on."""
     frames = traceback.extract_tb(error.__traceback__)
-    first = next((i for i, f in enumerate(frames) if str(Path(f.filename).resolve()).startswith(code)), None)
-    return [] if first is None or not code else frames[first:]
+    first = next((i for i, frame in enumerate(frames) if _theirs(frame, code)), None)
+    return [] if first is None else frames[first:]
 
 
-def user_error(error: BaseException, code: tuple[str, ...]) -> BaseException | None:
+def user_error(error: BaseException, code: tuple[Path, ...]) -> BaseException | None:
     """The user's own exception: `error` where its traceback passes through the user's code (`code`: roots), or
     the one Hydra's instantiate wrapped in its own; None where perfsweep's error is not the user's."""
     while error is not None:
@@ -207,13 +215,13 @@ def user_error(error: BaseException, code: tuple[str, ...]) -> BaseException | N
         error = error.__cause__
 
 
-def user_traceback(error: BaseException, code: tuple[str, ...]) -> str:
+def user_traceback(error: BaseException, code: tuple[Path, ...]) -> str:
     """The traceback of the user's error from their first frame on: what their code did, not perfsweep's calls."""
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(_users_frames(error, code))]
     return "".join(lines + traceback.format_exception_only(type(error), error))
 
 
-def where(error: BaseException, code: tuple[str, ...]) -> str:
+def where(error: BaseException, code: tuple[Path, ...]) -> str:
     """The last frame of the user's code an error passed through: function, file and line."""
-    frame = [f for f in _users_frames(error, code) if str(Path(f.filename).resolve()).startswith(code)][-1]
+    frame = [f for f in _users_frames(error, code) if _theirs(f, code)][-1]
     return f"{frame.name} ({Path(frame.filename).name}:{frame.lineno})"

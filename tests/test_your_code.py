@@ -305,3 +305,27 @@ def test_a_launch_into_a_folder_named_by_its_sweep_alone_is_told_what_else_it_ho
     assert other.returncode == 0, other.stderr
     assert "holds 1 run of earlier launches that this one does not plan" in other.stderr
     assert "sweep_name=NAME gives a launch a folder of its own" in other.stderr
+
+
+def test_the_snapshot_holds_the_launchs_folder_as_runs_import_it(tmp_path, monkeypatch):
+    """Modules, packages and namespace packages of the folder, a symlink by its own name; data and a module named
+    as Python's own said so; and each module's hash, which changes with it alone."""
+    from perfsweep.launcher import snapshot
+
+    project = tmp_path / "project"
+    for path, text in {"model.py": "A = 1\n", "pkg/__init__.py": "", "ns/part.py": "B = 2\n", "random.py": ""}.items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(text)
+    (project / "alias").symlink_to(project / "ns")
+    (project / "notes").mkdir()  # no module of its own: not a package
+    monkeypatch.setattr(snapshot, "MAX_BYTES", 2**10)
+    (project / "pkg" / "weights.bin").write_bytes(b"\0" * (snapshot.MAX_BYTES + 1))
+    first = snapshot.snapshot(tmp_path / "code", set(), here=project)
+    copied = sorted(str(p.relative_to(first.folder)) for p in first.folder.rglob("*.py") if "perfsweep" not in p.parts)
+    assert copied == ["alias/part.py", "model.py", "ns/part.py", "pkg/__init__.py", "random.py"]
+    assert first.shadowing == ("random",)
+    kept = records.read_json(first.folder / "perfsweep" / "user_code.json")
+    assert kept["pkg"]["left_out"] == [str(project / "pkg" / "weights.bin")]
+    (project / "model.py").write_text("A = 2\n")
+    second = snapshot.snapshot(tmp_path / "code", set(), here=project)
+    assert {m for m in first.modules if first.modules[m] != second.modules[m]} == {"model"}

@@ -20,7 +20,7 @@ import numpy as np
 from perfsweep import records
 from perfsweep.analysis.summary import run_stats
 from perfsweep.analysis.table import table_view
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
@@ -48,7 +48,7 @@ def write_sweep(root: Path, runs: int, steps: int) -> Path:
         records.write_json(
             folder / records.SUMMARY, {"phases": PHASES, "median_ms": medians, "steps_per_s": 1000 / medians["step_ms"]}
         )
-        records.write_status(folder, records.DONE)
+        lifecycle.finish(folder)
     return sweep
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import records
+from perfsweep.records import lifecycle
 from perfsweep.sweeps.spec import RunSpec
 
 # What executes a run: (spec, run folder, W&B run id, the launch's details for its status) -> anything.
@@ -197,30 +198,19 @@ def run_one(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exceptio
 
 
 def _record_failure(run: RunJob, failure: records.RunError) -> None:
-    status = records.read_status(run.run_dir)
-    if status.state in records.FINAL:
-        return
     try:
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        failed = dataclasses.replace(status, state=records.FAILED, finished_at=records.now(), error=failure)
-        records.save_status(run.run_dir, failed)
+        lifecycle.fail_unless_final(run.run_dir, failure)
     except OSError as error:
         raise unrecordable(run, error) from error
 
 
 def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> int:
-    """Record runs not started as pending again, interrupted (by `kind`, for `reason`); how many. A run done by an
-    earlier start of the job (a requeue) is kept done."""
-    interrupted = {"type": kind, "at": records.now(), **({"reason": reason} if reason else {})}
-    left = 0
-    for run in runs:
-        run.run_dir.mkdir(parents=True, exist_ok=True)
-        status = records.read_status(run.run_dir, move_aside=True)
-        if status.state == records.DONE:
-            continue
-        records.write_status(run.run_dir, records.PENDING, interrupted=interrupted, attempts=status.history())
-        left += 1
-    return left
+    """Record runs not started as pending again, interrupted by `kind` for `reason`.
+
+    Returns:
+        How many were left pending: a run done by an earlier start of the job stays done.
+    """
+    return sum(lifecycle.leave_pending(run.run_dir, kind, reason) is not None for run in runs)
 
 
 def again_after_timeout(run: RunJob, status: records.Status | None = None) -> bool:
@@ -252,17 +242,18 @@ def _ended_before(what: str, log: Path | str | None, before: str, how: str = "")
 def lost(
     run_dir: Path, what: str, log: Path | str | None, kind: str = "LostRun", how: str = "", **fields: Any
 ) -> records.Status:
-    """The status of a run whose process ended without its final records (`what` ended, `how` where that is known):
-    failed as `kind` (LostRun; RunTimeout where it was killed past its limit), keeping its log's last lines."""
-    run_dir.mkdir(exist_ok=True)
+    """Record a run whose process ended without its final records as failed.
+
+    Args:
+        what: what ended (a job, a process).
+        kind: LostRun, or RunTimeout where it was killed past its limit.
+        how: how it ended, where that is known.
+
+    Returns:
+        The status written, which keeps its log's last lines.
+    """
     message, tail = _ended_before(what, log, "finished", how)
-    return dataclasses.replace(
-        records.read_status(run_dir, move_aside=True),
-        state=records.FAILED,
-        finished_at=records.now(),
-        error=records.RunError(kind, message, tail),
-        **fields,
-    )
+    return lifecycle.lose(run_dir, records.RunError(kind, message, tail), **fields)
 
 
 def never_started(run: RunJob, what: str, log: Path | str | None) -> records.Status:

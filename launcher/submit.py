@@ -127,12 +127,13 @@ def _job_ended(run: RunJob, job: submitit.Job, status: Status) -> Status:
     try:
         if status.state == PENDING:
             return never_started(run, what, log)
-        lost_status = lost(run.run_dir, what, log, job_id=job.job_id)
-        return records.save_status(run.run_dir, lost_status)
+        return lost(run.run_dir, what, log, job_id=job.job_id)
     except records.RecordWriteError as error:
         warn(f"run {run.spec.name} ended with {what}, but that cannot be recorded: {error}")
-        ended = {"type": "JobEnded", "at": records.now(), "reason": f"{what} ended"}
-        return dataclasses.replace(status, interrupted=ended) if status.state == PENDING else lost_status
+        if status.state == PENDING:
+            ended = {"type": "JobEnded", "at": records.now(), "reason": f"{what} ended"}
+            return dataclasses.replace(status, interrupted=ended)
+        return dataclasses.replace(status, state=records.FAILED, error=records.RunError("LostRun", f"{what} ended"))
 
 
 def warn(message: str) -> None:

@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from perfsweep import records
 from perfsweep.conf.schema import Config
-from perfsweep.records import PENDING
+from perfsweep.records import lifecycle
 from perfsweep.sweeps.compose import CONF_DIR
 from perfsweep.sweeps.plan import Plan, PlanError, unreadable_overrides
 from perfsweep.sweeps.spec import RunSpec
@@ -55,11 +55,8 @@ def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
     """
     records.write_planned(plan.sweep_dir, {spec.name: spec.record_line() for spec in specs})
     root = plan.sweep_dir.resolve()
-    for spec in specs:  # a run submitted again: its last status (failed, lost) is now history, not its state
-        folder = root / spec.name
-        if (folder / records.STATUS).exists():
-            history = records.read_status(folder, move_aside=True).history()
-            records.write_status(folder, PENDING, resubmitted_at=records.now(), attempts=history)
+    for spec in specs:
+        lifecycle.resubmit(root / spec.name)
 
 
 def tracker_id(manifest: dict, spec: RunSpec) -> str:

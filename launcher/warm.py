@@ -265,9 +265,8 @@ def _ended(child: Child, pid: int, wait_status: int) -> str:
         how = f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     else:
         how = f"exit status {os.waitstatus_to_exitcode(wait_status)}"
-    lost_status = lost(run.run_dir, f"the run's process {pid}", child.log, kind=kind, how=how)
     try:
-        records.save_status(run.run_dir, lost_status)
+        lost(run.run_dir, f"the run's process {pid}", child.log, kind=kind, how=how)
     except records.RecordWriteError as error:
         raise unrecordable(run, error) from error
     return records.FAILED

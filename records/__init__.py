@@ -8,7 +8,7 @@
     <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
     <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
-    <sweep_dir>/<run>/status.json      pending | running | done | failed (+ error, traceback, attempts)
+    <sweep_dir>/<run>/status.json      pending | running | done | failed (written by lifecycle.py only)
     <any record>.corrupt-<time>        a record that could not be read, moved aside by a launch or its run
     <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
 
@@ -61,8 +61,6 @@ from perfsweep.records.status import (
     RunError,
     Status,
     read_status,
-    save_status,
-    write_status,
 )
 from perfsweep.records.sweep import (
     planned_runs,
@@ -82,6 +80,6 @@ __all__ = [
     "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",
-    "read_status", "save_status", "write_status",
+    "read_status",
     "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

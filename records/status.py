@@ -6,7 +6,7 @@ from typing import Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic validates typing's TypedDict only from Python 3.12
 
-from perfsweep.records.files import STATUS, Unreadable, declare, known_fields, now, quarantine, read_record, write_json
+from perfsweep.records.files import STATUS, Unreadable, declare, known_fields, quarantine, read_record
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
@@ -113,18 +113,6 @@ class Status:
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Status))
 declare(STATUS, "status", Status)
-
-
-def write_status(run_dir: Path, state: str, **details: Any) -> Status:
-    """Write the run's state (and details: the fields of Status); returns what was written."""
-    return save_status(run_dir, Status(state=state, **details))
-
-
-def save_status(run_dir: Path, status: Status) -> Status:
-    """Write `status`, stamped with the time now."""
-    status = dataclasses.replace(status, updated_at=now())
-    write_json(Path(run_dir) / STATUS, status.to_json())
-    return status
 
 
 def read_status(run_dir: Path, move_aside: bool = False) -> Status:

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from perfsweep import records
+from perfsweep.records import lifecycle
 
 ROOT = Path(__file__).resolve().parent.parent
 # is_available() by NVML, as a forking job asks it: the CUDA runtime's check would leave this process unable to fork
@@ -78,7 +79,7 @@ def write_model_run(sweep_dir, sweep, model, memory_format, samples_per_s, batch
     medians = {"data_ms": 0.0, "forward_ms": median, "step_ms": median}
     summary = {"phases": ["data", "forward"], "median_ms": medians, "workload": "infer_step"}
     records.write_json(sweep_dir / name / records.SUMMARY, summary)
-    records.write_status(sweep_dir / name, "done")
+    lifecycle.finish(sweep_dir / name)
 
 
 # Two runs that pass every plan check; the in_chans=4 one raises when it runs (torchvision takes 3 channels).

@@ -10,7 +10,7 @@ from perfsweep.analysis import summary
 from perfsweep.analysis.render import text
 from perfsweep.analysis.table import table_view, view
 from perfsweep.launch import main as analysis_cli
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 
 
 def rows(runs):
@@ -67,9 +67,9 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
             rows.append({f"{p}_ms": step_ms / 4 * jitter for p in phases} | {"step_ms": step_ms * jitter})
             rows[-1] |= {"warmup": False, "step": i}
         records.write_steps(run_dir / records.STEPS, rows)
-        records.write_status(run_dir, "done")
+        lifecycle.finish(run_dir)
     else:
-        records.write_status(run_dir, "failed", error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
+        lifecycle.fail(run_dir, error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from perfsweep.launcher.executor import process_start
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import RunJob, Runner
 from perfsweep.launcher.status import run_states
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 from perfsweep.records.lock import LOCK, sweep_lock
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.build import DEFAULT_THREADS, allotted_cpus
@@ -313,14 +313,14 @@ def test_command_output_that_is_not_utf8_is_read_with_replacement():
 
 def test_a_failed_attempt_keeps_its_message_and_traceback_when_the_run_starts_again(tmp_path):
     failure = records.RunError("LostRun", "job 7 ended before the run finished", "log line 1\nlog line 2")
-    records.write_status(tmp_path, "failed", started_at="2026-01-01T00:00:00+00:00", job_id="7", error=failure)
+    lifecycle.fail(tmp_path, started_at="2026-01-01T00:00:00+00:00", job_id="7", error=failure)
     (attempt,) = records.read_status(tmp_path).history()
     assert attempt["error"] == "LostRun" and attempt["message"] == failure.message
     assert attempt["traceback"] == failure.traceback and attempt["job_id"] == "7"
 
 
 def test_a_write_that_fails_leaves_the_old_record_and_no_temporary_file(tmp_path, monkeypatch):
-    records.write_status(tmp_path, "running")
+    lifecycle.start(tmp_path)
     before = (tmp_path / records.STATUS).read_text()
 
     def full(*args):  # stands in for a full disk at the rename
@@ -328,7 +328,7 @@ def test_a_write_that_fails_leaves_the_old_record_and_no_temporary_file(tmp_path
 
     monkeypatch.setattr(os, "replace", full)
     with pytest.raises(OSError, match="No space left"):
-        records.write_status(tmp_path, "done")
+        lifecycle.finish(tmp_path)
     assert (tmp_path / records.STATUS).read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [records.STATUS]
 
@@ -445,7 +445,7 @@ def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
     """A local job's id is its pid; this test's own process stands in for the process that got it later."""
     records.write_json(tmp_path / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
     (tmp_path / "r").mkdir()
-    records.write_status(tmp_path / "r", "running")
+    lifecycle.start(tmp_path / "r")
     me = {"job_id": str(os.getpid()), "launcher": "local", "log": "-"}
     for started, state in ((process_start(os.getpid()), "running"), ("1", "lost")):
         records.write_json(tmp_path / records.JOBS, {"r": {**me, "process_start": started}})

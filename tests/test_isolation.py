@@ -12,7 +12,7 @@ import torch
 from perfsweep import records
 from perfsweep.launcher.runs import RunJob, Runner, cpu_shares
 from perfsweep.launcher.warm import fork_hazard, fork_runs
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from tests.helpers import ROOT, launch_here
 from tests.test_faults import FAST
@@ -75,7 +75,7 @@ def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch
 
 def _done(spec, run_dir, tracker_id, launch):
     run_dir.mkdir(parents=True, exist_ok=True)
-    records.write_status(run_dir, "done", pid=os.getpid())
+    lifecycle.finish(run_dir, pid=os.getpid())
 
 
 def _never(*args):
@@ -116,10 +116,10 @@ def test_a_job_that_asked_for_cuda_forks_runs_that_use_it_or_refuses(tmp_path, n
 def _killed_first(spec, run_dir, tracker_id, launch):
     """The first run's process dies as the OOM killer would end it; the others finish."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    records.write_status(run_dir, "running", pid=os.getpid())
+    lifecycle.start(run_dir, pid=os.getpid())
     if spec.config.seed == 0:
         os.kill(os.getpid(), signal.SIGKILL)
-    records.write_status(run_dir, "done", pid=os.getpid())
+    lifecycle.finish(run_dir, pid=os.getpid())
 
 
 def test_a_killed_child_is_recorded_lost_and_the_next_run_still_runs(tmp_path):

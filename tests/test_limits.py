@@ -13,7 +13,7 @@ from perfsweep.launcher import sweepdir, warm
 from perfsweep.launcher.runs import RunJob, Runner, run_one
 from perfsweep.launcher.status import render, run_states
 from perfsweep.launcher.warm import fork_runs
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import run as train_run
 from tests import golden
@@ -72,7 +72,7 @@ def _deaf(spec, run_dir, tracker_id, launch):
     """A run that cannot be stopped by its own limit, as one stuck in a C call: its alarm goes unheard."""
     signal.signal(signal.SIGALRM, signal.SIG_IGN)
     run_dir.mkdir(parents=True, exist_ok=True)
-    records.write_status(run_dir, "running", pid=os.getpid())
+    lifecycle.start(run_dir, pid=os.getpid())
     time.sleep(60)
 
 
@@ -162,7 +162,7 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
     records.record_jobs(plan.sweep_dir, {spec.name: job for spec in plan.runs})
     started, never = plan.runs
     (plan.sweep_dir / started.name).mkdir()
-    records.write_status(plan.sweep_dir / started.name, "running", started_at=records.now(), job_id=job["job_id"])
+    lifecycle.start(plan.sweep_dir / started.name, started_at=records.now(), job_id=job["job_id"])
     states = {row.run: row.state for row in run_states(plan.sweep_dir)}
     assert states == {started.name: "lost", never.name: "pending"}
     places = {tmp_path: "<tmp>", started.name: "<started run>", never.name: "<run never started>", JOB: "job <job>"}

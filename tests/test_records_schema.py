@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfsweep import records
+from perfsweep.records import lifecycle
 from tests.helpers import launch_here
 from tests.test_analysis import write_run
 
@@ -59,7 +60,7 @@ def write_sweep(folder):
         records.write_json(folder / name / records.ENV, ENV)
         earlier = {"state": "failed", "started_at": records.now(), "error": "LostRun", "message": "job 1 ended"}
         timing = {"startup_s": 0.4, "warmup_s": 1.0, "window_s": 3.2, "records_s": 0.2}
-        records.write_status(folder / name, "done", job_id=f"DEBUG_{name}", pid=8012, attempts=[earlier], timing=timing)
+        lifecycle.finish(folder / name, job_id=f"DEBUG_{name}", pid=8012, attempts=[earlier], timing=timing)
     planned = {name: records.read_json(folder / name / records.CONFIG) for name in ("a", "b")}
     records.write_planned(folder, {name: records.json_line(row) for name, row in planned.items()})
     runs = {name: row["run_id"] for name, row in planned.items()}

@@ -7,6 +7,7 @@ from perfsweep import records
 from perfsweep.analysis import compare, groups, plots, stats, summary
 from perfsweep.analysis.__main__ import main as analysis_main
 from perfsweep.analysis.render import text
+from perfsweep.records import lifecycle
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
@@ -101,7 +102,7 @@ def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200, 
                 "loss_last": loss,
             },
         )
-        records.write_status(folder, "done")
+        lifecycle.finish(folder)
     return root / name
 
 

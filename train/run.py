@@ -20,7 +20,7 @@ import torch
 from perfsweep import records
 from perfsweep.conf.schema import RunConf
 from perfsweep.conf.targets import modules_of, targets_of
-from perfsweep.records import Summary
+from perfsweep.records import Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, dist, targets
 from perfsweep.train.build import configure_backends, resolve_device
@@ -249,12 +249,9 @@ def across_ranks(
 
 def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
     """Record the run running; what every later status of it repeats (how it was launched, its earlier attempts)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    history = records.read_status(run_dir, move_aside=True).history()
     launch = {k: v for k, v in launch.items() if k != "ready_since"}
-    launch |= {"tracker_id": tracker_id, "attempts": history, "started_at": records.now()}
-    records.write_status(run_dir, records.RUNNING, **launch)
-    return launch
+    status = lifecycle.start(run_dir, tracker_id=tracker_id, **launch)
+    return launch | {"tracker_id": tracker_id, "attempts": status.attempts, "started_at": status.started_at}
 
 
 def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
@@ -309,16 +306,13 @@ def write(run_dir: Path, warmup: list[dict], measured: list[dict], summary: Summ
 
 def done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float]) -> str:
     """Record the run done, with where its time went; when it finished."""
-    finished = records.now()
-    records.write_status(run_dir, records.DONE, finished_at=finished, timing=timing, **launch)
-    return finished
+    return lifecycle.finish(run_dir, timing=timing, **launch).finished_at
 
 
 def interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
     """Record the run pending again: cancelled, preempted or requeued, it will run again."""
     outcome_known()
-    how = {"type": type(error).__name__, "at": records.now()}
-    records.write_status(run_dir, records.PENDING, interrupted=how, **launch)
+    lifecycle.stop(run_dir, type(error).__name__, **launch)
 
 
 def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
@@ -335,12 +329,11 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
         failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code), known)
     else:
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known)
-    finished = records.now()
-    records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, **launch)
+    finished = lifecycle.fail(run_dir, failure, **launch).finished_at
     message = {"error": failure.type, "error_message": failure.message[:1000]}
     warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], message, failed=True)
     if warnings:
-        records.write_status(run_dir, records.FAILED, finished_at=finished, error=failure, warnings=warnings, **launch)
+        lifecycle.fail(run_dir, failure, finished_at=finished, warnings=warnings, **launch)
 
 
 def tracked(
@@ -359,4 +352,4 @@ def tracked(
     warnings = track(spec.config.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
     if spec.config.tracker.mode != "disabled":
         timing = {**timing, "wandb_s": time.time() - tracking}
-        records.write_status(run_dir, records.DONE, finished_at=finished, warnings=warnings, timing=timing, **launch)
+        lifecycle.finish(run_dir, finished_at=finished, warnings=warnings, timing=timing, **launch)

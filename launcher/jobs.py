@@ -22,7 +22,8 @@ from typing import Any
 import submitit
 
 from perfsweep import records
-from perfsweep.launcher.runs import Place, RunJob, Runner, again_after_timeout, leave_pending, run_one
+from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, leave_pending, execute_run
+from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
 
 
@@ -107,10 +108,10 @@ class RunPack(submitit.helpers.Checkpointable):
             if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
                 states[name] = records.DONE
                 continue
-            error = run_one(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+            error = execute_run(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
             self.last_run_ended = time.time()
             while error and again_after_timeout(run):
-                error = run_one(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+                error = execute_run(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
                 self.last_run_ended = time.time()
             states[name] = records.FAILED if error else records.DONE
             if error and sticky_cuda_error(error) and runs[index + 1 :]:

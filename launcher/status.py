@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from perfsweep import records
-from perfsweep.launcher.executor import BACKENDS, SchedulerUnavailable
+from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 
 

@@ -9,7 +9,6 @@ poll for all jobs) only which jobs are still alive, to catch a job that died wit
 import collections
 import contextlib
 import dataclasses
-import itertools
 import os
 import shlex
 import sys
@@ -19,29 +18,18 @@ from pathlib import Path
 import submitit
 
 from perfsweep import records
-from perfsweep.conf.schema import LauncherConf
 from perfsweep.conf.targets import modules_of
 from perfsweep.launcher import sweepdir
-from perfsweep.launcher.executor import (
-    BACKENDS,
-    SchedulerUnavailable,
-    cluster_max_array_size,
-    isolation,
-    make_executor,
-    pinned_gpus,
-    process_start,
-    ranks_parameters,
-)
-from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
+from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
-from perfsweep.launcher.runs import NOWHERE, Place, RunJob, Runner, Slots, again_after_timeout, lost, never_started
+from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, lost, never_started
+from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.status import in_flight
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from perfsweep.records.lock import sweep_lock
 from perfsweep.sweeps.plan import Plan
-
-POLL_S = {True: 0.5, False: 5.0}  # on this host / through a scheduler (sparing its controller), unless configured
 
 
 @dataclasses.dataclass
@@ -58,47 +46,6 @@ class Outcome:
     @property
     def failed(self) -> list[str]:
         return [name for name, state in self.states.items() if state != DONE]
-
-
-def chunks_by(items: list, size: int, kind) -> list[tuple[int, list]]:
-    """Chunks of up to `size` consecutive items of one kind (a job runs one Python, with one shape of tasks), each
-    with its index."""
-    chunks, start = [], 0
-    for _, same in itertools.groupby(items, key=kind):
-        group = list(same)
-        chunks += [(start + i, group[i : i + size]) for i in range(0, len(group), size)]
-        start += len(group)
-    return chunks
-
-
-def job_kind(run: RunJob) -> tuple[str | None, int | None, bool]:
-    """What a job must be to run `run`: its environment's Python, and for a run whose ranks are its tasks, their
-    number a node and whether they are on GPUs (a GPU each)."""
-    return run.python, run.ranks_per_node, run.ranks_per_node is not None and run.spec.config.device != "cpu"
-
-
-def by_kind(packs: list[list[RunJob]]) -> list[list[RunJob]]:
-    """The packs with those of one kind together, in their order, the kinds in the order they first come: an
-    array for each kind, not one each time an interleaved sweep changes kind."""
-    kinds = {}
-    for pack in packs:
-        kinds.setdefault(job_kind(pack[0]), []).append(pack)
-    return [pack for same in kinds.values() for pack in same]
-
-
-def packs_of(runs: list[RunJob], size: int) -> list[list[RunJob]]:
-    """Packs of up to `size` consecutive runs of one kind. A run whose ranks are its job's tasks has its job to
-    itself: the tasks must enter each run's collectives together, and a run that failed on one of them before its
-    first would leave the others waiting for it in the next run's."""
-    packs = []
-    for _, pack in chunks_by(runs, size, job_kind):
-        packs += [[run] for run in pack] if pack[0].ranks_per_node else [pack]
-    return packs
-
-
-def max_array_size(configured: int | None) -> int:
-    """The most tasks one array may hold: the config's, else the cluster's MaxArraySize (ids run 0..max-1)."""
-    return configured or cluster_max_array_size()
 
 
 class SubmissionFailed(RuntimeError):
@@ -143,35 +90,24 @@ def warn(message: str) -> None:
 class Dispatcher:
     """Submits packs (all at once, or as `slots` allow on this host) and reports each run's end."""
 
-    def __init__(
-        self,
-        sweep_dir: Path,
-        executor: submitit.Executor,
-        conf: LauncherConf,
-        pack: RunPack,
-        progress: Progress,
-        slots: Slots,
-    ):
-        self.sweep_dir, self.executor, self.conf, self.backend_name = sweep_dir, executor, conf, conf.name
-        self.backend, self.pack, self.progress = BACKENDS[conf.name], pack, progress
+    def __init__(self, sweep_dir: Path, backend: Backend, executor: submitit.Executor, pack, progress: Progress):
+        self.sweep_dir, self.backend, self.executor = sweep_dir, backend, executor
+        self.pack, self.progress = pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
-        self.slots, self.place_of = slots, {}  # room for another job on this host; where each job was put
+        self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
 
     def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
         """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given a
         `place` sees its GPU alone (CUDA_VISIBLE_DEVICES) and runs on its CPUs. SubmissionFailed if the scheduler
         refuses one."""
-        if place.gpu is not None:
-            self.executor.update_parameters(visible_gpus=(place.gpu,), gpus_per_node=1)
+        self.backend.place(self.executor, place)
         placed = self.pack.on_cpus(place.cpus)
         submitted: list[str] = []
-        for start, part in chunks_by(packs, chunk, lambda pack: job_kind(pack[0])):
-            # an array's jobs start one Python, that of its runs' environment, and have one shape of tasks
-            python, ranks_per_node, on_gpus = job_kind(part[0][0])
-            self.executor.python = shlex.quote(python or sys.executable)
-            if not self.backend.on_this_host:
-                self.executor.update_parameters(**ranks_parameters(self.conf, ranks_per_node, on_gpus))
+        for start, part in chunks_by(packs, chunk, lambda pack: JobShape.of(pack[0])):
+            shape = JobShape.of(part[0][0])  # an array's jobs start one Python and have one shape of tasks
+            self.executor.python = shlex.quote(shape.python or sys.executable)
+            self.backend.shape(self.executor, shape)
             try:
                 jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
@@ -194,16 +130,14 @@ class Dispatcher:
             self.place_of[job.job_id] = place
         queued = {
             "submitted_at": records.now(),
-            "launcher": self.backend_name,
+            "launcher": self.backend.conf.name,
             **({"gpu": place.gpu} if place.gpu is not None else {}),
             **({"cpus": list(place.cpus)} if place.cpus is not None else {}),
         }
         entries = {}
         for job, pack in jobs:
-            # a local job's id is its pid: its start tells it from a later process given the same pid
-            start = process_start(int(job.job_id)) if self.backend_name == "local" else None
-            entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued}
-            entries |= {run.spec.name: {**entry, **({"process_start": start} if start else {})} for run in pack}
+            entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued, **self.backend.job_entry(job)}
+            entries |= {run.spec.name: entry for run in pack}
         try:
             records.record_jobs(self.sweep_dir, entries)
         except records.RecordWriteError as error:
@@ -240,10 +174,15 @@ class Dispatcher:
                 del self.active[job_id]
                 self.slots.release(self.place_of.pop(job_id, NOWHERE))
 
+    def start_all(self, queue: collections.deque, max_array_size: int) -> list[str]:
+        """Submit every pack of `queue` at once, as arrays; the job ids."""
+        packs, _ = list(queue), queue.clear()
+        return self.submit(by_shape(packs), max_array_size) if packs else []
+
     def run(self, queue: collections.deque, poll_s: float) -> None:
-        """Until every pack has ended: keep packs going as the slots allow (this host only), poll, report."""
+        """Until every pack has ended: keep packs going as the slots allow, poll, report."""
         while queue or self.active:
-            while self.backend.on_this_host and queue and self.slots.open(len(self.active)):
+            while queue and self.slots.open(len(self.active)):
                 self.submit([queue.popleft()], chunk=1, place=self.slots.take())
             self.poll()
             self.progress.tick()
@@ -307,7 +246,7 @@ def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -
 
 def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]) -> Outcome:
     conf = plan.settings.launcher
-    backend = BACKENDS[conf.name]
+    backend = backend_for(conf)
     sweep_dir = plan.sweep_dir.resolve()
     repaired = records.repair(sweep_dir)
     manifest = sweepdir.open_sweep(plan, argv)
@@ -316,52 +255,36 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     for line in repaired:
         print(f"perfsweep: {line}", file=sys.stderr)
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
-    # On this host each run has its time limit; on Slurm the cluster limits each job
-    limit_s, retries = (conf.timeout_min * 60, conf.timeout_retries) if backend.on_this_host else (None, 0)
-    at_once = 1 if conf.name == "debug" else conf.parallelism  # launcher=debug runs one at a time, in its process
     code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
     measured_elsewhere(sweep_dir, skipped, code.modules)
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
+    limit_s, retries = backend.run_limit()
     runs = [
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         RunJob(
             spec,
             sweep_dir / spec.name,
             sweepdir.tracker_id(manifest, spec),
-            at_once,
+            backend.at_once(),
             limit_s,
             retries,
             pythons.get(spec.name),
-            spec.config.dist.world_size if spec.config.dist.name != "none" and not backend.on_this_host else None,
+            backend.ranks_per_node(spec.config),
             code.modules,
         )
         for spec in todo
     ]
     sweepdir.mark_pending(plan, todo)
-    executor = make_executor(conf, sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    gpus = pinned_gpus(conf) if conf.name == "local" else []
-    mode = isolation(conf)
-    warm = conf.name == "local" and mode == "fork"  # one warm job forks every run, each pinned to a free GPU
-    pack = RunPack(runner, mode, conf.parallelism if warm else 1, tuple(gpus) if warm else ())
-    # a warm job forks its runs in parallel; local jobs at once share this host's CPUs
-    slots = Slots(1 if warm else conf.parallelism, [] if warm else gpus, share_cpus=conf.name == "local")
-    dispatcher = Dispatcher(sweep_dir, executor, conf, pack, Progress(len(runs)), slots)
-    # a warm job per environment's block of runs (one in all without an environment axis)
-    queue = collections.deque(packs_of(runs, len(runs) if warm else conf.runs_per_job))
-    wait = conf.wait if conf.wait is not None else backend.on_this_host
+    executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
+    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), Progress(len(runs)))
+    queue = collections.deque(packs_of(runs, backend.runs_per_job(len(runs))))
     with in_snapshot(code.folder):
-        job_ids = (
-            []
-            if backend.on_this_host or not queue
-            else dispatcher.submit(by_kind(list(queue)), max_array_size(conf.max_array_size))
-        )
-        if not backend.on_this_host:
-            queue.clear()
-        if wait:
+        job_ids = [] if backend.on_this_host else dispatcher.start_all(queue, backend.max_array_size())
+        if backend.waits():
             try:
-                dispatcher.run(queue, conf.poll_s or POLL_S[backend.on_this_host])
+                dispatcher.run(queue, conf.poll_s or backend.poll_s)
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()
-    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=wait)
+    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits())

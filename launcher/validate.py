@@ -10,14 +10,9 @@ from pathlib import Path
 
 from perfsweep.conf.schema import LauncherConf, RunConf
 from perfsweep.conf.tracking import tracker_problems
-from perfsweep.launcher.executor import (
-    BACKENDS,
-    UNLIMITED_MIN,
-    cluster_max_array_size,
-    isolation,
-    local_gpus,
-    pinned_gpus,
-)
+from perfsweep.launcher.backends import BACKENDS, isolation
+from perfsweep.launcher.backends.local import UNLIMITED_MIN, local_gpus, pinned_gpus
+from perfsweep.launcher.backends.slurm import cluster_max_array_size
 from perfsweep.sweeps.plan import Plan
 
 # What is wrong with one run's config (train.checks.problems, handed over by launch.py); the device is checked

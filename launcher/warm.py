@@ -4,7 +4,7 @@ every run still gets a process of its own.
 The job imports what runs need (warm_up of Runner.imports: torch, timm, W&B...) without touching a
 device, starting thread pools or opening a W&B run, then forks a child per run: `parallelism` at a time,
 each pinned to a free GPU of `gpus` through CUDA_VISIBLE_DEVICES (set in the child, before it initialises
-CUDA) and, with more than one at a time, to its share of the job's CPUs (launcher.runs.cpu_shares). A child
+CUDA) and, with more than one at a time, to its share of the job's CPUs (launcher/slots.py). A child
 has its own CUDA context, allocator, cuDNN autotuning, compile caches and RNG (the run seeds it); it sets its
 own threads (as many as its CPUs). Before each fork the job checks, rather than assumes, that nothing it holds
 would leak into the child (fork_hazard: CUDA or its driver initialised). A child that dies (a signal, the OOM
@@ -33,17 +33,16 @@ from perfsweep import records
 from perfsweep.launcher.runs import (
     GRACE_S,
     TIMEOUT,
-    Place,
     RunJob,
     Runner,
-    Slots,
     again_after_timeout,
-    interrupt_once,
+    ignore_later_interrupts,
     leave_pending,
     lost,
-    run_one,
+    execute_run,
     unrecordable,
 )
+from perfsweep.launcher.slots import Place, Slots
 
 POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
 
@@ -113,11 +112,11 @@ def fork_runs(
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
-    signal.signal(signal.SIGINT, interrupt_once)
+    signal.signal(signal.SIGINT, ignore_later_interrupts)
     _pass_preemption_on(children)
     try:
         warm_up(runner.imports([run.spec for run in runs]))  # after the handlers: Ctrl-C here leaves runs pending
-        signal.signal(signal.SIGINT, interrupt_once)  # again: an import may have put in its own
+        signal.signal(signal.SIGINT, ignore_later_interrupts)  # again: an import may have put in its own
         while queue or children:
             while queue and slots.open(len(children)):
                 run = queue.popleft()
@@ -238,7 +237,7 @@ def _child(runner: Runner, run: RunJob, place: Place, log: Path | None, info: di
         signal.signal(signal.SIGUSR2, _stop_the_run)  # the job requeues itself; the run stops to start over
         place.enter()
         mine = {**info, "pid": os.getpid(), "log": str(log) if log else info.get("log")}
-        code = 0 if run_one(runner.execute, run, mine) is None else 1
+        code = 0 if execute_run(runner.execute, run, mine) is None else 1
     except SystemExit as stop:  # its records cannot be written: the reason, as its log's last line
         print(stop.code, file=sys.stderr)
     except KeyboardInterrupt:  # the run recorded itself pending

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep.conf.schema import Config, LauncherName, MemoryFormat
-from perfsweep.launcher.executor import BACKENDS
+from perfsweep.launcher.backends import BACKENDS
 from perfsweep.sweeps.compose import CONF_DIR
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train import fastai_parts

@@ -20,7 +20,7 @@ from perfsweep import records
 from perfsweep.analysis.compare import compare
 from perfsweep.analysis.render import text
 from perfsweep.analysis.table import view
-from perfsweep.launcher.executor import process_start
+from perfsweep.launcher.backends.local import process_start
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import RunJob, Runner
 from perfsweep.launcher.status import run_states

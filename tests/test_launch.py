@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records
-from perfsweep.launcher.runs import cpu_shares
+from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
 from tests import golden

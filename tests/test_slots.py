@@ -1,9 +1,9 @@
-"""launcher.runs.Slots: what may start next on this host, and where, for the warm job's forks and the launcher's
+"""launcher.slots.Slots: what may start next on this host, and where, for the warm job's forks and the launcher's
 jobs alike."""
 
 import os
 
-from perfsweep.launcher.runs import Place, Slots, cpu_shares
+from perfsweep.launcher.slots import Place, Slots, cpu_shares
 from perfsweep.train.build import allotted_cpus
 
 

@@ -14,9 +14,9 @@ from submitit.slurm.slurm import _make_sbatch_string
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher import executor, validate
-from perfsweep.launcher.executor import ranks_parameters, slurm_parameters
+from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
+from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.runs import RunJob
-from perfsweep.launcher.submit import by_kind, packs_of
 from perfsweep.launcher.validate import launcher_problems, ranks_problems
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
@@ -469,7 +469,7 @@ def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):
     assert len(by_dist[None]) == len(by_dist[2]) == 4
     assert [len(pack) for pack in packs] == [4, 1, 1, 1, 1], "one-process runs share jobs; one across ranks has one"
     interleaved = [pack for pair in zip(by_dist[None], by_dist[2], strict=True) for pack in ([pair[0]], [pair[1]])]
-    assert [pack[0].ranks_per_node for pack in by_kind(interleaved)] == [None] * 4 + [2] * 4, "an array a kind"
+    assert [pack[0].ranks_per_node for pack in by_shape(interleaved)] == [None] * 4 + [2] * 4, "an array a kind"
     conf = LauncherConf(name="slurm", nodes=2, gpus_per_node=8, srun_args=["--cpu-bind=cores"])
     shaped = _make_sbatch_string(
         command="python -m submitit.core._submit X",

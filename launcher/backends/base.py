@@ -1,0 +1,92 @@
+"""What every backend does for a launch: make jobs, shape them, and say which are alive.
+
+A backend is where a sweep's jobs run: this host (forked from a warm job, or one process per job),
+the launcher's own process (debug), or a Slurm cluster.
+The dispatcher (launcher/submit.py) calls only the methods here.
+Each backend is a sibling module, in the shape of submitit's own executors.
+"""
+
+import dataclasses
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import submitit
+
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.slots import Place, Slots
+
+
+class SchedulerUnavailable(RuntimeError):
+    """The scheduler did not answer: which jobs are alive is unknown, not none."""
+
+
+class JobShape(NamedTuple):
+    """What a job must be to run a run: its Python, and its ranks as tasks."""
+
+    python: str | None  # the run's environment's Python; None: the launcher's own
+    ranks_per_node: int | None  # a run whose ranks are its job's tasks: this many a node
+    on_gpus: bool  # those ranks are on GPUs, a GPU each
+
+    @classmethod
+    def of(cls, run: RunJob) -> "JobShape":
+        return cls(run.python, run.ranks_per_node, run.ranks_per_node is not None and run.spec.config.device != "cpu")
+
+
+@dataclasses.dataclass
+class Backend:
+    """One place for a sweep's jobs. Subclasses override what differs from running on this host."""
+
+    conf: LauncherConf
+    on_this_host = True  # no scheduler: perfsweep keeps `parallelism` jobs going itself
+    poll_s = 0.5  # how often the launcher reads its runs' records, unless configured
+
+    def executor(self, folder: Path, job_name: str) -> submitit.Executor:
+        raise NotImplementedError
+
+    def pack(self, runner: Runner) -> RunPack:
+        """What a job executes: its runs, one after another in its own process."""
+        return RunPack(runner)
+
+    def slots(self) -> Slots:
+        """Room on this host for jobs at once."""
+        return Slots(self.conf.parallelism)
+
+    def runs_per_job(self, runs: int) -> int:
+        return self.conf.runs_per_job
+
+    def at_once(self) -> int:
+        """How many runs run at once, as each run records it."""
+        return self.conf.parallelism
+
+    def run_limit(self) -> tuple[float | None, int]:
+        """A run's own time limit in seconds, and how often it runs again after reaching it."""
+        return self.conf.timeout_min * 60, self.conf.timeout_retries
+
+    def ranks_per_node(self, run_config: Any) -> int | None:
+        """How many of a run's ranks are its job's tasks on a node; None: the run starts its ranks itself."""
+        return None
+
+    def shape(self, executor: submitit.Executor, shape: JobShape) -> None:
+        """Set the executor's parameters for jobs of `shape`."""
+
+    def place(self, executor: submitit.Executor, place: Place) -> None:
+        """Set the executor's parameters for a job put at `place` on this host."""
+
+    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
+        """What jobs.json keeps of a job beside its id and log."""
+        return {}
+
+    def waits(self) -> bool:
+        """Whether the launch follows its runs to their end."""
+        return self.conf.wait if self.conf.wait is not None else self.on_this_host
+
+    def alive(self, jobs: list[submitit.Job]) -> set[str]:
+        """Ids of the jobs that have not ended, asked by the launcher that submitted them."""
+        return {job.job_id for job in jobs if not job.done()}
+
+    @staticmethod
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+        """Ids of the jobs that have not ended, asked by anyone else (status) from jobs.json."""
+        raise NotImplementedError

@@ -1,0 +1,137 @@
+"""launcher=local: jobs on this host, each a process that submitit's local executor starts.
+
+LocalSpawn runs a job's runs one after another in the job's own process.
+LocalFork starts one warm job that forks a child per run (launcher/warm.py).
+Jobs at once each get a share of this host's CPUs, and a GPU where runs are pinned.
+A job's id is its pid; its start time tells it from a later process with the same pid.
+"""
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.backends.base import Backend
+from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.runs import GRACE_S, Runner
+from perfsweep.launcher.slots import Place, Slots
+
+
+def local_gpus() -> int:
+    import torch
+
+    return 1 if torch.cuda.is_available() else 0
+
+
+def pinned_gpus(conf: LauncherConf) -> list[int]:
+    """The GPUs local runs are pinned to, one run per GPU at a time: launcher.gpus, else this host's first GPU."""
+    if conf.gpus is not None:
+        return list(conf.gpus)
+    return [0] if conf.gpus_per_node is None and local_gpus() else []
+
+
+UNLIMITED_MIN = 60 * 24 * 365  # a local warm job's own limit: none that a sweep reaches
+START_MIN = 10  # a job's start before its first run (imports), beyond its runs' limits
+
+
+def local_job_limit_min(conf: LauncherConf, forked: bool) -> float:
+    """A local job's own time limit, a backstop: its runs have their limits (launcher.timeout_min, each from its
+    start). A warm job, which kills a run that goes past its limit itself and serves a sweep of any length, has
+    none; a job that runs its pack in its own process has room for every run of it, retries included (a run
+    stuck in a C call does not stop itself, so the job's limit ends it)."""
+    if forked:
+        return UNLIMITED_MIN
+    return conf.runs_per_job * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
+
+
+def process_start(pid: int) -> str | None:
+    """When a process started (clock ticks since boot, from /proc): a pid with another start is another process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name before ")" may hold spaces
+
+
+def pid_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """Which local jobs (their ids are process ids) still have their process: the pid is alive and, where its
+    start was recorded, started then (the system may have given a dead job's pid to another process)."""
+    alive = set()
+    for job_id, recorded in jobs.items():
+        try:
+            os.kill(int(job_id), 0)
+        except (OSError, ValueError):
+            continue
+        if recorded.get("process_start") in (None, process_start(int(job_id))):
+            alive.add(job_id)
+    return alive
+
+
+CONTROLLERS_LOG = "controllers.log"
+
+
+class LocalExecutor(submitit.LocalExecutor):
+    """submitit's local executor, but each job's controller (the process that starts and stops the job) writes its
+    own errors into the executor's folder (CONTROLLERS_LOG), not to the launcher's terminal: Ctrl-C reaches the
+    controllers too, and each would print a KeyboardInterrupt traceback from inside submitit under perfsweep's
+    message. The jobs' own output goes to their logs, as before."""
+
+    def _submit_command(self, command: str) -> submitit.local.local.LocalJob:
+        log = os.open(self.folder / CONTROLLERS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        terminal = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(log, 2)  # the controller inherits this process's stderr as it starts
+        try:
+            return super()._submit_command(command)
+        finally:
+            os.dup2(terminal, 2)
+            os.close(terminal)
+            os.close(log)
+
+
+class LocalSpawn(Backend):
+    """Jobs on this host, `parallelism` at once, each running its runs in its own process."""
+
+    forked = False
+
+    def executor(self, folder: Path, job_name: str) -> submitit.Executor:
+        # A local job is never requeued when its backstop limit ends it: its runs have their own limits.
+        executor = LocalExecutor(folder=folder, max_num_timeout=0)
+        # submitit's LocalExecutor sets CUDA_VISIBLE_DEVICES to the first `gpus_per_node` of `visible_gpus`.
+        # 0 hides them all; `place` gives a pinned run its one GPU at each submission.
+        limit = local_job_limit_min(self.conf, self.forked)
+        executor.update_parameters(timeout_min=limit, gpus_per_node=self.conf.gpus_per_node or 0)
+        return executor
+
+    def slots(self) -> Slots:
+        return Slots(self.conf.parallelism, pinned_gpus(self.conf), share_cpus=True)
+
+    def place(self, executor: submitit.Executor, place: Place) -> None:
+        if place.gpu is not None:
+            executor.update_parameters(visible_gpus=(place.gpu,), gpus_per_node=1)
+
+    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
+        start = process_start(int(job.job_id))
+        return {"process_start": start} if start else {}
+
+    @staticmethod
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+        return pid_ids(jobs)
+
+
+class LocalFork(LocalSpawn):
+    """One warm job on this host that forks every run, `parallelism` at once, each pinned to a free GPU."""
+
+    forked = True
+
+    def pack(self, runner: Runner) -> RunPack:
+        return RunPack(runner, "fork", self.conf.parallelism, tuple(pinned_gpus(self.conf)))
+
+    def slots(self) -> Slots:
+        return Slots(1, share_cpus=True)  # the job's forks share the CPUs, not the jobs
+
+    def runs_per_job(self, runs: int) -> int:
+        return runs  # a warm job for each environment's block of runs

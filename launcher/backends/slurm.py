@@ -1,0 +1,123 @@
+"""launcher=slurm: jobs on a Slurm cluster, submitted at once as job arrays.
+
+Arrays are split below the cluster's MaxArraySize; Slurm honours `parallelism` as an array's %N.
+A run across ranks has a job to itself, a task per rank.
+Jobs outlive the launcher: `status` and `resume` follow them later.
+The launcher asks squeue once per poll, for all arrays, which jobs are alive.
+"""
+
+import math
+import shutil
+import subprocess
+import time
+from typing import Any
+
+import submitit
+
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
+
+
+def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
+    """The sbatch parameters (names as submitit's SlurmExecutor takes them); unset ones are left out."""
+    params = {
+        "job_name": job_name,
+        "time": math.ceil(conf.timeout_min),
+        "array_parallelism": conf.parallelism,
+        "gpus_per_node": conf.gpus_per_node or None,
+        "partition": conf.partition,
+        "account": conf.account,
+        "qos": conf.qos,
+        "cpus_per_task": conf.cpus_per_task,
+        "mem": f"{conf.mem_gb}GB" if conf.mem_gb else None,
+        "constraint": conf.constraint,
+        "exclusive": True if conf.exclusive else None,
+        "setup": list(conf.setup) or None,
+        "additional_parameters": dict(conf.sbatch_extra) or None,
+        "srun_args": list(conf.srun_args) or None,
+    }
+    return {key: value for key, value in params.items() if value is not None}
+
+
+def ranks_parameters(conf: LauncherConf, ranks_per_node: int | None, on_gpus: bool) -> dict[str, Any]:
+    """The sbatch parameters that shape a job: for a run across ranks a task per rank, `ranks_per_node` on each of
+    launcher.nodes nodes, and a GPU per rank where its ranks are on GPUs (the launcher gives jobs GPUs); else one
+    task, with launcher.gpus_per_node."""
+    if ranks_per_node is None:
+        return {"nodes": 1, "ntasks_per_node": 1, "gpus_per_node": conf.gpus_per_node or None}
+    gpus = ranks_per_node if on_gpus and conf.gpus_per_node else conf.gpus_per_node or None
+    return {"nodes": conf.nodes, "ntasks_per_node": ranks_per_node, "gpus_per_node": gpus}
+
+
+SQUEUE_RETRY_S = (1.0, 2.0, 4.0)  # waits between squeue attempts: a busy controller often answers the next
+
+
+def squeue_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    """Which of the job ids Slurm still has queued or running: one squeue call for all arrays (not one per
+    job), retried with backoff; SchedulerUnavailable if it keeps failing."""
+    if not jobs:
+        return set()
+    arrays = sorted({job_id.split("_")[0] for job_id in jobs})
+    for wait in (*SQUEUE_RETRY_S, None):
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(arrays)], capture_output=True, text=True)
+        if out.returncode == 0:
+            return set(out.stdout.split()) & set(jobs)
+        if "Invalid job id" in out.stderr:  # every one of them has left the queue
+            return set()
+        if wait is None:
+            tries = len(SQUEUE_RETRY_S) + 1
+            raise SchedulerUnavailable(f"squeue failed {tries} times (exit {out.returncode}: {out.stderr.strip()})")
+        time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def squeue_alive(jobs: list[submitit.Job]) -> set[str]:
+    return squeue_ids({job.job_id: {} for job in jobs})
+
+
+def cluster_max_array_size() -> int:
+    """The most tasks one Slurm array may hold (ids run 0..MaxArraySize-1); ValueError saying what is wrong."""
+    if not shutil.which("scontrol"):
+        raise ValueError(
+            "launcher=slurm reads the cluster's MaxArraySize with scontrol, which is not on PATH; set "
+            "launcher.max_array_size=N (the most tasks an array may hold)"
+        )
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "MaxArraySize" and value.strip().isdigit():
+            return int(value) - 1
+    why = out.stderr.strip() or "no MaxArraySize in its output"
+    raise ValueError(f"cannot read MaxArraySize from `scontrol show config` ({why}); set launcher.max_array_size=N")
+
+
+class Slurm(Backend):
+    """Jobs on a Slurm cluster: every array submitted at once, followed through squeue."""
+
+    on_this_host = False
+    poll_s = 5.0  # sparing the cluster's controller
+
+    def executor(self, folder, job_name: str) -> submitit.Executor:
+        executor = submitit.SlurmExecutor(folder=folder)
+        executor.update_parameters(**slurm_parameters(self.conf, job_name))
+        return executor
+
+    def run_limit(self) -> tuple[float | None, int]:
+        return None, 0  # the cluster limits each job
+
+    def ranks_per_node(self, run_config: Any) -> int | None:
+        return run_config.dist.world_size if run_config.dist.name != "none" else None
+
+    def shape(self, executor: submitit.Executor, shape: JobShape) -> None:
+        executor.update_parameters(**ranks_parameters(self.conf, shape.ranks_per_node, shape.on_gpus))
+
+    def max_array_size(self) -> int:
+        """The most tasks one array may hold: the config's, else the cluster's."""
+        return self.conf.max_array_size or cluster_max_array_size()
+
+    def alive(self, jobs: list[submitit.Job]) -> set[str]:
+        return squeue_ids({job.job_id: {} for job in jobs})
+
+    @staticmethod
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+        return squeue_ids(jobs)

@@ -1,0 +1,158 @@
+"""The dispatcher with fake jobs: what it submits, when, and what it records as they end.
+
+A fake backend stands in for submitit's executors: its jobs are objects the test ends.
+No process starts; the runs' records are real.
+"""
+
+import collections
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+
+from perfsweep import records
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.backends import Backend, SchedulerUnavailable
+from perfsweep.launcher.jobs import RunPack
+from perfsweep.launcher.packs import packs_of
+from perfsweep.launcher.progress import Progress
+from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.submit import Dispatcher
+from perfsweep.records import lifecycle
+from perfsweep.sweeps.plan import build_plan
+
+
+@dataclasses.dataclass
+class Paths:
+    stdout: Path
+    stderr: Path
+
+
+class FakeJob:
+    """A job the test ends: `finish` records its runs done; `end` leaves them as they are."""
+
+    def __init__(self, job_id: str, pack: list[RunJob], log: Path):
+        self.job_id, self.pack, self.paths, self.ended = job_id, pack, Paths(log, log), False
+        log.write_text(f"job {job_id}'s last line\n")
+
+    def finish(self) -> None:
+        for run in self.pack:
+            run.run_dir.mkdir(exist_ok=True)
+            lifecycle.finish(run.run_dir)
+        self.ended = True
+
+    def done(self) -> bool:
+        return self.ended
+
+    def cancel(self, check: bool = False) -> None:
+        self.ended = True
+
+
+class FakeExecutor:
+    def __init__(self, folder: Path):
+        self.folder, self.python, self.jobs, self.submissions = folder, "", [], []
+
+    def map_array(self, fn, packs):
+        jobs = [
+            FakeJob(str(len(self.jobs) + i), pack, self.folder / f"{len(self.jobs) + i}.log")
+            for i, pack in enumerate(packs)
+        ]
+        self.jobs += jobs
+        self.submissions.append(len(packs))
+        return jobs
+
+
+class FakeBackend(Backend):
+    """Jobs that run when the test says so: `on_poll` is called at every poll, before the alive jobs are asked."""
+
+    on_poll = staticmethod(lambda jobs: None)
+    unavailable = 0  # how many polls the scheduler does not answer
+
+    def executor(self, folder, job_name):
+        return FakeExecutor(folder)
+
+    def alive(self, jobs):
+        self.on_poll(jobs)
+        if self.unavailable:
+            self.unavailable -= 1
+            raise SchedulerUnavailable("the fake scheduler did not answer")
+        return {job.job_id for job in jobs if not job.ended}
+
+
+class FakeCluster(FakeBackend):
+    on_this_host = False
+
+
+@pytest.fixture
+def runs(tmp_path) -> list[RunJob]:
+    plan = build_plan(
+        ["model=test_resnet", "repeats=1", "input_type=tensor,subclass", "memory_format=contiguous,channels_last"]
+    )
+    return [RunJob(spec, tmp_path / spec.name, spec.run_id, 1) for spec in plan.runs]
+
+
+def dispatch(backend: Backend, runs: list[RunJob], folder: Path, per_job: int = 1) -> Dispatcher:
+    folder.mkdir(exist_ok=True)
+    executor = backend.executor(folder, "fake")
+    pack = RunPack(Runner(lambda *args: None))
+    dispatcher = Dispatcher(folder, backend, executor, pack, Progress(len(runs), io.StringIO()))
+    queue = collections.deque(packs_of(runs, per_job))
+    if not backend.on_this_host:
+        dispatcher.start_all(queue, max_array_size=1000)
+    dispatcher.run(queue, poll_s=0)
+    return dispatcher
+
+
+def test_on_this_host_no_more_jobs_go_at_once_than_parallelism_allows(runs, tmp_path):
+    going = []
+
+    def finish_the_first(jobs):
+        going.append(sum(not job.ended for job in jobs))
+        next(job for job in jobs if not job.ended).finish()
+
+    backend = FakeBackend(LauncherConf(name="local", parallelism=2))
+    backend.on_poll = finish_the_first
+    dispatcher = dispatch(backend, runs, tmp_path)
+    assert max(going) == 2 and dispatcher.executor.submissions == [1, 1, 1, 1]
+    assert dispatcher.states == {run.spec.name: records.DONE for run in runs}
+    assert set(records.read_json(tmp_path / records.JOBS)) == {run.spec.name for run in runs}
+
+
+def test_a_cluster_gets_every_job_at_once_as_one_array(runs, tmp_path):
+    backend = FakeCluster(LauncherConf(name="slurm"))
+    backend.on_poll = lambda jobs: [job.finish() for job in jobs]
+    dispatcher = dispatch(backend, runs, tmp_path, per_job=2)
+    assert dispatcher.executor.submissions == [2], "two packs of two runs, in one array"
+    assert set(dispatcher.states.values()) == {records.DONE}
+
+
+def test_a_job_that_ends_without_records_leaves_a_started_run_lost_and_the_rest_pending(runs, tmp_path):
+    def end_after_one_start(jobs):
+        lifecycle.start(jobs[0].pack[0].run_dir, job_id=jobs[0].job_id)
+        jobs[0].ended = True
+
+    backend = FakeCluster(LauncherConf(name="slurm"))
+    backend.on_poll = end_after_one_start
+    dispatcher = dispatch(backend, runs, tmp_path, per_job=4)
+    first, *rest = runs
+    assert dispatcher.states == {first.spec.name: records.FAILED, **{r.spec.name: records.PENDING for r in rest}}
+    lost = records.read_status(first.run_dir)
+    assert lost.error.type == "LostRun" and "job 0's last line" in lost.error.message
+    assert {records.read_status(r.run_dir).interrupted["type"] for r in rest} == {"JobEnded"}
+
+
+def test_no_run_is_called_lost_while_the_scheduler_does_not_answer(runs, tmp_path):
+    polls = []
+
+    def records_come_late(jobs):
+        polls.append(len(polls))
+        for job in jobs:
+            job.ended = True  # gone from the queue at once, its records written two polls later
+            if len(polls) == 3:
+                job.finish()
+
+    backend = FakeCluster(LauncherConf(name="slurm"))
+    backend.on_poll, backend.unavailable = records_come_late, 2
+    dispatcher = dispatch(backend, runs, tmp_path)
+    assert set(dispatcher.states.values()) == {records.DONE} and len(polls) == 3

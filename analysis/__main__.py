@@ -3,12 +3,12 @@
 import argparse
 import sys
 
-from perfsweep.analysis.cli import add_commands, parse, run
+from perfsweep.commands.cli import add_view_commands, parse, run
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m perfsweep.analysis", description="the views of a sweep's records")
-    add_commands(parser.add_subparsers(title="commands", required=True, metavar="COMMAND"))
+    add_view_commands(parser.add_subparsers(title="commands", required=True, metavar="COMMAND"))
     return run(parse(parser, argv))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import submitit
 
 from perfsweep import records
-from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, leave_pending, execute_run
+from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, execute_run, leave_pending
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
 

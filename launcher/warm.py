@@ -36,10 +36,10 @@ from perfsweep.launcher.runs import (
     RunJob,
     Runner,
     again_after_timeout,
+    execute_run,
     ignore_later_interrupts,
     leave_pending,
     lost,
-    execute_run,
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from perfsweep import launch
-from perfsweep.analysis import cli
+from perfsweep.commands import cli
+from perfsweep.commands.bisect import pinned
+from perfsweep.commands.launching import AUTO, MULTIRUN
 from perfsweep.sweeps.plan import PlanError, build_plan
 from tests.helpers import ROOT, launch_here
 
@@ -70,24 +71,23 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
     """(In the folder a `cd` of its block went to: a project of one's own, with its config dir.)"""
     monkeypatch.chdir(ROOT / folder)
     program, args = words(command)
-    args = launch.with_config_dirs(args)
-    for module in (cli, launch):  # the pages' sweep folders exist on the reader's machine, not here
-        monkeypatch.setattr(module, "sweep_folder", Path)
+    args = cli.with_config_dirs(args)
+    monkeypatch.setattr(cli, "sweep_folder", Path)  # the pages' sweep folders exist on the reader's machine
     if program == "analysis":
         parser = argparse.ArgumentParser(prog="python -m perfsweep.analysis", exit_on_error=False)
-        cli.add_commands(parser.add_subparsers(required=True))
+        cli.add_view_commands(parser.add_subparsers(required=True))
         cli.parse(parser, args)
         return
-    commands = launch.parser()._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
+    commands = cli.parser("")._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
     if args and args[0] in commands and args[0] != "run":
-        parsed = launch.parse(launch.parser(), args)
+        parsed = cli.parse(cli.parser(""), args)
         if args[0] == "bisect":  # its sweep plans, as its first point's does
             asked = [o for o in parsed.overrides if not o.startswith("repeats=")]
-            assert build_plan([*asked, launch.pinned(parsed.package, parsed.good), "repeats=1"]).runs
+            assert build_plan([*asked, pinned(parsed.package, parsed.good), "repeats=1"]).runs
         return
-    overrides = [a for a in args if a not in launch.MULTIRUN]
-    if launch.AUTO in overrides:  # planned as its first look plans it
-        overrides = [*(a for a in overrides if a != launch.AUTO), "repeats=3"]
+    overrides = [a for a in args if a not in MULTIRUN]
+    if AUTO in overrides:  # planned as its first look plans it
+        overrides = [*(a for a in overrides if a != AUTO), "repeats=3"]
     if any(a.startswith("-") for a in overrides):  # Hydra's own flags: --help, --cfg job
         assert launch_here(*args).returncode == 0, f"{page}: {command}"
         return

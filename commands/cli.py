@@ -1,10 +1,24 @@
-"""The analysis commands, as argparse subcommands: `python -m perfsweep.analysis COMMAND` and `perfsweep COMMAND` both
-take them from here. Each command imports what it needs when it runs, so that `perfsweep status` starts fast."""
+"""The command line's plumbing: subcommands, their arguments, and how a command's errors end it."""
 
 import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from perfsweep.commands.bisect import bisect
+from perfsweep.commands.envs import show_envs
+from perfsweep.commands.sweep import resume, run_sweep, show_status
+from perfsweep.commands.views import (
+    CannotWrite,
+    show_comparison,
+    show_published,
+    show_replicates,
+    show_runs,
+    show_table,
+    upload,
+    write_plots,
+    write_report,
+)
 
 
 def _holds_a_sweep(path: Path) -> bool:
@@ -27,131 +41,6 @@ def sweep_folder(value: str) -> Path:
     return path
 
 
-def show_table(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import table
-    from perfsweep.analysis.bisect import Search
-    from perfsweep.analysis.render import as_csv, text
-    from perfsweep.analysis.views import sweep_views
-
-    if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
-        print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
-        return 0
-    if args.csv == "timm":
-        from perfsweep.analysis.timm_csv import timm_view
-
-        print(as_csv(timm_view(args.sweep_dir)), end="")
-        return 0
-    if args.csv:
-        print(as_csv(table.view(args.sweep_dir, vs=args.vs)), end="")
-        return 0
-    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
-    return 0
-
-
-def show_runs(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import summary
-    from perfsweep.analysis.render import text
-
-    print(text(summary.view(args.sweep_dir)))
-    return 0
-
-
-def show_published(args: argparse.Namespace) -> int:
-    from perfsweep.analysis.render import text
-    from perfsweep.analysis.views import published_views
-
-    views = published_views(args.sweep_dir)
-    print("\n\n".join(map(text, views)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
-    return 0
-
-
-def show_replicates(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import replicates
-    from perfsweep.analysis.render import text
-
-    print(text(replicates.view(args.sweep_dir, args.half_width)))
-    return 0
-
-
-def show_comparison(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import compare
-    from perfsweep.analysis.render import text
-
-    view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
-    print(text(view))
-    return status
-
-
-class CannotWrite(Exception):
-    """The folder a command would write into cannot be written (exit 2)."""
-
-
-def output_folder(args: argparse.Namespace) -> Path:
-    """Where a command writes what it makes: --out, else the sweep folder; refused before any work if it cannot be
-    written (a read-only sweep), saying where to write instead."""
-    from perfsweep import records
-
-    folder = args.out or args.sweep_dir
-    cannot = records.unwritable(folder)
-    if cannot:
-        raise CannotWrite(f"cannot write into {folder}: {cannot}; give a folder to write into instead: --out DIR")
-    return folder
-
-
-def write_plots(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import plots
-
-    for path in plots.write_plots(args.sweep_dir, output_folder(args)):
-        print(path)
-    return 0
-
-
-def write_report(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import wandb_online
-    from perfsweep.analysis.report import html_report, outline, save_wandb_report, wandb_report_content
-    from perfsweep.analysis.wandb_sweep import log_sweep, tracker_conf
-    from perfsweep.records import load_sweep
-
-    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
-    summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
-    phases = list(summaries[0].phases) if summaries else []
-    ranks = max((s.world_size or 0 for s in summaries), default=0)
-    if args.wandb and args.dry_run:  # writes nothing
-        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)))
-        return 0
-    out = output_folder(args)
-    if args.wandb:
-        try:
-            conf = wandb_online.go_online(conf, args.sweep_dir)
-        except wandb_online.WandbUnreachable as error:
-            print(f"perfsweep: {error}", file=sys.stderr)
-            return 1
-    print(f"report: {html_report(args.sweep_dir, out)}")
-    for warning in log_sweep(args.sweep_dir, conf):
-        print(f"perfsweep: warning: {warning}", file=sys.stderr)
-    if args.wandb:
-        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)
-        try:
-            url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
-        except wandb_online.WandbUnreachable as error:
-            print(f"perfsweep: {error}", file=sys.stderr)
-            return 1
-        print(f"W&B report: {url}")
-    return 0
-
-
-def upload(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import wandb_online
-    from perfsweep.analysis.wandb_sweep import sync, tracker_conf
-
-    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
-    try:
-        return sync(args.sweep_dir, wandb_online.go_online(conf, args.sweep_dir))
-    except wandb_online.WandbUnreachable as error:
-        print(f"perfsweep: {error}", file=sys.stderr)
-        return 1
-
-
 Handler = Callable[[argparse.Namespace], int]
 WANDB_OVERRIDES = "tracker.entity=NAME, tracker.project=NAME, tracker.timeout_s=SECONDS"
 
@@ -165,8 +54,8 @@ def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: boo
     return parser
 
 
-def add_commands(subparsers) -> None:
-    """Add the analysis commands to an argparse subparsers object."""
+def add_view_commands(subparsers) -> None:
+    """Add the view commands to an argparse subparsers object."""
     about = "one row per configuration: medians per phase, speed-up over the baseline"
     parser = _command(subparsers, "table", about, show_table)
     parser.add_argument(
@@ -215,6 +104,59 @@ def _out_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help=f"write {what} into DIR instead of SWEEP_DIR (a read-only sweep)"
     )
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """The command line: a sweep's commands, then the views'."""
+    top = argparse.ArgumentParser(prog="perfsweep", description=description, add_help=False)
+    commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
+    sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")
+    sweep.set_defaults(handler=run_sweep)
+    status = commands.add_parser("status", help="each run's state, job id and log")
+    status.add_argument("sweep_dir", type=sweep_folder)
+    status.set_defaults(handler=show_status)
+    again = commands.add_parser("resume", help="run again every run of the sweep that is not done")
+    again.add_argument("sweep_dir", type=sweep_folder)
+    again.add_argument("overrides", nargs="*", help="launcher.KEY=VALUE or tracker.KEY=VALUE")
+    again.set_defaults(handler=resume)
+    cached = commands.add_parser("envs", help="the environments built for package-version axes: list or remove")
+    cached.add_argument("--dir", help="the cache (env.dir); default: ~/.cache/perfsweep/envs")
+    cached.add_argument("--prune", action="store_true", help="remove the environments (see --unused-days)")
+    cached.add_argument("--unused-days", type=float, default=0.0, help="with --prune: only those unused this long")
+    cached.set_defaults(handler=show_envs)
+    search = commands.add_parser("bisect", help="the first release between good and bad that shows the sweep's change")
+    search.add_argument("--good", required=True, help="a release without the change")
+    search.add_argument("--bad", required=True, help="a release with it (older or newer than good)")
+    search.add_argument("--package", default="torch", help="whose releases are bisected (default: torch)")
+    search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
+    search.set_defaults(handler=bisect)
+    add_view_commands(commands)
+    return top
+
+
+CONFIG_DIR = ("--config-dir", "-cd")  # Hydra's flag: a folder of config groups and sweep files of the user's own
+
+
+def with_config_dirs(argv: list[str]) -> list[str]:
+    """`argv` with each --config-dir DIR (Hydra's flag) made part of the override hydra.searchpath=[file://...]
+    that perfsweep reads, the folder absolute: the launch's records keep where it was."""
+    dirs, rest, words = [], [], iter(argv)
+    for word in words:
+        flag, equals, value = word.partition("=")
+        if flag in CONFIG_DIR:
+            value = value if equals else next(words, "")
+            if not value:
+                raise SystemExit(f"perfsweep: {flag} takes a folder: {flag} DIR")
+            dirs.append(f"file://{Path(value).expanduser().resolve()}")
+        else:
+            rest.append(word)
+    if not dirs:
+        return argv
+    given = [w for w in rest if w.lstrip("+").startswith("hydra.searchpath=")]
+    earlier = given[-1].split("=", 1)[1].strip("[]").split(",") if given else []
+    entries = ",".join(dict.fromkeys([*(e for e in earlier if e), *dirs]))
+    return [*(w for w in rest if w not in given), f"hydra.searchpath=[{entries}]"]
 
 
 def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:

@@ -1,0 +1,74 @@
+"""Launch a plan once: check it, build its environments, run it, then show its views."""
+
+import sys
+
+from perfsweep.commands.views import show_sweep
+
+MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
+AUTO = "repeats=auto"
+
+
+def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:
+    """Plan (by calling `plan_of`), check, build its environments, launch; then print the views of the records
+    (unless not `show`), or where to follow the jobs. `quiet_envs`: the environments were built and said before."""
+    from perfsweep import records
+    from perfsweep.launcher import envs
+    from perfsweep.launcher.runs import Runner
+    from perfsweep.launcher.submit import SubmissionFailed, launch
+    from perfsweep.launcher.sweepdir import SweepDirError
+    from perfsweep.launcher.validate import validate
+    from perfsweep.records.lock import SweepLocked
+    from perfsweep.sweeps.plan import PlanError
+    from perfsweep.train.checks import problems as run_problems
+    from perfsweep.train.dist import task_rank
+    from perfsweep.train.run import execute, lazy_imports
+
+    plan = None
+    try:
+        plan = plan_of()
+        if not plan.runs:
+            print(f"{plan.sweep_dir}: every run is done; nothing to run")
+            return 0
+        problems = validate(plan, run_problems)
+        if problems:
+            raise PlanError(problems)
+        try:
+            say = (lambda line: None) if quiet_envs else print
+            pythons = envs.for_plan(plan.runs, plan.settings.launcher.name, say)
+        except envs.EnvError as error:
+            raise PlanError([str(error)]) from error
+        print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
+        outcome = launch(plan, argv, Runner(execute, imports=lazy_imports, rank=task_rank), pythons)
+    except (PlanError, SweepDirError, SweepLocked) as error:
+        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    except SubmissionFailed as error:
+        print(f"perfsweep: {error}", file=sys.stderr)
+        return 1
+    except records.RecordWriteError as error:  # the launcher's own files, before anything was submitted
+        print(f"perfsweep: nothing was submitted: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        where = plan.sweep_dir if plan else "SWEEP_DIR"
+        print(
+            "\nperfsweep: interrupted. Runs on this host were stopped: a running run is pending again (its "
+            "unfinished steps are dropped; it starts over), runs not started are pending, done runs are kept. "
+            f"`python launch.py resume {where}` (or the same command) runs what is not done.",
+            file=sys.stderr,
+        )
+        return 130
+    if outcome.skipped:
+        print(f"{len(outcome.skipped)} runs were already done and were not run again")
+    if outcome.busy:
+        print(f"{len(outcome.busy)} runs are still queued or running from an earlier launch; not submitted again")
+    if not outcome.followed and not outcome.job_ids:
+        print("nothing submitted")
+        return 0
+    if not outcome.followed:
+        submitted = len(plan.runs) - len(outcome.skipped) - len(outcome.busy)
+        print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
+        print(f"follow them: python launch.py status {plan.sweep_dir}")
+        return 0
+    if show:
+        show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
+    return 1 if outcome.failed else 0

@@ -1,0 +1,67 @@
+"""`perfsweep run` (a sweep, once or in rounds), `status` and `resume`."""
+
+import argparse
+import sys
+
+from perfsweep.commands.launching import AUTO, MULTIRUN, launch_plan
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    overrides = [a for a in args.overrides if a not in MULTIRUN]
+    if any(a.startswith("-") for a in overrides):
+        from perfsweep.commands.hydra import hydra_flags
+
+        return hydra_flags(args.overrides)
+    from perfsweep.sweeps.plan import build_plan
+
+    if AUTO in overrides:
+        from perfsweep.commands.auto import launch_rounds
+
+        return launch_rounds(overrides, args.argv)
+
+    def planned():
+        plan = build_plan(overrides, partial=True)
+        if plan.runs and plan.settings.sweep_name is None:
+            shared_folder(plan)
+        return plan
+
+    return launch_plan(planned, args.argv)
+
+
+def shared_folder(plan) -> None:
+    """Warn that this launch's runs join those of earlier launches in a folder named by the sweep alone (no
+    sweep_name): `table` of the folder shows them all."""
+    from perfsweep import records
+
+    earlier = set((records.read_manifest(plan.sweep_dir) or {}).get("runs", {})) - {s.name for s in plan.runs}
+    if earlier:
+        print(
+            f"perfsweep: warning: {plan.sweep_dir} holds {len(earlier)} run{'s' * (len(earlier) > 1)} of earlier "
+            f"launches that this one does not plan. Its runs join them there, and `perfsweep table {plan.sweep_dir}` "
+            "shows them all. sweep_name=NAME gives a launch a folder of its own.",
+            file=sys.stderr,
+        )
+
+
+def show_status(args: argparse.Namespace) -> int:
+    from perfsweep.launcher.status import render
+
+    print(render(args.sweep_dir))
+    return 0
+
+
+def resume(args: argparse.Namespace) -> int:
+    """Run what is not done of the sweep's recorded plan; a sweep launched with repeats=auto then goes on with its
+    rounds (its launch's overrides, and these)."""
+    from perfsweep import records
+    from perfsweep.launcher.sweepdir import recorded_plan
+
+    launches = (records.read_manifest(args.sweep_dir) or {}).get("launches", [])
+    launched = [launch.get("argv", []) for launch in launches if launch.get("argv", [])[:1] != ["resume"]]
+    auto = launched[-1] if launched and AUTO in launched[-1] else None  # the sweep's last launch, not a resume
+    status = launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv, show=auto is None)
+    if auto is None or status not in (0, 1):
+        return status
+    from perfsweep.commands.auto import launch_rounds
+
+    return max(status, launch_rounds([*(a for a in auto if a not in MULTIRUN), *args.overrides], auto))

@@ -1,0 +1,52 @@
+"""Launch, look, decide: the loop that repeats=auto and bisect share.
+
+A search launches its plans at each look of a schedule.
+After each launch it reads the plan's records.
+After each look it says whether it is decided.
+"""
+
+from typing import TYPE_CHECKING, Protocol
+
+from perfsweep.commands.launching import launch_plan
+
+if TYPE_CHECKING:
+    from perfsweep.sweeps.plan import Plan
+
+
+class Search(Protocol):
+    def plans(self, runs: int) -> list["Plan"]:
+        """The plans to launch at a look, with `runs` runs per configuration."""
+
+    def looked(self, plan: "Plan", runs: int) -> None:
+        """Read a plan's records once its launch has ended."""
+
+    def decided(self) -> bool:
+        """Whether the search needs no more looks."""
+
+    def out_of_time(self) -> bool:
+        """Whether to stop before the next look."""
+
+
+def launch_until_decided(search: Search, looks: list[int], argv: list[str], quiet_envs: bool = False) -> int:
+    """Launch each look's plans until the search is decided or the looks run out.
+
+    Args:
+        search: what to launch and how to read it.
+        looks: the runs per configuration at each look, in order.
+        argv: the command's words, kept in each sweep's manifest.
+        quiet_envs: the environments were built and reported before.
+
+    Returns:
+        0, or 1 where a run failed; or the exit status of a launch that could not run.
+    """
+    failed = False
+    for runs in looks:
+        for plan in search.plans(runs):
+            status = launch_plan(lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs)
+            if status not in (0, 1):
+                return status
+            failed = failed or status == 1
+            search.looked(plan, runs)
+        if search.decided() or (runs != looks[-1] and search.out_of_time()):
+            break
+    return int(failed)

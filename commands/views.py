@@ -1,0 +1,148 @@
+"""The commands that show or write the views of a sweep's records: table, runs, published, replicates, compare,
+plots, report, sync.
+
+Each imports what it needs when it runs, so that `perfsweep status` starts fast.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def show_table(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import table
+    from perfsweep.analysis.bisect import Search
+    from perfsweep.analysis.render import as_csv, text
+    from perfsweep.analysis.views import sweep_views
+
+    if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
+        print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
+        return 0
+    if args.csv == "timm":
+        from perfsweep.analysis.timm_csv import timm_view
+
+        print(as_csv(timm_view(args.sweep_dir)), end="")
+        return 0
+    if args.csv:
+        print(as_csv(table.view(args.sweep_dir, vs=args.vs)), end="")
+        return 0
+    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
+    return 0
+
+
+def show_runs(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import summary
+    from perfsweep.analysis.render import text
+
+    print(text(summary.view(args.sweep_dir)))
+    return 0
+
+
+def show_published(args: argparse.Namespace) -> int:
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import published_views
+
+    views = published_views(args.sweep_dir)
+    print("\n\n".join(map(text, views)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    return 0
+
+
+def show_replicates(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import replicates
+    from perfsweep.analysis.render import text
+
+    print(text(replicates.view(args.sweep_dir, args.half_width)))
+    return 0
+
+
+def show_comparison(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import compare
+    from perfsweep.analysis.render import text
+
+    view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
+    print(text(view))
+    return status
+
+
+class CannotWrite(Exception):
+    """The folder a command would write into cannot be written (exit 2)."""
+
+
+def output_folder(args: argparse.Namespace) -> Path:
+    """Where a command writes what it makes: --out, else the sweep folder; refused before any work if it cannot be
+    written (a read-only sweep), saying where to write instead."""
+    from perfsweep import records
+
+    folder = args.out or args.sweep_dir
+    cannot = records.unwritable(folder)
+    if cannot:
+        raise CannotWrite(f"cannot write into {folder}: {cannot}; give a folder to write into instead: --out DIR")
+    return folder
+
+
+def write_plots(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import plots
+
+    for path in plots.write_plots(args.sweep_dir, output_folder(args)):
+        print(path)
+    return 0
+
+
+def write_report(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import wandb_online
+    from perfsweep.analysis.report import html_report, outline, save_wandb_report, wandb_report_content
+    from perfsweep.analysis.wandb_sweep import log_sweep, tracker_conf
+    from perfsweep.records import load_sweep
+
+    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
+    phases = list(summaries[0].phases) if summaries else []
+    ranks = max((s.world_size or 0 for s in summaries), default=0)
+    if args.wandb and args.dry_run:  # writes nothing
+        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)))
+        return 0
+    out = output_folder(args)
+    if args.wandb:
+        try:
+            conf = wandb_online.go_online(conf, args.sweep_dir)
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return 1
+    print(f"report: {html_report(args.sweep_dir, out)}")
+    for warning in log_sweep(args.sweep_dir, conf):
+        print(f"perfsweep: warning: {warning}", file=sys.stderr)
+    if args.wandb:
+        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)
+        try:
+            url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return 1
+        print(f"W&B report: {url}")
+    return 0
+
+
+def upload(args: argparse.Namespace) -> int:
+    from perfsweep.analysis import wandb_online
+    from perfsweep.analysis.wandb_sweep import sync, tracker_conf
+
+    conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    try:
+        return sync(args.sweep_dir, wandb_online.go_online(conf, args.sweep_dir))
+    except wandb_online.WandbUnreachable as error:
+        print(f"perfsweep: {error}", file=sys.stderr)
+        return 1
+
+
+def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()) -> None:
+    """Print the views of a launch's runs and the lines `after` them; log the sweep to W&B; say where it is."""
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import sweep_views
+    from perfsweep.analysis.wandb_sweep import log_sweep
+
+    print("\n\n".join(text(view) for view in sweep_views(sweep_dir, names)))
+    if after:
+        print("\n".join(after))
+    for warning in log_sweep(sweep_dir, tracker):
+        print(f"perfsweep: warning: {warning}", file=sys.stderr)
+    print(f"records: {sweep_dir.resolve()}")

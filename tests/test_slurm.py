@@ -13,7 +13,8 @@ from submitit.slurm.slurm import _make_sbatch_string
 
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher import executor, validate
+from perfsweep.launcher import validate
+from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.runs import RunJob
@@ -285,7 +286,7 @@ def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(
     _wrap(bin_dir, "sbatch", "[ $n -eq 2 ]")  # the second array is refused (a per-user submit limit)
     _wrap(bin_dir, "squeue", f"[ $n -le $(cat {bin_dir}/squeue.failing 2>/dev/null || echo 0) ]")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(executor, "SQUEUE_RETRY_S", (0.2, 0.4))
+    monkeypatch.setattr(slurm_backend, "SQUEUE_RETRY_S", (0.2, 0.4))
     runs = tmp_path / "runs"
     sweep = runs / "default"
     args = [*SLURM, "input_type=tensor,subclass,tensorbase,cast", "launcher.max_array_size=2", f"runs_dir={runs}"]

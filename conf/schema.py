@@ -9,7 +9,9 @@ Code of the user's own comes in by import path: a `_target_` (a model, an input 
 once it is set (IDENTITY_WHEN_SET): adding such a field to the schema changes no run's id.
 """
 
+import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,6 +145,10 @@ class WorkloadConf:
 DECLARATION = ("reads", "axes", "sizes", "baseline")
 
 
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # a control character: a newline, a tab...
+UNLIMITED_MIN = 60 * 24 * 365  # a local warm job's own limit: none that a sweep reaches
+
+
 @dataclass
 class LauncherConf:
     name: LauncherName = LauncherName.local
@@ -175,6 +181,58 @@ class LauncherConf:
     srun_args: list[str] = field(default_factory=list)  # more srun arguments
     nodes: int = 1  # a run across ranks (dist=ddp/fsdp): its nodes, dist.world_size tasks (ranks) on each
 
+    def problems(self) -> list[str]:
+        """What is wrong with these values, wherever the jobs run."""
+        problems = self.control_characters()
+        for key in ("parallelism", "runs_per_job"):
+            if getattr(self, key) < 1:
+                problems.append(f"launcher.{key}={getattr(self, key)} must be 1 or more")
+        for key in ("max_array_size", "cpus_per_task", "mem_gb"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                problems.append(f"launcher.{key}={getattr(self, key)} must be 1 or more (or null: the cluster's)")
+        if self.gpus_per_node is not None and self.gpus_per_node < 0:
+            problems.append(
+                f"launcher.gpus_per_node={self.gpus_per_node} must be 0 or more (or null: see conf/schema.py)"
+            )
+        if not 0 < self.timeout_min <= UNLIMITED_MIN:  # NaN included
+            problems.append(
+                f"launcher.timeout_min={self.timeout_min:g} must be positive and at most {UNLIMITED_MIN} (a year), "
+                "in minutes (0.5 is 30 s)"
+            )
+        if self.timeout_retries < 0:
+            problems.append(f"launcher.timeout_retries={self.timeout_retries} must be 0 or more")
+        if self.gpus is not None and (
+            self.name != "local" or len(set(self.gpus)) != len(self.gpus) or min(self.gpus, default=0) < 0
+        ):
+            problems.append(
+                f"launcher.gpus={self.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
+                "launcher.gpus=[0,1]"
+            )
+        if self.poll_s is not None and self.poll_s <= 0:
+            problems.append(f"launcher.poll_s={self.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
+        if self.nodes < 1 or (self.nodes > 1 and self.name != "slurm"):
+            problems.append(
+                f"launcher.nodes={self.nodes} with launcher={self.name}: must be 1 (launcher=slurm: 1 or more)"
+            )
+        return problems
+
+    def control_characters(self) -> list[str]:
+        """Strings with a control character.
+
+        A newline in a Slurm option would end the #SBATCH block.
+        sbatch would run the rest as a shell command, and ignore the options after it.
+        """
+        texts = {f"launcher.{f.name}": getattr(self, f.name) for f in dataclasses.fields(self)}
+        texts |= {f"launcher.setup[{i}]": line for i, line in enumerate(self.setup)}
+        texts |= {f"launcher.srun_args[{i}]": arg for i, arg in enumerate(self.srun_args)}
+        for key, value in self.sbatch_extra.items():
+            texts |= {f"launcher.sbatch_extra key {key!r}": key, f"launcher.sbatch_extra.{key}": value}
+        return [
+            f"{where}={text!r} holds a control character (a newline, a tab...): launcher settings take none"
+            for where, text in texts.items()
+            if isinstance(text, str) and CONTROL.search(text)
+        ]
+
 
 @dataclass
 class TrackerConf:
@@ -183,6 +241,19 @@ class TrackerConf:
     entity: str | None = None  # W&B entity (user or team); None: the key's default
     system_metrics: bool = False  # W&B's sampler of system metrics runs beside the timed loop
     timeout_s: float = 120.0  # a run waits this long for W&B after it is done, then leaves it behind
+
+    def problems(self) -> list[str]:
+        """What would stop W&B working here: a bad timeout, or no key where W&B is online."""
+        from perfsweep.conf.tracking import has_wandb_key
+
+        if self.timeout_s <= 0:
+            return [f"tracker.timeout_s={self.timeout_s} must be positive: how long a done run waits for W&B"]
+        if self.mode == "online" and not has_wandb_key():
+            return [
+                "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "
+                "tracker.mode=offline records locally and `wandb sync` uploads later"
+            ]
+        return []
 
 
 @dataclass

@@ -1,10 +1,8 @@
-"""Whether the tracker settings can work here: a known W&B mode, and a key where W&B is online."""
+"""W&B's server and key as this machine has them, and the settings of every W&B run."""
 
 import netrc
 import os
 from urllib.parse import urlparse
-
-from perfsweep.conf.schema import TrackerConf
 
 NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
 # wandb.Settings for every W&B run perfsweep makes: no console capture, no W&B metadata file (its command line,
@@ -30,14 +28,3 @@ def wandb_key() -> str | None:
 
 def has_wandb_key() -> bool:
     return wandb_key() is not None
-
-
-def tracker_problems(conf: TrackerConf) -> list[str]:
-    if conf.timeout_s <= 0:
-        return [f"tracker.timeout_s={conf.timeout_s} must be positive: how long a done run waits for W&B"]
-    if conf.mode == "online" and not has_wandb_key():
-        return [
-            "tracker.mode=online needs a W&B API key (run `wandb login` or set WANDB_API_KEY); "
-            "tracker.mode=offline records locally and `wandb sync` uploads later"
-        ]
-    return []

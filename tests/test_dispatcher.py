@@ -13,7 +13,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher.backends import Backend, SchedulerUnavailable
+from perfsweep.launcher.backends import Backend, SchedulerUnavailable, backend_for
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.packs import packs_of
 from perfsweep.launcher.progress import Progress
@@ -156,3 +156,19 @@ def test_no_run_is_called_lost_while_the_scheduler_does_not_answer(runs, tmp_pat
     backend.on_poll, backend.unavailable = records_come_late, 2
     dispatcher = dispatch(backend, runs, tmp_path)
     assert set(dispatcher.states.values()) == {records.DONE} and len(polls) == 3
+
+
+@pytest.mark.parametrize(
+    ("launcher", "isolation", "at_once"),
+    [
+        ({"name": "slurm"}, "fork", 1),
+        ({"name": "slurm", "isolation": "spawn"}, "spawn", 1),
+        ({"name": "local", "parallelism": 2}, "fork", 2),
+        ({"name": "local", "isolation": "spawn", "parallelism": 2}, "spawn", 1),
+        ({"name": "debug"}, "spawn", 1),
+    ],
+)
+def test_each_backend_packs_runs_as_its_config_says(launcher, isolation, at_once):
+    """A job forks its runs from a warm process unless told to spawn; only a local warm job forks several at once."""
+    pack = backend_for(LauncherConf(**launcher)).pack(Runner(lambda *args: None))
+    assert (pack.isolation, pack.parallelism) == (isolation, at_once)

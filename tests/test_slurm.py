@@ -13,12 +13,12 @@ from submitit.slurm.slurm import _make_sbatch_string
 
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher import validate
+from perfsweep.launcher.backends import backend_for
+from perfsweep.launcher.backends import local as local_backend
 from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.runs import RunJob
-from perfsweep.launcher.validate import launcher_problems, ranks_problems
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
@@ -245,6 +245,16 @@ def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how
     assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == 301
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"
+
+
+def launcher_problems(conf: LauncherConf, plan=None) -> list[str]:
+    """What the settings' own check and their backend's find (for a plan of one tiny run by default)."""
+    plan = plan or build_plan([*TINY, "repeats=1"])
+    return conf.problems() + backend_for(conf).problems(plan)
+
+
+def ranks_problems(plan) -> list[str]:
+    return launcher_problems(plan.settings.launcher, plan)
 
 
 def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
@@ -490,7 +500,8 @@ def test_more_nodes_than_one_are_for_runs_across_ranks_on_slurm(tmp_path):
         ("launcher=local", "dist=ddp", "launcher.nodes=2 with launcher=local: must be 1 (launcher=slurm: 1 or more)"),
         ("launcher=slurm", "dist=none", "launcher.nodes=2 is for runs across ranks (dist=ddp or dist=fsdp"),
     ]:
-        problems = ranks_problems(build_plan([*TINY, launcher, dist, "launcher.nodes=2", f"runs_dir={tmp_path}"]))
+        nodes = [*TINY, launcher, dist, "launcher.nodes=2", "launcher.max_array_size=8", f"runs_dir={tmp_path}"]
+        problems = ranks_problems(build_plan(nodes))
         assert len(problems) == 1 and problems[0].startswith(says)
 
 
@@ -503,7 +514,7 @@ def test_one_process_runs_on_other_devices_still_share_jobs(tmp_path):
 
 def test_local_gpu_ranks_need_their_gpus_and_runs_at_once_would_share_them(tmp_path, monkeypatch):
     """(A host with GPUs, faked: this one has none. Only the count is asked.)"""
-    monkeypatch.setattr(validate, "local_gpus", lambda: 1)
+    monkeypatch.setattr(local_backend, "local_gpus", lambda: 1)
     ranks = [*TINY, "dist=ddp", "dist.world_size=2", "steps=10", "device=cuda", f"runs_dir={tmp_path}"]
     (one_gpu,) = ranks_problems(build_plan(ranks))
     assert one_gpu.startswith("dist.world_size=2 on GPUs: a rank needs a GPU of its own, and launcher=local gives")

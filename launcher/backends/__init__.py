@@ -4,28 +4,13 @@
 `BACKENDS` maps each launcher name to its backend class.
 """
 
-import os
-import sys
-
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
+from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable, isolation
 from perfsweep.launcher.backends.debug import Debug
 from perfsweep.launcher.backends.local import LocalFork, LocalSpawn
 from perfsweep.launcher.backends.slurm import Slurm
 
 BACKENDS: dict[str, type[Backend]] = {"local": LocalSpawn, "debug": Debug, "slurm": Slurm}
-
-
-def isolation(conf: LauncherConf) -> str:
-    """How a job's runs get their own process: "fork" or "spawn".
-
-    Fork: a warm job forks a child per run. Spawn: a new interpreter per job.
-    launcher.isolation decides; else fork where Linux has it.
-    A debug job runs in the launcher and is never forked.
-    """
-    if conf.name == "debug":
-        return "spawn"
-    return conf.isolation or ("fork" if hasattr(os, "fork") and sys.platform == "linux" else "spawn")
 
 
 def backend_for(conf: LauncherConf) -> Backend:

@@ -7,8 +7,10 @@ Each backend is a sibling module, in the shape of submitit's own executors.
 """
 
 import dataclasses
+import os
+import sys
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import submitit
 
@@ -16,6 +18,26 @@ from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
+
+if TYPE_CHECKING:
+    from perfsweep.sweeps.plan import Plan
+
+
+def isolation(conf: LauncherConf) -> str:
+    """How a job's runs get their own process: "fork" or "spawn".
+
+    Fork: a warm job forks a child per run. Spawn: a new interpreter per job.
+    launcher.isolation decides; else fork where Linux has it.
+    A debug job runs in the launcher and is never forked.
+    """
+    if conf.name == "debug":
+        return "spawn"
+    return conf.isolation or ("fork" if hasattr(os, "fork") and sys.platform == "linux" else "spawn")
+
+
+def across_ranks(plan: "Plan") -> list:
+    """The configs of the plan's runs across ranks."""
+    return [spec.config for spec in plan.runs if spec.config.dist.name != "none"]
 
 
 class SchedulerUnavailable(RuntimeError):
@@ -45,9 +67,23 @@ class Backend:
     def executor(self, folder: Path, job_name: str) -> submitit.Executor:
         raise NotImplementedError
 
+    def problems(self, plan: "Plan") -> list[str]:
+        """What this backend cannot do for `plan`'s runs, found before anything is submitted."""
+        problems = []
+        if self.on_this_host and self.conf.wait is False:
+            problems.append(
+                f"launcher.wait=false with launcher={self.conf.name}: its runs run under this launcher, which follows "
+                "them to their end; wait=false is for launcher=slurm, whose jobs outlive the launcher"
+            )
+        if self.conf.isolation == "fork" and not hasattr(os, "fork"):
+            problems.append(
+                "launcher.isolation=fork needs os.fork, which this platform lacks: use launcher.isolation=spawn"
+            )
+        return problems
+
     def pack(self, runner: Runner) -> RunPack:
-        """What a job executes: its runs, one after another in its own process."""
-        return RunPack(runner)
+        """What a job executes: its runs, each forked from the job or one after another in its process."""
+        return RunPack(runner, isolation(self.conf))
 
     def slots(self) -> Slots:
         """Room on this host for jobs at once."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import submitit
 
-from perfsweep.launcher.backends.base import Backend
+from perfsweep.launcher.backends.base import Backend, across_ranks
 
 
 class Debug(Backend):
@@ -17,6 +17,23 @@ class Debug(Backend):
 
     def executor(self, folder: Path, job_name: str) -> submitit.Executor:
         return submitit.DebugExecutor(folder=folder)
+
+    def problems(self, plan) -> list[str]:
+        problems = super().problems(plan)
+        repeats = plan.settings.repeats
+        if repeats > 1:
+            problems.append(
+                f"repeats={repeats} with launcher=debug: the debug launcher runs every run in this process, so "
+                "its replicates would share one process's state and compare nothing between processes; use repeats=1 "
+                "(one run per configuration, no verdicts) or launcher=local"
+            )
+        if across := across_ranks(plan):
+            names = ",".join(sorted({str(cfg.dist.name) for cfg in across}))
+            problems.append(
+                f"dist={names} with launcher=debug: a run's ranks are processes of their own, and launcher=debug runs "
+                "every run in this one; use launcher=local (or slurm)"
+            )
+        return problems
 
     def at_once(self) -> int:
         return 1

@@ -13,8 +13,8 @@ from typing import Any
 
 import submitit
 
-from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher.backends.base import Backend
+from perfsweep.conf.schema import UNLIMITED_MIN, LauncherConf
+from perfsweep.launcher.backends.base import Backend, across_ranks
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import GRACE_S, Runner
 from perfsweep.launcher.slots import Place, Slots
@@ -33,7 +33,6 @@ def pinned_gpus(conf: LauncherConf) -> list[int]:
     return [0] if conf.gpus_per_node is None and local_gpus() else []
 
 
-UNLIMITED_MIN = 60 * 24 * 365  # a local warm job's own limit: none that a sweep reaches
 START_MIN = 10  # a job's start before its first run (imports), beyond its runs' limits
 
 
@@ -105,6 +104,23 @@ class LocalSpawn(Backend):
         limit = local_job_limit_min(self.conf, self.forked)
         executor.update_parameters(timeout_min=limit, gpus_per_node=self.conf.gpus_per_node or 0)
         return executor
+
+    def problems(self, plan) -> list[str]:
+        """Beyond the base's: a GPU for each rank of a run across ranks."""
+        problems, conf = super().problems(plan), self.conf
+        given = (1 if pinned_gpus(conf) else conf.gpus_per_node or 0) if local_gpus() else None
+        wide = max((cfg.dist.world_size for cfg in across_ranks(plan) if cfg.device != "cpu"), default=1)
+        if given is not None and wide > given:
+            problems.append(
+                f"dist.world_size={wide} on GPUs: a rank needs a GPU of its own, and launcher=local gives each run "
+                f"{given}; launcher.gpus_per_node={wide} gives a run this host's first {wide} (or device=cpu)"
+            )
+        elif given is not None and wide > 1 and conf.parallelism > 1:
+            problems.append(
+                f"launcher.parallelism={conf.parallelism} with dist.world_size={wide} on GPUs: each run is given this "
+                f"host's first {given} GPUs, so runs at once would share them; use launcher.parallelism=1"
+            )
+        return problems
 
     def slots(self) -> Slots:
         return Slots(self.conf.parallelism, pinned_gpus(self.conf), share_cpus=True)

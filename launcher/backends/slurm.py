@@ -15,7 +15,9 @@ from typing import Any
 import submitit
 
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
+from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable, across_ranks
+
+SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 
 
 def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
@@ -101,6 +103,26 @@ class Slurm(Backend):
         executor = submitit.SlurmExecutor(folder=folder)
         executor.update_parameters(**slurm_parameters(self.conf, job_name))
         return executor
+
+    def problems(self, plan) -> list[str]:
+        problems = super().problems(plan)
+        missing = [command for command in SLURM_COMMANDS if not shutil.which(command)]
+        if missing:
+            problems.append(
+                f"launcher={self.conf.name} needs Slurm's commands ({', '.join(SLURM_COMMANDS)}) on PATH; not found "
+                f"here: {', '.join(missing)}"
+            )
+        elif not self.conf.max_array_size:
+            try:
+                cluster_max_array_size()
+            except ValueError as error:
+                problems.append(str(error))
+        if self.conf.nodes > 1 and not across_ranks(plan):
+            problems.append(
+                f"launcher.nodes={self.conf.nodes} is for runs across ranks (dist=ddp or dist=fsdp, dist.world_size "
+                "ranks a node); these runs are one process each"
+            )
+        return problems
 
     def run_limit(self) -> tuple[float | None, int]:
         return None, 0  # the cluster limits each job

@@ -9,16 +9,21 @@ import os
 
 @dataclasses.dataclass(frozen=True)
 class Place:
-    """Where on this host a run or job goes: the GPU it sees alone (None: not pinned to one) and the CPUs it may
-    run on (None: all of this process's)."""
+    """Where on this host a run or job goes.
+
+    `gpu` is the one GPU it sees; None: it is pinned to none.
+    `cpus` are the CPUs it may run on; None: all of this process's.
+    """
 
     gpu: int | None = None
     cpus: tuple[int, ...] | None = None
 
     def enter(self) -> None:
-        """Make this process the place's: its CPUs, before it starts a thread (the threads it starts later inherit
-        them, unless OMP_PROC_BIND or GOMP_CPU_AFFINITY binds them elsewhere), and its GPU, before it initialises
-        CUDA."""
+        """Move this process to the place.
+
+        Call it before the process starts a thread and before it initialises CUDA.
+        Threads started later inherit the CPUs, unless OMP_PROC_BIND or GOMP_CPU_AFFINITY binds them.
+        """
         if self.cpus is not None:
             os.sched_setaffinity(0, self.cpus)
         if self.gpu is not None:
@@ -29,11 +34,15 @@ NOWHERE = Place()  # pinned to no GPU, on every CPU
 
 
 def cpu_shares(at_once: int) -> list[tuple[int, ...]]:
-    """This process's CPUs split among `at_once` runs at once, a contiguous share each and every share the same
-    size, the CPUs left over unused (none for one at a time): runs compared in one sweep must not differ in
-    their CPUs by which share they got. Runs at once that each took every CPU would oversubscribe them, and
-    OpenMP's spinning threads then slow every step down many times over. With more runs at once than CPUs,
-    runs share a CPU each."""
+    """This process's CPUs split among `at_once` runs at once.
+
+    Each run gets a contiguous share, and every share has the same size.
+    Runs compared in one sweep must not differ by the share they got.
+    The CPUs left over stay unused; one run at a time gets no share (all CPUs).
+    Runs that each took every CPU would oversubscribe them.
+    OpenMP's spinning threads then slow every step down many times over.
+    With more runs at once than CPUs, runs share a CPU each.
+    """
     if at_once < 2:
         return []
     cpus = sorted(os.sched_getaffinity(0))
@@ -44,9 +53,13 @@ def cpu_shares(at_once: int) -> list[tuple[int, ...]]:
 
 
 class Slots:
-    """Room on this host for one more run or job: fewer than `parallelism` going and, where runs are pinned to
-    GPUs (one run per GPU at a time), a free GPU for it. With `share_cpus`, each of the runs at once is given
-    its share of this host's CPUs. The warm job's forks and the launcher's local jobs share it."""
+    """Room on this host for one more run or job.
+
+    There is room while fewer than `parallelism` are going.
+    Where runs are pinned to GPUs, one runs per GPU at a time, so a GPU must be free too.
+    With `share_cpus`, each run at once gets its share of this host's CPUs.
+    The warm job's forks and the launcher's local jobs both use it.
+    """
 
     def __init__(self, parallelism: int, gpus: tuple[int, ...] | list[int] = (), share_cpus: bool = False):
         self.parallelism, self.pinning, self.free = parallelism, bool(gpus), list(gpus)
@@ -57,7 +70,7 @@ class Slots:
         return going < self.parallelism and (self.free or not self.pinning)
 
     def take(self) -> Place:
-        """Where the next one goes: a free GPU where runs are pinned, and a free share of the CPUs if shared."""
+        """Where the next one goes: a free GPU if pinned, and a free CPU share if shared."""
         return Place(self.free.pop(0) if self.pinning else None, self.shares.pop(0) if self.shares else None)
 
     def release(self, place: Place) -> None:

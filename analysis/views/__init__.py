@@ -3,9 +3,9 @@ the table, then across replicates (repeats=N) and beside the published figures (
 
 from pathlib import Path
 
-from perfsweep.analysis import published, published_models, ranks, replicates, table
 from perfsweep.analysis.groups import compared_along
 from perfsweep.analysis.render import View
+from perfsweep.analysis.views import published, published_models, ranks, replicates, table
 from perfsweep.records import load_sweep
 
 

@@ -15,9 +15,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from perfsweep.analysis.plots import write_plots
 from perfsweep.analysis.render import html_section
 from perfsweep.analysis.views import sweep_views
+from perfsweep.analysis.views.plots import write_plots
 from perfsweep.records import DONE, REPORT, atomic_write, load_sweep
 from perfsweep.records.redact import redact_text
 

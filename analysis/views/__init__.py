@@ -1,5 +1,8 @@
-"""What a sweep's records say, as the views that the terminal prints after a launch and the report shows:
-the table, then across replicates (repeats=N) and beside the published figures (where the sweep has them)."""
+"""The views users ask for, one module each.
+
+sweep_views is what the terminal prints after a launch and the report shows.
+It is the table, then replicates and ranks, then the published figures.
+"""
 
 from pathlib import Path
 

@@ -126,7 +126,7 @@ def outline(content: dict[str, Any]) -> str:
 
 def build_wandb_report(content: dict[str, Any]):
     """The W&B Report `content` describes, as wandb_workspaces objects, built offline (nothing is sent). Its
-    entity must be known (analysis.wandb_online.resolve_entity asks the server for the key's default)."""
+    entity must be known (analysis.views.wandb_online.resolve_entity asks the server for the key's default)."""
     import wandb_workspaces.reports.v2 as wr
 
     if not content["entity"]:

@@ -27,10 +27,10 @@ from packaging.version import InvalidVersion, Version
 from scipy import stats as distributions
 
 from perfsweep import records
-from perfsweep.analysis.evidence import figures
 from perfsweep.analysis.groups import compared_along, speedups
 from perfsweep.analysis.render import Column, View
-from perfsweep.analysis.stats import LEVEL
+from perfsweep.analysis.statistics.bootstrap import LEVEL
+from perfsweep.analysis.statistics.speedup import figures
 from perfsweep.records import RunRecord
 
 RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders

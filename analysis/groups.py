@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from perfsweep.analysis import evidence
-from perfsweep.analysis.stats import LEVEL
+from perfsweep.analysis.statistics.bootstrap import LEVEL
+from perfsweep.analysis.statistics.speedup import Sample, Speedup, geometric_mean, speedup
 from perfsweep.conf.schema import DECLARATION
 from perfsweep.records import RunRecord
 from perfsweep.records.run import Baseline
@@ -112,14 +112,14 @@ class Configuration:
         """Its runs ran in rounds with the other configurations' (order=interleaved): round r beside round r."""
         return all(r.fields.get("order", "interleaved") == "interleaved" for r in self.runs)
 
-    def sample(self, columns: tuple[str, ...] = ("step_ms",), per_sample: bool = False) -> evidence.Sample:
+    def sample(self, columns: tuple[str, ...] = ("step_ms",), per_sample: bool = False) -> Sample:
         """Each run's measured steps of the sum of `columns` (ms; per sample where asked), with its round."""
         steps = []
         for run in self.runs:
             measured = run.steps(list(columns)) if columns != ("step_ms",) else {"step_ms": run.step_ms()}
             total = sum(np.asarray(v, dtype=float) for v in measured.values())
             steps.append(total / run.batch if per_sample else total)
-        return evidence.Sample(tuple(steps), self.rounds)
+        return Sample(tuple(steps), self.rounds)
 
     def median(self, phase: str) -> float | None:
         """Its time of `phase` (or "step"): the geometric mean over its runs of each run's median (the figure
@@ -128,7 +128,7 @@ class Configuration:
 
     def middle(self, value) -> float | None:
         """The geometric mean over its runs of what `value` gives for each (None where none gives a positive)."""
-        return evidence.geometric_mean(value(r) for r in self.runs)
+        return geometric_mean(value(r) for r in self.runs)
 
 
 def round_of(run: RunRecord) -> int:
@@ -197,16 +197,14 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
     return {c.key: label(c.first) for c in configs}
 
 
-def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> evidence.Speedup:
+def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:
     """The configuration's speed-up over its baseline in step time: across runs (paired by round where the sweep
     interleaved them) with two or more runs on each side, within-run otherwise."""
     paired = config.interleaved and base.interleaved
-    return evidence.speedup(config.sample(), base.sample(), paired=paired, level=level)
+    return speedup(config.sample(), base.sample(), paired=paired, level=level)
 
 
-def speedups(
-    runs: list[RunRecord], level: float = LEVEL
-) -> list[tuple[Configuration, Configuration, evidence.Speedup]]:
+def speedups(runs: list[RunRecord], level: float = LEVEL) -> list[tuple[Configuration, Configuration, Speedup]]:
     """Each configuration that has a baseline in its row group: (it, its baseline, its speed-up over it)."""
     configs = configurations(runs)
     base_of = baselines(configs)

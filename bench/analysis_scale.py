@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep import records
-from perfsweep.analysis.summary import run_stats
-from perfsweep.analysis.table import table_view
+from perfsweep.analysis.views.runs import run_stats
+from perfsweep.analysis.views.table import table_view
 from perfsweep.records import lifecycle, load_sweep
 
 PHASES = ["data", "forward", "backward", "optimizer"]

@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 
 from perfsweep import records
-from perfsweep.analysis import compare, evidence, published, table
 from perfsweep.analysis.groups import configurations
+from perfsweep.analysis.statistics import variance
+from perfsweep.analysis.views import compare, published, table
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
@@ -86,7 +87,7 @@ def labels_experiment(runs: list[records.RunRecord]) -> dict:
         same = {"label": "A vs B", "of": {axis: "B"}, "over": {axis: "A"}, "direction": "same"}
         contradicted += published.compare(trial, same)[-1] == "contradicted"
     (config,) = configurations(runs)
-    split = evidence.split(config.sample())
+    split = variance.split(config.sample())
     return {
         "trials": len(trials),
         "runs": len(runs),

@@ -1,13 +1,13 @@
 """repeats=auto: launch a sweep's rounds until every comparison is decided, or a cap is reached.
 
-The looks follow a schedule of runs per configuration (analysis/rounds.py).
+The looks follow a schedule of runs per configuration (analysis/statistics/rounds.py).
 """
 
 import sys
 import time
 
 from perfsweep import records
-from perfsweep.analysis import rounds
+from perfsweep.analysis.statistics import rounds
 from perfsweep.commands.launching import AUTO
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep

@@ -102,9 +102,9 @@ def bisect(args: argparse.Namespace) -> int:
     Each point runs repeats=auto's rounds, or a fixed repeats, until it is placed on a side.
     Each point is saved to bisect.json as it is placed.
     """
-    from perfsweep.analysis import rounds
     from perfsweep.analysis.bisect import RECORD, UNBUILT, BisectError, Point, Search, between, level
     from perfsweep.analysis.render import text
+    from perfsweep.analysis.statistics import rounds
     from perfsweep.launcher import envs
     from perfsweep.sweeps.plan import PlanError, build_plan
 

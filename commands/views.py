@@ -10,16 +10,15 @@ from pathlib import Path
 
 
 def show_table(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import table
     from perfsweep.analysis.bisect import Search
     from perfsweep.analysis.render import as_csv, text
-    from perfsweep.analysis.views import sweep_views
+    from perfsweep.analysis.views import sweep_views, table
 
     if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
         print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
         return 0
     if args.csv == "timm":
-        from perfsweep.analysis.timm_csv import timm_view
+        from perfsweep.analysis.views.timm_csv import timm_view
 
         print(as_csv(timm_view(args.sweep_dir)), end="")
         return 0
@@ -31,10 +30,10 @@ def show_table(args: argparse.Namespace) -> int:
 
 
 def show_runs(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import summary
     from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import runs
 
-    print(text(summary.view(args.sweep_dir)))
+    print(text(runs.view(args.sweep_dir)))
     return 0
 
 
@@ -48,16 +47,16 @@ def show_published(args: argparse.Namespace) -> int:
 
 
 def show_replicates(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import replicates
     from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import replicates
 
     print(text(replicates.view(args.sweep_dir, args.half_width)))
     return 0
 
 
 def show_comparison(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import compare
     from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import compare
 
     view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
     print(text(view))
@@ -81,7 +80,7 @@ def output_folder(args: argparse.Namespace) -> Path:
 
 
 def write_plots(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import plots
+    from perfsweep.analysis.views import plots
 
     for path in plots.write_plots(args.sweep_dir, output_folder(args)):
         print(path)
@@ -89,9 +88,9 @@ def write_plots(args: argparse.Namespace) -> int:
 
 
 def write_report(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import wandb_online
-    from perfsweep.analysis.report import html_report, outline, save_wandb_report, wandb_report_content
-    from perfsweep.analysis.wandb_sweep import log_sweep, tracker_conf
+    from perfsweep.analysis.views import wandb_online
+    from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
+    from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
     from perfsweep.records import load_sweep
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
@@ -123,8 +122,8 @@ def write_report(args: argparse.Namespace) -> int:
 
 
 def upload(args: argparse.Namespace) -> int:
-    from perfsweep.analysis import wandb_online
-    from perfsweep.analysis.wandb_sweep import sync, tracker_conf
+    from perfsweep.analysis.views import wandb_online
+    from perfsweep.analysis.views.wandb_sweep import sync, tracker_conf
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     try:
@@ -138,7 +137,7 @@ def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()
     """Print the views of a launch's runs and the lines `after` them; log the sweep to W&B; say where it is."""
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import sweep_views
-    from perfsweep.analysis.wandb_sweep import log_sweep
+    from perfsweep.analysis.views.wandb_sweep import log_sweep
 
     print("\n\n".join(text(view) for view in sweep_views(sweep_dir, names)))
     if after:

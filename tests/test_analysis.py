@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis import summary
 from perfsweep.analysis.render import text
-from perfsweep.analysis.table import table_view, view
+from perfsweep.analysis.views import runs
+from perfsweep.analysis.views.table import table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import lifecycle, load_sweep
 
@@ -176,12 +176,12 @@ def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep)
     column = header.index("step host ms")
     assert header[column - 1] == "step ms"
     assert [(r[0], r[column - 1], r[column]) for r in table] == [("tensor", "160", "50"), ("subclass", "320", "310")]
-    lines = text(summary.view(cuda)).splitlines()
+    lines = text(runs.view(cuda)).splitlines()
     assert lines[0].split("|")[3:5] == [" median ms ", " host median ms "]
     forward = next(line for line in lines if "| b " in line and "| forward " in line)
     assert [cell.strip() for cell in forward.split("|")[3:5]] == ["80", "77.5"]
     assert "step host ms" not in rows(load_sweep(sweep))[0]  # a CPU's phase times are the host's already
-    assert "host median ms" not in text(summary.view(sweep))
+    assert "host median ms" not in text(runs.view(sweep))
 
 
 GOLDEN = Path(__file__).parent / "golden" / "table.txt"

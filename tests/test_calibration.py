@@ -11,7 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from perfsweep.analysis import compare, published, rounds, table
+from perfsweep.analysis.statistics import rounds
+from perfsweep.analysis.statistics.verdict import INDICATIVE
+from perfsweep.analysis.views import compare, published, table
 from tests import synthetic
 
 TRIALS = 500
@@ -93,7 +95,7 @@ def test_one_run_per_configuration_gives_no_verdict_word_and_no_95_percent_ci():
     text = "\n".join([*shown.above, *(" ".join(row) for row in shown.rows)])
     assert "95% CI" not in text and "within-run" in text
     claim = {"label": "s", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}, "speedup": 0.66}
-    assert published.compare(runs, claim)[-1] == published.INDICATIVE
+    assert published.compare(runs, claim)[-1] == INDICATIVE
     slower = synthetic.sweep(synthetic.grid({"subclass": 1.5}), 1, NOISES["steady"], rng)
     view, status = compare.compare_runs(synthetic.sweep(synthetic.grid(), 1, NOISES["steady"], rng), slower, 0.05, 0.05)
     flags = [line.flag for line in view.items if line.flag]

@@ -13,8 +13,8 @@ from statistics import median
 
 from pytest import approx
 
-from perfsweep.analysis.plots import write_plots
-from perfsweep.analysis.report import wandb_report_content
+from perfsweep.analysis.views.plots import write_plots
+from perfsweep.analysis.views.report import wandb_report_content
 from perfsweep.records import RANKS, STEPS, load_sweep, read_steps
 from tests import golden
 from tests.helpers import ROOT, launch_here

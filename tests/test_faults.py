@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from perfsweep import records
-from perfsweep.analysis.compare import compare
 from perfsweep.analysis.render import text
-from perfsweep.analysis.table import view
+from perfsweep.analysis.views.compare import compare
+from perfsweep.analysis.views.table import view
 from perfsweep.launcher.backends.local import process_start
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import RunJob, Runner

@@ -7,9 +7,9 @@ import timm
 import torch
 
 from perfsweep import records
-from perfsweep.analysis import published, published_models
 from perfsweep.analysis.render import text
-from perfsweep.analysis.table import view
+from perfsweep.analysis.views import published, published_models
+from perfsweep.analysis.views.table import view
 from perfsweep.train.flops import count_flops, peak_flops
 from tests.test_run import run
 

@@ -5,8 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsweep.analysis import evidence, published
 from perfsweep.analysis.groups import configurations, measures
+from perfsweep.analysis.statistics.speedup import ACROSS, WITHIN_RUN, Sample, Speedup, speedup
+from perfsweep.analysis.statistics.verdict import direction, verdict
+from perfsweep.analysis.views import published
 from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
@@ -15,18 +17,18 @@ from tests import synthetic
 SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("*.yaml") if not p.stem.startswith("timm_"))
 
 
-def one_run(steps: np.ndarray) -> evidence.Sample:
-    return evidence.Sample((steps,), (0,))
+def one_run(steps: np.ndarray) -> Sample:
+    return Sample((steps,), (0,))
 
 
 def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_says_what_it_is():
     rng = np.random.default_rng(1)
     base = rng.normal(10.0, 0.3, 200)
-    slowed = evidence.speedup(one_run(base * 1.1), one_run(base))
+    slowed = speedup(one_run(base * 1.1), one_run(base))
     assert slowed.value == pytest.approx(1 / 1.1, rel=1e-9) and slowed.excludes(1.0)
     assert slowed.low < 1 / 1.1 < slowed.high and not slowed.replicated and str(slowed).endswith(" within-run")
     flagged = sum(
-        evidence.speedup(one_run(rng.normal(10, 0.3, 200)), one_run(rng.normal(10, 0.3, 200)), seed=s).excludes(1.0)
+        speedup(one_run(rng.normal(10, 0.3, 200)), one_run(rng.normal(10, 0.3, 200)), seed=s).excludes(1.0)
         for s in range(40)
     )
     assert flagged <= 6  # a 95% interval misses 1.0 in about 2 of 40 draws of identical distributions
@@ -53,13 +55,13 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
     ],
 )
 def test_verdicts(item, ours, expected):
-    assert published.verdict(item, evidence.Speedup(*ours, basis=evidence.ACROSS, runs=(3, 3))) == expected
+    assert verdict(item, Speedup(*ours, basis=ACROSS, runs=(3, 3))) == expected
 
 
 @pytest.mark.parametrize("item", [{"speedup": 0.6}, {"direction": "same"}, {"direction": "slower"}])
 def test_one_run_a_side_is_indicative_never_a_verdict(item):
     for ours in [(0.62, 0.58, 0.66), (0.7, 0.65, 0.75), (1.0, 0.99, 1.01)]:
-        assert published.verdict(item, evidence.Speedup(*ours, basis=evidence.WITHIN_RUN)) == "indicative (1 run)"
+        assert verdict(item, Speedup(*ours, basis=WITHIN_RUN)) == "indicative (1 run)"
 
 
 @pytest.mark.parametrize("sweep", SWEEPS)
@@ -74,7 +76,7 @@ def test_every_comparison_names_one_planned_configuration_on_each_side(sweep):
             named = [fields for axes, fields in runs if published.matches(axes, fields, item[side])]
             configs = {repr(sorted((k, v) for k, v in f.items() if measures(k))) for f in named}
             assert len(named) == 3 and len(configs) == 1, f"{sweep}: {item['label']} {side}={item[side]}"
-        assert published.direction(item) in (None, "slower", "faster", "same")
+        assert direction(item) in (None, "slower", "faster", "same")
 
 
 def test_a_failed_run_is_the_verdict_with_its_error():

@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfsweep import records
-from perfsweep.analysis import compare, replicates, summary
 from perfsweep.analysis.render import text
-from perfsweep.analysis.views import sweep_views
+from perfsweep.analysis.views import compare, replicates, runs, sweep_views
 from perfsweep.launcher.status import render
 from tests.helpers import TRIED
 from tests.test_records_schema import write_sweep
@@ -223,7 +222,7 @@ def _check_readers(sweep, path, data: bytes) -> None:
         _check_run(sweep, path, found)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        shown = [render(sweep), *map(text, sweep_views(sweep)), text(summary.view(sweep)), text(replicates.view(sweep))]
+        shown = [render(sweep), *map(text, sweep_views(sweep)), text(runs.view(sweep)), text(replicates.view(sweep))]
         shown.append(text(compare.compare(sweep, sweep, threshold=0.05, loss_tolerance=0.05)[0]))
     skipped = [str(w.message) for w in caught if str(w.message).startswith("skipping run a:")]
     assert all(path.name in message for message in skipped), skipped

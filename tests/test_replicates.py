@@ -5,8 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from perfsweep.analysis import evidence, replicates
 from perfsweep.analysis.render import text
+from perfsweep.analysis.statistics import variance
+from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
+from perfsweep.analysis.views import replicates
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train.checks import problems
@@ -63,8 +65,8 @@ def _runs(rng, true_ms: float, n_runs: int, between: float, within: float = 0.01
     return [true_ms * math.exp(rng.normal(0, between)) * np.exp(rng.normal(0, within, steps)) for _ in range(n_runs)]
 
 
-def _sample(runs) -> evidence.Sample:
-    return evidence.Sample(tuple(runs), tuple(range(len(runs))))
+def _sample(runs) -> Sample:
+    return Sample(tuple(runs), tuple(range(len(runs))))
 
 
 def test_across_run_intervals_cover_the_truth_and_within_run_intervals_do_not():
@@ -73,9 +75,9 @@ def test_across_run_intervals_cover_the_truth_and_within_run_intervals_do_not():
     trials = 200
     for _ in range(trials):
         a, b = _runs(rng, 10.0, 5, 0.05), _runs(rng, 11.0, 5, 0.05)  # b is 10% slower: a's speed-up is 1.1
-        across = evidence.speedup(_sample(a), _sample(b))
-        pooled = evidence.speedup(_sample([np.concatenate(a)]), _sample([np.concatenate(b)]))
-        assert across.basis == evidence.ACROSS and pooled.basis == evidence.WITHIN_RUN
+        across = speedup(_sample(a), _sample(b))
+        pooled = speedup(_sample([np.concatenate(a)]), _sample([np.concatenate(b)]))
+        assert across.basis == ACROSS and pooled.basis == WITHIN_RUN
         covered_runs += across.low <= 1.1 <= across.high
         covered_steps += pooled.low <= 1.1 <= pooled.high
     assert 0.90 <= covered_runs / trials <= 0.99  # a 95% interval that includes run-to-run variance
@@ -89,21 +91,21 @@ def test_runs_of_one_round_are_paired_and_drift_over_the_sweep_cancels():
     rng = np.random.default_rng(3)
     a = [10.0 * d * np.exp(rng.normal(0, 0.002, 50)) for d in drift]
     b = [10.5 * d * np.exp(rng.normal(0, 0.002, 50)) for d in drift]
-    paired = evidence.speedup(_sample(a), _sample(b), paired=True)
-    unpaired = evidence.speedup(_sample(a), _sample(b))
-    assert paired.basis == evidence.PAIRED and paired.low > 1.04 and paired.high < 1.06
-    assert unpaired.basis == evidence.ACROSS and unpaired.low < 1 < unpaired.high
+    paired = speedup(_sample(a), _sample(b), paired=True)
+    unpaired = speedup(_sample(a), _sample(b))
+    assert paired.basis == PAIRED and paired.low > 1.04 and paired.high < 1.06
+    assert unpaired.basis == ACROSS and unpaired.low < 1 < unpaired.high
 
 
 def test_a_configurations_interval_is_a_t_interval_on_its_runs_log_medians():
     medians = np.array([10.0, 10.5, 9.5, 10.2, 9.8])
-    value, low, high = replicates.across_runs(medians)
+    value, low, high = variance.across_runs(medians)
     logs = np.log(medians)
     half = 2.776 * logs.std(ddof=1) / math.sqrt(5)
     assert value == pytest.approx(math.exp(logs.mean()))
     expected = [math.exp(logs.mean() - half), math.exp(logs.mean() + half)]
     assert [low, high] == pytest.approx(expected, rel=1e-4)
-    assert math.isnan(replicates.across_runs(np.array([10.0]))[1])
+    assert math.isnan(variance.across_runs(np.array([10.0]))[1])
 
 
 def test_the_variance_split_recovers_known_parts_between_and_within_processes():
@@ -111,15 +113,15 @@ def test_the_variance_split_recovers_known_parts_between_and_within_processes():
     from tests import synthetic
 
     noise = synthetic.Noise(run_sd=0.05, step_sd=0.02, rho=0.5, warmup=0.0, bimodal=0.0, steps=200)
-    found = evidence.split(_sample([synthetic.run_steps(10.0, noise, rng) for _ in range(60)]))
+    found = variance.split(_sample([synthetic.run_steps(10.0, noise, rng) for _ in range(60)]))
     assert found.between == pytest.approx(0.05, rel=0.25) and found.within == pytest.approx(0.02, rel=0.1)
     assert found.rho == pytest.approx(0.5, abs=0.08)
     assert found.effective_steps == pytest.approx(200 * (1 - found.rho) / (1 + found.rho))
-    assert evidence.split(_sample([np.ones(5)])) is None  # one run: nothing between processes to see
+    assert variance.split(_sample([np.ones(5)])) is None  # one run: nothing between processes to see
 
 
 def test_the_plan_resolves_the_half_width_it_was_asked_for():
-    split = evidence.Split(runs=3, steps=10, between=0.03, within=0.01, rho=0.0)
+    split = variance.Split(runs=3, steps=10, between=0.03, within=0.01, rho=0.0)
     steps, runs = split.plan(0.02, run_cost_s=2.0, step_s=0.05)
     assert steps == 5  # the spread is between processes: more steps do not narrow it, more runs do
     rng = np.random.default_rng(1)
@@ -127,11 +129,11 @@ def test_the_plan_resolves_the_half_width_it_was_asked_for():
     for _ in range(300):
         a = [10.0 * math.exp(rng.normal(0, 0.03)) * np.exp(rng.normal(0, 0.01, steps)) for _ in range(runs)]
         b = [10.0 * math.exp(rng.normal(0, 0.03)) * np.exp(rng.normal(0, 0.01, steps)) for _ in range(runs)]
-        found = evidence.speedup(_sample(a), _sample(b))
+        found = speedup(_sample(a), _sample(b))
         widths.append(max(found.high / found.value, found.value / found.low) - 1)
     assert 0.015 <= np.median(widths) <= 0.021
     # Steps that follow their neighbours, a spread within runs and costly runs: more steps per run, fewer runs.
-    steps_within, runs_within = evidence.Split(3, 10, 0.002, 0.05, 0.5).plan(0.02, run_cost_s=10.0, step_s=0.01)
+    steps_within, runs_within = variance.Split(3, 10, 0.002, 0.05, 0.5).plan(0.02, run_cost_s=10.0, step_s=0.01)
     assert steps_within > 100 and runs_within < runs
 
 
@@ -172,11 +174,11 @@ def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(t
 def test_a_speed_up_over_steps_of_zero_ms_prints_unknown_instead_of_failing(runs):
     # A coarse timer, or a damaged record, can leave a median step of 0 ms: no ratio exists.
     zero, some = _sample([np.zeros(5)] * runs), _sample([np.full(5, 2.0)] * runs)
-    for found in (evidence.speedup(zero, some), evidence.speedup(some, zero), evidence.speedup(zero, zero)):
+    for found in (speedup(zero, some), speedup(some, zero), speedup(zero, zero)):
         assert str(found).startswith("unknown")
         assert not found.beyond(0.05) and math.isnan(found.p)
 
 
 def test_figures_of_an_interval_without_finite_bounds_print_them_as_they_are():
-    value, low, high = evidence.figures(12.0, math.nan, math.inf)
+    value, low, high = figures(12.0, math.nan, math.inf)
     assert float(value) == 12.0 and (low, high) == ("nan", "inf")

@@ -6,7 +6,8 @@ import shutil
 import numpy as np
 import pytest
 
-from perfsweep.analysis import evidence, rounds
+from perfsweep.analysis.statistics import rounds
+from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
 from tests import golden, synthetic
 from tests.helpers import launch_here
 
@@ -89,7 +90,7 @@ def test_bad_auto_settings_are_refused_before_anything_runs(tmp_path, setting):
 def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_path, monkeypatch):
     """A comparison that never decides (a look made to say so) and a cap already passed at the first look: the
     sweep stops there, 3 rounds run of the 5 the run cap allows, and says which cap stopped it."""
-    undecided = rounds.Comparison("broadcast vs loop", evidence.Speedup(1.0, 0.8, 1.25, evidence.ACROSS, (3, 3)))
+    undecided = rounds.Comparison("broadcast vs loop", Speedup(1.0, 0.8, 1.25, ACROSS, (3, 3)))
     monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks: rounds.Look(k, 0.975, half, [undecided]))
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "auto.max_minutes=0.0001", "tracker.mode=disabled"]
     result = launch_here(*args, f"runs_dir={tmp_path}")

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis import published
+from perfsweep.analysis.views import published
 from perfsweep.gpu import check as gpu_check
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import checks, fastai_parts

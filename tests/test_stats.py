@@ -4,16 +4,19 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis import compare, groups, plots, stats, summary
+from perfsweep.analysis import groups
 from perfsweep.analysis.__main__ import main as analysis_main
 from perfsweep.analysis.render import text
+from perfsweep.analysis.statistics.bootstrap import resampled_medians
+from perfsweep.analysis.statistics.steps import noise, phase_stats
+from perfsweep.analysis.views import compare, plots
 from perfsweep.records import lifecycle
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
 
 def test_phase_stats_of_known_steps():
-    s = summary.phase_stats(np.arange(1, 101, dtype=float))  # 1..100 ms
+    s = phase_stats(np.arange(1, 101, dtype=float))  # 1..100 ms
     assert (s.n, s.median, s.q1, s.q3) == (100, 50.5, 25.75, 75.25)
     assert s.p5 == pytest.approx(5.95) and s.p95 == pytest.approx(95.05)
     assert 40 <= s.ci_low < 50.5 < s.ci_high <= 61  # about the ranks 50 -+ 9.8
@@ -22,7 +25,7 @@ def test_phase_stats_of_known_steps():
 
 def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
     rng = np.random.default_rng(0)
-    covered = [(s := summary.phase_stats(rng.lognormal(0.0, 0.2, 101))).ci_low <= 1.0 <= s.ci_high for _ in range(400)]
+    covered = [(s := phase_stats(rng.lognormal(0.0, 0.2, 101))).ci_low <= 1.0 <= s.ci_high for _ in range(400)]
     assert 0.92 <= np.mean(covered) <= 0.99
 
 
@@ -30,7 +33,7 @@ def test_median_interval_covers_the_true_median_about_95_percent_of_the_time():
 def test_bootstrap_medians_without_resampling_match_resampling(n):
     rng = np.random.default_rng(n)
     steps = rng.lognormal(0, 0.5, n)
-    fast = stats.resampled_medians(steps, 20000, np.random.default_rng(1))
+    fast = resampled_medians(steps, 20000, np.random.default_rng(1))
     slow = np.median(steps[np.random.default_rng(2).integers(0, n, (20000, n))], axis=1)
     for q in (2.5, 25, 50, 75, 97.5):
         assert np.percentile(fast, q) == pytest.approx(np.percentile(slow, q), rel=0.02)
@@ -38,24 +41,24 @@ def test_bootstrap_medians_without_resampling_match_resampling(n):
 
 def test_a_steady_run_is_not_flagged():
     steps = np.random.default_rng(1).normal(10, 0.2, 200)
-    assert summary.noise(steps, summary.phase_stats(steps)) == []
+    assert noise(steps, phase_stats(steps)) == []
 
 
 def test_a_run_still_warming_up_is_flagged_with_the_reason():
     steps = np.linspace(20, 10, 100)
-    reasons = summary.noise(steps, summary.phase_stats(steps))
+    reasons = noise(steps, phase_stats(steps))
     assert len(reasons) == 1 and "warm-up not long enough" in reasons[0] and "robust CV" in reasons[0]
 
 
 def test_a_run_slowing_down_is_not_said_to_warm_up():
     steps = np.linspace(10, 20, 100)
-    (reason,) = summary.noise(steps, summary.phase_stats(steps))
+    (reason,) = noise(steps, phase_stats(steps))
     assert "slowing down" in reason and "warm-up" not in reason
 
 
 def test_outlier_steps_are_counted_not_dropped():
     steps = np.concatenate([np.full(95, 10.0) + np.linspace(0, 0.1, 95), np.full(5, 100.0)])
-    s = summary.phase_stats(steps)
+    s = phase_stats(steps)
     assert s.outliers == 5 and s.n == 100 and s.median == pytest.approx(10.05, abs=0.01)
 
 

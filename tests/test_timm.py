@@ -5,7 +5,7 @@ import torch
 
 from perfsweep import records
 from perfsweep.analysis.render import text
-from perfsweep.analysis.table import view
+from perfsweep.analysis.views.table import view
 from perfsweep.records import load_sweep
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train.step import TrainStep

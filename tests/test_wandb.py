@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
+from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
 from tests import golden
 from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
 from tests.test_run import run, wandb_records

@@ -14,9 +14,9 @@ any look calls a given comparison decisive where it has no effect stays under 5%
 
 import dataclasses
 
-from perfsweep.analysis.evidence import Speedup
 from perfsweep.analysis.groups import configurations, labels, speedups
-from perfsweep.analysis.stats import LEVEL
+from perfsweep.analysis.statistics.bootstrap import LEVEL
+from perfsweep.analysis.statistics.speedup import Speedup
 from perfsweep.records import RunRecord
 
 FIRST_LOOK = 3

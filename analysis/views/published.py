@@ -7,9 +7,9 @@ time it compares (`metric`: a phase, phases joined by +, or step) and what the s
 both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
 a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
 speed-ups (time of `over` / time of `of`, each the geometric mean of its runs' medians), each run counting
-once, with a 95% interval across runs (analysis/evidence.py). A verdict needs two or more runs of each side
-(repeats=N); with one, the interval is within-run and the row says `indicative (1 run)`, never a verdict. With
-replicates:
+once, with a 95% interval across runs (analysis/statistics/speedup.py). A verdict needs two or more runs of
+each side (repeats=N); with one, the interval is within-run and the row says `indicative (1 run)`, never a
+verdict. With replicates (analysis/statistics/verdict.py):
 
     reproduced     a speed-up or slow-down: our interval lies on the claimed side of 1.0 and reaches the published
                    figure (or goes beyond it); no effect (same): our interval lies inside +-5% of 1.0
@@ -26,13 +26,14 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from perfsweep.analysis import evidence, machines
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import Configuration, environment_axes, measures, round_of
 from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.speedup import Sample, speedup
+from perfsweep.analysis.statistics.verdict import published_speedup, verdict
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 
-PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "sweeps" / "published"
-SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
+PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95%]"]
 NOT_RUN = "not run in this sweep"
 SPEEDUP = (
@@ -65,58 +66,11 @@ def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | Non
     return Configuration(tuple(configs), sorted(matched, key=round_of)) if matched else None
 
 
-def sample(config: Configuration, item: dict[str, Any]) -> evidence.Sample:
+def sample(config: Configuration, item: dict[str, Any]) -> Sample:
     """Each run's measured steps of the comparison's time (ms): the sum of its metric's phases, per sample where it
     compares per sample (`per_sample`: runs whose batches differ, as timm's tables' do)."""
     columns = tuple(f"{phase}_ms" for phase in item.get("metric", "step").split("+"))
     return config.sample(columns, per_sample=bool(item.get("per_sample")))
-
-
-def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
-    """The published speed-up as a (low, high) range, or None when only a direction (or nothing) is given."""
-    if item.get("speedup") is not None:
-        value = item["speedup"]
-        return (float(value[0]), float(value[1])) if isinstance(value, list) else (float(value), float(value))
-    times = item.get("published") or {}
-    if times.get("of") and times.get("over"):
-        value = times["over"] / times["of"]
-        return value, value
-    return None
-
-
-def direction(item: dict[str, Any]) -> str | None:
-    span = published_speedup(item)
-    if span is None:
-        return item.get("direction")
-    if 1 - SAME <= span[0] and span[1] <= 1 + SAME:
-        return "same"
-    return "faster" if span[0] > 1 else "slower"
-
-
-INDICATIVE = "indicative (1 run)"
-
-
-def verdict(item: dict[str, Any], ours: evidence.Speedup) -> str:
-    claim = direction(item)
-    if claim is None:
-        return "no published figure"
-    if not ours.replicated:
-        return INDICATIVE
-    within_same = 1 - SAME <= ours.low and ours.high <= 1 + SAME
-    if claim == "same":
-        if within_same:
-            return "reproduced"
-        return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else "undetermined"
-    if not ours.excludes(1.0):
-        return "absent" if within_same else "undetermined"
-    if (ours.value > 1) != (claim == "faster"):
-        return "reversed"
-    span = published_speedup(item)
-    if span is None:
-        return "reproduced"
-    low, high = span
-    between = ours.high < low if claim == "faster" else ours.low > high
-    return "smaller" if between else "reproduced"
 
 
 def _times(item: dict[str, Any]) -> str:
@@ -150,7 +104,7 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
         return [*row, "-", "-", NOT_RUN]
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
-    ours = evidence.speedup(a, b, paired=of.interleaved and over.interleaved)
+    ours = speedup(a, b, paired=of.interleaved and over.interleaved)
     figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 

@@ -8,7 +8,7 @@ against compiled. Configurations are matched by their axes and config, leaving o
 sweep holds constant but the two do not share (printed as what the sweeps differ in, and below it where the
 machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they measured. For each matched
 configuration: B's speed-up over A (median time of A / of B) in the step and each phase, each run counting once
-(analysis/evidence.py).
+(analysis/statistics/speedup.py).
 
 The gate is the step's (the phases are shown; `--gate-phases` gates on them too). As asv does, a change is flagged
 when it is beyond the threshold and it is statistically significant, here with the whole family of comparisons
@@ -27,9 +27,11 @@ flagged, since a faster step that trains differently is no improvement, and so a
 import dataclasses
 from pathlib import Path
 
-from perfsweep.analysis import evidence, machines
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import Configuration, is_declaration, labels, measures, round_of
 from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedup
+from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
@@ -82,16 +84,6 @@ def pairs(
     return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
 
 
-def flag(speedup: evidence.Speedup, significant: bool, threshold: float) -> str:
-    """The flag of a gated comparison: significant in its family and beyond the threshold."""
-    way = speedup.beyond(threshold) if significant else ""
-    if not way:
-        return ""
-    if speedup.replicated:
-        return "REGRESSION" if way == "slower" else "improvement"
-    return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
-
-
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
     """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
     (of A's final loss, if it did not move): numerics may differ a little, training may not."""
@@ -120,7 +112,7 @@ class Line:
     runs: str = ""
     a_ms: str = ""
     b_ms: str = ""
-    speedup: evidence.Speedup | None = None
+    speedup: Speedup | None = None
     gated: bool = False
     flag: str = ""
 
@@ -143,9 +135,9 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     runs = f"{len(a.runs)}/{len(b.runs)}"
     lines = []
     for phase in phases:
-        speedup = evidence.speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
+        ratio = speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
         ms = [figure(c.median(phase)) for c in (a, b)]
-        lines.append(Line(label, phase, runs, *ms, speedup, gated=phase == "step" or gate_phases))
+        lines.append(Line(label, phase, runs, *ms, ratio, gated=phase == "step" or gate_phases))
     return lines
 
 
@@ -155,7 +147,7 @@ def flagged(lines: list[Line], threshold: float) -> list[Line]:
     significant = {}
     for replicated in (True, False):
         gated = [i for i, line in enumerate(lines) if line.gated and line.speedup.replicated == replicated]
-        significant |= dict(zip(gated, evidence.holm([lines[i].speedup.p for i in gated]), strict=True))
+        significant |= dict(zip(gated, holm([lines[i].speedup.p for i in gated]), strict=True))
     return [
         dataclasses.replace(line, flag=flag(line.speedup, significant[i], threshold)) if i in significant else line
         for i, line in enumerate(lines)
@@ -165,7 +157,7 @@ def flagged(lines: list[Line], threshold: float) -> list[Line]:
 def suite(lines: list[Line]) -> str:
     """The geometric mean of the step's speed-ups over every matched configuration, with its interval."""
     steps = [line.speedup for line in lines if line.phase == "step"]
-    mean = evidence.geomean(steps)
+    mean = geomean(steps)
     if mean is None:
         return (
             f"suite: no geometric mean with an interval: {sum(not s.replicated for s in steps)} of {len(steps)} "

@@ -15,9 +15,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from perfsweep.analysis.plots import write_plots
 from perfsweep.analysis.render import html_section
 from perfsweep.analysis.views import sweep_views
+from perfsweep.analysis.views.plots import write_plots
 from perfsweep.records import DONE, REPORT, atomic_write, load_sweep
 from perfsweep.records.redact import redact_text
 
@@ -126,7 +126,7 @@ def outline(content: dict[str, Any]) -> str:
 
 def build_wandb_report(content: dict[str, Any]):
     """The W&B Report `content` describes, as wandb_workspaces objects, built offline (nothing is sent). Its
-    entity must be known (analysis.wandb_online.resolve_entity asks the server for the key's default)."""
+    entity must be known (analysis.views.wandb_online.resolve_entity asks the server for the key's default)."""
     import wandb_workspaces.reports.v2 as wr
 
     if not content["entity"]:

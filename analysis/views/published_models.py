@@ -21,7 +21,7 @@ Our hardware differs from theirs, so what is compared is what transfers across h
     rank order         Spearman's rho between their samples/s and ours over the models both have, with a
                        bootstrap 95% interval over models: reproduced when the interval's low end is above 0.8
     relative to the reference   each model's samples/s over the reference model's in the same table: a
-                       speed-up, with the verdicts of analysis/published.py
+                       speed-up, with the verdicts of analysis/views/published.py
     channels-last speed-up      each model's NHWC samples/s over its NCHW samples/s: the same verdicts
 
 Throughput is per sample: timm's batch sizes differ from model to model and from table to table.
@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.analysis import published, stats
 from perfsweep.analysis.render import Column, View
+from perfsweep.analysis.statistics.bootstrap import rank_correlation
+from perfsweep.analysis.views import published
 from perfsweep.records import RunRecord, load_sweep
 
 RHO_REPRODUCED = 0.8  # the low end of rho's interval above this: the rank order is reproduced
@@ -67,7 +68,7 @@ def _side(model: str, table: dict[str, Any]) -> dict[str, Any]:
 
 
 def _item(label: str, metric: str, of: dict, over: dict, rate_of: float, rate_over: float) -> dict[str, Any]:
-    """A comparison of analysis/published.py, per sample, from two published throughputs."""
+    """A comparison of analysis/views/published.py, per sample, from two published throughputs."""
     published_times = {"of": 1000 / rate_of, "over": 1000 / rate_over, "unit": "ms/sample"}
     return {"label": label, "metric": metric, "per_sample": True, "of": of, "over": over, "published": published_times}
 
@@ -136,7 +137,7 @@ def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list
     count = f"{len(pairs)} of {len(samples_per_s(table))}"
     if len(pairs) < FEWEST_MODELS:
         return [name, count, "-", f"too few models run for a rank order (fewer than {FEWEST_MODELS})"]
-    rho = stats.rank_correlation(*np.array(pairs).T)
+    rho = rank_correlation(*np.array(pairs).T)
     verdict = "reproduced" if rho.low > RHO_REPRODUCED else f"not reproduced (low end {rho.low:.2f} <= 0.8)"
     return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
 

@@ -1,11 +1,14 @@
-"""What a sweep's records say, as the views that the terminal prints after a launch and the report shows:
-the table, then across replicates (repeats=N) and beside the published figures (where the sweep has them)."""
+"""The views users ask for, one module each.
+
+sweep_views is what the terminal prints after a launch and the report shows.
+It is the table, then replicates and ranks, then the published figures.
+"""
 
 from pathlib import Path
 
-from perfsweep.analysis import published, published_models, ranks, replicates, table
 from perfsweep.analysis.groups import compared_along
 from perfsweep.analysis.render import View
+from perfsweep.analysis.views import published, published_models, ranks, replicates, table
 from perfsweep.records import load_sweep
 
 

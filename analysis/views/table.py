@@ -4,13 +4,13 @@ its speed-up over the baseline configuration of its row group.
 python -m perfsweep.analysis table SWEEP_DIR [--csv]
 
 With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median, and its
-speed-up's interval is across runs (analysis/evidence.py); with one run per configuration the interval resamples
-that run's steps and says so (within-run).
+speed-up's interval is across runs (analysis/statistics/speedup.py); with one run per configuration the interval
+resamples that run's steps and says so (within-run).
 """
 
 from pathlib import Path
 
-from perfsweep.analysis import evidence, machines
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     Configuration,
     axis_order,
@@ -24,8 +24,9 @@ from perfsweep.analysis.groups import (
     vs_label,
 )
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.analysis.replicates import order_effect
-from perfsweep.analysis.summary import noise, phase_stats, trend
+from perfsweep.analysis.statistics.drift import order_effect
+from perfsweep.analysis.statistics.speedup import WITHIN_RUN
+from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
@@ -158,13 +159,13 @@ def _resting_on(configs: list[Configuration]) -> str:
     if not compares(configs):
         return f"{times}; {windows}"
     within = (
-        f"{evidence.WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between processes "
+        f"{WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between processes "
         "out, so no verdict rests on it"
     )
     if replicated == len(configs):
         vs = "[95% CI across runs, each run one process]"
     elif replicated:
-        vs = f"[95% CI across runs where a configuration has two or more; marked {evidence.WITHIN_RUN}: a {within}]"
+        vs = f"[95% CI across runs where a configuration has two or more; marked {WITHIN_RUN}: a {within}]"
     else:
         vs = f"[95% {within}; repeats=N for one that does]"
     return f"{times}; {windows}; vs: speed-up over the baseline of the same row group {vs}"

@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 from perfsweep import records
-from perfsweep.analysis import table
 from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.analysis.views import table
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import load_sweep

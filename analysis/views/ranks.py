@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsweep.analysis import evidence
 from perfsweep.analysis.groups import Configuration, configurations, labels
 from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.speedup import geometric_mean
 from perfsweep.records import DONE, RANKS, RunRecord, load_sweep, read_steps
 
 
@@ -42,7 +42,7 @@ def rows(config: Configuration) -> list[tuple[Configuration, int, bool, bool, di
     found = []
     for key in sorted({key for medians in per_run for key in medians}, key=lambda k: (k[0], k[2], not k[1])):
         names = next(medians[key] for medians in per_run if key in medians)
-        means = {n: evidence.geometric_mean(m[key][n] for m in per_run if key in m) for n in names}
+        means = {n: geometric_mean(m[key][n] for m in per_run if key in m) for n in names}
         found.append((config, *key, means))
     return found
 

@@ -18,10 +18,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from perfsweep.analysis import ranks  # noqa: E402
 from perfsweep.analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
-from perfsweep.analysis.replicates import across_runs  # noqa: E402
-from perfsweep.analysis.stats import median_interval  # noqa: E402
+from perfsweep.analysis.statistics.bootstrap import median_interval  # noqa: E402
+from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
+from perfsweep.analysis.views import ranks  # noqa: E402
 from perfsweep.records import DONE, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis

@@ -6,7 +6,7 @@ of the next sweep, and whether a run's place in the sweep moved its time.
 Runs that differ only in `replicate` (and the seed it sets) are one configuration, each run one process. Per
 configuration: its runs' median step time with a 95% interval across runs; the spread of a run's median log step
 time beyond what its own steps explain (between processes), a step's spread within a run, the lag-1
-autocorrelation of consecutive steps and the steps that are worth as independent ones (analysis/evidence.py
+autocorrelation of consecutive steps and the steps that are worth as independent ones (analysis/statistics/variance.py
 `Split`); its speed-up over the baseline configuration of its row group; and the steps per run and runs per
 configuration that resolve such a speed-up to -+half-width at the least cost (Kalibera and Jones, 2013), from what
 this sweep's runs cost beyond their steps.
@@ -14,13 +14,10 @@ this sweep's runs cost beyond their steps.
 
 import dataclasses
 import math
-import statistics
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
-from perfsweep.analysis import evidence
 from perfsweep.analysis.groups import (
     Configuration,
     baselines,
@@ -31,77 +28,10 @@ from perfsweep.analysis.groups import (
     vs_label,
 )
 from perfsweep.analysis.render import Column, View
-from perfsweep.analysis.stats import LEVEL
-from perfsweep.records import DONE, RunRecord, load_sweep
-
-ORDER_SIGNIFICANCE = 0.01
-OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
-
-
-def across_runs(medians: np.ndarray) -> tuple[float, float, float]:
-    """The geometric mean of runs' medians and its 95% t-interval (nan bounds for one run)."""
-    logs = np.log(medians)
-    centre = float(np.exp(logs.mean()))
-    if len(logs) < 2:
-        return centre, math.nan, math.nan
-    low, high, _ = evidence.t_interval(
-        float(logs.mean()), float(logs.std(ddof=1) / math.sqrt(len(logs))), len(logs) - 1, LEVEL
-    )
-    return centre, low, high
-
-
-def costs(runs: list[RunRecord]) -> tuple[float, float] | None:
-    """What a run of this sweep costs beyond its steps, and a step, in seconds (medians over its runs); None where
-    the runs' records do not say."""
-    outside = [sum(t.get(k, 0.0) for k in OUTSIDE_STEPS) for r in runs if (t := r.status.timing) and "window_s" in t]
-    per_step = [r.summary.window_s / r.summary.steps for r in runs if r.summary.window_s and r.summary.steps]
-    if not outside or not per_step:
-        return None
-    return statistics.median(outside), statistics.median(per_step)
-
-
-def order_effect(configs: list[Configuration]) -> list[str]:
-    """A flag where a run's time goes with its place in the sweep: each replicated configuration's runs relative to
-    their own geometric mean, against the order the runs started in (Spearman's test at 1%)."""
-    replicated = [c for c in configs if len(c.runs) >= 2]
-    placed = sorted(
-        (r.status.started_at or "", int(r.fields.get("replicate") or 0), float(np.log(m) - np.mean(np.log(ms))))
-        for c in replicated
-        for ms in [[r.summary.median("step") for r in c.runs]]
-        for r, m in zip(c.runs, ms, strict=True)
-    )
-    if len(placed) < 6 or len(replicated) < 2:
-        return []
-    offsets = np.array([p[2] for p in placed])
-    rho, p = spearmanr(np.arange(len(placed)), offsets)
-    if not p < ORDER_SIGNIFICANCE:
-        return []
-    half = len(offsets) // 2
-    moved = math.exp(float(np.median(offsets[half:]) - np.median(offsets[:half]))) - 1
-    return [
-        f"ORDER EFFECT: a run's step time goes with its place in the sweep (Spearman {rho:+.2f} over {len(placed)} "
-        f"runs, p={p:.2g}): the later half {moved:+.1%} against the earlier, each run beside its own "
-        "configuration's; order=interleaved (the default) spreads such drift over every configuration"
-    ]
-
-
-def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
-    """Runs whose clock (GPU SM clock, else CPU MHz) at start or end is off the sweep's median by more than 10%."""
-    clocks = {r.name: r.summary.clocks for r in runs if r.summary and r.summary.clocks}
-    values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
-    if not values:
-        return []
-    middle = statistics.median(values)
-    flags = []
-    for name, c in clocks.items():
-        for when in ("start", "end"):
-            mhz = (c.get(when) or {}).get("mhz")
-            if mhz and abs(mhz - middle) > tolerance * middle:
-                flags.append(
-                    f"DRIFT {name}: {c[when]['source']} {mhz:.0f} MHz at its {when}, sweep median {middle:.0f}"
-                )
-    return flags
-
+from perfsweep.analysis.statistics.drift import drift
+from perfsweep.analysis.statistics.speedup import figures
+from perfsweep.analysis.statistics.variance import Split, across_runs, costs, split
+from perfsweep.records import DONE, load_sweep
 
 EXPLAINED = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
@@ -119,14 +49,14 @@ class Row:
 
     config: Configuration
     baseline: Configuration | None
-    split: evidence.Split | None
+    split: Split | None
 
     @property
     def step_ms(self) -> str:
         value, low, high = across_runs(np.array([r.summary.median("step") for r in self.config.runs]))
         if math.isnan(low):
             return f"{value:.3g} (1 run)"
-        shown = evidence.figures(value, low, high)
+        shown = figures(value, low, high)
         return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
     @property
@@ -158,7 +88,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     base_of = baselines(configs)
     cost = costs(runs)
     names = labels(configs)
-    items = [Row(c, base_of.get(c.key), evidence.split(c.sample())) for c in configs]
+    items = [Row(c, base_of.get(c.key), split(c.sample())) for c in configs]
     columns = [
         Column("configuration", lambda row: names[row.config.key]),
         Column("runs", lambda row: str(len(row.config.runs))),

@@ -1,0 +1,55 @@
+"""Whether a run's place in the sweep, or its clock, moved its time."""
+
+import math
+import statistics
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from perfsweep.analysis.groups import Configuration
+from perfsweep.records import RunRecord
+
+ORDER_SIGNIFICANCE = 0.01
+
+
+def order_effect(configs: list[Configuration]) -> list[str]:
+    """A flag where a run's time goes with its place in the sweep: each replicated configuration's runs relative to
+    their own geometric mean, against the order the runs started in (Spearman's test at 1%)."""
+    replicated = [c for c in configs if len(c.runs) >= 2]
+    placed = sorted(
+        (r.status.started_at or "", int(r.fields.get("replicate") or 0), float(np.log(m) - np.mean(np.log(ms))))
+        for c in replicated
+        for ms in [[r.summary.median("step") for r in c.runs]]
+        for r, m in zip(c.runs, ms, strict=True)
+    )
+    if len(placed) < 6 or len(replicated) < 2:
+        return []
+    offsets = np.array([p[2] for p in placed])
+    rho, p = spearmanr(np.arange(len(placed)), offsets)
+    if not p < ORDER_SIGNIFICANCE:
+        return []
+    half = len(offsets) // 2
+    moved = math.exp(float(np.median(offsets[half:]) - np.median(offsets[:half]))) - 1
+    return [
+        f"ORDER EFFECT: a run's step time goes with its place in the sweep (Spearman {rho:+.2f} over {len(placed)} "
+        f"runs, p={p:.2g}): the later half {moved:+.1%} against the earlier, each run beside its own "
+        "configuration's; order=interleaved (the default) spreads such drift over every configuration"
+    ]
+
+
+def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
+    """Runs whose clock (GPU SM clock, else CPU MHz) at start or end is off the sweep's median by more than 10%."""
+    clocks = {r.name: r.summary.clocks for r in runs if r.summary and r.summary.clocks}
+    values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
+    if not values:
+        return []
+    middle = statistics.median(values)
+    flags = []
+    for name, c in clocks.items():
+        for when in ("start", "end"):
+            mhz = (c.get(when) or {}).get("mhz")
+            if mhz and abs(mhz - middle) > tolerance * middle:
+                flags.append(
+                    f"DRIFT {name}: {c[when]['source']} {mhz:.0f} MHz at its {when}, sweep median {middle:.0f}"
+                )
+    return flags

@@ -1,0 +1,79 @@
+"""A run's step times: robust statistics, and when they are too noisy to trust.
+
+Each phase has a median, IQR, p5/p95 and a bootstrap interval of the median.
+That interval is within-run: it leaves the difference between processes out.
+Outlier steps lie beyond 3 IQR from the quartiles; they are counted, never dropped.
+A run is noisy when its robust CV (IQR / 1.349 / median) is above NOISY.
+A trend is a first fifth off the last by more than TREND, in steps whose times go with their number.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from perfsweep.analysis.statistics.bootstrap import median_interval
+
+NOISY = 0.10  # robust CV above which a run's figures are flagged
+TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
+OUTLIER_IQR = 3.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseStats:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    p5: float
+    p95: float
+    ci_low: float  # 95% interval of the median
+    ci_high: float
+    outliers: int
+
+    @property
+    def robust_cv(self) -> float:
+        return (self.q3 - self.q1) / 1.349 / self.median if self.median else math.inf
+
+
+def phase_stats(steps: np.ndarray, interval: bool = True) -> PhaseStats:
+    """Statistics of one phase's measured step times (ms); the median's interval left nan unless `interval`."""
+    values = np.sort(np.asarray(steps, dtype=float))
+    n = len(values)
+    if n == 0:
+        raise ValueError("no measured steps")
+    p5, q1, median, q3, p95 = np.percentile(values, [5, 25, 50, 75, 95])
+    low, high = median_interval(values) if interval else (math.nan, math.nan)
+    spread = q3 - q1
+    outliers = int(np.sum((values < q1 - OUTLIER_IQR * spread) | (values > q3 + OUTLIER_IQR * spread)))
+    return PhaseStats(n, float(median), float(q1), float(q3), float(p5), float(p95), low, high, outliers)
+
+
+def trend(steps: np.ndarray, significance: float = 0.001) -> str:
+    """Why a run's steps (in order) are not yet steady, if they are not: its first fifth's median is off its last
+    fifth's by more than TREND, and step time goes with step number (Spearman's test; steps follow their
+    neighbours, so the test's p-value is held to far below the usual 5%). '' where neither or one holds."""
+    if len(steps) < 10:
+        return ""
+    fifth = max(1, len(steps) // 5)
+    first, last = float(np.median(steps[:fifth])), float(np.median(steps[-fifth:]))
+    if abs(first - last) <= TREND * last:
+        return ""
+    rho, p = spearmanr(np.arange(len(steps)), steps)
+    if not p < significance:
+        return ""
+    why = "warm-up not long enough" if first > last else "slowing down (a throttling device, a cost that grows?)"
+    return f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms (Spearman {rho:+.2f}): {why}"
+
+
+def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
+    """Why a run's steps (in order) are too spread to trust; empty if they are not."""
+    if stats.robust_cv <= NOISY:
+        return []
+    reasons = [drift] if (drift := trend(steps, significance=1.0)) else []
+    if stats.outliers:
+        reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
+    if not reasons:
+        reasons.append("steps spread without a trend or outliers (a shared or throttling machine?)")
+    return [f"robust CV {stats.robust_cv:.0%} > {NOISY:.0%}: " + "; ".join(reasons)]

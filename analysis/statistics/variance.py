@@ -1,0 +1,104 @@
+"""A configuration's variance, between its processes and within one.
+
+The split follows Kalibera and Jones ("Rigorous Benchmarking in Reasonable Time", ISMM 2013).
+The within-run part is corrected for the correlation of consecutive steps.
+It says whether more steps per run or more runs narrow an interval.
+It says how many of each a target half-width needs.
+"""
+
+import dataclasses
+import math
+import statistics
+
+import numpy as np
+from scipy import stats as distributions
+
+from perfsweep.analysis.statistics.bootstrap import LEVEL
+from perfsweep.analysis.statistics.speedup import Sample, t_interval
+from perfsweep.records import RunRecord
+
+OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
+
+
+def across_runs(medians: np.ndarray) -> tuple[float, float, float]:
+    """The geometric mean of runs' medians and its 95% t-interval (nan bounds for one run)."""
+    logs = np.log(medians)
+    centre = float(np.exp(logs.mean()))
+    if len(logs) < 2:
+        return centre, math.nan, math.nan
+    low, high, _ = t_interval(float(logs.mean()), float(logs.std(ddof=1) / math.sqrt(len(logs))), len(logs) - 1, LEVEL)
+    return centre, low, high
+
+
+def costs(runs: list[RunRecord]) -> tuple[float, float] | None:
+    """What a run of this sweep costs beyond its steps, and a step, in seconds (medians over its runs); None where
+    the runs' records do not say."""
+    outside = [sum(t.get(k, 0.0) for k in OUTSIDE_STEPS) for r in runs if (t := r.status.timing) and "window_s" in t]
+    per_step = [r.summary.window_s / r.summary.steps for r in runs if r.summary.window_s and r.summary.steps]
+    if not outside or not per_step:
+        return None
+    return statistics.median(outside), statistics.median(per_step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A configuration's variance of log step time, between its processes and within one."""
+
+    runs: int
+    steps: int  # per run (the median)
+    between: float  # sd of a run's median log step time beyond what its own steps' noise explains
+    within: float  # sd of a step's log time within a run (robust: from the median absolute deviation)
+    rho: float  # lag-1 autocorrelation of consecutive steps within a run
+
+    @property
+    def effective_steps(self) -> float:
+        """Steps per run as independent ones: steps (1 - rho) / (1 + rho), at most the steps."""
+        rho = min(max(self.rho, 0.0), 0.95)
+        return max(1.0, self.steps * (1 - rho) / (1 + rho))
+
+    def run_variance(self, steps: float) -> float:
+        """The variance of one run's median log step time when it measures `steps` steps."""
+        return self.between**2 + math.pi / 2 * self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
+
+    def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int]:
+        """(steps per run, runs per configuration) that resolve a speed-up between two such configurations to
+        -+`half_width` (0.02: 2%) at the cheapest cost: a run costs `run_cost_s` beyond its steps, a step
+        `step_s`. Steps per run by Kalibera and Jones's optimum, sqrt(run cost x within variance / (step cost x
+        between variance)), in steps as independent as these."""
+        inflation = math.pi / 2 * self.steps / self.effective_steps
+        if self.between > 0:
+            steps = math.sqrt(run_cost_s * self.within**2 * inflation / (step_s * self.between**2))
+        else:
+            steps = 4 * self.steps  # no spread between processes seen: more steps are what narrows it
+        steps = int(min(max(math.ceil(steps), 5), 1000))
+        target = math.log(1 + half_width)
+        runs = 2
+        while runs < 1000:
+            t = distributions.t.ppf(0.5 + level / 2, runs - 1)
+            if t * math.sqrt(2 * self.run_variance(steps) / runs) <= target:
+                break
+            runs += 1
+        return steps, runs
+
+
+def split(sample: Sample) -> Split | None:
+    """The variance split of a configuration with two or more runs of two or more steps (None otherwise).
+
+    Robust to outlier steps, as the medians the views compare are: within a run, the spread of log step times
+    around the run's median is 1.4826 x their median absolute deviation (pooled over runs); between runs, the
+    variance of the runs' log medians less what their own steps explain, a median of n steps varying pi/2 times
+    as much as their mean."""
+    logs = [np.log(s) for s in sample.steps if len(s) >= 2]
+    if len(logs) < 2:
+        return None
+    centred = [x - np.median(x) for x in logs]
+    within = 1.4826 * float(np.median(np.abs(np.concatenate(centred))))
+    demeaned = [x - x.mean() for x in logs]
+    lagged = sum(float(np.dot(c[:-1], c[1:])) for c in demeaned)
+    total = sum(float(np.dot(c, c)) for c in demeaned)
+    rho = lagged / total if total else 0.0
+    steps = int(np.median([len(x) for x in logs]))
+    partial = Split(len(logs), steps, 0.0, within, rho)
+    medians = np.array([np.median(x) for x in logs])
+    between = max(0.0, float(medians.var(ddof=1)) - math.pi / 2 * within**2 / partial.effective_steps)
+    return dataclasses.replace(partial, between=math.sqrt(between))

@@ -1,0 +1,70 @@
+"""Verdicts on speed-ups: beside a published figure, and across two sweeps.
+
+A published figure is a speed-up, a [low, high] range, two times, or a direction.
+A speed-up within SAME of 1.0 counts as no effect.
+A verdict needs runs on both sides; one run gives INDICATIVE.
+A compared speed-up is flagged when significant and beyond the threshold.
+"""
+
+from typing import Any
+
+from perfsweep.analysis.statistics.speedup import Speedup
+
+SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
+
+
+def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
+    """The published speed-up as a (low, high) range, or None when only a direction (or nothing) is given."""
+    if item.get("speedup") is not None:
+        value = item["speedup"]
+        return (float(value[0]), float(value[1])) if isinstance(value, list) else (float(value), float(value))
+    times = item.get("published") or {}
+    if times.get("of") and times.get("over"):
+        value = times["over"] / times["of"]
+        return value, value
+    return None
+
+
+def direction(item: dict[str, Any]) -> str | None:
+    span = published_speedup(item)
+    if span is None:
+        return item.get("direction")
+    if 1 - SAME <= span[0] and span[1] <= 1 + SAME:
+        return "same"
+    return "faster" if span[0] > 1 else "slower"
+
+
+INDICATIVE = "indicative (1 run)"
+
+
+def verdict(item: dict[str, Any], ours: Speedup) -> str:
+    claim = direction(item)
+    if claim is None:
+        return "no published figure"
+    if not ours.replicated:
+        return INDICATIVE
+    within_same = 1 - SAME <= ours.low and ours.high <= 1 + SAME
+    if claim == "same":
+        if within_same:
+            return "reproduced"
+        return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else "undetermined"
+    if not ours.excludes(1.0):
+        return "absent" if within_same else "undetermined"
+    if (ours.value > 1) != (claim == "faster"):
+        return "reversed"
+    span = published_speedup(item)
+    if span is None:
+        return "reproduced"
+    low, high = span
+    between = ours.high < low if claim == "faster" else ours.low > high
+    return "smaller" if between else "reproduced"
+
+
+def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
+    """The flag of a gated comparison: significant in its family and beyond the threshold."""
+    way = speedup.beyond(threshold) if significant else ""
+    if not way:
+        return ""
+    if speedup.replicated:
+        return "REGRESSION" if way == "slower" else "improvement"
+    return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"

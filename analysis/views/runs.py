@@ -1,0 +1,72 @@
+"""The runs view: each done run's statistics per phase, and the runs flagged noisy.
+
+    python -m perfsweep.analysis runs SWEEP_DIR
+
+The statistics are analysis/statistics/steps.py's.
+With CUDA events (device time), the host's median time of the phase is beside it.
+"""
+
+import dataclasses
+from pathlib import Path
+
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.steps import PhaseStats, noise, phase_stats
+from perfsweep.analysis.views.ranks import rank_steps
+from perfsweep.records import DONE, RunRecord, load_sweep
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStats:
+    name: str
+    phases: dict[str, PhaseStats]  # phase (and "step") -> its statistics
+    noise: list[str]  # why the run's step times are too spread to trust (from its step column)
+
+
+def run_stats(run: RunRecord) -> RunStats:
+    names = [*run.summary.phases, "step"]
+    steps = run.steps([f"{p}_ms" for p in names])
+    by_phase = {p: phase_stats(steps[f"{p}_ms"]) for p in names}
+    return RunStats(run.name, by_phase, noise(steps["step_ms"], by_phase["step"]))
+
+
+def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
+    """A run across ranks: each rank's phases, with gradient sync and without, labelled with the rank."""
+    return [
+        (f"{run.name} rank {rank}{'' if sync else ' without sync'}{' (probe)' if probe else ''}",
+         {name.removesuffix("_ms"): phase_stats(times) for name, times in steps.items()})
+        for (rank, sync, probe), steps in rank_steps(run).items()
+    ]  # fmt: skip
+
+
+def _host_median(item: tuple[RunRecord, str, PhaseStats, str]) -> str:
+    run, phase, _, label = item
+    return figure(run.summary.host_median(phase)) if label == run.name else "-"
+
+
+def view(sweep_dir: Path) -> View:
+    """Every done run's per-phase statistics (a row per run and phase; a run across ranks, then each of its ranks),
+    and the runs flagged noisy."""
+    done = [run for run in load_sweep(sweep_dir) if run.state == DONE and run.summary]
+    measured = [(run, run_stats(run)) for run in done]
+    items = [
+        (run, phase, s, label)
+        for run, stats_ in measured
+        for label, phases in [(run.name, stats_.phases), *rank_stats(run)]
+        for phase, s in phases.items()
+    ]
+    columns = [
+        Column("run", lambda i: i[3]),
+        Column("phase", lambda i: i[1]),
+        Column("median ms", lambda i: f"{i[2].median:.3g}"),
+    ]
+    if any(run.summary.uses_events for run in done):  # device time, with host time beside it
+        columns.append(Column("host median ms", _host_median))
+    columns += [
+        Column("within-run 95% interval", lambda i: f"[{i[2].ci_low:.3g}, {i[2].ci_high:.3g}]"),
+        Column("IQR", lambda i: f"{i[2].q1:.3g}-{i[2].q3:.3g}"),
+        Column("p5-p95", lambda i: f"{i[2].p5:.3g}-{i[2].p95:.3g}"),
+        Column("robust CV", lambda i: f"{i[2].robust_cv:.1%}"),
+        Column("outliers/steps", lambda i: f"{i[2].outliers}/{i[2].n}"),
+    ]
+    flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in measured for reason in stats_.noise]
+    return View("Per-run statistics", [], columns, items, flags=flags, empty=f"{sweep_dir}: no done runs")

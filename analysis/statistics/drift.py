@@ -13,8 +13,11 @@ ORDER_SIGNIFICANCE = 0.01
 
 
 def order_effect(configs: list[Configuration]) -> list[str]:
-    """A flag where a run's time goes with its place in the sweep: each replicated configuration's runs relative to
-    their own geometric mean, against the order the runs started in (Spearman's test at 1%)."""
+    """A flag where a run's time goes with its place in the sweep.
+
+    Each replicated configuration's runs are taken relative to their own geometric mean.
+    These are tested against the order the runs started in (Spearman's test at 1%).
+    """
     replicated = [c for c in configs if len(c.runs) >= 2]
     placed = sorted(
         (r.status.started_at or "", int(r.fields.get("replicate") or 0), float(np.log(m) - np.mean(np.log(ms))))
@@ -38,7 +41,10 @@ def order_effect(configs: list[Configuration]) -> list[str]:
 
 
 def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
-    """Runs whose clock (GPU SM clock, else CPU MHz) at start or end is off the sweep's median by more than 10%."""
+    """Runs whose clock at start or end is off the sweep's median by more than 10%.
+
+    The clock is the GPU's SM clock, else the CPU's MHz.
+    """
     clocks = {r.name: r.summary.clocks for r in runs if r.summary and r.summary.clocks}
     values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
     if not values:

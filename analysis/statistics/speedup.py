@@ -1,15 +1,16 @@
 """What a speed-up rests on, with the process as the unit of replication.
 
-Steps of one process share its state (the allocator, the clocks, cuDNN's choice of algorithm, where the OS put
-its threads), so two processes of one configuration differ by more than the steps of either suggest. Each run
-(one process) therefore counts once, by its median time:
+Steps of one process share its state: the allocator, the clocks, cuDNN's algorithms, where the OS put its threads.
+So two processes of one configuration differ by more than the steps of either suggest.
+Each run (one process) therefore counts once, by its median time.
 
-- with two or more runs on each side, a speed-up's interval is a t-interval on the runs' log medians, paired by
-  round where both configurations ran in the same interleaved rounds of one sweep (round r of A beside round r
-  of B, so that drift over the sweep cancels), Welch's otherwise;
-- with one run on a side, all there is to resample are that run's steps (a percentile bootstrap of the ratio of
-  medians): the interval is labelled `within-run`, it leaves the difference between processes out, and no
-  verdict may rest on it.
+- Two or more runs a side: a t-interval on the runs' log medians.
+  It is paired by round where both configurations ran in the same interleaved rounds of one sweep.
+  Round r of A then sits beside round r of B, and drift over the sweep cancels.
+  Otherwise it is Welch's.
+- One run on a side: only that run's steps can be resampled (a percentile bootstrap of the ratio of medians).
+  The interval is labelled `within-run`.
+  It leaves the difference between processes out, and no verdict may rest on it.
 """
 
 import dataclasses
@@ -27,10 +28,13 @@ ACROSS = "across runs"
 
 
 def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
-    """The three figures to the digits their interval supports, resolving half of its half-width, at most three
-    significant ones and at least one of each (as torch.utils.benchmark trims a measurement to the figures its
-    spread supports): 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4]. The bounds are
-    rounded outward, so that a printed interval is never narrower than the one computed."""
+    """The three figures, to the digits their interval supports.
+
+    The digits resolve half of the half-width: at most three significant, at least one each.
+    torch.utils.benchmark trims a measurement the same way.
+    Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
+    The bounds are rounded outward: a printed interval is never narrower than the one computed.
+    """
     half = max(high - value, value - low)
     place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
     if value and math.isfinite(value):
@@ -47,7 +51,10 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
 
 
 def geometric_mean(values) -> float | None:
-    """The geometric mean of the positive, finite values (a time of 0 ms has none); None where there are none."""
+    """The geometric mean of the positive, finite values; None where there are none.
+
+    A time of 0 ms has no logarithm, so it is left out.
+    """
     kept = [float(v) for v in values if v is not None and 0 < v < math.inf]
     return float(np.exp(np.mean(np.log(kept)))) if kept else None
 
@@ -71,8 +78,11 @@ class Sample:
 
     @property
     def middle(self) -> float | None:
-        """The geometric mean of its runs' medians: the configuration's time in the table, and the figure whose
-        ratio a speed-up across runs is."""
+        """The geometric mean of its runs' medians.
+
+        It is the configuration's time in the table.
+        A speed-up across runs is the ratio of two of them.
+        """
         return geometric_mean(self.medians)
 
     @property
@@ -82,9 +92,12 @@ class Sample:
 
 @dataclasses.dataclass(frozen=True)
 class Speedup(Interval):
-    """A speed-up (time of `over` / of `of`: across runs, the ratio of their geometric means of run medians) with
-    its interval, what it rests on, and its p-value (the chance of a difference at least this large, either way,
-    where there is none)."""
+    """A speed-up, with its interval, what it rests on, and its p-value.
+
+    The speed-up is the time of `over` divided by that of `of`.
+    Across runs, it is the ratio of their geometric means of run medians.
+    The p-value is the chance of a difference this large, either way, where there is none.
+    """
 
     basis: str = WITHIN_RUN
     runs: tuple[int, int] = (1, 1)  # runs of `of`, of `over` (paired: the pairs, on each side)
@@ -103,15 +116,18 @@ class Speedup(Interval):
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
     def beyond(self, threshold: float) -> str:
-        """'slower' or 'faster' where the point estimate is off 1 by more than `threshold`, else ''."""
+        """'slower' or 'faster' where the estimate is off 1 by more than `threshold`, else ''."""
         if self.value < 1 - threshold:
             return "slower"
         return "faster" if self.value > 1 + threshold else ""
 
 
 def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:
-    """exp of diff -+ t se, and the two-sided p-value of diff = 0 (nan where runs show no spread at all, as a
-    coarse timer's can: no test, rather than certainty)."""
+    """exp of diff -+ t se, and the two-sided p-value of diff = 0.
+
+    Both are nan where runs show no spread at all, as a coarse timer's can.
+    That is no test, rather than certainty.
+    """
     if se == 0:
         return math.exp(diff), math.exp(diff), math.nan
     half = distributions.t.ppf(0.5 + level / 2, df) * se
@@ -120,8 +136,10 @@ def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, 
 
 
 def paired_rounds(of: Sample, over: Sample) -> list[tuple[int, int]]:
-    """The indices of the runs of `of` and `over` that ran in the same round (none where a side has two runs of a
-    round: runs not told apart by their replicate are not paired)."""
+    """The indices of the runs of `of` and `over` that ran in the same round.
+
+    A side with two runs in one round is not paired: its runs are not told apart.
+    """
     if len(set(of.rounds)) < of.runs or len(set(over.rounds)) < over.runs:
         return []
     where = {r: i for i, r in enumerate(over.rounds)}
@@ -132,15 +150,21 @@ UNKNOWN = "unknown: a run has no positive median time"
 
 
 def _timed(sample: Sample) -> bool:
-    """Whether every run's median time is one a ratio can divide by (a coarse timer, or a damaged record, can
-    leave 0 ms, or none)."""
+    """Whether every run's median time is one a ratio can divide by.
+
+    A coarse timer, or a damaged record, can leave 0 ms, or none.
+    """
     return bool(np.all(sample.medians > 0)) and bool(np.all(np.isfinite(sample.medians)))
 
 
 def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0) -> Speedup:
-    """How many times faster `of` runs than `over` (below 1: `of` is slower): across runs, the ratio of the geometric
-    means of their runs' medians (paired by round: the geometric mean of the pairs' ratios); within one run, the
-    ratio of the medians of their steps. `paired`: the two ran in the same interleaved rounds of one sweep."""
+    """How many times faster `of` runs than `over`; below 1, `of` is slower.
+
+    Across runs: the ratio of the geometric means of their runs' medians.
+    Paired by round: the geometric mean of the pairs' ratios.
+    Within one run: the ratio of the medians of their steps.
+    `paired`: the two ran in the same interleaved rounds of one sweep.
+    """
     runs = (of.runs, over.runs)
     if not (_timed(of) and _timed(over)):
         return Speedup(math.nan, math.nan, math.nan, ACROSS if of.replicated and over.replicated else WITHIN_RUN, runs)
@@ -167,8 +191,12 @@ def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL
 
 
 def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
-    """Which of a family of hypotheses are rejected, the family's error rate held at `alpha` (Holm's step-down:
-    the k-th smallest p-value is held to alpha / (m - k + 1), and testing stops at the first that is not)."""
+    """Which of a family of hypotheses are rejected, holding the family's error rate at `alpha`.
+
+    This is Holm's step-down method.
+    The k-th smallest p-value is held to alpha / (m - k + 1).
+    Testing stops at the first that is not rejected.
+    """
     rejected = [False] * len(p)
     # A nan (no test was possible) is never rejected, and sorts last so that it stops no other test.
     for k, i in enumerate(sorted(range(len(p)), key=lambda i: (math.isnan(p[i]), p[i]))):
@@ -179,8 +207,11 @@ def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
 
 
 def geomean(speedups: list[Speedup], level: float = LEVEL) -> Speedup | None:
-    """The geometric mean of replicated speed-ups, with a t-interval from their standard errors (the degrees of
-    freedom by Welch-Satterthwaite); None where one of them is not replicated or there are none."""
+    """The geometric mean of replicated speed-ups, with a t-interval from their standard errors.
+
+    The degrees of freedom come from Welch-Satterthwaite.
+    Returns None where one of them is not replicated, or there are none.
+    """
     if not speedups or not all(s.replicated for s in speedups):
         return None
     share = [(s.se / len(speedups)) ** 2 for s in speedups]  # each one's part of the mean's variance

@@ -1,9 +1,11 @@
 """Which machine a table's runs ran on, and the runs that ran on another one.
 
-A ratio between two runs is side by side only when both ran on the same kind of machine with the same software
-(RunRecord.machine: GPU and driver, or CPU and threads; torch, CUDA, cuDNN). A sweep resumed elsewhere, or a Slurm
-array spread over a partition of mixed nodes, can put runs of one table on different ones: the table names the
-machine most of its runs had, and flags each run that had another (MIXED MACHINES) with what differed.
+A ratio between two runs is side by side only on the same kind of machine and software.
+RunRecord.machine holds both: GPU and driver, or CPU and threads; torch, CUDA, cuDNN.
+Runs of one table can land on different machines.
+A sweep resumed elsewhere does it, as does a Slurm array over a partition of mixed nodes.
+The table names the machine most of its runs had.
+It flags each run that had another (MIXED MACHINES), with what differed.
 """
 
 from collections import Counter
@@ -16,7 +18,7 @@ def _key(run: RunRecord) -> tuple[tuple[str, str], ...]:
 
 
 def _measured(runs: list[RunRecord]) -> list[RunRecord]:
-    """The done runs with an env record: those whose figures a table shows, and where they were measured."""
+    """The done runs with an env record: the runs a table shows, and where they were measured."""
     return [r for r in runs if r.state == DONE and r.env]
 
 
@@ -30,8 +32,10 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
 
 
 def elsewhere(runs: list[RunRecord]) -> list[str]:
-    """'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)' for each
-    done run whose machine differs from the usual one."""
+    """A line for each done run whose machine differs from the usual one.
+
+    For example: 'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)'.
+    """
     main = usual(runs)
     if main is None:
         return []

@@ -1,12 +1,16 @@
-"""PNG plots of a sweep, each showing what its numbers rest on: phase times per configuration, each run's median
-beside its configuration's interval, and speed-ups as a point with its interval around 1.00x.
+"""PNG plots of a sweep, each showing what its numbers rest on.
+
+- phases: phase times per configuration;
+- runs: each run's median beside its configuration's interval;
+- speedups: each speed-up as a point with its interval around 1.00x.
 
     python -m perfsweep.analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
                                                        (DIR/plots/ with --out), and ranks.png for runs
                                                        across ranks
 
-Each configuration is labelled by the axes and fields that vary in the sweep; rows are sorted, so the slowest (or
-the largest effect) is at the top. An interval from one run's steps is drawn dashed and labelled within-run.
+Each configuration is labelled by the axes and fields that vary in the sweep.
+Rows are sorted: the slowest, or the largest effect, is at the top.
+An interval from one run's steps is drawn dashed and labelled within-run.
 """
 
 import math
@@ -61,7 +65,10 @@ def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Pat
 
 
 def step_interval(config: Configuration) -> tuple[float, float, float, bool]:
-    """A configuration's step time and its 95% interval: across runs with two or more, else within its one run."""
+    """A configuration's step time and its 95% interval.
+
+    The interval is across runs with two or more, else within its one run.
+    """
     medians = np.array([r.summary.median("step") for r in config.runs])
     if len(medians) >= 2:
         return (*across_runs(medians), True)
@@ -109,9 +116,14 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path) -> None:
 
 
 def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path) -> None:
-    """Runs across ranks: each rank's median step in the window with gradient sync (filled) and, for DDP, without
-    (open), the geometric mean over its configuration's runs; a straggler's open point stands apart from the
-    others'. (FSDP's steps without sync, in its probe, leave the optimizer out: not a step to set beside these.)"""
+    """Runs across ranks: each rank's median step, the geometric mean over its configuration's runs.
+
+    - Filled: the window with gradient sync.
+    - Open: for DDP, the window without it; a straggler's open point stands apart.
+
+    FSDP's steps without sync, in its probe, leave the optimizer out.
+    They are not a step to set beside these.
+    """
     by_label = {}
     for config, rank, sync, probe, means in (row for each in across for row in ranks.rows(each)):
         if not probe:
@@ -128,7 +140,11 @@ def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path)
 
 
 def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
-    """Plot the sweep's done runs into OUT/plots/ (OUT: the sweep folder, unless given); the files written."""
+    """Plot the sweep's done runs into OUT/plots/; OUT is the sweep folder unless given.
+
+    Returns:
+        The files written.
+    """
     runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
     if not runs:
         raise ValueError(f"{sweep_dir}: no done runs to plot")

@@ -2,14 +2,22 @@
 
     python -m perfsweep.analysis published SWEEP_DIR
 
-Each published comparison names two configurations by their axes or config values (`of` and `over`), the
-time it compares (`metric`: a phase, phases joined by +, or step) and what the source published:
-both times (`published: {of, over, unit}`), a speed-up (a number, or a [low, high] range), or only
-a direction (slower, faster, same). Our hardware differs from theirs, so the verdict compares
-speed-ups (time of `over` / time of `of`, each the geometric mean of its runs' medians), each run counting
-once, with a 95% interval across runs (analysis/statistics/speedup.py). A verdict needs two or more runs of
-each side (repeats=N); with one, the interval is within-run and the row says `indicative (1 run)`, never a
-verdict. With replicates (analysis/statistics/verdict.py):
+Each published comparison names two configurations, `of` and `over`, by their axes or config values.
+`metric` is the time it compares: a phase, phases joined by +, or step.
+The source published one of three things:
+
+- both times (`published: {of, over, unit}`);
+- a speed-up (a number, or a [low, high] range);
+- only a direction (slower, faster, same).
+
+Our hardware differs from theirs, so the verdict compares speed-ups.
+A speed-up is the time of `over` over the time of `of`.
+Each time is the geometric mean of its runs' medians, each run counting once.
+Its 95% interval is across runs (analysis/statistics/speedup.py).
+A verdict needs two or more runs a side (repeats=N).
+With one run a side, the interval is within-run.
+The row then says `indicative (1 run)`, never a verdict.
+With replicates, the verdicts are (analysis/statistics/verdict.py):
 
     reproduced     a speed-up or slow-down: our interval lies on the claimed side of 1.0 and reaches the published
                    figure (or goes beyond it); no effect (same): our interval lies inside +-5% of 1.0
@@ -18,7 +26,9 @@ verdict. With replicates (analysis/statistics/verdict.py):
     reversed       our interval lies on the other side of 1.0
     contradicted   no effect was claimed; our interval lies wholly outside +-5%
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
-A figure the source does not give (a table lost as an image) is stored as none and shown as such.
+
+A figure the source does not give is stored as none and shown as such.
+A table lost as an image is one such case.
 """
 
 from pathlib import Path
@@ -43,8 +53,11 @@ SPEEDUP = (
 
 
 def published_for(sweep: str, sweep_dir: Path | None = None) -> dict[str, Any] | None:
-    """The published figures of the sweep named `sweep` (or by its earlier name), if it has any: those its folder
-    keeps (a config dir's, copied at launch), else perfsweep's own."""
+    """The published figures of the sweep named `sweep` (or its earlier name), if it has any.
+
+    Those its folder keeps come first: a config dir's, copied at launch.
+    Else perfsweep's own.
+    """
     kept = Path(sweep_dir) / PUBLISHED if sweep_dir is not None else None
     path = kept if kept is not None and kept.is_file() else PUBLISHED_DIR / f"{sweep_file_name(sweep)}.yaml"
     return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else None
@@ -56,7 +69,10 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
 
 
 def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
-    """The configuration `selector` names (its done replicates); an error if it names several, None if none."""
+    """The done replicates of the configuration `selector` names.
+
+    Raises an error if it names several; returns None if it names none.
+    """
     matched = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
     configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if measures(k))) for r in matched}
     if len(configs) > 1:
@@ -67,8 +83,11 @@ def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | Non
 
 
 def sample(config: Configuration, item: dict[str, Any]) -> Sample:
-    """Each run's measured steps of the comparison's time (ms): the sum of its metric's phases, per sample where it
-    compares per sample (`per_sample`: runs whose batches differ, as timm's tables' do)."""
+    """Each run's measured steps of the comparison's time, in ms.
+
+    A time is the sum of its metric's phases.
+    With `per_sample` it is per sample: for runs whose batches differ, as timm's tables' do.
+    """
     columns = tuple(f"{phase}_ms" for phase in item.get("metric", "step").split("+"))
     return config.sample(columns, per_sample=bool(item.get("per_sample")))
 
@@ -110,8 +129,11 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
 
 
 def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
-    """The runs of each environment where package versions are an axis of the sweep ({"": runs} where not):
-    a published comparison is made within each, its row named by it."""
+    """The runs of each environment, where package versions are an axis of the sweep.
+
+    Returns {"": runs} where they are not.
+    A published comparison is made within each environment, its row named by it.
+    """
     axes = environment_axes(runs)
     found: dict[str, list[RunRecord]] = {}
     for run in runs:

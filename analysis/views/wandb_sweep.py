@@ -1,11 +1,15 @@
-"""The sweep as a whole in W&B: a sweep-level run with the result table and the records as an artifact; sync.
+"""The sweep as a whole in W&B: a sweep-level run with the result table and the records; sync.
 
-The sweep-level run (job type "sweep", named <sweep>-sweep, in the sweep's group) holds the sweep's
-table as a wandb.Table ("results", one row per run) and its records as an artifact of type
-"perfsweep-records": each run's config, env, steps, summary, status (and profiler trace), and the
-sweep's manifest, plan, jobs and HTML report. W&B's own files, submitit's pickles and logs and the
-code snapshot stay out. W&B is a view: a failure here is returned as a warning, never raised.
-`sync` uploads every offline W&B run of a sweep (the runs' and the sweep's), as `wandb sync` does.
+The sweep-level run has job type "sweep", is named <sweep>-sweep, and is in the sweep's group.
+It holds the sweep's table as a wandb.Table ("results", one row per run).
+It holds the records as an artifact of type "perfsweep-records":
+
+- each run's config, env, steps, summary, status and profiler trace;
+- the sweep's manifest, plan, jobs and HTML report.
+
+W&B's own files, submitit's pickles and logs, and the code snapshot stay out.
+W&B is a view: a failure here is returned as a warning, never raised.
+`sync` uploads every offline W&B run of a sweep, as `wandb sync` does.
 """
 
 import json
@@ -28,7 +32,7 @@ SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
 
 
 def tracker_conf(sweep_dir: Path) -> TrackerConf:
-    """The tracker settings the sweep's runs were launched with; ValueError if none of its runs can be read."""
+    """The tracker settings the sweep's runs were launched with; ValueError if no run can be read."""
     runs = load_sweep(sweep_dir)
     if not runs:
         raise ValueError(f"{sweep_dir}: no run that can be read: none is planned there, or the warnings above say why")
@@ -43,8 +47,12 @@ def record_files(sweep_dir: Path) -> list[Path]:
 
 
 def redacted_copy(path: Path, copy: Path) -> Path | None:
-    """`path` as it may leave the machine (records.redact): a JSON record redacted into `copy`, an unreadable one
-    left out (None), other files as they are (steps hold numbers; the HTML report is written redacted)."""
+    """`path` as it may leave the machine (records.redact).
+
+    - A JSON record is redacted into `copy`.
+    - An unreadable one is left out (None).
+    - Other files stay as they are: steps hold numbers, and the HTML report is written redacted.
+    """
     if path.suffix not in (".json", ".jsonl"):
         return path
     record = records.read_record(path)
@@ -59,7 +67,11 @@ def redacted_copy(path: Path, copy: Path) -> Path | None:
 
 
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
-    """Log the sweep-level W&B run into the sweep folder; the warnings, if it could not be or W&B failed."""
+    """Log the sweep-level W&B run into the sweep folder.
+
+    Returns:
+        Warnings where it could not be logged or W&B failed.
+    """
     if conf.mode == "disabled":
         return []
     sweep_dir = Path(sweep_dir)
@@ -120,8 +132,11 @@ def offline_runs(sweep_dir: Path) -> list[Path]:
 
 
 def sync(sweep_dir: Path, conf: TrackerConf) -> int:
-    """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project, within
-    conf.timeout_s per run (the caller has checked the key and the server: wandb_online.go_online)."""
+    """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project.
+
+    Each run gets conf.timeout_s.
+    The caller has checked the key and the server (wandb_online.go_online).
+    """
     runs = offline_runs(sweep_dir)
     if not runs:
         print(f"{sweep_dir}: no offline W&B runs to sync")

@@ -1,22 +1,31 @@
 """Bisection across releases: which release of a package first shows a change, found by measuring midpoints.
 
-A bisect follows one metric, a ratio of step times measured side by side, from a good release to a bad one:
-- against the good release (one configuration): a release's step time over the good release's, the two run in
-  the same interleaved rounds of the point's sweep;
-- one comparison (two configurations, one the workload's baseline: `input_type=tensor,subclass`): within each
-  release's environment, the step time of the one over its baseline's ("subclass step / tensor step").
+A bisect follows one metric from a good release to a bad one: a ratio of step times measured side by side.
 
-The endpoints are measured first; the boundary is the geometric middle of their values. A release is on the
-good side where its interval lies wholly on the good release's side of the boundary, on the bad side where it
-lies wholly on the other, and undetermined otherwise (or with one run a side). The midpoint of what is left is
-measured and the range halves, until the first release on the bad side is next to the last on the good side.
-A release that cannot be built is passed over for its neighbour. An undetermined point stops the search: it
-says where, which releases may still hold the change and the runs that point would need, and claims nothing
-beyond the measurements.
+- Against the good release (one configuration): a release's step time over the good release's.
+  The two run in the same interleaved rounds of the point's sweep.
+- One comparison (two configurations, one the workload's baseline: `input_type=tensor,subclass`):
+  within each release's environment, the one's step time over its baseline's ("subclass step / tensor step").
 
-Every interval is across runs (the process is the unit), at the level that holds the chance of any wrong side
-under 5% over the whole search: the 5% is split evenly over each point's looks (repeats=auto's schedule) and
-the most releases a search over these can place (Bonferroni's bound).
+The endpoints are measured first.
+The boundary is the geometric middle of their values.
+A release's side follows from its interval:
+
+- good: the interval lies wholly on the good release's side of the boundary;
+- bad: it lies wholly on the other side;
+- undetermined: otherwise, or with one run a side.
+
+The midpoint of what is left is measured, and the range halves.
+This goes on until the first release on the bad side is next to the last on the good side.
+A release that cannot be built is passed over for its neighbour.
+An undetermined point stops the search.
+It then says where, which releases may still hold the change, and the runs that point would need.
+It claims nothing beyond the measurements.
+
+Every interval is across runs: the process is the unit.
+Its level holds the chance of any wrong side under 5% over the whole search.
+The 5% is split evenly over each point's looks (repeats=auto's schedule).
+It is split again over the most releases a search over these can place (Bonferroni's bound).
 """
 
 import dataclasses
@@ -42,7 +51,7 @@ class BisectError(Exception):
 
 
 def between(versions: list[str], good: str, bad: str) -> list[str]:
-    """The releases from `good` to `bad`, both included, in that order (newest last where bad is the newer)."""
+    """The releases from `good` to `bad`, both included, in that order (newest last where bad is newer)."""
     known = {}
     for version in versions:
         try:
@@ -72,8 +81,10 @@ def _final(version: Version) -> bool:
 
 
 def most_points(releases: int) -> int:
-    """The most releases a search over `releases` (both ends included) places: the two ends and a midpoint per
-    halving."""
+    """The most releases a search over `releases` (both ends included) places.
+
+    That is the two ends and a midpoint per halving.
+    """
     return 2 + math.ceil(math.log2(max(releases - 1, 1)))
 
 
@@ -108,9 +119,12 @@ class Point:
 
 
 def values(runs: list[RunRecord], package: str, reference: str | None, at: float) -> dict[str, Point]:
-    """Each release's value in one point's done runs: its step time over the `reference` release's (compared
-    along the package's axis), or, where there is none, its one comparison's. BisectError where a release has
-    not exactly one comparison."""
+    """Each release's value in one point's done runs.
+
+    The value is its step time over the `reference` release's, compared along the package's axis.
+    Where there is no reference, it is the release's one comparison.
+    Raises BisectError where a release has not exactly one comparison.
+    """
     if reference is not None:
         runs = compared_along(runs, f"{package}={reference}")
     found: dict[str, list[Point]] = {}
@@ -207,8 +221,11 @@ class Search:
         return self.releases[min(left, key=lambda i: (abs(i - middle), i))] if left else None
 
     def runs_needed(self, point: Point) -> int | None:
-        """The runs a side that would place `point` on one side, at its value and spread; None where more runs
-        would not (it measures at the boundary, more than 1000 would be needed, or it has no spread to go by)."""
+        """The runs a side that would place `point` on one side, at its value and spread.
+
+        Returns None where more runs would not place it:
+        it measures at the boundary, more than 1000 would be needed, or it has no spread to go by.
+        """
         boundary = self.boundary
         if boundary is None or not (point.se > 0 and point.runs >= 2):
             return None
@@ -221,8 +238,10 @@ class Search:
         return None
 
     def outcome(self) -> list[str]:
-        """What the search found, in words: the first bad release, or where it stands, or why it stopped and what
-        it would need."""
+        """What the search found, in words.
+
+        That is the first bad release, or where it stands, or why it stopped and what it would need.
+        """
         if not self.ends_differ():
             ends = [self.points[v] for v in (self.good, self.bad) if v in self.points]
             said = "; ".join(f"{p.version}: {p.interval()} ({p.side})" for p in ends) or "not measured"

@@ -1,6 +1,10 @@
-"""How runs are grouped for comparison: the axes and fields that vary in a sweep, its configurations (the runs
-that differ only in their replicate: one process each), each configuration's row group and baseline, the phases,
-and labels."""
+"""How runs are grouped for comparison.
+
+- the axes and fields that vary in a sweep;
+- its configurations: the runs that differ only in their replicate, one process each;
+- each configuration's row group and baseline;
+- the phases, and labels.
+"""
 
 import dataclasses
 
@@ -67,15 +71,21 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
 
 
 def group_key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
-    """The run's row group: everything that varies except the axis it is compared along and how long it measured."""
+    """The run's row group.
+
+    It is everything that varies, except the axis it is compared along and how long it measured.
+    """
     return tuple(run.axis(a) for a in axes if a != run.baseline.axis) + tuple(
         repr(run.fields.get(f)) for f in fields if f not in MEASURING
     )
 
 
 def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
-    """The runs, each compared with the run of its row group whose axis has the value `vs` names (`compile=eager`:
-    the compile modes side by side, where the sweep's own baseline axis does not vary); as they are for None."""
+    """The runs, each compared with the run of its row group whose axis has the value `vs` names.
+
+    `compile=eager` sets the compile modes side by side, where the sweep's baseline axis does not vary.
+    With `vs` None the runs are returned as they are.
+    """
     if vs is None:
         return runs
     axis, _, value = vs.partition("=")
@@ -122,8 +132,10 @@ class Configuration:
         return Sample(tuple(steps), self.rounds)
 
     def median(self, phase: str) -> float | None:
-        """Its time of `phase` (or "step"): the geometric mean over its runs of each run's median (the figure
-        whose ratios the speed-ups across runs are)."""
+        """Its time of `phase` (or "step"): the geometric mean over its runs of each run's median.
+
+        A speed-up across runs is a ratio of two of these.
+        """
         return self.middle(lambda r: r.summary.median(phase) if r.summary else None)
 
     def middle(self, value) -> float | None:
@@ -147,11 +159,16 @@ def configurations(runs: list[RunRecord]) -> list[Configuration]:
 
 
 def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
-    """Each configuration's baseline (by its key): the configuration of its row group with its baseline's value
-    (absent where there is none), each configuration's baseline its own (a sweep of two workloads may compare its
-    runs along two axes); a configuration that is another's baseline is its own. An axis that no candidate
-    baseline has (a setting of another workload's alone: fastai's cast_to_tensor beside the plain step) does not
-    part a configuration from its baseline."""
+    """Each configuration's baseline, by its key.
+
+    - The baseline is the configuration of its row group with its baseline's value.
+    - It is absent where there is none.
+    - Each configuration has its own baseline: a sweep of two workloads may compare along two axes.
+    - A configuration that is another's baseline is its own.
+
+    An axis that no candidate baseline has does not part a configuration from its baseline.
+    fastai's cast_to_tensor beside the plain step is such an axis: a setting of one workload alone.
+    """
     axes, fields = varying([c.first for c in configs])
     by_baseline: dict[tuple[str, str], list[Configuration]] = {}
     for config in configs:
@@ -174,8 +191,11 @@ def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
 
 
 def vs_label(configs: list[Configuration]) -> str:
-    """The heading of a speed-up column: `vs tensor` where every configuration has that baseline value, else
-    `vs baseline` (a sweep of two workloads compares each along its own)."""
+    """The heading of a speed-up column.
+
+    It is `vs tensor` where every configuration has that baseline value, else `vs baseline`.
+    A sweep of two workloads compares each along its own axis.
+    """
     values = sorted({c.first.baseline.value for c in configs})
     return f"vs {values[0]}" if len(values) == 1 else "vs baseline"
 
@@ -198,8 +218,11 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
 
 
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:
-    """The configuration's speed-up over its baseline in step time: across runs (paired by round where the sweep
-    interleaved them) with two or more runs on each side, within-run otherwise."""
+    """The configuration's speed-up over its baseline in step time.
+
+    With two or more runs a side it is across runs, paired by round where the sweep interleaved them.
+    Otherwise it is within-run.
+    """
     paired = config.interleaved and base.interleaved
     return speedup(config.sample(), base.sample(), paired=paired, level=level)
 

@@ -1,15 +1,23 @@
-"""The process as the unit: how a sweep's variance splits between its processes and within one, what that asks
-of the next sweep, and whether a run's place in the sweep moved its time.
+"""The process as the unit: how a sweep's variance splits between processes and within one.
+
+It also says what that asks of the next sweep, and whether a run's place in the sweep moved its time.
 
     python -m perfsweep.analysis replicates SWEEP_DIR [--half-width 0.02]
 
-Runs that differ only in `replicate` (and the seed it sets) are one configuration, each run one process. Per
-configuration: its runs' median step time with a 95% interval across runs; the spread of a run's median log step
-time beyond what its own steps explain (between processes), a step's spread within a run, the lag-1
-autocorrelation of consecutive steps and the steps that are worth as independent ones (analysis/statistics/variance.py
-`Split`); its speed-up over the baseline configuration of its row group; and the steps per run and runs per
-configuration that resolve such a speed-up to -+half-width at the least cost (Kalibera and Jones, 2013), from what
-this sweep's runs cost beyond their steps.
+Runs that differ only in `replicate` (and the seed it sets) are one configuration.
+Each run is one process.
+Per configuration, the view shows:
+
+- its runs' median step time, with a 95% interval across runs;
+- between: the spread of a run's median log step time beyond what its own steps explain;
+- within: a step's spread within a run;
+- rho: the lag-1 autocorrelation of consecutive steps;
+- effective steps: what a run's steps are worth as independent ones
+  (analysis/statistics/variance.py `Split`);
+- its speed-up over the baseline configuration of its row group;
+- the steps per run and runs per configuration that resolve such a speed-up to -+half-width at the least cost.
+
+The last comes from what this sweep's runs cost beyond their steps (Kalibera and Jones, 2013).
 """
 
 import dataclasses
@@ -79,8 +87,7 @@ class Row:
 
 
 def view(sweep_dir: Path, half_width: float = 0.02) -> View:
-    """Per configuration: its step time across runs, the variance split, the speed-up, and the plan for
-    -+half_width."""
+    """Per configuration: its step time across runs, the variance split, the speed-up, and the plan for -+half_width."""
     runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")

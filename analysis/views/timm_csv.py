@@ -2,13 +2,19 @@
 
     python -m perfsweep.analysis table SWEEP_DIR --csv timm
 
-timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingface/pytorch-image-models):
-one row per model, fastest first, with these headers (read from its files: `benchmark-infer-fp32-nchw-
-pt240-cpu-i7_12700h-dynamo.csv` and `benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv`). Step times are
-median milliseconds per step, parameter counts in millions, GMACs per sample (FLOPs / 2, counted by
-perfsweep, train/flops.py); activations (`infer_macts`) are not counted here and stay empty. timm writes a
-file per setting (precision, memory format...); where a sweep's runs differ in more than the model, the
-settings that differ follow timm's columns, one column each, so that every row names its run.
+timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingface/pytorch-image-models).
+It writes one row per model, fastest first.
+The headers here are read from two of its files:
+`benchmark-infer-fp32-nchw-pt240-cpu-i7_12700h-dynamo.csv` and `benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv`.
+
+- Step times are median milliseconds per step.
+- Parameter counts are in millions.
+- GMACs are per sample: FLOPs / 2, counted by perfsweep (train/flops.py).
+- Activations (`infer_macts`) are not counted here and stay empty.
+
+timm writes a file per setting (precision, memory format...).
+Where a sweep's runs differ in more than the model, the settings that differ follow timm's columns.
+Each gets one column, so that every row names its run.
 """
 
 from pathlib import Path
@@ -46,8 +52,10 @@ PER_MODEL = ("model", "model.image_size", "model.batch_size", *MEASURING)  # wha
 
 
 def setting_columns(runs: list[RunRecord]) -> list[Column]:
-    """A column for each axis and setting, besides the model's, whose values differ between the runs; a file of
-    timm's has a row per run, so the replicate and seed too where they differ."""
+    """A column for each axis and setting, besides the model's, whose values differ between the runs.
+
+    A file of timm's has a row per run, so the replicate and seed get columns too where they differ.
+    """
     axes, fields = varying(runs)
     fields += [f for f in ("replicate", "seed") if len({repr(r.fields.get(f)) for r in runs}) > 1]
     columns = [Column(a, lambda r, a=a: r.axis(a)) for a in axes if a not in PER_MODEL]

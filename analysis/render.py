@@ -1,9 +1,14 @@
 """Views of a sweep as data, and the one renderer that turns a view into terminal text, CSV or HTML.
 
-A view is a title, lines above its table, the table's columns (a header and how to make each row's
-cell from one item: a run, a configuration, a comparison), its items, and lines below: notes that
-explain it and flags that warn. Every command and the HTML report render the same views, so the
-report shows what the terminal shows.
+A view holds:
+
+- a title, and lines above its table;
+- the table's columns: a header, and how to make each row's cell from one item;
+- its items: runs, configurations or comparisons;
+- lines below: notes that explain it, and flags that warn.
+
+Every command and the HTML report render the same views.
+So the report shows what the terminal shows.
 """
 
 import csv

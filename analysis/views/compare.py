@@ -1,27 +1,38 @@
-"""Two sweeps, configuration by configuration: step-time speed-ups with intervals across runs, the family of
-comparisons held to one error rate, and a suite-level geometric mean.
+"""Two sweeps, configuration by configuration.
+
+It gives step-time speed-ups with intervals across runs, and a suite-level geometric mean.
+The family of comparisons is held to one error rate.
 
     python -m perfsweep.analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
 
-A is the reference (before), B the candidate (after): two torch versions, before and after a change, eager
-against compiled. Configurations are matched by their axes and config, leaving out their replicate, what each
-sweep holds constant but the two do not share (printed as what the sweeps differ in, and below it where the
-machines most of their runs had differ: GPU, driver, torch, CUDA...) and how long they measured. For each matched
-configuration: B's speed-up over A (median time of A / of B) in the step and each phase, each run counting once
-(analysis/statistics/speedup.py).
+A is the reference (before), B the candidate (after).
+They may be two torch versions, before and after a change, or eager against compiled.
+Configurations are matched by their axes and config, leaving out:
 
-The gate is the step's (the phases are shown; `--gate-phases` gates on them too). As asv does, a change is flagged
-when it is beyond the threshold and it is statistically significant, here with the whole family of comparisons
-held to a 5% error rate (Holm), so that a compare of 30 configurations does not fail on noise:
+- their replicate;
+- what each sweep holds constant but the two do not share;
+- how long they measured.
+
+What the sweeps differ in is printed.
+Below it come the machines, where those most of their runs had differ (GPU, driver, torch, CUDA...).
+For each matched configuration, B's speed-up over A (median time of A / of B) is shown.
+It is shown for the step and each phase, each run counting once (analysis/statistics/speedup.py).
+
+The gate is the step's; `--gate-phases` gates on the phases too.
+As in asv, a change is flagged when it is beyond the threshold and statistically significant.
+Here the whole family of comparisons is held to a 5% error rate (Holm).
+So a compare of 30 configurations does not fail on noise.
 
     REGRESSION             B slower; replicated on both sides (two or more runs each): exit status 1
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
                            between processes): exit status 3, unless something confirmed gives 1
     improvement / possible improvement    the same, the other way (no effect on the exit status)
 
-The final loss is compared too: a change by more than the tolerance of how far A's loss moved while it trained is
-flagged, since a faster step that trains differently is no improvement, and so are NaN or infinite losses
-(NON-FINITE LOSS); both exit 1.
+The final loss is compared too.
+A faster step that trains differently is no improvement.
+A change beyond the tolerance of how far A's loss moved while it trained is flagged.
+NaN or infinite losses are flagged too (NON-FINITE LOSS).
+Both exit 1.
 """
 
 import dataclasses
@@ -85,8 +96,11 @@ def pairs(
 
 
 def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
-    """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved while it trained
-    (of A's final loss, if it did not move): numerics may differ a little, training may not."""
+    """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved.
+
+    If A's loss did not move, the tolerance is of A's final loss.
+    Numerics may differ a little; training may not.
+    """
     broken = [
         f"{name} ({run.summary.nonfinite_losses} steps)"
         for name, run in (("A", a), ("B", b))
@@ -142,8 +156,12 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
 
 
 def flagged(lines: list[Line], threshold: float) -> list[Line]:
-    """The lines with their flags: the gated ones tested as families (Holm), those across runs apart from those
-    within one run (whose p-values, blind to the difference between processes, would loosen the others')."""
+    """The lines with their flags.
+
+    The gated ones are tested as families (Holm).
+    Lines across runs are tested apart from those within one run.
+    Within-run p-values are blind to the difference between processes and would loosen the others'.
+    """
     significant = {}
     for replicated in (True, False):
         gated = [i for i, line in enumerate(lines) if line.gated and line.speedup.replicated == replicated]
@@ -169,8 +187,11 @@ def suite(lines: list[Line]) -> str:
 def compare(
     sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float, gate_phases: bool = False
 ) -> tuple[View, int]:
-    """The comparison as a view, and its exit status: 1 on a regression confirmed across runs (or a loss change),
-    3 on a possible one (one run on a side), 0 otherwise."""
+    """The comparison as a view, and its exit status.
+
+    The status is 1 on a regression confirmed across runs, or a loss change.
+    It is 3 on a possible one (one run on a side), and 0 otherwise.
+    """
     done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")

@@ -2,11 +2,14 @@
 
     python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m perfsweep.analysis report SWEEP_DIR)
 
-The HTML report (SWEEP_DIR/report.html, or DIR/report.html) holds the views the terminal prints (analysis/views.py: the
-table with its flags, across replicates, the published figures beside ours) and the plots, embedded
-as PNG: one file to mail or attach, readable offline. The W&B Report's content (its blocks, panels and
-run filters) is a plain description built offline by `wandb_report_content`; only `save_wandb_report`
-talks to W&B (wandb-workspaces needs a logged-in API even to build its objects).
+The HTML report is SWEEP_DIR/report.html, or DIR/report.html.
+It holds the views the terminal prints (analysis/views/).
+Those are the table with its flags, the replicates and the published figures.
+It embeds the plots as PNG.
+It is one file to mail or attach, readable offline.
+`wandb_report_content` builds the W&B Report's content offline, as plain data: blocks, panels, run filters.
+Only `save_wandb_report` talks to W&B.
+wandb-workspaces needs a logged-in API even to build its objects.
 """
 
 import base64
@@ -38,8 +41,13 @@ def _image(path: Path) -> str:
 
 
 def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
-    """Write OUT/report.html from the sweep's records (OUT: the sweep folder, unless given), its plots into OUT/plots/;
-    returns its path."""
+    """Write OUT/report.html from the sweep's records, and its plots into OUT/plots/.
+
+    OUT is the sweep folder unless given.
+
+    Returns:
+        The report's path.
+    """
     sweep_dir = Path(sweep_dir)
     done = any(r.state == DONE for r in load_sweep(sweep_dir))
     written = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
@@ -74,9 +82,13 @@ RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep wi
 def wandb_report_content(
     sweep: str, project: str, entity: str | None, phases: list[str], ranks: int = 0
 ) -> dict[str, Any]:
-    """What the W&B Report holds, as plain data: title, description, and blocks (headings, text, and panel grids
-    of the sweep's runs, selected by their W&B group): the HTML report's sections, as W&B panels; for a sweep
-    whose runs have up to `ranks` ranks, each rank's step and backward over the steps (its rank<N>/ series)."""
+    """What the W&B Report holds, as plain data: title, description, and blocks.
+
+    Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B group.
+    They are the HTML report's sections, as W&B panels.
+    A sweep whose runs have up to `ranks` ranks gets each rank's step and backward over the steps.
+    Those come from its rank<N>/ series.
+    """
     runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{sweep}'"}
     timed = [*phases, "step"]
     panels = {
@@ -125,8 +137,11 @@ def outline(content: dict[str, Any]) -> str:
 
 
 def build_wandb_report(content: dict[str, Any]):
-    """The W&B Report `content` describes, as wandb_workspaces objects, built offline (nothing is sent). Its
-    entity must be known (analysis.views.wandb_online.resolve_entity asks the server for the key's default)."""
+    """The W&B Report `content` describes, as wandb_workspaces objects, built offline: nothing is sent.
+
+    Its entity must be known.
+    analysis.views.wandb_online.resolve_entity asks the server for the key's default.
+    """
     import wandb_workspaces.reports.v2 as wr
 
     if not content["entity"]:

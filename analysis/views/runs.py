@@ -44,8 +44,11 @@ def _host_median(item: tuple[RunRecord, str, PhaseStats, str]) -> str:
 
 
 def view(sweep_dir: Path) -> View:
-    """Every done run's per-phase statistics (a row per run and phase; a run across ranks, then each of its ranks),
-    and the runs flagged noisy."""
+    """Every done run's per-phase statistics, and the runs flagged noisy.
+
+    There is a row per run and phase.
+    A run across ranks comes first, then each of its ranks.
+    """
     done = [run for run in load_sweep(sweep_dir) if run.state == DONE and run.summary]
     measured = [(run, run_stats(run)) for run in done]
     items = [

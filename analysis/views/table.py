@@ -1,11 +1,12 @@
-"""The seed-000-style table of a sweep: one row per configuration (its runs' medians per phase), throughput, and
-its speed-up over the baseline configuration of its row group.
+"""The seed-000-style table of a sweep: one row per configuration.
+
+A row holds its runs' medians per phase, throughput, and its speed-up over its row group's baseline.
 
 python -m perfsweep.analysis table SWEEP_DIR [--csv]
 
-With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median, and its
-speed-up's interval is across runs (analysis/statistics/speedup.py); with one run per configuration the interval
-resamples that run's steps and says so (within-run).
+With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median.
+Its speed-up's interval is then across runs (analysis/statistics/speedup.py).
+With one run per configuration, the interval resamples that run's steps and says so (within-run).
 """
 
 from pathlib import Path
@@ -31,9 +32,13 @@ from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
 def speedup_column(configs: list[Configuration]) -> Column | None:
-    """The speed-up over the configuration's baseline (its step time / this one's) with its interval: across runs
-    with replicates, within-run without; 1.00x for a baseline, - where the group has none. None where no
-    configuration has a baseline to compare with but itself."""
+    """The speed-up over the configuration's baseline (its step time / this one's), with its interval.
+
+    - The interval is across runs with replicates, within-run without.
+    - A baseline shows 1.00x; a group with no baseline shows -.
+
+    Returns None where no configuration has a baseline to compare with but itself.
+    """
     if not compares(configs):
         return None
     base_of = baselines(configs)
@@ -89,11 +94,19 @@ def columns(configs: list[Configuration]) -> list[Column]:
 
 
 def rank_columns() -> list[Column]:
-    """A run across ranks: the straggler index (slowest rank's median step over the median rank's) and the
-    communication backward did not hide, in ms and as a share of the step, and the bus bandwidth the gradients'
-    reduction took at least (over a configuration's runs, their geometric mean; '-' for a run in one process, for
-    what a run did not measure (FSDP's straggler; either without dist.exposed_comm), where none was exposed, and
-    for one rank's bandwidth: it reduces with no one)."""
+    """The columns of a run across ranks, each the geometric mean over a configuration's runs.
+
+    - straggler: the slowest rank's median step over the median rank's;
+    - exposed communication: what backward did not hide, in ms and as a share of the step;
+    - bus bandwidth: the least the gradients' reduction took.
+
+    '-' stands for:
+
+    - a run in one process;
+    - what a run did not measure (FSDP's straggler; either without dist.exposed_comm);
+    - no exposed communication;
+    - one rank's bandwidth: it reduces with no one.
+    """
 
     def of(name: str):
         return lambda c: c.middle(lambda r: getattr(r.summary, name) if r.summary.world_size else None)

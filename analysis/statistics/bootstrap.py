@@ -1,12 +1,13 @@
 """Statistics of step times: a run's median with a bootstrap interval, and rank correlations.
 
-A run's steps are resampled with replacement (percentile bootstrap), each resample's median
-taken. Resamples are drawn from a seeded generator, so the same records give the same interval.
+A run's steps are resampled with replacement (percentile bootstrap), and each resample's median taken.
+Resamples come from a seeded generator, so the same records give the same interval.
 
-A resample's median is drawn without building the resample: resampling n steps draws n uniform
-indices into the sorted steps, and their median is the m-th of n uniform order statistics, whose
-position is Beta(m, n - m + 1) distributed. So each bootstrap median costs O(1) after one sort,
-exactly as if the resample had been built, and a thousand-run sweep is summarised in seconds.
+A resample's median is drawn without building the resample.
+Resampling n steps draws n uniform indices into the sorted steps.
+Their median is the m-th of n uniform order statistics, distributed Beta(m, n - m + 1).
+So each bootstrap median costs O(1) after one sort, exactly as if the resample had been built.
+A thousand-run sweep is summarised in seconds.
 """
 
 import dataclasses
@@ -72,8 +73,10 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
-    """Spearman's rho of paired values (one pair per model), with a percentile-bootstrap interval at LEVEL
-    that resamples the pairs."""
+    """Spearman's rho of paired values, one pair per model.
+
+    Its percentile-bootstrap interval at LEVEL resamples the pairs.
+    """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     rng = np.random.default_rng(seed)
     drawn = (rng.integers(0, len(x), len(x)) for _ in range(resamples))

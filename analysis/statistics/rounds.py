@@ -1,15 +1,18 @@
 """repeats=auto's stopping rule: after each look at a sweep's rounds, whether its comparisons are decided.
 
-The comparisons are the ones the table makes: each configuration's speed-up over the baseline of its row group,
-across runs. One is decided when its interval excludes no effect (1.00x: decisive) or lies within -+half_width of
-its value (known well enough). The sweep looks at a fixed schedule of rounds (3, 5, 7, ... up to the cap on runs
-per configuration) and stops at the first look where every comparison is decided, or at the cap.
+The comparisons are the table's: each configuration's speed-up over its row group's baseline, across runs.
+One is decided when its interval excludes no effect (1.00x): it is decisive.
+It is decided too when its interval lies within -+half_width of its value: it is known well enough.
+The sweep looks at a fixed schedule of rounds: 3, 5, 7, ... up to the cap on runs per configuration.
+It stops at the first look where every comparison is decided, or at the cap.
 
-Looking again and again at growing data and stopping when an interval excludes 1 would find effects that are not
-there far more often than 5%. So each look spends an equal share of the 5% error (alpha spending over the fixed
-schedule, Bonferroni's bound): at k looks, each look's intervals are at the 1 - 0.05/k level, and the chance that
-any look calls a given comparison decisive where it has no effect stays under 5% whenever the sweep stops
-(tests/test_calibration.py measures it). The views printed at the end show 95% intervals of the runs done.
+Looking again and again at growing data inflates errors.
+Stopping when an interval excludes 1 would find absent effects far more often than 5%.
+So each look spends an equal share of the 5% error: alpha spending over the fixed schedule (Bonferroni).
+At k looks, each look's intervals are at the 1 - 0.05/k level.
+The chance that any look calls an absent effect decisive then stays under 5%, whenever the sweep stops.
+tests/test_calibration.py measures it.
+The views printed at the end show 95% intervals of the runs done.
 """
 
 import dataclasses

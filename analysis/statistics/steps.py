@@ -51,9 +51,15 @@ def phase_stats(steps: np.ndarray, interval: bool = True) -> PhaseStats:
 
 
 def trend(steps: np.ndarray, significance: float = 0.001) -> str:
-    """Why a run's steps (in order) are not yet steady, if they are not: its first fifth's median is off its last
-    fifth's by more than TREND, and step time goes with step number (Spearman's test; steps follow their
-    neighbours, so the test's p-value is held to far below the usual 5%). '' where neither or one holds."""
+    """Why a run's steps (in order) are not yet steady; '' where they are.
+
+    Two things must both hold:
+
+    - its first fifth's median is off its last fifth's by more than TREND;
+    - step time goes with step number (Spearman's test).
+
+    Steps follow their neighbours, so the test's p-value is held far below the usual 5%.
+    """
     if len(steps) < 10:
         return ""
     fifth = max(1, len(steps) // 5)

@@ -31,8 +31,10 @@ def across_runs(medians: np.ndarray) -> tuple[float, float, float]:
 
 
 def costs(runs: list[RunRecord]) -> tuple[float, float] | None:
-    """What a run of this sweep costs beyond its steps, and a step, in seconds (medians over its runs); None where
-    the runs' records do not say."""
+    """What a run of this sweep costs beyond its steps, and what a step costs, in seconds.
+
+    Both are medians over its runs; None where the runs' records do not say.
+    """
     outside = [sum(t.get(k, 0.0) for k in OUTSIDE_STEPS) for r in runs if (t := r.status.timing) and "window_s" in t]
     per_step = [r.summary.window_s / r.summary.steps for r in runs if r.summary.window_s and r.summary.steps]
     if not outside or not per_step:
@@ -61,10 +63,14 @@ class Split:
         return self.between**2 + math.pi / 2 * self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
 
     def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int]:
-        """(steps per run, runs per configuration) that resolve a speed-up between two such configurations to
-        -+`half_width` (0.02: 2%) at the cheapest cost: a run costs `run_cost_s` beyond its steps, a step
-        `step_s`. Steps per run by Kalibera and Jones's optimum, sqrt(run cost x within variance / (step cost x
-        between variance)), in steps as independent as these."""
+        """(steps per run, runs per configuration) that resolve a speed-up to -+`half_width` at the least cost.
+
+        The speed-up is between two such configurations; `half_width` 0.02 is 2%.
+        A run costs `run_cost_s` beyond its steps, and a step costs `step_s`.
+        Steps per run follow Kalibera and Jones's optimum:
+        sqrt(run cost x within variance / (step cost x between variance)).
+        They count steps as independent as these.
+        """
         inflation = math.pi / 2 * self.steps / self.effective_steps
         if self.between > 0:
             steps = math.sqrt(run_cost_s * self.within**2 * inflation / (step_s * self.between**2))
@@ -82,12 +88,15 @@ class Split:
 
 
 def split(sample: Sample) -> Split | None:
-    """The variance split of a configuration with two or more runs of two or more steps (None otherwise).
+    """The variance split of a configuration with two or more runs of two or more steps; None otherwise.
 
-    Robust to outlier steps, as the medians the views compare are: within a run, the spread of log step times
-    around the run's median is 1.4826 x their median absolute deviation (pooled over runs); between runs, the
-    variance of the runs' log medians less what their own steps explain, a median of n steps varying pi/2 times
-    as much as their mean."""
+    It is robust to outlier steps, as the medians the views compare are.
+
+    - Within a run: 1.4826 x the median absolute deviation of log step times around the run's median,
+      pooled over runs.
+    - Between runs: the variance of the runs' log medians, less what their own steps explain.
+      A median of n steps varies pi/2 times as much as their mean.
+    """
     logs = [np.log(s) for s in sample.steps if len(s) >= 2]
     if len(logs) < 2:
         return None

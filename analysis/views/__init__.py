@@ -13,8 +13,10 @@ from perfsweep.records import load_sweep
 
 
 def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> list[View]:
-    """The table of the sweep's runs (or the named ones; compared along `vs`, as groups.compared_along says), then
-    the views below it."""
+    """The table of the sweep's runs, then the views below it.
+
+    `names` picks runs; `vs` compares along another axis (groups.compared_along).
+    """
     runs = load_sweep(sweep_dir, names)
     views = [table.table_view(sweep_dir, compared_along(runs, vs))]
     if any("replicate" in r.axes for r in runs):

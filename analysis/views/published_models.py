@@ -16,7 +16,8 @@ sweeps/published/<sweep>.yaml holds the published rows under `models`:
           csv: |                             # its rows as the file has them (a header, then one per model)
             model,infer_img_size,infer_samples_per_sec,...
 
-Our hardware differs from theirs, so what is compared is what transfers across hardware:
+Our hardware differs from theirs.
+So what is compared is what transfers across hardware:
 
     rank order         Spearman's rho between their samples/s and ours over the models both have, with a
                        bootstrap 95% interval over models: reproduced when the interval's low end is above 0.8
@@ -24,7 +25,8 @@ Our hardware differs from theirs, so what is compared is what transfers across h
                        speed-up, with the verdicts of analysis/views/published.py
     channels-last speed-up      each model's NHWC samples/s over its NCHW samples/s: the same verdicts
 
-Throughput is per sample: timm's batch sizes differ from model to model and from table to table.
+Throughput is per sample.
+timm's batch sizes differ from model to model and from table to table.
 """
 
 import csv
@@ -143,8 +145,13 @@ def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list
 
 
 def _side_by_side(runs: list[RunRecord], item: dict[str, Any]) -> tuple[list[float | None], list[str]]:
-    """Our samples/s of the comparison's two sides (of, over); and its published speed-up, ours with its
-    interval, ours over the published one (the size of the difference), and the verdict."""
+    """One comparison's row.
+
+    - our samples/s of its two sides (of, over);
+    - its published speed-up, and ours with its interval;
+    - ours over the published one: the size of the difference;
+    - the verdict.
+    """
     row = published.compare(runs, item)
     ran = row[-2] != "-"
     ours = [our_samples_per_s(runs, item[side], item["metric"]) if ran else None for side in ("of", "over")]
@@ -158,8 +165,10 @@ def _rate(value: float | None) -> str:
 
 
 def _not_run(rows: list[list[str]]) -> tuple[list[list[str]], list[str]]:
-    """The rows of comparisons this sweep ran (the others left out, named in a note: a smaller scale runs a
-    few of the table's models)."""
+    """The rows of comparisons this sweep ran.
+
+    The others are left out and named in a note: a smaller scale runs a few of the table's models.
+    """
     missing = list(dict.fromkeys(row[0] for row in rows if row[-1] == published.NOT_RUN))
     note = [f"not run in this sweep ({len(missing)}): {', '.join(missing)}"] if missing else []
     return [row for row in rows if row[-1] != published.NOT_RUN], note
@@ -170,8 +179,14 @@ def _columns(headers: list[str]) -> list[Column]:
 
 
 def views(sweep_dir: Path) -> list[View]:
-    """The rank order, each model relative to the reference and (for a memory-format pair) each model's
-    channels-last speed-up, beside timm's; none when the sweep's published source has no `models`."""
+    """The published views of many models, beside timm's.
+
+    - the rank order;
+    - each model relative to the reference;
+    - each model's channels-last speed-up, for a memory-format pair.
+
+    None where the sweep's published source has no `models`.
+    """
     runs = load_sweep(sweep_dir)
     source = published.published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if not source or not source.get("models"):

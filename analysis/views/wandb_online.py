@@ -1,5 +1,8 @@
-"""What must reach W&B (`sync`, `report --wandb`): the settings resolved and the server checked before any work,
-every wait bounded by tracker.timeout_s, and a message that says what to do, never a traceback or a hang.
+"""What must reach W&B (`sync`, `report --wandb`).
+
+The settings are resolved and the server checked before any work.
+Every wait is bounded by tracker.timeout_s.
+A failure gives a message that says what to do, never a traceback or a hang.
 
     entity    tracker.entity, else the key's default entity (asked of the server), else an error naming
               tracker.entity=NAME
@@ -93,8 +96,15 @@ def resolve_entity(conf: TrackerConf, api_key: str, sweep_dir: Path) -> TrackerC
 
 
 def go_online(conf: TrackerConf, sweep_dir: Path) -> TrackerConf:
-    """Before anything is sent: a key, a server that answers, an entity; `conf` with its entity.
-    WandbSettingsError (no key, no entity) or WandbUnreachable."""
+    """Check a key, a server that answers, and an entity, before anything is sent.
+
+    Returns:
+        `conf` with its entity.
+
+    Raises:
+        WandbSettingsError: no key, or no entity.
+        WandbUnreachable: the server did not answer.
+    """
     key = wandb_key()
     if key is None:
         raise WandbSettingsError(NO_KEY)
@@ -103,8 +113,11 @@ def go_online(conf: TrackerConf, sweep_dir: Path) -> TrackerConf:
 
 
 def within(seconds: float, what: str, fn, *args):
-    """fn(*args) in a thread given `seconds`; WandbUnreachable if it has not returned by then or if it raises
-    (W&B's clients retry for minutes on a network that drops)."""
+    """fn(*args) in a thread given `seconds`.
+
+    Raises WandbUnreachable if it has not returned by then, or if it raises.
+    W&B's clients retry for minutes on a network that drops.
+    """
     outcome: dict[str, object] = {}
 
     def work() -> None:

@@ -103,3 +103,9 @@ def _launch_local_sweep(runs: Path) -> tuple[str, tuple, tuple, dict]:
     assert report.returncode == 0, report.stderr
     done = [(p.args, p.returncode, p.stdout, p.stderr) for p in (result, report)]
     return str(runs / "default"), *done, env
+
+
+@pytest.fixture(scope="session")
+def env_dir(tmp_path_factory):
+    """One cache for the session: each environment is built once, as a user's cache would keep it."""
+    return tmp_path_factory.mktemp("envs")

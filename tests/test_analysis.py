@@ -10,7 +10,8 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import table_view, view
 from perfsweep.launch import main as analysis_cli
-from perfsweep.records import lifecycle, load_sweep
+from perfsweep.records import load_sweep
+from tests.helpers import write_run
 
 
 def rows(runs):
@@ -20,56 +21,6 @@ def rows(runs):
 
 def render(sweep):
     return text(view(sweep))
-
-
-def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done", host_step_ms=None):
-    """A run's records with known figures; `host_step_ms` makes them a CUDA run's (event timer, host time
-    apart from device time), written here as a GPU would write them: there is none on this machine."""
-    run_dir = sweep / name
-    run_dir.mkdir(parents=True)
-    axes = {
-        "model": "resnet18",
-        "memory_format": memory_format,
-        "precision": "fp32",
-        "input_type": input_type,
-        "compile": "eager",
-    }
-    config = {
-        "model": {"name": "resnet18", "batch_size": 16},
-        "input_type": {"name": input_type},
-        "memory_format": {"name": memory_format},
-        "steps": 20,
-    }
-    baseline = {"axis": "input_type", "value": "tensor"}
-    order = list(axes)
-    record = {"run_id": name, "name": name, "axes": axes, "axis_order": order, "baseline": baseline, "config": config}
-    records.write_json(run_dir / records.CONFIG, record)
-    if state == "done":
-        phases = ("data", "forward", "backward", "optimizer")
-        step_ms = 1000 * 16 / samples_per_s
-        host_ms = host_step_ms or step_ms
-        medians = {f"{p}_ms": step_ms / 4 for p in phases} | {"step_ms": step_ms}
-        medians |= {f"{p}_host_ms": host_ms / 4 for p in phases} | {"step_host_ms": host_ms}
-        records.write_json(
-            run_dir / records.SUMMARY,
-            {
-                "phases": ["data", "forward", "backward", "optimizer"],
-                "median_ms": medians,
-                "samples_per_s": samples_per_s,
-                "steps_per_s": samples_per_s / 16,
-                "output_type": "Tensor",
-                "timer": "cuda_event" if host_step_ms else "perf_counter",
-            },
-        )
-        rows = []
-        for i in range(20):
-            jitter = 1 + 0.001 * (i % 3 - 1)
-            rows.append({f"{p}_ms": step_ms / 4 * jitter for p in phases} | {"step_ms": step_ms * jitter})
-            rows[-1] |= {"warmup": False, "step": i}
-        records.write_steps(run_dir / records.STEPS, rows)
-        lifecycle.finish(run_dir)
-    else:
-        lifecycle.fail(run_dir, error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
 
 
 @pytest.fixture

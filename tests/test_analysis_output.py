@@ -11,8 +11,7 @@ import pytest
 
 from perfsweep import records
 from tests import golden
-from tests.helpers import ROOT, launch_here
-from tests.test_records_schema import write_sweep
+from tests.helpers import ROOT, launch_here, write_sweep
 
 # Runs launch.main on each list of words in argv[1] (JSON) in one process; prints each one's exit status and output.
 COMMANDS = """

@@ -25,8 +25,7 @@ from perfsweep.analysis.bisect import (
 )
 from perfsweep.records import load_sweep
 from tests import golden, synthetic
-from tests.helpers import ONE_OF_TWO_FAILS, launch_here
-from tests.test_envs import UNSTABLE, env_dir  # noqa: F401  (the session's cache of environments)
+from tests.helpers import ONE_OF_TWO_FAILS, UNSTABLE, launch_here
 
 RELEASES = [f"1.{minor}.0" for minor in range(9)]  # 1.0.0 (good) .. 1.8.0 (bad)
 

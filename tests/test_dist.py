@@ -17,8 +17,7 @@ from perfsweep.analysis.views.plots import write_plots
 from perfsweep.analysis.views.report import wandb_report_content
 from perfsweep.records import RANKS, STEPS, load_sweep, read_steps
 from tests import golden
-from tests.helpers import ROOT, launch_here
-from tests.test_run import wandb_records
+from tests.helpers import ROOT, launch_here, wandb_records
 
 TWO_RANKS = [
     "model=test_resnet",

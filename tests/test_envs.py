@@ -3,9 +3,6 @@ from the package index, of numpy releases: torch's are gigabytes), cached, and i
 
 import hashlib
 import json
-import re
-
-import pytest
 
 from perfsweep import records
 from perfsweep.launcher import envs
@@ -13,19 +10,10 @@ from perfsweep.records import load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.sweeps.spec import run_fields
 from tests import golden
-from tests.helpers import launch_here
-from tests.test_faults import FAST
+from tests.helpers import FAST, UNSTABLE, launch_here
 
 # Two numpy releases this Python installs, neither of them perfsweep's own (requirements.txt)
 NUMPYS = ("2.2.6", "2.3.5")
-# what changes with the index and the machine: the latest releases, and this Python
-UNSTABLE = {re.compile(r"the latest: .*"): "the latest: <versions>", re.compile(r"CPython [\d.]+ [\w-]+"): "<this>"}
-
-
-@pytest.fixture(scope="session")
-def env_dir(tmp_path_factory):
-    """One cache for the session: each environment is built once, as a user's cache would keep it."""
-    return tmp_path_factory.mktemp("envs")
 
 
 def test_perfsweeps_own_environment_leaves_a_runs_identity_as_it_was():

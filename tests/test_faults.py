@@ -7,8 +7,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,21 +31,9 @@ from perfsweep.train.functions.base import FunctionBench
 from perfsweep.train.tracker import Tracker
 from perfsweep.train.workloads import WORKLOADS
 from tests import golden
-from tests.helpers import ROOT, launch, launch_here
-from tests.test_run import run
+from tests.helpers import FAST, SLOW, launch, launch_here, run, start_launcher, wait_for
 
 JOB_LOG, JOB_IDS = re.compile(r"\b\d+_(?=\S+\.log)"), re.compile(r"\(\d+(, \d+)*\)")  # a local job's id is a pid
-# Two runs of a Python loop that take a few seconds each: time to kill or interrupt one mid-way.
-# One process per configuration (repeats=1): these tests are about faults, not replication.
-SLOW = ["workload=pairwise_sum_prod", "workload.size=60", "steps=150", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
-FAST = [
-    "workload=pairwise_sum_prod",
-    "workload.impl=broadcast",
-    "workload.size=10",
-    "steps=5",
-    "warmup_steps=1",
-    "repeats=1",
-]
 
 
 def test_bad_input_is_reported_together_with_where_it_was_set_and_nothing_runs(tmp_path):
@@ -74,16 +60,6 @@ def _lines(text: str, start: str) -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith(start))
 
 
-def _wait_for(condition, what: str, timeout: float = 180):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _running(sweep: Path):
     for path in glob.glob(str(sweep / "*" / "status.json")):
         try:
@@ -95,32 +71,12 @@ def _running(sweep: Path):
     return None
 
 
-def _as_in_a_terminal() -> None:
-    """Ctrl-C's default, as a terminal gives it: a test run started in the background (`cmd &` in a script)
-    hands its children SIGINT ignored, and Python then leaves it ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _start(runs: Path, *args: str) -> subprocess.Popen:
-    """The launcher in a process group of its own, as a terminal's foreground job."""
-    command = [sys.executable, str(ROOT / "launch.py"), *SLOW, f"runs_dir={runs}", *args]
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=_as_in_a_terminal,
-    )
-
-
 @pytest.mark.slow
 def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path):
     """A Slurm job that ends before its run does is test_slurm.py's cancelled job."""
     sweep = tmp_path / "runs" / "default"
-    launcher = _start(tmp_path / "runs", "seed=0", "launcher=local", "launcher.wait=true", "launcher.poll_s=1")
-    run_dir, status = _wait_for(lambda: _running(sweep), "a running run")
+    launcher = start_launcher(tmp_path / "runs", "seed=0", "launcher=local", "launcher.wait=true", "launcher.poll_s=1")
+    run_dir, status = wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
     os.kill(status["pid"], signal.SIGKILL)
     out, err = launcher.communicate(timeout=300)
@@ -142,8 +98,8 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path
 @pytest.mark.slow
 def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     sweep = tmp_path / "runs" / "default"
-    launcher = _start(tmp_path / "runs")
-    run_dir, _ = _wait_for(lambda: _running(sweep), "a running run")
+    launcher = start_launcher(tmp_path / "runs")
+    run_dir, _ = wait_for(lambda: _running(sweep), "a running run")
     time.sleep(1.0)
     os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
     out, err = launcher.communicate(timeout=120)
@@ -238,9 +194,9 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
 def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    first = _start(runs, "seed=0")  # one run of a few seconds, through the local launcher
+    first = start_launcher(runs, "seed=0")  # one run of a few seconds, through the local launcher
     try:
-        _wait_for(lambda: _running(sweep), "the first launch's run")
+        wait_for(lambda: _running(sweep), "the first launch's run")
         manifest = (sweep / records.SWEEP).read_text()
         second = launch_here(*SLOW, "seed=0", f"runs_dir={runs}")
         assert second.returncode == 2, second.stderr
@@ -262,8 +218,8 @@ def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothin
 def test_a_killed_launchers_lock_is_free(tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    first = _start(runs, "seed=0")
-    _wait_for(lambda: (sweep / LOCK).is_file() and str(first.pid) in (sweep / LOCK).read_text(), "the lock")
+    first = start_launcher(runs, "seed=0")
+    wait_for(lambda: (sweep / LOCK).is_file() and str(first.pid) in (sweep / LOCK).read_text(), "the lock")
     os.killpg(first.pid, signal.SIGKILL)  # the launcher and its job, as a crashed node would
     first.wait(timeout=60)
     with sweep_lock(sweep, ["resume"]):  # the kernel released it with the process

@@ -11,7 +11,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
 from perfsweep.train.flops import count_flops, peak_flops
-from tests.test_run import run
+from tests.helpers import run
 
 
 def test_a_linear_layer_counts_what_a_hand_count_gives():

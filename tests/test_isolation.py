@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,8 +14,7 @@ from perfsweep.launcher.slots import cpu_shares
 from perfsweep.launcher.warm import fork_hazard, fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
-from tests.helpers import ROOT, launch_here
-from tests.test_faults import FAST
+from tests.helpers import FAST, ROOT, launch_here, record_done
 
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
 
@@ -74,27 +72,8 @@ def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch
     assert not (tmp_path / spec.name).exists(), "nothing was forked"
 
 
-def _done(spec, run_dir, tracker_id, launch):
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lifecycle.finish(run_dir, pid=os.getpid())
-
-
 def _never(*args):
     raise AssertionError("no run may start")
-
-
-def _touch_cuda(spec, run_dir, tracker_id, launch):
-    torch.zeros(1, device="cuda")
-    _done(spec, run_dir, tracker_id, launch)
-
-
-def fork_two(runs_dir: str) -> set[str]:
-    """Two runs that use the GPU, forked from this process as a warm job forks them; their final states."""
-    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={runs_dir}"])
-    runs = [RunJob(spec, Path(runs_dir) / spec.name, "id", 1) for spec in plan.runs]
-    states = fork_runs(Runner(_touch_cuda), runs, 1, (), {})
-    assert not torch.cuda.is_initialized(), "a child's CUDA stays in the child"
-    return set(states.values())
 
 
 @pytest.mark.gpu
@@ -102,7 +81,7 @@ def fork_two(runs_dir: str) -> set[str]:
 def test_a_job_that_asked_for_cuda_forks_runs_that_use_it_or_refuses(tmp_path, nvml_check):
     """In a fresh job process that asked torch.cuda.is_available(): by NVML, the job forks runs that use the GPU;
     by the CUDA runtime (cuInit), every child would fail CUDA's initialisation, so the job refuses to fork."""
-    code = "import sys, torch; from tests.test_isolation import fork_two; torch.cuda.is_available(); "
+    code = "import sys, torch; from tests.helpers import fork_two; torch.cuda.is_available(); "
     code += "print(sorted(fork_two(sys.argv[1])))"
     env = {**os.environ, "PYTORCH_NVML_BASED_CUDA_CHECK": nvml_check}
     result = subprocess.run(
@@ -139,9 +118,9 @@ def test_a_requeued_job_whose_runs_are_done_skips_them_and_runs_the_rest(tmp_pat
     plan = build_plan([*FAST, "seed=0,1,2", f"runs_dir={tmp_path}"])
     runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
     for run in runs[:2]:
-        _done(run.spec, run.run_dir, "id", {})
+        record_done(run.spec, run.run_dir, "id", {})
     earlier = [records.read_status(run.run_dir).pid for run in runs[:2]]
-    assert fork_runs(Runner(_done), runs, 1, (), {}) == {run.spec.name: "done" for run in runs}
+    assert fork_runs(Runner(record_done), runs, 1, (), {}) == {run.spec.name: "done" for run in runs}
     assert [records.read_status(run.run_dir).pid for run in runs[:2]] == earlier, "done runs did not run again"
     assert records.read_status(runs[2].run_dir).pid != os.getpid(), "the last ran in a child"
     assert fork_runs(Runner(_never), runs, 2, (), {}) == {run.spec.name: "done" for run in runs}

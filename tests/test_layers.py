@@ -3,6 +3,7 @@ a circle (imports inside functions count), every import of a stage names it unde
 status and tables never load torch."""
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -123,3 +124,15 @@ def test_the_walk_sees_every_stage():
 def test_planning_status_and_tables_load_no_torch(module):
     check = f"import perfsweep.{module}, sys; assert 'torch' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)
+
+
+def test_no_test_file_imports_another():
+    """Shared helpers live in tests/helpers.py and tests/conftest.py, so each test file reads on its own."""
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else []
+            found += [f"{path.name}: {name}" for name in names if re.search(r"\btests\.test_[a-z]", name)]
+    assert found == []

@@ -17,9 +17,7 @@ from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import run as train_run
 from tests import golden
-from tests.helpers import ROOT, launch, launch_here
-from tests.test_faults import FAST, _start, _wait_for
-from tests.test_isolation import _done
+from tests.helpers import FAST, ROOT, launch, launch_here, record_done, start_launcher, wait_for
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
@@ -80,7 +78,7 @@ def test_a_run_that_does_not_stop_at_its_limit_is_killed_by_its_job_which_goes_o
     monkeypatch.setattr(warm, "GRACE_S", 0.5)
     plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
     runs = [RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=0.5) for spec in plan.runs]
-    states = fork_runs(Runner(_deaf), runs[:1], 1, (), {}) | fork_runs(Runner(_done), runs[1:], 1, (), {})
+    states = fork_runs(Runner(_deaf), runs[:1], 1, (), {}) | fork_runs(Runner(record_done), runs[1:], 1, (), {})
     assert states == {runs[0].spec.name: "failed", runs[1].spec.name: "done"}
     killed = records.read_status(runs[0].run_dir)
     assert killed.error.type == "RunTimeout"
@@ -131,9 +129,9 @@ def _interrupted(specs):
 def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_done(tmp_path):
     plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
     runs = [RunJob(spec, tmp_path / spec.name, "id", 1) for spec in plan.runs]
-    _done(runs[0].spec, runs[0].run_dir, "id", {})  # by an earlier start of the job
+    record_done(runs[0].spec, runs[0].run_dir, "id", {})  # by an earlier start of the job
     with pytest.raises(KeyboardInterrupt):
-        fork_runs(Runner(_done, imports=_interrupted), runs, 1, (), {})
+        fork_runs(Runner(record_done, imports=_interrupted), runs, 1, (), {})
     done, interrupted = (records.read_status(run.run_dir) for run in runs)
     assert done.state == "done"
     assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"
@@ -143,8 +141,8 @@ def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_pat
     """Ctrl-C as soon as the warm job is submitted, while it imports torch: no run has started, and `status` says
     so (whether the job's own handler or the launcher's rule for runs never started recorded them)."""
     sweep = tmp_path / "runs" / "default"
-    launcher = _start(tmp_path / "runs")
-    _wait_for(lambda: (sweep / records.JOBS).exists(), "the job to be submitted")
+    launcher = start_launcher(tmp_path / "runs")
+    wait_for(lambda: (sweep / records.JOBS).exists(), "the job to be submitted")
     os.killpg(launcher.pid, signal.SIGINT)
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, out + err

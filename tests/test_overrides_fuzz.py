@@ -11,8 +11,7 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import TRIED, launch_here
-from tests.test_records_fuzz import EXAMPLES
+from tests.helpers import EXAMPLES, TRIED, launch_here
 
 KEYS = (
     "model", "model.name", "model.source", "model.image_size", "model.batch_size", "memory_format", "precision",

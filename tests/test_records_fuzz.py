@@ -13,7 +13,6 @@ printed at the end of the test run.
 
 import copy
 import json
-import os
 import warnings
 
 import pyarrow as pa
@@ -26,10 +25,8 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs, sweep_views
 from perfsweep.launcher.status import render
-from tests.helpers import TRIED
-from tests.test_records_schema import write_sweep
+from tests.helpers import EXAMPLES, TRIED, write_sweep
 
-EXAMPLES = int(os.environ.get("PERFSWEEP_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

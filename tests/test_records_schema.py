@@ -10,66 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perfsweep import records
-from perfsweep.records import lifecycle
-from tests.helpers import launch_here
-from tests.test_analysis import write_run
-
-# What a training run writes beside its medians (as train/run.py writes them on a CPU), and its environment, on a GPU
-# that b shared with another process.
-MEASURED = {
-    "workload": "train_step",
-    "steps": 20,
-    "window_s": 3.2,
-    "window_ended_at": 1795578698.665,
-    "batch_size": 16,
-    "params": 373658,
-    "loss_first": 2.33,
-    "loss_last": 2.24,
-    "nonfinite_losses": 0,
-    "host_syncs_per_step": None,
-    "flops_per_step": 1559586816,
-    "tflops_per_s": 0.0108,
-    "peak_tflops": None,
-    "peak_memory_mib": 858.7,
-    "peak_memory_kind": "process_max_rss",
-    "clocks": {when: {"mhz": 2596.1, "source": "cpu_mhz", "temperature_c": None} for when in ("start", "end")},
-    "neighbours": {when: {"gpu_processes": None, "loadavg": [1.9, 1.3, 0.7]} for when in ("start", "end")},
-}
-ENV = {
-    "cpu": "AMD EPYC",
-    "torch_threads": 2,
-    "packages": {"torch": "2.14.1", "timm": "1.0.31", "wandb": None},
-    "gpu": {"name": "NVIDIA H100 80GB HBM3", "driver": "580.159.04", "uuid": "GPU-0", "memory_gib": 79.2},
-    "cuda": "13.0",
-    "cudnn": 92400,
-    "code": {"commit": "37ba291", "dirty": False},
-}
-
-
-def write_sweep(folder):
-    """Two done runs, a and b (its baseline a), with every record as a launch and its runs write them; W&B off."""
-    for name, input_type, samples_per_s in (("a", "tensor", 100.0), ("b", "subclass", 60.0)):
-        write_run(folder, name, input_type, "contiguous", samples_per_s)
-        config = records.read_json(folder / name / records.CONFIG)
-        config["config"]["tracker"] = {"mode": "disabled"}
-        records.write_json(folder / name / records.CONFIG, config)
-        summary = records.read_json(folder / name / records.SUMMARY) | MEASURED
-        if name == "b":
-            summary["neighbours"]["end"] = {"gpu_processes": [{"pid": 7, "name": "other", "used_mib": 512}]}
-        records.write_json(folder / name / records.SUMMARY, summary)
-        records.write_json(folder / name / records.ENV, ENV)
-        earlier = {"state": "failed", "started_at": records.now(), "error": "LostRun", "message": "job 1 ended"}
-        timing = {"startup_s": 0.4, "warmup_s": 1.0, "window_s": 3.2, "records_s": 0.2}
-        lifecycle.finish(folder / name, job_id=f"DEBUG_{name}", pid=8012, attempts=[earlier], timing=timing)
-    planned = {name: records.read_json(folder / name / records.CONFIG) for name in ("a", "b")}
-    records.write_planned(folder, {name: records.json_line(row) for name, row in planned.items()})
-    runs = {name: row["run_id"] for name, row in planned.items()}
-    launch = {"at": records.now(), "argv": ["input_type=tensor,subclass"], "runs": list(runs)}
-    manifest = {"uid": "0f0f0f0f", "created_at": records.now(), "runs": runs, "launches": [launch]}
-    records.write_json(folder / records.SWEEP, manifest)
-    job = {"log": "/runs/.submitit/DEBUG_0_log.out", "launcher": "debug", "submitted_at": records.now()}
-    records.write_json(folder / records.JOBS, {name: {"job_id": f"DEBUG_{name}", **job} for name in runs})
-    return folder
+from tests.helpers import launch_here, write_sweep
 
 
 @pytest.fixture

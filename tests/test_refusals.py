@@ -5,8 +5,7 @@ import pytest
 
 from perfsweep import records
 from tests import golden
-from tests.helpers import launch, launch_here
-from tests.test_faults import FAST
+from tests.helpers import FAST, launch, launch_here
 
 
 def _refused(result, *expected: str) -> None:

@@ -13,27 +13,13 @@ import torch
 
 from perfsweep import records
 from perfsweep.sweeps.plan import build_plan
-from perfsweep.train.run import execute
 from perfsweep.train.step import TrainStep
 from perfsweep.train.timing import NoClock
 from perfsweep.train.window import make_workload
-from tests.helpers import DEVICE, ROOT, TINY, input_types, output_type
+from tests.helpers import DEVICE, ROOT, TINY, input_types, output_type, run, wandb_records
 
 PHASES = TrainStep.phases
 PHASE_KEYS = [f"{p}_ms" for p in (*PHASES, "step")] + [f"{p}_host_ms" for p in (*PHASES, "step")]
-
-
-def run(plan) -> tuple[Path, dict]:
-    (spec,) = plan.runs
-    run_dir = plan.sweep_dir / spec.name
-    return run_dir, execute(spec, run_dir, tracker_id=f"t-{spec.run_id}", launch={"parallelism": 1})
-
-
-def wandb_records(run_dir: Path) -> list[dict]:
-    # `python -m wandb`: where wandb is installed with --target (a GPU machine's image), no script sits beside Python
-    command = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir / "wandb")]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 # What torch's own code reads of TF32 (Inductor's autotuning and lightning-fabric's peaks: the legacy getters;

@@ -22,8 +22,7 @@ from perfsweep.launcher.runs import RunJob
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
-from tests.helpers import ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
-from tests.test_faults import FAST
+from tests.helpers import FAST, ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
 # (5 s by default, sparing a real cluster's controller).

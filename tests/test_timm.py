@@ -9,8 +9,7 @@ from perfsweep.analysis.views.table import view
 from perfsweep.records import load_sweep
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train.step import TrainStep
-from tests.helpers import TINY, launch_here
-from tests.test_run import run
+from tests.helpers import TINY, launch_here, run
 
 # The header lines of timm's own files (huggingface/pytorch-image-models, results/):
 # benchmark-infer-fp32-nchw-pt240-cpu-i7_12700h-dynamo.csv and benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv

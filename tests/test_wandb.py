@@ -16,8 +16,7 @@ import pytest
 from perfsweep import records
 from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
 from tests import golden
-from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here
-from tests.test_run import run, wandb_records
+from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here, run, wandb_records
 
 
 def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):

@@ -102,8 +102,8 @@ class RunPack(submitit.helpers.Checkpointable):
     def on_cpus(self, cpus: tuple[int, ...] | None) -> "RunPack":
         """This pack, its job run on `cpus`.
 
-    With None, it is this pack itself, on all of its host's CPUs.
-    """
+        With None, it is this pack itself, on all of its host's CPUs.
+        """
         if cpus is None:
             return self
         placed = copy.copy(self)

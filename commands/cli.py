@@ -139,8 +139,11 @@ CONFIG_DIR = ("--config-dir", "-cd")  # Hydra's flag: a folder of config groups 
 
 
 def with_config_dirs(argv: list[str]) -> list[str]:
-    """`argv` with each --config-dir DIR (Hydra's flag) made part of the override hydra.searchpath=[file://...]
-    that perfsweep reads, the folder absolute: the launch's records keep where it was."""
+    """`argv` with each --config-dir DIR (Hydra's flag) made part of an override perfsweep reads.
+
+    That override is hydra.searchpath=[file://...].
+    The folder is made absolute, so the launch's records keep where it was.
+    """
     dirs, rest, words = [], [], iter(argv)
     for word in words:
         flag, equals, value = word.partition("=")
@@ -160,8 +163,11 @@ def with_config_dirs(argv: list[str]) -> list[str]:
 
 
 def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
-    """`words` parsed; KEY=VALUE overrides may come after flags (`report DIR --wandb tracker.entity=x`), which
-    argparse alone does not take for a command's trailing overrides."""
+    """`words` parsed.
+
+    KEY=VALUE overrides may come after flags: `report DIR --wandb tracker.entity=x`.
+    argparse alone does not take those for a command's trailing overrides.
+    """
     args, extra = parser.parse_known_args(words)
     if extra and hasattr(args, "overrides") and all("=" in w and not w.startswith("-") for w in extra):
         args.overrides = [*args.overrides, *extra]
@@ -171,8 +177,11 @@ def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespa
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a parsed command; records that cannot be read, or a folder it cannot write into, end it with a message
-    and exit status 2."""
+    """Run a parsed command.
+
+    Records that cannot be read, or a folder it cannot write into, end it.
+    It then ends with a message and exit status 2.
+    """
     try:
         return args.handler(args)
     except (FileNotFoundError, ValueError, CannotWrite) as error:

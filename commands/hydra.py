@@ -4,10 +4,16 @@ import sys
 
 
 def hydra_flags(args: list[str]) -> int:
-    """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main. What
-    Hydra would not take is refused first, exit status 2: a flag it has not (by its own parser's usage line), an
-    override its grammar cannot read. --help lists the user's config dir's options with perfsweep's (Hydra's
-    --config-dir: the first of them), then the sweep files."""
+    """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main.
+
+    What Hydra would not take is refused first, with exit status 2:
+
+    - a flag it has not, by its own parser's usage line;
+    - an override its grammar cannot read.
+
+    --help lists the user's config dir's options with perfsweep's, then the sweep files.
+    The user's config dir is the first of them, as Hydra's --config-dir.
+    """
     import hydra
     from hydra._internal.utils import get_args_parser
 

@@ -9,8 +9,12 @@ AUTO = "repeats=auto"
 
 
 def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:
-    """Plan (by calling `plan_of`), check, build its environments, launch; then print the views of the records
-    (unless not `show`), or where to follow the jobs. `quiet_envs`: the environments were built and said before."""
+    """Plan by calling `plan_of`, check the plan, build its environments, and launch it.
+
+    It then prints the views of the records, or where to follow the jobs.
+    With `show` false, it prints no views.
+    `quiet_envs` says the environments were built and reported before.
+    """
     from perfsweep import records
     from perfsweep.launcher import envs
     from perfsweep.launcher.runs import Runner

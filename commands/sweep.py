@@ -29,8 +29,11 @@ def run_sweep(args: argparse.Namespace) -> int:
 
 
 def shared_folder(plan) -> None:
-    """Warn that this launch's runs join those of earlier launches in a folder named by the sweep alone (no
-    sweep_name): `table` of the folder shows them all."""
+    """Warn that this launch's runs join those of earlier launches in the sweep's folder.
+
+    The folder is named by the sweep alone, with no sweep_name.
+    `table` of the folder shows them all.
+    """
     from perfsweep import records
 
     earlier = set((records.read_manifest(plan.sweep_dir) or {}).get("runs", {})) - {s.name for s in plan.runs}
@@ -51,8 +54,11 @@ def show_status(args: argparse.Namespace) -> int:
 
 
 def resume(args: argparse.Namespace) -> int:
-    """Run what is not done of the sweep's recorded plan; a sweep launched with repeats=auto then goes on with its
-    rounds (its launch's overrides, and these)."""
+    """Run what is not done of the sweep's recorded plan.
+
+    A sweep launched with repeats=auto then goes on with its rounds.
+    The rounds take its launch's overrides, and these.
+    """
     from perfsweep import records
     from perfsweep.launcher.sweepdir import recorded_plan
 

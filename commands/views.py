@@ -1,6 +1,6 @@
-"""The commands that show or write the views of a sweep's records: table, runs, published, replicates, compare,
-plots, report, sync.
+"""The commands that show or write the views of a sweep's records.
 
+They are table, runs, published, replicates, compare, plots, report and sync.
 Each imports what it needs when it runs, so that `perfsweep status` starts fast.
 """
 
@@ -68,8 +68,13 @@ class CannotWrite(Exception):
 
 
 def output_folder(args: argparse.Namespace) -> Path:
-    """Where a command writes what it makes: --out, else the sweep folder; refused before any work if it cannot be
-    written (a read-only sweep), saying where to write instead."""
+    """Where a command writes what it makes: --out, else the sweep folder.
+
+    A folder that cannot be written (a read-only sweep) is refused before any work.
+
+    Raises:
+        CannotWrite: saying where to write instead.
+    """
     from perfsweep import records
 
     folder = args.out or args.sweep_dir
@@ -134,7 +139,10 @@ def upload(args: argparse.Namespace) -> int:
 
 
 def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()) -> None:
-    """Print the views of a launch's runs and the lines `after` them; log the sweep to W&B; say where it is."""
+    """Print the views of a launch's runs and the lines `after` them.
+
+    Then log the sweep to W&B, and say where its records are.
+    """
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import sweep_views
     from perfsweep.analysis.views.wandb_sweep import log_sweep

@@ -1,15 +1,26 @@
-"""Software environments as a sweep axis: the package versions a run asks for (`torch=2.9.1`,
-`env.packages.numpy=2.3.5`), resolved and built once with uv into a cache, before anything is submitted.
+"""Software environments as a sweep axis.
 
-An environment is a virtualenv of this Python holding the requested packages and what they need (torch brings
-the torchvision release published for it, whose wheel names that torch exactly); everything else a run imports
-(perfsweep's own requirements: Hydra, submitit, W&B...) it reaches from perfsweep's environment through a .pth
-file, after its own packages, so nothing perfsweep pins is installed over a version under test. Its folder is
-named by the hash of its resolved requirements and of the perfsweep environment it reaches (the same set asked
-twice from one installation is one folder; another installation, or one made again elsewhere, has its own, and
-removing one leaves no other's broken), built in a temporary folder and renamed when complete (a half-built
-environment is never used), and a request index finds it again without resolving. `torch=current` with no
-`env.packages` is the environment perfsweep runs in: nothing to build.
+A run asks for package versions: `torch=2.9.1`, `env.packages.numpy=2.3.5`.
+They are resolved and built once with uv into a cache, before anything is submitted.
+
+An environment is a virtualenv of this Python.
+It holds the requested packages and what they need.
+torch brings the torchvision release published for it, whose wheel names that torch exactly.
+A run reaches everything else it imports from perfsweep's environment, through a .pth file.
+That covers perfsweep's own requirements: Hydra, submitit, W&B...
+The .pth file comes after the environment's own packages.
+So nothing perfsweep pins is installed over a version under test.
+
+An environment's folder:
+
+- is named by the hash of its resolved requirements and of the perfsweep environment it reaches;
+- is built in a temporary folder and renamed when complete, so a half-built environment is never used;
+- is found again without resolving, through a request index.
+
+The same set asked twice from one installation is one folder.
+Another installation, or one made again elsewhere, has its own.
+So removing one leaves no other's broken.
+`torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
 """
 
 import dataclasses
@@ -31,23 +42,32 @@ CURRENT = "current"
 RECORD = "perfsweep-env.json"  # in each environment's folder: what it was asked for and what it holds
 _REQUESTS = ".requests"  # the cache's index: one file per request, naming the environment that serves it
 _PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# Built wheels only: a release published as source alone (or none for this Python) is refused in a second,
-# not compiled for minutes or hours (torch's) before it fails or, worse, measures a local build.
+# Built wheels only: a release published as source alone, or with no wheel for this Python, is refused in a second.
+# It is not compiled for minutes or hours (torch's) before it fails or, worse, measures a local build.
 WHEELS = ("--only-binary", ":all:")
 
 
 class EnvError(Exception):
-    """An environment that cannot be resolved or built: the reason, and the versions that would work."""
+    """An environment that cannot be resolved or built.
+
+    Its message gives the reason, and the versions that would work.
+    """
 
 
 class Unresolvable(EnvError):
-    """No set of packages for this Python satisfies the request (a release with no wheel for it, one that does not
-    exist): a fact of the index, unlike a download or a disk that failed."""
+    """No set of packages for this Python satisfies the request.
+
+    A release may have no wheel for it, or not exist.
+    That is a fact of the index, unlike a download or a disk that failed.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """The package versions a run asks for, sorted by name; empty: perfsweep's own environment."""
+    """The package versions a run asks for, sorted by name.
+
+    Empty pins mean perfsweep's own environment.
+    """
 
     pins: tuple[tuple[str, str], ...]
     index_url: str | None = None
@@ -82,8 +102,14 @@ class Env:
 
 
 def for_plan(runs: list, launcher_name: str, say: Callable[[str], None] = print) -> dict[str, str]:
-    """Build (or find) each environment the runs ask for, before anything is submitted: {run name: its Python}
-    for the runs outside perfsweep's own environment. EnvError if one cannot be built, or cannot be used here."""
+    """Build (or find) each environment the runs ask for, before anything is submitted.
+
+    Returns:
+        {run name: its Python}, for the runs outside perfsweep's own environment.
+
+    Raises:
+        EnvError: if one cannot be built, or cannot be used here.
+    """
     wanted: dict[Request, list] = {}
     for spec in runs:
         request = request_of(spec.config.torch, spec.config.env.packages, spec.config.env.index_url)
@@ -139,13 +165,16 @@ class Cached:
     name: str
     requested: str
     size_mb: float  # its files', whether or not uv's cache holds them too
-    own_mb: float  # what removing it frees: the files only it holds (uv links the others from its cache)
+    own_mb: float  # what removing it frees: the files only it holds; uv links the others from its cache
     built_at: str
     last_used: float  # seconds since the epoch
 
 
 def cached(cache: Path) -> list[Cached]:
-    """The complete environments in the cache, the most recently used first (a half-built one is not listed)."""
+    """The complete environments in the cache, the most recently used first.
+
+    A half-built one is not listed.
+    """
     found = []
     for record in cache.glob(f"*/{RECORD}"):
         try:
@@ -159,8 +188,13 @@ def cached(cache: Path) -> list[Cached]:
 
 
 def prune(cache: Path, unused_days: float = 0.0) -> list[Cached]:
-    """Remove the environments not used for `unused_days` (all of them for 0), and the index entries that name
-    them; what was removed."""
+    """Remove the environments not used for `unused_days`, and the index entries that name them.
+
+    With 0 days, it removes all of them.
+
+    Returns:
+        The environments removed.
+    """
     removed = [env for env in cached(cache) if time.time() - env.last_used >= unused_days * 86400]
     for env in removed:
         shutil.rmtree(cache / env.name)
@@ -171,7 +205,11 @@ def prune(cache: Path, unused_days: float = 0.0) -> list[Cached]:
 
 
 def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) -> Env:
-    """The environment for `request`: from the cache, or resolved and built into it (EnvError if it cannot be)."""
+    """The environment for `request`: from the cache, or resolved and built into it.
+
+    Raises:
+        EnvError: if it cannot be resolved or built.
+    """
     if found := find(request, cache):
         say(f"environment {request.label}: {found.path} (built before)")
         return found
@@ -204,8 +242,11 @@ def resolve(request: Request) -> tuple[str, ...]:
 
 @functools.cache  # asked once a process: pip takes a second or two to answer
 def available(name: str, index_url: str | None = None) -> tuple[str, ...]:
-    """The releases of `name` the index (`index_url`, else the default) has for this Python, newest first (none if
-    it cannot say)."""
+    """The releases of `name` the index has for this Python, newest first.
+
+    The index is `index_url`, else the default.
+    None are returned if it cannot say.
+    """
     index = ["--index-url", index_url] if index_url else []
     done = subprocess.run(
         [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check", *index],
@@ -304,6 +345,9 @@ def _python_tag() -> str:
 
 
 def _size_mb(path: Path) -> tuple[float, float]:
-    """The folder's files in MB, and those of them no other folder links to (uv links files from its cache)."""
+    """The folder's files in MB, and those of them no other folder links to.
+
+    uv links files from its cache.
+    """
     files = [p.stat() for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
     return sum(f.st_size for f in files) / 2**20, sum(f.st_size for f in files if f.st_nlink == 1) / 2**20

@@ -1,14 +1,25 @@
 """What a submitted job executes: one or more runs, each with its own records.
 
-With launcher.isolation=fork (launcher/warm.py) the job imports what runs need once and forks a child per
-run; with spawn, the job's own process runs them one after another. The job is checkpointable: when Slurm
-preempts it or its time runs out (SIGUSR2), submitit requeues the same pack; on the next start the runs
-already done are skipped and the interrupted one starts over, its records replaced, never duplicated.
+The job runs them in one of two ways:
 
-A job stops early, exiting non-zero with why as its log's last line, where going on would lie: when a run's
-records cannot be written (a full or failing disk), and (spawn) after a CUDA error, which leaves the
-process's CUDA context unusable: every later run of the pack would fail with that error as its own, so they
-are left pending (with the reason) for a resume to run in a fresh process.
+- launcher.isolation=fork (launcher/warm.py): the job imports what runs need once, and forks a child per run.
+- spawn: the job's own process runs them one after another.
+
+The job is checkpointable.
+Slurm sends SIGUSR2 when it preempts the job or the job's time runs out.
+submitit then requeues the same pack.
+On the next start, the runs already done are skipped.
+The interrupted one starts over: its records are replaced, never duplicated.
+
+A job stops early where going on would lie.
+It then exits non-zero, with why as its log's last line.
+It stops:
+
+- when a run's records cannot be written (a full or failing disk);
+- with spawn, after a CUDA error, which leaves the process's CUDA context unusable.
+
+After such an error, every later run of the pack would fail with it as its own.
+So they are left pending, with the reason, for a resume to run in a fresh process.
 """
 
 import copy
@@ -47,16 +58,23 @@ def process_info() -> dict[str, Any]:
 
 
 def sticky_cuda_error(error: BaseException) -> bool:
-    """A CUDA error (an illegal address, a device-side assert...), after which the process's CUDA context is
-    unusable. (A CUDA out-of-memory from torch's allocator is not one: the next run can go on.)"""
+    """Whether `error` is a CUDA error after which the process's CUDA context is unusable.
+
+    Examples are an illegal address or a device-side assert.
+    A CUDA out-of-memory from torch's allocator is not one: the next run can go on.
+    """
     return type(error).__name__ == "AcceleratorError" or "CUDA error" in str(error)
 
 
 def stop_job(job_id: str, name: str) -> None:
-    """End the job of run `name`, which failed (and is recorded so), and with it the run's other ranks, its other
-    tasks: one may be waiting for this one's rendezvous, which it would do for dist.timeout_s. (A task that fails
-    does not stop the others, this one among them: it fails the run in its collectives, and this task records
-    that before it ends the job.)"""
+    """End the job of run `name`, which failed and is recorded so.
+
+    Ending it also ends the run's other ranks, its other tasks.
+    One may be waiting for this one's rendezvous, and would wait for dist.timeout_s.
+    A task that fails does not stop the others, this one among them.
+    It fails the run in its collectives instead.
+    This task records that before it ends the job.
+    """
     print(
         f"perfsweep: run {name} failed; its job ({job_id}) ends, its other ranks with it", file=sys.stderr, flush=True
     )
@@ -64,19 +82,28 @@ def stop_job(job_id: str, name: str) -> None:
 
 
 class RunPack(submitit.helpers.Checkpointable):
-    """Run each run of a job's pack: in a child forked from this warm job (isolation=fork; `parallelism` at a
-    time, each pinned to one of `gpus` if given), or one after another in this process (spawn), on `cpus` where
-    this host's CPUs are shared among jobs at once."""
+    """Run each run of a job's pack.
+
+    - isolation=fork: each in a child forked from this warm job.
+      `parallelism` run at a time, each pinned to one of `gpus` if given.
+    - spawn: one after another in this process.
+
+    Where jobs at once share this host's CPUs, the pack runs on `cpus`.
+    """
 
     def __init__(self, runner: Runner, isolation: str = "spawn", parallelism: int = 1, gpus: tuple[int, ...] = ()):
         self.runner, self.isolation, self.parallelism, self.gpus = runner, isolation, parallelism, tuple(gpus)
         self.cpus: tuple[int, ...] | None = None
-        # When the last run this process ran ended: the next one's start-up counts from there (from the process's
-        # start for its first). It outlives a pack: launcher=debug runs every pack in the launcher's process.
+        # When the last run this process ran ended: the next one's start-up counts from there.
+        # The first run's start-up counts from the process's start.
+        # It outlives a pack: launcher=debug runs every pack in the launcher's process.
         self.last_run_ended: float | None = None
 
     def on_cpus(self, cpus: tuple[int, ...] | None) -> "RunPack":
-        """This pack, its job run on `cpus` (None: this pack itself, on all of its host's)."""
+        """This pack, its job run on `cpus`.
+
+        With None, it is this pack itself, on all of its host's CPUs.
+        """
         if cpus is None:
             return self
         placed = copy.copy(self)
@@ -87,8 +114,8 @@ class RunPack(submitit.helpers.Checkpointable):
         Place(cpus=self.cpus).enter()
         info = {**process_info(), **job_info()}
         if info.get("tasks"):
-            # a run across ranks, a rank a task: torch.distributed's rendezvous (env://) on the job's first node
-            # (a MASTER_PORT already set, by launcher.setup, is kept; RANK and the rest are the task's)
+            # A run across ranks, a rank a task: torch.distributed's rendezvous (env://) on the job's first node.
+            # A MASTER_PORT already set by launcher.setup is kept; RANK and the rest are the task's.
             rendezvous = submitit.helpers.TorchDistributedEnvironment()
             environment = rendezvous.export(set_cuda_visible_devices=False, overwrite=True)
             if environment.rank > 0:
@@ -125,8 +152,12 @@ class RunPack(submitit.helpers.Checkpointable):
         return states
 
     def _as_rank(self, runs: list[RunJob]) -> dict[str, str]:
-        """A task of the run's job other than its first: one of its ranks. The first task records the run (and
-        its failure, where this rank's ends it: this task's log has the rank's own error)."""
+        """A task of the run's job other than its first: one of its ranks.
+
+        The first task records the run.
+        It also records its failure where this rank's failure ends it.
+        This task's log has the rank's own error.
+        """
         (run,) = runs  # a job whose tasks are ranks runs one run (launcher/submit.py)
         if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
             return {}

@@ -1,7 +1,9 @@
 """A run as a job holds it, and what a job does with one: run it, leave it pending, or record it lost.
 
-Shared by the two ways a job runs its runs (launcher/jobs.py: one after another in the job's process;
-launcher/warm.py: each in a child forked from the job).
+The two ways a job runs its runs share it:
+
+- launcher/jobs.py runs them one after another in the job's process;
+- launcher/warm.py runs each in a child forked from the job.
 """
 
 import contextlib
@@ -28,20 +30,30 @@ def no_imports(specs: list[RunSpec]) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """What runs the runs, handed over by launch.py (train.run's functions): the launcher never imports them."""
+    """What runs the runs: train.run's functions, handed over by launch.py.
+
+    The launcher never imports them itself.
+    """
 
     execute: RunFunction
     # the modules these runs import once they run, which a job that forks them imports first, once
     imports: Callable[[list[RunSpec]], list[str]] = no_imports
-    # A task of a run's job other than its first (launcher=slurm, dist=ddp/fsdp): one of the run's ranks, which
-    # measures its steps and hands them to the first task, which records the run.
+    # What a task of a run's job other than its first runs (launcher=slurm, dist=ddp/fsdp).
+    # Such a task is one of the run's ranks: it measures its steps and hands them to the first task.
+    # The first task records the run.
     rank: Callable[[RunSpec], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class RunJob:
-    """One run as a job hands it to train: the spec, its folder, its W&B id, how many jobs run at once, and (on
-    this host) its time limit and how many times it runs again after reaching it."""
+    """One run as a job hands it to train.
+
+    It holds:
+
+    - the spec, its folder and its W&B id;
+    - how many jobs run at once;
+    - on this host, its time limit, and how many times it runs again after reaching it.
+    """
 
     spec: RunSpec
     run_dir: Path
@@ -55,8 +67,9 @@ class RunJob:
     code: dict[str, str] | None = None  # the launch's snapshot of the code (module -> content hash), for its status
 
 
-# A run past its time limit stops itself (RunTimeout, recorded with where it was); one that has not stopped this
-# long after (stuck in a C call, which waits for Python's signal handler) is killed by its job.
+# A run past its time limit stops itself: RunTimeout, recorded with where it was.
+# A run stuck in a C call waits for Python's signal handler, so it may not stop.
+# Its job kills one that has not stopped this long after.
 GRACE_S = 30.0
 
 
@@ -69,10 +82,15 @@ TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
 
 @contextlib.contextmanager
 def time_limit(run: RunJob):
-    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds (an interval timer, SIGALRM): the run
-    records itself failed, with the traceback of where it was. The run stops the timer once its outcome is known,
-    so that recording it and W&B after it are never cut short. Python's signal handlers run on the main thread
-    only: a run on another thread (a debug launch from a thread) has no limit, and says so."""
+    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds.
+
+    An interval timer (SIGALRM) raises it.
+    The run then records itself failed, with the traceback of where it was.
+    The run stops the timer once its outcome is known.
+    So recording it, and W&B after it, are never cut short.
+    Python's signal handlers run on the main thread only.
+    A run on another thread (a debug launch from a thread) has no limit, and says so.
+    """
     if run.limit_s is None:
         yield
         return
@@ -95,13 +113,20 @@ def time_limit(run: RunJob):
 
 
 def unrecordable(run: RunJob, error: OSError) -> SystemExit:
-    """The job must stop, with why as its log's last line: going on as if the run's records were written would lie."""
+    """The job must stop, with why as its log's last line.
+
+    Going on as if the run's records were written would lie.
+    """
     return SystemExit(f"perfsweep: run {run.spec.name}: its records cannot be written: {error}")
 
 
 def ignore_later_interrupts(signum, frame) -> None:
-    """Ctrl-C reaches a run, and a job, twice (from the terminal, then passed on by the job or the launcher): the
-    first one interrupts; later ones are ignored, so that they cannot cut short the recording of the first."""
+    """Interrupt on the first Ctrl-C only.
+
+    Ctrl-C reaches a run, and a job, twice: from the terminal, then passed on by the job or the launcher.
+    The first one interrupts.
+    Later ones are ignored, so they cannot cut short the recording of the first.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
@@ -119,9 +144,18 @@ def first_interrupt_only():
 
 
 def execute_run(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
-    """Run `run` within its time limit; the error it failed with, or None. Its failure is recorded by `execute`, or
-    here where it failed before it could record anything (its folder or status could not be made or read).
-    SystemExit, with why, if its records cannot be written."""
+    """Run `run` within its time limit.
+
+    `execute` records the run's failure.
+    A run can fail before it records anything: its folder or status could not be made or read.
+    Its failure is recorded here.
+
+    Returns:
+        The error the run failed with, or None.
+
+    Raises:
+        SystemExit: with why, if its records cannot be written.
+    """
     try:
         with first_interrupt_only(), time_limit(run):
             execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, "code": run.code, **info})
@@ -153,8 +187,11 @@ def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> i
 
 
 def again_after_timeout(run: RunJob, status: records.Status | None = None) -> bool:
-    """The run (whose status is `status`, read now if not given) failed by reaching its time limit and has retries
-    left: launcher.timeout_retries counts every timeout the run has had, across launches."""
+    """Whether the run failed by reaching its time limit and has retries left.
+
+    launcher.timeout_retries counts every timeout the run has had, across launches.
+    `status` is the run's status; it is read now if not given.
+    """
     status = records.read_status(run.run_dir) if status is None else status
     if status.state != records.FAILED or status.error is None or status.error.type != TIMEOUT:
         return False
@@ -169,8 +206,11 @@ def log_tail(path: Path | str | None, lines: int = 5) -> str:
 
 
 def _ended_before(what: str, log: Path | str | None, before: str, how: str = "") -> tuple[str, str]:
-    """`what` ended (`how`, where that is known) before the run `before`, quoting its log's last line (where a job
-    that stops itself says why); and the log's last lines."""
+    """A message that `what` ended before the run `before`, and the log's last lines.
+
+    The message says `how` it ended, where that is known.
+    It quotes the log's last line: a job that stops itself says why there.
+    """
     tail = log_tail(log)
     guess = "" if how else " (killed, timed out or cancelled?)"
     last = f": {tail.splitlines()[-1].strip()}" if tail else guess
@@ -196,6 +236,9 @@ def lost(
 
 
 def never_started(run: RunJob, what: str, log: Path | str | None) -> records.Status:
-    """Record a run whose job ended before it started as what it is: pending, with why (never lost: it never ran)."""
+    """Record a run whose job ended before it started as what it is: pending, with why.
+
+    It is never lost: it never ran.
+    """
     leave_pending([run], "JobEnded", _ended_before(what, log, "started")[0])
     return records.read_status(run.run_dir)

@@ -1,13 +1,22 @@
-"""A copy of the code a launch runs, so that jobs still queued or running are not changed by later edits of the
-working tree. Jobs import from it and start in it.
+"""A copy of the code a launch runs.
 
-Snapshots live in <sweep_dir>/.code/<content hash>/: perfsweep's code in its folder `perfsweep/` (the package
-as it is installed), and beside it the user's own code. That is every top-level module and package of the
-launch's working directory (a folder with __init__.py, or with modules of its own), and the top-level module of
-each import path the runs name where that is a working copy elsewhere (PYTHONPATH, an editable install). A
-package installed into site-packages is not copied: it does not change under a sweep. A file of the user's over
-MAX_BYTES is data, not code, and one that cannot be read is not code either: each is left out, and named in the
-snapshot's record. Launches with the same code share one snapshot.
+Later edits of the working tree then do not change jobs still queued or running.
+Jobs import from it and start in it.
+
+Snapshots live in <sweep_dir>/.code/<content hash>/.
+perfsweep's code is in its folder `perfsweep/`, the package as it is installed.
+Beside it is the user's own code:
+
+- every top-level module and package of the launch's working directory;
+- the top-level module of each import path the runs name, where that is a working copy elsewhere.
+
+A package there is a folder with __init__.py, or with modules of its own.
+A working copy elsewhere is on PYTHONPATH, or an editable install.
+A package installed into site-packages is not copied: it does not change under a sweep.
+A file of the user's over MAX_BYTES is data, not code.
+One that cannot be read is not code either.
+Each is left out, and named in the snapshot's record.
+Launches with the same code share one snapshot.
 """
 
 import dataclasses
@@ -36,7 +45,10 @@ MAX_BYTES = 10 * 2**20
 
 @dataclasses.dataclass(frozen=True)
 class Snapshot:
-    """A launch's copy of the code: its folder, and each top-level module's content hash (perfsweep's included)."""
+    """A launch's copy of the code: its folder, and each top-level module's content hash.
+
+    The modules include perfsweep.
+    """
 
     folder: Path
     modules: dict[str, str]
@@ -51,7 +63,10 @@ def _readable(path: Path, test) -> bool:
 
 
 def _files(place: Path) -> list[Path]:
-    """The files of a module (its file) or package (its folder's, without caches, hidden folders or files)."""
+    """The files of a module (its file) or package (its folder's).
+
+    A package's caches, hidden folders and hidden files are left out.
+    """
     if place.is_file():
         return [place]
     inside = (p for p in place.rglob("*") if _readable(p, Path.is_file) and p.suffix != ".pyc")
@@ -65,7 +80,10 @@ def code_files(root: Path = PROJECT_ROOT) -> list[Path]:
 
 
 def _is_package(folder: Path) -> bool:
-    """A folder Python imports: with __init__.py, or a namespace package (modules of its own, no __init__.py)."""
+    """Whether Python imports `folder`: one with __init__.py, or a namespace package.
+
+    A namespace package has modules of its own and no __init__.py.
+    """
     return folder.is_dir() and any(folder.glob("*.py"))
 
 
@@ -81,10 +99,17 @@ def _module_places(folder: Path) -> dict[str, Path]:
 
 
 def user_places(modules: set[str], here: Path) -> dict[str, Path]:
-    """Each top-level module of the user's code to copy, with its place (folder or file): those of the launch's
-    working directory `here` (none where that is perfsweep's own folder), and those of `modules` that are working
-    copies elsewhere. Installed packages, modules not found (the launch's checks name those) and perfsweep are not
-    copied."""
+    """Each top-level module of the user's code to copy, with its place (folder or file).
+
+    - those of the launch's working directory `here`, none where that is perfsweep's own folder;
+    - those of `modules` that are working copies elsewhere.
+
+    These are not copied:
+
+    - installed packages;
+    - modules not found (the launch's checks name those);
+    - perfsweep.
+    """
     places = {} if here.resolve() == PROJECT_ROOT else _module_places(here)
     for top in sorted(modules - set(places)):
         place = module_place(top)
@@ -95,7 +120,10 @@ def user_places(modules: set[str], here: Path) -> dict[str, Path]:
 
 
 def _copies(top: str, place: Path, left_out: dict[str, list[str]]) -> list[tuple[Path, Path]]:
-    """(where in the snapshot, where now) of each file of the user's module to copy; the others in `left_out`."""
+    """(where in the snapshot, where now) of each file of the user's module to copy.
+
+    The files left out go into `left_out`.
+    """
     copies, left_out[top] = [], []
     for path in _files(place):
         try:
@@ -110,8 +138,12 @@ def _copies(top: str, place: Path, left_out: dict[str, list[str]]) -> list[tuple
 
 
 def snapshot(into: Path, modules: set[str] = frozenset(), here: Path | None = None) -> Snapshot:
-    """Copy the code into `into`/<hash> (once per distinct content): perfsweep's, and the user's (user_places: of
-    the working directory `here`, and of the top-level `modules` the runs name)."""
+    """Copy the code into `into`/<hash>, once per distinct content.
+
+    It copies perfsweep's code and the user's.
+    The user's is found by user_places: that of the working directory `here`, and of the top-level `modules`.
+    `modules` are those the runs name.
+    """
     by_module = {PACKAGE: [(Path(PACKAGE) / path.relative_to(PROJECT_ROOT), path) for path in code_files()]}
     users = user_places(set(modules), here or Path.cwd())
     left_out: dict[str, list[str]] = {}

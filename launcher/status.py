@@ -13,7 +13,10 @@ from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UN
 
 @dataclasses.dataclass
 class RunState:
-    """A run as `status` sees it: its status record, and (unfinished, submitted) whether its job is alive."""
+    """A run as `status` sees it: its status record, and whether its job is alive.
+
+    Whether the job is alive is known for an unfinished, submitted run only.
+    """
 
     run: str
     status: Status
@@ -25,21 +28,33 @@ class RunState:
 
 
 def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
-    """Every planned run: from the manifest (no need to parse each run's config record), else runs.jsonl."""
+    """Every planned run: from the manifest, else from runs.jsonl.
+
+    The manifest spares parsing each run's config record.
+    """
     manifest = records.read_manifest(sweep_dir, unreadable)
     return sorted(manifest["runs"]) if manifest else sorted(records.planned_runs(sweep_dir, unreadable))
 
 
 def _launcher(planned: dict) -> str | None:
-    """The launcher a planned run's config names (its config is the schema's only where this version wrote it)."""
+    """The launcher a planned run's config names.
+
+    The config follows this schema only where this version of perfsweep wrote it.
+    """
     launcher = planned["config"].get("launcher")
     return launcher.get("name") if isinstance(launcher, dict) else None
 
 
 def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState]:
-    """One per run: its state (pending, running, done, failed, lost, unreadable; unknown where the scheduler
-    did not answer), job id, log. What else the user should know is added to `notes`: sweep-level files that
-    could not be read (and were read as rebuilt from the run folders), a scheduler that did not answer."""
+    """One per run: its state, job id and log.
+
+    The state is pending, running, done, failed, lost or unreadable.
+    It is unknown where the scheduler did not answer.
+    What else the user should know is added to `notes`:
+
+    - sweep-level files that could not be read, and were read as rebuilt from the run folders;
+    - a scheduler that did not answer.
+    """
     notes = [] if notes is None else notes
     unreadable: list[Unreadable] = []
     jobs = records.submitted_jobs(sweep_dir, unreadable)
@@ -50,7 +65,7 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
         # An unfinished run belongs to its latest submission; a finished one to the job that finished it.
         latest = jobs.get(name, {}) if status.state not in FINAL else {}
         launcher = latest.get("launcher")
-        if latest and launcher is None:  # recorded before jobs.json named the launcher: its config does
+        if latest and launcher is None:  # an older jobs.json names no launcher: the run's config does
             launchers = launchers or {n: _launcher(r) for n, r in records.planned_runs(sweep_dir).items()}
             launcher = launchers.get(name)
         job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
@@ -69,15 +84,19 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
             continue
         for row in mine:
             row.job_alive = row.job_id in alive
-            # Its job has ended but the run, which started, never wrote a final state. (A run that was interrupted
-            # wrote that it is pending again; a run that never started is pending still.)
+            # Its job has ended, but the run, which started, never wrote a final state.
+            # A run that was interrupted wrote that it is pending again.
+            # A run that never started is pending still.
             if not row.job_alive and row.state == RUNNING:
                 row.state = LOST
     return rows
 
 
 def in_flight(sweep_dir: Path) -> set[str]:
-    """Runs whose job is still queued or running: submitting them again would run them twice."""
+    """Runs whose job is still queued or running.
+
+    Submitting them again would run them twice.
+    """
     rows = run_states(sweep_dir)
     return {row.run for row in rows if row.state == UNKNOWN or (row.state in (PENDING, RUNNING) and row.job_alive)}
 

@@ -1,9 +1,11 @@
 """Submits a plan's runs through submitit and, unless told not to wait, follows them to the end.
 
-Local and debug jobs run on this host: perfsweep keeps `parallelism` of them going. Slurm jobs are
-submitted at once as job arrays (split below MaxArraySize), Slurm honouring `parallelism` as the
-array's %N. Either way a run's state is read from its records; the scheduler is asked (once per
-poll for all jobs) only which jobs are still alive, to catch a job that died without records.
+Local and debug jobs run on this host: perfsweep keeps `parallelism` of them going.
+Slurm jobs are submitted at once as job arrays, split below MaxArraySize.
+Slurm honours `parallelism` as the array's %N.
+Either way, a run's state is read from its records.
+The scheduler is asked only which jobs are still alive, once per poll for all jobs.
+That catches a job that died without records.
 """
 
 import collections
@@ -34,8 +36,12 @@ from perfsweep.sweeps.plan import Plan
 
 @dataclasses.dataclass
 class Outcome:
-    """How a launch ended: the final state of each run it followed, runs skipped as done or still in
-    flight from an earlier launch, jobs submitted."""
+    """How a launch ended.
+
+    - the final state of each run it followed;
+    - runs skipped as done, or as still in flight from an earlier launch;
+    - jobs submitted.
+    """
 
     states: dict[str, str]
     skipped: list[str]
@@ -49,7 +55,10 @@ class Outcome:
 
 
 class SubmissionFailed(RuntimeError):
-    """The scheduler refused a submission part-way: what was submitted (and recorded) and what was not."""
+    """The scheduler refused a submission part-way.
+
+    Its message says what was submitted (and recorded) and what was not.
+    """
 
 
 def _last_line(error: Exception) -> str:
@@ -67,9 +76,15 @@ def _detail(run_dir: Path, status: Status) -> str:
 
 
 def _job_ended(run: RunJob, job: submitit.Job, status: Status) -> Status:
-    """A job that ended without this run's final records: a run it started is failed as lost, with the log's
-    last lines; a run it never started is pending, with why. (If that cannot be recorded, the launcher still
-    goes on, knowing it.)"""
+    """Record a job that ended without this run's final records.
+
+    A run it started is failed as lost, with the log's last lines.
+    A run it never started is pending, with why.
+    If that cannot be recorded, the launcher still goes on, knowing it.
+
+    Returns:
+        The run's status, as recorded or as it would have been.
+    """
     what, log = f"job {job.job_id}", job.paths.stderr
     try:
         if status.state == PENDING:
@@ -88,7 +103,10 @@ def warn(message: str) -> None:
 
 
 class Dispatcher:
-    """Submits packs (all at once, or as `slots` allow on this host) and reports each run's end."""
+    """Submits packs and reports each run's end.
+
+    It submits them all at once, or as `slots` allow on this host.
+    """
 
     def __init__(self, sweep_dir: Path, backend: Backend, executor: submitit.Executor, pack, progress: Progress):
         self.sweep_dir, self.backend, self.executor = sweep_dir, backend, executor
@@ -98,9 +116,17 @@ class Dispatcher:
         self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
 
     def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
-        """Submit packs, `chunk` to an array, each array's jobs recorded the moment it is queued; a pack given a
-        `place` sees its GPU alone (CUDA_VISIBLE_DEVICES) and runs on its CPUs. SubmissionFailed if the scheduler
-        refuses one."""
+        """Submit packs, `chunk` to an array.
+
+        Each array's jobs are recorded the moment it is queued.
+        A pack given a `place` sees its GPU alone (CUDA_VISIBLE_DEVICES) and runs on its CPUs.
+
+        Returns:
+            The job ids.
+
+        Raises:
+            SubmissionFailed: if the scheduler refuses one.
+        """
         self.backend.place(self.executor, place)
         placed = self.pack.on_cpus(place.cpus)
         submitted: list[str] = []
@@ -124,7 +150,10 @@ class Dispatcher:
         return submitted
 
     def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], place: Place) -> None:
-        """Follow the jobs, and record which job each run went to (in jobs.json: what status and resume know)."""
+        """Follow the jobs, and record which job each run went to.
+
+        The record is jobs.json: what status and resume know.
+        """
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
             self.place_of[job.job_id] = place
@@ -175,7 +204,11 @@ class Dispatcher:
                 self.slots.release(self.place_of.pop(job_id, NOWHERE))
 
     def start_all(self, queue: collections.deque, max_array_size: int) -> list[str]:
-        """Submit every pack of `queue` at once, as arrays; the job ids."""
+        """Submit every pack of `queue` at once, as arrays.
+
+        Returns:
+            The job ids.
+        """
         packs, _ = list(queue), queue.clear()
         return self.submit(by_shape(packs), max_array_size) if packs else []
 
@@ -192,8 +225,10 @@ class Dispatcher:
             print(self.progress.end_line(), file=self.progress.stream, flush=True)
 
     def cancel(self, grace_s: float = 15.0) -> None:
-        """Stop this host's jobs, then wait (a little) for them to go, so their runs' records are final
-        when the launcher returns."""
+        """Stop this host's jobs, then wait a little for them to go.
+
+        Their runs' records are then final when the launcher returns.
+        """
         jobs = [job for job, _ in self.active.values()]
         for job in jobs:
             job.cancel(check=False)
@@ -218,17 +253,24 @@ def in_snapshot(code: Path):
 
 
 def launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str] | None = None) -> Outcome:
-    """Submit every run of `plan` that is not done yet, each to be run by `runner` in its job (with the Python
-    `pythons` names for its run: its environment's); follow them to the end if the launcher waits. The sweep
-    folder is locked meanwhile: a second launcher is refused (records.SweepLocked) before it changes anything."""
+    """Submit every run of `plan` that is not done yet, and follow them to the end if the launcher waits.
+
+    `runner` runs each in its job.
+    The job uses the Python that `pythons` names for its run: its environment's.
+    The sweep folder is locked meanwhile.
+    A second launcher is refused (records.SweepLocked) before it changes anything.
+    """
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
         return _launch(plan, argv, runner, pythons or {})
 
 
 def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
-    """Warn where runs done before (and not run again) measured other code than this launch's: a module that both
-    their launch's snapshot and this one's hold, with other content (`code`: module -> content hash)."""
+    """Warn where runs done before, and not run again, measured other code than this launch's.
+
+    Other code is a module that both their launch's snapshot and this one's hold, with other content.
+    `code` maps each module to its content hash.
+    """
     edited: dict[str, set[str]] = {}
     for name in done:
         recorded = records.read_status(sweep_dir / name).code or {}

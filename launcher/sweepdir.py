@@ -1,5 +1,10 @@
-"""The sweep folder as a launch sees it: opened for a launch, which runs are done, each run's folder and W&B id,
-and the plan of a folder's unfinished runs rebuilt from their records."""
+"""The sweep folder as a launch sees it.
+
+- opened for a launch;
+- which runs are done;
+- each run's folder and W&B id;
+- the plan of a folder's unfinished runs, rebuilt from their records.
+"""
 
 import os
 import uuid
@@ -60,7 +65,10 @@ def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:
 
 
 def tracker_id(manifest: dict, spec: RunSpec) -> str:
-    """A W&B run id fixed for this run in this sweep folder, so a re-run resumes rather than forks."""
+    """A W&B run id fixed for this run in this sweep folder.
+
+    A re-run then resumes its W&B run rather than forks it.
+    """
     return f"{manifest['uid']}-{spec.run_id}"
 
 
@@ -71,8 +79,9 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     """The plan of a sweep folder's runs that are not done, rebuilt from their recorded configs.
 
     `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
-    A record written before workloads declared themselves in their config gets its workload's declaration
-    from conf/workload/ (a workload of the user's own records its own).
+    An older record's config may lack its workload's declaration.
+    It then gets it from conf/workload/.
+    A workload of the user's own records its own.
     """
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:
@@ -105,8 +114,10 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
 
 
 def _changes(overrides: list[str]) -> DictConfig:
-    """The overrides as a config to merge into each run's, each checked against the schema (the key exists, the
-    value fits its type) before any is used."""
+    """The overrides as a config to merge into each run's.
+
+    Each is checked against the schema before any is used: the key exists, and the value fits its type.
+    """
     unreadable = unreadable_overrides(overrides)
     if unreadable:
         raise PlanError(unreadable)

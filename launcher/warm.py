@@ -1,20 +1,34 @@
-"""Runs forked from a warm job (launcher.isolation=fork): the job pays Python's and torch's start-up once, and
-every run still gets a process of its own.
+"""Runs forked from a warm job (launcher.isolation=fork).
 
-The job imports what runs need (warm_up of Runner.imports: torch, timm, W&B...) without touching a
-device, starting thread pools or opening a W&B run, then forks a child per run: `parallelism` at a time,
-each pinned to a free GPU of `gpus` through CUDA_VISIBLE_DEVICES (set in the child, before it initialises
-CUDA) and, with more than one at a time, to its share of the job's CPUs (launcher/slots.py). A child
-has its own CUDA context, allocator, cuDNN autotuning, compile caches and RNG (the run seeds it); it sets its
-own threads (as many as its CPUs). Before each fork the job checks, rather than assumes, that nothing it holds
-would leak into the child (fork_hazard: CUDA or its driver initialised). A child that dies (a signal, the OOM
-killer) is recorded as a killed run is (LostRun, quoting its log), and the job goes on with the next run.
+The job pays Python's and torch's start-up once, and every run still gets a process of its own.
+
+The job imports what runs need: warm_up of Runner.imports (torch, timm, W&B...).
+It does so without touching a device, starting thread pools or opening a W&B run.
+It then forks a child per run, `parallelism` at a time.
+Each child is pinned to a free GPU of `gpus` through CUDA_VISIBLE_DEVICES.
+The child sets it before it initialises CUDA.
+With more than one at a time, each is also pinned to its share of the job's CPUs (launcher/slots.py).
+
+A child has its own:
+
+- CUDA context and allocator;
+- cuDNN autotuning and compile caches;
+- RNG (the run seeds it);
+- threads, as many as its CPUs (it sets them itself).
+
+Before each fork, the job checks that nothing it holds would leak into the child; it does not assume it.
+fork_hazard looks for CUDA or its driver initialised.
+A child can die by a signal or the OOM killer.
+It is then recorded as a killed run is: LostRun, quoting its log.
+The job goes on with the next run.
 Each child writes its output to its own log, beside the job's.
 
-The job itself has no time limit of its own that matters: each run has one (launcher.timeout_min), from its
-fork. A run that reaches it stops itself and records RunTimeout; one that cannot (stuck in a C call) is killed
-GRACE_S later and recorded so by the job. Either way the job goes on with the next run, so a sweep of any
-length runs to its end.
+The job has no time limit of its own that matters.
+Each run has one (launcher.timeout_min), from its fork.
+A run that reaches it stops itself and records RunTimeout.
+A run stuck in a C call cannot stop itself.
+The job kills it GRACE_S later and records it so.
+Either way the job goes on with the next run, so a sweep of any length runs to its end.
 """
 
 import collections
@@ -49,7 +63,10 @@ POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd
 
 @dataclasses.dataclass
 class Child:
-    """A run's process, forked from this job: where it was put, its log, when it is killed if still going."""
+    """A run's process, forked from this job.
+
+    It holds where the process was put, its log, and when it is killed if still going.
+    """
 
     run: RunJob
     place: Place
@@ -60,13 +77,17 @@ class Child:
 
 
 def warm_up(modules: list[str]) -> None:
-    """Import what the runs need, once, in the job that forks them. Nothing imported may touch a device, set
-    threads or open a W&B run: a forked child must start as clean as a new interpreter. A module that cannot be
-    imported (the user's own raising as it is imported, too) is left to the run, which reports it as a spawned one
-    would."""
-    # torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does: the CUDA runtime's answer
-    # (cudaGetDeviceCount) would initialise the CUDA driver in this job, and no child forked after it could use
-    # CUDA. Whatever this job imports may ask.
+    """Import what the runs need, once, in the job that forks them.
+
+    Nothing imported may touch a device, set threads or open a W&B run.
+    A forked child must start as clean as a new interpreter.
+    Some modules cannot be imported, such as the user's own that raises as it is imported.
+    Those are left to the run, which reports them as a spawned one would.
+    """
+    # With this, torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does.
+    # The CUDA runtime's answer (cudaGetDeviceCount) would initialise the CUDA driver in this job.
+    # No child forked after that could use CUDA.
+    # Whatever this job imports may ask.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     for name in modules:
         try:
@@ -79,9 +100,14 @@ CUDA_ERROR_NOT_INITIALIZED = 3
 
 
 def cuda_driver_initialised() -> bool:
-    """Whether this process has initialised the CUDA driver (cuInit), which torch.cuda.is_initialized() does not
-    tell: torch.cuda.is_available() does it without PYTORCH_NVML_BASED_CUDA_CHECK=1, so can Triton or NVML. The
-    driver's cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until then; a host without the driver has none."""
+    """Whether this process has initialised the CUDA driver (cuInit).
+
+    torch.cuda.is_initialized() does not tell.
+    torch.cuda.is_available() initialises it without PYTORCH_NVML_BASED_CUDA_CHECK=1.
+    Triton or NVML can initialise it too.
+    The driver's cuDeviceGetCount answers CUDA_ERROR_NOT_INITIALIZED until then.
+    A host without the driver has none.
+    """
     try:
         driver = ctypes.CDLL("libcuda.so.1")
     except OSError:
@@ -91,8 +117,13 @@ def cuda_driver_initialised() -> bool:
 
 
 def fork_hazard() -> str | None:
-    """What a child forked now would inherit that it must not: a CUDA context or an initialised CUDA driver (a
-    forked child then fails at its first CUDA call with "CUDA error: initialization error")."""
+    """What a child forked now would inherit that it must not: a CUDA context or an initialised CUDA driver.
+
+    A forked child then fails at its first CUDA call with "CUDA error: initialization error".
+
+    Returns:
+        Why a child must not be forked, or None.
+    """
     spawn = "a forked child could not use the GPU (launcher.isolation=spawn)"
     torch = sys.modules.get("torch")  # a job that never imported torch has no CUDA context of torch's
     if torch is not None and torch.cuda.is_initialized():
@@ -105,8 +136,13 @@ def fork_hazard() -> str | None:
 def fork_runs(
     runner: Runner, runs: list[RunJob], parallelism: int, gpus: tuple[int, ...], info: dict[str, Any]
 ) -> dict[str, str]:
-    """Run every run in a child of this process; each run's final state (pending where it was interrupted).
-    A run that reached its time limit and has retries left goes back to the end of the queue."""
+    """Run every run in a child of this process.
+
+    A run that reached its time limit and has retries left goes back to the end of the queue.
+
+    Returns:
+        Each run's final state, by name; pending where it was interrupted.
+    """
     slots = Slots(parallelism, gpus, share_cpus=True)
     queue = collections.deque(runs)
     children: dict[int, Child] = {}
@@ -171,8 +207,14 @@ def _close(child: Child) -> None:
 
 
 def _reap(children: dict[int, Child]) -> tuple[int, int]:
-    """Wait until one of the children ends: its pid and wait status. A child past its deadline is killed first,
-    unless its run has recorded how it ended (it is then in W&B, which has its own limit, tracker.timeout_s)."""
+    """Wait until one of the children ends.
+
+    A child past its deadline is killed first, unless its run has recorded how it ended.
+    Such a run is then in W&B, which has its own limit, tracker.timeout_s.
+
+    Returns:
+        The child's pid and wait status.
+    """
     while True:
         for pid in children:
             ended, wait_status = os.waitpid(pid, os.WNOHANG)
@@ -199,14 +241,22 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
 
 
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
-    """A child's own log, beside its job's (its output would otherwise interleave with its siblings')."""
+    """A child's own log, beside its job's.
+
+    Its output would otherwise interleave with its siblings'.
+    """
     return Path(info["log"]).with_name(f"{info['job_id']}_{run.spec.name}.log") if info.get("log") else None
 
 
 def _pass_preemption_on(children: dict[int, Any]) -> None:
-    """Slurm's warning of a preemption or time limit (SIGUSR2) reaches the job: its running children are
-    interrupted first (each records its run pending, to start over), then the job's own handler (submitit's:
-    checkpoint, requeue) acts; outside a submitit job, the job ends."""
+    """Pass Slurm's warning of a preemption or time limit (SIGUSR2) on to the running children.
+
+    The warning reaches the job.
+    The job interrupts its running children first.
+    Each records its run pending, to start over.
+    The job's own handler then acts: submitit's checkpoints and requeues.
+    Outside a submitit job, the job ends.
+    """
     job_handler = signal.getsignal(signal.SIGUSR2)
 
     def preempted(signum, frame) -> None:
@@ -219,7 +269,7 @@ def _pass_preemption_on(children: dict[int, Any]) -> None:
 
 
 def _stop_the_run(signum, frame) -> None:
-    """A child's SIGUSR2 (from Slurm, or passed on by its job): the run records itself pending, once."""
+    """A child's SIGUSR2, from Slurm or passed on by its job: the run records itself pending, once."""
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     raise SystemExit(f"perfsweep: the run was interrupted by {signal.Signals(signum).name} (preemption, time limit)")
 
@@ -251,8 +301,11 @@ def _child(runner: Runner, run: RunJob, place: Place, log: Path | None, info: di
 
 
 def _ended(child: Child, pid: int, wait_status: int) -> str:
-    """The run's final state once its process has ended; recorded as lost (timed out, where it was killed past
-    its time limit) if the run could not record one."""
+    """The run's final state once its process has ended.
+
+    If the run could not record one, it is recorded as lost.
+    Where it was killed past its time limit, it is recorded as timed out.
+    """
     run = child.run
     status = records.read_status(run.run_dir)
     if status.state in records.FINAL or (status.state == records.PENDING and status.interrupted):
@@ -272,7 +325,10 @@ def _ended(child: Child, pid: int, wait_status: int) -> str:
 
 
 def _stop(children: dict[int, Any], signum: int = signal.SIGINT, grace_s: float = 15.0) -> None:
-    """Interrupt the children (each records its run pending) and wait for them; kill what is left after grace_s."""
+    """Interrupt the children and wait for them; kill what is left after grace_s.
+
+    Each child records its run pending.
+    """
     for pid in children:
         _signal(pid, signum)
     deadline = time.monotonic() + grace_s

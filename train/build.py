@@ -1,4 +1,7 @@
-"""Builds what a run trains: model, optimizer, loss, synthetic batches. The one place that constructs them."""
+"""Builds what a run trains: model, optimizer, loss, synthetic batches.
+
+It is the one place that constructs them.
+"""
 
 import dataclasses
 import functools
@@ -21,7 +24,10 @@ MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.
 
 
 def _kwargs(model: ModelConf) -> dict[str, Any]:
-    """model.kwargs, with any `_target_` inside them built (a layer's class, a partial), as Hydra's instantiate does."""
+    """model.kwargs, with any `_target_` inside them built, as Hydra's instantiate does.
+
+    Such a `_target_` may be a layer's class or a partial.
+    """
     from hydra.utils import instantiate
 
     return instantiate(dict(model.kwargs), _convert_="all") if model.kwargs else {}
@@ -31,7 +37,8 @@ def _timm(model: ModelConf) -> torch.nn.Module:
     import timm
     from timm.models import get_pretrained_cfg_value
 
-    # a model built for one input size (ViT, Swin, MLP-Mixer: timm's fixed_input_size) is built for the size asked
+    # A model built for one input size is built for the size asked.
+    # Those are ViT, Swin, MLP-Mixer...: timm's fixed_input_size.
     sized = {"img_size": model.image_size} if get_pretrained_cfg_value(model.name, "fixed_input_size") else {}
     return timm.create_model(
         model.name, pretrained=False, num_classes=model.num_classes, in_chans=model.in_chans, **sized, **_kwargs(model)
@@ -50,8 +57,10 @@ SHAPED_BY_DATA = ("num_classes", "in_chans")  # passed to a _target_ that takes 
 
 
 def _target(model: ModelConf) -> torch.nn.Module:
-    """The user's model: model._target_ called with model.kwargs (and num_classes, in_chans where it takes them),
-    by Hydra's instantiate."""
+    """The user's model: model._target_ called with model.kwargs, by Hydra's instantiate.
+
+    It also gets num_classes and in_chans where it takes them.
+    """
     from hydra.utils import instantiate
 
     constructor = targets.locate("model._target_", model._target_)
@@ -109,8 +118,9 @@ ALGORITHMS = ("sgd", "adam")
 LOSSES: dict[str, Callable[[], torch.nn.Module]] = {"torch": torch.nn.CrossEntropyLoss, "fastai": fastai_parts.loss}
 
 
-# A batch: its inputs (an image tensor; from model.inputs, a tensor, a tuple or a dict of them) and its targets (a
-# tensor, or None where the model returns its loss).
+# A batch: its inputs and its targets.
+# The inputs are an image tensor; from model.inputs, a tensor, a tuple or a dict of them.
+# The targets are a tensor, or None where the model returns its loss.
 Batch = tuple[Any, Any]
 
 
@@ -131,7 +141,10 @@ class Trainer:
     images: bool = True  # the batches are perfsweep's images, not the user's (model.inputs)
 
     def to_model(self, x: Any) -> Any:
-        """The data phase's work on a batch's inputs: the memory format (of image tensors), then the input type."""
+        """The data phase's work on a batch's inputs.
+
+        It applies the memory format (of image tensors), then the input type.
+        """
         if self.images:
             return self.input_type.before_model(self.input_type.wrap(x.contiguous(memory_format=self.memory_format)))
         return tree_map_only(torch.Tensor, self._leaf, x)
@@ -147,7 +160,10 @@ class Trainer:
         return self.model(**x) if isinstance(x, dict) else self.model(*x)
 
     def loss(self, out: Any, y: Any) -> torch.Tensor:
-        """The loss of the model's output against the targets; with no targets, the loss the model returned."""
+        """The loss of the model's output against the targets.
+
+        With no targets, it is the loss the model returned.
+        """
         if self.images:
             return self.loss_fn(out, y)
         if y is None:
@@ -164,8 +180,10 @@ def resolve_device(name: str) -> torch.device:
 
 
 def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
-    """The user's batches: model.inputs called (batch_size, device) once per batch, its floating tensors cast to
-    the precision's dtype where it casts the model's."""
+    """The user's batches: model.inputs called (batch_size, device) once per batch.
+
+    Their floating tensors are cast to the precision's dtype, where it casts the model's.
+    """
     factory = targets.locate("model.inputs", cfg.model.inputs)
     dtype = prec.param_dtype(cfg.precision)
     batches = []
@@ -180,8 +198,10 @@ def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
 
 
 def synthetic_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
-    """Random images and labels, made once on the device (contiguous, as a loader would hand them over); or the
-    user's batches (model.inputs)."""
+    """Random images and labels, made once on the device; or the user's batches (model.inputs).
+
+    The images are contiguous, as a loader would hand them over.
+    """
     if cfg.model.inputs:
         return user_batches(cfg, device)
     m = cfg.model
@@ -197,10 +217,19 @@ def synthetic_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
 
 
 def allotted_cpus() -> int | None:
-    """The CPUs this run was given: a Slurm job's, and never more than this process may run on (its share among
-    local runs at once, which a launch inside a Slurm allocation also gives); else those it may run on where they
-    are fewer than its host's (taskset's). More threads than that oversubscribe them, and spinning OpenMP threads
-    then slow a step down many times over."""
+    """How many CPUs this run was given.
+
+    - In a Slurm job: the job's, never more than this process may run on.
+    - Else: those it may run on, where they are fewer than its host's (taskset's).
+
+    What this process may run on can be its share among local runs at once.
+    A launch inside a Slurm allocation gives such shares too.
+    More threads than these CPUs oversubscribe them.
+    Spinning OpenMP threads then slow a step down many times over.
+
+    Returns:
+        The count, or None where the run may use all its host's CPUs.
+    """
     mine = len(os.sched_getaffinity(0))
     for variable in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
         if os.environ.get(variable, "").isdigit():
@@ -212,8 +241,13 @@ DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice, before any run 
 
 
 def configure_backends(cfg: RunConf) -> dict[str, object]:
-    """Set the process-wide switches this run asks for, every one of them each run (runs that share a job's
-    process must not inherit each other's); returns them as they now stand."""
+    """Set the process-wide switches this run asks for, every one of them each run.
+
+    Runs that share a job's process must not inherit each other's.
+
+    Returns:
+        The switches as they stand once set.
+    """
     prec.set_tf32(cfg.precision)
     torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
     torch.set_num_threads(cfg.threads or allotted_cpus() or DEFAULT_THREADS)

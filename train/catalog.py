@@ -1,5 +1,8 @@
-"""Every workload and input type perfsweep has: importing this module registers them all. `workload_class` gives
-the class of a run's workload: a registered one by name, or the user's by import path."""
+"""Every workload and input type perfsweep has: importing this module registers them all.
+
+`workload_class` gives the class of a run's workload.
+That is a registered one by name, or the user's by import path.
+"""
 
 from perfsweep.conf.schema import WorkloadConf
 from perfsweep.train import fastai_loop, functions, step  # noqa: F401  (each registers its workloads)
@@ -10,5 +13,8 @@ __all__ = ["INPUT_TYPES", "WORKLOADS", "workload_class"]
 
 
 def workload_class(conf: WorkloadConf) -> type[Workload]:
-    """The class of the workload `conf` names: the user's step (workload._target_), else the one registered."""
+    """The class of the workload `conf` names.
+
+    That is the user's step (workload._target_), else the one registered.
+    """
     return user_workload(conf._target_) if conf._target_ else WORKLOADS[conf.name]

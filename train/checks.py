@@ -1,5 +1,8 @@
-"""Checks that a run's config can run here, before anything is submitted; each problem names the value and the
-choices. The workload's own checks come from its class (train/workloads.py)."""
+"""Checks that a run's config can run here, before anything is submitted.
+
+Each problem names the value and the choices.
+The workload's own checks come from its class (train/workloads.py).
+"""
 
 import dataclasses
 import functools
@@ -18,7 +21,10 @@ COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotu
 
 @functools.cache
 def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
-    """What stops a precision (its fields) on device `name` here (the answer depends on this host only)."""
+    """What stops a precision (its fields) on device `name` here.
+
+    The answer depends on this host only, so it is cached.
+    """
     try:
         device = resolve_device(name)
     except RuntimeError as error:
@@ -32,8 +38,11 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
 
 
 def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
-    """Everything wrong with `cfg`; the device checks only when the run will execute on this host. The import paths
-    of the user's code are imported here, as the run will import them."""
+    """Everything wrong with `cfg`.
+
+    The device is checked only when the run will execute on this host.
+    The import paths of the user's code are imported here, as the run will import them.
+    """
     name = cfg.workload.name
     issues = targets.problems(cfg)
     if issues:

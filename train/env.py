@@ -19,7 +19,10 @@ PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "
 
 
 def command_output(*cmd: str) -> str | None:
-    """A command's output (nvidia-smi...), bytes that are not UTF-8 replaced; None if it cannot run or fails."""
+    """A command's output (nvidia-smi...), with bytes that are not UTF-8 replaced.
+
+    None if the command cannot run or fails.
+    """
     try:
         out = subprocess.run(cmd, capture_output=True, timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError):
@@ -28,9 +31,12 @@ def command_output(*cmd: str) -> str | None:
 
 
 def process_started_at() -> float | None:
-    """When this process started (unix time, to a clock tick: 10 ms), from /proc. Its start there counts on the
-    boot clock, which is read here too: /proc/stat's boot time is in whole seconds, which would put every start
-    up to a second early."""
+    """When this process started, from /proc: unix time, to a clock tick (10 ms).
+
+    /proc counts the start on the boot clock, so this reads the boot clock too.
+    /proc/stat's boot time is in whole seconds.
+    It would put every start up to a second early.
+    """
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
@@ -57,8 +63,12 @@ def _version(package: str) -> str | None:
 
 
 def parse_compute_apps(text: str, gpu_uuid: str, own: set[int]) -> list[dict[str, object]]:
-    """Rows of `nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits`
-    that are on the GPU `gpu_uuid` and are none of the processes `own`."""
+    """Rows of nvidia-smi's list of compute apps on the GPU `gpu_uuid`, other than the processes `own`.
+
+    `text` is the output of:
+
+        nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits
+    """
     apps = []
     for line in text.splitlines():
         parts = [part.strip() for part in line.split(",")]
@@ -69,8 +79,12 @@ def parse_compute_apps(text: str, gpu_uuid: str, own: set[int]) -> list[dict[str
 
 
 def lineage(pid: int) -> set[int]:
-    """`pid` and the processes it descends from (/proc): a run's job and launcher, whose CUDA context (the
-    launcher's device checks make one) is no work beside the run."""
+    """`pid` and the processes it descends from, read from /proc.
+
+    For a run, those are its job and its launcher.
+    The launcher's device checks make a CUDA context.
+    That context is no work beside the run.
+    """
     pids: set[int] = set()
     while pid > 0 and pid not in pids:
         pids.add(pid)
@@ -82,14 +96,20 @@ def lineage(pid: int) -> set[int]:
 
 
 def gpu_uuid(device: torch.device) -> str:
-    """The GPU's UUID as nvidia-smi and NVML write it (`GPU-...`): unlike an index, it names the same GPU
-    whatever CUDA_VISIBLE_DEVICES (set by Slurm on a shared node) renumbers."""
+    """The GPU's UUID as nvidia-smi and NVML write it (`GPU-...`).
+
+    Unlike an index, it names the same GPU whatever CUDA_VISIBLE_DEVICES renumbers.
+    Slurm sets CUDA_VISIBLE_DEVICES on a shared node.
+    """
     uuid = str(torch.cuda.get_device_properties(device).uuid)
     return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
 
 
 def neighbours(device: torch.device) -> dict[str, object]:
-    """Other work beside the run: processes on its GPU (None where nvidia-smi cannot tell) and the host's load."""
+    """Other work beside the run: processes on its GPU, and the host's load.
+
+    The processes are None where nvidia-smi cannot tell.
+    """
     processes = None
     if device.type == "cuda":
         apps = command_output(
@@ -101,8 +121,11 @@ def neighbours(device: torch.device) -> dict[str, object]:
 
 
 def built_environment() -> dict[str, object] | None:
-    """What the environment perfsweep built for this run holds (launcher/envs.py: what it was asked for, what it
-    resolved to, its folder); None in perfsweep's own environment."""
+    """What the environment perfsweep built for this run holds (launcher/envs.py).
+
+    It holds what it was asked for, what it resolved to, and its folder.
+    None in perfsweep's own environment.
+    """
     record = Path(sys.prefix) / "perfsweep-env.json"
     try:
         return {**json.loads(record.read_text()), "path": sys.prefix}
@@ -145,9 +168,17 @@ def environment(device: torch.device) -> dict[str, object]:
 
 
 def user_code(config) -> dict[str, dict[str, object]]:
-    """The user's code a run imported, by top-level module: where it was copied from, its version and git commit
-    where there are ones (as the launch's snapshot recorded them, else as they are now), where the run imported
-    it from and the files of it that are imported."""
+    """The user's code a run imported, by top-level module.
+
+    Each module's entry holds:
+
+    - where it was copied from;
+    - its version and git commit, where there are ones;
+    - where the run imported it from;
+    - the files of it that are imported.
+
+    The copy, version and commit are as the launch's snapshot recorded them, else as they are now.
+    """
     recorded = user_code_record()
     found = {}
     for top in sorted(modules_of(config)):
@@ -160,9 +191,12 @@ def user_code(config) -> dict[str, dict[str, object]]:
 
 
 def clocks(device: torch.device) -> dict[str, object]:
-    """The device's clock now: the GPU's SM clock and temperature through NVML (nvidia-ml-py, a requirement),
-    else (no NVML driver library, or a CPU run) the host's mean core frequency (/proc/cpuinfo). A run records
-    it at its start and end."""
+    """The device's clock now.
+
+    On a GPU, it is the SM clock and temperature, through NVML (nvidia-ml-py, a requirement).
+    Without NVML's driver library, or on a CPU run, it is the host's mean core frequency (/proc/cpuinfo).
+    A run records it at its start and end.
+    """
     if device.type == "cuda":
         try:
             import pynvml

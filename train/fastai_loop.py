@@ -1,10 +1,17 @@
-"""fastai's own training loop as a workload: a real Learner's batch (Learner.one_batch: its callbacks, its loss and
-optimizer, the batch's fastai tensor types), timed phase by phase beside perfsweep's plain step (seed 000).
+"""fastai's own training loop as a workload: a real Learner's batch, Learner.one_batch.
 
-A callback of the Learner's, last in each event, marks the clock where a phase ends: data (moving and splitting
-the batch, the callbacks before it: CastToTensor), forward (the model, the loss, the callbacks after them),
-backward, optimizer (the step, zeroing the gradients, the callbacks after the batch: Recorder's). The phases have
-the plain step's names, so a sweep of both lines them up. fastai is optional: requirements-fastai.txt.
+The batch has its callbacks, its loss and optimizer, and its fastai tensor types.
+It is timed phase by phase, beside perfsweep's plain step (seed 000).
+
+A callback of the Learner's, last in each event, marks the clock where a phase ends:
+
+- data: moving and splitting the batch, and the callbacks before it (CastToTensor);
+- forward: the model, the loss, and the callbacks after them;
+- backward;
+- optimizer: the step, zeroing the gradients, and the callbacks after the batch (Recorder's).
+
+The phases have the plain step's names, so a sweep of both lines them up.
+fastai is optional: requirements-fastai.txt.
 """
 
 from typing import Any
@@ -70,8 +77,15 @@ class FastaiStep(Workload):
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
-        """fastai installed, a known model and input type, loss and optimizer; no precision fastai's loop does not
-        take (pure half precision; mixed precision needs CUDA: fastai's MixedPrecision autocasts on CUDA)."""
+        """What the fastai step checks.
+
+        - fastai installed;
+        - a known model and input type, loss and optimizer;
+        - no precision fastai's loop does not take.
+
+        fastai's loop does not take pure half precision.
+        Mixed precision needs CUDA: fastai's MixedPrecision autocasts on CUDA.
+        """
         issues = fastai_parts.missing("workload=fastai_step") + model_problems_of(cfg)
         issues += choice("loss", cfg.loss.name, list(LOSSES))
         issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))

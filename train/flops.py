@@ -1,11 +1,17 @@
 """FLOPs of one step and the device's peak, for achieved TFLOP/s and model FLOP utilization (MFU).
 
-FLOPs are counted by torch's FlopCounterMode over one step after the measured window (compiled code runs
-eagerly for it: the counter sees the ops a compiled graph would fuse): matmuls, convolutions and attention
-(forward, and backward for training), which is what a peak is quoted for. The peak is lightning-fabric's
-table of GPUs (`utilities.throughput.get_available_flops`: dense peaks of H100, A100, V100, T4, L4,
-RTX 3090/4090 and more, per dtype, from their vendors' datasheets), but for the Hopper parts it gets wrong
-(HOPPER_DENSE); None where unknown, which every CPU is.
+torch's FlopCounterMode counts the FLOPs over one step after the measured window.
+Compiled code runs eagerly for it, so the counter sees the ops a compiled graph would fuse.
+It counts what a peak is quoted for:
+
+- matmuls
+- convolutions
+- attention, forward, and backward for training
+
+The peak comes from lightning-fabric's table of GPUs (`utilities.throughput.get_available_flops`).
+It holds dense peaks per dtype, from the vendors' datasheets: H100, A100, V100, T4, L4, RTX 3090/4090 and more.
+The Hopper parts it gets wrong come from HOPPER_DENSE instead.
+The peak is None where unknown, which every CPU is.
 """
 
 import importlib
@@ -25,11 +31,12 @@ PEAK_DTYPES: dict[str, torch.dtype | str] = {
     "amp_bf16": torch.bfloat16,
 }
 
-# Hopper parts whose peak lightning-fabric 2.6.6 gets wrong: the H200 and H100 NVL entries are the datasheets'
-# "with sparsity" figures, twice the dense peak (Lightning-AI/pytorch-lightning#21677, fixed on its master by
-# #21743, in no release yet), and 'NVIDIA H200', the name torch reports for an H200 SXM, matches none of them.
-# Dense peaks per GPU, by a part of the device's name (the first that matches), from NVIDIA's H200 and H100 NVL
-# datasheets: tensor cores at half the sparse figure, float32 on the CUDA cores.
+# Hopper parts whose peak lightning-fabric 2.6.6 gets wrong:
+# - its H200 and H100 NVL entries are the datasheets' "with sparsity" figures, twice the dense peak
+#   (Lightning-AI/pytorch-lightning#21677; #21743 fixes it on master, in no release up to 2.6.6);
+# - 'NVIDIA H200', the name torch reports for an H200 SXM, matches none of its entries.
+# Dense peaks per GPU, keyed by a part of the device's name; the first that matches wins.
+# From NVIDIA's H200 and H100 NVL datasheets: tensor cores at half the sparse figure, float32 on the CUDA cores.
 _NVL = {torch.float32: 60e12, "tfloat32": 417.5e12, torch.bfloat16: 835.5e12, torch.float16: 835.5e12}  # both NVLs
 HOPPER_DENSE: dict[str, dict[torch.dtype | str, float]] = {
     "h200 nvl": _NVL,
@@ -39,7 +46,10 @@ HOPPER_DENSE: dict[str, dict[torch.dtype | str, float]] = {
 
 
 def count_flops(step: Callable[[], Any]) -> int | None:
-    """The FLOPs `step` performs; None where the counter cannot follow it (a workload of exotic tensors)."""
+    """The FLOPs `step` performs.
+
+    None where the counter cannot follow it, as with a workload of exotic tensors.
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
     try:
@@ -48,8 +58,8 @@ def count_flops(step: Callable[[], Any]) -> int | None:
             torch.compiler.set_stance("force_eager"),
             FlopCounterMode(display=False) as counter,
         ):
-            # The counter's module hooks are global, so a compiled model warns that they fire once more for its
-            # wrapper: that moves a per-module count, not the total read here.
+            # The counter's module hooks are global, so a compiled model warns that they fire once more for its wrapper.
+            # That moves a per-module count, not the total read here.
             warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
             step()
     except Exception:  # counting is beside the measurement: it must never fail the run
@@ -61,14 +71,25 @@ PEAK_TABLES = ("lightning_fabric.utilities.throughput", "lightning.fabric.utilit
 
 
 def peak_table_module() -> list[str]:
-    """The module that holds lightning-fabric's table of GPU peaks here (requirements.txt has lightning-fabric; a
-    GPU image may have only the `lightning` bundle), found without importing it: none where neither is there."""
+    """The module that holds lightning-fabric's table of GPU peaks here, found without importing it.
+
+    requirements.txt has lightning-fabric; a GPU image may have only the `lightning` bundle.
+
+    Returns:
+        The module's name in a list of one, or an empty list where neither package is there.
+    """
     return [name for name in PEAK_TABLES if importlib.util.find_spec(name.split(".")[0])][:1]
 
 
 def peak_table() -> Callable[[torch.device, Any], int | None] | None:
-    """lightning-fabric's lookup of a GPU's peak (importing it takes a fresh process half a second of a CPU: a job
-    that forks its runs imports it once); None where neither lightning-fabric nor the `lightning` bundle is there."""
+    """lightning-fabric's lookup of a GPU's peak.
+
+    Importing it takes a fresh process half a second of a CPU.
+    A job that forks its runs imports it once.
+
+    Returns:
+        The lookup, or None where neither lightning-fabric nor the `lightning` bundle is there (or it is broken).
+    """
     modules = peak_table_module()
     try:
         return importlib.import_module(modules[0]).get_available_flops if modules else None

@@ -1,5 +1,8 @@
-"""The model's step as workloads: training (data -> forward with loss -> backward -> optimizer) and inference
-(data -> forward, in eval mode under torch.inference_mode), and their checks."""
+"""The model's step as workloads, and their checks.
+
+- training: data -> forward with loss -> backward -> optimizer;
+- inference: data -> forward, in eval mode under torch.inference_mode.
+"""
 
 import functools
 import time
@@ -36,8 +39,14 @@ def model_problems(source: str, name: str) -> tuple[str, ...]:
 
 
 def model_problems_of(cfg: RunConf) -> list[str]:
-    """What both model workloads check: a known model, memory format and input type (fastai's where they need
-    it), positive sizes. The user's model and input type (a _target_) are checked with the other import paths."""
+    """What both model workloads check.
+
+    - a known model, memory format and input type;
+    - fastai, where they need it;
+    - positive sizes.
+
+    The user's model and input type (a _target_) are checked with the other import paths.
+    """
     problems = [] if cfg.model._target_ else list(model_problems(cfg.model.source, cfg.model.name))
     if not cfg.input_type._target_:
         problems += choice("input_type", cfg.input_type.name, sorted(INPUT_TYPES))
@@ -62,7 +71,10 @@ class TrainStep(Workload):
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
-        """A known model, memory format, input type, loss and optimizer, fastai where they need it; positive sizes."""
+        """What the training step checks: those of model_problems_of, plus a known loss and optimizer.
+
+        fastai is checked where the loss or optimizer needs it.
+        """
         issues = model_problems_of(cfg) + parallel.problems(cfg)
         issues += choice("loss", cfg.loss.name, list(LOSSES))
         issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
@@ -120,8 +132,11 @@ class TrainStep(Workload):
 
 @WORKLOADS.register("infer_step")
 class InferStep(TrainStep):
-    """data -> forward, the model in eval mode under torch.inference_mode (no autograd record), as a served model
-    runs; the same model, memory format, precision, input type and compile axes as the training step."""
+    """data -> forward, as a served model runs.
+
+    The model is in eval mode, under torch.inference_mode (no autograd record).
+    It has the same model, memory format, precision, input type and compile axes as the training step.
+    """
 
     phases = ("data", "forward")
 

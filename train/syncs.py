@@ -1,10 +1,11 @@
 """Host-device syncs in a loop: counted by CUDA itself on a GPU, and found by their cause on any device.
 
-On CUDA, `host_sync_places` counts the waits that `torch.cuda.set_sync_debug_mode` reports, by place. A CPU has
-no device to wait for, so there `HostReads` finds the causes instead: tensor calls that hand a value
-to the host (`.item()`, `bool(t)`, `torch.nonzero`, `.cpu()`, ...), each of which waits for the GPU
-when the tensor lives on one. It sees calls made from Python (eager code, optimizers, GradScaler);
-ops inside a compiled graph or autograd's C++ backward pass are not seen one by one.
+On CUDA, `host_sync_places` counts the waits that `torch.cuda.set_sync_debug_mode` reports, by place.
+A CPU has no device to wait for, so there `HostReads` finds the causes instead.
+The causes are tensor calls that hand a value to the host: `.item()`, `bool(t)`, `torch.nonzero`, `.cpu()`, ...
+Each of them waits for the GPU when the tensor lives on one.
+`HostReads` sees calls made from Python: eager code, optimizers, GradScaler.
+It does not see one by one the ops inside a compiled graph or autograd's C++ backward pass.
 """
 
 import sys
@@ -34,9 +35,11 @@ _DISPATCH = {str(Path(_TORCH, name)) for name in ("overrides.py", "_tensor.py")}
 
 
 def host_sync_places(call: Callable[[], object], device: torch.device) -> Counter[str] | None:
-    """Where `call` makes the host wait for the device, and how many times at each place
-    (`torch/amp/grad_scaler.py:371`: the Python line that called the synchronizing op), as CUDA's sync debug
-    mode reports them. None on a CPU, where there is no device to wait for.
+    """Where `call` makes the host wait for the device, and how many times at each place.
+
+    CUDA's sync debug mode reports them.
+    A place is the Python line that called the synchronizing op, as in `torch/amp/grad_scaler.py:371`.
+    None on a CPU, where there is no device to wait for.
     """
     if device.type != "cuda":
         return None
@@ -101,7 +104,10 @@ def _where() -> str:
 
 
 class HostReads(TorchFunctionMode):
-    """While active, records every tensor call that hands a value to the host, as "name at file:line"."""
+    """While active, records every tensor call that hands a value to the host.
+
+    Each is recorded as "name at file:line".
+    """
 
     def __init__(self) -> None:
         super().__init__()

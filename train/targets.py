@@ -1,9 +1,16 @@
-"""Code of the user's own that a run names by import path: found, checked for its kind before anything is
-submitted, and its errors reported with the user's frames.
+"""Code of the user's own that a run names by import path.
 
-A path is dotted (mylib.models.SmallCNN): the longest prefix that imports is the module, the rest attributes.
-The launcher checks each path of a plan here (it imports the user's modules, as the runs will); a run builds
-what the paths name where it runs.
+This module:
+
+- finds it;
+- checks its kind before anything is submitted;
+- reports its errors with the user's frames.
+
+A path is dotted (mylib.models.SmallCNN).
+The longest prefix that imports is the module; the rest are attributes.
+The launcher checks each path of a plan here.
+It imports the user's modules to do so, as the runs will.
+A run builds what the paths name where it runs.
 """
 
 import difflib
@@ -24,7 +31,10 @@ PERFSWEEP = PROJECT_ROOT  # perfsweep's own code: never the user's frames
 
 
 class TargetError(ValueError):
-    """An import path that names nothing, or a thing of the wrong kind: the key, the path, what is there."""
+    """An import path that names nothing, or a thing of the wrong kind.
+
+    Its message names the key, the path, and what is there.
+    """
 
 
 def _public(module: Any) -> list[str]:
@@ -38,7 +48,10 @@ def _nearest(name: str, names: list[str]) -> str:
 
 
 def _import(module: str) -> Any:
-    """The module, or None where it does not exist; an error raised while importing it is the user's."""
+    """The module, or None where it does not exist.
+
+    An error raised while importing it is the user's, and propagates.
+    """
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as error:
@@ -48,7 +61,11 @@ def _import(module: str) -> Any:
 
 
 def locate(key: str, path: str) -> Any:
-    """The object that `path` names; TargetError naming `key`, the path and what was found where it does not."""
+    """The object that `path` names.
+
+    Raises:
+        TargetError: where it names nothing; it names `key`, the path and what was found.
+    """
     parts = path.split(".")
     if not path or not all(part.isidentifier() for part in parts):
         raise TargetError(f"{key}={path!r} is not an import path: dotted names, as in mylib.models.SmallCNN")
@@ -90,7 +107,10 @@ def _no_module(key: str, path: str) -> Any:
 
 
 def _timm_model(key: str, name: str) -> bool:
-    """A model's path whose first part is a timm model's name (resnet50.a1_in1k: the model and its weights)."""
+    """Whether `name` is a model's path whose first part is a timm model's name.
+
+    An example is resnet50.a1_in1k: the model and its weights.
+    """
     if key != "model._target_":
         return False
     import timm
@@ -147,7 +167,10 @@ KINDS: dict[str, Callable[[Any], str]] = {
 
 
 def problems(config: Any) -> list[str]:
-    """What is wrong with the import paths of `config`: each one that does not import, or names the wrong kind."""
+    """What is wrong with the import paths of `config`.
+
+    That is each one that does not import, or names the wrong kind.
+    """
     found = []
     for key, path in targets_of(config).items():
         try:
@@ -164,7 +187,10 @@ def problems(config: Any) -> list[str]:
 
 
 def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:
-    """The keyword arguments a constructor would refuse: those its signature has no name for (and no **kwargs)."""
+    """The keyword arguments a constructor would refuse.
+
+    Those are the ones its signature has no name for, where it has no **kwargs.
+    """
     try:
         parameters = inspect.signature(thing).parameters
     except (TypeError, ValueError):  # a builtin or C extension without a signature
@@ -181,9 +207,14 @@ def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[st
 
 
 def roots(paths: list[str]) -> tuple[Path, ...]:
-    """The folders (or files) of the user's code: where the top-level modules of import paths are, those that are
-    working copies (not installed packages, such as torch.nn.GELU's); and, in a launch's snapshot, the snapshot's
-    folder, which holds the launch's working directory's modules beside perfsweep's."""
+    """The folders (or files) of the user's code.
+
+    - where the top-level modules of import paths are, for those that are working copies;
+    - in a launch's snapshot, the snapshot's folder.
+
+    Installed packages, such as torch.nn.GELU's, are not the user's code.
+    A snapshot's folder holds the launch's working directory's modules beside perfsweep's.
+    """
     found = [PERFSWEEP.parent] if (PERFSWEEP / CODE_VERSION).is_file() else []
     for top in sorted({path.split(".")[0] for path in paths}):
         place = module_place(top)
@@ -198,15 +229,22 @@ def _theirs(frame: traceback.FrameSummary, code: tuple[Path, ...]) -> bool:
 
 
 def _users_frames(error: BaseException, code: tuple[Path, ...]) -> list[traceback.FrameSummary]:
-    """The frames of the error's traceback from the first one in the user's code (`code`: roots) on."""
+    """The frames of the error's traceback from the first one in the user's code on.
+
+    `code` is the user's code, as `roots` finds it.
+    """
     frames = traceback.extract_tb(error.__traceback__)
     first = next((i for i, frame in enumerate(frames) if _theirs(frame, code)), None)
     return [] if first is None else frames[first:]
 
 
 def user_error(error: BaseException, code: tuple[Path, ...]) -> BaseException | None:
-    """The user's own exception: `error` where its traceback passes through the user's code (`code`: roots), or
-    the one Hydra's instantiate wrapped in its own; None where perfsweep's error is not the user's."""
+    """The user's own exception.
+
+    It is `error` where its traceback passes through the user's code (`code`, as `roots` finds it).
+    Otherwise it is the one Hydra's instantiate wrapped in its own.
+    None where perfsweep's error is not the user's.
+    """
     while error is not None:
         if _users_frames(error, code):
             return error
@@ -216,7 +254,10 @@ def user_error(error: BaseException, code: tuple[Path, ...]) -> BaseException | 
 
 
 def user_traceback(error: BaseException, code: tuple[Path, ...]) -> str:
-    """The traceback of the user's error from their first frame on: what their code did, not perfsweep's calls."""
+    """The traceback of the user's error from their first frame on.
+
+    It shows what their code did, not perfsweep's calls.
+    """
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(_users_frames(error, code))]
     return "".join(lines + traceback.format_exception_only(type(error), error))
 

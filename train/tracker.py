@@ -1,10 +1,11 @@
 """Streams a run's records to Weights & Biases; a failure here never fails the run.
 
-W&B is a view of the records: the W&B run starts after the measured window and
-gets the rows from the buffer the records are written from, so neither a
-`wandb.log` call (~150 us of host time, and sometimes a blocking flush) nor
-W&B's service process overlaps a timed step. Every W&B error becomes a
-warning in the run's status.
+W&B is a view of the records.
+The W&B run starts after the measured window.
+It gets the rows from the buffer the records are written from.
+So no timed step overlaps a `wandb.log` call or W&B's service process.
+A `wandb.log` call takes ~150 us of host time, and sometimes a blocking flush.
+Every W&B error becomes a warning in the run's status.
 """
 
 import shutil
@@ -53,15 +54,21 @@ class Tracker:
 
     @staticmethod
     def _config(spec: RunSpec, run_dir: Path) -> dict[str, Any]:
-        """The run's fields and its env.json as env.* keys (versions, device, host, code revision), redacted."""
+        """The run's fields and its env.json as env.* keys, redacted.
+
+        env.json holds the versions, device, host and code revision.
+        """
         env_record = records.read_record(run_dir / records.ENV)
         environment = flatten(env_record, "env.") if isinstance(env_record, dict) else {}
         return redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment})
 
     @staticmethod
     def _replace_earlier(run_dir: Path, tracker_id: str) -> None:
-        """An earlier start of this run (requeued, resumed) left an offline W&B run with the same id:
-        the records are rebuilt from scratch, so its W&B run is too, rather than forked into two."""
+        """Remove the offline W&B runs with the same id that an earlier start of this run left.
+
+        An earlier start is one that was requeued or resumed.
+        The records are rebuilt from scratch, so the W&B run is too, rather than forked into two.
+        """
         for earlier in (run_dir / "wandb").glob(f"offline-run-*-{tracker_id}"):
             shutil.rmtree(earlier, ignore_errors=True)
 
@@ -79,7 +86,7 @@ class Tracker:
             self._warn("log", error)
 
     def finish(self, summary: dict[str, Any], run_dir: Path, failed: bool = False) -> None:
-        """The summary (and state), the profiler trace as an artifact if the run has one; then close the run."""
+        """Log the summary and state, and the profiler trace as an artifact if the run has one; then close the run."""
         if self.run is None:
             return
         try:
@@ -104,10 +111,15 @@ def track(
     summary: dict[str, Any],
     failed: bool = False,
 ) -> list[str]:
-    """Log a finished run (its rows and summary) to W&B within conf.timeout_s; returns the warnings.
+    """Log a finished run (its rows and summary) to W&B within conf.timeout_s.
 
-    W&B works in a thread of its own that the run waits for at most timeout_s: a stalled network or service
-    leaves it behind (the run's records are complete and final), and `perfsweep sync` uploads it later.
+    W&B works in a thread of its own.
+    The run waits for it at most timeout_s.
+    A stalled network or service leaves it behind; the run's records are complete and final.
+    `perfsweep sync` uploads it later.
+
+    Returns:
+        The warnings, one per W&B failure.
     """
     if conf.mode == "disabled":
         return []

@@ -1,12 +1,15 @@
 """Workloads: what a run times, one step at a time, as registered plugins.
 
-A workload is a class registered under its name in WORKLOADS and a yaml in conf/workload/ (its settings,
-and what the planner knows of it: the run fields it reads, its axes and baseline). The class declares its
-phases and its checks; built once per run, before timing starts, its `step(index, clock)` runs one step
-with a clock mark at the end of each phase and returns a device value to read after the window (a loss)
-or None. The training step (train/step.py) is one workload; the function benchmarks (train/functions/)
-are the others. A step of the user's own follows the same protocol and is named by import path
-(workload._target_): `user_workload` makes it one.
+A workload is a class registered under its name in WORKLOADS, and a yaml in conf/workload/.
+The yaml holds its settings and what the planner knows of it: the run fields it reads, its axes and baseline.
+The class declares its phases and its checks.
+It is built once per run, before timing starts.
+Its `step(index, clock)` runs one step, with a clock mark at the end of each phase.
+The step returns a device value to read after the window (a loss), or None.
+
+The training step (train/step.py) is one workload; the function benchmarks (train/functions/) are the others.
+A step of the user's own follows the same protocol, and is named by import path (workload._target_).
+`user_workload` makes it one.
 """
 
 from typing import Any, ClassVar
@@ -22,7 +25,10 @@ WORKLOADS: Registry[type["Workload"]] = Registry("workload")
 
 
 def compiled(fn: Any, conf: CompileConf) -> Any:
-    """`fn` (a model or a function) compiled as the run's compile settings say, or as it is where they do not."""
+    """`fn` (a model or a function) compiled as the run's compile settings say.
+
+    Where they say not to compile, `fn` is returned as it is.
+    """
     if not conf.enabled:
         return fn
     return torch.compile(fn, mode=conf.mode, backend=conf.backend, fullgraph=conf.fullgraph)
@@ -43,14 +49,24 @@ class Workload:
         raise NotImplementedError
 
     def summary(self, steps_per_s: float) -> dict[str, Any]:
-        """What the workload adds to the run's summary (a training step: samples/s, the output's type)."""
+        """What the workload adds to the run's summary.
+
+        A training step adds samples/s and the output's type.
+        """
         return {}
 
 
 def user_workload(path: str) -> type[Workload]:
-    """The user's step class at import path `path` as a workload: its phases, its checks (a `problems(cfg)` of its
-    own, if any) and its `summary(steps_per_s)` (else samples/s at model.batch_size). Its own `step` is what the
-    measured loop calls, with nothing in between."""
+    """The user's step class at import path `path` as a workload.
+
+    It keeps the class's:
+
+    - phases;
+    - checks: a `problems(cfg)` of its own, if any;
+    - `summary(steps_per_s)`, else samples/s at model.batch_size.
+
+    The measured loop calls its own `step`, with nothing in between.
+    """
     target = targets.locate("workload._target_", path)
 
     class UserStep(Workload):

@@ -27,7 +27,10 @@ def local_gpus() -> int:
 
 
 def pinned_gpus(conf: LauncherConf) -> list[int]:
-    """The GPUs local runs are pinned to, one run per GPU at a time: launcher.gpus, else this host's first GPU."""
+    """The GPUs local runs are pinned to, one run per GPU at a time.
+
+    They are launcher.gpus, else this host's first GPU.
+    """
     if conf.gpus is not None:
         return list(conf.gpus)
     return [0] if conf.gpus_per_node is None and local_gpus() else []
@@ -37,17 +40,23 @@ START_MIN = 10  # a job's start before its first run (imports), beyond its runs'
 
 
 def local_job_limit_min(conf: LauncherConf, forked: bool) -> float:
-    """A local job's own time limit, a backstop: its runs have their limits (launcher.timeout_min, each from its
-    start). A warm job, which kills a run that goes past its limit itself and serves a sweep of any length, has
-    none; a job that runs its pack in its own process has room for every run of it, retries included (a run
-    stuck in a C call does not stop itself, so the job's limit ends it)."""
+    """A local job's own time limit, a backstop.
+
+    Its runs have their limits (launcher.timeout_min, each from its start).
+    A warm job has none: it kills a run that goes past its limit itself, and serves a sweep of any length.
+    A job that runs its pack in its own process has room for every run of it, retries included.
+    A run stuck in a C call does not stop itself, so the job's limit ends it.
+    """
     if forked:
         return UNLIMITED_MIN
     return conf.runs_per_job * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
 
 
 def process_start(pid: int) -> str | None:
-    """When a process started (clock ticks since boot, from /proc): a pid with another start is another process."""
+    """When a process started, in clock ticks since boot, from /proc.
+
+    A pid with another start is another process.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -56,8 +65,12 @@ def process_start(pid: int) -> str | None:
 
 
 def pid_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-    """Which local jobs (their ids are process ids) still have their process: the pid is alive and, where its
-    start was recorded, started then (the system may have given a dead job's pid to another process)."""
+    """Which local jobs still have their process; a local job's id is its pid.
+
+    The pid must be alive.
+    Where its start was recorded, it must have started then.
+    The system may have given a dead job's pid to another process.
+    """
     alive = set()
     for job_id, recorded in jobs.items():
         try:
@@ -73,10 +86,14 @@ CONTROLLERS_LOG = "controllers.log"
 
 
 class LocalExecutor(submitit.LocalExecutor):
-    """submitit's local executor, but each job's controller (the process that starts and stops the job) writes its
-    own errors into the executor's folder (CONTROLLERS_LOG), not to the launcher's terminal: Ctrl-C reaches the
-    controllers too, and each would print a KeyboardInterrupt traceback from inside submitit under perfsweep's
-    message. The jobs' own output goes to their logs, as before."""
+    """submitit's local executor, with each job's controller writing its errors into a log.
+
+    A controller is the process that starts and stops a job.
+    It writes its own errors into the executor's folder (CONTROLLERS_LOG), not to the launcher's terminal.
+    Ctrl-C reaches the controllers too.
+    Each would otherwise print a KeyboardInterrupt traceback from inside submitit under perfsweep's message.
+    The jobs' own output goes to their logs, as with submitit's executor.
+    """
 
     def _submit_command(self, command: str) -> submitit.local.local.LocalJob:
         log = os.open(self.folder / CONTROLLERS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -42,9 +42,12 @@ def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
 
 
 def ranks_parameters(conf: LauncherConf, ranks_per_node: int | None, on_gpus: bool) -> dict[str, Any]:
-    """The sbatch parameters that shape a job: for a run across ranks a task per rank, `ranks_per_node` on each of
-    launcher.nodes nodes, and a GPU per rank where its ranks are on GPUs (the launcher gives jobs GPUs); else one
-    task, with launcher.gpus_per_node."""
+    """The sbatch parameters that shape a job.
+
+    - A run across ranks: a task per rank, `ranks_per_node` on each of launcher.nodes nodes.
+      It also gets a GPU per rank where its ranks are on GPUs (the launcher gives jobs GPUs).
+    - Else: one task, with launcher.gpus_per_node.
+    """
     if ranks_per_node is None:
         return {"nodes": 1, "ntasks_per_node": 1, "gpus_per_node": conf.gpus_per_node or None}
     gpus = ranks_per_node if on_gpus and conf.gpus_per_node else conf.gpus_per_node or None
@@ -55,8 +58,13 @@ SQUEUE_RETRY_S = (1.0, 2.0, 4.0)  # waits between squeue attempts: a busy contro
 
 
 def squeue_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-    """Which of the job ids Slurm still has queued or running: one squeue call for all arrays (not one per
-    job), retried with backoff; SchedulerUnavailable if it keeps failing."""
+    """Which of the job ids Slurm still has queued or running.
+
+    It makes one squeue call for all arrays, not one per job, retried with backoff.
+
+    Raises:
+        SchedulerUnavailable: if squeue keeps failing.
+    """
     if not jobs:
         return set()
     arrays = sorted({job_id.split("_")[0] for job_id in jobs})

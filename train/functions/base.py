@@ -1,9 +1,12 @@
 """Function benchmarks: workloads that time calls of a function rather than a training step.
 
-A benchmark is a Workload registered under its name. It names the implementations it has
-(`impls`; its yaml names the baseline) and the phases of one call; its yaml's `sizes` are the
-WorkloadConf fields it reads. Built once per run, it makes its inputs on the device before timing
-starts; `step` runs one call with its phases marked on the clock, and reads nothing back from the device.
+A benchmark is a Workload registered under its name.
+It names the implementations it has (`impls`) and the phases of one call.
+Its yaml names the baseline.
+Its yaml's `sizes` are the WorkloadConf fields it reads.
+It is built once per run, and makes its inputs on the device before timing starts.
+`step` runs one call, with its phases marked on the clock.
+It reads nothing back from the device.
 """
 
 from collections.abc import Callable
@@ -50,7 +53,11 @@ class FunctionBench(Workload):
         raise NotImplementedError
 
     def step(self, index: int, clock) -> torch.Tensor | None:
-        """One timed call; returns what the run reads back after its window (nothing by default)."""
+        """One timed call.
+
+        Returns:
+            What the run reads back after its window; nothing by default.
+        """
         clock.start()
         self.fn(*self.args)
         clock.mark()

@@ -1,10 +1,14 @@
 """Seed 003's NestedTensor program: `units` repetitions of sin -> cos -> Linear(64, 64), forward and backward.
 
-The input has three components of 20, 30 and 40 rows of `size` elements each (the seed's
-[[20, 30, 40], 2^k]); each row is laid out as size/64 rows of 64 so one 64 x 64 Linear serves every
-size (the seed's own program is not published). impl cpp: the C++ NestedTensor (layout=torch.strided);
-python: the Python-subclass one (layout=torch.jagged), which the compile axis can compile.
-The output is reduced to a scalar for backward: values().sum() (jagged), the components' sums (strided).
+The input has three components of 20, 30 and 40 rows of `size` elements each: the seed's [[20, 30, 40], 2^k].
+Each row is laid out as size/64 rows of 64, so one 64 x 64 Linear serves every size.
+The seed's own program is not published.
+
+- impl cpp: the C++ NestedTensor (layout=torch.strided).
+- impl python: the Python-subclass one (layout=torch.jagged), which the compile axis can compile.
+
+The output is reduced to a scalar for backward.
+That is values().sum() for jagged, and the components' sums for strided.
 """
 
 import torch

@@ -1,9 +1,12 @@
-"""A control workload with a planted step: products of two matrices, `planted.factor` times as many from a
-release of a package on (`planted.package`, `planted.version`), so that a bisect or a comparison across
-environments has a change of known size and place to find before a cluster is spent on a real one.
+"""A control workload with a planted step: products of two matrices.
 
-impl=planted has the step; impl=steady (its baseline) does the same work in every environment, so that
-`workload.impl=steady,planted` is a comparison whose ratio changes at the planted release."""
+From a release of a package on (`planted.package`, `planted.version`), it makes `planted.factor` times as many.
+A bisect or a comparison across environments then has a change of known size and place to find.
+It finds it before a cluster is spent on a real one.
+
+impl=planted has the step.
+impl=steady is its baseline: it does the same work in every environment.
+So `workload.impl=steady,planted` is a comparison whose ratio changes at the planted release."""
 
 import importlib.metadata
 
@@ -38,8 +41,8 @@ class PlantedStep(FunctionBench):
         return issues
 
     def inputs(self, conf, device):
-        # b's rows each sum to 1, so a product keeps a's row sums: its values neither vanish into subnormal
-        # floats (which a CPU computes many times slower) nor overflow, however many products a call makes
+        # b's rows each sum to 1, so a product keeps a's row sums, however many products a call makes.
+        # Its values then neither overflow nor vanish into subnormal floats (a CPU computes those many times slower).
         b = torch.rand(conf.size, conf.size, device=device)
         return torch.rand(conf.size, conf.size, device=device), b / b.sum(dim=1, keepdim=True)
 

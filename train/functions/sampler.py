@@ -1,11 +1,16 @@
-"""Seed 001's data sampler: pick SUB_SAMPLE = size // 10 of `size` labelled samples, half positive, in random order.
+"""Seed 001's data sampler: pick SUB_SAMPLE = size // 10 of `size` labelled samples.
 
-nonzero: the original, built on torch.nonzero (a host-device sync, shapes that depend on the data);
-a batch is sampled one problem at a time in a Python loop. static: the count_nonzero/topk version
-with fixed shapes, which takes a whole batch at once and can be compiled (the compile axis).
+Half the picks are positive, and they come in random order.
 
-One change from the published code: the static version gathered `input` with an index of width 1,
-so it returned one feature per sample; here it gathers all features, as the nonzero version does.
+- nonzero: the original, built on torch.nonzero.
+  It syncs the host with the device, and its shapes depend on the data.
+  It samples a batch one problem at a time, in a Python loop.
+- static: the count_nonzero/topk version, with fixed shapes.
+  It takes a whole batch at once and can be compiled (the compile axis).
+
+One change from the published code: the static version gathers all features, as the nonzero version does.
+The published one gathered `input` with an index of width 1.
+So it returned one feature per sample.
 """
 
 import torch
@@ -67,7 +72,10 @@ def static_sample(inputs: torch.Tensor, labels: torch.Tensor, sub_sample: int) -
 
 @WORKLOADS.register("sampler")
 class Sampler(FunctionBench):
-    """`batch` problems of `size` samples with `features` features and random 0/1 labels (batch 1: unbatched)."""
+    """`batch` problems of `size` samples, with `features` features and random 0/1 labels.
+
+    Batch 1 is unbatched.
+    """
 
     impls = ("nonzero", "static")
 

@@ -8,13 +8,15 @@ A write that fails removes its temporary file and raises RecordWriteError.
 
 Every file is read through `read_record`.
 It returns the file's value, or None where there is no such file.
-Otherwise it returns Unreadable: the file and why (empty, cut, an I/O error, or a value that is not what its
-record must hold).
+Otherwise it returns Unreadable: the file and why.
+The file may be empty or cut, or hit an I/O error.
+Or its value may not be what its record must hold.
 So one broken record never stops a reader.
-What each record must hold is declared by file name (`declare`), beside the type its readers make of it.
+What each record must hold is declared by file name (`declare`).
+The declaration sits beside the type its readers make of it.
 It is checked as the record is read.
-Only a launcher (which holds the sweep's lock) or the run that owns a file moves an unreadable one aside
-(`quarantine`).
+Only two may move an unreadable file aside (`quarantine`).
+They are a launcher, which holds the sweep's lock, and the run that owns the file.
 It goes to NAME.corrupt-<time>, where it can still be looked at.
 """
 

@@ -108,7 +108,10 @@ class Status:
         return {k: v for k, v in data.items() if (v is not None or k in keep) and k != "unreadable"}
 
     def history(self) -> list[dict[str, Any]]:
-        """The attempts, this one added if it started: what a new start of the run keeps of the past."""
+        """The attempts, this one added if it started.
+
+        That is what a new start of the run keeps of the past.
+        """
         if self.started_at is None:
             return list(self.attempts)
         cause = self.error.type if self.error else (self.interrupted or {}).get("type")

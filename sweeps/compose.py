@@ -5,7 +5,8 @@ But each axis of perfsweep is a config group whose option files only fill their 
 For example, model/resnet50.yaml fills `model`.
 And most of a grid varies plain values (seed=range(0,100), optim.lr=...).
 So Hydra composes the base config once.
-A chosen option's node is its group's schema node merged with the option's file, as Hydra composes such a file.
+A chosen option's node is its group's schema node merged with the option's file.
+That is how Hydra composes such a file.
 A run's config is the base with its options' nodes put in and its plain values set.
 OmegaConf validates and converts each distinct value once, against the node it lands in.
 That is how Hydra itself applies a value override (OmegaConf.update).
@@ -237,8 +238,8 @@ class Composer:
         """What an option sets.
 
         For a file, that is its content.
-        For an installed package's option or an import path, it is the group's default option with its name and
-        _target_.
+        For an installed package's option or an import path, it is the group's default option.
+        Its name and _target_ are those of the package's option or the import path.
         """
         path = self.sources.file(group, option)
         if path is not None:

@@ -137,7 +137,8 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
 def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
     """Names given twice among sweep files and group options.
 
-    A config dir's or an installed package's (entry points) may take a name of perfsweep's, or of an earlier one's.
+    A config dir's or an installed package's (entry points) may take a name of perfsweep's.
+It may also take the name of an earlier dir's or package's.
     Two packages may declare one name.
     """
     seen: dict[tuple[str, str], str] = {}
@@ -234,7 +235,10 @@ def explain(problem: str, origins: dict[str, str]) -> str:
 
 
 def expand(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[list[Setting]]:
-    """Each grid of the sweep file at its scale, then the command line's overrides -> the settings of each run."""
+    """The settings of each run.
+
+    They come from each grid of the sweep file at its scale, then the command line's overrides.
+    """
     parser = OverridesParser.create()
     try:
         name = _chosen(parser, overrides, "sweep", Config.sweep)
@@ -322,7 +326,8 @@ def shaped_in_kwargs(configs: list[Config]) -> list[str]:
 def named_twice(configs: list[Config]) -> list[str]:
     """A name given to two things in one sweep.
 
-    Examples are a model of the user's and one of timm's, or two tensor types of one class name.
+    One example is a model of the user's and one of timm's.
+Another is two tensor types of one class name.
     The table shows them by name, so it would take them for one configuration.
     """
     problems = []

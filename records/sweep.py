@@ -30,9 +30,11 @@ from perfsweep.records.files import (
 )
 from perfsweep.records.status import read_status
 
-# Sweep files that had other names. A sweep keeps the name it was launched under: its folder, its records, the
-# command a resume replays. This gives the file that name reads. It is here, in the records, because two stages
-# read old sweeps: the planner (a resume) and the analysis (published figures). Only the records sit below both.
+# Sweep names that read a sweep file of another name.
+# A sweep keeps the name it was launched under: its folder, its records, the command a resume replays.
+# This map gives the file that name reads.
+# It is here, in the records, because two stages read such sweeps: the planner (a resume) and the analysis
+# (published figures). Only the records sit below both.
 RENAMED_SWEEPS = {
     "seed000_subclass": "subclass_slowdown",
     "seed000_t4": "subclass_slowdown_t4",
@@ -44,7 +46,7 @@ RENAMED_SWEEPS = {
 
 
 def sweep_file_name(name: str) -> str:
-    """The name of the sweep file (and published figures) that the sweep named `name` reads now."""
+    """The name of the sweep file (and published figures) that the sweep named `name` reads."""
     return RENAMED_SWEEPS.get(name, name)
 
 

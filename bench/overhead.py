@@ -24,7 +24,14 @@ from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.timing import NoClock, StepClock, synchronize
 from perfsweep.train.window import make_workload, run_window, timed_steps
 
-DEFAULTS = ["model=test_resnet", "input_type=tensor", "memory_format=contiguous", "steps=30", "warmup_steps=5"]
+DEFAULTS = [
+    "model=test_resnet",
+    "input_type=tensor",
+    "memory_format=contiguous",
+    "steps=30",
+    "warmup_steps=5",
+    "repeats=1",
+]
 
 
 def window(trainer, device, first: int, steps: int, clock) -> float:

@@ -1,13 +1,14 @@
 """Options that installed packages add to perfsweep's groups, by entry points.
 
-A package declares, in its pyproject.toml,
+A package declares its options in its pyproject.toml:
 
     [project.entry-points."perfsweep.input_types"]
     metaimage = "imagelib.tensors:MetaImage"
 
-and once it is installed `input_type=metaimage` is an option like perfsweep's own: the group's default option with
-that `_target_` and name, listed by --help. The groups are perfsweep.models, perfsweep.input_types and
-perfsweep.workloads (a workload takes the training step's declaration: what it reads, its axes, its baseline).
+Once the package is installed, `input_type=metaimage` is an option like perfsweep's own.
+It is the group's default option with that `_target_` and name, and --help lists it.
+The groups are perfsweep.models, perfsweep.input_types and perfsweep.workloads.
+A workload takes the training step's declaration: what it reads, its axes, its baseline.
 Entry points are read from the packages' metadata, never imported here.
 """
 
@@ -45,7 +46,11 @@ def _distribution(entry_point: importlib.metadata.EntryPoint) -> str:
 
 
 def plugins() -> tuple[list[Plugin], list[str]]:
-    """Every option that installed packages declare, and the problems: a name two packages declare in one group."""
+    """Every option that installed packages declare.
+
+    Returns:
+        The options, and the problems: a name two packages declare in one group.
+    """
     found: dict[tuple[str, str], Plugin] = {}
     problems = []
     declared = importlib.metadata.entry_points()
@@ -66,9 +71,14 @@ _REGISTERED: set[tuple[str, str]] = set()  # (group, name) this process put into
 
 
 def register(found: list[Plugin], defaults: dict[str, dict], taken: set[tuple[str, str]]) -> None:
-    """Put each plugin's option into Hydra's ConfigStore, where composition and --help find it, in place of those
-    put there before (packages come and go); `defaults`: each group's default option, as a dict; `taken`: the
-    (group, name) of perfsweep's own options, which a plugin does not replace (that is refused)."""
+    """Put each plugin's option into Hydra's ConfigStore, where composition and --help find it.
+
+    They replace those put there before: packages come and go.
+
+    Args:
+        defaults: each group's default option, as a dict.
+        taken: the (group, name) of perfsweep's own options; a plugin does not replace them (that is refused).
+    """
     store = ConfigStore.instance()
     for group, name in _REGISTERED:
         store.repo.get(group, {}).pop(f"{name}.yaml", None)

@@ -1,5 +1,8 @@
-"""The import paths a config names: the user's own code a run imports (a model, its batch factory, an input type,
-a workload, and any `_target_` inside their keyword arguments, which Hydra's instantiate builds too)."""
+"""The import paths a config names: the user's own code a run imports.
+
+Those are a model, its batch factory, an input type and a workload.
+They include any `_target_` inside their keyword arguments, which Hydra's instantiate builds too.
+"""
 
 from typing import Any
 
@@ -47,8 +50,11 @@ def label_of(path: str) -> str:
 
 
 def named_node(group: str, default: dict, name: str, target: str) -> dict:
-    """The node of an option that names code of the user's own: the group's default option (`default`) with its
-    name and _target_; a workload's runs are named by it, as function benchmarks' are (a `workload` axis)."""
+    """The node of an option that names code of the user's own.
+
+    It is the group's default option (`default`) with its name and _target_.
+    A workload's runs are named by it, as function benchmarks' are (a `workload` axis).
+    """
     node = {**default, "name": name, "_target_": target}
     if group == "workload":
         node["axes"] = {"workload": "workload.name", **(default.get("axes") or {})}

@@ -5,8 +5,11 @@ import os
 from urllib.parse import urlparse
 
 NO_KEY = "no W&B API key (run `wandb login` or set WANDB_API_KEY): nothing was uploaded"
-# wandb.Settings for every W&B run perfsweep makes: no console capture, no W&B metadata file (its command line,
-# paths, host and user; the run's env.* config holds what matters, redacted), no git or code capture.
+# wandb.Settings for every W&B run perfsweep makes:
+# - no console capture;
+# - no W&B metadata file (its command line, paths, host and user). The run's env.* config holds what matters,
+#   redacted;
+# - no git or code capture.
 WANDB_SETTINGS = {"console": "off", "silent": True, "x_disable_meta": True, "disable_git": True, "save_code": False}
 
 

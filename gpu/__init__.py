@@ -1,2 +1,6 @@
-"""The GPU check: the stages that run perfsweep's GPU paths on a machine with CUDA and keep their tables
-(`scripts/gpu-check`); tooling beside the house, as bench/ is, not a measurement of perfsweep itself."""
+"""The GPU check (`scripts/gpu-check`).
+
+Its stages run perfsweep's GPU paths on a machine with CUDA and keep their tables.
+It is tooling beside the package, as bench/ is.
+It does not measure perfsweep itself.
+"""

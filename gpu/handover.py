@@ -1,17 +1,28 @@
-"""What a GPU stage hands on to the next machine, one packed file each (a GPU machine hands back a few files more
-easily than a folder of many), beside its tables in DIR:
+"""What a GPU stage hands on to the next machine.
 
-- DIR/runs.tar.gz, its runs' records: a stage cut short goes on elsewhere without running its finished runs again, and
-  its tables can be made again anywhere.
-- DIR/autotune.tar.gz, what Inductor timed: a max-autotune compile cut short goes on from the kernels it has timed,
-  not from none. The stage's runs keep Inductor's cache in DIR/inductor-cache (TORCHINDUCTOR_CACHE_DIR), where
-  Inductor writes the timings of each template-tuned op's choices (cache/<system hash>, JSON, after each op) and the
-  best launch config of each tuned Triton kernel (<kernel>.best_config, beside the kernel's source). Only these are
-  packed: the compiled kernels (hundreds of them, one per config tried) are built again from them, one config each,
-  and not timed again. Inductor uses them only on the same GPU model, CUDA and Triton (its system hash).
+Each is one packed file beside the stage's tables in DIR.
+A GPU machine hands back a few files more easily than a folder of many.
 
-Both are written after every step. A stage's --resume unpacks its records; every run of a stage unpacks the timings,
-as Inductor's cache on one machine would have kept them.
+DIR/runs.tar.gz holds the runs' records.
+A stage cut short goes on elsewhere without running its finished runs again.
+Its tables can be made again anywhere.
+
+DIR/autotune.tar.gz holds what Inductor timed.
+A max-autotune compile cut short goes on from the kernels it has timed, not from none.
+The stage's runs keep Inductor's cache in DIR/inductor-cache (TORCHINDUCTOR_CACHE_DIR).
+There Inductor writes two kinds of timings:
+
+- each template-tuned op's choices (cache/<system hash>, JSON, after each op);
+- each tuned Triton kernel's best launch config (<kernel>.best_config, beside the kernel's source).
+
+Only these are packed.
+The compiled kernels (hundreds, one per config tried) are built again from them, one config each.
+They are not timed again.
+Inductor uses them only on the same GPU model, CUDA and Triton (its system hash).
+
+Both files are written after every step.
+A stage's --resume unpacks its records.
+Every run of a stage unpacks the timings, as Inductor's cache on one machine would have kept them.
 """
 
 import json
@@ -26,12 +37,18 @@ INDUCTOR_CACHE = "inductor-cache"
 
 
 def inductor_env(out: Path) -> dict[str, str]:
-    """The environment that puts the runs' Inductor cache in the stage's folder (whatever the machine had set)."""
+    """The environment that puts the runs' Inductor cache in the stage's folder.
+
+    It overrides whatever the machine had set.
+    """
     return {"TORCHINDUCTOR_CACHE_DIR": str((out / INDUCTOR_CACHE).resolve())}
 
 
 def pack(out: Path) -> None:
-    """out/runs into out/runs.tar.gz and Inductor's timings into out/autotune.tar.gz, each where there is any."""
+    """Packs out/runs into out/runs.tar.gz and Inductor's timings into out/autotune.tar.gz.
+
+    Each is packed only where there is any.
+    """
     runs = out / "runs"
     if runs.is_dir():
         _write(out / RECORDS, lambda archive: archive.add(runs, arcname="runs", filter=_is_record))
@@ -47,7 +64,10 @@ def pack(out: Path) -> None:
 
 
 def unpack_records(out: Path) -> None:
-    """out/runs from out/runs.tar.gz, where out/runs is not there (a stage going on on another machine)."""
+    """Unpacks out/runs from out/runs.tar.gz where out/runs is missing.
+
+    That is a stage going on on another machine.
+    """
     packed = out / RECORDS
     if packed.is_file() and not (out / "runs").exists():
         with tarfile.open(packed) as archive:
@@ -55,8 +75,10 @@ def unpack_records(out: Path) -> None:
 
 
 def unpack_timings(out: Path) -> None:
-    """The timings in out/autotune.tar.gz that out/inductor-cache lacks (one that is there is as new as the packed
-    one, or newer)."""
+    """Unpacks the timings in out/autotune.tar.gz that out/inductor-cache lacks.
+
+    A timing already there is as new as the packed one, or newer.
+    """
     packed, cache = out / AUTOTUNE, out / INDUCTOR_CACHE
     if packed.is_file():
         with tarfile.open(packed) as archive:
@@ -65,8 +87,10 @@ def unpack_timings(out: Path) -> None:
 
 
 def autotuning_files(cache: Path) -> list[Path]:
-    """Inductor's timings in its cache folder: the ops' choices and the kernels' best configs (not its temporary
-    files, which start with a dot)."""
+    """Inductor's timings in its cache folder: the ops' choices and the kernels' best configs.
+
+    Its temporary files, which start with a dot, are left out.
+    """
     if not cache.is_dir():
         return []
     ops = [p for p in (cache / "cache").glob("*") if p.is_file()]
@@ -74,8 +98,14 @@ def autotuning_files(cache: Path) -> list[Path]:
 
 
 def autotuned(out: Path) -> str:
-    """What Inductor has timed, as "Inductor's timings kept: 12 ops, 140 kernels" (ops whose choices it timed,
-    kernels whose best config it found), or '' where it timed nothing."""
+    """What Inductor has timed, as "Inductor's timings kept: 12 ops, 140 kernels".
+
+    Ops are those whose choices it timed.
+    Kernels are those whose best config it found.
+
+    Returns:
+        That line, or '' where Inductor timed nothing.
+    """
     cache = out / INDUCTOR_CACHE
     ops = kernels = 0
     for path in autotuning_files(cache):
@@ -93,13 +123,19 @@ def autotuned(out: Path) -> str:
 
 
 def _is_record(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """The runs' records, not a launch's code snapshot, job logs, lock or half-written files."""
+    """The runs' records only.
+
+    A launch's code snapshot, job logs, lock and half-written files are left out.
+    """
     parts = Path(info.name).parts
     return None if any(p in (".code", ".submitit", ".lock") or p.endswith(".tmp") for p in parts) else info
 
 
 def _write(packed: Path, add: Callable[[tarfile.TarFile], None]) -> None:
-    """A packed file written whole, then moved into place: a stage cut off while packing leaves the last one."""
+    """Writes a packed file whole, then moves it into place.
+
+    A stage cut off while packing leaves the last one.
+    """
     partial = packed.with_name(f".{packed.name}.tmp")
     with tarfile.open(partial, "w:gz") as archive:
         add(archive)

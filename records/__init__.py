@@ -1,4 +1,6 @@
-"""perfsweep's records: the sweep and run folders on disk, the source of truth every stage reads.
+"""perfsweep's records: the sweep and run folders on disk.
+
+They are the source of truth every stage reads.
 
     <sweep_dir>/sweep.json             the sweep: uid, the planned run names, launches
     <sweep_dir>/runs.jsonl             every planned run's config record (config.json's content), a line each
@@ -12,8 +14,10 @@
     <any record>.corrupt-<time>        a record that could not be read, moved aside by a launch or its run
     <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
 
-Records are a format: this package sits at the bottom of the house beside conf/, imports nothing
-else of perfsweep's, and every stage reads and writes records only through it.
+Records are a format.
+This package sits at the bottom, beside conf/.
+It imports nothing else of perfsweep's.
+Every stage reads and writes records only through it.
 """
 
 from perfsweep.records.files import (

@@ -1,5 +1,8 @@
-"""Which code a run executed: the git commit of perfsweep's working tree, or of the launch's code snapshot; and
-the same of the user's own code that a run imports (its modules, by top-level name)."""
+"""Which code a run executed.
+
+For perfsweep, that is the git commit of its working tree or of the launch's code snapshot.
+For the user's own code that a run imports, it is the same, per module by top-level name.
+"""
 
 import importlib.metadata
 import importlib.util
@@ -32,7 +35,10 @@ def git_commit(root: Path = PROJECT_ROOT, path: Path | None = None) -> dict[str,
 
 
 def code_version() -> dict[str, object]:
-    """The commit of the code that runs: from the snapshot's record if this is a snapshot, else from git."""
+    """The commit of the code that runs.
+
+    It comes from the snapshot's record if this is a snapshot, else from git.
+    """
     recorded = PROJECT_ROOT / CODE_VERSION
     return read_json(recorded) if recorded.is_file() else git_commit()
 
@@ -58,15 +64,25 @@ INSTALLED_PARTS = frozenset({"site-packages", "dist-packages"})  # the folders p
 
 
 def is_working_copy(place: Path) -> bool:
-    """Code that may change while a sweep runs: not the standard library, not an installed package (one in a
-    site-packages folder anywhere, a cluster's module system's included); an editable install's source is."""
+    """Code that may change while a sweep runs.
+
+    The standard library is not.
+    An installed package is not: one in a site-packages folder anywhere, a cluster's module system's included.
+    An editable install's source is.
+    """
     return not str(place).startswith(_installed_places()) and not INSTALLED_PARTS.intersection(place.parts)
 
 
 def code_identity(top: str, distributions: dict[str, list[str]] | None = None) -> dict[str, object]:
-    """What the user's top-level module `top` is: where it is found, the version of the package that installs it,
-    and the git commit of its folder (with whether it differs from it), where there are ones. `distributions`:
-    importlib.metadata.packages_distributions(), read once by a caller that asks of many modules."""
+    """What the user's top-level module `top` is, where there are such facts.
+
+    That is where it is found, and the version of the package that installs it.
+    It is also the git commit of its folder, and whether the folder differs from it.
+
+    Args:
+        top: the top-level module's name.
+        distributions: importlib.metadata.packages_distributions(), read once by a caller that asks of many modules.
+    """
     place = module_place(top)
     provides = (distributions or importlib.metadata.packages_distributions()).get(top, [])
     version = importlib.metadata.version(provides[0]) if provides else None

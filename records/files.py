@@ -1,14 +1,23 @@
 """The record files' names, and how every one of them is written and read.
 
-Every file is written to a temporary name, flushed to the disk (fsync) and renamed into place, and the
-rename flushed too: a reader sees the old file or the new one, never half of one, even when the writer
-is killed or its node crashes. A write that fails removes its temporary file and raises RecordWriteError.
+Every file is written to a temporary name, flushed to the disk (fsync) and renamed into place.
+The rename is flushed too.
+So a reader sees the old file or the new one, never half of one.
+That holds even when the writer is killed or its node crashes.
+A write that fails removes its temporary file and raises RecordWriteError.
 
-Every file is read through `read_record`, which returns its value, None where there is no such file, or
-Unreadable (the file and why: empty, cut, an I/O error, or a value that is not what its record must hold): one
-broken record never stops a reader. What each record must hold is declared by file name (`declare`) beside the type
-its readers make of it, and checked as it is read. Only a launcher (which holds the sweep's lock) or the run that
-owns a file moves an unreadable one aside (`quarantine`), as NAME.corrupt-<time>, where it can still be looked at.
+Every file is read through `read_record`.
+It returns the file's value, or None where there is no such file.
+Otherwise it returns Unreadable: the file and why.
+The file may be empty or cut, or hit an I/O error.
+Or its value may not be what its record must hold.
+So one broken record never stops a reader.
+What each record must hold is declared by file name (`declare`).
+The declaration sits beside the type its readers make of it.
+It is checked as the record is read.
+Only two may move an unreadable file aside (`quarantine`).
+They are a launcher, which holds the sweep's lock, and the run that owns the file.
+It goes to NAME.corrupt-<time>, where it can still be looked at.
 """
 
 import dataclasses
@@ -60,9 +69,15 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def unwritable(folder: Path) -> str | None:
-    """Why nothing can be written into `folder` (made if it is missing): a read-only filesystem, no permission...;
-    None if a file can be. Tried, not inferred from its mode, which does not stop root and does not show a read-only
-    mount."""
+    """Why nothing can be written into `folder`, made if it is missing.
+
+    Reasons include a read-only filesystem or no permission.
+    The write is tried, not inferred from the folder's mode.
+    The mode does not stop root, and does not show a read-only mount.
+
+    Returns:
+        The reason, or None if a file can be written.
+    """
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
@@ -87,8 +102,10 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def non_finite_as_none(value: Any) -> Any:
-    """`value` with every NaN or infinite float as None: JSON has no NaN (Python writes a non-standard `NaN`
-    that other readers refuse)."""
+    """`value` with every NaN or infinite float as None.
+
+    JSON has no NaN: Python writes a non-standard `NaN` that other readers refuse.
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
@@ -145,10 +162,14 @@ _CHECKS: dict[str, Callable[[bytes, Any], str | None]] = {}
 
 
 def declare(name: str, kind: str, shape: Any) -> None:
-    """Records named `name` must be JSON of `shape` (a dataclass or TypedDict; in a JSON-lines file, each line), as
-    pydantic validates it, strictly: a string is never read as a number. Fields a record lacks take their defaults
-    (a record written before they were added) and fields it has beyond the shape's are left alone. A record that
-    does not fit is read as Unreadable("not a valid <kind>: <field>: <why>")."""
+    """Records named `name` must be JSON of `shape`, as pydantic validates it.
+
+    `shape` is a dataclass or TypedDict; in a JSON-lines file, each line must fit it.
+    Validation is strict: a string is never read as a number.
+    Fields a record lacks take their defaults (a record written before they were added).
+    Fields it has beyond the shape's are left alone.
+    A record that does not fit is read as Unreadable("not a valid <kind>: <field>: <why>").
+    """
     _CHECKS[name] = functools.partial(_json_misfit, kind, shape, name.endswith(".jsonl"))
 
 
@@ -174,7 +195,10 @@ def _json_misfit(kind: str, shape: Any, by_line: bool, data: bytes, value: Any) 
 
 
 def _said(error) -> str:
-    """A pydantic ValidationError as one line: the fields that do not fit (the first three), why, and what they hold."""
+    """A pydantic ValidationError as one line.
+
+    It names the fields that do not fit (the first three), why, and what they hold.
+    """
     said = []
     for detail in error.errors(include_url=False)[:3]:
         where = ".".join(map(str, detail["loc"]))
@@ -185,7 +209,11 @@ def _said(error) -> str:
 
 
 def read_record(path: Path) -> Any:
-    """The record at `path` (JSON, JSON lines, or a Parquet file opened), None if there is none, or Unreadable."""
+    """The record at `path`: JSON, JSON lines, or a Parquet file opened.
+
+    Returns:
+        The record, None if there is none, or Unreadable.
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -208,7 +236,10 @@ def read_record(path: Path) -> Any:
 
 
 def known_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    """The items of `data` that are fields of the dataclass `cls`: a record written by another version may hold more."""
+    """The items of `data` that are fields of the dataclass `cls`.
+
+    A record written by another version may hold more.
+    """
     names = {field.name for field in dataclasses.fields(cls)}
     return {key: value for key, value in data.items() if key in names}
 
@@ -224,7 +255,11 @@ def read_json(path: Path) -> Any:
 
 
 def quarantine(path: Path) -> Path | None:
-    """Move an unreadable record aside as NAME.corrupt-<time>; where it went (None if it could not be moved)."""
+    """Move an unreadable record aside as NAME.corrupt-<time>.
+
+    Returns:
+        Where it went, or None if it could not be moved.
+    """
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     aside = path.with_name(f"{path.name}.corrupt-{stamp}")
     try:
@@ -235,7 +270,7 @@ def quarantine(path: Path) -> Path | None:
 
 
 def write_jsonl(path: Path, lines: list[str]) -> None:
-    """Lines already serialised (one JSON value each, see `json_line`): one file, however many."""
+    """Lines already serialised (one JSON value each, see `json_line`) in one file, however many."""
     atomic_write(path, "".join(line + "\n" for line in lines).encode())
 
 
@@ -244,8 +279,10 @@ def json_line(value: Any) -> str:
 
 
 def readable_lines(path: Path) -> list[Any]:
-    """The lines of a JSON-lines file that can still be read and hold what a line must (of a cut or damaged file,
-    the others)."""
+    """The lines of a JSON-lines file that can still be read and hold what a line must.
+
+    Of a cut or damaged file, these are the others.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError:
@@ -277,8 +314,10 @@ def _steps_misfit(data: bytes, steps_file: Any) -> str | None:
 
 
 def _columns_misfit(schema: Any) -> str | None:
-    """Every reader of a step file takes its columns by name: each once, the step times and every phase's in
-    numbers, the warm-up flags in booleans."""
+    """Every reader of a step file takes its columns by name.
+
+    It takes each column once: the step times and every phase's as numbers, the warm-up flags as booleans.
+    """
     import pyarrow as pa
 
     twice = sorted({name for name in schema.names if schema.names.count(name) > 1})
@@ -296,7 +335,10 @@ def _columns_misfit(schema: Any) -> str | None:
 
 
 def _flags_misfit(steps_file: Any) -> str | None:
-    """The views compare measured steps: a step file needs one, and every step flagged warm-up or not."""
+    """A step file needs a measured step, and every step flagged warm-up or not.
+
+    The views compare measured steps.
+    """
     warmup = steps_file.read(columns=["warmup"], use_threads=False).column(0)
     if warmup.null_count:
         return f"{warmup.null_count} of its {len(warmup)} steps have no warmup flag"

@@ -1,9 +1,13 @@
-"""One launcher at a time per sweep folder: an exclusive lock (fcntl.flock) on <sweep_dir>/.lock, held for as
-long as a launch submits and follows its runs.
+"""One launcher at a time per sweep folder.
 
-A second launch or resume of the same folder is refused at once, naming the holder (host, pid, since when,
-its command), which the lock file records. The kernel releases the lock of a process that dies, however it
-dies, so a crashed launcher leaves nothing to clean up. Reading a sweep (status, table, report) never needs it.
+It takes an exclusive lock (fcntl.flock) on <sweep_dir>/.lock.
+It holds the lock for as long as a launch submits and follows its runs.
+
+A second launch or resume of the same folder is refused at once.
+The refusal names the holder (host, pid, since when, its command), which the lock file records.
+The kernel releases the lock of a process that dies, however it dies.
+So a crashed launcher leaves nothing to clean up.
+Reading a sweep (status, table, report) never needs the lock.
 """
 
 import contextlib
@@ -35,7 +39,10 @@ def holder(sweep_dir: Path) -> str:
 
 @contextlib.contextmanager
 def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
-    """Hold the sweep folder's lock while the block runs; SweepLocked if another launcher holds it."""
+    """Hold the sweep folder's lock while the block runs.
+
+    Raises SweepLocked if another launcher holds it.
+    """
     path = Path(sweep_dir) / LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

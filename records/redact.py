@@ -1,9 +1,15 @@
-"""What leaves the machine (W&B config and artifacts, the HTML report) without secrets or the home directory.
+"""What leaves the machine without secrets or the home directory.
 
-Redacted (shown as ***): launcher.setup, launcher.srun_args and launcher.sbatch_extra (shell lines and
-scheduler options, where an `export HF_TOKEN=...` lives), every key whose name says it holds a secret
-(TOKEN, KEY, SECRET, PASSWORD...) and every `NAME=VALUE` with such a name inside a string; the home
-directory shows as `~`. The local records keep everything: `resume` needs the launcher settings.
+That is W&B config and artifacts, and the HTML report.
+These are redacted (shown as ***):
+
+- launcher.setup, launcher.srun_args and launcher.sbatch_extra: shell lines and scheduler options, where an
+  `export HF_TOKEN=...` lives;
+- every key whose name says it holds a secret (TOKEN, KEY, SECRET, PASSWORD...);
+- every `NAME=VALUE` with such a name inside a string.
+
+The home directory shows as `~`.
+The local records keep everything: `resume` needs the launcher settings.
 """
 
 import os
@@ -41,7 +47,10 @@ def redact_text(text: str) -> str:
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """A record (dicts, lists, strings) as it may leave the machine; `key` is its dotted place in the record."""
+    """A record (dicts, lists, strings) as it may leave the machine.
+
+    `key` is its dotted place in the record.
+    """
     if key and (secret_name(key.rsplit(".", 1)[-1]) or key.endswith(LAUNCHER_SHELL) or _under_shell(key)):
         return MASK
     if isinstance(value, dict):

@@ -1,4 +1,7 @@
-"""A run's state (status.json): what it is doing, how its earlier attempts ended, and why it failed."""
+"""A run's state (status.json).
+
+It says what the run is doing, how its earlier attempts ended, and why it failed.
+"""
 
 import dataclasses
 from pathlib import Path
@@ -10,9 +13,11 @@ from perfsweep.records.files import STATUS, Unreadable, declare, known_fields, q
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"
 WRITTEN = (PENDING, RUNNING, DONE, FAILED)  # what a run (or its launcher) writes in status.json
-# Found by `status`, never written. lost: its job has ended without a final record; unreadable: a record of
-# the run cannot be read (it is not done: a launch or resume moves the file aside and runs it again);
-# unknown: not finished, and the scheduler did not answer whether its job is alive.
+# Found by `status`, never written:
+# - lost: its job has ended without a final record;
+# - unreadable: a record of the run cannot be read. It is not done: a launch or resume moves the file aside and
+#   runs it again;
+# - unknown: not finished, and the scheduler did not answer whether its job is alive.
 LOST, UNREADABLE, UNKNOWN = "lost", "unreadable", "unknown"
 STATES = (*WRITTEN, LOST, UNREADABLE, UNKNOWN)
 FINAL = (DONE, FAILED)
@@ -28,7 +33,10 @@ class RunError:
     known: str | None = None  # the known upstream issue it is (its address: train/known_issues.py)
 
     def line(self, limit: int = 300) -> str:
-        """`Type: first line of its message` (`Type [known: address]: ...` for a known issue), cut to `limit`."""
+        """`Type: first line of its message`, cut to `limit`.
+
+        A known issue reads `Type [known: address]: ...`.
+        """
         lines = self.message.strip().splitlines()
         kind = f"{self.type} [known: {self.known}]" if self.known else self.type
         text = f"{kind}: {lines[0]}" if lines else kind
@@ -36,7 +44,7 @@ class RunError:
 
 
 class Interrupted(TypedDict):
-    """How a run that is pending again was stopped: by what, when, and why where it is known."""
+    """How a run that is pending again was stopped: by what, when, and why (where it is known)."""
 
     type: str  # KeyboardInterrupt, SystemExit, JobEnded...
     at: str
@@ -45,7 +53,10 @@ class Interrupted(TypedDict):
 
 @dataclasses.dataclass(frozen=True)
 class Status:
-    """What status.json holds. A run without one is pending (planned, not started)."""
+    """What status.json holds.
+
+    A run without one is pending (planned, not started).
+    """
 
     state: str = PENDING
     updated_at: str | None = None
@@ -65,11 +76,15 @@ class Status:
     interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)
     warnings: tuple[str, ...] = ()  # what went wrong beside the run (W&B)
-    # where the run's time went, in seconds: startup_s (its process's start, or the previous run's end in the
-    # same process, to its first step), warmup_s (its warm-up steps), window_s (the measured window), records_s
-    # (from the window's end to its records written), counted_s (of which: the steps counted for syncs and FLOPs,
-    # and the probes of the GPU's neighbours and clocks), summarized_s (the summary made), written_s (the step rows
-    # and summary written), wandb_s
+    # where the run's time went, in seconds:
+    # - startup_s: from its process's start (or the previous run's end in the same process) to its first step;
+    # - warmup_s: its warm-up steps;
+    # - window_s: the measured window;
+    # - records_s: from the window's end to its records written. Of which:
+    #   - counted_s: the steps counted for syncs and FLOPs, and the probes of the GPU's neighbours and clocks;
+    #   - summarized_s: the summary made;
+    #   - written_s: the step rows and summary written;
+    #   - wandb_s
     timing: dict[str, float] | None = None
     unreadable: str | None = None  # read, not written: why status.json could not be read; the run is pending
 
@@ -93,7 +108,10 @@ class Status:
         return {k: v for k, v in data.items() if (v is not None or k in keep) and k != "unreadable"}
 
     def history(self) -> list[dict[str, Any]]:
-        """The attempts, this one added if it started: what a new start of the run keeps of the past."""
+        """The attempts, this one added if it started.
+
+        That is what a new start of the run keeps of the past.
+        """
         if self.started_at is None:
             return list(self.attempts)
         cause = self.error.type if self.error else (self.interrupted or {}).get("type")
@@ -107,7 +125,7 @@ class Status:
         return self.error.line(limit) if self.error else ""
 
     def why_not_done(self, limit: int = 300) -> str:
-        """A failed run's error, a pending one's interruption ('' where neither is known)."""
+        """A failed run's error, or a pending one's interruption ('' where neither is known)."""
         return self.error_line(limit) or (self.interrupted or {}).get("reason", "")[:limit]
 
 
@@ -116,9 +134,13 @@ declare(STATUS, "status", Status)
 
 
 def read_status(run_dir: Path, move_aside: bool = False) -> Status:
-    """The run's status: pending if it has none; if it cannot be read (or is not a status), pending with
-    `unreadable` saying why (and, with `move_aside`, which the run or its launcher asks for before writing a new one,
-    moved aside)."""
+    """The run's status.
+
+    A run with no status is pending.
+    A status that cannot be read (or is not a status) reads as pending, with `unreadable` saying why.
+    With `move_aside`, the file is also moved aside.
+    The run or its launcher asks for that before writing a new one.
+    """
     path = Path(run_dir) / STATUS
     record = read_record(path)
     if record is None:

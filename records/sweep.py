@@ -1,8 +1,8 @@
 """A sweep folder's own files: its manifest (sweep.json), its planned runs (runs.jsonl), their jobs (jobs.json).
 
-Each can be rebuilt from the run folders when it cannot be read: readers get the rebuilt value (and, given a
-list, the Unreadable found); a launcher, holding the sweep's lock, writes it back with `repair` and moves the
-broken file aside.
+Each can be rebuilt from the run folders when it cannot be read.
+Readers get the rebuilt value, and, given a list, the Unreadable found.
+A launcher, holding the sweep's lock, writes it back with `repair` and moves the broken file aside.
 """
 
 import dataclasses
@@ -30,9 +30,11 @@ from perfsweep.records.files import (
 )
 from perfsweep.records.status import read_status
 
-# Sweep files that had other names. A sweep keeps the name it was launched under (its folder, its records, the
-# command a resume replays); this gives the file it reads now. It is here, in the records, because the planner
-# (a resume) and the analysis (published figures) both read old sweeps, and only the records sit below both.
+# Sweep names that read a sweep file of another name.
+# A sweep keeps the name it was launched under: its folder, its records, the command a resume replays.
+# This map gives the file that name reads.
+# It is here, in the records, because two stages read such sweeps: the planner (a resume) and the analysis
+# (published figures). Only the records sit below both.
 RENAMED_SWEEPS = {
     "seed000_subclass": "subclass_slowdown",
     "seed000_t4": "subclass_slowdown_t4",
@@ -44,7 +46,7 @@ RENAMED_SWEEPS = {
 
 
 def sweep_file_name(name: str) -> str:
-    """The name of the sweep file (and published figures) that the sweep named `name` reads now."""
+    """The name of the sweep file (and published figures) that the sweep named `name` reads."""
     return RENAMED_SWEEPS.get(name, name)
 
 
@@ -95,7 +97,7 @@ class Job(TypedDict):
 
     job_id: str
     log: str | None
-    launcher: NotRequired[str]  # recorded since a sweep's runs could go to more than one launcher
+    launcher: NotRequired[str]  # which launcher: a sweep's runs can go to more than one
 
 
 declare(CONFIG, "config record", ConfigRecord)
@@ -120,7 +122,7 @@ def _run_folders(sweep_dir: Path) -> list[Path]:
 
 
 def rebuilt_manifest(sweep_dir: Path) -> dict[str, Any]:
-    """sweep.json from the planned runs and, for its uid (which W&B run ids begin with), the runs' statuses."""
+    """sweep.json from the planned runs, and the runs' statuses for its uid (which W&B run ids begin with)."""
     uids = {read_status(folder).tracker_id or "" for folder in _run_folders(sweep_dir)}
     uid = next((u.split("-")[0] for u in sorted(uids) if "-" in u), None)
     runs = {name: row["run_id"] for name, row in planned_runs(sweep_dir).items()}
@@ -148,7 +150,11 @@ def rebuilt_jobs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def read_manifest(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, Any] | None:
-    """sweep.json: uid, created_at, runs (name -> run id), launches (at, argv, runs); None before the first launch."""
+    """sweep.json: uid, created_at, runs (name -> run id), launches (at, argv, runs).
+
+    Returns:
+        Those, or None before the first launch.
+    """
     return _read(Path(sweep_dir) / SWEEP, rebuilt_manifest, unreadable)
 
 
@@ -159,8 +165,11 @@ def planned_runs(sweep_dir: Path, unreadable: list[Unreadable] | None = None) ->
 
 
 def write_planned(sweep_dir: Path, lines: dict[str, str]) -> None:
-    """Add runs to runs.jsonl: run name -> its config record as one JSON line (`json_line`); a run planned
-    again replaces its line, the other lines are kept as they are."""
+    """Add runs to runs.jsonl: run name -> its config record as one JSON line (`json_line`).
+
+    A run planned again replaces its line.
+    The other lines are kept as they are.
+    """
     path = Path(sweep_dir) / RUNS
     kept = [line for line in (path.read_text().splitlines() if path.exists() else []) if line.strip()]
     write_jsonl(path, [line for line in kept if _name(line) not in lines] + list(lines.values()))
@@ -186,8 +195,13 @@ _REBUILD = {SWEEP: rebuilt_manifest, RUNS: rebuilt_planned, JOBS: rebuilt_jobs}
 
 
 def repair(sweep_dir: Path) -> list[str]:
-    """Move each unreadable sweep-level file aside and write it again, rebuilt from the run folders; what was
-    done, a line per file. (For a launcher, which holds the sweep's lock.)"""
+    """Move each unreadable sweep-level file aside and write it again, rebuilt from the run folders.
+
+    This is for a launcher, which holds the sweep's lock.
+
+    Returns:
+        What was done, a line per file.
+    """
     sweep_dir = Path(sweep_dir)
     done = []
     for name, rebuild in _REBUILD.items():

@@ -1,1 +1,4 @@
-"""Sweep definitions (one yaml per question or published table) and the planner that expands them."""
+"""Sweep definitions and the planner that expands them.
+
+Each definition is one yaml per question or published table.
+"""

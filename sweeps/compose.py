@@ -1,25 +1,35 @@
 """Hydra overrides -> one typed Config per run, fast enough for grids of thousands of runs.
 
-Composing every run with Hydra costs tens of milliseconds. But each axis of perfsweep is a
-config group whose option files only fill their own node (model/resnet50.yaml -> `model`), and
-most of a grid varies plain values (seed=range(0,100), optim.lr=...). So Hydra composes the base
-config once; a chosen option's node is its group's schema node merged with the option's file, as
-Hydra composes such a file; a run's config is the base with its options' nodes put in, and its
-plain values set, each distinct value validated and converted once by OmegaConf
-against the node it lands in, as Hydra itself applies a value override (OmegaConf.update).
-A key added to a dict field (+env.packages.numpy=2.2.6: a package version as an axis) is a plain value
-too. A run with anything else (another added key, a deleted one, an option file with its own defaults
-list or package, an interpolation) is composed by Hydra in full. Both ways give the same Config (tested).
+Composing every run with Hydra costs tens of milliseconds.
+But each axis of perfsweep is a config group whose option files only fill their own node.
+For example, model/resnet50.yaml fills `model`.
+And most of a grid varies plain values (seed=range(0,100), optim.lr=...).
+So Hydra composes the base config once.
+A chosen option's node is its group's schema node merged with the option's file.
+That is how Hydra composes such a file.
+A run's config is the base with its options' nodes put in and its plain values set.
+OmegaConf validates and converts each distinct value once, against the node it lands in.
+That is how Hydra itself applies a value override (OmegaConf.update).
+A key added to a dict field is a plain value too.
+An example is +env.packages.numpy=2.2.6: a package version as an axis.
+Hydra composes in full a run with anything else:
 
-The user's config dirs (hydra.searchpath, which --config-dir sets) hold options of the groups beside
-perfsweep's own. A group's value that is an import path (model=mylib.models.SmallCNN) is the group's
-default option with that `_target_`, named by the path's last part; so is `KEY._target_=PATH` set
-without a name.
+- another added key, or a deleted one;
+- an option file with its own defaults list or package;
+- an interpolation.
 
-Why the fast path stays (`python -m perfsweep.bench.plan_scale --runs 1000 --hydra 1000`, a 2-core AMD
-EPYC VM, Python 3.11): Hydra alone composed 1,000 runs in 93 and 97 s (two tries; about 15 minutes for
-10,000); this module planned them in 0.15 s, and 10,000 in 0.53 s (build_plan, composition and run specs
-together).
+Both ways give the same Config (tested).
+
+The user's config dirs (hydra.searchpath, which --config-dir sets) hold options of the groups beside perfsweep's own.
+A group's value can be an import path (model=mylib.models.SmallCNN).
+It is then the group's default option with that `_target_`, named by the path's last part.
+So is `KEY._target_=PATH` set without a name.
+
+Why the fast path stays, measured with `python -m perfsweep.bench.plan_scale --runs 1000 --hydra 1000`.
+The machine was a 2-core AMD EPYC VM with Python 3.11.
+Hydra alone composed 1,000 runs in 93 and 97 s (two tries), about 15 minutes for 10,000.
+This module planned them in 0.15 s, and 10,000 in 0.53 s.
+Those times include build_plan, composition and run specs.
 """
 
 import copy
@@ -52,7 +62,7 @@ class Setting:
     text: str  # as Hydra reads it: "model.image_size=64"
     key: str  # the dotted key it sets
     value: Any  # its parsed value
-    plain: bool  # a value Hydra sets with OmegaConf.update, needing no composition (an added one: where it can add)
+    plain: bool  # Hydra sets it with OmegaConf.update, no composition (an added one: where it can add)
     added: bool = False  # +key=value: Hydra adds the key, and refuses one that is there
 
 
@@ -119,8 +129,11 @@ def default_options() -> dict[str, str]:
 
 
 def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
-    """The options installed packages declare (conf/plugins.py), registered where Hydra finds them; and the problems
-    (a name declared twice)."""
+    """Registers the options installed packages declare (conf/plugins.py) where Hydra finds them.
+
+    Returns:
+        The problems (a name declared twice).
+    """
     found, problems = plugins.plugins()
     chosen = default_options()
     defaults = {g: OmegaConf.to_container(OmegaConf.load(CONF_DIR / g / f"{chosen[g]}.yaml")) for g in TARGET_GROUPS}
@@ -139,8 +152,11 @@ def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
 
 
 class Options:
-    """Where one composition's group options come from: files (perfsweep's conf/, the user's config dirs), the
-    options installed packages declare, and import paths. Each lookup is made once."""
+    """Where one composition's group options come from.
+
+    They come from files (perfsweep's conf/, the user's config dirs), installed packages and import paths.
+    Each lookup is made once.
+    """
 
     def __init__(self, dirs: tuple[Path, ...], found: list[plugins.Plugin]):
         self.dirs = dirs
@@ -161,7 +177,7 @@ class Options:
         return self.plugin(group, option) is not None if path is None else _simple_file(path)
 
     def is_target(self, setting: Setting) -> bool:
-        """A choice of model, input_type or workload that is an import path, where no option has that name."""
+        """A choice of model, input_type or workload that is an import path where no option has that name."""
         group, option = setting.key, setting.value
         return (
             _is_choice(setting)
@@ -173,13 +189,16 @@ class Options:
 
 
 def searchpath(dirs: tuple[Path, ...]) -> list[str]:
-    """The override that puts the user's config dirs on Hydra's search path (after perfsweep's conf/)."""
+    """The override that puts the user's config dirs on Hydra's search path, after perfsweep's conf/."""
     return [f"{SEARCHPATH}=[{','.join(f'file://{d}' for d in dirs)}]"] if dirs else []
 
 
 def _labelled(node: Any, group: str, keys: set[str]) -> Any:
-    """A group's node whose `_target_` the run set (its settings' `keys`): named by the path's last part where the
-    run set no name; a workload named by it (a workload axis)."""
+    """A group's node whose `_target_` the run set (its settings' `keys`).
+
+    Where the run set no name, the node is named by the path's last part.
+    A workload is named by it too (a workload axis).
+    """
     if group not in TARGET_GROUPS or f"{group}._target_" not in keys:
         return node
     named = named_node(group, dataclasses.asdict(node), node.name, node._target_)
@@ -202,17 +221,26 @@ class Composer:
         self.nodes: dict[tuple, Any] = {}
 
     def _option(self, group: str, option: str) -> tuple[DictConfig, Any]:
-        """The group's node with a simple option chosen, as Hydra composes it: the schema's node merged with the
-        option's file (the primary config sets nothing in a group). Returned in a config of its own, to validate
-        values against, and as its typed object."""
+        """The group's node with a simple option chosen, as Hydra composes it.
+
+        That is the schema's node merged with the option's file.
+        The primary config sets nothing in a group.
+
+        Returns:
+            The node in a config of its own, to validate values against, and as its typed object.
+        """
         if (group, option) not in self.options:
             node = OmegaConf.merge(self.schema[group], self._content(group, option))
             self.options[group, option] = (OmegaConf.create({group: node}), OmegaConf.to_object(node))
         return self.options[group, option]
 
     def _content(self, group: str, option: str) -> Any:
-        """What an option sets: its file's content; for an installed package's option or an import path, the
-        group's default option with its name and _target_."""
+        """What an option sets.
+
+        For a file, that is its content.
+        For an installed package's option or an import path, it is the group's default option.
+        Its name and _target_ are those of the package's option or the import path.
+        """
         path = self.sources.file(group, option)
         if path is not None:
             return OmegaConf.load(path)
@@ -253,10 +281,11 @@ class Composer:
         return isinstance(node, dict) and leaf not in node
 
     def _node(self, name: str, choice: str, settings: tuple[Setting, ...]) -> Any:
-        """Field `name` of a run's config: its option's node (or the base's) with the run's plain values for it set.
+        """Field `name` of a run's config: its option's node (or the base's) with the run's plain values set.
 
-        Built once per distinct option and values, and shared by the runs that have them: planned configs are
-        values, never changed, so a grid of thousands of runs holds a few dozen nodes.
+        It is built once per distinct option and values, and shared by the runs that have them.
+        Planned configs are values, never changed.
+        So a grid of thousands of runs holds a few dozen nodes.
         """
         key = (name, choice, tuple((s.key, repr(s.value)) for s in settings))
         if key not in self.nodes:
@@ -286,16 +315,22 @@ class Composer:
 
 
 def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
-    """The run's overrides as Hydra takes them: an import path chosen for a group is its default option's
-    _target_ and name, set first (before the values the run sets, as a choice is)."""
+    """The run's overrides as Hydra takes them.
+
+    An import path chosen for a group becomes its default option's _target_ and name.
+    These are set first, before the values the run sets, as a choice is.
+    """
     chosen = [s for s in run if options.is_target(s)]
     paths = [text for s in chosen for text in (f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}")]
     return searchpath(options.dirs) + paths + [s.text for s in run if s not in chosen]
 
 
 def as_hydra_takes(overrides: list[str], dirs: tuple[Path, ...]) -> list[str]:
-    """Overrides as Hydra's own flags take them (--cfg job): an import path chosen for a group as its _target_ and
-    name. A sweep (a,b) is left as it is, for Hydra to say what it says of it."""
+    """Overrides as Hydra's own flags take them (--cfg job).
+
+    An import path chosen for a group becomes its _target_ and name.
+    A sweep (a,b) is left as it is, for Hydra to say what it says of it.
+    """
     try:
         runs = expand(overrides)
     except ValueError:  # a sweep with no list of values: Hydra says what it says of it
@@ -306,8 +341,10 @@ def as_hydra_takes(overrides: list[str], dirs: tuple[Path, ...]) -> list[str]:
 
 
 def composed_by_hydra(run: list[Setting], options: Options) -> Config:
-    """The run's Config as Hydra composes it, checked once more against the schema: a value an interpolation gave
-    (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type."""
+    """The run's Config as Hydra composes it, checked once more against the schema.
+
+    A value an interpolation gave (launcher.gpus=${steps}) is resolved only here, past Hydra's own check of its type.
+    """
     overrides = hydra_overrides(run, options)
     composed = compose(config_name="config", overrides=overrides)
     missing = OmegaConf.missing_keys(composed)
@@ -328,8 +365,9 @@ def _missing(keys: list[str]) -> str:
 def compose_all(
     runs: list[list[Setting]], reuse: bool = True, dirs: tuple[Path, ...] = ()
 ) -> tuple[list[Config], dict[str, str]]:
-    """Every run's Config, and every distinct error with the first run that has it; `dirs`: the user's config dirs.
+    """Every run's Config, and every distinct error with the first run that has it.
 
+    `dirs` are the user's config dirs.
     `reuse=False` composes every run with Hydra from scratch (what the templates must equal).
     """
     configs, errors = [], {}

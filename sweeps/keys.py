@@ -1,8 +1,9 @@
 """The keys of overrides, checked against the schema before anything is composed.
 
-A key that is not in the schema is refused with the keys that are there and the nearest one, never ignored; `+`
-adds a key only inside a dict field (model.kwargs, env.packages...), where what it adds is read. Hydra's own
-settings (hydra.*) are Hydra's to check.
+A key that is not in the schema is refused, never ignored.
+The refusal names the keys that are there and the nearest one.
+`+` adds a key only inside a dict field (model.kwargs, env.packages...), where what it adds is read.
+Hydra's own settings (hydra.*) are Hydra's to check.
 """
 
 import dataclasses
@@ -52,7 +53,11 @@ def problem(text: str) -> str:
 
 
 def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
-    """What is wrong with override key `key` ("" where the schema has it, or `+` adds it inside a dict field)."""
+    """What is wrong with override key `key`.
+
+    Returns:
+        The problem, or "" where the schema has the key or `+` adds it inside a dict field.
+    """
     shown = shown or f"{'+' if added else ''}{key}={value}"
     key = key.split("@")[0]  # KEY@PACKAGE: Hydra's
     if key.split(".")[0].split("/")[0] == "hydra":  # hydra.searchpath, hydra/job_logging=...

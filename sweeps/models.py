@@ -1,13 +1,15 @@
 """Model sets and default sizes, resolved when the plan is made.
 
-A model set is one value that names many models, `model.name=timm:resnet*,convnext_t*` (timm's `list_models`
-patterns): it becomes one value per model (a sweep over them, with model.source=timm). A pattern's
-pretrained tag is ignored (`resnet50.a1_in1k` is `resnet50`); a pattern that matches nothing is a problem
-naming the nearest names.
+A model set is one value that names many models: `model.name=timm:resnet*,convnext_t*`.
+Its patterns are timm's `list_models` patterns.
+It becomes one value per model: a sweep over them, with model.source=timm.
+A pattern's pretrained tag is ignored (`resnet50.a1_in1k` is `resnet50`).
+A pattern that matches nothing is a problem naming the nearest names.
 
-`model.image_size=default` is each model's own default input size, as timm's benchmark tables use: timm's
-pretrained config (`input_size`), torchvision's default weights' crop size. It is resolved per run, so the
-run's records (and its identity) hold the size it ran at.
+`model.image_size=default` is each model's own default input size, as timm's benchmark tables use.
+That is timm's pretrained config (`input_size`), or torchvision's default weights' crop size.
+It is resolved per run.
+So the run's records (and its identity) hold the size it ran at.
 """
 
 import dataclasses
@@ -20,8 +22,11 @@ DEFAULT_SIZE = 0  # what `model.image_size=default` composes to, until the run's
 
 
 def expand_model_sets(overrides: list[str]) -> tuple[list[str], list[str]]:
-    """`overrides` with each model set replaced by the models it names; and the problems (patterns that match
-    nothing)."""
+    """Replaces each model set in `overrides` by the models it names.
+
+    Returns:
+        The overrides, and the problems (patterns that match nothing).
+    """
     expanded, problems = [], []
     for override in overrides:
         key, _, value = override.partition("=")
@@ -66,7 +71,11 @@ def default_image_size(source: str, name: str) -> int | None:
 
 
 def with_default_sizes(configs: list[Config]) -> tuple[list[Config], list[str]]:
-    """Each config with model.image_size=default resolved to its model's size; the problems (no size known)."""
+    """Resolves model.image_size=default in each config to its model's size.
+
+    Returns:
+        The configs, and the problems (no size known).
+    """
     resolved, problems = [], []
     for config in configs:
         model = config.model

@@ -1,16 +1,21 @@
 """Sweep file + Hydra overrides -> a validated, de-duplicated list of RunSpecs.
 
-A sweep file (sweeps/<name>.yaml) holds `params` in the form of Hydra's
-`hydra.sweeper.params`: axis -> value, comma-separated values or a list; or `grids`, a
-list of such params whose runs the sweep runs together (for grids that are not
-one product, e.g. different impls per workload). `scales` names smaller sizes of
-the sweep (`scale=cpu`, `scale=smoke`): params applied after every grid's (or
-one per grid, as a list). The command line's overrides come last, so they
-narrow, widen or replace any axis. Every run's config is composed by Hydra
-before anything runs; all composition errors are reported together.
+A sweep file (sweeps/<name>.yaml) holds one of two things:
 
-The user's config dirs (hydra.searchpath, which --config-dir sets) add sweep files (DIR/sweeps/*.yaml) and
-group options (DIR/model/*.yaml...) to perfsweep's; a name that both have is refused, never shadowed.
+- `params` in the form of Hydra's `hydra.sweeper.params`: axis -> value, comma-separated values or a list;
+- `grids`, a list of such params whose runs the sweep runs together.
+
+Grids serve sweeps that are not one product, e.g. different impls per workload.
+`scales` names smaller sizes of the sweep (`scale=cpu`, `scale=smoke`).
+A scale's params apply after every grid's (or one per grid, as a list).
+The command line's overrides come last.
+So they narrow, widen or replace any axis.
+Hydra composes every run's config before anything runs.
+All composition errors are reported together.
+
+The user's config dirs (hydra.searchpath, which --config-dir sets) add to perfsweep's own.
+They add sweep files (DIR/sweeps/*.yaml) and group options (DIR/model/*.yaml...).
+A name that both have is refused, never shadowed.
 """
 
 import dataclasses
@@ -77,8 +82,11 @@ def sweep_path(name: str, dirs: tuple[Path, ...] = ()) -> Path:
 
 
 def published_file(name: str, dirs: tuple[Path, ...]) -> Path | None:
-    """The published figures of a config dir's sweep (DIR/sweeps/published/<name>.yaml, beside its sweep file), if
-    it has them. perfsweep's own sweeps keep theirs (sweeps/published/)."""
+    """The published figures of a config dir's sweep, if it has them.
+
+    They sit in DIR/sweeps/published/<name>.yaml, beside its sweep file.
+    perfsweep's own sweeps keep theirs in sweeps/published/.
+    """
     sweep = sweep_path(name, dirs)
     figures = sweep.parent / "published" / sweep.name
     return figures if sweep.parent != SWEEPS_DIR and figures.is_file() else None
@@ -91,7 +99,10 @@ def shown_path(path: Path) -> str:
 
 
 def _folder(entry: str) -> Path:
-    """A search path entry's folder: file://PATH, pkg://package.folder (found without importing it), or PATH."""
+    """A search path entry's folder.
+
+    The entry is file://PATH, pkg://package.folder (found without importing it), or PATH.
+    """
     if entry.startswith("pkg://"):
         top, *inner = entry.removeprefix("pkg://").split(".")
         spec = importlib.util.find_spec(top)
@@ -101,8 +112,14 @@ def _folder(entry: str) -> Path:
 
 
 def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
-    """The user's config dirs that `overrides` put on the search path (hydra.searchpath=[...]), and the other
-    overrides. PlanError for one that is not a folder, or that names a sweep or an option perfsweep has."""
+    """Splits the user's config dirs that `overrides` put on the search path (hydra.searchpath=[...]) from the rest.
+
+    Raises PlanError for a dir that is not a folder.
+    It also raises one for a dir that names a sweep or an option perfsweep has.
+
+    Returns:
+        The config dirs, and the other overrides.
+    """
     parser = OverridesParser.create()
     entries = [o for o in parser.parse_overrides(overrides) if o.get_key_element().lstrip("+") == SEARCHPATH]
     rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != SEARCHPATH]
@@ -118,8 +135,12 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
 
 
 def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
-    """A sweep file or group option with the name of another: a config dir's or an installed package's (entry
-    points) with that of one of perfsweep's, or of an earlier one's; and a name two packages declare."""
+    """Names given twice among sweep files and group options.
+
+    A config dir's or an installed package's (entry points) may take a name of perfsweep's.
+It may also take the name of an earlier dir's or package's.
+    Two packages may declare one name.
+    """
     seen: dict[tuple[str, str], str] = {}
     found, problems = compose.installed_plugins()
     for sweeps, groups in [(SWEEPS_DIR, CONF_DIR), *((d / "sweeps", d) for d in dirs)]:
@@ -135,7 +156,10 @@ def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
 
 
 def _as_overrides(params: dict | None) -> list[str]:
-    """A sweep file's params as overrides; a list value is swept, as its items joined by commas would be."""
+    """A sweep file's params as overrides.
+
+    A list value is swept, as its items joined by commas would be.
+    """
     items = (params or {}).items()
     return [f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}" for key, value in items]
 
@@ -196,7 +220,10 @@ _NAMED_KEY = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=|Could not find '(\w+)/|merg
 
 
 def explain(problem: str, origins: dict[str, str]) -> str:
-    """Add to a problem that starts with KEY=VALUE (or names a group option Hydra could not find) what set it."""
+    """Adds what set it to a problem that starts with KEY=VALUE.
+
+    That includes a problem that names a group option Hydra could not find.
+    """
     match = _NAMED_KEY.search(problem)
     if not match:
         return problem
@@ -208,7 +235,10 @@ def explain(problem: str, origins: dict[str, str]) -> str:
 
 
 def expand(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[list[Setting]]:
-    """Each grid of the sweep file at its scale, then the command line's overrides -> the settings of each run."""
+    """The settings of each run.
+
+    They come from each grid of the sweep file at its scale, then the command line's overrides.
+    """
     parser = OverridesParser.create()
     try:
         name = _chosen(parser, overrides, "sweep", Config.sweep)
@@ -231,7 +261,11 @@ def _models(overrides: list[str]) -> list[str]:
 def compose_runs(
     runs: list[list[Setting]], sources: dict[str, str] | None = None, dirs: tuple[Path, ...] = ()
 ) -> tuple[list[Config], list[str]]:
-    """Each run's typed config that composes, and every distinct composition error with the run it is in."""
+    """Each run's typed config that composes.
+
+    Returns:
+        Those configs, and every distinct composition error with the run it is in.
+    """
     configs, errors = compose.compose_all(runs, dirs=dirs)
     return configs, [
         f"{explain(message, sources or {})}{_hint(message)}\n  (in the run: {run})" for message, run in errors.items()
@@ -248,8 +282,10 @@ def _nearest(value: str, allowed: list[str]) -> str:
 
 
 def _hint(message: str) -> str:
-    """What to write instead, for the composition errors whose fix is not in Hydra's message: the nearest of the
-    values allowed, and what else a model may be."""
+    """What to write instead, for the composition errors whose fix is not in Hydra's message.
+
+    That is the nearest of the values allowed, and what else a model may be.
+    """
     if "is not a ListConfig" in message:
         return " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
     outside = _OUTSIDE_SET.search(message)
@@ -276,7 +312,7 @@ SHAPED = ("num_classes", "in_chans")  # model settings that shape the synthetic 
 
 
 def shaped_in_kwargs(configs: list[Config]) -> list[str]:
-    """model.kwargs that would give the model another class count or channel count than the batch has."""
+    """model.kwargs that would give the model another class or channel count than the batch has."""
     found = dict.fromkeys(
         (key, config.model.kwargs[key]) for config in configs for key in SHAPED if key in config.model.kwargs
     )
@@ -288,8 +324,12 @@ def shaped_in_kwargs(configs: list[Config]) -> list[str]:
 
 
 def named_twice(configs: list[Config]) -> list[str]:
-    """A name given to two things in one sweep (a model of the user's and one of timm's, two tensor types of one
-    class name): the table, which shows them by name, would take them for one configuration."""
+    """A name given to two things in one sweep.
+
+    One example is a model of the user's and one of timm's.
+Another is two tensor types of one class name.
+    The table shows them by name, so it would take them for one configuration.
+    """
     problems = []
     for group in TARGET_GROUPS:
         things: dict[str, set[str]] = {}
@@ -317,9 +357,14 @@ def _sweep_dir(config: Config) -> Path:
 def replicated(configs: list[Config]) -> list[Config]:
     """Each configuration `repeats` times (replicate r: seed + r), in the sweep's run order.
 
-    interleaved runs every configuration once before any runs twice (A B C A B C), so drift over time
-    (clocks, heat, neighbours) spreads over all configurations instead of posing as an effect; shuffled
-    is a seeded random order; grouped runs each configuration's replicates back to back.
+    The orders are:
+
+    - interleaved runs every configuration once before any runs twice (A B C A B C);
+    - shuffled is a seeded random order;
+    - grouped runs each configuration's replicates back to back.
+
+    Interleaving spreads drift over time (clocks, heat, neighbours) over all configurations.
+    So drift does not pose as an effect.
     """
     settings = configs[0]
     auto = settings.auto
@@ -384,8 +429,9 @@ def _parse_reason(override: str, error: OverrideParseException) -> str:
 def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
-    A run that does not compose raises PlanError; a `partial` plan keeps the runs that do and
-    carries the errors in `problems`, so they are reported with every other problem of the sweep.
+    A run that does not compose raises PlanError.
+    A `partial` plan keeps the runs that do, and carries the errors in `problems`.
+    So they are reported with every other problem of the sweep.
     """
     unreadable = unreadable_overrides(overrides)
     if unreadable:

@@ -14,8 +14,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
 
 def run_fields(config: Config) -> dict[str, Any]:
-    """The fields that define what a run measures: those its workload reads (no launcher, tracker or sweep
-    settings, and not the workload's declaration, which is not a setting)."""
+    """The fields that define what a run measures: those its workload reads.
+
+    Launcher, tracker and sweep settings are left out.
+    So is the workload's declaration, which is not a setting.
+    """
     reads = config.workload.reads
     names = [name for name in RUN_FIELDS if name in READ_BY_EVERY_WORKLOAD or name in reads]
     fields = {name: _identity_value(getattr(config, name)) for name in names}
@@ -26,14 +29,20 @@ def run_fields(config: Config) -> dict[str, Any]:
 
 
 def unset(config: Config) -> set[str]:
-    """Run fields at what a run was before they existed, left out of its identity so that earlier sweeps' runs
-    are found again: perfsweep's own environment (torch=current, no env.packages), one process (dist=none)."""
+    """Run fields left out of a run's identity at what a run was before they existed.
+
+    So earlier sweeps' runs are found again.
+    They are perfsweep's own environment (torch=current, no env.packages) and one process (dist=none).
+    """
     return ({*ENV_FIELDS} if not env_axes(config) else set()) | ({"dist"} if config.dist.name == "none" else set())
 
 
 def _identity_names(node: Any) -> tuple[str, ...]:
-    """The fields of a config node that count in a run's identity: not a workload's declaration, and not a field
-    of IDENTITY_WHEN_SET at its default."""
+    """The fields of a config node that count in a run's identity.
+
+    A workload's declaration does not count.
+    Nor does a field of IDENTITY_WHEN_SET at its default.
+    """
     return tuple(
         f.name
         for f in sorted(dataclasses.fields(node), key=lambda f: f.name)
@@ -46,7 +55,7 @@ def _default(field: dataclasses.Field) -> Any:
 
 
 def _identity_value(value: Any) -> Any:
-    """A run field's value as its identity counts it (a node: the fields _identity_names gives)."""
+    """A run field's value as its identity counts it (for a node: the fields _identity_names gives)."""
     if not dataclasses.is_dataclass(value):
         return value
     whole = dataclasses.asdict(value)
@@ -86,9 +95,9 @@ class _Json(str):
 def canonical_json(value: Any) -> str:
     """json.dumps(value, sort_keys=True, default=str), with each config node (dataclass) serialised once.
 
-    The runs of a grid share the nodes they do not change (sweeps/compose.py), so the records and ids of a
-    10,000-run plan serialise a few dozen nodes rather than 10,000 configs. Configs are values: a planned
-    node is never changed.
+    The runs of a grid share the nodes they do not change (sweeps/compose.py).
+    So a 10,000-run plan's records and ids serialise a few dozen nodes rather than 10,000 configs.
+    Configs are values: a planned node is never changed.
     """
     kind = type(value)
     if kind is str:
@@ -130,13 +139,20 @@ ENV_FIELDS = ("torch", "env")
 
 
 def env_axes(config: Config) -> dict[str, str]:
-    """The package versions a run asks for beyond perfsweep's own environment, as axes: torch, then env.packages."""
+    """The package versions a run asks for beyond perfsweep's own environment, as axes.
+
+    Returns:
+        torch first, then env.packages.
+    """
     torch = {"torch": config.torch} if config.torch != "current" else {}
     return {**torch, **{name: str(version) for name, version in sorted(config.env.packages.items())}}
 
 
 def dist_axes(config: Config) -> dict[str, str]:
-    """A run across ranks is known by how (ddp, fsdp) and by how many ranks; one process by neither."""
+    """How a run across ranks is known: how (ddp, fsdp) and how many ranks.
+
+    One process is known by neither.
+    """
     if config.dist.name == "none":
         return {}
     return {"dist": str(config.dist.name), "world_size": str(config.dist.world_size)}
@@ -165,7 +181,10 @@ class RunSpec:
 
     @functools.cached_property
     def axes(self) -> dict[str, str]:
-        """The axes the run is known by (its columns, tags and folder name), as its workload declares them."""
+        """The axes the run is known by, as its workload declares them.
+
+        They are its columns, tags and folder name.
+        """
         workload = self.config.workload
         named = {axis: str(_lookup(self.config, key)) for axis, key in workload.axes.items()}
         sized = {field: str(getattr(workload, field)) for field in workload.sizes}
@@ -196,7 +215,7 @@ class RunSpec:
         }
 
     def record(self) -> dict[str, Any]:
-        """What a run folder's config.json holds (and its line of the sweep's runs.jsonl)."""
+        """What a run folder's config.json holds, and its line of the sweep's runs.jsonl."""
         return {**self._record(), "config": dataclasses.asdict(self.config)}
 
     def record_line(self) -> str:

@@ -1,4 +1,7 @@
-"""Whether a run's place in the sweep, or its clock, moved its time."""
+"""Whether a run's place in the sweep moved its time.
+
+Which runs' clocks drifted off the sweep's median.
+"""
 
 import math
 import statistics

@@ -154,7 +154,7 @@ def view(sweep_dir: Path) -> View | None:
     runs = load_sweep(sweep_dir)
     source = published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if source is None or not source.get("comparisons"):
-        return None  # a table of many models (no `comparisons`) is analysis/published_models.py's
+        return None  # a table of many models (no `comparisons`) is analysis/views/published_models.py's
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",

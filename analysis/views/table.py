@@ -134,7 +134,7 @@ def ordered(configs: list[Configuration]) -> list[Configuration]:
 
 
 def noisy(run: RunRecord) -> list[str]:
-    """Why a done run's step times are too spread to trust (analysis/summary.py), if they are."""
+    """Why a done run's step times are too spread to trust (analysis/statistics/steps.py), if they are."""
     steps = run.step_ms()
     return noise(steps, phase_stats(steps, interval=False))
 

@@ -205,7 +205,7 @@ class EnvConf:
 
 @dataclass
 class DistConf:
-    """A training step across ranks (train/dist.py): each rank a process, started by torch's elastic launcher
+    """A training step across ranks (train/ranks/): each rank a process, started by torch's elastic launcher
     from the run's own process (launcher=local), or a task of the run's Slurm job (launcher=slurm, on
     launcher.nodes nodes). dist=none, the default, is one process, as a run has always been."""
 

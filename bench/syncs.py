@@ -29,7 +29,8 @@ import torch
 from perfsweep.conf.schema import DistConf
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.build import configure_backends
-from perfsweep.train.dist import cpus_of_rank, launch_config, process_group
+from perfsweep.train.ranks.measure import cpus_of_rank
+from perfsweep.train.ranks.start import launch_config, process_group
 from perfsweep.train.syncs import HostReads, host_sync_places
 from perfsweep.train.timing import StepClock
 from perfsweep.train.window import make_workload, run_window, timed_steps

@@ -24,7 +24,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     from perfsweep.records.lock import SweepLocked
     from perfsweep.sweeps.plan import PlanError
     from perfsweep.train.checks import problems as run_problems
-    from perfsweep.train.dist import task_rank
+    from perfsweep.train.ranks.start import task_rank
     from perfsweep.train.run import execute, lazy_imports
 
     plan = None

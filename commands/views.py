@@ -101,7 +101,7 @@ def write_report(args: argparse.Namespace) -> int:
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
     phases = list(summaries[0].phases) if summaries else []
-    ranks = max((s.world_size or 0 for s in summaries), default=0)
+    ranks = max((s.ranks.world_size for s in summaries if s.ranks), default=0)
     if args.wandb and args.dry_run:  # writes nothing
         print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks)))
         return 0

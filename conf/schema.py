@@ -210,10 +210,6 @@ class LauncherConf:
             )
         if self.poll_s is not None and self.poll_s <= 0:
             problems.append(f"launcher.poll_s={self.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
-        if self.nodes < 1 or (self.nodes > 1 and self.name != "slurm"):
-            problems.append(
-                f"launcher.nodes={self.nodes} with launcher={self.name}: must be 1 (launcher=slurm: 1 or more)"
-            )
         return problems
 
     def control_characters(self) -> list[str]:
@@ -276,7 +272,7 @@ class EnvConf:
 
 @dataclass
 class DistConf:
-    """A training step across ranks (train/dist.py): each rank a process, started by torch's elastic launcher
+    """A training step across ranks (train/ranks/): each rank a process, started by torch's elastic launcher
     from the run's own process (launcher=local), or a task of the run's Slurm job (launcher=slurm, on
     launcher.nodes nodes). dist=none, the default, is one process, as a run has always been."""
 

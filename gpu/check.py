@@ -3,40 +3,58 @@
     scripts/gpu-check STAGE [--out PARENT] [--limit S] [--resume] [--step NAME ...] [--dry-run]
     STAGE: tests, seeds, bench, dist, compile, timm, or all (in that order: the order a lent GPU's time runs them)
 
-tests    pytest -m gpu (one process), then the run, timing, syncs and functions tests with their runs on the GPU
-seeds    sweep=subclass_gpu, subclass_slowdown, sampler_nonzero, nested_tensor and subclass_followups at their
-         published (GPU) sizes, steps trimmed to fit (sizes never): each one's table and its published
-         side-by-side table
-bench    bench.overhead --synced (ResNet50, 224 px, batch 64, amp_bf16, channels_last; tensor and subclass)
-         and bench.syncs over every input type x amp_bf16/amp_fp16
-dist     sweep=dist_scaling (ResNet50 and ViT-B/16 under DDP and FSDP, NCCL, a GPU a rank) at 1 rank and every
-         world size up to the machine's GPUs, a run each, steps trimmed; then bench.syncs on a DDP and an FSDP step
-         beside one process
-compile  the compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu, one step
-         each into one sweep folder, then their table side by side
-timm     timm's memory-format tables (sweep=timm_train_memory_format, timm_infer_memory_format): 20 models
-         each, contiguous and channels_last, amp fp16, steps trimmed; their tables beside timm's
+tests    pytest -m gpu in one process.
+         Then the run, timing, syncs and functions tests, their runs on the GPU.
+seeds    sweep=subclass_gpu, subclass_slowdown, sampler_nonzero, nested_tensor and subclass_followups.
+         Each runs at its published (GPU) sizes; steps are trimmed to fit, sizes never.
+         Each gives its table and its published side-by-side table.
+bench    bench.overhead --synced on a tensor and a subclass.
+         Its run: ResNet50, 224 px, batch 64, amp_bf16, channels_last.
+         Then bench.syncs over every input type x amp_bf16/amp_fp16.
+dist     sweep=dist_scaling: ResNet50 and ViT-B/16 under DDP and FSDP, NCCL, a GPU a rank.
+         It runs at 1 rank and every world size up to the machine's GPUs, a run each, steps trimmed.
+         Then bench.syncs on a DDP and an FSDP step, beside one process.
+compile  The compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu.
+         Each is one step, into one sweep folder; then their table, side by side.
+timm     timm's memory-format tables: sweep=timm_train_memory_format and timm_infer_memory_format.
+         20 models each, contiguous and channels_last, amp fp16, steps trimmed.
+         Their tables stand beside timm's.
 
-A stage runs its steps as commands, one after another, each one's output kept in DIR/<step>.txt, and writes
-DIR/summary.json after every step: the GPU, driver, torch/CUDA/cuDNN versions and perfsweep's commit, and each step's
-command, seconds, and whether it passed or failed with the last line of its error; DIR/summary.md, its table for a
-reader, is rendered from it. A sweep whose only failed runs failed on known torch issues (train/known_issues.py)
-passed, and its row names them. A stage stops at --limit seconds (default 540, inside a lent GPU's 10 minutes a
-command): a step still running then is ended with all it started, and the steps after it are written down as not run,
-but for a table of the runs before it, which still runs (up to 30 s more). --resume keeps the steps that DIR's
-summary.json says passed and runs the others (a table again, and a sweep whose runs' records are not all there).
---step NAME runs only the named steps (each other one is written down as not asked for): max-autotune's compile alone,
-with the whole limit to time kernels.
-DIR is PARENT/<stage>, PARENT by default results/<gpu>-torch<version> (printed). After every step the runs' records are
-packed into DIR/runs.tar.gz and what Inductor timed into DIR/autotune.tar.gz (gpu/handover.py), so that a
-stage cut short on one machine goes on on the next: --resume unpacks the records (its finished runs are not
-run again), and any run of the stage the timings (a max-autotune compile goes on from the kernels it timed).
-It needs what a GPU machine has (torch, torchvision, timm, numpy, pyarrow, matplotlib) and the
-wheels of ../shared/gpu/wheels.sh for the rest; a torch older than perfsweep needs is reported.
+A stage runs its steps as commands, one after another.
+Each step's output is kept in DIR/<step>.txt.
+After every step the stage writes DIR/summary.json.
+It holds the GPU, driver, torch/CUDA/cuDNN versions and perfsweep's commit.
+It holds each step's command and seconds, and whether it passed.
+A failed step's row has the last line of its error.
+DIR/summary.md, its table for a reader, is rendered from it.
+Each step's pass or fail is a Verdict record; its row's text is rendered from that.
+A sweep whose only failed runs failed on known torch issues passed (train/known_issues.py).
+Its row names them.
 
---dry-run plans every stage on any machine: composes and checks each sweep with device=cuda (the
-checks that need the device itself are left to the real run), prints each step's command line and a
-time estimate per stage, and runs nothing.
+A stage stops at --limit seconds: by default 540, inside a lent GPU's 10 minutes a command.
+A step still running then is ended, with all it started.
+The steps after it are written down as not run.
+A table of the runs before it still runs, up to 30 s more.
+--resume keeps the steps that DIR's summary.json says passed, and runs the others.
+It runs a table again, and a sweep whose runs' records are not all there.
+--step NAME runs only the named steps; each other one is written down as not asked for.
+So max-autotune's compile can run alone, with the whole limit to time kernels.
+
+DIR is PARENT/<stage>. PARENT is results/<gpu>-torch<version> by default (printed).
+After every step, the runs' records are packed into DIR/runs.tar.gz (gpu/handover.py).
+What Inductor timed is packed into DIR/autotune.tar.gz.
+So a stage cut short on one machine goes on on the next.
+--resume unpacks the records: its finished runs are not run again.
+Any run of the stage unpacks the timings: a max-autotune compile goes on from the kernels it timed.
+
+It needs what a GPU machine has: torch, torchvision, timm, numpy, pyarrow, matplotlib.
+For the rest it needs the wheels of ../shared/gpu/wheels.sh.
+A torch older than perfsweep needs is reported.
+
+--dry-run plans every stage on any machine, and runs nothing.
+It composes and checks each sweep with device=cuda.
+The checks that need the device itself are left to the real run.
+It prints each step's command line and a time estimate per stage.
 """
 
 import argparse
@@ -443,10 +461,10 @@ def run_steps(
         elif only is not None and step.name not in only:
             row = StepResult(step.name, "not run: not asked for (--step)", False, 0.0, step.command)
         else:
-            code, verdict, seconds = run_one(step, out, limit_s - (time.monotonic() - stage_started), limit_s)
-            failed += code != 0
-            row = StepResult(step.name, verdict, code == 0, seconds, step.command)
-            said = f"{verdict} ({seconds:.0f} s)"
+            verdict, seconds = run_and_judge(step, out, limit_s - (time.monotonic() - stage_started), limit_s)
+            failed += not verdict.passed
+            row = StepResult(step.name, verdict.render(), verdict.passed, seconds, step.command)
+            said = f"{row.result} ({seconds:.0f} s)"
         summary.steps.append(row)
         write_summary(out, summary)
         if said:
@@ -488,51 +506,98 @@ def render_summary(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_one(step: Step, out: Path, seconds_left: float, limit_s: float) -> tuple[int | None, str, float]:
-    """Run one step (a table even once the stage's time is spent), keep its output and pack what it leaves;
-    (0 if it passed, its verdict, seconds)."""
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What came of one step, as a record; its row's text is rendered from it."""
+
+    passed: bool
+    # How far the step got: "not run" (the stage's time was spent), "stopped" (at its limit) or "exited"
+    stage: str
+    reason: str = ""  # the last line of what says why it failed (step.says)
+    exit_code: int | None = None  # None where it did not exit on its own
+    limit_s: float = 0.0  # the stage's limit
+    runs_ended: tuple[int, int] | None = None  # a stopped sweep's ended runs, and its planned runs
+    known_issues: tuple[str, ...] = ()  # a sweep's failed runs' known torch issues, one per run
+    flags: dict[str, int] = dataclasses.field(default_factory=dict)  # the runs its tables flag, by flag
+    timings: str = ""  # what Inductor timed, kept for the next run of the stage
+
+    def render(self) -> str:
+        """The step's row in summary.md: passed, failed or not run, then why."""
+        if self.stage == "not run":
+            return f"not run: the stage's {self.limit_s:.0f} s were spent"
+        if self.stage == "stopped":
+            progress = " after {} of its {} runs".format(*self.runs_ended) if self.runs_ended else ""
+            text = f"failed: stopped at the stage's {self.limit_s:.0f} s limit{progress}"
+            text += f"; {self.reason}" if self.reason else ""
+        elif self.passed and self.known_issues:
+            known = ", ".join(sorted(set(self.known_issues)))
+            text = f"passed; {len(self.known_issues)} runs failed on known issues ({known})"
+        elif self.passed:
+            text = "passed"
+        else:
+            text = f"failed ({self.exit_code}): {self.reason}"
+        counted = [f"{count} {flag}" for flag, count in self.flags.items() if count]
+        text += f"; flagged: {', '.join(counted)}" if counted else ""
+        return text + (f"; {self.timings}" if self.timings else "")
+
+
+def run_and_judge(step: Step, out: Path, seconds_left: float, limit_s: float) -> tuple[Verdict, float]:
+    """Run one step, keep its output and pack what it leaves.
+
+    A table runs even once the stage's time is spent.
+
+    Returns:
+        The step's verdict, and the seconds it took.
+    """
     started = time.monotonic()
     if step.tables:
         seconds_left = max(seconds_left, TABLE_AFTER_LIMIT_S)
     if seconds_left <= 0:
-        code, stdout, stderr, verdict = None, "", "", f"not run: the stage's {limit_s:.0f} s were spent"
+        stdout = stderr = ""
+        verdict = Verdict(passed=False, stage="not run", limit_s=limit_s)
     else:
         code, stdout, stderr = run_step(step, seconds_left, handover.inductor_env(out))
         verdict = step_verdict(step, code, stdout if step.says == "stdout" else stderr, limit_s)
-        verdict += flagged(stdout)
         timed = handover.autotuned(out) if code is None else ""  # what the next run of the stage goes on from
-        verdict += f"; {timed}" if timed else ""
-        code = 0 if verdict.startswith("passed") else code
+        verdict = dataclasses.replace(verdict, flags=flag_counts(stdout), timings=timed)
         handover.pack(out)  # a step not run left nothing new to pack
     (out / f"{step.name}.txt").write_text(f"$ {shlex.join(step.command)}\n{stdout}\n{stderr}")
-    return code, verdict, time.monotonic() - started
+    return verdict, time.monotonic() - started
 
 
-def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> str:
-    """passed, or failed with the last line of what `says` why (step.says); a sweep whose only failed runs are known
-    torch issues passed."""
+def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> Verdict:
+    """Whether a step that ran passed, and why not.
+
+    A sweep whose only failed runs are known torch issues passed.
+
+    Args:
+        step: the step.
+        code: its exit code; None where it was stopped at the stage's limit.
+        says: the output whose last line says why it failed (step.says).
+        limit_s: the stage's limit.
+    """
     error = next((line for line in reversed(says.splitlines()) if line.strip()), "")[:200]
     if code == 0:
-        return "passed"
+        return Verdict(passed=True, stage="exited", exit_code=0, limit_s=limit_s)
     if code is None:  # a sweep cut short says how far it got: its ended runs are kept for --resume
-        progress = " after {} of its {} runs".format(*runs_ended(step)) if step.sweep is not None else ""
-        return f"failed: stopped at the stage's {limit_s:.0f} s limit{progress}" + (f"; {error}" if error else "")
+        ended = runs_ended(step) if step.sweep is not None else None
+        return Verdict(passed=False, stage="stopped", reason=error, limit_s=limit_s, runs_ended=ended)
     if code == 1 and step.sweep is not None:
         known, others = failed_runs(step)
         if known and not others:
-            return f"passed; {len(known)} runs failed on known issues ({', '.join(sorted(set(known)))})"
-    return f"failed ({code}): {error}"
+            return Verdict(True, "exited", error, code, limit_s, known_issues=tuple(known))
+    return Verdict(passed=False, stage="exited", reason=error, exit_code=code, limit_s=limit_s)
 
 
 FLAGS = ("SHARED GPU", "MIXED MACHINES", "DRIFT", "NOISY", "BATCH REDUCED")  # what a sweep's table flags about a run
 
 
-def flagged(stdout: str) -> str:
-    """'; flagged: 2 SHARED GPU, 1 NOISY' for the runs the step's tables flag (a GPU shared by another process
-    would be the check's own doing), else ''."""
-    counts = {flag: sum(line.startswith(flag + " ") for line in stdout.splitlines()) for flag in FLAGS}
-    counted = [f"{count} {flag}" for flag, count in counts.items() if count]
-    return f"; flagged: {', '.join(counted)}" if counted else ""
+def flag_counts(stdout: str) -> dict[str, int]:
+    """How many runs the step's tables flag, by flag.
+
+    A GPU shared by another process would be the check's own doing.
+    """
+    return {flag: sum(line.startswith(flag + " ") for line in stdout.splitlines()) for flag in FLAGS}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,7 +48,7 @@ def job_info() -> dict[str, Any]:
         return {}
     # The debug executor runs a job inside the launcher: no job folder, no log of its own.
     log = str(env.paths.stdout) if "SUBMITIT_FOLDER" in os.environ else None
-    tasks = {"tasks": env.num_tasks} if env.num_tasks > 1 else {}  # a run's ranks, one a task (train/dist.py)
+    tasks = {"tasks": env.num_tasks} if env.num_tasks > 1 else {}  # a run's ranks, one a task (train/ranks/start.py)
     return {"job_id": env.job_id, "host": env.hostname, "log": log, **tasks}
 
 

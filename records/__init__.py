@@ -50,7 +50,16 @@ from perfsweep.records.files import (
     write_jsonl,
     write_steps,
 )
-from perfsweep.records.run import Baseline, RunRecord, Summary, is_done, load_run, load_sweep, unreadable_records
+from perfsweep.records.run import (
+    Baseline,
+    RankSummary,
+    RunRecord,
+    Summary,
+    is_done,
+    load_run,
+    load_sweep,
+    unreadable_records,
+)
 from perfsweep.records.status import (
     DONE,
     FAILED,
@@ -81,7 +90,7 @@ __all__ = [
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
-    "Baseline", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
+    "Baseline", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",
     "read_status",

@@ -49,6 +49,53 @@ class Clock(TypedDict):
 
 
 @dataclasses.dataclass(frozen=True)
+class RankSummary:
+    """How the ranks of a run across ranks compare: summary.json's `ranks`."""
+
+    world_size: int
+    step_ms: list[float]  # each rank's median step with gradient sync
+    # DDP only: each rank's median step without sync (its own, waiting for no other)
+    own_step_ms: list[float] | None = None
+    straggler_rank: int | None = None  # DDP only: the rank the others wait for, the slowest without sync
+    straggler_index: float | None = None  # DDP only: the slowest rank's median own step over the ranks' median
+    # The communication backward did not hide: the least over the ranks of the median backward with gradient sync
+    # less without it (DDP's window, FSDP's probe after its window); None without dist.exposed_comm
+    exposed_comm_ms: float | None = None
+    exposed_comm_share: float | None = None  # of the slowest rank's median synced step
+    # On 2+ ranks: the gradient bytes a rank reduces a step, and the bus bandwidth that took at least. It is
+    # counted as nccl-tests counts it: DDP's all-reduce moves bytes x 2(n-1)/n, FSDP's reduce-scatter bytes x
+    # (n-1)/n; its time is bounded by backward's with sync
+    comm_bytes_per_step: int | None = None
+    bus_gbps_min: float | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RankSummary":
+        return cls(**known_fields(cls, data))
+
+    @classmethod
+    def from_flat(cls, data: dict[str, Any]) -> "RankSummary | None":
+        """The rank fields of a summary.json written before `ranks` held them.
+
+        Such a file holds them at its top level, as _FLAT_RANKS names them.
+
+        Returns:
+            None for a run in one process.
+        """
+        if data.get("world_size") is None:
+            return None
+        return cls(**{field: data[flat] for flat, field in _FLAT_RANKS.items() if flat in data})
+
+
+# A summary.json's top-level rank fields, before `ranks` held them -> RankSummary's fields.
+_FLAT_RANKS = {
+    "world_size": "world_size", "rank_step_ms": "step_ms", "rank_own_step_ms": "own_step_ms",
+    "straggler_rank": "straggler_rank", "straggler_index": "straggler_index", "exposed_comm_ms": "exposed_comm_ms",
+    "exposed_comm_share": "exposed_comm_share", "comm_bytes_per_step": "comm_bytes_per_step",
+    "bus_gbps_min": "bus_gbps_min",
+}  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
 class Summary:
     """What summary.json holds: the measured window's medians per phase, throughput, memory, losses."""
 
@@ -75,23 +122,9 @@ class Summary:
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's
     output_type: str | None = None  # a training step's: the type of the model's output
-    # A run across ranks (dist=ddp/fsdp): its figures above are one rank's synced window steps (the straggler's;
-    # samples/s: all ranks'); each rank's median step with gradient sync and (DDP) without (its own, waiting for
-    # no other), the straggler index (slowest / median rank, without sync; DDP only), and the communication
-    # backward did not hide (the least over the ranks of the median backward with gradient sync less without it:
-    # DDP's window, FSDP's probe after its window).
-    world_size: int | None = None
-    rank_step_ms: list[float] | None = None
-    rank_own_step_ms: list[float] | None = None
-    straggler_rank: int | None = None  # the rank the others wait for: the slowest without sync
-    straggler_index: float | None = None
-    exposed_comm_ms: float | None = None
-    exposed_comm_share: float | None = None  # of the slowest rank's median synced step
-    # Across 2+ ranks: the gradient bytes each rank reduces a step, and the bus bandwidth that took at least (as
-    # nccl-tests counts it: DDP's all-reduce bytes x 2(n-1)/n, FSDP's reduce-scatter bytes x (n-1)/n, over its
-    # time), its time bounded by backward's with sync
-    comm_bytes_per_step: int | None = None
-    bus_gbps_min: float | None = None
+    # A run across ranks (dist=ddp/fsdp): how its ranks compare; None for a run in one process. Its figures above
+    # are then one rank's synced window steps (the straggler's), and samples/s all ranks' together.
+    ranks: RankSummary | None = None
 
     def __post_init__(self) -> None:
         untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
@@ -100,13 +133,16 @@ class Summary:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Summary":
+        """A summary from summary.json, its rank fields in `ranks` or, written before, at its top level."""
         known = known_fields(cls, data)
-        return cls(**{**known, "phases": tuple(known.get("phases", ()))})
+        ranks = RankSummary.from_json(data["ranks"]) if data.get("ranks") else RankSummary.from_flat(data)
+        return cls(**{**known, "phases": tuple(known.get("phases", ())), "ranks": ranks})
 
     def to_json(self) -> dict[str, Any]:
+        """summary.json's content; a training step's fields and `ranks` only where the run has them."""
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, *_RANKS_ONLY)}
+        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks")}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""
@@ -138,10 +174,21 @@ class Summary:
 
 
 _MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
-_RANKS_ONLY = (
-    "world_size", "rank_step_ms", "rank_own_step_ms", "straggler_rank", "straggler_index", "exposed_comm_ms",
-    "exposed_comm_share", "comm_bytes_per_step", "bus_gbps_min",
-)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class _SummaryFile(Summary):
+    """summary.json's shape: a Summary, whose rank fields a file written before `ranks` holds at its top level."""
+
+    world_size: int | None = None
+    rank_step_ms: list[float] | None = None
+    rank_own_step_ms: list[float] | None = None
+    straggler_rank: int | None = None
+    straggler_index: float | None = None
+    exposed_comm_ms: float | None = None
+    exposed_comm_share: float | None = None
+    comm_bytes_per_step: int | None = None
+    bus_gbps_min: float | None = None
 
 
 class Gpu(TypedDict):
@@ -156,7 +203,7 @@ class Environment(TypedDict, total=False):
     packages: dict[str, str | None]  # name -> version (None: not installed)
 
 
-declare(SUMMARY, "summary", Summary)
+declare(SUMMARY, "summary", _SummaryFile)
 declare(ENV, "environment record", Environment)
 
 

@@ -137,9 +137,9 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
 def _claimed_twice(dirs: tuple[Path, ...]) -> list[str]:
     """Names given twice among sweep files and group options.
 
-    A config dir's or an installed package's (entry points) may take a name of perfsweep's.
-It may also take the name of an earlier dir's or package's.
-    Two packages may declare one name.
+        A config dir's or an installed package's (entry points) may take a name of perfsweep's.
+    It may also take the name of an earlier dir's or package's.
+        Two packages may declare one name.
     """
     seen: dict[tuple[str, str], str] = {}
     found, problems = compose.installed_plugins()
@@ -326,9 +326,9 @@ def shaped_in_kwargs(configs: list[Config]) -> list[str]:
 def named_twice(configs: list[Config]) -> list[str]:
     """A name given to two things in one sweep.
 
-    One example is a model of the user's and one of timm's.
-Another is two tensor types of one class name.
-    The table shows them by name, so it would take them for one configuration.
+        One example is a model of the user's and one of timm's.
+    Another is two tensor types of one class name.
+        The table shows them by name, so it would take them for one configuration.
     """
     problems = []
     for group in TARGET_GROUPS:

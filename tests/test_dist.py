@@ -40,19 +40,19 @@ def assert_exposed_comm_from_the_ranks_steps(run) -> None:
     not this test's: under load, a few steps' medians can come out either way."""
     rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
     compared = [row for row in rows if row["probe"]] or rows
-    ranks = range(run.summary.world_size)
+    ranks = range(run.summary.ranks.world_size)
     backward = {
         (rank, on): median(r["backward_ms"] for r in compared if r["rank"] == rank and r["grad_sync"] == on)
         for rank in ranks
         for on in (True, False)
     }
     exposed = min(max(0.0, backward[rank, True] - backward[rank, False]) for rank in ranks)
-    assert run.summary.exposed_comm_ms == approx(exposed)
-    assert run.summary.exposed_comm_share == approx(exposed / max(run.summary.rank_step_ms))
-    assert run.summary.exposed_comm_share < 1
+    assert run.summary.ranks.exposed_comm_ms == approx(exposed)
+    assert run.summary.ranks.exposed_comm_share == approx(exposed / max(run.summary.ranks.step_ms))
+    assert run.summary.ranks.exposed_comm_share < 1
     moved = (2 if run.axes["dist"] == "ddp" else 1) * (len(ranks) - 1) / len(ranks)
     least_s = min(backward[rank, True] for rank in ranks) / 1e3
-    assert run.summary.bus_gbps_min == approx(run.summary.comm_bytes_per_step * moved / least_s / 1e9)
+    assert run.summary.ranks.bus_gbps_min == approx(run.summary.ranks.comm_bytes_per_step * moved / least_s / 1e9)
 
 
 def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
@@ -62,12 +62,12 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert result.returncode == 0, result.stdout + result.stderr
     (run,) = load_sweep(tmp_path / "default")
     assert run.axes["dist"] == "ddp" and run.axes["world_size"] == "2"
-    summary = run.summary
-    assert summary.world_size == 2 and len(summary.rank_step_ms) == 2 and summary.steps == 10
+    summary, across = run.summary, run.summary.ranks
+    assert across.world_size == 2 and len(across.step_ms) == 2 and summary.steps == 10
     assert_exposed_comm_from_the_ranks_steps(run)
-    assert summary.straggler_rank == 1 and summary.straggler_index > 1
-    assert summary.comm_bytes_per_step == 4 * summary.params, "every fp32 gradient reduced each step"
-    fast, slow = summary.rank_own_step_ms
+    assert across.straggler_rank == 1 and across.straggler_index > 1
+    assert across.comm_bytes_per_step == 4 * summary.params, "every fp32 gradient reduced each step"
+    fast, slow = across.own_step_ms
     # (by how much is a timing figure: under CI's load rank 0's own steps took 120 ms, and 50 ms more showed as 25)
     assert slow > fast, "rank 1's own steps carry its 50 ms"
     ranks = read_steps(run.path / RANKS).to_pylist()
@@ -105,14 +105,18 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     result = launch_here(*TWO_RANKS, "dist=fsdp", "dist.world_size=1,2", "steps=5", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
-    assert sorted(run.summary.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {"fsdp"}
-    assert all(r.summary.straggler_index is None for r in runs), "every FSDP step all-gathers: none waits for none"
-    (two,) = [r for r in runs if r.summary.world_size == 2]
+    assert sorted(run.summary.ranks.world_size for run in runs) == [1, 2] and {run.axes["dist"] for run in runs} == {
+        "fsdp"
+    }
+    assert all(r.summary.ranks.straggler_index is None for r in runs), (
+        "every FSDP step all-gathers: none waits for none"
+    )
+    (two,) = [r for r in runs if r.summary.ranks.world_size == 2]
     assert_exposed_comm_from_the_ranks_steps(two)
-    assert two.summary.comm_bytes_per_step == 4 * two.summary.params
+    assert two.summary.ranks.comm_bytes_per_step == 4 * two.summary.params
     for run in runs:
         rows = [row for row in read_steps(run.path / RANKS).to_pylist() if not row["warmup"]]
-        assert len(rows) == run.summary.world_size * (5 + 10), "a window of 5 steps, then a probe of 10"
+        assert len(rows) == run.summary.ranks.world_size * (5 + 10), "a window of 5 steps, then a probe of 10"
         assert all(row["grad_sync"] for row in rows if not row["probe"]), "the window syncs every step"
         probe = [row["grad_sync"] for row in rows if row["probe"] and row["rank"] == 0]
         assert probe == [True] * 5 + [False] * 5, "a block with sync, then one without"
@@ -191,7 +195,7 @@ def test_a_function_benchmark_across_ranks_is_refused(tmp_path):
 
 def test_a_rank_s_threads_are_its_task_s_cpus_only_where_the_ranks_are_slurm_tasks(monkeypatch):
     from perfsweep.conf.schema import DistConf, RunConf
-    from perfsweep.train.dist import cpus_of_rank
+    from perfsweep.train.ranks.measure import cpus_of_rank
 
     cfg = RunConf(dist=DistConf(name="ddp", world_size=2))
     mine = len(os.sched_getaffinity(0))
@@ -215,3 +219,68 @@ def test_without_exposed_comm_every_step_syncs_and_the_window_is_all():
         assert all(synced(index, cfg) for index in range(cfg.warmup_steps + 3))
         (spec,) = build_plan([*TWO_RANKS, f"dist={wrapper}"]).runs
         assert [synced(index, spec.config) for index in range(2)] == [wrapper == "fsdp", True], "the warm-up"
+
+
+def rank_result(rank: int, synced_ms: float, own_ms: float | None, probe: bool = False, grad_bytes: int = 1000):
+    """A rank's result made up: 4 window steps, in blocks of 2 with gradient sync and (DDP) without.
+
+    A step's backward is half of it. With `probe` (FSDP) the window syncs every step, and the blocks follow it.
+    """
+    from perfsweep.train.ranks.measure import RankResult
+    from perfsweep.train.window import Window
+
+    def row(step: int, sync: bool, ms: float) -> dict:
+        return {"step": step, "step_ms": ms, "backward_ms": ms / 2, "grad_sync": sync}
+
+    blocks = [row(2 + i, i < 2, synced_ms if i < 2 else own_ms) for i in range(4)] if own_ms is not None else []
+    steps = [row(2 + i, True, synced_ms) for i in range(4)] if probe or own_ms is None else blocks
+    probed = Window([{**r, "step": r["step"] + 4} for r in blocks], 0.1, "perf_counter", 2.0) if probe else None
+    warmup = Window([row(i, True, 99.0) for i in range(2)], 0.2, "perf_counter", 1.0)
+    window = Window(steps, sum(r["step_ms"] for r in steps) / 1e3, "perf_counter", 2.0)
+    workload = {"samples_per_s": 8.0, "output_type": "Tensor"}
+    return RankResult(rank, warmup, window, probed, 100.0 + rank, (10.0, "process_max_rss"), grad_bytes, workload)
+
+
+def test_ddp_ranks_combine_into_the_straggler_s_steps_and_the_exposed_communication():
+    from perfsweep.train.ranks.combine import Ranks
+
+    ranks = Ranks((rank_result(0, 30.0, 10.0), rank_result(1, 30.0, 20.0), rank_result(2, 31.0, 12.0)), "ddp")
+    assert ranks.run_rank.rank == 1, "the straggler: the slowest steps without sync, not the slowest synced"
+    summary = ranks.summary()
+    assert (summary.world_size, summary.step_ms, summary.own_step_ms) == (3, [30.0, 30.0, 31.0], [10.0, 20.0, 12.0])
+    assert summary.straggler_rank == 1 and summary.straggler_index == approx(20.0 / 12.0)
+    # each rank's backward with sync less without (halves of its steps); the least over the ranks
+    assert summary.exposed_comm_ms == approx(min(15.0 - 5.0, 15.0 - 10.0, 15.5 - 6.0))
+    assert summary.exposed_comm_share == approx(5.0 / 31.0)
+    moved = 2 * 2 / 3  # an all-reduce over 3 ranks
+    assert summary.comm_bytes_per_step == 1000 and summary.bus_gbps_min == approx(1000 * moved / 0.015 / 1e9)
+    window = ranks.window()
+    assert [row["step"] for row in window.rows] == [2, 3] and window.seconds == approx(0.060)
+    assert ranks.workload_summary(2.0)["samples_per_s"] == 8.0 * 2.0 * 3, "samples/s: every rank's"
+    rows = ranks.every_step()
+    assert len(rows) == 3 * (2 + 4) and {row["rank"] for row in rows} == {0, 1, 2}
+    assert sum(row["warmup"] for row in rows) == 6 and not any(row["probe"] for row in rows)
+    series = ranks.series([{"step": 2, "step_ms": 30.0}])
+    assert [row["step"] for row in series] == [0, 1, 2, 3, 4, 5]
+    assert series[2]["step_ms"] == 30.0 and series[4]["rank1/step_ms"] == 20.0 and not series[4]["rank1/grad_sync"]
+
+
+def test_fsdp_ranks_have_no_straggler_and_take_the_exposed_communication_from_the_probe():
+    from perfsweep.train.ranks.combine import Ranks
+
+    ranks = Ranks((rank_result(0, 30.0, 10.0, probe=True), rank_result(1, 34.0, 14.0, probe=True)), "fsdp")
+    assert ranks.run_rank.rank == 1, "no steps without sync in the window: the slowest synced rank"
+    summary = ranks.summary()
+    assert summary.own_step_ms is None and summary.straggler_rank is None and summary.straggler_index is None
+    assert summary.exposed_comm_ms == approx(min(15.0 - 5.0, 17.0 - 7.0))
+    assert summary.bus_gbps_min == approx(1000 * (1 / 2) / 0.015 / 1e9), "a reduce-scatter over 2 ranks"
+    assert [row["probe"] for row in ranks.every_step() if row["rank"] == 0] == [False] * 6 + [True] * 4
+
+
+def test_ranks_without_steps_without_sync_give_no_exposed_communication_and_one_rank_no_bandwidth():
+    from perfsweep.train.ranks.combine import Ranks
+
+    summary = Ranks((rank_result(0, 30.0, None), rank_result(1, 32.0, None)), "ddp").summary()
+    assert summary.exposed_comm_ms is None and summary.straggler_index is None and summary.bus_gbps_min is not None
+    one = Ranks((rank_result(0, 30.0, 10.0),), "ddp").summary()
+    assert one.world_size == 1 and one.comm_bytes_per_step is None and one.bus_gbps_min is None

@@ -153,6 +153,26 @@ def test_only_the_steps_asked_for_run_and_the_others_are_written_down(tmp_path, 
     assert "--step nosuch: not a step of compile; its steps: compile-eager, compile-default" in said
 
 
+def test_a_step_passes_or_fails_by_its_verdict_record_never_by_its_text(tmp_path, monkeypatch):
+    ok = gpu_check.step_verdict(gpu_check.Step("ok", ["true"]), 0, "", limit_s=60)
+    assert ok == gpu_check.Verdict(passed=True, stage="exited", exit_code=0, limit_s=60)
+    broken = gpu_check.step_verdict(gpu_check.Step("bad", ["false"]), 3, "why\nbroken\n", limit_s=60)
+    assert (broken.passed, broken.exit_code, broken.reason) == (False, 3, "broken")
+    assert broken.render() == "failed (3): broken"
+    # a sweep whose only failed runs are known torch issues passed, and its row names them
+    sweep = gpu_check.Step("sweep", ["false"], sweep=["sweep=default"])
+    monkeypatch.setattr(gpu_check, "failed_runs", lambda step: (["torch#1", "torch#1"], []))
+    known = gpu_check.step_verdict(sweep, 1, "", limit_s=60)
+    assert known.passed and known.known_issues == ("torch#1", "torch#1")
+    assert known.render() == "passed; 2 runs failed on known issues (torch#1)"
+    # text that reads "passed" does not pass a step that failed
+    said = gpu_check.Verdict(passed=False, stage="exited", reason="passed", exit_code=2, limit_s=60)
+    monkeypatch.setattr(gpu_check, "run_and_judge", lambda step, out, left, limit: (said, 0.0))
+    assert gpu_check.run_steps("check", [gpu_check.Step("x", ["true"])], tmp_path, limit_s=60) == 1
+    assert gpu_check.read_summary(tmp_path).steps[0].passed is False
+    assert said.render() == "failed (2): passed"
+
+
 def test_a_failed_pytest_step_is_summed_up_by_pytests_own_last_line(tmp_path):
     script = "print('3 failed, 50 passed in 80.0s'); import sys; print('a plugin warning', file=sys.stderr); exit(1)"
     tests = gpu_check.Step("tests", [sys.executable, "-c", script], says="stdout")
@@ -200,7 +220,8 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     # a limit that came while the second run was running: the row says how far the sweep got
     shutil.rmtree(again[0].path)
     verdict = gpu_check.step_verdict(sweep, None, "", limit_s=20)
-    assert verdict == "failed: stopped at the stage's 20 s limit after 1 of its 2 runs"
+    assert not verdict.passed and verdict.stage == "stopped" and verdict.runs_ended == (1, 2)
+    assert verdict.render() == "failed: stopped at the stage's 20 s limit after 1 of its 2 runs"
 
 
 def test_resume_runs_again_a_table_and_a_sweep_whose_records_are_gone(tmp_path, monkeypatch):

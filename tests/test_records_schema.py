@@ -39,6 +39,11 @@ WRONG_SHAPES = {
     "a summary without a phase's median": (records.SUMMARY, as_json({"phases": ["data"], "median_ms": {"step_ms": 1}})),
     "clocks that are null": (records.SUMMARY, as_json({"phases": [], "median_ms": {}, "clocks": {"start": None}})),
     "a config whose axes are a list": (records.CONFIG, as_json({"run_id": "a", "axes": [], "baseline": {}})),
+    "ranks that are a list": (records.SUMMARY, as_json({"phases": [], "median_ms": {"step_ms": 1}, "ranks": [2]})),
+    "a flat world size that is text": (
+        records.SUMMARY,
+        as_json({"phases": [], "median_ms": {"step_ms": 1}, "world_size": "2"}),
+    ),
     "an env whose GPU is a string": (records.ENV, as_json({"gpu": "H100"})),
     "steps without step_ms": (records.STEPS, lambda sweep, path: steps_of(sweep, lambda t: t.drop(["step_ms"]))),
     "steps without rows": (records.STEPS, lambda sweep, path: steps_of(sweep, lambda t: t.slice(0, 0))),
@@ -131,3 +136,44 @@ def test_a_run_whose_config_has_no_batch_size_is_tabled_without_a_batch_flag(swe
     table = launch_here("table", str(sweep))
     assert table.returncode == 0 and "2 runs, 2 done" in table.stdout, table.stderr
     assert "BATCH REDUCED" not in table.stdout
+
+
+# A DDP run's rank fields as summary.json held them before `ranks`: at its top level.
+FLAT_RANKS = {
+    "world_size": 2,
+    "rank_step_ms": [30.0, 31.5],
+    "rank_own_step_ms": [10.0, 20.0],
+    "straggler_rank": 1,
+    "straggler_index": 1.33,
+    "exposed_comm_ms": 4.5,
+    "exposed_comm_share": 0.14,
+    "comm_bytes_per_step": 1494632,
+    "bus_gbps_min": 0.2,
+}
+
+
+def test_a_summary_written_with_its_rank_fields_at_the_top_level_is_read_into_ranks(sweep):
+    summary = records.read_json(sweep / "a" / records.SUMMARY) | FLAT_RANKS
+    records.write_json(sweep / "a" / records.SUMMARY, summary)
+    (run, _) = records.load_sweep(sweep)
+    assert run.name == "a" and run.summary.ranks == records.RankSummary(
+        world_size=2,
+        step_ms=[30.0, 31.5],
+        own_step_ms=[10.0, 20.0],
+        straggler_rank=1,
+        straggler_index=1.33,
+        exposed_comm_ms=4.5,
+        exposed_comm_share=0.14,
+        comm_bytes_per_step=1494632,
+        bus_gbps_min=0.2,
+    )
+    rewritten = run.summary.to_json()
+    assert rewritten["ranks"]["step_ms"] == [30.0, 31.5] and not set(FLAT_RANKS) & set(rewritten)
+    assert records.Summary.from_json(rewritten) == run.summary, "the nested layout reads back the same"
+    table = launch_here("table", str(sweep))
+    assert table.returncode == 0 and "| straggler | exposed comm ms |" in table.stdout, table.stderr
+
+
+def test_a_summary_in_one_process_has_no_ranks(sweep):
+    (run, _) = records.load_sweep(sweep)
+    assert run.summary.ranks is None and "ranks" not in run.summary.to_json()

@@ -404,9 +404,9 @@ def test_a_ddp_run_s_ranks_are_the_tasks_of_its_job(on_slurm, tmp_path):
     runs = load_sweep(tmp_path / "default")
     assert len(runs) == 1 and {run.state for run in runs} == {"done"}
     for run in runs:
-        assert run.status.tasks == 2 and run.summary.world_size == 2
+        assert run.status.tasks == 2 and run.summary.ranks.world_size == 2
         # (how much is exposed is test_dist.py's: here, under the suite's load, noise can hide a few ms of it)
-        assert run.summary.exposed_comm_ms is not None and run.summary.straggler_index >= 1
+        assert run.summary.ranks.exposed_comm_ms is not None and run.summary.ranks.straggler_index >= 1
         ranks = read_steps(run.path / records.RANKS).to_pylist()
         assert {(row["rank"], row["grad_sync"]) for row in ranks} == {(0, True), (0, False), (1, True), (1, False)}
         script = next((tmp_path / "default" / ".submitit").glob(f"{run.status.job_id.split('_')[0]}_submission.sh"))

@@ -1,5 +1,5 @@
 """A model as one rank of a run across ranks holds it (DDP's replica, FSDP2's shards), its checks, and which
-steps synchronise gradients (the blocks without sync that train/dist.py measures exposed communication by)."""
+steps synchronise gradients (the blocks without sync that train/ranks/measure.py measures exposed communication by)."""
 
 import contextlib
 import os

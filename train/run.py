@@ -22,12 +22,14 @@ from perfsweep.conf.schema import RunConf
 from perfsweep.conf.targets import modules_of, targets_of
 from perfsweep.records import Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
-from perfsweep.train import checks, dist, targets
+from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.env import clocks, environment, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
+from perfsweep.train.ranks.combine import Ranks
+from perfsweep.train.ranks.start import RANK_LOGS, run_ranks, task_ranks
 from perfsweep.train.syncs import count_host_syncs
 from perfsweep.train.timing import NoClock, synchronize
 from perfsweep.train.tracker import track
@@ -232,19 +234,23 @@ def one_process(
 def across_ranks(
     spec: RunSpec, run_dir: Path, device: torch.device, launch: dict[str, Any]
 ) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
-    """Measure the run on its ranks (train/dist.py: its job's tasks on Slurm, else processes it starts) and write
-    its records, every rank's steps among them: its summary, the rows W&B gets (every rank's beside the run's),
-    and where its time went."""
-    results = dist.task_ranks(spec, launch) if launch.get("tasks") else dist.run_ranks(spec, run_dir)
-    ranks = dist.Ranks(results, spec.config.dist.name)
+    """Measure the run on its ranks and write its records, every rank's steps among them (train/ranks/).
+
+    Its ranks are its job's tasks on Slurm, else processes it starts.
+
+    Returns:
+        Its summary, the rows W&B gets (every rank's beside the run's), and where its time went.
+    """
+    results = task_ranks(spec, launch) if launch.get("tasks") else run_ranks(spec, run_dir)
+    ranks = Ranks(tuple(results), spec.config.dist.name)
     mine = ranks.run_rank
     phases = workload_class(spec.config.workload).phases
-    extra, window = ranks.extra(), ranks.window()
-    summary = summary_of(spec.config, phases, window, mine["memory"], device, extra, ranks.workload_summary)
-    ranks.write(run_dir)
-    rows = ranks.series(write(run_dir, mine["warmup"].rows, ranks.synced(mine), summary))
-    seconds = {"warmup_s": mine["warmup"].seconds, "window_s": mine["window"].seconds}
-    return summary, rows, {"first_step": min(r["first_step"] for r in ranks.results), **seconds}
+    extra, window = {"ranks": ranks.summary()}, ranks.window()
+    summary = summary_of(spec.config, phases, window, mine.memory, device, extra, ranks.workload_summary)
+    records.write_steps(run_dir / records.RANKS, ranks.every_step())
+    rows = ranks.series(write(run_dir, mine.warmup.rows, mine.window_steps(), summary))
+    seconds = {"warmup_s": mine.warmup.seconds, "window_s": mine.window.seconds}
+    return summary, rows, {"first_step": min(result.first_step for result in ranks.results), **seconds}
 
 
 def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
@@ -259,7 +265,7 @@ def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
     environment: the device the run measures on."""
     for stale in (records.STEPS, records.SUMMARY, records.PROFILE, records.RANKS):
         (run_dir / stale).unlink(missing_ok=True)
-    shutil.rmtree(run_dir / dist.LOGS, ignore_errors=True)
+    shutil.rmtree(run_dir / RANK_LOGS, ignore_errors=True)
     records.write_json(run_dir / records.CONFIG, spec.record())
     device = resolve_device(spec.config.device)
     wrong = checks.problems(spec.config)

@@ -15,7 +15,7 @@ from perfsweep.records import DONE, RANKS, RunRecord, load_sweep, read_steps
 def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndarray]]:
     """Each (rank, gradient sync, probe) of a run across ranks, in that order: its measured steps' times per phase
     (ms, the step's among them), the window's apart from FSDP's probe after it; empty for a run in one process."""
-    if not (run.summary and run.summary.world_size and (run.path / RANKS).is_file()):
+    if not (run.summary and run.summary.ranks and (run.path / RANKS).is_file()):
         return {}
     names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
     table = read_steps(run.path / RANKS)

@@ -79,7 +79,7 @@ def columns(configs: list[Configuration]) -> list[Column]:
         table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     if any(s.host_syncs_per_step is not None for s in summaries):
         table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
-    if any(s.world_size for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
+    if any(s.ranks for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
         table_columns += rank_columns()
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
         table_columns.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
@@ -109,7 +109,7 @@ def rank_columns() -> list[Column]:
     """
 
     def of(name: str):
-        return lambda c: c.middle(lambda r: getattr(r.summary, name) if r.summary.world_size else None)
+        return lambda c: c.middle(lambda r: getattr(r.summary.ranks, name) if r.summary.ranks else None)
 
     return [
         Column("straggler", lambda c: figure(of("straggler_index")(c))),
@@ -161,7 +161,7 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
 def _resting_on(configs: list[Configuration]) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
     windows = "samples/s over the whole window (stalls included)"
-    if any(r.summary.world_size for c in configs for r in c.runs):
+    if any(r.summary.ranks for c in configs for r in c.runs):
         windows = "samples/s over the whole window (stalls included; across ranks: all ranks', over synced steps)"
     replicated = sum(len(c.runs) > 1 for c in configs)
     times = (

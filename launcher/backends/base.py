@@ -96,6 +96,18 @@ class Backend:
         """How many runs run at once, as each run records it."""
         return self.conf.parallelism
 
+    def nodes_problems(self, plan: "Plan") -> list[str]:
+        """More nodes than one are for runs across ranks, on Slurm alone."""
+        nodes, name = self.conf.nodes, self.conf.name
+        if nodes < 1 or (nodes > 1 and name != "slurm"):
+            return [f"launcher.nodes={nodes} with launcher={name}: must be 1 (launcher=slurm: 1 or more)"]
+        if nodes > 1 and not across_ranks(plan):
+            return [
+                f"launcher.nodes={nodes} is for runs across ranks (dist=ddp or dist=fsdp, dist.world_size ranks a "
+                "node); these runs are one process each"
+            ]
+        return []
+
     def run_limit(self) -> tuple[float | None, int]:
         """A run's own time limit in seconds, and how often it runs again after reaching it."""
         return self.conf.timeout_min * 60, self.conf.timeout_retries

@@ -33,7 +33,7 @@ class Debug(Backend):
                 f"dist={names} with launcher=debug: a run's ranks are processes of their own, and launcher=debug runs "
                 "every run in this one; use launcher=local (or slurm)"
             )
-        return problems
+        return problems + self.nodes_problems(plan)
 
     def at_once(self) -> int:
         return 1

@@ -124,7 +124,7 @@ class LocalSpawn(Backend):
 
     def problems(self, plan) -> list[str]:
         """Beyond the base's: a GPU for each rank of a run across ranks."""
-        problems, conf = super().problems(plan), self.conf
+        problems, conf = super().problems(plan) + self.nodes_problems(plan), self.conf
         given = (1 if pinned_gpus(conf) else conf.gpus_per_node or 0) if local_gpus() else None
         wide = max((cfg.dist.world_size for cfg in across_ranks(plan) if cfg.device != "cpu"), default=1)
         if given is not None and wide > given:

@@ -15,7 +15,7 @@ from typing import Any
 import submitit
 
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable, across_ranks
+from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
 
 SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 
@@ -125,12 +125,7 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
-        if self.conf.nodes > 1 and not across_ranks(plan):
-            problems.append(
-                f"launcher.nodes={self.conf.nodes} is for runs across ranks (dist=ddp or dist=fsdp, dist.world_size "
-                "ranks a node); these runs are one process each"
-            )
-        return problems
+        return problems + self.nodes_problems(plan)
 
     def run_limit(self) -> tuple[float | None, int]:
         return None, 0  # the cluster limits each job

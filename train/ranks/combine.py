@@ -1,0 +1,164 @@
+"""The ranks' results combined into the run's records: pure functions of the results.
+
+The run's steps are one rank's synced window steps, which every view reads as any run's.
+That rank is the straggler, the rank the others wait for: its own steps, without sync, are the slowest.
+FSDP has no straggler: its run's rank is the one with the slowest synced steps.
+ranks.parquet keeps every rank's steps.
+
+Synced steps wait for the slowest rank in their collectives.
+So they hide which rank is slowest.
+The straggler index is taken over DDP's steps without sync, where no rank waits for another.
+It is the slowest rank's median own step over the ranks' median.
+Every FSDP step all-gathers its parameters, so FSDP has no straggler index.
+
+A rank's exposed communication is its median backward with sync less without.
+The run's is the least over its ranks.
+The straggler waits for no one, so its difference is the reduction alone.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Iterator
+from statistics import median
+from typing import Any
+
+from perfsweep.records import RankSummary
+from perfsweep.train.ranks.measure import RankResult
+from perfsweep.train.window import Window
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranks:
+    """A run's ranks' results, combined."""
+
+    results: tuple[RankResult, ...]  # by rank
+    wrapper: str  # dist.name: ddp or fsdp
+
+    def medians(self, with_sync: bool = True) -> list[float] | None:
+        """Each rank's median window step (ms), with gradient sync or without it.
+
+        Returns:
+            None where a rank has no such step.
+        """
+        steps = [result.window_steps(with_sync) for result in self.results]
+        if not all(steps):
+            return None
+        return [median(row["step_ms"] for row in rows) for rows in steps]
+
+    @functools.cached_property
+    def run_rank(self) -> RankResult:
+        """The rank whose steps are the run's.
+
+        It is the straggler, with the slowest own steps; else the slowest synced.
+        """
+        medians = self.medians(with_sync=False) or self.medians()
+        return self.results[medians.index(max(medians))]
+
+    def window(self) -> Window:
+        """The run's rank's synced steps, as the run's window.
+
+        Its seconds are those steps' own: device time on CUDA.
+        """
+        rows = self.run_rank.window_steps()
+        window = self.run_rank.window
+        return Window(rows, sum(row["step_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
+
+    def summary(self) -> RankSummary:
+        """How the ranks compare: summary.json's `ranks`.
+
+        The straggler needs steps that wait for no rank: DDP's without sync.
+        The exposed communication needs steps without sync to compare with.
+        """
+        medians, own = self.medians(), self.medians(with_sync=False)
+        found: dict[str, Any] = {}
+        if own is not None:
+            found |= {
+                "own_step_ms": own,
+                "straggler_rank": self.run_rank.rank,
+                "straggler_index": max(own) / median(own),
+            }
+        compared = [_compared(result) for result in self.results]
+        if all(rows[False] for rows in compared):
+            exposed = min(max(0.0, _backward(rows[True]) - _backward(rows[False])) for rows in compared)
+            found |= {"exposed_comm_ms": exposed, "exposed_comm_share": exposed / max(medians)}
+        return RankSummary(world_size=len(self.results), step_ms=medians, **found, **self.bus_bandwidth(compared))
+
+    def bus_bandwidth(self, compared: list[dict[bool, list[dict[str, Any]]]]) -> dict[str, Any]:
+        """The gradients' reduction: its bytes a rank a step, and its bus bandwidth at least.
+
+        The bandwidth is counted as nccl-tests counts it.
+        DDP's all-reduce moves bytes x 2(n-1)/n; FSDP's reduce-scatter moves bytes x (n-1)/n.
+        The reduction runs within backward with sync, on every rank.
+        It starts once backward has made a bucket's or a unit's gradients.
+        Backward ends when every one is reduced.
+        So its time is at most the least of the ranks' median backward with sync.
+        Those are taken in the steps that measure the exposed communication.
+        The bandwidth is thus a lower bound, loose where backward hides much of it.
+
+        Args:
+            compared: each rank's steps that measure exposed communication, by gradient sync.
+
+        Returns:
+            comm_bytes_per_step and bus_gbps_min; nothing for one rank, which reduces with no one.
+        """
+        ranks, grad_bytes = len(self.results), self.run_rank.grad_bytes
+        if ranks < 2:
+            return {}
+        backward_s = min(_backward(rows[True]) for rows in compared) / 1e3
+        moved = (2 if self.wrapper == "ddp" else 1) * (ranks - 1) / ranks
+        return {"comm_bytes_per_step": grad_bytes, "bus_gbps_min": grad_bytes * moved / backward_s / 1e9}
+
+    def workload_summary(self, steps_per_s: float) -> dict[str, Any]:
+        """The training step's summary fields; samples/s counts all ranks together."""
+        fields = dict(self.run_rank.workload)
+        fields["samples_per_s"] = fields["samples_per_s"] * steps_per_s * len(self.results)
+        return fields
+
+    def series(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What W&B gets of the run, step by step.
+
+        Each row is the run's own, with every rank's columns beside it.
+        They are named rank<N>/<column>: phase times, gradient sync and the probe flag.
+        The steps without sync and FSDP's probe are among them.
+        """
+        by_step = {int(row["step"]): dict(row) for row in rows}
+        for result in self.results:
+            rank = f"rank{result.rank}/"
+            for _, probe, row in _every_step(result):
+                entry = by_step.setdefault(int(row["step"]), {"step": row["step"]})
+                entry |= {rank + key: value for key, value in row.items() if key.endswith("_ms") or key == "grad_sync"}
+                entry[rank + "probe"] = probe
+        return [by_step[step] for step in sorted(by_step)]
+
+    def every_step(self) -> list[dict[str, Any]]:
+        """ranks.parquet's rows: every rank's steps, each with its rank and its warm-up and probe flags."""
+        return [
+            {**row, "rank": result.rank, "warmup": warmup, "probe": probe}
+            for result in self.results
+            for warmup, probe, row in _every_step(result)
+        ]
+
+
+def _compared(result: RankResult) -> dict[bool, list[dict[str, Any]]]:
+    """A rank's steps that measure its exposed communication, by gradient sync.
+
+    They are FSDP's probe after its window, else the window.
+    DDP's window alternates; without dist.exposed_comm, every step syncs.
+    """
+    rows = (result.probe or result.window).rows
+    return {on: [row for row in rows if row["grad_sync"] == on] for on in (True, False)}
+
+
+def _every_step(result: RankResult) -> Iterator[tuple[bool, bool, dict[str, Any]]]:
+    """A rank's steps in order, each with whether it is a warm-up step and whether a probe step."""
+    for warmup, probe, window in (
+        (True, False, result.warmup),
+        (False, False, result.window),
+        (False, True, result.probe),
+    ):
+        for row in window.rows if window else []:
+            yield warmup, probe, row
+
+
+def _backward(rows: list[dict[str, Any]]) -> float:
+    return median(row["backward_ms"] for row in rows)

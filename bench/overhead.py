@@ -24,6 +24,7 @@ from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.timing import NoClock, StepClock, synchronize
 from perfsweep.train.window import make_workload, run_window, timed_steps
 
+# one run, in this process: the rounds interleave the loops, so replicates (repeats) would measure nothing more
 DEFAULTS = [
     "model=test_resnet",
     "input_type=tensor",
@@ -66,16 +67,22 @@ def spread(values: list[float]) -> str:
     return f"{q2:.4g} [IQR {q1:.4g} - {q3:.4g}]"
 
 
+def measured(overrides: list[str]):
+    """The one run the defaults and `overrides` name; SystemExit where they name several."""
+    runs = build_plan([*DEFAULTS, *overrides]).runs
+    if len(runs) != 1:
+        raise SystemExit(f"the overrides name {len(runs)} runs; name one (pin every swept axis)")
+    return runs[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--synced", action="store_true", help="add a loop that synchronizes at each boundary")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
-    runs = build_plan([*DEFAULTS, *args.overrides]).runs
-    if len(runs) != 1:
-        raise SystemExit(f"the overrides name {len(runs)} runs; name one (pin every swept axis)")
-    cfg = runs[0].config
+    spec = measured(args.overrides)
+    cfg = spec.config
     device = resolve_device(cfg.device)
     configure_backends(cfg)
     trainer = make_workload(cfg, device)
@@ -91,7 +98,7 @@ def main() -> None:
             samples[name].append(cfg.steps * cfg.model.batch_size / seconds)
             first += cfg.steps
     orders = ", ".join(" ".join("ABC"[names.index(n)] for n in rotated(names, i)) for i in range(len(names)))
-    print(f"{runs[0].name} on {device}, {args.rounds} rounds of {cfg.steps} steps, in turn {orders}")
+    print(f"{spec.name} on {device}, {args.rounds} rounds of {cfg.steps} steps, in turn {orders}")
     for name, values in samples.items():
         print(f"{name:<10} samples/s {spread(values)}")
     for name in list(clocks)[1:]:

@@ -181,7 +181,8 @@ PLANTED = [
 ]
 
 
-def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir):  # noqa: F811
+@pytest.mark.network
+def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir):
     """Four real releases, each point's environment built as a user's is; the step is planted in 2.2.4."""
     args = ["--package", "numpy", "--good", "2.2.3", "--bad", "2.2.6", *PLANTED, f"env.dir={env_dir}"]
     result = launch_here("bisect", *args, f"runs_dir={tmp_path}")
@@ -215,7 +216,8 @@ def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir): 
     assert other.returncode == 2 and "holds another bisect (numpy 2.2.3..2.2.6" in other.stderr
 
 
-def test_a_point_whose_runs_all_fail_stops_the_bisect_with_their_error(tmp_path, env_dir):  # noqa: F811
+@pytest.mark.network
+def test_a_point_whose_runs_all_fail_stops_the_bisect_with_their_error(tmp_path, env_dir):
     """torchvision's ResNet18 cannot take 4 input channels: every run fails as it builds its model."""
     failing = [*ONE_OF_TWO_FAILS[:3], "model.in_chans=4", "input_type=tensor,subclass", "memory_format=contiguous"]
     args = ["--package", "numpy", "--good", "2.2.3", "--bad", "2.2.6", *failing, "steps=2", "warmup_steps=1"]
@@ -235,6 +237,7 @@ def test_a_bisect_refuses_a_sweep_of_more_than_one_comparison(tmp_path, capsys):
     golden.says("a bisect of a sweep with four configurations", capsys.readouterr().err)
 
 
+@pytest.mark.network
 def test_a_bisect_refuses_a_release_the_index_does_not_have(tmp_path, capsys):
     status = launch.main(
         ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "9.9.9", *PLANTED, f"runs_dir={tmp_path}"]
@@ -249,7 +252,8 @@ def test_a_bisect_refuses_the_bisected_package_among_the_overrides(tmp_path, cap
     golden.says("a bisect with its package pinned", capsys.readouterr().err)
 
 
-def test_a_bisect_whose_end_has_no_wheel_for_this_python_runs_nothing(tmp_path, env_dir, capsys):  # noqa: F811
+@pytest.mark.network
+def test_a_bisect_whose_end_has_no_wheel_for_this_python_runs_nothing(tmp_path, env_dir, capsys):
     """numpy 1.23.0 has no build for Python 3.11 (its wheels start at 1.23.2): refused before any run, in seconds,
     rather than compiled from its source."""
     args = ["bisect", "--package", "numpy", "--good", "1.23.0", "--bad", "1.23.2", *PLANTED, f"env.dir={env_dir}"]
@@ -257,6 +261,7 @@ def test_a_bisect_whose_end_has_no_wheel_for_this_python_runs_nothing(tmp_path, 
     golden.says("a bisect from a release with no wheel for this Python", capsys.readouterr().err, UNSTABLE)
 
 
+@pytest.mark.network
 def test_a_bisect_refuses_a_folder_that_holds_a_sweeps_runs(tmp_path, capsys):
     (tmp_path / "default").mkdir()
     (tmp_path / "default" / "sweep.json").write_text("{}")  # as a sweep launched into it leaves

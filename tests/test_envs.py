@@ -4,6 +4,8 @@ from the package index, of numpy releases: torch's are gigabytes), cached, and i
 import hashlib
 import json
 
+import pytest
+
 from perfsweep import records
 from perfsweep.launcher import envs
 from perfsweep.records import load_sweep
@@ -37,6 +39,7 @@ def test_each_rounds_runs_of_one_environment_are_back_to_back():
     assert [spec.config.replicate for spec in plan.runs] == [r for r in range(3) for _ in range(per_round)]
 
 
+@pytest.mark.network
 def test_a_published_sweep_over_two_environments_is_compared_within_each(tmp_path, env_dir):
     """Each run imports the numpy it asked for; the table has numpy as a column, and each published comparison
     is made within one environment, a row per environment, not across them."""
@@ -60,6 +63,7 @@ def test_a_published_sweep_over_two_environments_is_compared_within_each(tmp_pat
     ]
 
 
+@pytest.mark.network
 def test_an_environment_is_built_once_and_found_again(env_dir):
     request = envs.request_of("current", {"numpy": NUMPYS[0]})
     said = []
@@ -69,6 +73,7 @@ def test_an_environment_is_built_once_and_found_again(env_dir):
     assert (first.path / envs.RECORD).is_file() and not list(env_dir.glob(".building-*"))
 
 
+@pytest.mark.network
 def test_each_installation_of_perfsweep_has_environments_of_its_own(env_dir, tmp_path, monkeypatch):
     """An environment reaches perfsweep's own packages (submitit, Hydra...) where the installation that built it
     has them: another installation (one elsewhere, made up here) gets its own, so that removing or remaking one
@@ -87,6 +92,7 @@ def test_each_installation_of_perfsweep_has_environments_of_its_own(env_dir, tmp
     assert envs.ensure(request, env_dir, lambda line: None).path == mine.path, "this installation's, found again"
 
 
+@pytest.mark.network
 def test_a_release_that_does_not_exist_is_refused_before_anything_is_written(tmp_path, env_dir):
     result = launch_here(*FAST, "+env.packages.numpy=9.9.9", f"env.dir={env_dir}", f"runs_dir={tmp_path}")
     assert result.returncode == 2 and not any(tmp_path.iterdir())
@@ -115,6 +121,7 @@ def test_a_runs_torch_is_configuration_not_machine_when_it_asked_for_it(tmp_path
     assert "| torch " not in header and "torch=2.9.1" in header, "the version is the axis', not the machine's"
 
 
+@pytest.mark.network
 def test_envs_lists_the_cached_environments_and_prunes_them(tmp_path):
     cache = tmp_path / "envs"
     built = envs.ensure(envs.request_of("current", {"numpy": NUMPYS[1]}), cache, lambda line: None)

@@ -24,6 +24,7 @@ def bench(script: str, *args: str) -> str:
     return out.getvalue()
 
 
+@pytest.mark.slow
 def test_plan_scale_bench_prints_its_stages_and_hydras_own_composition_on_request():
     out = bench("plan_scale.py", "--runs", "100", "--repeats", "1", "--hydra", "3")
     assert out.startswith("100 runs, median of 1")
@@ -32,6 +33,7 @@ def test_plan_scale_bench_prints_its_stages_and_hydras_own_composition_on_reques
     assert "(3 runs, each composed by Hydra in full, once)" in out
 
 
+@pytest.mark.slow
 def test_overhead_bench_prints_both_loops_and_their_ratio():
     out = bench("overhead.py", "--rounds", "2", "steps=3", "warmup_steps=1", "device=cpu", "repeats=1")
     lines = out.strip().splitlines()
@@ -40,6 +42,7 @@ def test_overhead_bench_prints_both_loops_and_their_ratio():
     assert lines[3].startswith("perfsweep/bare throughput") and len(lines) == 4
 
 
+@pytest.mark.slow
 def test_overhead_bench_adds_the_synced_loop_when_asked():
     out = bench("overhead.py", "--rounds", "2", "--synced", "steps=3", "warmup_steps=1", "device=cpu", "repeats=1")
     lines = out.strip().splitlines()
@@ -47,6 +50,7 @@ def test_overhead_bench_adds_the_synced_loop_when_asked():
     assert [line.split(" ")[0] for line in lines[4:]] == ["perfsweep/bare", "synced/bare"]
 
 
+@pytest.mark.slow
 def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
     out = bench(
         "syncs.py",
@@ -69,6 +73,7 @@ def test_analysis_scale_bench_prints_its_stages():
     assert all(f"\n{stage}" in out for stage in ("load", "summarise", "table", "total"))
 
 
+@pytest.mark.slow
 def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
     """(In a process of its own: its ranks are new interpreters, which find its functions in bench.syncs.)"""
     command = [

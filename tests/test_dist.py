@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from statistics import median
 
+import pytest
 from pytest import approx
 
 from perfsweep.analysis.views.plots import write_plots
@@ -101,6 +102,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert "| straggler | exposed comm ms | exposed comm | bus GB/s at least |" in header
 
 
+@pytest.mark.slow
 def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp_path):
     result = launch_here(*TWO_RANKS, "dist=fsdp", "dist.world_size=1,2", "steps=5", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -7,6 +7,7 @@ import time
 import types
 from pathlib import Path
 
+import pytest
 import torch
 
 from perfsweep import records
@@ -81,6 +82,7 @@ def test_a_process_start_is_read_to_the_clock_tick_not_a_second_early():
     assert before - 2 * tick <= started <= child_now
 
 
+@pytest.mark.slow
 def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
     (spec,) = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled").runs
     run_dir = Path(spec.config.runs_dir) / spec.sweep_name / spec.name
@@ -91,6 +93,7 @@ def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
     assert "ready_since" not in records.read_json(run_dir / records.STATUS), "how it was launched, not a status field"
 
 
+@pytest.mark.slow
 def test_runs_one_after_another_in_a_process_count_their_start_up_from_the_run_before(tmp_path):
     """launcher=debug runs each run in the launcher's process, a pack each: the first run's start-up counts from
     the process's start (this test worker's: its imports alone take seconds), the second's from the first's end.

@@ -50,6 +50,7 @@ def perfsweep(project: Path, *args: str, wait: bool = True):
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_example_sweeps_its_model_and_tensor_type_with_its_sweep_file_from_outside_the_clone(project):
     result = perfsweep(project, "sweep=imagelib", *SMALL)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -93,6 +94,7 @@ WIDE = {
 }
 
 
+@pytest.mark.slow
 def test_the_example_sweeps_its_own_step_and_an_edit_mid_sweep_reaches_no_later_run(project):
     """Each run a new interpreter (launcher.isolation=spawn), which imports the project's code: the launch's copy.
     The step's file and a module its model imports are broken once the first run is done, and the second runs them

@@ -339,6 +339,7 @@ os.replace = _replace_on_a_full_disk
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_path):
     fault = tmp_path / "fault"
     fault.mkdir()

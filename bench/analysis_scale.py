@@ -1,12 +1,19 @@
-"""Loading and summarising a large sweep: seconds to read N runs x M steps of records and compute every
-run's per-phase statistics (median, 95% interval, IQR, p5/p95, outliers, noise flag).
+"""Loading and summarising a large sweep, in seconds.
 
     python -m perfsweep.bench.analysis_scale [--runs 1000] [--steps 1000] [--repeats 3]
 
-Writes a synthetic sweep in perfsweep's record format (config, status, summary, steps.parquet per
-run) into a temporary folder first (not timed), then times, median over repeats: load (the run
-records), summarise (each run's steps.parquet read, statistics of its 4 phases and step), and the
-table of the whole sweep.
+It reads N runs x M steps of records.
+It computes every run's per-phase statistics:
+- the median and its 95% interval;
+- the IQR and p5/p95;
+- outliers and the noise flag.
+
+First it writes a synthetic sweep into a temporary folder (not timed).
+The sweep is in perfsweep's record format: config, status, summary and steps.parquet per run.
+Then it times three things, each the median over repeats:
+- load: the run records;
+- summarise: each run's steps.parquet read, with statistics of its 4 phases and step;
+- the table of the whole sweep.
 """
 
 import argparse

@@ -1,23 +1,30 @@
-"""The noise floor of this machine: real A/A trials through perfsweep's own views, and the variance split.
+"""The noise floor of this machine, and the variance split.
 
     python -m perfsweep.bench.calibration [--trials 10] [--skip-launches] [OVERRIDE ...]
 
-Three experiments, each launched as a user launches (`python launch.py ...`, W&B offline), on the default sweep
-narrowed or widened by the overrides:
+It runs real A/A trials through perfsweep's own views.
+There are three experiments.
+Each is launched as a user launches: `python launch.py ...`, W&B offline.
+Each runs the default sweep, narrowed or widened by the overrides.
 
-- labels: one configuration (the default sweep's first: a plain Tensor, contiguous) run in 6 x trials processes in
-  one sweep; each block of 6 consecutive runs is a trial, its runs split into two labels by turns (A B A B A B),
-  and the two labels are compared as the views compare two configurations: the table's `vs` (paired by round),
-  `compare` (A's runs against B's) and a published "same" claim. Nothing differs but the label, so every verdict
-  word is a false positive.
-- launches: the default sweep launched twice per trial and compared (`python launch.py compare A B`): the exit
-  status 1 (a regression) is a false positive; 3 (possible, from one run a side) is counted apart.
-- threads: the same sweep at threads=2 (A) and threads=1 (B), compared once: a real slowdown, which the gate must
-  still call a REGRESSION.
+- labels: one configuration, in 6 x trials processes of one sweep.
+  It is the default sweep's first: a plain Tensor, contiguous.
+  Each block of 6 consecutive runs is a trial.
+  Its runs are split into two labels by turns (A B A B A B).
+  The views compare the two labels as two configurations.
+  They use the table's `vs` (paired by round) and `compare` (A's runs against B's).
+  They also check a published "same" claim.
+  Nothing differs but the label, so every verdict word is a false positive.
+- launches: the default sweep, launched twice per trial and compared (`python launch.py compare A B`).
+  The exit status 1 (a regression) is a false positive.
+  The exit status 3 (possible, from one run a side) is counted apart.
+- threads: the same sweep at threads=2 (A) and threads=1 (B), compared once.
+  It is a real slowdown, which the gate must still call a REGRESSION.
 
-Prints the observed rates, with the variance split of the labels' configuration (between and within processes,
-lag-1 autocorrelation), and writes them with the machine and settings to
-results/<machine>-torch<version>/bench/calibration.{txt,json}, one file per machine kind.
+It prints the observed rates and the variance split of the labels' configuration.
+The split is between and within processes, with the lag-1 autocorrelation.
+It writes them, with the machine and settings, to results/<machine>-torch<version>/bench/calibration.{txt,json}.
+There is one file per machine kind.
 """
 
 import argparse
@@ -41,7 +48,11 @@ PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
 
 
 def launch(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
-    """Launch a sweep as a user does; its folder and its wall time."""
+    """Launch a sweep as a user does.
+
+    Returns:
+        The sweep's folder and its wall time in seconds.
+    """
     started = time.perf_counter()
     command = [sys.executable, str(ROOT / "launch.py"), *args, f"runs_dir={runs_dir}", f"sweep_name={name}"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
@@ -51,7 +62,10 @@ def launch(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
 
 
 def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRecord:
-    """The run as if its baseline axis (input_type, impl...) had the value `label`, in round `replicate`."""
+    """The run, relabelled: its baseline axis has the value `label`, in round `replicate`.
+
+    The baseline axis is input_type, impl or the like.
+    """
     axis = run.baseline.axis
     key = run.fields.get(f"workload.axes.{axis}", f"{axis}.name")
     return dataclasses.replace(
@@ -63,14 +77,20 @@ def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRe
 
 
 def labelled(runs: list[records.RunRecord]) -> list[list[records.RunRecord]]:
-    """Each trial's runs, labelled A and B by turns, each label's runs numbered by round."""
+    """Each trial's runs, labelled A and B by turns.
+
+    Each label's runs are numbered by round.
+    """
     ordered = sorted(runs, key=lambda r: int(r.axes["replicate"]))
     blocks = [ordered[i : i + PER_TRIAL] for i in range(0, len(ordered) - PER_TRIAL + 1, PER_TRIAL)]
     return [[relabel(run, "AB"[i % 2], i // 2) for i, run in enumerate(block)] for block in blocks]
 
 
 def labels_experiment(runs: list[records.RunRecord]) -> dict:
-    """The false positives of the table's `vs`, `compare` and a "same" claim over the labels' trials."""
+    """The false positives over the labels' trials.
+
+    They are counted for the table's `vs`, `compare` and a "same" claim.
+    """
     trials = labelled(runs)
     excluded = exits = contradicted = 0
     for trial in trials:
@@ -99,7 +119,10 @@ def labels_experiment(runs: list[records.RunRecord]) -> dict:
 
 
 def machine(sweep: Path) -> tuple[str, dict]:
-    """The machine kind (the results folder's name) and what the figures depend on beyond their settings."""
+    """The machine kind, and what the figures depend on beyond their settings.
+
+    The machine kind names the results folder.
+    """
     run = next(r for r in records.load_sweep(sweep) if r.state == records.DONE)
     device = run.device.removeprefix("CPU ").lower()
     kind = re.sub(r"[^a-z0-9.]+", "-", f"{'cpu-' if not (run.env or {}).get('gpu') else ''}{device}").strip("-")

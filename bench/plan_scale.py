@@ -2,14 +2,23 @@
 
     python -m perfsweep.bench.plan_scale [--runs 10000] [--repeats 3] [--hydra N]
 
-The grid is 5 models x 5 input types x 2 precisions x 2 compile modes x seeds, cut to --runs.
-Prints the median over --repeats of: expanding and composing every run's config (build_plan),
-checking them (validate; the one-time import of timm and torchvision to list model names is
-timed apart, on the first repeat), and writing the sweep folder's manifest and each run's
-config record (what a launch writes before it submits); then `status` of that sweep, in this
-process and as the command `perfsweep status SWEEP_DIR` (a new process: its start included).
---hydra N also composes the grid's first N runs the plain way, each by Hydra in full (what sweeps/compose.py's
-fast path must equal, and what it saves), once.
+The grid is 5 models x 5 input types x 2 precisions x 2 compile modes.
+It has as many seeds as --runs needs, and is cut to --runs.
+
+It prints the median over --repeats of each step:
+- expanding and composing every run's config (build_plan).
+- checking them (validate).
+- importing timm and torchvision once, to list model names.
+  It is timed apart, on the first repeat.
+- writing the sweep folder's manifest and each run's config record.
+  A launch writes these before it submits.
+- `status` of that sweep, in this process.
+- the command `perfsweep status SWEEP_DIR`, a new process with its start included.
+
+--hydra N also composes the grid's first N runs the plain way, once.
+The plain way is each run by Hydra in full.
+sweeps/compose.py's fast path must equal it.
+The figure shows what the fast path saves.
 """
 
 import argparse

@@ -1,10 +1,14 @@
-"""Time to submit and complete a CPU job array on the local Slurm cluster, one run per job vs K runs per job.
+"""Time to submit and complete a CPU job array on the local Slurm cluster.
+
+It compares one run per job with K runs per job.
 
     python -m perfsweep.bench.slurm_packing [--runs 16] [--packs 1 4] [--repeats 3] [--parallelism 2]
 
-Starts the cluster with scripts/slurm-local, launches a sweep of tiny runs (timm's test_resnet, 3 steps)
-with launcher.wait=true for each runs_per_job value, interleaved, and prints the median wall time of the
-whole launch (plan, submit, run, follow) per value and its ratio to runs_per_job=1.
+It starts the cluster with scripts/slurm-local.
+For each runs_per_job value, it launches a sweep of tiny runs with launcher.wait=true.
+The runs are timm's test_resnet, 3 steps each; the values are interleaved.
+The time is the whole launch: plan, submit, run, follow.
+It prints its median per value, and its ratio to runs_per_job=1.
 """
 
 import argparse

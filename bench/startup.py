@@ -1,13 +1,22 @@
-"""Where a sweep's wall time goes, launcher.isolation=spawn (a new interpreter per run) vs fork (a child per run
-forked from one warm job), as a user launches it.
+"""Where a sweep's wall time goes, spawn against fork, as a user launches it.
 
     python -m perfsweep.bench.startup [--repeats 3] [--sweeps six,default]
 
-Sweeps: `six`, six function-benchmark runs of a few milliseconds each (workload=square_chain size=8, two
-steps); `default`, the default sweep (6 training runs of ResNet18 at 64 px). Each is launched as the command
-`perfsweep ...` (its own start-up included), W&B off, spawn and fork interleaved, --repeats times each.
-Prints per sweep and mode the medians of: wall time, per-run start-up (its process's start, or the previous
-run's end in the same process, to its first step), and efficiency (the measured windows' total / wall).
+launcher.isolation=spawn starts a new interpreter per run.
+fork forks a child per run from one warm job.
+
+The sweeps:
+- `six`: six function-benchmark runs of a few milliseconds each (workload=square_chain size=8, two steps);
+- `default`: the default sweep (6 training runs of ResNet18 at 64 px).
+
+Each is launched as the command `perfsweep ...`, so its own start-up counts.
+W&B is off.
+Spawn and fork are interleaved, --repeats times each.
+
+It prints, per sweep and mode, the medians of:
+- wall time;
+- per-run start-up: from its process's start (or the previous run's end in that process) to its first step;
+- efficiency: the measured windows' total / wall.
 """
 
 import argparse

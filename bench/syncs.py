@@ -3,19 +3,27 @@
     python -m perfsweep.bench.syncs [OVERRIDE ...]
     python -m perfsweep.bench.syncs dist=ddp dist.world_size=2 model=test_resnet device=cpu
 
-For every run the overrides give (default: ResNet50, 224 px, batch 64, channels_last, each input type
-x amp_bf16 and amp_fp16), warms the run up, then runs its timed loop (the steps and StepClock's marks,
-nothing else) and prints what in it would make the host wait for the GPU, with places and counts per step:
-- on CUDA, the synchronizing calls torch.cuda.set_sync_debug_mode("warn") reports (train.syncs);
-- without CUDA, the host reads found by train.syncs.HostReads (`.item()`, `bool(t)`, `nonzero`, ...,
-  each a sync when the tensor is on a GPU).
-amp_fp16 is expected to sync once a step (GradScaler's inf check); anything else is the harness's or
-the model's.
+It takes every run the overrides give.
+The default is ResNet50, 224 px, batch 64, channels_last.
+It covers each input type x amp_bf16 and amp_fp16.
+Each run is warmed up, then runs its timed loop.
+The loop is the steps and StepClock's marks, nothing else.
+It prints what in that loop would make the host wait for the GPU.
+Each place is printed with its count per step:
+- on CUDA, the synchronizing calls that torch.cuda.set_sync_debug_mode("warn") reports (train.syncs);
+- without CUDA, the host reads that train.syncs.HostReads finds (`.item()`, `bool(t)`, `nonzero`, ...).
+  Each is a sync when the tensor is on a GPU.
 
-A run across ranks (dist=ddp, dist=fsdp) is counted on each of its ranks, started by torch's elastic launcher as
-a run's on this host (new interpreters), every counted step with gradient sync, beside the same step in one process:
-the line ends with what the wrapper adds a step (its syncs, or its host reads without CUDA; on a CPU the
-reduction itself waits inside gloo's C++, which no host read shows).
+amp_fp16 is expected to sync once a step: GradScaler's inf check.
+Anything else is the harness's or the model's.
+
+A run across ranks (dist=ddp, dist=fsdp) is counted on each of its ranks.
+torch's elastic launcher starts them as a run's are on this host: new interpreters.
+Every counted step has gradient sync.
+Its counts stand beside the same step's in one process.
+The line ends with what the wrapper adds a step.
+That is its syncs, or its host reads without CUDA.
+On a CPU the reduction itself waits inside gloo's C++, which no host read shows.
 """
 
 import dataclasses
@@ -49,8 +57,11 @@ DEFAULTS = [
 
 
 def counted(trainer, cfg, device: torch.device) -> Counter[str]:
-    """Each place in the timed loop that made the host wait for the GPU (CUDA), or read a value to the host (without
-    CUDA), with its count over the loop's steps."""
+    """Each place in the timed loop that made the host wait, with its count over the loop's steps.
+
+    On CUDA a place made the host wait for the GPU.
+    Without CUDA it read a value to the host.
+    """
     clock = StepClock(device, cfg.steps, trainer.phases)
 
     def loop() -> None:
@@ -85,7 +96,7 @@ def in_one_process(cfg, device: torch.device) -> Counter[str]:
 
 
 def rank_counts(cfg) -> Counter[str]:
-    """One rank's counts (in the rank's own process, its threads as a run's rank has them)."""
+    """One rank's counts, in the rank's own process, with a run's rank's threads."""
     with process_group(cfg) as device:
         trainer = warmed(cfg, device)
         torch.set_num_threads(cpus_of_rank(cfg, as_task=False))
@@ -93,7 +104,11 @@ def rank_counts(cfg) -> Counter[str]:
 
 
 def across_ranks(cfg) -> dict[int, Counter[str]]:
-    """Each rank's counts, the ranks started as a run's are; every counted step with gradient sync (one block)."""
+    """Each rank's counts, by rank.
+
+    The ranks are started as a run's are.
+    Every counted step syncs gradients: the steps make one block.
+    """
     from torch.distributed.launcher.api import elastic_launch
 
     cfg = dataclasses.replace(cfg, dist=dataclasses.replace(cfg.dist, sync_block=cfg.steps))

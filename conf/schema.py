@@ -49,15 +49,18 @@ DistBackend = _closed_set("DistBackend", "auto gloo nccl")
 class ModelConf:
     name: str = "resnet18"  # the model's name in its library (timm or torchvision); with a _target_, its label
     source: str = "torchvision"  # which library builds it by name: "timm" or "torchvision" (not read with a _target_)
-    # A model of your own: the import path of an nn.Module class or a function that returns one (mylib.models.Net),
-    # built with Hydra's instantiate. "": the model `name` of `source`.
+    # A model of your own, built with Hydra's instantiate.
+    # It is the import path of an nn.Module class, or of a function that returns one (mylib.models.Net).
+    # "": the model `name` of `source`.
     _target_: str = _unset("")
-    # Keyword arguments of the model's constructor (yours, timm's create_model or torchvision's get_model):
-    # +model.kwargs.width=64. num_classes and in_chans go to a _target_ that takes arguments of those names.
+    # Keyword arguments of the model's constructor: +model.kwargs.width=64.
+    # The constructor is yours, timm's create_model or torchvision's get_model.
+    # num_classes and in_chans go to a _target_ that takes arguments of those names.
     kwargs: dict[str, Any] = _unset(None, dict)
-    # The import path of your batch factory, called (batch_size, device) -> (inputs, targets): inputs a tensor, a
-    # tuple (model(*inputs)) or a dict (model(**inputs)); targets for the loss, or None where the model returns its
-    # loss. "": random images of image_size and in_chans, and class labels below num_classes.
+    # The import path of your batch factory, called (batch_size, device) -> (inputs, targets).
+    # inputs: a tensor, a tuple (model(*inputs)) or a dict (model(**inputs)).
+    # targets: for the loss, or None where the model returns its loss.
+    # "": random images of image_size and in_chans, and class labels below num_classes.
     inputs: str = _unset("")
     image_size: int = 224  # square input images, pixels per side
     batch_size: int = 64  # samples per step
@@ -83,8 +86,10 @@ class PrecisionConf:
 @dataclass
 class InputTypeConf:
     name: str = "tensor"  # a type registered in train/inputs.py; with a _target_, its label
-    # A type of your own: the import path of a torch.Tensor subclass (the batch is as_subclass'd to it in the data
-    # phase) or of a function that takes the batch tensor and returns the tensor the model gets. "": by `name`.
+    # A type of your own, by import path. It is one of:
+    # - a torch.Tensor subclass: the batch is as_subclass'd to it in the data phase;
+    # - a function that takes the batch tensor and returns the tensor the model gets.
+    # "": by `name`.
     _target_: str = _unset("")
 
 
@@ -153,16 +158,19 @@ UNLIMITED_MIN = 60 * 24 * 365  # a local warm job's own limit: none that a sweep
 class LauncherConf:
     name: LauncherName = LauncherName.local
     parallelism: int = 1  # jobs at once (Slurm: the array's %N); on one machine, concurrent runs distort timings
-    # Each run's time limit on this host (local, debug), from its start: a run that reaches it is stopped and
-    # recorded failed (RunTimeout); the sweep goes on. Slurm: the job's --time (a pack of runs_per_job runs),
-    # in whole minutes, the cluster's limit (submitit requeues a job that reaches it).
+    # On this host (local, debug): each run's time limit, from its start.
+    # A run that reaches it is stopped and recorded failed (RunTimeout); the sweep goes on.
+    # Slurm: the job's --time, in whole minutes, for a pack of runs_per_job runs.
+    # It is the cluster's limit: submitit requeues a job that reaches it.
     timeout_min: float = 60
     timeout_retries: int = 0  # this host: times a run that reached timeout_min runs again, its earlier timeouts counted
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
     gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs
-    # How each run gets its own process. fork: the job imports torch & co once and forks a child per run (local:
-    # one job for the sweep); spawn: a new interpreter per job. None: fork where the platform has it (Linux).
+    # How each run gets its own process:
+    # - fork: the job imports torch & co once and forks a child per run (local: one job for the sweep);
+    # - spawn: a new interpreter per job;
+    # - None: fork where the platform has it (Linux).
     isolation: Isolation | None = None
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
@@ -280,9 +288,11 @@ class DistConf:
     world_size: int = 1  # ranks per node (launcher=slurm: launcher.nodes of them)
     backend: DistBackend = DistBackend.auto  # auto: nccl on CUDA, gloo on a CPU
     timeout_s: float = 120.0  # a collective that waits longer fails the run (a rank that died or hangs)
-    # Time steps without gradient sync beside steps with it, whose backward's difference is the communication it
-    # did not hide (DDP: in its window; FSDP: in a probe after it, which holds a whole model's unsharded gradients:
-    # false where they do not fit), in blocks of sync_block steps each
+    # Time steps without gradient sync beside steps with it, in blocks of sync_block steps each.
+    # Their backward's difference is the communication it did not hide.
+    # DDP times it in its window.
+    # FSDP times it in a probe after the window, which holds a whole model's unsharded gradients.
+    # exposed_comm=false where those do not fit.
     exposed_comm: bool = True
     sync_block: int = 5
     # DDP's own
@@ -343,8 +353,9 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
-    # Runs of each configuration, each in its own process with its own seed (seed + replicate); repeats=auto on the
-    # command line runs rounds until the sweep's comparisons are decided (auto.*: the target and the caps).
+    # Runs of each configuration, each in its own process with its own seed (seed + replicate).
+    # repeats=auto on the command line runs rounds until the sweep's comparisons are decided.
+    # auto.* sets the target and the caps.
     repeats: int = 3
     auto: AutoConf = field(default_factory=AutoConf)
     order: Order = Order.interleaved
@@ -352,8 +363,9 @@ class Config(RunConf):
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)
-# What every workload reads; the other run fields (model, precision...) count only for a workload whose `reads`
-# names them, so that a sweep's training axes do not multiply a function benchmark's runs.
+# What every workload reads.
+# The other run fields (model, precision...) count only for a workload whose `reads` names them.
+# So a sweep's training axes do not multiply a function benchmark's runs.
 READ_BY_EVERY_WORKLOAD = (
     "compile", "workload", "steps", "warmup_steps", "seed", "device", "cudnn_benchmark", "threads", "replicate",
     "label", "torch", "env",

@@ -3,6 +3,7 @@ exist), a view's command line parses (its command and flags exist), Hydra's own 
 
 import argparse
 import re
+import statistics
 import shlex
 from pathlib import Path
 
@@ -107,3 +108,12 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
 def test_a_command_that_would_not_run_is_caught(command, monkeypatch):
     with pytest.raises((SystemExit, PlanError, argparse.ArgumentError)):
         test_every_shown_command_runs_as_written("made up", ".", command, monkeypatch)
+
+
+def test_docstring_sentences_are_short():
+    """One claim a sentence: the median docstring sentence has at most 12 words (bench/prose.py counts them)."""
+    from perfsweep.bench import prose
+
+    files = prose.python_files([ROOT])
+    counts = prose.words([s for f in files for doc in prose.docstrings(f) for s in prose.sentences(doc)])
+    assert len(counts) > 1000 and statistics.median(counts) <= 12

@@ -3,8 +3,8 @@ exist), a view's command line parses (its command and flags exist), Hydra's own 
 
 import argparse
 import re
-import statistics
 import shlex
+import statistics
 from pathlib import Path
 
 import pytest

@@ -100,7 +100,8 @@ def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
 
 # Each bench's documented command with no arguments (its module docstring, docs/development.md).
 # Their defaults measure at full size, minutes each on a CPU: the test runs them all at once for START_S.
-# A bench whose arguments, defaults or plan are wrong fails within that; one still measuring has got past them.
+# A bench whose arguments or defaults are wrong fails within that; one still measuring has got past them.
+# calibration writes its figures only at its end, after START_S.
 BARE = {"analysis_scale", "calibration", "overhead", "plan_scale", "prose", "startup", "syncs"}
 NEEDS_SLURM = {"slurm_packing"}  # its bare command needs the local Slurm cluster (scripts/slurm-local)
 START_S = 25
@@ -121,7 +122,7 @@ def test_each_bench_starts_as_documented_with_no_arguments(tmp_path):
     started = {
         name: subprocess.Popen(
             [sys.executable, "-m", f"perfsweep.bench.{name}"],
-            cwd=tmp_path,  # calibration writes its figures under the working directory's results/
+            cwd=tmp_path,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

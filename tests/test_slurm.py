@@ -380,6 +380,7 @@ def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slu
 
 
 @pytest.mark.slurm
+@pytest.mark.network
 def test_an_environment_axis_runs_each_array_with_its_environments_python(on_slurm, tmp_path):
     """Each environment's runs go to an array of their own, whose jobs start that environment's Python."""
     numpys = ("2.2.6", "2.3.5")

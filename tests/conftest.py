@@ -32,12 +32,13 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.line(f"{count:>6}  {reader}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    skip = None if torch.cuda.is_available() else pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "gpu" in item.keywords:
+        if "local_sweep" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)  # the main job's sweep takes about 35 s
+        if skip and "gpu" in item.keywords:
             item.add_marker(skip)
 
 

@@ -41,6 +41,7 @@ def on_a_read_only_mount(folder, *commands):
     return json.loads(found.stdout)
 
 
+@pytest.mark.slow
 def test_report_and_plots_on_a_read_only_sweep_say_where_to_write_instead_and_write_there(tmp_path):
     sweep = write_sweep(tmp_path / "sweep")
     before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))

@@ -36,6 +36,7 @@ def vs_cells(runs) -> list[tuple[float, float]]:
     return [(float(m[1]), float(m[2])) for m in found if m]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", NOISES)
 def test_the_tables_vs_interval_excludes_one_in_at_most_five_percent_of_aa_trials(noise):
     rng = np.random.default_rng(1)
@@ -47,6 +48,7 @@ def test_the_tables_vs_interval_excludes_one_in_at_most_five_percent_of_aa_trial
     assert excluded / total <= ALLOWED
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", NOISES)
 def test_a_compare_of_two_identical_sweeps_exits_1_in_at_most_five_percent_of_trials(noise):
     rng = np.random.default_rng(2)
@@ -58,6 +60,7 @@ def test_a_compare_of_two_identical_sweeps_exits_1_in_at_most_five_percent_of_tr
     assert np.mean(np.array(exits) == compare.EXIT_REGRESSION) <= ALLOWED
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", NOISES)
 def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise):
     rng = np.random.default_rng(3)
@@ -71,6 +74,7 @@ def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise
     assert set(verdicts) <= {"reproduced", "undetermined", "contradicted"}
 
 
+@pytest.mark.slow
 def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_80_percent_of_the_time():
     """Every configuration of the candidate 10% slower, in a compare of six configurations at the default
     repeats: the family's error control must not cost the power to see it."""
@@ -114,6 +118,7 @@ def auto(levels: dict, noise: synthetic.Noise, rng, max_runs: int = 10) -> tuple
     return taken, found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", NOISES)
 def test_repeats_auto_keeps_its_error_under_its_looks(noise):
     """A/A under repeats=auto: looking again and again calls no effect an effect at most 5% of the time, at the

@@ -81,6 +81,7 @@ def test_unknown_sweep_lists_the_sweeps():
         build_plan(["sweep=nosuch"])
 
 
+@pytest.mark.slow
 def test_sweep_files_all_plan():
     for path in sorted(Path(CONF_DIR.parent / "sweeps").glob("*.yaml")):
         plan = build_plan([f"sweep={path.stem}"])

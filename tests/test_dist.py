@@ -56,6 +56,7 @@ def assert_exposed_comm_from_the_ranks_steps(run) -> None:
     assert run.summary.ranks.bus_gbps_min == approx(run.summary.ranks.comm_bytes_per_step * moved / least_s / 1e9)
 
 
+@pytest.mark.slow
 def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler(tmp_path):
     """Rank 1 sleeps 50 ms a step: the others wait for it in their collectives, and its own steps show it."""
     args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=50", "tracker.mode=offline"]
@@ -128,6 +129,7 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     assert "| vs 1 " in header and "dist.world_size" not in header, "the speed-up over one rank: its efficiency"
 
 
+@pytest.mark.slow
 def test_a_rank_that_hangs_fails_the_run_within_the_collectives_timeout(tmp_path):
     """Rank 1 sleeps a minute in each step; rank 0 waits for it in a collective no more than 2 s."""
     args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=60000", "dist.timeout_s=2", "warmup_steps=0"]
@@ -152,6 +154,7 @@ def rank_process(rank: int, under: Path) -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_killed_rank_fails_the_run_with_its_error(tmp_path):
     args = ["dist=ddp", "dist.delay_rank=1", "dist.delay_ms=500", "steps=20", "launcher.wait=true"]  # 20 s
     command = [sys.executable, str(ROOT / "launch.py"), *TWO_RANKS, *args, f"runs_dir={tmp_path}"]

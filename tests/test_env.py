@@ -69,6 +69,7 @@ def test_a_gpu_is_named_by_its_uuid_as_nvidia_smi_writes_it(monkeypatch):
     assert parse_compute_apps(COMPUTE_APPS, gpu_uuid(torch.device("cuda")), own={4242})[0]["pid"] == 777
 
 
+@pytest.mark.slow
 def test_a_process_start_is_read_to_the_clock_tick_not_a_second_early():
     """/proc/stat's boot time is whole seconds: a start counted from it was up to 1 s early (a fixed bias in every
     recorded start-up on one boot). Counted on the boot clock, it falls between the parent's clock readings."""

@@ -34,6 +34,7 @@ def marked(monkeypatch):
         path.unlink()
 
 
+@pytest.mark.slow
 def test_a_new_input_type_is_in_help_validation_and_the_table(marked, tmp_path, capsys):
     assert launch.main(["--help"]) == 0
     (groups,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("input_type: ")]

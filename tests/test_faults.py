@@ -134,6 +134,7 @@ class RaisesOutOfMemory(FunctionBench):
         return call
 
 
+@pytest.mark.slow
 def test_a_run_that_raises_in_a_step_is_failed_with_the_error_and_traceback(tiny_plan, monkeypatch):
     monkeypatch.setitem(WORKLOADS, "raises_oom", RaisesOutOfMemory)
     with pytest.raises(torch.OutOfMemoryError):
@@ -191,6 +192,7 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
     assert len(status.warnings) == 1 and status.warnings[0].startswith("wandb init failed")
 
 
+@pytest.mark.slow
 def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
@@ -215,6 +217,7 @@ def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothin
     assert run.state == "done" and run.status.attempts == (), "run once, never started over"
 
 
+@pytest.mark.slow
 def test_a_killed_launchers_lock_is_free(tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
@@ -241,6 +244,7 @@ def test_a_loss_that_goes_nan_is_flagged_by_the_table_and_by_compare(tiny_plan):
     golden.says("a loss that goes NaN: the table's flag, then compare's", flags, {bad_dir.name: "<run>"})
 
 
+@pytest.mark.slow
 def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan, monkeypatch):
     """A fake W&B finish that stalls (there is no network to stall here) against tracker.timeout_s=1."""
     finish = Tracker.finish
@@ -257,6 +261,7 @@ def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan
     golden.says("a stalled wandb left behind", warning, {run_dir.parent: "<sweep>"})
 
 
+@pytest.mark.slow
 def test_runs_sharing_a_process_do_not_inherit_each_others_threads(tiny_plan):
     run(tiny_plan("input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"))
     second_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled"))
@@ -293,6 +298,7 @@ SWEEP_LEVEL = [records.SWEEP, records.RUNS, records.JOBS]
 RUN_LEVEL = [records.STATUS, records.CONFIG, records.ENV, records.SUMMARY, records.STEPS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SWEEP_LEVEL + RUN_LEVEL)
 def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_finishes(name, tmp_path):
     runs = tmp_path / "runs"
@@ -357,6 +363,7 @@ def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_pat
     assert not list(runs.glob("**/.*.tmp")), "no temporary file left behind"
 
 
+@pytest.mark.slow
 def test_a_launcher_that_cannot_write_its_own_files_goes_on_and_says_so(tmp_path, monkeypatch):
     replace = os.replace
 

@@ -68,6 +68,7 @@ def test_a_gpus_peak_is_its_dense_datasheet_figure(monkeypatch, name, precision,
     assert peak_flops(torch.device("cuda"), precision) == pytest.approx(tflops * 1e12)
 
 
+@pytest.mark.slow
 def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny_plan):
     assert peak_flops(torch.device("cpu"), "fp32") is None, "no CPU has a peak in the table"
     plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")

@@ -69,6 +69,7 @@ def test_square_chain_scripted_and_compiled_agree_with_eager():
     assert torch.allclose(square_chain(x), x**32)
 
 
+@pytest.mark.slow
 def test_nested_cpp_and_python_compute_the_same_program():
     losses = {}
     for impl, compiled in (("cpp", EAGER), ("python", EAGER), ("python", COMPILED)):

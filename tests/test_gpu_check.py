@@ -18,6 +18,7 @@ from perfsweep.records import code as records_code
 from tests.helpers import ROOT
 
 
+@pytest.mark.slow
 def test_the_dry_run_plans_every_stage_and_runs_nothing(tmp_path):
     result = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu-check"), "all", "--dry-run"],
@@ -51,6 +52,7 @@ def test_a_stage_that_a_check_stops_is_reported():
     assert seconds == 0 and any("input_type/nosuch" in note for note in notes)
 
 
+@pytest.mark.slow
 def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_path):
     marker = tmp_path / "grandchild-alive"
     # the step starts a grandchild (as a launch starts its jobs) that would write the marker after 4 s
@@ -200,6 +202,7 @@ def tiny_sweep(out):
     return gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
 
 
+@pytest.mark.slow
 def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tmp_path):
     out = tmp_path / "stage"
     sweep = tiny_sweep(out)
@@ -224,6 +227,7 @@ def test_a_stage_cut_short_goes_on_from_its_packed_records_on_another_machine(tm
     assert verdict.render() == "failed: stopped at the stage's 20 s limit after 1 of its 2 runs"
 
 
+@pytest.mark.slow
 def test_resume_runs_again_a_table_and_a_sweep_whose_records_are_gone(tmp_path, monkeypatch):
     out = tmp_path / "stage"
     sweep = tiny_sweep(out)
@@ -266,6 +270,7 @@ print(json.dumps(PersistentCache().get_local_cache()))
 """
 
 
+@pytest.mark.slow
 def test_a_compile_cut_short_goes_on_from_what_inductor_timed_on_another_machine(tmp_path, monkeypatch):
     out = tmp_path / "stage"
     tuning = gpu_check.Step("tune", [sys.executable, "-c", TIMES_KERNELS])

@@ -25,6 +25,7 @@ def _launch(runs_dir, *args: str) -> list[records.RunRecord]:
     return load_sweep(runs_dir / "default")
 
 
+@pytest.mark.slow
 def test_fork_and_spawn_runs_leave_the_same_records(tmp_path):
     forked, spawned = (_launch(tmp_path / mode, f"launcher.isolation={mode}")[0] for mode in ("fork", "spawn"))
     for run in (forked, spawned):
@@ -39,6 +40,7 @@ def test_fork_and_spawn_runs_leave_the_same_records(tmp_path):
     assert set(forked.env) == set(spawned.env)
 
 
+@pytest.mark.slow
 def test_local_jobs_at_once_each_run_on_a_share_of_the_cpus(tmp_path):
     """launcher.isolation=spawn: each job is a new interpreter, placed by the launcher (the warm job's forks are
     placed by the job: tests/test_launch.py's local sweep)."""
@@ -49,6 +51,7 @@ def test_local_jobs_at_once_each_run_on_a_share_of_the_cpus(tmp_path):
         assert run.env["cpus"] == jobs[run.name]["cpus"] and run.env["torch_threads"] == len(run.env["cpus"])
 
 
+@pytest.mark.slow
 def test_replicates_forked_from_one_job_each_get_a_process_and_a_seed(tmp_path):
     runs = _launch(tmp_path, "repeats=3", "launcher.runs_per_job=3", "launcher.isolation=fork")
     jobs = records.submitted_jobs(tmp_path / "default")

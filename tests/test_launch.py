@@ -24,6 +24,7 @@ def _runs(sweep: Path) -> dict[str, records.Status]:
     return {p.parent.name: records.read_status(p.parent) for p in sorted(sweep.glob("*/status.json"))}
 
 
+@pytest.mark.slow
 def test_a_local_sweep_runs_every_run_to_done_each_in_a_process_of_its_own(local_sweep):
     sweep, *_ = local_sweep
     statuses = _runs(sweep)
@@ -99,6 +100,7 @@ def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(lo
     assert status.stdout.startswith(f"{sweep}: 3 runs, 3 done")
 
 
+@pytest.mark.slow
 def test_a_debug_launch_records_its_runs_as_run_one_at_a_time_as_they_are(runs_dir):
     """Its runs share the launcher's process, whatever launcher.parallelism says (local runs record theirs: the
     local sweep above)."""
@@ -128,6 +130,7 @@ def test_bad_input_starts_nothing(runs_dir):
     assert not runs_dir.exists()
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
     result = launch_here(*TINY, *ONE_OF_TWO_FAILS, "launcher=debug", f"runs_dir={runs_dir}")
     assert_one_of_two_failed(result, runs_dir / "default")
@@ -158,6 +161,7 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatc
     assert not runs_dir.exists()
 
 
+@pytest.mark.slow
 def test_resume_runs_a_failed_run_again_and_keeps_its_history(runs_dir):
     args = [*TINY, "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled", "launcher=debug"]
     (spec,) = build_plan([*args, f"runs_dir={runs_dir}"]).runs
@@ -186,6 +190,7 @@ def test_a_run_pinned_to_a_gpu_records_which_one(runs_dir):
     assert env["cuda_visible_devices"] == "0" and env["gpu"]["uuid"].startswith(("GPU-", "MIG-"))
 
 
+@pytest.mark.slow
 def test_a_list_of_gpus_is_one_value_and_other_launchers_refuse_it(runs_dir):
     swept = launch_here(*TINY, "launcher.gpus=0,1", f"runs_dir={runs_dir}")
     assert swept.returncode == 2 and "launcher.gpus=0: Invalid value" in swept.stderr and "KEY=[a,b]" in swept.stderr

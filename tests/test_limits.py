@@ -28,6 +28,7 @@ JOB = re.compile(r"\bjob \d+")
 TIMES = {re.compile(r"\d{4}-\d\d-\d\dT[\d:.+]+"): "<time>", re.compile(r"\b\d+(\.\d+)? s\b"): "<seconds> s"}
 
 
+@pytest.mark.slow
 def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp_path):
     """The limit is each run's: the warm job that forks them has none that a sweep reaches (it had the limit itself,
     was requeued at it three times, then ended, leaving the runs it had not run `failed`)."""
@@ -43,6 +44,7 @@ def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp
     assert len({run.status.job_id for run in runs}) == 1, "one warm job served the whole sweep"
 
 
+@pytest.mark.slow
 def test_a_run_past_its_limit_is_recorded_timed_out_run_again_as_configured_and_the_sweep_goes_on(tmp_path):
     result = launch_here(*LOOP, f"steps=3,{ENDLESS}", "launcher.timeout_min=0.05", "launcher.timeout_retries=1",
                          f"runs_dir={tmp_path}")  # fmt: skip
@@ -137,6 +139,7 @@ def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_
     assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"
 
 
+@pytest.mark.slow
 def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_path):
     """Ctrl-C as soon as the warm job is submitted, while it imports torch: no run has started, and `status` says
     so (whether the job's own handler or the launcher's rule for runs never started recorded them)."""
@@ -167,6 +170,7 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
     golden.says("status: a run lost and a run its job never started", render(plan.sweep_dir), {**places, **TIMES})
 
 
+@pytest.mark.slow
 def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(tmp_path):
     """A job that dies before its first run (here: it cannot import the code it runs) leaves every run pending,
     with its log's last line; resume runs them."""

@@ -8,6 +8,7 @@ run.
 
 import string
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ overrides = st.builds(
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(overrides, min_size=1, max_size=3))
 def test_any_command_line_is_refused_clearly_or_planned_never_crashed(tmp_path_factory, generated):

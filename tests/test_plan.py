@@ -110,6 +110,7 @@ TARGETS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "grid", [GRID, [*GRID[:2], *ADDED], [*GRID[:2], "steps=${warmup_steps}"], TARGETS[:6], TARGETS[3:]]
 )

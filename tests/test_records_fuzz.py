@@ -177,6 +177,7 @@ def files_of(name: str, valid: bytes):
     return lines_files(valid) if name == records.RUNS else json_files(valid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RUN_LEVEL + SWEEP_LEVEL)
 def test_every_reader_takes_any_file_in_place_of_a_record(name, sweep):
     path = target(sweep, name)

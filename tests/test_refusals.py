@@ -72,6 +72,7 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args):
     golden.says(f"refused: {_bad(args)}", result.stderr, {tmp_path: "<runs>"})
 
 
+@pytest.mark.slow
 def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path):
     """A newline in runs_dir would end the #SBATCH block and run the rest as a command on the node."""
     runs_dir = f"{tmp_path}/sl\ntouch {tmp_path}/PWNED\n"
@@ -86,6 +87,7 @@ def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path):
     assert list(odd.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_bad_override_and_changes_nothing(tmp_path):
     result = launch_here(*FAST, "seed=0,1", "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr

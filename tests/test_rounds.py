@@ -45,6 +45,7 @@ def _rounds(stdout: str) -> str:
     return re.sub(r"done in \d+(\.\d+)? min", "done in <minutes> min", said)
 
 
+@pytest.mark.slow
 def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds(tmp_path):
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
     first = launch_here(*args)
@@ -56,6 +57,7 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
     assert "repeats=auto stopped after 3 rounds" in again.stdout
 
 
+@pytest.mark.slow
 def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(tmp_path):
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
     assert launch_here(*args).returncode == 0
@@ -87,6 +89,7 @@ def test_bad_auto_settings_are_refused_before_anything_runs(tmp_path, setting):
     golden.says(f"refused: repeats=auto {setting}", refused.stderr, {tmp_path: "<runs>"})
 
 
+@pytest.mark.slow
 def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_path, monkeypatch):
     """A comparison that never decides (a look made to say so) and a cap already passed at the first look: the
     sweep stops there, 3 rounds run of the 5 the run cap allows, and says which cap stopped it."""

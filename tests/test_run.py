@@ -37,6 +37,7 @@ print(json.dumps([torch.get_float32_matmul_precision(), b.cuda.matmul.allow_tf32
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("precision", "expected"),
     [
@@ -61,6 +62,7 @@ def real_run(request, tmp_path_factory) -> tuple[Path, Any, str]:
     return run_dir, summary, request.param
 
 
+@pytest.mark.slow
 def test_a_real_run_ends_done_with_the_config_it_ran(real_run):
     run_dir, _, input_type = real_run
     assert records.read_status(run_dir).state == "done"
@@ -104,6 +106,7 @@ def test_a_real_run_records_its_timer_its_syncs_and_what_ran_beside_it(real_run)
         assert summary.timer == "cuda_event" and summary.host_syncs_per_step == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["amp_fp16", "amp_bf16"])
 def test_amp_runs(tiny_plan, precision):
     run_dir, summary = run(tiny_plan(f"precision={precision}", "input_type=tensor", "memory_format=contiguous"))
@@ -111,6 +114,7 @@ def test_amp_runs(tiny_plan, precision):
     assert all(math.isfinite(loss) and loss > 0 for loss in losses), "losses must be finite numbers"
 
 
+@pytest.mark.slow
 def test_the_model_learns(tiny_plan):
     _, summary = run(
         tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=12", "data_batches=1", "optim.lr=0.05")
@@ -118,6 +122,7 @@ def test_the_model_learns(tiny_plan):
     assert summary.loss_last < summary.loss_first
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_holds_every_step(tiny_plan):
     run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous"))
     logged = wandb_records(run_dir)

@@ -105,6 +105,7 @@ def test_fastai_loss_and_optimizer_read_nothing_on_the_host():
     assert reads_in_timed_steps("input_type=tensorimage", "loss=fastai", "optim=fastai") == []
 
 
+@pytest.mark.slow
 def test_grad_scaler_inf_check_is_the_one_read_of_an_fp16_step():
     found = reads_in_timed_steps("precision=amp_fp16", steps=3)
     assert len(found) == 3 and len(set(found)) == 1

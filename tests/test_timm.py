@@ -37,6 +37,7 @@ def test_the_timm_csv_has_timms_header_and_the_runs_figures(tiny_plan, workload,
     assert float(cells["param_count"]) == pytest.approx(summary.params / 1e6, abs=0.01)
 
 
+@pytest.mark.slow
 def test_runs_that_differ_in_more_than_the_model_name_their_settings_after_timms_columns(tmp_path):
     runs = tmp_path / "runs"
     grid = ["workload=infer_step", "input_type=tensor", "memory_format=contiguous,channels_last", "seed=0,1"]
@@ -95,6 +96,7 @@ def test_default_image_sizes_come_from_each_models_own_config():
     assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224
 
 
+@pytest.mark.slow
 def test_a_model_built_for_one_input_size_runs_at_the_size_asked(tmp_path):
     """timm's ViTs take the size they were built for (224 for deit_tiny_patch16_224)."""
     runs = tmp_path / "runs"
@@ -106,6 +108,7 @@ def test_a_model_built_for_one_input_size_runs_at_the_size_asked(tmp_path):
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_an_out_of_memory_retries_with_a_smaller_batch_and_records_it(tiny_plan, monkeypatch):
     """No GPU to fill here: the step raises torch's out-of-memory error above a batch of 2, as a full GPU would."""
     step = TrainStep.step

@@ -19,6 +19,7 @@ from tests import golden
 from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here, run, wandb_records
 
 
+@pytest.mark.slow
 def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
     run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=channels_last"))
     logged = wandb_records(run_dir)
@@ -33,6 +34,7 @@ def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_wandb_starts_after_the_measured_window_ends(tiny_plan):
     run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous"))
     (page,) = [r["run"] for r in wandb_records(run_dir) if r["type"] == "run"]
@@ -118,6 +120,7 @@ def test_sync_refuses_without_a_key(local_sweep, tmp_path):
     golden.says("sync without a W&B key", result.stderr, {sweep: "<sweep>"})
 
 
+@pytest.mark.slow
 def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged(local_sweep):
     # a requirement, but not on a GPU machine's image, where only the `gpu` tests are collected from this module
     expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters

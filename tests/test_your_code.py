@@ -45,6 +45,7 @@ def here(tmp_path, *args: str):
     return launch_here(*SMALL, *args, "launcher=debug", f"runs_dir={tmp_path / 'runs'}")
 
 
+@pytest.mark.slow
 def test_a_model_that_takes_tokens_trains_on_its_own_batch_factory(imagelib, tmp_path):
     result = here(
         tmp_path,
@@ -143,6 +144,7 @@ class IndexErrorOfItsOwn(Undermarked):
 """
 
 
+@pytest.mark.slow
 def test_a_constructor_that_raises_fails_its_run_with_the_users_frames_and_the_others_go_on(user_module, tmp_path):
     source = user_module("faulty", FAULTY)
     result = here(
@@ -197,6 +199,7 @@ def installed(site: Path, distribution: str, entry_points: str) -> None:
     (info / "entry_points.txt").write_text(entry_points)
 
 
+@pytest.mark.slow
 def test_an_installed_package_adds_options_by_entry_points(imagelib, tmp_path, monkeypatch, capsys):
     site = tmp_path / "site"
     installed(
@@ -231,6 +234,7 @@ def test_a_name_claimed_twice_is_refused(imagelib, tmp_path, monkeypatch):
     golden.says("refused: a name claimed twice", result.stderr, {tmp_path: "<tmp>"})
 
 
+@pytest.mark.slow
 def test_fastais_loop_beside_the_plain_loop_lines_up_their_phases(tmp_path):
     pytest.importorskip("fastai")
     result = launch_here(
@@ -261,6 +265,7 @@ def test_fastais_loop_beside_the_plain_loop_lines_up_their_phases(tmp_path):
     assert loops["fastai_step", "tensorimage", "False"]["output type"] == "TensorImage"
 
 
+@pytest.mark.slow
 def test_runs_done_with_other_code_are_named_when_they_are_not_run_again(user_module, tmp_path):
     args = ["model=edited.Fine", "model.image_size=8", "input_type=tensor", "memory_format=contiguous"]
     user_module("edited", FAULTY)
@@ -291,6 +296,7 @@ def test_table_of_a_folder_of_sweeps_names_them(tmp_path):
     assert f"{tmp_path / 'runs'} holds sweeps, each a folder: first, second" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_launch_into_a_folder_named_by_its_sweep_alone_is_told_what_else_it_holds(tmp_path):
     first = here(tmp_path, "model=test_resnet", "input_type=tensor", "memory_format=contiguous")
     assert first.returncode == 0 and "warning" not in first.stderr, first.stderr

@@ -40,6 +40,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)  # the main job's sweep takes about 35 s
         if skip and "gpu" in item.keywords:
             item.add_marker(skip)
+    # the Slurm tests run one after another and take the longest: a worker starts them first
+    items.sort(key=lambda item: item.path.name != "test_slurm.py")
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,6 @@ Then it times three things, each the median over repeats:
 - the table of the whole sweep.
 """
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -27,6 +26,7 @@ import numpy as np
 from perfsweep import records
 from perfsweep.analysis.views.runs import run_stats
 from perfsweep.analysis.views.table import table_view
+from perfsweep.bench import command
 from perfsweep.records import lifecycle, load_sweep
 
 PHASES = ["data", "forward", "backward", "optimizer"]
@@ -59,12 +59,15 @@ def write_sweep(root: Path, runs: int, steps: int) -> Path:
     return sweep
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("analysis_scale", __doc__)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.dry_run:
+        command.would(f"loading and summarising {args.runs} runs x {args.steps} steps, {args.repeats} times")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sweep = write_sweep(Path(tmp), args.runs, args.steps)
         seconds: dict[str, list[float]] = {"load": [], "summarise": [], "table": []}

@@ -27,7 +27,6 @@ It writes them, with the machine and settings, to results/<machine>-torch<versio
 There is one file per machine kind.
 """
 
-import argparse
 import dataclasses
 import json
 import re
@@ -42,6 +41,7 @@ from perfsweep import records
 from perfsweep.analysis.groups import configurations
 from perfsweep.analysis.statistics import variance
 from perfsweep.analysis.views import compare, published, table
+from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
@@ -129,17 +129,25 @@ def machine(sweep: Path) -> tuple[str, dict]:
     return f"{kind}-torch{run.torch_version}", {"device": run.device, **run.machine}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("calibration", __doc__)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--skip-launches", action="store_true", help="the labels experiment alone")
     parser.add_argument("--out", type=Path, default=ROOT / "results", help="where the machine's folder goes")
     parser.add_argument("overrides", nargs="*", help="overrides of the default sweep (model.image_size=64...)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
+    labels, default = (len(command.checked(overrides).runs) for overrides in (one, args.overrides))
+    for threads in ("threads=1", "threads=2"):
+        command.checked([*args.overrides, threads])
+    if args.dry_run:
+        launches = f"; {2 * args.trials} + 2 launches of the default sweep's {default} runs"
+        launches = "" if args.skip_launches else launches
+        command.would(f"the labels experiment's {labels} runs in one sweep{launches}")
+        return
     results: dict = {"overrides": args.overrides, "trials": args.trials}
     with tempfile.TemporaryDirectory(prefix="perfsweep-calibration-") as tmp:
         runs_dir = Path(tmp)
-        one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
         sweep, wall = launch(one, runs_dir, "labels")
         kind, results["machine"] = machine(sweep)
         done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]

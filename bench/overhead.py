@@ -15,11 +15,10 @@ boundary, as timm's `benchmark.py --detail` times phases: what such a harness co
 queue drains at each boundary; on a CPU it changes nothing).
 """
 
-import argparse
 import statistics
 import time
 
-from perfsweep.sweeps.plan import build_plan
+from perfsweep.bench import command
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.timing import NoClock, StepClock, synchronize
 from perfsweep.train.window import make_workload, run_window, timed_steps
@@ -69,20 +68,24 @@ def spread(values: list[float]) -> str:
 
 def measured(overrides: list[str]):
     """The one run the defaults and `overrides` name; SystemExit where they name several."""
-    runs = build_plan([*DEFAULTS, *overrides]).runs
+    runs = command.checked([*DEFAULTS, *overrides]).runs
     if len(runs) != 1:
         raise SystemExit(f"the overrides name {len(runs)} runs; name one (pin every swept axis)")
     return runs[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("overhead", __doc__)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--synced", action="store_true", help="add a loop that synchronizes at each boundary")
     parser.add_argument("overrides", nargs="*")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     spec = measured(args.overrides)
     cfg = spec.config
+    if args.dry_run:
+        loops = "bare, perfsweep" + (", synced" if args.synced else "")
+        command.would(f"{spec.name}: {args.rounds} rounds of {cfg.steps} steps of each loop ({loops})")
+        return
     device = resolve_device(cfg.device)
     configure_backends(cfg)
     trainer = make_workload(cfg, device)

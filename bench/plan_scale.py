@@ -21,7 +21,6 @@ sweeps/compose.py's fast path must equal it.
 The figure shows what the fast path saves.
 """
 
-import argparse
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfsweep.bench import command
 from perfsweep.launcher import sweepdir
 from perfsweep.launcher.status import render
 from perfsweep.launcher.validate import validate
@@ -57,14 +57,18 @@ def timed(fn, *args, **kwargs):
     return time.perf_counter() - start, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("plan_scale", __doc__)
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hydra", type=int, default=0, metavar="N", help="compose N runs by Hydra in full too")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     seeds = max(1, args.runs // PER_SEED)
     overrides = [*AXES, f"seed=range(0,{seeds})", "repeats=1"]  # one run per configuration: --runs of them
+    if args.dry_run:
+        hydra = f", and {args.hydra} runs composed by Hydra in full" if args.hydra else ""
+        command.would(f"planning, checking and writing {args.runs} runs, {args.repeats} times{hydra}")
+        return
     first_check = None
     times: dict[str, list[float]] = {"plan": [], "validate": [], "write": [], "status": [], "status command": []}
     for _ in range(args.repeats):
@@ -83,8 +87,8 @@ def main() -> None:
             seconds, shown = timed(render, sweep_dir)
             assert f"{len(plan.runs)} runs, {len(plan.runs)} pending" in shown
             times["status"].append(seconds)
-            command = [sys.executable, "-m", "launch", "status", str(sweep_dir)]
-            times["status command"].append(timed(subprocess.run, command, capture_output=True, check=True)[0])
+            status = [sys.executable, "-m", "launch", "status", str(sweep_dir)]
+            times["status command"].append(timed(subprocess.run, status, capture_output=True, check=True)[0])
     print(f"{len(plan.runs)} runs, median of {args.repeats}")
     for stage, values in times.items():
         print(f"{stage:<14} {statistics.median(values):6.2f} s   [{', '.join(f'{v:.2f}' for v in values)}]")

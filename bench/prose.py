@@ -12,11 +12,12 @@ It prints each kind's sentences and their median and 90th percentile of words.
 --files N also lists the N files with the longest median sentence.
 """
 
-import argparse
 import ast
 import re
 import statistics
 from pathlib import Path
+
+from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP = {"tests", "examples", "results", ".venv", ".git", "build"}
@@ -76,11 +77,14 @@ def line(kind: str, counts: list[int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m perfsweep.bench.prose", description=__doc__.splitlines()[0])
+    parser = command.parser("prose", __doc__)
     parser.add_argument("paths", nargs="*", type=Path, help="files or folders (default: the whole package)")
     parser.add_argument("--files", type=int, default=0, help="list the N files with the longest median sentence")
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.paths] or [ROOT]
+    if args.dry_run:
+        command.would(f"the sentences of {len(python_files(paths))} Python files' docstrings")
+        return
     per_file = {f: words([s for doc in docstrings(f) for s in sentences(doc)]) for f in python_files(paths)}
     print(line("docstrings", [n for counts in per_file.values() for n in counts]))
     if not args.paths:

@@ -11,7 +11,6 @@ The time is the whole launch: plan, submit, run, follow.
 It prints its median per value, and its ratio to runs_per_job=1.
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -19,6 +18,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,13 +53,17 @@ def launch_once(runs: int, per_job: int, parallelism: int, env: dict) -> float:
         return seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("slurm_packing", __doc__)
     parser.add_argument("--runs", type=int, default=16)
     parser.add_argument("--packs", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--parallelism", type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.dry_run:
+        packs = ", ".join(f"runs_per_job={per_job}" for per_job in args.packs)
+        command.would(f"{args.runs} runs on the local Slurm cluster at {packs}, {args.repeats} times each")
+        return
     subprocess.run(["bash", str(ROOT / "scripts" / "slurm-local"), "up"], check=True)
     conf = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-local"), "env"], capture_output=True, text=True)
     env = {**os.environ, "SLURM_CONF": conf.stdout.strip().split("=", 1)[1]}

@@ -19,7 +19,6 @@ It prints, per sweep and mode, the medians of:
 - efficiency: the measured windows' total / wall.
 """
 
-import argparse
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfsweep.bench import command
 from perfsweep.records import load_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,14 +56,20 @@ def _median(results: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in results)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("startup", __doc__)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sweeps", default=",".join(SWEEPS))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    names = args.sweeps.split(",")
+    if unknown := [name for name in names if name not in SWEEPS]:
+        parser.error(f"--sweeps: no sweep {', '.join(unknown)}; the sweeps are {', '.join(SWEEPS)}")
+    if args.dry_run:
+        command.would(f"the sweeps {', '.join(names)}, {args.repeats} launches each with spawn and with fork")
+        return
     print(f"median of {args.repeats}, spawn and fork interleaved; W&B off")
     print(f"{'sweep':<8} {'isolation':<9} {'wall s':>7} {'start-up s/run':>15} {'efficiency':>10}   wall s each")
-    for name in args.sweeps.split(","):
+    for name in names:
         by_mode: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
         for _ in range(args.repeats):
             for mode in MODES:

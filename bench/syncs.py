@@ -27,15 +27,14 @@ On a CPU the reduction itself waits inside gloo's C++, which no host read shows.
 """
 
 import dataclasses
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 import torch
 
+from perfsweep.bench import command
 from perfsweep.conf.schema import DistConf
-from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.build import configure_backends
 from perfsweep.train.ranks.measure import cpus_of_rank
 from perfsweep.train.ranks.start import launch_config, process_group
@@ -118,15 +117,22 @@ def across_ranks(cfg) -> dict[int, Counter[str]]:
         return elastic_launch(config, rank_counts)(cfg)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = command.parser("syncs", __doc__)
+    parser.add_argument("overrides", nargs="*", help="overrides of the runs to count (model=... dist=ddp ...)")
+    args = parser.parse_args(argv)
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
+    runs = command.checked([*DEFAULTS, f"device={device.type}", *args.overrides]).runs
+    if args.dry_run:
+        command.would(f"the syncs of {len(runs)} runs on {device.type}: {', '.join(spec.name for spec in runs)}")
+        return
     print(
         "CUDA: syncs per step, as set_sync_debug_mode('warn') reports them"
         if cuda
         else "no CUDA GPU: host reads in the timed loop (each a sync on a GPU), not syncs themselves"
     )
-    for spec in build_plan([*DEFAULTS, f"device={device.type}", *sys.argv[1:]]).runs:
+    for spec in runs:
         cfg = spec.config
         single = in_one_process(dataclasses.replace(cfg, dist=DistConf()), device)
         line = described(single, cfg.steps, cuda)

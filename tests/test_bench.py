@@ -14,8 +14,10 @@ from tests.helpers import ROOT
 
 
 def bench(script: str, *args: str) -> str:
-    """What `python -m perfsweep.bench.<script> ARGS` prints, run in this process (the scripts start no process of
-    their own that matters here)."""
+    """What `python -m perfsweep.bench.<script> ARGS` prints.
+
+    It runs in this process: the scripts start no process of their own that matters here.
+    """
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out):
         patch.setattr(sys, "argv", [f"bench/{script}", *args])
@@ -97,18 +99,28 @@ def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
     assert run.endswith("one process: no host read | rank 0: no host read | rank 1: no host read | ddp adds 0 per step")
 
 
-# Each bench's documented command with no arguments (its module docstring, docs/development.md).
-# Their defaults measure at full size, minutes each on a CPU, so they are not run here.
-BARE = {"analysis_scale", "calibration", "overhead", "plan_scale", "prose", "startup", "syncs"}
-NEEDS_SLURM = {"slurm_packing"}  # its bare command needs the local Slurm cluster (scripts/slurm-local)
+def documented() -> list[str]:
+    """Every bench command that docs/development.md shows, and each bench's bare command (its defaults)."""
+    page = (ROOT / "docs" / "development.md").read_text().splitlines()
+    shown = [line.split("#")[0].strip() for line in page if line.startswith("python -m perfsweep.bench.")]
+    return shown + sorted({" ".join(command.split()[:3]) for command in shown})
 
 
-def test_the_bare_commands_name_every_bench():
-    assert BARE | NEEDS_SLURM == {p.stem for p in (ROOT / "bench").glob("*.py")} - {"__init__"}
+def test_the_development_guide_shows_every_bench():
+    shown = {command.split()[2].removeprefix("perfsweep.bench.") for command in documented()}
+    assert shown == {p.stem for p in (ROOT / "bench").glob("*.py")} - {"__init__", "command"}
 
 
-def test_the_overhead_benchs_defaults_name_one_run():
-    """Its defaults are planned as any sweep's: the sweep's defaults (repeats=3) must not make them several."""
-    from perfsweep.bench.overhead import measured
+@pytest.mark.parametrize("command", documented())
+def test_each_documented_bench_command_checks_its_arguments_and_measures_nothing_in_a_dry_run(command):
+    """The documented commands measure for minutes: their dry run checks them as a launch would, at once."""
+    module, *args = command.split()[2:]
+    out = bench(module.removeprefix("perfsweep.bench.") + ".py", *args, "--dry-run")
+    assert len(out.splitlines()) == 1 and out.startswith("dry run: ")
 
-    assert measured([]).config.model.name == "test_resnet"
+
+@pytest.mark.parametrize("module", ["overhead", "syncs", "calibration"])
+def test_a_bench_refuses_a_bad_override_as_a_launch_does(module):
+    with pytest.raises(SystemExit) as refused:
+        bench(f"{module}.py", "--dry-run", "precision=fp13")
+    assert "fp13" in str(refused.value.code)

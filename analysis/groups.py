@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
-from perfsweep.analysis.statistics.speedup import Sample, Speedup, geometric_mean, speedup
+from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
 from perfsweep.conf.schema import DECLARATION
 from perfsweep.records import RunRecord
 from perfsweep.records.run import Baseline
@@ -220,11 +220,24 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:
     """The configuration's speed-up over its baseline in step time.
 
-    With two or more runs a side it is across runs, paired by round where the sweep interleaved them.
+    With two or more runs a side it is across runs.
+    It is paired by round where the sweep interleaved them, or where each round's two runs shared a process.
     Otherwise it is within-run.
     """
-    paired = config.interleaved and base.interleaved
-    return speedup(config.sample(), base.sample(), paired=paired, level=level)
+    shared = in_one_process(config, base)
+    paired = shared or (config.interleaved and base.interleaved)
+    basis = IN_PROCESS if shared else PAIRED
+    return speedup(config.sample(), base.sample(), paired=paired, level=level, basis=basis)
+
+
+def in_one_process(config: Configuration, base: Configuration) -> bool:
+    """Whether each round's run of the two shared one process (pairing=auto): its ratio is that process's own."""
+    base_of = {round_of(run): run for run in base.runs}
+    pairs = [(run, base_of[round_of(run)]) for run in config.runs if round_of(run) in base_of]
+    return bool(pairs) and all(
+        run.summary is not None and run.summary.paired is not None and other.name in run.summary.paired.sides
+        for run, other in pairs
+    )
 
 
 def speedups(runs: list[RunRecord], level: float = LEVEL) -> list[tuple[Configuration, Configuration, Speedup]]:

@@ -25,7 +25,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     from perfsweep.sweeps.plan import PlanError
     from perfsweep.train.checks import problems as run_problems
     from perfsweep.train.ranks.start import task_rank
-    from perfsweep.train.run import execute, lazy_imports
+    from perfsweep.train.run import execute, execute_sides, lazy_imports
 
     plan = None
     try:
@@ -42,7 +42,8 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         except envs.EnvError as error:
             raise PlanError([str(error)]) from error
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        outcome = launch(plan, argv, Runner(execute, imports=lazy_imports, rank=task_rank), pythons)
+        runner = Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
+        outcome = launch(plan, argv, runner, pythons)
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

@@ -40,6 +40,9 @@ Isolation = _closed_set("Isolation", "fork spawn")
 TrackerMode = _closed_set("TrackerMode", "offline online disabled")  # W&B's mode
 # the order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
 Order = _closed_set("Order", "interleaved shuffled grouped")
+# Where the sides of a comparison run: auto, one process per round where they can share it (sweeps/pairing.py);
+# process, each side in a process of its own
+Pairing = _closed_set("Pairing", "auto process")
 # one run across ranks: none (one process), DDP, or FSDP2 (fully_shard); their process-group backend
 DistName = _closed_set("DistName", "none ddp fsdp")
 DistBackend = _closed_set("DistBackend", "auto gloo nccl")
@@ -359,6 +362,10 @@ class Config(RunConf):
     repeats: int = 3
     auto: AutoConf = field(default_factory=AutoConf)
     order: Order = Order.interleaved
+    # auto: the sides of a comparison share a process per round, in alternating blocks of steps (sweeps/pairing.py).
+    # process: each side in a process of its own.
+    pairing: Pairing = Pairing.process
+    blocks: int = 10  # a paired side's measured steps, in at most this many blocks
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 
 

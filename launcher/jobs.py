@@ -33,7 +33,7 @@ from typing import Any
 import submitit
 
 from perfsweep import records
-from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, execute_run, leave_pending
+from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, every_run, execute_run, leave_pending
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
 
@@ -132,19 +132,19 @@ class RunPack(submitit.helpers.Checkpointable):
         states = {}
         for index, run in enumerate(runs):
             name = run.spec.name
-            if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
-                states[name] = records.DONE
+            if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # an earlier start
+                states |= {side.spec.name: records.DONE for side in run.every}
                 continue
-            error = execute_run(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+            error = execute_run(self.runner, run, {**info, "ready_since": self.last_run_ended})
             self.last_run_ended = time.time()
             while error and again_after_timeout(run):
-                error = execute_run(self.runner.execute, run, {**info, "ready_since": self.last_run_ended})
+                error = execute_run(self.runner, run, {**info, "ready_since": self.last_run_ended})
                 self.last_run_ended = time.time()
-            states[name] = records.FAILED if error else records.DONE
+            states |= {side.spec.name: records.FAILED if error else records.DONE for side in run.every}
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)
                 why = f"run {name} hit a CUDA error in this process: {line}"
-                left = leave_pending(runs[index + 1 :], "CudaError", why)
+                left = leave_pending(every_run(runs[index + 1 :]), "CudaError", why)
                 raise SystemExit(
                     f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
                     f"pack's {left} later runs are pending again: `python launch.py resume` runs them"

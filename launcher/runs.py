@@ -42,6 +42,8 @@ class Runner:
     # Such a task is one of the run's ranks: it measures its steps and hands them to the first task.
     # The first task records the run.
     rank: Callable[[RunSpec], Any] | None = None
+    # What executes the sides of a comparison in one process (pairing=auto): [(spec, folder, W&B id)], launch.
+    execute_sides: Callable[[list[tuple[RunSpec, Path, str]], dict[str, Any]], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +67,18 @@ class RunJob:
     # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
     ranks_per_node: int | None = None
     code: dict[str, str] | None = None  # the launch's snapshot of the code (module -> content hash), for its status
+    # The other sides of its comparison that this run's process measures beside it (pairing=auto).
+    sides: tuple["RunJob", ...] = ()
+
+    @property
+    def every(self) -> tuple["RunJob", ...]:
+        """This run and the sides its process measures beside it."""
+        return (self, *self.sides)
+
+
+def every_run(runs: list[RunJob]) -> list[RunJob]:
+    """Each run of `runs`, and each side that shares a process with one of them."""
+    return [side for run in runs for side in run.every]
 
 
 # A run past its time limit stops itself: RunTimeout, recorded with where it was.
@@ -82,7 +96,7 @@ TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
 
 @contextlib.contextmanager
 def time_limit(run: RunJob):
-    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds.
+    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds for each of its sides.
 
     An interval timer (SIGALRM) raises it.
     The run then records itself failed, with the traceback of where it was.
@@ -99,13 +113,16 @@ def time_limit(run: RunJob):
         yield
         return
 
+    seconds = run.limit_s * len(run.every)  # a run's limit for each side its process measures
+
     def reached(signum, frame) -> None:
-        minutes = f"launcher.timeout_min={run.limit_s / 60:g} ({run.limit_s:g} s)"
+        sides = f" for its {len(run.every)} sides" if run.sides else ""
+        minutes = f"launcher.timeout_min={run.limit_s / 60:g} ({seconds:g} s{sides})"
         raise RunTimeout(f"the run reached its time limit, {minutes}, and was stopped")
 
     previous = signal.signal(signal.SIGALRM, reached)
     try:
-        signal.setitimer(signal.ITIMER_REAL, run.limit_s)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -143,10 +160,10 @@ def first_interrupt_only():
         signal.signal(signal.SIGINT, previous)
 
 
-def execute_run(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exception | None:
-    """Run `run` within its time limit.
+def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception | None:
+    """Run `run` (with its sides, in one process) within its time limit.
 
-    `execute` records the run's failure.
+    The runner's function records the run's failure.
     A run can fail before it records anything: its folder or status could not be made or read.
     Its failure is recorded here.
 
@@ -156,15 +173,20 @@ def execute_run(execute: RunFunction, run: RunJob, info: dict[str, Any]) -> Exce
     Raises:
         SystemExit: with why, if its records cannot be written.
     """
+    launch = {"parallelism": run.parallelism, "code": run.code, **info}
     try:
         with first_interrupt_only(), time_limit(run):
-            execute(run.spec, run.run_dir, run.tracker_id, {"parallelism": run.parallelism, "code": run.code, **info})
+            if run.sides:
+                runner.execute_sides([(side.spec, side.run_dir, side.tracker_id) for side in run.every], launch)
+            else:
+                runner.execute(run.spec, run.run_dir, run.tracker_id, launch)
         return None
     except records.RecordWriteError as error:
         raise unrecordable(run, error) from error
     except Exception as error:
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
-        _record_failure(run, failure)
+        for side in run.every:
+            _record_failure(side, failure)
         print(f"perfsweep: run {run.spec.name} failed: {failure.line(200)} (its status.json has the traceback)",
               file=sys.stderr)  # fmt: skip
         return error

@@ -25,12 +25,13 @@ from perfsweep.launcher import sweepdir
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
-from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, lost, never_started
+from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, every_run, lost, never_started
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.status import in_flight
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from perfsweep.records.lock import sweep_lock
+from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import Plan
 
 
@@ -137,7 +138,7 @@ class Dispatcher:
             try:
                 jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
-                left = sum(len(pack) for pack in packs[start:])
+                left = sum(len(every_run(pack)) for pack in packs[start:])
                 arrays = sorted({job_id.split("_")[0] for job_id in submitted})
                 done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
                 raise SubmissionFailed(
@@ -166,7 +167,7 @@ class Dispatcher:
         entries = {}
         for job, pack in jobs:
             entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued, **self.backend.job_entry(job)}
-            entries |= {run.spec.name: entry for run in pack}
+            entries |= {run.spec.name: entry for run in every_run(pack)}
         try:
             records.record_jobs(self.sweep_dir, entries)
         except records.RecordWriteError as error:
@@ -184,7 +185,7 @@ class Dispatcher:
             warn(f"{error}; asking again at the next poll")
             alive = {job.job_id for job in jobs}
         for job_id, (job, pack) in list(self.active.items()):
-            for run in pack:
+            for run in every_run(pack):
                 if run.spec.name in self.states:
                     continue
                 status = records.read_status(run.run_dir)
@@ -286,6 +287,20 @@ def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -
         )
 
 
+def in_processes(jobs: dict[str, RunJob], todo: list) -> list[RunJob]:
+    """The runs as their processes run them, in plan order.
+
+    The sides of a paired comparison (sweeps/pairing.py) are one process: its first run, the others its `sides`.
+    """
+    first_of, beside = {}, set()
+    for group in groups(todo):
+        if group.paired:
+            lead, *others = (jobs[spec.name] for spec in group.runs)
+            first_of[lead.spec.name] = dataclasses.replace(lead, sides=tuple(others))
+            beside |= {side.spec.name for side in others}
+    return [first_of.get(spec.name, jobs[spec.name]) for spec in todo if spec.name not in beside]
+
+
 def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]) -> Outcome:
     conf = plan.settings.launcher
     backend = backend_for(conf)
@@ -302,9 +317,9 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
     limit_s, retries = backend.run_limit()
-    runs = [
+    jobs = {
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
-        RunJob(
+        spec.name: RunJob(
             spec,
             sweep_dir / spec.name,
             sweepdir.tracker_id(manifest, spec),
@@ -316,10 +331,11 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             code.modules,
         )
         for spec in todo
-    ]
+    }
+    runs = in_processes(jobs, todo)
     sweepdir.mark_pending(plan, todo)
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), Progress(len(runs)))
+    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), Progress(len(todo)))
     queue = collections.deque(packs_of(runs, backend.runs_per_job(len(runs))))
     with in_snapshot(code.folder):
         job_ids = [] if backend.on_this_host else dispatcher.start_all(queue, backend.max_array_size())

@@ -50,6 +50,7 @@ from perfsweep.launcher.runs import (
     RunJob,
     Runner,
     again_after_timeout,
+    every_run,
     execute_run,
     ignore_later_interrupts,
     leave_pending,
@@ -151,13 +152,14 @@ def fork_runs(
     signal.signal(signal.SIGINT, ignore_later_interrupts)
     _pass_preemption_on(children)
     try:
-        warm_up(runner.imports([run.spec for run in runs]))  # after the handlers: Ctrl-C here leaves runs pending
+        # after the handlers: Ctrl-C here leaves runs pending
+        warm_up(runner.imports([run.spec for run in every_run(runs)]))
         signal.signal(signal.SIGINT, ignore_later_interrupts)  # again: an import may have put in its own
         while queue or children:
             while queue and slots.open(len(children)):
                 run = queue.popleft()
-                if records.read_status(run.run_dir).state == records.DONE:  # by an earlier start of this job
-                    states[run.spec.name] = records.DONE
+                if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # earlier
+                    states |= {side.spec.name: records.DONE for side in run.every}
                     continue
                 hazard = fork_hazard()
                 if hazard:
@@ -168,7 +170,8 @@ def fork_runs(
                 pid = os.fork()
                 if pid == 0:
                     _child(runner, run, place, log, {**info, "ready_since": forked_at})  # never returns
-                deadline = time.monotonic() + run.limit_s + GRACE_S if run.limit_s is not None else None
+                limit_s = run.limit_s * len(run.every) if run.limit_s is not None else None  # a run's for each side
+                deadline = time.monotonic() + limit_s + GRACE_S if limit_s is not None else None
                 children[pid] = Child(run, place, log, deadline, _pidfd(pid))
             if not children:  # the rest were done by an earlier start of this job (a requeue)
                 continue
@@ -176,14 +179,15 @@ def fork_runs(
             child = children.pop(pid)
             _close(child)
             slots.release(child.place)
-            state = _ended(child, pid, wait_status)
-            if state == records.FAILED and again_after_timeout(child.run):
+            ended = {side.spec.name: _ended(child, side, pid, wait_status) for side in child.run.every}
+            if ended[child.run.spec.name] == records.FAILED and again_after_timeout(child.run):
                 queue.append(child.run)
                 continue
-            states[child.run.spec.name] = state
+            states |= ended
     except KeyboardInterrupt as stop:  # Ctrl-C, or the launcher cancelling this job: children stop as runs do
         _stop(children)
-        leave_pending(list(queue), type(stop).__name__)  # not started: pending, not lost (the job was stopped)
+        # not started: pending, not lost (the job was stopped)
+        leave_pending(every_run(list(queue)), type(stop).__name__)
         raise
     finally:
         for signum, handler in handlers.items():
@@ -224,7 +228,7 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
         for pid, child in children.items():
             if child.deadline is None or now < child.deadline or child.killed:
                 continue
-            if records.read_status(child.run.run_dir).state in records.FINAL:
+            if all(records.read_status(side.run_dir).state in records.FINAL for side in child.run.every):
                 child.deadline = None
             else:
                 child.killed = True
@@ -287,7 +291,7 @@ def _child(runner: Runner, run: RunJob, place: Place, log: Path | None, info: di
         signal.signal(signal.SIGUSR2, _stop_the_run)  # the job requeues itself; the run stops to start over
         place.enter()
         mine = {**info, "pid": os.getpid(), "log": str(log) if log else info.get("log")}
-        code = 0 if execute_run(runner.execute, run, mine) is None else 1
+        code = 0 if execute_run(runner, run, mine) is None else 1
     except SystemExit as stop:  # its records cannot be written: the reason, as its log's last line
         print(stop.code, file=sys.stderr)
     except KeyboardInterrupt:  # the run recorded itself pending
@@ -300,19 +304,19 @@ def _child(runner: Runner, run: RunJob, place: Place, log: Path | None, info: di
         os._exit(code)
 
 
-def _ended(child: Child, pid: int, wait_status: int) -> str:
-    """The run's final state once its process has ended.
+def _ended(child: Child, run: RunJob, pid: int, wait_status: int) -> str:
+    """The final state of `run`, the child's run or a side beside it, once the child's process has ended.
 
     If the run could not record one, it is recorded as lost.
     Where it was killed past its time limit, it is recorded as timed out.
     """
-    run = child.run
     status = records.read_status(run.run_dir)
     if status.state in records.FINAL or (status.state == records.PENDING and status.interrupted):
         return status.state
     kind = TIMEOUT if child.killed else "LostRun"
     if child.killed:
-        how = f"killed {GRACE_S:g} s past its time limit, launcher.timeout_min={run.limit_s / 60:g}: it had not stopped"
+        limit = f"launcher.timeout_min={child.run.limit_s / 60:g}"
+        how = f"killed {GRACE_S:g} s past its time limit, {limit}: it had not stopped"
     elif os.WIFSIGNALED(wait_status):
         how = f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     else:

@@ -52,6 +52,7 @@ from perfsweep.records.files import (
 )
 from perfsweep.records.run import (
     Baseline,
+    PairedSummary,
     RankSummary,
     RunRecord,
     Summary,
@@ -90,7 +91,8 @@ __all__ = [
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
-    "Baseline", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep", "unreadable_records",
+    "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
+    "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",
     "read_status",

@@ -86,6 +86,20 @@ class RankSummary:
         return cls(**{field: data[flat] for flat, field in _FLAT_RANKS.items() if flat in data})
 
 
+@dataclasses.dataclass(frozen=True)
+class PairedSummary:
+    """How a run shared its process with the other sides of its comparison (pairing=auto): summary.json's `paired`."""
+
+    sides: list[str]  # the run names of the process's sides
+    side: int  # this run's place in `sides`
+    blocks: list[int]  # which side ran each block of measured steps, in the order they ran
+    block_steps: list[int]  # the steps of each of a side's blocks, in order
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "PairedSummary":
+        return cls(**known_fields(cls, data))
+
+
 # A summary.json's top-level rank fields, before `ranks` held them -> RankSummary's fields.
 _FLAT_RANKS = {
     "world_size": "world_size", "rank_step_ms": "step_ms", "rank_own_step_ms": "own_step_ms",
@@ -125,6 +139,7 @@ class Summary:
     # A run across ranks (dist=ddp/fsdp): how its ranks compare; None for a run in one process. Its figures above
     # are then one rank's synced window steps (the straggler's), and samples/s all ranks' together.
     ranks: RankSummary | None = None
+    paired: PairedSummary | None = None  # a side of a paired run: the process it shared; None for a process of its own
 
     def __post_init__(self) -> None:
         untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
@@ -136,13 +151,14 @@ class Summary:
         """A summary from summary.json, its rank fields in `ranks` or, written before, at its top level."""
         known = known_fields(cls, data)
         ranks = RankSummary.from_json(data["ranks"]) if data.get("ranks") else RankSummary.from_flat(data)
-        return cls(**{**known, "phases": tuple(known.get("phases", ())), "ranks": ranks})
+        paired = PairedSummary.from_json(data["paired"]) if data.get("paired") else None
+        return cls(**{**known, "phases": tuple(known.get("phases", ())), "ranks": ranks, "paired": paired})
 
     def to_json(self) -> dict[str, Any]:
         """summary.json's content; a training step's fields and `ranks` only where the run has them."""
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks")}
+        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks", "paired")}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""

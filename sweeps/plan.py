@@ -39,7 +39,10 @@ from perfsweep.sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
-SWEEP_WIDE = ("launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order")
+SWEEP_WIDE = (
+    "launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order", "pairing",
+    "blocks",
+)  # fmt: skip
 
 
 class PlanError(ValueError):

@@ -106,7 +106,7 @@ def test_the_limit_stops_once_the_run_has_recorded_how_it_ended(tmp_path, monkey
     steps = "steps=0" if outcome == "failed" else "steps=5"  # the run's own checks refuse 0 steps
     (spec,) = build_plan([*FAST, steps, f"runs_dir={tmp_path}"]).runs
     run = RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=600)
-    error = execute_run(train_run.execute, run, {})
+    error = execute_run(Runner(train_run.execute), run, {})
     assert (error is None) == (outcome == "done") and records.read_status(run.run_dir).state == outcome
     assert seen == [0.0], "W&B ran with the limit stopped"
 
@@ -119,7 +119,7 @@ def test_a_run_that_fails_before_it_records_anything_is_recorded_failed(tmp_path
     """Not left pending as if its job had never started it (the job's own process: spawn, debug)."""
     (spec,) = build_plan([*FAST, f"runs_dir={tmp_path}"]).runs
     run = RunJob(spec, tmp_path / spec.name, "id", 1)
-    assert isinstance(execute_run(_raises_at_once, run, {}), PermissionError)
+    assert isinstance(execute_run(Runner(_raises_at_once), run, {}), PermissionError)
     status = records.read_status(run.run_dir)
     assert status.state == "failed" and status.error.type == "PermissionError" and "Traceback" in status.error.traceback
 

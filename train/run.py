@@ -13,14 +13,14 @@ import time
 import traceback
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from perfsweep import records
 from perfsweep.conf.schema import RunConf
 from perfsweep.conf.targets import modules_of, targets_of
-from perfsweep.records import Summary, lifecycle
+from perfsweep.records import PairedSummary, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
@@ -28,6 +28,7 @@ from perfsweep.train.catalog import workload_class
 from perfsweep.train.env import clocks, environment, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
+from perfsweep.train.paired import SharedStateError, block_order, block_sizes, changed, measure_blocks, process_switches
 from perfsweep.train.ranks.combine import Ranks
 from perfsweep.train.ranks.start import RANK_LOGS, run_ranks, task_ranks
 from perfsweep.train.syncs import count_host_syncs
@@ -191,36 +192,109 @@ def execute(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any
     start-up begins, else this process's start. A run starts over from scratch: an earlier start's step rows and
     summary are removed first.
     """
-    ready_since = launch.get("ready_since") or process_started_at() or time.time()
-    launch = started(run_dir, tracker_id, launch)
-    stopwatch = Stopwatch()
-    try:
-        device = prepare(spec, run_dir)
-        if spec.config.dist.name == "none":
-            summary, rows, seconds = one_process(spec, run_dir, device, stopwatch)
-        else:
-            summary, rows, seconds = across_ranks(spec, run_dir, device, launch)
-        outcome_known()
-        timing = {"startup_s": seconds.pop("first_step") - ready_since, **seconds, **stopwatch.seconds}
-        finished = done(run_dir, launch, timing)
-    except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
-        interrupted(run_dir, launch, error)
-        raise
-    except Exception as error:
-        failed(spec, run_dir, tracker_id, launch, error)
-        raise
-    tracked(spec, run_dir, tracker_id, launch, rows, summary, finished, timing)
+    (summary,) = execute_sides([(spec, run_dir, tracker_id)], launch)
     return summary
 
 
-def one_process(
-    spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: Stopwatch
-) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
+class Side(NamedTuple):
+    """A run as a process measures it: its spec, its run folder and its W&B id."""
+
+    spec: RunSpec
+    run_dir: Path
+    tracker_id: str
+
+
+Measurement = tuple[Summary, list[dict[str, Any]], dict[str, float]]  # a summary, its step rows, where time went
+
+
+def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]) -> list[Summary]:
+    """Run the sides of a comparison in this one process (train/paired.py), each recorded as a run of its own.
+
+    Each side is a spec, its run folder and its W&B id.
+    One side is a run as `execute` runs it.
+    The sides start, end, fail or stop together.
+
+    Returns:
+        Each side's summary.
+    """
+    sides = [Side(*side) for side in sides]
+    ready_since = launch.get("ready_since") or process_started_at() or time.time()
+    launches = [started(side.run_dir, side.tracker_id, launch) for side in sides]
+    stopwatch = Stopwatch()
+    try:
+        device = prepare_sides(sides)
+        if len(sides) > 1:
+            measured = paired_process(sides, device, stopwatch)
+        elif sides[0].spec.config.dist.name == "none":
+            measured = [one_process(sides[0].spec, sides[0].run_dir, device, stopwatch)]
+        else:
+            measured = [across_ranks(sides[0].spec, sides[0].run_dir, device, launches[0])]
+        outcome_known()
+        timings = [
+            {"startup_s": seconds.pop("first_step") - ready_since, **seconds, **stopwatch.seconds}
+            for _, _, seconds in measured
+        ]
+        ends = [done(side.run_dir, mine, t) for side, mine, t in zip(sides, launches, timings, strict=True)]
+    except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
+        for side, mine in zip(sides, launches, strict=True):
+            interrupted(side.run_dir, mine, error)
+        raise
+    except Exception as error:
+        for side, mine in zip(sides, launches, strict=True):
+            failed(*side, mine, error)
+        raise
+    for side, mine, (summary, rows, _), end, timing in zip(sides, launches, measured, ends, timings, strict=True):
+        tracked(*side, mine, rows, summary, end, timing)
+    return [summary for summary, _, _ in measured]
+
+
+def prepare_sides(sides: list[Side]) -> torch.device:
+    """Prepare each side's run; the device they share.
+
+    Raises:
+        SharedStateError: where the sides ask for different process-wide switches.
+    """
+    devices, switches = [], []
+    for side in sides:
+        devices.append(prepare(side.spec, side.run_dir))
+        switches.append(process_switches())
+    differs = [f"{side.spec.name}: {changed(switches[0], mine)}" for side, mine in zip(sides, switches, strict=True)]
+    differs = [line for line, mine in zip(differs, switches, strict=True) if mine != switches[0]]
+    if differs:
+        raise SharedStateError(f"the sides set different process-wide switches ({'; '.join(differs)})")
+    return devices[0]
+
+
+def paired_process(sides: list[Side], device: torch.device, stopwatch: Stopwatch) -> list[Measurement]:
+    """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does."""
+    names, cfg = [side.spec.name for side in sides], sides[0].spec.config
+    before, clock_start = neighbours(device), clocks(device)
+    warm = [warmed_up(side.spec.config, device) for side in sides]
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    sizes = block_sizes(cfg.steps, cfg.blocks)
+    order = block_order(len(sides), len(sizes), cfg.seed)
+    windows = measure_blocks([work for work, *_ in warm], names, order, sizes, cfg.warmup_steps, device)
+    results = []
+    for index, (side, (work, warmup, ran, first), window) in enumerate(zip(sides, warm, windows, strict=True)):
+        measured = Measured(work, warmup, window, ran, first, before, clock_start)
+        paired = PairedSummary(sides=names, side=index, blocks=order, block_steps=sizes)
+        results.append(recorded(measured, side.run_dir, device, stopwatch, {"paired": paired}))
+    return results
+
+
+def one_process(spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: Stopwatch) -> Measurement:
     """Measure the run in this process and write its records: its summary, its step rows, and where its time
     went (its first step's time, then seconds)."""
-    measured = measure(spec.config, device)
+    return recorded(measure(spec.config, device), run_dir, device, stopwatch)
+
+
+def recorded(
+    measured: Measured, run_dir: Path, device: torch.device, stopwatch: Stopwatch, extra: dict[str, Any] | None = None
+) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
+    """Count, summarise, profile and write what a run measured; its summary, step rows and where its time went."""
     with stopwatch("counted_s"):
-        extra = probe(measured, device)
+        extra = {**probe(measured, device), **(extra or {})}
     with stopwatch("summarized_s"):
         summary = summarize(measured.work, measured.window, device, extra)
     if measured.cfg.profile:

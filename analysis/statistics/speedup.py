@@ -24,6 +24,7 @@ from perfsweep.analysis.statistics.bootstrap import LEVEL, RESAMPLES, Interval, 
 
 WITHIN_RUN = "within-run"
 PAIRED = "paired by round"
+IN_PROCESS = "paired in process"  # each round's two runs were sides of one process (pairing=auto)
 ACROSS = "across runs"
 
 
@@ -157,13 +158,16 @@ def _timed(sample: Sample) -> bool:
     return bool(np.all(sample.medians > 0)) and bool(np.all(np.isfinite(sample.medians)))
 
 
-def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0) -> Speedup:
+def speedup(
+    of: Sample, over: Sample, paired: bool = False, level: float = LEVEL, seed: int = 0, basis: str = PAIRED
+) -> Speedup:
     """How many times faster `of` runs than `over`; below 1, `of` is slower.
 
     Across runs: the ratio of the geometric means of their runs' medians.
     Paired by round: the geometric mean of the pairs' ratios.
     Within one run: the ratio of the medians of their steps.
     `paired`: the two ran in the same interleaved rounds of one sweep.
+    `basis` names the pairing: by round, or in process where each round's two runs shared one.
     """
     runs = (of.runs, over.runs)
     if not (_timed(of) and _timed(over)):
@@ -175,7 +179,7 @@ def speedup(of: Sample, over: Sample, paired: bool = False, level: float = LEVEL
             d = np.array([b[j] - a[i] for i, j in pairs])
             se, df = float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
             low, high, p = t_interval(float(d.mean()), se, df, level)
-            return Speedup(math.exp(float(d.mean())), low, high, PAIRED, (len(d), len(d)), p, se, df)
+            return Speedup(math.exp(float(d.mean())), low, high, basis, (len(d), len(d)), p, se, df)
         va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
         df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb else 1.0
         diff, se = float(b.mean() - a.mean()), math.sqrt(va + vb)

@@ -1,0 +1,69 @@
+"""Which runs share a process: the sides of a comparison, measured in alternating blocks (pairing=auto).
+
+A comparison's sides are the runs of one row group and one round.
+They differ only in the workload's baseline axis (input_type=tensor,subclass...).
+They share a process where that axis is one a process can hold side by side, and no side sets process-wide state.
+Each side then builds its own model and inputs from the same seed.
+Otherwise each side runs in a process of its own, as with pairing=process, and the launch says why.
+"""
+
+import dataclasses
+
+from perfsweep.conf.schema import Pairing
+from perfsweep.sweeps.spec import RunSpec, canonical_json, run_fields
+
+# Axes whose sides a process holds at once, each side a model and inputs of its own.
+PAIRABLE = ("input_type", "memory_format", "precision", "compile")
+# Values that set process-wide state, which the other sides would see.
+PROCESS_WIDE = {
+    ("precision", "tf32"): "precision=tf32 sets the TF32 switches of the whole process",
+    ("input_type", "fastai_tensorbase"): "input_type=fastai_tensorbase imports fastai, which patches torch itself",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """The runs of one comparison in one round, and why they run apart ("" where they share a process)."""
+
+    runs: tuple[RunSpec, ...]
+    apart: str = ""
+
+    @property
+    def paired(self) -> bool:
+        return len(self.runs) > 1 and not self.apart
+
+
+def groups(runs: list[RunSpec]) -> list[Group]:
+    """The runs by comparison and round, each group in the order of its first run."""
+    by_key: dict[str, list[RunSpec]] = {}
+    for spec in runs:
+        by_key.setdefault(_comparison(spec), []).append(spec)
+    return [Group(tuple(sides), _apart(sides)) for sides in by_key.values()]
+
+
+def _comparison(spec: RunSpec) -> str:
+    """What the run's sides share: every field it measures but its baseline axis's node."""
+    config = spec.config
+    axis = config.workload.baseline.axis
+    node = config.workload.axes.get(axis, "").split(".")[0]
+    fields = {name: value for name, value in run_fields(config).items() if name != node or not node}
+    return canonical_json(fields) if node else spec.run_id
+
+
+def _apart(sides: list[RunSpec]) -> str:
+    """Why the sides of one comparison and round run in processes of their own; "" where they need not."""
+    if len(sides) < 2:
+        return ""
+    config = sides[0].config
+    axis = config.workload.baseline.axis
+    if config.pairing == Pairing.process:
+        return "pairing=process"
+    if config.dist.name != "none":
+        return f"a run across ranks (dist={config.dist.name}) has processes of its own"
+    if axis not in PAIRABLE:
+        return f"its sides differ in {axis}, which one process does not hold side by side (only {', '.join(PAIRABLE)})"
+    for spec in sides:
+        why = PROCESS_WIDE.get((axis, spec.axes.get(axis, "")))
+        if why:
+            return why
+    return ""

@@ -1,0 +1,93 @@
+"""Paired runs (pairing=auto): the sides of a comparison measured in one process, in alternating blocks."""
+
+import collections
+
+import pytest
+
+from perfsweep import records
+from perfsweep.analysis.groups import speedups
+from perfsweep.analysis.statistics.speedup import IN_PROCESS
+from perfsweep.sweeps.pairing import groups
+from perfsweep.train.paired import block_order, block_sizes
+from perfsweep.train.run import execute_sides
+from tests.helpers import TINY, launch_here
+
+SIDES = ["input_type=tensor,subclass", "memory_format=contiguous,channels_last"]
+
+
+def test_the_blocks_alternate_in_a_balanced_order_drawn_from_the_seed():
+    order = block_order(2, 4, seed=0)
+    assert order[:4] in ([0, 1, 1, 0], [1, 0, 0, 1]) and order[4:] == order[:4]
+    three = block_order(3, 2, seed=5)
+    assert three[3:] == three[:3][::-1] and sorted(three[:3]) == [0, 1, 2]
+    firsts = {tuple(block_order(3, 1, seed)) for seed in range(20)}
+    assert len(firsts) > 1 and all(block_order(3, 4, s) == block_order(3, 4, s) for s in range(5))
+
+
+def test_a_sides_steps_are_split_into_blocks_none_empty():
+    assert block_sizes(10, 4) == [3, 3, 2, 2]
+    assert block_sizes(3, 10) == [1, 1, 1]
+    assert block_sizes(30, 10) == [3] * 10
+
+
+def test_each_round_of_a_comparison_is_one_process_of_its_sides(tiny_plan):
+    plan = tiny_plan(*SIDES, "repeats=2", "pairing=auto")
+    found = groups(list(plan.runs))
+    assert len(found) == 4 and all(group.paired for group in found)
+    for group in found:
+        assert sorted(spec.axes["input_type"] for spec in group.runs) == ["subclass", "tensor"]
+        assert len({(spec.axes["memory_format"], spec.config.replicate) for spec in group.runs}) == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "why"),
+    [
+        (["pairing=process"], "pairing=process"),
+        (["input_type=tensor", "precision=fp32,tf32", "workload.baseline.axis=precision",
+          "workload.baseline.value=fp32", "pairing=auto"], "precision=tf32 sets"),
+        (["workload=square_chain", "workload.impl=eager,scripted", "pairing=auto"], "differ in impl"),
+    ],
+)  # fmt: skip
+def test_sides_that_cannot_share_a_process_run_apart_and_say_why(tiny_plan, overrides, why):
+    found = groups(list(tiny_plan(*SIDES[:1], *overrides).runs))
+    assert found and all(not group.paired and why in group.apart for group in found)
+
+
+def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, tmp_path):
+    plan = tiny_plan(
+        "input_type=tensor,subclass,tensorbase", "memory_format=contiguous", "steps=4", "blocks=2", "pairing=auto"
+    )
+    (group,) = groups(list(plan.runs))
+    sides = [(spec, tmp_path / spec.name, f"id{index}") for index, spec in enumerate(group.runs)]
+    summaries = execute_sides(sides, {})
+    names = [spec.name for spec in group.runs]
+    for index, ((_, run_dir, _), summary) in enumerate(zip(sides, summaries, strict=True)):
+        assert records.read_status(run_dir).state == records.DONE
+        assert summary.paired.sides == names and summary.paired.side == index
+        rows = records.read_steps(run_dir / records.STEPS).to_pylist()
+        steps = [row["step"] for row in rows if not row["warmup"]]
+        assert steps == [1, 2, 3, 4]  # after its one warm-up step, in order, across its blocks
+    order = summaries[0].paired.blocks
+    assert collections.Counter(order) == {0: 2, 1: 2, 2: 2} and order[3:] == order[:3][::-1]
+
+
+def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process(tmp_path):
+    runs = tmp_path / "runs"
+    done = launch_here(
+        *TINY,
+        *SIDES[:1],
+        "memory_format=contiguous",
+        "repeats=2",
+        "pairing=auto",
+        "tracker.mode=disabled",
+        f"runs_dir={runs}",
+    )
+    assert done.returncode == 0, done.stderr
+    sweep = runs / "default"
+    statuses = {run.name: run.status for run in records.load_sweep(sweep)}
+    by_process = collections.defaultdict(set)
+    for name, status in statuses.items():
+        by_process[status.pid].add(name)
+    assert len(statuses) == 4 and sorted(map(len, by_process.values())) == [2, 2]
+    ((_, _, speedup),) = speedups(records.load_sweep(sweep))
+    assert speedup.basis == IN_PROCESS and speedup.runs == (2, 2)

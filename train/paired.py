@@ -1,0 +1,91 @@
+"""The sides of a comparison measured in one process, in alternating blocks of steps (pairing=auto).
+
+Each side builds its own workload from the same seed: the same weights and data, in a copy of its own.
+The sides warm up first, one after another.
+Then each side's measured steps run in blocks.
+The blocks alternate in a balanced order: the sides in a random order, then in reverse, and again (A B B A ...).
+The order is drawn from the run's seed, so each process has its own.
+Each block is a window: one synchronize before it, one after, nothing inside.
+Between blocks the process-wide switches are read: a side that changed them fails the run, naming them.
+"""
+
+import random
+from typing import Any
+
+import torch
+
+from perfsweep.train import precision
+from perfsweep.train.window import Window, run_window
+from perfsweep.train.workloads import Workload
+
+
+class SharedStateError(RuntimeError):
+    """A side changed what the other sides of its process would see."""
+
+
+def block_order(sides: int, blocks: int, seed: int) -> list[int]:
+    """Which side runs each block: a seeded shuffle of the sides, then its reverse, `blocks` times in all."""
+    first = list(range(sides))
+    random.Random(seed).shuffle(first)
+    return [side for block in range(blocks) for side in (first if block % 2 == 0 else first[::-1])]
+
+
+def block_sizes(steps: int, blocks: int) -> list[int]:
+    """`steps` split into at most `blocks` blocks, none empty, the larger first."""
+    count = max(1, min(blocks, steps))
+    return [steps // count + (index < steps % count) for index in range(count)]
+
+
+def process_switches() -> dict[str, Any]:
+    """The process-wide state one side could set and the others would see."""
+    return {
+        **precision.backend_flags(),
+        "threads": torch.get_num_threads(),
+        "grad_enabled": torch.is_grad_enabled(),
+        "autocast_cpu": torch.is_autocast_enabled("cpu"),
+        "default_dtype": str(torch.get_default_dtype()),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
+def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{key} from {before[key]!r} to {after.get(key)!r}" for key in before if before[key] != after.get(key)
+    )
+
+
+def measure_blocks(
+    works: list[Workload], names: list[str], order: list[int], sizes: list[int], first: int, device: torch.device
+) -> list[Window]:
+    """Each side's measured window, its steps run in blocks that alternate with the other sides'.
+
+    Args:
+        works: each side's workload, warmed up.
+        names: each side's run name, for errors.
+        order: which side runs each block (block_order).
+        sizes: the steps of each of a side's blocks (block_sizes).
+        first: the index of each side's first measured step (after its warm-up).
+
+    Returns:
+        Each side's window: its blocks' rows in order, their seconds summed, when its last block ended.
+
+    Raises:
+        SharedStateError: a side's block changed the process-wide switches.
+    """
+    rows: list[list[dict]] = [[] for _ in works]
+    seconds, ended, timers = [0.0] * len(works), [0.0] * len(works), [""] * len(works)
+    taken = [0] * len(works)  # blocks each side has run
+    switches = process_switches()
+    for side in order:
+        block = run_window(works[side], first + sum(sizes[: taken[side]]), sizes[taken[side]], device)
+        taken[side] += 1
+        rows[side] += block.rows
+        seconds[side] += block.seconds
+        ended[side], timers[side] = block.ended_at, block.timer
+        now = process_switches()
+        if now != switches:
+            raise SharedStateError(
+                f"side {names[side]} changed process-wide state in its steps ({changed(switches, now)}): its "
+                "sides cannot share a process; pairing=process runs each alone"
+            )
+    return [Window(r, s, t, e) for r, s, t, e in zip(rows, seconds, timers, ended, strict=True)]

@@ -22,6 +22,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     from perfsweep.launcher.sweepdir import SweepDirError
     from perfsweep.launcher.validate import validate
     from perfsweep.records.lock import SweepLocked
+    from perfsweep.sweeps.pairing import described
     from perfsweep.sweeps.plan import PlanError
     from perfsweep.train.checks import problems as run_problems
     from perfsweep.train.ranks.start import task_rank
@@ -42,6 +43,8 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         except envs.EnvError as error:
             raise PlanError([str(error)]) from error
         print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
+        if pairing := described(list(plan.runs)):
+            print(pairing)
         runner = Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
         outcome = launch(plan, argv, runner, pythons)
     except (PlanError, SweepDirError, SweepLocked) as error:

@@ -7,6 +7,7 @@ Each side then builds its own model and inputs from the same seed.
 Otherwise each side runs in a process of its own, as with pairing=process, and the launch says why.
 """
 
+import collections
 import dataclasses
 
 from perfsweep.conf.schema import Pairing
@@ -34,11 +35,20 @@ class Group:
 
 
 def groups(runs: list[RunSpec]) -> list[Group]:
-    """The runs by comparison and round, each group in the order of its first run."""
+    """The runs by comparison and round, each group in the order of its first run.
+
+    A side whose value sets process-wide state is a group of its own, with the reason.
+    """
     by_key: dict[str, list[RunSpec]] = {}
     for spec in runs:
         by_key.setdefault(_comparison(spec), []).append(spec)
-    return [Group(tuple(sides), _apart(sides)) for sides in by_key.values()]
+    found = []
+    for sides in by_key.values():
+        alone = {spec.name: why for spec in sides if (why := _process_wide(spec))} if len(sides) > 1 else {}
+        rest = [spec for spec in sides if spec.name not in alone]
+        found += [Group(tuple(rest), _apart(rest))] if rest else []
+        found += [Group((spec,), why) for spec in sides if (why := alone.get(spec.name))]
+    return found
 
 
 def _comparison(spec: RunSpec) -> str:
@@ -62,8 +72,34 @@ def _apart(sides: list[RunSpec]) -> str:
         return f"a run across ranks (dist={config.dist.name}) has processes of its own"
     if axis not in PAIRABLE:
         return f"its sides differ in {axis}, which one process does not hold side by side (only {', '.join(PAIRABLE)})"
-    for spec in sides:
-        why = PROCESS_WIDE.get((axis, spec.axes.get(axis, "")))
-        if why:
-            return why
     return ""
+
+
+def _process_wide(spec: RunSpec) -> str:
+    """Why this side must not share a process under pairing=auto: the state its value sets; "" where none."""
+    config = spec.config
+    if config.pairing == Pairing.process:
+        return ""
+    axis = config.workload.baseline.axis
+    return PROCESS_WIDE.get((axis, spec.axes.get(axis, "")), "")
+
+
+def described(runs: list[RunSpec]) -> str:
+    """How pairing=auto runs the sweep, in one line; "" under pairing=process.
+
+    It says how many processes hold a comparison's sides, and why other runs have a process of their own.
+    """
+    if not runs or runs[0].config.pairing == Pairing.process:
+        return ""
+    found = groups(runs)
+    paired = [group for group in found if group.paired]
+    sides = sum(len(group.runs) for group in paired)
+    parts = [f"{sides} runs as {len(paired)} processes of a comparison's sides"] if paired else []
+    apart: collections.Counter[str] = collections.Counter()
+    for group in found:
+        apart[group.apart] += len(group.runs) if group.apart else 0
+    apart.pop("", None)
+    parts += [f"{count} runs apart: {why}" for why, count in apart.items()]
+    alone = sum(len(group.runs) == 1 and not group.apart for group in found)
+    parts += [f"{alone} runs have no other side to share a process with"] if alone else []
+    return f"pairing: {'; '.join(parts)}"

@@ -43,14 +43,30 @@ def test_each_round_of_a_comparison_is_one_process_of_its_sides(tiny_plan):
     ("overrides", "why"),
     [
         (["pairing=process"], "pairing=process"),
-        (["input_type=tensor", "precision=fp32,tf32", "workload.baseline.axis=precision",
-          "workload.baseline.value=fp32", "pairing=auto"], "precision=tf32 sets"),
         (["workload=square_chain", "workload.impl=eager,scripted", "pairing=auto"], "differ in impl"),
     ],
-)  # fmt: skip
+)
 def test_sides_that_cannot_share_a_process_run_apart_and_say_why(tiny_plan, overrides, why):
     found = groups(list(tiny_plan(*SIDES[:1], *overrides).runs))
     assert found and all(not group.paired and why in group.apart for group in found)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "axis", "wide", "why"),
+    [
+        (["input_type=tensor,subclass,fastai_tensorbase"], "input_type", "fastai_tensorbase", "patches torch"),
+        (["input_type=tensor", "precision=fp32,amp_bf16,tf32", "workload.baseline.axis=precision",
+          "workload.baseline.value=fp32"], "precision", "tf32", "TF32 switches"),
+    ],
+)  # fmt: skip
+def test_a_side_that_sets_process_wide_state_runs_alone_and_the_others_still_pair(
+    tiny_plan, overrides, axis, wide, why
+):
+    plan = tiny_plan(*overrides, "memory_format=contiguous", "pairing=auto")
+    paired, alone = groups(list(plan.runs))
+    assert paired.paired and wide not in {spec.axes[axis] for spec in paired.runs} and len(paired.runs) == 2
+    assert [spec.axes[axis] for spec in alone.runs] == [wide]
+    assert why in alone.apart and not alone.paired
 
 
 def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, tmp_path):

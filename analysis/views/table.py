@@ -175,7 +175,10 @@ def _resting_on(configs: list[Configuration]) -> str:
         f"{WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between processes "
         "out, so no verdict rests on it"
     )
-    if replicated == len(configs):
+    paired = any(r.summary.paired for c in configs for r in c.runs)
+    if replicated == len(configs) and paired:
+        vs = "[95% CI across processes, each one ratio of the sides it measured (pairing=auto); else across runs]"
+    elif replicated == len(configs):
         vs = "[95% CI across runs, each run one process]"
     elif replicated:
         vs = f"[95% CI across runs where a configuration has two or more; marked {WITHIN_RUN}: a {within}]"

@@ -31,10 +31,7 @@ import dataclasses
 import json
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from perfsweep import records
@@ -45,20 +42,6 @@ from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
-
-
-def launch(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
-    """Launch a sweep as a user does.
-
-    Returns:
-        The sweep's folder and its wall time in seconds.
-    """
-    started = time.perf_counter()
-    command = [sys.executable, str(ROOT / "launch.py"), *args, f"runs_dir={runs_dir}", f"sweep_name={name}"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return runs_dir / name, time.perf_counter() - started
 
 
 def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRecord:
@@ -118,17 +101,6 @@ def labels_experiment(runs: list[records.RunRecord]) -> dict:
     }
 
 
-def machine(sweep: Path) -> tuple[str, dict]:
-    """The machine kind, and what the figures depend on beyond their settings.
-
-    The machine kind names the results folder.
-    """
-    run = next(r for r in records.load_sweep(sweep) if r.state == records.DONE)
-    device = run.device.removeprefix("CPU ").lower()
-    kind = re.sub(r"[^a-z0-9.]+", "-", f"{'cpu-' if not (run.env or {}).get('gpu') else ''}{device}").strip("-")
-    return f"{kind}-torch{run.torch_version}", {"device": run.device, **run.machine}
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = command.parser("calibration", __doc__)
     parser.add_argument("--trials", type=int, default=10)
@@ -148,14 +120,14 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {"overrides": args.overrides, "trials": args.trials}
     with tempfile.TemporaryDirectory(prefix="perfsweep-calibration-") as tmp:
         runs_dir = Path(tmp)
-        sweep, wall = launch(one, runs_dir, "labels")
-        kind, results["machine"] = machine(sweep)
+        sweep, wall = command.launched(one, runs_dir, "labels")
+        kind, results["machine"] = command.machine(sweep)
         done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
         results["labels"] = labels_experiment(done) | {"wall_s": wall}
         if not args.skip_launches:
             statuses, walls = [], []
             for trial in range(args.trials):
-                pair = [launch(args.overrides, runs_dir, f"{side}{trial}") for side in "ab"]
+                pair = [command.launched(args.overrides, runs_dir, f"{side}{trial}") for side in "ab"]
                 walls += [w for _, w in pair]
                 statuses.append(compare.compare(pair[0][0], pair[1][0], 0.05, 0.05)[1])
             results["launches"] = {
@@ -164,8 +136,8 @@ def main(argv: list[str] | None = None) -> None:
                 "compare_exit_3": statuses.count(compare.EXIT_POSSIBLE),
                 "launch_wall_s": sorted(walls),
             }
-            two, _ = launch([*args.overrides, "threads=2"], runs_dir, "threads2")
-            one_thread, _ = launch([*args.overrides, "threads=1"], runs_dir, "threads1")
+            two, _ = command.launched([*args.overrides, "threads=2"], runs_dir, "threads2")
+            one_thread, _ = command.launched([*args.overrides, "threads=1"], runs_dir, "threads1")
             shown, status = compare.compare(two, one_thread, 0.05, 0.05)
             results["threads"] = {"compare_exit": status, "flags": [line.flag for line in shown.items if line.flag]}
             results["threads"]["suite"] = next(n for n in shown.notes if n.startswith("suite:"))

@@ -5,10 +5,18 @@ A bench measures for minutes.
 """
 
 import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+from perfsweep import records
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 from perfsweep.train.checks import problems as run_problems
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def parser(module: str, doc: str) -> argparse.ArgumentParser:
@@ -37,3 +45,28 @@ def checked(overrides: list[str]) -> Plan:
 def would(what: str) -> None:
     """What a dry run says instead of measuring."""
     print(f"dry run: would measure {what}")
+
+
+def launched(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
+    """Launch a sweep as a user does.
+
+    Returns:
+        The sweep's folder and its wall time in seconds.
+    """
+    started = time.perf_counter()
+    command = [sys.executable, str(ROOT / "launch.py"), *args, f"runs_dir={runs_dir}", f"sweep_name={name}"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return runs_dir / name, time.perf_counter() - started
+
+
+def machine(sweep: Path) -> tuple[str, dict]:
+    """The machine kind, and what the figures depend on beyond their settings.
+
+    The machine kind names the results folder.
+    """
+    run = next(r for r in records.load_sweep(sweep) if r.state == records.DONE)
+    device = run.device.removeprefix("CPU ").lower()
+    kind = re.sub(r"[^a-z0-9.]+", "-", f"{'cpu-' if not (run.env or {}).get('gpu') else ''}{device}").strip("-")
+    return f"{kind}-torch{run.torch_version}", {"device": run.device, **run.machine}

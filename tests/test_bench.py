@@ -124,3 +124,15 @@ def test_a_bench_refuses_a_bad_override_as_a_launch_does(module):
     with pytest.raises(SystemExit) as refused:
         bench(f"{module}.py", "--dry-run", "precision=fp13")
     assert "fp13" in str(refused.value.code)
+
+
+@pytest.mark.slow
+def test_pairing_bench_sets_each_comparison_paired_beside_apart():
+    out = bench(
+        "pairing.py", "--repeats", "2", "model=test_resnet", "model.image_size=32", "steps=4", "warmup_steps=1",
+        "input_type=tensor,subclass", "memory_format=contiguous",
+    )  # fmt: skip
+    header, titles, comparison, sides, *steps = out.strip().splitlines()
+    assert header.startswith("pairing bias: ") and titles.split() == ["comparison", "paired", "apart", "paired/apart"]
+    assert comparison.startswith("subclass vs tensor ") and "paired in process" not in comparison
+    assert sides.startswith("step time") and sorted(line.split()[0] for line in steps) == ["subclass", "tensor"]

@@ -3,7 +3,7 @@
     python -m perfsweep.bench.calibration [--trials 10] [--skip-launches] [OVERRIDE ...]
 
 It runs real A/A trials through perfsweep's own views.
-There are three experiments.
+There are four experiments.
 Each is launched as a user launches: `python launch.py ...`, W&B offline.
 Each runs the default sweep, narrowed or widened by the overrides.
 
@@ -15,6 +15,9 @@ Each runs the default sweep, narrowed or widened by the overrides.
   They use the table's `vs` (paired by round) and `compare` (A's runs against B's).
   They also check a published "same" claim.
   Nothing differs but the label, so every verdict word is a false positive.
+- paired: one configuration as both sides (label=a, label=b) of each process, pairing=auto.
+  Each block of 3 processes is a trial, its sides the labels A and B.
+  The views compare them as above: the interval is across processes, each one ratio.
 - launches: the default sweep, launched twice per trial and compared (`python launch.py compare A B`).
   The exit status 1 (a regression) is a false positive.
   The exit status 3 (possible, from one run a side) is counted apart.
@@ -29,10 +32,13 @@ There is one file per machine kind.
 
 import dataclasses
 import json
+import math
 import re
 import statistics
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from perfsweep import records
 from perfsweep.analysis.groups import configurations
@@ -42,6 +48,9 @@ from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
+# The paired experiment's sweep: one configuration as both sides (label a and b) of each process.
+A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis=label", "workload.baseline.value=a",
+              "pairing=auto"]  # fmt: skip
 
 
 def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRecord:
@@ -69,12 +78,35 @@ def labelled(runs: list[records.RunRecord]) -> list[list[records.RunRecord]]:
     return [[relabel(run, "AB"[i % 2], i // 2) for i, run in enumerate(block)] for block in blocks]
 
 
-def labels_experiment(runs: list[records.RunRecord]) -> dict:
-    """The false positives over the labels' trials.
+def paired_trials(runs: list[records.RunRecord]) -> list[list[records.RunRecord]]:
+    """Each trial's runs of the paired A/A sweep: 3 processes, each of one a side and one b side, as A and B.
 
-    They are counted for the table's `vs`, `compare` and a "same" claim.
+    Each process is a round; its two sides keep it, numbered within their trial.
     """
-    trials = labelled(runs)
+    per = PER_TRIAL // 2
+    rounds = sorted({int(r.axes["replicate"]) for r in runs})
+    trials = [rounds[i : i + per] for i in range(0, len(rounds) - per + 1, per)]
+    return [
+        [
+            relabel(run, run.axes["label"].upper(), trial.index(int(run.axes["replicate"])))
+            for run in runs
+            if int(run.axes["replicate"]) in trial
+        ]
+        for trial in trials
+    ]
+
+
+def ratio_spread(runs: list[records.RunRecord]) -> float:
+    """The standard deviation over processes of the log ratio of their two sides' median step times."""
+    by_round: dict[int, dict[str, float]] = {}
+    for run in runs:
+        by_round.setdefault(int(run.axes["replicate"]), {})[run.axes["label"]] = float(np.median(run.step_ms()))
+    logs = [math.log(sides["b"] / sides["a"]) for sides in by_round.values() if len(sides) == 2]
+    return statistics.stdev(logs) if len(logs) > 1 else math.nan
+
+
+def false_positives(trials: list[list[records.RunRecord]]) -> dict:
+    """The trials whose table `vs` excludes 1.00x, whose `compare` flags a REGRESSION, whose "same" is contradicted."""
     excluded = exits = contradicted = 0
     for trial in trials:
         shown = table.table_view("labels", trial)
@@ -89,14 +121,17 @@ def labels_experiment(runs: list[records.RunRecord]) -> dict:
         exits += any(line.flag == "REGRESSION" for line in shown.items)
         same = {"label": "A vs B", "of": {axis: "B"}, "over": {axis: "A"}, "direction": "same"}
         contradicted += published.compare(trial, same)[-1] == "contradicted"
+    counts = {"vs_excludes_1": excluded, "compare_regression": exits, "same_contradicted": contradicted}
+    return {"trials": len(trials), **counts}
+
+
+def labels_experiment(runs: list[records.RunRecord]) -> dict:
+    """The false positives over the labels' trials, and the configuration's variance split."""
     (config,) = configurations(runs)
     split = variance.split(config.sample())
     return {
-        "trials": len(trials),
+        **false_positives(labelled(runs)),
         "runs": len(runs),
-        "vs_excludes_1": excluded,
-        "compare_regression": exits,
-        "same_contradicted": contradicted,
         "split": dataclasses.asdict(split) | {"effective_steps": split.effective_steps} if split else None,
     }
 
@@ -109,13 +144,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="overrides of the default sweep (model.image_size=64...)")
     args = parser.parse_args(argv)
     one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
-    labels, default = (len(command.checked(overrides).runs) for overrides in (one, args.overrides))
+    paired = [*one[:-1], *A_A_PAIRED, f"repeats={PER_TRIAL // 2 * args.trials}"]
+    labels, sides, default = (len(command.checked(o).runs) for o in (one, paired, args.overrides))
     for threads in ("threads=1", "threads=2"):
         command.checked([*args.overrides, threads])
     if args.dry_run:
         launches = f"; {2 * args.trials} + 2 launches of the default sweep's {default} runs"
         launches = "" if args.skip_launches else launches
-        command.would(f"the labels experiment's {labels} runs in one sweep{launches}")
+        command.would(f"the labels experiment's {labels} runs in one sweep; the paired one's {sides}{launches}")
         return
     results: dict = {"overrides": args.overrides, "trials": args.trials}
     with tempfile.TemporaryDirectory(prefix="perfsweep-calibration-") as tmp:
@@ -124,6 +160,10 @@ def main(argv: list[str] | None = None) -> None:
         kind, results["machine"] = command.machine(sweep)
         done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
         results["labels"] = labels_experiment(done) | {"wall_s": wall}
+        sweep, wall = command.launched(paired, runs_dir, "paired")
+        done = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
+        spread = {"ratio_spread": ratio_spread(done), "runs": len(done), "wall_s": wall}
+        results["paired"] = false_positives(paired_trials(done)) | spread
         if not args.skip_launches:
             statuses, walls = [], []
             for trial in range(args.trials):
@@ -167,6 +207,16 @@ def render(results: dict) -> str:
             f"{split['within']:.1%}, lag-1 autocorrelation {split['rho']:.2f}, "
             f"{split['effective_steps']:.0f} effective of {split['steps']} steps per run"
         )
+    if paired := results.get("paired"):
+        lines += [
+            f"paired: one configuration as both sides (label=a,b) of each process, pairing=auto: {paired['runs']} "
+            f"runs, {paired['trials']} trials of 3 processes ({paired['wall_s']:.0f} s)",
+            f"  table vs excludes 1.00x: {paired['vs_excludes_1']} of {paired['trials']}",
+            f"  compare flags a REGRESSION: {paired['compare_regression']} of {paired['trials']}",
+            f"  a 'same' claim contradicted: {paired['same_contradicted']} of {paired['trials']}",
+            f"  spread of a process's log ratio b/a: {paired['ratio_spread']:.1%} (against the runs' between "
+            "processes above)",
+        ]
     if launches := results.get("launches"):
         lines += [
             f"launches: the default sweep launched twice and compared, {launches['trials']} trials",

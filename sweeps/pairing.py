@@ -14,7 +14,8 @@ from perfsweep.conf.schema import Pairing
 from perfsweep.sweeps.spec import RunSpec, canonical_json, run_fields
 
 # Axes whose sides a process holds at once, each side a model and inputs of its own.
-PAIRABLE = ("input_type", "memory_format", "precision", "compile")
+# A label changes nothing a run computes: its sides are an A/A comparison (bench/calibration.py).
+PAIRABLE = ("input_type", "memory_format", "precision", "compile", "label")
 # Values that set process-wide state, which the other sides would see.
 PROCESS_WIDE = {
     ("precision", "tf32"): "precision=tf32 sets the TF32 switches of the whole process",

@@ -5,6 +5,9 @@ Each configuration has a true step time. Each run (one process) draws its own of
 an AR(1) process in log time (`rho`, `step_sd`) and still decay from a warm-up (`warmup`, the first measured
 step's excess, falling by half every two steps). Runs are interleaved in rounds, as a sweep with repeats runs
 them. The step splits into forward, backward and optimizer in fixed shares, each with its own noise.
+
+A paired sweep (pairing=auto) runs each round of a row group's sides in one process: they share its offset, and each
+side adds its own small one (`side_sd`).
 """
 
 import dataclasses
@@ -13,7 +16,7 @@ import math
 import numpy as np
 from scipy.signal import lfilter
 
-from perfsweep.records.run import RunRecord, Summary
+from perfsweep.records.run import PairedSummary, RunRecord, Summary
 from perfsweep.records.status import DONE, Status
 from perfsweep.records.sweep import Baseline
 
@@ -29,11 +32,13 @@ class Noise:
     warmup: float = 0.05  # the first measured step's excess over the run's level
     bimodal: float = 0.05  # the chance that a run lands in a mode 15% slower
     steps: int = 10
+    side_sd: float = 0.01  # sd of a side's log offset within a process its comparison's sides share
 
 
-def run_steps(level_ms: float, noise: Noise, rng: np.random.Generator) -> np.ndarray:
-    """One run's measured step times (ms)."""
-    offset = rng.normal(0, noise.run_sd) + (math.log(1.15) if rng.random() < noise.bimodal else 0.0)
+def run_steps(level_ms: float, noise: Noise, rng: np.random.Generator, process: float | None = None) -> np.ndarray:
+    """One run's measured step times (ms); `process` is the offset of a process it shares with other sides."""
+    own = rng.normal(0, noise.run_sd) if process is None else process + rng.normal(0, noise.side_sd)
+    offset = own + (math.log(1.15) if rng.random() < noise.bimodal else 0.0)
     shocks = rng.normal(0, noise.step_sd * math.sqrt(1 - noise.rho**2), noise.steps)
     shocks[0] = rng.normal(0, noise.step_sd)  # the first step drawn from the stationary spread
     ar = lfilter([1.0], [1.0, -noise.rho], shocks)  # ar[t] = rho ar[t-1] + shocks[t]
@@ -72,16 +77,33 @@ def summary_of(measured: dict[str, np.ndarray]) -> Summary:
     return Summary(median_ms=medians, phases=PHASES, workload="model_train", steps=len(measured["step_ms"]))
 
 
-def sweep(levels: dict[tuple[str, str], float], runs: int, noise: Noise, rng: np.random.Generator) -> list[RunRecord]:
+def sweep(
+    levels: dict[tuple[str, str], float], runs: int, noise: Noise, rng: np.random.Generator, paired: bool = False
+) -> list[RunRecord]:
     """A sweep's done runs: `levels` maps (input_type, memory_format) to its true step time (ms); each
-    configuration runs `runs` times, interleaved in rounds."""
+    configuration runs `runs` times, interleaved in rounds. `paired`: each round of a memory format's input types
+    shares one process."""
     found = []
     for replicate in range(runs):
+        processes: dict[str, float] = {}
         for (input_type, memory_format), level in levels.items():
             axes = {"input_type": input_type, "memory_format": memory_format}
-            steps = run_steps(level, noise, rng)
+            process = processes.setdefault(memory_format, rng.normal(0, noise.run_sd)) if paired else None
+            steps = run_steps(level, noise, rng, process)
             found.append(record(f"{input_type}-{memory_format}", axes, steps, replicate, len(found), rng))
+        if paired:
+            found[-len(levels) :] = sides_of(found[-len(levels) :])
     return found
+
+
+def sides_of(round_runs: list[RunRecord]) -> list[RunRecord]:
+    """One round's runs, each marked a side of the process its memory format's runs shared."""
+    marked = []
+    for run in round_runs:
+        sides = [other.name for other in round_runs if other.axes["memory_format"] == run.axes["memory_format"]]
+        paired = PairedSummary(sides=sides, side=sides.index(run.name), blocks=[], block_steps=[])
+        marked.append(dataclasses.replace(run, summary=dataclasses.replace(run.summary, paired=paired)))
+    return marked
 
 
 def grid(slowdown: dict[str, float] | None = None, formats: tuple[str, ...] = ("contiguous",)) -> dict:

@@ -1,10 +1,12 @@
 """Replicates: the plan's order and ids, validation, and the statistics across runs on data of known variance."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
+from perfsweep.analysis.groups import baselines, configurations
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import variance
 from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
@@ -12,6 +14,7 @@ from perfsweep.analysis.views import replicates
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train.checks import problems
+from tests import synthetic
 from tests.helpers import TINY, launch_here, write_model_run
 
 TWO = [*TINY, "input_type=tensor,subclass", "memory_format=contiguous"]
@@ -110,8 +113,6 @@ def test_a_configurations_interval_is_a_t_interval_on_its_runs_log_medians():
 
 def test_the_variance_split_recovers_known_parts_between_and_within_processes():
     rng = np.random.default_rng(2)
-    from tests import synthetic
-
     noise = synthetic.Noise(run_sd=0.05, step_sd=0.02, rho=0.5, warmup=0.0, bimodal=0.0, steps=200)
     found = variance.split(_sample([synthetic.run_steps(10.0, noise, rng) for _ in range(60)]))
     assert found.between == pytest.approx(0.05, rel=0.25) and found.within == pytest.approx(0.02, rel=0.1)
@@ -182,3 +183,17 @@ def test_a_speed_up_over_steps_of_zero_ms_prints_unknown_instead_of_failing(runs
 def test_figures_of_an_interval_without_finite_bounds_print_them_as_they_are():
     value, low, high = figures(12.0, math.nan, math.inf)
     assert float(value) == 12.0 and (low, high) == ("nan", "inf")
+
+
+def test_sides_that_shared_their_processes_plan_from_the_spread_their_ratio_keeps():
+    """Sides in one process share its 5% offset: their ratio keeps only the 0.5% of their own."""
+    noise = synthetic.Noise(run_sd=0.05, side_sd=0.005, step_sd=0.03, rho=0.3, bimodal=0.0, steps=20)
+    runs = synthetic.sweep(synthetic.grid(), 10, noise, np.random.default_rng(6), paired=True)
+    configs = configurations(runs)
+    base_of = baselines(configs)
+    (subclass,) = (c for c in configs if c.first.axes["input_type"] == "subclass")
+    paired = replicates.row(subclass, base_of[subclass.key])
+    assert paired.sides < 0.02 < paired.split.between
+    apart = dataclasses.replace(paired, sides=None)  # as if each side had a process of its own
+    runs_needed = [int(row.plan(0.02, (1.0, 0.05)).split(" x ")[1]) for row in (paired, apart)]
+    assert 4 * runs_needed[0] < runs_needed[1]

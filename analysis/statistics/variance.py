@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats as distributions
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
-from perfsweep.analysis.statistics.speedup import Sample, t_interval
+from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, t_interval
 from perfsweep.records import RunRecord
 
 OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
@@ -111,3 +111,18 @@ def split(sample: Sample) -> Split | None:
     medians = np.array([np.median(x) for x in logs])
     between = max(0.0, float(medians.var(ddof=1)) - math.pi / 2 * within**2 / partial.effective_steps)
     return dataclasses.replace(partial, between=math.sqrt(between))
+
+
+def between_sides(of: Sample, over: Sample, of_split: Split, over_split: Split) -> float | None:
+    """The spread between processes that a ratio of two sides which shared them keeps (pairing=auto).
+
+    Each pair of runs is a round's two sides, measured in one process.
+    The variance of the pairs' log ratios, less what each side's steps explain, is twice this spread squared.
+    Returns None for fewer than two pairs.
+    """
+    pairs = paired_rounds(of, over)
+    if len(pairs) < 2:
+        return None
+    ratios = np.array([math.log(of.medians[i]) - math.log(over.medians[j]) for i, j in pairs])
+    steps = sum(math.pi / 2 * s.within**2 / s.effective_steps for s in (of_split, over_split))
+    return math.sqrt(max(0.0, (float(ratios.var(ddof=1)) - steps) / 2))

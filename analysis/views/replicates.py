@@ -14,10 +14,12 @@ Per configuration, the view shows:
 - rho: the lag-1 autocorrelation of consecutive steps;
 - effective steps: what a run's steps are worth as independent ones
   (analysis/statistics/variance.py `Split`);
+- between sides: where it shared each process with its baseline (pairing=auto), the part of `between` its ratio keeps;
 - its speed-up over the baseline configuration of its row group;
 - the steps per run and runs per configuration that resolve such a speed-up to -+half-width at the least cost.
 
 The last comes from what this sweep's runs cost beyond their steps (Kalibera and Jones, 2013).
+For sides that shared their processes, it uses the spread between sides in place of the spread between processes.
 """
 
 import dataclasses
@@ -30,6 +32,7 @@ from perfsweep.analysis.groups import (
     Configuration,
     baselines,
     configurations,
+    in_one_process,
     labels,
     phase_columns,
     speedup_over,
@@ -38,16 +41,18 @@ from perfsweep.analysis.groups import (
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.drift import drift
 from perfsweep.analysis.statistics.speedup import figures
-from perfsweep.analysis.statistics.variance import Split, across_runs, costs, split
+from perfsweep.analysis.statistics.variance import Split, across_runs, between_sides, costs, split
 from perfsweep.records import DONE, load_sweep
 
 EXPLAINED = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
     "between / within: the spread of a run's median log step time beyond what its steps explain, and of a step within "
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
-    "worth as independent ones. vs: speed-up over the baseline configuration [95% CI across runs; within-run with "
-    "one run]. for -+{half:.0%}: steps per run x runs per configuration that resolve such a speed-up to -+{half:.0%} "
-    "at the least cost (Kalibera and Jones, 2013), from this sweep's spread and what its runs cost beyond their steps."
+    "worth as independent ones. between sides: for sides that shared each process with their baseline (pairing=auto), "
+    "the spread between processes that their ratio keeps. vs: speed-up over the baseline configuration [95% CI across "
+    "runs; within-run with one run]. for -+{half:.0%}: steps per run x runs per configuration that resolve such a "
+    "speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from this sweep's spread (between sides "
+    "where there is one) and what its runs cost beyond their steps."
 )
 
 
@@ -58,6 +63,7 @@ class Row:
     config: Configuration
     baseline: Configuration | None
     split: Split | None
+    sides: float | None = None  # the spread between processes its ratio to its baseline keeps, where they shared them
 
     @property
     def step_ms(self) -> str:
@@ -82,8 +88,18 @@ class Row:
     def plan(self, half_width: float, cost: tuple[float, float] | None) -> str:
         if self.split is None or cost is None:
             return "-"
-        steps, runs = self.split.plan(half_width, *cost)
+        spread = self.split if self.sides is None else dataclasses.replace(self.split, between=self.sides)
+        steps, runs = spread.plan(half_width, *cost)
         return f"{steps} x {runs}"
+
+
+def row(config: Configuration, base: Configuration | None) -> Row:
+    """The configuration's row: its split, and where it shared its processes with its baseline, between sides."""
+    own = split(config.sample())
+    if base is None or base is config or own is None or not in_one_process(config, base):
+        return Row(config, base, own)
+    theirs = split(base.sample())
+    return Row(config, base, own, between_sides(config.sample(), base.sample(), own, theirs) if theirs else None)
 
 
 def view(sweep_dir: Path, half_width: float = 0.02) -> View:
@@ -95,7 +111,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     base_of = baselines(configs)
     cost = costs(runs)
     names = labels(configs)
-    items = [Row(c, base_of.get(c.key), split(c.sample())) for c in configs]
+    items = [row(c, base_of.get(c.key)) for c in configs]
     columns = [
         Column("configuration", lambda row: names[row.config.key]),
         Column("runs", lambda row: str(len(row.config.runs))),
@@ -104,6 +120,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
         Column("within", lambda row: row.part("within")),
         Column("rho", lambda row: row.part("rho")),
         Column("effective steps", lambda row: row.part("effective_steps")),
+        Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides:.1%}"),
         Column(vs_label(configs), lambda row: row.speedup),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]

@@ -1,14 +1,17 @@
 """Paired runs (pairing=auto): the sides of a comparison measured in one process, in alternating blocks."""
 
 import collections
+import dataclasses
 
 import pytest
+import torch
 
 from perfsweep import records
 from perfsweep.analysis.groups import speedups
 from perfsweep.analysis.statistics.speedup import IN_PROCESS
 from perfsweep.sweeps.pairing import groups
-from perfsweep.train.paired import block_order, block_sizes
+from perfsweep.sweeps.plan import PlanError
+from perfsweep.train.paired import PairingError, block_order, block_sizes
 from perfsweep.train.run import execute_sides
 from tests.helpers import TINY, launch_here
 
@@ -69,9 +72,15 @@ def test_a_side_that_sets_process_wide_state_runs_alone_and_the_others_still_pai
     assert why in alone.apart and not alone.paired
 
 
+@pytest.mark.slow
 def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, tmp_path):
     plan = tiny_plan(
-        "input_type=tensor,subclass,tensorbase", "memory_format=contiguous", "steps=4", "blocks=2", "pairing=auto"
+        "input_type=tensor,subclass,tensorbase",
+        "memory_format=contiguous",
+        "steps=4",
+        "blocks=2",
+        "pairing=auto",
+        "tracker.mode=disabled",
     )
     (group,) = groups(list(plan.runs))
     sides = [(spec, tmp_path / spec.name, f"id{index}") for index, spec in enumerate(group.runs)]
@@ -87,6 +96,7 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
     assert collections.Counter(order) == {0: 2, 1: 2, 2: 2} and order[3:] == order[:3][::-1]
 
 
+@pytest.mark.slow
 def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process(tmp_path):
     runs = tmp_path / "runs"
     done = launch_here(
@@ -107,3 +117,43 @@ def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process
     assert len(statuses) == 4 and sorted(map(len, by_process.values())) == [2, 2]
     ((_, _, speedup),) = speedups(records.load_sweep(sweep))
     assert speedup.basis == IN_PROCESS and speedup.runs == (2, 2)
+
+
+FLIPPING = '''
+import torch
+
+
+class Flipping(torch.Tensor):
+    """An input type that sets a process-wide switch in every operation it takes part in."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        torch.backends.cudnn.deterministic = True
+        return super().__torch_function__(func, types, args, kwargs or {})
+'''
+
+
+def test_a_side_that_changes_process_wide_state_fails_every_side_naming_it(tiny_plan, tmp_path, monkeypatch):
+    (tmp_path / "flipping.py").write_text(FLIPPING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", False)
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "pairing=auto")
+    tensor = plan.runs[0]
+    flipping = dataclasses.replace(
+        tensor,
+        config=dataclasses.replace(
+            tensor.config,
+            input_type=dataclasses.replace(tensor.config.input_type, name="flip", _target_="flipping.Flipping"),
+        ),
+    )
+    sides = [(spec, tmp_path / spec.name, spec.name) for spec in (tensor, flipping)]
+    with pytest.raises(PairingError, match=f"side {flipping.name} changed process-wide state"):
+        execute_sides(sides, {})
+    for _, run_dir, _ in sides:
+        status = records.read_status(run_dir)
+        assert status.state == records.FAILED and "cudnn_deterministic from False to True" in status.error.message
+
+
+def test_a_paired_sides_blocks_are_one_or_more(tiny_plan):
+    with pytest.raises(PlanError, match="blocks=0 must be 1 or more"):
+        tiny_plan("blocks=0")

@@ -19,8 +19,9 @@ from perfsweep.train.window import Window, run_window
 from perfsweep.train.workloads import Workload
 
 
-class SharedStateError(RuntimeError):
-    """A side changed what the other sides of its process would see."""
+class PairingError(RuntimeError):
+    """The sides of a comparison cannot share their process: one changed what the others would see, or ran out of
+    memory beside them."""
 
 
 def block_order(sides: int, blocks: int, seed: int) -> list[int]:
@@ -54,6 +55,16 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
     )
 
 
+def unchanged(expected: dict[str, Any], name: str) -> None:
+    """Raise PairingError, naming side `name`, where the process-wide switches are no longer `expected`."""
+    now = process_switches()
+    if now != expected:
+        raise PairingError(
+            f"side {name} changed process-wide state ({changed(expected, now)}): its sides cannot share a process; "
+            "pairing=process runs each alone"
+        )
+
+
 def measure_blocks(
     works: list[Workload], names: list[str], order: list[int], sizes: list[int], first: int, device: torch.device
 ) -> list[Window]:
@@ -70,7 +81,7 @@ def measure_blocks(
         Each side's window: its blocks' rows in order, their seconds summed, when its last block ended.
 
     Raises:
-        SharedStateError: a side's block changed the process-wide switches.
+        PairingError: a side's block changed the process-wide switches.
     """
     rows: list[list[dict]] = [[] for _ in works]
     seconds, ended, timers = [0.0] * len(works), [0.0] * len(works), [""] * len(works)
@@ -82,10 +93,5 @@ def measure_blocks(
         rows[side] += block.rows
         seconds[side] += block.seconds
         ended[side], timers[side] = block.ended_at, block.timer
-        now = process_switches()
-        if now != switches:
-            raise SharedStateError(
-                f"side {names[side]} changed process-wide state in its steps ({changed(switches, now)}): its "
-                "sides cannot share a process; pairing=process runs each alone"
-            )
+        unchanged(switches, names[side])
     return [Window(r, s, t, e) for r, s, t, e in zip(rows, seconds, timers, ended, strict=True)]

@@ -28,7 +28,15 @@ from perfsweep.train.catalog import workload_class
 from perfsweep.train.env import clocks, environment, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
-from perfsweep.train.paired import SharedStateError, block_order, block_sizes, changed, measure_blocks, process_switches
+from perfsweep.train.paired import (
+    PairingError,
+    block_order,
+    block_sizes,
+    changed,
+    measure_blocks,
+    process_switches,
+    unchanged,
+)
 from perfsweep.train.ranks.combine import Ranks
 from perfsweep.train.ranks.start import RANK_LOGS, run_ranks, task_ranks
 from perfsweep.train.syncs import count_host_syncs
@@ -252,7 +260,7 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     """Prepare each side's run; the device they share.
 
     Raises:
-        SharedStateError: where the sides ask for different process-wide switches.
+        PairingError: where the sides ask for different process-wide switches.
     """
     devices, switches = [], []
     for side in sides:
@@ -261,7 +269,7 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     differs = [f"{side.spec.name}: {changed(switches[0], mine)}" for side, mine in zip(sides, switches, strict=True)]
     differs = [line for line, mine in zip(differs, switches, strict=True) if mine != switches[0]]
     if differs:
-        raise SharedStateError(f"the sides set different process-wide switches ({'; '.join(differs)})")
+        raise PairingError(f"the sides set different process-wide switches ({'; '.join(differs)})")
     return devices[0]
 
 
@@ -269,7 +277,16 @@ def paired_process(sides: list[Side], device: torch.device, stopwatch: Stopwatch
     """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does."""
     names, cfg = [side.spec.name for side in sides], sides[0].spec.config
     before, clock_start = neighbours(device), clocks(device)
-    warm = [warmed_up(side.spec.config, device) for side in sides]
+    switches, warm = process_switches(), []
+    for side in sides:
+        warm.append(warmed_up(side.spec.config, device))
+        unchanged(switches, side.spec.name)
+    smaller = [side.spec.name for side, (_, _, ran, _) in zip(sides, warm, strict=True) if ran != side.spec.config]
+    if smaller:  # after an out-of-memory beside the other sides: at another batch, the sides would not compare
+        raise PairingError(
+            f"{', '.join(smaller)} ran out of memory beside the other sides of its process: pairing=process runs "
+            "each side alone"
+        )
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     sizes = block_sizes(cfg.steps, cfg.blocks)

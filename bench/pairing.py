@@ -37,10 +37,10 @@ def ratio_of(paired: Speedup, apart: Speedup) -> str:
     return f"{value}x [{low_s}, {high_s}] {'agree' if low <= 1 <= high else 'DIFFER'}"
 
 
-def compared(sweeps: dict[str, Path]) -> list[tuple[str, ...]]:
-    """A row per comparison: its speed-up paired, apart, and their ratio."""
-    found = {mode: speedups(records.load_sweep(sweep)) for mode, sweep in sweeps.items()}
-    names = {mode: labels(configurations(records.load_sweep(sweep))) for mode, sweep in sweeps.items()}
+def compared(runs: dict[str, list[records.RunRecord]]) -> list[tuple[str, ...]]:
+    """A row per comparison: its speed-up paired, apart, and their ratio; `runs` are each mode's done runs."""
+    found = {mode: speedups(done) for mode, done in runs.items()}
+    names = {mode: labels(configurations(done)) for mode, done in runs.items()}
     apart = {(names["apart"][c.key], names["apart"][b.key]): s for c, b, s in found["apart"]}
     rows = []
     for config, base, paired in found["paired"]:
@@ -50,9 +50,9 @@ def compared(sweeps: dict[str, Path]) -> list[tuple[str, ...]]:
     return rows
 
 
-def sides(sweeps: dict[str, Path]) -> list[tuple[str, ...]]:
+def sides(runs: dict[str, list[records.RunRecord]]) -> list[tuple[str, ...]]:
     """A row per configuration: its step time paired over apart (above 1: slower paired)."""
-    configs = {mode: configurations(records.load_sweep(sweep)) for mode, sweep in sweeps.items()}
+    configs = {mode: configurations(done) for mode, done in runs.items()}
     names = labels(configs["paired"])
     apart = {labels(configs["apart"])[c.key]: c for c in configs["apart"]}
     rows = []
@@ -86,14 +86,17 @@ def main(argv: list[str] | None = None) -> None:
             _, walls[mode] = command.launched([*shared, MODES[mode]], Path(tmp), mode)
         sweeps = {mode: Path(tmp) / mode for mode in MODES}
         _, machine = command.machine(sweeps["paired"])
+        runs = {
+            mode: [r for r in records.load_sweep(sweep) if r.state == records.DONE] for mode, sweep in sweeps.items()
+        }
         overrides = f" {' '.join(args.overrides)}" if args.overrides else ""
         print(
             f"pairing bias: {machine['device']}, torch {machine.get('torch')}, the default sweep{overrides} at "
             f"repeats={args.repeats}; launched {', then '.join(order)} "
             f"({', '.join(f'{mode} {walls[mode]:.0f} s' for mode in order)})"
         )
-        print(aligned([("comparison", "paired", "apart", "paired/apart"), *compared(sweeps)]))
-        print(aligned([("step time", "paired / apart [95% CI across runs]"), *sides(sweeps)]))
+        print(aligned([("comparison", "paired", "apart", "paired/apart"), *compared(runs)]))
+        print(aligned([("step time", "paired / apart [95% CI across runs]"), *sides(runs)]))
 
 
 if __name__ == "__main__":

@@ -7,9 +7,12 @@ import runpy
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
+from perfsweep.bench import pairing
+from tests import synthetic
 from tests.helpers import ROOT
 
 
@@ -126,13 +129,14 @@ def test_a_bench_refuses_a_bad_override_as_a_launch_does(module):
     assert "fp13" in str(refused.value.code)
 
 
-@pytest.mark.slow
-def test_pairing_bench_sets_each_comparison_paired_beside_apart():
-    out = bench(
-        "pairing.py", "--repeats", "2", "model=test_resnet", "model.image_size=32", "steps=4", "warmup_steps=1",
-        "input_type=tensor,subclass", "memory_format=contiguous",
-    )  # fmt: skip
-    header, titles, comparison, sides, *steps = out.strip().splitlines()
-    assert header.startswith("pairing bias: ") and titles.split() == ["comparison", "paired", "apart", "paired/apart"]
-    assert comparison.startswith("subclass vs tensor ") and "paired in process" not in comparison
-    assert sides.startswith("step time") and sorted(line.split()[0] for line in steps) == ["subclass", "tensor"]
+@pytest.mark.parametrize(("bias", "agree"), [(1.0, "agree"), (2.0, "DIFFER")])
+def test_the_pairing_bench_sets_each_comparison_paired_beside_apart_and_sees_a_bias(bias, agree):
+    """On synthetic sweeps of known truth: subclass 10% slower apart, and `bias` times that slowdown paired."""
+    rng = np.random.default_rng(7)
+    noise = synthetic.Noise(run_sd=0.02, step_sd=0.02, rho=0.1, bimodal=0.0, steps=20)
+    levels = {"apart": synthetic.grid({"subclass": 1.1}), "paired": synthetic.grid({"subclass": 1.1**bias})}
+    runs = {mode: synthetic.sweep(levels[mode], 6, noise, rng, paired=mode == "paired") for mode in levels}
+    rows = {row[0]: row for row in pairing.compared(runs)}
+    assert set(rows) == {"subclass vs tensor", "tensorbase vs tensor"}
+    assert rows["subclass vs tensor"][3].endswith(agree) and rows["tensorbase vs tensor"][3].endswith("agree")
+    assert {row[0] for row in pairing.sides(runs)} == {"subclass", "tensor", "tensorbase"}

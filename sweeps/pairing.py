@@ -53,12 +53,20 @@ def groups(runs: list[RunSpec]) -> list[Group]:
 
 
 def _comparison(spec: RunSpec) -> str:
-    """What the run's sides share: every field it measures but its baseline axis's node."""
+    """What the run's sides share: every field it measures but its baseline axis's.
+
+    That is the axis's whole option (input_type, memory_format...), or the one workload setting it names (impl).
+    A run whose baseline axis names no config key is a comparison of its own.
+    """
     config = spec.config
-    axis = config.workload.baseline.axis
-    node = config.workload.axes.get(axis, "").split(".")[0]
-    fields = {name: value for name, value in run_fields(config).items() if name != node or not node}
-    return canonical_json(fields) if node else spec.run_id
+    key = config.workload.axes.get(config.workload.baseline.axis, "")
+    if not key:
+        return spec.run_id
+    node, _, leaf = key.partition(".")
+    fields = {name: value for name, value in run_fields(config).items() if name != node}
+    if node == "workload":
+        fields[node] = {k: v for k, v in run_fields(config)[node].items() if k != leaf}
+    return canonical_json(fields)
 
 
 def _apart(sides: list[RunSpec]) -> str:

@@ -157,3 +157,10 @@ def test_a_side_that_changes_process_wide_state_fails_every_side_naming_it(tiny_
 def test_a_paired_sides_blocks_are_one_or_more(tiny_plan):
     with pytest.raises(PlanError, match="blocks=0 must be 1 or more"):
         tiny_plan("blocks=0")
+
+
+def test_a_function_benchmarks_comparison_holds_the_impls_of_one_size(tiny_plan):
+    plan = tiny_plan("workload=square_chain", "workload.impl=eager,scripted", "workload.size=8,16", "pairing=auto")
+    found = groups(list(plan.runs))
+    assert sorted(len(group.runs) for group in found) == [2, 2]
+    assert all(len({spec.config.workload.size for spec in group.runs}) == 1 for group in found)

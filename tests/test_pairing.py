@@ -92,6 +92,8 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
         rows = records.read_steps(run_dir / records.STEPS).to_pylist()
         steps = [row["step"] for row in rows if not row["warmup"]]
         assert steps == [1, 2, 3, 4]  # after its one warm-up step, in order, across its blocks
+    counted = {records.read_status(run_dir).timing["counted_s"] for _, run_dir, _ in sides}
+    assert len(counted) == len(sides)  # each side's own bookkeeping, not the last side's
     order = summaries[0].paired.blocks
     assert collections.Counter(order) == {0: 2, 1: 2, 2: 2} and order[3:] == order[:3][::-1]
 

@@ -232,7 +232,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     try:
         device = prepare_sides(sides)
         if len(sides) > 1:
-            measured = paired_process(sides, device, stopwatch)
+            measured = paired_process(sides, device)
         elif sides[0].spec.config.dist.name == "none":
             measured = [one_process(sides[0].spec, sides[0].run_dir, device, stopwatch)]
         else:
@@ -273,8 +273,11 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     return devices[0]
 
 
-def paired_process(sides: list[Side], device: torch.device, stopwatch: Stopwatch) -> list[Measurement]:
-    """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does."""
+def paired_process(sides: list[Side], device: torch.device) -> list[Measurement]:
+    """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does.
+
+    Each side's own bookkeeping (counts, summary, profile, records) is in its own seconds.
+    """
     names, cfg = [side.spec.name for side in sides], sides[0].spec.config
     before, clock_start = neighbours(device), clocks(device)
     switches, warm = process_switches(), []
@@ -296,7 +299,9 @@ def paired_process(sides: list[Side], device: torch.device, stopwatch: Stopwatch
     for index, (side, (work, warmup, ran, first), window) in enumerate(zip(sides, warm, windows, strict=True)):
         measured = Measured(work, warmup, window, ran, first, before, clock_start)
         paired = PairedSummary(sides=names, side=index, blocks=order, block_steps=sizes)
-        results.append(recorded(measured, side.run_dir, device, stopwatch, {"paired": paired}))
+        own = Stopwatch()
+        summary, rows, seconds = recorded(measured, side.run_dir, device, own, {"paired": paired})
+        results.append((summary, rows, {**seconds, **own.seconds}))
     return results
 
 

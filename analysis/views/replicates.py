@@ -112,6 +112,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     cost = costs(runs)
     names = labels(configs)
     items = [row(c, base_of.get(c.key)) for c in configs]
+    paired = any(item.sides is not None for item in items)
     columns = [
         Column("configuration", lambda row: names[row.config.key]),
         Column("runs", lambda row: str(len(row.config.runs))),
@@ -120,7 +121,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
         Column("within", lambda row: row.part("within")),
         Column("rho", lambda row: row.part("rho")),
         Column("effective steps", lambda row: row.part("effective_steps")),
-        Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides:.1%}"),
+        *([Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides:.1%}")] if paired else []),
         Column(vs_label(configs), lambda row: row.speedup),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]

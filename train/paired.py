@@ -3,7 +3,9 @@
 Each side builds its own workload from the same seed: the same weights and data, in a copy of its own.
 The sides warm up first, one after another.
 Then each side's measured steps run in blocks.
-The blocks alternate in a balanced order: the sides in a random order, then in reverse, and again (A B B A ...).
+The blocks run in rounds: each round runs every side once, in a random order.
+No side runs two blocks in a row.
+So every block follows another side's, and no side finds the caches warmer than the others do.
 The order is drawn from the run's seed, so each process has its own.
 Each block is a window: one synchronize before it, one after, nothing inside.
 Between blocks the process-wide switches are read: a side that changed them fails the run, naming them.
@@ -25,10 +27,15 @@ class PairingError(RuntimeError):
 
 
 def block_order(sides: int, blocks: int, seed: int) -> list[int]:
-    """Which side runs each block: a seeded shuffle of the sides, then its reverse, `blocks` times in all."""
-    first = list(range(sides))
-    random.Random(seed).shuffle(first)
-    return [side for block in range(blocks) for side in (first if block % 2 == 0 else first[::-1])]
+    """Which side runs each block: `blocks` rounds, each a seeded shuffle of the sides, no side twice in a row."""
+    rng, order = random.Random(seed), []
+    for _ in range(blocks):
+        round_ = list(range(sides))
+        rng.shuffle(round_)
+        if order and sides > 1 and round_[0] == order[-1]:
+            round_[0], round_[-1] = round_[-1], round_[0]
+        order += round_
+    return order
 
 
 def block_sizes(steps: int, blocks: int) -> list[int]:

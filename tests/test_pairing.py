@@ -2,6 +2,7 @@
 
 import collections
 import dataclasses
+import time
 
 import pytest
 import torch
@@ -90,7 +91,9 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
     )
     (group,) = groups(list(plan.runs))
     sides = [(spec, tmp_path / spec.name, f"id{index}") for index, spec in enumerate(group.runs)]
-    summaries = execute_sides(sides, {})
+    began = time.time()
+    summaries = execute_sides(sides, {"ready_since": began})
+    wall = time.time() - began
     names = [spec.name for spec in group.runs]
     for index, ((_, run_dir, _), summary) in enumerate(zip(sides, summaries, strict=True)):
         assert records.read_status(run_dir).state == records.DONE
@@ -100,6 +103,10 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
         assert steps == [1, 2, 3, 4]  # after its one warm-up step, in order, across its blocks
     counted = {records.read_status(run_dir).timing["counted_s"] for _, run_dir, _ in sides}
     assert len(counted) == len(sides)  # each side's own bookkeeping, not the last side's
+    timings = [records.read_status(run_dir).timing for _, run_dir, _ in sides]
+    parts = ("startup_s", "warmup_s", "window_s", "records_s")
+    # each second of the process is one side's: no side's start-up or records hold another side's time
+    assert sum(t[part] for t in timings for part in parts) <= wall
     order = summaries[0].paired.blocks
     assert collections.Counter(order) == {0: 2, 1: 2, 2: 2} and order[2] != order[3]
 

@@ -180,6 +180,7 @@ class Measured:
     first_step: float
     neighbours: dict[str, Any]
     clock_start: dict[str, Any]
+    records_from: float | None = None  # when its records began, where not at its window's end (a paired side)
 
     @property
     def after(self) -> int:
@@ -187,8 +188,8 @@ class Measured:
         return self.cfg.warmup_steps + self.cfg.steps
 
     def seconds(self) -> dict[str, float]:
-        """The warm-up's and the window's seconds, and those since the window ended."""
-        since = time.time() - (self.window.ended_at or time.time())
+        """The warm-up's and the window's seconds, and those since its records began."""
+        since = time.time() - (self.records_from or self.window.ended_at or time.time())
         return {"warmup_s": self.warmup.seconds, "window_s": self.window.seconds, "records_s": since}
 
 
@@ -239,7 +240,11 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
             measured = [across_ranks(sides[0].spec, sides[0].run_dir, device, launches[0])]
         outcome_known()
         timings = [
-            {"startup_s": seconds.pop("first_step") - ready_since, **seconds, **stopwatch.seconds}
+            {
+                "startup_s": seconds.pop("first_step") - (seconds.pop("ready_at", None) or ready_since),
+                **seconds,
+                **stopwatch.seconds,
+            }
             for _, _, seconds in measured
         ]
         ends = [done(side.run_dir, mine, t) for side, mine, t in zip(sides, launches, timings, strict=True)]
@@ -277,13 +282,15 @@ def paired_process(sides: list[Side], device: torch.device) -> list[Measurement]
     """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does.
 
     Each side's own bookkeeping (counts, summary, profile, records) is in its own seconds.
+    A side's start-up is its own build, from the end of the warm-up before it.
     """
     names, cfg = [side.spec.name for side in sides], sides[0].spec.config
     before, clock_start = neighbours(device), clocks(device)
-    switches, warm = process_switches(), []
+    switches, warm, ready = process_switches(), [], [None]
     for side in sides:
         warm.append(warmed_up(side.spec.config, device))
         unchanged(switches, side.spec.name)
+        ready.append(time.time())  # the next side's start-up begins here, not at the process's start
     smaller = [side.spec.name for side, (_, _, ran, _) in zip(sides, warm, strict=True) if ran != side.spec.config]
     if smaller:  # after an out-of-memory beside the other sides: at another batch, the sides would not compare
         raise PairingError(
@@ -297,11 +304,11 @@ def paired_process(sides: list[Side], device: torch.device) -> list[Measurement]
     windows = measure_blocks([work for work, *_ in warm], names, order, sizes, cfg.warmup_steps, device)
     results = []
     for index, (side, (work, warmup, ran, first), window) in enumerate(zip(sides, warm, windows, strict=True)):
-        measured = Measured(work, warmup, window, ran, first, before, clock_start)
+        measured = Measured(work, warmup, window, ran, first, before, clock_start, records_from=time.time())
         paired = PairedSummary(sides=names, side=index, blocks=order, block_steps=sizes)
         own = Stopwatch()
         summary, rows, seconds = recorded(measured, side.run_dir, device, own, {"paired": paired})
-        results.append((summary, rows, {**seconds, **own.seconds}))
+        results.append((summary, rows, {**seconds, **own.seconds, "ready_at": ready[index]}))
     return results
 
 

@@ -5,11 +5,16 @@ import dataclasses
 import time
 
 import pytest
+import submitit
 import torch
 
 from perfsweep import records
 from perfsweep.analysis.groups import speedups
 from perfsweep.analysis.statistics.speedup import IN_PROCESS
+from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher.backends import JobShape
+from perfsweep.launcher.backends.local import START_MIN, LocalSpawn
+from perfsweep.launcher.backends.slurm import Slurm
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import PlanError
 from perfsweep.train.paired import PairingError, block_order, block_sizes
@@ -179,3 +184,15 @@ def test_a_function_benchmarks_comparison_holds_the_impls_of_one_size(tiny_plan)
     found = groups(list(plan.runs))
     assert sorted(len(group.runs) for group in found) == [2, 2]
     assert all(len({spec.config.workload.size for spec in group.runs}) == 1 for group in found)
+
+
+def test_a_job_of_paired_runs_has_each_sides_time_limit(tmp_path):
+    conf = LauncherConf(name="slurm", timeout_min=10)
+    slurm = submitit.SlurmExecutor(folder=tmp_path)
+    Slurm(conf).shape(slurm, JobShape(None, None, False, sides=3))
+    assert slurm.parameters["time"] == 30
+    local = LocalSpawn(dataclasses.replace(conf, name="local"))
+    executor = local.executor(tmp_path, "job")
+    alone = executor.parameters["timeout_min"]
+    local.shape(executor, JobShape(None, None, False, sides=3))
+    assert executor.parameters["timeout_min"] - START_MIN == pytest.approx(3 * (alone - START_MIN))

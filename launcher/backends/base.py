@@ -50,10 +50,12 @@ class JobShape(NamedTuple):
     python: str | None  # the run's environment's Python; None: the launcher's own
     ranks_per_node: int | None  # a run whose ranks are its job's tasks: this many a node
     on_gpus: bool  # those ranks are on GPUs, a GPU each
+    sides: int  # the runs each of its run jobs measures in one process (pairing=auto), so its job's time is theirs
 
     @classmethod
     def of(cls, run: RunJob) -> "JobShape":
-        return cls(run.python, run.ranks_per_node, run.ranks_per_node is not None and run.spec.config.device != "cpu")
+        on_gpus = run.ranks_per_node is not None and run.spec.config.device != "cpu"
+        return cls(run.python, run.ranks_per_node, on_gpus, len(run.every))
 
 
 @dataclasses.dataclass

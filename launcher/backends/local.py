@@ -14,7 +14,7 @@ from typing import Any
 import submitit
 
 from perfsweep.conf.schema import UNLIMITED_MIN, LauncherConf
-from perfsweep.launcher.backends.base import Backend, across_ranks
+from perfsweep.launcher.backends.base import Backend, JobShape, across_ranks
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.runs import GRACE_S, Runner
 from perfsweep.launcher.slots import Place, Slots
@@ -39,17 +39,19 @@ def pinned_gpus(conf: LauncherConf) -> list[int]:
 START_MIN = 10  # a job's start before its first run (imports), beyond its runs' limits
 
 
-def local_job_limit_min(conf: LauncherConf, forked: bool) -> float:
+def local_job_limit_min(conf: LauncherConf, forked: bool, sides: int = 1) -> float:
     """A local job's own time limit, a backstop.
 
     Its runs have their limits (launcher.timeout_min, each from its start).
     A warm job has none: it kills a run that goes past its limit itself, and serves a sweep of any length.
     A job that runs its pack in its own process has room for every run of it, retries included.
+    A run whose `sides` share its process has room for each side.
     A run stuck in a C call does not stop itself, so the job's limit ends it.
     """
     if forked:
         return UNLIMITED_MIN
-    return conf.runs_per_job * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
+    runs = conf.runs_per_job * sides
+    return runs * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
 
 
 def process_start(pid: int) -> str | None:
@@ -121,6 +123,9 @@ class LocalSpawn(Backend):
         limit = local_job_limit_min(self.conf, self.forked)
         executor.update_parameters(timeout_min=limit, gpus_per_node=self.conf.gpus_per_node or 0)
         return executor
+
+    def shape(self, executor: submitit.Executor, shape: JobShape) -> None:
+        executor.update_parameters(timeout_min=local_job_limit_min(self.conf, self.forked, shape.sides))
 
     def problems(self, plan) -> list[str]:
         """Beyond the base's: a GPU for each rank of a run across ranks."""

@@ -134,7 +134,8 @@ class Slurm(Backend):
         return run_config.dist.world_size if run_config.dist.name != "none" else None
 
     def shape(self, executor: submitit.Executor, shape: JobShape) -> None:
-        executor.update_parameters(**ranks_parameters(self.conf, shape.ranks_per_node, shape.on_gpus))
+        time = math.ceil(self.conf.timeout_min * shape.sides)  # launcher.timeout_min is each side's
+        executor.update_parameters(time=time, **ranks_parameters(self.conf, shape.ranks_per_node, shape.on_gpus))
 
     def max_array_size(self) -> int:
         """The most tasks one array may hold: the config's, else the cluster's."""

@@ -16,11 +16,8 @@ from perfsweep.sweeps.spec import RunSpec, canonical_json, run_fields
 # Axes whose sides a process holds at once, each side a model and inputs of its own.
 # A label changes nothing a run computes: its sides are an A/A comparison (bench/calibration.py).
 PAIRABLE = ("input_type", "memory_format", "precision", "compile", "label")
-# Values that set process-wide state, which the other sides would see.
-PROCESS_WIDE = {
-    ("precision", "tf32"): "precision=tf32 sets the TF32 switches of the whole process",
-    ("input_type", "fastai_tensorbase"): "input_type=fastai_tensorbase imports fastai, which patches torch itself",
-}
+# The input types whose first use imports fastai, which patches torch for the whole process (train/inputs.py).
+FASTAI_INPUT_TYPES = ("fastai_tensorbase", "tensorimage")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,14 +35,16 @@ class Group:
 def groups(runs: list[RunSpec]) -> list[Group]:
     """The runs by comparison and round, each group in the order of its first run.
 
-    A side whose value sets process-wide state is a group of its own, with the reason.
+    A side that sets process-wide state the other sides do not is a group of its own, with the reason.
     """
     by_key: dict[str, list[RunSpec]] = {}
     for spec in runs:
         by_key.setdefault(_comparison(spec), []).append(spec)
     found = []
     for sides in by_key.values():
-        alone = {spec.name: why for spec in sides if (why := _process_wide(spec))} if len(sides) > 1 else {}
+        states = {spec.name: _process_wide(spec) for spec in sides}
+        differ = len({state for state, _ in states.values()}) > 1
+        alone = {name: why for name, (state, why) in states.items() if state} if differ else {}
         rest = [spec for spec in sides if spec.name not in alone]
         found += [Group(tuple(rest), _apart(rest))] if rest else []
         found += [Group((spec,), why) for spec in sides if (why := alone.get(spec.name))]
@@ -84,13 +83,17 @@ def _apart(sides: list[RunSpec]) -> str:
     return ""
 
 
-def _process_wide(spec: RunSpec) -> str:
-    """Why this side must not share a process under pairing=auto: the state its value sets; "" where none."""
+def _process_wide(spec: RunSpec) -> tuple[str, str]:
+    """The process-wide state this side sets under pairing=auto, and its description; ("", "") where none."""
     config = spec.config
     if config.pairing == Pairing.process:
-        return ""
+        return "", ""
     axis = config.workload.baseline.axis
-    return PROCESS_WIDE.get((axis, spec.axes.get(axis, "")), "")
+    if axis == "precision" and config.precision.tf32:
+        return "tf32", f"precision={config.precision.name} sets the TF32 switches of the whole process (precision.tf32)"
+    if axis == "input_type" and config.input_type.name in FASTAI_INPUT_TYPES and not config.input_type._target_:
+        return "fastai", f"input_type={config.input_type.name} imports fastai, which patches torch itself"
+    return "", ""
 
 
 def described(runs: list[RunSpec]) -> str:

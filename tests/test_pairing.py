@@ -70,6 +70,7 @@ def test_sides_that_cannot_share_a_process_run_apart_and_say_why(tiny_plan, over
     ("overrides", "axis", "wide", "why"),
     [
         (["input_type=tensor,subclass,fastai_tensorbase"], "input_type", "fastai_tensorbase", "patches torch"),
+        (["input_type=tensor,subclass,tensorimage"], "input_type", "tensorimage", "patches torch"),
         (["input_type=tensor", "precision=fp32,amp_bf16,tf32", "workload.baseline.axis=precision",
           "workload.baseline.value=fp32"], "precision", "tf32", "TF32 switches"),
     ],
@@ -82,6 +83,13 @@ def test_a_side_that_sets_process_wide_state_runs_alone_and_the_others_still_pai
     assert paired.paired and wide not in {spec.axes[axis] for spec in paired.runs} and len(paired.runs) == 2
     assert [spec.axes[axis] for spec in alone.runs] == [wide]
     assert why in alone.apart and not alone.paired
+
+
+def test_sides_that_set_the_same_process_wide_state_share_a_process(tiny_plan):
+    plan = tiny_plan("input_type=fastai_tensorbase,tensorimage", "memory_format=contiguous", "pairing=auto",
+                     "workload.baseline.value=fastai_tensorbase")  # fmt: skip
+    (group,) = groups(list(plan.runs))
+    assert group.paired and len(group.runs) == 2
 
 
 @pytest.mark.slow

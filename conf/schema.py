@@ -40,9 +40,11 @@ Isolation = _closed_set("Isolation", "fork spawn")
 TrackerMode = _closed_set("TrackerMode", "offline online disabled")  # W&B's mode
 # the order runs run in: interleaved (A B C A B C), shuffled (seeded) or grouped (A A B B C C)
 Order = _closed_set("Order", "interleaved shuffled grouped")
-# Where the sides of a comparison run: auto, one process per round where they can share it (sweeps/pairing.py);
-# process, each side in a process of its own
-Pairing = _closed_set("Pairing", "auto process")
+# Where the sides of a comparison run (sweeps/pairing.py):
+# - auto: one process per round where they can share it, else a process each;
+# - in_process: one process per round, and a sweep whose sides cannot share one is refused;
+# - process: each side in a process of its own.
+Pairing = _closed_set("Pairing", "auto in_process process")
 # one run across ranks: none (one process), DDP, or FSDP2 (fully_shard); their process-group backend
 DistName = _closed_set("DistName", "none ddp fsdp")
 DistBackend = _closed_set("DistBackend", "auto gloo nccl")
@@ -364,8 +366,8 @@ class Config(RunConf):
     auto: AutoConf = field(default_factory=AutoConf)
     order: Order = Order.interleaved
     # auto: the sides of a comparison share a process per round, in alternating blocks of steps (sweeps/pairing.py).
-    # process: each side in a process of its own.
-    pairing: Pairing = Pairing.process
+    # in_process: the same, and sides that cannot share one are refused. process: each side in a process of its own.
+    pairing: Pairing = Pairing.auto
     blocks: int = 10  # a paired side's measured steps, in at most this many blocks
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
 

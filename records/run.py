@@ -122,7 +122,7 @@ class Summary:
     window_ended_at: float | None = None  # unix time when the window's last step had finished on the device
     timer: str = "?"  # cuda_event or perf_counter
     peak_memory_mib: float | None = None
-    peak_memory_kind: str = ""
+    peak_memory_kind: str = ""  # cuda_max_allocated or process_max_rss; _all_sides: a paired process's, every side's
     loss_first: float | None = None  # None where NaN or infinite (JSON has neither)
     loss_last: float | None = None
     nonfinite_losses: int | None = None  # measured steps whose loss was NaN or infinite (None: no loss)

@@ -96,6 +96,21 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
     return "", ""
 
 
+def refusals(runs: list[RunSpec]) -> list[str]:
+    """Under pairing=in_process, why the sides that cannot share a process cannot; [] where all can."""
+    if not runs or runs[0].config.pairing != Pairing.in_process:
+        return []
+    apart: dict[str, list[str]] = {}
+    for group in groups(runs):
+        if group.apart:
+            apart.setdefault(group.apart, []).extend(spec.name for spec in group.runs)
+    return [
+        f"pairing=in_process: {len(names)} runs cannot share a process with their comparison's other sides: {why} "
+        f"(first: {names[0]}); pairing=auto runs them apart"
+        for why, names in apart.items()
+    ]
+
+
 def described(runs: list[RunSpec]) -> str:
     """How pairing=auto runs the sweep, in one line; "" under pairing=process.
 
@@ -106,7 +121,8 @@ def described(runs: list[RunSpec]) -> str:
     found = groups(runs)
     paired = [group for group in found if group.paired]
     sides = sum(len(group.runs) for group in paired)
-    parts = [f"{sides} runs as {len(paired)} processes of a comparison's sides"] if paired else []
+    processes = f"{len(paired)} process{'es' if len(paired) > 1 else ''}"
+    parts = [f"{sides} runs as {processes} of a comparison's sides"] if paired else []
     apart: collections.Counter[str] = collections.Counter()
     for group in found:
         apart[group.apart] += len(group.runs) if group.apart else 0

@@ -32,7 +32,7 @@ from omegaconf import OmegaConf
 from perfsweep.conf.schema import Config
 from perfsweep.conf.targets import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
-from perfsweep.sweeps import compose, keys
+from perfsweep.sweeps import compose, keys, pairing
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
@@ -465,5 +465,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     for config in replicated(configs):
         spec = RunSpec(config=config, sweep_name=sweep_dir.name)
         runs.setdefault(spec.run_id, spec)
+    if refused := pairing.refusals(list(runs.values())):
+        raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published)

@@ -79,11 +79,17 @@ def tiny_plan(tmp_path):
 
 @pytest.fixture(scope="session")
 def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
-    """The one real process-per-run sweep: three tiny runs, two at a time, each pinned to one of two listed GPU ids
-    (a CPU host runs them on its CPU all the same), through submitit's local executor, W&B offline,
-    launched as a user would with a (fake) W&B key and a secret in the environment, and a (fake) token in a launcher
-    setting; then its report. Read only. Launched once for all of pytest's workers (the first to ask, while the
-    others wait for it), as a user's sweep is once however many read it."""
+    """The one real process-per-run sweep (pairing=process), then its report.
+
+    It is three tiny runs, two at a time, each pinned to one of two listed GPU ids.
+    A CPU host runs them on its CPU all the same.
+    They go through submitit's local executor, W&B offline.
+    It is launched as a user would, with a (fake) W&B key and a secret in the environment.
+    A launcher setting holds a (fake) token.
+    Read only.
+    It is launched once for all of pytest's workers: the first to ask launches it, while the others wait.
+    A user's sweep is launched once, however many read it.
+    """
     mine = tmp_path_factory.getbasetemp()
     shared = mine.parent if os.environ.get("PYTEST_XDIST_WORKER") else mine  # the session's, which workers share
     made = shared / "local_sweep.json"
@@ -97,7 +103,7 @@ def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, su
 def _launch_local_sweep(runs: Path) -> tuple[str, tuple, tuple, dict]:
     env = {"WANDB_API_KEY": FAKE_KEY, "MY_SERVICE_TOKEN": SECRET, "WANDB_MODE": "offline"}
     env.update({k: str(runs.parent / k.lower()) for k in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")})
-    args = ["-m", *TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous"]
+    args = ["-m", *TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous", "pairing=process"]
     args += ["launcher.parallelism=2", "launcher.gpus=[0,1]"]  # pinned to listed GPUs (ids only, without a GPU)
     args += [f'launcher.setup=["export HF_TOKEN={HF_TOKEN}"]']
     result = launch(*args, f"runs_dir={runs}", env=env)

@@ -84,7 +84,7 @@ def test_local_runs_are_pinned_one_at_a_time_to_each_listed_gpu_and_to_a_share_o
 def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(local_sweep, tmp_path):
     sweep = Path(shutil.copytree(local_sweep[0], tmp_path / "runs" / "default"))  # others read the shared one
     args = [*TINY, "input_type=tensor,subclass,tensorbase", "memory_format=contiguous", f"runs_dir={sweep.parent}"]
-    args += ["launcher.parallelism=2", "launcher.gpus=[0,1]"]
+    args += ["launcher.parallelism=2", "launcher.gpus=[0,1]", "pairing=process"]
     finished = {name: status.finished_at for name, status in _runs(sweep).items()}
     again = launch_here(*args, "tracker.mode=disabled")
     assert again.returncode == 0, again.stderr

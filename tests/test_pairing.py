@@ -111,6 +111,7 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
     for index, ((_, run_dir, _), summary) in enumerate(zip(sides, summaries, strict=True)):
         assert records.read_status(run_dir).state == records.DONE
         assert summary.paired.sides == names and summary.paired.side == index
+        assert summary.peak_memory_kind == "process_max_rss_all_sides"  # the process's, not this side's own
         rows = records.read_steps(run_dir / records.STEPS).to_pylist()
         steps = [row["step"] for row in rows if not row["warmup"]]
         assert steps == [1, 2, 3, 4]  # after its one warm-up step, in order, across its blocks
@@ -182,6 +183,29 @@ def test_a_side_that_changes_process_wide_state_fails_every_side_naming_it(tiny_
         assert status.state == records.FAILED and "cudnn_deterministic from False to True" in status.error.message
 
 
+def test_a_side_that_cannot_warm_up_fails_alone_and_the_others_are_measured(tiny_plan, tmp_path, monkeypatch):
+    (tmp_path / "refusing.py").write_text("def refuse(batch):\n    raise ValueError('this batch is not mine')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plan = tiny_plan("input_type=tensor,subclass", "memory_format=contiguous", "pairing=auto")
+    tensor, subclass = plan.runs
+    refusing = dataclasses.replace(
+        tensor,
+        config=dataclasses.replace(
+            tensor.config,
+            input_type=dataclasses.replace(tensor.config.input_type, name="refuse", _target_="refusing.refuse"),
+        ),
+    )
+    sides = [(spec, tmp_path / spec.name, spec.name) for spec in (tensor, refusing, subclass)]
+    summaries = execute_sides(sides, {})
+    assert (
+        summaries[1] is None
+        and [s.paired.sides for s in (summaries[0], summaries[2])] == [[tensor.name, subclass.name]] * 2
+    )
+    states = [records.read_status(run_dir) for _, run_dir, _ in sides]
+    assert [status.state for status in states] == [records.DONE, records.FAILED, records.DONE]
+    assert "this batch is not mine" in states[1].error.message and "refuse" in states[1].error.traceback
+
+
 def test_a_paired_sides_blocks_are_one_or_more(tiny_plan):
     with pytest.raises(PlanError, match="blocks=0 must be 1 or more"):
         tiny_plan("blocks=0")
@@ -204,3 +228,11 @@ def test_a_job_of_paired_runs_has_each_sides_time_limit(tmp_path):
     alone = executor.parameters["timeout_min"]
     local.shape(executor, JobShape(None, None, False, sides=3))
     assert executor.parameters["timeout_min"] - START_MIN == pytest.approx(3 * (alone - START_MIN))
+
+
+def test_in_process_refuses_sides_that_cannot_share_one_naming_the_axis(tiny_plan):
+    with pytest.raises(PlanError, match=r"pairing=in_process: 2 runs .*differ in impl"):
+        tiny_plan("workload=square_chain", "workload.impl=eager,scripted", "workload.size=64", "pairing=in_process")
+    with pytest.raises(PlanError, match=r"pairing=in_process: 1 runs .*fastai"):
+        tiny_plan("input_type=tensor,fastai_tensorbase", "memory_format=contiguous", "pairing=in_process", "repeats=1")
+    assert all(group.paired for group in groups(list(tiny_plan(*SIDES[:1], "pairing=in_process").runs)))

@@ -107,6 +107,7 @@ def test_array_sweep_end_to_end(on_slurm, tmp_path):
         *SLURM,
         "input_type=tensor,subclass,tensorbase",
         "launcher.wait=true",
+        "pairing=process",
         f"runs_dir={runs}",
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -137,6 +138,7 @@ def test_submit_returns_then_status_follows(on_slurm, tmp_path):
     wait_until_final(sweep)
     status = launch_here("status", str(sweep))
     assert "2 runs, 2 done" in status.stdout
+    assert len({s.job_id for s in states(sweep).values()}) == 1, "the two sides shared one job's process"
 
 
 @pytest.mark.slurm
@@ -147,6 +149,7 @@ def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
         "input_type=tensor,subclass,tensorbase,cast",
         "launcher.runs_per_job=2",
         "launcher.wait=true",
+        "pairing=process",
         f"runs_dir={runs}",
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -298,7 +301,8 @@ def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(
     monkeypatch.setattr(slurm_backend, "SQUEUE_RETRY_S", (0.2, 0.4))
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    args = [*SLURM, "input_type=tensor,subclass,tensorbase,cast", "launcher.max_array_size=2", f"runs_dir={runs}"]
+    args = [*SLURM, "input_type=tensor,subclass,tensorbase,cast", "launcher.max_array_size=2", "pairing=process"]
+    args += [f"runs_dir={runs}"]
     first = launch_here(*args, "launcher.wait=true")
     assert first.returncode == 1, first.stderr
     submitted = records.submitted_jobs(sweep)

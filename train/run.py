@@ -9,6 +9,7 @@ import gc
 import math
 import shutil
 import signal
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -51,8 +52,13 @@ def summary_columns(phases: tuple[str, ...]) -> list[str]:
 
 
 def summarize(work: Workload, window: Window, device: torch.device, extra: dict[str, Any]) -> Summary:
-    """Medians per phase, throughput, memory and losses of the measured window, plus `extra`."""
-    return summary_of(work.cfg, work.phases, window, peak_memory_mib(device), device, extra, work.summary)
+    """Medians per phase, throughput, memory and losses of the measured window, plus `extra`.
+
+    A paired side's peak memory is its process's, over every side: its kind says so.
+    """
+    peak, kind = peak_memory_mib(device)
+    memory = (peak, f"{kind}_all_sides" if "paired" in extra else kind)
+    return summary_of(work.cfg, work.phases, window, memory, device, extra, work.summary)
 
 
 def summary_of(
@@ -216,15 +222,17 @@ class Side(NamedTuple):
 Measurement = tuple[Summary, list[dict[str, Any]], dict[str, float]]  # a summary, its step rows, where time went
 
 
-def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]) -> list[Summary]:
+def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]) -> list[Summary | None]:
     """Run the sides of a comparison in this one process (train/paired.py), each recorded as a run of its own.
 
     Each side is a spec, its run folder and its W&B id.
     One side is a run as `execute` runs it.
-    The sides start, end, fail or stop together.
+    A side that cannot build or warm up fails alone, with its own error; the others are measured.
+    A failure while the sides measure fails them all.
+    Failures are recorded, then raised where no side is done.
 
     Returns:
-        Each side's summary.
+        Each side's summary, None for a side that failed.
     """
     sides = [Side(*side) for side in sides]
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
@@ -233,21 +241,17 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     try:
         device = prepare_sides(sides)
         if len(sides) > 1:
-            measured = paired_process(sides, device)
+            outcomes = paired_process(sides, device)
         elif sides[0].spec.config.dist.name == "none":
-            measured = [one_process(sides[0].spec, sides[0].run_dir, device, stopwatch)]
+            outcomes = [one_process(sides[0].spec, sides[0].run_dir, device, stopwatch)]
         else:
-            measured = [across_ranks(sides[0].spec, sides[0].run_dir, device, launches[0])]
+            outcomes = [across_ranks(sides[0].spec, sides[0].run_dir, device, launches[0])]
         outcome_known()
-        timings = [
-            {
-                "startup_s": seconds.pop("first_step") - (seconds.pop("ready_at", None) or ready_since),
-                **seconds,
-                **stopwatch.seconds,
-            }
-            for _, _, seconds in measured
-        ]
-        ends = [done(side.run_dir, mine, t) for side, mine, t in zip(sides, launches, timings, strict=True)]
+        ends = {}  # each done side's end and where its time went
+        for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
+            if not isinstance(outcome, Exception):
+                timing = timing_of(outcome[2], ready_since, stopwatch.seconds)
+                ends[index] = (done(side.run_dir, mine, timing), timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
         for side, mine in zip(sides, launches, strict=True):
             interrupted(side.run_dir, mine, error)
@@ -256,9 +260,22 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         for side, mine in zip(sides, launches, strict=True):
             failed(*side, mine, error)
         raise
-    for side, mine, (summary, rows, _), end, timing in zip(sides, launches, measured, ends, timings, strict=True):
-        tracked(*side, mine, rows, summary, end, timing)
-    return [summary for summary, _, _ in measured]
+    for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
+        if isinstance(outcome, Exception):
+            failed(*side, mine, outcome)
+            print(f"perfsweep: run {side.spec.name} failed: {type(outcome).__name__}: {outcome}", file=sys.stderr)
+        else:
+            tracked(*side, mine, outcome[1], outcome[0], *ends[index])
+    if not ends:
+        raise outcomes[0]
+    return [None if isinstance(outcome, Exception) else outcome[0] for outcome in outcomes]
+
+
+def timing_of(seconds: dict[str, float], ready_since: float, bookkeeping: dict[str, float]) -> dict[str, float]:
+    """Where a run's time went: its start-up from when it was ready (its own `ready_at` where it has one)."""
+    seconds = dict(seconds)
+    ready = seconds.pop("ready_at", None) or ready_since
+    return {"startup_s": seconds.pop("first_step") - ready, **seconds, **bookkeeping}
 
 
 def prepare_sides(sides: list[Side]) -> torch.device:
@@ -278,20 +295,28 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     return devices[0]
 
 
-def paired_process(sides: list[Side], device: torch.device) -> list[Measurement]:
+def paired_process(sides: list[Side], device: torch.device) -> list[Measurement | Exception]:
     """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does.
 
     Each side's own bookkeeping (counts, summary, profile, records) is in its own seconds.
     A side's start-up is its own build, from the end of the warm-up before it.
+    A side that cannot build or warm up is left out with its error; the others are measured without it.
     """
-    names, cfg = [side.spec.name for side in sides], sides[0].spec.config
+    cfg = sides[0].spec.config
     before, clock_start = neighbours(device), clocks(device)
     switches, warm, ready = process_switches(), [], [None]
     for side in sides:
-        warm.append(warmed_up(side.spec.config, device))
+        try:
+            warm.append(warmed_up(side.spec.config, device))
+        except Exception as error:  # its own failure (a compile error, a dispatch error), not the others'
+            warm.append(error)
         unchanged(switches, side.spec.name)
         ready.append(time.time())  # the next side's start-up begins here, not at the process's start
-    smaller = [side.spec.name for side, (_, _, ran, _) in zip(sides, warm, strict=True) if ran != side.spec.config]
+    live = [index for index, built in enumerate(warm) if not isinstance(built, Exception)]
+    if not live:
+        return warm
+    names = [sides[index].spec.name for index in live]
+    smaller = [sides[index].spec.name for index in live if warm[index][2] != sides[index].spec.config]
     if smaller:  # after an out-of-memory beside the other sides: at another batch, the sides would not compare
         raise PairingError(
             f"{', '.join(smaller)} ran out of memory beside the other sides of its process: pairing=process runs "
@@ -300,15 +325,16 @@ def paired_process(sides: list[Side], device: torch.device) -> list[Measurement]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     sizes = block_sizes(cfg.steps, cfg.blocks)
-    order = block_order(len(sides), len(sizes), cfg.seed)
-    windows = measure_blocks([work for work, *_ in warm], names, order, sizes, cfg.warmup_steps, device)
-    results = []
-    for index, (side, (work, warmup, ran, first), window) in enumerate(zip(sides, warm, windows, strict=True)):
+    order = block_order(len(live), len(sizes), cfg.seed)
+    windows = measure_blocks([warm[index][0] for index in live], names, order, sizes, cfg.warmup_steps, device)
+    results: list[Measurement | Exception] = list(warm)
+    for place, (index, window) in enumerate(zip(live, windows, strict=True)):
+        work, warmup, ran, first = warm[index]
         measured = Measured(work, warmup, window, ran, first, before, clock_start, records_from=time.time())
-        paired = PairedSummary(sides=names, side=index, blocks=order, block_steps=sizes)
+        paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes)
         own = Stopwatch()
-        summary, rows, seconds = recorded(measured, side.run_dir, device, own, {"paired": paired})
-        results.append((summary, rows, {**seconds, **own.seconds, "ready_at": ready[index]}))
+        summary, rows, seconds = recorded(measured, sides[index].run_dir, device, own, {"paired": paired})
+        results[index] = (summary, rows, {**seconds, **own.seconds, "ready_at": ready[index]})
     return results
 
 
@@ -437,7 +463,7 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
         said = f"{theirs} (raised in {targets.where(theirs, code)})"
         failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code), known)
     else:
-        failure = records.RunError(type(error).__name__, str(error), traceback.format_exc(), known)
+        failure = records.RunError(type(error).__name__, str(error), "".join(traceback.format_exception(error)), known)
     finished = lifecycle.fail(run_dir, failure, **launch).finished_at
     message = {"error": failure.type, "error_message": failure.message[:1000]}
     warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], message, failed=True)

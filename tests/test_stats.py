@@ -156,13 +156,22 @@ def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
     assert flagged == 0
 
 
-def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
+def test_compare_catches_a_change_in_training_even_at_the_same_speed_and_exits_4(tmp_path):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert status == 1 and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
+    assert status == compare.EXIT_LOSS == 4 and analysis_main(["compare", str(a), str(b)]) == 4
+    assert "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
     same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained
     assert "LOSS CHANGED" not in text(compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0])
+
+
+@pytest.mark.parametrize(("repeats", "status"), [(3, 5), (1, 7)], ids=["confirmed", "possible"])
+def test_a_loss_change_beside_a_slowdown_adds_4_to_the_slowdowns_exit_status(tmp_path, repeats, status):
+    a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0, repeats=repeats)
+    b = write_sweep(tmp_path, "b", 1.1, seed=2, loss=2.5, repeats=repeats)
+    assert compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)[1] == status
+    assert compare.timing(status) == (compare.EXIT_REGRESSION if repeats > 1 else compare.EXIT_POSSIBLE)
 
 
 def test_plots_are_written_as_png(tmp_path):

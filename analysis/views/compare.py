@@ -23,16 +23,26 @@ As in asv, a change is flagged when it is beyond the threshold and statistically
 Here the whole family of comparisons is held to a 5% error rate (Holm).
 So a compare of 30 configurations does not fail on noise.
 
-    REGRESSION             B slower; replicated on both sides (two or more runs each): exit status 1
+    REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
-                           between processes): exit status 3, unless something confirmed gives 1
-    improvement / possible improvement    the same, the other way (no effect on the exit status)
+                           between processes)
+    improvement / possible improvement    the same, the other way
 
 The final loss is compared too.
 A faster step that trains differently is no improvement.
-A change beyond the tolerance of how far A's loss moved while it trained is flagged.
+A change beyond the tolerance of how far A's loss moved while it trained is flagged (LOSS CHANGED).
 NaN or infinite losses are flagged too (NON-FINITE LOSS).
-Both exit 1.
+
+The exit status says what was flagged, so that CI can branch on each:
+
+    0      nothing flagged (an improvement is no failure)
+    1      a REGRESSION
+    3      a POSSIBLE REGRESSION, and no REGRESSION
+    4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
+    5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
+    2      no comparison was made (a sweep without done runs, a bad argument)
+
+So `status & 4` says a loss changed, and `status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
 """
 
 import dataclasses
@@ -45,7 +55,8 @@ from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedu
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.records import DONE, RunRecord, load_sweep
 
-EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
+EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
+LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "order")
 
 
@@ -187,11 +198,7 @@ def suite(lines: list[Line]) -> str:
 def compare(
     sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float, gate_phases: bool = False
 ) -> tuple[View, int]:
-    """The comparison as a view, and its exit status.
-
-    The status is 1 on a regression confirmed across runs, or a loss change.
-    It is 3 on a possible one (one run on a side), and 0 otherwise.
-    """
+    """The comparison as a view, and its exit status (exit_status)."""
     done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
@@ -218,8 +225,6 @@ def compare_runs(
         if (changed := loss_changed(ra, rb, loss_tolerance))
     ]
     shown = lines + losses
-    confirmed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in shown)
-    possible = any(line.flag.startswith("POSSIBLE REGRESSION") for line in shown)
     above = [
         f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
         f"they differ in: {changes(differ) or 'nothing'}",
@@ -235,5 +240,21 @@ def compare_runs(
         "A / of B (below 1: B is slower), each run counting once by its median",
         suite(lines),
     ]
-    status = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if possible else 0
-    return View("Comparison", above, COLUMNS, shown, notes=notes), status
+    return View("Comparison", above, COLUMNS, shown, notes=notes), exit_status(shown)
+
+
+def exit_status(lines: list[Line]) -> int:
+    """What the flags say, as the module's table of exit statuses gives it.
+
+    The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION, else 0.
+    A loss flag adds EXIT_LOSS.
+    """
+    flags = [line.flag for line in lines]
+    confirmed = any(f.startswith("REGRESSION") for f in flags)
+    slowdown = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if any(f.startswith("POSSIBLE") for f in flags) else 0
+    return slowdown + (EXIT_LOSS if any(f.startswith(LOSS_FLAGS) for f in flags) else 0)
+
+
+def timing(status: int) -> int:
+    """The step time's part of an exit status: 0, EXIT_REGRESSION or EXIT_POSSIBLE."""
+    return status & ~EXIT_LOSS

@@ -30,8 +30,10 @@ So a compare of 30 configurations does not fail on noise.
 
 The final loss is compared too.
 A faster step that trains differently is no improvement.
-A change beyond the tolerance of how far A's loss moved while it trained is flagged (LOSS CHANGED).
-NaN or infinite losses are flagged too (NON-FINITE LOSS).
+Runs of A and B are paired by replicate: each ran with `seed` + its replicate.
+A pair changed where B's final loss is off A's by more than the tolerance of how far A's loss moved.
+A configuration with such pairs gets one line: LOSS CHANGED in k of n run pairs, with their replicates.
+NaN or infinite losses are flagged NON-FINITE LOSS, with the side and its replicates.
 
 The exit status says what was flagged, so that CI can branch on each:
 
@@ -46,6 +48,7 @@ So `status & 4` says a loss changed, and `status & 3` is 1 for a confirmed slowd
 """
 
 import dataclasses
+import statistics
 from pathlib import Path
 
 from perfsweep.analysis import machines
@@ -106,26 +109,57 @@ def pairs(
     return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
 
 
-def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
-    """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved.
+def loss_moved(a: RunRecord, b: RunRecord, tolerance: float) -> bool:
+    """Whether B's final loss is off A's by more than `tolerance` of how far A's loss moved.
 
     If A's loss did not move, the tolerance is of A's final loss.
     Numerics may differ a little; training may not.
     """
-    broken = [
-        f"{name} ({run.summary.nonfinite_losses} steps)"
-        for name, run in (("A", a), ("B", b))
-        if run.summary.nonfinite_losses
-    ]
-    if broken:
-        return f"NON-FINITE LOSS: NaN or infinite losses in {', '.join(broken)}"
     before, after, first = a.summary.loss_last, b.summary.loss_last, a.summary.loss_first
     if before is None or after is None:
-        return ""
+        return False
     scale = abs(first - before) if first is not None and abs(first - before) > 1e-12 else abs(before)
-    if abs(after - before) > tolerance * max(scale, 1e-12):
-        return f"LOSS CHANGED {before:.4g} -> {after:.4g} (A trained from {first:.4g})"
-    return ""
+    return abs(after - before) > tolerance * max(scale, 1e-12)
+
+
+def replicates(runs: list[RunRecord]) -> str:
+    """'replicate 2', or 'replicates 0, 1, 2': the runs by their replicate."""
+    numbers = ", ".join(str(round_of(run)) for run in runs)
+    return f"replicate{'s' if len(runs) > 1 else ''} {numbers}"
+
+
+def nonfinite(a: Configuration, b: Configuration) -> str:
+    """A flag where runs of either side had NaN or infinite losses, naming each side's replicates."""
+    sides = []
+    for side, config in (("A", a), ("B", b)):
+        broken = [run for run in config.runs if run.summary.nonfinite_losses]
+        steps = ", ".join(str(run.summary.nonfinite_losses) for run in broken)
+        sides += [f"{side}'s {replicates(broken)} ({steps} steps)"] if broken else []
+    return f"NON-FINITE LOSS: NaN or infinite losses in {'; '.join(sides)}" if sides else ""
+
+
+def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
+    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate.
+
+    It says how many of the pairs changed, and which, with their final losses (medians where several).
+    """
+    of_b = {round_of(run): run for run in b.runs}
+    pairs = [(run, of_b[round_of(run)]) for run in a.runs if round_of(run) in of_b]
+    changed = [(ra, rb) for ra, rb in pairs if loss_moved(ra, rb, tolerance)]
+    if not changed:
+        return ""
+    which = replicates([ra for ra, _ in changed])
+    if len(changed) < len(pairs):
+        which += " of " + ", ".join(str(round_of(ra)) for ra, _ in pairs)
+    before = statistics.median(ra.summary.loss_last for ra, _ in changed)
+    after = statistics.median(rb.summary.loss_last for _, rb in changed)
+    firsts = [ra.summary.loss_first for ra, _ in changed if ra.summary.loss_first is not None]
+    medians = ", medians" if len(changed) > 1 else ""
+    trained = f" (A trained from {statistics.median(firsts):.4g})" if firsts else ""
+    return (
+        f"LOSS CHANGED in {len(changed)} of {len(pairs)} run pair{'s' if len(pairs) > 1 else ''} ({which}): "
+        f"final loss {before:.4g} -> {after:.4g}{medians}{trained}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,10 +253,9 @@ def compare_runs(
     lines = [line for ca, cb in matched for line in config_lines(ca, cb, names_a[ca.key], gate_phases)]
     lines = flagged(lines, threshold)
     losses = [
-        Line(names_a[ca.key], "final loss", flag=changed)
+        Line(names_a[ca.key], "final loss", f"{len(ca.runs)}/{len(cb.runs)}", flag=changed)
         for ca, cb in matched
-        for ra, rb in zip(ca.runs, cb.runs, strict=False)
-        if (changed := loss_changed(ra, rb, loss_tolerance))
+        if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
     above = [

@@ -8,9 +8,9 @@ import time
 
 from perfsweep import records
 from perfsweep.analysis.statistics import rounds
-from perfsweep.commands.launching import AUTO
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
+from perfsweep.records import AUTO
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 
 

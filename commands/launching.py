@@ -5,7 +5,6 @@ import sys
 from perfsweep.commands.views import show_sweep
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
-AUTO = "repeats=auto"
 
 
 def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:

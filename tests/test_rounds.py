@@ -1,7 +1,9 @@
 """repeats=auto: the schedule of looks, what a look decides and says, and a launch that stops by itself."""
 
+import io
 import re
 import shutil
+import types
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from perfsweep import records
 from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
 from perfsweep.analysis.views import table
+from perfsweep.launcher import progress
 from tests import golden, synthetic
 from tests.helpers import launch_here
 
@@ -74,6 +77,42 @@ def test_one_run_a_side_is_never_decided():
     assert not found.met and {why for _, why in found.undecided} == {"one run on a side"}
 
 
+class Clock:
+    """time.monotonic, moved on by hand."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeypatch):
+    """Two looks of a cap of 6 runs: 2 runs, then 2 more, each ending 10 s after the one before."""
+    clock, out = Clock(), io.StringIO()
+    monkeypatch.setattr(progress, "time", clock)
+    counted = progress.UpToCap(out)
+    for left, names in ((6, "ab"), (4, "cd")):
+        counted.expect(left)
+        for name in names:
+            run = types.SimpleNamespace(name=name)
+            counted.running(run)
+            clock.now += 10
+            counted.ended(run, "done", "step 1 ms")
+    assert [line.split("  (")[0] for line in out.getvalue().splitlines()] == [
+        "[1/6 at most] start  a",
+        "[1/6 at most] done   a  step 1 ms",
+        "[2/6 at most] start  b",
+        "[2/6 at most] done   b  step 1 ms",
+        "[3/6 at most] start  c",
+        "[3/6 at most] done   c  step 1 ms",
+        "[4/6 at most] start  d",
+        "[4/6 at most] done   d  step 1 ms",
+    ]
+    ends = [line.split(")")[-1] for line in out.getvalue().splitlines() if " done " in line]
+    assert ends == ["  at most ~50 s left", "  at most ~40 s left", "  at most ~30 s left", "  at most ~20 s left"]
+
+
 def _rounds(stdout: str) -> str:
     """What a launch says of its rounds, with the minutes they took as a placeholder."""
     said = "\n".join(line for line in stdout.splitlines() if line.startswith(("repeats=auto", "  ")))
@@ -86,7 +125,7 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
     first = launch_here(*args)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     golden.says("repeats=auto: the rounds of a sweep that decides", _rounds(first.stdout))
-    assert first.stdout.count("] done ") == 6
+    assert first.stdout.count("] done ") == 6 and "[6/10 at most] done " in first.stdout
     again = launch_here(*args)
     assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout
     assert "repeats=auto stopped after 3 rounds" in again.stdout

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             for trial in range(args.trials):
                 pair = [command.launched(args.overrides, runs_dir, f"{side}{trial}") for side in "ab"]
                 walls += [w for _, w in pair]
-                statuses.append(compare.compare(pair[0][0], pair[1][0], 0.05, 0.05)[1])
+                statuses.append(compare.timing(compare.compare(pair[0][0], pair[1][0], 0.05, 0.05)[1]))
             results["launches"] = {
                 "trials": args.trials,
                 "compare_exit_1": statuses.count(compare.EXIT_REGRESSION),
@@ -220,8 +220,8 @@ def render(results: dict) -> str:
     if launches := results.get("launches"):
         lines += [
             f"launches: the default sweep launched twice and compared, {launches['trials']} trials",
-            f"  compare exits 1 (REGRESSION): {launches['compare_exit_1']} of {launches['trials']}; exits 3 "
-            f"(possible, one run a side): {launches['compare_exit_3']}",
+            f"  compare flags a REGRESSION: {launches['compare_exit_1']} of {launches['trials']}; a POSSIBLE "
+            f"REGRESSION (one run a side): {launches['compare_exit_3']}",
             f"  a launch's wall time: median {statistics.median(launches['launch_wall_s']):.1f} s",
         ]
     if threads := results.get("threads"):

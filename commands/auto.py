@@ -1,6 +1,7 @@
 """repeats=auto: launch a sweep's rounds until every comparison is decided, or a cap is reached.
 
 The looks follow a schedule of runs per configuration (analysis/statistics/rounds.py).
+One count goes over all their runs, up to the cap, with the time the rest would take (launcher/progress.py).
 """
 
 import sys
@@ -8,9 +9,10 @@ import time
 
 from perfsweep import records
 from perfsweep.analysis.statistics import rounds
-from perfsweep.commands.launching import AUTO
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
+from perfsweep.launcher.progress import UpToCap
+from perfsweep.records import AUTO
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 
 
@@ -21,8 +23,12 @@ class Rounds:
         self.base, self.auto, self.looks = base, first.settings.auto, looks
         self.began = time.monotonic()
         self.plan, self.done, self.last = first, [], None
+        self.cap = build_plan([*base, f"repeats={looks[-1]}"], partial=True)
+        self.progress = UpToCap()
 
     def plans(self, runs: int) -> list[Plan]:
+        """The look's plan; the count then expects at most the runs the cap leaves undone."""
+        self.progress.expect(sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs))
         return [build_plan([*self.base, f"repeats={runs}"], partial=True)]
 
     def looked(self, plan: Plan, runs: int) -> None:
@@ -62,7 +68,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         )
         return 2
     search = Rounds(base, first, rounds.schedule(first.settings.auto.max_runs))
-    status = launch_until_decided(search, search.looks, argv)
+    status = launch_until_decided(search, search.looks, argv, progress=search.progress)
     if status not in (0, 1):
         return status
     plan = search.plan

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from perfsweep.commands.launching import AUTO, MULTIRUN
+from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
 
 
@@ -106,6 +106,7 @@ def bisect(args: argparse.Namespace) -> int:
     from perfsweep.analysis.render import text
     from perfsweep.analysis.statistics import rounds
     from perfsweep.launcher import envs
+    from perfsweep.records import AUTO
     from perfsweep.sweeps.plan import PlanError, build_plan
 
     package = args.package.lower()

@@ -84,7 +84,10 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument(
         "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
     )
-    about = "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run)"
+    about = (
+        "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
+        "4 added where a final loss changed"
+    )
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")

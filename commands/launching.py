@@ -5,15 +5,15 @@ import sys
 from perfsweep.commands.views import show_sweep
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
-AUTO = "repeats=auto"
 
 
-def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False) -> int:
+def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False, progress=None) -> int:
     """Plan by calling `plan_of`, check the plan, build its environments, and launch it.
 
     It then prints the views of the records, or where to follow the jobs.
     With `show` false, it prints no views.
     `quiet_envs` says the environments were built and reported before.
+    `progress` counts the runs over several launches (launcher/progress.py); by default, this one's alone.
     """
     from perfsweep import records
     from perfsweep.launcher import envs
@@ -46,7 +46,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         if pairing := described(list(plan.runs)):
             print(pairing)
         runner = Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
-        outcome = launch(plan, argv, runner, pythons)
+        outcome = launch(plan, argv, runner, pythons, progress)
     except (PlanError, SweepDirError, SweepLocked) as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from perfsweep.commands.launching import AUTO, MULTIRUN, launch_plan
+from perfsweep.commands.launching import MULTIRUN, launch_plan
 
 
 def run_sweep(args: argparse.Namespace) -> int:
@@ -12,6 +12,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         from perfsweep.commands.hydra import hydra_flags
 
         return hydra_flags(args.overrides)
+    from perfsweep.records import AUTO
     from perfsweep.sweeps.plan import build_plan
 
     if AUTO in overrides:
@@ -62,9 +63,8 @@ def resume(args: argparse.Namespace) -> int:
     from perfsweep import records
     from perfsweep.launcher.sweepdir import recorded_plan
 
-    launches = (records.read_manifest(args.sweep_dir) or {}).get("launches", [])
-    launched = [launch.get("argv", []) for launch in launches if launch.get("argv", [])[:1] != ["resume"]]
-    auto = launched[-1] if launched and AUTO in launched[-1] else None  # the sweep's last launch, not a resume
+    launched = (records.last_launch(args.sweep_dir) or {}).get("argv", [])
+    auto = launched if records.AUTO in launched else None
     status = launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv, show=auto is None)
     if auto is None or status not in (0, 1):
         return status

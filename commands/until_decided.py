@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from perfsweep.commands.launching import launch_plan
 
 if TYPE_CHECKING:
+    from perfsweep.launcher.progress import Progress
     from perfsweep.sweeps.plan import Plan
 
 
@@ -27,7 +28,9 @@ class Search(Protocol):
         """Whether to stop before the next look."""
 
 
-def launch_until_decided(search: Search, looks: list[int], argv: list[str], quiet_envs: bool = False) -> int:
+def launch_until_decided(
+    search: Search, looks: list[int], argv: list[str], quiet_envs: bool = False, progress: "Progress | None" = None
+) -> int:
     """Launch each look's plans until the search is decided or the looks run out.
 
     Args:
@@ -35,6 +38,7 @@ def launch_until_decided(search: Search, looks: list[int], argv: list[str], quie
         looks: the runs per configuration at each look, in order.
         argv: the command's words, kept in each sweep's manifest.
         quiet_envs: the environments were built and reported before.
+        progress: one count over every look's runs; by default, each launch counts its own.
 
     Returns:
         0, or 1 where a run failed; or the exit status of a launch that could not run.
@@ -42,7 +46,7 @@ def launch_until_decided(search: Search, looks: list[int], argv: list[str], quie
     failed = False
     for runs in looks:
         for plan in search.plans(runs):
-            status = launch_plan(lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs)
+            status = launch_plan(lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs, progress=progress)
             if status not in (0, 1):
                 return status
             failed = failed or status == 1

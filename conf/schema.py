@@ -270,7 +270,7 @@ class TrackerConf:
 class AutoConf:
     """repeats=auto: round after round until every comparison of the sweep is decided, or a cap is reached."""
 
-    half_width: float = 0.02  # decided: an interval that excludes no effect, or within -+half_width of its value
+    half_width: float = 0.02  # decided: an interval that excludes 1.00x, or lies within -+half_width of it (same)
     max_runs: int = 10  # the cap on runs per configuration (the last look)
     max_minutes: float = 30.0  # the cap on the sweep's wall time: no further look's rounds start after it
 

@@ -1,5 +1,9 @@
 """A progress display for a running sweep: a line per run start and end (with where its time went), a live
-status line on a terminal, and an end line with the sweep's efficiency (its measured windows / wall time)."""
+status line on a terminal, and an end line with the sweep's efficiency (its measured windows / wall time).
+
+A launch counts its own runs: [3/18].
+repeats=auto's looks are launches too; they share one count over all of them, up to the cap (`UpToCap`).
+"""
 
 import statistics
 import sys
@@ -22,12 +26,20 @@ class Progress:
         clear = "\r\033[K" if self.live else ""
         print(f"{clear}{text}", file=self.stream, flush=True)
 
+    def count(self, n: int) -> str:
+        """How the n-th run to start or end is counted: [n/total]."""
+        return f"[{n}/{self.total}]"
+
+    def left(self) -> str:
+        """What ends a run's end line after the time it took: nothing for one launch."""
+        return ""
+
     def running(self, spec: RunSpec) -> None:
         """The run has started (reported once)."""
         if spec.name not in self.running_since:
             self.running_since[spec.name] = time.monotonic()
             self.started += 1
-            self._line(f"[{self.started}/{self.total}] start  {spec.name}")
+            self._line(f"{self.count(self.started)} start  {spec.name}")
 
     def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
         self.running(spec)
@@ -40,7 +52,8 @@ class Progress:
             parts += [("after the window", "records_s"), ("of which counts and probes", "counted_s")]
             parts += [("summary", "summarized_s"), ("profile", "profiled_s"), ("records written", "written_s")]
             spent = "; " + ", ".join(f"{label} {timing[key]:.2f} s" for label, key in parts if key in timing)
-        self._line(f"[{self.finished}/{self.total}] {state:<6} {spec.name}  {detail}  ({seconds:.1f} s{spent})")
+        count = self.count(self.finished)
+        self._line(f"{count} {state:<6} {spec.name}  {detail}  ({seconds:.1f} s{spent}){self.left()}")
 
     def end_line(self) -> str:
         """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
@@ -59,3 +72,43 @@ class Progress:
         now = time.monotonic()
         running = ", ".join(f"{name} {now - t:.0f}s" for name, t in self.running_since.items())
         print(f"\r\033[K  running: {running}", end="", file=self.stream, flush=True)
+
+
+class UpToCap(Progress):
+    """One count over launches that go on until a cap: repeats=auto's looks.
+
+    The total is the most runs the cap leaves, so the count reads [19/60 at most].
+    It goes on from look to look; `began` and the end line cover all of them.
+    Each end line gives the time the runs left to the cap would take at the pace so far.
+    The pace is the wall time since the first run started, per run ended.
+    It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
+    The time is an upper bound on runs, and an estimate of their pace.
+    """
+
+    def __init__(self, stream: TextIO | None = None):
+        super().__init__(0, stream)
+        self.first_start: float | None = None
+
+    def expect(self, runs: int) -> None:
+        """From here, at most `runs` more runs end: the runs left to the cap, not done."""
+        self.total = self.finished + runs
+
+    def count(self, n: int) -> str:
+        return f"[{n}/{self.total} at most]"
+
+    def running(self, spec: RunSpec) -> None:
+        if self.first_start is None:
+            self.first_start = time.monotonic()
+        super().running(spec)
+
+    def left(self) -> str:
+        runs = self.total - self.finished
+        if runs <= 0:
+            return ""
+        pace = (time.monotonic() - self.first_start) / self.finished
+        return f"  at most ~{duration(pace * runs)} left"
+
+
+def duration(seconds: float) -> str:
+    """'40 s' under a minute and a half, else '4.2 min'."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

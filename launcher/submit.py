@@ -253,17 +253,24 @@ def in_snapshot(code: Path):
             os.environ["PYTHONPATH"] = before
 
 
-def launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str] | None = None) -> Outcome:
+def launch(
+    plan: Plan,
+    argv: list[str],
+    runner: Runner,
+    pythons: dict[str, str] | None = None,
+    progress: Progress | None = None,
+) -> Outcome:
     """Submit every run of `plan` that is not done yet, and follow them to the end if the launcher waits.
 
     `runner` runs each in its job.
     The job uses the Python that `pythons` names for its run: its environment's.
+    `progress` counts the runs; by default, this launch's alone.
     The sweep folder is locked meanwhile.
     A second launcher is refused (records.SweepLocked) before it changes anything.
     """
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
-        return _launch(plan, argv, runner, pythons or {})
+        return _launch(plan, argv, runner, pythons or {}, progress)
 
 
 def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
@@ -301,7 +308,7 @@ def in_processes(jobs: dict[str, RunJob], todo: list) -> list[RunJob]:
     return [first_of.get(spec.name, jobs[spec.name]) for spec in todo if spec.name not in beside]
 
 
-def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]) -> Outcome:
+def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str], progress: Progress | None) -> Outcome:
     conf = plan.settings.launcher
     backend = backend_for(conf)
     sweep_dir = plan.sweep_dir.resolve()
@@ -335,7 +342,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     runs = in_processes(jobs, todo)
     sweepdir.mark_pending(plan, todo)
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), Progress(len(todo)))
+    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)))
     queue = collections.deque(packs_of(runs, backend.runs_per_job(len(runs))))
     with in_snapshot(code.folder):
         job_ids = [] if backend.on_this_host else dispatcher.start_all(queue, backend.max_array_size())

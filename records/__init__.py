@@ -77,6 +77,8 @@ from perfsweep.records.status import (
     read_status,
 )
 from perfsweep.records.sweep import (
+    AUTO,
+    last_launch,
     planned_runs,
     read_manifest,
     record_jobs,
@@ -96,5 +98,5 @@ __all__ = [
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status",
     "read_status",
-    "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
+    "AUTO", "last_launch", "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

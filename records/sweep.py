@@ -44,6 +44,11 @@ RENAMED_SWEEPS = {
     "seed003_nested": "nested_tensor",
 }
 
+# The word that launches a sweep's rounds until its comparisons are decided.
+# It is here because two stages read it from a launch's words in sweep.json: the commands (a resume) and the
+# analysis (its views keep the level of its looks).
+AUTO = "repeats=auto"
+
 
 def sweep_file_name(name: str) -> str:
     """The name of the sweep file (and published figures) that the sweep named `name` reads."""
@@ -156,6 +161,13 @@ def read_manifest(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -
         Those, or None before the first launch.
     """
     return _read(Path(sweep_dir) / SWEEP, rebuilt_manifest, unreadable)
+
+
+def last_launch(sweep_dir: Path) -> dict[str, Any] | None:
+    """The sweep's last launch that planned runs (at, argv, runs), not a resume; None before the first."""
+    launches = (read_manifest(sweep_dir) or {}).get("launches", [])
+    planned = [launch for launch in launches if launch.get("argv", [])[:1] != ["resume"]]
+    return planned[-1] if planned else None
 
 
 def planned_runs(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, dict[str, Any]]:

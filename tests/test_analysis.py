@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfsweep import records
@@ -11,6 +12,7 @@ from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
+from tests import synthetic
 from tests.helpers import write_run
 
 
@@ -47,6 +49,33 @@ def test_ratios_are_to_the_baseline_of_the_same_group(sweep):
     # the speed-up and its interval, from one run a side: it resamples that run's steps, and says so
     assert table[1][ratio] == "0.750x [0.749, 0.751] within-run"
     assert table[3][header.index("step ms")] == "267"
+
+
+def vs_words(runs) -> dict[str, str]:
+    """Each input type's word beside its speed-up in the table of these runs ('1.00x' for the baseline)."""
+    shown = table_view("synthetic", runs)
+    vs, kind = shown.header.index("vs tensor"), shown.header.index("input_type")
+    return {row[kind]: row[vs].split()[-1] for row in shown.rows}
+
+
+def test_a_speedup_across_runs_says_in_a_word_what_its_interval_says():
+    rng = np.random.default_rng(0)
+    steady = synthetic.Noise(run_sd=0.002, step_sd=0.005, rho=0.0, warmup=0.0, bimodal=0.0, steps=50)
+    levels = synthetic.grid({"subclass": 1.3, "tensorbase": 0.8})
+    assert vs_words(synthetic.sweep(levels, 3, steady, rng)) == {
+        "tensor": "1.00x",
+        "subclass": "slower",
+        "tensorbase": "faster",
+    }
+    assert vs_words(synthetic.sweep(synthetic.grid(), 3, steady, rng))["subclass"] == "same"
+    noisy = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(run_sd=0.08, step_sd=0.05, rho=0.3, steps=10), rng)
+    assert vs_words(noisy)["subclass"] == "undetermined"
+    shown = table_view("synthetic", noisy)
+    assert "[95% CI across runs, each run one process]" in shown.above[1]
+    assert shown.notes == [
+        "vs words: slower or faster where the 95% interval excludes 1.00x; same where it lies within -+2% of 1.00x "
+        "(auto.half_width, by which repeats=auto decides); else undetermined: more runs narrow it"
+    ]
 
 
 def test_a_sweep_with_nothing_to_compare_has_no_vs_column(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 
 from perfsweep.commands import cli
 from perfsweep.commands.bisect import pinned
-from perfsweep.commands.launching import AUTO, MULTIRUN
+from perfsweep.commands.launching import MULTIRUN
+from perfsweep.records import AUTO
 from perfsweep.sweeps.plan import PlanError, build_plan
 from tests.helpers import ROOT, launch_here
 

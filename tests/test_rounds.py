@@ -1,13 +1,18 @@
 """repeats=auto: the schedule of looks, what a look decides and says, and a launch that stops by itself."""
 
+import io
 import re
 import shutil
+import types
 
 import numpy as np
 import pytest
 
+from perfsweep import records
 from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
+from perfsweep.analysis.views import table
+from perfsweep.launcher import progress
 from tests import golden, synthetic
 from tests.helpers import launch_here
 
@@ -25,18 +30,87 @@ def test_a_look_decides_an_effect_and_a_narrow_no_effect_and_says_why_the_rest_i
     steady = synthetic.Noise(run_sd=0.002, step_sd=0.005, rho=0.0, warmup=0.0, bimodal=0.0, steps=50)
     found = rounds.look(synthetic.sweep(synthetic.grid({"subclass": 1.3}), 5, steady, rng), 5, 0.02, 3)
     assert found.met and [c.label for c in found.comparisons] == ["subclass vs tensor", "tensorbase vs tensor"]
+    assert [found.rule.word(c.speedup) for c in found.comparisons] == ["slower", "same"]
     noisy = synthetic.Noise(run_sd=0.08, step_sd=0.05, rho=0.3, steps=10)
     wide = rounds.look(synthetic.sweep(synthetic.grid(), 3, noisy, rng), 3, 0.02, 5)
-    assert not wide.met and "of its value (target -+2%)" in wide.undecided[0][1]
+    assert not wide.met and wide.undecided[0][1].endswith("from it (the same needs -+2%)")
     (line, *undecided) = rounds.summary(wide, 18, 1.5, "10 runs per configuration (auto.max_runs)")
     assert line.startswith("repeats=auto stopped after 3 rounds: 18 runs done in 1.5 min; cap reached: 10 runs per")
     assert undecided[0].startswith("  undecided: subclass vs tensor: ") and "includes 1.00x" in undecided[0]
+
+
+def launched(sweep_dir, *launches: list[str]) -> None:
+    """A sweep.json whose launches had these words, each planning no runs."""
+    said = [{"at": records.now(), "argv": argv, "runs": []} for argv in launches]
+    records.write_json(sweep_dir / records.SWEEP, {"uid": "x", "runs": {}, "launches": said})
+
+
+def vs_cells(shown) -> dict[str, str]:
+    """Each input type's vs cell in a table of the default grid, but the baseline's."""
+    vs, kind = shown.header.index("vs tensor"), shown.header.index("input_type")
+    return {row[kind]: row[vs] for row in shown.rows if row[kind] != "tensor"}
+
+
+def test_the_table_of_a_sweep_that_repeats_auto_decided_says_what_its_looks_said(tmp_path):
+    """The table keeps the level of the looks and states it; its words are the last look's decisions.
+    At 95%, the table would call slower what the looks left undetermined."""
+    rng = np.random.default_rng(17)
+    noise = synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.1, warmup=0.0, bimodal=0.0, steps=20)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.04}), 3, noise, rng)
+    last = rounds.look(runs, 3, 0.02, len(rounds.schedule(10)))
+    assert [c.label for c, _ in last.undecided] == ["subclass vs tensor"]
+    cells = {c.label.split()[0]: f"{c.speedup} {last.rule.word(c.speedup)}" for c in last.comparisons}
+    assert cells == {"subclass": "0.96x [0.91, 1.02] undetermined", "tensorbase": "0.998x [0.985, 1.011] same"}
+    launched(tmp_path, ["repeats=auto"], ["resume", str(tmp_path)])
+    shown = table.table_view(tmp_path, runs)
+    assert vs_cells(shown) == cells
+    level = "repeats=auto's level: the 5% error spent over its 5 looks"
+    assert f"[99% CI across runs, each run one process; {level}]" in shown.above[1]
+    assert shown.notes[0].startswith("vs words: slower or faster where the 99% interval excludes 1.00x")
+    launched(tmp_path, ["repeats=auto"], ["repeats=3"])
+    assert vs_cells(table.table_view(tmp_path, runs))["subclass"] == "0.96x [0.94, 0.99] slower"
 
 
 def test_one_run_a_side_is_never_decided():
     rng = np.random.default_rng(1)
     found = rounds.look(synthetic.sweep(synthetic.grid({"subclass": 2.0}), 1, synthetic.Noise(), rng), 1, 0.02, 1)
     assert not found.met and {why for _, why in found.undecided} == {"one run on a side"}
+
+
+class Clock:
+    """time.monotonic, moved on by hand."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeypatch):
+    """Two looks of a cap of 6 runs: 2 runs, then 2 more, each ending 10 s after the one before."""
+    clock, out = Clock(), io.StringIO()
+    monkeypatch.setattr(progress, "time", clock)
+    counted = progress.UpToCap(out)
+    for left, names in ((6, "ab"), (4, "cd")):
+        counted.expect(left)
+        for name in names:
+            run = types.SimpleNamespace(name=name)
+            counted.running(run)
+            clock.now += 10
+            counted.ended(run, "done", "step 1 ms")
+    assert [line.split("  (")[0] for line in out.getvalue().splitlines()] == [
+        "[1/6 at most] start  a",
+        "[1/6 at most] done   a  step 1 ms",
+        "[2/6 at most] start  b",
+        "[2/6 at most] done   b  step 1 ms",
+        "[3/6 at most] start  c",
+        "[3/6 at most] done   c  step 1 ms",
+        "[4/6 at most] start  d",
+        "[4/6 at most] done   d  step 1 ms",
+    ]
+    ends = [line.split(")")[-1] for line in out.getvalue().splitlines() if " done " in line]
+    assert ends == ["  at most ~50 s left", "  at most ~40 s left", "  at most ~30 s left", "  at most ~20 s left"]
 
 
 def _rounds(stdout: str) -> str:
@@ -51,7 +125,7 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
     first = launch_here(*args)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     golden.says("repeats=auto: the rounds of a sweep that decides", _rounds(first.stdout))
-    assert first.stdout.count("] done ") == 6
+    assert first.stdout.count("] done ") == 6 and "[6/10 at most] done " in first.stdout
     again = launch_here(*args)
     assert "6 runs were already done and were not run again" in again.stdout and "] done " not in again.stdout
     assert "repeats=auto stopped after 3 rounds" in again.stdout
@@ -94,7 +168,8 @@ def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_pa
     """A comparison that never decides (a look made to say so) and a cap already passed at the first look: the
     sweep stops there, 3 rounds run of the 5 the run cap allows, and says which cap stopped it."""
     undecided = rounds.Comparison("broadcast vs loop", Speedup(1.0, 0.8, 1.25, ACROSS, (3, 3)))
-    monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks: rounds.Look(k, 0.975, half, [undecided]))
+    rule = rounds.Rule(0.975, 0.02, 2)
+    monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks: rounds.Look(k, rule, [undecided]))
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "auto.max_minutes=0.0001", "tracker.mode=disabled"]
     result = launch_here(*args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

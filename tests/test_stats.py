@@ -1,5 +1,7 @@
 """The statistics on synthetic steps with known answers, compare on two real-format sweeps, and the plots."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from perfsweep.analysis.statistics.bootstrap import resampled_medians
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.views import compare, plots
 from perfsweep.records import lifecycle
+from tests import synthetic
 
 PHASES = ["data", "forward", "backward", "optimizer"]
 
@@ -156,13 +159,66 @@ def test_compare_flags_nothing_for_the_same_speed_over_many_seeds(tmp_path):
     assert flagged == 0
 
 
-def test_compare_catches_a_change_in_training_even_at_the_same_speed(tmp_path):
+def test_compare_catches_a_change_in_training_even_at_the_same_speed_and_exits_4(tmp_path):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert status == 1 and "LOSS CHANGED 2 -> 2.5 (A trained from 3)" in text(shown) and "REGRESSION" not in text(shown)
+    assert status == compare.EXIT_LOSS == 4 and analysis_main(["compare", str(a), str(b)]) == 4
+    assert "LOSS CHANGED in 1 of 1 run pair (replicate 0): final loss 2 -> 2.5 (A trained from 3)" in text(shown)
+    assert "REGRESSION" not in text(shown)
     same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained
     assert "LOSS CHANGED" not in text(compare.compare(a, same, threshold=0.05, loss_tolerance=0.05)[0])
+
+
+def with_losses(runs, last: dict[int, float | None], nonfinite: dict[int, int] | None = None):
+    """The runs with A-like losses from 3 to 2, but the replicates that `last` gives another final loss."""
+    nonfinite = nonfinite or {}
+    return [
+        dataclasses.replace(
+            run,
+            summary=dataclasses.replace(
+                run.summary,
+                loss_first=3.0,
+                loss_last=last.get(groups.round_of(run), 2.0),
+                nonfinite_losses=nonfinite.get(groups.round_of(run), 0),
+            ),
+        )
+        for run in runs
+    ]
+
+
+def test_compare_says_once_per_configuration_which_run_pairs_changed_their_loss():
+    rng = np.random.default_rng(0)
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 50.0}
+    a = with_losses(synthetic.sweep(levels, 3, synthetic.Noise(), rng), {})
+    b = with_losses(synthetic.sweep(levels, 3, synthetic.Noise(), rng), {0: 2.5, 2: 2.7})
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    said = (
+        "LOSS CHANGED in 2 of 3 run pairs (replicates 0, 2 of 0, 1, 2): final loss 2 -> 2.6, medians (A trained from 3)"
+    )
+    assert [(line.configuration, line.runs, line.flag) for line in shown.items if line.phase == "final loss"] == [
+        ("tensor", "3/3", said),
+        ("subclass", "3/3", said),
+    ]
+    assert status == compare.EXIT_LOSS
+
+
+def test_compare_names_the_side_and_the_replicates_whose_losses_are_not_finite():
+    rng = np.random.default_rng(1)
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 50.0}
+    a = with_losses(synthetic.sweep(levels, 3, synthetic.Noise(), rng), {})
+    b = with_losses(synthetic.sweep(levels, 3, synthetic.Noise(), rng), {1: None, 2: None}, {1: 3, 2: 5})
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    flags = [line.flag for line in shown.items if line.phase == "final loss"]
+    assert flags == ["NON-FINITE LOSS: NaN or infinite losses in B's replicates 1, 2 (3, 5 steps)"] * 2
+
+
+@pytest.mark.parametrize(("repeats", "status"), [(3, 5), (1, 7)], ids=["confirmed", "possible"])
+def test_a_loss_change_beside_a_slowdown_adds_4_to_the_slowdowns_exit_status(tmp_path, repeats, status):
+    a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0, repeats=repeats)
+    b = write_sweep(tmp_path, "b", 1.1, seed=2, loss=2.5, repeats=repeats)
+    assert compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)[1] == status
+    assert compare.timing(status) == (compare.EXIT_REGRESSION if repeats > 1 else compare.EXIT_POSSIBLE)
 
 
 def test_plots_are_written_as_png(tmp_path):

@@ -51,6 +51,11 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
 
 
+def percent(fraction: float) -> str:
+    """A level or a margin as people write it: 95%, 99%, 97.5%, 98.33%, 2%."""
+    return f"{round(fraction * 100, 2):g}%"
+
+
 def geometric_mean(values) -> float | None:
     """The geometric mean of the positive, finite values; None where there are none.
 

@@ -1,11 +1,19 @@
-"""Verdicts on speed-ups: beside a published figure, and across two sweeps.
+"""Verdicts on speed-ups: in a sweep's table, beside a published figure, and across two sweeps.
 
+In a table, a speed-up's interval says it in a word (`word`):
+
+- slower or faster: the interval excludes 1.00x;
+- same: it holds 1.00x and lies within -+margin of it;
+- undetermined: neither; more runs narrow it.
+
+repeats=auto decides a comparison when its word is one of the first three.
 A published figure is a speed-up, a [low, high] range, two times, or a direction.
 A speed-up within SAME of 1.0 counts as no effect.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
 """
 
+import math
 from typing import Any
 
 from perfsweep.analysis.statistics.speedup import Speedup
@@ -35,6 +43,19 @@ def direction(item: dict[str, Any]) -> str | None:
 
 
 INDICATIVE = "indicative (1 run)"
+SLOWER, FASTER, THE_SAME, UNDETERMINED = "slower", "faster", "same", "undetermined"
+
+
+def word(speedup: Speedup, margin: float) -> str:
+    """What a speed-up's interval says of it, as the module's list gives it.
+
+    It is '' where no verdict can rest on the interval: one run on a side, or no time to divide by.
+    """
+    if not speedup.replicated or not math.isfinite(speedup.value):
+        return ""
+    if speedup.excludes(1.0):
+        return SLOWER if speedup.value < 1 else FASTER
+    return THE_SAME if 1 - margin <= speedup.low and speedup.high <= 1 + margin else UNDETERMINED
 
 
 def verdict(item: dict[str, Any], ours: Speedup) -> str:
@@ -47,9 +68,9 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
     if claim == "same":
         if within_same:
             return "reproduced"
-        return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else "undetermined"
+        return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else UNDETERMINED
     if not ours.excludes(1.0):
-        return "absent" if within_same else "undetermined"
+        return "absent" if within_same else UNDETERMINED
     if (ours.value > 1) != (claim == "faster"):
         return "reversed"
     span = published_speedup(item)

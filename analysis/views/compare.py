@@ -23,19 +23,32 @@ As in asv, a change is flagged when it is beyond the threshold and statistically
 Here the whole family of comparisons is held to a 5% error rate (Holm).
 So a compare of 30 configurations does not fail on noise.
 
-    REGRESSION             B slower; replicated on both sides (two or more runs each): exit status 1
+    REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
-                           between processes): exit status 3, unless something confirmed gives 1
-    improvement / possible improvement    the same, the other way (no effect on the exit status)
+                           between processes)
+    improvement / possible improvement    the same, the other way
 
 The final loss is compared too.
 A faster step that trains differently is no improvement.
-A change beyond the tolerance of how far A's loss moved while it trained is flagged.
-NaN or infinite losses are flagged too (NON-FINITE LOSS).
-Both exit 1.
+Runs of A and B are paired by replicate: each ran with `seed` + its replicate.
+A pair changed where B's final loss is off A's by more than the tolerance of how far A's loss moved.
+A configuration with such pairs gets one line: LOSS CHANGED in k of n run pairs, with their replicates.
+NaN or infinite losses are flagged NON-FINITE LOSS, with the side and its replicates.
+
+The exit status says what was flagged, so that CI can branch on each:
+
+    0      nothing flagged (an improvement is no failure)
+    1      a REGRESSION
+    3      a POSSIBLE REGRESSION, and no REGRESSION
+    4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
+    5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
+    2      no comparison was made (a sweep without done runs, a bad argument)
+
+So `status & 4` says a loss changed, and `status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
 """
 
 import dataclasses
+import statistics
 from pathlib import Path
 
 from perfsweep.analysis import machines
@@ -45,7 +58,8 @@ from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedu
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.records import DONE, RunRecord, load_sweep
 
-EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
+EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
+LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "order")
 
 
@@ -95,26 +109,57 @@ def pairs(
     return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
 
 
-def loss_changed(a: RunRecord, b: RunRecord, tolerance: float) -> str:
-    """A flag if B's final loss is off A's by more than `tolerance` of how far A's loss moved.
+def loss_moved(a: RunRecord, b: RunRecord, tolerance: float) -> bool:
+    """Whether B's final loss is off A's by more than `tolerance` of how far A's loss moved.
 
     If A's loss did not move, the tolerance is of A's final loss.
     Numerics may differ a little; training may not.
     """
-    broken = [
-        f"{name} ({run.summary.nonfinite_losses} steps)"
-        for name, run in (("A", a), ("B", b))
-        if run.summary.nonfinite_losses
-    ]
-    if broken:
-        return f"NON-FINITE LOSS: NaN or infinite losses in {', '.join(broken)}"
     before, after, first = a.summary.loss_last, b.summary.loss_last, a.summary.loss_first
     if before is None or after is None:
-        return ""
+        return False
     scale = abs(first - before) if first is not None and abs(first - before) > 1e-12 else abs(before)
-    if abs(after - before) > tolerance * max(scale, 1e-12):
-        return f"LOSS CHANGED {before:.4g} -> {after:.4g} (A trained from {first:.4g})"
-    return ""
+    return abs(after - before) > tolerance * max(scale, 1e-12)
+
+
+def replicates(runs: list[RunRecord]) -> str:
+    """'replicate 2', or 'replicates 0, 1, 2': the runs by their replicate."""
+    numbers = ", ".join(str(round_of(run)) for run in runs)
+    return f"replicate{'s' if len(runs) > 1 else ''} {numbers}"
+
+
+def nonfinite(a: Configuration, b: Configuration) -> str:
+    """A flag where runs of either side had NaN or infinite losses, naming each side's replicates."""
+    sides = []
+    for side, config in (("A", a), ("B", b)):
+        broken = [run for run in config.runs if run.summary.nonfinite_losses]
+        steps = ", ".join(str(run.summary.nonfinite_losses) for run in broken)
+        sides += [f"{side}'s {replicates(broken)} ({steps} steps)"] if broken else []
+    return f"NON-FINITE LOSS: NaN or infinite losses in {'; '.join(sides)}" if sides else ""
+
+
+def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
+    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate.
+
+    It says how many of the pairs changed, and which, with their final losses (medians where several).
+    """
+    of_b = {round_of(run): run for run in b.runs}
+    pairs = [(run, of_b[round_of(run)]) for run in a.runs if round_of(run) in of_b]
+    changed = [(ra, rb) for ra, rb in pairs if loss_moved(ra, rb, tolerance)]
+    if not changed:
+        return ""
+    which = replicates([ra for ra, _ in changed])
+    if len(changed) < len(pairs):
+        which += " of " + ", ".join(str(round_of(ra)) for ra, _ in pairs)
+    before = statistics.median(ra.summary.loss_last for ra, _ in changed)
+    after = statistics.median(rb.summary.loss_last for _, rb in changed)
+    firsts = [ra.summary.loss_first for ra, _ in changed if ra.summary.loss_first is not None]
+    medians = ", medians" if len(changed) > 1 else ""
+    trained = f" (A trained from {statistics.median(firsts):.4g})" if firsts else ""
+    return (
+        f"LOSS CHANGED in {len(changed)} of {len(pairs)} run pair{'s' if len(pairs) > 1 else ''} ({which}): "
+        f"final loss {before:.4g} -> {after:.4g}{medians}{trained}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,11 +232,7 @@ def suite(lines: list[Line]) -> str:
 def compare(
     sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float, gate_phases: bool = False
 ) -> tuple[View, int]:
-    """The comparison as a view, and its exit status.
-
-    The status is 1 on a regression confirmed across runs, or a loss change.
-    It is 3 on a possible one (one run on a side), and 0 otherwise.
-    """
+    """The comparison as a view, and its exit status (exit_status)."""
     done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
@@ -212,14 +253,11 @@ def compare_runs(
     lines = [line for ca, cb in matched for line in config_lines(ca, cb, names_a[ca.key], gate_phases)]
     lines = flagged(lines, threshold)
     losses = [
-        Line(names_a[ca.key], "final loss", flag=changed)
+        Line(names_a[ca.key], "final loss", f"{len(ca.runs)}/{len(cb.runs)}", flag=changed)
         for ca, cb in matched
-        for ra, rb in zip(ca.runs, cb.runs, strict=False)
-        if (changed := loss_changed(ra, rb, loss_tolerance))
+        if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
-    confirmed = any(line.flag.startswith(("REGRESSION", "LOSS CHANGED", "NON-FINITE LOSS")) for line in shown)
-    possible = any(line.flag.startswith("POSSIBLE REGRESSION") for line in shown)
     above = [
         f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
         f"they differ in: {changes(differ) or 'nothing'}",
@@ -235,5 +273,21 @@ def compare_runs(
         "A / of B (below 1: B is slower), each run counting once by its median",
         suite(lines),
     ]
-    status = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if possible else 0
-    return View("Comparison", above, COLUMNS, shown, notes=notes), status
+    return View("Comparison", above, COLUMNS, shown, notes=notes), exit_status(shown)
+
+
+def exit_status(lines: list[Line]) -> int:
+    """What the flags say, as the module's table of exit statuses gives it.
+
+    The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION, else 0.
+    A loss flag adds EXIT_LOSS.
+    """
+    flags = [line.flag for line in lines]
+    confirmed = any(f.startswith("REGRESSION") for f in flags)
+    slowdown = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if any(f.startswith("POSSIBLE") for f in flags) else 0
+    return slowdown + (EXIT_LOSS if any(f.startswith(LOSS_FLAGS) for f in flags) else 0)
+
+
+def timing(status: int) -> int:
+    """The step time's part of an exit status: 0, EXIT_REGRESSION or EXIT_POSSIBLE."""
+    return status & ~EXIT_LOSS

@@ -2,7 +2,7 @@
 
 - phases: phase times per configuration;
 - runs: each run's median beside its configuration's interval;
-- speedups: each speed-up as a point with its interval around 1.00x.
+- speedups: each speed-up as a point with its interval around 1.00x, at the level of the sweep's table.
 
     python -m perfsweep.analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
                                                        (DIR/plots/ with --out), and ranks.png for runs
@@ -24,6 +24,8 @@ import numpy as np  # noqa: E402
 
 from perfsweep.analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
 from perfsweep.analysis.statistics.bootstrap import median_interval  # noqa: E402
+from perfsweep.analysis.statistics.rounds import rule_of  # noqa: E402
+from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
 from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
 from perfsweep.analysis.views import ranks  # noqa: E402
 from perfsweep.records import DONE, load_sweep  # noqa: E402
@@ -91,10 +93,14 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
     _save(fig, path)
 
 
-def speedups_plot(compared, names: dict[tuple, str], path: Path) -> None:
+def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -> None:
+    """Each speed-up as a point with its interval at `level`, the table's."""
     order = sorted(compared, key=lambda item: item[2].value)
     values = [s.value for _, _, s in order]
-    title = "Speed-up over the baseline of the same row group: point and 95% interval (dashed, gray: within-run)"
+    title = (
+        f"Speed-up over the baseline of the same row group: point and {percent(level)} interval (dashed, gray: "
+        "within-run)"
+    )
     fig, ax = _figure(len(order), title, values)
     for y, (_, _, s) in enumerate(order):
         # Colour is a verdict: none from one run's steps.
@@ -155,10 +161,11 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
     written = [out / "phases.png", out / "runs.png"]
     phases_plot(configs, names, written[0])
     runs_plot(configs, names, written[1])
-    compared = speedups(runs)
+    level = rule_of(sweep_dir, runs).level
+    compared = speedups(runs, level)
     if compared:
         written.append(out / "speedups.png")
-        speedups_plot(compared, names, written[-1])
+        speedups_plot(compared, names, written[-1], level)
     across = [config for config in configs if ranks.rank_steps(config.first)]
     if across:
         written.append(out / "ranks.png")

@@ -15,7 +15,7 @@ Per configuration, the view shows:
 - effective steps: what a run's steps are worth as independent ones
   (analysis/statistics/variance.py `Split`);
 - between sides: where it shared each process with its baseline (pairing=auto), the part of `between` its ratio keeps;
-- its speed-up over the baseline configuration of its row group;
+- its speed-up over the baseline configuration of its row group, at the level of the sweep's table;
 - the steps per run and runs per configuration that resolve such a speed-up to -+half-width at the least cost.
 
 The last comes from what this sweep's runs cost beyond their steps (Kalibera and Jones, 2013).
@@ -40,7 +40,8 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.drift import drift
-from perfsweep.analysis.statistics.speedup import figures
+from perfsweep.analysis.statistics.rounds import rule_of
+from perfsweep.analysis.statistics.speedup import figures, percent
 from perfsweep.analysis.statistics.variance import Split, across_runs, between_sides, costs, split
 from perfsweep.records import DONE, load_sweep
 
@@ -49,10 +50,10 @@ EXPLAINED = (
     "between / within: the spread of a run's median log step time beyond what its steps explain, and of a step within "
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
     "worth as independent ones. between sides: for sides that shared each process with their baseline (pairing=auto), "
-    "the spread between processes that their ratio keeps. vs: speed-up over the baseline configuration [95% CI across "
-    "runs; within-run with one run]. for -+{half:.0%}: steps per run x runs per configuration that resolve such a "
-    "speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from this sweep's spread (between sides "
-    "where there is one) and what its runs cost beyond their steps."
+    "the spread between processes that their ratio keeps. vs: speed-up over the baseline configuration [{level} CI "
+    "across runs, as in the table; within-run with one run]. for -+{half:.0%}: steps per run x runs per "
+    "configuration that resolve such a speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from "
+    "this sweep's spread (between sides where there is one) and what its runs cost beyond their steps."
 )
 
 
@@ -73,11 +74,10 @@ class Row:
         shown = figures(value, low, high)
         return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
-    @property
-    def speedup(self) -> str:
+    def speedup(self, level: float) -> str:
         if self.baseline is None:
             return "-"
-        return "1.00x" if self.baseline is self.config else str(speedup_over(self.config, self.baseline))
+        return "1.00x" if self.baseline is self.config else str(speedup_over(self.config, self.baseline, level))
 
     def part(self, name: str) -> str:
         if self.split is None:
@@ -111,6 +111,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     base_of = baselines(configs)
     cost = costs(runs)
     names = labels(configs)
+    level = rule_of(sweep_dir, runs).level
     items = [row(c, base_of.get(c.key)) for c in configs]
     paired = any(item.sides is not None for item in items)
     columns = [
@@ -122,7 +123,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
         Column("rho", lambda row: row.part("rho")),
         Column("effective steps", lambda row: row.part("effective_steps")),
         *([Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides:.1%}")] if paired else []),
-        Column(vs_label(configs), lambda row: row.speedup),
+        Column(vs_label(configs), lambda row: row.speedup(level)),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""
@@ -132,5 +133,10 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     )
     # (an order effect is flagged under the table, which every launch prints)
     return View(
-        "Across replicates", [title], columns, items, notes=[EXPLAINED.format(half=half_width)], flags=drift(runs)
+        "Across replicates",
+        [title],
+        columns,
+        items,
+        notes=[EXPLAINED.format(half=half_width, level=percent(level))],
+        flags=drift(runs),
     )

@@ -1,6 +1,8 @@
 """The seed-000-style table of a sweep: one row per configuration.
 
 A row holds its runs' medians per phase, throughput, and its speed-up over its row group's baseline.
+Beside a speed-up across runs, a word says what its interval says: slower, faster, same or undetermined.
+The words, the level and the margin of `same` are repeats=auto's (analysis/statistics/rounds.py `rule_of`).
 
 python -m perfsweep.analysis table SWEEP_DIR [--csv]
 
@@ -26,15 +28,17 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
-from perfsweep.analysis.statistics.speedup import WITHIN_RUN
+from perfsweep.analysis.statistics.rounds import Rule, rule_of
+from perfsweep.analysis.statistics.speedup import WITHIN_RUN, percent
 from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
-def speedup_column(configs: list[Configuration]) -> Column | None:
+def speedup_column(configs: list[Configuration], rule: Rule) -> Column | None:
     """The speed-up over the configuration's baseline (its step time / this one's), with its interval.
 
     - The interval is across runs with replicates, within-run without.
+    - Its level is the rule's; across runs, the rule's word follows it.
     - A baseline shows 1.00x; a group with no baseline shows -.
 
     Returns None where no configuration has a baseline to compare with but itself.
@@ -47,7 +51,10 @@ def speedup_column(configs: list[Configuration]) -> Column | None:
         base = base_of.get(config.key)
         if base is config:
             return "1.00x"
-        return str(speedup_over(config, base)) if base else "-"
+        if base is None:
+            return "-"
+        speedup = speedup_over(config, base, rule.level)
+        return f"{speedup} {rule.word(speedup)}".rstrip()
 
     return Column(vs_label(configs), cell)
 
@@ -58,7 +65,7 @@ def compares(configs: list[Configuration]) -> bool:
     return any(base is not c for c in configs if (base := base_of.get(c.key)))
 
 
-def columns(configs: list[Configuration]) -> list[Column]:
+def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     """The table's columns for these configurations (of done runs): what varies, then the figures any has."""
     runs = [r for c in configs for r in c.runs]
     axes, fields = varying(runs)
@@ -86,7 +93,7 @@ def columns(configs: list[Configuration]) -> list[Column]:
         table_columns.append(
             Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown")
         )
-    speedup = speedup_column(configs)
+    speedup = speedup_column(configs, rule)
     table_columns += [speedup] if speedup else []
     if trains:
         table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
@@ -139,7 +146,7 @@ def noisy(run: RunRecord) -> list[str]:
     return noise(steps, phase_stats(steps, interval=False))
 
 
-def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
+def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
     """What every row shares: the constant axes, the device and the software, and what its figures rest on."""
     axes, _ = varying(runs)
     fixed = " ".join(
@@ -154,11 +161,11 @@ def context(runs: list[RunRecord], configs: list[Configuration]) -> str:
     torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
     return (
         f"{fixed} | {device}{torch} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        f"at a time | {_resting_on(configs)}"
+        f"at a time | {_resting_on(configs, rule)}"
     )
 
 
-def _resting_on(configs: list[Configuration]) -> str:
+def _resting_on(configs: list[Configuration], rule: Rule) -> str:
     """How the figures were made: from each run's steps, and across runs where there are replicates."""
     windows = "samples/s over the whole window (stalls included)"
     if any(r.summary.ranks for c in configs for r in c.runs):
@@ -176,15 +183,30 @@ def _resting_on(configs: list[Configuration]) -> str:
         "out, so no verdict rests on it"
     )
     paired = any(r.summary.paired for c in configs for r in c.runs)
+    level = percent(rule.level)
     if replicated == len(configs) and paired:
-        vs = "[95% CI across processes, each one ratio of the sides it measured (pairing=auto); else across runs]"
+        vs = f"{level} CI across processes, each one ratio of the sides it measured (pairing=auto); else across runs"
     elif replicated == len(configs):
-        vs = "[95% CI across runs, each run one process]"
+        vs = f"{level} CI across runs, each run one process"
     elif replicated:
-        vs = f"[95% CI across runs where a configuration has two or more; marked {WITHIN_RUN}: a {within}]"
+        vs = f"{level} CI across runs where a configuration has two or more; marked {WITHIN_RUN}: a {within}"
     else:
-        vs = f"[95% {within}; repeats=N for one that does]"
-    return f"{times}; {windows}; vs: speed-up over the baseline of the same row group {vs}"
+        vs = f"{level} {within}; repeats=N for one that does"
+    spent = f"; {rule.spent()}" if rule.looks else ""
+    return f"{times}; {windows}; vs: speed-up over the baseline of the same row group [{vs}{spent}]"
+
+
+def words(configs: list[Configuration], rule: Rule) -> list[str]:
+    """The note that says what the words beside the speed-ups mean; none where no speed-up is across runs."""
+    base_of = baselines(configs)
+    compared = [(c, base) for c in configs if (base := base_of.get(c.key)) is not None and base is not c]
+    if not any(len(c.runs) > 1 and len(base.runs) > 1 for c, base in compared):
+        return []
+    return [
+        f"vs words: slower or faster where the {percent(rule.level)} interval excludes 1.00x; same where it lies "
+        f"within -+{percent(rule.margin)} of 1.00x (auto.half_width, by which repeats=auto decides); else "
+        "undetermined: more runs narrow it"
+    ]
 
 
 def flags(runs: list[RunRecord]) -> list[str]:
@@ -225,11 +247,13 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
         f"{sweep_dir}: {len(runs)} runs, {len(runs) - failed - pending} done, {failed} failed, {pending} not finished"
     )
     configs = configurations(done) if done else []
+    rule = rule_of(sweep_dir, runs)
     return View(
         title="Runs",
-        above=[counts, *([context(runs, configs)] if done else [])],
-        columns=columns(configs) if done else [],
+        above=[counts, *([context(runs, configs, rule)] if done else [])],
+        columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
+        notes=words(configs, rule),
         flags=flags(runs),
         empty="",
     )

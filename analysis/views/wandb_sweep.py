@@ -21,6 +21,7 @@ from pathlib import Path
 
 from perfsweep import records
 from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.views import table
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
@@ -107,8 +108,11 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         done = [r for r in runs if r.state == records.DONE and r.summary]
         names = labels(configurations(done))
-        rows = [[names[c.key], names[b.key], s.value, s.low, s.high, s.basis] for c, b, s in speedups(done)]
-        columns = ["configuration", "baseline", "speed-up", "low", "high", "interval"]
+        level = rule_of(sweep_dir, done).level
+        rows = [
+            [names[c.key], names[b.key], s.value, s.low, s.high, level, s.basis] for c, b, s in speedups(done, level)
+        ]
+        columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]
         run.log({"speedups": wandb.Table(columns=columns, data=rows)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]

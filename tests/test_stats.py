@@ -10,6 +10,7 @@ from perfsweep.analysis import groups
 from perfsweep.analysis.__main__ import main as analysis_main
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
+from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, speedup
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.views import compare, plots
 from perfsweep.records import lifecycle
@@ -230,3 +231,12 @@ def test_plots_are_written_as_png(tmp_path):
     ((config, base, interval),) = groups.speedups(records.load_sweep(sweep))
     assert config.first.name == "subclass-run" and base.first.name == "tensor-run"
     assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1 and not interval.replicated
+
+
+def test_a_process_of_paired_sides_gives_the_median_of_its_rounds_ratios():
+    # each process's k-th steps of the two sides ran in one round, side by side; its ratio is their median ratio
+    of = (np.array([10.0, 12, 14]), np.array([10.0, 12, 14]))
+    over = (np.array([15.0, 12, 28]), np.array([15.0, 12, 28]))  # rounds 1.5x, 1x, 2x; medians 15 / 12 = 1.25x
+    samples = Sample(of, (0, 1)), Sample(over, (0, 1))
+    assert speedup(*samples, paired=True, basis=IN_PROCESS).value == pytest.approx(1.5)
+    assert speedup(*samples, paired=True, basis=PAIRED).value == pytest.approx(1.25)

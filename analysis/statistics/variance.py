@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats as distributions
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
-from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, t_interval
+from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, round_ratios, t_interval
 from perfsweep.records import RunRecord
 
 OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
@@ -113,16 +113,17 @@ def split(sample: Sample) -> Split | None:
     return dataclasses.replace(partial, between=math.sqrt(between))
 
 
-def between_sides(of: Sample, over: Sample, of_split: Split, over_split: Split) -> float | None:
+def between_sides(of: Sample, over: Sample) -> float | None:
     """The spread between processes that a ratio of two sides which shared them keeps (pairing=auto).
 
     Each pair of runs is a round's two sides, measured in one process.
-    The variance of the pairs' log ratios, less what each side's steps explain, is twice this spread squared.
+    A process's log ratio is the median of its rounds' log ratios (in_process_ratio).
+    So the rounds' ratios split as a run's steps do: between processes, and within one.
+    Both sides add to the part between, so it is twice this spread squared.
     Returns None for fewer than two pairs.
     """
     pairs = paired_rounds(of, over)
     if len(pairs) < 2:
         return None
-    ratios = np.array([math.log(of.medians[i]) - math.log(over.medians[j]) for i, j in pairs])
-    steps = sum(math.pi / 2 * s.within**2 / s.effective_steps for s in (of_split, over_split))
-    return math.sqrt(max(0.0, (float(ratios.var(ddof=1)) - steps) / 2))
+    ratios = split(Sample(tuple(np.exp(round_ratios(of.steps[i], over.steps[j])) for i, j in pairs), ()))
+    return ratios.between / math.sqrt(2) if ratios else None

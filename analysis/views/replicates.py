@@ -98,8 +98,7 @@ def row(config: Configuration, base: Configuration | None) -> Row:
     own = split(config.sample())
     if base is None or base is config or own is None or not in_one_process(config, base):
         return Row(config, base, own)
-    theirs = split(base.sample())
-    return Row(config, base, own, between_sides(config.sample(), base.sample(), own, theirs) if theirs else None)
+    return Row(config, base, own, between_sides(config.sample(), base.sample()))
 
 
 def view(sweep_dir: Path, half_width: float = 0.02) -> View:

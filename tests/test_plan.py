@@ -14,8 +14,8 @@ from perfsweep.sweeps.spec import run_fields
 
 def test_default_sweep_is_input_type_by_memory_format():
     plan = build_plan([])
-    assert len(plan.runs) == 6 * 3  # 6 configurations, each run in 3 processes (repeats, the default)
-    assert {s.config.repeats for s in plan.runs} == {3}
+    assert len(plan.runs) == 6 * 4  # 6 configurations, each in 4 rounds (the sweep file's repeats)
+    assert {s.config.repeats for s in plan.runs} == {4}
     pairs = {(s.axes["input_type"], s.axes["memory_format"]) for s in plan.runs}
     assert pairs == {(i, m) for i in ("tensor", "subclass", "tensorbase") for m in ("contiguous", "channels_last")}
     assert {s.config.model.image_size for s in plan.runs} == {32}
@@ -40,8 +40,8 @@ def test_command_line_grid_replaces_the_sweeps_axes():
 def test_run_ids_are_stable_and_distinct():
     first, second = build_plan([]), build_plan([])
     assert [s.run_id for s in first.runs] == [s.run_id for s in second.runs]
-    assert len({s.run_id for s in first.runs}) == 6 * 3  # every replicate of the default's 6 configurations
-    assert len({s.name for s in first.runs}) == 6 * 3
+    assert len({s.run_id for s in first.runs}) == 6 * 4  # every replicate of the default's 6 configurations
+    assert len({s.name for s in first.runs}) == 6 * 4
 
 
 def test_run_id_ignores_where_the_sweep_runs():

@@ -198,6 +198,8 @@ def _resting_on(configs: list[Configuration], rule: Rule) -> str:
 
 def words(configs: list[Configuration], rule: Rule) -> list[str]:
     """The note that says what the words beside the speed-ups mean; none where no speed-up is across runs."""
+    if not configs:
+        return []
     base_of = baselines(configs)
     compared = [(c, base) for c in configs if (base := base_of.get(c.key)) is not None and base is not c]
     if not any(len(c.runs) > 1 and len(base.runs) > 1 for c, base in compared):

@@ -231,12 +231,24 @@ def speedup_over(config: Configuration, base: Configuration, level: float = LEVE
 
 
 def in_one_process(config: Configuration, base: Configuration) -> bool:
-    """Whether each round's run of the two shared one process (pairing=auto): its ratio is that process's own."""
+    """Whether each round's run of the two shared one process (pairing=auto): its ratio is that process's own.
+
+    Both sides must carry their process's id and have measured as many steps.
+    A side measured again, alone, after its process no longer pairs with the other.
+    """
     base_of = {round_of(run): run for run in base.runs}
     pairs = [(run, base_of[round_of(run)]) for run in config.runs if round_of(run) in base_of]
-    return bool(pairs) and all(
-        run.summary is not None and run.summary.paired is not None and other.name in run.summary.paired.sides
-        for run, other in pairs
+    return bool(pairs) and all(shared_process(run, other) for run, other in pairs)
+
+
+def shared_process(run: RunRecord, other: RunRecord) -> bool:
+    ours, theirs = (r.summary.paired if r.summary else None for r in (run, other))
+    return (
+        ours is not None
+        and theirs is not None
+        and bool(ours.process)
+        and ours.process == theirs.process
+        and run.summary.steps == other.summary.steps
     )
 
 

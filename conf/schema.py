@@ -359,7 +359,8 @@ class Config(RunConf):
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory
     scale: str = "full"  # the sweep file's size: "full" (its params) or one of its `scales` (cpu, smoke...)
-    # Runs of each configuration, each in its own process with its own seed (seed + replicate).
+    # Runs of each configuration, each with its own seed (seed + replicate), in rounds.
+    # pairing says which runs of a round share a process.
     # repeats=auto on the command line runs rounds until the sweep's comparisons are decided.
     # auto.* sets the target and the caps.
     repeats: int = 3

@@ -140,7 +140,7 @@ class RunPack(submitit.helpers.Checkpointable):
             while error and again_after_timeout(run):
                 error = execute_run(self.runner, run, {**info, "ready_since": self.last_run_ended})
                 self.last_run_ended = time.time()
-            states |= {side.spec.name: records.FAILED if error else records.DONE for side in run.every}
+            states |= {side.spec.name: ended_state(side, error) for side in run.every}
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)
                 why = f"run {name} hit a CUDA error in this process: {line}"
@@ -163,3 +163,11 @@ class RunPack(submitit.helpers.Checkpointable):
             return {}
         self.runner.rank(run.spec)
         return {}
+
+
+def ended_state(run: RunJob, error: Exception | None) -> str:
+    """A run's state once its process has returned: its status's, where final (a side may fail alone)."""
+    state = records.read_status(run.run_dir).state
+    if state in records.FINAL:
+        return state
+    return records.FAILED if error else records.DONE

@@ -87,7 +87,7 @@ def every_run(runs: list[RunJob]) -> list[RunJob]:
 GRACE_S = 30.0
 
 
-class RunTimeout(Exception):
+class RunTimeout(records.Stopped):
     """The run reached its time limit (launcher.timeout_min) and was stopped."""
 
 
@@ -176,8 +176,9 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
     launch = {"parallelism": run.parallelism, "code": run.code, **info}
     try:
         with first_interrupt_only(), time_limit(run):
-            if run.sides:
-                runner.execute_sides([(side.spec, side.run_dir, side.tracker_id) for side in run.every], launch)
+            if run.sides:  # a side done by an earlier start of this process (a requeue) keeps its records
+                left = [side for side in run.every if records.read_status(side.run_dir).state != records.DONE]
+                runner.execute_sides([(side.spec, side.run_dir, side.tracker_id) for side in left], launch)
             else:
                 runner.execute(run.spec, run.run_dir, run.tracker_id, launch)
         return None

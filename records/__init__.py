@@ -74,6 +74,7 @@ from perfsweep.records.status import (
     WRITTEN,
     RunError,
     Status,
+    Stopped,
     read_status,
 )
 from perfsweep.records.sweep import (
@@ -96,7 +97,6 @@ __all__ = [
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
-    "RunError", "Status",
-    "read_status",
+    "RunError", "Status", "Stopped", "read_status",
     "AUTO", "last_launch", "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

@@ -94,6 +94,7 @@ class PairedSummary:
     side: int  # this run's place in `sides`
     blocks: list[int]  # which side ran each block of measured steps, in the order they ran
     block_steps: list[int]  # the steps of each of a side's blocks, in order
+    process: str = ""  # the process's own id, the same on each of its sides
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "PairedSummary":

@@ -23,6 +23,10 @@ STATES = (*WRITTEN, LOST, UNREADABLE, UNKNOWN)
 FINAL = (DONE, FAILED)
 
 
+class Stopped(Exception):
+    """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunError:
     """Why a run failed: the exception's type and message, and the traceback (or the log's last lines)."""

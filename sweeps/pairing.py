@@ -18,6 +18,8 @@ from perfsweep.sweeps.spec import RunSpec, canonical_json, run_fields
 PAIRABLE = ("input_type", "memory_format", "precision", "compile", "label")
 # The input types whose first use imports fastai, which patches torch for the whole process (train/inputs.py).
 FASTAI_INPUT_TYPES = ("fastai_tensorbase", "tensorimage")
+# torch.compile's modes that record CUDA graphs: their pool is the process's, and blocks of two sides would re-record.
+CUDA_GRAPHS = ("reduce-overhead", "max-autotune")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +95,8 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
         return "tf32", f"precision={config.precision.name} sets the TF32 switches of the whole process (precision.tf32)"
     if axis == "input_type" and config.input_type.name in FASTAI_INPUT_TYPES and not config.input_type._target_:
         return "fastai", f"input_type={config.input_type.name} imports fastai, which patches torch itself"
+    if axis == "compile" and config.device != "cpu" and config.compile.enabled and config.compile.mode in CUDA_GRAPHS:
+        return "cudagraphs", f"compile={config.compile.name} records CUDA graphs in a memory pool the process shares"
     return "", ""
 
 
@@ -100,13 +104,17 @@ def refusals(runs: list[RunSpec]) -> list[str]:
     """Under pairing=in_process, why the sides that cannot share a process cannot; [] where all can."""
     if not runs or runs[0].config.pairing != Pairing.in_process:
         return []
+    axis = runs[0].config.workload.baseline.axis
+    compared = len({spec.axes.get(axis, "") for spec in runs}) > 1
     apart: dict[str, list[str]] = {}
     for group in groups(runs):
-        if group.apart:
-            apart.setdefault(group.apart, []).extend(spec.name for spec in group.runs)
+        alone = compared and len(group.runs) == 1
+        why = group.apart or ("no other side of its comparison can share its process" if alone else "")
+        if why:
+            apart.setdefault(why, []).extend(spec.name for spec in group.runs)
     return [
-        f"pairing=in_process: {len(names)} runs cannot share a process with their comparison's other sides: {why} "
-        f"(first: {names[0]}); pairing=auto runs them apart"
+        f"pairing=in_process: {len(names)} run{'s' if len(names) > 1 else ''} cannot share a process with their "
+        f"comparison's other sides: {why} (first: {names[0]}); pairing=auto runs them apart"
         for why, names in apart.items()
     ]
 

@@ -101,7 +101,8 @@ def sides_of(round_runs: list[RunRecord]) -> list[RunRecord]:
     marked = []
     for run in round_runs:
         sides = [other.name for other in round_runs if other.axes["memory_format"] == run.axes["memory_format"]]
-        paired = PairedSummary(sides=sides, side=sides.index(run.name), blocks=[], block_steps=[])
+        process = f"{run.axes['memory_format']}-{run.fields.get('replicate')}"
+        paired = PairedSummary(sides=sides, side=sides.index(run.name), blocks=[], block_steps=[], process=process)
         marked.append(dataclasses.replace(run, summary=dataclasses.replace(run.summary, paired=paired)))
     return marked
 

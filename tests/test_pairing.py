@@ -4,36 +4,43 @@ import collections
 import dataclasses
 import time
 
+import numpy as np
 import pytest
 import submitit
 import torch
 
 from perfsweep import records
-from perfsweep.analysis.groups import speedups
+from perfsweep.analysis.groups import baselines, configurations, in_one_process, speedups
 from perfsweep.analysis.statistics.speedup import IN_PROCESS
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends import JobShape
 from perfsweep.launcher.backends.local import START_MIN, LocalSpawn
 from perfsweep.launcher.backends.slurm import Slurm
+from perfsweep.launcher.runs import RunJob, Runner, RunTimeout, execute_run
+from perfsweep.records import lifecycle
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import PlanError
+from perfsweep.train import run as run_module
 from perfsweep.train.paired import PairingError, block_order, block_sizes
 from perfsweep.train.run import execute_sides
+from tests import synthetic
 from tests.helpers import TINY, launch_here
 
 SIDES = ["input_type=tensor,subclass", "memory_format=contiguous,channels_last"]
 
 
-def test_the_blocks_run_in_rounds_of_every_side_never_one_side_twice_in_a_row():
+def test_the_blocks_run_in_rounds_of_every_side_in_a_balanced_order():
     for sides in (2, 3, 4):
         for seed in range(30):
             order = block_order(sides, 10, seed)
             rounds = [order[i : i + sides] for i in range(0, len(order), sides)]
             assert all(sorted(r) == list(range(sides)) for r in rounds) and len(rounds) == 10
-            assert all(a != b for a, b in zip(order, order[1:], strict=False))
+            if sides == 2:  # A B, B A: each first in half the rounds, each following itself as often
+                assert rounds[1::2] == [r[::-1] for r in rounds[::2]]
+            else:  # never twice in a row: a middle side would never follow itself while the outer ones do
+                assert all(a != b for a, b in zip(order, order[1:], strict=False))
     firsts = {tuple(block_order(3, 1, seed)) for seed in range(20)}
     assert len(firsts) > 1 and all(block_order(3, 4, s) == block_order(3, 4, s) for s in range(5))
-    # each side is first in its round about as often as the others: no side is always the one after a switch back
     starts = [block_order(3, 1, seed)[0] for seed in range(300)]
     assert all(60 < starts.count(side) < 140 for side in range(3))
     assert block_order(1, 3, seed=0) == [0, 0, 0]
@@ -233,6 +240,64 @@ def test_a_job_of_paired_runs_has_each_sides_time_limit(tmp_path):
 def test_in_process_refuses_sides_that_cannot_share_one_naming_the_axis(tiny_plan):
     with pytest.raises(PlanError, match=r"pairing=in_process: 2 runs .*differ in impl"):
         tiny_plan("workload=square_chain", "workload.impl=eager,scripted", "workload.size=64", "pairing=in_process")
-    with pytest.raises(PlanError, match=r"pairing=in_process: 1 runs .*fastai"):
+    with pytest.raises(PlanError, match=r"pairing=in_process: 1 run .*fastai") as refused:
         tiny_plan("input_type=tensor,fastai_tensorbase", "memory_format=contiguous", "pairing=in_process", "repeats=1")
+    assert "1 run cannot share a process with their comparison's other sides: no other side" in str(refused.value)
     assert all(group.paired for group in groups(list(tiny_plan(*SIDES[:1], "pairing=in_process").runs)))
+
+
+def test_a_compile_mode_that_records_cuda_graphs_runs_alone_on_a_gpu(tiny_plan):
+    overrides = ["input_type=tensor", "memory_format=contiguous", "compile=eager,reduce_overhead,default"]
+    overrides += ["workload.baseline.axis=compile", "workload.baseline.value=eager", "pairing=auto"]
+    paired, alone = groups(list(tiny_plan(*overrides, "device=cuda").runs))
+    assert [s.axes["compile"] for s in paired.runs] == ["eager", "default"] and "CUDA graphs" in alone.apart
+    (everything,) = groups(list(tiny_plan(*overrides, "device=cpu").runs))  # a CPU records no CUDA graph
+    assert everything.paired and len(everything.runs) == 3
+
+
+def test_a_time_limit_in_a_sides_warm_up_stops_the_whole_process(tiny_plan, tmp_path, monkeypatch):
+    plan = tiny_plan("input_type=tensor,subclass", "memory_format=contiguous", "pairing=auto")
+    sides = [(spec, tmp_path / spec.name, spec.name) for spec in plan.runs]
+
+    warm_up = run_module.warmed_up
+    calls = []
+
+    def limit_reached(*args):  # in the second side's warm-up, after the first side's
+        calls.append(args)
+        if len(calls) == 2:
+            raise RunTimeout("the run reached its time limit")
+        return warm_up(*args)
+
+    monkeypatch.setattr(run_module, "warmed_up", limit_reached)
+    with pytest.raises(RunTimeout):
+        execute_sides(sides, {})
+    assert {records.read_status(run_dir).error.type for _, run_dir, _ in sides} == {"RunTimeout"}
+
+
+def test_sides_of_two_processes_are_not_read_as_one_process():
+    noise = synthetic.Noise(run_sd=0.05, side_sd=0.005, step_sd=0.03, rho=0.0, bimodal=0.0, steps=10)
+    runs = synthetic.sweep(synthetic.grid(), 4, noise, np.random.default_rng(1), paired=True)
+    configs = configurations(runs)
+    (subclass,) = (
+        c for c in configs if c.first.axes["input_type"] == "subclass" and c.first.axes["memory_format"] == "contiguous"
+    )
+    base = baselines(configs)[subclass.key]
+    assert in_one_process(subclass, base)
+    again = subclass.runs[0]  # measured again, alone, after its process: the other side still names it
+    paired = dataclasses.replace(again.summary.paired, process="another")
+    subclass.runs[0] = dataclasses.replace(again, summary=dataclasses.replace(again.summary, paired=paired))
+    assert not in_one_process(subclass, base)
+
+
+def test_a_requeued_process_measures_only_the_sides_not_yet_done(tiny_plan, tmp_path):
+    plan = tiny_plan("input_type=tensor,subclass,tensorbase", "memory_format=contiguous", "pairing=auto")
+    lead, *others = [RunJob(spec, tmp_path / spec.name, spec.name, 1) for spec in plan.runs]
+    run = dataclasses.replace(lead, sides=tuple(others))
+    for side in run.every:
+        side.run_dir.mkdir()
+    lifecycle.start(others[0].run_dir)
+    lifecycle.finish(others[0].run_dir)  # done by the process before the requeue
+    measured = []
+    runner = Runner(execute=None, execute_sides=lambda sides, launch: measured.append([s[0].name for s in sides]))
+    assert execute_run(runner, run, {}) is None
+    assert measured == [[lead.spec.name, others[1].spec.name]]

@@ -10,8 +10,9 @@ from perfsweep.analysis import groups
 from perfsweep.analysis.__main__ import main as analysis_main
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
-from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, speedup
+from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.steps import noise, phase_stats
+from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.analysis.views import compare, plots
 from perfsweep.records import lifecycle
 from tests import synthetic
@@ -240,3 +241,8 @@ def test_a_process_of_paired_sides_gives_the_median_of_its_rounds_ratios():
     samples = Sample(of, (0, 1)), Sample(over, (0, 1))
     assert speedup(*samples, paired=True, basis=IN_PROCESS).value == pytest.approx(1.5)
     assert speedup(*samples, paired=True, basis=PAIRED).value == pytest.approx(1.25)
+
+
+def test_an_interval_of_no_width_is_no_verdict():
+    untested = Speedup(0.9, 0.9, 0.9, ACROSS, (3, 3))  # every run's ratio the same: no spread, so no test
+    assert word(untested, 0.02) == UNDETERMINED

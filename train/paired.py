@@ -3,9 +3,9 @@
 Each side builds its own workload from the same seed: the same weights and data, in a copy of its own.
 The sides warm up first, one after another.
 Then each side's measured steps run in blocks.
-The blocks run in rounds: each round runs every side once, in a random order.
-No side runs two blocks in a row.
-So every block follows another side's, and no side finds the caches warmer than the others do.
+The blocks run in rounds: each round runs every side once (block_order).
+Two sides alternate an order with its reverse (A B, B A, ...): each runs first in half the rounds.
+Three or more take a random order each round, no side twice in a row, so none finds the caches warmer.
 The order is drawn from the run's seed, so each process has its own.
 Each block is a window: one synchronize before it, one after, nothing inside.
 Between blocks the process-wide switches are read: a side that changed them fails the run, naming them.
@@ -27,13 +27,24 @@ class PairingError(RuntimeError):
 
 
 def block_order(sides: int, blocks: int, seed: int) -> list[int]:
-    """Which side runs each block: `blocks` rounds, each a seeded shuffle of the sides, no side twice in a row."""
+    """Which side runs each block: `blocks` rounds, each runs every side once, in an order drawn from `seed`.
+
+    Two sides alternate a seeded order with its reverse (A B, B A, ...).
+    Each side then runs first in half the rounds, and follows itself as often as the other does.
+    Three or more sides take a seeded shuffle each round, no side twice in a row.
+    A reverse would leave a middle side never following itself, while the outer ones do.
+    """
     rng, order = random.Random(seed), []
-    for _ in range(blocks):
-        round_ = list(range(sides))
-        rng.shuffle(round_)
-        if order and sides > 1 and round_[0] == order[-1]:
-            round_[0], round_[-1] = round_[-1], round_[0]
+    first = list(range(sides))
+    rng.shuffle(first)
+    for block in range(blocks):
+        if sides <= 2:
+            round_ = first if block % 2 == 0 else first[::-1]
+        else:
+            round_ = list(range(sides))
+            rng.shuffle(round_)
+            if order and round_[0] == order[-1]:
+                round_[0], round_[-1] = round_[-1], round_[0]
         order += round_
     return order
 
@@ -51,6 +62,12 @@ def process_switches() -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "grad_enabled": torch.is_grad_enabled(),
         "autocast_cpu": torch.is_autocast_enabled("cpu"),
+        "autocast_cuda": torch.is_autocast_enabled("cuda"),
+        "cudnn_enabled": torch.backends.cudnn.enabled,
+        "mkldnn_enabled": torch.backends.mkldnn.enabled,
+        "flash_sdp": torch.backends.cuda.flash_sdp_enabled(),
+        "mem_efficient_sdp": torch.backends.cuda.mem_efficient_sdp_enabled(),
+        "math_sdp": torch.backends.cuda.math_sdp_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
     }

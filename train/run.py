@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 import traceback
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 from typing import Any, NamedTuple
@@ -21,7 +23,7 @@ import torch
 from perfsweep import records
 from perfsweep.conf.schema import RunConf
 from perfsweep.conf.targets import modules_of, targets_of
-from perfsweep.records import PairedSummary, Summary, lifecycle
+from perfsweep.records import PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
@@ -51,13 +53,10 @@ def summary_columns(phases: tuple[str, ...]) -> list[str]:
     return [f"{p}_ms" for p in (*phases, "step")] + [f"{p}_host_ms" for p in (*phases, "step")]
 
 
-def summarize(work: Workload, window: Window, device: torch.device, extra: dict[str, Any]) -> Summary:
-    """Medians per phase, throughput, memory and losses of the measured window, plus `extra`.
-
-    A paired side's peak memory is its process's, over every side: its kind says so.
-    """
-    peak, kind = peak_memory_mib(device)
-    memory = (peak, f"{kind}_all_sides" if "paired" in extra else kind)
+def summarize(
+    work: Workload, window: Window, memory: tuple[float, str], device: torch.device, extra: dict[str, Any]
+) -> Summary:
+    """Medians per phase, throughput, memory and losses of the measured window, plus `extra`."""
     return summary_of(work.cfg, work.phases, window, memory, device, extra, work.summary)
 
 
@@ -227,7 +226,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
 
     Each side is a spec, its run folder and its W&B id.
     One side is a run as `execute` runs it.
-    A side that cannot build or warm up fails alone, with its own error; the others are measured.
+    A side that cannot build or warm up fails alone, with its own error, at once; the others are measured.
     A failure while the sides measure fails them all.
     Failures are recorded, then raised where no side is done.
 
@@ -237,11 +236,18 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     sides = [Side(*side) for side in sides]
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
     launches = [started(side.run_dir, side.tracker_id, launch) for side in sides]
+    alone: set[int] = set()  # the sides that failed alone, recorded
+
+    def fail_alone(index: int, error: Exception) -> None:
+        failed(*sides[index], launches[index], error)
+        alone.add(index)
+        print(f"perfsweep: run {sides[index].spec.name} failed: {type(error).__name__}: {error}", file=sys.stderr)
+
     stopwatch = Stopwatch()
     try:
         device = prepare_sides(sides)
         if len(sides) > 1:
-            outcomes = paired_process(sides, device)
+            outcomes = paired_process(sides, device, fail_alone)
         elif sides[0].spec.config.dist.name == "none":
             outcomes = [one_process(sides[0].spec, sides[0].run_dir, device, stopwatch)]
         else:
@@ -249,26 +255,25 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         outcome_known()
         ends = {}  # each done side's end and where its time went
         for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
-            if not isinstance(outcome, Exception):
+            if outcome is not None:
                 timing = timing_of(outcome[2], ready_since, stopwatch.seconds)
                 ends[index] = (done(side.run_dir, mine, timing), timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
-        for side, mine in zip(sides, launches, strict=True):
-            interrupted(side.run_dir, mine, error)
+        for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
+            if index not in alone:
+                interrupted(side.run_dir, mine, error)
         raise
     except Exception as error:
-        for side, mine in zip(sides, launches, strict=True):
-            failed(*side, mine, error)
+        for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
+            if index not in alone:
+                failed(*side, mine, error)
         raise
     for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
-        if isinstance(outcome, Exception):
-            failed(*side, mine, outcome)
-            print(f"perfsweep: run {side.spec.name} failed: {type(outcome).__name__}: {outcome}", file=sys.stderr)
-        else:
+        if outcome is not None:
             tracked(*side, mine, outcome[1], outcome[0], *ends[index])
     if not ends:
-        raise outcomes[0]
-    return [None if isinstance(outcome, Exception) else outcome[0] for outcome in outcomes]
+        raise PairingError(f"each of the {len(sides)} sides of this process failed, each with its own error")
+    return [outcome[0] if outcome is not None else None for outcome in outcomes]
 
 
 def timing_of(seconds: dict[str, float], ready_since: float, bookkeeping: dict[str, float]) -> dict[str, float]:
@@ -295,24 +300,33 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     return devices[0]
 
 
-def paired_process(sides: list[Side], device: torch.device) -> list[Measurement | Exception]:
+def paired_process(
+    sides: list[Side], device: torch.device, fail_alone: Callable[[int, Exception], None]
+) -> list[Measurement | None]:
     """Measure the sides in alternating blocks (train/paired.py); write each one's records, as one_process does.
 
     Each side's own bookkeeping (counts, summary, profile, records) is in its own seconds.
     A side's start-up is its own build, from the end of the warm-up before it.
-    A side that cannot build or warm up is left out with its error; the others are measured without it.
+    A side that cannot build or warm up goes to `fail_alone` at once, and its memory is freed.
+    The others are measured without it; its outcome is None.
+    Peak memory is read once, after the blocks: every side's, and no side's bookkeeping.
     """
     cfg = sides[0].spec.config
     before, clock_start = neighbours(device), clocks(device)
     switches, warm, ready = process_switches(), [], [None]
-    for side in sides:
+    for index, side in enumerate(sides):
         try:
             warm.append(warmed_up(side.spec.config, device))
+        except Stopped:  # the time limit of the whole process
+            raise
         except Exception as error:  # its own failure (a compile error, a dispatch error), not the others'
-            warm.append(error)
+            fail_alone(index, error)
+            error.__traceback__ = None  # its frames hold its model
+            warm.append(None)
+            freed(device)
         unchanged(switches, side.spec.name)
-        ready.append(time.time())  # the next side's start-up begins here, not at the process's start
-    live = [index for index, built in enumerate(warm) if not isinstance(built, Exception)]
+        ready.append(time.time())  # the next side's start-up begins after this side's warm-up
+    live = [index for index, built in enumerate(warm) if built is not None]
     if not live:
         return warm
     names = [sides[index].spec.name for index in live]
@@ -327,15 +341,24 @@ def paired_process(sides: list[Side], device: torch.device) -> list[Measurement 
     sizes = block_sizes(cfg.steps, cfg.blocks)
     order = block_order(len(live), len(sizes), cfg.seed)
     windows = measure_blocks([warm[index][0] for index in live], names, order, sizes, cfg.warmup_steps, device)
-    results: list[Measurement | Exception] = list(warm)
+    peak, kind = peak_memory_mib(device)
+    process = uuid.uuid4().hex
+    results: list[Measurement | None] = list(warm)
     for place, (index, window) in enumerate(zip(live, windows, strict=True)):
         work, warmup, ran, first = warm[index]
         measured = Measured(work, warmup, window, ran, first, before, clock_start, records_from=time.time())
-        paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes)
-        own = Stopwatch()
-        summary, rows, seconds = recorded(measured, sides[index].run_dir, device, own, {"paired": paired})
+        paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes, process=process)
+        own, memory = Stopwatch(), (peak, f"{kind}_all_sides")
+        summary, rows, seconds = recorded(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
         results[index] = (summary, rows, {**seconds, **own.seconds, "ready_at": ready[index]})
     return results
+
+
+def freed(device: torch.device) -> None:
+    """Give back what a failed side held, before the other sides are timed."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def one_process(spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: Stopwatch) -> Measurement:
@@ -345,13 +368,22 @@ def one_process(spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: S
 
 
 def recorded(
-    measured: Measured, run_dir: Path, device: torch.device, stopwatch: Stopwatch, extra: dict[str, Any] | None = None
+    measured: Measured,
+    run_dir: Path,
+    device: torch.device,
+    stopwatch: Stopwatch,
+    extra: dict[str, Any] | None = None,
+    memory: tuple[float, str] | None = None,
 ) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
-    """Count, summarise, profile and write what a run measured; its summary, step rows and where its time went."""
+    """Count, summarise, profile and write what a run measured; its summary, step rows and where its time went.
+
+    `memory` is its peak memory and kind where read before (a paired process's), else read now.
+    """
+    memory = memory or peak_memory_mib(device)
     with stopwatch("counted_s"):
         extra = {**probe(measured, device), **(extra or {})}
     with stopwatch("summarized_s"):
-        summary = summarize(measured.work, measured.window, device, extra)
+        summary = summarize(measured.work, measured.window, memory, device, extra)
     if measured.cfg.profile:
         with stopwatch("profiled_s"):
             profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)

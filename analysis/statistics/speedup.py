@@ -142,10 +142,10 @@ def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, 
 
 
 def in_process_ratio(of: np.ndarray, over: np.ndarray) -> float:
-    """One process's log speed-up of side `of` over side `over`: the median of its rounds' log ratios.
+    """One process's log speed-up of side `of` over side `over`: the median of its steps' log ratios.
 
     The sides' blocks run in rounds, so the k-th measured step of each side ran in one round, side by side.
-    Noise that drifts over the process (a neighbour, a clock) moves both steps of a round alike, and cancels.
+    Noise that drifts over the process (a neighbour, a clock) moves both steps alike, and cancels.
     The ratio of the sides' medians keeps it; this has about half its variance on a shared CPU.
     PyTorch's dynamo benchmarks take the median of the per-repetition ratios for the same reason.
     """
@@ -153,9 +153,8 @@ def in_process_ratio(of: np.ndarray, over: np.ndarray) -> float:
 
 
 def round_ratios(of: np.ndarray, over: np.ndarray) -> np.ndarray:
-    """Each round's log ratio of two sides of one process: the k-th steps of each, side by side."""
-    steps = min(len(of), len(over))
-    return np.log(over[:steps]) - np.log(of[:steps])
+    """The log ratios of two sides of one process, step by step: the k-th steps of each ran in one round."""
+    return np.log(over) - np.log(of)
 
 
 def paired_rounds(of: Sample, over: Sample) -> list[tuple[int, int]]:
@@ -187,7 +186,7 @@ def speedup(
 
     Across runs: the ratio of the geometric means of their runs' medians.
     Paired by round: the geometric mean of the pairs' ratios.
-    Paired in process: the same, each process's ratio the median of its rounds' ratios (in_process_ratio).
+    Paired in process: the same, each process's ratio the median of its steps' ratios (in_process_ratio).
     Within one run: the ratio of the medians of their steps.
     `paired`: the two ran in the same interleaved rounds of one sweep.
     `basis` names the pairing: by round, or in process where each round's two runs shared one.

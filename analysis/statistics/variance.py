@@ -113,17 +113,20 @@ def split(sample: Sample) -> Split | None:
     return dataclasses.replace(partial, between=math.sqrt(between))
 
 
-def between_sides(of: Sample, over: Sample) -> float | None:
-    """The spread between processes that a ratio of two sides which shared them keeps (pairing=auto).
+def sides_split(of: Sample, over: Sample) -> Split | None:
+    """The split of the ratio of two sides that shared their processes (pairing=auto), as one side's share.
 
     Each pair of runs is a round's two sides, measured in one process.
-    A process's log ratio is the median of its rounds' log ratios (in_process_ratio).
-    So the rounds' ratios split as a run's steps do: between processes, and within one.
-    Both sides add to the part between, so it is twice this spread squared.
+    A process's log ratio is the median of its steps' log ratios (in_process_ratio).
+    So the steps' ratios split as a run's steps do: between processes, and within one.
+    Both sides add to each part, so each is divided by the square root of 2.
+    A plan for two such sides then plans for their ratio.
     Returns None for fewer than two pairs.
     """
     pairs = paired_rounds(of, over)
     if len(pairs) < 2:
         return None
     ratios = split(Sample(tuple(np.exp(round_ratios(of.steps[i], over.steps[j])) for i, j in pairs), ()))
-    return ratios.between / math.sqrt(2) if ratios else None
+    if ratios is None:
+        return None
+    return dataclasses.replace(ratios, between=ratios.between / math.sqrt(2), within=ratios.within / math.sqrt(2))

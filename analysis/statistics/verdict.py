@@ -50,9 +50,12 @@ def word(speedup: Speedup, margin: float) -> str:
     """What a speed-up's interval says of it, as the module's list gives it.
 
     It is '' where no verdict can rest on the interval: one run on a side, or no time to divide by.
+    An interval of no width (every ratio the same, so no test) is undetermined.
     """
     if not speedup.replicated or not math.isfinite(speedup.value):
         return ""
+    if math.isnan(speedup.p):
+        return UNDETERMINED
     if speedup.excludes(1.0):
         return SLOWER if speedup.value < 1 else FASTER
     return THE_SAME if 1 - margin <= speedup.low and speedup.high <= 1 + margin else UNDETERMINED

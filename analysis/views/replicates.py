@@ -19,7 +19,7 @@ Per configuration, the view shows:
 - the steps per run and runs per configuration that resolve such a speed-up to -+half-width at the least cost.
 
 The last comes from what this sweep's runs cost beyond their steps (Kalibera and Jones, 2013).
-For sides that shared their processes, it uses the spread between sides in place of the spread between processes.
+For sides that shared their processes, it plans from the split of their ratio, each part one side's share.
 """
 
 import dataclasses
@@ -42,7 +42,7 @@ from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.drift import drift
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import figures, percent
-from perfsweep.analysis.statistics.variance import Split, across_runs, between_sides, costs, split
+from perfsweep.analysis.statistics.variance import Split, across_runs, costs, sides_split, split
 from perfsweep.records import DONE, load_sweep
 
 EXPLAINED = (
@@ -53,7 +53,7 @@ EXPLAINED = (
     "the spread between processes that their ratio keeps. vs: speed-up over the baseline configuration [{level} CI "
     "across runs, as in the table; within-run with one run]. for -+{half:.0%}: steps per run x runs per "
     "configuration that resolve such a speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from "
-    "this sweep's spread (between sides where there is one) and what its runs cost beyond their steps."
+    "this sweep's spread (the ratio's, where the sides shared processes) and what its runs cost beyond their steps."
 )
 
 
@@ -64,7 +64,7 @@ class Row:
     config: Configuration
     baseline: Configuration | None
     split: Split | None
-    sides: float | None = None  # the spread between processes its ratio to its baseline keeps, where they shared them
+    sides: Split | None = None  # its ratio to its baseline's split, one side's share, where they shared processes
 
     @property
     def step_ms(self) -> str:
@@ -88,7 +88,7 @@ class Row:
     def plan(self, half_width: float, cost: tuple[float, float] | None) -> str:
         if self.split is None or cost is None:
             return "-"
-        spread = self.split if self.sides is None else dataclasses.replace(self.split, between=self.sides)
+        spread = self.sides or self.split
         steps, runs = spread.plan(half_width, *cost)
         return f"{steps} x {runs}"
 
@@ -98,7 +98,7 @@ def row(config: Configuration, base: Configuration | None) -> Row:
     own = split(config.sample())
     if base is None or base is config or own is None or not in_one_process(config, base):
         return Row(config, base, own)
-    return Row(config, base, own, between_sides(config.sample(), base.sample()))
+    return Row(config, base, own, sides_split(config.sample(), base.sample()))
 
 
 def view(sweep_dir: Path, half_width: float = 0.02) -> View:
@@ -121,7 +121,11 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
         Column("within", lambda row: row.part("within")),
         Column("rho", lambda row: row.part("rho")),
         Column("effective steps", lambda row: row.part("effective_steps")),
-        *([Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides:.1%}")] if paired else []),
+        *(
+            [Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides.between:.1%}")]
+            if paired
+            else []
+        ),
         Column(vs_label(configs), lambda row: row.speedup(level)),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]

@@ -166,7 +166,7 @@ class LauncherConf:
     # On this host (local, debug): each run's time limit, from its start.
     # A run that reaches it is stopped and recorded failed (RunTimeout); the sweep goes on.
     # Slurm: the job's --time, in whole minutes, for a pack of runs_per_job runs.
-    # A process that measures a comparison's sides (pairing=auto) has this limit for each side.
+    # A process that measures a comparison's sides (pairing=auto or in_process) has this limit for each side.
     # It is the cluster's limit: submitit requeues a job that reaches it.
     timeout_min: float = 60
     timeout_retries: int = 0  # this host: times a run that reached timeout_min runs again, its earlier timeouts counted

@@ -42,7 +42,7 @@ class Runner:
     # Such a task is one of the run's ranks: it measures its steps and hands them to the first task.
     # The first task records the run.
     rank: Callable[[RunSpec], Any] | None = None
-    # What executes the sides of a comparison in one process (pairing=auto): [(spec, folder, W&B id)], launch.
+    # What executes the sides of a comparison in one process (paired): [(spec, folder, W&B id)], launch.
     execute_sides: Callable[[list[tuple[RunSpec, Path, str]], dict[str, Any]], Any] | None = None
 
 
@@ -67,7 +67,7 @@ class RunJob:
     # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
     ranks_per_node: int | None = None
     code: dict[str, str] | None = None  # the launch's snapshot of the code (module -> content hash), for its status
-    # The other sides of its comparison that this run's process measures beside it (pairing=auto).
+    # The other sides of its comparison that this run's process measures beside it (paired).
     sides: tuple["RunJob", ...] = ()
 
     @property

@@ -50,7 +50,7 @@ class JobShape(NamedTuple):
     python: str | None  # the run's environment's Python; None: the launcher's own
     ranks_per_node: int | None  # a run whose ranks are its job's tasks: this many a node
     on_gpus: bool  # those ranks are on GPUs, a GPU each
-    sides: int  # the runs each of its run jobs measures in one process (pairing=auto), so its job's time is theirs
+    sides: int  # the runs each of its run jobs measures in one process (paired), so its job's time is theirs
 
     @classmethod
     def of(cls, run: RunJob) -> "JobShape":

@@ -147,6 +147,18 @@ class Search:
     metric: str  # what the ratio is, in words
     level: float
     points: dict[str, Point] = dataclasses.field(default_factory=dict)
+    subjects: dict[str, str] = dataclasses.field(default_factory=dict)  # a bisect over commits: commit -> subject
+
+    @property
+    def unit(self) -> str:
+        """What the search steps over: releases of a package, or commits of a repository."""
+        return "commit" if self.subjects else "release"
+
+    def shown(self, version: str) -> str:
+        """A release as `numpy 2.2.4`; a commit as `steplib 68b671b2c3d4 (its subject)`."""
+        if not self.subjects:
+            return f"{self.package} {version}"
+        return f"{self.package} {version[:12]} ({self.subjects.get(version, '')})"
 
     @property
     def good(self) -> str:
@@ -246,16 +258,18 @@ class Search:
             ends = [self.points[v] for v in (self.good, self.bad) if v in self.points]
             said = "; ".join(f"{p.version}: {p.interval()} ({p.side})" for p in ends) or "not measured"
             lines = [
-                f"{self.package} {self.good} and {self.bad} are not told apart at this level, so no release is named "
+                f"{self.shown(self.good)} and {self.shown(self.bad).removeprefix(self.package + ' ')} are not told "
+                "apart at this level, so no "
+                f"{self.unit} is named "
                 f"({said}; boundary {self._boundary()})"
             ]
             return lines + [self.would_need(p) for p in ends if p.side == UNDETERMINED]
         low, high = self.bracket()
-        candidates = ", ".join(self.releases[low + 1 : high + 1])
+        candidates = ", ".join(v[:12] if self.subjects else v for v in self.releases[low + 1 : high + 1])
         if stuck := self.undetermined():
             return [
-                f"stopped at {self.package} {stuck.version}: {stuck.interval()} is not on one side of the boundary "
-                f"{self._boundary()}; the first release on the bad side is one of {candidates}",
+                f"stopped at {self.shown(stuck.version)}: {stuck.interval()} is not on one side of the boundary "
+                f"{self._boundary()}; the first {self.unit} on the bad side is one of {candidates}",
                 self.would_need(stuck),
             ]
         if self.next() is not None:
@@ -269,11 +283,13 @@ class Search:
         if high - low > 1:
             unbuilt = ", ".join(self.releases[low + 1 : high])
             return [f"the change is in one of {self.package} {candidates}: {unbuilt} cannot be built here"]
-        older = Version(self.good) < Version(self.bad)
+        older = bool(self.subjects) or Version(self.good) < Version(self.bad)  # a good commit is an ancestor
         first_bad, last_good = self.releases[high], self.releases[low]
         if older:
-            return [f"first release on the bad side: {self.package} {first_bad} ({last_good}, before it, is good)"]
-        return [f"the change came in {self.package} {last_good}: the first release on the good side ({first_bad}, "
+            return [
+                f"first {self.unit} on the bad side: {self.shown(first_bad)} ({last_good[:12]}, before it, is good)"
+            ]
+        return [f"the change came in {self.shown(last_good)}: the first {self.unit} on the good side ({first_bad}, "
                 "before it, is bad)"]  # fmt: skip
 
     def would_need(self, point: Point) -> str:
@@ -302,12 +318,13 @@ class Search:
         return View(
             title=f"bisect {self.package}",
             above=[
-                f"bisect {self.package} from {self.good} (good) to {self.bad} (bad): {len(self.releases)} releases; "
-                f"{self.metric}; boundary {self._boundary()} (the geometric middle of the ends)"
+                f"bisect {self.package} from {self.good} (good) to {self.bad} (bad): "
+                f"{len(self.releases)} {self.unit}s; {self.metric}; boundary {self._boundary()} (the geometric "
+                "middle of the ends)"
             ],
             columns=[
                 Column("step", lambda v: str(self.points[v].order)),
-                Column(self.package, lambda v: v),
+                Column(self.package if not self.subjects else "commit", lambda v: self.shown(v).split(" ", 1)[1]),
                 Column("runs a side", lambda v: str(self.points[v].runs or "-")),
                 Column(f"ratio [{self.level:.2%} CI across runs]", lambda v: self.points[v].interval()),
                 Column("side", lambda v: ": ".join(filter(None, (self.points[v].side, self.points[v].why)))),
@@ -342,6 +359,7 @@ class Search:
             "level": self.level,
             "boundary": self.boundary,
             "releases": self.releases,
+            **({"subjects": self.subjects} if self.subjects else {}),
             "points": [dataclasses.asdict(self.points[v]) for v in self.releases if v in self.points],
             "first_bad": found[1] if found else None,
             "last_good": found[0] if found else None,
@@ -358,6 +376,7 @@ class Search:
             return None
         record = records.read_json(folder / RECORD)
         search = cls(record["package"], record["releases"], record["metric"], record["level"])
+        search.subjects = record.get("subjects", {})
         for fields in record["points"]:  # JSON has no NaN: a figure not measured was written as null
             search.points[fields["version"]] = Point(**{k: math.nan if v is None else v for k, v in fields.items()})
         return search

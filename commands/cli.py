@@ -11,11 +11,13 @@ from perfsweep.commands.sweep import resume, run_sweep, show_status
 from perfsweep.commands.views import (
     CannotWrite,
     show_comparison,
+    show_history,
     show_published,
     show_replicates,
     show_runs,
     show_table,
     upload,
+    write_export,
     write_plots,
     write_report,
 )
@@ -94,6 +96,21 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
+    about = (
+        "each configuration's step time over the commits of the code under test, with its change points; exit "
+        "status 1 when the newest point is a confirmed regression, 3 a possible one"
+    )
+    parser = _command(subparsers, "history", about, show_history, sweep_dir=False)
+    parser.add_argument("runs", nargs="+", type=Path, help="sweep folders, or folders that hold them")
+    parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
+    parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
+    parser.add_argument("--threshold", type=float, default=0.05, help="smallest slowdown flagged (default 0.05)")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write history.html and a plot per configuration")
+    about = "the sweeps' figures for another dashboard: PyTorch's benchmark database (v3) or Bencher (BMF)"
+    parser = _command(subparsers, "export", about, write_export, sweep_dir=False)
+    parser.add_argument("runs", nargs="+", type=Path, help="sweep folders, or folders that hold them")
+    parser.add_argument("--format", required=True, choices=["pytorch-v3", "bmf"], help="the format written")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the JSON into FILE (default: print it)")
     parser = _command(subparsers, "report", "write SWEEP_DIR/report.html (and a W&B Report with --wandb)", write_report)
     parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs a W&B API key)")
     parser.add_argument(

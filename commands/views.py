@@ -1,6 +1,6 @@
 """The commands that show or write the views of a sweep's records.
 
-They are table, runs, published, replicates, compare, plots, report and sync.
+They are table, runs, published, replicates, compare, history, export, plots, report and sync.
 Each imports what it needs when it runs, so that `perfsweep status` starts fast.
 """
 
@@ -61,6 +61,40 @@ def show_comparison(args: argparse.Namespace) -> int:
     view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
     print(text(view))
     return status
+
+
+def show_history(args: argparse.Namespace) -> int:
+    from perfsweep.analysis.history import history
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import history as views
+
+    found = history(args.runs, args.repo)
+    made, left = views.series_of(found, args.phase, args.threshold)
+    shown = [views.view(series, args.phase, found) for series in made]
+    print("\n\n".join(map(text, shown)))
+    if left:
+        print("left out: " + "; ".join(left))
+    if args.out:
+        print(f"history: {views.write(made, shown, args.phase, args.out)}")
+    return views.exit_status(made)
+
+
+def write_export(args: argparse.Namespace) -> int:
+    import json
+
+    from perfsweep.analysis.views.export import export
+    from perfsweep.records import atomic_write
+
+    found = export(args.runs, args.format)
+    if not found:
+        raise ValueError(f"no done runs in {', '.join(map(str, args.runs))}: nothing to export")
+    text = json.dumps(found, indent=1) + "\n"
+    if args.out:
+        atomic_write(args.out, text.encode())
+        print(f"{args.format}: {args.out}")
+    else:
+        print(text, end="")
+    return 0
 
 
 class CannotWrite(Exception):

@@ -275,6 +275,14 @@ class AutoConf:
     max_minutes: float = 30.0  # the cap on the sweep's wall time: no further look's rounds start after it
 
 
+COMMIT = re.compile(r"^[0-9a-f]{40}$")  # a package pin of this form names a commit of env.repo, not a release
+
+
+def commit_pins(packages: dict[str, Any]) -> dict[str, str]:
+    """The pins of `packages` (env.packages) that name a commit of env.repo: package -> commit."""
+    return {name: str(version) for name, version in packages.items() if COMMIT.match(str(version))}
+
+
 @dataclass
 class EnvConf:
     """The packages a run's environment holds beyond `torch` (launcher/envs.py builds and caches it)."""
@@ -282,6 +290,9 @@ class EnvConf:
     packages: dict[str, str] = field(default_factory=dict)  # more pins, {name: version}: numpy=2.3.5, timm=1.0.20
     dir: str | None = None  # the environments' cache; None: ~/.cache/perfsweep/envs (a shared filesystem on Slurm)
     index_url: str | None = None  # the package index to build from (a nightly index); None: uv's default
+    # Your repository, where a pin names one of its commits (40 hex digits) in place of a release:
+    # env.repo=PATH +env.packages.mylib=<commit>. That commit's code is built and installed (bisect --git).
+    repo: str | None = _unset(None)
 
 
 @dataclass
@@ -371,6 +382,9 @@ class Config(RunConf):
     pairing: Pairing = Pairing.auto
     blocks: int = 10  # a paired side's measured steps, in at most this many blocks
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
+    # A folder of the code under test: each run records its repository's commit, which `history` orders runs by.
+    # None: the repository of your code the runs import, else of the launch's working directory.
+    code: str | None = None
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)

@@ -21,6 +21,11 @@ The same set asked twice from one installation is one folder.
 Another installation, or one made again elsewhere, has its own.
 So removing one leaves no other's broken.
 `torch=current` with no `env.packages` is the environment perfsweep runs in: nothing to build.
+
+A pin may name a commit of your repository instead of a release: `env.repo=PATH +env.packages.mylib=<40-hex>`.
+That commit's files (git archive) are built into a wheel with uv, once, into the cache's commits/ folder.
+The wheel is installed with what it requires, resolved as a release's would be.
+`bisect --git` measures commits this way.
 """
 
 import dataclasses
@@ -37,6 +42,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from perfsweep.conf.schema import COMMIT, commit_pins
 
 CURRENT = "current"
 RECORD = "perfsweep-env.json"  # in each environment's folder: what it was asked for and what it holds
@@ -71,22 +78,33 @@ class Request:
 
     pins: tuple[tuple[str, str], ...]
     index_url: str | None = None
+    repo: str | None = None  # the repository whose commits the pins of COMMIT's form name
 
     @property
     def label(self) -> str:
-        return " ".join(f"{name}=={version}" for name, version in self.pins) or CURRENT
+        pins = (
+            f"{name}@{version[:12]}" if COMMIT.match(version) else f"{name}=={version}" for name, version in self.pins
+        )
+        return " ".join(pins) or CURRENT
+
+    @property
+    def commits(self) -> dict[str, str]:
+        """The pins that name a commit of `repo`: package -> commit."""
+        return commit_pins(dict(self.pins))
 
     @property
     def key(self) -> str:
-        text = json.dumps([self.pins, self.index_url, _python_tag(), _base()])
+        repo = [self.repo] if self.commits else []  # a request of releases alone keeps the key it had
+        text = json.dumps([self.pins, self.index_url, _python_tag(), _base(), *repo])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def request_of(torch: str, packages: dict[str, str], index_url: str | None = None) -> Request:
+def request_of(torch: str, packages: dict[str, str], index_url: str | None = None, repo: str | None = None) -> Request:
     pins = dict(packages)
     if torch != CURRENT:
         pins["torch"] = torch
-    return Request(tuple(sorted((name.lower(), str(version)) for name, version in pins.items())), index_url)
+    pairs = tuple(sorted((name.lower(), str(version)) for name, version in pins.items()))
+    return Request(pairs, index_url, str(Path(repo).expanduser().resolve()) if repo else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +130,8 @@ def for_plan(runs: list, launcher_name: str, say: Callable[[str], None] = print)
     """
     wanted: dict[Request, list] = {}
     for spec in runs:
-        request = request_of(spec.config.torch, spec.config.env.packages, spec.config.env.index_url)
+        env = spec.config.env
+        request = request_of(spec.config.torch, env.packages, env.index_url, env.repo)
         if request.pins:
             wanted.setdefault(request, []).append(spec)
     if wanted and launcher_name == "debug":
@@ -137,11 +156,16 @@ def default_dir() -> Path:
 
 def problems(request: Request) -> list[str]:
     """What is wrong with the request before anything is asked of the index."""
-    return [
+    found = [
         f"{name}=={version!r}: a package name and a version (e.g. 2.9.1) are needed"
         for name, version in request.pins
         if not _PIN.match(name) or not _PIN.match(version) or version == CURRENT
     ]
+    if request.commits and not request.repo:
+        found += [
+            f"{name}={commit}: a commit; env.repo=PATH names its repository" for name, commit in request.commits.items()
+        ]
+    return found
 
 
 def find(request: Request, cache: Path) -> Env | None:
@@ -214,7 +238,8 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
         say(f"environment {request.label}: {found.path} (built before)")
         return found
     began = time.monotonic()
-    resolved = resolve(request)
+    wheels = {name: commit_wheel(Path(request.repo), name, commit, cache) for name, commit in request.commits.items()}
+    resolved = resolve(request, wheels)
     name = hashlib.sha256("\n".join([_python_tag(), *_base(), *resolved]).encode()).hexdigest()[:16]
     path = cache / name
     if not (path / RECORD).is_file():
@@ -226,9 +251,13 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
     return env
 
 
-def resolve(request: Request) -> tuple[str, ...]:
-    """name==version of every package the request installs, as uv resolves them for this Python."""
-    wanted = [f"{name}=={version}" for name, version in request.pins]
+def resolve(request: Request, wheels: dict[str, Path] | None = None) -> tuple[str, ...]:
+    """name==version of every package the request installs, as uv resolves them for this Python.
+
+    `wheels` are those built of the commits it pins (commit_wheel): package -> its wheel.
+    """
+    wheels = wheels or {}
+    wanted = [f"{name} @ {wheels[name].as_uri()}" if name in wheels else f"{name}=={v}" for name, v in request.pins]
     if "torch" in dict(request.pins) and "torchvision" not in dict(request.pins):
         wanted.append("torchvision")  # its wheels name their torch exactly: the published pair
     command = [*_uv(), "pip", "compile", "-", "--python", sys.executable, "--no-header", "--no-annotate", *WHEELS]
@@ -238,6 +267,60 @@ def resolve(request: Request) -> tuple[str, ...]:
         unsatisfiable = "No solution found" in done.stderr  # else uv could not ask (the network, the index)
         raise (Unresolvable if unsatisfiable else EnvError)(_why(request, done.stderr))
     return tuple(line.strip() for line in done.stdout.splitlines() if line.strip() and not line.startswith("#"))
+
+
+class CannotInstall(Unresolvable):
+    """A commit of the code under test that cannot be built into a wheel: a fact of that commit's files."""
+
+
+def commit_wheel(repo: Path, name: str, commit: str, cache: Path) -> Path:
+    """The wheel of package `name` built from `commit` of `repo`: from the cache, or built into it.
+
+    The commit's files come from git archive, so neither the working tree nor its changes reach it.
+
+    Raises:
+        EnvError: the commit is not there.
+        CannotInstall: its files do not build into a wheel of `name`.
+    """
+    folder = cache / "commits" / commit
+    if built := sorted(folder.glob("*.whl")):
+        return built[0]
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True)
+    if archive.returncode != 0:
+        said = archive.stderr.decode(errors="replace").strip().splitlines()
+        raise EnvError(f"{name}@{commit[:12]}: git archive failed in {repo}: {said[-1] if said else 'no message'}")
+    building = cache / "commits" / f".building-{commit}-{os.getpid()}"
+    shutil.rmtree(building, ignore_errors=True)
+    try:
+        (building / "source").mkdir(parents=True)
+        subprocess.run(["tar", "-x", "-C", str(building / "source")], input=archive.stdout, check=True)
+        command = [
+            *_uv(),
+            "build",
+            "--wheel",
+            "--quiet",
+            "--python",
+            sys.executable,
+            "--out-dir",
+            str(building / "out"),
+        ]
+        done = subprocess.run([*command, str(building / "source")], capture_output=True, text=True)
+        wheels = sorted((building / "out").glob("*.whl"))
+        if done.returncode != 0 or len(wheels) != 1:
+            last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no wheel made")
+            raise CannotInstall(f"{name}@{commit[:12]} cannot be built into a wheel: {last.strip()}")
+        made = wheels[0].name.split("-")[0].lower().replace("_", "-")
+        if made != name.lower().replace("_", "-"):
+            raise CannotInstall(f"{name}@{commit[:12]}: the commit builds {made}, not {name}")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        (building / "out").rename(building / commit)
+        try:
+            os.replace(building / commit, folder)
+        except OSError:  # another launch built it meanwhile
+            pass
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return sorted(folder.glob("*.whl"))[0]
 
 
 @functools.cache  # asked once a process: pip takes a second or two to answer
@@ -263,6 +346,8 @@ def _why(request: Request, uv_says: str) -> str:
     reason = reason.split(" hint: ")[0]  # its hint names flags of its own, not perfsweep's
     lines = [f"environment {request.label} cannot be resolved for Python {_python_tag()}: {reason}"]
     for name, version in request.pins:
+        if COMMIT.match(version):  # a commit of the user's repository: no index lists it
+            continue
         versions = available(name)
         if versions and version not in versions:
             lines.append(
@@ -299,6 +384,7 @@ def _build(request: Request, resolved: tuple[str, ...], path: Path) -> None:
         Path(purelib, "perfsweep_base.pth").write_text("\n".join(_base()) + "\n")
         record = {
             "requested": dict(request.pins),
+            **({"repo": request.repo} if request.commits else {}),
             "index_url": request.index_url,
             "resolved": list(resolved),
             "python": _python_tag(),

@@ -67,6 +67,8 @@ class RunJob:
     # launcher=slurm, dist=ddp/fsdp: the run's ranks are its job's tasks, this many a node (None: one task)
     ranks_per_node: int | None = None
     code: dict[str, str] | None = None  # the launch's snapshot of the code (module -> content hash), for its status
+    # The launch's code under test and CI run, for its status: {"code_under_test": ..., "ci": ...}
+    origin: dict[str, Any] | None = None
     # The other sides of its comparison that this run's process measures beside it (paired).
     sides: tuple["RunJob", ...] = ()
 
@@ -173,7 +175,7 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
     Raises:
         SystemExit: with why, if its records cannot be written.
     """
-    launch = {"parallelism": run.parallelism, "code": run.code, **info}
+    launch = {"parallelism": run.parallelism, "code": run.code, **(run.origin or {}), **info}
     try:
         with first_interrupt_only(), time_limit(run):
             if run.sides:  # a side done by an earlier start of this process (a requeue) keeps its records

@@ -137,15 +137,19 @@ def _copies(top: str, place: Path, left_out: dict[str, list[str]]) -> list[tuple
     return copies
 
 
-def snapshot(into: Path, modules: set[str] = frozenset(), here: Path | None = None) -> Snapshot:
+def snapshot(
+    into: Path, modules: set[str] = frozenset(), here: Path | None = None, installed: set[Path] = frozenset()
+) -> Snapshot:
     """Copy the code into `into`/<hash>, once per distinct content.
 
     It copies perfsweep's code and the user's.
     The user's is found by user_places: that of the working directory `here`, and of the top-level `modules`.
     `modules` are those the runs name.
+    Code inside the `installed` folders is not copied: the runs' environments install it at a commit (bisect --git).
     """
     by_module = {PACKAGE: [(Path(PACKAGE) / path.relative_to(PROJECT_ROOT), path) for path in code_files()]}
     users = user_places(set(modules), here or Path.cwd())
+    users = {top: place for top, place in users.items() if not any(place.is_relative_to(r) for r in installed)}
     left_out: dict[str, list[str]] = {}
     by_module |= {top: _copies(top, place, left_out) for top, place in users.items()}
     hashes = {}

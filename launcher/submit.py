@@ -16,10 +16,12 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import submitit
 
 from perfsweep import records
+from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.targets import modules_of
 from perfsweep.launcher import sweepdir
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
@@ -30,6 +32,7 @@ from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.status import in_flight
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
+from perfsweep.records.code import ci_run, commit_of, is_working_copy, module_place, under_test
 from perfsweep.records.lock import sweep_lock
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import Plan
@@ -308,6 +311,23 @@ def in_processes(jobs: dict[str, RunJob], todo: list) -> list[RunJob]:
     return [first_of.get(spec.name, jobs[spec.name]) for spec in todo if spec.name not in beside]
 
 
+def at_commit(env) -> dict[str, Any] | None:
+    """The origin of a run whose environment installs a commit of env.repo: that commit is its code under test."""
+    pins = commit_pins(env.packages)
+    if not env.repo or not pins:
+        return None
+    repo = Path(env.repo).expanduser().resolve()
+    found = commit_of(repo, next(iter(pins.values()))) or {"commit": next(iter(pins.values()))}
+    tested = {"repository": str(repo), **found, "dirty": False, "chosen_by": "environment"}
+    return {"code_under_test": tested, "ci": ci_run(dict(os.environ))}
+
+
+def launch_origin(named: str | None, modules: set[str]) -> dict[str, Any]:
+    """The launch's code under test (its repository's commit) and the CI run it is part of, for each run's status."""
+    places = [place for top in sorted(modules) if (place := module_place(top)) and is_working_copy(place)]
+    return {"code_under_test": under_test(named, places, Path.cwd()), "ci": ci_run(dict(os.environ))}
+
+
 def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str], progress: Progress | None) -> Outcome:
     conf = plan.settings.launcher
     backend = backend_for(conf)
@@ -319,7 +339,10 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     for line in repaired:
         print(f"perfsweep: {line}", file=sys.stderr)
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
-    code = snapshot(sweep_dir / ".code", {top for spec in plan.runs for top in modules_of(spec.config)})
+    modules = {top for spec in plan.runs for top in modules_of(spec.config)}
+    installed = {Path(s.config.env.repo).expanduser().resolve() for s in plan.runs if at_commit(s.config.env)}
+    code = snapshot(sweep_dir / ".code", modules, installed=installed)
+    origin = launch_origin(plan.settings.code, modules)
     measured_elsewhere(sweep_dir, skipped, code.modules)
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
@@ -336,6 +359,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             pythons.get(spec.name),
             backend.ranks_per_node(spec.config),
             code.modules,
+            at_commit(spec.config.env) or origin,
         )
         for spec in todo
     }

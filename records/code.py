@@ -27,11 +27,93 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.decode(errors="replace").strip()
 
 
+def commit_of(root: Path, rev: str = "HEAD") -> dict[str, object] | None:
+    """The commit `rev` names in the repository at `root`: its hash, subject and commit time (unix seconds).
+
+    A history orders by that time where no repository is at hand to order by.
+    None where there is no such commit.
+    """
+    head = _git(root, "log", "-1", "--format=%H%x00%ct%x00%s", rev, "--")
+    if not head or head.count("\0") != 2:
+        return None
+    commit, at, subject = head.split("\0", 2)
+    return {"commit": commit, "subject": subject, "committed_at": int(at)}
+
+
 def git_commit(root: Path = PROJECT_ROOT, path: Path | None = None) -> dict[str, object]:
     """The commit checked out where `root` is, and whether `path` (else the whole tree) differs from it."""
-    commit = _git(root, "rev-parse", "HEAD")
+    head = commit_of(root)
+    if head is None:
+        return {"commit": None, "dirty": None}
     dirty = _git(root, "status", "--porcelain", "--untracked-files=no", *([str(path)] if path else []))
-    return {"commit": commit, "dirty": bool(dirty) if dirty is not None and commit else None}
+    return head | {"dirty": bool(dirty) if dirty is not None else None}
+
+
+def repository(place: Path) -> Path | None:
+    """The top folder of the git repository that holds `place` (a folder or a file); None outside one."""
+    folder = place if place.is_dir() else place.parent
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    return Path(top) if top else None
+
+
+def under_test(named: str | None, places: list[Path], here: Path) -> dict[str, object] | None:
+    """The code under test: the repository whose commit a run measured, as `history` orders runs by it.
+
+    It is, the first that applies:
+
+    - the folder the user names (`code=PATH`);
+    - the one repository that holds the user's code the runs import (`places`, its working copies);
+    - the repository of the launch's working directory `here`.
+
+    None where none is a git repository.
+    """
+    candidates = [("code", [Path(named).expanduser()] if named else []), ("imports", places), ("launch", [here])]
+    for chosen_by, folders in candidates:
+        tops = {top for place in folders if (top := repository(place)) is not None}
+        if len(tops) == 1:
+            top = tops.pop()
+            return {"repository": str(top), **git_commit(top), "chosen_by": chosen_by}
+    return None
+
+
+# Each CI's variables: the one that says a job runs there, then the branch, the run's id, the commit, the run's page.
+# The first variable of a tuple that is set and not empty gives the value.
+CI_VARIABLES = {
+    "github": ("GITHUB_ACTIONS", ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"), ("GITHUB_RUN_ID",), ("GITHUB_SHA",), ()),
+    "gitlab": (
+        "GITLAB_CI",
+        ("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"),
+        ("CI_PIPELINE_ID",),
+        ("CI_COMMIT_SHA",),
+        ("CI_PIPELINE_URL",),
+    ),
+    "buildkite": (
+        "BUILDKITE",
+        ("BUILDKITE_BRANCH",),
+        ("BUILDKITE_BUILD_ID",),
+        ("BUILDKITE_COMMIT",),
+        ("BUILDKITE_BUILD_URL",),
+    ),
+    "jenkins": ("JENKINS_URL", ("BRANCH_NAME", "GIT_BRANCH"), ("BUILD_ID",), ("GIT_COMMIT",), ("BUILD_URL",)),
+}
+
+
+def ci_run(environ: dict[str, str]) -> dict[str, str | None] | None:
+    """The CI run a launch is part of, from the CI's standard variables in `environ`; None outside a known CI."""
+
+    def first(names: tuple[str, ...]) -> str | None:
+        return next((environ[name] for name in names if environ.get(name)), None)
+
+    for provider, (marker, branch, run_id, commit, url) in CI_VARIABLES.items():
+        if environ.get(marker):
+            found = {"provider": provider, "branch": first(branch), "run_id": first(run_id), "commit": first(commit)}
+            if provider == "github" and found["run_id"]:
+                server, repo = environ.get("GITHUB_SERVER_URL", "https://github.com"), environ.get("GITHUB_REPOSITORY")
+                url_of_run = f"{server}/{repo}/actions/runs/{found['run_id']}" if repo else None
+            else:
+                url_of_run = first(url)
+            return found | {"url": url_of_run}
+    return None
 
 
 def code_version() -> dict[str, object]:

@@ -76,6 +76,9 @@ class Status:
     tasks: int | None = None  # the job's tasks where they are the run's ranks (launcher=slurm, dist=ddp/fsdp)
     tracker_id: str | None = None  # its W&B run id
     code: dict[str, str] | None = None  # the code it measured: its launch's snapshot's modules -> content hash
+    # The repository and commit of the code under test as its launch found it (records/code.py `under_test`)
+    code_under_test: dict[str, Any] | None = None
+    ci: dict[str, str | None] | None = None  # the CI run that launched it: provider, branch, run id, commit, url
     error: RunError | None = None  # failed: why
     interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)

@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 from perfsweep.conf.schema import Config
 from perfsweep.conf.targets import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
+from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
@@ -41,7 +42,7 @@ SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
 SWEEP_WIDE = (
     "launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order", "pairing",
-    "blocks",
+    "blocks", "code",
 )  # fmt: skip
 
 
@@ -350,6 +351,18 @@ def named_twice(configs: list[Config]) -> list[str]:
     return problems
 
 
+def code_problem(code: str | None) -> str:
+    """Why `code=PATH` cannot name the code under test ('' where it can): it must be in a git repository."""
+    if not code:
+        return ""
+    folder = Path(code).expanduser()
+    if not folder.exists():
+        return f"code={code}: no such file or folder; it names the code under test, a folder in a git repository"
+    if repository(folder) is None:
+        return f"code={code}: not in a git repository; the code under test is recorded by its commit"
+    return ""
+
+
 def _sweep_dir(config: Config) -> Path:
     name = config.sweep_name or config.sweep
     if safe_name(name) != name:
@@ -460,6 +473,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     ]
     if varying:
         raise PlanError([f"{k} is a setting of the whole sweep and cannot be swept" for k in varying])
+    if problem := code_problem(configs[0].code):
+        raise PlanError([problem])
     runs: dict[str, RunSpec] = {}
     sweep_dir = _sweep_dir(configs[0])
     for config in replicated(configs):

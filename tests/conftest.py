@@ -40,8 +40,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)  # the main job's sweep takes about 35 s
         if skip and "gpu" in item.keywords:
             item.add_marker(skip)
-    # the Slurm tests run one after another and take the longest: a worker starts them first
-    items.sort(key=lambda item: item.path.name != "test_slurm.py")
+    # Each worker takes a file at a time, so a long file taken last holds up the end of the run.
+    # The Slurm tests run one after another and take the longest: a worker starts them first.
+    # The other files follow by their count of slow tests, the most first.
+    slow: dict[str, int] = {}
+    for item in items:
+        slow[item.path.name] = slow.get(item.path.name, 0) + ("slow" in item.keywords)
+    items.sort(key=lambda item: (item.path.name != "test_slurm.py", -slow[item.path.name]))
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.targets import modules_of
 from perfsweep.records.code import PROJECT_ROOT, code_identity, code_version, module_place, user_code_record
 
@@ -188,6 +189,29 @@ def user_code(config) -> dict[str, dict[str, object]]:
         identity = recorded.get(top) or code_identity(top)
         found[top] = {**identity, "imported_from": str(place) if place else None, "files": files}
     return found
+
+
+def imported_elsewhere(packages: dict[str, str]) -> str:
+    """Why this run would not import the commit its environment installs ('' where it would).
+
+    `packages` are the run's env.packages.
+    A folder on PYTHONPATH comes before the environment's packages: a working copy there would be measured.
+    """
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    pins = {norm(name): commit for name, commit in commit_pins(packages).items()}
+    prefix = Path(sys.prefix).resolve()
+    for top, names in metadata.packages_distributions().items():
+        pinned = next((pins[norm(n)] for n in names if norm(n) in pins), None)
+        place = module_place(top) if pinned else None
+        if place is not None and not place.is_relative_to(prefix):
+            return (
+                f"{top} would be imported from {place}, not from this run's environment, which installs commit "
+                f"{pinned[:12]} of it ({prefix}): take that folder off PYTHONPATH"
+            )
+    return ""
 
 
 def clocks(device: torch.device) -> dict[str, object]:

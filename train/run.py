@@ -28,7 +28,7 @@ from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
-from perfsweep.train.env import clocks, environment, neighbours, process_started_at, user_code
+from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
 from perfsweep.train.paired import (
@@ -430,6 +430,8 @@ def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
     records.write_json(run_dir / records.CONFIG, spec.record())
     device = resolve_device(spec.config.device)
     wrong = checks.problems(spec.config)
+    if elsewhere := imported_elsewhere(spec.config.env.packages):
+        wrong.append(elsewhere)
     if wrong:
         raise ValueError("; ".join(wrong))
     backend = configure_backends(spec.config)

@@ -43,7 +43,7 @@ def _figure(rows: int, title: str, values: list[float]):
     return fig, ax
 
 
-def _save(fig, path: Path) -> None:
+def save(fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -63,7 +63,7 @@ def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Pat
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("median ms per step (stacked phases)")
     ax.legend(loc="lower right", fontsize=8)
-    _save(fig, path)
+    save(fig, path)
 
 
 def step_interval(config: Configuration) -> tuple[float, float, float, bool]:
@@ -90,7 +90,7 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
         ax.plot([value], [y], "|", color="tab:blue", markersize=14)
     ax.set_yticks(range(len(order)), [names[c.key] for c in order])
     ax.set_xlabel("step time (ms)")
-    _save(fig, path)
+    save(fig, path)
 
 
 def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -> None:
@@ -118,7 +118,7 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
     ax.set_xlabel("speed-up (x, log scale): the baseline's step time / this configuration's; below 1 is slower")
-    _save(fig, path)
+    save(fig, path)
 
 
 def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path) -> None:
@@ -142,7 +142,7 @@ def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path)
                 ax.plot([found[sync]], [y], "o", color="tab:blue", fillstyle="full" if sync else "none")
     ax.set_yticks(range(len(by_label)), list(by_label))
     ax.set_xlabel("median step time (ms)")
-    _save(fig, path)
+    save(fig, path)
 
 
 def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:

@@ -1,0 +1,150 @@
+"""A sweep's figures in the formats of the dashboards people already run.
+
+    perfsweep export RUNS... --format pytorch-v3|bmf [--out FILE]
+
+- pytorch-v3: a JSON list of records of the PyTorch OSS benchmark database's v3 schema (pytorch/test-infra's
+  `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
+  A record per configuration and metric: the step and each phase in ms, and samples per second.
+  Its `benchmark_values` hold one value per run (process): each run's median.
+- bmf: Bencher Metric Format JSON, a benchmark per configuration.
+  `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
+  Each phase is a measure of its own (`latency-forward`...).
+  Each value is the geometric mean over the runs of each run's median.
+  Its bounds are the 95% t-interval across the runs, where there are two or more.
+
+timm's columns are `table SWEEP --csv timm`.
+Extra information is written as strings, as the v3 schema's maps hold them.
+"""
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfsweep.analysis.groups import Configuration, configurations, labels
+from perfsweep.analysis.history import sweep_folders
+from perfsweep.analysis.statistics.variance import across_runs
+from perfsweep.records import DONE, RunRecord, load_sweep
+
+FORMATS = ("pytorch-v3", "bmf")
+
+
+def _done(sweep_dir: Path) -> list[RunRecord]:
+    return [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
+
+
+def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
+    """name -> (unit, each run's value): the step's and each phase's median ms, and samples per second."""
+    first = config.first.summary
+    found = {
+        f"{phase}_ms": ("ms", [r.summary.median(phase) for r in config.runs])
+        for phase in ("step", *first.phases)
+        if all(r.summary.median(phase) is not None for r in config.runs)
+    }
+    rates = [r.summary.samples_per_s for r in config.runs]
+    if all(rates):
+        found["samples_per_s"] = ("samples/s", rates)
+    return found
+
+
+def _runner(run: RunRecord) -> dict[str, Any]:
+    env = run.env or {}
+    gpu = env.get("gpu") or {}
+    return {
+        "name": str(env.get("hostname", "")),
+        "type": "cuda" if gpu else "cpu",
+        "cpu_info": str(env.get("cpu", "")),
+        "cpu_count": env.get("cpu_count") or 0,
+        "gpu_info": str(gpu.get("name", "")),
+        "gpu_count": 1 if gpu else 0,
+        "avail_gpu_mem_in_gb": gpu.get("memory_gib") or 0,
+    }
+
+
+def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
+    packages = (run.env or {}).get("packages") or {}
+    found = {"pytorch": {"repo": "pytorch/pytorch", "version": str(packages.get("torch", ""))}}
+    tested, ci = run.status.code_under_test or {}, run.status.ci or {}
+    if tested.get("commit"):
+        found["code_under_test"] = {
+            "repo": str(tested.get("repository", "")),
+            "branch": str(ci.get("branch") or ""),
+            "sha": str(tested["commit"]),
+            "version": "dirty" if tested.get("dirty") else "",
+        }
+    return found
+
+
+def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
+    runs = _done(sweep_dir)
+    if not runs:
+        return []
+    found = []
+    configs = configurations(runs)
+    names = labels(configs)
+    for config in configs:
+        fields = config.first.fields
+        compiled = fields.get("compile.enabled") and fields.get("compile.mode")
+        benchmark = {
+            "name": f"perfsweep {sweep_dir.name}",
+            "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
+            "dtype": str(fields.get("precision.name", "")),
+            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs))},
+        }
+        model = {
+            "name": str(fields.get("model.name", config.first.summary.workload)),
+            "type": str(fields.get("model.source", "")),
+            "backend": f"compile:{compiled}" if compiled else "eager",
+            "origins": ["perfsweep"],
+            "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"},
+        }
+        for name, (unit, values) in _metrics(config).items():
+            extra = {"unit": unit, "statistic": "each run's median over its measured steps, a value per process"}
+            found.append(
+                {
+                    "benchmark": benchmark,
+                    "model": model,
+                    "metric": {"name": name, "benchmark_values": values, "extra_info": extra},
+                    "runners": [_runner(config.first)],
+                    "dependencies": _dependencies(config.first),
+                }
+            )
+    return found
+
+
+def _measure(values: list[float], scale: float) -> dict[str, float]:
+    value, low, high = across_runs(np.array(values))
+    measure = {"value": value * scale}
+    if not math.isnan(low):
+        measure |= {"lower_value": low * scale, "upper_value": high * scale}
+    return measure
+
+
+def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
+    runs = _done(sweep_dir)
+    if not runs:
+        return {}
+    configs = configurations(runs)
+    names = labels(configs)
+    found = {}
+    for config in configs:
+        measures = {}
+        for name, (unit, values) in _metrics(config).items():
+            if unit == "ms":
+                phase = name.removesuffix("_ms")
+                measures["latency" if phase == "step" else f"latency-{phase}"] = _measure(values, 1e6)  # ns
+            else:
+                measures["throughput"] = _measure(values, 1.0)
+        found[f"{sweep_dir.name}/{names[config.key]}"] = measures
+    return found
+
+
+def export(paths: list[Path], form: str) -> Any:
+    """The sweeps under `paths` in format `form`: pytorch-v3's records, or BMF's benchmarks, of them all."""
+    if form not in FORMATS:
+        raise ValueError(f"--format {form}: not a format; the formats: {', '.join(FORMATS)}")
+    folders = sweep_folders(paths)
+    if form == "pytorch-v3":
+        return [record for folder in folders for record in pytorch_v3(folder)]
+    return {name: measures for folder in folders for name, measures in bmf(folder).items()}

@@ -1,0 +1,236 @@
+"""A project's history: each configuration's step time over the commits of the code under test.
+
+    perfsweep history RUNS... [--repo PATH] [--phase NAME] [--threshold 0.05] [--out DIR]
+
+RUNS are sweep folders, or folders that hold them: a sweep per commit, as CI keeps them.
+Each configuration gets a table of its points, oldest first: the commit, its runs, the step time and its 95%
+interval across the runs (processes).
+Change points are marked on the first point of each new segment (analysis/statistics/changepoints.py).
+With --out, a plot per configuration and history.html are written there.
+
+The exit status is for CI.
+It reads the newest point of each configuration:
+
+    0   nothing flagged, or not enough history
+    1   REGRESSION: the newest point lies in a segment that a change point made slower by more than the
+        threshold, and the two newest points are each slower than the segment before by more than it
+        (consecutive sweeps agree, as PyTorch's regression reports ask)
+    3   POSSIBLE REGRESSION: such a change point that the two newest points do not both confirm; or the newest
+        point alone slower than its segment by more than the threshold, and beyond the noise (the next sweep
+        confirms it or not)
+    2   no history could be made (no done runs, a bad argument)
+"""
+
+import dataclasses
+import html
+from pathlib import Path
+
+import numpy as np
+
+from perfsweep.analysis.history import History, Point
+from perfsweep.analysis.render import Column, View, figure, html_section
+from perfsweep.analysis.statistics import changepoints
+from perfsweep.analysis.statistics.variance import across_runs
+from perfsweep.analysis.views.compare import identity
+from perfsweep.records import RunRecord, atomic_write
+
+EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
+CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
+PAGE = "history.html"
+
+
+@dataclasses.dataclass
+class Row:
+    """A point of one configuration's history."""
+
+    point: Point
+    runs: list[RunRecord]
+    times: np.ndarray  # each run's median time of the phase
+    change: changepoints.Change | None = None  # the change point that starts a segment here
+
+
+@dataclasses.dataclass
+class Series:
+    """One configuration across the points that hold it, and what its history says."""
+
+    label: str
+    rows: list[Row]
+    changes: list[changepoints.Change] | None  # None: not enough history
+    flag: str = ""
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() else "_" for c in self.label).strip("_")[:80] or "configuration"
+
+
+def _name(run: RunRecord) -> str:
+    """What one configuration is called where nothing varies: its workload's class, else its model."""
+    fields = run.fields
+    return str(fields.get("workload._target_") or fields.get("model._target_") or fields.get("model.name") or run.name)
+
+
+def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series], list[str]]:
+    """Each configuration's series, and what was left out.
+
+    Runs are matched by what each measured (compare's identity), over the keys every run records.
+    A key that only some record (a setting added to perfsweep since) is left out of the match.
+    """
+    runs = [run for point in found.points for run in point.runs]
+    identities = {id(run): identity(run) for run in runs}
+    shared = set.intersection(*(set(i) for i in identities.values()))
+    unshared = sorted(set().union(*identities.values()) - shared)
+    keys: dict[tuple, list[tuple[Point, list[RunRecord]]]] = {}
+    for point in found.points:
+        by_key: dict[tuple, list[RunRecord]] = {}
+        for run in point.runs:
+            by_key.setdefault(tuple(sorted((k, identities[id(run)][k]) for k in shared)), []).append(run)
+        for key, held in by_key.items():
+            keys.setdefault(key, []).append((point, held))
+    varying = [k for k in sorted(shared) if len({dict(key)[k] for key in keys}) > 1]
+    made, left = [], [f"not matched on (not recorded by every run): {', '.join(unshared)}"] if unshared else []
+    for key, held in keys.items():
+        values = dict(key)
+        shown = (values[k].strip("'") if k.endswith(".name") else f"{k}={values[k]}" for k in varying)
+        label = " ".join(shown) or _name(held[-1][1][0])  # axes by their value, as the table shows them
+        rows = []
+        for point, point_runs in held:
+            times = np.array([t for r in point_runs if (t := r.summary.median(phase)) is not None and t > 0])
+            if len(times):
+                rows.append(Row(point, point_runs, times))
+        if len(rows) < len(found.points):
+            left.append(f"{label}: in {len(rows)} of the {len(found.points)} points")
+        made.append(judged(Series(label, rows, None), threshold))
+    return made, left
+
+
+def judged(series: Series, threshold: float) -> Series:
+    """The series with its change points marked and its newest point's flag."""
+    times = [row.times for row in series.rows]
+    series.changes = changepoints.changes(times)
+    if series.changes is None:
+        return series
+    for change in series.changes:
+        series.rows[change.index].change = change
+    last = series.changes[-1] if series.changes else None
+    if last is not None and last.ratio > 1 + threshold:
+        first = series.rows[last.index].point.label
+        newest = [_centre(row) / last.before for row in series.rows[-CONFIRMING:]]
+        if all(ratio > 1 + threshold for ratio in newest):
+            series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
+        else:
+            shown = ", ".join(f"{ratio:.2f}x" for ratio in newest)
+            series.flag = f"POSSIBLE REGRESSION: {last.ratio:.2f}x slower from {first} on; the newest points: {shown}"
+        return series
+    since = last.index if last else 0
+    alone = changepoints.newest_stands_out(times, since)
+    if alone is not None and alone > 1 + threshold:
+        series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone:.2f}x slower than its segment"
+    return series
+
+
+def _centre(row: Row) -> float:
+    """The point's time: the geometric mean of its runs' medians."""
+    return float(np.exp(np.mean(np.log(row.times))))
+
+
+def _interval(row: Row) -> str:
+    if len(row.times) < 2:
+        return "- (one run)"
+    _, low, high = across_runs(row.times)
+    return f"[{figure(low)}, {figure(high)}]"
+
+
+def _change(row: Row) -> str:
+    if row.change is None:
+        return ""
+    way = "slower" if row.change.ratio > 1 else "faster"
+    return f"change: {row.change.ratio:.2f}x ({way}), {figure(row.change.before)} -> {figure(row.change.after)}"
+
+
+def _commit_range(series: Series, change: changepoints.Change) -> str:
+    before, after = series.rows[change.index - 1].point, series.rows[change.index].point
+    return f"{before.label}..{after.label}"
+
+
+def view(series: Series, phase: str, found: History) -> View:
+    columns = [
+        Column("point", lambda row: row.point.label),
+        Column("subject", lambda row: row.point.subject[:48]),
+        Column("runs", lambda row: str(len(row.times))),
+        Column(f"{phase} ms", lambda row: figure(_centre(row))),
+        Column("95% interval (across runs)", _interval),
+        Column("change point", _change),
+    ]
+    if series.changes is None:
+        said = f"not enough history: {len(series.rows)} points; a change point needs {changepoints.MIN_POINTS}"
+    elif series.changes:
+        said = "change points: " + "; ".join(
+            f"{_commit_range(series, c)} ({c.ratio:.2f}x: {figure(c.before)} -> {figure(c.after)} ms)"
+            for c in series.changes
+        )
+    else:
+        said = "change points: none"
+    above = [f"{len(series.rows)} points, ordered {found.order}", said]
+    notes = [
+        f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
+        "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
+        "ruptures); its range is the last commit before it..the first after"
+    ]
+    return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
+
+
+def exit_status(made: list[Series]) -> int:
+    flags = [s.flag for s in made]
+    if any(f.startswith("REGRESSION") for f in flags):
+        return EXIT_REGRESSION
+    return EXIT_POSSIBLE if any(f.startswith("POSSIBLE") for f in flags) else 0
+
+
+def plot(series: Series, phase: str, path: Path) -> Path:
+    """The configuration's points with their intervals, each segment's mean, and its change points marked."""
+    from perfsweep.analysis.views.plots import plt, save
+
+    x = np.arange(len(series.rows))
+    centres = [_centre(row) for row in series.rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4))
+    fig.suptitle(f"{series.label}: {phase} time by commit", x=0.01, ha="left", fontsize=11)
+    for i, row in enumerate(series.rows):
+        if len(row.times) >= 2:
+            _, low, high = across_runs(row.times)
+            ax.vlines(i, low, high, color="tab:blue", linewidth=2)
+        ax.plot([i] * len(row.times), row.times, "o", color="black", markersize=3, alpha=0.6)
+    ax.plot(x, centres, "-", color="tab:blue", alpha=0.4)
+    bounds = [0, *(c.index for c in series.changes or []), len(x)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        mean = float(np.exp(np.mean(np.log(centres[start:end]))))
+        ax.hlines(mean, start - 0.4, end - 0.6, color="tab:orange", linewidth=2)
+    for change in series.changes or []:
+        ax.axvline(change.index - 0.5, color="tab:red", linestyle="--")
+        ax.annotate(
+            f"{_commit_range(series, change)}\n{change.ratio:.2f}x",
+            (change.index - 0.4, ax.get_ylim()[1]),
+            fontsize=8,
+            color="tab:red",
+            ha="left",
+            va="top",
+        )
+    ax.set_xticks(x, [row.point.label for row in series.rows], rotation=60, fontsize=7)
+    ax.set_ylabel(f"{phase} ms")
+    ax.grid(axis="y", alpha=0.3)
+    save(fig, path)
+    return path
+
+
+def write(made: list[Series], views: list[View], phase: str, out: Path) -> Path:
+    """The plots (history-<configuration>.png) and history.html in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = ["<h1>perfsweep: history</h1>"]
+    for series, shown in zip(made, views, strict=True):
+        parts.append(html_section(shown))
+        if series.rows:
+            image = plot(series, phase, out / f"history-{series.slug}.png")
+            parts.append(f"<img src='{html.escape(image.name)}' alt='{html.escape(series.label)}'>")
+    page = "<!doctype html><html><head><meta charset=utf-8><title>perfsweep history</title></head><body>"
+    path = out / PAGE
+    atomic_write(path, (page + "".join(parts) + "</body></html>").encode())
+    return path

@@ -1,0 +1,63 @@
+"""The history bench: a sweep per commit of a generated repository, then `history` over them.
+
+    python -m perfsweep.bench.history OUT [--commits 16] [--planted 11] [--factor 1.2] [--repeats 3]
+
+It generates steplib's repository (bench/gitrepo.py) in OUT/repo.
+For each commit, oldest first, it checks the commit out and launches a sweep of steplib's step from there.
+So each sweep's runs record that commit as the code under test.
+It then runs `perfsweep history` over OUT/runs, writing its plot and page into OUT/history.
+It prints the history and the wall time of each stage.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from perfsweep.bench.command import ROOT, parser
+from perfsweep.bench.gitrepo import TARGET, generate
+
+LAUNCH = [sys.executable, str(ROOT / "launch.py")]
+SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"]
+
+
+def launch_per_commit(repo: Path, hashes: list[str], runs: Path, repeats: int, steps: int) -> float:
+    """Launch a sweep at each commit, from the repository checked out there; the seconds it took."""
+    started = time.perf_counter()
+    for index, commit in enumerate(hashes, 1):
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
+        words = [*SWEEP, f"repeats={repeats}", f"steps={steps}", f"runs_dir={runs}", f"sweep_name=commit{index:02d}"]
+        done = subprocess.run([*LAUNCH, *words], cwd=repo, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the sweep of commit {index} failed:\n{done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    found = parser("history", __doc__)
+    found.add_argument("out", type=Path)
+    found.add_argument("--commits", type=int, default=16)
+    found.add_argument("--planted", type=int, default=11, help="the first slower commit (0: none)")
+    found.add_argument("--factor", type=float, default=1.2)
+    found.add_argument("--repeats", type=int, default=3)
+    found.add_argument("--steps", type=int, default=20)
+    args = found.parse_args(argv)
+    if args.dry_run:
+        print(f"would launch {args.commits} sweeps of {args.repeats} runs, {args.steps} steps each, into {args.out}")
+        return 0
+    hashes = generate(args.out / "repo", args.commits, args.planted or None, args.factor)
+    spent = launch_per_commit(args.out / "repo", hashes, args.out / "runs", args.repeats, args.steps)
+    started = time.perf_counter()
+    shown = subprocess.run(
+        [*LAUNCH, "history", str(args.out / "runs"), "--out", str(args.out / "history")],
+        capture_output=True,
+        text=True,
+    )
+    print(shown.stdout + shown.stderr)
+    print(f"history exit status: {shown.returncode}")
+    print(f"{args.commits} sweeps in {spent:.1f} s; history in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

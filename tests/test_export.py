@@ -1,0 +1,62 @@
+"""A sweep's figures exported for PyTorch's benchmark database (v3 schema) and for Bencher (BMF)."""
+
+import json
+
+import pytest
+
+from perfsweep import records
+from tests.helpers import launch_here, write_run
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """Two runs of tensor (100 and 125 samples/s, batch 16) and one of subclass (80 samples/s)."""
+    folder = tmp_path / "runs" / "mine"
+    folder.mkdir(parents=True)
+    for name, input_type, rate in (("t1", "tensor", 100.0), ("t2", "tensor", 125.0), ("s1", "subclass", 80.0)):
+        write_run(folder, name, input_type, "contiguous", rate)
+    records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    return folder
+
+
+def exported(*args: str):
+    done = launch_here("export", *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_run(sweep):
+    found = exported(str(sweep.parent), "--format", "pytorch-v3")
+    step = {r["model"]["extra_info"]["input_type"]: r for r in found if r["metric"]["name"] == "step_ms"}
+    assert sorted(step["tensor"]["metric"]["benchmark_values"]) == pytest.approx([128.0, 160.0]), "16 / rate, in ms"
+    assert step["subclass"]["metric"]["benchmark_values"] == pytest.approx([200.0])
+    record = step["tensor"]
+    assert set(record) == {"benchmark", "model", "metric", "runners", "dependencies"}
+    assert record["benchmark"]["name"] == "perfsweep mine" and record["model"]["name"] == "resnet18"
+    assert all(
+        isinstance(v, str) for r in found for part in ("benchmark", "model") for v in r[part]["extra_info"].values()
+    )
+    names = {r["metric"]["name"] for r in found if r["model"]["extra_info"]["input_type"] == "tensor"}
+    assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
+
+
+def test_bmf_gives_latency_in_nanoseconds_with_bounds_across_runs_only_where_there_are_two(sweep, tmp_path):
+    out = tmp_path / "bmf.json"
+    done = launch_here("export", str(sweep), "--format", "bmf", "--out", str(out))
+    assert done.returncode == 0 and str(out) in done.stdout
+    found = json.loads(out.read_text())
+    tensor, subclass = found["mine/tensor"], found["mine/subclass"]
+    assert tensor["latency"]["value"] == pytest.approx((128.0 * 160.0) ** 0.5 * 1e6)
+    assert tensor["latency"]["lower_value"] < tensor["latency"]["value"] < tensor["latency"]["upper_value"]
+    assert subclass["latency"] == {"value": pytest.approx(200.0e6)}, "one run: no interval across runs"
+    assert subclass["throughput"]["value"] == pytest.approx(80.0)
+    assert "latency-forward" in tensor
+
+
+def test_a_folder_without_done_runs_and_an_unknown_format_are_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    records.write_json(tmp_path / "empty" / records.SWEEP, {"uid": None, "runs": {}, "launches": []})
+    done = launch_here("export", str(tmp_path / "empty"), "--format", "bmf")
+    assert done.returncode == 2 and "nothing to export" in done.stderr
+    wrong = launch_here("export", str(tmp_path / "empty"), "--format", "csv")
+    assert wrong.returncode == 2 and "invalid choice: 'csv'" in wrong.stderr

@@ -1,0 +1,165 @@
+"""A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfsweep.analysis.history import History, HistoryError, Point, history
+from perfsweep.analysis.render import text as as_text
+from perfsweep.analysis.statistics import changepoints
+from perfsweep.analysis.views import history as views
+from perfsweep.bench.gitrepo import TARGET, generate
+from perfsweep.records import load_sweep
+from perfsweep.records.code import ci_run, under_test
+from perfsweep.sweeps.plan import PlanError
+from tests import synthetic
+from tests.helpers import launch_here
+
+TRIALS = 500
+
+
+def synthetic_points(rng, commits=16, planted=None, factor=1.2, runs=3, run_sd=0.05, day_sd=0.03) -> list:
+    """Each commit's runs' median step times: a run's own noise, and a day's that its sweep's runs share."""
+    points = []
+    for commit in range(1, commits + 1):
+        level = 50.0 * (factor if planted and commit >= planted else 1.0) * np.exp(rng.normal(0, day_sd))
+        points.append(level * np.exp(rng.normal(0, run_sd, runs)))
+    return points
+
+
+def test_false_change_points_in_at_most_five_percent_of_aa_histories_and_the_planted_step_found_in_80():
+    """16 commits of 3 runs each; a run's spread 5%, a sweep's (its day's) 3%; the step 20% from commit 11."""
+    rng = np.random.default_rng(0)
+    false = sum(bool(changepoints.changes(synthetic_points(rng))) for _ in range(TRIALS)) / TRIALS
+    found = [changepoints.changes(synthetic_points(rng, planted=11)) for _ in range(TRIALS)]
+    exactly = sum([c.index for c in changes] == [10] for changes in found) / TRIALS
+    assert false <= 0.05, f"change points in {false:.1%} of histories with nothing planted"
+    assert exactly >= 0.80, f"the step found at commit 11, and nothing else, in {exactly:.1%}"
+
+
+def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_told_apart():
+    rng = np.random.default_rng(1)
+    assert changepoints.changes(synthetic_points(rng, commits=3)) is None
+    points = synthetic_points(rng, commits=10, day_sd=0.0)
+    points[-1] = points[-1] * 1.3
+    assert changepoints.changes(points) == [], "one point is no segment"
+    assert changepoints.newest_stands_out(points, 0) == pytest.approx(1.3, rel=0.1)
+    assert changepoints.newest_stands_out(synthetic_points(rng, commits=10, day_sd=0.0), 0) is None
+
+
+def synthetic_history(rng, slower_from: int | None, commits: int = 8, newest: float = 1.0) -> History:
+    """A history of synthetic sweeps of two configurations, each commit's subclass `factor` slower from one on."""
+    points = []
+    for commit in range(1, commits + 1):
+        factor = 1.3 if slower_from and commit >= slower_from else 1.0
+        factor *= newest if commit == commits else 1.0
+        levels = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0 * factor}
+        runs = synthetic.sweep(levels, 3, synthetic.Noise(), rng)
+        sha = f"{commit:02d}" + "ab" * 19
+        points.append(Point(sha, False, f"commit {commit}", float(commit), [f"c{commit}"], runs))
+    return History(points, "by the commit graph", "/repo")
+
+
+def shown(found: History, tmp_path: Path | None = None) -> tuple[list, str, int]:
+    made, left = views.series_of(found, "step", 0.05)
+    text = "\n".join(as_text(views.view(s, "step", found)) for s in made)
+    if tmp_path is not None:
+        views.write(made, [views.view(s, "step", found) for s in made], "step", tmp_path)
+    return made, text, views.exit_status(made)
+
+
+def test_a_slowdown_from_a_commit_on_is_a_regression_of_that_configuration_alone(tmp_path):
+    made, text, status = shown(synthetic_history(np.random.default_rng(2), slower_from=5), tmp_path)
+    assert status == views.EXIT_REGRESSION
+    by_label = {s.label: s for s in made}
+    assert [c.index for c in by_label["subclass"].changes] == [4]
+    assert by_label["subclass"].flag.startswith("REGRESSION: 1.3") and "from 05abab" in by_label["subclass"].flag
+    assert by_label["tensor"].changes == [] and not by_label["tensor"].flag
+    assert "04ababab..05ababab (1.3" in text, "the change's commit range"
+    page = (tmp_path / views.PAGE).read_text()
+    assert "History: subclass" in page and "history-subclass.png" in page
+    assert (tmp_path / "history-subclass.png").stat().st_size > 1000
+
+
+def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_exits_3():
+    _, text, status = shown(synthetic_history(np.random.default_rng(3), slower_from=None))
+    assert status == 0 and "change points: none" in text
+    _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5))
+    assert status == views.EXIT_POSSIBLE, "one point does not confirm a regression"
+    assert re.search(r"POSSIBLE REGRESSION: .*1\.[45]\dx", text), text
+
+
+def test_the_ci_run_is_read_from_each_ci_s_own_variables():
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_HEAD_REF": "", "GITHUB_REF_NAME": "main", "GITHUB_RUN_ID": "7"}
+    github |= {"GITHUB_SHA": "abc", "GITHUB_REPOSITORY": "me/lib", "GITHUB_SERVER_URL": "https://github.com"}
+    assert ci_run(github) == {
+        "provider": "github",
+        "branch": "main",
+        "run_id": "7",
+        "commit": "abc",
+        "url": "https://github.com/me/lib/actions/runs/7",
+    }
+    gitlab = {"GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "fix", "CI_PIPELINE_ID": "9", "CI_PIPELINE_URL": "u"}
+    assert ci_run(gitlab) == {"provider": "gitlab", "branch": "fix", "run_id": "9", "commit": None, "url": "u"}
+    assert ci_run({"CI": "true"}) is None, "a CI that says nothing of itself"
+
+
+def test_the_code_under_test_is_the_named_folder_else_the_imports_else_the_launch_folder(tmp_path):
+    lib, other = tmp_path / "lib", tmp_path / "other"
+    hashes = generate(lib, commits=2, planted=None)
+    generate(other, commits=1, planted=None)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    named = under_test(str(other), [lib / "steplib"], plain)
+    assert named["repository"] == str(other) and named["chosen_by"] == "code"
+    imported = under_test(None, [lib / "steplib"], plain)
+    assert imported["commit"] == hashes[-1] and imported["chosen_by"] == "imports"
+    assert imported["subject"] == "commit 2: notes" and imported["dirty"] is False
+    (lib / "steplib" / "step.py").write_text("# edited\n")
+    assert under_test(None, [], lib)["dirty"] is True and under_test(None, [], lib)["chosen_by"] == "launch"
+    assert under_test(None, [], plain) is None
+
+
+def test_code_that_is_no_git_repository_is_refused_before_anything_runs(tiny_plan, tmp_path):
+    with pytest.raises(PlanError, match="code=/nowhere: no such file or folder"):
+        tiny_plan("code=/nowhere")
+    with pytest.raises(PlanError, match=f"code={tmp_path}: not in a git repository"):
+        tiny_plan(f"code={tmp_path}")
+
+
+def test_history_of_a_folder_without_sweeps_says_so(tmp_path):
+    with pytest.raises(HistoryError, match="neither a sweep folder nor a folder of them"):
+        history([tmp_path])
+
+
+@pytest.mark.slow
+def test_a_sweep_per_commit_records_its_commit_and_history_marks_the_planted_step(tmp_path, monkeypatch):
+    """Four commits of steplib, its step three times as costly from commit 3: a sweep launched at each."""
+    repo, runs = tmp_path / "repo", tmp_path / "runs"
+    hashes = generate(repo, commits=4, planted=3, factor=3.0)
+    sweep = [TARGET, "input_type=tensor", "memory_format=contiguous", "steps=6", "warmup_steps=1", "repeats=2"]
+    monkeypatch.chdir(repo)  # launched from the checkout, as CI does
+    monkeypatch.setenv("GITLAB_CI", "true")
+    for index, commit in enumerate(hashes, 1):
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
+        monkeypatch.setenv("CI_PIPELINE_ID", str(100 + index))
+        words = [*sweep, "tracker.mode=disabled", "threads=1", f"runs_dir={runs}", f"sweep_name=c{index}"]
+        done = launch_here(*words)
+        assert done.returncode == 0, done.stderr
+    first = load_sweep(runs / "c1")[0].status
+    assert first.code_under_test["commit"] == hashes[0] and first.code_under_test["repository"] == str(repo)
+    assert first.ci["provider"] == "gitlab" and first.ci["run_id"] == "101"
+    shown = launch_here("history", str(runs), "--out", str(tmp_path / "out"))
+    assert shown.returncode == views.EXIT_REGRESSION, shown.stdout + shown.stderr
+    assert f"by the commit graph of {repo}" in shown.stdout
+    assert re.search(rf"change points: {hashes[1][:8]}\.\.{hashes[2][:8]} \([23]\.\d\dx", shown.stdout), shown.stdout
+    assert (tmp_path / "out" / views.PAGE).is_file()
+    (repo / ".git").rename(repo / "git-moved")  # no repository at hand: commit time orders them
+    again = launch_here("history", str(runs / "c4"), str(runs / "c2"), str(runs / "c1"), str(runs / "c3"))
+    assert "by commit time" in again.stdout
+    shorts = [h[:8] for h in hashes]
+    rows = [line.split("|")[1].strip() for line in again.stdout.splitlines() if line.startswith("| ")]
+    assert [cell for cell in rows if cell in shorts] == shorts, "oldest first"

@@ -1,8 +1,8 @@
 """The history bench: a sweep per commit of a generated repository, then `history` over them.
 
-    python -m perfsweep.bench.history OUT [--commits 16] [--planted 11] [--factor 1.2] [--repeats 3]
+    python -m perfsweep.bench.history [--out OUT] [--commits 16] [--planted 11] [--factor 1.2] [--repeats 3]
 
-It generates steplib's repository (bench/gitrepo.py) in OUT/repo.
+It generates steplib's repository (bench/gitrepo.py) in OUT/repo (OUT: runs/history-bench, a new folder).
 For each commit, oldest first, it checks the commit out and launches a sweep of steplib's step from there.
 So each sweep's runs record that commit as the code under test.
 It then runs `perfsweep history` over OUT/runs, writing its plot and page into OUT/history.
@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from perfsweep.bench.command import ROOT, parser
+from perfsweep.bench.command import ROOT, parser, would
 from perfsweep.bench.gitrepo import TARGET, generate
 
 LAUNCH = [sys.executable, str(ROOT / "launch.py")]
@@ -33,9 +33,9 @@ def launch_per_commit(repo: Path, hashes: list[str], runs: Path, repeats: int, s
     return time.perf_counter() - started
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     found = parser("history", __doc__)
-    found.add_argument("out", type=Path)
+    found.add_argument("--out", type=Path, default=Path("runs/history-bench"), help="a folder that does not exist yet")
     found.add_argument("--commits", type=int, default=16)
     found.add_argument("--planted", type=int, default=11, help="the first slower commit (0: none)")
     found.add_argument("--factor", type=float, default=1.2)
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     found.add_argument("--steps", type=int, default=20)
     args = found.parse_args(argv)
     if args.dry_run:
-        print(f"would launch {args.commits} sweeps of {args.repeats} runs, {args.steps} steps each, into {args.out}")
-        return 0
+        would(f"{args.commits} sweeps of {args.repeats} runs, {args.steps} steps each, into {args.out}")
+        return
     hashes = generate(args.out / "repo", args.commits, args.planted or None, args.factor)
     spent = launch_per_commit(args.out / "repo", hashes, args.out / "runs", args.repeats, args.steps)
     started = time.perf_counter()
@@ -56,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(shown.stdout + shown.stderr)
     print(f"history exit status: {shown.returncode}")
     print(f"{args.commits} sweeps in {spent:.1f} s; history in {time.perf_counter() - started:.1f} s")
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from pathlib import Path
 
 from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
@@ -15,7 +16,7 @@ def one_metric(plan, good: str) -> tuple[str | None, str]:
 
     specs = list(plan.runs)
     if len(specs) == 1:
-        return good, f"a release's step time over {good}'s, the two side by side in one sweep"
+        return good, f"a point's step time over {good[:12]}'s, the two side by side in one sweep"
     baseline = specs[0].config.workload.baseline
     if len(specs) == 2 and baseline.axis:
         a, b = specs
@@ -23,7 +24,7 @@ def one_metric(plan, good: str) -> tuple[str | None, str]:
         values = [spec.axes.get(baseline.axis) for spec in specs]
         if differ == {baseline.axis} and baseline.value in values:
             other = next(v for v in values if v != baseline.value)
-            return None, f"within each release, the step time of {other} over its baseline's ({baseline.value})"
+            return None, f"within each point, the step time of {other} over its baseline's ({baseline.value})"
     differ = sorted({k for spec in specs for k, v in spec.axes.items() if v != specs[0].axes.get(k)})
     shown = "; ".join(" ".join(f"{k}={spec.axes.get(k, '-')}" for k in differ) for spec in specs)
     two = f"two, one of them {baseline.axis}={baseline.value} (the workload's baseline) and one other {baseline.axis}"
@@ -61,13 +62,16 @@ class Bisection:
         import dataclasses
 
         from perfsweep import records
-        from perfsweep.analysis.bisect import BisectError, Point, values
+        from perfsweep.analysis.bisect import UNBUILT, BisectError, Point, values
 
         version = plan.sweep_dir.name.removeprefix(f"{self.package}-")
         measured = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
         done = [r for r in measured if r.state == records.DONE]
         if not done:  # nothing to place it by, and more runs would end as these did
             said = next((why for r in measured if (why := r.status.why_not_done(200))), "no error recorded")
+            if self.search.subjects and version not in (self.search.good, self.search.bad):
+                self.search.add(Point(version, side=UNBUILT, why=f"its runs fail: {said}", sweep=plan.sweep_dir.name))
+                return
             raise BisectError(
                 f"{self.package} {version}: none of its {len(measured)} runs is done ({said}); `perfsweep status "
                 f"{plan.sweep_dir}` says why, and the bisect again goes on from its records"
@@ -91,12 +95,65 @@ class Bisection:
             return status
         for version in versions:
             point = self.search.points[version]
-            print(f"bisect {self.package} {version}: {point.interval()}: {point.side}")
+            said = f"{point.side}: {point.why}" if point.why else point.side
+            print(f"bisect {self.search.shown(version)}: {point.interval()}: {said}")
         return 0
 
 
+def commits_between(repo: Path, good: str, bad: str, allow_dirty: bool) -> tuple[list[str], dict[str, str]]:
+    """The commits from `good` to `bad` (good first) along bad's first parents, and each one's subject.
+
+    Raises:
+        BisectError: not a repository, a commit it lacks, good not an ancestor of bad, uncommitted changes.
+    """
+    from perfsweep.analysis.bisect import BisectError
+    from perfsweep.records.code import commit_of, git
+
+    if git(repo, "rev-parse", "--git-dir") is None:
+        raise BisectError(f"--repo {repo}: not a git repository")
+    found = {}
+    for which, rev in (("good", good), ("bad", bad)):
+        commit = commit_of(repo, f"{rev}^{{commit}}")
+        if commit is None:
+            raise BisectError(f"{which}={rev}: not a commit of {repo}")
+        found[which] = str(commit["commit"])
+    if found["good"] == found["bad"]:
+        raise BisectError(f"good and bad are the same commit ({found['good'][:12]}): nothing to bisect")
+    if git(repo, "merge-base", "--is-ancestor", found["good"], found["bad"]) is None:
+        raise BisectError(f"good={good} is not an ancestor of bad={bad} in {repo}: a bisect walks from good to bad")
+    changed = git(repo, "status", "--porcelain", "--untracked-files=no")
+    if changed and not allow_dirty:
+        raise BisectError(
+            f"{repo} has uncommitted changes ({len(changed.splitlines())} files): a bisect measures commits, not the "
+            "working tree; commit or stash them, or --allow-dirty"
+        )
+    walk = ["--first-parent", "--ancestry-path", "--reverse", "--format=%H%x00%s", f"{found['good']}..{found['bad']}"]
+    lines = [line.split("\0", 1) for line in (git(repo, "log", *walk) or "").splitlines()]
+    subjects = {found["good"]: str(commit_of(repo, found["good"])["subject"])} | dict(lines)
+    return list(subjects), subjects
+
+
+def project_name(repo: Path, commit: str) -> str:
+    """The package the repository builds at `commit`: its pyproject.toml's [project] name."""
+    import tomllib
+
+    from perfsweep.analysis.bisect import BisectError
+    from perfsweep.records.code import git
+
+    text = git(repo, "show", f"{commit}:pyproject.toml")
+    try:
+        return str(tomllib.loads(text or "")["project"]["name"])
+    except (tomllib.TOMLDecodeError, KeyError) as error:
+        raise BisectError(
+            f"{repo} at {commit[:12]} has no pyproject.toml with a [project] name: --package NAME names its package"
+        ) from error
+
+
 def bisect(args: argparse.Namespace) -> int:
-    """Measure the releases between --good and --bad, midpoint by midpoint (analysis/bisect.py).
+    """Measure the releases between --good and --bad, or the commits of --git GOOD BAD, midpoint by midpoint.
+
+    The search is analysis/bisect.py's.
+    A commit's code is built and installed into an environment of its own (launcher/envs.py).
 
     The endpoints go first, then each midpoint.
     Each point runs repeats=auto's rounds, or a fixed repeats, until it is placed on a side.
@@ -107,25 +164,38 @@ def bisect(args: argparse.Namespace) -> int:
     from perfsweep.analysis.statistics import rounds
     from perfsweep.launcher import envs
     from perfsweep.records import AUTO
+    from perfsweep.records.code import repository
     from perfsweep.sweeps.plan import PlanError, build_plan
 
-    package = args.package.lower()
-    key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
     overrides = [o for o in args.overrides if o not in MULTIRUN]
     fixed = [o.partition("=")[2] for o in overrides if o.startswith("repeats=") and o != AUTO]
     base = [o for o in overrides if not o.startswith("repeats=")]
     try:
-        if any(o.lstrip("+").partition("=")[0] == key for o in base):
-            raise BisectError(f"{key}: the bisect sets it to each release itself; leave it out of the overrides")
+        if args.git:
+            repo = (args.repo or repository(Path.cwd()) or Path.cwd()).resolve()
+            releases, subjects = commits_between(repo, *args.git, args.allow_dirty)
+            good, bad, package = releases[0], releases[-1], (args.package or project_name(repo, releases[-1]))
+            base.append(f"env.repo={repo}")
+        elif not (args.good and args.bad):
+            raise BisectError("--good and --bad name two releases of --package; --git GOOD BAD two commits")
+        else:
+            good, bad, package, subjects = args.good, args.bad, args.package or "torch", {}
+        package = package.lower()
+        key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
+        if any(o.lstrip("+").partition("=")[0] == key for o in overrides):
+            raise BisectError(f"{key}: the bisect sets it to each point itself; leave it out of the overrides")
         if fixed and not (fixed[-1].isdigit() and int(fixed[-1]) >= 2):
             raise BisectError(f"repeats={fixed[-1]}: a point is placed across runs: 2 or more a side, or repeats=auto")
-        first = build_plan([*base, pinned(package, args.good), "repeats=1"])
-        reference, metric = one_metric(first, args.good)
+        first = build_plan([*base, pinned(package, good), "repeats=1"])
+        reference, metric = one_metric(first, good)
         looks = [int(fixed[-1])] if fixed else rounds.schedule(first.settings.auto.max_runs)
-        listed = envs.available(package, first.settings.env.index_url)
-        if not listed:
-            raise BisectError(f"the package index lists no releases of {package} for this Python (pip index versions)")
-        releases = between(listed, args.good, args.bad)
+        if not args.git:
+            listed = envs.available(package, first.settings.env.index_url)
+            if not listed:
+                raise BisectError(
+                    f"the package index lists no releases of {package} for this Python (pip index versions)"
+                )
+            releases = between(listed, good, bad)
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
@@ -135,14 +205,14 @@ def bisect(args: argparse.Namespace) -> int:
     folder, launcher = first.sweep_dir, first.settings.launcher.name
     # a point's sweep is followed to its end before it is looked at, on Slurm too
     kept = [o for o in base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")]
-    settings = {"package": package, "good": args.good, "bad": args.bad, "overrides": kept, "looks": looks}
+    settings = {"package": package, "good": good, "bad": bad, "overrides": kept, "looks": looks}
     if conflict := folder_conflict(folder, settings):
         print(f"perfsweep: nothing was run:\n- {conflict}", file=sys.stderr)
         return 2
-    search = Search(package, releases, metric, level(len(looks), len(releases)))
+    search = Search(package, releases, metric, level(len(looks), len(releases)), subjects=subjects)
     bisection = Bisection(search, package, folder, kept, reference)
-    print(f"bisect {package}: {len(releases)} releases from {args.good} (good) to {args.bad} (bad)")
-    ends = [v for v in (args.good, args.bad) if v != reference]
+    print(f"bisect {package}: {len(releases)} {search.unit}s from {good} (good) to {bad} (bad)")
+    ends = [v for v in (good, bad) if v != reference]
     try:  # both ends built before anything runs
         for version in ends:
             envs.for_plan(bisection.plan_of(version, 1).runs, launcher)

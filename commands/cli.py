@@ -145,10 +145,18 @@ def parser(description: str) -> argparse.ArgumentParser:
     cached.add_argument("--prune", action="store_true", help="remove the environments (see --unused-days)")
     cached.add_argument("--unused-days", type=float, default=0.0, help="with --prune: only those unused this long")
     cached.set_defaults(handler=show_envs)
-    search = commands.add_parser("bisect", help="the first release between good and bad that shows the sweep's change")
-    search.add_argument("--good", required=True, help="a release without the change")
-    search.add_argument("--bad", required=True, help="a release with it (older or newer than good)")
-    search.add_argument("--package", default="torch", help="whose releases are bisected (default: torch)")
+    about = "the first release (or commit of yours) between good and bad that shows the sweep's change"
+    search = commands.add_parser("bisect", help=about)
+    search.add_argument("--good", help="a release without the change")
+    search.add_argument("--bad", help="a release with it (older or newer than good)")
+    search.add_argument(
+        "--package", help="whose releases are bisected (default: torch); with --git, the package the repository builds"
+    )
+    search.add_argument(
+        "--git", nargs=2, metavar=("GOOD", "BAD"), help="bisect the commits of your repository from GOOD to BAD"
+    )
+    search.add_argument("--repo", type=Path, help="with --git: the repository (default: the working directory's)")
+    search.add_argument("--allow-dirty", action="store_true", help="with --git: a repository with uncommitted changes")
     search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
     search.set_defaults(handler=bisect)
     add_view_commands(commands)

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsweep.conf.schema import CONTROL, RunConf
+from perfsweep.conf.schema import CONTROL, RunConf, commit_pins
 from perfsweep.launcher.backends import backend_for, isolation
 from perfsweep.sweeps.plan import Plan
 
@@ -64,6 +64,8 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     on_this_host = backend.on_this_host  # else the device is checked where it runs
     first_in: dict[str, str] = {}
     for spec in plan.runs:
+        if commit_pins(spec.config.env.packages):  # its code is a commit's, imported only where it is installed
+            continue
         for problem in run_problems(spec.config, on_this_host):
             first_in.setdefault(problem, spec.name)
     return problems + [f"{plan.explain(problem)} (first in run {name})" for problem, name in first_in.items()]

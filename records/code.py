@@ -19,7 +19,7 @@ CODE_VERSION = "code_version.json"  # in a launch's code snapshot: the commit it
 USER_CODE = "user_code.json"  # in a launch's code snapshot: the user's code it holds, where it was copied from
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git(root: Path, *args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
@@ -33,7 +33,7 @@ def commit_of(root: Path, rev: str = "HEAD") -> dict[str, object] | None:
     A history orders by that time where no repository is at hand to order by.
     None where there is no such commit.
     """
-    head = _git(root, "log", "-1", "--format=%H%x00%ct%x00%s", rev, "--")
+    head = git(root, "log", "-1", "--format=%H%x00%ct%x00%s", rev, "--")
     if not head or head.count("\0") != 2:
         return None
     commit, at, subject = head.split("\0", 2)
@@ -45,14 +45,14 @@ def git_commit(root: Path = PROJECT_ROOT, path: Path | None = None) -> dict[str,
     head = commit_of(root)
     if head is None:
         return {"commit": None, "dirty": None}
-    dirty = _git(root, "status", "--porcelain", "--untracked-files=no", *([str(path)] if path else []))
+    dirty = git(root, "status", "--porcelain", "--untracked-files=no", *([str(path)] if path else []))
     return head | {"dirty": bool(dirty) if dirty is not None else None}
 
 
 def repository(place: Path) -> Path | None:
     """The top folder of the git repository that holds `place` (a folder or a file); None outside one."""
     folder = place if place.is_dir() else place.parent
-    top = _git(folder, "rev-parse", "--show-toplevel")
+    top = git(folder, "rev-parse", "--show-toplevel")
     return Path(top) if top else None
 
 

@@ -83,9 +83,10 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
     commands = cli.parser("")._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
     if args and args[0] in commands and args[0] != "run":
         parsed = cli.parse(cli.parser(""), args)
-        if args[0] == "bisect":  # its sweep plans, as its first point's does
+        if args[0] == "bisect":  # its sweep plans, as its first point's does (a commit's code: where it is built)
             asked = [o for o in parsed.overrides if not o.startswith("repeats=")]
-            assert build_plan([*asked, pinned(parsed.package, parsed.good), "repeats=1"]).runs
+            pin = [] if parsed.git else [pinned(parsed.package or "torch", parsed.good)]
+            assert build_plan([*asked, *pin, "repeats=1"]).runs
         return
     overrides = [a for a in args if a not in MULTIRUN]
     if AUTO in overrides:  # planned as its first look plans it

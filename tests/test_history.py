@@ -1,7 +1,6 @@
 """A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
 
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +10,10 @@ from perfsweep.analysis.history import History, HistoryError, Point, history
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.views import history as views
-from perfsweep.bench.gitrepo import TARGET, generate
-from perfsweep.records import load_sweep
+from perfsweep.bench.gitrepo import generate
 from perfsweep.records.code import ci_run, under_test
 from perfsweep.sweeps.plan import PlanError
 from tests import synthetic
-from tests.helpers import launch_here
 
 TRIALS = 500
 
@@ -133,33 +130,3 @@ def test_code_that_is_no_git_repository_is_refused_before_anything_runs(tiny_pla
 def test_history_of_a_folder_without_sweeps_says_so(tmp_path):
     with pytest.raises(HistoryError, match="neither a sweep folder nor a folder of them"):
         history([tmp_path])
-
-
-@pytest.mark.slow
-def test_a_sweep_per_commit_records_its_commit_and_history_marks_the_planted_step(tmp_path, monkeypatch):
-    """Four commits of steplib, its step three times as costly from commit 3: a sweep launched at each."""
-    repo, runs = tmp_path / "repo", tmp_path / "runs"
-    hashes = generate(repo, commits=4, planted=3, factor=3.0)
-    sweep = [TARGET, "input_type=tensor", "memory_format=contiguous", "steps=6", "warmup_steps=1", "repeats=2"]
-    monkeypatch.chdir(repo)  # launched from the checkout, as CI does
-    monkeypatch.setenv("GITLAB_CI", "true")
-    for index, commit in enumerate(hashes, 1):
-        subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
-        monkeypatch.setenv("CI_PIPELINE_ID", str(100 + index))
-        words = [*sweep, "tracker.mode=disabled", "threads=1", f"runs_dir={runs}", f"sweep_name=c{index}"]
-        done = launch_here(*words)
-        assert done.returncode == 0, done.stderr
-    first = load_sweep(runs / "c1")[0].status
-    assert first.code_under_test["commit"] == hashes[0] and first.code_under_test["repository"] == str(repo)
-    assert first.ci["provider"] == "gitlab" and first.ci["run_id"] == "101"
-    shown = launch_here("history", str(runs), "--out", str(tmp_path / "out"))
-    assert shown.returncode == views.EXIT_REGRESSION, shown.stdout + shown.stderr
-    assert f"by the commit graph of {repo}" in shown.stdout
-    assert re.search(rf"change points: {hashes[1][:8]}\.\.{hashes[2][:8]} \([23]\.\d\dx", shown.stdout), shown.stdout
-    assert (tmp_path / "out" / views.PAGE).is_file()
-    (repo / ".git").rename(repo / "git-moved")  # no repository at hand: commit time orders them
-    again = launch_here("history", str(runs / "c4"), str(runs / "c2"), str(runs / "c1"), str(runs / "c3"))
-    assert "by commit time" in again.stdout
-    shorts = [h[:8] for h in hashes]
-    rows = [line.split("|")[1].strip() for line in again.stdout.splitlines() if line.startswith("| ")]
-    assert [cell for cell in rows if cell in shorts] == shorts, "oldest first"

@@ -1,0 +1,117 @@
+"""`perfsweep bisect --git`: the commits of a repository of one's own, each built and installed into an environment
+of its own, searched for the first that shows the sweep's change."""
+
+import json
+import subprocess
+
+import pytest
+
+from perfsweep.analysis.bisect import GOOD, RECORD, BisectError, Point, Search
+from perfsweep.bench.gitrepo import TARGET, generate
+from perfsweep.commands.bisect import commits_between, project_name
+from perfsweep.launcher import envs
+from perfsweep.records import load_sweep
+from tests.helpers import launch, launch_here
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """steplib's repository: 5 commits, the step three times as costly from commit 3."""
+    folder = tmp_path / "repo"
+    return folder, generate(folder, commits=5, planted=3, factor=3.0)
+
+
+def test_the_commits_from_good_to_bad_with_their_subjects(repo):
+    folder, hashes = repo
+    commits, subjects = commits_between(folder, hashes[1], "main", allow_dirty=False)
+    assert commits == hashes[1:]
+    assert subjects[hashes[2]] == "commit 3: the step does more products"
+    assert project_name(folder, hashes[-1]) == "steplib"
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "said"),
+    [
+        ("main", "HEAD~2", "is not an ancestor of bad=HEAD~2"),
+        ("nowhere", "main", "good=nowhere: not a commit of"),
+        ("main", "main", "good and bad are the same commit"),
+    ],
+)
+def test_a_commit_that_is_not_there_or_not_an_ancestor_is_refused(repo, good, bad, said):
+    with pytest.raises(BisectError, match=said):
+        commits_between(repo[0], good, bad, allow_dirty=False)
+
+
+def test_uncommitted_changes_are_refused_unless_asked_for(repo):
+    folder, hashes = repo
+    (folder / "steplib" / "step.py").write_text("# an edit not committed\n")
+    with pytest.raises(BisectError, match="1 files\\): a bisect measures commits, not the working tree"):
+        commits_between(folder, hashes[0], hashes[-1], allow_dirty=False)
+    assert commits_between(folder, hashes[0], hashes[-1], allow_dirty=True)[0] == hashes
+
+
+def test_a_commit_pin_needs_its_repository_and_is_shown_by_its_short_hash():
+    commit = "ab" * 20
+    request = envs.request_of("current", {"steplib": commit})
+    assert envs.problems(request) == [f"steplib={commit}: a commit; env.repo=PATH names its repository"]
+    assert envs.request_of("current", {"steplib": commit}, repo="/r").label == "steplib@abababababab"
+
+
+def test_the_search_names_the_first_bad_commit_with_its_subject():
+    commits = [f"{i:02d}" * 20 for i in range(1, 6)]
+    subjects = {c: f"commit {i}" for i, c in enumerate(commits, 1)}
+    search = Search("steplib", commits, "ratio", 0.99, subjects=subjects)
+    for index in (0, 4, 2, 1):  # the ends first, then midpoints, as a search measures them
+        ratio = 3.0 if index >= 2 else 1.0
+        search.add(Point(commits[index], ratio, ratio * 0.95, ratio * 1.05, 3, se=0.01, df=2))
+    assert search.points[commits[1]].side == GOOD
+    assert search.outcome() == [
+        f"first commit on the bad side: steplib {commits[2][:12]} (commit 3) ({commits[1][:12]}, before it, is good)"
+    ]
+
+
+def test_bad_git_arguments_say_so_before_anything_runs(repo, tmp_path):
+    folder, hashes = repo
+    done = launch_here("bisect", "--git", hashes[-1], hashes[0], "--repo", str(folder), TARGET)
+    assert done.returncode == 2 and "is not an ancestor of bad" in done.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = launch_here("bisect", "--git", "a", "b", "--repo", str(plain), TARGET)
+    assert done.returncode == 2 and f"--repo {plain}: not a git repository" in done.stderr
+    done = launch_here("bisect", "--good", "1.0", TARGET)
+    assert done.returncode == 2 and "--git GOOD BAD two commits" in done.stderr
+
+
+SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "steps=8", "warmup_steps=1"]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(tmp_path, env_dir):
+    """Two commits, the step ten times as costly in the second (the midpoints' search is tested above, on points
+    given to it); each commit is built into a wheel and installed, and the working copy, broken here, never runs."""
+    folder = tmp_path / "repo"
+    hashes = generate(folder, commits=2, planted=2, factor=10.0)
+    (folder / "steplib" / "step.py").write_text("raise ImportError('the working copy is not measured')\n")
+    words = ["--git", hashes[0], hashes[-1], "--repo", str(folder), "--allow-dirty", *SWEEP, "repeats=3"]
+    where = [f"env.dir={env_dir}", f"runs_dir={tmp_path / 'runs'}", "tracker.mode=disabled"]
+    done = launch("bisect", *words, *where, cwd=folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = f"first commit on the bad side: steplib {hashes[1][:12]} (commit 2: the step does more products)"
+    assert said in done.stdout, done.stdout[-3000:]
+    record = json.loads((tmp_path / "runs" / "default" / RECORD).read_text())
+    assert (record["last_good"], record["first_bad"]) == (hashes[0], hashes[1])
+    measured = [p for p in record["points"] if p["sweep"]]
+    run = next(r for r in load_sweep(tmp_path / "runs" / "default" / measured[0]["sweep"]))
+    pinned = run.env["environment"]
+    assert pinned["repo"] == str(folder) and pinned["requested"]["steplib"] in hashes
+    assert run.status.code_under_test["commit"] == pinned["requested"]["steplib"]
+    assert run.status.code_under_test["chosen_by"] == "environment"
+    on_path = launch(
+        *SWEEP, "repeats=1", f"+env.packages.steplib={hashes[0]}", f"env.repo={folder}", *where[:2], "sweep_name=path",
+        "tracker.mode=disabled", cwd=tmp_path, env={"PYTHONPATH": str(folder)},
+    )  # fmt: skip
+    assert on_path.returncode == 1
+    (failed,) = load_sweep(tmp_path / "runs" / "path")
+    assert "steplib would be imported from" in failed.status.error.message
+    subprocess.run(["git", "-C", str(folder), "checkout", "steplib/step.py"], check=True)

@@ -1,0 +1,62 @@
+"""docs/ci.md's per-push script, as written there, run at each commit of a generated repository.
+
+A push's job runs it in the checkout of its commit, with the CI's variables set; here each commit is checked out in
+turn. The workflows' YAML around it needs a GitHub or GitLab runner and is not run.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfsweep.bench.gitrepo import TARGET, generate
+from perfsweep.records import load_sweep
+from tests.helpers import ROOT, launch_here
+
+SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "steps=6", "warmup_steps=1", "repeats=1"]
+
+
+def per_push_script() -> str:
+    """The script docs/ci.md gives, from its first line (`# ci/perf.sh`) to the end of its block."""
+    text = (ROOT / "docs" / "ci.md").read_text()
+    return re.search(r"```shell\n(# ci/perf\.sh.*?)```", text, re.DOTALL)[1]
+
+
+@pytest.mark.slow
+def test_the_per_push_script_records_each_commit_and_gates_on_the_planted_step(tmp_path):
+    repo, runs = tmp_path / "repo", tmp_path / "runs"
+    hashes = generate(repo, commits=4, planted=3, factor=3.0)
+    (tmp_path / "perf.sh").write_text(per_push_script())
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PERF_RUNS": str(runs)}
+    env |= {"PERF_SWEEP": " ".join([*SWEEP, "threads=1", "tracker.mode=disabled"]), "GITHUB_ACTIONS": "true"}
+    statuses = []
+    for index, commit in enumerate(hashes, 1):
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
+        pushed = env | {"GITHUB_SHA": commit, "GITHUB_RUN_ID": str(100 + index), "GITHUB_REF_NAME": "main"}
+        done = subprocess.run(["bash", str(tmp_path / "perf.sh")], cwd=repo, env=pushed, capture_output=True, text=True)
+        statuses.append(done.returncode)
+    assert statuses == [0, 0, 0, 1], done.stdout[-3000:] + done.stderr[-3000:]
+    assert "a confirmed regression" in done.stdout
+    assert re.search(rf"change points: {hashes[1][:8]}\.\.{hashes[2][:8]} \([23]\.\d\dx", done.stdout), done.stdout
+    first = load_sweep(runs / f"commit-{hashes[0][:12]}")[0].status
+    assert first.code_under_test["commit"] == hashes[0] and first.code_under_test["repository"] == str(repo)
+    assert first.code_under_test["chosen_by"] == "imports" and first.code_under_test["dirty"] is False
+    assert first.ci == {
+        "provider": "github",
+        "branch": "main",
+        "run_id": "101",
+        "commit": hashes[0],
+        "url": None,
+    }, "no GITHUB_REPOSITORY: no page"
+    page = repo / "perf-history" / "history.html"
+    assert "History: steplib.step.Step" in page.read_text() and (repo / "perf-history" / "bmf.json").is_file()
+    (repo / ".git").rename(repo / "git-moved")  # no repository at hand: commit time orders the points
+    names = [runs / f"commit-{h[:12]}" for h in reversed(hashes)]
+    again = launch_here("history", *map(str, names))
+    assert "by commit time" in again.stdout
+    shorts = [h[:8] for h in hashes]
+    cells = [line.split("|")[1].strip() for line in again.stdout.splitlines() if line.startswith("| ")]
+    assert [cell for cell in cells if cell in shorts] == shorts, "oldest first"

@@ -2,6 +2,7 @@
 
 steplib's step multiplies a matrix by itself `PRODUCTS` times.
 From commit `planted` on (1-based), it does `factor` times as many products: a step `factor` times as costly.
+Or it waits (`sleep_ms`), `factor` times as long from that commit on.
 Every commit changes a file, so each has code of its own; only the planted one changes the cost.
 
 The history bench and tests launch a sweep per commit of it, and bisect over it.
@@ -37,6 +38,28 @@ class Step:
         return x.sum()
 '''
 
+SLEEP = '''"""steplib's training step: a wait of known length, a cost that no neighbour's load changes much."""
+
+import time
+
+import torch
+
+MS = {ms}
+
+
+class Step:
+    phases = ("compute",)
+
+    def __init__(self, cfg, device):
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(MS / 1000)
+        clock.mark()
+        return self.a.sum()
+'''
+
 PYPROJECT = """[project]
 name = "steplib"
 version = "0.{commit}.0"
@@ -59,10 +82,14 @@ def _git(repo: Path, *args: str, date: str | None = None) -> str:
     return done.stdout.strip()
 
 
-def generate(repo: Path, commits: int = 16, planted: int | None = 11, factor: float = 1.2) -> list[str]:
+def generate(
+    repo: Path, commits: int = 16, planted: int | None = 11, factor: float = 1.2, sleep_ms: float | None = None
+) -> list[str]:
     """Make `repo` with `commits` commits, the step `factor` times as costly from commit `planted` on.
 
     planted=None plants nothing.
+    With `sleep_ms`, the step waits that long (`factor` times as long from `planted` on) in place of its products.
+    A test that checks the machinery, not the measuring, needs a cost the suite's own load cannot blur.
 
     Returns:
         The commits' hashes, oldest first.
@@ -74,8 +101,10 @@ def generate(repo: Path, commits: int = 16, planted: int | None = 11, factor: fl
     hashes = []
     for commit in range(1, commits + 1):
         slower = planted is not None and commit >= planted
-        products = round(PRODUCTS * factor) if slower else PRODUCTS
-        (repo / "steplib" / "step.py").write_text(STEP.format(products=products, size=SIZE))
+        scale = factor if slower else 1.0
+        products = STEP.format(products=round(PRODUCTS * scale), size=SIZE)
+        step = SLEEP.format(ms=sleep_ms * scale) if sleep_ms else products
+        (repo / "steplib" / "step.py").write_text(step)
         (repo / "pyproject.toml").write_text(PYPROJECT.format(commit=commit))
         (repo / "NOTES").write_text(f"commit {commit}\n")
         _git(repo, "add", "-A")

@@ -88,12 +88,12 @@ SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "
 @pytest.mark.network
 @pytest.mark.slow
 def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(tmp_path, env_dir):
-    """Two commits, the step ten times as costly in the second (the midpoints' search is tested above, on points
+    """Two commits, the step's wait ten times as long in the second (the midpoints' search is tested above, on points
     given to it); each commit is built into a wheel and installed, and the working copy, broken here, never runs."""
     folder = tmp_path / "repo"
-    hashes = generate(folder, commits=2, planted=2, factor=10.0)
+    hashes = generate(folder, commits=2, planted=2, factor=10.0, sleep_ms=2.0)
     (folder / "steplib" / "step.py").write_text("raise ImportError('the working copy is not measured')\n")
-    words = ["--git", hashes[0], hashes[-1], "--repo", str(folder), "--allow-dirty", *SWEEP, "repeats=3"]
+    words = ["--git", hashes[0], hashes[-1], "--repo", str(folder), "--allow-dirty", *SWEEP, "repeats=2"]
     where = [f"env.dir={env_dir}", f"runs_dir={tmp_path / 'runs'}", "tracker.mode=disabled"]
     done = launch("bisect", *words, *where, cwd=folder)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

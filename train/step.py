@@ -4,8 +4,13 @@
 - inference: data -> forward, in eval mode under torch.inference_mode.
 """
 
+import contextlib
 import functools
+import json
+import os
 import time
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,9 +27,33 @@ from perfsweep.train.workloads import WORKLOADS, Workload
 POSITIVE = ("data_batches", "model.batch_size", "model.image_size", "model.num_classes", "model.in_chans")
 
 
+def _names_cache() -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "perfsweep" / "model-names"
+
+
 @functools.cache
 def _model_names(source: str) -> frozenset[str]:
-    return frozenset(MODEL_SOURCES[source][1]())
+    """The models a library knows by name.
+
+    They are listed once per release of it, and kept on disk.
+    So a launch that checks a model's name does not import the library (timm imports torch._dynamo: seconds).
+    """
+    try:
+        listed = _names_cache() / f"{source}-{metadata.version(source)}.json"
+    except metadata.PackageNotFoundError:
+        return frozenset(MODEL_SOURCES[source][1]())
+    try:
+        return frozenset(json.loads(listed.read_text()))
+    except (OSError, ValueError):
+        pass
+    names = frozenset(MODEL_SOURCES[source][1]())
+    with contextlib.suppress(OSError):  # not kept: listed again next time
+        listed.parent.mkdir(parents=True, exist_ok=True)
+        partial = listed.with_name(f".{listed.name}.{os.getpid()}")
+        partial.write_text(json.dumps(sorted(names)))
+        os.replace(partial, listed)
+    return names
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """The history bench: a sweep per commit of a generated repository, then `history` over them.
 
     python -m perfsweep.bench.history [--out OUT] [--commits 16] [--planted 11] [--factor 1.2] [--repeats 3]
+                                      [--sleep-ms MS]
 
 It generates steplib's repository (bench/gitrepo.py) in OUT/repo (OUT: runs/history-bench, a new folder).
 For each commit, oldest first, it checks the commit out and launches a sweep of steplib's step from there.
@@ -41,11 +42,12 @@ def main(argv: list[str] | None = None) -> None:
     found.add_argument("--factor", type=float, default=1.2)
     found.add_argument("--repeats", type=int, default=3)
     found.add_argument("--steps", type=int, default=20)
+    found.add_argument("--sleep-ms", type=float, help="a step that waits this long, not one of matrix products")
     args = found.parse_args(argv)
     if args.dry_run:
         would(f"{args.commits} sweeps of {args.repeats} runs, {args.steps} steps each, into {args.out}")
         return
-    hashes = generate(args.out / "repo", args.commits, args.planted or None, args.factor)
+    hashes = generate(args.out / "repo", args.commits, args.planted or None, args.factor, args.sleep_ms)
     spent = launch_per_commit(args.out / "repo", hashes, args.out / "runs", args.repeats, args.steps)
     started = time.perf_counter()
     shown = subprocess.run(

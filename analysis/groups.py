@@ -21,7 +21,7 @@ MEASURING = ("steps", "warmup_steps")
 NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
 # What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto),
 # and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
-NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir")
+NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "code")
 LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.")
 
 

@@ -41,8 +41,7 @@ class Point:
 @dataclasses.dataclass
 class History:
     points: list[Point]
-    order: str  # how the points are ordered, in words
-    repository: str | None  # the code under test's repository, where the runs name one
+    order: str  # how the points are ordered, and what was left out, in words
 
 
 def sweep_folders(paths: list[Path]) -> list[Path]:
@@ -73,13 +72,15 @@ def _tested(run: RunRecord) -> dict:
 
 
 def _points_by_commit(done: dict[Path, list[RunRecord]]) -> list[Point]:
-    by_commit: dict[tuple[str, bool], Point] = {}
+    """A point per commit; a dirty commit's sweep is a point of its own (its edits are its own)."""
+    by_commit: dict[tuple, Point] = {}
     for sweep_dir, runs in done.items():
         for run in runs:
             tested = _tested(run)
-            key = (tested["commit"], bool(tested.get("dirty")))
+            dirty = bool(tested.get("dirty"))
+            key = (tested["commit"], dirty, sweep_dir.name if dirty else "")
             point = by_commit.setdefault(
-                key, Point(key[0], key[1], tested.get("subject") or "", tested.get("committed_at") or 0.0, [], [])
+                key, Point(key[0], dirty, tested.get("subject") or "", tested.get("committed_at") or 0.0, [], [])
             )
             point.runs.append(run)
             if sweep_dir.name not in point.sweeps:
@@ -87,25 +88,25 @@ def _points_by_commit(done: dict[Path, list[RunRecord]]) -> list[Point]:
     return list(by_commit.values())
 
 
-def _graph_order(repository: Path, commits: set[str]) -> list[str] | None:
-    """The commits oldest first by the repository's graph; None where it is not at hand or lacks one."""
+def _rev_list(repository: Path, *args: str) -> list[str] | None:
     try:
         out = subprocess.run(
-            ["git", "-C", str(repository), "rev-list", "--topo-order", "--reverse", *sorted(commits)],
-            capture_output=True,
-            timeout=30,
-            check=True,
+            ["git", "-C", str(repository), "rev-list", *args], capture_output=True, timeout=30, check=True
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    listed = [line for line in out.stdout.decode().split() if line in commits]
-    return listed if set(listed) == commits else None
+    return out.stdout.decode().split()
 
 
 def history(paths: list[Path], repository: Path | None = None) -> History:
     """The points of the sweeps under `paths`, oldest first.
 
-    `repository` orders commits by its graph; by default the one the runs recorded, where it is still there.
+    `repository` (--repo) orders commits by its graph, and keeps only the commits its HEAD descends from: a
+    branch's history, not its neighbours'. By default the repository the runs recorded orders them, where it is
+    still there.
+
+    Raises:
+        HistoryError: no done runs, --repo is no repository, or the runs name commits of several repositories.
     """
     done = {}
     for sweep_dir in sweep_folders(paths):
@@ -114,20 +115,34 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
             done[sweep_dir] = runs
     if not done:
         raise HistoryError(f"no done runs in {', '.join(map(str, paths))}")
+    if repository is not None and _rev_list(repository, "--max-count=1", "HEAD") is None:
+        raise HistoryError(f"--repo {repository}: not a git repository with a commit")
+    unnamed = sorted(d.name for d, runs in done.items() if not all(_tested(r).get("commit") for r in runs))
+    if unnamed:
+        points = [Point(None, False, "", _launched_at(d), [d.name], runs) for d, runs in done.items()]
+        points.sort(key=lambda p: p.at)
+        said = ", ".join(unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
+        return History(points, f"by launch time: the runs of {said} name no commit of the code under test")
     runs = [run for found in done.values() for run in found]
-    if all(_tested(run).get("commit") for run in runs):
-        points = _points_by_commit(done)
-        named = Counter(_tested(run).get("repository") for run in runs).most_common(1)[0][0]
-        where = repository or (Path(named) if named else None)
-        graph = _graph_order(where, {p.commit for p in points}) if where else None
-        if graph:
-            rank = {commit: index for index, commit in enumerate(graph)}
-            points.sort(key=lambda p: (rank[p.commit], p.dirty))
-            return History(points, f"by the commit graph of {where}", named)
-        points.sort(key=lambda p: (p.at, p.dirty))
-        return History(points, "by commit time (no repository at hand that holds every commit)", named)
-    points = [
-        Point(None, False, "", _launched_at(sweep_dir), [sweep_dir.name], found) for sweep_dir, found in done.items()
-    ]
-    points.sort(key=lambda p: p.at)
-    return History(points, "by launch time (runs that name no commit of the code under test)", None)
+    repositories = Counter(_tested(run).get("repository") for run in runs)
+    if repository is None and len(repositories) > 1:
+        listed = ", ".join(f"{where} ({count} runs)" for where, count in repositories.most_common())
+        raise HistoryError(f"the runs measured commits of several repositories: {listed}; --repo PATH picks one")
+    points = _points_by_commit(done)
+    where = repository or Path(next(iter(repositories)))
+    graph = _rev_list(where, "--topo-order", "--reverse", "HEAD") if repository else None
+    graph = graph or _rev_list(where, "--topo-order", "--reverse", *sorted({p.commit for p in points}))
+    rank = {commit: index for index, commit in enumerate(graph or [])}
+    if repository is not None:
+        elsewhere = [p for p in points if p.commit not in rank]
+        points = [p for p in points if p.commit in rank]
+        if not points:
+            raise HistoryError(f"none of the runs' commits is an ancestor of {repository}'s HEAD")
+        left = f"; left out, not ancestors of its HEAD: {', '.join(p.label for p in elsewhere)}" if elsewhere else ""
+        points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
+        return History(points, f"by the commit graph of {where}{left}")
+    if all(p.commit in rank for p in points):
+        points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
+        return History(points, f"by the commit graph of {where}")
+    points.sort(key=lambda p: (p.at, p.dirty))
+    return History(points, "by commit time (no repository at hand that holds every commit)")

@@ -171,6 +171,8 @@ def bisect(args: argparse.Namespace) -> int:
     fixed = [o.partition("=")[2] for o in overrides if o.startswith("repeats=") and o != AUTO]
     base = [o for o in overrides if not o.startswith("repeats=")]
     try:
+        if args.git and (args.good or args.bad):
+            raise BisectError("--git GOOD BAD names the commits; --good and --bad name releases: one or the other")
         if args.git:
             repo = (args.repo or repository(Path.cwd()) or Path.cwd()).resolve()
             releases, subjects = commits_between(repo, *args.git, args.allow_dirty)

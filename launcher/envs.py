@@ -43,7 +43,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from perfsweep.conf.schema import COMMIT, commit_pins
+
+SHORT_COMMIT = re.compile(r"^[0-9a-fA-F]{7,40}$")  # what may be a commit's hash, short or upper-case
 
 CURRENT = "current"
 RECORD = "perfsweep-env.json"  # in each environment's folder: what it was asked for and what it holds
@@ -165,6 +169,12 @@ def problems(request: Request) -> list[str]:
         found += [
             f"{name}={commit}: a commit; env.repo=PATH names its repository" for name, commit in request.commits.items()
         ]
+    if request.repo:
+        found += [
+            f"{name}={version}: a commit of env.repo is named by its full 40-hex hash (git rev-parse {version})"
+            for name, version in request.pins
+            if SHORT_COMMIT.match(version) and not COMMIT.match(version)
+        ]
     return found
 
 
@@ -282,7 +292,8 @@ def commit_wheel(repo: Path, name: str, commit: str, cache: Path) -> Path:
         EnvError: the commit is not there.
         CannotInstall: its files do not build into a wheel of `name`.
     """
-    folder = cache / "commits" / commit
+    tag = hashlib.sha256(_python_tag().encode()).hexdigest()[:8]  # a wheel may be built for this Python only
+    folder = cache / "commits" / f"{canonicalize_name(name)}-{commit}-{tag}"
     if built := sorted(folder.glob("*.whl")):
         return built[0]
     archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], capture_output=True)
@@ -309,13 +320,12 @@ def commit_wheel(repo: Path, name: str, commit: str, cache: Path) -> Path:
         if done.returncode != 0 or len(wheels) != 1:
             last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no wheel made")
             raise CannotInstall(f"{name}@{commit[:12]} cannot be built into a wheel: {last.strip()}")
-        made = wheels[0].name.split("-")[0].lower().replace("_", "-")
-        if made != name.lower().replace("_", "-"):
+        made = canonicalize_name(wheels[0].name.split("-")[0])
+        if made != canonicalize_name(name):
             raise CannotInstall(f"{name}@{commit[:12]}: the commit builds {made}, not {name}")
         folder.parent.mkdir(parents=True, exist_ok=True)
-        (building / "out").rename(building / commit)
         try:
-            os.replace(building / commit, folder)
+            os.replace(building / "out", folder)
         except OSError:  # another launch built it meanwhile
             pass
     finally:

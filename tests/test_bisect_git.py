@@ -55,6 +55,10 @@ def test_a_commit_pin_needs_its_repository_and_is_shown_by_its_short_hash():
     request = envs.request_of("current", {"steplib": commit})
     assert envs.problems(request) == [f"steplib={commit}: a commit; env.repo=PATH names its repository"]
     assert envs.request_of("current", {"steplib": commit}, repo="/r").label == "steplib@abababababab"
+    short = envs.request_of("current", {"steplib": "abab123"}, repo="/r")
+    assert envs.problems(short) == [
+        "steplib=abab123: a commit of env.repo is named by its full 40-hex hash (git rev-parse abab123)"
+    ]
 
 
 def test_the_search_names_the_first_bad_commit_with_its_subject():
@@ -80,6 +84,8 @@ def test_bad_git_arguments_say_so_before_anything_runs(repo, tmp_path):
     assert done.returncode == 2 and f"--repo {plain}: not a git repository" in done.stderr
     done = launch_here("bisect", "--good", "1.0", TARGET)
     assert done.returncode == 2 and "--git GOOD BAD two commits" in done.stderr
+    done = launch_here("bisect", "--git", hashes[0], hashes[-1], "--good", "1.0", "--repo", str(folder), TARGET)
+    assert done.returncode == 2 and "--good and --bad name releases: one or the other" in done.stderr
 
 
 SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "steps=8", "warmup_steps=1"]

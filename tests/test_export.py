@@ -10,11 +10,14 @@ from tests.helpers import launch_here, write_run
 
 @pytest.fixture
 def sweep(tmp_path):
-    """Two runs of tensor (100 and 125 samples/s, batch 16) and one of subclass (80 samples/s)."""
-    folder = tmp_path / "runs" / "mine"
+    """Two runs of tensor (100 and 125 samples/s, batch 16) and one of subclass (80 samples/s), of sweep file
+    `mine`, in the folder of one commit's sweep."""
+    folder = tmp_path / "runs" / "commit-0123456789ab"
     folder.mkdir(parents=True)
     for name, input_type, rate in (("t1", "tensor", 100.0), ("t2", "tensor", 125.0), ("s1", "subclass", 80.0)):
         write_run(folder, name, input_type, "contiguous", rate)
+        config = records.read_json(folder / name / records.CONFIG)
+        records.write_json(folder / name / records.CONFIG, config | {"config": config["config"] | {"sweep": "mine"}})
     records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
     return folder
 
@@ -32,7 +35,8 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert step["subclass"]["metric"]["benchmark_values"] == pytest.approx([200.0])
     record = step["tensor"]
     assert set(record) == {"benchmark", "model", "metric", "runners", "dependencies"}
-    assert record["benchmark"]["name"] == "perfsweep mine" and record["model"]["name"] == "resnet18"
+    assert record["benchmark"]["name"] == "perfsweep mine", "named by its sweep file: one series over commits"
+    assert record["model"]["name"] == "resnet18"
     assert all(
         isinstance(v, str) for r in found for part in ("benchmark", "model") for v in r[part]["extra_info"].values()
     )

@@ -1,19 +1,41 @@
 """A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
 
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from perfsweep import records
 from perfsweep.analysis.history import History, HistoryError, Point, history
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.views import history as views
 from perfsweep.bench.gitrepo import generate
+from perfsweep.records import lifecycle
 from perfsweep.records.code import ci_run, under_test
 from perfsweep.sweeps.plan import PlanError
 from tests import synthetic
+from tests.helpers import write_run
+
+GIT_WHO = {
+    "GIT_AUTHOR_NAME": "a",
+    "GIT_AUTHOR_EMAIL": "a@b.c",
+    "GIT_COMMITTER_NAME": "a",
+    "GIT_COMMITTER_EMAIL": "a@b.c",
+}
+
+
+def write_commit_sweep(folder: Path, repo: Path, commit: str, dirty: bool) -> None:
+    """A sweep of one done run whose status names `commit` of `repo` as its code under test."""
+    folder.mkdir(parents=True)
+    write_run(folder, "t1", "tensor", "contiguous", 100.0)
+    tested = {"repository": str(repo), "commit": commit, "dirty": dirty, "subject": "s", "committed_at": 1}
+    lifecycle.finish(folder / "t1", code_under_test=tested)
+    records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+
 
 TRIALS = 500
 
@@ -57,7 +79,7 @@ def synthetic_history(rng, slower_from: int | None, commits: int = 8, newest: fl
         runs = synthetic.sweep(levels, 3, synthetic.Noise(), rng)
         sha = f"{commit:02d}" + "ab" * 19
         points.append(Point(sha, False, f"commit {commit}", float(commit), [f"c{commit}"], runs))
-    return History(points, "by the commit graph", "/repo")
+    return History(points, "by the commit graph")
 
 
 def shown(found: History, tmp_path: Path | None = None) -> tuple[list, str, int]:
@@ -77,8 +99,8 @@ def test_a_slowdown_from_a_commit_on_is_a_regression_of_that_configuration_alone
     assert by_label["tensor"].changes == [] and not by_label["tensor"].flag
     assert "04ababab..05ababab (1.3" in text, "the change's commit range"
     page = (tmp_path / views.PAGE).read_text()
-    assert "History: subclass" in page and "history-subclass.png" in page
-    assert (tmp_path / "history-subclass.png").stat().st_size > 1000
+    assert "History: subclass" in page and "history-01-subclass.png" in page
+    assert (tmp_path / "history-01-subclass.png").stat().st_size > 1000
 
 
 def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_exits_3():
@@ -130,3 +152,40 @@ def test_code_that_is_no_git_repository_is_refused_before_anything_runs(tiny_pla
 def test_history_of_a_folder_without_sweeps_says_so(tmp_path):
     with pytest.raises(HistoryError, match="neither a sweep folder nor a folder of them"):
         history([tmp_path])
+
+
+def test_a_branch_s_history_leaves_out_its_neighbours_commits_and_bad_histories_say_why(tmp_path):
+    """Sweeps of two branches in one folder: --repo reads the commits its HEAD descends from."""
+    repo = tmp_path / "repo"
+    hashes = generate(repo, commits=3, planted=None)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "side", hashes[1]], check=True)
+    (repo / "NOTES").write_text("a side branch\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "side"], check=True, env={**os.environ, **GIT_WHO})
+    side = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "main"], check=True)
+    runs = tmp_path / "runs"
+    for index, commit in enumerate([*hashes, side]):
+        write_commit_sweep(runs / f"s{index}", repo, commit, dirty=False)
+    found = history([runs], repo)
+    assert [p.commit for p in found.points] == hashes
+    assert f"left out, not ancestors of its HEAD: {side[:8]}" in found.order
+    with pytest.raises(HistoryError, match="not a git repository"):
+        history([runs], tmp_path)
+    with pytest.raises(ValueError, match="--phase forwards: no run recorded it; the phases: backward, data, forward"):
+        views.series_of(found, "forwards", 0.05)
+    write_commit_sweep(runs / "elsewhere", tmp_path / "other", hashes[0], dirty=False)
+    with pytest.raises(HistoryError, match="commits of several repositories"):
+        history([runs])
+
+
+def test_each_dirty_sweep_is_a_point_of_its_own(tmp_path):
+    repo = tmp_path / "repo"
+    (commit,) = generate(repo, commits=1, planted=None)
+    for name, dirty in (("clean", False), ("edit1", True), ("edit2", True)):
+        write_commit_sweep(tmp_path / "runs" / name, repo, commit, dirty)
+    found = history([tmp_path / "runs"])
+    assert [(p.label, p.sweeps) for p in found.points] == [
+        (commit[:8], ["clean"]),
+        (f"{commit[:8]}+dirty", ["edit1"]),
+        (f"{commit[:8]}+dirty", ["edit2"]),
+    ]

@@ -11,6 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 import torch
+from packaging.utils import canonicalize_name
 
 from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.targets import modules_of
@@ -198,13 +199,12 @@ def imported_elsewhere(packages: dict[str, str]) -> str:
     A folder on PYTHONPATH comes before the environment's packages: a working copy there would be measured.
     """
 
-    def norm(name: str) -> str:
-        return name.lower().replace("_", "-")
-
-    pins = {norm(name): commit for name, commit in commit_pins(packages).items()}
+    pins = {canonicalize_name(name): commit for name, commit in commit_pins(packages).items()}
+    if not pins:
+        return ""
     prefix = Path(sys.prefix).resolve()
     for top, names in metadata.packages_distributions().items():
-        pinned = next((pins[norm(n)] for n in names if norm(n) in pins), None)
+        pinned = next((pins[canonicalize_name(n)] for n in names if canonicalize_name(n) in pins), None)
         place = module_place(top) if pinned else None
         if place is not None and not place.is_relative_to(prefix):
             return (

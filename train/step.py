@@ -40,9 +40,12 @@ def _model_names(source: str) -> frozenset[str]:
     So a launch that checks a model's name does not import the library (timm imports torch._dynamo: seconds).
     """
     try:
-        listed = _names_cache() / f"{source}-{metadata.version(source)}.json"
+        version = metadata.version(source)
     except metadata.PackageNotFoundError:
+        version = ""
+    if not version or "dev" in version or "+" in version:  # a build of its source may change under one version
         return frozenset(MODEL_SOURCES[source][1]())
+    listed = _names_cache() / f"{source}-{version}.json"
     try:
         return frozenset(json.loads(listed.read_text()))
     except (OSError, ValueError):

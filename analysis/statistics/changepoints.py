@@ -13,7 +13,7 @@ sigma^2 is one point's noise variance: the larger of two estimates.
 
 A segment holds two points at least.
 So a change at the newest point alone is no change point.
-`newest` says whether that point alone stands out.
+`newest_stands_out` says whether that point alone stands out, beyond its own noise (its own runs).
 
 Calibrated on synthetic histories of 16 points of 3 runs each, a run's spread 5% (2000 histories a row):
 
@@ -58,18 +58,28 @@ def series(points: list[np.ndarray]) -> np.ndarray:
     return np.array([float(np.mean(np.log(runs))) for runs in points])
 
 
-def noise_variance(points: list[np.ndarray]) -> float:
-    """One point's noise variance in log time: the larger of the replicates' and the series' estimates."""
+def _variances(points: list[np.ndarray]) -> tuple[float | None, float | None]:
+    """One run's variance in log time, pooled over the replicated points, and one point's from the series."""
     logs = [np.log(runs) for runs in points]
     replicated = [x for x in logs if len(x) >= 2]
-    estimates = []
+    per_run = None
     if replicated:
-        pooled = sum(float(np.var(x, ddof=1)) * (len(x) - 1) for x in replicated) / sum(len(x) - 1 for x in replicated)
-        estimates.append(pooled / float(np.median([len(x) for x in logs])))
+        per_run = sum(float(np.var(x, ddof=1)) * (len(x) - 1) for x in replicated) / sum(len(x) - 1 for x in replicated)
     y = series(points)
-    if len(y) >= 3:
-        estimates.append((1.4826 * float(np.median(np.abs(np.diff(y))))) ** 2 / 2)
-    return max(estimates, default=0.0) or 1e-12
+    per_point = (1.4826 * float(np.median(np.abs(np.diff(y))))) ** 2 / 2 if len(y) >= 3 else None
+    return per_run, per_point
+
+
+def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float | None:
+    """A point's noise variance in log time: the larger of the replicates' and the series' estimates.
+
+    `runs` is the point's runs; by default, the median over the points.
+    None where there is neither: no point replicated, and fewer than 3 points.
+    """
+    per_run, per_point = _variances(points)
+    runs = runs or float(np.median([len(x) for x in points]))
+    estimates = [v for v in (per_run / runs if per_run is not None else None, per_point) if v is not None]
+    return max(max(estimates), 1e-12) if estimates else None
 
 
 def changes(points: list[np.ndarray]) -> list[Change] | None:
@@ -77,7 +87,7 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
     if len(points) < MIN_POINTS:
         return None
     y = series(points)
-    penalty = PENALTY * math.log(len(y)) * noise_variance(points)
+    penalty = PENALTY * math.log(len(y)) * (noise_variance(points) or 1e-12)
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)
     bounds = [0, *ends]
     found = []
@@ -90,14 +100,15 @@ def newest_stands_out(points: list[np.ndarray], since: int) -> float | None:
     """The newest point's time over its segment's others' (from `since`), where it stands out alone.
 
     It stands out when it lies beyond NEWEST_LEVEL of the noise (one-sided, either way).
-    None where it does not, or the segment has no other point.
+    The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
+    None where it does not, where the segment has no other point, or where the others show no noise to judge by.
     """
     y = series(points)
     others = y[since:-1]
-    if len(others) == 0:
+    newest, typical = noise_variance(points[:-1], len(points[-1])), noise_variance(points[:-1])
+    if len(others) == 0 or newest is None or typical is None:
         return None
-    variance = noise_variance(points)
-    z = (y[-1] - others.mean()) / math.sqrt(variance * (1 + 1 / len(others)))
+    z = (y[-1] - others.mean()) / math.sqrt(newest + typical / len(others))
     if abs(z) < distributions.norm.ppf(NEWEST_LEVEL):
         return None
     return float(np.exp(y[-1] - others.mean()))

@@ -6,7 +6,7 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, and samples per second.
   Its `benchmark_values` hold one value per run (process): each run's median.
-- bmf: Bencher Metric Format JSON, a benchmark per configuration.
+- bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<configuration>`).
   `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
   Each phase is a measure of its own (`latency-forward`...).
   Each value is the geometric mean over the runs of each run's median.
@@ -14,6 +14,8 @@
 
 timm's columns are `table SWEEP --csv timm`.
 Extra information is written as strings, as the v3 schema's maps hold them.
+Figures are named by the sweep file, not the folder: a sweep per commit stays one series on the dashboard.
+The commit is in `dependencies` (pytorch-v3).
 """
 
 import math
@@ -28,6 +30,14 @@ from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
+
+
+def _series(run: RunRecord, sweep_dir: Path) -> str:
+    """What names a sweep's figures on a dashboard: its sweep file, the same from one commit's sweep to the next.
+
+    Its folder's name (commit-<sha> in CI) would start a new series at each commit.
+    """
+    return str(run.fields.get("sweep") or sweep_dir.name)
 
 
 def _done(sweep_dir: Path) -> list[RunRecord]:
@@ -87,7 +97,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         fields = config.first.fields
         compiled = fields.get("compile.enabled") and fields.get("compile.mode")
         benchmark = {
-            "name": f"perfsweep {sweep_dir.name}",
+            "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
             "dtype": str(fields.get("precision.name", "")),
             "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs))},
@@ -136,7 +146,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
                 measures["latency" if phase == "step" else f"latency-{phase}"] = _measure(values, 1e6)  # ns
             else:
                 measures["throughput"] = _measure(values, 1.0)
-        found[f"{sweep_dir.name}/{names[config.key]}"] = measures
+        found[f"{_series(config.first, sweep_dir)}/{names[config.key]}"] = measures
     return found
 
 

@@ -11,7 +11,7 @@ With --out, a plot per configuration and history.html are written there.
 The exit status is for CI.
 It reads the newest point of each configuration:
 
-    0   nothing flagged, or not enough history
+    0   nothing flagged, or not enough history (fewer than 3 points)
     1   REGRESSION: the newest point lies in a segment that a change point made slower by more than the
         threshold, and the two newest points are each slower than the segment before by more than it
         (consecutive sweeps agree, as PyTorch's regression reports ask)
@@ -32,10 +32,12 @@ from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.views.compare import identity
+from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
 
 EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
+NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
 
 
@@ -44,7 +46,6 @@ class Row:
     """A point of one configuration's history."""
 
     point: Point
-    runs: list[RunRecord]
     times: np.ndarray  # each run's median time of the phase
     change: changepoints.Change | None = None  # the change point that starts a segment here
 
@@ -57,10 +58,12 @@ class Series:
     rows: list[Row]
     changes: list[changepoints.Change] | None  # None: not enough history
     flag: str = ""
+    index: int = 0  # its place among the history's configurations, which names its plot apart from theirs
 
     @property
     def slug(self) -> str:
-        return "".join(c if c.isalnum() else "_" for c in self.label).strip("_")[:80] or "configuration"
+        named = "".join(c if c.isalnum() else "_" for c in self.label).strip("_")[:80]
+        return f"{self.index:02d}-{named or 'configuration'}"
 
 
 def _name(run: RunRecord) -> str:
@@ -76,7 +79,11 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
     A key that only some record (a setting added to perfsweep since) is left out of the match.
     """
     runs = [run for point in found.points for run in point.runs]
-    identities = {id(run): identity(run) for run in runs}
+    phases = {p for run in runs for p in ("step", *run.summary.phases)}
+    if phase not in phases:
+        raise ValueError(f"--phase {phase}: no run recorded it; the phases: {', '.join(sorted(phases))}")
+    # a commit pinned in the environment (bisect --git's points) is the point, not the configuration
+    identities = {id(run): {k: v for k, v in identity(run).items() if not COMMIT.match(v.strip("'"))} for run in runs}
     shared = set.intersection(*(set(i) for i in identities.values()))
     unshared = sorted(set().union(*identities.values()) - shared)
     keys: dict[tuple, list[tuple[Point, list[RunRecord]]]] = {}
@@ -96,10 +103,10 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
         for point, point_runs in held:
             times = np.array([t for r in point_runs if (t := r.summary.median(phase)) is not None and t > 0])
             if len(times):
-                rows.append(Row(point, point_runs, times))
+                rows.append(Row(point, times))
         if len(rows) < len(found.points):
             left.append(f"{label}: in {len(rows)} of the {len(found.points)} points")
-        made.append(judged(Series(label, rows, None), threshold))
+        made.append(judged(Series(label, rows, None, index=len(made)), threshold))
     return made, left
 
 
@@ -107,7 +114,10 @@ def judged(series: Series, threshold: float) -> Series:
     """The series with its change points marked and its newest point's flag."""
     times = [row.times for row in series.rows]
     series.changes = changepoints.changes(times)
-    if series.changes is None:
+    if series.changes is None:  # too few points for a change point; the newest may still stand out alone
+        alone = changepoints.newest_stands_out(times, 0) if len(times) >= NEWEST_FROM else None
+        if alone is not None and alone > 1 + threshold:
+            series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone:.2f}x slower than the others"
         return series
     for change in series.changes:
         series.rows[change.index].change = change

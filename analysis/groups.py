@@ -205,6 +205,12 @@ def phase_columns(runs: list[RunRecord]) -> list[str]:
     return [*dict.fromkeys(p for r in runs if r.summary for p in r.summary.phases), "step"]
 
 
+def code_name(run: RunRecord) -> str:
+    """What a lone configuration is called where nothing varies: its workload's class, else its model."""
+    fields = run.fields
+    return str(fields.get("workload._target_") or fields.get("model._target_") or fields.get("model.name") or run.name)
+
+
 def labels(configs: list[Configuration]) -> dict[tuple, str]:
     """Each configuration by what varies in the sweep: axis values, then sizes and fields as key=value."""
     axes, fields = varying([c.first for c in configs])

@@ -4,6 +4,7 @@ A push's job runs it in the checkout of its commit, with the CI's variables set;
 turn. The workflows' YAML around it needs a GitHub or GitLab runner and is not run.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -54,7 +55,9 @@ def test_the_per_push_script_records_each_commit_and_gates_on_the_planted_step(t
         "url": None,
     }, "no GITHUB_REPOSITORY: no page"
     page = repo / "perf-history" / "history.html"
-    assert "History: steplib.step.Step" in page.read_text() and (repo / "perf-history" / "bmf.json").is_file()
+    assert "History: steplib.step.Step" in page.read_text()
+    bmf = json.loads((repo / "perf-history" / "bmf.json").read_text())
+    assert list(bmf) == ["default/steplib.step.Step"], "a lone configuration is named by its code, not its run"
     (repo / ".git").rename(repo / "git-moved")  # no repository at hand: commit time orders the points
     names = [runs / f"commit-{h[:12]}" for h in reversed(hashes)]
     again = launch_here("history", *map(str, names))

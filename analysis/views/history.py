@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.history import History, Point
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints
@@ -66,12 +67,6 @@ class Series:
         return f"{self.index:02d}-{named or 'configuration'}"
 
 
-def _name(run: RunRecord) -> str:
-    """What one configuration is called where nothing varies: its workload's class, else its model."""
-    fields = run.fields
-    return str(fields.get("workload._target_") or fields.get("model._target_") or fields.get("model.name") or run.name)
-
-
 def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series], list[str]]:
     """Each configuration's series, and what was left out.
 
@@ -98,7 +93,7 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
     for key, held in keys.items():
         values = dict(key)
         shown = (values[k].strip("'") if k.endswith(".name") else f"{k}={values[k]}" for k in varying)
-        label = " ".join(shown) or _name(held[-1][1][0])  # axes by their value, as the table shows them
+        label = " ".join(shown) or code_name(held[-1][1][0])  # axes by their value, as the table shows them
         rows = []
         for point, point_runs in held:
             times = np.array([t for r in point_runs if (t := r.summary.median(phase)) is not None and t > 0])

@@ -101,11 +101,19 @@ def add_view_commands(subparsers) -> None:
         "status 1 when the newest point is a confirmed regression, 3 a possible one"
     )
     parser = _command(subparsers, "history", about, show_history, sweep_dir=False)
-    parser.add_argument("runs", nargs="+", type=Path, help="sweep folders, or folders that hold them")
+    parser.add_argument(
+        "runs", nargs="+", type=Path, help="sweep folders, or folders that hold them; then tracker.NAME=VALUE settings"
+    )
     parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
     parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
     parser.add_argument("--threshold", type=float, default=0.05, help="smallest slowdown flagged (default 0.05)")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="write history.html and a plot per configuration")
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
+    )
+    parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs --out and a W&B key)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
+    )
     about = "the sweeps' figures for another dashboard: PyTorch's benchmark database (v3) or Bencher (BMF)"
     parser = _command(subparsers, "export", about, write_export, sweep_dir=False)
     parser.add_argument("runs", nargs="+", type=Path, help="sweep folders, or folders that hold them")

@@ -67,15 +67,42 @@ def show_history(args: argparse.Namespace) -> int:
     from perfsweep.analysis.history import history
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import history as views
+    from perfsweep.analysis.views import wandb_history, wandb_online
+    from perfsweep.analysis.views.report import outline
 
-    found = history(args.runs, args.repo)
+    overrides = [str(a) for a in args.runs if str(a).startswith("tracker.")]
+    if args.wandb and not args.out:
+        raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
+    found = history([a for a in args.runs if str(a) not in overrides], args.repo)
     made, left = views.series_of(found, args.phase, args.threshold)
     shown = [views.view(series, args.phase, found) for series in made]
+    conf = wandb_online.with_overrides(wandb_history.tracker_conf(found), overrides)
+    if args.wandb and args.dry_run:  # writes nothing
+        print(outline(wandb_history.report_content(made, shown, found, args.out, conf)))
+        return views.exit_status(made)
+    if args.wandb:
+        conf = wandb_online.go_online(conf, args.out)
     print("\n\n".join(map(text, shown)))
     if left:
         print("left out: " + "; ".join(left))
     if args.out:
         print(f"history: {views.write(made, shown, args.phase, args.out)}")
+        for warning in wandb_history.log_history(made, shown, found, args.out, conf):
+            print(f"perfsweep: warning: {warning}", file=sys.stderr)
+    if args.wandb:
+        from perfsweep.analysis.views.report import save_wandb_report
+        from perfsweep.analysis.views.wandb_sweep import sync_runs
+
+        content = wandb_history.report_content(made, shown, found, args.out, conf)
+        try:
+            offline = wandb_history.offline_run(args.out, found)
+            if sync_runs(offline, conf, " ".join(["wandb", "sync", *map(str, offline)])) != 0:
+                return 1
+            url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return 1
+        print(f"W&B report: {url}")
     return views.exit_status(made)
 
 

@@ -1,5 +1,6 @@
 """A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
 
+import json
 import os
 import re
 import subprocess
@@ -13,12 +14,15 @@ from perfsweep.analysis.history import History, HistoryError, Point, history
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.views import history as views
+from perfsweep.analysis.views import wandb_history
+from perfsweep.analysis.views.report import build_wandb_report, outline
 from perfsweep.bench.gitrepo import generate
+from perfsweep.conf.schema import TrackerConf
 from perfsweep.records import lifecycle
 from perfsweep.records.code import ci_run, under_test
 from perfsweep.sweeps.plan import PlanError
 from tests import synthetic
-from tests.helpers import write_run
+from tests.helpers import launch_here, wandb_records, write_run
 
 GIT_WHO = {
     "GIT_AUTHOR_NAME": "a",
@@ -189,3 +193,43 @@ def test_each_dirty_sweep_is_a_point_of_its_own(tmp_path):
         (f"{commit[:8]}+dirty", ["edit1"]),
         (f"{commit[:8]}+dirty", ["edit2"]),
     ]
+
+
+def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_that_run_alone(tmp_path):
+    expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters
+    found = synthetic_history(np.random.default_rng(2), slower_from=5)
+    made, _, _ = shown(found, tmp_path)
+    seen = [views.view(s, "step", found) for s in made]
+    assert wandb_history.log_history(made, seen, found, tmp_path, TrackerConf()) == []
+    logged = wandb_records(tmp_path)
+    steps = [r["history"]["item"] for r in logged if r["type"] == "history"]
+    keys = set().union(*(set(step) for step in steps))
+    files = {f["path"] for r in logged if r["type"] == "files" for f in r["files"]["files"]}
+    content = wandb_history.report_content(made, seen, found, tmp_path, TrackerConf(entity="perf-team"))
+    report = build_wandb_report(content)
+    (run,) = [r["run"] for r in logged if r["type"] == "run"]
+    for grid in (b for b in report.blocks if type(b).__name__ == "PanelGrid"):
+        assert run["run_id"] in json.dumps(json.loads(expr_to_filters(grid.runsets[0].filters).model_dump_json()))
+        line, table = grid.panels
+        assert {line.x, *line.y} <= keys, line.y
+        assert any(f.startswith(f"media/table/{table.table_name}_") for f in files), table.table_name
+    said = outline(content)
+    assert "## subclass" in said and "line chart: 01-subclass/ms, 01-subclass/low, 01-subclass/high over point" in said
+    points = [float(step["01-subclass/ms"]) for step in steps if "01-subclass/ms" in step]
+    assert len(points) == len(found.points), "one value of the configuration per point"
+    assert points[-1] / points[0] == pytest.approx(1.3, rel=0.1), "the planted slowdown, as the view gives it"
+
+
+def test_history_wandb_dry_run_prints_the_report_outline_and_writes_nothing(tmp_path):
+    repo = tmp_path / "repo"
+    for index, commit in enumerate(generate(repo, commits=3, planted=None)):
+        write_commit_sweep(tmp_path / "runs" / f"s{index}", repo, commit, dirty=False)
+    out = tmp_path / "out"
+    args = ["history", str(tmp_path / "runs"), "tracker.entity=perf-team", "--out", str(out), "--wandb"]
+    shown = launch_here(*args, "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert "W&B Report 'perfsweep history to " in shown.stdout and "in perf-team/perfsweep" in shown.stdout
+    assert "line chart: 00-resnet18/ms, 00-resnet18/low, 00-resnet18/high over point" in shown.stdout
+    assert not out.exists()
+    refused = launch_here("history", str(tmp_path / "runs"), "--wandb")
+    assert refused.returncode == 2 and "give it one with --out DIR" in refused.stderr

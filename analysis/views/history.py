@@ -119,7 +119,7 @@ def judged(series: Series, threshold: float) -> Series:
     last = series.changes[-1] if series.changes else None
     if last is not None and last.ratio > 1 + threshold:
         first = series.rows[last.index].point.label
-        newest = [_centre(row) / last.before for row in series.rows[-CONFIRMING:]]
+        newest = [centre(row) / last.before for row in series.rows[-CONFIRMING:]]
         if all(ratio > 1 + threshold for ratio in newest):
             series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
         else:
@@ -133,7 +133,7 @@ def judged(series: Series, threshold: float) -> Series:
     return series
 
 
-def _centre(row: Row) -> float:
+def centre(row: Row) -> float:
     """The point's time: the geometric mean of its runs' medians."""
     return float(np.exp(np.mean(np.log(row.times))))
 
@@ -162,7 +162,7 @@ def view(series: Series, phase: str, found: History) -> View:
         Column("point", lambda row: row.point.label),
         Column("subject", lambda row: row.point.subject[:48]),
         Column("runs", lambda row: str(len(row.times))),
-        Column(f"{phase} ms", lambda row: figure(_centre(row))),
+        Column(f"{phase} ms", lambda row: figure(centre(row))),
         Column("95% interval (across runs)", _interval),
         Column("change point", _change),
     ]
@@ -196,7 +196,7 @@ def plot(series: Series, phase: str, path: Path) -> Path:
     from perfsweep.analysis.views.plots import plt, save
 
     x = np.arange(len(series.rows))
-    centres = [_centre(row) for row in series.rows]
+    centres = [centre(row) for row in series.rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4))
     fig.suptitle(f"{series.label}: {phase} time by commit", x=0.01, ha="left", fontsize=11)
     for i, row in enumerate(series.rows):

@@ -128,7 +128,7 @@ def outline(content: dict[str, Any]) -> str:
             lines.append(f"  runs: {block['runset']['filters']}")
             for panel in block["panels"]:
                 if panel["type"] == "table":
-                    lines.append(f"  table panel: {panel['table']} (logged by the sweep's run)")
+                    lines.append(f"  table panel: {panel['table']} (a wandb.Table the runs shown logged)")
                 elif panel["type"] == "bar":
                     lines.append(f"  bar chart: {', '.join(panel['metrics'])}")
                 else:

@@ -37,7 +37,12 @@ def tracker_conf(sweep_dir: Path) -> TrackerConf:
     runs = load_sweep(sweep_dir)
     if not runs:
         raise ValueError(f"{sweep_dir}: no run that can be read: none is planned there, or the warnings above say why")
-    recorded = {k.split(".", 1)[1]: v for k, v in runs[0].fields.items() if k.startswith("tracker.")}
+    return tracker_of(runs[0])
+
+
+def tracker_of(run: records.RunRecord) -> TrackerConf:
+    """The tracker settings `run` was launched with."""
+    recorded = {k.split(".", 1)[1]: v for k, v in run.fields.items() if k.startswith("tracker.")}
     return TrackerConf(**records.known_fields(TrackerConf, recorded))  # a version's settings that this one has
 
 
@@ -145,6 +150,12 @@ def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     if not runs:
         print(f"{sweep_dir}: no offline W&B runs to sync")
         return 0
+    return sync_runs(runs, conf, f"python launch.py sync {sweep_dir}")
+
+
+def sync_runs(runs: list[Path], conf: TrackerConf, again: str) -> int:
+    """`wandb sync` of the offline `runs`, conf.timeout_s each; its exit status. `again` is the command that
+    uploads what it could not."""
     cli = Path(sys.executable).with_name("wandb")
     command = [str(cli) if cli.exists() else "wandb", "sync", "--entity", conf.entity, "--project", conf.project]
     limit = conf.timeout_s * len(runs)
@@ -153,7 +164,7 @@ def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     except subprocess.TimeoutExpired:
         print(
             f"perfsweep: wandb sync did not finish within {limit:g} s (tracker.timeout_s per run); what it had not "
-            f"uploaded stays offline in {sweep_dir}: run `python launch.py sync {sweep_dir}` again later",
+            f"uploaded stays offline: run `{again}` again later",
             file=sys.stderr,
         )
         return 1

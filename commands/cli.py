@@ -11,6 +11,7 @@ from perfsweep.commands.sweep import resume, run_sweep, show_status
 from perfsweep.commands.views import (
     CannotWrite,
     show_comparison,
+    show_explanations,
     show_history,
     show_published,
     show_replicates,
@@ -82,6 +83,8 @@ def add_view_commands(subparsers) -> None:
     _out_option(parser, "plots/")
     parser = _command(subparsers, "sync", "upload the sweep's offline W&B runs (needs a W&B API key)", upload)
     parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+    about = "each decided difference with its baseline, by operator (a sweep run with explain=true)"
+    _command(subparsers, "explain", about, show_explanations)
     parser = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
     parser.add_argument(
         "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"

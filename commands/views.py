@@ -1,6 +1,6 @@
 """The commands that show or write the views of a sweep's records.
 
-They are table, runs, published, replicates, compare, history, export, plots, report and sync.
+They are table, runs, published, replicates, explain, compare, history, export, plots, report and sync.
 Each imports what it needs when it runs, so that `perfsweep status` starts fast.
 """
 
@@ -51,6 +51,21 @@ def show_replicates(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views import replicates
 
     print(text(replicates.view(args.sweep_dir, args.half_width)))
+    return 0
+
+
+def show_explanations(args: argparse.Namespace) -> int:
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import explain
+    from perfsweep.records import load_sweep
+
+    views = explain.views(args.sweep_dir, load_sweep(args.sweep_dir))
+    if not views:
+        raise ValueError(
+            f"{args.sweep_dir}: no run has an ops record: launch the sweep with explain=true, which profiles each run "
+            "after its measured window"
+        )
+    print("\n\n".join(map(text, views)))
     return 0
 
 

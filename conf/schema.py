@@ -382,6 +382,9 @@ class Config(RunConf):
     pairing: Pairing = Pairing.auto
     blocks: int = 10  # a paired side's measured steps, in at most this many blocks
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
+    # After the measured window, a profiled one: each operator's calls and self time per step, and each phase's
+    # memory (ops.json); the sweep's views explain each decided difference by them (train/explain.py).
+    explain: bool = False
     # A folder of the code under test: each run records its repository's commit, which `history` orders runs by.
     # None: the repository of your code the runs import, else of the launch's working directory.
     code: str | None = None

@@ -50,7 +50,12 @@ class Progress:
             self.timings.append(timing)
             parts = [("start-up", "startup_s"), ("warm-up", "warmup_s"), ("window", "window_s")]
             parts += [("after the window", "records_s"), ("of which counts and probes", "counted_s")]
-            parts += [("summary", "summarized_s"), ("profile", "profiled_s"), ("records written", "written_s")]
+            parts += [
+                ("summary", "summarized_s"),
+                ("profile", "profiled_s"),
+                ("explanation", "explained_s"),
+                ("records written", "written_s"),
+            ]
             spent = "; " + ", ".join(f"{label} {timing[key]:.2f} s" for label, key in parts if key in timing)
         count = self.count(self.finished)
         self._line(f"{count} {state:<6} {spec.name}  {detail}  ({seconds:.1f} s{spent}){self.left()}")

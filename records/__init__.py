@@ -12,7 +12,8 @@ They are the source of truth every stage reads.
     <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
     <sweep_dir>/<run>/status.json      pending | running | done | failed (written by lifecycle.py only)
     <any record>.corrupt-<time>        a record that could not be read, moved aside by a launch or its run
-    <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true)
+    <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true, explain=true)
+    <sweep_dir>/<run>/ops.json         per-step operator calls and self times, phases' memory (explain=true)
 
 Records are a format.
 This package sits at the bottom, beside conf/.
@@ -24,6 +25,7 @@ from perfsweep.records.files import (
     CONFIG,
     ENV,
     JOBS,
+    OPS,
     PROFILE,
     PUBLISHED,
     RANKS,
@@ -90,7 +92,8 @@ from perfsweep.records.sweep import (
 )
 
 __all__ = [
-    "CONFIG", "ENV", "JOBS", "PROFILE", "PUBLISHED", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY", "SWEEP",
+    "CONFIG", "ENV", "JOBS", "OPS", "PROFILE", "PUBLISHED", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY",
+    "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",

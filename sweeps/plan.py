@@ -41,8 +41,8 @@ from perfsweep.sweeps.spec import RunSpec, safe_name
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
 SWEEP_WIDE = (
-    "launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "repeats", "auto", "order", "pairing",
-    "blocks", "code",
+    "launcher", "tracker", "sweep", "sweep_name", "runs_dir", "scale", "profile", "explain", "repeats", "auto", "order",
+    "pairing", "blocks", "code",
 )  # fmt: skip
 
 

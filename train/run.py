@@ -29,6 +29,7 @@ from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
+from perfsweep.train.explain import explain_steps
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
 from perfsweep.train.paired import (
@@ -384,12 +385,23 @@ def recorded(
         extra = {**probe(measured, device), **(extra or {})}
     with stopwatch("summarized_s"):
         summary = summarize(measured.work, measured.window, memory, device, extra)
-    if measured.cfg.profile:
+    if measured.cfg.explain:  # its profiled window leaves the trace profile=true would
+        with stopwatch("explained_s"):
+            records.write_json(run_dir / records.OPS, explained(measured, device, run_dir))
+    elif measured.cfg.profile:
         with stopwatch("profiled_s"):
             profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
     with stopwatch("written_s"):
         rows = write(run_dir, measured.warmup.rows, measured.window.rows, summary)
     return summary, rows, {"first_step": measured.first_step, **measured.seconds()}
+
+
+def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
+    """The run's ops record (train/explain.py); where profiling fails, its error, and the run goes on."""
+    try:
+        return explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
+    except Exception as error:  # the explanation is beside the measurement: it must never fail the run
+        return {"error": f"{type(error).__name__}: {error}"}
 
 
 def across_ranks(
@@ -424,7 +436,7 @@ def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str,
 def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
     """Clear an earlier start's records, record the config, check it, set up the backends and record the
     environment: the device the run measures on."""
-    for stale in (records.STEPS, records.SUMMARY, records.PROFILE, records.RANKS):
+    for stale in (records.STEPS, records.SUMMARY, records.PROFILE, records.OPS, records.RANKS):
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / RANK_LOGS, ignore_errors=True)
     records.write_json(run_dir / records.CONFIG, spec.record())

@@ -1,14 +1,14 @@
 """The views users ask for, one module each.
 
 sweep_views is what the terminal prints after a launch and the report shows.
-It is the table, then replicates and ranks, then the published figures.
+It is the table, then replicates and ranks, then the explanations (explain=true), then the published figures.
 """
 
 from pathlib import Path
 
 from perfsweep.analysis.groups import compared_along
 from perfsweep.analysis.render import View
-from perfsweep.analysis.views import published, published_models, ranks, replicates, table
+from perfsweep.analysis.views import explain, published, published_models, ranks, replicates, table
 from perfsweep.records import load_sweep
 
 
@@ -22,7 +22,7 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None 
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir))
     across = ranks.view(sweep_dir, names)
-    return views + ([across] if across else []) + published_views(sweep_dir)
+    return views + ([across] if across else []) + explain.views(sweep_dir, runs) + published_views(sweep_dir)
 
 
 def published_views(sweep_dir: Path) -> list[View]:

@@ -1,0 +1,218 @@
+"""Why a configuration is slower: each decided difference, accounted for by operator (explain=true's records).
+
+    perfsweep explain SWEEP_DIR
+
+A sweep run with explain=true has an ops record per run (train/explain.py): after its measured window, each
+operator's calls and self time per step, each phase's time outside operators and memory, the torch calls that went
+through a tensor subclass's `__torch_function__`, and the calls that hand a value to the host.
+For each configuration whose comparison with its baseline is decided (slower or faster, as the table says), the
+view ranks the differences between the two sides' records:
+
+- operators added, removed, or called more or fewer times per step, with their self time;
+- each phase's time outside operators: Python between them, where a subclass's dispatch runs.
+
+A side's figure is the median over its runs (processes) of each run's per-step figure.
+A time difference is `within noise` where the two sides' runs overlap, from the lowest run to the highest.
+Count differences are shown even where their time is within noise: on a CPU each added operator costs little, and
+the count is the mechanism.
+The account compares the measured step-time difference, the profiled step's, and the part the rows shown make up.
+A comparison that is not decided is said to be so, and nothing is ranked: its differences would be noise.
+"""
+
+import dataclasses
+import statistics
+from pathlib import Path
+from typing import Any
+
+from perfsweep import records
+from perfsweep.analysis.groups import Configuration, configurations, labels, speedups
+from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.rounds import rule_of
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER
+from perfsweep.records import DONE, RunRecord
+
+TOP = 10  # rows ranked by time, and as many more by count
+OUTSIDE = "outside operators"  # a phase's time that no operator accounts for
+
+
+@dataclasses.dataclass
+class Difference:
+    """One operator's, or one phase's time outside operators, on each side: per step, one value per run."""
+
+    name: str
+    base_calls: list[float]
+    calls: list[float]
+    base_ms: list[float]
+    ms: list[float]
+
+    @property
+    def kind(self) -> str:
+        if self.name.startswith(OUTSIDE):
+            return "Python between operators"
+        if not any(self.base_calls):
+            return "added"
+        if not any(self.calls):
+            return "removed"
+        change = _median(self.calls) - _median(self.base_calls)
+        return "more calls" if change > 0 else "fewer calls" if change < 0 else "same calls"
+
+    @property
+    def delta_ms(self) -> float:
+        return _median(self.ms) - _median(self.base_ms)
+
+    @property
+    def delta_calls(self) -> float:
+        return _median(self.calls) - _median(self.base_calls)
+
+    @property
+    def noise(self) -> str:
+        if len(self.ms) < 2 or len(self.base_ms) < 2:
+            return "one run"
+        apart = min(self.ms) > max(self.base_ms) or max(self.ms) < min(self.base_ms)
+        return "beyond noise" if apart else "within noise"
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def ops_of(run: RunRecord) -> dict[str, Any] | None:
+    """The run's ops record; None where it has none or its profiling failed."""
+    path = run.path / records.OPS
+    record = records.read_json(path) if path.is_file() else None
+    return record if isinstance(record, dict) and "operators" in record else None
+
+
+def explained(runs: list[RunRecord]) -> bool:
+    """Whether any run of the sweep has an ops record (explain=true)."""
+    return any((run.path / records.OPS).is_file() for run in runs)
+
+
+def differences(base: list[dict], side: list[dict]) -> list[Difference]:
+    """Every operator either side ran, and each phase's time outside operators, as Differences."""
+    key = "self_device_us" if side[0]["device"] == "cuda" else "self_cpu_us"
+    names = sorted({name for record in (*base, *side) for name in record["operators"]})
+
+    def per_run(found: list[dict], name: str, field: str) -> list[float]:
+        scale = 1 if field == "calls" else 1e3  # us -> ms
+        return [record["operators"].get(name, {}).get(field, 0.0) / scale for record in found]
+
+    made = [
+        Difference(*(name, *(per_run(found, name, "calls") for found in (base, side))),
+                   *(per_run(found, name, key) for found in (base, side)))
+        for name in names
+    ]  # fmt: skip
+    for phase in side[0]["phases"]:
+        outside = [[r["phases"].get(phase, {}).get("outside_operators_us", 0.0) / 1e3 for r in s] for s in (base, side)]
+        made.append(Difference(f"{OUTSIDE} ({phase})", [0.0] * len(base), [0.0] * len(side), *outside))
+    return made
+
+
+def ranked(made: list[Difference]) -> list[Difference]:
+    """The TOP differences by time, then up to TOP more whose call counts differ (the mechanism)."""
+    by_time = sorted(made, key=lambda d: -abs(d.delta_ms))
+    shown = [d for d in by_time[:TOP] if d.delta_ms or d.delta_calls]
+    counted = sorted((d for d in made if d.delta_calls and d not in shown), key=lambda d: -abs(d.delta_calls))
+    return shown + counted[:TOP]
+
+
+def _per_step(found: list[dict], field: str) -> str:
+    """A per-step count of the records, by name: `name N` each, or `none`."""
+    totals: dict[str, list[float]] = {}
+    for record in found:
+        for name, count in (record.get(field) or {}).items():
+            totals.setdefault(name, []).append(count)
+    shown = [f"{name} {_median(counts + [0] * (len(found) - len(counts))):g}" for name, counts in totals.items()]
+    return ", ".join(shown) or "none"
+
+
+def _phases(found: list[dict], field: str) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for record in found:
+        for phase, figures in record["phases"].items():
+            if figures.get(field) is not None:
+                values.setdefault(phase, []).append(figures[field])
+    return {phase: _median(v) for phase, v in values.items()}
+
+
+def memory_line(base: list[dict], side: list[dict]) -> str | None:
+    """Each phase's memory on each side: peak allocated on CUDA, the profiler's net allocation on a CPU."""
+    for field, what in (("peak_allocated_mib", "peak allocated"), ("net_allocated_mib", "allocated net (profiler)")):
+        ours, theirs = _phases(side, field), _phases(base, field)
+        if ours:
+            shown = ", ".join(f"{p} {figure(theirs.get(p))} -> {figure(v)}" for p, v in ours.items())
+            return f"memory by phase, MiB {what}, baseline -> this: {shown}"
+    return None
+
+
+def account(config: Configuration, base: Configuration, shown: list[Difference], sides) -> list[str]:
+    """The lines above a comparison's rows: what the rows account for, and what else the records count."""
+    base_ops, side_ops = sides
+    measured = (config.median("step") or 0.0) - (base.median("step") or 0.0)
+    profiled = sum(_phases(side_ops, "cpu_us").values()) / 1e3 - sum(_phases(base_ops, "cpu_us").values()) / 1e3
+    rows = sum(d.delta_ms for d in shown)
+    lines = [
+        f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
+        f"(host time); the rows below account for {rows:+.3g} ms/step of it, {profiled - rows:+.3g} ms/step "
+        "unexplained",
+        f"torch calls through a subclass's __torch_function__, per step: {_per_step(side_ops, 'subclass_calls')} "
+        f"(baseline: {_per_step(base_ops, 'subclass_calls')})",
+        f"calls that hand a value to the host (a host-device sync each on a GPU), per step: "
+        f"{_per_step(side_ops, 'host_reads')} (baseline: {_per_step(base_ops, 'host_reads')})",
+    ]
+    if memory := memory_line(base_ops, side_ops):
+        lines.append(memory)
+    dynamo = [r["dynamo"] for r in side_ops if r.get("dynamo")]
+    if dynamo:
+        lines.append(
+            f"torch.compile (Dynamo's counters, the process's): {dynamo[0]['graph_breaks']} graph breaks, "
+            f"{dynamo[0]['unique_graphs']} graphs"
+        )
+    return lines
+
+
+def _calls(d: Difference) -> str:
+    return f"{_median(d.base_calls):g} -> {_median(d.calls):g}"
+
+
+COLUMNS = [
+    Column("difference", lambda d: d.name),
+    Column("kind", lambda d: d.kind),
+    Column("calls/step (baseline -> this)", lambda d: "-" if d.name.startswith(OUTSIDE) else _calls(d)),
+    Column("self ms/step (baseline -> this)", lambda d: f"{figure(_median(d.base_ms))} -> {figure(_median(d.ms))}"),
+    Column("change ms/step", lambda d: f"{d.delta_ms:+.3g}"),
+    Column("runs", lambda d: d.noise),
+]
+
+
+def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:
+    title = f"Explain: {names[config.key]} vs {names[base.key]}"
+    if word not in (SLOWER, FASTER):
+        said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
+        return View(title, [said], COLUMNS, [], empty="")
+    sides = tuple([ops for run in c.runs if run.state == DONE and (ops := ops_of(run))] for c in (base, config))
+    if not all(sides):
+        missing = names[config.key] if not sides[1] else names[base.key]
+        said = f"{title}: {word}, but {missing} has no ops record (explain=true): nothing explained"
+        return View(title, [said], COLUMNS, [])
+    shown = ranked(differences(*sides))
+    above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
+    above += account(config, base, shown, sides)
+    notes = [
+        "self ms/step: an operator's self time per step (device time on a GPU, host time on a CPU); Python between "
+        "operators: a phase's time that no operator accounts for. runs: within noise where the sides' runs overlap. "
+        f"Rows: the {TOP} largest time changes, then the {TOP} largest count changes. Traces: each run's "
+        f"{records.PROFILE}, for Perfetto"
+    ]
+    return View(title, above, COLUMNS, shown, notes)
+
+
+def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
+    """A view per comparison with its baseline, for a sweep run with explain=true; none otherwise."""
+    if not explained(runs):
+        return []
+    done = [r for r in runs if r.state == DONE and r.summary]
+    rule = rule_of(sweep_dir, done)
+    found = speedups(done, rule.level)
+    names = labels(configurations(done))
+    return [comparison_view(config, base, rule.word(speedup), names) for config, base, speedup in found]

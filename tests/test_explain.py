@@ -1,0 +1,112 @@
+"""explain=true: each run's operators counted after its window, and each decided difference accounted for by them."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from perfsweep import records
+from perfsweep.analysis.render import text
+from perfsweep.analysis.views import explain
+from perfsweep.records import load_sweep
+from tests import synthetic
+from tests.helpers import launch_here
+
+TINY = ["model=test_resnet", "model.image_size=32", "model.batch_size=4", "memory_format=contiguous", "steps=4"]
+TINY += ["warmup_steps=1", "tracker.mode=disabled", "launcher=debug", "explain=true"]
+
+
+def ops_by_input(sweep) -> dict[str, dict]:
+    return {run.axes["input_type"]: records.read_json(run.path / records.OPS) for run in load_sweep(sweep)}
+
+
+def test_a_subclass_s_run_records_the_calls_it_dispatches_and_the_operators_it_adds(tmp_path):
+    done = launch_here(*TINY, "input_type=tensor,subclass", "repeats=1", f"runs_dir={tmp_path}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ops = ops_by_input(tmp_path / "default")
+    assert ops["tensor"]["subclass_calls"] == {} and ops["subclass"]["subclass_calls"]["SubClassedTensor"] > 10
+    assert "aten::alias" not in ops["tensor"]["operators"], "a plain Tensor's step makes no alias"
+    assert ops["subclass"]["operators"]["aten::alias"]["calls"] >= 10, "each call's result is re-wrapped"
+    for record in ops.values():
+        assert record["steps"] == 3 and set(record["phases"]) == {"data", "forward", "backward", "optimizer"}
+        assert record["phases"]["forward"]["net_allocated_mib"] is not None, "a CPU's memory: the profiler's"
+        assert record["phases"]["forward"]["peak_allocated_mib"] is None, "a peak needs CUDA's allocator"
+    (run,) = [r for r in load_sweep(tmp_path / "default") if r.axes["input_type"] == "subclass"]
+    assert (run.path / records.PROFILE).stat().st_size > 1000, "the Chrome trace, kept for Perfetto"
+    assert "explanation" in done.stdout, "the progress line says what the profiled window cost"
+    shown = launch_here("explain", str(tmp_path / "default"))
+    assert shown.returncode == 0
+    assert "Explain: subclass vs tensor: no decided difference (one run a side): nothing explained" in shown.stdout
+
+
+def test_the_sampler_s_nonzero_is_named_as_the_host_read_the_static_sampler_does_without(tmp_path):
+    sweep = ["workload=sampler", "workload.impl=nonzero,static", "workload.size=1000", "workload.batch=1"]
+    args = [*sweep, "steps=4", "warmup_steps=1", "repeats=1", "tracker.mode=disabled", "launcher=debug"]
+    done = launch_here(*args, "explain=true", f"runs_dir={tmp_path}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ops = {run.axes["impl"]: records.read_json(run.path / records.OPS) for run in load_sweep(tmp_path / "default")}
+    assert ops["nonzero"]["host_reads"].get("nonzero", 0) >= 1, ops["nonzero"]["host_reads"]
+    assert "nonzero" not in ops["static"]["host_reads"]
+    assert any("nonzero" in name for name in ops["nonzero"]["operators"])
+
+
+def test_a_profiler_that_fails_leaves_the_run_done_and_says_why(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):  # stands in for a profiler that cannot start (another one active, a kineto error)
+        raise RuntimeError("the profiler cannot start here")
+
+    monkeypatch.setattr(torch.profiler, "profile", broken)
+    done = launch_here(*TINY, "input_type=tensor", "repeats=1", f"runs_dir={tmp_path}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = load_sweep(tmp_path / "default")
+    assert run.state == records.DONE and run.summary.median("step") > 0, "the measured records are whole"
+    assert records.read_json(run.path / records.OPS) == {"error": "RuntimeError: the profiler cannot start here"}
+    shown = launch_here("explain", str(tmp_path / "default"))
+    assert shown.returncode == 2 and "no run has an ops record" in shown.stderr
+
+
+def ops_record(alias_calls: float, outside_ms: float, rng) -> dict:
+    """An ops record as train/explain.py writes it: a convolution, and a subclass's aliases where it has them."""
+    operators = {"aten::convolution": {"calls": 20.0, "self_cpu_us": 5000.0 * rng.uniform(0.95, 1.05)}}
+    if alias_calls:
+        operators["aten::alias"] = {"calls": alias_calls, "self_cpu_us": 10.0 * alias_calls}
+    phase = {"cpu_us": 9000.0 + outside_ms * 1e3, "outside_operators_us": outside_ms * 1e3, "net_allocated_mib": 6.0}
+    subclass = {"Sub": 92} if alias_calls else {}
+    return {
+        "steps": 3, "device": "cpu", "operators": {k: {**v, "self_device_us": 0.0} for k, v in operators.items()},
+        "phases": {"forward": phase}, "torch_calls": 600, "subclass_calls": subclass, "host_reads": {}, "dynamo": None,
+    }  # fmt: skip
+
+
+def explained_sweep(tmp_path, slowdown: float) -> list:
+    """Synthetic runs of a Tensor and a subclass `slowdown` times as slow, each with its ops record on disk."""
+    rng = np.random.default_rng(0)
+    levels = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 20.0 * slowdown}
+    runs = synthetic.sweep(levels, 4, synthetic.Noise(bimodal=0.0), rng)
+    placed = []
+    for run in runs:
+        folder = tmp_path / run.name
+        folder.mkdir()
+        subclass = run.axes["input_type"] == "subclass"
+        outside = 4.0 + (3.0 if subclass and slowdown > 1 else 0.0) + rng.normal(0, 0.1)
+        records.write_json(folder / records.OPS, ops_record(47.0 if subclass else 0.0, outside, rng))
+        placed.append(dataclasses.replace(run, path=folder))
+    return placed
+
+
+def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_left_unexplained(tmp_path):
+    (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.3))
+    shown = text(view)
+    assert shown.startswith("Explain: subclass vs tensor: slower, by operator (medians over each side's 4 and 4 runs)")
+    rows = {row[0]: row for row in view.rows}
+    assert float(rows["outside operators (forward)"][4]) == pytest.approx(3.0, abs=0.3)
+    assert rows["aten::alias"][1:3] == ["added", "0 -> 47"], "the count is the finding, though its time is small"
+    assert view.items[0].name == "outside operators (forward)", "ranked by time: the Python between operators first"
+    assert "torch calls through a subclass's __torch_function__, per step: Sub 92 (baseline: none)" in shown
+    assert "unexplained" in shown and "memory by phase, MiB allocated net (profiler)" in shown
+
+
+def test_a_comparison_not_decided_explains_nothing(tmp_path):
+    (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.0))
+    assert view.rows == [] and "nothing explained" in text(view)
+    assert "no decided difference (" in text(view)

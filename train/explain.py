@@ -1,0 +1,158 @@
+"""What a run's step does, by operator, counted after its measured window (explain=true).
+
+A profiled window runs `STEPS` steps after one warm-up step, under torch.profiler, with each phase marked.
+It never overlaps the measured window: profiling changes what it measures.
+The profiler's own aggregation (`key_averages`) gives each operator's calls and self time, per step.
+A phase's self time is the time in it that no operator accounts for: Python between the operators.
+A phase's memory is its peak allocated on CUDA (the caching allocator's counters, reset as it begins).
+On a CPU it is what the profiler saw the phase allocate net of what it freed.
+One more step, under a TorchFunctionMode, counts the torch calls made with a tensor subclass among their types.
+Each of those goes through the subclass's `__torch_function__` in Python.
+The same step finds the calls that hand a value to the host (train/syncs.py): each is a host-device sync on a GPU.
+Under torch.compile, Dynamo's counters give the graph breaks and the graphs compiled (process-wide).
+The Chrome trace is kept beside the record, for Perfetto.
+"""
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from perfsweep.train.syncs import HostReads
+from perfsweep.train.timing import NoClock, synchronize
+from perfsweep.train.workloads import Workload
+
+STEPS = 3  # profiled steps, after one warm-up step
+PHASE = "phase:"  # the prefix of a phase's range in the trace
+
+
+class PhaseRanges:
+    """A clock that marks each phase as a profiler range, and reads its peak memory on CUDA."""
+
+    def __init__(self, phases: tuple[str, ...], device: torch.device):
+        self.phases, self.cuda = phases, device.type == "cuda"
+        self.peaks: dict[str, list[float]] = {phase: [] for phase in phases}
+        self._open: torch.profiler.record_function | None = None
+        self._next = 0
+
+    def start(self) -> None:
+        self._next = 0
+        self._begin()
+
+    def mark(self) -> None:
+        if self._open is not None:
+            self._open.__exit__(None, None, None)
+            self._open = None
+        if self.cuda:  # host-side counters: no sync
+            self.peaks[self.phases[self._next]].append(torch.cuda.max_memory_allocated() / 2**20)
+        self._next += 1
+        if self._next < len(self.phases):
+            self._begin()
+
+    def _begin(self) -> None:
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+        self._open = torch.profiler.record_function(PHASE + self.phases[self._next])
+        self._open.__enter__()
+
+
+class SubclassCalls(HostReads):
+    """While active, counts torch calls by the tensor subclasses among their types, and records host reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_type: Counter[str] = Counter()
+        self.total = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.total += 1
+        for kind in {t for t in types if _dispatches(t)}:
+            self.by_type[kind.__qualname__] += 1
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def _dispatches(kind: type) -> bool:
+    """Whether `kind` is a tensor subclass with a __torch_function__ of its own or Tensor's (not disabled)."""
+    handler = getattr(kind.__torch_function__, "__func__", kind.__torch_function__)
+    return kind is not torch.Tensor and handler is not torch._C._disabled_torch_function_impl
+
+
+def operators(averages, steps: int) -> dict[str, dict[str, float]]:
+    """Each operator's calls and self times (us) per step, from the profiler's key_averages."""
+    found = {}
+    for event in averages:
+        if event.key.startswith((PHASE, "ProfilerStep")):
+            continue
+        found[event.key] = {
+            "calls": event.count / steps,
+            "self_cpu_us": event.self_cpu_time_total / steps,
+            "self_device_us": event.self_device_time_total / steps,
+        }
+    return found
+
+
+def phase_figures(averages, ranges: PhaseRanges, steps: int) -> dict[str, dict[str, float | None]]:
+    """Each phase's time (us per step), the part of it outside operators, and its memory (MiB)."""
+    by_key = {event.key: event for event in averages}
+    found = {}
+    for phase in ranges.phases:
+        event = by_key.get(PHASE + phase)
+        if event is None:
+            continue
+        peaks = ranges.peaks[phase]
+        found[phase] = {
+            "cpu_us": event.cpu_time_total / steps,
+            "outside_operators_us": event.self_cpu_time_total / steps,
+            "peak_allocated_mib": max(peaks) if peaks else None,
+            "net_allocated_mib": event.cpu_memory_usage / steps / 2**20 if not ranges.cuda else None,
+        }
+    return found
+
+
+def dynamo_counts() -> dict[str, int] | None:
+    """Dynamo's graph breaks and compiled graphs in this process; None where nothing was compiled."""
+    import sys
+
+    if "torch._dynamo" not in sys.modules:
+        return None
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"].get("unique_graphs", 0)
+    if not graphs:
+        return None
+    return {"graph_breaks": sum(counters["graph_break"].values()), "unique_graphs": graphs}
+
+
+def explain_steps(work: Workload, first: int, device: torch.device, trace: Path) -> dict[str, Any]:
+    """Profile `STEPS` steps from step `first` (after one warm-up step), then count one more; the ops record.
+
+    The Chrome trace goes to `trace`.
+    """
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    ranges = PhaseRanges(work.phases, device)
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=STEPS, repeat=1)
+    with torch.profiler.profile(activities=activities, schedule=schedule, profile_memory=True) as profiler:
+        for index in range(first, first + 1 + STEPS):
+            work.step(index, ranges)
+            profiler.step()
+    synchronize(device)
+    profiler.export_chrome_trace(str(trace))
+    averages = profiler.key_averages()
+    counted = SubclassCalls()
+    with counted:
+        work.step(first + 1 + STEPS, NoClock())
+    synchronize(device)
+    return {
+        "steps": STEPS,
+        "device": device.type,
+        "operators": operators(averages, STEPS),
+        "phases": phase_figures(averages, ranges, STEPS),
+        "torch_calls": counted.total,
+        "subclass_calls": dict(counted.by_type),
+        "host_reads": dict(Counter(call.split(" at ")[0] for call in counted.calls)),
+        "host_read_places": dict(Counter(counted.calls)),
+        "dynamo": dynamo_counts(),
+    }

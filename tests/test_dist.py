@@ -185,6 +185,7 @@ def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):
         "dist.reshard_after_forward=false",
         "steps=3",
         "profile=true",
+        "explain=true",
         "launcher=debug",
         "launcher.nodes=2",
     ]

@@ -1,6 +1,7 @@
 """explain=true: each run's operators counted after its window, and each decided difference accounted for by them."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import torch
 from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import explain
+from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.records import load_sweep
 from tests import synthetic
 from tests.helpers import launch_here
@@ -86,7 +88,7 @@ def explained_sweep(tmp_path, slowdown: float) -> list:
     placed = []
     for run in runs:
         folder = tmp_path / run.name
-        folder.mkdir()
+        folder.mkdir(parents=True)
         subclass = run.axes["input_type"] == "subclass"
         outside = 4.0 + (3.0 if subclass and slowdown > 1 else 0.0) + rng.normal(0, 0.1)
         records.write_json(folder / records.OPS, ops_record(47.0 if subclass else 0.0, outside, rng))
@@ -104,9 +106,21 @@ def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_l
     assert view.items[0].name == "outside operators (forward)", "ranked by time: the Python between operators first"
     assert "torch calls through a subclass's __torch_function__, per step: Sub 92 (baseline: none)" in shown
     assert "unexplained" in shown and "memory by phase, MiB allocated net (profiler)" in shown
+    assert re.search(r"host time, baseline -> this: [\d.]+ ms \(\d+% outside operators\) -> [\d.]+ ms \(", shown)
 
 
 def test_a_comparison_not_decided_explains_nothing(tmp_path):
     (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.0))
     assert view.rows == [] and "nothing explained" in text(view)
     assert "no decided difference (" in text(view)
+
+
+def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_section(tmp_path):
+    shown = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.3))
+    header, rows = explain.table(shown)
+    assert header[:2] == ["comparison", "difference"] and {row[0] for row in rows} == {"subclass vs tensor"}
+    assert len(rows) == len(shown[0].rows)
+    said = outline(wandb_report_content("s", "perfsweep", "team", ["forward"], explained=True))
+    assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's'\n  table panel: explain" in said
+    assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "perfsweep", "team", ["forward"]))
+    assert explain.table(explain.views(tmp_path, explained_sweep(tmp_path / "same", slowdown=1.0))) == ([], [])

@@ -26,8 +26,11 @@ def problems(cfg: RunConf) -> list[str]:
             "dist.sync_block steps with gradient sync and as many without, steps of each: steps must be a multiple "
             "of dist.sync_block (or dist.exposed_comm=false: no steps without sync)"
         )
-    if cfg.profile:
-        issues.append(f"profile=true with dist={conf.name}: a trace of a run across ranks is not supported yet")
+    issues += [
+        f"{setting}=true with dist={conf.name}: a trace of a run across ranks is not supported yet"
+        for setting in ("profile", "explain")
+        if getattr(cfg, setting)
+    ]
     mine, theirs = (DDP_KNOBS, FSDP_KNOBS) if conf.name == "ddp" else (FSDP_KNOBS, DDP_KNOBS)
     other = "fsdp" if conf.name == "ddp" else "ddp"
     issues += [

@@ -135,6 +135,13 @@ def _phases(found: list[dict], field: str) -> dict[str, float]:
     return {phase: _median(v) for phase, v in values.items()}
 
 
+def _split(found: list[dict]) -> str:
+    """A side's profiled step: its host time, and the share of it outside operators (Python, dispatch)."""
+    total, outside = (sum(_phases(found, field).values()) / 1e3 for field in ("cpu_us", "outside_operators_us"))
+    share = outside / total if total else 0.0
+    return f"{figure(total)} ms ({share:.0%} outside operators)"
+
+
 def memory_line(base: list[dict], side: list[dict]) -> str | None:
     """Each phase's memory on each side: peak allocated on CUDA, the profiler's net allocation on a CPU."""
     for field, what in (("peak_allocated_mib", "peak allocated"), ("net_allocated_mib", "allocated net (profiler)")):
@@ -160,6 +167,7 @@ def account(config: Configuration, base: Configuration, shown: list[Difference],
         f"calls that hand a value to the host (a host-device sync each on a GPU), per step: "
         f"{_per_step(side_ops, 'host_reads')} (baseline: {_per_step(base_ops, 'host_reads')})",
     ]
+    lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, (base_ops, side_ops))))
     if memory := memory_line(base_ops, side_ops):
         lines.append(memory)
     dynamo = [r["dynamo"] for r in side_ops if r.get("dynamo")]
@@ -216,3 +224,12 @@ def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
     found = speedups(done, rule.level)
     names = labels(configurations(done))
     return [comparison_view(config, base, rule.word(speedup), names) for config, base, speedup in found]
+
+
+def table(shown: list[View]) -> tuple[list[str], list[list[str]]]:
+    """The explained comparisons' rows in one table, each row led by its comparison (W&B's `explain` table)."""
+    ranked_views = [view for view in shown if view.rows]
+    if not ranked_views:
+        return [], []
+    header = ["comparison", *ranked_views[0].header]
+    return header, [[view.title.removeprefix("Explain: "), *row] for view in ranked_views for row in view.rows]

@@ -76,16 +76,18 @@ PLOT_SECTIONS = {
     "Speed-up over the baseline": "speedups.png",
     "Step time, run by run": "runs.png",
 }
+EXPLAIN_SECTION = "Why it is slower, by operator"  # explain=true
 RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep with runs across ranks
 
 
 def wandb_report_content(
-    sweep: str, project: str, entity: str | None, phases: list[str], ranks: int = 0
+    sweep: str, project: str, entity: str | None, phases: list[str], ranks: int = 0, explained: bool = False
 ) -> dict[str, Any]:
     """What the W&B Report holds, as plain data: title, description, and blocks.
 
     Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B group.
     They are the HTML report's sections, as W&B panels.
+    A sweep run with explain=true (`explained`) gets the table of its ranked differences.
     A sweep whose runs have up to `ranks` ranks gets each rank's step and backward over the steps.
     Those come from its rank<N>/ series.
     """
@@ -97,6 +99,8 @@ def wandb_report_content(
         "Speed-up over the baseline": [{"type": "table", "table": "speedups"}],
         "Step time, run by run": [{"type": "line", "x": "step", "y": [f"{p}_ms"]} for p in timed],
     }
+    if explained:
+        panels[EXPLAIN_SECTION] = [{"type": "table", "table": "explain"}]
     if ranks:
         panels[RANKS_SECTION[0]] = [
             {"type": "line", "x": "step", "y": [f"rank{r}/{p}_ms" for r in range(ranks)]} for p in ("step", "backward")

@@ -2,9 +2,10 @@
 
 The sweep-level run has job type "sweep", is named <sweep>-sweep, and is in the sweep's group.
 It holds the sweep's table as a wandb.Table ("results", one row per run).
+With explain=true it holds each decided comparison's ranked differences ("explain").
 It holds the records as an artifact of type "perfsweep-records":
 
-- each run's config, env, steps, summary, status and profiler trace;
+- each run's config, env, steps, summary, status, profiler trace and ops record (explain=true);
 - the sweep's manifest, plan, jobs and HTML report.
 
 W&B's own files, submitit's pickles and logs, and the code snapshot stay out.
@@ -22,14 +23,17 @@ from pathlib import Path
 from perfsweep import records
 from perfsweep.analysis.groups import configurations, labels, speedups
 from perfsweep.analysis.statistics.rounds import rule_of
-from perfsweep.analysis.views import table
+from perfsweep.analysis.views import explain, table
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import load_sweep
 from perfsweep.records.redact import redact
 
-RUN_FILES = (records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE)
+RUN_FILES = (
+    records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE, records.OPS
+)  # fmt: skip
 SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
+EXPLAIN_TABLE = "explain"  # explain=true: each decided comparison's ranked differences (analysis/views/explain.py)
 
 
 def tracker_conf(sweep_dir: Path) -> TrackerConf:
@@ -119,6 +123,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         ]
         columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]
         run.log({"speedups": wandb.Table(columns=columns, data=rows)})
+        header, explained = explain.table(explain.views(sweep_dir, runs))
+        if explained:
+            run.log({EXPLAIN_TABLE: wandb.Table(columns=header, data=explained)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}

@@ -114,6 +114,7 @@ def add_view_commands(subparsers) -> None:
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
     )
     parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs --out and a W&B key)")
+    parser.set_defaults(overrides=[])  # tracker.NAME=VALUE after the options (cli.parse)
     parser.add_argument(
         "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
     )

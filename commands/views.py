@@ -79,13 +79,17 @@ def show_comparison(args: argparse.Namespace) -> int:
 
 
 def show_history(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from perfsweep.analysis.history import history
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import history as views
     from perfsweep.analysis.views import wandb_history, wandb_online
     from perfsweep.analysis.views.report import outline
 
-    overrides = [str(a) for a in args.runs if str(a).startswith("tracker.")]
+    overrides = [*args.overrides, *(str(a) for a in args.runs if str(a).startswith("tracker."))]
+    if args.dry_run and not args.wandb:
+        raise ValueError("--dry-run prints the W&B Report's outline: it goes with --wandb")
     if args.wandb and not args.out:
         raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
     found = history([a for a in args.runs if str(a) not in overrides], args.repo)
@@ -96,7 +100,12 @@ def show_history(args: argparse.Namespace) -> int:
         print(outline(wandb_history.report_content(made, shown, found, args.out, conf)))
         return views.exit_status(made)
     if args.wandb:
-        conf = wandb_online.go_online(conf, args.out)
+        try:
+            conf = wandb_online.go_online(conf, "nothing was written or sent; run the command again later")
+        except wandb_online.WandbUnreachable as error:
+            print(f"perfsweep: {error}", file=sys.stderr)
+            return views.EXIT_NO_HISTORY
+        conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
     print("\n\n".join(map(text, shown)))
     if left:
         print("left out: " + "; ".join(left))
@@ -105,20 +114,33 @@ def show_history(args: argparse.Namespace) -> int:
         for warning in wandb_history.log_history(made, shown, found, args.out, conf):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
-        from perfsweep.analysis.views.report import save_wandb_report
-        from perfsweep.analysis.views.wandb_sweep import sync_runs
-
-        content = wandb_history.report_content(made, shown, found, args.out, conf)
-        try:
-            offline = wandb_history.offline_run(args.out, found)
-            if sync_runs(offline, conf, " ".join(["wandb", "sync", *map(str, offline)])) != 0:
-                return 1
-            url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
-        except wandb_online.WandbUnreachable as error:
-            print(f"perfsweep: {error}", file=sys.stderr)
-            return 1
-        print(f"W&B report: {url}")
+        for warning in upload_history(made, shown, found, args.out, conf):
+            print(f"perfsweep: warning: {warning}", file=sys.stderr)
     return views.exit_status(made)
+
+
+def upload_history(made, shown, found, out: Path, conf) -> list[str]:
+    """Upload the history run logged in `out` and create its W&B Report; what went wrong, as warnings.
+
+    A history's exit status is its verdict, for CI: W&B, a view of it, does not change it.
+    """
+    from perfsweep.analysis.views import wandb_history, wandb_online
+    from perfsweep.analysis.views.report import save_wandb_report
+    from perfsweep.analysis.views.wandb_sweep import sync_runs
+
+    offline = wandb_history.offline_run(out, found)
+    if not offline:
+        return [f"no W&B history run in {out} to upload: the warning above says why"]
+    again = " ".join(["wandb", "sync", "--entity", conf.entity, "--project", conf.project, *map(str, offline)])
+    if sync_runs(offline, conf, again) != 0:
+        return [f"the history run was not uploaded; it stays offline in {out}: `{again}` uploads it"]
+    content = wandb_history.report_content(made, shown, found, out, conf)
+    try:
+        url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
+    except wandb_online.WandbUnreachable as error:
+        return [str(error)]
+    print(f"W&B report: {url}")
+    return []
 
 
 def write_export(args: argparse.Namespace) -> int:
@@ -185,7 +207,7 @@ def write_report(args: argparse.Namespace) -> int:
     out = output_folder(args)
     if args.wandb:
         try:
-            conf = wandb_online.go_online(conf, args.sweep_dir)
+            conf = wandb_online.go_online(conf, wandb_online.offline(args.sweep_dir))
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
@@ -209,7 +231,7 @@ def upload(args: argparse.Namespace) -> int:
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     try:
-        return sync(args.sweep_dir, wandb_online.go_online(conf, args.sweep_dir))
+        return sync(args.sweep_dir, wandb_online.go_online(conf, wandb_online.offline(args.sweep_dir)))
     except wandb_online.WandbUnreachable as error:
         print(f"perfsweep: {error}", file=sys.stderr)
         return 1

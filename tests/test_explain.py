@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.records import load_sweep
+from perfsweep.train import run as train_run
 from tests import synthetic
 from tests.helpers import launch_here
 
@@ -51,6 +53,8 @@ def test_the_sampler_s_nonzero_is_named_as_the_host_read_the_static_sampler_does
     assert ops["nonzero"]["host_reads"].get("nonzero", 0) >= 1, ops["nonzero"]["host_reads"]
     assert "nonzero" not in ops["static"]["host_reads"]
     assert any("nonzero" in name for name in ops["nonzero"]["operators"])
+    places = list(ops["nonzero"]["host_read_places"])
+    assert places and all("train/functions/" in place for place in places), places
 
 
 def test_a_profiler_that_fails_leaves_the_run_done_and_says_why(tmp_path, monkeypatch):
@@ -124,3 +128,13 @@ def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_sect
     assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's'\n  table panel: explain" in said
     assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "perfsweep", "team", ["forward"]))
     assert explain.table(explain.views(tmp_path, explained_sweep(tmp_path / "same", slowdown=1.0))) == ([], [])
+
+
+def test_the_run_s_time_limit_stops_its_profiled_window_as_it_stops_the_rest(tmp_path):
+    def past_the_limit(index, clock):  # what the run's interval timer raises in whatever the run is doing
+        raise records.Stopped("RunTimeout")
+
+    work = SimpleNamespace(phases=("forward",), step=past_the_limit, cfg=None)  # a workload that reached its limit
+    measured = SimpleNamespace(work=work, after=4)
+    with pytest.raises(records.Stopped):
+        train_run.explained(measured, torch.device("cpu"), tmp_path)

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from perfsweep.records import lifecycle
 from perfsweep.records.code import ci_run, under_test
 from perfsweep.sweeps.plan import PlanError
 from tests import synthetic
-from tests.helpers import launch_here, wandb_records, write_run
+from tests.helpers import FAKE_KEY, launch_here, wandb_records, write_run
 
 GIT_WHO = {
     "GIT_AUTHOR_NAME": "a",
@@ -220,16 +221,25 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
     assert points[-1] / points[0] == pytest.approx(1.3, rel=0.1), "the planted slowdown, as the view gives it"
 
 
-def test_history_wandb_dry_run_prints_the_report_outline_and_writes_nothing(tmp_path):
+def test_history_wandb_dry_run_prints_the_report_outline_and_writes_nothing(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     for index, commit in enumerate(generate(repo, commits=3, planted=None)):
         write_commit_sweep(tmp_path / "runs" / f"s{index}", repo, commit, dirty=False)
-    out = tmp_path / "out"
-    args = ["history", str(tmp_path / "runs"), "tracker.entity=perf-team", "--out", str(out), "--wandb"]
-    shown = launch_here(*args, "--dry-run")
+    out, runs = tmp_path / "out", str(tmp_path / "runs")
+    shown = launch_here("history", runs, "--out", str(out), "--wandb", "--dry-run", "tracker.entity=perf-team")
     assert shown.returncode == 0, shown.stderr
     assert "W&B Report 'perfsweep history to " in shown.stdout and "in perf-team/perfsweep" in shown.stdout
     assert "line chart: 00-resnet18/ms, 00-resnet18/low, 00-resnet18/high over point" in shown.stdout
     assert not out.exists()
-    refused = launch_here("history", str(tmp_path / "runs"), "--wandb")
+    refused = launch_here("history", runs, "--wandb")
     assert refused.returncode == 2 and "give it one with --out DIR" in refused.stderr
+    alone = launch_here("history", runs, "--dry-run")
+    assert alone.returncode == 2 and "it goes with --wandb" in alone.stderr
+    monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
+    with socket.socket() as probe:  # a port nothing listens on: the server does not answer
+        probe.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{probe.getsockname()[1]}")
+    unreachable = launch_here("history", runs, "--out", str(out), "--wandb", "tracker.timeout_s=2")
+    assert unreachable.returncode == views.EXIT_NO_HISTORY, "not 1: that is a regression's"
+    assert "unreachable" in unreachable.stderr and "nothing was written or sent" in unreachable.stderr
+    assert not out.exists()

@@ -4,12 +4,15 @@ A profiled window runs `STEPS` steps after one warm-up step, under torch.profile
 It never overlaps the measured window: profiling changes what it measures.
 The profiler's own aggregation (`key_averages`) gives each operator's calls and self time, per step.
 A phase's self time is the time in it that no operator accounts for: Python between the operators.
-A phase's memory is its peak allocated on CUDA (the caching allocator's counters, reset as it begins).
+A phase's memory is its peak allocated on CUDA (the caching allocator's counters, reset as it begins): all the
+process holds, the other sides' of a paired process too.
 On a CPU it is what the profiler saw the phase allocate net of what it freed.
+On CUDA the operators' rows hold their host time, and the kernels' rows (and copies') their device time.
 One more step, under a TorchFunctionMode, counts the torch calls made with a tensor subclass among their types.
 Each of those goes through the subclass's `__torch_function__` in Python.
 The same step finds the calls that hand a value to the host (train/syncs.py): each is a host-device sync on a GPU.
-Under torch.compile, Dynamo's counters give the graph breaks and the graphs compiled (process-wide).
+Under torch.compile that step is not run, and Dynamo's counters give the graph breaks and the graphs compiled.
+They are the process's: in a paired process, every side's together.
 The Chrome trace is kept beside the record, for Perfetto.
 """
 
@@ -60,6 +63,8 @@ class PhaseRanges:
 class SubclassCalls(HostReads):
     """While active, counts torch calls by the tensor subclasses among their types, and records host reads."""
 
+    caller_depth = 3  # _where, HostReads.__torch_function__, then this one's
+
     def __init__(self) -> None:
         super().__init__()
         self.by_type: Counter[str] = Counter()
@@ -78,23 +83,33 @@ def _dispatches(kind: type) -> bool:
     return kind is not torch.Tensor and handler is not torch._C._disabled_torch_function_impl
 
 
+def _on_host(event) -> bool:
+    return event.device_type == torch.autograd.DeviceType.CPU
+
+
 def operators(averages, steps: int) -> dict[str, dict[str, float]]:
-    """Each operator's calls and self times (us) per step, from the profiler's key_averages."""
+    """Each operator's calls and self host time, and each kernel's calls and device time (us), per step.
+
+    The profiler's key_averages holds both.
+    A host operator's device time is its kernels', which are rows of their own: it is not counted twice.
+    A range marked on the host shows again on the device (a user annotation there): that copy is left out.
+    """
     found = {}
     for event in averages:
-        if event.key.startswith((PHASE, "ProfilerStep")):
+        if event.key.startswith((PHASE, "ProfilerStep")) or (event.is_user_annotation and not _on_host(event)):
             continue
+        host = _on_host(event)
         found[event.key] = {
             "calls": event.count / steps,
-            "self_cpu_us": event.self_cpu_time_total / steps,
-            "self_device_us": event.self_device_time_total / steps,
+            "self_cpu_us": event.self_cpu_time_total / steps if host else 0.0,
+            "self_device_us": 0.0 if host else event.self_device_time_total / steps,
         }
     return found
 
 
 def phase_figures(averages, ranges: PhaseRanges, steps: int) -> dict[str, dict[str, float | None]]:
     """Each phase's time (us per step), the part of it outside operators, and its memory (MiB)."""
-    by_key = {event.key: event for event in averages}
+    by_key = {event.key: event for event in averages if _on_host(event)}
     found = {}
     for phase in ranges.phases:
         event = by_key.get(PHASE + phase)
@@ -128,6 +143,8 @@ def explain_steps(work: Workload, first: int, device: torch.device, trace: Path)
     """Profile `STEPS` steps from step `first` (after one warm-up step), then count one more; the ops record.
 
     The Chrome trace goes to `trace`.
+    A compiled step is not counted under the TorchFunctionMode: the mode would make Dynamo compile it again, and
+    its calls would be those of tracing, not of running.
     """
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -138,21 +155,27 @@ def explain_steps(work: Workload, first: int, device: torch.device, trace: Path)
         for index in range(first, first + 1 + STEPS):
             work.step(index, ranges)
             profiler.step()
+            if index == first:  # the warm-up step is not profiled: nor are its peaks kept
+                ranges.peaks = {phase: [] for phase in work.phases}
     synchronize(device)
     profiler.export_chrome_trace(str(trace))
     averages = profiler.key_averages()
-    counted = SubclassCalls()
-    with counted:
-        work.step(first + 1 + STEPS, NoClock())
-    synchronize(device)
-    return {
+    found = {
         "steps": STEPS,
         "device": device.type,
         "operators": operators(averages, STEPS),
         "phases": phase_figures(averages, ranges, STEPS),
+        "dynamo": dynamo_counts(),
+    }
+    if work.cfg.compile.enabled:
+        return found | {"torch_calls": None, "subclass_calls": None, "host_reads": None, "host_read_places": None}
+    counted = SubclassCalls()
+    with counted:
+        work.step(first + 1 + STEPS, NoClock())
+    synchronize(device)
+    return found | {
         "torch_calls": counted.total,
         "subclass_calls": dict(counted.by_type),
         "host_reads": dict(Counter(call.split(" at ")[0] for call in counted.calls)),
         "host_read_places": dict(Counter(counted.calls)),
-        "dynamo": dynamo_counts(),
     }

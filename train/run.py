@@ -400,6 +400,8 @@ def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[s
     """The run's ops record (train/explain.py); where profiling fails, its error, and the run goes on."""
     try:
         return explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
+    except Stopped:  # the run's time limit: it stops the run, as anywhere else
+        raise
     except Exception as error:  # the explanation is beside the measurement: it must never fail the run
         return {"error": f"{type(error).__name__}: {error}"}
 

@@ -89,9 +89,12 @@ def _short(path: str, line: int) -> str:
     return f"{path}:{line}"
 
 
-def _where() -> str:
-    """The innermost caller outside torch, and the torch frame it called into, if any."""
-    frame, inside = sys._getframe(2), None  # 0: here, 1: HostReads.__torch_function__
+def _where(depth: int) -> str:
+    """The innermost caller outside torch, and the torch frame it called into, if any.
+
+    `depth` frames up from here is the first frame that may be the caller's (0: here, 1: the mode's handler).
+    """
+    frame, inside = sys._getframe(depth), None
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_TORCH):
@@ -109,6 +112,8 @@ class HostReads(TorchFunctionMode):
     Each is recorded as "name at file:line".
     """
 
+    caller_depth = 2  # frames from _where up to the call's: _where, then this __torch_function__
+
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[str] = []  # "name at file:line", one per call
@@ -117,5 +122,5 @@ class HostReads(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name in READS or (name == "to" and _copies_to_host(args, kwargs)):
-            self.calls.append(f"{name} at {_where()}")
+            self.calls.append(f"{name} at {_where(self.caller_depth)}")
         return func(*args, **kwargs)

@@ -18,11 +18,12 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None 
     `names` picks runs; `vs` compares along another axis (groups.compared_along).
     """
     runs = load_sweep(sweep_dir, names)
-    views = [table.table_view(sweep_dir, compared_along(runs, vs))]
+    compared = compared_along(runs, vs)
+    views = [table.table_view(sweep_dir, compared)]
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir))
     across = ranks.view(sweep_dir, names)
-    return views + ([across] if across else []) + explain.views(sweep_dir, runs) + published_views(sweep_dir)
+    return views + ([across] if across else []) + explain.views(sweep_dir, compared) + published_views(sweep_dir)
 
 
 def published_views(sweep_dir: Path) -> list[View]:

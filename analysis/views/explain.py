@@ -102,6 +102,8 @@ def differences(base: list[dict], side: list[dict]) -> list[Difference]:
                    *(per_run(found, name, key) for found in (base, side)))
         for name in names
     ]  # fmt: skip
+    if side[0]["device"] == "cuda":  # a host time beside device times; and backward runs on autograd's own thread
+        return made
     for phase in side[0]["phases"]:
         outside = [[r["phases"].get(phase, {}).get("outside_operators_us", 0.0) / 1e3 for r in s] for s in (base, side)]
         made.append(Difference(f"{OUTSIDE} ({phase})", [0.0] * len(base), [0.0] * len(side), *outside))
@@ -117,7 +119,9 @@ def ranked(made: list[Difference]) -> list[Difference]:
 
 
 def _per_step(found: list[dict], field: str) -> str:
-    """A per-step count of the records, by name: `name N` each, or `none`."""
+    """A per-step count of the records, by name: `name N` each, or `none`; or why the records have none."""
+    if any(record.get(field) is None for record in found):
+        return "not counted under torch.compile"
     totals: dict[str, list[float]] = {}
     for record in found:
         for name, count in (record.get(field) or {}).items():
@@ -152,29 +156,39 @@ def memory_line(base: list[dict], side: list[dict]) -> str | None:
     return None
 
 
-def account(config: Configuration, base: Configuration, shown: list[Difference], sides) -> list[str]:
+def _dynamo(found: list[dict]) -> str:
+    counts = [r["dynamo"] for r in found if r.get("dynamo")]
+    if not counts:
+        return "nothing compiled"
+    return f"{counts[0]['graph_breaks']} graph breaks, {counts[0]['unique_graphs']} graphs"
+
+
+def account(
+    config: Configuration, base: Configuration, made: list[Difference], shown: list[Difference], sides
+) -> list[str]:
     """The lines above a comparison's rows: what the rows account for, and what else the records count."""
     base_ops, side_ops = sides
     measured = (config.median("step") or 0.0) - (base.median("step") or 0.0)
-    profiled = sum(_phases(side_ops, "cpu_us").values()) / 1e3 - sum(_phases(base_ops, "cpu_us").values()) / 1e3
-    rows = sum(d.delta_ms for d in shown)
+    profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
+    beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
+    cuda = side_ops[0]["device"] == "cuda"
     lines = [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
-        f"(host time); the rows below account for {rows:+.3g} ms/step of it, {profiled - rows:+.3g} ms/step "
-        "unexplained",
+        f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "
+        f"ms/step of it ({beyond:+.3g} in rows beyond noise), {profiled - rows:+.3g} ms/step left unexplained by them",
         f"torch calls through a subclass's __torch_function__, per step: {_per_step(side_ops, 'subclass_calls')} "
         f"(baseline: {_per_step(base_ops, 'subclass_calls')})",
         f"calls that hand a value to the host (a host-device sync each on a GPU), per step: "
         f"{_per_step(side_ops, 'host_reads')} (baseline: {_per_step(base_ops, 'host_reads')})",
     ]
-    lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, (base_ops, side_ops))))
+    if not cuda:
+        lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, sides)))
     if memory := memory_line(base_ops, side_ops):
         lines.append(memory)
-    dynamo = [r["dynamo"] for r in side_ops if r.get("dynamo")]
-    if dynamo:
+    if any(r.get("dynamo") for r in (*base_ops, *side_ops)):
         lines.append(
-            f"torch.compile (Dynamo's counters, the process's): {dynamo[0]['graph_breaks']} graph breaks, "
-            f"{dynamo[0]['unique_graphs']} graphs"
+            f"torch.compile (Dynamo's counters; a paired process's are every side's together): {_dynamo(side_ops)} "
+            f"(baseline: {_dynamo(base_ops)})"
         )
     return lines
 
@@ -183,36 +197,51 @@ def _calls(d: Difference) -> str:
     return f"{_median(d.base_calls):g} -> {_median(d.calls):g}"
 
 
-COLUMNS = [
-    Column("difference", lambda d: d.name),
-    Column("kind", lambda d: d.kind),
-    Column("calls/step (baseline -> this)", lambda d: "-" if d.name.startswith(OUTSIDE) else _calls(d)),
-    Column("self ms/step (baseline -> this)", lambda d: f"{figure(_median(d.base_ms))} -> {figure(_median(d.ms))}"),
-    Column("change ms/step", lambda d: f"{d.delta_ms:+.3g}"),
-    Column("runs", lambda d: d.noise),
-]
+def columns(cuda: bool) -> list[Column]:
+    """The rows' columns; the time is the device's on CUDA (kernels, copies), the host's on a CPU."""
+    time = "self device ms/step" if cuda else "self ms/step"
+    return [
+        Column("difference", lambda d: d.name),
+        Column("kind", lambda d: d.kind),
+        Column("calls/step (baseline -> this)", lambda d: "-" if d.name.startswith(OUTSIDE) else _calls(d)),
+        Column(f"{time} (baseline -> this)", lambda d: f"{figure(_median(d.base_ms))} -> {figure(_median(d.ms))}"),
+        Column("change ms/step", lambda d: f"{d.delta_ms:+.3g}"),
+        Column("runs", lambda d: d.noise),
+    ]
+
+
+def _failed(config: Configuration) -> str:
+    """Why the configuration's runs have no ops record: their profiler's error, or no explain=true."""
+    for run in config.runs:
+        path = run.path / records.OPS
+        record = records.read_json(path) if path.is_file() else None
+        if isinstance(record, dict) and "error" in record:
+            return f"its profiled window failed: {record['error']}"
+    return "no ops record (explain=true)"
 
 
 def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:
     title = f"Explain: {names[config.key]} vs {names[base.key]}"
     if word not in (SLOWER, FASTER):
         said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
-        return View(title, [said], COLUMNS, [], empty="")
+        return View(title, [said], columns(False), [])
     sides = tuple([ops for run in c.runs if run.state == DONE and (ops := ops_of(run))] for c in (base, config))
     if not all(sides):
-        missing = names[config.key] if not sides[1] else names[base.key]
-        said = f"{title}: {word}, but {missing} has no ops record (explain=true): nothing explained"
-        return View(title, [said], COLUMNS, [])
-    shown = ranked(differences(*sides))
+        missing = config if not sides[1] else base
+        said = f"{title}: {word}, but {names[missing.key]} has {_failed(missing)}: nothing explained"
+        return View(title, [said], columns(False), [])
+    cuda = sides[1][0]["device"] == "cuda"
+    made = differences(*sides)
+    shown = ranked(made)
     above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
-    above += account(config, base, shown, sides)
+    above += account(config, base, made, shown, sides)
     notes = [
-        "self ms/step: an operator's self time per step (device time on a GPU, host time on a CPU); Python between "
-        "operators: a phase's time that no operator accounts for. runs: within noise where the sides' runs overlap. "
-        f"Rows: the {TOP} largest time changes, then the {TOP} largest count changes. Traces: each run's "
-        f"{records.PROFILE}, for Perfetto"
+        "self ms/step: an operator's self time per step (on a GPU, each kernel's and copy's device time); Python "
+        "between operators: a phase's time that no operator accounts for (on a CPU). runs: within noise where the "
+        f"sides' runs overlap. Rows: the {TOP} largest time changes, then the {TOP} largest count changes. Traces: "
+        f"each run's {records.PROFILE}, for Perfetto"
     ]
-    return View(title, above, COLUMNS, shown, notes)
+    return View(title, above, columns(cuda), shown, notes)
 
 
 def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:

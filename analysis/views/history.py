@@ -18,7 +18,8 @@ It reads the newest point of each configuration:
     3   POSSIBLE REGRESSION: such a change point that the two newest points do not both confirm; or the newest
         point alone slower than its segment by more than the threshold, and beyond the noise (the next sweep
         confirms it or not)
-    2   no history could be made (no done runs, a bad argument)
+    2   no history could be made (no done runs, a bad argument); with --wandb, W&B unreachable before anything
+        was written (a failure after it is a warning: the status stays the history's)
 """
 
 import dataclasses
@@ -36,7 +37,7 @@ from perfsweep.analysis.views.compare import identity
 from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
 
-EXIT_REGRESSION, EXIT_POSSIBLE = 1, 3
+EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"

@@ -1,6 +1,7 @@
 """A history in W&B: a history-level run with each configuration's points, table and plot; the Report's content.
 
-`log_history` logs the run into the history's --out folder, in the tracker mode of its newest runs.
+`log_history` logs the run into the history's --out folder, offline (none where the newest runs' tracker is
+disabled); `history --wandb` uploads it.
 The run has job type "history" and an id of its own (history-<digest of its points and folder>).
 Its x-axis is `point`: a point's place in the history, oldest first.
 Each configuration logs <slug>/ms, <slug>/low and <slug>/high at its points.
@@ -9,8 +10,8 @@ Its table is <slug>/points, and its plot <slug>/plot.
 W&B is a view: a failure here is returned as a warning, never raised.
 """
 
+import dataclasses
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,8 @@ from perfsweep.analysis.history import History
 from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.views.history import Series, centre
-from perfsweep.analysis.views.wandb_sweep import tracker_of
+from perfsweep.analysis.views.wandb_sweep import tracker_of, view_run
 from perfsweep.conf.schema import TrackerConf
-from perfsweep.conf.tracking import WANDB_SETTINGS
 
 
 def tracker_conf(found: History) -> TrackerConf:
@@ -55,25 +55,12 @@ def log_history(made: list[Series], views: list[View], found: History, out: Path
     """
     if conf.mode == "disabled":
         return []
+    conf = dataclasses.replace(conf, mode="offline")  # online, a history logged again would add to the last one
     identifier = run_id(found, out)
     try:
         import wandb
 
-        for earlier in (out / "wandb").glob(f"offline-run-*-{identifier}"):  # a history logged again replaces it
-            shutil.rmtree(earlier, ignore_errors=True)
-        run = wandb.init(
-            mode=conf.mode,
-            project=conf.project,
-            entity=conf.entity,
-            group="history",
-            name=f"history-{found.points[-1].label}",
-            id=identifier,
-            job_type="history",
-            resume="allow",
-            reinit="create_new",
-            dir=str(out),
-            settings=wandb.Settings(x_disable_stats=True, init_timeout=conf.timeout_s, **WANDB_SETTINGS),
-        )
+        run = view_run(conf, out, identifier, "history", group="history", name=f"history-{found.points[-1].label}")
         run.define_metric("point")
         run.define_metric("*", step_metric="point")
         for row in point_rows(made, found):

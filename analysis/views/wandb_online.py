@@ -48,11 +48,12 @@ def with_overrides(conf: TrackerConf, overrides: list[str]) -> TrackerConf:
     return dataclasses.replace(conf, **changes)
 
 
-def _offline(sweep_dir: Path) -> str:
+def offline(sweep_dir: Path) -> str:
+    """What a sweep's command that could not reach W&B leaves, and what sends it later."""
     return f"the runs stay offline in {sweep_dir}; run `python launch.py sync {sweep_dir}` later"
 
 
-def check_server(conf: TrackerConf, sweep_dir: Path) -> None:
+def check_server(conf: TrackerConf, later: str) -> None:
     """WandbUnreachable unless the server answers (anything, an error page included) within conf.timeout_s."""
     url = server_url()
     try:
@@ -61,7 +62,7 @@ def check_server(conf: TrackerConf, sweep_dir: Path) -> None:
         return  # it answered
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise WandbUnreachable(f"W&B server {url} unreachable: {reason}; {_offline(sweep_dir)}") from None
+        raise WandbUnreachable(f"W&B server {url} unreachable: {reason}; {later}") from None
 
 
 def default_entity(conf: TrackerConf, api_key: str) -> str | None:
@@ -76,7 +77,7 @@ def default_entity(conf: TrackerConf, api_key: str) -> str | None:
         return ((json.load(answer).get("data") or {}).get("viewer") or {}).get("entity")
 
 
-def resolve_entity(conf: TrackerConf, api_key: str, sweep_dir: Path) -> TrackerConf:
+def resolve_entity(conf: TrackerConf, api_key: str, later: str) -> TrackerConf:
     """`conf` with its entity: tracker.entity, else the key's default; WandbSettingsError if neither."""
     if conf.entity:
         return conf
@@ -89,13 +90,12 @@ def resolve_entity(conf: TrackerConf, api_key: str, sweep_dir: Path) -> TrackerC
         entity, why = None, f"asking the server failed: {getattr(error, 'reason', error)}"
     if not entity:
         raise WandbSettingsError(
-            f"no W&B entity: set tracker.entity=NAME (your W&B user or team) on this command; {why}; "
-            f"{_offline(sweep_dir)}"
+            f"no W&B entity: set tracker.entity=NAME (your W&B user or team) on this command; {why}; {later}"
         )
     return dataclasses.replace(conf, entity=entity)
 
 
-def go_online(conf: TrackerConf, sweep_dir: Path) -> TrackerConf:
+def go_online(conf: TrackerConf, later: str) -> TrackerConf:
     """Check a key, a server that answers, and an entity, before anything is sent.
 
     Returns:
@@ -108,8 +108,8 @@ def go_online(conf: TrackerConf, sweep_dir: Path) -> TrackerConf:
     key = wandb_key()
     if key is None:
         raise WandbSettingsError(NO_KEY)
-    check_server(conf, sweep_dir)
-    return resolve_entity(conf, key, sweep_dir)
+    check_server(conf, later)
+    return resolve_entity(conf, key, later)
 
 
 def within(seconds: float, what: str, fn, *args):

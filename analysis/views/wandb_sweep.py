@@ -76,6 +76,27 @@ def redacted_copy(path: Path, copy: Path) -> Path | None:
     return copy
 
 
+def view_run(conf: TrackerConf, folder: Path, run_id: str, job_type: str, group: str, name: str):
+    """A W&B run of a view (a sweep's, a history's) in `folder`; an earlier offline one of the same id is replaced."""
+    import wandb
+
+    for earlier in (folder / "wandb").glob(f"offline-run-*-{run_id}"):
+        shutil.rmtree(earlier, ignore_errors=True)
+    return wandb.init(
+        mode=conf.mode,
+        project=conf.project,
+        entity=conf.entity,
+        group=group,
+        name=name,
+        id=run_id,
+        job_type=job_type,
+        resume="allow",
+        reinit="create_new",
+        dir=str(folder),
+        settings=wandb.Settings(x_disable_stats=True, init_timeout=conf.timeout_s, **WANDB_SETTINGS),
+    )
+
+
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
     """Log the sweep-level W&B run into the sweep folder.
 
@@ -97,23 +118,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
     try:
         import wandb
 
-        for earlier in (sweep_dir / "wandb").glob(f"offline-run-*-{run_id}"):  # a sweep logged again replaces it
-            shutil.rmtree(earlier, ignore_errors=True)
         runs = load_sweep(sweep_dir)
         results = table.table_view(sweep_dir, runs)
-        run = wandb.init(
-            mode=conf.mode,
-            project=conf.project,
-            entity=conf.entity,
-            group=sweep_dir.name,
-            name=f"{sweep_dir.name}-sweep",
-            id=run_id,
-            job_type="sweep",
-            resume="allow",
-            reinit="create_new",
-            dir=str(sweep_dir),
-            settings=wandb.Settings(x_disable_stats=True, init_timeout=conf.timeout_s, **WANDB_SETTINGS),
-        )
+        run = view_run(conf, sweep_dir, run_id, "sweep", group=sweep_dir.name, name=f"{sweep_dir.name}-sweep")
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         done = [r for r in runs if r.state == records.DONE and r.summary]
         names = labels(configurations(done))

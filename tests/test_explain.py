@@ -39,6 +39,9 @@ def test_a_subclass_s_run_records_the_calls_it_dispatches_and_the_operators_it_a
     (run,) = [r for r in load_sweep(tmp_path / "default") if r.axes["input_type"] == "subclass"]
     assert (run.path / records.PROFILE).stat().st_size > 1000, "the Chrome trace, kept for Perfetto"
     assert "explanation" in done.stdout, "the progress line says what the profiled window cost"
+    assert run.summary.phase_memory_kind == "profiler_net_allocated", "a CPU's: no allocator to read a peak from"
+    assert set(run.summary.phase_memory_mib) == {"data", "forward", "backward", "optimizer"}
+    assert "MiB by phase (net on a CPU)" in done.stdout, "the table shows it"
     shown = launch_here("explain", str(tmp_path / "default"))
     assert shown.returncode == 0
     assert "Explain: subclass vs tensor: no decided difference (one run a side): nothing explained" in shown.stdout

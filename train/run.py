@@ -383,12 +383,14 @@ def recorded(
     memory = memory or peak_memory_mib(device)
     with stopwatch("counted_s"):
         extra = {**probe(measured, device), **(extra or {})}
-    with stopwatch("summarized_s"):
-        summary = summarize(measured.work, measured.window, memory, device, extra)
     if measured.cfg.explain:  # its profiled window leaves the trace profile=true would
         with stopwatch("explained_s"):
-            records.write_json(run_dir / records.OPS, explained(measured, device, run_dir))
-    elif measured.cfg.profile:
+            ops = explained(measured, device, run_dir)
+            records.write_json(run_dir / records.OPS, ops)
+            extra |= phase_memory(ops)
+    with stopwatch("summarized_s"):
+        summary = summarize(measured.work, measured.window, memory, device, extra)
+    if measured.cfg.profile and not measured.cfg.explain:
         with stopwatch("profiled_s"):
             profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
     with stopwatch("written_s"):
@@ -404,6 +406,15 @@ def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[s
         raise
     except Exception as error:  # the explanation is beside the measurement: it must never fail the run
         return {"error": f"{type(error).__name__}: {error}"}
+
+
+def phase_memory(ops: dict[str, Any]) -> dict[str, Any]:
+    """The summary's memory by phase, from the ops record: CUDA's peaks, else the profiler's net allocations."""
+    for field, kind in (("peak_allocated_mib", "cuda_peak_allocated"), ("net_allocated_mib", "profiler_net_allocated")):
+        found = {phase: f[field] for phase, f in ops.get("phases", {}).items() if f.get(field) is not None}
+        if found:
+            return {"phase_memory_mib": found, "phase_memory_kind": kind}
+    return {}
 
 
 def across_ranks(

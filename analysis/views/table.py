@@ -11,6 +11,7 @@ Its speed-up's interval is then across runs (analysis/statistics/speedup.py).
 With one run per configuration, the interval resamples that run's steps and says so (within-run).
 """
 
+import statistics
 from pathlib import Path
 
 from perfsweep.analysis import machines
@@ -84,6 +85,10 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     trains = any(s.samples_per_s is not None for s in summaries)
     if trains:
         table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
+    kinds = {s.phase_memory_kind for s in summaries if s.phase_memory_mib}
+    if kinds:  # explain=true: each phase's memory in the profiled window
+        header = "peak MiB by phase" if kinds == {"cuda_peak_allocated"} else "MiB by phase (net on a CPU)"
+        table_columns.append(Column(header, phase_memory))
     if any(s.host_syncs_per_step is not None for s in summaries):
         table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
     if any(s.ranks for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
@@ -98,6 +103,15 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     if trains:
         table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
     return table_columns
+
+
+def phase_memory(config: Configuration) -> str:
+    """Each phase's memory, the median over the configuration's runs (explain=true)."""
+    by_phase: dict[str, list[float]] = {}
+    for run in config.runs:
+        for phase, mib in (run.summary.phase_memory_mib or {}).items():
+            by_phase.setdefault(phase, []).append(mib)
+    return " ".join(f"{phase} {figure(statistics.median(mib))}" for phase, mib in by_phase.items()) or "-"
 
 
 def rank_columns() -> list[Column]:

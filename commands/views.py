@@ -55,18 +55,36 @@ def show_replicates(args: argparse.Namespace) -> int:
 
 
 def show_explanations(args: argparse.Namespace) -> int:
+    """The sweep's explanations; for a sweep run without explain=true, those of its launch again with it.
+
+    That launch goes into a sweep folder beside it, <sweep>-explain: its own runs decide and explain.
+    """
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import explain
     from perfsweep.records import load_sweep
 
-    views = explain.views(args.sweep_dir, load_sweep(args.sweep_dir))
-    if not views:
-        raise ValueError(
-            f"{args.sweep_dir}: no run has an ops record: launch the sweep with explain=true, which profiles each run "
-            "after its measured window"
-        )
-    print("\n\n".join(map(text, views)))
-    return 0
+    runs = load_sweep(args.sweep_dir)
+    views = explain.views(args.sweep_dir, runs)
+    if explain.explained(runs) and not views:
+        said = "; ".join(explain.failures(runs)) or "its runs have no baseline to compare with"
+        raise ValueError(f"{args.sweep_dir}: nothing to explain: {said}")
+    again = args.sweep_dir.with_name(f"{args.sweep_dir.name}-explain")
+    if not views and again.is_dir():
+        views = explain.views(again, load_sweep(again))
+    if views:
+        print("\n\n".join(map(text, views)))
+        return 0
+    from perfsweep import records
+    from perfsweep.commands.sweep import run_sweep
+
+    launches = (records.read_manifest(args.sweep_dir) or {}).get("launches") or []
+    if not launches:
+        raise ValueError(f"{args.sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")
+    dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=")
+    words = [w for w in launches[-1]["argv"] if not w.startswith(dropped)]
+    words += ["explain=true", f"runs_dir={args.sweep_dir.parent}", f"sweep_name={again.name}"]
+    print(f"{args.sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}")
+    return run_sweep(argparse.Namespace(overrides=words, argv=words))
 
 
 def show_comparison(args: argparse.Namespace) -> int:

@@ -71,7 +71,8 @@ def test_a_profiler_that_fails_leaves_the_run_done_and_says_why(tmp_path, monkey
     assert run.state == records.DONE and run.summary.median("step") > 0, "the measured records are whole"
     assert records.read_json(run.path / records.OPS) == {"error": "RuntimeError: the profiler cannot start here"}
     shown = launch_here("explain", str(tmp_path / "default"))
-    assert shown.returncode == 2 and "no run has an ops record" in shown.stderr
+    said = f"nothing to explain: {run.name}: its profiled window failed: RuntimeError: the profiler cannot start here"
+    assert shown.returncode == 2 and said in shown.stderr
 
 
 def ops_record(alias_calls: float, outside_ms: float, rng) -> dict:
@@ -141,3 +142,17 @@ def test_the_run_s_time_limit_stops_its_profiled_window_as_it_stops_the_rest(tmp
     measured = SimpleNamespace(work=work, after=4)
     with pytest.raises(records.Stopped):
         train_run.explained(measured, torch.device("cpu"), tmp_path)
+
+
+def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_beside_the_first(tmp_path):
+    plain = [arg for arg in TINY if arg != "explain=true"]
+    assert launch_here(*plain, "input_type=tensor,subclass", "repeats=1", f"runs_dir={tmp_path}").returncode == 0
+    shown = launch_here("explain", str(tmp_path / "default"))
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    again = tmp_path / "default-explain"
+    assert f"its launch runs again with explain=true into {again}" in shown.stdout
+    assert "Explain: subclass vs tensor: " in shown.stdout, "the launch's views, the explanations among them"
+    assert all((run.path / records.OPS).is_file() for run in load_sweep(again)) and len(load_sweep(again)) == 2
+    assert not any((run.path / records.OPS).exists() for run in load_sweep(tmp_path / "default")), "untouched"
+    later = launch_here("explain", str(tmp_path / "default"))
+    assert later.stdout.startswith("Explain: subclass vs tensor: "), "read from the sweep beside it, not run again"

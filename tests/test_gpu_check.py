@@ -198,7 +198,7 @@ def test_without_a_gpu_a_stage_refuses_to_run_rather_than_pass_on_skipped_tests(
 def tiny_sweep(out):
     """A step that launches a two-run CPU sweep into out/runs, in seconds."""
     tiny = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
-    tiny += ["warmup_steps=1", "repeats=1", "tracker.mode=disabled", f"runs_dir={out / 'runs'}"]
+    tiny += ["warmup_steps=1", "repeats=1", "tracker.mode=disabled", "launcher=debug", f"runs_dir={out / 'runs'}"]
     return gpu_check.Step("tiny", [sys.executable, "launch.py", *tiny], sweep=tiny)
 
 

@@ -146,12 +146,13 @@ def _split(found: list[dict]) -> str:
     return f"{figure(total)} ms ({share:.0%} outside operators)"
 
 
-def memory_line(base: list[dict], side: list[dict]) -> str | None:
+def memory_line(base: list[dict], side: list[dict], order: tuple[str, ...]) -> str | None:
     """Each phase's memory on each side: peak allocated on CUDA, the profiler's net allocation on a CPU."""
     for field, what in (("peak_allocated_mib", "peak allocated"), ("net_allocated_mib", "allocated net (profiler)")):
         ours, theirs = _phases(side, field), _phases(base, field)
         if ours:
-            shown = ", ".join(f"{p} {figure(theirs.get(p))} -> {figure(v)}" for p, v in ours.items())
+            phases = sorted(ours, key=lambda p: order.index(p) if p in order else len(order))
+            shown = ", ".join(f"{p} {figure(theirs.get(p))} -> {figure(ours[p])}" for p in phases)
             return f"memory by phase, MiB {what}, baseline -> this: {shown}"
     return None
 
@@ -183,7 +184,7 @@ def account(
     ]
     if not cuda:
         lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, sides)))
-    if memory := memory_line(base_ops, side_ops):
+    if memory := memory_line(base_ops, side_ops, config.first.summary.phases):
         lines.append(memory)
     if any(r.get("dynamo") for r in (*base_ops, *side_ops)):
         lines.append(
@@ -210,14 +211,21 @@ def columns(cuda: bool) -> list[Column]:
     ]
 
 
-def _failed(config: Configuration) -> str:
-    """Why the configuration's runs have no ops record: their profiler's error, or no explain=true."""
-    for run in config.runs:
+def failures(runs: list[RunRecord]) -> list[str]:
+    """Each run whose profiled window failed, with the error its ops record holds."""
+    found = []
+    for run in runs:
         path = run.path / records.OPS
         record = records.read_json(path) if path.is_file() else None
         if isinstance(record, dict) and "error" in record:
-            return f"its profiled window failed: {record['error']}"
-    return "no ops record (explain=true)"
+            found.append(f"{run.name}: its profiled window failed: {record['error']}")
+    return found
+
+
+def _failed(config: Configuration) -> str:
+    """Why the configuration's runs have no ops record: their profiler's error, or no explain=true."""
+    failed = failures(config.runs)
+    return failed[0].split(": ", 1)[1] if failed else "no ops record (explain=true)"
 
 
 def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:

@@ -111,7 +111,8 @@ def phase_memory(config: Configuration) -> str:
     for run in config.runs:
         for phase, mib in (run.summary.phase_memory_mib or {}).items():
             by_phase.setdefault(phase, []).append(mib)
-    return " ".join(f"{phase} {figure(statistics.median(mib))}" for phase, mib in by_phase.items()) or "-"
+    ordered = [p for p in config.first.summary.phases if p in by_phase]
+    return " ".join(f"{phase} {figure(statistics.median(by_phase[phase]))}" for phase in ordered) or "-"
 
 
 def rank_columns() -> list[Column]:

@@ -387,7 +387,7 @@ def recorded(
         with stopwatch("explained_s"):
             ops = explained(measured, device, run_dir)
             records.write_json(run_dir / records.OPS, ops)
-            extra |= phase_memory(ops)
+            extra |= phase_memory(ops, paired="paired" in extra)
     with stopwatch("summarized_s"):
         summary = summarize(measured.work, measured.window, memory, device, extra)
     if measured.cfg.profile and not measured.cfg.explain:
@@ -408,12 +408,16 @@ def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[s
         return {"error": f"{type(error).__name__}: {error}"}
 
 
-def phase_memory(ops: dict[str, Any]) -> dict[str, Any]:
-    """The summary's memory by phase, from the ops record: CUDA's peaks, else the profiler's net allocations."""
+def phase_memory(ops: dict[str, Any], paired: bool) -> dict[str, Any]:
+    """The summary's memory by phase, from the ops record: CUDA's peaks, else the profiler's net allocations.
+
+    A paired process's peaks hold every side's memory (kind ..._all_sides), as its peak_memory_mib does.
+    """
     for field, kind in (("peak_allocated_mib", "cuda_peak_allocated"), ("net_allocated_mib", "profiler_net_allocated")):
         found = {phase: f[field] for phase, f in ops.get("phases", {}).items() if f.get(field) is not None}
         if found:
-            return {"phase_memory_mib": found, "phase_memory_kind": kind}
+            shared = "_all_sides" if paired and field == "peak_allocated_mib" else ""
+            return {"phase_memory_mib": found, "phase_memory_kind": kind + shared}
     return {}
 
 

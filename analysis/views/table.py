@@ -87,7 +87,12 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
     kinds = {s.phase_memory_kind for s in summaries if s.phase_memory_mib}
     if kinds:  # explain=true: each phase's memory in the profiled window
-        header = "peak MiB by phase" if kinds == {"cuda_peak_allocated"} else "MiB by phase (net on a CPU)"
+        peaks = {kind.startswith("cuda_peak") for kind in kinds}
+        header = "MiB by phase (peak on CUDA, net on a CPU)"
+        if peaks == {True}:
+            header = "peak MiB by phase"
+        elif peaks == {False}:
+            header = "MiB by phase (net on a CPU)"
         table_columns.append(Column(header, phase_memory))
     if any(s.host_syncs_per_step is not None for s in summaries):
         table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from perfsweep.commands.bisect import bisect
 from perfsweep.commands.envs import show_envs
+from perfsweep.commands.explain import show_explanations
 from perfsweep.commands.sweep import resume, run_sweep, show_status
 from perfsweep.commands.views import (
     CannotWrite,
     show_comparison,
-    show_explanations,
     show_history,
     show_published,
     show_replicates,

@@ -1,0 +1,55 @@
+"""`perfsweep explain SWEEP`: each decided difference of a sweep, by operator (analysis/views/explain.py).
+
+A sweep run without explain=true is launched again with it, beside it.
+"""
+
+import argparse
+
+from perfsweep.commands.sweep import run_sweep
+
+
+def show_explanations(args: argparse.Namespace) -> int:
+    """The sweep's explanations; for a sweep run without explain=true, those of its launch again with it.
+
+    That launch goes into a sweep folder beside it, <sweep>-explain: its own runs decide and explain.
+    A later `explain` reads that folder, once it holds this sweep's launch with explain=true.
+    """
+    from perfsweep import records
+    from perfsweep.analysis.render import text
+    from perfsweep.analysis.views import explain
+    from perfsweep.records import load_sweep
+
+    sweep_dir = args.sweep_dir.resolve()
+    runs = load_sweep(sweep_dir)
+    views = explain.views(sweep_dir, runs)
+    if explain.explained(runs) and not views:
+        said = "; ".join(explain.failures(runs)) or "its runs have no baseline to compare with"
+        raise ValueError(f"{sweep_dir}: nothing to explain: {said}")
+    if views:
+        print("\n\n".join(map(text, views)))
+        return 0
+    launched = records.last_launch(sweep_dir)
+    if launched is None:
+        raise ValueError(f"{sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")
+    again = sweep_dir.with_name(f"{sweep_dir.name}-explain")
+    dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=", "+explain=", "++runs_dir=", "++sweep_name=")
+    words = [w for w in launched["argv"] if not w.startswith(dropped)]
+    words += ["explain=true", f"runs_dir={sweep_dir.parent}", f"sweep_name={again.name}"]
+    if again.is_dir():
+        theirs = (records.last_launch(again) or {}).get("argv")
+        if theirs != words:
+            raise ValueError(
+                f"{again} holds another launch than {sweep_dir.name}'s with explain=true ({' '.join(theirs or [])}): "
+                "move it away, or explain that sweep"
+            )
+        views = explain.views(again, load_sweep(again))
+        if views:
+            print(f"from {again}, {sweep_dir.name}'s launch again with explain=true:")
+            print("\n\n".join(map(text, views)))
+            return 0
+    print(f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}")
+    return run_sweep_again(words)
+
+
+def run_sweep_again(words: list[str]) -> int:
+    return run_sweep(argparse.Namespace(overrides=words, argv=words))

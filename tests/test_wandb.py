@@ -16,7 +16,7 @@ import pytest
 from perfsweep import records
 from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
 from tests import golden
-from tests.helpers import FAKE_KEY, HF_TOKEN, SECRET, launch, launch_here, run, wandb_records
+from tests.helpers import FAKE_KEY, HF_TOKEN, ONE_OF_TWO_FAILS, SECRET, launch, launch_here, run, wandb_records
 
 
 @pytest.mark.slow
@@ -69,6 +69,26 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     assert {"sweep.json", "runs.jsonl", "jobs.json", "report.html"} <= paths
     assert all(f"{name}/steps.parquet" in paths and f"{name}/summary.json" in paths for name in run_names)
     assert not any("/wandb/" in p or p.startswith((".submitit", ".code")) for p in paths)
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_every_run_failed_still_logs_its_sweep_run(tmp_path):
+    failing = [*ONE_OF_TWO_FAILS[:3], "model.in_chans=4", "input_type=tensor,subclass", "memory_format=contiguous"]
+    result = launch_here(*failing, "steps=2", "warmup_steps=1", "repeats=1", "launcher=debug", f"runs_dir={tmp_path}")
+    assert result.returncode == 1 and "0 done, 2 failed" in result.stdout, result.stdout + result.stderr
+    assert "wandb" not in result.stderr, "no W&B warning: the sweep run holds the failures"
+    logged = wandb_records(tmp_path / "default")
+    (page,) = [r["run"] for r in logged if r["type"] == "run"]
+    assert page["job_type"] == "sweep"
+    summary = {}
+    for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
+        summary.update(update)
+    assert summary["runs"] == 2 and summary["failed"] == 2 and summary["done"] == 0
+    (artifact,) = [
+        r["artifact"] for r in logged if r["type"] == "artifact" and r["artifact"]["type"] == "perfsweep-records"
+    ]
+    statuses = [c["path"] for c in artifact["manifest"]["contents"] if c["path"].endswith("/status.json")]
+    assert len(statuses) == 2, "each failed run's status, with its error, is in the records artifact"
 
 
 def test_html_report_is_self_contained(local_sweep):

@@ -97,6 +97,13 @@ def view_run(conf: TrackerConf, folder: Path, run_id: str, job_type: str, group:
     )
 
 
+def speedup_rows(sweep_dir: Path, done: list[records.RunRecord]) -> list[list]:
+    """Each speed-up of the done runs over their baseline, at the sweep's level, as the "speedups" table's rows."""
+    names = labels(configurations(done))
+    level = rule_of(sweep_dir, done).level
+    return [[names[c.key], names[b.key], s.value, s.low, s.high, level, s.basis] for c, b, s in speedups(done, level)]
+
+
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
     """Log the sweep-level W&B run into the sweep folder.
 
@@ -123,11 +130,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         run = view_run(conf, sweep_dir, run_id, "sweep", group=sweep_dir.name, name=f"{sweep_dir.name}-sweep")
         run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
         done = [r for r in runs if r.state == records.DONE and r.summary]
-        names = labels(configurations(done))
-        level = rule_of(sweep_dir, done).level
-        rows = [
-            [names[c.key], names[b.key], s.value, s.low, s.high, level, s.basis] for c, b, s in speedups(done, level)
-        ]
+        rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none
         columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]
         run.log({"speedups": wandb.Table(columns=columns, data=rows)})
         header, explained = explain.table(explain.views(sweep_dir, runs))

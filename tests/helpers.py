@@ -236,7 +236,7 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
         "compile": "eager",
     }
     config = {
-        "model": {"name": "resnet18", "batch_size": 16},
+        "model": {"name": "resnet18", "batch_size": 16, "image_size": 32},
         "input_type": {"name": input_type},
         "memory_format": {"name": memory_format},
         "steps": 20,

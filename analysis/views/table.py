@@ -179,8 +179,19 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
     at_once = sorted({r.status.parallelism for r in runs})
     # where torch is an axis it is in the rows; a single asked-for version is among the fixed axes
     torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
+    # a model's steps: the batch and input size they ran at, where no column shows them
+    _, columned = varying([r for c in configs for r in c.runs])
+    models = [r.fields for c in configs for r in c.runs if "model" in r.axes]
+    inputs = any(f.get("model.inputs") for f in models)  # the user's batch factory: it gives the input size
+    size = ("model.inputs", "inputs from {}") if inputs else ("model.image_size", "{} px")
+    sized = [
+        text.format(models[0][key])
+        for key, text in (("model.batch_size", "batch {}"), size)
+        if models and key in models[0] and key not in columned
+    ]
+    sizes = f" | {', '.join(sized)}" if sized else ""
     return (
-        f"{fixed} | {device}{torch} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
+        f"{fixed}{sizes} | {device}{torch} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
         f"at a time | {_resting_on(configs, rule)}"
     )
 

@@ -20,10 +20,12 @@ It parses the words and hands them to a command (commands/).
 import os
 import sys
 
+from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.environ[COMMAND] = typed_command()  # its messages, and its jobs' (processes of their own), name it
     argv = with_config_dirs(sys.argv[1:] if argv is None else argv)
     if os.getcwd() not in sys.path:  # the user's own code imports from the launch's folder, as `python -m` has it
         sys.path.insert(0, os.getcwd())

@@ -35,7 +35,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from scipy import stats as distributions
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.analysis.groups import compared_along, speedups
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.bootstrap import LEVEL
@@ -296,7 +296,7 @@ class Search:
         """What would place an undetermined point, in words."""
         if point.runs < 2:
             return (
-                f"{point.version} has {point.runs} done runs a side, and a side needs 2 or more: `python launch.py "
+                f"{point.version} has {point.runs} done runs a side, and a side needs 2 or more: `{user_command()} "
                 f"status` on its sweep ({point.sweep or 'not started'}) says why"
             )
         if not point.se > 0:

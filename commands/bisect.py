@@ -4,6 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfsweep import user_command
 from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
 
@@ -73,8 +74,8 @@ class Bisection:
                 self.search.add(Point(version, side=UNBUILT, why=f"its runs fail: {said}", sweep=plan.sweep_dir.name))
                 return
             raise BisectError(
-                f"{self.package} {version}: none of its {len(measured)} runs is done ({said}); `perfsweep status "
-                f"{plan.sweep_dir}` says why, and the bisect again goes on from its records"
+                f"{self.package} {version}: none of its {len(measured)} runs is done ({said}); "
+                f"`{user_command()} status {plan.sweep_dir}` says why, and the bisect again goes on from its records"
             )
         found = values(done, self.package, self.reference, self.search.level)
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))

@@ -2,6 +2,7 @@
 
 import sys
 
+from perfsweep import user_command
 from perfsweep.commands.views import show_sweep
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
@@ -61,7 +62,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         print(
             "\nperfsweep: interrupted. Runs on this host were stopped: a running run is pending again (its "
             "unfinished steps are dropped; it starts over), runs not started are pending, done runs are kept. "
-            f"`python launch.py resume {where}` (or the same command) runs what is not done.",
+            f"`{user_command()} resume {where}` (or the same command) runs what is not done.",
             file=sys.stderr,
         )
         return 130
@@ -75,7 +76,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     if not outcome.followed:
         submitted = len(plan.runs) - len(outcome.skipped) - len(outcome.busy)
         print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
-        print(f"follow them: python launch.py status {plan.sweep_dir}")
+        print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
     if show:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)

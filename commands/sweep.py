@@ -35,14 +35,15 @@ def shared_folder(plan) -> None:
     The folder is named by the sweep alone, with no sweep_name.
     `table` of the folder shows them all.
     """
-    from perfsweep import records
+    from perfsweep import records, user_command
 
     earlier = set((records.read_manifest(plan.sweep_dir) or {}).get("runs", {})) - {s.name for s in plan.runs}
     if earlier:
         print(
             f"perfsweep: warning: {plan.sweep_dir} holds {len(earlier)} run{'s' * (len(earlier) > 1)} of earlier "
-            f"launches that this one does not plan. Its runs join them there, and `perfsweep table {plan.sweep_dir}` "
-            "shows them all. sweep_name=NAME gives a launch a folder of its own.",
+            "launches that this one does not plan. Its runs join them there, and "
+            f"`{user_command()} table {plan.sweep_dir}` shows them all. sweep_name=NAME gives a launch a folder of "
+            "its own.",
             file=sys.stderr,
         )
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import submitit
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, every_run, execute_run, leave_pending
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
@@ -146,8 +146,8 @@ class RunPack(submitit.helpers.Checkpointable):
                 why = f"run {name} hit a CUDA error in this process: {line}"
                 left = leave_pending(every_run(runs[index + 1 :]), "CudaError", why)
                 raise SystemExit(
-                    f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the "
-                    f"pack's {left} later runs are pending again: `python launch.py resume` runs them"
+                    f"perfsweep: run {name} hit a CUDA error, which leaves this process's GPU unusable; the pack's "
+                    f"{left} later runs are pending again: `{user_command()} resume {run.run_dir.parent}` runs them"
                 ) from error
         return states
 

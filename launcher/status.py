@@ -6,7 +6,7 @@ python launch.py status SWEEP_DIR
 import dataclasses
 from pathlib import Path
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 
@@ -107,7 +107,7 @@ def render(sweep_dir: Path) -> str:
     counts = {s: sum(r.state == s for r in rows) for s in STATES}
     if not rows:  # a folder of sweeps (a bisect's points), or one with nothing launched yet
         inside = sorted(p.parent.name for p in sweep_dir.glob(f"*/{records.SWEEP}"))
-        each = f"; its sweeps: {', '.join(inside)} (python launch.py status {sweep_dir}/SWEEP)" if inside else ""
+        each = f"; its sweeps: {', '.join(inside)} ({user_command()} status {sweep_dir}/SWEEP)" if inside else ""
         return "\n".join([f"{sweep_dir}: no runs{each}", *notes])
     lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n), *notes]
     for row in rows:
@@ -124,5 +124,5 @@ def render(sweep_dir: Path) -> str:
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
-        lines.append(f"re-run what is not done: python launch.py resume {sweep_dir}")
+        lines.append(f"re-run what is not done: {user_command()} resume {sweep_dir}")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from typing import Any
 
 import submitit
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.targets import modules_of
 from perfsweep.launcher import sweepdir
@@ -146,8 +146,8 @@ class Dispatcher:
                 done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
                 raise SubmissionFailed(
                     f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {left} runs were not "
-                    f"submitted (pending). `python launch.py status {self.sweep_dir}` follows what was; "
-                    f"`python launch.py resume {self.sweep_dir}` submits the rest."
+                    f"submitted (pending). `{user_command()} status {self.sweep_dir}` follows what was; "
+                    f"`{user_command()} resume {self.sweep_dir}` submits the rest."
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]
@@ -293,7 +293,7 @@ def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -
         warn(
             f"{len(edited)} of the runs already done measured other code than this launch's (what differs since: "
             f"{modules}); they are not run again. To measure the code as it is now, launch again into another folder "
-            f"(sweep_name=NAME) and compare the two: perfsweep compare {sweep_dir} {sweep_dir.parent / 'NAME'}"
+            f"(sweep_name=NAME) and compare the two: {user_command()} compare {sweep_dir} {sweep_dir.parent / 'NAME'}"
         )
 
 

@@ -18,6 +18,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+from perfsweep import user_command
 from perfsweep.records.files import now
 
 LOCK = ".lock"
@@ -51,7 +52,7 @@ def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
         except BlockingIOError:
             raise SweepLocked(
                 f"{sweep_dir} is being launched by {holder(sweep_dir)}: wait for it to end, or follow it with "
-                f"`python launch.py status {sweep_dir}`"
+                f"`{user_command()} status {sweep_dir}`"
             ) from None
         except OSError as error:  # a shared filesystem without working locks (some NFS mounts)
             raise SweepLocked(

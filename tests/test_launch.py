@@ -3,6 +3,8 @@ Hydra's flags, the table, resume."""
 
 import itertools
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,6 +161,26 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatc
     assert result.returncode == 2
     golden.says("online tracking without a key", result.stderr, {runs_dir: "<runs>"})
     assert not runs_dir.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("typed", ["perfsweep", "python launch.py"])
+def test_advice_names_the_command_the_user_ran_in_the_launch_and_in_its_jobs(typed, tmp_path):
+    """`perfsweep` is the installed command (pyproject's console script), `python launch.py` the script. A run's
+    job is a process of its own: its warning that W&B was left behind names the command too."""
+    command = (
+        [str(Path(sys.executable).with_name("perfsweep"))] if typed == "perfsweep" else [sys.executable, "launch.py"]
+    )
+    sweep = tmp_path / "default"
+    one_fails = [arg for arg in ONE_OF_TWO_FAILS if not arg.startswith("tracker.")]
+    args = [*one_fails, "steps=2", "warmup_steps=1", "repeats=1", "tracker.timeout_s=0.001", f"runs_dir={tmp_path}"]
+    launched = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert launched.returncode == 1, launched.stdout + launched.stderr
+    (done,) = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
+    (warning,) = done.status.warnings
+    assert f"`{typed} sync {sweep}` uploads its offline W&B run later" in warning
+    status = subprocess.run([*command, "status", str(sweep)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert f"re-run what is not done: {typed} resume {sweep}" in status.stdout, status.stdout + status.stderr
 
 
 @pytest.mark.slow

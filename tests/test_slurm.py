@@ -128,7 +128,7 @@ def test_submit_returns_then_status_follows(on_slurm, tmp_path):
     sweep = tmp_path / "runs" / "default"
     result = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stderr
-    assert "submitted 2 runs as jobs" in result.stdout and f"python launch.py status {sweep}" in result.stdout
+    assert "submitted 2 runs as jobs" in result.stdout and f"perfsweep status {sweep}" in result.stdout
     assert "[1/2]" not in result.stdout, "the launcher returned without following the runs"
     jobs = records.read_json(sweep / records.JOBS)
     again = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")

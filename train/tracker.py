@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import flatten
@@ -137,6 +137,6 @@ def track(
     if thread.is_alive():
         return [
             f"wandb did not finish within tracker.timeout_s={conf.timeout_s:g} s and was left behind: the run's "
-            f"records are complete; `python launch.py sync {run_dir.parent}` uploads its offline W&B run later"
+            f"records are complete; `{user_command()} sync {run_dir.parent}` uploads its offline W&B run later"
         ]
     return tracker_warnings

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from perfsweep import user_command
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import NO_KEY, server_url, wandb_key
 
@@ -50,7 +51,7 @@ def with_overrides(conf: TrackerConf, overrides: list[str]) -> TrackerConf:
 
 def offline(sweep_dir: Path) -> str:
     """What a sweep's command that could not reach W&B leaves, and what sends it later."""
-    return f"the runs stay offline in {sweep_dir}; run `python launch.py sync {sweep_dir}` later"
+    return f"the runs stay offline in {sweep_dir}; run `{user_command()} sync {sweep_dir}` later"
 
 
 def check_server(conf: TrackerConf, later: str) -> None:

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perfsweep import records
+from perfsweep import records, user_command
 from perfsweep.analysis.groups import configurations, labels, speedups
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.views import explain, table
@@ -167,7 +167,7 @@ def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     if not runs:
         print(f"{sweep_dir}: no offline W&B runs to sync")
         return 0
-    return sync_runs(runs, conf, f"python launch.py sync {sweep_dir}")
+    return sync_runs(runs, conf, f"{user_command()} sync {sweep_dir}")
 
 
 def sync_runs(runs: list[Path], conf: TrackerConf, again: str) -> int:

@@ -128,8 +128,8 @@ def values(runs: list[RunRecord], package: str, reference: str | None, at: float
     if reference is not None:
         runs = compared_along(runs, f"{package}={reference}")
     found: dict[str, list[Point]] = {}
-    for config, _, s in speedups(runs, at):
-        version = config.first.axis(package)
+    for versus, s in speedups(runs, at):
+        version = versus.config.first.axis(package)
         ratio = Point(version, 1 / s.value, 1 / s.high, 1 / s.low, min(s.runs), s.se, s.df)
         found.setdefault(version, []).append(ratio if s.replicated else dataclasses.replace(ratio, runs=1))
     several = {version: len(points) for version, points in found.items() if len(points) > 1}

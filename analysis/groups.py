@@ -2,7 +2,8 @@
 
 - the axes and fields that vary in a sweep;
 - its configurations: the runs that differ only in their replicate, one process each;
-- each configuration's row group and baseline;
+- its comparisons: each configuration against the one that differs from it only in one axis, at that axis's baseline
+  (each run records its baselines: sweeps/baselines.py);
 - the phases, and labels.
 """
 
@@ -12,17 +13,17 @@ import numpy as np
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
-from perfsweep.conf.schema import DECLARATION
+from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES
 from perfsweep.records import RunRecord
-from perfsweep.records.run import Baseline
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
-NOT_AXIS_FIELDS = ("compile.enabled", "compile.mode", "replicate")  # set together with an axis value
 # What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto),
 # and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
 NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "code")
-LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.")
+LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.", "baselines.")
+# Option nodes whose other fields can be a setting of their own: a model's size, a workload's problem size.
+OWN_SETTINGS = ("model", "workload")
 
 
 def measures(key: str) -> bool:
@@ -54,8 +55,21 @@ def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
     packages = {f"env.packages.{a}" for a in axes} | ({"torch"} & set(axes))  # the environment's axes
     ranks = {"dist.world_size"} if "world_size" in axes else set()
     named = {f"{a}.name" for a in axes} | {f"{a}._target_" for a in axes}  # a _target_ comes with its name
-    shown = declared | named | {f"workload.{a}" for a in axes} | packages | ranks
-    return shown | set(NOT_AXIS_FIELDS)
+    return declared | named | {f"workload.{a}" for a in axes} | packages | ranks | {"replicate"}
+
+
+def _derived(runs: list[RunRecord], axes: list[str], key: str) -> bool:
+    """Whether config key `key` is part of an axis's option: its value follows from the axis's value.
+
+    precision.autocast_dtype follows from precision=amp_bf16, compile.mode from compile=max_autotune.
+    Such a key is shown by its axis, never as an axis of its own.
+    A model's or a workload's other fields are settings of their own (model.image_size, workload.size).
+    """
+    node = key.split(".")[0]
+    if node not in axes or node in OWN_SETTINGS:
+        return False
+    seen: dict[str, str] = {}
+    return all(seen.setdefault(r.axis(node), repr(r.fields.get(key))) == repr(r.fields.get(key)) for r in runs)
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
@@ -65,37 +79,43 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     fields = sorted(
         k
         for k in runs[0].fields
-        if k not in shown and measures(k) and not is_declaration(k) and len({repr(r.fields.get(k)) for r in runs}) > 1
+        if k not in shown
+        and measures(k)
+        and not is_declaration(k)
+        and len({repr(r.fields.get(k)) for r in runs}) > 1
+        and not _derived(runs, axes, k)
     )
     return axes, fields
 
 
-def group_key(run: RunRecord, axes: list[str], fields: list[str]) -> tuple:
-    """The run's row group.
+def baselines_of(run: RunRecord) -> dict[str, str]:
+    """The axes the run is compared along, each with the value of the run it is compared with.
 
-    It is everything that varies, except the axis it is compared along and how long it measured.
+    A run records them (its config's `baselines`).
+    A run planned before runs recorded them is compared along its workload's baseline axis and the natural ones.
     """
-    return tuple(run.axis(a) for a in axes if a != run.baseline.axis) + tuple(
-        repr(run.fields.get(f)) for f in fields if f not in MEASURING
-    )
+    if run.baselines is not None:
+        return run.baselines
+    natural = {axis: value for axis, value in NATURAL_BASELINES.items() if axis in run.axes}
+    return {**natural, **({run.baseline.axis: run.baseline.value} if run.baseline.axis else {})}
 
 
 def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
-    """The runs, each compared with the run of its row group whose axis has the value `vs` names.
+    """The runs, each compared along the one axis `vs` names (AXIS=VALUE), with the run of that value.
 
-    `compile=eager` sets the compile modes side by side, where the sweep's baseline axis does not vary.
-    With `vs` None the runs are returned as they are.
+    `compile=eager` sets the compile modes side by side; `world_size=1` gives the scaling over one rank.
+    With `vs` None the runs are returned as they are, each compared along the axes it records.
     """
     if vs is None:
         return runs
     axis, _, value = vs.partition("=")
-    axes = axis_order(runs)
+    axes = [a for a in axis_order(runs) if a != "replicate"]
     if axis not in axes:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
     values = sorted({r.axis(axis) for r in runs})
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
-    return [dataclasses.replace(r, baseline=Baseline(axis, value)) for r in runs]
+    return [dataclasses.replace(r, baselines={axis: value}) for r in runs]
 
 
 @dataclasses.dataclass
@@ -108,10 +128,6 @@ class Configuration:
     @property
     def first(self) -> RunRecord:
         return self.runs[0]
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.first.is_baseline
 
     @property
     def rounds(self) -> tuple[int, ...]:
@@ -158,13 +174,31 @@ def configurations(runs: list[RunRecord]) -> list[Configuration]:
     return [Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()]
 
 
-def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
-    """Each configuration's baseline, by its key.
+@dataclasses.dataclass(frozen=True)
+class Versus:
+    """One comparison of the sweep: a configuration against the one that differs only in `axis`, at its baseline."""
 
-    - The baseline is the configuration of its row group with its baseline's value.
-    - It is absent where there is none.
-    - Each configuration has its own baseline: a sweep of two workloads may compare along two axes.
-    - A configuration that is another's baseline is its own.
+    config: Configuration
+    base: Configuration
+    axis: str
+
+    @property
+    def value(self) -> str:
+        """The baseline's value of the axis (tensor, contiguous, fp32...)."""
+        return self.base.first.axis(self.axis)
+
+    def label(self, names: dict[tuple, str]) -> str:
+        """'subclass channels_last vs tensor'."""
+        return f"{names[self.config.key]} vs {self.value}"
+
+
+def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configuration]]:
+    """Each axis the sweep compares along -> each configuration's baseline along it, by the configuration's key.
+
+    - The baseline is the configuration that differs only in the axis, with the value the configuration records.
+    - A configuration that is another's baseline along the axis is its own.
+    - It is absent where the sweep has none.
+    - Axes come in the sweep's order; an axis along which no comparison is made is left out.
 
     An axis that no candidate baseline has does not part a configuration from its baseline.
     fastai's cast_to_tensor beside the plain step is such an axis: a setting of one workload alone.
@@ -172,8 +206,10 @@ def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
     axes, fields = varying([c.first for c in configs])
     by_baseline: dict[tuple[str, str], list[Configuration]] = {}
     for config in configs:
-        by_baseline.setdefault((config.first.baseline.axis, config.first.baseline.value), []).append(config)
-    found: dict[tuple, Configuration] = {}
+        for axis, value in baselines_of(config.first).items():
+            if axis in axes:
+                by_baseline.setdefault((axis, value), []).append(config)
+    found: dict[str, dict[tuple, Configuration]] = {}
     for (axis, value), members in by_baseline.items():
         candidates = [c for c in configs if c.first.axis(axis) == value]
         keyed = [a for a in axes if a != axis and any(c.first.axis(a) != "-" for c in candidates)]
@@ -184,20 +220,41 @@ def baselines(configs: list[Configuration]) -> dict[tuple, Configuration]:
             )
 
         of_group = {key(c.first): c for c in candidates}
-        found |= {c.key: base for c in members if (base := of_group.get(key(c.first)))}
-    for base in list(found.values()):
-        found.setdefault(base.key, base)
-    return found
+        along = found.setdefault(axis, {})
+        along |= {c.key: base for c in members if (base := of_group.get(key(c.first)))}
+    for along in found.values():
+        for base in list(along.values()):
+            along.setdefault(base.key, base)
+    return {
+        axis: found[axis]
+        for axis in axes
+        if axis in found and any(base is not config for config, base in _pairs(configs, found[axis]))
+    }
 
 
-def vs_label(configs: list[Configuration]) -> str:
-    """The heading of a speed-up column.
+def _pairs(
+    configs: list[Configuration], along: dict[tuple, Configuration]
+) -> list[tuple[Configuration, Configuration]]:
+    return [(config, base) for config in configs if (base := along.get(config.key)) is not None]
 
-    It is `vs tensor` where every configuration has that baseline value, else `vs baseline`.
-    A sweep of two workloads compares each along its own axis.
+
+def comparisons(configs: list[Configuration]) -> list[Versus]:
+    """Every comparison the sweep makes: each configuration against its baseline along each axis it differs in."""
+    return [
+        Versus(config, base, axis)
+        for axis, along in baselines(configs).items()
+        for config, base in _pairs(configs, along)
+        if base is not config
+    ]
+
+
+def vs_label(versus: list[Versus], axis: str) -> str:
+    """The heading of the speed-up column of `axis`: `vs tensor`, or `vs input_type baseline` where values differ.
+
+    A sweep of two workloads may compare each along its own axis, with its own baseline.
     """
-    values = sorted({c.first.baseline.value for c in configs})
-    return f"vs {values[0]}" if len(values) == 1 else "vs baseline"
+    values = sorted({v.value for v in versus if v.axis == axis})
+    return f"vs {values[0]}" if len(values) == 1 else f"vs {axis} baseline"
 
 
 def phase_columns(runs: list[RunRecord]) -> list[str]:
@@ -258,12 +315,6 @@ def shared_process(run: RunRecord, other: RunRecord) -> bool:
     )
 
 
-def speedups(runs: list[RunRecord], level: float = LEVEL) -> list[tuple[Configuration, Configuration, Speedup]]:
-    """Each configuration that has a baseline in its row group: (it, its baseline, its speed-up over it)."""
-    configs = configurations(runs)
-    base_of = baselines(configs)
-    return [
-        (config, base, speedup_over(config, base, level))
-        for config in configs
-        if (base := base_of.get(config.key)) is not None and base is not config
-    ]
+def speedups(runs: list[RunRecord], level: float = LEVEL) -> list[tuple[Versus, Speedup]]:
+    """Every comparison the sweep makes, with the configuration's speed-up over its baseline."""
+    return [(versus, speedup_over(versus.config, versus.base, level)) for versus in comparisons(configurations(runs))]

@@ -65,6 +65,7 @@ def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRe
         axes={**run.axes, axis: label, "replicate": str(replicate)},
         fields={**run.fields, key: label, "replicate": replicate},
         baseline=dataclasses.replace(run.baseline, value="A"),
+        baselines={axis: "A"},
     )
 
 

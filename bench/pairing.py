@@ -41,10 +41,10 @@ def compared(runs: dict[str, list[records.RunRecord]]) -> list[tuple[str, ...]]:
     """A row per comparison: its speed-up paired, apart, and their ratio; `runs` are each mode's done runs."""
     found = {mode: speedups(done) for mode, done in runs.items()}
     names = {mode: labels(configurations(done)) for mode, done in runs.items()}
-    apart = {(names["apart"][c.key], names["apart"][b.key]): s for c, b, s in found["apart"]}
+    apart = {(names["apart"][v.config.key], names["apart"][v.base.key]): s for v, s in found["apart"]}
     rows = []
-    for config, base, paired in found["paired"]:
-        key = (names["paired"][config.key], names["paired"][base.key])
+    for versus, paired in found["paired"]:
+        key = (names["paired"][versus.config.key], names["paired"][versus.base.key])
         if (other := apart.get(key)) is not None:
             rows.append((f"{key[0]} vs {key[1]}", str(paired), str(other), ratio_of(paired, other)))
     return rows

@@ -122,8 +122,19 @@ class LossConf:
 
 @dataclass
 class BaselineConf:
-    axis: str = ""  # the axis a run is compared along (input_type, impl...)
+    axis: str = ""  # the workload's own axis, whose values it is compared along first (input_type, impl...)
     value: str = ""  # the value of the run it is compared with (tensor, the first impl...)
+
+
+# The value of an axis that its other values are compared with, where a sweep varies the axis and runs it.
+# The workload's declared baseline comes first for its axis; a sweep's `baselines` come before both.
+NATURAL_BASELINES = {
+    "input_type": "tensor", "memory_format": "contiguous", "precision": "fp32", "compile": "eager",
+    "loss": "torch", "optim": "torch", "workload": "train_step",
+}  # fmt: skip
+# Axes whose values are other work, not another way to do the same work: never compared by a speed-up.
+# A model, a problem size (a workload's `sizes`), ranks and a replicate are such axes.
+NOT_COMPARED = ("model", "dist", "world_size", "replicate")
 
 
 @dataclass
@@ -388,6 +399,10 @@ class Config(RunConf):
     # A folder of the code under test: each run records its repository's commit, which `history` orders runs by.
     # None: the repository of your code the runs import, else of the launch's working directory.
     code: str | None = None
+    # Each axis the sweep varies -> the value its other values are compared with (+baselines.precision=amp_bf16).
+    # The planner fills in the rest (sweeps/baselines.py): the workload's baseline, else NATURAL_BASELINES, else
+    # the value listed first. A run's entries are its own: a sweep of two workloads compares each along its own.
+    baselines: dict[str, str] = field(default_factory=dict)
 
 
 RUN_FIELDS = tuple(RunConf.__dataclass_fields__)

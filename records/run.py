@@ -243,6 +243,9 @@ class RunRecord:
     status: Status
     summary: Summary | None
     env: Environment | None
+    # The axes it is compared along, each with the value of the run it is compared with (its config's `baselines`).
+    # None for a run planned before runs recorded them: the analysis then takes its workload's and the natural ones.
+    baselines: dict[str, str] | None = None
     # The measured steps by column, as they are read (from steps.parquet) or given (a sweep made in memory).
     measured: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
@@ -264,10 +267,6 @@ class RunRecord:
         """The axis's value as a run's name shows it: `resnet50`, or `size=1000` for a size."""
         named = name in self.named_axes or name == "workload"  # (the training step's runs do not declare it)
         return self.axis(name) if named else f"{name}={self.axis(name)}"
-
-    @property
-    def is_baseline(self) -> bool:
-        return self.axis(self.baseline.axis) == self.baseline.value
 
     def steps(self, columns: list[str]) -> dict[str, Any]:
         """The measured (not warm-up) steps, in order: column -> numpy array; each column read once (the table,
@@ -405,6 +404,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         status=status,
         summary=Summary.from_json(summary) if summary is not None else None,
         env=_readable(run_dir / ENV),
+        baselines=config["config"].get("baselines"),
     )
 
 

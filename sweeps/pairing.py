@@ -1,10 +1,12 @@
-"""Which runs share a process: the sides of a comparison, measured in alternating blocks (pairing=auto).
+"""Which runs share a process: the sides of the sweep's comparisons, measured in alternating blocks (pairing=auto).
 
-A comparison's sides are the runs of one row group and one round.
-They differ only in the workload's baseline axis (input_type=tensor,subclass...).
-They share a process where that axis is one a process can hold side by side, and no side sets process-wide state.
-Each side then builds its own model and inputs from the same seed.
-Otherwise each side runs in a process of its own, as with pairing=process, and the launch says why.
+A run is compared along each axis it records a baseline for (its config's `baselines`, sweeps/baselines.py).
+Its sides are the runs of one round that differ only in those axes, where a process can hold them side by side.
+So the default sweep's six configurations share a process in each round: both memory formats, all three input types.
+A side that sets process-wide state the other sides do not runs alone, with the reason.
+Comparisons along other axes (a package version, a function's impl) are of runs in processes of their own.
+Each side builds its own model and inputs from the same seed.
+The launch says which runs are apart, and why.
 """
 
 import collections
@@ -53,20 +55,35 @@ def groups(runs: list[RunSpec]) -> list[Group]:
     return found
 
 
-def _comparison(spec: RunSpec) -> str:
-    """What the run's sides share: every field it measures but its baseline axis's.
+def paired_axes(config) -> list[str]:
+    """The axes along which a run's comparisons can share its process: those it is compared along that one holds."""
+    return [axis for axis in config.baselines if axis in PAIRABLE]
 
-    That is the axis's whole option (input_type, memory_format...), or the one workload setting it names (impl).
-    A run whose baseline axis names no config key is a comparison of its own.
+
+def apart_axes(config) -> list[str]:
+    """The axes a run is compared along whose sides one process does not hold (a package version, an impl...)."""
+    return [axis for axis in config.baselines if axis not in PAIRABLE]
+
+
+def _comparison(spec: RunSpec) -> str:
+    """What the run's sides share: every field it measures but those of the axes it is paired along.
+
+    That is each axis's whole option (input_type, memory_format...), or the one setting it names (impl, label).
+    A run compared along no axis a process holds shares it with the sides of the axes it is compared along:
+    they are one comparison, each side in a process of its own.
+    A run compared along no axis is a comparison of its own.
     """
     config = spec.config
-    key = config.workload.axes.get(config.workload.baseline.axis, "")
-    if not key:
+    axes = paired_axes(config) or apart_axes(config)
+    if not axes:
         return spec.run_id
-    node, _, leaf = key.partition(".")
-    fields = {name: value for name, value in run_fields(config).items() if name != node}
-    if node == "workload":
-        fields[node] = {k: v for k, v in run_fields(config)[node].items() if k != leaf}
+    fields = run_fields(config)
+    for axis in axes:
+        node, _, leaf = config.workload.axes.get(axis, axis).partition(".")
+        if node == "workload" and leaf:
+            fields[node] = {k: v for k, v in fields[node].items() if k != leaf}
+        else:
+            fields.pop(node, None)
     return canonical_json(fields)
 
 
@@ -75,13 +92,12 @@ def _apart(sides: list[RunSpec]) -> str:
     if len(sides) < 2:
         return ""
     config = sides[0].config
-    axis = config.workload.baseline.axis
     if config.pairing == Pairing.process:
         return "pairing=process"
     if config.dist.name != "none":
         return f"a run across ranks (dist={config.dist.name}) has processes of its own"
-    if axis not in PAIRABLE:
-        return f"its sides differ in {axis}, which one process does not hold side by side (only {', '.join(PAIRABLE)})"
+    if not paired_axes(config):
+        return _held_apart(apart_axes(config))
     return ""
 
 
@@ -90,25 +106,40 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
     config = spec.config
     if config.pairing == Pairing.process:
         return "", ""
-    axis = config.workload.baseline.axis
-    if axis == "precision" and config.precision.tf32:
-        return "tf32", f"precision={config.precision.name} sets the TF32 switches of the whole process (precision.tf32)"
-    if axis == "input_type" and config.input_type.name in FASTAI_INPUT_TYPES and not config.input_type._target_:
-        return "fastai", f"input_type={config.input_type.name} imports fastai, which patches torch itself"
-    if axis == "compile" and config.device != "cpu" and config.compile.enabled and config.compile.mode in CUDA_GRAPHS:
-        return "cudagraphs", f"compile={config.compile.name} records CUDA graphs in a memory pool the process shares"
-    return "", ""
+    axes = paired_axes(config)
+    found = []
+    if "precision" in axes and config.precision.tf32:
+        found.append(
+            ("tf32", f"precision={config.precision.name} sets the TF32 switches of the whole process (precision.tf32)")
+        )
+    if "input_type" in axes and config.input_type.name in FASTAI_INPUT_TYPES and not config.input_type._target_:
+        found.append(("fastai", f"input_type={config.input_type.name} imports fastai, which patches torch itself"))
+    if "compile" in axes and config.device != "cpu" and config.compile.enabled and config.compile.mode in CUDA_GRAPHS:
+        found.append(
+            ("cudagraphs", f"compile={config.compile.name} records CUDA graphs in a memory pool the process shares")
+        )
+    return "+".join(state for state, _ in found), "; ".join(why for _, why in found)
+
+
+def between_processes(runs: list[RunSpec]) -> list[str]:
+    """The axes the sweep compares along whose sides one process does not hold, in order of first appearance."""
+    return list(dict.fromkeys(axis for spec in runs for axis in apart_axes(spec.config)))
+
+
+def _held_apart(axes: list[str]) -> str:
+    return (
+        f"its sides differ in {', '.join(axes)}, which one process does not hold side by side (only "
+        f"{', '.join(PAIRABLE)})"
+    )
 
 
 def refusals(runs: list[RunSpec]) -> list[str]:
     """Under pairing=in_process, why the sides that cannot share a process cannot; [] where all can."""
     if not runs or runs[0].config.pairing != Pairing.in_process:
         return []
-    axis = runs[0].config.workload.baseline.axis
-    compared = len({spec.axes.get(axis, "") for spec in runs}) > 1
     apart: dict[str, list[str]] = {}
     for group in groups(runs):
-        alone = compared and len(group.runs) == 1
+        alone = len(group.runs) == 1 and paired_axes(group.runs[0].config)
         why = group.apart or ("no other side of its comparison can share its process" if alone else "")
         if why:
             apart.setdefault(why, []).extend(spec.name for spec in group.runs)
@@ -136,6 +167,8 @@ def described(runs: list[RunSpec]) -> str:
         apart[group.apart] += len(group.runs) if group.apart else 0
     apart.pop("", None)
     parts += [f"{count} runs apart: {why}" for why, count in apart.items()]
-    alone = sum(len(group.runs) == 1 and not group.apart for group in found)
-    parts += [f"{alone} runs have no other side to share a process with"] if alone else []
+    mixed = between_processes([spec for group in found if not group.apart for spec in group.runs])
+    parts += [f"comparisons along {', '.join(mixed)} are between processes: {_held_apart(mixed)}"] if mixed else []
+    alone = sum(len(group.runs) == 1 and not group.apart and not group.runs[0].config.baselines for group in found)
+    parts += [f"{alone} runs are compared along no axis, each in a process of its own"] if alone else []
     return f"pairing: {'; '.join(parts)}"

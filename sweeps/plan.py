@@ -34,6 +34,7 @@ from perfsweep.conf.targets import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing
+from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
@@ -462,7 +463,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError([explain(problem, sources) for problem in wrong])
     configs, errors = compose_runs(runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
-    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs)
+    configs, unrun = with_baselines(configs)
+    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

@@ -13,7 +13,7 @@ from perfsweep.analysis.views.table import table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
 from tests import synthetic
-from tests.helpers import write_run
+from tests.helpers import write_model_run, write_run
 
 
 def rows(runs):
@@ -36,19 +36,19 @@ def sweep(tmp_path):
     return sweep
 
 
-def test_ratios_are_to_the_baseline_of_the_same_group(sweep):
+def test_ratios_are_to_the_configuration_that_differs_only_in_that_axis(sweep):
     header, table = rows(load_sweep(sweep))
     assert header[:2] == ["memory_format", "input_type"]
-    ratio = header.index("vs tensor")
-    assert [(r[0], r[1], r[ratio].split(" [")[0]) for r in table] == [
-        ("channels_last", "tensor", "1.00x"),
-        ("channels_last", "subclass", "0.750x"),
-        ("contiguous", "tensor", "1.00x"),
-        ("contiguous", "subclass", "0.600x"),
+    ratio, formats = header.index("vs tensor"), header.index("vs contiguous")
+    assert [(r[0], r[1], r[ratio].split(" [")[0], r[formats].split(" [")[0]) for r in table] == [
+        ("contiguous", "tensor", "1.00x", "1.00x"),
+        ("contiguous", "subclass", "0.600x", "1.00x"),
+        ("channels_last", "tensor", "1.00x", "1.20x"),
+        ("channels_last", "subclass", "0.750x", "1.50x"),
     ]
     # the speed-up and its interval, from one run a side: it resamples that run's steps, and says so
-    assert table[1][ratio] == "0.750x [0.749, 0.751] within-run"
-    assert table[3][header.index("step ms")] == "267"
+    assert table[3][ratio] == "0.750x [0.749, 0.751] within-run"
+    assert table[1][header.index("step ms")] == "267"
 
 
 def vs_words(runs) -> dict[str, str]:
@@ -78,13 +78,23 @@ def test_a_speedup_across_runs_says_in_a_word_what_its_interval_says():
     ]
 
 
-def test_a_sweep_with_nothing_to_compare_has_no_vs_column(tmp_path):
-    """One input type: every row would read 1.00x against itself."""
+def test_a_column_for_each_axis_that_varies_and_none_for_one_that_does_not(tmp_path):
+    """One input type: its column would read 1.00x against itself; memory formats are compared with contiguous."""
     sweep = tmp_path / "sweep"
     write_run(sweep, "a", "tensor", "contiguous", 100.0)
     write_run(sweep, "b", "tensor", "channels_last", 120.0)
     header, table = rows(load_sweep(sweep))
-    assert header[0] == "memory_format" and not any(h.startswith("vs ") for h in header) and len(table) == 2
+    assert [h for h in header if h.startswith("vs ")] == ["vs contiguous"]
+    assert [row[header.index("vs contiguous")].split(" [")[0] for row in table] == ["1.00x", "1.20x"]
+
+
+def test_a_sweep_with_nothing_to_compare_has_no_vs_column(tmp_path):
+    """Two models: other work, not another way to do the same work, so never a speed-up of one over the other."""
+    sweep = tmp_path / "sweep"
+    write_model_run(sweep, "models", "resnet18", "contiguous", 100.0)
+    write_model_run(sweep, "models", "resnet34", "contiguous", 50.0)
+    header, table = rows(load_sweep(sweep))
+    assert header[0] == "model" and not any(h.startswith("vs ") for h in header) and len(table) == 2
     assert "vs:" not in table_view("sweep", load_sweep(sweep)).above[1]
 
 

@@ -52,24 +52,35 @@ def test_a_sides_steps_are_split_into_blocks_none_empty():
     assert block_sizes(30, 10) == [3] * 10
 
 
-def test_each_round_of_a_comparison_is_one_process_of_its_sides(tiny_plan):
+def test_each_round_of_the_sweeps_comparisons_is_one_process_of_their_sides(tiny_plan):
+    """Both axes are compared (input_type against tensor, memory_format against contiguous): a round's four
+    configurations are the sides of one process, so every comparison's ratio is a process's own."""
     plan = tiny_plan(*SIDES, "repeats=2", "pairing=auto")
     found = groups(list(plan.runs))
-    assert len(found) == 4 and all(group.paired for group in found)
+    assert len(found) == 2 and all(group.paired for group in found)
     for group in found:
-        assert sorted(spec.axes["input_type"] for spec in group.runs) == ["subclass", "tensor"]
-        assert len({(spec.axes["memory_format"], spec.config.replicate) for spec in group.runs}) == 1
+        sides = sorted((spec.axes["input_type"], spec.axes["memory_format"]) for spec in group.runs)
+        assert sides == sorted((t, f) for t in ("tensor", "subclass") for f in ("contiguous", "channels_last"))
+        assert len({spec.config.replicate for spec in group.runs}) == 1
+
+
+def test_a_precision_axis_pairs_its_sides_and_is_compared_with_fp32(tiny_plan):
+    plan = tiny_plan("precision=fp32,amp_bf16", "input_type=tensor", "memory_format=contiguous", "repeats=2")
+    assert {spec.config.baselines["precision"] for spec in plan.runs} == {"fp32"}
+    found = groups(list(plan.runs))
+    assert len(found) == 2 and all(group.paired for group in found)
+    assert [sorted(spec.axes["precision"] for spec in group.runs) for group in found] == [["amp_bf16", "fp32"]] * 2
 
 
 @pytest.mark.parametrize(
     ("overrides", "why"),
     [
-        (["pairing=process"], "pairing=process"),
+        ([*SIDES[:1], "pairing=process"], "pairing=process"),
         (["workload=square_chain", "workload.impl=eager,scripted", "pairing=auto"], "differ in impl"),
     ],
 )
 def test_sides_that_cannot_share_a_process_run_apart_and_say_why(tiny_plan, overrides, why):
-    found = groups(list(tiny_plan(*SIDES[:1], *overrides).runs))
+    found = groups(list(tiny_plan(*overrides).runs))
     assert found and all(not group.paired and why in group.apart for group in found)
 
 
@@ -151,7 +162,7 @@ def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process
     for name, status in statuses.items():
         by_process[status.pid].add(name)
     assert len(statuses) == 4 and sorted(map(len, by_process.values())) == [2, 2]
-    ((_, _, speedup),) = speedups(records.load_sweep(sweep))
+    ((_, speedup),) = speedups(records.load_sweep(sweep))
     assert speedup.basis == IN_PROCESS and speedup.runs == (2, 2)
 
 
@@ -281,7 +292,7 @@ def test_sides_of_two_processes_are_not_read_as_one_process():
     (subclass,) = (
         c for c in configs if c.first.axes["input_type"] == "subclass" and c.first.axes["memory_format"] == "contiguous"
     )
-    base = baselines(configs)[subclass.key]
+    base = baselines(configs)["input_type"][subclass.key]
     assert in_one_process(subclass, base)
     again = subclass.runs[0]  # measured again, alone, after its process: the other side still names it
     paired = dataclasses.replace(again.summary.paired, process="another")

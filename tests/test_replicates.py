@@ -192,7 +192,7 @@ def test_sides_that_shared_their_processes_plan_from_the_spread_their_ratio_keep
     configs = configurations(runs)
     base_of = baselines(configs)
     (subclass,) = (c for c in configs if c.first.axes["input_type"] == "subclass")
-    paired = replicates.row(subclass, base_of[subclass.key])
+    paired = replicates.row(subclass, {"input_type": base_of["input_type"][subclass.key]})
     assert paired.sides.between < 0.02 < paired.split.between
     apart = dataclasses.replace(paired, sides=None)  # as if each side had a process of its own
     runs_needed = [int(row.plan(0.02, (1.0, 0.05)).split(" x ")[1]) for row in (paired, apart)]

@@ -229,7 +229,8 @@ def test_plots_are_written_as_png(tmp_path):
     assert [p.name for p in written] == ["phases.png", "runs.png", "speedups.png"]
     for path in written:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
-    ((config, base, interval),) = groups.speedups(records.load_sweep(sweep))
+    ((versus, interval),) = groups.speedups(records.load_sweep(sweep))
+    config, base = versus.config, versus.base
     assert config.first.name == "subclass-run" and base.first.name == "tensor-run"
     assert interval.value == pytest.approx(1 / 1.3, rel=0.03) and interval.high < 1 and not interval.replicated
 

@@ -126,9 +126,7 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
     """The sweep's comparisons from its done runs, at the level each of `looks` looks spends."""
     rule = Rule(look_level(looks), half_width, looks)
     names = labels(configurations(runs))
-    comparisons = [
-        Comparison(f"{names[c.key]} vs {b.first.baseline.value}", s) for c, b, s in speedups(runs, rule.level)
-    ]
+    comparisons = [Comparison(versus.label(names), s) for versus, s in speedups(runs, rule.level)]
     return Look(rounds, rule, comparisons)
 
 

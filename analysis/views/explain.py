@@ -260,7 +260,7 @@ def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
     rule = rule_of(sweep_dir, done)
     found = speedups(done, rule.level)
     names = labels(configurations(done))
-    return [comparison_view(config, base, rule.word(speedup), names) for config, base, speedup in found]
+    return [comparison_view(v.config, v.base, rule.word(speedup), names) for v, speedup in found]
 
 
 def table(shown: list[View]) -> tuple[list[str], list[list[str]]]:

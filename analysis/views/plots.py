@@ -95,24 +95,24 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
 
 def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -> None:
     """Each speed-up as a point with its interval at `level`, the table's."""
-    order = sorted(compared, key=lambda item: item[2].value)
-    values = [s.value for _, _, s in order]
+    order = sorted(compared, key=lambda item: item[1].value)
+    values = [s.value for _, s in order]
     title = (
-        f"Speed-up over the baseline of the same row group: point and {percent(level)} interval (dashed, gray: "
-        "within-run)"
+        f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
+        "interval (dashed, gray: within-run)"
     )
     fig, ax = _figure(len(order), title, values)
-    for y, (_, _, s) in enumerate(order):
+    for y, (_, s) in enumerate(order):
         # Colour is a verdict: none from one run's steps.
         colour = (
             "tab:gray" if not s.replicated else "tab:red" if s.high < 1 else "tab:green" if s.low > 1 else "tab:gray"
         )
         ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)
         ax.plot([s.value], [y], "o", color=colour)
-    labels_ = [f"{names[c.key]}  (vs {b.first.baseline.value})" for c, b, _ in order]
+    labels_ = [versus.label(names) for versus, _ in order]
     ax.set_yticks(range(len(order)), labels_)
     ax.axvline(1.0, color="black", linewidth=1)
-    reach = max(0.01, *(abs(math.log(x)) for _, _, s in order for x in (s.low, s.high) if x > 0))
+    reach = max(0.01, *(abs(math.log(x)) for _, s in order for x in (s.low, s.high) if x > 0))
     ax.set_xscale("log")
     ax.set_xlim(math.exp(-1.15 * reach), math.exp(1.15 * reach))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))

@@ -14,8 +14,9 @@ Per configuration, the view shows:
 - rho: the lag-1 autocorrelation of consecutive steps;
 - effective steps: what a run's steps are worth as independent ones
   (analysis/statistics/variance.py `Split`);
-- between sides: where it shared each process with its baseline (pairing=auto), the part of `between` its ratio keeps;
-- its speed-up over the baseline configuration of its row group, at the level of the sweep's table;
+- between sides: where it shared each process with a baseline (pairing=auto), the part of `between` its ratio keeps
+  (the widest of its comparisons');
+- its speed-up over each of its baselines, a column per axis the sweep compares along, at the table's level;
 - the steps per run and runs per configuration that resolve such a speed-up to -+half-width at the least cost.
 
 The last comes from what this sweep's runs cost beyond their steps (Kalibera and Jones, 2013).
@@ -31,6 +32,7 @@ import numpy as np
 from perfsweep.analysis.groups import (
     Configuration,
     baselines,
+    comparisons,
     configurations,
     in_one_process,
     labels,
@@ -49,8 +51,9 @@ EXPLAINED = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
     "between / within: the spread of a run's median log step time beyond what its steps explain, and of a step within "
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
-    "worth as independent ones. between sides: for sides that shared each process with their baseline (pairing=auto), "
-    "the spread between processes that their ratio keeps. vs: speed-up over the baseline configuration [{level} CI "
+    "worth as independent ones. between sides: for sides that shared each process with a baseline (pairing=auto), "
+    "the spread between processes that their ratio keeps, the widest of its comparisons'. vs: speed-up over the "
+    "configuration that differs only in that column's axis, at its baseline [{level} CI "
     "across runs, as in the table; within-run with one run]. for -+{half:.0%}: steps per run x runs per "
     "configuration that resolve such a speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from "
     "this sweep's spread (the ratio's, where the sides shared processes) and what its runs cost beyond their steps."
@@ -59,12 +62,12 @@ EXPLAINED = (
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One configuration's figures across its runs, beside its baseline configuration's."""
+    """One configuration's figures across its runs, beside its baselines'."""
 
     config: Configuration
-    baseline: Configuration | None
+    baselines: dict[str, Configuration | None]  # along each axis the sweep compares along
     split: Split | None
-    sides: Split | None = None  # its ratio to its baseline's split, one side's share, where they shared processes
+    sides: Split | None = None  # its ratio to a baseline's split, one side's share, where they shared processes
 
     @property
     def step_ms(self) -> str:
@@ -74,10 +77,11 @@ class Row:
         shown = figures(value, low, high)
         return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
-    def speedup(self, level: float) -> str:
-        if self.baseline is None:
+    def speedup(self, axis: str, level: float) -> str:
+        base = self.baselines[axis]
+        if base is None:
             return "-"
-        return "1.00x" if self.baseline is self.config else str(speedup_over(self.config, self.baseline, level))
+        return "1.00x" if base is self.config else str(speedup_over(self.config, base, level))
 
     def part(self, name: str) -> str:
         if self.split is None:
@@ -93,12 +97,15 @@ class Row:
         return f"{steps} x {runs}"
 
 
-def row(config: Configuration, base: Configuration | None) -> Row:
-    """The configuration's row: its split, and where it shared its processes with its baseline, between sides."""
+def row(config: Configuration, bases: dict[str, Configuration | None]) -> Row:
+    """The configuration's row: its split, and where it shared its processes with a baseline, between sides.
+
+    Of its comparisons in shared processes, the one whose ratio keeps the most spread between processes plans.
+    """
     own = split(config.sample())
-    if base is None or base is config or own is None or not in_one_process(config, base):
-        return Row(config, base, own)
-    return Row(config, base, own, sides_split(config.sample(), base.sample()))
+    shared = [b for b in bases.values() if b is not None and b is not config and in_one_process(config, b)]
+    sides = [found for b in shared if own is not None and (found := sides_split(config.sample(), b.sample()))]
+    return Row(config, bases, own, max(sides, key=lambda s: s.between) if sides else None)
 
 
 def view(sweep_dir: Path, half_width: float = 0.02) -> View:
@@ -107,11 +114,12 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
     configs = configurations(runs)
-    base_of = baselines(configs)
+    along = baselines(configs)
+    versus = comparisons(configs)
     cost = costs(runs)
     names = labels(configs)
     level = rule_of(sweep_dir, runs).level
-    items = [row(c, base_of.get(c.key)) for c in configs]
+    items = [row(c, {axis: of.get(c.key) for axis, of in along.items()}) for c in configs]
     paired = any(item.sides is not None for item in items)
     columns = [
         Column("configuration", lambda row: names[row.config.key]),
@@ -126,7 +134,7 @@ def view(sweep_dir: Path, half_width: float = 0.02) -> View:
             if paired
             else []
         ),
-        Column(vs_label(configs), lambda row: row.speedup(level)),
+        *(Column(vs_label(versus, axis), lambda row, axis=axis: row.speedup(axis, level)) for axis in along),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""

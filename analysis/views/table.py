@@ -16,12 +16,13 @@ from pathlib import Path
 
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
+    MEASURING,
     Configuration,
     axis_order,
     baselines,
     compared_along,
+    comparisons,
     configurations,
-    group_key,
     phase_columns,
     speedup_over,
     varying,
@@ -35,21 +36,25 @@ from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
 
-def speedup_column(configs: list[Configuration], rule: Rule) -> Column | None:
-    """The speed-up over the configuration's baseline (its step time / this one's), with its interval.
+def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
+    """A speed-up column per axis the sweep compares along, in the sweep's order of axes.
 
+    Each cell is the configuration's speed-up over the one that differs from it only in that axis, at its baseline.
     - The interval is across runs with replicates, within-run without.
     - Its level is the rule's; across runs, the rule's word follows it.
-    - A baseline shows 1.00x; a group with no baseline shows -.
-
-    Returns None where no configuration has a baseline to compare with but itself.
+    - A baseline shows 1.00x; a configuration with no baseline along the axis shows -.
     """
-    if not compares(configs):
-        return None
-    base_of = baselines(configs)
+    along = baselines(configs)
+    versus = comparisons(configs)
+    headers = {axis: vs_label(versus, axis) for axis in along}
+    twice = {header for header in headers.values() if list(headers.values()).count(header) > 1}
+    headers = {
+        axis: f"vs {axis}={header.removeprefix('vs ')}" if header in twice else header
+        for axis, header in headers.items()
+    }
 
-    def cell(config: Configuration) -> str:
-        base = base_of.get(config.key)
+    def cell(config: Configuration, axis: str) -> str:
+        base = along[axis].get(config.key)
         if base is config:
             return "1.00x"
         if base is None:
@@ -57,13 +62,12 @@ def speedup_column(configs: list[Configuration], rule: Rule) -> Column | None:
         speedup = speedup_over(config, base, rule.level)
         return f"{speedup} {rule.word(speedup)}".rstrip()
 
-    return Column(vs_label(configs), cell)
+    return [Column(headers[axis], lambda c, axis=axis: cell(c, axis)) for axis in along]
 
 
 def compares(configs: list[Configuration]) -> bool:
-    """Some configuration has a baseline to compare with but itself."""
-    base_of = baselines(configs)
-    return any(base is not c for c in configs if (base := base_of.get(c.key)))
+    """The sweep makes a comparison: some configuration has a baseline along some axis but itself."""
+    return bool(comparisons(configs))
 
 
 def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
@@ -103,8 +107,7 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         table_columns.append(
             Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown")
         )
-    speedup = speedup_column(configs, rule)
-    table_columns += [speedup] if speedup else []
+    table_columns += speedup_columns(configs, rule)
     if trains:
         table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
     return table_columns
@@ -151,13 +154,21 @@ def _rate(value: float | None) -> str:
 
 
 def ordered(configs: list[Configuration]) -> list[Configuration]:
-    """Rows by group, each group's baseline first."""
+    """Rows by the sweep's axes, each axis's baseline first, the workload's own compared axis last.
+
+    So a row group holds the configurations that differ only in that axis, its baseline first.
+    """
     axes, fields = varying([c.first for c in configs])
-    order = axis_order([c.first for c in configs])
-    return sorted(
-        configs,
-        key=lambda c: (group_key(c.first, axes, fields), not c.is_baseline, tuple(c.first.axis(a) for a in order)),
-    )
+    along = baselines(configs)
+
+    def key(config: Configuration) -> tuple:
+        run = config.first
+        own = run.baseline.axis
+        order = [a for a in axes if a != own] + ([own] if own in axes else [])
+        first = tuple((a in along and along[a].get(config.key) is not config, run.axis(a)) for a in order)
+        return first + tuple(repr(run.fields.get(f)) for f in fields if f not in MEASURING)
+
+    return sorted(configs, key=key)
 
 
 def noisy(run: RunRecord) -> list[str]:
@@ -224,16 +235,15 @@ def _resting_on(configs: list[Configuration], rule: Rule) -> str:
     else:
         vs = f"{level} {within}; repeats=N for one that does"
     spent = f"; {rule.spent()}" if rule.looks else ""
-    return f"{times}; {windows}; vs: speed-up over the baseline of the same row group [{vs}{spent}]"
+    return (
+        f"{times}; {windows}; vs: speed-up over the configuration that differs only in that column's axis, at its "
+        f"baseline [{vs}{spent}]"
+    )
 
 
 def words(configs: list[Configuration], rule: Rule) -> list[str]:
     """The note that says what the words beside the speed-ups mean; none where no speed-up is across runs."""
-    if not configs:
-        return []
-    base_of = baselines(configs)
-    compared = [(c, base) for c in configs if (base := base_of.get(c.key)) is not None and base is not c]
-    if not any(len(c.runs) > 1 and len(base.runs) > 1 for c, base in compared):
+    if not any(len(v.config.runs) > 1 and len(v.base.runs) > 1 for v in comparisons(configs)):
         return []
     return [
         f"vs words: slower or faster where the {percent(rule.level)} interval excludes 1.00x; same where it lies "

@@ -101,7 +101,10 @@ def speedup_rows(sweep_dir: Path, done: list[records.RunRecord]) -> list[list]:
     """Each speed-up of the done runs over their baseline, at the sweep's level, as the "speedups" table's rows."""
     names = labels(configurations(done))
     level = rule_of(sweep_dir, done).level
-    return [[names[c.key], names[b.key], s.value, s.low, s.high, level, s.basis] for c, b, s in speedups(done, level)]
+    return [
+        [names[v.config.key], names[v.base.key], s.value, s.low, s.high, level, s.basis]
+        for v, s in speedups(done, level)
+    ]
 
 
 def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:

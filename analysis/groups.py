@@ -74,6 +74,8 @@ def _derived(runs: list[RunRecord], axes: list[str], key: str) -> bool:
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between configurations (never the replicate)."""
+    if not runs:
+        return [], []
     axes = [a for a in axis_order(runs) if a != "replicate" and len({r.axis(a) for r in runs}) > 1]
     shown = _axis_fields(runs, axis_order(runs))
     fields = sorted(

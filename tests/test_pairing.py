@@ -2,6 +2,7 @@
 
 import collections
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -164,6 +165,31 @@ def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process
     assert len(statuses) == 4 and sorted(map(len, by_process.values())) == [2, 2]
     ((_, speedup),) = speedups(records.load_sweep(sweep))
     assert speedup.basis == IN_PROCESS and speedup.runs == (2, 2)
+
+
+@pytest.mark.slow
+def test_a_precision_sweep_prints_each_precisions_speed_up_over_fp32_with_its_word(tmp_path):
+    args = [*TINY, "precision=fp32,amp_bf16", "input_type=tensor", "memory_format=contiguous", "repeats=2"]
+    done = launch_here(*args, "tracker.mode=disabled", f"runs_dir={tmp_path}")
+    assert done.returncode == 0, done.stderr
+    assert "pairing: 4 runs as 2 processes of a comparison's sides" in done.stdout
+    header, _, *rows = first_table(done.stdout)
+    vs = header.index("vs fp32")
+    cells = {row[0]: row[vs] for row in rows if row[0] in ("fp32", "amp_bf16")}
+    assert cells["fp32"] == "1.00x"
+    assert re.fullmatch(r"\S+x \[\S+, \S+\] (slower|faster|same|undetermined)", cells["amp_bf16"]), cells
+    assert "precision.autocast_dtype" not in header
+
+
+def first_table(text: str) -> list[list[str]]:
+    """The cells of the first Markdown table in `text`, a list per line."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("|"):
+            found.append([cell.strip() for cell in line.split("|")[1:-1]])
+        elif found:
+            break
+    return found
 
 
 FLIPPING = '''

@@ -91,7 +91,7 @@ def add_view_commands(subparsers) -> None:
     )
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
-        "4 added where a final loss changed"
+        "4 added where a final loss changed, 8 where configurations of A have no match in B, 2 where none matched"
     )
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
@@ -99,9 +99,11 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
+    _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
     about = (
         "each configuration's step time over the commits of the code under test, with its change points; exit "
-        "status 1 when the newest point is a confirmed regression, 3 a possible one"
+        "status 1 when the newest point is a confirmed regression, 3 a possible one, 8 added where configurations "
+        "of the points before it are not in it"
     )
     parser = _command(subparsers, "history", about, show_history, sweep_dir=False)
     parser.add_argument(
@@ -110,6 +112,7 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
     parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
     parser.add_argument("--threshold", type=float, default=0.05, help="smallest slowdown flagged (default 0.05)")
+    _max_unmatched_option(parser, "the configurations of the points before the newest that it lacks")
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
     )
@@ -130,6 +133,27 @@ def add_view_commands(subparsers) -> None:
     )
     _out_option(parser, "report.html and plots/")
     parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+
+
+def share(value: str) -> float:
+    """A share from 0 to 1."""
+    try:
+        found = float(value)
+    except ValueError:
+        found = -1.0
+    if not 0.0 <= found <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value}: a share from 0 to 1 (0.25: a quarter)")
+    return found
+
+
+def _max_unmatched_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--max-unmatched",
+        type=share,
+        default=0.0,
+        metavar="SHARE",
+        help=f"the share of {what} that passes the gate (default 0: none; past it, 8 is added to the exit status)",
+    )
 
 
 def _out_option(parser: argparse.ArgumentParser, what: str) -> None:

@@ -58,7 +58,9 @@ def show_comparison(args: argparse.Namespace) -> int:
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import compare
 
-    view, status = compare.compare(args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases)
+    view, status = compare.compare(
+        args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases, args.max_unmatched
+    )
     print(text(view))
     return status
 
@@ -79,11 +81,13 @@ def show_history(args: argparse.Namespace) -> int:
         raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
     found = history([a for a in args.runs if str(a) not in overrides], args.repo)
     made, left = views.series_of(found, args.phase, args.threshold)
+    gaps, unmatched = views.unmatched(found, made, args.max_unmatched)
+    status = views.exit_status(made) + unmatched
     shown = [views.view(series, args.phase, found) for series in made]
     conf = wandb_online.with_overrides(wandb_history.tracker_conf(found), overrides)
     if args.wandb and args.dry_run:  # writes nothing
         print(outline(wandb_history.report_content(made, shown, found, args.out, conf)))
-        return views.exit_status(made)
+        return status
     if args.wandb:
         try:
             conf = wandb_online.go_online(conf, "nothing was written or sent; run the command again later")
@@ -94,6 +98,8 @@ def show_history(args: argparse.Namespace) -> int:
     print("\n\n".join(map(text, shown)))
     if left:
         print("left out: " + "; ".join(left))
+    for line in gaps:
+        print(line)
     if args.out:
         print(f"history: {views.write(made, shown, args.phase, args.out)}")
         for warning in wandb_history.log_history(made, shown, found, args.out, conf):
@@ -101,7 +107,7 @@ def show_history(args: argparse.Namespace) -> int:
     if args.wandb:
         for warning in upload_history(made, shown, found, args.out, conf):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
-    return views.exit_status(made)
+    return status
 
 
 def upload_history(made, shown, found, out: Path, conf) -> list[str]:

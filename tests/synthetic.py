@@ -12,10 +12,13 @@ side adds its own small one (`side_sd`).
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 from scipy.signal import lfilter
 
+from perfsweep import records
+from perfsweep.records import lifecycle
 from perfsweep.records.run import PairedSummary, RunRecord, Summary
 from perfsweep.records.status import DONE, Status
 from perfsweep.records.sweep import Baseline
@@ -111,3 +114,29 @@ def grid(slowdown: dict[str, float] | None = None, formats: tuple[str, ...] = ("
     """The default sweep's configurations at 50 ms, each input type slowed by its factor in `slowdown`."""
     slowdown = slowdown or {}
     return {(t, f): 50.0 * slowdown.get(t, 1.0) for t in ("tensor", "subclass", "tensorbase") for f in formats}
+
+
+def write(runs: list[RunRecord], sweep_dir: Path) -> Path:
+    """The runs' records in a sweep folder, as a run writes them, for the commands that read a folder."""
+    for run in runs:
+        config: dict = {}
+        for key, value in run.fields.items():
+            *parents, last = key.split(".")
+            node = config
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[last] = value
+        run_dir = sweep_dir / run.name
+        run_dir.mkdir(parents=True)
+        record = {"run_id": run.run_id, "name": run.name, "axes": run.axes, "axis_order": run.axis_order}
+        record |= {"named_axes": run.named_axes, "baseline": dataclasses.asdict(run.baseline), "config": config}
+        records.write_json(run_dir / records.CONFIG, record)
+        steps = [dict(zip(run.measured, values, strict=True)) for values in zip(*run.measured.values(), strict=True)]
+        records.write_steps(
+            run_dir / records.STEPS, [row | {"step": i, "warmup": False} for i, row in enumerate(steps)]
+        )
+        summary = run.summary
+        medians = {"phases": list(summary.phases), "median_ms": summary.median_ms, "steps": summary.steps}
+        records.write_json(run_dir / records.SUMMARY, medians | {"workload": summary.workload})
+        lifecycle.finish(run_dir, code=run.status.code, code_under_test=run.status.code_under_test)
+    return sweep_dir

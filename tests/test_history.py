@@ -22,7 +22,7 @@ from perfsweep.conf.schema import TrackerConf
 from perfsweep.records import lifecycle
 from perfsweep.records.code import ci_run, under_test
 from perfsweep.sweeps.plan import PlanError
-from tests import synthetic
+from tests import golden, synthetic
 from tests.helpers import FAKE_KEY, launch_here, wandb_records, write_run
 
 GIT_WHO = {
@@ -33,10 +33,10 @@ GIT_WHO = {
 }
 
 
-def write_commit_sweep(folder: Path, repo: Path, commit: str, dirty: bool) -> None:
+def write_commit_sweep(folder: Path, repo: Path, commit: str, dirty: bool, memory_format: str = "contiguous") -> None:
     """A sweep of one done run whose status names `commit` of `repo` as its code under test."""
     folder.mkdir(parents=True)
-    write_run(folder, "t1", "tensor", "contiguous", 100.0)
+    write_run(folder, "t1", "tensor", memory_format, 100.0)
     tested = {"repository": str(repo), "commit": commit, "dirty": dirty, "subject": "s", "committed_at": 1}
     lifecycle.finish(folder / "t1", code_under_test=tested)
     records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
@@ -76,12 +76,19 @@ def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_tol
 
 def synthetic_history(rng, slower_from: int | None, commits: int = 8, newest: float = 1.0) -> History:
     """A history of synthetic sweeps of two configurations, each commit's subclass `factor` slower from one on."""
-    points = []
+    levels = []
     for commit in range(1, commits + 1):
         factor = 1.3 if slower_from and commit >= slower_from else 1.0
         factor *= newest if commit == commits else 1.0
-        levels = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0 * factor}
-        runs = synthetic.sweep(levels, 3, synthetic.Noise(), rng)
+        levels.append({("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0 * factor})
+    return history_of(rng, levels)
+
+
+def history_of(rng, levels: list[dict]) -> History:
+    """A history of synthetic sweeps, a commit each: each gives its configurations' levels, as synthetic.sweep."""
+    points = []
+    for commit, given in enumerate(levels, 1):
+        runs = synthetic.sweep(given, 3, synthetic.Noise(), rng)
         sha = f"{commit:02d}" + "ab" * 19
         points.append(Point(sha, False, f"commit {commit}", float(commit), [f"c{commit}"], runs))
     return History(points, "by the commit graph")
@@ -114,6 +121,56 @@ def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_
     _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5))
     assert status == views.EXIT_POSSIBLE, "one point does not confirm a regression"
     assert re.search(r"POSSIBLE REGRESSION: .*1\.[45]\dx", text), text
+
+
+TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}
+OTHER = {("tensor", "channels_last"): 20.0, ("subclass", "channels_last"): 30.0}
+
+
+def gaps(found: History, max_unmatched: float = 0.0) -> tuple[str, int]:
+    """What `history` says of the configurations its points lack, and its exit status."""
+    made, _ = views.series_of(found, "step", 0.05)
+    lines, unmatched = views.unmatched(found, made, max_unmatched)
+    return "\n".join(lines), views.exit_status(made) + unmatched
+
+
+def test_a_newest_sweep_that_shares_no_configuration_with_the_history_fails_the_gate(tmp_path):
+    repo, runs = tmp_path / "repo", tmp_path / "runs"
+    hashes = generate(repo, commits=4, planted=None)
+    for index, commit in enumerate(hashes):
+        write_commit_sweep(runs / f"s{index}", repo, commit, False, "channels_last" if index == 3 else "contiguous")
+    shown = launch_here("history", str(runs), "--repo", str(repo))
+    assert shown.returncode == 8, shown.stdout + shown.stderr
+    said = shown.stdout[shown.stdout.index("the newest point") :]
+    golden.says(
+        "history: a newest sweep that shares no configuration",
+        said,
+        {h[:8]: f"<commit {i}>" for i, h in enumerate(hashes)},
+    )
+    assert launch_here("history", str(runs), "--repo", str(repo), "--max-unmatched", "1").returncode == 0
+
+
+def test_a_sweep_in_the_middle_that_shares_no_configuration_fails_the_gate():
+    said, status = gaps(history_of(np.random.default_rng(5), [TWO, TWO, OTHER, TWO, TWO]))
+    assert status == views.EXIT_UNMATCHED
+    golden.says("history: a sweep in the middle that shares no configuration", said)
+
+
+def test_a_configuration_that_only_the_newest_point_has_is_named_and_fails_nothing():
+    newer = TWO | {("tensorbase", "contiguous"): 20.0}
+    said, status = gaps(history_of(np.random.default_rng(6), [TWO, TWO, TWO, newer]))
+    assert status == 0
+    assert said.endswith("configurations only in 04ababab: tensorbase"), said
+
+
+def test_a_configuration_the_newest_point_lacks_is_counted_against_max_unmatched():
+    found = history_of(np.random.default_rng(7), [TWO, TWO, TWO, {("tensor", "contiguous"): 20.0}])
+    said, status = gaps(found)
+    assert status == views.EXIT_UNMATCHED and "UNMATCHED: configurations before 04ababab not in it: subclass" in said
+    assert gaps(found, 0.5) == (
+        said.replace("above --max-unmatched 0%", "within --max-unmatched 50%").replace("UNMATCHED: ", ""),
+        0,
+    )
 
 
 def test_the_ci_run_is_read_from_each_ci_s_own_variables():

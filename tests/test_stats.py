@@ -121,7 +121,7 @@ def test_compare_flags_a_ten_percent_regression_across_runs_and_exits_1(tmp_path
     text_ = text(shown)
     assert status == compare.EXIT_REGRESSION and "they differ in: compile.name 'eager' -> 'default'" in text_
     assert [line.flag for line in shown.items if line.flag] == ["REGRESSION"] * 2  # the step of each; phases shown
-    assert "2 configurations matched, 0 runs of A without a match in B" in text_ and "3/3" in text_
+    assert "2 of A's 2 configurations matched in B, 0 without a match; 0 of B's 2 without" in text_ and "3/3" in text_
     assert "suite: B's geometric-mean step speed-up over A's, 2 configurations: 0.9" in text_
     assert analysis_main(["compare", str(a), str(b)]) == 1
     gated = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05, gate_phases=True)[0]

@@ -4,6 +4,7 @@ It gives step-time speed-ups with intervals across runs, and a suite-level geome
 The family of comparisons is held to one error rate.
 
     python -m perfsweep.analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
+        [--max-unmatched 0.0]
 
 A is the reference (before), B the candidate (after).
 They may be two torch versions, before and after a change, or eager against compiled.
@@ -13,8 +14,9 @@ Configurations are matched by their axes and config, leaving out:
 - what each sweep holds constant but the two do not share;
 - how long they measured.
 
-What the sweeps differ in is printed.
-Below it come the machines, where those most of their runs had differ (GPU, driver, torch, CUDA...).
+What the sweeps differ in is printed: a setting each holds constant, or sets in one and not in the other.
+Below it come their code, where it differs (the commit under test, each module's files), and the machines, where
+those most of their runs had differ (GPU, driver, torch, CUDA...).
 For each matched configuration, B's speed-up over A (median time of A / of B) is shown.
 It is shown for the step and each phase, each run counting once (analysis/statistics/speedup.py).
 
@@ -35,6 +37,13 @@ A pair changed where B's final loss is off A's by more than the tolerance of how
 A configuration with such pairs gets one line: LOSS CHANGED in k of n run pairs, with their replicates.
 NaN or infinite losses are flagged NON-FINITE LOSS, with the side and its replicates.
 
+A configuration of A without a match in B was not compared.
+Each side's configurations without a match are named, with the overrides that would launch the other side with them.
+Past the share of A's configurations that --max-unmatched allows (default 0: none), A's are flagged UNMATCHED.
+They fail the gate: 8 is added to the exit status.
+`--max-unmatched 1` lets a B that is a subset of A pass.
+Where no configuration matched, nothing is compared: what parts the sweeps is named, and how to match them.
+
 The exit status says what was flagged, so that CI can branch on each:
 
     0      nothing flagged (an improvement is no failure)
@@ -42,25 +51,35 @@ The exit status says what was flagged, so that CI can branch on each:
     3      a POSSIBLE REGRESSION, and no REGRESSION
     4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
-    2      no comparison was made (a sweep without done runs, a bad argument)
+    8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
+    9-15   8 added to one of 1, 3, 4, 5, 7
+    2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
 
-So `status & 4` says a loss changed, and `status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
+So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
+`status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
 """
 
 import dataclasses
+import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, is_declaration, labels, measures, round_of
+from perfsweep.analysis.groups import Configuration, code_name, is_declaration, labels, measures, round_of
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
+EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
+EXIT_NOTHING_COMPARED = 2  # no configuration matched
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "order")
+UNSET = "(unset)"  # the value of a key that a run does not record
+
+Identity = Callable[[RunRecord], dict[str, str]]
 
 
 def identity(run: RunRecord) -> dict[str, str]:
@@ -68,12 +87,29 @@ def identity(run: RunRecord) -> dict[str, str]:
     return {k: v for k, v in fields.items() if k not in NOT_COMPARED and not is_declaration(k)}
 
 
-def differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
-    """Config keys constant within each sweep whose values differ between them: what is being compared."""
-    ids_a, ids_b = [identity(r) for r in a], [identity(r) for r in b]
+def code_of(run: RunRecord) -> dict[str, str]:
+    """The code a run measured: the commit under test, and the files of each module its launch copied."""
+    tested = run.status.code_under_test or {}
+    found = {f"{module} files": digest[:8] for module, digest in (run.status.code or {}).items()}
+    if tested.get("commit"):
+        found = {"commit under test": tested["commit"][:8] + ("+dirty" if tested.get("dirty") else "")} | found
+    return found
+
+
+def _keys(*identities: list[dict[str, str]]) -> list[str]:
+    """Every key of the identities, in order of first appearance."""
+    return list(dict.fromkeys(key for found in identities for i in found for key in i))
+
+
+def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity) -> dict[str, tuple[str, str]]:
+    """Keys constant within each sweep whose values differ between them: what is being compared.
+
+    A key that one sweep's runs record and the other's do not differs too: its value there is UNSET.
+    """
+    ids_a, ids_b = [of(r) for r in a], [of(r) for r in b]
     differing = {}
-    for key in ids_a[0].keys() & ids_b[0].keys():
-        values_a, values_b = {i.get(key) for i in ids_a}, {i.get(key) for i in ids_b}
+    for key in _keys(ids_a, ids_b):
+        values_a, values_b = ({i.get(key, UNSET) for i in ids} for ids in (ids_a, ids_b))
         if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
             differing[key] = (values_a.pop(), values_b.pop())
     return differing
@@ -92,9 +128,17 @@ def changes(differ: dict[str, tuple[str, str]]) -> str:
     return ", ".join(f"{key} {a} -> {b}" for key, (a, b) in differ.items())
 
 
-def pairs(
-    a: list[RunRecord], b: list[RunRecord]
-) -> tuple[dict[str, tuple[str, str]], list[tuple[Configuration, Configuration]]]:
+@dataclasses.dataclass
+class Matching:
+    """Two sweeps' configurations: what the sweeps differ in, those matched, and each side's without a match."""
+
+    differ: dict[str, tuple[str, str]]
+    matched: list[tuple[Configuration, Configuration]]
+    only_a: list[Configuration]
+    only_b: list[Configuration]
+
+
+def pairs(a: list[RunRecord], b: list[RunRecord]) -> Matching:
     """What the sweeps differ in, and their configurations matched: A's and B's runs of each."""
     differ = differences(a, b)
 
@@ -106,7 +150,101 @@ def pairs(
         return {key: Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()}
 
     of_a, of_b = grouped(a), grouped(b)
-    return differ, [(config, of_b[key]) for key, config in of_a.items() if key in of_b]
+    return Matching(
+        differ,
+        [(config, of_b[key]) for key, config in of_a.items() if key in of_b],
+        [config for key, config in of_a.items() if key not in of_b],
+        [config for key, config in of_b.items() if key not in of_a],
+    )
+
+
+def _value(value: object) -> str:
+    """A config value as an override writes it: `64`, `true`, `null`, `tensor`."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _in_order(values) -> list[str]:
+    """Distinct values, numbers by their value first, then the others as text."""
+
+    def order(value: str) -> tuple:
+        try:
+            return (0, float(value), "")
+        except ValueError:
+            return (1, 0.0, value)
+
+    return sorted(set(values), key=order)
+
+
+def _option(run: RunRecord, group: str) -> str:
+    """The value of config group `group` that chose the run's option: its import path, else its name."""
+    name, target = run.fields[f"{group}.name"], run.fields.get(f"{group}._target_")
+    return target if target and target.rsplit(".", 1)[-1] == name else name
+
+
+def override(key: str, runs: list[RunRecord], other: list[RunRecord]) -> str:
+    """The override that launches `other` with the values of `key` that `runs` have.
+
+    It is `input_type=tensor,subclass` for a config group, `+model.kwargs.width=64` for a key `other` lacks, and
+    `without KEY` where `runs` lack the key.
+    """
+    group = key.removesuffix(".name")
+    if group != key and "." not in group:
+        return f"{group}={','.join(_in_order(_option(run, group) for run in runs))}"
+    values = [_value(run.fields[key]) for run in runs if key in run.fields]
+    if not values:
+        return f"without {key}"
+    added = "+" if any(key not in run.fields for run in other) else ""
+    return f"{added}{key}={','.join(_in_order(values))}"
+
+
+def launch(side: str, overrides: list[str]) -> str:
+    """'launch B with input_type=tensor +model.kwargs.width=64, without model.kwargs.depth'."""
+    given = [o for o in overrides if not o.startswith("without ")]
+    words = ([f"with {' '.join(given)}"] if given else []) + [o for o in overrides if o.startswith("without ")]
+    return f"launch {side} " + ", ".join(words)
+
+
+def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Identity = identity) -> list[str]:
+    """The overrides that would launch `other` with `side`'s values of each key where it lacks some: how to match.
+
+    Keys in `differ` are compared along, not matched on.
+    A `_target_` goes with its group's name.
+    """
+    ids_side, ids_other = [of(r) for r in side], [of(r) for r in other]
+    found = [
+        key
+        for key in _keys(ids_side, ids_other)
+        if key not in differ and {i.get(key, UNSET) for i in ids_side} - {i.get(key, UNSET) for i in ids_other}
+    ]
+    named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
+    return [override(key, side, other) for key in named]
+
+
+def parted(
+    a: list[RunRecord], b: list[RunRecord], differ: dict, names: tuple[str, str], of: Identity = identity
+) -> list[str]:
+    """The keys whose values differ between the two sets of runs, each with both sides' values: what parts them."""
+    ids_a, ids_b = [of(r) for r in a], [of(r) for r in b]
+    lines = []
+    for key in (k for k in _keys(ids_a, ids_b) if k not in differ):
+        values_a, values_b = ({i.get(key, UNSET) for i in ids} for ids in (ids_a, ids_b))
+        if values_a != values_b:
+            shown = (", ".join(_in_order(values)) for values in (values_a, values_b))
+            lines.append(f"{key}: {names[0]} {next(shown)}; {names[1]} {next(shown)}")
+    return lines
+
+
+def beyond(unmatched: int, of: int, max_unmatched: float) -> bool:
+    """Whether `unmatched` of `of` configurations is a larger share than --max-unmatched allows."""
+    return of > 0 and unmatched / of > max_unmatched
+
+
+def unmatched_share(unmatched: int, of: int, max_unmatched: float) -> str:
+    """'2 without a match (33%, above --max-unmatched 0%)'; '0 without a match'."""
+    if not unmatched:
+        return "0 without a match"
+    where = "above" if beyond(unmatched, of, max_unmatched) else "within"
+    return f"{unmatched} without a match ({unmatched / of:.0%}, {where} --max-unmatched {max_unmatched:.0%})"
 
 
 def loss_moved(a: RunRecord, b: RunRecord, tolerance: float) -> bool:
@@ -230,13 +368,18 @@ def suite(lines: list[Line]) -> str:
 
 
 def compare(
-    sweep_a: Path, sweep_b: Path, threshold: float, loss_tolerance: float, gate_phases: bool = False
+    sweep_a: Path,
+    sweep_b: Path,
+    threshold: float,
+    loss_tolerance: float,
+    gate_phases: bool = False,
+    max_unmatched: float = 0.0,
 ) -> tuple[View, int]:
     """The comparison as a view, and its exit status (exit_status)."""
     done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
-    return compare_runs(*done, threshold, loss_tolerance, gate_phases, names=(sweep_a, sweep_b))
+    return compare_runs(*done, threshold, loss_tolerance, gate_phases, (sweep_a, sweep_b), max_unmatched)
 
 
 def compare_runs(
@@ -246,10 +389,26 @@ def compare_runs(
     loss_tolerance: float,
     gate_phases: bool = False,
     names: tuple[Path, Path] = (Path("A"), Path("B")),
+    max_unmatched: float = 0.0,
 ) -> tuple[View, int]:
-    """compare, of two sweeps' done runs."""
-    differ, matched = pairs(a, b)
-    names_a = labels([ca for ca, _ in matched]) if matched else {}
+    """compare, of two sweeps' done runs.
+
+    `max_unmatched` is the share of A's configurations that may go without a match in B before the gate fails.
+    """
+    found = pairs(a, b)
+    above = [
+        f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
+        f"they differ in: {changes(found.differ) or 'nothing'}",
+    ]
+    if code_differ := differences(a, b, of=code_of):
+        above.append(f"their code differs in: {changes(code_differ)}")
+    if machines_differ := machine_differences(a, b):
+        above.append(f"their machines differ in: {changes(machines_differ)}")
+    if not found.matched:
+        return nothing_matched(above, a, b, found), EXIT_NOTHING_COMPARED
+    matched = found.matched
+    every_a, every_b = [ca for ca, _ in matched] + found.only_a, [cb for _, cb in matched] + found.only_b
+    names_a = named(every_a)  # by what varies among all of A's, matched or not
     lines = [line for ca, cb in matched for line in config_lines(ca, cb, names_a[ca.key], gate_phases)]
     lines = flagged(lines, threshold)
     losses = [
@@ -258,22 +417,57 @@ def compare_runs(
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
-    above = [
-        f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
-        f"they differ in: {changes(differ) or 'nothing'}",
-    ]
-    if machines_differ := machine_differences(a, b):
-        above.append(f"their machines differ in: {changes(machines_differ)}")
-    unmatched = len(a) - sum(len(ca.runs) for ca, _ in matched)
+    unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
-        f"{len(matched)} configurations matched, {unmatched} runs of A without a match in B; gated: {gate}, each "
-        f"change flagged when beyond {threshold:.0%} and significant with the family of {sum(x.gated for x in lines)} "
-        f"held to 5% (Holm; one-run lines a family apart); loss tolerance {loss_tolerance:.0%}; speed-up = time of "
-        "A / of B (below 1: B is slower), each run counting once by its median",
+        f"{len(matched)} of A's {len(every_a)} configurations matched in B, "
+        f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
+        f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {threshold:.0%} and "
+        f"significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
+        f"apart); loss tolerance {loss_tolerance:.0%}; speed-up = time of A / of B (below 1: B is slower), each run "
+        "counting once by its median",
         suite(lines),
     ]
-    return View("Comparison", above, COLUMNS, shown, notes=notes), exit_status(shown)
+    flags = [
+        ("UNMATCHED: " if unmatched and side == "A" else "") + without_match(configs, every, other, found.differ, side)
+        for side, configs, every, other in (("A", found.only_a, every_a, b), ("B", found.only_b, every_b, a))
+        if configs
+    ]
+    status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
+    return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
+
+
+def named(configs: list[Configuration]) -> dict[tuple, str]:
+    """Each configuration by what varies among them; a lone one by its code."""
+    return labels(configs) if len(configs) > 1 else {c.key: code_name(c.first) for c in configs}
+
+
+def without_match(
+    configs: list[Configuration], every: list[Configuration], other: list[RunRecord], differ: dict, side: str
+) -> str:
+    """A line naming one side's configurations without a match in the other, and the overrides that would match."""
+    theirs = "B" if side == "A" else "A"
+    said = f"{side}'s configurations without a match in {theirs}: {', '.join(named(every)[c.key] for c in configs)}"
+    how = lacking([run for config in configs for run in config.runs], other, differ)
+    return said + (f"; to match them, {launch(theirs, how)}" if how else "")
+
+
+def nothing_matched(above: list[str], a: list[RunRecord], b: list[RunRecord], found: Matching) -> View:
+    """The view where no configuration matched: what parts the sweeps, and how to match them."""
+    apart = parted(a, b, found.differ, ("A", "B"))
+    if apart:
+        flags = [f"what parts them: {'; '.join(apart)}"]
+    else:
+        listed = [", ".join(named(configs).values()) for configs in (found.only_a, found.only_b)]
+        flags = [f"their settings take the same values in other combinations: A's {listed[0]}; B's {listed[1]}"]
+    hows = [
+        launch(side, how)
+        for side, how in (("B", lacking(a, b, found.differ)), ("A", lacking(b, a, found.differ)))
+        if how
+    ]
+    flags += [f"to match them, {'; or '.join(hows)}"] if hows else []
+    empty = "no configuration of A matched one of B: nothing was compared"
+    return View("Comparison", above, COLUMNS, [], flags=flags, empty=empty)
 
 
 def exit_status(lines: list[Line]) -> int:
@@ -281,6 +475,7 @@ def exit_status(lines: list[Line]) -> int:
 
     The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION, else 0.
     A loss flag adds EXIT_LOSS.
+    Configurations without a match (EXIT_UNMATCHED) are compare_runs' to add.
     """
     flags = [line.flag for line in lines]
     confirmed = any(f.startswith("REGRESSION") for f in flags)
@@ -290,4 +485,4 @@ def exit_status(lines: list[Line]) -> int:
 
 def timing(status: int) -> int:
     """The step time's part of an exit status: 0, EXIT_REGRESSION or EXIT_POSSIBLE."""
-    return status & ~EXIT_LOSS
+    return status & ~(EXIT_LOSS | EXIT_UNMATCHED)

@@ -1,12 +1,18 @@
 """A project's history: each configuration's step time over the commits of the code under test.
 
-    perfsweep history RUNS... [--repo PATH] [--phase NAME] [--threshold 0.05] [--out DIR]
+    perfsweep history RUNS... [--repo PATH] [--phase NAME] [--threshold 0.05] [--max-unmatched 0.0] [--out DIR]
 
 RUNS are sweep folders, or folders that hold them: a sweep per commit, as CI keeps them.
 Each configuration gets a table of its points, oldest first: the commit, its runs, the step time and its 95%
 interval across the runs (processes).
 Change points are marked on the first point of each new segment (analysis/statistics/changepoints.py).
 With --out, a plot per configuration and history.html are written there.
+
+The newest point is held to the points before it as compare holds B to A.
+A configuration of the points before it that the newest point lacks is named, with the overrides that would match.
+Past the share of those configurations that --max-unmatched allows (default 0: none), they fail the gate.
+A point that shares no configuration with the others is named, with what parts it from them.
+A configuration that only the newest point has is named; it fails nothing.
 
 The exit status is for CI.
 It reads the newest point of each configuration:
@@ -18,6 +24,8 @@ It reads the newest point of each configuration:
     3   POSSIBLE REGRESSION: such a change point that the two newest points do not both confirm; or the newest
         point alone slower than its segment by more than the threshold, and beyond the noise (the next sweep
         confirms it or not)
+    8   more of the configurations before the newest point missing from it than --max-unmatched allows, and
+        nothing else flagged; 9 and 11 are 8 added to 1 and 3
     2   no history could be made (no done runs, a bad argument); with --wandb, W&B unreachable before anything
         was written (a failure after it is a warning: the status stays the history's)
 """
@@ -33,7 +41,16 @@ from perfsweep.analysis.history import History, Point
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.statistics.variance import across_runs
-from perfsweep.analysis.views.compare import identity
+from perfsweep.analysis.views.compare import (
+    EXIT_UNMATCHED,
+    Identity,
+    beyond,
+    identity,
+    lacking,
+    launch,
+    parted,
+    unmatched_share,
+)
 from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
 
@@ -61,6 +78,7 @@ class Series:
     changes: list[changepoints.Change] | None  # None: not enough history
     flag: str = ""
     index: int = 0  # its place among the history's configurations, which names its plot apart from theirs
+    held: list[tuple[Point, list[RunRecord]]] = dataclasses.field(default_factory=list)  # its runs at each point
 
     @property
     def slug(self) -> str:
@@ -68,28 +86,37 @@ class Series:
         return f"{self.index:02d}-{named or 'configuration'}"
 
 
+def matched_on(runs: list[RunRecord]) -> tuple[Identity, list[str]]:
+    """What the history matches runs by, and the keys it leaves out of the match.
+
+    It is compare's identity over the keys every run records.
+    A key that only some record (a setting added to perfsweep since) is left out.
+    """
+    # a commit pinned in the environment (bisect --git's points) is the point, not the configuration
+    identities = {id(run): {k: v for k, v in identity(run).items() if not COMMIT.match(v.strip("'"))} for run in runs}
+    shared = set.intersection(*(set(i) for i in identities.values()))
+    unshared = sorted(set().union(*identities.values()) - shared)
+    return (lambda run: {k: v for k, v in identities[id(run)].items() if k in shared}), unshared
+
+
 def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series], list[str]]:
     """Each configuration's series, and what was left out.
 
-    Runs are matched by what each measured (compare's identity), over the keys every run records.
-    A key that only some record (a setting added to perfsweep since) is left out of the match.
+    Runs are matched by what each measured (matched_on).
     """
     runs = [run for point in found.points for run in point.runs]
     phases = {p for run in runs for p in ("step", *run.summary.phases)}
     if phase not in phases:
         raise ValueError(f"--phase {phase}: no run recorded it; the phases: {', '.join(sorted(phases))}")
-    # a commit pinned in the environment (bisect --git's points) is the point, not the configuration
-    identities = {id(run): {k: v for k, v in identity(run).items() if not COMMIT.match(v.strip("'"))} for run in runs}
-    shared = set.intersection(*(set(i) for i in identities.values()))
-    unshared = sorted(set().union(*identities.values()) - shared)
+    of, unshared = matched_on(runs)
     keys: dict[tuple, list[tuple[Point, list[RunRecord]]]] = {}
     for point in found.points:
         by_key: dict[tuple, list[RunRecord]] = {}
         for run in point.runs:
-            by_key.setdefault(tuple(sorted((k, identities[id(run)][k]) for k in shared)), []).append(run)
+            by_key.setdefault(tuple(sorted(of(run).items())), []).append(run)
         for key, held in by_key.items():
             keys.setdefault(key, []).append((point, held))
-    varying = [k for k in sorted(shared) if len({dict(key)[k] for key in keys}) > 1]
+    varying = [k for k in sorted({k for key in keys for k, _ in key}) if len({dict(key)[k] for key in keys}) > 1]
     made, left = [], [f"not matched on (not recorded by every run): {', '.join(unshared)}"] if unshared else []
     for key, held in keys.items():
         values = dict(key)
@@ -102,8 +129,49 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
                 rows.append(Row(point, times))
         if len(rows) < len(found.points):
             left.append(f"{label}: in {len(rows)} of the {len(found.points)} points")
-        made.append(judged(Series(label, rows, None, index=len(made)), threshold))
+        made.append(judged(Series(label, rows, None, index=len(made), held=held), threshold))
     return made, left
+
+
+def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple[list[str], int]:
+    """What the newest point lacks of the points before it, in lines, and its part of the exit status.
+
+    The newest point is held to the points before it as compare holds B to A: past --max-unmatched, the
+    configurations it lacks add EXIT_UNMATCHED.
+    A point that shares no configuration with the others is named, with what parts it from them.
+    """
+    if len(found.points) < 2:
+        return [], 0
+    newest, of = found.points[-1], matched_on([run for point in found.points for run in point.runs])[0]
+    before = [s for s in made if s.held[0][0] is not newest]
+    gone = [s for s in before if s.held[-1][0] is not newest]
+    new = [s for s in made if s.held[0][0] is newest]
+    failing = beyond(len(gone), len(before), max_unmatched)
+    lines = [
+        f"the newest point, {newest.label}: {len(before) - len(gone)} of the {len(before)} configurations before "
+        f"it matched in it, {unmatched_share(len(gone), len(before), max_unmatched)}; {len(new)} only in it"
+    ]
+    isolated = [p for p in found.points if all(len(s.held) == 1 for s in made if any(q is p for q, _ in s.held))]
+    for point in isolated:
+        others = [run for other in found.points if other is not point for run in other.runs]
+        how = lacking(others, point.runs, {}, of)
+        lines.append(
+            f"{point.label} ({', '.join(point.sweeps)}) shares no configuration with the other points: "
+            + "; ".join(parted(others, point.runs, {}, ("the others", "it"), of))
+            + (f"; to match them, {launch(f'the sweep of {point.label} again', how)}" if how else "")
+        )
+    if gone:
+        # the configurations of a point that shares none are that point's to match (said above), not the newest's
+        kept = [s for s in gone if not any(s.held[0][0] is p for p in isolated)]
+        how = lacking([run for s in kept for run in s.held[-1][1]], newest.runs, {}, of) if kept else []
+        lines.append(
+            f"{'UNMATCHED: ' if failing else ''}configurations before {newest.label} not in it: "
+            + ", ".join(f"{s.label} (last in {s.held[-1][0].label})" for s in gone)
+            + (f"; to match them, {launch(f'the sweep of {newest.label} again', how)}" if how else "")
+        )
+    if new:
+        lines.append(f"configurations only in {newest.label}: {', '.join(s.label for s in new)}")
+    return lines, EXIT_UNMATCHED if failing else 0
 
 
 def judged(series: Series, threshold: float) -> Series:

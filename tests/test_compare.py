@@ -1,0 +1,101 @@
+"""compare's matching of two sweeps: what they differ in, the configurations each lacks, and the gate on them."""
+
+import dataclasses
+
+import numpy as np
+
+from perfsweep.analysis.views import compare
+from tests import golden, synthetic
+from tests.helpers import cells, launch_here
+
+STEADY = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+NET = {"model._target_": "mypkg.models.Net", "model.name": "Net"}  # the user's own model, by its import path
+
+
+def sweep(levels: dict, rng, **fields) -> list:
+    """Three runs of each configuration of the user's model, `fields` added to each run's config."""
+    return [dataclasses.replace(r, fields=r.fields | NET | fields) for r in synthetic.sweep(levels, 3, STEADY, rng)]
+
+
+def said(view) -> str:
+    """What compare says around its table: the lines above it, its verdict line and its flags."""
+    return "\n".join([*view.above, *([view.empty] if view.empty else []), *view.notes[:1], *view.flags])
+
+
+def step_flags(out: str) -> list[tuple[str, str]]:
+    """Each configuration's step line in the printed table: its name and its flag."""
+    return [
+        (row["configuration (A)"], row["flag"]) for row in cells(out, "configuration (A)") if row["phase"] == "step"
+    ]
+
+
+def test_a_constructor_argument_that_one_sweep_adds_is_compared_along_and_its_slowdown_fails_the_gate(tmp_path):
+    rng = np.random.default_rng(0)
+    a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
+    slower = {key: 3.4 * level for key, level in synthetic.grid().items()}
+    b = synthetic.write(sweep(slower, rng, **{"model.kwargs.d_model": 256}), tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b))
+    assert shown.returncode == compare.EXIT_REGRESSION, shown.stdout + shown.stderr
+    assert step_flags(shown.stdout) == [(name, "REGRESSION") for name in ("subclass", "tensor", "tensorbase")]
+    around = [line for line in shown.stdout.splitlines() if not line.startswith(("|", "suite:"))]
+    golden.says("compare: a constructor argument only B sets", "\n".join(around), {tmp_path: "<tmp>"})
+
+
+def test_sweeps_without_a_configuration_in_common_exit_2_naming_what_parts_them_and_how_to_match():
+    rng = np.random.default_rng(1)
+    a = sweep(synthetic.grid(), rng)
+    b = [run for width in (256, 512) for run in sweep(synthetic.grid(), rng, **{"model.kwargs.d_model": width})]
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 2 and not shown.items, "no comparison was made"
+    golden.says("compare: no configuration matched", said(shown))
+
+
+def test_sweeps_of_the_same_values_in_other_combinations_are_said_to_be_so():
+    rng = np.random.default_rng(2)
+    a = sweep({("tensor", "contiguous"): 50.0, ("subclass", "channels_last"): 50.0}, rng)
+    b = sweep({("tensor", "channels_last"): 50.0, ("subclass", "contiguous"): 50.0}, rng)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 2
+    golden.says("compare: the same values in other combinations", said(shown))
+
+
+def test_configurations_of_a_without_a_match_in_b_fail_the_gate_past_max_unmatched(tmp_path):
+    """B is a subset of A and adds a tensor type of the user's own; its one matched configuration 1.3x slower."""
+    rng = np.random.default_rng(3)
+    a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
+    own = {"input_type._target_": "mypkg.tensors.MetaImage"}
+    b = [
+        dataclasses.replace(run, fields=run.fields | (own if run.axes["input_type"] == "MetaImage" else {}))
+        for run in sweep({("subclass", "contiguous"): 65.0, ("MetaImage", "contiguous"): 50.0}, rng)
+    ]
+    b = synthetic.write(b, tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b))
+    assert shown.returncode == 9, shown.stdout + shown.stderr  # a regression, and A's configurations unmatched
+    assert step_flags(shown.stdout) == [("subclass", "REGRESSION")], "named as among all of A's configurations"
+    around = [line for line in shown.stdout.splitlines() if not line.startswith(("|", "suite:"))]
+    golden.says("compare: configurations of A without a match in B", "\n".join(around), {tmp_path: "<tmp>"})
+    assert launch_here("compare", str(a), str(b), "--max-unmatched", "0.5").returncode == 9, "2 of 3 is past half"
+    subset = launch_here("compare", str(a), str(b), "--max-unmatched", "1")
+    assert subset.returncode == compare.EXIT_REGRESSION and "(67%, within --max-unmatched 100%)" in subset.stdout
+    refused = launch_here("compare", str(a), str(b), "--max-unmatched", "2")
+    assert refused.returncode == 2 and "--max-unmatched: 2: a share from 0 to 1" in refused.stderr
+
+
+def test_compare_names_the_code_each_sweep_measured_where_it_differs():
+    rng = np.random.default_rng(4)
+
+    def measured(runs: list, commit: str, dirty: bool, files: str) -> list:
+        tested = {"repository": "/src/mypkg", "commit": commit * 40, "dirty": dirty}
+        code = {"mypkg": files * 12, "perfsweep": "c" * 12}
+        return [
+            dataclasses.replace(r, status=dataclasses.replace(r.status, code_under_test=tested, code=code))
+            for r in runs
+        ]
+
+    a = measured(sweep(synthetic.grid(), rng), "1", False, "a")
+    b = measured(sweep(synthetic.grid(), rng), "2", True, "b")
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 0
+    assert "their code differs in: commit under test 11111111 -> 22222222+dirty, mypkg files aaaaaaaa -> bbbbbbbb" in (
+        shown.above
+    )

@@ -1,9 +1,9 @@
-"""Bisection across releases: which release of a package first shows a change, found by measuring midpoints.
+"""Bisection across releases or commits: which one first shows a change, found by measuring midpoints.
 
 A bisect follows one metric from a good release to a bad one: a ratio of step times measured side by side.
 
 - Against the good release (one configuration): a release's step time over the good release's.
-  The two run in the same interleaved rounds of the point's sweep.
+  The two alternate in the rounds of the point's sweep (A B A B), so that drift falls on both.
 - One comparison (two configurations, one the workload's baseline: `input_type=tensor,subclass`):
   within each release's environment, the one's step time over its baseline's ("subclass step / tensor step").
 
@@ -24,8 +24,14 @@ It claims nothing beyond the measurements.
 
 Every interval is across runs: the process is the unit.
 Its level holds the chance of any wrong side under 5% over the whole search.
-The 5% is split evenly over each point's looks (repeats=auto's schedule).
+The 5% is split evenly over the looks a point may take, as repeats=auto splits it (statistics/rounds.py).
 It is split again over the most releases a search over these can place (Bonferroni's bound).
+
+A point adds runs until it is placed or its looks run out.
+Its looks follow a schedule fixed before the search: 3 runs a side, then 1.5 times as many at each look, up to a cap.
+Its first look is the number that the spread measured so far says it needs.
+That spread comes from other processes than the point's own: the points before it, or runs given (`Prior`).
+So each look's interval keeps its level, and the point never takes more looks than the schedule's count.
 """
 
 import dataclasses
@@ -36,10 +42,10 @@ from packaging.version import InvalidVersion, Version
 from scipy import stats as distributions
 
 from perfsweep import records, user_command
-from perfsweep.analysis.groups import compared_along, speedups
+from perfsweep.analysis.groups import compared_along, configurations, speedups
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.bootstrap import LEVEL
-from perfsweep.analysis.statistics.speedup import figures
+from perfsweep.analysis.statistics.speedup import Speedup, figures
 from perfsweep.records import RunRecord
 
 RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders
@@ -92,6 +98,113 @@ def level(looks: int, releases: int) -> float:
     return 1 - (1 - LEVEL) / (looks * most_points(releases))
 
 
+FIRST_LOOK = 3  # runs a side: the fewest a t-interval at a search's level can place a point with
+GROWTH = 1.5  # each look of a point has this many times the runs of the one before
+
+
+def schedule(max_runs: int) -> list[int]:
+    """The runs a side at which a point may be looked at: 3, 5, 8, 12, 18, 27, 41... and the cap.
+
+    Growing by half at each look, few looks reach many runs: each look spends a share of the error.
+    """
+    looks = [min(FIRST_LOOK, max_runs)]
+    while looks[-1] < max_runs:
+        looks.append(min(max_runs, math.ceil(looks[-1] * GROWTH)))
+    return looks
+
+
+def point_looks(first: int, looks: list[int]) -> list[int]:
+    """A point's looks: its first at `first` runs a side, then the schedule's looks beyond it.
+
+    `first` is at least the schedule's first look, so a point takes no more looks than the schedule has.
+    """
+    return [first, *(n for n in looks if n > first)]
+
+
+def runs_for(distance: float, spread: float, at: float, least: int = 2) -> int | None:
+    """The fewest runs a side, from `least`, whose interval at level `at` is narrower than `distance`.
+
+    `distance` is on the log scale: from the point's ratio to the boundary.
+    `spread` is the standard deviation of the point's log ratio with one run a side.
+    None where no number up to 1000 would do, or the distance is 0.
+    """
+    if not (distance > 0 and spread >= 0):
+        return None
+    for runs in range(max(least, 2), 1001):
+        if distributions.t.ppf(0.5 + at / 2, runs - 1) * spread / math.sqrt(runs) < distance:
+            return runs
+    return None
+
+
+def version_of(run: RunRecord, package: str) -> str | None:
+    """The release of `package` a run measured (its axis), or else the commit of the code under test it recorded."""
+    return run.axis(package) if run.axis(package) != "-" else (run.status.code_under_test or {}).get("commit")
+
+
+@dataclasses.dataclass(frozen=True)
+class Prior:
+    """What runs measured before a bisect say of its points (`--from`).
+
+    The spread is that of a point's log ratio between runs, with one run a side.
+    The ratio is the bad end's value over the good end's, where the runs hold both ends.
+    """
+
+    spread: float = math.nan
+    df: float = 0
+    ratio: float = math.nan
+    source: str = ""  # the folders, in words
+
+
+def prior_from(paths: list[Path], package: str, good: str, bad: str, against_good: bool) -> Prior:
+    """What the done runs of the sweeps under `paths` (a folder of sweeps, as for `history`) say (prior_of).
+
+    Raises:
+        BisectError: the paths hold no sweep, or no spread between runs.
+    """
+    from perfsweep.analysis.history import HistoryError, sweep_folders
+
+    try:
+        folders = sweep_folders(paths)
+    except HistoryError as error:
+        raise BisectError(f"--from: {error}") from error
+    sweeps = [[r for r in records.load_sweep(f) if r.state == records.DONE and r.summary] for f in folders]
+    return prior_of(sweeps, package, good, bad, against_good, f"the runs in {', '.join(map(str, paths))}")
+
+
+def prior_of(
+    sweeps: list[list[RunRecord]], package: str, good: str, bad: str, against_good: bool, source: str
+) -> Prior:
+    """The spread, and the ratio of the ends, that the done runs of `sweeps` show.
+
+    `against_good`: the metric is one configuration's step time over the good end's.
+    Its spread is that of two runs apart: each configuration's spread between its runs, times the square root of 2.
+    The ratio of the ends is then that of the step times of the runs at good and at bad (version_of).
+    Otherwise the metric is a comparison within each point; its spread is that of the sweeps' comparisons.
+
+    Raises:
+        BisectError: no spread between runs.
+    """
+    spreads, at = [], {good: [], bad: []}
+    for runs in sweeps:
+        if not against_good:
+            spreads += [(s.se * math.sqrt(s.runs[0]), s.df) for _, s in speedups(runs) if s.se > 0 and s.df > 0]
+            continue
+        for config in configurations(runs):
+            logs = [math.log(m) for r in config.runs if (m := r.summary.median("step")) and m > 0]
+            if len(logs) >= 2:
+                mean = sum(logs) / len(logs)
+                variance = sum((x - mean) ** 2 for x in logs) / (len(logs) - 1)
+                spreads.append((math.sqrt(2 * variance), len(logs) - 1))
+        for run in runs:
+            if (version := version_of(run, package)) in at and (m := run.summary.median("step")) and m > 0:
+                at[version].append(math.log(m))
+    df = sum(d for _, d in spreads)
+    if not df:
+        raise BisectError(f"--from: {source} show no spread between runs (no configuration has 2 done runs)")
+    ratio = math.exp(sum(at[bad]) / len(at[bad]) - sum(at[good]) / len(at[good])) if all(at.values()) else math.nan
+    return Prior(math.sqrt(sum(d * s * s for s, d in spreads) / df), df, ratio, source)
+
+
 @dataclasses.dataclass(frozen=True)
 class Point:
     """One release's value of the metric (a ratio of step times, with its interval across runs)."""
@@ -109,6 +222,12 @@ class Point:
     order: int = 0  # the search's path: 1 for the first release placed
     reference: bool = False  # the good release the others' step times are taken over: 1.00x by definition
 
+    @classmethod
+    def of(cls, version: str, s: Speedup) -> "Point":
+        """The point of a speed-up of the release's runs over the reference's (its ratio is the inverse)."""
+        point = cls(version, 1 / s.value, 1 / s.high, 1 / s.low, min(s.runs), s.se, s.df)
+        return point if s.replicated else dataclasses.replace(point, runs=1)
+
     def interval(self) -> str:
         if self.side == UNBUILT or not math.isfinite(self.ratio):
             return "-"
@@ -118,23 +237,25 @@ class Point:
         return f"{value}x [{low}, {high}]"
 
 
-def values(runs: list[RunRecord], package: str, reference: str | None, at: float) -> dict[str, Point]:
+def values(
+    runs: list[RunRecord], package: str, reference: str | None, at: float, unit: str = "release"
+) -> dict[str, Point]:
     """Each release's value in one point's done runs.
 
     The value is its step time over the `reference` release's, compared along the package's axis.
     Where there is no reference, it is the release's one comparison.
     Raises BisectError where a release has not exactly one comparison.
+    `unit` names what the search steps over in that message: release or commit.
     """
     if reference is not None:
         runs = compared_along(runs, f"{package}={reference}")
     found: dict[str, list[Point]] = {}
     for versus, s in speedups(runs, at):
         version = versus.config.first.axis(package)
-        ratio = Point(version, 1 / s.value, 1 / s.high, 1 / s.low, min(s.runs), s.se, s.df)
-        found.setdefault(version, []).append(ratio if s.replicated else dataclasses.replace(ratio, runs=1))
+        found.setdefault(version, []).append(Point.of(version, s))
     several = {version: len(points) for version, points in found.items() if len(points) > 1}
     if several:
-        raise BisectError(f"{package}: a bisect follows one comparison a release; these make several: {several}")
+        raise BisectError(f"{package}: a bisect follows one comparison a {unit}; these make several: {several}")
     return {version: points[0] for version, points in found.items()}
 
 
@@ -148,6 +269,9 @@ class Search:
     level: float
     points: dict[str, Point] = dataclasses.field(default_factory=dict)
     subjects: dict[str, str] = dataclasses.field(default_factory=dict)  # a bisect over commits: commit -> subject
+    looks: list[int] = dataclasses.field(default_factory=list)  # the schedule of runs a side a point may look at
+    fixed: bool = False  # repeats=N: one look at N runs a side, not looks until placed
+    stopped: str = ""  # what stopped the search short of its end: its time spent
 
     @property
     def unit(self) -> str:
@@ -159,6 +283,14 @@ class Search:
         if not self.subjects:
             return f"{self.package} {version}"
         return f"{self.package} {version[:12]} ({self.subjects.get(version, '')})"
+
+    def label(self, version: str) -> str:
+        """A release as `2.2.4`; a commit as `68b671b2c3d4 (its subject)`."""
+        return self.shown(version).removeprefix(f"{self.package} ")
+
+    def short(self, version: str) -> str:
+        """A release as it is; a commit by its first 12 hex digits."""
+        return version[:12] if self.subjects else version
 
     @property
     def good(self) -> str:
@@ -241,13 +373,40 @@ class Search:
         boundary = self.boundary
         if boundary is None or not (point.se > 0 and point.runs >= 2):
             return None
-        distance, spread = abs(math.log(point.ratio / boundary)), point.se * math.sqrt(point.runs)
-        if distance == 0:
+        distance = abs(math.log(point.ratio / boundary))
+        return runs_for(distance, point.se * math.sqrt(point.runs), self.level, point.runs)
+
+    def spread(self) -> float | None:
+        """The spread of a point's log ratio with one run a side, pooled over the points measured so far.
+
+        None where no point has two runs a side with a spread.
+        """
+        measured = [p for p in self.points.values() if not p.reference and p.runs >= 2 and p.se > 0 and p.df > 0]
+        if not measured:
             return None
-        for runs in range(max(point.runs, 2), 1001):
-            if distributions.t.ppf(0.5 + self.level / 2, runs - 1) * spread / math.sqrt(runs) < distance:
-                return runs
-        return None
+        return math.sqrt(sum(p.df * p.se**2 * p.runs for p in measured) / sum(p.df for p in measured))
+
+    def first_look(self, version: str, prior: Prior | None) -> tuple[int, str]:
+        """The runs a side of a point's first look, and where that number comes from.
+
+        It is what the spread says would place a point at one end's value, at the search's level.
+        The spread is the points' measured so far, else the prior's.
+        A midpoint's distance to the boundary is an end's; an end's is half the prior's ratio of the ends.
+        Without a spread or a distance, it is the schedule's first look.
+        """
+        if self.fixed:
+            return self.looks[0], f"repeats={self.looks[0]}"
+        spread, said = self.spread(), "the spread of the points measured so far"
+        if spread is None and prior is not None:
+            spread, said = prior.spread, f"the spread of {prior.source}"
+        if version in (self.good, self.bad):
+            distance = abs(math.log(prior.ratio)) / 2 if prior is not None and prior.ratio > 0 else math.nan
+        else:
+            distance = abs(math.log(self.boundary / self.points[self.good].ratio))
+        needed = runs_for(distance, spread, self.level, self.looks[0]) if spread is not None else None
+        if needed is None:
+            return self.looks[0], "the schedule's first look"
+        return min(needed, self.looks[-1]), f"what {said} says a point needs"
 
     def outcome(self) -> list[str]:
         """What the search found, in words.
@@ -256,7 +415,7 @@ class Search:
         """
         if not self.ends_differ():
             ends = [self.points[v] for v in (self.good, self.bad) if v in self.points]
-            said = "; ".join(f"{p.version}: {p.interval()} ({p.side})" for p in ends) or "not measured"
+            said = "; ".join(f"{self.short(p.version)}: {p.interval()} ({p.side})" for p in ends) or "not measured"
             lines = [
                 f"{self.shown(self.good)} and {self.shown(self.bad).removeprefix(self.package + ' ')} are not told "
                 "apart at this level, so no "
@@ -273,12 +432,13 @@ class Search:
                 self.would_need(stuck),
             ]
         if self.next() is not None:
-            return [f"so far: the first release on the bad side is one of {candidates}"]
+            so_far = [f"so far: the first {self.unit} on the bad side is one of {candidates}"]
+            return so_far + ([f"stopped: {self.stopped}; the same command again goes on"] if self.stopped else [])
         if any(v not in self.points for v in self.releases[low + 1 : high]):  # its budget spent
             return [
-                f"stopped: the search has placed as many releases as its level allows "
-                f"({most_points(len(self.releases))}: releases that cannot be built moved its midpoints); the first "
-                f"release on the bad side is one of {candidates}"
+                f"stopped: the search has placed as many {self.unit}s as its level allows "
+                f"({most_points(len(self.releases))}: {self.unit}s that cannot be built moved its midpoints); the "
+                f"first {self.unit} on the bad side is one of {candidates}"
             ]
         if high - low > 1:
             unbuilt = ", ".join(self.releases[low + 1 : high])
@@ -294,19 +454,26 @@ class Search:
 
     def would_need(self, point: Point) -> str:
         """What would place an undetermined point, in words."""
+        name = self.short(point.version)
         if point.runs < 2:
             return (
-                f"{point.version} has {point.runs} done runs a side, and a side needs 2 or more: `{user_command()} "
+                f"{name} has {point.runs} done runs a side, and a side needs 2 or more: `{user_command()} "
                 f"status` on its sweep ({point.sweep or 'not started'}) says why"
             )
         if not point.se > 0:
-            return f"{point.version}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
+            return f"{name}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
         runs = self.runs_needed(point)
         if runs is None:
-            return f"more runs would not place {point.version}: it measures at the boundary (part of the change?)"
+            return f"more runs would not place {name}: it measures at the boundary (part of the change?)"
+        if self.stopped and self.looks and point.runs < self.looks[-1]:
+            return (
+                f"about {runs} runs a side would place {name}, at its value and spread; {self.stopped} at "
+                f"{point.runs} runs a side: the same command again goes on"
+            )
+        setting = f"repeats={runs}" if self.fixed or not self.looks else f"--max-runs {runs}"
         return (
-            f"about {runs} runs a side would place {point.version}, at its value and spread: the bisect again with "
-            f"repeats={runs}, into a new folder (sweep_name=NAME)"
+            f"about {runs} runs a side would place {name}, at its value and spread: the bisect again with {setting}, "
+            "into a new folder (sweep_name=NAME)"
         )
 
     def _boundary(self) -> str:
@@ -318,13 +485,13 @@ class Search:
         return View(
             title=f"bisect {self.package}",
             above=[
-                f"bisect {self.package} from {self.good} (good) to {self.bad} (bad): "
+                f"bisect {self.package} from {self.short(self.good)} (good) to {self.short(self.bad)} (bad): "
                 f"{len(self.releases)} {self.unit}s; {self.metric}; boundary {self._boundary()} (the geometric "
                 "middle of the ends)"
             ],
             columns=[
                 Column("step", lambda v: str(self.points[v].order)),
-                Column(self.package if not self.subjects else "commit", lambda v: self.shown(v).split(" ", 1)[1]),
+                Column(self.package if not self.subjects else "commit", self.label),
                 Column("runs a side", lambda v: str(self.points[v].runs or "-")),
                 Column(f"ratio [{self.level:.2%} CI across runs]", lambda v: self.points[v].interval()),
                 Column("side", lambda v: ": ".join(filter(None, (self.points[v].side, self.points[v].why)))),
@@ -336,8 +503,19 @@ class Search:
                 "points. A side is given where the interval lies wholly on one side of the boundary, taken as known "
                 "(its own error is not counted). The search assumes one change between good and bad that does not "
                 "reverse; with several, it finds one of them.",
+                *([self.runs_a_side()] if self.looks else []),
                 *self.outcome(),
             ],
+        )
+
+    def runs_a_side(self) -> str:
+        """How many runs a side a point takes, in words."""
+        if self.fixed:
+            return f"Runs a side: {self.looks[0]} at each point (repeats={self.looks[0]})."
+        return (
+            f"Runs a side: each point's first look at what the spread measured so far says it needs (at least "
+            f"{self.looks[0]}), then {GROWTH:g} times as many at each look until it is placed, up to {self.looks[-1]} "
+            f"(--max-runs): at most {len(self.looks)} looks, as the level counts them."
         )
 
     def first_bad(self) -> tuple[str, str] | None:
@@ -347,11 +525,15 @@ class Search:
         low, high = self.bracket()
         return (self.releases[low], self.releases[high]) if high - low == 1 else None
 
-    def record(self, overrides: list[str], looks: list[int]) -> dict:
+    def record(self, overrides: list[str], source: list[str]) -> dict:
+        """What bisect.json holds: the search, the overrides of its points, and the folders its prior came from."""
         found = self.first_bad()
         return {
             "package": self.package,
-            "looks": looks,
+            "from": source,
+            "looks": self.looks,
+            "fixed": self.fixed,
+            "stopped": self.stopped,
             "good": self.good,
             "bad": self.bad,
             "overrides": overrides,
@@ -366,8 +548,8 @@ class Search:
             "outcome": self.outcome(),
         }
 
-    def save(self, folder: Path, overrides: list[str], looks: list[int]) -> None:
-        records.write_json(folder / RECORD, self.record(overrides, looks))
+    def save(self, folder: Path, overrides: list[str], source: list[str]) -> None:
+        records.write_json(folder / RECORD, self.record(overrides, source))
 
     @classmethod
     def load(cls, folder: Path) -> "Search | None":
@@ -377,6 +559,8 @@ class Search:
         record = records.read_json(folder / RECORD)
         search = cls(record["package"], record["releases"], record["metric"], record["level"])
         search.subjects = record.get("subjects", {})
+        search.looks, search.fixed = record["looks"], record.get("fixed", False)
+        search.stopped = record.get("stopped", "")
         for fields in record["points"]:  # JSON has no NaN: a figure not measured was written as null
             search.points[fields["version"]] = Point(**{k: math.nan if v is None else v for k, v in fields.items()})
         return search

@@ -1,23 +1,30 @@
-"""`perfsweep bisect`: the first release of a package between good and bad that shows the sweep's change."""
+"""`perfsweep bisect`: the first release of a package, or commit of a repository, that shows the sweep's change."""
 
 import argparse
+import dataclasses
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfsweep import user_command
 from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
 
+if TYPE_CHECKING:
+    from perfsweep.analysis.bisect import Prior
+    from perfsweep.sweeps.plan import Plan
 
-def one_metric(plan, good: str) -> tuple[str | None, str]:
+
+def one_metric(plan, good: str, unit: str = "release") -> tuple[str | None, str]:
     """What a bisect of this sweep follows: (the release each point's step time is taken over, for one
     configuration, or None for two that are one against its baseline; the metric in words). BisectError for a
-    sweep with any other configurations."""
+    sweep with any other configurations. `unit`: what the search steps over, a release or a commit."""
     from perfsweep.analysis.bisect import BisectError
 
     specs = list(plan.runs)
     if len(specs) == 1:
-        return good, f"a point's step time over {good[:12]}'s, the two side by side in one sweep"
+        return good, f"a point's step time over {good[:12]}'s, the two alternating in one sweep's rounds (A B A B)"
     baseline = specs[0].config.workload.baseline
     if len(specs) == 2 and baseline.axis:
         a, b = specs
@@ -26,13 +33,24 @@ def one_metric(plan, good: str) -> tuple[str | None, str]:
         if differ == {baseline.axis} and baseline.value in values:
             other = next(v for v in values if v != baseline.value)
             return None, f"within each point, the step time of {other} over its baseline's ({baseline.value})"
-    differ = sorted({k for spec in specs for k, v in spec.axes.items() if v != specs[0].axes.get(k)})
-    shown = "; ".join(" ".join(f"{k}={spec.axes.get(k, '-')}" for k in differ) for spec in specs)
+    each = differences(specs)
     two = f"two, one of them {baseline.axis}={baseline.value} (the workload's baseline) and one other {baseline.axis}"
     raise BisectError(
-        f"a bisect follows one metric, and this sweep has {len(specs)} configurations a release ({shown}); narrow it "
-        f"to one configuration (its step time against the good release's) or to {two if baseline.axis else 'one'}"
+        f"a bisect follows one metric, and this sweep has {len(specs)} configurations a {unit} ({'; '.join(each)}); "
+        f"narrow it to one configuration ({each[0]}, say: its step time against the good {unit}'s) or to "
+        f"{two if baseline.axis else 'one'}"
     )
+
+
+def differences(specs: list) -> list[str]:
+    """What sets each run apart from the others: its axes that vary, else its config's fields that do."""
+    from perfsweep.records import flatten
+
+    values = [spec.axes for spec in specs]
+    if not any(axes != values[0] for axes in values):  # a setting that is no axis (threads=1,2)
+        values = [flatten(spec.record()["config"]) for spec in specs]
+    differ = sorted({k for found in values for k, v in found.items() if v != values[0].get(k)})
+    return [" ".join(f"{k}={found.get(k, '-')}" for k in differ) for found in values]
 
 
 def pinned(package: str, version: str) -> str:
@@ -41,10 +59,24 @@ def pinned(package: str, version: str) -> str:
 
 
 class Bisection:
-    """The points of a bisect, each a sweep in the bisect's folder, placed on a side as their runs come in."""
+    """The points of a bisect, each a sweep in the bisect's folder, placed on a side as their runs come in.
 
-    def __init__(self, search, package: str, folder, kept: list[str], reference: str | None):
+    `prior` sizes the first look where no point has been measured yet.
+    `max_minutes` is the search's time: no look starts after it has passed.
+    """
+
+    def __init__(
+        self,
+        search,
+        package: str,
+        folder,
+        kept: list[str],
+        reference: str | None,
+        prior: "Prior | None",
+        max_minutes: float | None,
+    ):
         self.search, self.package, self.folder, self.kept, self.reference = search, package, folder, kept, reference
+        self.prior, self.max_minutes, self.began = prior, max_minutes, time.monotonic()
         self.versions: list[str] = []
 
     def plan_of(self, version: str, repeats: int):
@@ -60,8 +92,6 @@ class Bisection:
 
     def looked(self, plan, runs: int) -> None:
         """Place the plan's release by its done runs. BisectError where none is done."""
-        import dataclasses
-
         from perfsweep import records
         from perfsweep.analysis.bisect import UNBUILT, BisectError, Point, values
 
@@ -74,10 +104,10 @@ class Bisection:
                 self.search.add(Point(version, side=UNBUILT, why=f"its runs fail: {said}", sweep=plan.sweep_dir.name))
                 return
             raise BisectError(
-                f"{self.package} {version}: none of its {len(measured)} runs is done ({said}); "
+                f"{self.search.shown(version)}: none of its {len(measured)} runs is done ({said}); "
                 f"`{user_command()} status {plan.sweep_dir}` says why, and the bisect again goes on from its records"
             )
-        found = values(done, self.package, self.reference, self.search.level)
+        found = values(done, self.package, self.reference, self.search.level, self.search.unit)
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
@@ -86,18 +116,36 @@ class Bisection:
         return all(self.search.points[v].side != UNDETERMINED for v in self.versions)
 
     def out_of_time(self) -> bool:
-        return False
+        return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes
 
-    def measure(self, versions: list[str], looks: list[int], argv: list[str]) -> int:
-        """Place the releases, looking after each of the schedule's rounds; the exit status of a launch."""
+    def ran_out(self) -> bool:
+        """Whether the search's time has passed; the search then says so."""
+        if self.out_of_time():
+            self.search.stopped = f"its time (--max-minutes {self.max_minutes:g}) ran out"
+        return bool(self.search.stopped)
+
+    def measure(self, versions: list[str], argv: list[str]) -> int:
+        """Place the releases, adding runs at each of their looks until placed; the exit status of a launch.
+
+        The first look has the runs a side that the spread measured so far says a point needs.
+        """
+        from perfsweep.analysis.bisect import point_looks
+
         self.versions = versions
+        first, why = self.search.first_look(versions[-1], self.prior)
+        looks = point_looks(first, self.search.looks)
+        until = f", then more until placed, up to {looks[-1]}" if len(looks) > 1 else ""
+        print(f"bisect {' and '.join(map(self.search.shown, versions))}: {first} runs a side ({why}){until}")
         status = launch_until_decided(self, looks, argv, quiet_envs=True)
         if status not in (0, 1):
             return status
+        if not self.decided():
+            self.ran_out()
         for version in versions:
             point = self.search.points[version]
             said = f"{point.side}: {point.why}" if point.why else point.side
-            print(f"bisect {self.search.shown(version)}: {point.interval()}: {said}")
+            runs = f" at {point.runs} runs a side" if point.runs else ""
+            print(f"bisect {self.search.shown(version)}: {point.interval()}{runs}: {said}")
         return 0
 
 
@@ -150,6 +198,89 @@ def project_name(repo: Path, commit: str) -> str:
         ) from error
 
 
+@dataclasses.dataclass
+class Asked:
+    """What a bisect's command line asks for, checked before anything is built or run."""
+
+    package: str
+    releases: list[str]  # good first, bad last
+    subjects: dict[str, str]  # a bisect over commits: commit -> subject
+    base: list[str]  # the overrides of every point's sweep
+    first: "Plan"  # the plan of the good end alone: the sweep's settings and folder
+    reference: str | None  # the end each point's step time is taken over, for one configuration
+    metric: str
+    looks: list[int]  # the schedule of runs a side
+    fixed: bool  # repeats=N: one look at N runs a side
+    prior: "Prior | None"  # what the runs of --from say of a point
+
+    @property
+    def unit(self) -> str:
+        return "commit" if self.subjects else "release"
+
+
+BUDGET = ("auto.max_runs", "auto.max_minutes")  # repeats=auto's caps: a bisect's are --max-runs and --max-minutes
+
+
+def asked(args: argparse.Namespace) -> Asked:
+    """The bisect that `args` ask for.
+
+    Raises:
+        BisectError, PlanError: what is wrong with it, before anything is built or run.
+    """
+    from perfsweep.analysis.bisect import BisectError, between, prior_from, schedule
+    from perfsweep.launcher import envs
+    from perfsweep.records import AUTO
+    from perfsweep.records.code import repository
+    from perfsweep.sweeps.plan import build_plan
+
+    overrides = [o for o in args.overrides if o not in MULTIRUN]
+    repeats = next((o for o in reversed(overrides) if o.startswith("repeats=")), AUTO)  # the last one asked
+    fixed = "" if repeats == AUTO else repeats.partition("=")[2]
+    base = [o for o in overrides if not o.startswith("repeats=")]
+    if args.git and (args.good or args.bad):
+        raise BisectError("--git GOOD BAD names the commits; --good and --bad name releases: one or the other")
+    if args.git:
+        repo = (args.repo or repository(Path.cwd()) or Path.cwd()).resolve()
+        releases, subjects = commits_between(repo, *args.git, args.allow_dirty)
+        package = args.package or project_name(repo, releases[-1])
+        base.append(f"env.repo={repo}")
+    elif not (args.good and args.bad):
+        raise BisectError("--good and --bad name two releases of --package; --git GOOD BAD two commits")
+    else:
+        releases, package, subjects = [args.good, args.bad], args.package or "torch", {}
+    package, unit = package.lower(), "commit" if args.git else "release"
+    key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
+    if any(o.lstrip("+").partition("=")[0] == key for o in overrides):
+        raise BisectError(f"{key}: the bisect sets it to each point itself; leave it out of the overrides")
+    if budget := [o for o in overrides if o.partition("=")[0] in BUDGET]:
+        raise BisectError(
+            f"{budget[0]}: a bisect's budget is --max-runs N (runs a side a point may take) and --max-minutes M (the "
+            "search's time); leave it out of the overrides"
+        )
+    if fixed and not (fixed.isdigit() and int(fixed) >= 2):
+        raise BisectError(f"repeats={fixed}: a point is placed across runs: 2 or more a side, or repeats=auto")
+    if args.max_runs < 2 or (args.max_minutes is not None and not args.max_minutes > 0):
+        raise BisectError(
+            f"--max-runs {args.max_runs} --max-minutes {args.max_minutes}: a point needs 2 or more runs a side, and "
+            "the search some time"
+        )
+    first = build_plan([*base, pinned(package, releases[0]), "repeats=1"])
+    if first.settings.order != "interleaved":
+        raise BisectError(
+            f"order={first.settings.order}: a point's runs and the good {unit}'s alternate (order=interleaved), so "
+            "that drift falls on both; leave order out"
+        )
+    reference, metric = one_metric(first, releases[0], unit)
+    if not args.git:
+        listed = envs.available(package, first.settings.env.index_url)
+        if not listed:
+            raise BisectError(f"the package index lists no releases of {package} for this Python (pip index versions)")
+        releases = between(listed, *releases)
+    looks = [int(fixed)] if fixed else schedule(args.max_runs)
+    prior = prior_from(args.runs_from, package, releases[0], releases[-1], bool(reference)) if args.runs_from else None
+    return Asked(package, releases, subjects, base, first, reference, metric, looks, bool(fixed), prior)
+
+
 def bisect(args: argparse.Namespace) -> int:
     """Measure the releases between --good and --bad, or the commits of --git GOOD BAD, midpoint by midpoint.
 
@@ -157,65 +288,37 @@ def bisect(args: argparse.Namespace) -> int:
     A commit's code is built and installed into an environment of its own (launcher/envs.py).
 
     The endpoints go first, then each midpoint.
-    Each point runs repeats=auto's rounds, or a fixed repeats, until it is placed on a side.
+    Each point adds runs at each of its looks until it is placed on a side, or runs a fixed repeats.
     Each point is saved to bisect.json as it is placed.
     """
-    from perfsweep.analysis.bisect import RECORD, UNBUILT, BisectError, Point, Search, between, level
+    from perfsweep.analysis.bisect import RECORD, UNBUILT, BisectError, Point, Search, level
     from perfsweep.analysis.render import text
-    from perfsweep.analysis.statistics import rounds
     from perfsweep.launcher import envs
-    from perfsweep.records import AUTO
-    from perfsweep.records.code import repository
-    from perfsweep.sweeps.plan import PlanError, build_plan
+    from perfsweep.sweeps.plan import PlanError
 
-    overrides = [o for o in args.overrides if o not in MULTIRUN]
-    fixed = [o.partition("=")[2] for o in overrides if o.startswith("repeats=") and o != AUTO]
-    base = [o for o in overrides if not o.startswith("repeats=")]
     try:
-        if args.git and (args.good or args.bad):
-            raise BisectError("--git GOOD BAD names the commits; --good and --bad name releases: one or the other")
-        if args.git:
-            repo = (args.repo or repository(Path.cwd()) or Path.cwd()).resolve()
-            releases, subjects = commits_between(repo, *args.git, args.allow_dirty)
-            good, bad, package = releases[0], releases[-1], (args.package or project_name(repo, releases[-1]))
-            base.append(f"env.repo={repo}")
-        elif not (args.good and args.bad):
-            raise BisectError("--good and --bad name two releases of --package; --git GOOD BAD two commits")
-        else:
-            good, bad, package, subjects = args.good, args.bad, args.package or "torch", {}
-        package = package.lower()
-        key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
-        if any(o.lstrip("+").partition("=")[0] == key for o in overrides):
-            raise BisectError(f"{key}: the bisect sets it to each point itself; leave it out of the overrides")
-        if fixed and not (fixed[-1].isdigit() and int(fixed[-1]) >= 2):
-            raise BisectError(f"repeats={fixed[-1]}: a point is placed across runs: 2 or more a side, or repeats=auto")
-        first = build_plan([*base, pinned(package, good), "repeats=1"])
-        reference, metric = one_metric(first, good)
-        looks = [int(fixed[-1])] if fixed else rounds.schedule(first.settings.auto.max_runs)
-        if not args.git:
-            listed = envs.available(package, first.settings.env.index_url)
-            if not listed:
-                raise BisectError(
-                    f"the package index lists no releases of {package} for this Python (pip index versions)"
-                )
-            releases = between(listed, good, bad)
+        a = asked(args)
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
     except BisectError as error:
         print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
         return 2
-    folder, launcher = first.sweep_dir, first.settings.launcher.name
+    folder, launcher = a.first.sweep_dir, a.first.settings.launcher.name
     # a point's sweep is followed to its end before it is looked at, on Slurm too
-    kept = [o for o in base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")]
-    settings = {"package": package, "good": good, "bad": bad, "overrides": kept, "looks": looks}
+    kept = [o for o in a.base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")]
+    source = [str(path.resolve()) for path in args.runs_from or []]
+    good, bad = a.releases[0], a.releases[-1]
+    settings = {"package": a.package, "good": good, "bad": bad, "overrides": kept, "looks": a.looks, "from": source}
     if conflict := folder_conflict(folder, settings):
         print(f"perfsweep: nothing was run:\n- {conflict}", file=sys.stderr)
         return 2
-    search = Search(package, releases, metric, level(len(looks), len(releases)), subjects=subjects)
-    bisection = Bisection(search, package, folder, kept, reference)
-    print(f"bisect {package}: {len(releases)} {search.unit}s from {good} (good) to {bad} (bad)")
-    ends = [v for v in (good, bad) if v != reference]
+    at = level(len(a.looks), len(a.releases))
+    search = Search(a.package, a.releases, a.metric, at, subjects=a.subjects, looks=a.looks, fixed=a.fixed)
+    bisection = Bisection(search, a.package, folder, kept, a.reference, a.prior, args.max_minutes)
+    between = f"from {search.label(good)} (good) to {search.label(bad)} (bad)"
+    print(f"bisect {a.package}: {len(a.releases)} {a.unit}s {between}")
+    ends = [v for v in (good, bad) if v != a.reference]
     try:  # both ends built before anything runs
         for version in ends:
             envs.for_plan(bisection.plan_of(version, 1).runs, launcher)
@@ -224,23 +327,23 @@ def bisect(args: argparse.Namespace) -> int:
         return 2
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        if reference:
-            search.add(Point(reference, 1.0, 1.0, 1.0, reference=True))
-        status = bisection.measure(ends, looks, args.argv)
-        while status == 0 and (version := search.next()) is not None:
-            search.save(folder, kept, looks)
+        if a.reference:
+            search.add(Point(a.reference, 1.0, 1.0, 1.0, reference=True))
+        status = bisection.measure(ends, args.argv)
+        while status == 0 and (version := search.next()) is not None and not bisection.ran_out():
+            search.save(folder, kept, source)
             try:
                 envs.for_plan(bisection.plan_of(version, 1).runs, launcher)
             except envs.Unresolvable as error:  # no build of it for this Python: its neighbour is measured instead
                 search.add(Point(version, side=UNBUILT, why=str(error).splitlines()[0]))
-                print(f"bisect {package} {version}: {UNBUILT}; the search goes on beside it")
+                print(f"bisect {search.shown(version)}: {UNBUILT}; the search goes on beside it")
                 continue
-            status = bisection.measure([version], looks, args.argv)
+            status = bisection.measure([version], args.argv)
     except (BisectError, envs.EnvError) as error:
         print(f"perfsweep: the bisect stopped:\n- {error}", file=sys.stderr)
         return 2
     finally:
-        search.save(folder, kept, looks)
+        search.save(folder, kept, source)
     if status:
         return status
     print(text(search.view()))

@@ -193,6 +193,20 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     search.add_argument("--repo", type=Path, help="with --git: the repository (default: the working directory's)")
     search.add_argument("--allow-dirty", action="store_true", help="with --git: a repository with uncommitted changes")
+    search.add_argument(
+        "--max-runs", type=int, default=40, metavar="N", help="the most runs a side a point adds until placed (40)"
+    )
+    search.add_argument(
+        "--max-minutes", type=float, metavar="M", help="the search's time: no look starts after it (default: none)"
+    )
+    search.add_argument(
+        "--from",
+        dest="runs_from",
+        type=Path,
+        action="append",
+        metavar="RUNS",
+        help="sweeps run before (a history's): their spread sizes each point's first look; may be given again",
+    )
     search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
     search.set_defaults(handler=bisect)
     add_view_commands(commands)

@@ -1,6 +1,7 @@
 """`perfsweep bisect`: the search over releases (analysis/bisect.py) on points given to it, and a real bisect of
 numpy's releases, each point's environment built with uv, whose workload has a step planted in one release."""
 
+import dataclasses
 import json
 import math
 import re
@@ -21,8 +22,14 @@ from perfsweep.analysis.bisect import (
     Search,
     between,
     level,
+    most_points,
+    point_looks,
+    prior_of,
+    schedule,
     values,
 )
+from perfsweep.analysis.statistics.speedup import Sample, speedup
+from perfsweep.commands.bisect import Bisection
 from perfsweep.records import load_sweep
 from tests import golden, synthetic
 from tests.helpers import ONE_OF_TWO_FAILS, UNSTABLE, launch_here
@@ -125,6 +132,116 @@ def test_the_level_splits_the_error_over_looks_and_points():
     assert level(5, 9) == pytest.approx(1 - 0.05 / 25)
 
 
+def test_a_point_looks_at_runs_growing_by_half_and_never_more_often_than_the_schedule():
+    assert schedule(40) == [3, 5, 8, 12, 18, 27, 40]
+    assert schedule(5) == [3, 5] and schedule(2) == [2]
+    assert point_looks(19, schedule(40)) == [19, 27, 40], "a first look from the spread, then the schedule's beyond it"
+    assert all(len(point_looks(first, schedule(40))) <= len(schedule(40)) for first in range(3, 41))
+
+
+def measured_ends(bad_half: float, runs: int = 5) -> Search:
+    """An adaptive search over RELEASES whose good end is the reference and whose bad end measured 1.44x, its
+    interval -+`bad_half` at `runs` runs a side: the boundary is 1.2x."""
+    search = Search("pkg", RELEASES, "a ratio", level(7, len(RELEASES)), looks=schedule(40))
+    search.add(Point("1.0.0", 1.0, 1.0, 1.0, reference=True))
+    search.add(point("1.8.0", 1.44, half=bad_half, runs=runs, at=search.level))
+    return search
+
+
+def test_a_midpoints_first_look_is_what_the_spread_measured_so_far_says_it_needs():
+    steady, noisy, wild = (measured_ends(half).first_look("1.4.0", None) for half in (0.01, 0.3, 3.0))
+    said = "what the spread of the points measured so far says a point needs"
+    assert steady == (3, said), "a spread small beside the step: the schedule's first look places it"
+    assert 5 < noisy[0] < 40 and noisy[1] == said, "more runs than the ends had, from the first look"
+    assert wild == (40, said), "no more than --max-runs"
+
+
+def test_an_ends_first_look_comes_from_the_runs_given_else_from_the_schedule():
+    search = Search("torch", ["2.9.1", "2.10.0", "2.12.1"], "a ratio", level(7, 3), looks=schedule(40))
+    assert search.first_look("2.12.1", None) == (3, "the schedule's first look")
+    noisy = synthetic.Noise(run_sd=0.1, bimodal=0)
+    given = synthetic_sweep({("tensor", "2.12.1"): 60.0, ("tensor", "2.9.1"): 50.0}, runs=8, noise=noisy)
+    prior = prior_of([given], "torch", "2.9.1", "2.12.1", True, "the runs given")
+    assert prior.ratio == pytest.approx(1.2, rel=0.1) and prior.df == 14
+    assert prior.spread == pytest.approx(0.1 * math.sqrt(2), rel=0.5), "two runs apart: each side's spread, twice"
+    first, why = search.first_look("2.12.1", prior)
+    assert 5 < first < 40 and why == "what the spread of the runs given says a point needs"
+    commits = {"2.9.1": "aa" * 20, "2.12.1": "bb" * 20}  # a history's runs: each sweep at a commit, no axis of it
+    history = [
+        dataclasses.replace(
+            run,
+            axes={"input_type": "tensor"},
+            status=dataclasses.replace(run.status, code_under_test={"commit": commits[run.axes["torch"]]}),
+        )
+        for run in given
+    ]
+    by_commit = prior_of([history], "steplib", "aa" * 20, "bb" * 20, True, "a history")
+    assert by_commit.ratio == pytest.approx(prior.ratio), "a commit's runs found by their code under test"
+
+
+def test_for_one_comparison_the_spread_given_is_the_comparisons_and_runs_without_one_are_refused():
+    given = synthetic_sweep({("tensor", "2.9.1"): 50.0, ("subclass", "2.9.1"): 60.0}, runs=4)
+    prior = prior_of([given], "torch", "2.9.1", "2.12.1", False, "the runs given")
+    assert prior.spread > 0 and prior.df == 3 and math.isnan(prior.ratio)
+    alone = synthetic_sweep({("tensor", "2.9.1"): 50.0}, runs=1)
+    with pytest.raises(BisectError, match="--from: the runs given show no spread between runs"):
+        prior_of([alone], "torch", "2.9.1", "2.12.1", True, "the runs given")
+
+
+def test_an_undetermined_point_says_which_setting_would_place_it():
+    search = measured_ends(0.01)
+    stuck = point("1.4.0", 1.25, half=0.1, runs=40, at=search.level)
+    more = re.search(
+        r"about (\d+) runs a side .* with --max-runs (\d+), into a new folder \(sweep_name=NAME\)$",
+        search.would_need(stuck),
+    )
+    assert more and int(more[1]) == int(more[2]) > 40, "more runs than the cap, in a search of its own"
+    search.stopped = "its time (--max-minutes 5) ran out"
+    early = point("1.4.0", 1.25, half=0.1, runs=12, at=search.level)
+    assert search.would_need(early).endswith(
+        "its time (--max-minutes 5) ran out at 12 runs a side: the same command again goes on"
+    )
+    search.fixed, search.looks, search.stopped = True, [3], ""
+    assert "the bisect again with repeats=" in search.would_need(early)
+
+
+def test_a_search_whose_time_ran_out_says_where_it_stands_and_that_the_same_command_goes_on():
+    search = measured_ends(0.01)
+    bisection = Bisection(search, "pkg", None, [], "1.0.0", None, max_minutes=1.0)
+    assert not bisection.ran_out()
+    bisection.began -= 61  # a minute and a second later
+    assert bisection.ran_out() and search.next() == "1.4.0", "the next point is not measured"
+    assert search.outcome() == [
+        f"so far: the first release on the bad side is one of {', '.join(RELEASES[1:])}",
+        "stopped: its time (--max-minutes 1) ran out; the same command again goes on",
+    ]
+
+
+@pytest.mark.slow
+def test_a_point_at_the_boundary_is_placed_in_at_most_its_share_of_the_error_over_its_looks():
+    """The worst case for a point: its true ratio is the boundary, so either side is wrong. Each trial adds runs
+    along the adaptive looks, each a real paired interval at the search's level; a point is placed, wrongly, in at
+    most its share of the 5%: 5% over the most points (3 here). Each look at that share alone would place it in
+    several times as many."""
+    releases, looks, trials = RELEASES[:3], schedule(40), 2000
+    search = Search("pkg", releases, "a ratio", level(len(looks), len(releases)), looks=looks)
+    search.add(Point(releases[0], 1.0, 1.0, 1.0, reference=True))
+    search.add(point(releases[-1], 1.44, half=0.01, runs=5, at=search.level))  # the boundary: 1.2x
+    rng, first = np.random.default_rng(11), search.first_look(releases[1], None)[0]
+    placed = 0
+    for _ in range(trials):
+        rounds, good = rng.normal(0, 0.07, 40), rng.normal(0, 0.07, 40)  # each run's log offset: one pair a round
+        for n in point_looks(first, looks):
+            of = Sample(tuple(np.exp(rounds[:n, None]) * 60.0), tuple(range(n)))  # 1.2x the good one's 50 ms
+            over = Sample(tuple(np.exp(good[:n, None]) * 50.0), tuple(range(n)))
+            found = search.add(Point.of(releases[1], speedup(of, over, paired=True, level=search.level)))
+            if found.side != UNDETERMINED:
+                placed += 1
+                break
+    share = 0.05 / most_points(len(releases))
+    assert placed / trials <= share + 2 * math.sqrt(share * (1 - share) / trials)
+
+
 def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
     assert between(["2.0.0", "1.9.0rc1", "1.9.0+cpu", "1.9.0", "1.8.1", "1.8.0"], "1.8.0", "2.0.0") == [
         "1.8.0",
@@ -138,12 +255,15 @@ def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
         between(["2.1.0.dev1", "2.0.0", "1.9.0"], "1.9.0", "2.1.0.dev1")
 
 
-def synthetic_sweep(levels: dict[tuple[str, str], float], runs: int = 4) -> list:
+STEADY = synthetic.Noise(bimodal=0)
+
+
+def synthetic_sweep(levels: dict[tuple[str, str], float], runs: int = 4, noise: synthetic.Noise = STEADY) -> list:
     """Done runs of (input_type, torch) configurations at these step times (ms), interleaved in rounds."""
     rng, found = np.random.default_rng(0), []
     for replicate in range(runs):
         for (input_type, torch), ms in levels.items():
-            steps = synthetic.run_steps(ms, synthetic.Noise(bimodal=0), rng)
+            steps = synthetic.run_steps(ms, noise, rng)
             axes = {"input_type": input_type, "torch": torch}
             found.append(synthetic.record(f"{input_type}-{torch}", axes, steps, replicate, len(found), rng))
     return found
@@ -176,7 +296,6 @@ PLANTED = [
     "steps=40",
     "warmup_steps=2",
     "repeats=auto",
-    "auto.max_runs=5",
     "tracker.mode=disabled",
 ]
 
@@ -184,7 +303,18 @@ PLANTED = [
 @pytest.mark.network
 def test_a_bisect_of_numpys_releases_finds_the_planted_step(tmp_path, env_dir):
     """Four real releases, each point's environment built as a user's is; the step is planted in 2.2.4."""
-    args = ["--package", "numpy", "--good", "2.2.3", "--bad", "2.2.6", *PLANTED, f"env.dir={env_dir}"]
+    args = [
+        "--package",
+        "numpy",
+        "--good",
+        "2.2.3",
+        "--bad",
+        "2.2.6",
+        "--max-runs",
+        "5",
+        *PLANTED,
+        f"env.dir={env_dir}",
+    ]
     result = launch_here("bisect", *args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "first release on the bad side: numpy 2.2.4 (2.2.3, before it, is good)" in result.stdout
@@ -244,6 +374,16 @@ def test_a_bisect_refuses_a_release_the_index_does_not_have(tmp_path, capsys):
     )
     assert status == 2 and not any(tmp_path.iterdir())
     golden.says("a bisect to a release that does not exist", capsys.readouterr().err, UNSTABLE)
+
+
+@pytest.mark.parametrize(
+    ("override", "name"),
+    [("auto.max_runs=20", "a bisect with repeats=auto's cap"), ("order=grouped", "a bisect in grouped order")],
+)
+def test_a_bisect_refuses_repeats_autos_caps_and_an_order_that_is_not_interleaved(tmp_path, capsys, override, name):
+    args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, override]
+    assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
+    golden.says(name, capsys.readouterr().err)
 
 
 def test_a_bisect_refuses_the_bisected_package_among_the_overrides(tmp_path, capsys):

@@ -6,11 +6,15 @@ import subprocess
 
 import pytest
 
-from perfsweep.analysis.bisect import GOOD, RECORD, BisectError, Point, Search
+from perfsweep import launch as launcher
+from perfsweep.analysis.bisect import GOOD, RECORD, BisectError, Point, Search, schedule
 from perfsweep.bench.gitrepo import TARGET, generate
-from perfsweep.commands.bisect import commits_between, project_name
+from perfsweep.commands import cli
+from perfsweep.commands.bisect import asked, commits_between, one_metric, pinned, project_name
 from perfsweep.launcher import envs
 from perfsweep.records import load_sweep
+from perfsweep.sweeps.plan import build_plan
+from tests import golden
 from tests.helpers import launch, launch_here
 
 
@@ -91,6 +95,24 @@ def test_bad_git_arguments_say_so_before_anything_runs(repo, tmp_path):
 SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "steps=8", "warmup_steps=1"]
 
 
+def test_a_bisect_of_commits_speaks_of_commits_and_goes_on_once_narrowed_to_one_configuration(repo, tmp_path, capsys):
+    folder, hashes = repo
+    words = ["bisect", "--git", hashes[0], hashes[-1], "--repo", str(folder), f"runs_dir={tmp_path / 'runs'}"]
+    assert launcher.main([*words, *SWEEP[:-3], "threads=1,2"]) == 2 and not (tmp_path / "runs").exists()
+    golden.says("a bisect of commits with two configurations a commit", capsys.readouterr().err)
+    narrowed = build_plan([*SWEEP, f"env.repo={folder}", pinned("steplib", hashes[0]), "repeats=1"])
+    reference, metric = one_metric(narrowed, hashes[0], "commit")
+    assert reference == hashes[0] and metric.startswith(f"a point's step time over {hashes[0][:12]}'s")
+
+
+@pytest.mark.parametrize(("last", "looks"), [("repeats=auto", schedule(40)), ("repeats=5", [5])])
+def test_the_last_repeats_says_whether_a_point_adds_runs_until_placed(repo, last, looks):
+    folder, hashes = repo
+    words = ["bisect", "--git", hashes[0], hashes[-1], "--repo", str(folder), *SWEEP, "repeats=3", last]
+    found = asked(cli.parse(cli.parser(""), words))
+    assert (found.looks, found.fixed, found.unit) == (looks, last != "repeats=auto", "commit")
+
+
 @pytest.mark.network
 @pytest.mark.slow
 def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(tmp_path, env_dir):
@@ -121,3 +143,25 @@ def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(tmp
     (failed,) = load_sweep(tmp_path / "runs" / "path")
     assert "steplib would be imported from" in failed.status.error.message
     subprocess.run(["git", "-C", str(folder), "checkout", "steplib/step.py"], check=True)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_bisect_of_commits_adds_the_runs_each_point_needs_and_names_the_planted_commit_by_itself(tmp_path, env_dir):
+    """Three commits, the step's wait ten times as long from the second: no repeats given, each point looks at its
+    runs until it is placed, the midpoint included, and the planted commit is named in one command."""
+    folder = tmp_path / "repo"
+    hashes = generate(folder, commits=3, planted=2, factor=10.0, sleep_ms=2.0)
+    where = [f"env.dir={env_dir}", f"runs_dir={tmp_path / 'runs'}", "tracker.mode=disabled"]
+    done = launch("bisect", "--git", hashes[0], hashes[-1], *SWEEP, *where, cwd=folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    said = f"first commit on the bad side: steplib {hashes[1][:12]} (commit 2: the step does more products)"
+    assert said in done.stdout, done.stdout[-3000:]
+    record = json.loads((tmp_path / "runs" / "default" / RECORD).read_text())
+    assert (record["last_good"], record["first_bad"], record["fixed"]) == (hashes[0], hashes[1], False)
+    measured = sorted((p for p in record["points"] if p["sweep"]), key=lambda p: p["order"])
+    assert [p["version"] for p in measured] == [hashes[2], hashes[1]] and all(p["runs"] >= 3 for p in measured)
+    for point in measured:
+        runs = sorted(load_sweep(tmp_path / "runs" / "default" / point["sweep"]), key=lambda r: r.status.started_at)
+        commits = [run.axes["steplib"] for run in runs]
+        assert set(commits[::2]) != set(commits[1::2]) and len(set(commits[::2])) == 1, "A B A B: each round both"

@@ -9,11 +9,13 @@
                                                        across ranks
 
 Each configuration is labelled by the axes and fields that vary in the sweep.
+A long label wraps; a figure whose labels need more room gets wider, so that its axes keep their width.
 Rows are sorted: the slowest, or the largest effect, is at the top.
 An interval from one run's steps is drawn dashed and labelled within-run.
 """
 
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -31,10 +33,17 @@ from perfsweep.analysis.views import ranks  # noqa: E402
 from perfsweep.records import DONE, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
+WIDTH = 11.0  # inches: a figure's width, wider where its labels need it (fit)
+AXES_WIDTH = 7.0  # inches: the axes are at least this wide, however long the labels beside them
+LABEL_CHARS = 40  # a row's label wraps at spaces into lines of at most this many characters
 
 
-def _figure(rows: int, title: str, values: list[float]):
-    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.45 * rows))
+def _figure(labels: list[str], title: str, values: list[float]):
+    """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need."""
+    wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
+    lines = max((label.count("\n") + 1 for label in wrapped), default=1)
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.4 + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)))
+    ax.set_yticks(range(len(wrapped)), wrapped)
     fig.suptitle(title, x=0.01, ha="left", fontsize=11)
     ax.grid(axis="x", alpha=0.3)
     positive = [v for v in values if v > 0]
@@ -43,27 +52,43 @@ def _figure(rows: int, title: str, values: list[float]):
     return fig, ax
 
 
-def save(fig, path: Path) -> None:
+def fit(fig):
+    """Lay the figure out, its axes AXES_WIDTH wide at least: a figure whose labels need more room gets wider."""
     fig.tight_layout()
+    ax = fig.axes[0]
+    short = AXES_WIDTH - ax.get_position().width * fig.get_figwidth()
+    if short > 0:
+        fig.set_figwidth(fig.get_figwidth() + short)
+        fig.tight_layout()
+    return fig
+
+
+def save(fig, path: Path) -> None:
+    fit(fig)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Path) -> None:
+    save(phases_figure(configs, names), path)
+
+
+def phases_figure(configs: list[Configuration], names: dict[tuple, str]):
+    """Each configuration's phases as stacked bars; the legend above the axes, in the bars' order, covers none."""
     runs = [r for c in configs for r in c.runs]
     phases = [p for p in phase_columns(runs) if p != "step"]
     order = sorted(configs, key=lambda c: c.median("step"))
     totals = [c.median("step") for c in order]
     title = "Median time per phase of a step, per configuration (geometric mean over its runs)"
-    fig, ax = _figure(len(order), title, totals)
+    fig, ax = _figure([names[c.key] for c in order], title, totals)
     left = [0.0] * len(order)
     for phase in phases:
         widths = [c.median(phase) or 0.0 for c in order]
-        ax.barh([names[c.key] for c in order], widths, left=left, label=phase)
+        ax.barh(range(len(order)), widths, left=left, label=phase)
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("median ms per step (stacked phases)")
-    ax.legend(loc="lower right", fontsize=8)
-    save(fig, path)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=len(phases), fontsize=8, frameon=False)
+    return fig
 
 
 def step_interval(config: Configuration) -> tuple[float, float, float, bool]:
@@ -82,13 +107,12 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
     order = sorted(configs, key=lambda c: c.median("step"))
     intervals = [step_interval(c) for c in order]
     title = "Step time: each run's median (points) and its configuration's 95% interval (line; dashed: within-run)"
-    fig, ax = _figure(len(order), title, [f[0] for f in intervals])
+    fig, ax = _figure([names[c.key] for c in order], title, [f[0] for f in intervals])
     for y, (config, (value, low, high, replicated)) in enumerate(zip(order, intervals, strict=True)):
         ax.hlines(y, low, high, color="tab:blue", linestyles="solid" if replicated else "dashed", linewidth=2)
         medians = [r.summary.median("step") for r in config.runs]
         ax.plot(medians, [y] * len(medians), "o", color="black", markersize=4, alpha=0.7)
         ax.plot([value], [y], "|", color="tab:blue", markersize=14)
-    ax.set_yticks(range(len(order)), [names[c.key] for c in order])
     ax.set_xlabel("step time (ms)")
     save(fig, path)
 
@@ -101,7 +125,7 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
         "interval (dashed, gray: within-run)"
     )
-    fig, ax = _figure(len(order), title, values)
+    fig, ax = _figure([versus.label(names) for versus, _ in order], title, values)
     for y, (_, s) in enumerate(order):
         # Colour is a verdict: none from one run's steps.
         colour = (
@@ -109,8 +133,6 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -
         )
         ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)
         ax.plot([s.value], [y], "o", color=colour)
-    labels_ = [versus.label(names) for versus, _ in order]
-    ax.set_yticks(range(len(order)), labels_)
     ax.axvline(1.0, color="black", linewidth=1)
     reach = max(0.01, *(abs(math.log(x)) for _, s in order for x in (s.low, s.high) if x > 0))
     ax.set_xscale("log")
@@ -135,12 +157,11 @@ def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path)
         if not probe:
             by_label.setdefault(f"{names[config.key]}  rank {rank}", {})[sync] = means["step_ms"]
     title = "Step time by rank: median with gradient sync (filled) and without (open; DDP), over a configuration's runs"
-    fig, ax = _figure(len(by_label), title, [v for found in by_label.values() for v in found.values() if v])
+    fig, ax = _figure(list(by_label), title, [v for found in by_label.values() for v in found.values() if v])
     for y, found in enumerate(by_label.values()):
         for sync in (True, False):
             if found.get(sync):
                 ax.plot([found[sync]], [y], "o", color="tab:blue", fillstyle="full" if sync else "none")
-    ax.set_yticks(range(len(by_label)), list(by_label))
     ax.set_xlabel("median step time (ms)")
     save(fig, path)
 

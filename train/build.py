@@ -14,7 +14,7 @@ import torch
 from torch.utils._pytree import tree_map_only
 
 from perfsweep.conf.schema import ModelConf, OptimConf, RunConf
-from perfsweep.train import fastai_parts, targets
+from perfsweep.train import contract, fastai_parts, targets
 from perfsweep.train import precision as prec
 from perfsweep.train.inputs import InputType, get_input_type
 from perfsweep.train.parallel import distributed
@@ -138,6 +138,7 @@ class Trainer:
     memory_format: torch.memory_format
     batches: list[Batch]
     replica: torch.nn.Module  # the model as this rank holds it, before compile (itself where there are no ranks)
+    origin: contract.Origin  # where the model and batches come from, as a broken contract names them
     images: bool = True  # the batches are perfsweep's images, not the user's (model.inputs)
 
     def to_model(self, x: Any) -> Any:
@@ -154,23 +155,41 @@ class Trainer:
         return self.input_type.before_model(self.input_type.wrap(x))
 
     def forward(self, x: Any) -> Any:
-        """The model on a batch's inputs: model(x), model(*x) for a tuple, model(**x) for a dict."""
-        if self.images or isinstance(x, torch.Tensor):
-            return self.model(x)
-        return self.model(**x) if isinstance(x, dict) else self.model(*x)
+        """The model on a batch's inputs: model(x), model(*x) for a tuple, model(**x) for a dict.
+
+        Raises:
+            ContractError: where the model could not take the batch (floats into an Embedding).
+        """
+        try:
+            if self.images or isinstance(x, torch.Tensor):
+                return self.model(x)
+            return self.model(**x) if isinstance(x, dict) else self.model(*x)
+        except Exception as error:
+            broken = None if contract.passes(error) else contract.forward_error(self.origin, error)
+            if broken is None:
+                raise
+            raise broken from error
 
     def loss(self, out: Any, y: Any) -> torch.Tensor:
         """The loss of the model's output against the targets.
 
         With no targets, it is the loss the model returned.
+
+        Raises:
+            ContractError: where the output and the targets are not what the loss takes.
         """
-        if self.images:
+        try:
+            if self.images:
+                return self.loss_fn(out, y)
+            if y is None:
+                return out if isinstance(out, torch.Tensor) else out["loss"] if isinstance(out, dict) else out.loss
+            if out.dim() > 2 and out.dim() == y.dim() + 1:  # a prediction per position ([B, T, classes] against [B, T])
+                return self.loss_fn(out.flatten(0, -2), y.flatten())
             return self.loss_fn(out, y)
-        if y is None:
-            return out if isinstance(out, torch.Tensor) else out["loss"] if isinstance(out, dict) else out.loss
-        if out.dim() > 2 and out.dim() == y.dim() + 1:  # a prediction per position ([B, T, classes] against [B, T])
-            return self.loss_fn(out.flatten(0, -2), y.flatten())
-        return self.loss_fn(out, y)
+        except Exception as error:
+            if contract.passes(error):
+                raise
+            raise contract.loss_error(self.origin, out, y, error) from error
 
 
 def resolve_device(name: str) -> torch.device:
@@ -180,7 +199,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
-    """The user's batches: model.inputs called (batch_size, device) once per batch.
+    """The user's batches: model.inputs called (batch_size, device) once per batch, each checked.
 
     Their floating tensors are cast to the precision's dtype, where it casts the model's.
     """
@@ -188,11 +207,7 @@ def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
     dtype = prec.param_dtype(cfg.precision)
     batches = []
     for _ in range(cfg.data_batches):
-        made = factory(cfg.model.batch_size, device)
-        if not (isinstance(made, tuple | list) and len(made) == 2):
-            raise TypeError(
-                f"model.inputs={cfg.model.inputs} returned {type(made).__name__}; it must return (inputs, targets)"
-            )
+        made = contract.checked_batch(factory(cfg.model.batch_size, device), factory, cfg.model.inputs)
         batches.append(tuple(tree_map_only(torch.Tensor, lambda t: t.to(dtype) if t.is_floating_point() else t, made)))
     return batches
 
@@ -257,8 +272,10 @@ def configure_backends(cfg: RunConf) -> dict[str, object]:
 def build(cfg: RunConf, device: torch.device) -> Trainer:
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
     dtype = prec.param_dtype(cfg.precision)
-    model = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
-    model = distributed(model, cfg.dist, device)
+    built = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
+    factory = targets.locate("model.inputs", cfg.model.inputs) if cfg.model.inputs else None
+    origin = contract.Origin(built, factory, cfg.model.inputs, cfg.model.num_classes)
+    model = distributed(built, cfg.dist, device)
     optimizer = OPTIMIZERS[cfg.optim.name](model.parameters(), cfg.optim)
     if cfg.optim.name == "torch":
         zero_grad = functools.partial(optimizer.zero_grad, set_to_none=True)
@@ -275,5 +292,6 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
         memory_format=memory_format,
         batches=synthetic_batches(cfg, device),
         replica=model,
+        origin=origin,
         images=not cfg.model.inputs,
     )

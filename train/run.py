@@ -28,6 +28,7 @@ from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
+from perfsweep.train.contract import ContractError
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
 from perfsweep.train.explain import explain_steps
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
@@ -515,14 +516,17 @@ def interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> 
 
 def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
     """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
-    user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised."""
+    user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised.
+    A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names."""
     outcome_known()
     cfg = spec.config
     paths = list(targets_of(cfg).values())
     code = targets.roots(paths) if paths else ()
     theirs = targets.user_error(error, code) if code else None
     known = known_issue(cfg, error)
-    if theirs is not None:
+    if isinstance(error, ContractError):  # one line in the user's terms, then the places it names
+        failure = records.RunError(type(error).__name__, str(error), error.traceback(code), known)
+    elif theirs is not None:
         said = f"{theirs} (raised in {targets.where(theirs, code)})"
         failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code), known)
     else:

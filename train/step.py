@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from perfsweep.conf.schema import RunConf
-from perfsweep.train import fastai_parts, parallel
+from perfsweep.train import contract, fastai_parts, parallel
 from perfsweep.train.build import ALGORITHMS, LOSSES, MODEL_SOURCES, OPTIMIZERS, build
 from perfsweep.train.inputs import INPUT_TYPES
 from perfsweep.train.parallel import delay_s, synced, without_sync
@@ -151,7 +151,12 @@ class TrainStep(Workload):
             out = t.forward(x)
             loss = t.loss(out, y)
         clock.mark()
-        t.scaler.scale(loss).backward()
+        try:
+            t.scaler.scale(loss).backward()
+        except RuntimeError as error:  # a model's own loss of more than one element has no implicit gradient
+            if y is None and isinstance(loss, torch.Tensor) and loss.numel() != 1:
+                raise contract.not_a_loss(t.origin, loss) from error
+            raise
         clock.mark()
         return out, loss
 

@@ -21,6 +21,8 @@ Hydra composes in full a run with anything else:
 Both ways give the same Config (tested).
 
 The user's config dirs (hydra.searchpath, which --config-dir sets) hold options of the groups beside perfsweep's own.
+Such a file may give its `_target_` the constructor's arguments beside it, as Hydra's instantiate takes them.
+Those that are no setting of the group go to its `kwargs` (with_kwargs), in either way of composing.
 A group's value can be an import path (model=mylib.models.SmallCNN).
 It is then the group's default option with that `_target_`, named by the path's last part.
 So is `KEY._target_=PATH` set without a name.
@@ -34,8 +36,13 @@ Those times include build_plan, composition and run specs.
 
 import copy
 import dataclasses
+import difflib
 import functools
+import hashlib
 import itertools
+import re
+import tempfile
+import typing
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -44,9 +51,10 @@ from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from perfsweep.conf import plugins
-from perfsweep.conf.schema import Config
+from perfsweep.conf.schema import Config, ModelConf, WorkloadConf
 from perfsweep.conf.targets import TARGET_GROUPS, label_of, named_node
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -243,7 +251,7 @@ class Composer:
         """
         path = self.sources.file(group, option)
         if path is not None:
-            return OmegaConf.load(path)
+            return with_kwargs(group, OmegaConf.load(path))
         default = OmegaConf.to_container(self.base[group])
         plugin = self.sources.plugin(group, option)
         return plugin.node(default) if plugin else named_node(group, default, label_of(option), option)
@@ -255,7 +263,7 @@ class Composer:
             try:
                 OmegaConf.update(validator, setting.key, setting.value, merge=True, force_add=setting.added)
             except Exception as error:
-                raise ValueError(f"Error merging override {setting.text}: {error}") from error
+                raise ValueError(f"Error merging override {setting.text}") from error  # Hydra's words
             parent, _, leaf = setting.key.rpartition(".")
             if OmegaConf.is_missing(OmegaConf.select(validator, parent) if parent else validator, leaf):
                 raise ValueError(_missing([setting.key]))
@@ -322,7 +330,9 @@ def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
     """
     chosen = [s for s in run if options.is_target(s)]
     paths = [text for s in chosen for text in (f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}")]
-    return searchpath(options.dirs) + paths + [s.text for s in run if s not in chosen]
+    moved = converted(options.dirs)
+    dirs = (moved, *options.dirs) if moved else options.dirs
+    return searchpath(dirs) + paths + [s.text for s in run if s not in chosen]
 
 
 def as_hydra_takes(overrides: list[str], dirs: tuple[Path, ...]) -> list[str]:
@@ -381,11 +391,144 @@ def compose_all(
                 else:
                     configs.append(composed_by_hydra(run, options))
             except Exception as error:
-                errors.setdefault(_explain(error), " ".join(s.text for s in run))
+                errors.setdefault(_explain(error, run, options), " ".join(s.text for s in run))
     return configs, errors
 
 
-def _explain(error: Exception) -> str:
+def _explain(error: Exception, run: list[Setting], options: Options) -> str:
+    """A composition error as perfsweep words its own: KEY=VALUE, where it was set, what is wrong and what to write."""
+    schema = next((e for e in _chain(error) if isinstance(e, OmegaConfBaseException) and e.full_key), None)
+    if schema is not None:
+        return _schema_problem(schema, error, run, options)
     cause = error.__cause__
     text = f"{error}: {cause}" if cause and str(cause) not in str(error) else str(error)
     return text.split("\nConfig search path:")[0].strip()
+
+
+# The groups whose option files may give a _target_'s arguments beside it, as Hydra's own convention does, and their
+# schemas: the keys that are not settings of the group are the arguments.
+KWARGS_SCHEMAS = {"model": ModelConf, "workload": WorkloadConf}
+_OVERRIDE = re.compile(r"^Error merging override (.+)$", re.MULTILINE)  # Hydra's words, and the fast path's
+_IN_FILE = re.compile(r"^In '(\w+)/([^']+)'", re.MULTILINE)  # Hydra's words for an error in an option file
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error, then the ones it was raised from or while handling (Hydra raises its own over OmegaConf's)."""
+    found = []
+    while error is not None and error not in found:
+        found.append(error)
+        error = error.__cause__ or error.__context__
+    return found
+
+
+def _fields(schema: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(schema)]
+
+
+def with_kwargs(group: str, content: Any) -> Any:
+    """An option's content, where it gives a `_target_` its arguments beside it, with those under `kwargs`.
+
+    Such a file is written as Hydra's instantiate takes it (`_target_: mylib.models.Net` and `width: 64`).
+    A key that is one of the group's settings stays one.
+    A key given both beside `_target_` and in `kwargs` stays where it is, for the schema to refuse.
+
+    Returns:
+        `content` itself where nothing moves.
+    """
+    schema = KWARGS_SCHEMAS.get(group)
+    if schema is None or not isinstance(content, DictConfig) or not content.get("_target_"):
+        return content
+    raw = OmegaConf.to_container(content, resolve=False)
+    settings = {*_fields(schema), "defaults"}
+    moved = {key: value for key, value in raw.items() if key not in settings}
+    given = raw.get("kwargs") or {}
+    if not moved or not isinstance(given, dict) or any(key in given for key in moved):
+        return content
+    kept = {key: value for key, value in raw.items() if key in settings}
+    return OmegaConf.create({**kept, "kwargs": {**given, **moved}})
+
+
+@functools.cache
+def _scratch() -> tempfile.TemporaryDirectory:
+    """This process's folder of option files written for Hydra, removed when the process ends."""
+    return tempfile.TemporaryDirectory(prefix="perfsweep-options-")
+
+
+def converted(dirs: tuple[Path, ...]) -> Path | None:
+    """A folder of the user's option files that give a `_target_` its arguments beside it, those moved (with_kwargs).
+
+    Hydra composes a file as it is, so it finds these first, in place of the files themselves.
+    The fast path moves them as it reads each file: both ways give one Config.
+
+    Returns:
+        The folder, or None where no file of `dirs` has arguments to move.
+    """
+    found = {}
+    for group in KWARGS_SCHEMAS:
+        for path in sorted({p for folder in dirs for p in (folder / group).glob("*.yaml")}):
+            if option_file(group, path.stem, dirs) != path or "@package" in path.read_text():
+                continue  # another file of that name comes first; or its keys are not its group's
+            content = OmegaConf.load(path)
+            moved = with_kwargs(group, content)
+            if moved is not content:
+                found[group, path.stem] = OmegaConf.to_yaml(moved)
+    if not found:
+        return None
+    folder = Path(_scratch().name) / hashlib.sha1(repr(sorted(found.items())).encode()).hexdigest()[:12]
+    for (group, name), text in found.items():
+        (folder / group).mkdir(parents=True, exist_ok=True)
+        (folder / group / f"{name}.yaml").write_text(text)
+    return folder
+
+
+def _schema_problem(schema: OmegaConfBaseException, error: Exception, run: list[Setting], options: Options) -> str:
+    """A value the schema refused, as KEY=VALUE: what is wrong (OmegaConf's sentence, without its key's lines)."""
+    said = schema.msg.strip().splitlines()[0]
+    override = _OVERRIDE.search(str(error))
+    if override:
+        return f"{override.group(1)}: {said}"
+    key = schema.full_key
+    # a value checked once it was resolved, past the override that set it: its key is then its node's own
+    setting = next((s for s in run if s.key == key), None) or next((s for s in run if s.key.endswith(f".{key}")), None)
+    if setting is not None:
+        return f"{setting.text}: {said}"
+    group, _, leaf = key.partition(".")
+    in_file = _IN_FILE.search(str(error))
+    chosen = in_file.groups() if in_file else next(((s.key, s.value) for s in run if s.key == group), None)
+    path = options.file(*chosen) if chosen else None
+    content = OmegaConf.load(path) if path is not None and "@package" not in path.read_text() else None
+    value = OmegaConf.select(content, leaf, default=None, throw_on_missing=False) if content is not None else None
+    shown = f"{key}={_yaml(value)}" if value is not None else key
+    node = typing.get_type_hints(Config).get(group)
+    if isinstance(schema, ConfigKeyError) and dataclasses.is_dataclass(node):
+        return f"{shown}{f' (in {path})' if path else ''}: {_no_such_key(group, leaf, value, content, _fields(node))}"
+    return f"{shown}: {said}"
+
+
+# what a key that is not a setting of the group may be instead (as sweeps/keys.py says of an override)
+BELONGS = {
+    "model": "a keyword argument of the model's constructor goes under kwargs",
+    "workload": "a setting of a step of your own goes under kwargs",
+}
+
+
+def _no_such_key(group: str, leaf: str, value: Any, content: Any, fields: list[str]) -> str:
+    """What is wrong with an option file's key that its group's schema has not, and what to write instead."""
+    close = difflib.get_close_matches(leaf, fields, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    given = content.get("kwargs") if content is not None else None
+    if isinstance(given, DictConfig) and leaf in given:
+        hint += "; it is in its kwargs too: give it once"
+    elif group in BELONGS and "." not in leaf:
+        hint += f"; {BELONGS[group]}: `kwargs: {{{leaf}: {_yaml(value)}}}`"
+    return f"{group} has no key {leaf!r}{hint} (its keys: {', '.join(sorted(fields))})"
+
+
+def _yaml(value: Any) -> str:
+    """A value as a yaml file or an override writes it: 0.1, relu, [1, 2], {a: 1}."""
+    plain = OmegaConf.to_container(value, resolve=False) if OmegaConf.is_config(value) else value
+    if isinstance(plain, dict):
+        return "{" + ", ".join(f"{key}: {_yaml(inner)}" for key, inner in plain.items()) + "}"
+    if isinstance(plain, list):
+        return "[" + ", ".join(_yaml(inner) for inner in plain) + "]"
+    return "null" if plain is None else str(plain).lower() if isinstance(plain, bool) else str(plain)

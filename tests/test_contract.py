@@ -1,12 +1,15 @@
 """The contract between a training step and the user's model and batch factory (train/contract.py): each way to break
-it fails its run with one line in the user's terms, then the user's frames. Runs are real runs of a tiny model of
-this file's own, in this process (launcher=debug)."""
+it fails its run with one line in the user's terms, then the user's frames; and a model yaml in Hydra's convention,
+arguments beside `_target_`, composes, while a schema error reads as perfsweep's own. Runs are real runs of a tiny
+model of this file's own, in this process (launcher=debug)."""
 
+import dataclasses
 import sys
 
 import pytest
 
 from perfsweep import records
+from perfsweep.sweeps import compose
 from tests import golden
 from tests.helpers import SMALL, launch_here
 
@@ -126,3 +129,62 @@ def test_a_model_that_keeps_the_contract_trains(models, tmp_path):
     args = ["model=contract_models.Tagger", "model.inputs=contract_models.tokens"]
     result = launch_here(*SMALL, *args, *ONE_RUN, f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def config_dir(tmp_path, files: dict[str, str]):
+    """A config dir of the user's with `files` (its path -> its text)."""
+    for name, text in files.items():
+        (tmp_path / "conf" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "conf" / name).write_text(text)
+    return tmp_path / "conf"
+
+
+ARGUMENTS_BESIDE = {
+    "model/lm.yaml": "_target_: contract_models.Tagger\nvocab: 64\ntags: 4\nbatch_size: 4\n",
+    # a defaults list: Hydra composes it in full, the file it extends with its arguments moved too
+    "model/wide.yaml": "defaults:\n  - lm\n  - _self_\n_target_: contract_models.Tagger\ndim: 16\n",
+    "workload/mine.yaml": "_target_: mylib.steps.Step\nname: mine\nmax_norm: 0.5\n",
+}
+
+
+def test_a_model_yaml_with_its_arguments_beside_its_target_trains_with_them(models, tmp_path):
+    conf = config_dir(tmp_path, ARGUMENTS_BESIDE)
+    args = ["--config-dir", str(conf), "model=lm", "model.inputs=contract_models.tokens"]
+    result = launch_here(*SMALL, *args, *ONE_RUN, f"runs_dir={tmp_path / 'runs'}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (config,) = [records.read_json(p)["config"] for p in (tmp_path / "runs").glob("*/*/config.json")]
+    assert config["model"]["kwargs"] == {"vocab": 64, "tags": 4} and config["model"]["batch_size"] == 4
+
+
+def test_arguments_beside_a_target_compose_the_same_both_ways(tmp_path):
+    conf = config_dir(tmp_path, ARGUMENTS_BESIDE)
+    runs = compose.expand(["model=lm,wide", "workload=mine"])
+    fast, fast_errors = compose.compose_all(runs, dirs=(conf,))
+    slow, slow_errors = compose.compose_all(runs, reuse=False, dirs=(conf,))
+    assert fast_errors == slow_errors == {}
+    assert [dataclasses.asdict(c) for c in fast] == [dataclasses.asdict(c) for c in slow]
+    assert [c.model.kwargs for c in fast] == [{"vocab": 64, "tags": 4}, {"vocab": 64, "tags": 4, "dim": 16}]
+    assert fast[0].workload.kwargs == {"max_norm": 0.5}
+
+
+SCHEMA_ERRORS = {
+    "model/timm_extra.yaml": "name: vit_tiny_patch16_224\nsource: timm\ndrop_rate: 0.1\n",
+    "model/twice.yaml": "_target_: contract_models.Tagger\nvocab: 64\nkwargs: {vocab: 32}\n",
+    "model/typo.yaml": "_target_: contract_models.Tagger\nbatch_size: four\n",
+}
+
+
+@pytest.mark.parametrize("option", ["timm_extra", "twice"])
+def test_a_key_the_model_schema_has_not_is_refused_as_perfsweep_words_it(models, tmp_path, option):
+    conf = config_dir(tmp_path, SCHEMA_ERRORS)
+    result = launch_here(*SMALL, "--config-dir", str(conf), f"model={option}", f"runs_dir={tmp_path / 'runs'}")
+    assert result.returncode == 2 and "full_key" not in result.stderr, result.stderr
+    problem = result.stderr.splitlines()[1]  # the run it is in follows
+    golden.says(f"refused: a model yaml's key the schema has not ({option})", problem, {tmp_path: "<tmp>"})
+
+
+@pytest.mark.parametrize("both_ways", [True, False])
+def test_a_value_of_the_wrong_type_in_a_yaml_is_refused_as_key_equals_value(tmp_path, both_ways):
+    conf = config_dir(tmp_path, SCHEMA_ERRORS)
+    _, errors = compose.compose_all(compose.expand(["model=typo"]), reuse=both_ways, dirs=(conf,))
+    assert list(errors) == ["model.batch_size=four: Value 'four' of type 'str' could not be converted to Integer"]

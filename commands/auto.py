@@ -9,6 +9,7 @@ import time
 
 from perfsweep import records
 from perfsweep.analysis.statistics import rounds
+from perfsweep.commands.launching import said
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
 from perfsweep.launcher.progress import UpToCap
@@ -59,6 +60,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
+    said(first)
     launcher = first.settings.launcher
     if not (launcher.wait or (launcher.wait is None and launcher.name != "slurm")):
         print(

@@ -8,6 +8,12 @@ from perfsweep.commands.views import show_sweep
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
 
 
+def said(plan) -> None:
+    """What the planner says before anything runs: a value or an axis that gave way, and to what."""
+    for line in plan.notices:
+        print(f"perfsweep: {line}", file=sys.stderr)
+
+
 def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False, progress=None) -> int:
     """Plan by calling `plan_of`, check the plan, build its environments, and launch it.
 
@@ -38,6 +44,8 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         problems = validate(plan, run_problems)
         if problems:
             raise PlanError(problems)
+        if show:  # (a sweep in rounds says it once, before its first: commands/auto.py)
+            said(plan)
         try:
             say = (lambda line: None) if quiet_envs else print
             pythons = envs.for_plan(plan.runs, plan.settings.launcher.name, say)

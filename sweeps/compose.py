@@ -121,7 +121,8 @@ def _simple_file(path: Path) -> bool:
     return "@package" not in text and not any(line.startswith("defaults:") for line in text.splitlines())
 
 
-def _is_choice(setting: Setting) -> bool:
+def is_choice(setting: Setting) -> bool:
+    """A setting that chooses a group's option (model=resnet50), not a value in its node."""
     return setting.key in GROUPS and setting.text == f"{setting.key}={setting.value}"
 
 
@@ -159,6 +160,26 @@ def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
     return None
 
 
+def file_values(path: Path, group: str) -> dict[str, Any]:
+    """What an option file sets, by dotted key (model.batch_size: 8).
+
+    Its keys are its group's, or the root's where it is `@package _global_`.
+    A constructor's argument beside `_target_` is under `kwargs` (with_kwargs).
+    Its defaults list sets nothing itself.
+    """
+    content = OmegaConf.to_container(with_kwargs(group, OmegaConf.load(path))) or {}
+    content.pop("defaults", None)
+    return _flat(content, "" if "@package _global_" in path.read_text() else group)
+
+
+def _flat(value: Any, prefix: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or not value:
+        return {prefix: value}
+    return {
+        key: leaf for name, inner in value.items() for key, leaf in _flat(inner, f"{prefix}.{name}".lstrip(".")).items()
+    }
+
+
 class Options:
     """Where one composition's group options come from.
 
@@ -170,6 +191,8 @@ class Options:
         self.dirs = dirs
         self.plugins = {(plugin.group, plugin.name): plugin for plugin in found}
         self.files: dict[tuple[str, Any], Path | None] = {}
+        self.owned: dict[tuple[str, Any], Path | None] = {}
+        self.set_by_file: dict[tuple[str, Any], dict[str, Any]] = {}
 
     def file(self, group: str, option: Any) -> Path | None:
         if (group, option) not in self.files:
@@ -178,6 +201,20 @@ class Options:
 
     def plugin(self, group: str, option: Any) -> plugins.Plugin | None:
         return self.plugins.get((group, option))
+
+    def own_file(self, group: str, option: Any) -> Path | None:
+        """The option's file where it is one of the user's config dirs', not perfsweep's conf/."""
+        if (group, option) not in self.owned:
+            path = self.file(group, option)
+            self.owned[group, option] = path if path is not None and not path.is_relative_to(CONF_DIR) else None
+        return self.owned[group, option]
+
+    def values(self, group: str, option: Any) -> dict[str, Any]:
+        """What the option's file sets, by dotted key; {} for an option that is no file."""
+        if (group, option) not in self.set_by_file:
+            path = self.file(group, option)
+            self.set_by_file[group, option] = file_values(path, group) if path is not None else {}
+        return self.set_by_file[group, option]
 
     def simple(self, group: str, option: Any) -> bool:
         """An option that only fills its group's node: an installed package's, or a simple file."""
@@ -188,7 +225,7 @@ class Options:
         """A choice of model, input_type or workload that is an import path where no option has that name."""
         group, option = setting.key, setting.value
         return (
-            _is_choice(setting)
+            is_choice(setting)
             and group in TARGET_GROUPS
             and is_import_path(option)
             and self.file(group, option) is None
@@ -276,7 +313,7 @@ class Composer:
     def can_build(self, run: list[Setting]) -> bool:
         return self.fast and all(
             (s.plain and (not s.added or self._new_in_a_dict(s.key)))
-            or (_is_choice(s) and (self.sources.simple(s.key, s.value) or self.sources.is_target(s)))
+            or (is_choice(s) and (self.sources.simple(s.key, s.value) or self.sources.is_target(s)))
             for s in run
         )
 

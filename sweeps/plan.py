@@ -27,9 +27,11 @@ from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
+from hydra.utils import get_object
 from omegaconf import OmegaConf
 
-from perfsweep.conf.schema import Config
+from perfsweep.conf import plugins
+from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
 from perfsweep.conf.targets import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
@@ -64,6 +66,7 @@ class Plan:
     origins: dict[str, str] = dataclasses.field(default_factory=dict)  # config key -> what set it
     problems: tuple[str, ...] = ()  # runs that did not compose (a partial build_plan)
     published: Path | None = None  # a config dir's published figures of the sweep, which its records keep
+    notices: tuple[str, ...] = ()  # what the planner says before anything runs: a value or an axis that gave way
 
     def explain(self, problem: str) -> str:
         """`problem`, with where the value it names was set (the command line, a sweep file, a default)."""
@@ -253,6 +256,226 @@ def expand(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[list[Setti
         raise
     except Exception as error:  # Hydra's parser errors name the bad override
         raise PlanError([f"{error}"]) from error
+
+
+# The run fields a step may read beyond those every workload reads: a step's `reads` names some of them.
+STEP_FIELDS = tuple(name for name in RUN_FIELDS if name not in READ_BY_EVERY_WORKLOAD)
+OWN_CODE = ("model._target_", "model.inputs", "workload._target_")  # the keys that name code of the user's own
+
+
+@dataclasses.dataclass
+class Ranked:
+    """The runs' settings once ranked (`ranked`), and what the ranking says before anything runs."""
+
+    runs: list[list[Setting]]
+    notices: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    won: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> the option file of the user's that set it
+
+
+def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], sources: dict[str, str]) -> Ranked:
+    """Each run's settings by precedence.
+
+    The command line comes first (`typed`: the keys it sets).
+    An option file of the user's comes next (DIR/model/mine.yaml), then the sweep file's params.
+    perfsweep's own options and defaults (conf/) come last.
+    So a sweep file's param gives way to a value that an option file of the user's sets.
+    Without sweep=, the default sweep's axes give way to a model or step of the user's own.
+    They ask about perfsweep's model.
+    A step named by its import path reads what its class declares (`reads`).
+    """
+    options = compose.Options(dirs, plugins.plugins()[0])
+    question = {} if "sweep" in typed else _axes_of(Config.sweep, dirs)
+    found = Ranked([])
+    own: dict[str, None] = {}
+    left_out = False
+    for run in runs:
+        kept = _by_files(run, typed, options, sources, found) if dirs else run  # (option files of the user's)
+        if question and (code := _own_code(kept, options)):
+            own[code] = None
+            kept = [s for s in kept if s.key not in question or s.key in typed]
+        found.runs.append(kept + _declared_reads(kept, typed, options, found))
+        left_out = left_out or len(kept) < len(run)
+    if left_out:  # (runs that differed in what gave way are one run now)
+        found.runs = list({tuple(s.text for s in run): run for run in found.runs}.values())
+    axes = [key for key in question if key not in typed]
+    if own and axes:
+        defaults = compose.default_options()
+        found.notices.append(
+            f"{', '.join(own)} {'are' if len(own) > 1 else 'is'} yours: {'their' if len(own) > 1 else 'its'} runs "
+            f"leave out the default sweep's axes {' and '.join(question[k] for k in axes)} "
+            f"({shown_path(sweep_path(Config.sweep, dirs))}), its question about perfsweep's own model. They run at "
+            f"{', '.join(f'{k}={defaults[k]}' for k in axes if k in defaults)}; an axis you type is swept"
+        )
+    found.notices, found.problems = list(dict.fromkeys(found.notices)), list(dict.fromkeys(found.problems))
+    return found
+
+
+def _axes_of(sweep: str, dirs: tuple[Path, ...]) -> dict[str, str]:
+    """The axes of sweep file `sweep`: each param with several values, as an override, by its key."""
+    parser = OverridesParser.create()
+    return {
+        override.key_or_group: text
+        for grid in sweep_grids(sweep, "full", dirs)
+        for text in grid
+        for override in parser.parse_overrides([text])
+        if override.is_sweep_override()
+    }
+
+
+def _named_option(setting: Setting) -> bool:
+    """A setting that chooses a group's option by its name (model=resnet50); composition refuses any other value."""
+    return compose.is_choice(setting) and isinstance(setting.value, str)
+
+
+def _overlap(key: str, other: str) -> bool:
+    """Whether two dotted keys set the same value: one is the other, or holds it (model.kwargs, model.kwargs.width)."""
+    return key == other or key.startswith(f"{other}.") or other.startswith(f"{key}.")
+
+
+def _by_files(
+    run: list[Setting], typed: set[str], options: compose.Options, sources: dict[str, str], found: Ranked
+) -> list[Setting]:
+    """The run's settings without a sweep file's param that an option file of the user's sets: the file's value runs.
+
+    A value of the command line runs over the file's.
+    Each value of such a file that another replaced, or that replaced another, is a notice.
+    """
+    files = {
+        key: (value, shown_path(path))
+        for s in run
+        if _named_option(s) and (path := options.own_file(s.key, s.value))
+        for key, value in options.values(s.key, s.value).items()
+    }
+    kept = []
+    for s in run:
+        clash = next(((k, v, where) for k, (v, where) in files.items() if _overlap(s.key, k)), None)
+        if compose.is_choice(s) or clash is None or clash[1] == s.value:
+            kept.append(s)
+            continue
+        key, value, where = clash
+        if s.key in typed:
+            found.notices.append(f"{s.text} (the command line) runs, not {key}={value} ({where})")
+            kept.append(s)
+        else:
+            found.notices.append(
+                f"{key}={value} ({where}) runs, not {s.text} ({sources.get(s.key, 'the sweep file')}): an option file "
+                "of yours comes before a sweep file's params"
+            )
+            found.won[s.key] = where
+    return kept
+
+
+def _own_code(run: list[Setting], options: compose.Options) -> str:
+    """The import path of the model, batch factory or step of the user's own that the run names; "" where none."""
+    for s in run:
+        if s.key in OWN_CODE and s.value:
+            return str(s.value)
+        if s.key in ("model", "workload") and _named_option(s):
+            plugin = options.plugin(s.key, s.value)
+            named = [str(v) for k, v in options.values(s.key, s.value).items() if k in OWN_CODE and v]
+            path = s.value if options.is_target(s) else plugin.target if plugin else next(iter(named), "")
+            if path:
+                return str(path)
+    return ""
+
+
+def _declared_reads(run: list[Setting], typed: set[str], options: compose.Options, found: Ranked) -> list[Setting]:
+    """`workload.reads` as the run's step declares it on its class (`reads`), where the step is named by its path.
+
+    [] where the class declares none.
+    [] too where the command line or a workload yaml of the user's declares what the step reads.
+    """
+    chosen = next((s for s in run if s.key == "workload" and _named_option(s)), None)
+    if "workload.reads" in typed or (chosen and options.own_file("workload", chosen.value)):
+        return []
+    path = next((str(s.value) for s in run if s.key == "workload._target_"), "")
+    if chosen and not path:
+        plugin = options.plugin("workload", chosen.value)
+        path = plugin.target if plugin else str(chosen.value) if options.is_target(chosen) else ""
+    reads = _step_reads(path) if path else None
+    if reads is None:
+        return []
+    if isinstance(reads, str) or not isinstance(reads, tuple | list) or not all(r in STEP_FIELDS for r in reads):
+        found.problems.append(
+            f"the step {path} declares reads = {reads!r}; a step's reads is a tuple of the run fields it reads, of "
+            f"{', '.join(STEP_FIELDS)}: reads = ('model',)"
+        )
+        return []
+    return compose.expand([f"workload.reads=[{','.join(reads)}]"])[0]
+
+
+def _step_reads(path: str) -> object:
+    """The `reads` of the step class at `path`, imported as its run imports it; None where it declares none.
+
+    A path that does not import declares nothing here: the launch's checks say what is wrong with it.
+    """
+    try:
+        step = get_object(path)
+    except Exception:  # the user's module raised: the launch's checks report it with the user's frames
+        return None
+    return getattr(step, "reads", None)
+
+
+def reading(configs: list[Config]) -> list[Config]:
+    """Each config with its workload's axes cut to the run fields it reads.
+
+    A run is neither named nor compared by a field it does not read.
+    """
+    cut: dict[int, WorkloadConf] = {}  # (runs share their workload's node: each node is cut once)
+    found = []
+    for config in configs:
+        if id(config.workload) not in cut:
+            cut[id(config.workload)] = _cut(config.workload)
+        workload = cut[id(config.workload)]
+        found.append(config if workload is config.workload else dataclasses.replace(config, workload=workload))
+    return found
+
+
+def _cut(workload: WorkloadConf) -> WorkloadConf:
+    """The workload without its axes of fields it does not read, nor a baseline along one."""
+    fields = {axis: key.split(".")[0] for axis, key in workload.axes.items()}
+    unread = [axis for axis, field in fields.items() if field in STEP_FIELDS and field not in workload.reads]
+    if not unread:
+        return workload
+    axes = {axis: key for axis, key in workload.axes.items() if axis not in unread}
+    baseline = BaselineConf() if workload.baseline.axis in unread else workload.baseline
+    return dataclasses.replace(workload, axes=axes, baseline=baseline)
+
+
+def unread(
+    runs: list[list[Setting]], configs: list[Config], typed: set[str], sources: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """The axes of run fields that no run of the sweep reads: their values would run as one configuration.
+
+    Returns:
+        The problems (an axis the command line sweeps), and the notices (a sweep file's axis: its values run once).
+    """
+    swept: dict[str, dict[str, None]] = {}
+    for run in runs:
+        for s in run:
+            swept.setdefault(s.key, {})[s.text.split("=", 1)[1]] = None
+    read = {field for config in configs for field in config.workload.reads}
+    reads = {c.workload.name: ", ".join(c.workload.reads) or "only its own settings" for c in configs}
+    steps = "; ".join(f"workload {name} reads {fields}" for name, fields in sorted(reads.items()))
+    problems, notices = [], []
+    for key, values in swept.items():
+        field = key.split(".")[0]
+        if len(values) < 2 or field not in STEP_FIELDS or field in read:
+            continue
+        axis = f"{key}={','.join(values)}"
+        if key in typed:
+            problems.append(
+                explain(
+                    f"{axis}: no run of this sweep reads {field} ({steps}); its values would run as one "
+                    "configuration. Leave it out, or sweep a workload that reads it (a step declares its `reads`)",
+                    sources,
+                )
+            )
+        else:
+            where = sources.get(key, "the sweep file")
+            notices.append(f"{axis} ({where}) is left out: no run of this sweep reads {field} ({steps})")
+    return problems, notices
 
 
 def _models(overrides: list[str]) -> list[str]:
@@ -456,13 +679,19 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError(unreadable)
     dirs, overrides = config_dirs(_models(overrides))
     sources = origins(overrides, dirs)
+    typed = {_key(o) for o in overrides}
     runs = expand(overrides, dirs)
     texts = dict.fromkeys(setting.text for run in runs for setting in run)
     wrong = [problem for text in texts if (problem := keys.problem(text))]
     if wrong:
         raise PlanError([explain(problem, sources) for problem in wrong])
-    configs, errors = compose_runs(runs, sources, dirs)
+    ranking = ranked(runs, typed, dirs, sources)
+    sources |= ranking.won
+    configs, errors = compose_runs(ranking.runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
+    configs = reading(configs)
+    unread_axes, left_out = unread(ranking.runs, configs, typed, sources)
+    errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun
     if errors and (not partial or not configs):
@@ -485,4 +714,5 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published)
+    notices = tuple(ranking.notices + left_out)
+    return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

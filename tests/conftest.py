@@ -1,10 +1,12 @@
 """Pytest's fixtures and hooks: the one real local sweep that several files read, the local Slurm cluster, a tiny
-plan from the real conf/, W&B offline in every test, the GPU skip, and the property-based tests' tally. Plain
-helpers (launches, the tiny config, ROOT...) are in tests/helpers.py."""
+plan from the real conf/, the example project's package and modules of the user's own made importable, W&B offline
+in every test, the GPU skip, and the property-based tests' tally. Plain helpers (launches, the tiny config, ROOT...)
+are in tests/helpers.py."""
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ import torch
 from filelock import FileLock
 
 from perfsweep.sweeps.plan import build_plan
-from tests.helpers import FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch
+from tests.helpers import EXAMPLE, FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch
 
 
 def pytest_sessionfinish(session):
@@ -70,6 +72,34 @@ def slurm_cluster() -> dict[str, str]:
         pytest.skip(f"no local Slurm cluster here (scripts/slurm-local up failed: {up.stderr.strip()[-300:]})")
     conf = subprocess.run(["bash", str(ROOT / "scripts" / "slurm-local"), "env"], capture_output=True, text=True)
     return {"SLURM_CONF": conf.stdout.strip().split("=", 1)[1]}
+
+
+@pytest.fixture
+def imagelib(monkeypatch):
+    """The example's package importable in this process, as a project's working directory makes it; forgotten by
+    the import system afterwards."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    yield EXAMPLE
+    for name in [n for n in sys.modules if n == "imagelib" or n.startswith("imagelib.")]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """Write a module of the user's own into a folder on sys.path; forgotten by the import system afterwards."""
+    written = []
+    monkeypatch.syspath_prepend(str(tmp_path / "user"))
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / "user" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        written.append(name)
+        return path
+
+    yield write
+    for name in written:
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ This module:
 
 - finds it;
 - checks its kind before anything is submitted;
+- calls a batch factory once, for a batch of 2 on the CPU, where a run asks for channels_last: its inputs must hold an
+  image;
 - reports its errors with the user's frames.
 
 A path is dotted (mylib.models.SmallCNN).
@@ -14,6 +16,7 @@ A run builds what the paths name where it runs.
 """
 
 import difflib
+import functools
 import importlib
 import inspect
 import os
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from perfsweep.conf.targets import targets_of
 from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, is_working_copy, module_place
@@ -183,7 +187,40 @@ def problems(config: Any) -> list[str]:
             found.append(f"{key}={path} is {_kind(thing)}; expected {wrong}")
         elif key == "model._target_":
             found += _unknown_arguments(key, path, thing, config.model.kwargs)
+        elif (
+            key == "model.inputs"
+            and config.memory_format.name == "channels_last"
+            and "memory_format" in config.workload.reads
+        ):
+            found += _channels_last(path, thing)
     return found
+
+
+@functools.cache
+def _sample_inputs(factory: Callable) -> list[torch.Tensor] | None:
+    """The tensors of the inputs the user's batch factory makes for a batch of 2 on the CPU, made once per factory.
+
+    None where the factory raises or returns no (inputs, targets): its run says what is wrong.
+    """
+    try:
+        made = factory(2, torch.device("cpu"))
+    except Exception:  # the run calls it again, and reports what it raised with the user's frames
+        return None
+    if not (isinstance(made, tuple | list) and len(made) == 2):
+        return None
+    return [leaf for leaf in tree_leaves(made[0]) if isinstance(leaf, torch.Tensor)]
+
+
+def _channels_last(path: str, factory: Callable) -> list[str]:
+    """channels_last on the factory's inputs where they hold no image (a 4-D floating tensor): it changes nothing."""
+    inputs = _sample_inputs(factory)
+    if inputs is None or any(t.dim() == 4 and t.is_floating_point() for t in inputs):
+        return []
+    made = ", ".join(f"{str(t.dtype).removeprefix('torch.')} {list(t.shape)}" for t in inputs) or "no tensor"
+    return [
+        f"memory_format=channels_last with model.inputs={path}: its inputs ({made} for a batch of 2) hold no image, "
+        "a 4-D floating tensor [N, C, H, W], so channels_last changes nothing of them; use memory_format=contiguous"
+    ]
 
 
 def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:

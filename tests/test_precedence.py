@@ -1,0 +1,172 @@
+"""What a user sets is not dropped, and axes that do not apply are not run.
+
+The command line comes first, then an option file of the user's, then a sweep file's params, then perfsweep's own
+options and defaults. Without sweep=, a model or step of the user's own runs without the default sweep's axes. A run
+is swept only along the fields its step reads. channels_last is refused on inputs that hold no image."""
+
+import shlex
+
+import pytest
+
+from perfsweep import records
+from perfsweep.launcher.validate import validate
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.checks import problems as run_problems
+from tests import golden
+from tests.helpers import ROOT, SMALL, launch_here
+
+
+@pytest.fixture
+def config_dir(tmp_path):
+    """A config dir of the user's with a model yaml: a model of their own, at batch 8, its constructor's width 8."""
+    folder = tmp_path / "perf"
+    (folder / "model").mkdir(parents=True)
+    mine = "_target_: imagelib.models.SmallCNN\nname: mine\nbatch_size: 8\nwidth: 8\n"  # width: SmallCNN's argument
+    (folder / "model" / "mine.yaml").write_text(mine)
+    return folder
+
+
+def searched(folder) -> str:
+    """The override that --config-dir FOLDER gives."""
+    return f"hydra.searchpath=[file://{folder}]"
+
+
+def sizes(plan) -> set[tuple[int, int]]:
+    return {(spec.config.model.batch_size, spec.config.model.image_size) for spec in plan.runs}
+
+
+def configurations(plan, *axes: str) -> set[tuple[str, ...]]:
+    return {tuple(spec.axes[axis] for axis in axes) for spec in plan.runs}
+
+
+def test_a_model_yaml_of_yours_comes_before_the_sweeps_params_and_the_command_line_before_both(config_dir):
+    plan = build_plan([searched(config_dir), "model=mine"])
+    assert sizes(plan) == {(8, 32)}, "its batch_size, and the default sweep's 32 px, which it does not set"
+    typed = build_plan([searched(config_dir), "model=mine", "model.batch_size=4"])
+    assert sizes(typed) == {(4, 32)}
+    assert typed.origins["model.batch_size"] == "the command line"
+    assert plan.origins["model.batch_size"] == str(config_dir / "model" / "mine.yaml")
+    shown = "\n".join([*plan.notices, *typed.notices])
+    golden.says("precedence: a model yaml of yours, then the command line", shown, {config_dir: "<dir>"})
+
+
+def test_perfsweeps_presets_give_way_to_a_sweep_files_params_without_a_word():
+    plan = build_plan(["model=test_resnet", "repeats=1"])  # conf/model/test_resnet.yaml: batch 4; the default sweep: 16
+    assert sizes(plan) == {(16, 32)} and len(plan.runs) == 6 and not plan.notices
+
+
+def test_a_sweep_file_of_yours_gives_way_to_your_option_files(config_dir):
+    (config_dir / "workload").mkdir()
+    (config_dir / "workload" / "clip.yaml").write_text(
+        "_target_: mylib.steps.Clipped\nname: clip\nkwargs: {max_norm: 1.0}\nreads: [model]\n"
+        "axes: {workload: workload.name, model: model.name}\n"
+    )
+    (config_dir / "sweeps").mkdir()
+    (config_dir / "sweeps" / "mine.yaml").write_text(
+        "params:\n  model: mine\n  model.batch_size: 32\n  +model.kwargs.width: 16\n  workload: clip\n"
+        "  workload.kwargs.max_norm: 0.5\n  repeats: 1\n"
+    )
+    (spec,) = build_plan([searched(config_dir), "sweep=mine"]).runs
+    assert spec.config.model.batch_size == 8 and spec.config.model.kwargs == {"width": 8}
+    assert spec.config.workload.kwargs == {"max_norm": 1.0}
+    shown = "\n".join(build_plan([searched(config_dir), "sweep=mine"]).notices)
+    golden.says("precedence: a sweep file of yours and your option files", shown, {config_dir: "<dir>"})
+
+
+@pytest.mark.slow
+def test_a_model_yaml_of_yours_runs_at_its_batch_and_the_table_says_so(imagelib, config_dir, tmp_path):
+    result = launch_here(
+        *SMALL, "--config-dir", str(config_dir), "model=mine", "launcher=debug", f"runs_dir={tmp_path}"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (summary,) = [records.read_json(path) for path in (tmp_path / "default").glob("*/summary.json")]
+    assert summary["batch_size"] == 8
+    assert " optim=torch | batch 8, 32 px | " in result.stdout, "the table says the batch it ran at"
+    assert f"model.batch_size=8 ({config_dir / 'model' / 'mine.yaml'}) runs, not model.batch_size=16" in result.stderr
+
+
+def readme_command() -> list[str]:
+    """The overrides of README's command that times a model of one's own alone ("Time your own code")."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    line = next(line for line in lines if line.startswith("perfsweep model=imagelib.models.SmallCNN "))
+    return shlex.split(line.split("  #")[0])[1:]
+
+
+def test_your_model_alone_runs_one_configuration_and_each_axis_you_type():
+    """README's own command: the default sweep's run settings, not its axes."""
+    plan = build_plan(readme_command())
+    assert configurations(plan, "input_type", "memory_format", "precision", "compile") == {
+        ("tensor", "contiguous", "fp32", "eager"),
+        ("MetaImage", "contiguous", "fp32", "eager"),
+    }
+    assert sizes(plan) == {(16, 32)} and {(s.config.steps, s.config.repeats) for s in plan.runs} == {(10, 4)}
+    golden.says("precedence: a model of yours leaves the default sweep's axes out", "\n".join(plan.notices))
+    perfsweeps = build_plan(["model=resnet50"])  # the default sweep's question, asked of another model of perfsweep's
+    assert len(configurations(perfsweeps, "input_type", "memory_format")) == 6 and not perfsweeps.notices
+
+
+TOKENS = ["model=imagelib.models.Tagger", "model.inputs=imagelib.models.token_batch"]
+
+
+def test_channels_last_on_inputs_that_hold_no_image_is_refused_before_anything_runs(imagelib, tmp_path):
+    plan = build_plan([*TOKENS, "precision=fp32,amp_bf16,fp16"])
+    assert configurations(plan, "precision", "input_type", "memory_format") == {
+        (precision, "tensor", "contiguous") for precision in ("fp32", "amp_bf16", "fp16")
+    }
+    assert validate(plan, run_problems) == [], "fp16 casts the model; the token ids stay integers"
+    typed = launch_here(*TOKENS, "memory_format=contiguous,channels_last", f"runs_dir={tmp_path}")
+    asked = launch_here(*TOKENS, "sweep=default", f"runs_dir={tmp_path}")  # the default sweep by name: its axes
+    for result in (typed, asked):
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert not (tmp_path / "default").exists()
+    golden.says("refused: channels_last on token ids", typed.stderr)
+    assert "use memory_format=contiguous [set by sweeps/default.yaml]" in asked.stderr
+
+
+HISTOGRAM = '''
+import torch
+
+
+class Step:
+    """Builds its own tensors: it reads the model's batch size, and neither input type nor memory format."""
+
+    phases = ("histogram",)
+    reads = ("model",)
+
+    def __init__(self, cfg, device):
+        self.values = torch.rand(cfg.model.batch_size * 100, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        torch.histc(self.values, bins=16)
+        clock.mark()
+        return None
+
+
+class Misdeclared(Step):
+    reads = "model"
+'''
+
+
+def test_a_step_of_yours_is_swept_only_along_the_fields_it_declares_it_reads(user_module, tmp_path):
+    user_module("histbench", HISTOGRAM)
+    alone = build_plan(["workload=histbench.Step"])
+    asked = build_plan(["workload=histbench.Step", "sweep=default"])  # the default sweep by name: said, and not run
+    for plan in (alone, asked):
+        assert len(plan.runs) == 4 and {spec.axes["workload"] for spec in plan.runs} == {"Step"}
+        assert {tuple(spec.axes) for spec in plan.runs} == {("workload", "model", "compile", "replicate")}
+    golden.says("precedence: the default sweep's axes, which a step of yours does not read", "\n".join(asked.notices))
+    typed = launch_here("workload=histbench.Step", "input_type=tensor,subclass", f"runs_dir={tmp_path}")
+    misdeclared = launch_here("workload=histbench.Misdeclared", f"runs_dir={tmp_path}")
+    for result in (typed, misdeclared):
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    golden.says("refused: an axis no run reads", typed.stderr)
+    golden.says("refused: a step's reads that are no run fields", misdeclared.stderr)
+
+
+def test_a_function_benchmark_without_a_sweep_runs_once_and_says_what_it_left_out():
+    plan = build_plan(["workload=sampler", "repeats=1"])
+    assert len(plan.runs) == 1
+    golden.says(
+        "precedence: the default sweep's axes, which a function benchmark does not read", "\n".join(plan.notices)
+    )

@@ -458,7 +458,8 @@ def unread(
     read = {field for config in configs for field in config.workload.reads}
     reads = {c.workload.name: ", ".join(c.workload.reads) or "only its own settings" for c in configs}
     steps = "; ".join(f"workload {name} reads {fields}" for name, fields in sorted(reads.items()))
-    problems, notices = [], []
+    problems = []
+    left_out: dict[str, dict[str, str]] = {}  # where an axis was set -> its axes -> the field each sets
     for key, values in swept.items():
         field = key.split(".")[0]
         if len(values) < 2 or field not in STEP_FIELDS or field in read:
@@ -473,8 +474,12 @@ def unread(
                 )
             )
         else:
-            where = sources.get(key, "the sweep file")
-            notices.append(f"{axis} ({where}) is left out: no run of this sweep reads {field} ({steps})")
+            left_out.setdefault(sources.get(key, "the sweep file"), {})[axis] = field
+    notices = [
+        f"{' and '.join(axes)} ({where}) {'is' if len(axes) == 1 else 'are'} left out: no run of this sweep reads "
+        f"{' or '.join(dict.fromkeys(axes.values()))} ({steps})"
+        for where, axes in left_out.items()
+    ]
     return problems, notices
 
 

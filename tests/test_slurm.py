@@ -180,7 +180,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     """(64 px: the run lasts long enough that the cancel lands while it runs.)"""
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch_here(*SLURM, "input_type=tensor", "steps=150", "model.image_size=64", f"runs_dir={runs}")
+    result = launch_here(*SLURM, "input_type=tensor", "steps=1000", "model.image_size=64", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any(s.state == "running" for s in states(sweep).values()):  # a run never started would be pending
@@ -199,7 +199,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
-    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 151 for p in sweep.glob("*/status.json"))
+    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 1001 for p in sweep.glob("*/status.json"))
     again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
 

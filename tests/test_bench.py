@@ -122,6 +122,15 @@ def test_each_documented_bench_command_checks_its_arguments_and_measures_nothing
     assert len(out.splitlines()) == 1 and out.startswith("dry run: ")
 
 
+def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds():
+    out = bench("suite.py", "--top", "2", "--", "-n0", "-q", "-p", "no:cacheprovider", "tests/test_slots.py")
+    summary = next(line for line in out.splitlines() if line.startswith("suite: "))
+    timed = int(re.search(r"wall for (\d+) tests", summary).group(1))
+    rows = [line.split() for line in out.splitlines() if "tests/test_slots.py::" in line]
+    assert timed > 2 and len(rows) == 2
+    assert all(float(wall) >= 0 and float(cpu) >= 0 and float(children) >= 0 for wall, cpu, children, _ in rows)
+
+
 @pytest.mark.parametrize("module", ["overhead", "syncs", "calibration"])
 def test_a_bench_refuses_a_bad_override_as_a_launch_does(module):
     with pytest.raises(SystemExit) as refused:

@@ -1,0 +1,91 @@
+"""Where the test suite's time goes: each test's wall and CPU seconds, its child processes' included.
+
+    python -m perfsweep.bench.suite [--top 20] [--out FILE] [-- PYTEST_ARGS ...]
+
+It runs README's test command (`python -m pytest`, with its workers and markers), or pytest with the arguments given.
+This module is also the pytest plugin that times each test (`-p perfsweep.bench.suite`), in every worker.
+A test's time runs from its setup to its teardown, so a fixture's cost falls on the first test that uses it.
+Its CPU seconds are the worker's own and those of the processes it waited for (`os.times`): launches, jobs, Slurm's.
+Other tests that run on the other workers meanwhile count on theirs, not on this one.
+
+It prints the suite's wall time, the tests' summed wall and CPU time, and the `--top` slowest tests by wall time.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from perfsweep.bench import command
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMES = "PERFSWEEP_SUITE_TIMES"  # the folder each worker writes its tests' times into
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Time one test, its setup and teardown included, where the suite bench asked for it."""
+    folder = os.environ.get(TIMES)
+    began, cpu = time.perf_counter(), os.times()
+    yield
+    if not folder:
+        return
+    ended = os.times()
+    row = {
+        "test": item.nodeid,
+        "wall_s": time.perf_counter() - began,
+        "cpu_s": ended.user + ended.system - cpu.user - cpu.system,
+        "children_cpu_s": ended.children_user + ended.children_system - cpu.children_user - cpu.children_system,
+    }
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(Path(folder) / f"{worker}.jsonl", "a") as out:
+        out.write(json.dumps(row) + "\n")
+
+
+def collected(folder: Path) -> list[dict]:
+    """Every timed test's row, from each worker's file."""
+    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
+
+
+def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
+    """The suite's totals, then its `top` slowest tests by wall time."""
+    cpu = sum(r["cpu_s"] + r["children_cpu_s"] for r in rows)
+    lines = [
+        f"suite: {wall_s:.0f} s wall for {len(rows)} tests; their wall times sum to "
+        f"{sum(r['wall_s'] for r in rows):.0f} s, their CPU times to {cpu:.0f} s (children included)",
+        f"the {min(top, len(rows))} slowest tests by wall time (s):",
+        f"{'wall':>7} {'cpu':>7} {'children':>9}  test",
+    ]
+    slowest = sorted(rows, key=lambda r: r["wall_s"], reverse=True)[:top]
+    lines += [f"{r['wall_s']:7.1f} {r['cpu_s']:7.1f} {r['children_cpu_s']:9.1f}  {r['test']}" for r in slowest]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    found = command.parser("suite", __doc__)
+    found.add_argument("--top", type=int, default=20, help="how many of the slowest tests to list")
+    found.add_argument("--out", type=Path, help="also write every test's row here (JSON lines)")
+    found.add_argument("pytest_args", nargs="*", help="pytest's arguments (after --); none: README's test command")
+    args = found.parse_args(argv)
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "perfsweep.bench.suite", *args.pytest_args]
+    if args.dry_run:
+        print(f"dry run: would run {' '.join(pytest_cmd[1:])} in {ROOT}, then list its {args.top} slowest tests")
+        return 0
+    with tempfile.TemporaryDirectory() as folder:
+        began = time.perf_counter()
+        status = subprocess.run(pytest_cmd, cwd=ROOT, env={**os.environ, TIMES: folder}).returncode
+        wall = time.perf_counter() - began
+        rows = collected(Path(folder))
+    if args.out:
+        args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    print("\n".join(report(rows, wall, args.top)))
+    return status
+
+
+if __name__ == "__main__" and (status := main()):
+    sys.exit(status)  # pytest's own: a failed test fails the bench's command too

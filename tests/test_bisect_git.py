@@ -2,7 +2,6 @@
 of its own, searched for the first that shows the sweep's change."""
 
 import json
-import subprocess
 
 import pytest
 
@@ -113,55 +112,62 @@ def test_the_last_repeats_says_whether_a_point_adds_runs_until_placed(repo, last
     assert (found.looks, found.fixed, found.unit) == (looks, last != "repeats=auto", "commit")
 
 
+@pytest.fixture(scope="module")
+def bisected(tmp_path_factory, env_dir):
+    """One bisect of steplib's three commits, the step's wait ten times as long from the second, that the two tests
+    below read: launched from the repository, with no repeats given and whose working copy, broken here, never runs.
+
+    Returns:
+        The repository, its commits' hashes, the launch, and the bisect's runs folder.
+    """
+    folder = tmp_path_factory.mktemp("bisected") / "repo"
+    hashes = generate(folder, commits=3, planted=2, factor=10.0, sleep_ms=2.0)
+    (folder / "steplib" / "step.py").write_text("raise ImportError('the working copy is not measured')\n")
+    runs = folder.parent / "runs"
+    where = [f"env.dir={env_dir}", f"runs_dir={runs}", "tracker.mode=disabled"]
+    done = launch("bisect", "--git", hashes[0], hashes[-1], "--allow-dirty", *SWEEP, *where, cwd=folder)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder, hashes, done, runs
+
+
 @pytest.mark.network
 @pytest.mark.slow
-def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(tmp_path, env_dir):
-    """Two commits, the step's wait ten times as long in the second (the midpoints' search is tested above, on points
-    given to it); each commit is built into a wheel and installed, and the working copy, broken here, never runs."""
-    folder = tmp_path / "repo"
-    hashes = generate(folder, commits=2, planted=2, factor=10.0, sleep_ms=2.0)
-    (folder / "steplib" / "step.py").write_text("raise ImportError('the working copy is not measured')\n")
-    words = ["--git", hashes[0], hashes[-1], "--repo", str(folder), "--allow-dirty", *SWEEP, "repeats=2"]
-    where = [f"env.dir={env_dir}", f"runs_dir={tmp_path / 'runs'}", "tracker.mode=disabled"]
-    done = launch("bisect", *words, *where, cwd=folder)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    said = f"first commit on the bad side: steplib {hashes[1][:12]} (commit 2: the step does more products)"
-    assert said in done.stdout, done.stdout[-3000:]
-    record = json.loads((tmp_path / "runs" / "default" / RECORD).read_text())
+def test_a_bisect_of_a_repository_names_the_commit_that_made_the_step_slower(bisected, env_dir, monkeypatch):
+    """Each commit is built into a wheel and installed into an environment whose runs record that commit as their code
+    under test; the working copy never runs, and a run that would import the package from PYTHONPATH fails and says
+    so."""
+    folder, hashes, _, runs = bisected
+    record = json.loads((runs / "default" / RECORD).read_text())
     assert (record["last_good"], record["first_bad"]) == (hashes[0], hashes[1])
     measured = [p for p in record["points"] if p["sweep"]]
-    run = next(r for r in load_sweep(tmp_path / "runs" / "default" / measured[0]["sweep"]))
-    pinned = run.env["environment"]
-    assert pinned["repo"] == str(folder) and pinned["requested"]["steplib"] in hashes
-    assert run.status.code_under_test["commit"] == pinned["requested"]["steplib"]
+    run = next(r for r in load_sweep(runs / "default" / measured[0]["sweep"]))
+    environment = run.env["environment"]
+    assert environment["repo"] == str(folder) and environment["requested"]["steplib"] in hashes
+    assert run.status.code_under_test["commit"] == environment["requested"]["steplib"]
     assert run.status.code_under_test["chosen_by"] == "environment"
-    on_path = launch(
-        *SWEEP, "repeats=1", f"+env.packages.steplib={hashes[0]}", f"env.repo={folder}", *where[:2], "sweep_name=path",
-        "tracker.mode=disabled", cwd=tmp_path, env={"PYTHONPATH": str(folder)},
+    monkeypatch.setenv("PYTHONPATH", str(folder))  # the launch's jobs inherit it
+    on_path = launch_here(
+        *SWEEP, "repeats=1", f"+env.packages.steplib={hashes[0]}", f"env.repo={folder}", f"env.dir={env_dir}",
+        f"runs_dir={runs}", "sweep_name=path", "tracker.mode=disabled",
     )  # fmt: skip
     assert on_path.returncode == 1
-    (failed,) = load_sweep(tmp_path / "runs" / "path")
+    (failed,) = load_sweep(runs / "path")
     assert "steplib would be imported from" in failed.status.error.message
-    subprocess.run(["git", "-C", str(folder), "checkout", "steplib/step.py"], check=True)
 
 
 @pytest.mark.network
 @pytest.mark.slow
-def test_a_bisect_of_commits_adds_the_runs_each_point_needs_and_names_the_planted_commit_by_itself(tmp_path, env_dir):
-    """Three commits, the step's wait ten times as long from the second: no repeats given, each point looks at its
-    runs until it is placed, the midpoint included, and the planted commit is named in one command."""
-    folder = tmp_path / "repo"
-    hashes = generate(folder, commits=3, planted=2, factor=10.0, sleep_ms=2.0)
-    where = [f"env.dir={env_dir}", f"runs_dir={tmp_path / 'runs'}", "tracker.mode=disabled"]
-    done = launch("bisect", "--git", hashes[0], hashes[-1], *SWEEP, *where, cwd=folder)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+def test_a_bisect_of_commits_adds_the_runs_each_point_needs_and_names_the_planted_commit_by_itself(bisected):
+    """No repeats given: each point looks at its runs until it is placed, the midpoint included, and the planted
+    commit is named in one command."""
+    _, hashes, done, runs = bisected
     said = f"first commit on the bad side: steplib {hashes[1][:12]} (commit 2: the step does more products)"
     assert said in done.stdout, done.stdout[-3000:]
-    record = json.loads((tmp_path / "runs" / "default" / RECORD).read_text())
+    record = json.loads((runs / "default" / RECORD).read_text())
     assert (record["last_good"], record["first_bad"], record["fixed"]) == (hashes[0], hashes[1], False)
     measured = sorted((p for p in record["points"] if p["sweep"]), key=lambda p: p["order"])
     assert [p["version"] for p in measured] == [hashes[2], hashes[1]] and all(p["runs"] >= 3 for p in measured)
     for point in measured:
-        runs = sorted(load_sweep(tmp_path / "runs" / "default" / point["sweep"]), key=lambda r: r.status.started_at)
-        commits = [run.axes["steplib"] for run in runs]
+        runs_of = sorted(load_sweep(runs / "default" / point["sweep"]), key=lambda r: r.status.started_at)
+        commits = [run.axes["steplib"] for run in runs_of]
         assert set(commits[::2]) != set(commits[1::2]) and len(set(commits[::2])) == 1, "A B A B: each round both"

@@ -72,6 +72,16 @@ def _derived(runs: list[RunRecord], axes: list[str], key: str) -> bool:
     return all(seen.setdefault(r.axis(node), repr(r.fields.get(key))) == repr(r.fields.get(key)) for r in runs)
 
 
+def derived_keys(runs: list[RunRecord]) -> set[str]:
+    """The config keys whose values follow from an axis's value in these runs (precision.autocast_dtype...).
+
+    The keys an axis is shown by (precision.name) are not among them.
+    """
+    axes = [a for a in axis_order(runs) if len({r.axis(a) for r in runs}) > 1]
+    shown = _axis_fields(runs, axis_order(runs))
+    return {key for key in {k for r in runs for k in r.fields} - shown if _derived(runs, axes, key)}
+
+
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between configurations (never the replicate)."""
     if not runs:
@@ -199,7 +209,7 @@ def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configurati
 
     - The baseline is the configuration that differs only in the axis, with the value the configuration records.
     - A configuration that is another's baseline along the axis is its own.
-    - It is absent where the sweep has none.
+    - It is absent where the sweep has none, and for a configuration at the baseline's value that none compares with.
     - Axes come in the sweep's order; an axis along which no comparison is made is left out.
 
     An axis that no candidate baseline has does not part a configuration from its baseline.
@@ -223,7 +233,7 @@ def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configurati
 
         of_group = {key(c.first): c for c in candidates}
         along = found.setdefault(axis, {})
-        along |= {c.key: base for c in members if (base := of_group.get(key(c.first)))}
+        along |= {c.key: base for c in members if (base := of_group.get(key(c.first))) and base is not c}
     for along in found.values():
         for base in list(along.values()):
             along.setdefault(base.key, base)

@@ -57,6 +57,15 @@ def _command(subparsers, name: str, about: str, handler: Handler, sweep_dir: boo
     return parser
 
 
+def _vs_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--vs",
+        metavar="AXIS=VALUE",
+        help="compare along this axis alone, each run with the run of this value and every other axis equal "
+        "(compile=eager); default: along every axis the sweep varies, each with its baseline (docs/analysis.md)",
+    )
+
+
 def add_view_commands(subparsers) -> None:
     """Add the view commands to an argparse subparsers object."""
     about = "one row per configuration: medians per phase, speed-up over the baseline"
@@ -68,12 +77,7 @@ def add_view_commands(subparsers) -> None:
         choices=["table", "timm"],
         help="the table alone, as CSV; --csv timm: in the columns of timm's benchmark result files",
     )
-    parser.add_argument(
-        "--vs",
-        metavar="AXIS=VALUE",
-        help="compare each run with the run of its row group that has this value (compile=eager); default: the "
-        "workload's baseline (input_type=tensor, impl=...)",
-    )
+    _vs_option(parser)
     for name, about, handler in [
         ("runs", "per run and phase: median, within-run interval, IQR, p5-p95, robust CV, outliers", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),
@@ -89,6 +93,7 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument(
         "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
     )
+    _vs_option(parser)
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
         "4 added where a final loss changed, 8 where configurations of A have no match in B, 2 where none matched"

@@ -47,10 +47,13 @@ def show_published(args: argparse.Namespace) -> int:
 
 
 def show_replicates(args: argparse.Namespace) -> int:
+    from perfsweep.analysis.groups import compared_along
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import replicates
+    from perfsweep.records import load_sweep
 
-    print(text(replicates.view(args.sweep_dir, args.half_width)))
+    runs = compared_along(load_sweep(args.sweep_dir), args.vs)
+    print(text(replicates.view(args.sweep_dir, args.half_width, runs)))
     return 0
 
 

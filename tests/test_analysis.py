@@ -104,6 +104,15 @@ def test_a_group_without_baseline_has_no_ratio(sweep):
     assert ["contiguous_3d", "subclass"] == table[-1][:2] and table[-1][-2] == "-"
 
 
+def test_a_baseline_that_nothing_is_compared_with_shows_no_ratio(sweep):
+    """A plain Tensor in a memory format no other input type ran in: no 1.00x for a comparison not made."""
+    write_run(sweep, "f", "tensor", "contiguous_3d", 50.0)
+    header, table = rows(load_sweep(sweep))
+    row = next(r for r in table if r[:2] == ["contiguous_3d", "tensor"])
+    assert row[header.index("vs tensor")] == "-"
+    assert row[header.index("vs contiguous")].startswith("0.500x")
+
+
 def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
     assert analysis_cli(["table", str(sweep), "--vs", "memory_format=contiguous"]) == 0
     lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]

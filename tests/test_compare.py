@@ -99,3 +99,31 @@ def test_compare_names_the_code_each_sweep_measured_where_it_differs():
     assert "their code differs in: commit under test 11111111 -> 22222222+dirty, mypkg files aaaaaaaa -> bbbbbbbb" in (
         shown.above
     )
+
+
+def at_precision(runs: list, name: str, autocast: str | None) -> list:
+    """The runs as runs of precision `name`, an axis, with the autocast dtype its option sets."""
+    return [
+        dataclasses.replace(
+            run,
+            axes={**run.axes, "precision": name},
+            axis_order=["precision", *run.axis_order],
+            named_axes=["precision", *run.named_axes],
+            fields=run.fields | {"precision.name": name, "precision.autocast_dtype": autocast},
+        )
+        for run in runs
+    ]
+
+
+def test_a_setting_that_follows_from_an_axis_is_named_by_the_axis_alone():
+    """precision.autocast_dtype follows from precision: neither a difference of its own nor an override to type."""
+    rng = np.random.default_rng(3)
+    a = at_precision(sweep(synthetic.grid(), rng), "fp32", None)
+    b = at_precision(sweep(synthetic.grid(), rng), "amp_bf16", "bfloat16")
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert "they differ in: precision.name 'fp32' -> 'amp_bf16'" in shown.above
+    both = a + at_precision(sweep(synthetic.grid(), rng), "amp_bf16", "bfloat16")
+    shown, status = compare.compare_runs(both, a, threshold=0.05, loss_tolerance=0.05)
+    (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
+    assert unmatched.endswith("to match them, launch B with precision=amp_bf16"), unmatched
+    assert status & compare.EXIT_UNMATCHED

@@ -1,5 +1,6 @@
 """A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
 
+import dataclasses
 import json
 import os
 import re
@@ -300,3 +301,15 @@ def test_history_wandb_dry_run_prints_the_report_outline_and_writes_nothing(tmp_
     assert unreachable.returncode == views.EXIT_NO_HISTORY, "not 1: that is a regression's"
     assert "unreachable" in unreachable.stderr and "nothing was written or sent" in unreachable.stderr
     assert not out.exists()
+
+
+def test_a_setting_of_the_users_own_that_newer_sweeps_add_parts_their_configurations():
+    """A constructor argument that only the newest sweeps set is a configuration of its own, not the older one's."""
+    found = history_of(np.random.default_rng(8), [TWO, TWO, TWO, TWO])
+    for point in found.points[2:]:
+        point.runs[:] = [dataclasses.replace(r, fields=r.fields | {"model.kwargs.d_model": 256}) for r in point.runs]
+    made, left = views.series_of(found, "step", 0.05)
+    labels = {f"{t} model.kwargs.d_model={d}" for t in ("subclass", "tensor") for d in ("(unset)", 256)}
+    assert {s.label for s in made} == labels
+    assert all(len(s.held) == 2 for s in made), "each configuration holds the two points that ran it"
+    assert not any(line.startswith("not matched on") for line in left), left

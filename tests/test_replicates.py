@@ -171,6 +171,21 @@ def test_each_configuration_is_compared_with_the_baseline_of_its_own_row_group(t
     assert all("within-run" not in row[column] for row in shown.rows)
 
 
+def test_the_replicates_view_compares_along_the_axis_asked_for_as_the_table_does(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    for replicate, jitter in enumerate((1.0, 1.02, 0.98)):
+        write_model_run(sweep_dir, "models", "resnet18", "contiguous", 100.0 * jitter, replicate=replicate)
+        write_model_run(sweep_dir, "models", "resnet18", "channels_last", 80.0 * jitter, replicate=replicate)
+    shown = launch_here("replicates", str(sweep_dir), "--vs", "memory_format=channels_last")
+    assert shown.returncode == 0, shown.stderr
+    header = next(line for line in shown.stdout.splitlines() if line.startswith("| configuration"))
+    assert "vs channels_last" in header and "vs contiguous" not in header
+    cells = {row.split("|")[1].strip(): row for row in shown.stdout.splitlines() if row.startswith("| c")}
+    assert "| 1.25" in cells["contiguous"] and "| 1.00x" in cells["channels_last"]
+    shown_with_table = launch_here("table", str(sweep_dir), "--vs", "memory_format=channels_last")
+    assert shown_with_table.stdout.count("vs channels_last") == 2 and "vs contiguous" not in shown_with_table.stdout
+
+
 @pytest.mark.parametrize("runs", [1, 3])
 def test_a_speed_up_over_steps_of_zero_ms_prints_unknown_instead_of_failing(runs):
     # A coarse timer, or a damaged record, can leave a median step of 0 ms: no ratio exists.

@@ -21,7 +21,7 @@ def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None 
     compared = compared_along(runs, vs)
     views = [table.table_view(sweep_dir, compared)]
     if any("replicate" in r.axes for r in runs):
-        views.append(replicates.view(sweep_dir))
+        views.append(replicates.view(sweep_dir, runs=compared))
     across = ranks.view(sweep_dir, names)
     return views + ([across] if across else []) + explain.views(sweep_dir, compared) + published_views(sweep_dir)
 

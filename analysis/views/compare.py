@@ -66,7 +66,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, code_name, is_declaration, labels, measures, round_of
+from perfsweep.analysis.groups import (
+    Configuration,
+    code_name,
+    derived_keys,
+    is_declaration,
+    labels,
+    measures,
+    round_of,
+)
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
@@ -82,9 +90,19 @@ UNSET = "(unset)"  # the value of a key that a run does not record
 Identity = Callable[[RunRecord], dict[str, str]]
 
 
-def identity(run: RunRecord) -> dict[str, str]:
-    fields = {k: repr(v) for k, v in run.fields.items() if measures(k)}
+def identity(run: RunRecord, hidden: frozenset[str] = frozenset()) -> dict[str, str]:
+    """What the run measured, by config key, as compare matches it; `hidden` keys left out."""
+    fields = {k: repr(v) for k, v in run.fields.items() if measures(k) and k not in hidden}
     return {k: v for k, v in fields.items() if k not in NOT_COMPARED and not is_declaration(k)}
+
+
+def identity_of(runs: list[RunRecord]) -> Identity:
+    """The identity of these runs' configurations, without the keys that follow from an axis's value.
+
+    precision.autocast_dtype follows from precision=amp_bf16: the axis names the difference, once.
+    """
+    hidden = frozenset(derived_keys(runs))
+    return lambda run: identity(run, hidden)
 
 
 def code_of(run: RunRecord) -> dict[str, str]:
@@ -138,14 +156,14 @@ class Matching:
     only_b: list[Configuration]
 
 
-def pairs(a: list[RunRecord], b: list[RunRecord]) -> Matching:
+def pairs(a: list[RunRecord], b: list[RunRecord], of: Identity = identity) -> Matching:
     """What the sweeps differ in, and their configurations matched: A's and B's runs of each."""
-    differ = differences(a, b)
+    differ = differences(a, b, of)
 
     def grouped(runs: list[RunRecord]) -> dict[tuple, Configuration]:
         by_key: dict[tuple, list[RunRecord]] = {}
         for run in runs:
-            key = tuple(sorted((k, v) for k, v in identity(run).items() if k not in differ))
+            key = tuple(sorted((k, v) for k, v in of(run).items() if k not in differ))
             by_key.setdefault(key, []).append(run)
         return {key: Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()}
 
@@ -395,7 +413,8 @@ def compare_runs(
 
     `max_unmatched` is the share of A's configurations that may go without a match in B before the gate fails.
     """
-    found = pairs(a, b)
+    of = identity_of(a + b)
+    found = pairs(a, b, of)
     above = [
         f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
         f"they differ in: {changes(found.differ) or 'nothing'}",
@@ -405,7 +424,7 @@ def compare_runs(
     if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
     if not found.matched:
-        return nothing_matched(above, a, b, found), EXIT_NOTHING_COMPARED
+        return nothing_matched(above, a, b, found, of), EXIT_NOTHING_COMPARED
     matched = found.matched
     every_a, every_b = [ca for ca, _ in matched] + found.only_a, [cb for _, cb in matched] + found.only_b
     names_a = named(every_a)  # by what varies among all of A's, matched or not
@@ -429,7 +448,8 @@ def compare_runs(
         suite(lines),
     ]
     flags = [
-        ("UNMATCHED: " if unmatched and side == "A" else "") + without_match(configs, every, other, found.differ, side)
+        ("UNMATCHED: " if unmatched and side == "A" else "")
+        + without_match(configs, every, other, found.differ, side, of)
         for side, configs, every, other in (("A", found.only_a, every_a, b), ("B", found.only_b, every_b, a))
         if configs
     ]
@@ -443,18 +463,25 @@ def named(configs: list[Configuration]) -> dict[tuple, str]:
 
 
 def without_match(
-    configs: list[Configuration], every: list[Configuration], other: list[RunRecord], differ: dict, side: str
+    configs: list[Configuration],
+    every: list[Configuration],
+    other: list[RunRecord],
+    differ: dict,
+    side: str,
+    of: Identity = identity,
 ) -> str:
     """A line naming one side's configurations without a match in the other, and the overrides that would match."""
     theirs = "B" if side == "A" else "A"
     said = f"{side}'s configurations without a match in {theirs}: {', '.join(named(every)[c.key] for c in configs)}"
-    how = lacking([run for config in configs for run in config.runs], other, differ)
+    how = lacking([run for config in configs for run in config.runs], other, differ, of)
     return said + (f"; to match them, {launch(theirs, how)}" if how else "")
 
 
-def nothing_matched(above: list[str], a: list[RunRecord], b: list[RunRecord], found: Matching) -> View:
+def nothing_matched(
+    above: list[str], a: list[RunRecord], b: list[RunRecord], found: Matching, of: Identity = identity
+) -> View:
     """The view where no configuration matched: what parts the sweeps, and how to match them."""
-    apart = parted(a, b, found.differ, ("A", "B"))
+    apart = parted(a, b, found.differ, ("A", "B"), of)
     if apart:
         flags = [f"what parts them: {'; '.join(apart)}"]
     else:
@@ -462,7 +489,7 @@ def nothing_matched(above: list[str], a: list[RunRecord], b: list[RunRecord], fo
         flags = [f"their settings take the same values in other combinations: A's {listed[0]}; B's {listed[1]}"]
     hows = [
         launch(side, how)
-        for side, how in (("B", lacking(a, b, found.differ)), ("A", lacking(b, a, found.differ)))
+        for side, how in (("B", lacking(a, b, found.differ, of)), ("A", lacking(b, a, found.differ, of)))
         if how
     ]
     flags += [f"to match them, {'; or '.join(hows)}"] if hows else []

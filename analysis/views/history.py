@@ -43,9 +43,10 @@ from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.views.compare import (
     EXIT_UNMATCHED,
+    UNSET,
     Identity,
     beyond,
-    identity,
+    identity_of,
     lacking,
     launch,
     parted,
@@ -58,6 +59,7 @@ EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
+USER_KEYS = ("model.kwargs.", "workload.kwargs.", "env.packages.")  # a user's own settings: unset where not recorded
 
 
 @dataclasses.dataclass
@@ -89,14 +91,17 @@ class Series:
 def matched_on(runs: list[RunRecord]) -> tuple[Identity, list[str]]:
     """What the history matches runs by, and the keys it leaves out of the match.
 
-    It is compare's identity over the keys every run records.
-    A key that only some record (a setting added to perfsweep since) is left out.
+    It is compare's identity over the keys every run records, without those that follow from an axis's value.
+    A setting only some record (one added to perfsweep since) is left out.
+    A key of the user's own (model.kwargs.d_model) is matched on wherever some run records it: unset where not.
     """
+    of = identity_of(runs)
     # a commit pinned in the environment (bisect --git's points) is the point, not the configuration
-    identities = {id(run): {k: v for k, v in identity(run).items() if not COMMIT.match(v.strip("'"))} for run in runs}
-    shared = set.intersection(*(set(i) for i in identities.values()))
-    unshared = sorted(set().union(*identities.values()) - shared)
-    return (lambda run: {k: v for k, v in identities[id(run)].items() if k in shared}), unshared
+    identities = {id(run): {k: v for k, v in of(run).items() if not COMMIT.match(v.strip("'"))} for run in runs}
+    every = set().union(*identities.values())
+    shared = set.intersection(*(set(i) for i in identities.values())) | {k for k in every if k.startswith(USER_KEYS)}
+    unshared = sorted(every - shared)
+    return (lambda run: {k: identities[id(run)].get(k, UNSET) for k in shared}), unshared
 
 
 def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series], list[str]]:

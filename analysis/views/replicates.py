@@ -45,7 +45,7 @@ from perfsweep.analysis.statistics.drift import drift
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import figures, percent
 from perfsweep.analysis.statistics.variance import Split, across_runs, costs, sides_split, split
-from perfsweep.records import DONE, load_sweep
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 EXPLAINED = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
@@ -108,9 +108,12 @@ def row(config: Configuration, bases: dict[str, Configuration | None]) -> Row:
     return Row(config, bases, own, max(sides, key=lambda s: s.between) if sides else None)
 
 
-def view(sweep_dir: Path, half_width: float = 0.02) -> View:
-    """Per configuration: its step time across runs, the variance split, the speed-up, and the plan for -+half_width."""
-    runs = [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
+def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None = None) -> View:
+    """Per configuration: its step time across runs, the variance split, the speed-up, and the plan for -+half_width.
+
+    `runs` are the sweep's runs to show (the table's, compared as it compares them); None: all of the sweep's.
+    """
+    runs = [r for r in (load_sweep(sweep_dir) if runs is None else runs) if r.state == DONE and r.summary]
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
     configs = configurations(runs)

@@ -52,8 +52,8 @@ DistBackend = _closed_set("DistBackend", "auto gloo nccl")
 
 @dataclass
 class ModelConf:
-    name: str = "resnet18"  # the model's name in its library (timm or torchvision); with a _target_, its label
-    source: str = "torchvision"  # which library builds it by name: "timm" or "torchvision" (not read with a _target_)
+    name: str = "resnet18"  # the model's name in its source (timm, torchvision, perfsweep); with a _target_, its label
+    source: str = "torchvision"  # who builds it by name: "timm", "torchvision" or "perfsweep" (not with a _target_)
     # A model of your own, built with Hydra's instantiate.
     # It is the import path of an nn.Module class, or of a function that returns one (mylib.models.Net).
     # "": the model `name` of `source`.

@@ -58,6 +58,7 @@ from perfsweep.launcher.runs import (
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots
+from perfsweep.sweeps.spec import RunSpec
 
 POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
 
@@ -77,8 +78,8 @@ class Child:
     killed: bool = False  # for going past its deadline
 
 
-def warm_up(modules: list[str]) -> None:
-    """Import what the runs need, once, in the job that forks them.
+def warm_up(runner: Runner, specs: list[RunSpec]) -> None:
+    """Import what the runs need (`runner.imports`), once, in the job that forks them.
 
     Nothing imported may touch a device, set threads or open a W&B run.
     A forked child must start as clean as a new interpreter.
@@ -88,9 +89,9 @@ def warm_up(modules: list[str]) -> None:
     # With this, torch.cuda.is_available() asks NVML, as torch.cuda.device_count() does.
     # The CUDA runtime's answer (cudaGetDeviceCount) would initialise the CUDA driver in this job.
     # No child forked after that could use CUDA.
-    # Whatever this job imports may ask.
+    # Whatever this job imports may ask, and so may `runner.imports`.
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    for name in modules:
+    for name in runner.imports(specs):
         try:
             importlib.import_module(name)
         except Exception:
@@ -153,7 +154,7 @@ def fork_runs(
     _pass_preemption_on(children)
     try:
         # after the handlers: Ctrl-C here leaves runs pending
-        warm_up(runner.imports([run.spec for run in every_run(runs)]))
+        warm_up(runner, [run.spec for run in every_run(runs)])
         signal.signal(signal.SIGINT, ignore_later_interrupts)  # again: an import may have put in its own
         while queue or children:
             while queue and slots.open(len(children)):

@@ -41,9 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 # Where tests' runs go with device=auto: the GPU where there is one (scripts/gpu-check tests runs them there).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-# timm's smallest network at 32 px: a real model that trains a step in milliseconds on a CPU.
+# perfsweep's own small CNN at 32 px (train/models.py): a real model that trains a step in a millisecond on a CPU,
+# and whose runs import neither timm nor torchvision.
 # One process per configuration (repeats=1) where a test is not about replication: a third of the default's runs.
-TINY = ["model=test_resnet", "steps=3", "warmup_steps=1", "data_batches=2", "repeats=1"]
+TINY = ["model=tiny_cnn", "steps=3", "warmup_steps=1", "data_batches=2", "repeats=1"]
 # A project of one's own that perfsweep times (docs/your-code.md), and a small sweep of it.
 EXAMPLE = ROOT / "examples" / "imagelib"
 SMALL = ["repeats=1", "steps=3", "warmup_steps=1", "tracker.mode=disabled"]

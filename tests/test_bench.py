@@ -58,7 +58,7 @@ def test_overhead_bench_adds_the_synced_loop_when_asked():
 def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
     out = bench(
         "syncs.py",
-        "model=test_resnet",
+        "model=tiny_cnn",
         "model.image_size=32",
         "model.batch_size=4",
         "input_type=tensor,subclass",
@@ -67,7 +67,7 @@ def test_sync_bench_checks_each_run_on_cuda_or_for_host_reads():
     )
     header, *runs = out.strip().splitlines()
     assert header.startswith("CUDA: syncs per step" if torch.cuda.is_available() else "no CUDA GPU: host reads")
-    assert len(runs) == 2 and all(run.startswith("test_resnet-") for run in runs)
+    assert len(runs) == 2 and all(run.startswith("tiny_cnn-") for run in runs)
     assert all(run.endswith("no sync" if torch.cuda.is_available() else "no host read") for run in runs)
 
 
@@ -84,7 +84,7 @@ def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
         sys.executable,
         "-m",
         "perfsweep.bench.syncs",
-        "model=test_resnet",
+        "model=tiny_cnn",
         "model.image_size=32",
         "model.batch_size=4",
         "input_type=tensor",

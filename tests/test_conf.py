@@ -72,7 +72,7 @@ def test_unknown_model_and_compile_mode_are_checks(tiny_plan):
         "memory_format=contiguous",
     ).runs
     found = "\n".join(problems(spec.config))
-    assert "model.name='resnet_nosuch' is not a timm model" in found
+    assert "model.name='resnet_nosuch' is not a perfsweep model" in found
     assert "compile.mode='fastest' is not one of" in found and "max-autotune" in found
 
 

@@ -21,7 +21,7 @@ from tests import golden
 from tests.helpers import ROOT, launch_here, wandb_records
 
 TWO_RANKS = [
-    "model=test_resnet",
+    "model=tiny_cnn",
     "memory_format=contiguous",
     "input_type=tensor",
     "device=cpu",

@@ -17,7 +17,7 @@ from perfsweep.train import run as train_run
 from tests import synthetic
 from tests.helpers import launch_here
 
-TINY = ["model=test_resnet", "model.image_size=32", "model.batch_size=4", "memory_format=contiguous", "steps=4"]
+TINY = ["model=tiny_cnn", "model.image_size=32", "model.batch_size=4", "memory_format=contiguous", "steps=4"]
 TINY += ["warmup_steps=1", "tracker.mode=disabled", "launcher=debug", "explain=true"]
 
 

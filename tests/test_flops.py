@@ -1,4 +1,5 @@
-"""FLOPs counted per step against a hand count, and utilization only where the device's peak is known."""
+"""FLOPs counted per step against a hand count, and utilization only where the device's peak is known; the runs
+that count none, and the import of torch._dynamo that only counting or training runs need."""
 
 import warnings
 
@@ -10,7 +11,10 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
+from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.flops import count_flops, peak_flops
+from perfsweep.train.models import TinyCNN
+from perfsweep.train.run import lazy_imports
 from tests.helpers import run
 
 
@@ -34,6 +38,30 @@ def test_a_compiled_model_counts_as_its_eager_self_without_a_warning():
 def test_a_convolution_counts_what_a_hand_count_gives():
     conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(1, 3, 8, 8)
     assert count_flops(lambda: conv(x)) == 2 * (8 * 8 * 8) * (3 * 3 * 3)  # 2 x outputs x MACs per output
+
+
+def test_perfsweeps_tiny_cnn_counts_what_a_hand_count_gives():
+    model, x = TinyCNN(num_classes=10), torch.randn(2, 3, 32, 32)
+    per_image = 16 * 16 * 8 * 3 * 3 * 3 + 8 * 8 * 16 * 8 * 3 * 3 + 16 * 10  # MACs: two convolutions, the classifier
+    assert count_flops(lambda: model(x)) == 2 * 2 * per_image  # 2 images, 2 FLOPs (multiply, add) per MAC
+
+
+def test_a_function_benchmark_counts_no_flops_and_its_job_imports_no_dynamo(tiny_plan):
+    """Its ops are elementwise: the counter would say 0 after importing torch._dynamo and a slow step under it."""
+    plan = tiny_plan("workload=pairwise_sum_prod", "workload.size=10", "tracker.mode=disabled")
+    run_dir, summary = run(plan)
+    assert summary.flops_per_step is None and summary.tflops_per_s is None
+    assert records.read_json(run_dir / records.SUMMARY)["flops_per_step"] is None
+    assert "torch._dynamo" not in lazy_imports(plan.runs)
+    compiled = build_plan(["workload=pairwise_sum_prod", "workload.impl=broadcast", "compile=default", "repeats=1"])
+    assert "torch._dynamo" in lazy_imports(compiled.runs), "a compiled run imports it"
+    nested = build_plan(["workload=nested", "workload.impl=python", "repeats=1"])
+    assert "torch._dynamo" in lazy_imports(nested.runs), "its jagged NestedTensor imports it"
+
+
+def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan):
+    imports = lazy_imports(tiny_plan().runs)
+    assert "torch._dynamo" in imports and not {"timm", "torchvision"} & set(imports)
 
 
 @pytest.mark.parametrize("name", ["resnet18", "convnext_atto"])

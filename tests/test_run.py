@@ -68,7 +68,7 @@ def test_a_real_run_ends_done_with_the_config_it_ran(real_run):
     assert records.read_status(run_dir).state == "done"
     config = records.read_json(run_dir / records.CONFIG)
     assert config["axes"]["input_type"] == input_type
-    assert config["config"]["model"]["name"] == "test_resnet"
+    assert config["config"]["model"]["name"] == "tiny_cnn"
 
 
 def test_a_real_run_records_its_machine_and_backend_settings(real_run):
@@ -143,7 +143,7 @@ def test_wandb_disabled_writes_no_wandb_files(tiny_plan):
 
 
 def test_a_failing_run_records_the_error_and_raises(tiny_plan):
-    with pytest.raises(ValueError, match="is not a timm model"):
+    with pytest.raises(ValueError, match="is not a perfsweep model"):
         run(tiny_plan("model.name=no_such_net", "input_type=tensor", "memory_format=contiguous"))
     (run_dir,) = [p.parent for p in tiny_plan("input_type=tensor").sweep_dir.glob("*/status.json")]
     status = records.read_status(run_dir)

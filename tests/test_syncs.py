@@ -23,7 +23,7 @@ CPU = torch.device("cpu")
 def reads_in_timed_steps(*overrides: str, steps: int = 2) -> list[str]:
     """The host reads in `steps` timed steps of the one run the overrides name (later ones win), after a warm-up."""
     pinned = [
-        "model=test_resnet",
+        "model=tiny_cnn",
         "model.image_size=32",
         "model.batch_size=4",
         "input_type=tensor",

@@ -41,7 +41,8 @@ def test_the_timm_csv_has_timms_header_and_the_runs_figures(tiny_plan, workload,
 def test_runs_that_differ_in_more_than_the_model_name_their_settings_after_timms_columns(tmp_path):
     runs = tmp_path / "runs"
     grid = ["workload=infer_step", "input_type=tensor", "memory_format=contiguous,channels_last", "seed=0,1"]
-    assert launch_here(*TINY, *grid, "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}").returncode == 0
+    args = ["model=test_resnet", *TINY[1:], *grid, "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}"]
+    assert launch_here(*args).returncode == 0
     shown = launch_here("table", str(runs / "default"), "--csv", "timm")
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()

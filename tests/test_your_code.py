@@ -268,11 +268,11 @@ def test_table_of_a_folder_of_sweeps_names_them(tmp_path):
 
 @pytest.mark.slow
 def test_a_launch_into_a_folder_named_by_its_sweep_alone_is_told_what_else_it_holds(tmp_path):
-    first = here(tmp_path, "model=test_resnet", "input_type=tensor", "memory_format=contiguous")
+    first = here(tmp_path, "model=tiny_cnn", "input_type=tensor", "memory_format=contiguous")
     assert first.returncode == 0 and "warning" not in first.stderr, first.stderr
-    again = here(tmp_path, "model=test_resnet", "input_type=tensor", "memory_format=contiguous")
+    again = here(tmp_path, "model=tiny_cnn", "input_type=tensor", "memory_format=contiguous")
     assert again.returncode == 0 and "warning" not in again.stderr, "the same runs: nothing else there"
-    other = here(tmp_path, "model=test_resnet", "input_type=subclass", "memory_format=contiguous")
+    other = here(tmp_path, "model=tiny_cnn", "input_type=subclass", "memory_format=contiguous")
     assert other.returncode == 0, other.stderr
     assert "holds 1 run of earlier launches that this one does not plan" in other.stderr
     assert "sweep_name=NAME gives a launch a folder of its own" in other.stderr

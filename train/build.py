@@ -8,7 +8,7 @@ import functools
 import inspect
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils._pytree import tree_map_only
@@ -17,6 +17,7 @@ from perfsweep.conf.schema import ModelConf, OptimConf, RunConf
 from perfsweep.train import contract, fastai_parts, targets
 from perfsweep.train import precision as prec
 from perfsweep.train.inputs import InputType, get_input_type
+from perfsweep.train.models import MODELS
 from perfsweep.train.parallel import distributed
 from perfsweep.train.workloads import compiled
 
@@ -76,12 +77,16 @@ def _target(model: ModelConf) -> torch.nn.Module:
     return built
 
 
+def _perfsweep(model: ModelConf) -> torch.nn.Module:
+    return MODELS[model.name](num_classes=model.num_classes, in_chans=model.in_chans, **_kwargs(model))
+
+
 def build_model(model: ModelConf) -> torch.nn.Module:
-    """The run's model, on the CPU in float32, in training mode: the user's (model._target_) or one of a library's."""
+    """The run's model, on the CPU in float32, in training mode: the user's (model._target_), one of a library's or
+    one of perfsweep's own."""
     if model._target_:
         return _target(model)
-    constructor, _ = MODEL_SOURCES[model.source]
-    return constructor(model)
+    return MODEL_SOURCES[model.source].build(model)
 
 
 def _timm_names() -> list[str]:
@@ -96,10 +101,18 @@ def _torchvision_names() -> list[str]:
     return torchvision.models.list_models()
 
 
-# source -> (constructor, the names it knows)
-MODEL_SOURCES: dict[str, tuple[Callable[[ModelConf], torch.nn.Module], Callable[[], list[str]]]] = {
-    "timm": (_timm, _timm_names),
-    "torchvision": (_torchvision, _torchvision_names),
+class ModelSource(NamedTuple):
+    """Where models come from by name (model.source)."""
+
+    build: Callable[[ModelConf], torch.nn.Module]
+    names: Callable[[], list[str]]  # the names it knows
+    library: str | None  # the package that lists them, whose release a listing is kept for; None: perfsweep's own
+
+
+MODEL_SOURCES: dict[str, ModelSource] = {
+    "timm": ModelSource(_timm, _timm_names, "timm"),
+    "torchvision": ModelSource(_torchvision, _torchvision_names, "torchvision"),
+    "perfsweep": ModelSource(_perfsweep, lambda: sorted(MODELS), None),
 }
 
 

@@ -138,20 +138,38 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
 
 
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
-    """The modules these runs import only once they run: a job that forks them imports them first, once (the
-    modules of the user's code they name, their model zoos, W&B's module, pyarrow and pandas, torch._dynamo, whose
-    first FLOP count imports it: 2 s of a CPU, and for GPU runs lightning-fabric's table of peaks). None of them
-    touches a device when imported (a fork checks that of the user's)."""
+    """The modules these runs import only once they run: a job that forks them imports them first, once.
+
+    They are the modules of the user's code the runs name, their model zoos, W&B's module, pyarrow and pandas.
+    They include torch._dynamo where a run imports it (`imports_dynamo`), and lightning-fabric's table of peaks
+    where a run is on a GPU.
+    None of them touches a device when imported (a fork checks that of the user's).
+    """
     # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start
     # fast), and its first conversion of Python values imports pandas where it is installed: 0.3 s a run otherwise
-    needed = {"torch._dynamo", "pyarrow.parquet", "pandas"}
+    needed = {"pyarrow.parquet", "pandas"}
+    needed |= {"torch._dynamo"} if any(imports_dynamo(s.config) for s in specs) else set()
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     paths = {tuple(path.split(".")) for s in specs for path in targets_of(s.config).values()}
     needed |= {".".join(parts[:end]) for parts in paths for end in range(1, len(parts))}  # a path's module is one
     needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
-    if any(s.config.device != "cpu" for s in specs):
+    if any(resolve_device(device).type == "cuda" for device in {s.config.device for s in specs}):
         needed |= set(peak_table_module())
     return sorted(needed)
+
+
+def imports_dynamo(cfg: RunConf) -> bool:
+    """Whether a run imports torch._dynamo: 1.4 s of a CPU.
+
+    A run imports it where it compiles or counts its FLOPs (the counter imports it).
+    A model workload does both: it counts its FLOPs, and its optimizer imports it when built.
+    A function benchmark with a backward phase is taken to (nested's jagged NestedTensor imports it).
+    So is a step of the user's own, without importing its module here.
+    """
+    if cfg.compile.enabled or cfg.workload._target_:
+        return True
+    work = workload_class(cfg.workload)
+    return work.counts_flops or "backward" in work.phases
 
 
 def outcome_known() -> None:
@@ -490,8 +508,8 @@ def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
         "neighbours": {"start": measured.neighbours, "end": neighbours(device)},
         # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
         "clocks": {"start": measured.clock_start, "end": clocks(device)},
-        # One more step's FLOPs, counted.
-        "flops_per_step": count_flops(lambda: work.step(after, NoClock())),
+        # One more step's FLOPs, counted where the counter counts the workload's work.
+        "flops_per_step": count_flops(lambda: work.step(after, NoClock())) if work.counts_flops else None,
     }
 
 

@@ -34,23 +34,25 @@ def _names_cache() -> Path:
 
 @functools.cache
 def _model_names(source: str) -> frozenset[str]:
-    """The models a library knows by name.
+    """The models a source knows by name.
 
-    They are listed once per release of it, and kept on disk.
+    A library's are listed once per release of it, and kept on disk.
     So a launch that checks a model's name does not import the library (timm imports torch._dynamo: seconds).
+    perfsweep's own are those its registry holds now.
     """
+    found = MODEL_SOURCES[source]
     try:
-        version = metadata.version(source)
+        version = metadata.version(found.library) if found.library else ""
     except metadata.PackageNotFoundError:
         version = ""
     if not version or "dev" in version or "+" in version:  # a build of its source may change under one version
-        return frozenset(MODEL_SOURCES[source][1]())
-    listed = _names_cache() / f"{source}-{version}.json"
+        return frozenset(found.names())
+    listed = _names_cache() / f"{found.library}-{version}.json"
     try:
         return frozenset(json.loads(listed.read_text()))
     except (OSError, ValueError):
         pass
-    names = frozenset(MODEL_SOURCES[source][1]())
+    names = frozenset(found.names())
     with contextlib.suppress(OSError):  # not kept: listed again next time
         listed.parent.mkdir(parents=True, exist_ok=True)
         partial = listed.with_name(f".{listed.name}.{os.getpid()}")

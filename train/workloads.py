@@ -36,6 +36,9 @@ def compiled(fn: Any, conf: CompileConf) -> Any:
 
 class Workload:
     phases: ClassVar[tuple[str, ...]] = ("call",)
+    # Whether a run counts its FLOPs (train/flops.py): where the counter counts its work (matmuls, convolutions,
+    # attention). Counting costs one more step under the counter and, in a process, an import of torch._dynamo.
+    counts_flops: ClassVar[bool] = True
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:

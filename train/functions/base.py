@@ -21,6 +21,8 @@ from perfsweep.train.workloads import Workload, compiled
 class FunctionBench(Workload):
     impls: ClassVar[tuple[str, ...]]
     not_compilable: ClassVar[dict[str, str]] = {}  # impl -> why torch.compile cannot take it
+    # Most do elementwise and indexing ops, which the FLOP counter does not count (docs/measurement.md)
+    counts_flops = False
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)

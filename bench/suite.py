@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from perfsweep.bench import command
-
 ROOT = Path(__file__).resolve().parent.parent
 TIMES = "PERFSWEEP_SUITE_TIMES"  # the folder each worker writes its tests' times into
 
@@ -67,6 +65,8 @@ def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from perfsweep.bench import command  # here, not above: as a plugin, this module loads before the suite's conftest
+
     found = command.parser("suite", __doc__)
     found.add_argument("--top", type=int, default=20, help="how many of the slowest tests to list")
     found.add_argument("--out", type=Path, help="also write every test's row here (JSON lines)")

@@ -9,12 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import torch
-from filelock import FileLock
+# Three workers share two cores (pyproject.toml), and the torch threads of a run wait for each other in OpenMP. Spinning
+# while the thread they wait for was descheduled, a sweep of tiny runs took six times the CPU it takes alone; waiting
+# passively, they sleep. OpenMP reads this once, when torch loads it: before the imports below. Jobs inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from perfsweep.sweeps.plan import build_plan
-from tests.helpers import EXAMPLE, FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from filelock import FileLock  # noqa: E402
+
+from perfsweep.sweeps.plan import build_plan  # noqa: E402
+from tests.helpers import EXAMPLE, FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch  # noqa: E402
 
 
 def pytest_sessionfinish(session):

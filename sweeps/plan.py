@@ -381,15 +381,17 @@ def _own_code(run: list[Setting], options: compose.Options) -> str:
 
 
 def _declared_reads(run: list[Setting], typed: set[str], options: compose.Options, found: Ranked) -> list[Setting]:
-    """`workload.reads` as the run's step declares it on its class (`reads`), where the step is named by its path.
+    """`workload.reads` as the run's step declares it on its class (`reads`).
 
+    The step is named by its path, or by the `_target_` of a workload yaml of the user's.
     [] where the class declares none.
-    [] too where the command line or a workload yaml of the user's declares what the step reads.
+    [] too where the command line or the user's workload yaml declares what the step reads.
     """
     chosen = next((s for s in run if s.key == "workload" and _named_option(s)), None)
-    if "workload.reads" in typed or (chosen and options.own_file("workload", chosen.value)):
+    own = options.values("workload", chosen.value) if chosen and options.own_file("workload", chosen.value) else {}
+    if "workload.reads" in typed or "workload.reads" in own:
         return []
-    path = next((str(s.value) for s in run if s.key == "workload._target_"), "")
+    path = next((str(s.value) for s in run if s.key == "workload._target_"), str(own.get("workload._target_", "")))
     if chosen and not path:
         plugin = options.plugin("workload", chosen.value)
         path = plugin.target if plugin else str(chosen.value) if options.is_target(chosen) else ""

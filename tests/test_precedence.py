@@ -164,6 +164,15 @@ def test_a_step_of_yours_is_swept_only_along_the_fields_it_declares_it_reads(use
     golden.says("refused: a step's reads that are no run fields", misdeclared.stderr)
 
 
+def test_a_workload_yaml_that_declares_no_reads_takes_its_steps_own(user_module, tmp_path):
+    user_module("histbench", HISTOGRAM)
+    (tmp_path / "perf" / "workload").mkdir(parents=True)
+    (tmp_path / "perf" / "workload" / "hist.yaml").write_text("_target_: histbench.Step\nname: hist\n")
+    plan = build_plan([f"hydra.searchpath=[file://{tmp_path / 'perf'}]", "workload=hist", "model.batch_size=4,8"])
+    assert all(list(spec.config.workload.reads) == ["model"] for spec in plan.runs)
+    assert {spec.config.model.batch_size for spec in plan.runs} == {4, 8} and "input_type" not in plan.runs[0].axes
+
+
 def test_a_function_benchmark_without_a_sweep_runs_once_and_says_what_it_left_out():
     plan = build_plan(["workload=sampler", "repeats=1"])
     assert len(plan.runs) == 1

@@ -24,10 +24,28 @@ from perfsweep.sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import FAST, ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed, launch_here
 
-# Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks every second
-# (5 s by default, sparing a real cluster's controller).
-SLURM = [*TINY, "launcher=slurm", "launcher.parallelism=2", "launcher.poll_s=1", "tracker.mode=disabled"]
-SLURM += ["memory_format=contiguous"]
+# Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks five times a
+# second (every 5 s by default, sparing a real cluster's controller; the local one answers squeue in milliseconds).
+POLL = "launcher.poll_s=0.2"
+SLURM = [*TINY, "launcher=slurm", "launcher.parallelism=2", POLL, "tracker.mode=disabled", "memory_format=contiguous"]
+# A model of the user's own whose forward sleeps 20 ms: its run lasts as long as a test needs on any machine, and
+# costs no CPU. A cancel or requeue of its job kills it (submitit's job ignores Slurm's SIGTERM) 5 s later (slurmd's
+# floor, whatever KillWait says): a run that is to be cut short lasts longer than that.
+NAP = """
+import time
+
+import torch
+
+
+class Nap(torch.nn.Module):
+    def __init__(self, num_classes=10, in_chans=3):
+        super().__init__()
+        self.head = torch.nn.Linear(in_chans, num_classes)
+
+    def forward(self, images):
+        time.sleep(0.02)
+        return self.head(images.mean((2, 3)))
+"""
 
 
 @pytest.fixture
@@ -36,6 +54,13 @@ def on_slurm(slurm_cluster, monkeypatch) -> dict[str, str]:
     for key, value in slurm_cluster.items():
         monkeypatch.setenv(key, value)
     return slurm_cluster
+
+
+@pytest.fixture
+def naps(on_slurm, user_module) -> list[str]:
+    """A sweep of one run of NAP on the local cluster (`steps=N` to add)."""
+    user_module("naps", NAP)
+    return ["model=naps.Nap", "warmup_steps=1", "repeats=1", "launcher=slurm", POLL, "tracker.mode=disabled"]
 
 
 def states(sweep: Path) -> dict[str, records.Status]:
@@ -49,7 +74,7 @@ def wait_until_final(sweep: Path, timeout_s: float = 180) -> dict[str, records.S
         found = states(sweep)
         if found and all(s.state in ("done", "failed") for s in found.values()):
             return found
-        time.sleep(1)
+        time.sleep(0.1)
     raise AssertionError(f"runs not finished after {timeout_s} s: {launch_here('status', str(sweep)).stdout}")
 
 
@@ -176,11 +201,11 @@ def test_a_failing_run_fails_alone(on_slurm, tmp_path):
 
 
 @pytest.mark.slurm
-def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
-    """(64 px: the run lasts long enough that the cancel lands while it runs.)"""
+def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
+    """(500 naps: the run lasts 10 s; the cancel, as soon as it is seen running, kills it 5 s later.)"""
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    result = launch_here(*SLURM, "input_type=tensor", "steps=1000", "model.image_size=64", f"runs_dir={runs}")
+    result = launch_here(*naps, "steps=500", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any(s.state == "running" for s in states(sweep).values()):  # a run never started would be pending
@@ -191,7 +216,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     deadline = time.monotonic() + 60
     while "1 lost" not in (status := launch_here("status", str(sweep)).stdout):
         assert time.monotonic() < deadline, status
-        time.sleep(1)
+        time.sleep(0.2)
     assert f"resume {sweep}" in status
 
     refused = launch_here("resume", str(sweep), "steps=3")
@@ -199,7 +224,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(on_slurm, tmp_path):
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
-    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 1001 for p in sweep.glob("*/status.json"))
+    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 501 for p in sweep.glob("*/status.json"))
     again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
 
@@ -211,16 +236,11 @@ def slurm(*args: str) -> str:
 
 @pytest.mark.slurm
 @pytest.mark.parametrize("how", ["requeue", "preempt"])
-def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how):
+def test_a_requeued_run_finishes_with_one_set_of_records(naps, tmp_path, how):
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(
-        *SLURM,
-        "input_type=tensor",
-        "steps=300",
-        "model.image_size=64",
-        "tracker.mode=offline",
-        f"runs_dir={sweep.parent}",
-    )
+    # the requeue kills the run 5 s after it (8 s of naps); SIGUSR2 stops it at once (3 s of naps)
+    steps = {"requeue": 400, "preempt": 150}[how]
+    result = launch_here(*naps, f"steps={steps}", "tracker.mode=offline", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
@@ -235,17 +255,17 @@ def test_a_requeued_run_finishes_with_one_set_of_records(on_slurm, tmp_path, how
     deadline = time.monotonic() + 60
     while "BeginTime" not in slurm("squeue", "-h", "-o", "%r", "-j", job_id):
         assert time.monotonic() < deadline, "the job was not requeued"
-        time.sleep(0.5)
+        time.sleep(0.2)
     slurm("scontrol", "update", f"jobid={job_id}", "StartTime=now")  # skip Slurm's requeue delay
     status = wait_until_final(sweep)[run_dir.name]
     deadline = time.monotonic() + 60
     while "wandb_s" not in (status.timing or {}):  # done is recorded first; W&B runs after, then is timed
         assert time.monotonic() < deadline, "W&B did not finish"
-        time.sleep(0.5)
+        time.sleep(0.2)
         status = records.read_status(run_dir)
     assert status.state == "done" and status.job_id == job_id
     assert [a["job_id"] for a in status.attempts] == [job_id]
-    assert records.read_steps(run_dir / records.STEPS).num_rows == 301
+    assert records.read_steps(run_dir / records.STEPS).num_rows == steps + 1
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"
 
 
@@ -361,7 +381,7 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
     args = ["workload=pairwise_sum_prod", "workload.impl=broadcast", "workload.size=10", "steps=5", "warmup_steps=1"]
     args += ["seed=range(0,8)", "launcher=slurm", "launcher.parallelism=8", "launcher.max_array_size=2"]
     args += ["launcher.runs_per_job=2"]  # 2 runs a task: an array of 2 tasks holds 4 runs
-    args += ["launcher.wait=true", "launcher.poll_s=1", "repeats=1"]
+    args += ["launcher.wait=true", POLL, "repeats=1"]
     result = launch_here(*args, "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     loaded = load_sweep(runs / "default")
@@ -374,7 +394,7 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
 @pytest.mark.slurm
 def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slurm, tmp_path):
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
-    args += ["launcher=slurm", "launcher.wait=true", "launcher.poll_s=1", "launcher.parallelism=2"]
+    args += ["launcher=slurm", "launcher.wait=true", POLL, "launcher.parallelism=2"]
     args += ["launcher.runs_per_job=3"]  # the look's 6 runs in 2 tasks
     result = launch_here(*args, "repeats=auto", "auto.max_runs=3", "tracker.mode=disabled", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -389,7 +409,7 @@ def test_an_environment_axis_runs_each_array_with_its_environments_python(on_slu
     """Each environment's runs go to an array of their own, whose jobs start that environment's Python."""
     numpys = ("2.2.6", "2.3.5")
     args = [*FAST, f"+env.packages.numpy={','.join(numpys)}", "launcher=slurm", "launcher.wait=true"]
-    args += ["launcher.poll_s=1", "launcher.max_array_size=8", "tracker.mode=disabled", f"env.dir={tmp_path / 'envs'}"]
+    args += [POLL, "launcher.max_array_size=8", "tracker.mode=disabled", f"env.dir={tmp_path / 'envs'}"]
     result = launch_here(*args, f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     runs = load_sweep(tmp_path / "runs" / "default")
@@ -471,7 +491,7 @@ def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path
     assert re.match(said, ended.error.message)
     while subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True).stdout.strip():
         assert time.monotonic() - killed < 30, "the job ended with its run"
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):

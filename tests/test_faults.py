@@ -31,7 +31,7 @@ from perfsweep.train.functions.base import FunctionBench
 from perfsweep.train.tracker import Tracker
 from perfsweep.train.workloads import WORKLOADS
 from tests import golden
-from tests.helpers import FAST, SLOW, launch, launch_here, run, start_launcher, wait_for
+from tests.helpers import FAST, SLOW, launch_here, run, start_launcher, wait_for
 
 JOB_LOG, JOB_IDS = re.compile(r"\b\d+_(?=\S+\.log)"), re.compile(r"\(\d+(, \d+)*\)")  # a local job's id is a pid
 
@@ -71,13 +71,18 @@ def _running(sweep: Path):
     return None
 
 
+def _in_its_steps(sweep: Path):
+    """A running run that has recorded its environment: past its start-up, in its steps."""
+    found = _running(sweep)
+    return found if found and (found[0] / records.ENV).is_file() else None
+
+
 @pytest.mark.slow
 def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path):
     """A Slurm job that ends before its run does is test_slurm.py's cancelled job."""
     sweep = tmp_path / "runs" / "default"
     launcher = start_launcher(tmp_path / "runs", "seed=0", "launcher=local", "launcher.wait=true", "launcher.poll_s=1")
-    run_dir, status = wait_for(lambda: _running(sweep), "a running run")
-    time.sleep(1.0)
+    run_dir, status = wait_for(lambda: _in_its_steps(sweep), "a run in its steps")
     os.kill(status["pid"], signal.SIGKILL)
     out, err = launcher.communicate(timeout=300)
     assert launcher.returncode == 1, out + err
@@ -88,7 +93,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path
     golden.says("a run killed mid-way", lost.error.message, {**killed, JOB_LOG: "<job>_"})
     assert not (run_dir / records.STEPS).exists(), "a killed run leaves no partial steps to mistake for a result"
     assert f"FAILED {run_dir.name}: LostRun: {lost.error.message}" in out, "the launch says why the run failed"
-    resumed = launch_here("resume", str(sweep), "launcher.wait=true", "launcher.poll_s=1")
+    resumed = launch_here("resume", str(sweep), "launcher.name=debug")  # the run again, in this process
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     again = records.read_status(run_dir)
     assert again.state == "done" and [a["error"] for a in again.attempts][-1] == "LostRun"
@@ -99,8 +104,7 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path
 def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     sweep = tmp_path / "runs" / "default"
     launcher = start_launcher(tmp_path / "runs")
-    run_dir, _ = wait_for(lambda: _running(sweep), "a running run")
-    time.sleep(1.0)
+    run_dir, _ = wait_for(lambda: _in_its_steps(sweep), "a run in its steps")
     os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, err
@@ -109,7 +113,7 @@ def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
     assert stopped.state == "pending", err
     assert stopped.interrupted["type"] in ("KeyboardInterrupt", "SystemExit")
     assert [row.state for row in run_states(sweep)] == ["pending", "pending"]
-    resumed = launch_here("resume", str(sweep), "launcher.parallelism=2")
+    resumed = launch_here("resume", str(sweep), "launcher.name=debug")  # both runs, in this process
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert [r.state for r in load_sweep(sweep)] == ["done", "done"]
 
@@ -196,7 +200,7 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
 def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path):
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    first = start_launcher(runs, "seed=0")  # one run of a few seconds, through the local launcher
+    first = start_launcher(runs, "seed=0", "launcher=debug")  # one run of a few seconds, in the launcher's process
     try:
         wait_for(lambda: _running(sweep), "the first launch's run")
         manifest = (sweep / records.SWEEP).read_text()
@@ -296,15 +300,23 @@ def test_a_write_that_fails_leaves_the_old_record_and_no_temporary_file(tmp_path
 
 SWEEP_LEVEL = [records.SWEEP, records.RUNS, records.JOBS]
 RUN_LEVEL = [records.STATUS, records.CONFIG, records.ENV, records.SUMMARY, records.STEPS]
+TWO_RUNS = [*FAST, "seed=0,1", "launcher=debug", "tracker.mode=disabled"]
+
+
+@pytest.fixture(scope="module")
+def two_done(tmp_path_factory) -> Path:
+    """A sweep of two done runs (TWO_RUNS). Read only: each test damages a copy of it."""
+    runs = tmp_path_factory.mktemp("two") / "runs"
+    assert launch_here(*TWO_RUNS, f"runs_dir={runs}").returncode == 0
+    return runs / "default"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SWEEP_LEVEL + RUN_LEVEL)
-def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_finishes(name, tmp_path):
+def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_finishes(name, two_done, tmp_path):
     runs = tmp_path / "runs"
-    sweep = runs / "default"
-    first = [*FAST, "seed=0,1", "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}"]
-    assert launch_here(*first).returncode == 0
+    sweep = Path(shutil.copytree(two_done, runs / "default"))
+    first = [*TWO_RUNS, f"runs_dir={runs}"]
     victim_run = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0]
     victim = (sweep if name in SWEEP_LEVEL else victim_run) / name
     for damage in ("empty", "cut"):
@@ -331,7 +343,7 @@ def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_fini
 
 
 # Stands in for a disk that fills up as a run ends: every rename into place fails from the run's steps on.
-# Loaded by the launcher's job processes through PYTHONPATH (sitecustomize), so the fault is in real processes.
+# Loaded by the launcher's job process through PYTHONPATH (sitecustomize), so the fault is in a real process.
 FULL_DISK = """
 import errno, os
 _replace, _full = os.replace, []
@@ -346,13 +358,13 @@ os.replace = _replace_on_a_full_disk
 
 
 @pytest.mark.slow
-def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_path):
+def test_a_run_that_cannot_write_its_records_exits_non_zero_and_says_why(tmp_path, monkeypatch):
     fault = tmp_path / "fault"
     fault.mkdir()
     (fault / "sitecustomize.py").write_text(FULL_DISK)
     runs = tmp_path / "runs"
-    path = os.pathsep.join([str(fault), os.environ.get("PYTHONPATH", "")])
-    result = launch(*FAST, "tracker.mode=disabled", f"runs_dir={runs}", env={"PYTHONPATH": path})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fault), os.environ.get("PYTHONPATH", "")]))  # the job's
+    result = launch_here(*FAST, "tracker.mode=disabled", f"runs_dir={runs}")
     assert result.returncode == 1, result.stdout + result.stderr
     (status,) = [records.read_status(p.parent) for p in (runs / "default").glob("*/status.json")]
     assert status.state == "failed" and status.error.type == "LostRun"
@@ -417,10 +429,8 @@ def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
         assert row.state == state
 
 
-def test_resume_names_runs_jsonl_when_runs_that_never_started_cannot_be_rebuilt(tmp_path):
-    runs = tmp_path / "runs"
-    assert launch_here(*FAST, "seed=0,1", "launcher=debug", "tracker.mode=disabled", f"runs_dir={runs}").returncode == 0
-    sweep = runs / "default"
+def test_resume_names_runs_jsonl_when_runs_that_never_started_cannot_be_rebuilt(two_done, tmp_path):
+    sweep = Path(shutil.copytree(two_done, tmp_path / "runs" / "default"))
     never_started = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0]
     shutil.rmtree(never_started)
     (sweep / records.RUNS).write_text("")

@@ -17,7 +17,7 @@ from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import run as train_run
 from tests import golden
-from tests.helpers import FAST, ROOT, launch, launch_here, record_done, start_launcher, wait_for
+from tests.helpers import FAST, launch, launch_here, record_done, start_launcher, wait_for
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
@@ -149,7 +149,7 @@ def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_pat
     os.killpg(launcher.pid, signal.SIGINT)
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, out + err
-    assert launch("status", str(sweep)).returncode == 0
+    assert launch_here("status", str(sweep)).returncode == 0
     assert [row.state for row in run_states(sweep)] == ["pending", "pending"]
     assert not list(sweep.glob("*/steps.parquet"))
 
@@ -171,14 +171,14 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(tmp_path):
+def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(tmp_path, monkeypatch):
     """A job that dies before its first run (here: it cannot import the code it runs) leaves every run pending,
     with its log's last line; resume runs them."""
     broken = tmp_path / "code"
     broken.mkdir()
     (broken / "sitecustomize.py").write_text("import os\nif os.environ.get('SUBMITIT_LOCAL_JOB_ID'): os._exit(3)\n")
-    env = {"PYTHONPATH": f"{broken}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    result = launch(*FAST, "seed=0,1", "tracker.mode=disabled", f"runs_dir={tmp_path}", env=env, cwd=ROOT)
+    monkeypatch.setenv("PYTHONPATH", f"{broken}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")  # the job's
+    result = launch_here(*FAST, "seed=0,1", "tracker.mode=disabled", f"runs_dir={tmp_path}")
     assert result.returncode == 1, result.stdout + result.stderr
     statuses = [
         records.read_status(path) for path in (tmp_path / "default").iterdir() if path.is_dir() and path.name[0] != "."
@@ -186,4 +186,4 @@ def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(t
     assert len(statuses) == 2 and all(s.state == "pending" for s in statuses), statuses
     assert all(s.interrupted["type"] == "JobEnded" and "ended before the run started" in s.interrupted["reason"]
                for s in statuses)  # fmt: skip
-    assert "lost" not in launch("status", str(tmp_path / "default")).stdout
+    assert "lost" not in launch_here("status", str(tmp_path / "default")).stdout

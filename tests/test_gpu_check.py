@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +15,7 @@ from perfsweep import records
 from perfsweep.gpu import check as gpu_check
 from perfsweep.gpu import handover
 from perfsweep.records import code as records_code
-from tests.helpers import ROOT
+from tests.helpers import ROOT, wait_for
 
 
 @pytest.mark.slow
@@ -55,8 +55,8 @@ def test_a_stage_that_a_check_stops_is_reported():
 @pytest.mark.slow
 def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_path):
     marker = tmp_path / "grandchild-alive"
-    # the step starts a grandchild (as a launch starts its jobs) that would write the marker after 4 s
-    hung = gpu_check.Step("hung", ["bash", "-c", f"(sleep 4; touch {marker}) & echo started; sleep 60"])
+    # the step starts a grandchild (as a launch starts its jobs) that would write the marker after 4 s, and says its pid
+    hung = gpu_check.Step("hung", ["bash", "-c", f"(sleep 4; touch {marker}) & echo started $!; sleep 60"])
     table = "echo 'SHARED GPU r1: other processes on its GPU: x'; echo 'NOISY r2: robust CV 11%'; echo 'NOISY r3: y'"
     tabled = gpu_check.Step("tabled", ["echo", "what finished"], tables=True)
     steps = [gpu_check.Step("quick", ["bash", "-c", table]), hung, gpu_check.Step("after", ["true"]), tabled]
@@ -72,8 +72,17 @@ def test_a_stage_ends_a_hung_step_with_all_it_started_and_keeps_its_summary(tmp_
     assert "what finished" in (tmp_path / "tabled.txt").read_text()
     assert f"- perfsweep: {records_code.git_commit()['commit']}" in summary
     assert "started" in (tmp_path / "hung.txt").read_text() and "SHARED GPU r1" in (tmp_path / "quick.txt").read_text()
-    time.sleep(4)
-    assert not marker.exists(), "the hung step's grandchild outlived the stage"
+    grandchild = int(re.search(r"^started (\d+)$", (tmp_path / "hung.txt").read_text(), re.MULTILINE)[1])
+    wait_for(lambda: not running(grandchild), "the hung step's grandchild to end with the stage", timeout=10)
+    assert not marker.exists()
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs: it exists and is not a zombie that waits for its parent to read its end."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_resume_keeps_the_steps_that_passed_and_runs_the_others(tmp_path):

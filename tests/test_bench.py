@@ -4,14 +4,15 @@ import contextlib
 import io
 import re
 import runpy
-import subprocess
+import signal
 import sys
 
 import numpy as np
 import pytest
 import torch
 
-from perfsweep.bench import pairing
+from perfsweep.bench import pairing, syncs
+from perfsweep.train.ranks.start import HANDLED
 from tests import synthetic
 from tests.helpers import ROOT
 
@@ -79,25 +80,19 @@ def test_analysis_scale_bench_prints_its_stages():
 
 @pytest.mark.slow
 def test_sync_bench_counts_a_ddp_step_on_each_rank_beside_one_process():
-    """(In a process of its own: its ranks are new interpreters, which find its functions in bench.syncs.)"""
-    command = [
-        sys.executable,
-        "-m",
-        "perfsweep.bench.syncs",
-        "model=tiny_cnn",
-        "model.image_size=32",
-        "model.batch_size=4",
-        "input_type=tensor",
-        "device=cpu",
-        "precision=fp32",
-        "dist=ddp",
-        "dist.world_size=2",
-        "steps=2",
-        "dist.sync_block=2",
-        "warmup_steps=2",
-    ]
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
-    (run,) = out.strip().splitlines()[1:]
+    """Its ranks are new interpreters, which find its functions in perfsweep.bench.syncs: it runs under that name
+    here, not as __main__. The elastic agent takes this process's signal handlers; they are given back after."""
+    overrides = ["model=tiny_cnn", "model.image_size=32", "model.batch_size=4", "input_type=tensor", "device=cpu"]
+    overrides += ["precision=fp32", "dist=ddp", "dist.world_size=2", "steps=2", "dist.sync_block=2", "warmup_steps=2"]
+    handlers = {number: signal.getsignal(number) for number in HANDLED}
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            syncs.main(overrides)
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    (run,) = out.getvalue().strip().splitlines()[1:]
     assert re.search(r" one process: .* \| rank 0: .* \| rank 1: .* \| ddp adds -?[\d.]+ per step$", run)
     assert run.endswith("one process: no host read | rank 0: no host read | rank 1: no host read | ddp adds 0 per step")
 

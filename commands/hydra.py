@@ -1,6 +1,8 @@
 """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra itself."""
 
+import shutil
 import sys
+from pathlib import Path
 
 
 def hydra_flags(args: list[str]) -> int:
@@ -34,7 +36,7 @@ def hydra_flags(args: list[str]) -> int:
     from perfsweep.sweeps.compose import as_hydra_takes
 
     flags_only = [a for a in args if a not in overrides]
-    args = [*flags_only, *as_hydra_takes(overrides, dirs), *(["--config-dir", str(dirs[0])] if dirs else [])]
+    args = [*flags_only, *as_hydra_takes(overrides, dirs), *(["--config-dir", str(config_dir(dirs))] if dirs else [])]
 
     @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
     def show(cfg) -> None:
@@ -54,3 +56,26 @@ def hydra_flags(args: list[str]) -> int:
     if "--help" in args or "-h" in args:
         print(f"Sweep files (sweep=NAME): {', '.join(available_sweeps(dirs))}")
     return 0
+
+
+def config_dir(dirs: tuple[Path, ...]) -> Path:
+    """The folder Hydra's --config-dir names: the user's first config dir.
+
+    Where an option file of it gives a `_target_` its arguments beside it, it is a copy of the dir's yaml files with
+    those arguments moved under `kwargs` (compose.converted), as a launch composes them.
+    Hydra searches --config-dir first, so the file as written would come first otherwise.
+    """
+    from perfsweep.sweeps.compose import converted
+
+    moved = converted(dirs)
+    if moved is None:
+        return dirs[0]
+    whole = moved.with_name(f"{moved.name}-whole")
+    if not whole.is_dir():
+        shutil.copytree(dirs[0], whole, ignore=lambda folder, names: [n for n in names if _not_yaml(Path(folder) / n)])
+        shutil.copytree(moved, whole, dirs_exist_ok=True)
+    return whole
+
+
+def _not_yaml(path: Path) -> bool:
+    return path.is_file() and path.suffix != ".yaml"

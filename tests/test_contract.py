@@ -167,6 +167,14 @@ def test_arguments_beside_a_target_compose_the_same_both_ways(tmp_path):
     assert fast[0].workload.kwargs == {"max_norm": 0.5}
 
 
+def test_hydras_cfg_flag_shows_a_model_yaml_with_its_arguments_beside_its_target_as_a_launch_composes_it(tmp_path):
+    conf = config_dir(tmp_path, ARGUMENTS_BESIDE)
+    shown = launch_here("--config-dir", str(conf), "model=lm", "--cfg", "job")
+    assert shown.returncode == 0 and "full_key" not in shown.stderr, shown.stdout + shown.stderr
+    model = shown.stdout[shown.stdout.index("model:") : shown.stdout.index("memory_format:")]
+    assert "kwargs:\n    vocab: 64\n    tags: 4\n" in model and "batch_size: 4" in model
+
+
 SCHEMA_ERRORS = {
     "model/timm_extra.yaml": "name: vit_tiny_patch16_224\nsource: timm\ndrop_rate: 0.1\n",
     "model/twice.yaml": "_target_: contract_models.Tagger\nvocab: 64\nkwargs: {vocab: 32}\n",

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Three workers share two cores (pyproject.toml), and the torch threads of a run wait for each other in OpenMP. Spinning
 # while the thread they wait for was descheduled, a sweep of tiny runs took six times the CPU it takes alone; waiting
@@ -19,7 +21,18 @@ import torch  # noqa: E402
 from filelock import FileLock  # noqa: E402
 
 from perfsweep.sweeps.plan import build_plan  # noqa: E402
-from tests.helpers import EXAMPLE, FAKE_KEY, HF_TOKEN, ROOT, SECRET, TINY, TRIED, launch  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    EXAMPLE,
+    FAKE_KEY,
+    HF_TOKEN,
+    ROOT,
+    SECRET,
+    TINY,
+    TRIED,
+    launch,
+    launch_here,
+    offline_wandb,
+)
 
 
 def pytest_sessionfinish(session):
@@ -58,10 +71,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _offline_wandb(monkeypatch, tmp_path):
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
-    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
-    monkeypatch.setenv("WANDB_DATA_DIR", str(tmp_path / "wandb-data"))  # where artifacts are staged
+    offline_wandb(monkeypatch, tmp_path)
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +127,18 @@ def tiny_plan(tmp_path):
     return plan
 
 
+def once_a_session(tmp_path_factory, name: str, make: Callable[[Path], Any]) -> Any:
+    """What `make(folder)` returned (JSON), made once for all of pytest's workers, in a folder they share: the first
+    to ask makes it, while the others wait."""
+    mine = tmp_path_factory.getbasetemp()
+    shared = mine.parent if os.environ.get("PYTEST_XDIST_WORKER") else mine  # the session's, which workers share
+    made = shared / f"{name}.json"
+    with FileLock(f"{made}.lock"):
+        if not made.is_file():
+            made.write_text(json.dumps(make(shared / name)))
+    return json.loads(made.read_text())
+
+
 @pytest.fixture(scope="session")
 def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, subprocess.CompletedProcess, dict]:
     """The one real process-per-run sweep (pairing=process), then its report.
@@ -130,13 +152,9 @@ def local_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, su
     It is launched once for all of pytest's workers: the first to ask launches it, while the others wait.
     A user's sweep is launched once, however many read it.
     """
-    mine = tmp_path_factory.getbasetemp()
-    shared = mine.parent if os.environ.get("PYTEST_XDIST_WORKER") else mine  # the session's, which workers share
-    made = shared / "local_sweep.json"
-    with FileLock(f"{made}.lock"):
-        if not made.is_file():
-            made.write_text(json.dumps(_launch_local_sweep(shared / "local" / "runs")))
-    sweep, result, report, env = json.loads(made.read_text())
+    sweep, result, report, env = once_a_session(
+        tmp_path_factory, "local", lambda folder: _launch_local_sweep(folder / "runs")
+    )
     return Path(sweep), subprocess.CompletedProcess(*result), subprocess.CompletedProcess(*report), env
 
 
@@ -152,6 +170,24 @@ def _launch_local_sweep(runs: Path) -> tuple[str, tuple, tuple, dict]:
     assert report.returncode == 0, report.stderr
     done = [(p.args, p.returncode, p.stdout, p.stderr) for p in (result, report)]
     return str(runs / "default"), *done, env
+
+
+@pytest.fixture(scope="session")
+def paired_sweep(tmp_path_factory) -> Path:
+    """The default sweep's shape at a tiny size: three input types by two memory formats, each compared with its
+    baseline, in two rounds; each round's six configurations are the sides of one process (pairing=auto), forked from
+    a warm job of submitit's local executor. W&B off.
+    Read only: copy it to change it.
+    It is launched once for all of pytest's workers."""
+    return Path(once_a_session(tmp_path_factory, "paired", _launch_paired_sweep))
+
+
+def _launch_paired_sweep(runs: Path) -> str:
+    tiny = [arg for arg in TINY if not arg.startswith("repeats=")]
+    axes = ["input_type=tensor,subclass,tensorbase", "memory_format=contiguous,channels_last", "repeats=2"]
+    result = launch_here(*tiny, *axes, "pairing=auto", "tracker.mode=disabled", f"runs_dir={runs}")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return str(runs / "default")
 
 
 @pytest.fixture(scope="session")

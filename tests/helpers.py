@@ -217,6 +217,14 @@ def run(plan) -> tuple[Path, dict]:
     return run_dir, execute(spec, run_dir, tracker_id=f"t-{spec.run_id}", launch={"parallelism": 1})
 
 
+def offline_wandb(patch: pytest.MonkeyPatch, folder: Path) -> None:
+    """W&B offline, with its config, its cache and the artifacts it stages in `folder`."""
+    patch.setenv("WANDB_MODE", "offline")
+    patch.setenv("WANDB_CONFIG_DIR", str(folder / "wandb-config"))
+    patch.setenv("WANDB_CACHE_DIR", str(folder / "wandb-cache"))
+    patch.setenv("WANDB_DATA_DIR", str(folder / "wandb-data"))  # where artifacts are staged
+
+
 def wandb_records(run_dir: Path) -> list[dict]:
     # `python -m wandb`: where wandb is installed with --target (a GPU machine's image), no script sits beside Python
     command = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(run_dir / "wandb")]

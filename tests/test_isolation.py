@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,46 +20,57 @@ from tests.helpers import FAST, ROOT, launch_here, record_done
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
 
 
-def _launch(runs_dir, *args: str) -> list[records.RunRecord]:
-    result = launch_here(*FAST, "tracker.mode=disabled", f"runs_dir={runs_dir}", *args)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return load_sweep(runs_dir / "default")
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> dict[str, Path]:
+    """One sweep of two replicates, two at a time, launched each way: forked from one warm job (both replicates in
+    it), and a new interpreter per job. Read only."""
+    sweeps = {}
+    for mode, per_job in (("fork", 2), ("spawn", 1)):
+        runs_dir = tmp_path_factory.mktemp(mode)
+        args = ["repeats=2", "launcher.parallelism=2", f"launcher.runs_per_job={per_job}", f"launcher.isolation={mode}"]
+        result = launch_here(*FAST, "tracker.mode=disabled", f"runs_dir={runs_dir}", *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        sweeps[mode] = runs_dir / "default"
+    return sweeps
 
 
 @pytest.mark.slow
-def test_fork_and_spawn_runs_leave_the_same_records(tmp_path):
-    forked, spawned = (_launch(tmp_path / mode, f"launcher.isolation={mode}")[0] for mode in ("fork", "spawn"))
-    for run in (forked, spawned):
+def test_fork_and_spawn_runs_leave_the_same_records(launched):
+    forked, spawned = ({run.run_id: run for run in load_sweep(launched[mode])} for mode in ("fork", "spawn"))
+    assert sorted(forked) == sorted(spawned) and len(forked) == 2, "isolation is how a run is launched, not what it is"
+    for run in (*forked.values(), *spawned.values()):
         assert sorted(p.name for p in run.path.iterdir()) == ISOLATED
         t = run.status.timing
         assert set(t) == {"startup_s", "warmup_s", "window_s", "records_s", "counted_s", "summarized_s", "written_s"}
         assert t["counted_s"] + t["summarized_s"] + t["written_s"] <= t["records_s"], "parts of the time after"
-    assert forked.run_id == spawned.run_id, "isolation is how a run is launched, not what it measures"
-    schemas = [records.read_steps(run.path / records.STEPS).schema for run in (forked, spawned)]
-    assert schemas[0] == schemas[1]
-    assert set(forked.summary.to_json()) == set(spawned.summary.to_json())
-    assert set(forked.env) == set(spawned.env)
+    for run_id, run in forked.items():
+        other = spawned[run_id]
+        assert (
+            records.read_steps(run.path / records.STEPS).schema == records.read_steps(other.path / records.STEPS).schema
+        )
+        assert set(run.summary.to_json()) == set(other.summary.to_json())
+        assert set(run.env) == set(other.env)
 
 
 @pytest.mark.slow
-def test_local_jobs_at_once_each_run_on_a_share_of_the_cpus(tmp_path):
+def test_local_jobs_at_once_each_run_on_a_share_of_the_cpus(launched):
     """launcher.isolation=spawn: each job is a new interpreter, placed by the launcher (the warm job's forks are
     placed by the job: tests/test_launch.py's local sweep)."""
-    runs = _launch(tmp_path, "seed=0,1", "launcher.isolation=spawn", "launcher.parallelism=2")
-    jobs = records.submitted_jobs(tmp_path / "default")
+    jobs = records.submitted_jobs(launched["spawn"])
+    assert len({job["job_id"] for job in jobs.values()}) == 2, "a job per run"
     assert sorted(tuple(job["cpus"]) for job in jobs.values()) == sorted(cpu_shares(2)), "a share each"
-    for run in runs:
+    for run in load_sweep(launched["spawn"]):
         assert run.env["cpus"] == jobs[run.name]["cpus"] and run.env["torch_threads"] == len(run.env["cpus"])
 
 
 @pytest.mark.slow
-def test_replicates_forked_from_one_job_each_get_a_process_and_a_seed(tmp_path):
-    runs = _launch(tmp_path, "repeats=3", "launcher.runs_per_job=3", "launcher.isolation=fork")
-    jobs = records.submitted_jobs(tmp_path / "default")
+def test_replicates_forked_from_one_job_each_get_a_process_and_a_seed(launched):
+    runs = load_sweep(launched["fork"])
+    jobs = records.submitted_jobs(launched["fork"])
     assert len({job["job_id"] for job in jobs.values()}) == 1, "one warm job served the sweep"
-    assert sorted(r.fields["seed"] for r in runs) == [0, 1, 2]
+    assert sorted(r.fields["seed"] for r in runs) == [0, 1]
     pids = {r.status.pid for r in runs}
-    assert len(pids) == 3 and int(next(iter(jobs.values()))["job_id"]) not in pids, "a process each, not the job's"
+    assert len(pids) == 2 and int(next(iter(jobs.values()))["job_id"]) not in pids, "a process each, not the job's"
 
 
 def test_a_job_refuses_to_fork_when_its_process_holds_cuda(tmp_path, monkeypatch):

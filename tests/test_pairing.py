@@ -145,26 +145,18 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
 
 
 @pytest.mark.slow
-def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process(tmp_path):
-    runs = tmp_path / "runs"
-    done = launch_here(
-        *TINY,
-        *SIDES[:1],
-        "memory_format=contiguous",
-        "repeats=2",
-        "pairing=auto",
-        "tracker.mode=disabled",
-        f"runs_dir={runs}",
-    )
-    assert done.returncode == 0, done.stderr
-    sweep = runs / "default"
-    statuses = {run.name: run.status for run in records.load_sweep(sweep)}
+def test_a_paired_launch_runs_a_process_per_round_and_its_ratios_are_per_process(paired_sweep):
+    """Three input types by two memory formats, two rounds: each round's six configurations in one process."""
+    loaded = records.load_sweep(paired_sweep)
     by_process = collections.defaultdict(set)
-    for name, status in statuses.items():
-        by_process[status.pid].add(name)
-    assert len(statuses) == 4 and sorted(map(len, by_process.values())) == [2, 2]
-    ((_, speedup),) = speedups(records.load_sweep(sweep))
-    assert speedup.basis == IN_PROCESS and speedup.runs == (2, 2)
+    for run in loaded:
+        by_process[run.status.pid].add(run.name)
+    assert len(loaded) == 12 and sorted(map(len, by_process.values())) == [6, 6]
+    rounds = [{run.fields["seed"] for run in loaded if run.name in names} for names in by_process.values()]
+    assert all(len(seeds) == 1 for seeds in rounds), "a process holds one round"
+    found = speedups(loaded)
+    assert len(found) == 7, "each subclass against tensor, each channels_last against contiguous"
+    assert all(speedup.basis == IN_PROCESS and speedup.runs == (2, 2) for _, speedup in found)
 
 
 @pytest.mark.slow

@@ -3,7 +3,9 @@
 import io
 import re
 import shutil
+import subprocess
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,11 +121,21 @@ def _rounds(stdout: str) -> str:
     return re.sub(r"done in \d+(\.\d+)? min", "done in <minutes> min", said)
 
 
-@pytest.mark.slow
-def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds(tmp_path):
-    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory) -> tuple[list[str], subprocess.CompletedProcess, Path]:
+    """A repeats=auto sweep that decides at its first look, after 3 rounds of its 2 configurations: its launch's
+    words, what the launch said, and its folder. The tests launch it again and resume it in that folder; each
+    leaves its 6 runs done."""
+    runs = tmp_path_factory.mktemp("auto")
+    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={runs}"]
     first = launch_here(*args)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    return args, first, runs / "default"
+
+
+@pytest.mark.slow
+def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds(decided):
+    args, first, _ = decided
     golden.says("repeats=auto: the rounds of a sweep that decides", _rounds(first.stdout))
     assert first.stdout.count("] done ") == 6 and "[6/10 at most] done " in first.stdout
     again = launch_here(*args)
@@ -132,10 +144,8 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
 
 
 @pytest.mark.slow
-def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(tmp_path):
-    args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "tracker.mode=disabled", f"runs_dir={tmp_path}"]
-    assert launch_here(*args).returncode == 0
-    sweep = tmp_path / "default"
+def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(decided):
+    _, _, sweep = decided
     (lost,) = [
         p for p in sweep.iterdir() if p.name.startswith("pairwise_sum_prod-broadcast") and "replicate=2" in p.name
     ]

@@ -10,24 +10,46 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from perfsweep import records
 from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
+from perfsweep.sweeps.plan import build_plan
 from tests import golden
-from tests.helpers import FAKE_KEY, HF_TOKEN, ONE_OF_TWO_FAILS, SECRET, launch, launch_here, run, wandb_records
+from tests.helpers import (
+    FAKE_KEY,
+    HF_TOKEN,
+    ONE_OF_TWO_FAILS,
+    SECRET,
+    TINY,
+    launch_here,
+    offline_wandb,
+    run,
+    wandb_records,
+)
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory) -> tuple[Path, Any, list[dict]]:
+    """One tiny run in this process, W&B offline: its folder, its summary, and what W&B got. Read only."""
+    folder = tmp_path_factory.mktemp("offline")
+    plan = build_plan([*TINY, "input_type=subclass", "memory_format=channels_last", f"runs_dir={folder / 'runs'}"])
+    with pytest.MonkeyPatch.context() as patch:  # made before any test's own W&B folders (conftest.py)
+        offline_wandb(patch, folder)
+        run_dir, summary = run(plan)
+    return run_dir, summary, wandb_records(run_dir)
 
 
 @pytest.mark.slow
-def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
-    run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=channels_last"))
-    logged = wandb_records(run_dir)
+def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
+    run_dir, _, logged = offline_run
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
     config = page["config"]["update"]
     assert config["input_type.name"] == "subclass" and config["memory_format.name"] == "channels_last"
     assert config["env.packages.torch"] and config["env.device"] == "cpu"
-    assert page["run_group"] == tiny_plan().sweep_dir.name and "subclass" in page["tags"]
+    assert page["run_group"] == run_dir.parent.name and "subclass" in page["tags"]
     summary = {}
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
         summary.update(update)
@@ -35,9 +57,9 @@ def test_run_page_has_axes_env_group_tags_and_summary(tiny_plan):
 
 
 @pytest.mark.slow
-def test_wandb_starts_after_the_measured_window_ends(tiny_plan):
-    run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous"))
-    (page,) = [r["run"] for r in wandb_records(run_dir) if r["type"] == "run"]
+def test_wandb_starts_after_the_measured_window_ends(offline_run):
+    _, summary, logged = offline_run
+    (page,) = [r["run"] for r in logged if r["type"] == "run"]
     started = datetime.datetime.fromisoformat(page["start_time"].replace("Z", "+00:00")).timestamp()
     assert started >= summary.window_ended_at, "no wandb call (and no W&B process) overlaps a timed step"
 
@@ -130,12 +152,12 @@ def _maybe_gunzip(data: bytes) -> bytes:
     return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else b""
 
 
-def test_sync_refuses_without_a_key(local_sweep, tmp_path):
+def test_sync_refuses_without_a_key(local_sweep, tmp_path, monkeypatch):
     sweep, *_ = local_sweep
-    env = {k: v for k, v in os.environ.items() if k != "WANDB_API_KEY"}
-    env["NETRC"] = str(tmp_path / "empty-netrc")
     (tmp_path / "empty-netrc").write_text("")
-    result = launch("sync", str(sweep), env={"NETRC": env["NETRC"], "WANDB_API_KEY": ""})
+    monkeypatch.setenv("NETRC", str(tmp_path / "empty-netrc"))
+    monkeypatch.setenv("WANDB_API_KEY", "")
+    result = launch_here("sync", str(sweep))
     assert result.returncode == 2
     golden.says("sync without a W&B key", result.stderr, {sweep: "<sweep>"})
 

@@ -99,7 +99,7 @@ def dispatch(backend: Backend, runs: list[RunJob], folder: Path, per_job: int = 
     dispatcher = Dispatcher(folder, backend, executor, pack, Progress(len(runs), io.StringIO()))
     queue = collections.deque(packs_of(runs, per_job))
     if not backend.on_this_host:
-        dispatcher.start_all(queue, max_array_size=1000)
+        dispatcher.start_all(queue, backend.max_array_size())
     dispatcher.run(queue, poll_s=0)
     return dispatcher
 
@@ -124,6 +124,14 @@ def test_a_cluster_gets_every_job_at_once_as_one_array(runs, tmp_path):
     backend.on_poll = lambda jobs: [job.finish() for job in jobs]
     dispatcher = dispatch(backend, runs, tmp_path, per_job=2)
     assert dispatcher.executor.submissions == [2], "two packs of two runs, in one array"
+    assert set(dispatcher.states.values()) == {records.DONE}
+
+
+def test_a_cluster_splits_its_arrays_at_launcher_max_array_size(runs, tmp_path):
+    backend = FakeCluster(LauncherConf(name="slurm", max_array_size=1))
+    backend.on_poll = lambda jobs: [job.finish() for job in jobs]
+    dispatcher = dispatch(backend, runs, tmp_path, per_job=2)
+    assert dispatcher.executor.submissions == [1, 1], "two packs of two runs, an array each"
     assert set(dispatcher.states.values()) == {records.DONE}
 
 

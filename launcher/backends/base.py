@@ -4,6 +4,8 @@ A backend is where a sweep's jobs run: this host (forked from a warm job, or one
 the launcher's own process (debug), or a Slurm cluster.
 The dispatcher (launcher/submit.py) calls only the methods here.
 Each backend is a sibling module, in the shape of submitit's own executors.
+Forked runs (launcher/warm.py) are no backend of their own: they are how a started job runs its runs, on this
+host or on Slurm alike (launcher.isolation=fork).
 """
 
 import dataclasses
@@ -123,6 +125,10 @@ class Backend:
 
     def place(self, executor: submitit.Executor, place: Place) -> None:
         """Set the executor's parameters for a job put at `place` on this host."""
+
+    def max_array_size(self) -> int:
+        """The most jobs one array may hold: launcher.max_array_size, else no limit."""
+        return self.conf.max_array_size or sys.maxsize
 
     def job_entry(self, job: submitit.Job) -> dict[str, Any]:
         """What jobs.json keeps of a job beside its id and log."""

@@ -161,7 +161,7 @@ def prior_from(paths: list[Path], package: str, good: str, bad: str, against_goo
     Raises:
         BisectError: the paths hold no sweep, or no spread between runs.
     """
-    from perfsweep.analysis.history import HistoryError, sweep_folders
+    from perfsweep.analysis.timeline import HistoryError, sweep_folders
 
     try:
         folders = sweep_folders(paths)

@@ -71,7 +71,7 @@ def show_comparison(args: argparse.Namespace) -> int:
 def show_history(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from perfsweep.analysis.history import history
+    from perfsweep.analysis.timeline import history
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import history as views
     from perfsweep.analysis.views import wandb_history, wandb_online

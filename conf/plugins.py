@@ -17,7 +17,7 @@ import importlib.metadata
 
 from hydra.core.config_store import ConfigStore
 
-from perfsweep.conf.targets import named_node
+from perfsweep.conf.import_paths import named_node
 
 ENTRY_POINT_GROUPS = {
     "model": "perfsweep.models",

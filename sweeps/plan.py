@@ -32,13 +32,13 @@ from omegaconf import OmegaConf
 
 from perfsweep.conf import plugins
 from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
-from perfsweep.conf.targets import TARGET_GROUPS
+from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing
 from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
-from perfsweep.sweeps.models import expand_model_sets, with_default_sizes
+from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.history import History, HistoryError, Point, history
+from perfsweep.analysis.timeline import History, HistoryError, Point, history
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.views import history as views

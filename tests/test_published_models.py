@@ -8,7 +8,7 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import bootstrap
 from perfsweep.analysis.views import published, published_models
-from perfsweep.sweeps.models import default_image_size
+from perfsweep.sweeps.model_sets import default_image_size
 from perfsweep.sweeps.plan import build_plan
 from tests.helpers import write_model_run
 

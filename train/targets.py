@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
-from perfsweep.conf.targets import targets_of
+from perfsweep.conf.import_paths import targets_of
 from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, is_working_copy, module_place
 
 PERFSWEEP = PROJECT_ROOT  # perfsweep's own code: never the user's frames

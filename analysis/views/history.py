@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep.analysis.groups import code_name
-from perfsweep.analysis.history import History, Point
+from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.statistics.variance import across_runs

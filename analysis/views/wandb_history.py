@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from perfsweep.analysis.history import History
+from perfsweep.analysis.timeline import History
 from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.views.history import Series, centre

@@ -21,8 +21,8 @@ from typing import Any
 import submitit
 
 from perfsweep import records, user_command
-from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.import_paths import modules_of
+from perfsweep.conf.schema import commit_pins
 from perfsweep.launcher import sweepdir
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of

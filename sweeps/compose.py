@@ -54,8 +54,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 from perfsweep.conf import plugins
-from perfsweep.conf.schema import Config, ModelConf, WorkloadConf
 from perfsweep.conf.import_paths import TARGET_GROUPS, label_of, named_node
+from perfsweep.conf.schema import Config, ModelConf, WorkloadConf
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "__pycache__") | {"hydra"}

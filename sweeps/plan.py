@@ -31,8 +31,8 @@ from hydra.utils import get_object
 from omegaconf import OmegaConf
 
 from perfsweep.conf import plugins
-from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
 from perfsweep.conf.import_paths import TARGET_GROUPS
+from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing

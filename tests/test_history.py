@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.timeline import History, HistoryError, Point, history
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
+from perfsweep.analysis.timeline import History, HistoryError, Point, history
 from perfsweep.analysis.views import history as views
 from perfsweep.analysis.views import wandb_history
 from perfsweep.analysis.views.report import build_wandb_report, outline

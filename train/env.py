@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 from packaging.utils import canonicalize_name
 
-from perfsweep.conf.schema import commit_pins
 from perfsweep.conf.import_paths import modules_of
+from perfsweep.conf.schema import commit_pins
 from perfsweep.records.code import PROJECT_ROOT, code_identity, code_version, module_place, user_code_record
 
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import torch
 
 from perfsweep import records
-from perfsweep.conf.schema import RunConf
 from perfsweep.conf.import_paths import modules_of, targets_of
+from perfsweep.conf.schema import RunConf
 from perfsweep.records import PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, targets

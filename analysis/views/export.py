@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from perfsweep.analysis.groups import Configuration, code_name, configurations, labels
-from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.statistics.variance import across_runs
+from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")

@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep.analysis.groups import code_name
-from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.statistics.variance import across_runs
+from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
     EXIT_UNMATCHED,
     UNSET,

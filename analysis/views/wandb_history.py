@@ -15,9 +15,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from perfsweep.analysis.timeline import History
 from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
+from perfsweep.analysis.timeline import History
 from perfsweep.analysis.views.history import Series, centre
 from perfsweep.analysis.views.wandb_sweep import tracker_of, view_run
 from perfsweep.conf.schema import TrackerConf

@@ -12,7 +12,7 @@ from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
 
 if TYPE_CHECKING:
-    from perfsweep.analysis.bisect import Prior
+    from perfsweep.analysis.bisection.search import Prior
     from perfsweep.sweeps.plan import Plan
 
 
@@ -20,7 +20,7 @@ def one_metric(plan, good: str, unit: str = "release") -> tuple[str | None, str]
     """What a bisect of this sweep follows: (the release each point's step time is taken over, for one
     configuration, or None for two that are one against its baseline; the metric in words). BisectError for a
     sweep with any other configurations. `unit`: what the search steps over, a release or a commit."""
-    from perfsweep.analysis.bisect import BisectError
+    from perfsweep.analysis.bisection.search import BisectError
 
     specs = list(plan.runs)
     if len(specs) == 1:
@@ -93,7 +93,8 @@ class Bisection:
     def looked(self, plan, runs: int) -> None:
         """Place the plan's release by its done runs. BisectError where none is done."""
         from perfsweep import records
-        from perfsweep.analysis.bisect import UNBUILT, BisectError, Point, values
+        from perfsweep.analysis.bisection.search import UNBUILT, BisectError, Point, values
+        from perfsweep.analysis.bisection.view import shown
 
         version = plan.sweep_dir.name.removeprefix(f"{self.package}-")
         measured = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
@@ -104,14 +105,14 @@ class Bisection:
                 self.search.add(Point(version, side=UNBUILT, why=f"its runs fail: {said}", sweep=plan.sweep_dir.name))
                 return
             raise BisectError(
-                f"{self.search.shown(version)}: none of its {len(measured)} runs is done ({said}); "
+                f"{shown(self.search, version)}: none of its {len(measured)} runs is done ({said}); "
                 f"`{user_command()} status {plan.sweep_dir}` says why, and the bisect again goes on from its records"
             )
         found = values(done, self.package, self.reference, self.search.level, self.search.unit)
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
-        from perfsweep.analysis.bisect import UNDETERMINED
+        from perfsweep.analysis.bisection.search import UNDETERMINED
 
         return all(self.search.points[v].side != UNDETERMINED for v in self.versions)
 
@@ -129,13 +130,14 @@ class Bisection:
 
         The first look has the runs a side that the spread measured so far says a point needs.
         """
-        from perfsweep.analysis.bisect import point_looks
+        from perfsweep.analysis.bisection.search import point_looks
+        from perfsweep.analysis.bisection.view import shown
 
         self.versions = versions
         first, why = self.search.first_look(versions[-1], self.prior)
         looks = point_looks(first, self.search.looks)
         until = f", then more until placed, up to {looks[-1]}" if len(looks) > 1 else ""
-        print(f"bisect {' and '.join(map(self.search.shown, versions))}: {first} runs a side ({why}){until}")
+        print(f"bisect {' and '.join(shown(self.search, v) for v in versions)}: {first} runs a side ({why}){until}")
         status = launch_until_decided(self, looks, argv, quiet_envs=True)
         if status not in (0, 1):
             return status
@@ -145,7 +147,7 @@ class Bisection:
             point = self.search.points[version]
             said = f"{point.side}: {point.why}" if point.why else point.side
             runs = f" at {point.runs} runs a side" if point.runs else ""
-            print(f"bisect {self.search.shown(version)}: {point.interval()}{runs}: {said}")
+            print(f"bisect {shown(self.search, version)}: {point.interval()}{runs}: {said}")
         return 0
 
 
@@ -155,7 +157,7 @@ def commits_between(repo: Path, good: str, bad: str, allow_dirty: bool) -> tuple
     Raises:
         BisectError: not a repository, a commit it lacks, good not an ancestor of bad, uncommitted changes.
     """
-    from perfsweep.analysis.bisect import BisectError
+    from perfsweep.analysis.bisection.search import BisectError
     from perfsweep.records.code import commit_of, git
 
     if git(repo, "rev-parse", "--git-dir") is None:
@@ -186,7 +188,7 @@ def project_name(repo: Path, commit: str) -> str:
     """The package the repository builds at `commit`: its pyproject.toml's [project] name."""
     import tomllib
 
-    from perfsweep.analysis.bisect import BisectError
+    from perfsweep.analysis.bisection.search import BisectError
     from perfsweep.records.code import git
 
     text = git(repo, "show", f"{commit}:pyproject.toml")
@@ -227,7 +229,7 @@ def asked(args: argparse.Namespace) -> Asked:
     Raises:
         BisectError, PlanError: what is wrong with it, before anything is built or run.
     """
-    from perfsweep.analysis.bisect import BisectError, between, prior_from, schedule
+    from perfsweep.analysis.bisection.search import BisectError, between, prior_from, schedule
     from perfsweep.launcher import envs
     from perfsweep.records import AUTO
     from perfsweep.records.code import repository
@@ -284,14 +286,16 @@ def asked(args: argparse.Namespace) -> Asked:
 def bisect(args: argparse.Namespace) -> int:
     """Measure the releases between --good and --bad, or the commits of --git GOOD BAD, midpoint by midpoint.
 
-    The search is analysis/bisect.py's.
+    The search, its record and its table are in analysis/bisection/.
     A commit's code is built and installed into an environment of its own (launcher/envs.py).
 
     The endpoints go first, then each midpoint.
     Each point adds runs at each of its looks until it is placed on a side, or runs a fixed repeats.
     Each point is saved to bisect.json as it is placed.
     """
-    from perfsweep.analysis.bisect import RECORD, UNBUILT, BisectError, Point, Search, level
+    from perfsweep.analysis.bisection.search import UNBUILT, BisectError, BisectSearch, Point, level
+    from perfsweep.analysis.bisection.store import RECORD, save
+    from perfsweep.analysis.bisection.view import label, shown, view
     from perfsweep.analysis.render import text
     from perfsweep.launcher import envs
     from perfsweep.sweeps.plan import PlanError
@@ -314,9 +318,9 @@ def bisect(args: argparse.Namespace) -> int:
         print(f"perfsweep: nothing was run:\n- {conflict}", file=sys.stderr)
         return 2
     at = level(len(a.looks), len(a.releases))
-    search = Search(a.package, a.releases, a.metric, at, subjects=a.subjects, looks=a.looks, fixed=a.fixed)
+    search = BisectSearch(a.package, a.releases, a.metric, at, subjects=a.subjects, looks=a.looks, fixed=a.fixed)
     bisection = Bisection(search, a.package, folder, kept, a.reference, a.prior, args.max_minutes)
-    between = f"from {search.label(good)} (good) to {search.label(bad)} (bad)"
+    between = f"from {label(search, good)} (good) to {label(search, bad)} (bad)"
     print(f"bisect {a.package}: {len(a.releases)} {a.unit}s {between}")
     ends = [v for v in (good, bad) if v != a.reference]
     try:  # both ends built before anything runs
@@ -331,22 +335,22 @@ def bisect(args: argparse.Namespace) -> int:
             search.add(Point(a.reference, 1.0, 1.0, 1.0, reference=True))
         status = bisection.measure(ends, args.argv)
         while status == 0 and (version := search.next()) is not None and not bisection.ran_out():
-            search.save(folder, kept, source)
+            save(search, folder, kept, source)
             try:
                 envs.for_plan(bisection.plan_of(version, 1).runs, launcher)
             except envs.Unresolvable as error:  # no build of it for this Python: its neighbour is measured instead
                 search.add(Point(version, side=UNBUILT, why=str(error).splitlines()[0]))
-                print(f"bisect {search.shown(version)}: {UNBUILT}; the search goes on beside it")
+                print(f"bisect {shown(search, version)}: {UNBUILT}; the search goes on beside it")
                 continue
             status = bisection.measure([version], args.argv)
     except (BisectError, envs.EnvError) as error:
         print(f"perfsweep: the bisect stopped:\n- {error}", file=sys.stderr)
         return 2
     finally:
-        search.save(folder, kept, source)
+        save(search, folder, kept, source)
     if status:
         return status
-    print(text(search.view()))
+    print(text(view(search)))
     print(f"records: {(folder / RECORD).resolve()}")
     return 0 if search.first_bad() else 1
 
@@ -354,7 +358,7 @@ def bisect(args: argparse.Namespace) -> int:
 def folder_conflict(folder, settings: dict) -> str:
     """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect."""
     from perfsweep import records
-    from perfsweep.analysis.bisect import RECORD
+    from perfsweep.analysis.bisection.store import RECORD
 
     name = "sweep_name=NAME: a folder of its own for this bisect"
     if (folder / records.SWEEP).is_file():

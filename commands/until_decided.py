@@ -1,6 +1,6 @@
 """Launch, look, decide: the loop that repeats=auto and bisect share.
 
-A search launches its plans at each look of a schedule.
+A sequential design launches its plans at each look of a schedule.
 After each launch it reads the plan's records.
 After each look it says whether it is decided.
 """
@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from perfsweep.sweeps.plan import Plan
 
 
-class Search(Protocol):
+class SequentialDesign(Protocol):
+    """What the loop launches and reads: repeats=auto's rounds, or a bisect's points."""
+
     def plans(self, runs: int) -> list["Plan"]:
         """The plans to launch at a look, with `runs` runs per configuration."""
 
@@ -22,19 +24,23 @@ class Search(Protocol):
         """Read a plan's records once its launch has ended."""
 
     def decided(self) -> bool:
-        """Whether the search needs no more looks."""
+        """Whether the design needs no more looks."""
 
     def out_of_time(self) -> bool:
         """Whether to stop before the next look."""
 
 
 def launch_until_decided(
-    search: Search, looks: list[int], argv: list[str], quiet_envs: bool = False, progress: "Progress | None" = None
+    design: SequentialDesign,
+    looks: list[int],
+    argv: list[str],
+    quiet_envs: bool = False,
+    progress: "Progress | None" = None,
 ) -> int:
-    """Launch each look's plans until the search is decided or the looks run out.
+    """Launch each look's plans until the design is decided or the looks run out.
 
     Args:
-        search: what to launch and how to read it.
+        design: what to launch and how to read it.
         looks: the runs per configuration at each look, in order.
         argv: the command's words, kept in each sweep's manifest.
         quiet_envs: the environments were built and reported before.
@@ -45,12 +51,12 @@ def launch_until_decided(
     """
     failed = False
     for runs in looks:
-        for plan in search.plans(runs):
+        for plan in design.plans(runs):
             status = launch_plan(lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs, progress=progress)
             if status not in (0, 1):
                 return status
             failed = failed or status == 1
-            search.looked(plan, runs)
-        if search.decided() or (runs != looks[-1] and search.out_of_time()):
+            design.looked(plan, runs)
+        if design.decided() or (runs != looks[-1] and design.out_of_time()):
             break
     return int(failed)

@@ -10,12 +10,13 @@ from pathlib import Path
 
 
 def show_table(args: argparse.Namespace) -> int:
-    from perfsweep.analysis.bisect import Search
+    from perfsweep.analysis.bisection import store
+    from perfsweep.analysis.bisection.view import view
     from perfsweep.analysis.render import as_csv, text
     from perfsweep.analysis.views import sweep_views, table
 
-    if (search := Search.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
-        print(as_csv(search.view()) if args.csv else text(search.view()), end="" if args.csv else "\n")
+    if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
+        print(as_csv(view(search)) if args.csv else text(view(search)), end="" if args.csv else "\n")
         return 0
     if args.csv == "timm":
         from perfsweep.analysis.views.timm_csv import timm_view
@@ -71,8 +72,8 @@ def show_comparison(args: argparse.Namespace) -> int:
 def show_history(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from perfsweep.analysis.timeline import history
     from perfsweep.analysis.render import text
+    from perfsweep.analysis.timeline import history
     from perfsweep.analysis.views import history as views
     from perfsweep.analysis.views import wandb_history, wandb_online
     from perfsweep.analysis.views.report import outline

@@ -1,4 +1,4 @@
-"""`perfsweep bisect`: the search over releases (analysis/bisect.py) on points given to it, and a real bisect of
+"""`perfsweep bisect`: the search over releases (analysis/bisection/) on points given to it, and a real bisect of
 numpy's releases, each point's environment built with uv, whose workload has a step planted in one release."""
 
 import dataclasses
@@ -11,15 +11,14 @@ import pytest
 from scipy import stats as distributions
 
 from perfsweep import launch
-from perfsweep.analysis.bisect import (
+from perfsweep.analysis.bisection.search import (
     BAD,
     GOOD,
-    RECORD,
     UNBUILT,
     UNDETERMINED,
     BisectError,
+    BisectSearch,
     Point,
-    Search,
     between,
     level,
     most_points,
@@ -28,6 +27,8 @@ from perfsweep.analysis.bisect import (
     schedule,
     values,
 )
+from perfsweep.analysis.bisection.store import RECORD
+from perfsweep.analysis.bisection.view import outcome, would_need
 from perfsweep.analysis.statistics.speedup import Sample, speedup
 from perfsweep.commands.bisect import Bisection
 from perfsweep.records import load_sweep
@@ -43,10 +44,10 @@ def point(version: str, ratio: float, half: float = 0.05, runs: int = 3, at: flo
     return Point(version, ratio, ratio / (1 + half), ratio * (1 + half), runs, se=se, df=runs - 1)
 
 
-def bisected(releases: list[str], measure) -> tuple[Search, list[str]]:
+def bisected(releases: list[str], measure) -> tuple[BisectSearch, list[str]]:
     """A search run to its end on `measure` (release -> its Point, or None: cannot be built); the midpoints it
     measured, in order."""
-    search = Search("pkg", releases, "a ratio", 0.95)
+    search = BisectSearch("pkg", releases, "a ratio", 0.95)
     search.add(measure(releases[0]))
     search.add(measure(releases[-1]))
     measured = []
@@ -63,7 +64,7 @@ def test_the_search_names_the_planted_release_in_a_logarithmic_number_of_points(
     assert len(measured) <= math.ceil(math.log2(len(RELEASES) - 1)), "a midpoint per halving, no more"
     path = sorted(search.points.values(), key=lambda p: p.order)
     assert [p.version for p in path] == [RELEASES[0], RELEASES[-1], *measured], "the path, in the order it was taken"
-    assert search.outcome() == [
+    assert outcome(search) == [
         f"first release on the bad side: pkg {RELEASES[planted]} ({RELEASES[planted - 1]}, before it, is good)"
     ]
 
@@ -73,7 +74,7 @@ def test_a_fix_is_found_as_a_change_is_when_good_is_the_newer_release():
     assert releases == RELEASES[::-1]
     search, _ = bisected(releases, lambda v: point(v, 0.5 if v < "1.3.0" else 1.0))  # slow before 1.3.0
     assert search.first_bad() == ("1.3.0", "1.2.0")
-    (said,) = search.outcome()
+    (said,) = outcome(search)
     assert said == "the change came in pkg 1.3.0: the first release on the good side (1.2.0, before it, is bad)"
 
 
@@ -82,7 +83,7 @@ def test_a_release_that_cannot_be_built_is_passed_over_and_named():
     search, measured = bisected(RELEASES, lambda v: None if v in unbuilt else point(v, 3.0 if v >= "1.5.0" else 1.0))
     assert unbuilt <= set(measured) and search.first_bad() is None, "no single release can be named"
     assert search.points["1.3.0"].side == GOOD and search.points["1.6.0"].side == BAD
-    assert search.outcome() == ["the change is in one of pkg 1.4.0, 1.5.0, 1.6.0: 1.4.0, 1.5.0 cannot be built here"]
+    assert outcome(search) == ["the change is in one of pkg 1.4.0, 1.5.0, 1.6.0: 1.4.0, 1.5.0 cannot be built here"]
 
 
 def test_an_undetermined_point_stops_the_search_and_says_what_it_would_need():
@@ -93,12 +94,12 @@ def test_an_undetermined_point_stops_the_search_and_says_what_it_would_need():
     )
     assert measured == ["1.4.0"] and search.points["1.4.0"].side == UNDETERMINED
     assert search.first_bad() is None and search.next() is None
-    stopped, need = search.outcome()
+    stopped, need = outcome(search)
     assert stopped.startswith("stopped at pkg 1.4.0: ") and stopped.endswith(f"one of {', '.join(RELEASES[1:])}")
     runs = int(re.search(r"about (\d+) runs a side would place 1.4.0, .* repeats=(\d+)", need)[1])
     assert runs > 3, "more runs than it had"
     assert search.runs_needed(point("1.4.0", boundary, half=0.2)) is None, "at the boundary no number of runs will do"
-    assert search.would_need(point("1.4.0", 2.0, runs=1)).startswith("1.4.0 has 1 done runs a side")
+    assert would_need(search, point("1.4.0", 2.0, runs=1)).startswith("1.4.0 has 1 done runs a side")
 
 
 def test_ends_not_told_apart_name_no_release():
@@ -106,24 +107,24 @@ def test_ends_not_told_apart_name_no_release():
         RELEASES, lambda v: point(v, 1.1, half=0.2) if v == "1.8.0" else point(v, 1.0, half=0.2)
     )
     assert not measured and search.first_bad() is None
-    assert search.outcome()[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
+    assert outcome(search)[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
 
 
 def test_one_run_a_side_or_runs_without_spread_place_no_point():
-    search = Search("pkg", RELEASES, "a ratio", 0.95)
+    search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     search.add(point("1.0.0", 1.0))
     search.add(point("1.8.0", 3.0))
     assert search.add(point("1.4.0", 3.0, runs=1)).side == UNDETERMINED
     coarse = Point("1.5.0", 1.05, 1.05, 1.05, 3, se=0.0, df=2)  # a coarse timer: every run the same
-    assert search.add(coarse).side == UNDETERMINED and "no spread" in search.would_need(search.points["1.5.0"])
+    assert search.add(coarse).side == UNDETERMINED and "no spread" in would_need(search, search.points["1.5.0"])
 
 
 def test_against_the_good_release_the_good_one_is_the_reference_not_a_measurement():
-    search = Search("pkg", RELEASES, "a ratio", 0.95)
+    search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     assert search.add(Point("1.0.0", 1.0, 1.0, 1.0, reference=True)).side == GOOD
     search.add(point("1.8.0", 3.0))
     assert search.ends_differ() and search.points["1.0.0"].interval() == "1.00x (the reference)"
-    unmeasured = Search("pkg", RELEASES, "a ratio", 0.95)
+    unmeasured = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     assert unmeasured.add(Point("1.0.0")).side == UNDETERMINED, "a good end with no runs is not good"
 
 
@@ -139,10 +140,10 @@ def test_a_point_looks_at_runs_growing_by_half_and_never_more_often_than_the_sch
     assert all(len(point_looks(first, schedule(40))) <= len(schedule(40)) for first in range(3, 41))
 
 
-def measured_ends(bad_half: float, runs: int = 5) -> Search:
+def measured_ends(bad_half: float, runs: int = 5) -> BisectSearch:
     """An adaptive search over RELEASES whose good end is the reference and whose bad end measured 1.44x, its
     interval -+`bad_half` at `runs` runs a side: the boundary is 1.2x."""
-    search = Search("pkg", RELEASES, "a ratio", level(7, len(RELEASES)), looks=schedule(40))
+    search = BisectSearch("pkg", RELEASES, "a ratio", level(7, len(RELEASES)), looks=schedule(40))
     search.add(Point("1.0.0", 1.0, 1.0, 1.0, reference=True))
     search.add(point("1.8.0", 1.44, half=bad_half, runs=runs, at=search.level))
     return search
@@ -157,7 +158,7 @@ def test_a_midpoints_first_look_is_what_the_spread_measured_so_far_says_it_needs
 
 
 def test_an_ends_first_look_comes_from_the_runs_given_else_from_the_schedule():
-    search = Search("torch", ["2.9.1", "2.10.0", "2.12.1"], "a ratio", level(7, 3), looks=schedule(40))
+    search = BisectSearch("torch", ["2.9.1", "2.10.0", "2.12.1"], "a ratio", level(7, 3), looks=schedule(40))
     assert search.first_look("2.12.1", None) == (3, "the schedule's first look")
     noisy = synthetic.Noise(run_sd=0.1, bimodal=0)
     given = synthetic_sweep({("tensor", "2.12.1"): 60.0, ("tensor", "2.9.1"): 50.0}, runs=8, noise=noisy)
@@ -193,16 +194,16 @@ def test_an_undetermined_point_says_which_setting_would_place_it():
     stuck = point("1.4.0", 1.25, half=0.1, runs=40, at=search.level)
     more = re.search(
         r"about (\d+) runs a side .* with --max-runs (\d+), into a new folder \(sweep_name=NAME\)$",
-        search.would_need(stuck),
+        would_need(search, stuck),
     )
     assert more and int(more[1]) == int(more[2]) > 40, "more runs than the cap, in a search of its own"
     search.stopped = "its time (--max-minutes 5) ran out"
     early = point("1.4.0", 1.25, half=0.1, runs=12, at=search.level)
-    assert search.would_need(early).endswith(
+    assert would_need(search, early).endswith(
         "its time (--max-minutes 5) ran out at 12 runs a side: the same command again goes on"
     )
     search.fixed, search.looks, search.stopped = True, [3], ""
-    assert "the bisect again with repeats=" in search.would_need(early)
+    assert "the bisect again with repeats=" in would_need(search, early)
 
 
 def test_a_search_whose_time_ran_out_says_where_it_stands_and_that_the_same_command_goes_on():
@@ -211,7 +212,7 @@ def test_a_search_whose_time_ran_out_says_where_it_stands_and_that_the_same_comm
     assert not bisection.ran_out()
     bisection.began -= 61  # a minute and a second later
     assert bisection.ran_out() and search.next() == "1.4.0", "the next point is not measured"
-    assert search.outcome() == [
+    assert outcome(search) == [
         f"so far: the first release on the bad side is one of {', '.join(RELEASES[1:])}",
         "stopped: its time (--max-minutes 1) ran out; the same command again goes on",
     ]
@@ -224,7 +225,7 @@ def test_a_point_at_the_boundary_is_placed_in_at_most_its_share_of_the_error_ove
     most its share of the 5%: 5% over the most points (3 here). Each look at that share alone would place it in
     several times as many."""
     releases, looks, trials = RELEASES[:3], schedule(40), 2000
-    search = Search("pkg", releases, "a ratio", level(len(looks), len(releases)), looks=looks)
+    search = BisectSearch("pkg", releases, "a ratio", level(len(looks), len(releases)), looks=looks)
     search.add(Point(releases[0], 1.0, 1.0, 1.0, reference=True))
     search.add(point(releases[-1], 1.44, half=0.01, runs=5, at=search.level))  # the boundary: 1.2x
     rng, first = np.random.default_rng(11), search.first_look(releases[1], None)[0]

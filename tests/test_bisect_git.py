@@ -6,7 +6,9 @@ import json
 import pytest
 
 from perfsweep import launch as launcher
-from perfsweep.analysis.bisect import GOOD, RECORD, BisectError, Point, Search, schedule
+from perfsweep.analysis.bisection.search import GOOD, BisectError, BisectSearch, Point, schedule
+from perfsweep.analysis.bisection.store import RECORD
+from perfsweep.analysis.bisection.view import outcome
 from perfsweep.bench.gitrepo import TARGET, generate
 from perfsweep.commands import cli
 from perfsweep.commands.bisect import asked, commits_between, one_metric, pinned, project_name
@@ -67,12 +69,12 @@ def test_a_commit_pin_needs_its_repository_and_is_shown_by_its_short_hash():
 def test_the_search_names_the_first_bad_commit_with_its_subject():
     commits = [f"{i:02d}" * 20 for i in range(1, 6)]
     subjects = {c: f"commit {i}" for i, c in enumerate(commits, 1)}
-    search = Search("steplib", commits, "ratio", 0.99, subjects=subjects)
+    search = BisectSearch("steplib", commits, "ratio", 0.99, subjects=subjects)
     for index in (0, 4, 2, 1):  # the ends first, then midpoints, as a search measures them
         ratio = 3.0 if index >= 2 else 1.0
         search.add(Point(commits[index], ratio, ratio * 0.95, ratio * 1.05, 3, se=0.01, df=2))
     assert search.points[commits[1]].side == GOOD
-    assert search.outcome() == [
+    assert outcome(search) == [
         f"first commit on the bad side: steplib {commits[2][:12]} (commit 3) ({commits[1][:12]}, before it, is good)"
     ]
 

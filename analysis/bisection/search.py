@@ -32,6 +32,8 @@ Its looks follow a schedule fixed before the search: 3 runs a side, then 1.5 tim
 Its first look is the number that the spread measured so far says it needs.
 That spread comes from other processes than the point's own: the points before it, or runs given (`Prior`).
 So each look's interval keeps its level, and the point never takes more looks than the schedule's count.
+
+The search's record is store.py's; its words and table are view.py's.
 """
 
 import dataclasses
@@ -41,14 +43,12 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 from scipy import stats as distributions
 
-from perfsweep import records, user_command
+from perfsweep import records
 from perfsweep.analysis.groups import compared_along, configurations, speedups
-from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Speedup, figures
 from perfsweep.records import RunRecord
 
-RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders
 GOOD, BAD, UNDETERMINED, UNBUILT = "good", "bad", "undetermined", "cannot be built"
 
 
@@ -260,7 +260,7 @@ def values(
 
 
 @dataclasses.dataclass
-class Search:
+class BisectSearch:
     """The state of a bisect: the releases from good to bad, and the points measured."""
 
     package: str
@@ -277,20 +277,6 @@ class Search:
     def unit(self) -> str:
         """What the search steps over: releases of a package, or commits of a repository."""
         return "commit" if self.subjects else "release"
-
-    def shown(self, version: str) -> str:
-        """A release as `numpy 2.2.4`; a commit as `steplib 68b671b2c3d4 (its subject)`."""
-        if not self.subjects:
-            return f"{self.package} {version}"
-        return f"{self.package} {version[:12]} ({self.subjects.get(version, '')})"
-
-    def label(self, version: str) -> str:
-        """A release as `2.2.4`; a commit as `68b671b2c3d4 (its subject)`."""
-        return self.shown(version).removeprefix(f"{self.package} ")
-
-    def short(self, version: str) -> str:
-        """A release as it is; a commit by its first 12 hex digits."""
-        return version[:12] if self.subjects else version
 
     @property
     def good(self) -> str:
@@ -408,159 +394,9 @@ class Search:
             return self.looks[0], "the schedule's first look"
         return min(needed, self.looks[-1]), f"what {said} says a point needs"
 
-    def outcome(self) -> list[str]:
-        """What the search found, in words.
-
-        That is the first bad release, or where it stands, or why it stopped and what it would need.
-        """
-        if not self.ends_differ():
-            ends = [self.points[v] for v in (self.good, self.bad) if v in self.points]
-            said = "; ".join(f"{self.short(p.version)}: {p.interval()} ({p.side})" for p in ends) or "not measured"
-            lines = [
-                f"{self.shown(self.good)} and {self.shown(self.bad).removeprefix(self.package + ' ')} are not told "
-                "apart at this level, so no "
-                f"{self.unit} is named "
-                f"({said}; boundary {self._boundary()})"
-            ]
-            return lines + [self.would_need(p) for p in ends if p.side == UNDETERMINED]
-        low, high = self.bracket()
-        candidates = ", ".join(v[:12] if self.subjects else v for v in self.releases[low + 1 : high + 1])
-        if stuck := self.undetermined():
-            return [
-                f"stopped at {self.shown(stuck.version)}: {stuck.interval()} is not on one side of the boundary "
-                f"{self._boundary()}; the first {self.unit} on the bad side is one of {candidates}",
-                self.would_need(stuck),
-            ]
-        if self.next() is not None:
-            so_far = [f"so far: the first {self.unit} on the bad side is one of {candidates}"]
-            return so_far + ([f"stopped: {self.stopped}; the same command again goes on"] if self.stopped else [])
-        if any(v not in self.points for v in self.releases[low + 1 : high]):  # its budget spent
-            return [
-                f"stopped: the search has placed as many {self.unit}s as its level allows "
-                f"({most_points(len(self.releases))}: {self.unit}s that cannot be built moved its midpoints); the "
-                f"first {self.unit} on the bad side is one of {candidates}"
-            ]
-        if high - low > 1:
-            unbuilt = ", ".join(self.releases[low + 1 : high])
-            return [f"the change is in one of {self.package} {candidates}: {unbuilt} cannot be built here"]
-        older = bool(self.subjects) or Version(self.good) < Version(self.bad)  # a good commit is an ancestor
-        first_bad, last_good = self.releases[high], self.releases[low]
-        if older:
-            return [
-                f"first {self.unit} on the bad side: {self.shown(first_bad)} ({last_good[:12]}, before it, is good)"
-            ]
-        return [f"the change came in {self.shown(last_good)}: the first {self.unit} on the good side ({first_bad}, "
-                "before it, is bad)"]  # fmt: skip
-
-    def would_need(self, point: Point) -> str:
-        """What would place an undetermined point, in words."""
-        name = self.short(point.version)
-        if point.runs < 2:
-            return (
-                f"{name} has {point.runs} done runs a side, and a side needs 2 or more: `{user_command()} "
-                f"status` on its sweep ({point.sweep or 'not started'}) says why"
-            )
-        if not point.se > 0:
-            return f"{name}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
-        runs = self.runs_needed(point)
-        if runs is None:
-            return f"more runs would not place {name}: it measures at the boundary (part of the change?)"
-        if self.stopped and self.looks and point.runs < self.looks[-1]:
-            return (
-                f"about {runs} runs a side would place {name}, at its value and spread; {self.stopped} at "
-                f"{point.runs} runs a side: the same command again goes on"
-            )
-        setting = f"repeats={runs}" if self.fixed or not self.looks else f"--max-runs {runs}"
-        return (
-            f"about {runs} runs a side would place {name}, at its value and spread: the bisect again with {setting}, "
-            "into a new folder (sweep_name=NAME)"
-        )
-
-    def _boundary(self) -> str:
-        return f"{self.boundary:.3g}x" if self.boundary is not None else "unknown"
-
-    def view(self) -> View:
-        measured = [v for v in self.releases if v in self.points]
-        order = sorted(measured, key=lambda v: self.releases.index(v))
-        return View(
-            title=f"bisect {self.package}",
-            above=[
-                f"bisect {self.package} from {self.short(self.good)} (good) to {self.short(self.bad)} (bad): "
-                f"{len(self.releases)} {self.unit}s; {self.metric}; boundary {self._boundary()} (the geometric "
-                "middle of the ends)"
-            ],
-            columns=[
-                Column("step", lambda v: str(self.points[v].order)),
-                Column(self.package if not self.subjects else "commit", self.label),
-                Column("runs a side", lambda v: str(self.points[v].runs or "-")),
-                Column(f"ratio [{self.level:.2%} CI across runs]", lambda v: self.points[v].interval()),
-                Column("side", lambda v: ": ".join(filter(None, (self.points[v].side, self.points[v].why)))),
-                Column("sweep", lambda v: self.points[v].sweep or "-"),
-            ],
-            items=order,
-            notes=[
-                f"Intervals at {self.level:.2%}: the 5% chance of a wrong side split over the search's looks and "
-                "points. A side is given where the interval lies wholly on one side of the boundary, taken as known "
-                "(its own error is not counted). The search assumes one change between good and bad that does not "
-                "reverse; with several, it finds one of them.",
-                *([self.runs_a_side()] if self.looks else []),
-                *self.outcome(),
-            ],
-        )
-
-    def runs_a_side(self) -> str:
-        """How many runs a side a point takes, in words."""
-        if self.fixed:
-            return f"Runs a side: {self.looks[0]} at each point (repeats={self.looks[0]})."
-        return (
-            f"Runs a side: each point's first look at what the spread measured so far says it needs (at least "
-            f"{self.looks[0]}), then {GROWTH:g} times as many at each look until it is placed, up to {self.looks[-1]} "
-            f"(--max-runs): at most {len(self.looks)} looks, as the level counts them."
-        )
-
     def first_bad(self) -> tuple[str, str] | None:
         """(the last release on the good side, the first on the bad side) where the search has named them."""
         if not self.ends_differ() or self.undetermined() or self.next() is not None:
             return None
         low, high = self.bracket()
         return (self.releases[low], self.releases[high]) if high - low == 1 else None
-
-    def record(self, overrides: list[str], source: list[str]) -> dict:
-        """What bisect.json holds: the search, the overrides of its points, and the folders its prior came from."""
-        found = self.first_bad()
-        return {
-            "package": self.package,
-            "from": source,
-            "looks": self.looks,
-            "fixed": self.fixed,
-            "stopped": self.stopped,
-            "good": self.good,
-            "bad": self.bad,
-            "overrides": overrides,
-            "metric": self.metric,
-            "level": self.level,
-            "boundary": self.boundary,
-            "releases": self.releases,
-            **({"subjects": self.subjects} if self.subjects else {}),
-            "points": [dataclasses.asdict(self.points[v]) for v in self.releases if v in self.points],
-            "first_bad": found[1] if found else None,
-            "last_good": found[0] if found else None,
-            "outcome": self.outcome(),
-        }
-
-    def save(self, folder: Path, overrides: list[str], source: list[str]) -> None:
-        records.write_json(folder / RECORD, self.record(overrides, source))
-
-    @classmethod
-    def load(cls, folder: Path) -> "Search | None":
-        """The search a bisect's folder records (None where the folder is not a bisect's)."""
-        if not (folder / RECORD).is_file():
-            return None
-        record = records.read_json(folder / RECORD)
-        search = cls(record["package"], record["releases"], record["metric"], record["level"])
-        search.subjects = record.get("subjects", {})
-        search.looks, search.fixed = record["looks"], record.get("fixed", False)
-        search.stopped = record.get("stopped", "")
-        for fields in record["points"]:  # JSON has no NaN: a figure not measured was written as null
-            search.points[fields["version"]] = Point(**{k: math.nan if v is None else v for k, v in fields.items()})
-        return search

@@ -1,0 +1,138 @@
+"""A bisect's search in words: its releases and commits as named, what it found, what it would need, its table."""
+
+from packaging.version import Version
+
+from perfsweep import user_command
+from perfsweep.analysis.bisection.search import GROWTH, UNDETERMINED, BisectSearch, Point, most_points
+from perfsweep.analysis.render import Column, View
+
+
+def shown(search: BisectSearch, version: str) -> str:
+    """A release as `numpy 2.2.4`; a commit as `steplib 68b671b2c3d4 (its subject)`."""
+    if not search.subjects:
+        return f"{search.package} {version}"
+    return f"{search.package} {version[:12]} ({search.subjects.get(version, '')})"
+
+
+def label(search: BisectSearch, version: str) -> str:
+    """A release as `2.2.4`; a commit as `68b671b2c3d4 (its subject)`."""
+    return shown(search, version).removeprefix(f"{search.package} ")
+
+
+def short(search: BisectSearch, version: str) -> str:
+    """A release as it is; a commit by its first 12 hex digits."""
+    return version[:12] if search.subjects else version
+
+
+def outcome(search: BisectSearch) -> list[str]:
+    """What the search found, in words.
+
+    That is the first bad release, or where it stands, or why it stopped and what it would need.
+    """
+    if not search.ends_differ():
+        ends = [search.points[v] for v in (search.good, search.bad) if v in search.points]
+        said = "; ".join(f"{short(search, p.version)}: {p.interval()} ({p.side})" for p in ends) or "not measured"
+        lines = [
+            f"{shown(search, search.good)} and {label(search, search.bad)} are not told apart at this level, so no "
+            f"{search.unit} is named ({said}; boundary {_boundary(search)})"
+        ]
+        return lines + [would_need(search, p) for p in ends if p.side == UNDETERMINED]
+    low, high = search.bracket()
+    candidates = ", ".join(v[:12] if search.subjects else v for v in search.releases[low + 1 : high + 1])
+    if stuck := search.undetermined():
+        return [
+            f"stopped at {shown(search, stuck.version)}: {stuck.interval()} is not on one side of the boundary "
+            f"{_boundary(search)}; the first {search.unit} on the bad side is one of {candidates}",
+            would_need(search, stuck),
+        ]
+    if search.next() is not None:
+        so_far = [f"so far: the first {search.unit} on the bad side is one of {candidates}"]
+        return so_far + ([f"stopped: {search.stopped}; the same command again goes on"] if search.stopped else [])
+    if any(v not in search.points for v in search.releases[low + 1 : high]):  # its budget spent
+        return [
+            f"stopped: the search has placed as many {search.unit}s as its level allows "
+            f"({most_points(len(search.releases))}: {search.unit}s that cannot be built moved its midpoints); the "
+            f"first {search.unit} on the bad side is one of {candidates}"
+        ]
+    if high - low > 1:
+        unbuilt = ", ".join(search.releases[low + 1 : high])
+        return [f"the change is in one of {search.package} {candidates}: {unbuilt} cannot be built here"]
+    older = bool(search.subjects) or Version(search.good) < Version(search.bad)  # a good commit is an ancestor
+    first_bad, last_good = search.releases[high], search.releases[low]
+    if older:
+        return [
+            f"first {search.unit} on the bad side: {shown(search, first_bad)} ({last_good[:12]}, before it, is good)"
+        ]
+    return [f"the change came in {shown(search, last_good)}: the first {search.unit} on the good side ({first_bad}, "
+            "before it, is bad)"]  # fmt: skip
+
+
+def would_need(search: BisectSearch, point: Point) -> str:
+    """What would place an undetermined point, in words."""
+    name = short(search, point.version)
+    if point.runs < 2:
+        return (
+            f"{name} has {point.runs} done runs a side, and a side needs 2 or more: `{user_command()} "
+            f"status` on its sweep ({point.sweep or 'not started'}) says why"
+        )
+    if not point.se > 0:
+        return f"{name}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
+    runs = search.runs_needed(point)
+    if runs is None:
+        return f"more runs would not place {name}: it measures at the boundary (part of the change?)"
+    if search.stopped and search.looks and point.runs < search.looks[-1]:
+        return (
+            f"about {runs} runs a side would place {name}, at its value and spread; {search.stopped} at "
+            f"{point.runs} runs a side: the same command again goes on"
+        )
+    setting = f"repeats={runs}" if search.fixed or not search.looks else f"--max-runs {runs}"
+    return (
+        f"about {runs} runs a side would place {name}, at its value and spread: the bisect again with {setting}, "
+        "into a new folder (sweep_name=NAME)"
+    )
+
+
+def _boundary(search: BisectSearch) -> str:
+    return f"{search.boundary:.3g}x" if search.boundary is not None else "unknown"
+
+
+def view(search: BisectSearch) -> View:
+    """The points measured, good first, and below them what the search found."""
+    measured = [v for v in search.releases if v in search.points]
+    order = sorted(measured, key=lambda v: search.releases.index(v))
+    return View(
+        title=f"bisect {search.package}",
+        above=[
+            f"bisect {search.package} from {short(search, search.good)} (good) to {short(search, search.bad)} (bad): "
+            f"{len(search.releases)} {search.unit}s; {search.metric}; boundary {_boundary(search)} (the geometric "
+            "middle of the ends)"
+        ],
+        columns=[
+            Column("step", lambda v: str(search.points[v].order)),
+            Column(search.package if not search.subjects else "commit", lambda v: label(search, v)),
+            Column("runs a side", lambda v: str(search.points[v].runs or "-")),
+            Column(f"ratio [{search.level:.2%} CI across runs]", lambda v: search.points[v].interval()),
+            Column("side", lambda v: ": ".join(filter(None, (search.points[v].side, search.points[v].why)))),
+            Column("sweep", lambda v: search.points[v].sweep or "-"),
+        ],
+        items=order,
+        notes=[
+            f"Intervals at {search.level:.2%}: the 5% chance of a wrong side split over the search's looks and "
+            "points. A side is given where the interval lies wholly on one side of the boundary, taken as known "
+            "(its own error is not counted). The search assumes one change between good and bad that does not "
+            "reverse; with several, it finds one of them.",
+            *([runs_a_side(search)] if search.looks else []),
+            *outcome(search),
+        ],
+    )
+
+
+def runs_a_side(search: BisectSearch) -> str:
+    """How many runs a side a point takes, in words."""
+    if search.fixed:
+        return f"Runs a side: {search.looks[0]} at each point (repeats={search.looks[0]})."
+    return (
+        f"Runs a side: each point's first look at what the spread measured so far says it needs (at least "
+        f"{search.looks[0]}), then {GROWTH:g} times as many at each look until it is placed, up to {search.looks[-1]} "
+        f"(--max-runs): at most {len(search.looks)} looks, as the level counts them."
+    )

@@ -22,18 +22,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     `quiet_envs` says the environments were built and reported before.
     `progress` counts the runs over several launches (launcher/progress.py); by default, this one's alone.
     """
-    from perfsweep import records
-    from perfsweep.launcher import envs
-    from perfsweep.launcher.runs import Runner
-    from perfsweep.launcher.submit import SubmissionFailed, launch
-    from perfsweep.launcher.sweepdir import SweepDirError
-    from perfsweep.launcher.validate import validate
-    from perfsweep.records.lock import SweepLocked
-    from perfsweep.sweeps.pairing import described
-    from perfsweep.sweeps.plan import PlanError
-    from perfsweep.train.checks import problems as run_problems
-    from perfsweep.train.ranks.start import task_rank
-    from perfsweep.train.run import execute, execute_sides, lazy_imports
+    from perfsweep.launcher.submit import launch
 
     plan = None
     try:
@@ -41,31 +30,68 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         if not plan.runs:
             print(f"{plan.sweep_dir}: every run is done; nothing to run")
             return 0
-        problems = validate(plan, run_problems)
-        if problems:
-            raise PlanError(problems)
-        if show:  # (a sweep in rounds says it once, before its first: commands/auto.py)
-            said(plan)
-        try:
-            say = (lambda line: None) if quiet_envs else print
-            pythons = envs.for_plan(plan.runs, plan.settings.launcher.name, say)
-        except envs.EnvError as error:
-            raise PlanError([str(error)]) from error
-        print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
-        if pairing := described(list(plan.runs)):
-            print(pairing)
-        runner = Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
-        outcome = launch(plan, argv, runner, pythons, progress)
-    except (PlanError, SweepDirError, SweepLocked) as error:
-        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
-        return 2
-    except SubmissionFailed as error:
-        print(f"perfsweep: {error}", file=sys.stderr)
-        return 1
-    except records.RecordWriteError as error:  # the launcher's own files, before anything was submitted
-        print(f"perfsweep: nothing was submitted: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+        pythons = _checked(plan, show, quiet_envs)
+        _announce(plan)
+        outcome = launch(plan, argv, _runner(), pythons, progress)
+    except _stops() as error:
+        return _stopped(error, plan)
+    return _ended(plan, outcome, show)
+
+
+def _checked(plan, show: bool, quiet_envs: bool) -> dict:
+    """The plan's problems raised as a PlanError; else the Python of each environment its runs need, built."""
+    from perfsweep.launcher import envs
+    from perfsweep.launcher.validate import validate
+    from perfsweep.sweeps.plan import PlanError
+    from perfsweep.train.checks import problems as run_problems
+
+    problems = validate(plan, run_problems)
+    if problems:
+        raise PlanError(problems)
+    if show:  # (a sweep in rounds says it once, before its first: commands/auto.py)
+        said(plan)
+    try:
+        say = (lambda line: None) if quiet_envs else print
+        return envs.for_plan(plan.runs, plan.settings.launcher.name, say)
+    except envs.EnvError as error:
+        raise PlanError([str(error)]) from error
+
+
+def _announce(plan) -> None:
+    """The sweep's folder, its runs and how many run at once; how its comparisons' sides share processes."""
+    from perfsweep.sweeps.pairing import described
+
+    print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
+    if pairing := described(list(plan.runs)):
+        print(pairing)
+
+
+def _runner():
+    """What runs a run in its job: train's run, its ranks and its paired sides."""
+    from perfsweep.launcher.runs import Runner
+    from perfsweep.train.ranks.start import task_rank
+    from perfsweep.train.run import execute, execute_sides, lazy_imports
+
+    return Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
+
+
+def _stops() -> tuple[type[BaseException], ...]:
+    """What ends a launch early; `_stopped` says why."""
+    from perfsweep import records
+    from perfsweep.launcher.submit import SubmissionFailed
+    from perfsweep.launcher.sweepdir import SweepDirError
+    from perfsweep.records.lock import SweepLocked
+    from perfsweep.sweeps.plan import PlanError
+
+    return PlanError, SweepDirError, SweepLocked, SubmissionFailed, records.RecordWriteError, KeyboardInterrupt
+
+
+def _stopped(error: BaseException, plan) -> int:
+    """Say why the launch ended early, and return its exit status."""
+    from perfsweep import records
+    from perfsweep.launcher.submit import SubmissionFailed
+
+    if isinstance(error, KeyboardInterrupt):
         where = plan.sweep_dir if plan else "SWEEP_DIR"
         print(
             "\nperfsweep: interrupted. Runs on this host were stopped: a running run is pending again (its "
@@ -74,6 +100,18 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
             file=sys.stderr,
         )
         return 130
+    if isinstance(error, SubmissionFailed):
+        print(f"perfsweep: {error}", file=sys.stderr)
+        return 1
+    if isinstance(error, records.RecordWriteError):  # the launcher's own files, before anything was submitted
+        print(f"perfsweep: nothing was submitted: {error}", file=sys.stderr)
+        return 1
+    print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+    return 2
+
+
+def _ended(plan, outcome, show: bool) -> int:
+    """What the launch did: runs skipped or busy, jobs submitted, or the views; its exit status."""
     if outcome.skipped:
         print(f"{len(outcome.skipped)} runs were already done and were not run again")
     if outcome.busy:

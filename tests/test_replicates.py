@@ -212,3 +212,13 @@ def test_sides_that_shared_their_processes_plan_from_the_spread_their_ratio_keep
     apart = dataclasses.replace(paired, sides=None)  # as if each side had a process of its own
     runs_needed = [int(row.plan(0.02, (1.0, 0.05)).split(" x ")[1]) for row in (paired, apart)]
     assert 4 * runs_needed[0] < runs_needed[1]
+
+
+def test_a_lone_configuration_is_named_by_its_model_not_by_its_first_run(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    for replicate in range(2):
+        write_model_run(sweep_dir, "models", "resnet18", "contiguous", 100.0, replicate=replicate)
+    shown = launch_here("replicates", str(sweep_dir))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split("|")[1].strip() for line in shown.stdout.splitlines() if line.startswith("| ")]
+    assert rows[1:] == ["resnet18"], "one row, the model's name: the run's folder name holds its replicate"

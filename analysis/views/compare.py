@@ -68,7 +68,6 @@ from pathlib import Path
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     Configuration,
-    code_name,
     derived_keys,
     is_declaration,
     labels,
@@ -427,7 +426,7 @@ def compare_runs(
         return nothing_matched(above, a, b, found, of), EXIT_NOTHING_COMPARED
     matched = found.matched
     every_a, every_b = [ca for ca, _ in matched] + found.only_a, [cb for _, cb in matched] + found.only_b
-    names_a = named(every_a)  # by what varies among all of A's, matched or not
+    names_a = labels(every_a)  # by what varies among all of A's, matched or not
     lines = [line for ca, cb in matched for line in config_lines(ca, cb, names_a[ca.key], gate_phases)]
     lines = flagged(lines, threshold)
     losses = [
@@ -457,11 +456,6 @@ def compare_runs(
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
 
 
-def named(configs: list[Configuration]) -> dict[tuple, str]:
-    """Each configuration by what varies among them; a lone one by its code."""
-    return labels(configs) if len(configs) > 1 else {c.key: code_name(c.first) for c in configs}
-
-
 def without_match(
     configs: list[Configuration],
     every: list[Configuration],
@@ -472,7 +466,7 @@ def without_match(
 ) -> str:
     """A line naming one side's configurations without a match in the other, and the overrides that would match."""
     theirs = "B" if side == "A" else "A"
-    said = f"{side}'s configurations without a match in {theirs}: {', '.join(named(every)[c.key] for c in configs)}"
+    said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
     how = lacking([run for config in configs for run in config.runs], other, differ, of)
     return said + (f"; to match them, {launch(theirs, how)}" if how else "")
 
@@ -485,7 +479,7 @@ def nothing_matched(
     if apart:
         flags = [f"what parts them: {'; '.join(apart)}"]
     else:
-        listed = [", ".join(named(configs).values()) for configs in (found.only_a, found.only_b)]
+        listed = [", ".join(labels(configs).values()) for configs in (found.only_a, found.only_b)]
         flags = [f"their settings take the same values in other combinations: A's {listed[0]}; B's {listed[1]}"]
     hows = [
         launch(side, how)

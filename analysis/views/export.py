@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.analysis.groups import Configuration, code_name, configurations, labels
+from perfsweep.analysis.groups import Configuration, configurations, labels
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.records import DONE, RunRecord, load_sweep
@@ -38,11 +38,6 @@ def _series(run: RunRecord, sweep_dir: Path) -> str:
     Its folder's name (commit-<sha> in CI) would start a new series at each commit.
     """
     return str(run.fields.get("sweep") or sweep_dir.name)
-
-
-def _names(configs: list[Configuration]) -> dict[tuple, str]:
-    """Each configuration's name on a dashboard: what varies, or a lone one's code (not its run's folder name)."""
-    return labels(configs) if len(configs) > 1 else {configs[0].key: code_name(configs[0].first)}
 
 
 def _done(sweep_dir: Path) -> list[RunRecord]:
@@ -97,7 +92,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         return []
     found = []
     configs = configurations(runs)
-    names = _names(configs)
+    names = labels(configs)
     for config in configs:
         fields = config.first.fields
         compiled = fields.get("compile.enabled") and fields.get("compile.mode")
@@ -141,7 +136,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
     if not runs:
         return {}
     configs = configurations(runs)
-    names = _names(configs)
+    names = labels(configs)
     found = {}
     for config in configs:
         measures = {}

@@ -15,6 +15,7 @@ An environment's folder:
 
 - is named by the hash of its resolved requirements and of the perfsweep environment it reaches;
 - is built in a temporary folder and renamed when complete, so a half-built environment is never used;
+- is built by one launch at a time: another that asks for it meanwhile waits, then uses it;
 - is found again without resolving, through a request index.
 
 The same set asked twice from one installation is one folder.
@@ -43,6 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from filelock import FileLock
 from packaging.utils import canonicalize_name
 
 from perfsweep.conf.schema import COMMIT, commit_pins
@@ -252,8 +254,10 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
     resolved = resolve(request, wheels)
     name = hashlib.sha256("\n".join([_python_tag(), *_base(), *resolved]).encode()).hexdigest()[:16]
     path = cache / name
-    if not (path / RECORD).is_file():
-        _build(request, resolved, path)
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(cache / f".{name}.lock"):
+        if not (path / RECORD).is_file():
+            _build(request, resolved, path)
     _index(cache, request, name)
     env = Env(path, request, resolved, time.monotonic() - began)
     size, own = _size_mb(path)
@@ -374,7 +378,6 @@ def _why(request: Request, uv_says: str) -> str:
 
 def _build(request: Request, resolved: tuple[str, ...], path: Path) -> None:
     """Build into a temporary folder beside `path` and rename it into place once complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     building = path.with_name(f".building-{path.name}-{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     began = time.monotonic()

@@ -3,6 +3,8 @@ from the package index, of numpy releases: torch's are gigabytes), cached, and i
 
 import hashlib
 import json
+import multiprocessing
+import os
 
 import pytest
 
@@ -90,6 +92,37 @@ def test_each_installation_of_perfsweep_has_environments_of_its_own(env_dir, tmp
     assert reaches[theirs] == elsewhere + "\n" and elsewhere not in reaches[mine]
     monkeypatch.undo()
     assert envs.ensure(request, env_dir, lambda line: None).path == mine.path, "this installation's, found again"
+
+
+def test_launches_that_build_one_environment_at_once_share_one_build(tmp_path, monkeypatch):
+    """Two processes ask one cache for an environment it lacks, at once: one builds it, the other waits and uses it.
+
+    Each resolves to no package at all, so the build is a bare virtualenv: no index is asked.
+    """
+    fork = multiprocessing.get_context("fork")
+    both_looked = fork.Barrier(2)  # each has found the cache without it before either builds
+
+    def resolve(request, wheels=None):
+        both_looked.wait(timeout=60)
+        return ()
+
+    def build(request, resolved, path):
+        (tmp_path / f"built-by-{os.getpid()}").touch()
+        real_build(request, resolved, path)
+
+    real_build = envs._build
+    monkeypatch.setattr(envs, "resolve", resolve)
+    monkeypatch.setattr(envs, "_build", build)
+    cache, request = tmp_path / "envs", envs.request_of("current", {"numpy": NUMPYS[0]})
+    launches = [fork.Process(target=envs.ensure, args=(request, cache, lambda line: None)) for _ in range(2)]
+    for launch in launches:
+        launch.start()
+    for launch in launches:
+        launch.join(timeout=120)
+    assert [launch.exitcode for launch in launches] == [0, 0]
+    assert len(list(tmp_path.glob("built-by-*"))) == 1, "built once"
+    assert len(list(cache.glob(f"*/{envs.RECORD}"))) == 1 and not list(cache.glob(".building-*"))
+    assert envs.find(request, cache) is not None
 
 
 @pytest.mark.network

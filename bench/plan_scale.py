@@ -30,7 +30,7 @@ from pathlib import Path
 
 from perfsweep.bench import command
 from perfsweep.launcher import sweepdir
-from perfsweep.launcher.status import render
+from perfsweep.launcher.run_states import render
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps import compose
 from perfsweep.sweeps.plan import Plan, build_plan

@@ -68,9 +68,9 @@ def _announce(plan) -> None:
 
 def _runner():
     """What runs a run in its job: train's run, its ranks and its paired sides."""
-    from perfsweep.launcher.runs import Runner
+    from perfsweep.launcher.run_job import Runner
+    from perfsweep.train.instrumented import execute, execute_sides, lazy_imports
     from perfsweep.train.ranks.start import task_rank
-    from perfsweep.train.run import execute, execute_sides, lazy_imports
 
     return Runner(execute, imports=lazy_imports, rank=task_rank, execute_sides=execute_sides)
 

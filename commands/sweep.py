@@ -49,7 +49,7 @@ def shared_folder(plan) -> None:
 
 
 def show_status(args: argparse.Namespace) -> int:
-    from perfsweep.launcher.status import render
+    from perfsweep.launcher.run_states import render
 
     print(render(args.sweep_dir))
     return 0

@@ -5,7 +5,7 @@ the dataclass of that group; a wrong type in any field fails at composition with
 the field's full key, and so does a value outside a closed set (the enums below), naming the ones allowed.
 
 Code of the user's own comes in by import path: a `_target_` (a model, an input type, a workload) and
-`model.inputs`, each built where the run runs (train/targets.py). Such a field is part of a run's identity only
+`model.inputs`, each built where the run runs (train/user_targets.py). Such a field is part of a run's identity only
 once it is set (IDENTITY_WHEN_SET): adding such a field to the schema changes no run's id.
 """
 
@@ -394,7 +394,7 @@ class Config(RunConf):
     blocks: int = 10  # a paired side's measured steps, in at most this many blocks
     profile: bool = False  # after the measured window, a torch.profiler trace of 3 steps (records and W&B artifact)
     # After the measured window, a profiled one: each operator's calls and self time per step, and each phase's
-    # memory (ops.json); the sweep's views explain each decided difference by them (train/explain.py).
+    # memory (ops.json); the sweep's views explain each decided difference by them (train/op_breakdown.py).
     explain: bool = False
     # A folder of the code under test: each run records its repository's commit, which `history` orders runs by.
     # None: the repository of your code the runs import, else of the launch's working directory.

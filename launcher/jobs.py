@@ -33,7 +33,7 @@ from typing import Any
 import submitit
 
 from perfsweep import records, user_command
-from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, every_run, execute_run, leave_pending
+from perfsweep.launcher.run_job import RunJob, Runner, again_after_timeout, every_run, execute_run, leave_pending
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
 

@@ -6,7 +6,7 @@ A job starts one Python and has one shape of tasks, so only runs of one shape sh
 import itertools
 
 from perfsweep.launcher.backends import JobShape
-from perfsweep.launcher.runs import RunJob
+from perfsweep.launcher.run_job import RunJob
 
 
 def chunks_by(items: list, size: int, kind) -> list[tuple[int, list]]:

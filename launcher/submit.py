@@ -27,10 +27,10 @@ from perfsweep.launcher import sweepdir
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
-from perfsweep.launcher.runs import RunJob, Runner, again_after_timeout, every_run, lost, never_started
+from perfsweep.launcher.run_job import RunJob, Runner, again_after_timeout, every_run, lost, never_started
+from perfsweep.launcher.run_states import in_flight
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
-from perfsweep.launcher.status import in_flight
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from perfsweep.records.code import ci_run, commit_of, is_working_copy, module_place, under_test
 from perfsweep.records.lock import sweep_lock

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import records
-from perfsweep.launcher.runs import (
+from perfsweep.launcher.run_job import (
     GRACE_S,
     TIMEOUT,
     RunJob,

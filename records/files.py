@@ -35,7 +35,7 @@ from typing import Any
 # a run's folder
 CONFIG, ENV, STEPS, SUMMARY, STATUS = "config.json", "env.json", "steps.parquet", "summary.json", "status.json"
 PROFILE = "profile.pt.trace.json.gz"  # a torch.profiler trace, when profile=true or explain=true
-OPS = "ops.json"  # explain=true: each operator's calls and self time per step, and what else train/explain.py counts
+OPS = "ops.json"  # explain=true: each operator's calls and self time a step, and what else train/op_breakdown.py counts
 RANKS = "ranks.parquet"  # a run across ranks: every rank's steps (rank, grad_sync, probe); steps.parquet: one's
 # a sweep's folder
 SWEEP, RUNS, JOBS, REPORT = "sweep.json", "runs.jsonl", "jobs.json", "report.html"

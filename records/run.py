@@ -124,7 +124,7 @@ class Summary:
     timer: str = "?"  # cuda_event or perf_counter
     peak_memory_mib: float | None = None
     peak_memory_kind: str = ""  # cuda_max_allocated or process_max_rss; _all_sides: a paired process's, every side's
-    # explain=true: each phase's memory in the profiled window (train/explain.py), MiB; its kind: cuda_peak_allocated
+    # explain=true: each phase's memory in the profiled window (train/op_breakdown.py), MiB; kind: cuda_peak_allocated
     # (the caching allocator's peak, all the process holds) or profiler_net_allocated (a CPU's: allocated less freed)
     phase_memory_mib: dict[str, float] | None = None
     phase_memory_kind: str = ""

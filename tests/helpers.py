@@ -29,11 +29,11 @@ import pytest
 import torch
 
 from perfsweep import records
-from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.warm import fork_runs
 from perfsweep.records import lifecycle
 from perfsweep.sweeps.plan import build_plan
-from perfsweep.train.run import execute
+from perfsweep.train.instrumented import execute
 
 ROOT = Path(__file__).resolve().parent.parent
 # is_available() by NVML, as a forking job asks it: the CUDA runtime's check would leave this process unable to fork
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 # Where tests' runs go with device=auto: the GPU where there is one (scripts/gpu-check tests runs them there).
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-# perfsweep's own small CNN at 32 px (train/models.py): a real model that trains a step in a millisecond on a CPU,
+# perfsweep's own small CNN at 32 px (train/own_models.py): a real model that trains a step in a millisecond on a CPU,
 # and whose runs import neither timm nor torchvision.
 # One process per configuration (repeats=1) where a test is not about replication: a third of the default's runs.
 TINY = ["model=tiny_cnn", "steps=3", "warmup_steps=1", "data_batches=2", "repeats=1"]
@@ -282,8 +282,8 @@ def write_run(sweep, name, input_type, memory_format, samples_per_s, state="done
         lifecycle.fail(run_dir, error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
 
 
-# What a training run writes beside its medians (as train/run.py writes them on a CPU), and its environment, on a GPU
-# that b shared with another process.
+# What a training run writes beside its medians (as train/instrumented.py writes them on a CPU), and its environment,
+# on a GPU that b shared with another process.
 MEASURED = {
     "workload": "train_step",
     "steps": 20,

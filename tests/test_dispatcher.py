@@ -17,7 +17,7 @@ from perfsweep.launcher.backends import Backend, SchedulerUnavailable, backend_f
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.packs import packs_of
 from perfsweep.launcher.progress import Progress
-from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.submit import Dispatcher
 from perfsweep.records import lifecycle
 from perfsweep.sweeps.plan import build_plan

@@ -12,7 +12,7 @@ import torch
 
 from perfsweep import records
 from perfsweep.train.env import environment, gpu_uuid, lineage, neighbours, parse_compute_apps
-from perfsweep.train.run import execute
+from perfsweep.train.instrumented import execute
 from tests.helpers import ROOT, TINY, launch_here
 
 ENV = "perfsweep.train.env"

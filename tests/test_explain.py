@@ -13,7 +13,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.records import load_sweep
-from perfsweep.train import run as train_run
+from perfsweep.train import instrumented as train_run
 from tests import synthetic
 from tests.helpers import launch_here
 
@@ -76,7 +76,7 @@ def test_a_profiler_that_fails_leaves_the_run_done_and_says_why(tmp_path, monkey
 
 
 def ops_record(alias_calls: float, outside_ms: float, rng) -> dict:
-    """An ops record as train/explain.py writes it: a convolution, and a subclass's aliases where it has them."""
+    """An ops record as train/op_breakdown.py writes it: a convolution, and a subclass's aliases where it has them."""
     operators = {"aten::convolution": {"calls": 20.0, "self_cpu_us": 5000.0 * rng.uniform(0.95, 1.05)}}
     if alias_calls:
         operators["aten::alias"] = {"calls": alias_calls, "self_cpu_us": 10.0 * alias_calls}

@@ -20,8 +20,8 @@ from perfsweep.analysis.views.compare import compare
 from perfsweep.analysis.views.table import view
 from perfsweep.launcher.backends.local import process_start
 from perfsweep.launcher.jobs import RunPack
-from perfsweep.launcher.runs import RunJob, Runner
-from perfsweep.launcher.status import run_states
+from perfsweep.launcher.run_job import RunJob, Runner
+from perfsweep.launcher.run_states import run_states
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.records.lock import LOCK, sweep_lock
 from perfsweep.sweeps.plan import build_plan

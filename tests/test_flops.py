@@ -13,8 +13,8 @@ from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.flops import count_flops, peak_flops
-from perfsweep.train.models import TinyCNN
-from perfsweep.train.run import lazy_imports
+from perfsweep.train.instrumented import lazy_imports
+from perfsweep.train.own_models import TinyCNN
 from tests.helpers import run
 
 

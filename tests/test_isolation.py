@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from perfsweep import records
-from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.slots import cpu_shares
 from perfsweep.launcher.warm import fork_hazard, fork_runs
 from perfsweep.records import lifecycle, load_sweep

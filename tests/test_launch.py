@@ -50,7 +50,7 @@ def test_a_local_sweeps_jobs_run_the_launchs_snapshot_of_the_code(local_sweep):
     sweep, *_ = local_sweep
     (snapshot,) = (sweep / ".code").iterdir()
     code = snapshot / "perfsweep"
-    assert (code / "train" / "run.py").read_text() == (ROOT / "train" / "run.py").read_text()
+    assert (code / "train" / "instrumented.py").read_text() == (ROOT / "train" / "instrumented.py").read_text()
     for name in _runs(sweep):
         env = records.read_json(sweep / name / records.ENV)
         assert env["code"]["path"] == str(code), "jobs run the launch's snapshot, not the working tree"

@@ -59,7 +59,7 @@ def imported_names(name: str) -> set[str]:
 
 
 def imports(name: str) -> set[str]:
-    """The project modules that module `name` imports, named as stages (perfsweep.train.run -> train.run)."""
+    """The project modules that module `name` imports, named as stages (perfsweep.train.step -> train.step)."""
     return {m.removeprefix(PACKAGE) for m in imported_names(name) if m.startswith(PACKAGE)} - {""}
 
 
@@ -117,10 +117,10 @@ def test_no_module_imports_itself_back():
 def test_the_walk_sees_every_stage():
     assert {name.split(".")[0] for name in GRAPH} == set(STAGES)
     assert "records" in {t.split(".")[0] for t in GRAPH["analysis.views.table"]}, "the walk must find imports"
-    assert "train.run" in GRAPH["commands.launching"] and "records" in GRAPH["launcher.submit"]
+    assert "train.instrumented" in GRAPH["commands.launching"] and "records" in GRAPH["launcher.submit"]
 
 
-@pytest.mark.parametrize("module", ["sweeps.plan", "launcher.status", "analysis.views.table"])
+@pytest.mark.parametrize("module", ["sweeps.plan", "launcher.run_states", "analysis.views.table"])
 def test_planning_status_and_tables_load_no_torch(module):
     check = f"import perfsweep.{module}, sys; assert 'torch' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)

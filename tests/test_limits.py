@@ -10,12 +10,12 @@ import pytest
 
 from perfsweep import records
 from perfsweep.launcher import sweepdir, warm
-from perfsweep.launcher.runs import RunJob, Runner, execute_run
-from perfsweep.launcher.status import render, run_states
+from perfsweep.launcher.run_job import RunJob, Runner, execute_run
+from perfsweep.launcher.run_states import render, run_states
 from perfsweep.launcher.warm import fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
-from perfsweep.train import run as train_run
+from perfsweep.train import instrumented as train_run
 from tests import golden
 from tests.helpers import FAST, launch, launch_here, record_done, start_launcher, wait_for
 

@@ -17,13 +17,13 @@ from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends import JobShape
 from perfsweep.launcher.backends.local import START_MIN, LocalSpawn
 from perfsweep.launcher.backends.slurm import Slurm
-from perfsweep.launcher.runs import RunJob, Runner, RunTimeout, execute_run
+from perfsweep.launcher.run_job import RunJob, Runner, RunTimeout, execute_run
 from perfsweep.records import lifecycle
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import PlanError
-from perfsweep.train import run as run_module
+from perfsweep.train import instrumented as run_module
+from perfsweep.train.instrumented import execute_sides
 from perfsweep.train.paired import PairingError, block_order, block_sizes
-from perfsweep.train.run import execute_sides
 from tests import synthetic
 from tests.helpers import TINY, launch_here
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs, sweep_views
-from perfsweep.launcher.status import render
+from perfsweep.launcher.run_states import render
 from tests.helpers import EXAMPLES, TRIED, write_sweep
 
 FUZZ = settings(

@@ -18,7 +18,7 @@ from perfsweep.launcher.backends import local as local_backend
 from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
-from perfsweep.launcher.runs import RunJob
+from perfsweep.launcher.run_job import RunJob
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden

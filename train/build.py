@@ -14,10 +14,10 @@ import torch
 from torch.utils._pytree import tree_map_only
 
 from perfsweep.conf.schema import ModelConf, OptimConf, RunConf
-from perfsweep.train import contract, fastai_parts, targets
+from perfsweep.train import contract, fastai_parts, user_targets
 from perfsweep.train import precision as prec
 from perfsweep.train.inputs import InputType, get_input_type
-from perfsweep.train.models import MODELS
+from perfsweep.train.own_models import MODELS
 from perfsweep.train.parallel import distributed
 from perfsweep.train.workloads import compiled
 
@@ -64,7 +64,7 @@ def _target(model: ModelConf) -> torch.nn.Module:
     """
     from hydra.utils import instantiate
 
-    constructor = targets.locate("model._target_", model._target_)
+    constructor = user_targets.locate("model._target_", model._target_)
     try:
         taken = inspect.signature(constructor).parameters
     except (TypeError, ValueError):  # a builtin or C extension without a signature
@@ -216,7 +216,7 @@ def user_batches(cfg: RunConf, device: torch.device) -> list[Batch]:
 
     Their floating tensors are cast to the precision's dtype, where it casts the model's.
     """
-    factory = targets.locate("model.inputs", cfg.model.inputs)
+    factory = user_targets.locate("model.inputs", cfg.model.inputs)
     dtype = prec.param_dtype(cfg.precision)
     batches = []
     for _ in range(cfg.data_batches):
@@ -286,7 +286,7 @@ def build(cfg: RunConf, device: torch.device) -> Trainer:
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
     dtype = prec.param_dtype(cfg.precision)
     built = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
-    factory = targets.locate("model.inputs", cfg.model.inputs) if cfg.model.inputs else None
+    factory = user_targets.locate("model.inputs", cfg.model.inputs) if cfg.model.inputs else None
     origin = contract.Origin(built, factory, cfg.model.inputs, cfg.model.num_classes)
     model = distributed(built, cfg.dist, device)
     optimizer = OPTIMIZERS[cfg.optim.name](model.parameters(), cfg.optim)

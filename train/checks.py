@@ -10,7 +10,7 @@ import functools
 import torch
 
 from perfsweep.conf.schema import PrecisionConf, RunConf
-from perfsweep.train import precision, targets
+from perfsweep.train import precision, user_targets
 from perfsweep.train.build import resolve_device
 from perfsweep.train.catalog import WORKLOADS, workload_class
 from perfsweep.train.parallel import device_problems
@@ -44,7 +44,7 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     The import paths of the user's code are imported here, as the run will import them.
     """
     name = cfg.workload.name
-    issues = targets.problems(cfg)
+    issues = user_targets.problems(cfg)
     if issues:
         return issues  # what the rest checks is built from them
     if cfg.workload._target_ or name in WORKLOADS:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from perfsweep.train import targets
+from perfsweep.train import user_targets
 
 RETURNS = "a training step needs a tensor of logits, or the loss where model.inputs gives no targets"
 A_LOSS = "the step needs the loss, one element (a tensor, a dict's 'loss' or an output's .loss)"
@@ -40,12 +40,12 @@ class ContractError(Exception):
     def traceback(self, code: tuple[Path, ...]) -> str:
         """The line, then the places it names, then the frames of the user's code the error it stands for raised in.
 
-        `code` is the user's code, as targets.roots finds it.
+        `code` is the user's code, as user_targets.roots finds it.
         """
         lines = [f"{type(self).__name__}: {self}\n", *traceback.format_list(self.frames)]
         cause = self.__cause__
-        if cause is not None and targets.user_error(cause, code) is cause:
-            lines += ["\n", targets.user_traceback(cause, code)]
+        if cause is not None and user_targets.user_error(cause, code) is cause:
+            lines += ["\n", user_targets.user_traceback(cause, code)]
         return "".join(lines)
 
 

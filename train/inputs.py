@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from perfsweep.conf.schema import InputTypeConf
-from perfsweep.train import fastai_parts, targets
+from perfsweep.train import fastai_parts, user_targets
 from perfsweep.train.registry import Registry
 
 INPUT_TYPES: Registry[type["InputType"]] = Registry("input type")
@@ -26,7 +26,7 @@ def get_input_type(conf: InputTypeConf | str) -> "InputType":
     if isinstance(conf, str):
         return INPUT_TYPES[conf]()
     if conf._target_:
-        return TargetInput(targets.locate("input_type._target_", conf._target_))
+        return TargetInput(user_targets.locate("input_type._target_", conf._target_))
     return INPUT_TYPES[conf.name]()
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import torch
 
 from perfsweep.conf.schema import CompileConf, RunConf
-from perfsweep.train import targets
+from perfsweep.train import user_targets
 from perfsweep.train.registry import Registry
 from perfsweep.train.timing import StepClock
 
@@ -70,7 +70,7 @@ def user_workload(path: str) -> type[Workload]:
 
     The measured loop calls its own `step`, with nothing in between.
     """
-    target = targets.locate("workload._target_", path)
+    target = user_targets.locate("workload._target_", path)
 
     class UserStep(Workload):
         phases = tuple(target.phases)

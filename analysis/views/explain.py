@@ -2,7 +2,7 @@
 
     perfsweep explain SWEEP_DIR
 
-A sweep run with explain=true has an ops record per run (train/explain.py): after its measured window, each
+A sweep run with explain=true has an ops record per run (train/op_breakdown.py): after its measured window, each
 operator's calls and self time per step, each phase's time outside operators and memory, the torch calls that went
 through a tensor subclass's `__torch_function__`, and the calls that hand a value to the host.
 For each configuration whose comparison with its baseline is decided (slower or faster, as the table says), the

@@ -18,7 +18,7 @@ import submitit
 
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.jobs import RunPack
-from perfsweep.launcher.runs import RunJob, Runner
+from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import submitit
 from perfsweep.conf.schema import UNLIMITED_MIN, LauncherConf
 from perfsweep.launcher.backends.base import Backend, JobShape, across_ranks
 from perfsweep.launcher.jobs import RunPack
-from perfsweep.launcher.runs import GRACE_S, Runner
+from perfsweep.launcher.run_job import GRACE_S, Runner
 from perfsweep.launcher.slots import Place, Slots
 
 

@@ -25,14 +25,14 @@ from perfsweep.conf.import_paths import modules_of, targets_of
 from perfsweep.conf.schema import RunConf
 from perfsweep.records import PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
-from perfsweep.train import checks, targets
+from perfsweep.train import checks, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.contract import ContractError
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
-from perfsweep.train.explain import explain_steps
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
 from perfsweep.train.known_issues import known_issue
+from perfsweep.train.op_breakdown import explain_steps
 from perfsweep.train.paired import (
     PairingError,
     block_order,
@@ -418,7 +418,7 @@ def recorded(
 
 
 def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
-    """The run's ops record (train/explain.py); where profiling fails, its error, and the run goes on."""
+    """The run's ops record (train/op_breakdown.py); where profiling fails, its error, and the run goes on."""
     try:
         return explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
     except Stopped:  # the run's time limit: it stops the run, as anywhere else
@@ -539,14 +539,14 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
     outcome_known()
     cfg = spec.config
     paths = list(targets_of(cfg).values())
-    code = targets.roots(paths) if paths else ()
-    theirs = targets.user_error(error, code) if code else None
+    code = user_targets.roots(paths) if paths else ()
+    theirs = user_targets.user_error(error, code) if code else None
     known = known_issue(cfg, error)
     if isinstance(error, ContractError):  # one line in the user's terms, then the places it names
         failure = records.RunError(type(error).__name__, str(error), error.traceback(code), known)
     elif theirs is not None:
-        said = f"{theirs} (raised in {targets.where(theirs, code)})"
-        failure = records.RunError(type(theirs).__name__, said, targets.user_traceback(theirs, code), known)
+        said = f"{theirs} (raised in {user_targets.where(theirs, code)})"
+        failure = records.RunError(type(theirs).__name__, said, user_targets.user_traceback(theirs, code), known)
     else:
         failure = records.RunError(type(error).__name__, str(error), "".join(traceback.format_exception(error)), known)
     finished = lifecycle.fail(run_dir, failure, **launch).finished_at

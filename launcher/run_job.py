@@ -30,7 +30,7 @@ def no_imports(specs: list[RunSpec]) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class Runner:
-    """What runs the runs: train.run's functions, handed over by launch.py.
+    """What runs the runs: train.instrumented's functions, handed over by launch.py.
 
     The launcher never imports them itself.
     """

@@ -99,7 +99,7 @@ def show_history(args: argparse.Namespace) -> int:
             print(f"perfsweep: {error}", file=sys.stderr)
             return views.EXIT_NO_HISTORY
         conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
-    print("\n\n".join(map(text, shown)))
+    print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
     if left:
         print("left out: " + "; ".join(left))
     for line in gaps:

@@ -34,12 +34,15 @@ GIT_WHO = {
 }
 
 
-def write_commit_sweep(folder: Path, repo: Path, commit: str, dirty: bool, memory_format: str = "contiguous") -> None:
-    """A sweep of one done run whose status names `commit` of `repo` as its code under test."""
+def write_commit_sweep(
+    folder: Path, repo: Path, commit: str, dirty: bool, memory_format: str = "contiguous", types: tuple = ("tensor",)
+) -> None:
+    """A sweep of a done run per input type whose status names `commit` of `repo` as its code under test."""
     folder.mkdir(parents=True)
-    write_run(folder, "t1", "tensor", memory_format, 100.0)
     tested = {"repository": str(repo), "commit": commit, "dirty": dirty, "subject": "s", "committed_at": 1}
-    lifecycle.finish(folder / "t1", code_under_test=tested)
+    for index, input_type in enumerate(types, 1):
+        write_run(folder, f"t{index}", input_type, memory_format, 100.0 * index)
+        lifecycle.finish(folder / f"t{index}", code_under_test=tested)
     records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
 
 
@@ -149,6 +152,17 @@ def test_a_newest_sweep_that_shares_no_configuration_with_the_history_fails_the_
         {h[:8]: f"<commit {i}>" for i, h in enumerate(hashes)},
     )
     assert launch_here("history", str(runs), "--repo", str(repo), "--max-unmatched", "1").returncode == 0
+
+
+def test_a_history_of_two_configurations_names_each_above_its_table(tmp_path):
+    repo, runs = tmp_path / "repo", tmp_path / "runs"
+    hashes = generate(repo, commits=4, planted=None)
+    for index, commit in enumerate(hashes):
+        write_commit_sweep(runs / f"s{index}", repo, commit, False, types=("tensor", "subclass"))
+    shown = launch_here("history", str(runs), "--repo", str(repo))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    titles = [line for line in shown.stdout.splitlines() if line.startswith("History: ")]
+    assert titles == ["History: tensor", "History: subclass"], shown.stdout
 
 
 def test_a_sweep_in_the_middle_that_shares_no_configuration_fails_the_gate():

@@ -214,10 +214,26 @@ class Asked:
     looks: list[int]  # the schedule of runs a side
     fixed: bool  # repeats=N: one look at N runs a side
     prior: "Prior | None"  # what the runs of --from say of a point
+    source: list[str]  # the folders of --from, resolved
 
     @property
     def unit(self) -> str:
         return "commit" if self.subjects else "release"
+
+    @property
+    def kept(self) -> list[str]:
+        """The overrides of every point's sweep, less its folder and whether to wait, which the bisect sets.
+
+        A point's sweep is followed to its end before it is looked at, on Slurm too.
+        """
+        return [
+            o for o in self.base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")
+        ]
+
+    @property
+    def ends(self) -> list[str]:
+        """The ends to measure: good and bad, less the reference (its step time is what the others' are over)."""
+        return [v for v in (self.releases[0], self.releases[-1]) if v != self.reference]
 
 
 BUDGET = ("auto.max_runs", "auto.max_minutes")  # repeats=auto's caps: a bisect's are --max-runs and --max-minutes
@@ -280,7 +296,18 @@ def asked(args: argparse.Namespace) -> Asked:
         releases = between(listed, *releases)
     looks = [int(fixed)] if fixed else schedule(args.max_runs)
     prior = prior_from(args.runs_from, package, releases[0], releases[-1], bool(reference)) if args.runs_from else None
-    return Asked(package, releases, subjects, base, first, reference, metric, looks, bool(fixed), prior)
+    source = [str(path.resolve()) for path in args.runs_from or []]
+    return Asked(package, releases, subjects, base, first, reference, metric, looks, bool(fixed), prior, source)
+
+
+class Stop(Exception):
+    """What ends a bisect with exit status 2: whether anything ran, and each reason, one a line."""
+
+    def __init__(self, what: str, *reasons: object):
+        super().__init__(f"perfsweep: {what}:\n" + "\n".join(f"- {reason}" for reason in reasons))
+
+
+NOTHING_RUN = "nothing was run"
 
 
 def bisect(args: argparse.Namespace) -> int:
@@ -293,66 +320,95 @@ def bisect(args: argparse.Namespace) -> int:
     Each point adds runs at each of its looks until it is placed on a side, or runs a fixed repeats.
     Each point is saved to bisect.json as it is placed.
     """
-    from perfsweep.analysis.bisection.search import UNBUILT, BisectError, BisectSearch, Point, level
-    from perfsweep.analysis.bisection.store import RECORD, save
-    from perfsweep.analysis.bisection.view import label, shown, view
+    from perfsweep.analysis.bisection.store import RECORD
+    from perfsweep.analysis.bisection.view import view
     from perfsweep.analysis.render import text
-    from perfsweep.launcher import envs
+
+    try:
+        a = checked(args)
+        bisection = started(a, args.max_minutes)
+        status = searched(bisection, a, args.argv)
+    except Stop as stop:
+        print(stop, file=sys.stderr)
+        return 2
+    if status:
+        return status
+    print(text(view(bisection.search)))
+    print(f"records: {(bisection.folder / RECORD).resolve()}")
+    return 0 if bisection.search.first_bad() else 1
+
+
+def checked(args: argparse.Namespace) -> Asked:
+    """The bisect that `args` ask for. Stop where it is wrong."""
+    from perfsweep.analysis.bisection.search import BisectError
     from perfsweep.sweeps.plan import PlanError
 
     try:
-        a = asked(args)
+        return asked(args)
     except PlanError as error:
-        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
-        return 2
+        raise Stop(NOTHING_RUN, *error.problems) from error
     except BisectError as error:
-        print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
-        return 2
-    folder, launcher = a.first.sweep_dir, a.first.settings.launcher.name
-    # a point's sweep is followed to its end before it is looked at, on Slurm too
-    kept = [o for o in a.base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")]
-    source = [str(path.resolve()) for path in args.runs_from or []]
-    good, bad = a.releases[0], a.releases[-1]
-    settings = {"package": a.package, "good": good, "bad": bad, "overrides": kept, "looks": a.looks, "from": source}
+        raise Stop(NOTHING_RUN, error) from error
+
+
+def started(a: Asked, max_minutes: float | None) -> Bisection:
+    """The search that `a` asks for, its folder made and both ends built. Stop where it cannot start."""
+    from perfsweep.analysis.bisection.search import BisectSearch, level
+    from perfsweep.analysis.bisection.view import label
+    from perfsweep.launcher import envs
+
+    folder, good, bad = a.first.sweep_dir, a.releases[0], a.releases[-1]
+    settings = {"package": a.package, "good": good, "bad": bad, "overrides": a.kept, "looks": a.looks, "from": a.source}
     if conflict := folder_conflict(folder, settings):
-        print(f"perfsweep: nothing was run:\n- {conflict}", file=sys.stderr)
-        return 2
+        raise Stop(NOTHING_RUN, conflict)
     at = level(len(a.looks), len(a.releases))
     search = BisectSearch(a.package, a.releases, a.metric, at, subjects=a.subjects, looks=a.looks, fixed=a.fixed)
-    bisection = Bisection(search, a.package, folder, kept, a.reference, a.prior, args.max_minutes)
+    bisection = Bisection(search, a.package, folder, a.kept, a.reference, a.prior, max_minutes)
     between = f"from {label(search, good)} (good) to {label(search, bad)} (bad)"
     print(f"bisect {a.package}: {len(a.releases)} {a.unit}s {between}")
-    ends = [v for v in (good, bad) if v != a.reference]
-    try:  # both ends built before anything runs
-        for version in ends:
-            envs.for_plan(bisection.plan_of(version, 1).runs, launcher)
+    try:
+        for version in a.ends:
+            envs.for_plan(bisection.plan_of(version, 1).runs, a.first.settings.launcher.name)
     except envs.EnvError as error:
-        print(f"perfsweep: nothing was run:\n- {error}", file=sys.stderr)
-        return 2
+        raise Stop(NOTHING_RUN, error) from error
     folder.mkdir(parents=True, exist_ok=True)
+    return bisection
+
+
+def searched(bisection: Bisection, a: Asked, argv: list[str]) -> int:
+    """Measure the ends, then each midpoint, saving bisect.json before each and at the end.
+
+    Returns:
+        0, or the exit status of a launch that could not run.
+
+    Raises:
+        Stop: a point it cannot place (none of its runs done, or several comparisons), or an environment that
+            could not be built.
+    """
+    from perfsweep.analysis.bisection.search import UNBUILT, BisectError, Point
+    from perfsweep.analysis.bisection.store import save
+    from perfsweep.analysis.bisection.view import shown
+    from perfsweep.launcher import envs
+
+    search = bisection.search
     try:
         if a.reference:
             search.add(Point(a.reference, 1.0, 1.0, 1.0, reference=True))
-        status = bisection.measure(ends, args.argv)
+        status = bisection.measure(a.ends, argv)
         while status == 0 and (version := search.next()) is not None and not bisection.ran_out():
-            save(search, folder, kept, source)
+            save(search, bisection.folder, a.kept, a.source)
             try:
-                envs.for_plan(bisection.plan_of(version, 1).runs, launcher)
+                envs.for_plan(bisection.plan_of(version, 1).runs, a.first.settings.launcher.name)
             except envs.Unresolvable as error:  # no build of it for this Python: its neighbour is measured instead
                 search.add(Point(version, side=UNBUILT, why=str(error).splitlines()[0]))
                 print(f"bisect {shown(search, version)}: {UNBUILT}; the search goes on beside it")
                 continue
-            status = bisection.measure([version], args.argv)
+            status = bisection.measure([version], argv)
     except (BisectError, envs.EnvError) as error:
-        print(f"perfsweep: the bisect stopped:\n- {error}", file=sys.stderr)
-        return 2
+        raise Stop("the bisect stopped", error) from error
     finally:
-        save(search, folder, kept, source)
-    if status:
-        return status
-    print(text(view(search)))
-    print(f"records: {(folder / RECORD).resolve()}")
-    return 0 if search.first_bad() else 1
+        save(search, bisection.folder, a.kept, a.source)
+    return status
 
 
 def folder_conflict(folder, settings: dict) -> str:

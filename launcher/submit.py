@@ -350,16 +350,16 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     jobs = {
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         spec.name: RunJob(
-            spec,
-            sweep_dir / spec.name,
-            sweepdir.tracker_id(manifest, spec),
-            backend.at_once(),
-            limit_s,
-            retries,
-            pythons.get(spec.name),
-            backend.ranks_per_node(spec.config),
-            code.modules,
-            at_commit(spec.config.env) or origin,
+            spec=spec,
+            run_dir=sweep_dir / spec.name,
+            tracker_id=sweepdir.tracker_id(manifest, spec),
+            parallelism=backend.at_once(),
+            limit_s=limit_s,
+            timeout_retries=retries,
+            python=pythons.get(spec.name),
+            ranks_per_node=backend.ranks_per_node(spec.config),
+            code=code.modules,
+            origin=at_commit(spec.config.env) or origin,
         )
         for spec in todo
     }

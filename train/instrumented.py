@@ -97,8 +97,17 @@ def summary_of(
     )
 
 
-def warmed_up(cfg: RunConf, device: torch.device) -> tuple[Workload, Window, RunConf, float]:
-    """The workload built and warmed up: its warm-up window, the config it ran with, when its first step began.
+class WarmedUp(NamedTuple):
+    """A workload built and warmed up: its warm-up window, the config it ran with, when its first step began."""
+
+    work: Workload
+    warmup: Window
+    cfg: RunConf  # at a smaller batch than asked after an out-of-memory (model.batch_size_retry)
+    first_step: float
+
+
+def warmed_up(cfg: RunConf, device: torch.device) -> WarmedUp:
+    """The workload built and warmed up.
 
     With model.batch_size_retry, an out-of-memory while building or warming up retries with a smaller batch,
     as timm's benchmark.py does (timm.utils.decay_batch_step: 64, 48, 32, 24, ... 1); the run records the
@@ -109,7 +118,8 @@ def warmed_up(cfg: RunConf, device: torch.device) -> tuple[Workload, Window, Run
         try:
             work = make_workload(cfg, device)
             first_step = first_step or time.time()
-            return work, run_window(work, 0, cfg.warmup_steps, device), cfg, first_step
+            warmup = run_window(work, 0, cfg.warmup_steps, device)
+            return WarmedUp(work=work, warmup=warmup, cfg=cfg, first_step=first_step)
         except torch.OutOfMemoryError:
             if not cfg.model.batch_size_retry or cfg.model.batch_size <= 1:
                 raise
@@ -238,7 +248,12 @@ class Side(NamedTuple):
     tracker_id: str
 
 
-Measurement = tuple[Summary, list[dict[str, Any]], dict[str, float]]  # a summary, its step rows, where time went
+class Measurement(NamedTuple):
+    """What a run measured, as its records hold it."""
+
+    summary: Summary
+    rows: list[dict[str, Any]]  # its steps, as W&B gets them
+    seconds: dict[str, float]  # where its time went: its first step's time (unix), then seconds
 
 
 def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]) -> list[Summary | None]:
@@ -276,7 +291,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         ends = {}  # each done side's end and where its time went
         for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
             if outcome is not None:
-                timing = timing_of(outcome[2], ready_since, stopwatch.seconds)
+                timing = timing_of(outcome.seconds, ready_since, stopwatch.seconds)
                 ends[index] = (done(side.run_dir, mine, timing), timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
@@ -290,10 +305,10 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         raise
     for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
         if outcome is not None:
-            tracked(*side, mine, outcome[1], outcome[0], *ends[index])
+            tracked(*side, mine, outcome.rows, outcome.summary, *ends[index])
     if not ends:
         raise PairingError(f"each of the {len(sides)} sides of this process failed, each with its own error")
-    return [outcome[0] if outcome is not None else None for outcome in outcomes]
+    return [outcome.summary if outcome is not None else None for outcome in outcomes]
 
 
 def timing_of(seconds: dict[str, float], ready_since: float, bookkeeping: dict[str, float]) -> dict[str, float]:
@@ -347,10 +362,11 @@ def paired_process(
         unchanged(switches, side.spec.name)
         ready.append(time.time())  # the next side's start-up begins after this side's warm-up
     live = [index for index, built in enumerate(warm) if built is not None]
+    results: list[Measurement | None] = [None] * len(sides)
     if not live:
-        return warm
+        return results
     names = [sides[index].spec.name for index in live]
-    smaller = [sides[index].spec.name for index in live if warm[index][2] != sides[index].spec.config]
+    smaller = [sides[index].spec.name for index in live if warm[index].cfg != sides[index].spec.config]
     if smaller:  # after an out-of-memory beside the other sides: at another batch, the sides would not compare
         raise PairingError(
             f"{', '.join(smaller)} ran out of memory beside the other sides of its process: pairing=process runs "
@@ -360,17 +376,17 @@ def paired_process(
         torch.cuda.reset_peak_memory_stats(device)
     sizes = block_sizes(cfg.steps, cfg.blocks)
     order = block_order(len(live), len(sizes), cfg.seed)
-    windows = measure_blocks([warm[index][0] for index in live], names, order, sizes, cfg.warmup_steps, device)
+    windows = measure_blocks([warm[index].work for index in live], names, order, sizes, cfg.warmup_steps, device)
     peak, kind = peak_memory_mib(device)
     process = uuid.uuid4().hex
-    results: list[Measurement | None] = list(warm)
     for place, (index, window) in enumerate(zip(live, windows, strict=True)):
-        work, warmup, ran, first = warm[index]
-        measured = Measured(work, warmup, window, ran, first, before, clock_start, records_from=time.time())
+        measured = Measured(
+            **warm[index]._asdict(), window=window, neighbours=before, clock_start=clock_start, records_from=time.time()
+        )
         paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes, process=process)
         own, memory = Stopwatch(), (peak, f"{kind}_all_sides")
-        summary, rows, seconds = recorded(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
-        results[index] = (summary, rows, {**seconds, **own.seconds, "ready_at": ready[index]})
+        outcome = recorded(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
+        results[index] = outcome._replace(seconds={**outcome.seconds, **own.seconds, "ready_at": ready[index]})
     return results
 
 
@@ -394,8 +410,8 @@ def recorded(
     stopwatch: Stopwatch,
     extra: dict[str, Any] | None = None,
     memory: tuple[float, str] | None = None,
-) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
-    """Count, summarise, profile and write what a run measured; its summary, step rows and where its time went.
+) -> Measurement:
+    """Count, summarise, profile and write what a run measured.
 
     `memory` is its peak memory and kind where read before (a paired process's), else read now.
     """
@@ -414,7 +430,7 @@ def recorded(
             profile_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
     with stopwatch("written_s"):
         rows = write(run_dir, measured.warmup.rows, measured.window.rows, summary)
-    return summary, rows, {"first_step": measured.first_step, **measured.seconds()}
+    return Measurement(summary=summary, rows=rows, seconds={"first_step": measured.first_step, **measured.seconds()})
 
 
 def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
@@ -440,15 +456,11 @@ def phase_memory(ops: dict[str, Any], paired: bool) -> dict[str, Any]:
     return {}
 
 
-def across_ranks(
-    spec: RunSpec, run_dir: Path, device: torch.device, launch: dict[str, Any]
-) -> tuple[Summary, list[dict[str, Any]], dict[str, float]]:
+def across_ranks(spec: RunSpec, run_dir: Path, device: torch.device, launch: dict[str, Any]) -> Measurement:
     """Measure the run on its ranks and write its records, every rank's steps among them (train/ranks/).
 
     Its ranks are its job's tasks on Slurm, else processes it starts.
-
-    Returns:
-        Its summary, the rows W&B gets (every rank's beside the run's), and where its time went.
+    The rows W&B gets hold every rank's beside the run's.
     """
     results = task_ranks(spec, launch) if launch.get("tasks") else run_ranks(spec, run_dir)
     ranks = Ranks(tuple(results), spec.config.dist.name)
@@ -458,8 +470,9 @@ def across_ranks(
     summary = summary_of(spec.config, phases, window, mine.memory, device, extra, ranks.workload_summary)
     records.write_steps(run_dir / records.RANKS, ranks.every_step())
     rows = ranks.series(write(run_dir, mine.warmup.rows, mine.window_steps(), summary))
-    seconds = {"warmup_s": mine.warmup.seconds, "window_s": mine.window.seconds}
-    return summary, rows, {"first_step": min(result.first_step for result in ranks.results), **seconds}
+    first_step = min(result.first_step for result in ranks.results)
+    seconds = {"first_step": first_step, "warmup_s": mine.warmup.seconds, "window_s": mine.window.seconds}
+    return Measurement(summary=summary, rows=rows, seconds=seconds)
 
 
 def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
@@ -491,11 +504,11 @@ def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
 def measure(cfg: RunConf, device: torch.device) -> Measured:
     """Build and warm up the workload, then time its measured window."""
     before, clock_start = neighbours(device), clocks(device)
-    work, warmup, cfg, first_step = warmed_up(cfg, device)
+    built = warmed_up(cfg, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    window = run_window(work, cfg.warmup_steps, cfg.steps, device)
-    return Measured(work, warmup, window, cfg, first_step, before, clock_start)
+    window = run_window(built.work, built.cfg.warmup_steps, built.cfg.steps, device)
+    return Measured(**built._asdict(), window=window, neighbours=before, clock_start=clock_start)
 
 
 def probe(measured: Measured, device: torch.device) -> dict[str, Any]:

@@ -1,17 +1,11 @@
 #!/usr/bin/env python
 """perfsweep's entry point: plan a sweep from Hydra overrides, check it, run it through submitit, print its table.
 
-perfsweep [run] [-m] [OVERRIDE ...]    run sweeps/<sweep>.yaml (default: sweeps/default.yaml), its axes
-                                       narrowed or widened by Hydra overrides (model=a,b sweeps)
-perfsweep --config-dir DIR [OVERRIDE ...]   the same with a folder of the user's sweep files and options
-perfsweep status SWEEP_DIR             each run's state, job id and log
-perfsweep resume SWEEP_DIR [launcher.KEY=VALUE ...]   run again every run of the sweep that is not done
-perfsweep envs [--dir DIR] [--prune [--unused-days N]]   the environments built for package-version axes
-perfsweep bisect --good A --bad B [--package NAME] [OVERRIDE ...]   the first release of a package (torch by
-                                       default) between good and bad that shows the change the sweep measures
-perfsweep table|runs|published|replicates|compare|plots|report|sync ...   the views of the records
-                                       (also python -m perfsweep.analysis COMMAND)
-perfsweep --help | --cfg job ...       Hydra's own flags, as in any Hydra app
+`perfsweep [run] [-m] [OVERRIDE ...]` runs a sweep file: sweeps/default.yaml unless sweep=NAME.
+With no command, or with an override or a flag first, the words are a sweep's.
+Hydra's own flags (--help, --cfg job...) answer as in any Hydra app.
+`perfsweep --help` lists the commands, from the parser of commands/cli.py.
+`perfsweep COMMAND --help` gives a command's arguments.
 
 `python launch.py ...` is the same command.
 It parses the words and hands them to a command (commands/).

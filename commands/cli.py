@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
     sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
     sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")
-    sweep.set_defaults(handler=run_sweep)
+    sweep.set_defaults(handler=run_sweep, command_list=command_list)  # Hydra's --help lists the commands
     status = commands.add_parser("status", help="each run's state, job id and log")
     status.add_argument("sweep_dir", type=sweep_folder)
     status.set_defaults(handler=show_status)
@@ -216,6 +217,28 @@ def parser(description: str) -> argparse.ArgumentParser:
     search.set_defaults(handler=bisect)
     add_view_commands(commands)
     return top
+
+
+def commands() -> dict[str, str]:
+    """Each command of the command line, with what it does (its help), in the parser's order."""
+    (chosen,) = parser("")._subparsers._group_actions  # noqa: SLF001 (argparse keeps the commands there)
+    return {action.dest: action.help for action in chosen._choices_actions}  # noqa: SLF001
+
+
+def command_list(width: int = 88) -> str:
+    """The commands, one to a paragraph with what it does, wrapped to `width` (Hydra's --help shows it)."""
+    found = commands()
+    indent = max(map(len, found)) + 4
+    return "\n".join(
+        textwrap.fill(
+            about,
+            width,
+            initial_indent=f"  {name:<{indent - 2}}",
+            subsequent_indent=" " * indent,
+            break_on_hyphens=False,
+        )
+        for name, about in found.items()
+    )
 
 
 CONFIG_DIR = ("--config-dir", "-cd")  # Hydra's flag: a folder of config groups and sweep files of the user's own

@@ -2,10 +2,11 @@
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
-def hydra_flags(args: list[str]) -> int:
+def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
     """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main.
 
     What Hydra would not take is refused first, with exit status 2:
@@ -13,15 +14,18 @@ def hydra_flags(args: list[str]) -> int:
     - a flag it has not, by its own parser's usage line;
     - an override its grammar cannot read.
 
-    --help lists the user's config dir's options with perfsweep's, then the sweep files.
+    --help lists the commands: `command_list()`, as ${perfsweep.commands:} of conf/config.yaml.
+    It lists the user's config dir's options with perfsweep's, then the sweep files.
     The user's config dir is the first of them, as Hydra's --config-dir.
     """
     import hydra
     from hydra._internal.utils import get_args_parser
+    from omegaconf import OmegaConf
 
     import perfsweep.conf.schema  # noqa: F401  (registers the schema the configs extend)
     from perfsweep.sweeps.plan import PlanError, available_sweeps, config_dirs, unreadable_overrides
 
+    OmegaConf.register_new_resolver("perfsweep.commands", command_list, replace=True)
     flags = get_args_parser()
     flags.prog = "perfsweep"
     overrides = flags.parse_intermixed_args(args).overrides

@@ -11,7 +11,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     if any(a.startswith("-") for a in overrides):
         from perfsweep.commands.hydra import hydra_flags
 
-        return hydra_flags(args.overrides)
+        return hydra_flags(args.overrides, args.command_list)
     from perfsweep.records import AUTO
     from perfsweep.sweeps.plan import build_plan
 

@@ -80,8 +80,7 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
         cli.add_view_commands(parser.add_subparsers(required=True))
         cli.parse(parser, args)
         return
-    commands = cli.parser("")._subparsers._group_actions[0].choices  # noqa: SLF001 (argparse keeps them there)
-    if args and args[0] in commands and args[0] != "run":
+    if args and args[0] in cli.commands() and args[0] != "run":
         parsed = cli.parse(cli.parser(""), args)
         if args[0] == "bisect":  # its sweep plans, as its first point's does (a commit's code: where it is built)
             asked = [o for o in parsed.overrides if not o.startswith("repeats=")]

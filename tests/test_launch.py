@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records
+from perfsweep.commands import cli
 from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
@@ -145,6 +146,14 @@ def test_hydra_flags_work_as_in_any_hydra_app():
     cfg = launch_here("run", "--cfg", "job", "model=resnet50", "precision=amp_bf16")
     assert cfg.returncode == 0, cfg.stderr
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout
+
+
+def test_help_lists_every_command_of_the_parser_with_what_it_does():
+    shown = launch_here("--help")
+    assert shown.returncode == 0, shown.stderr
+    header = " ".join(shown.stdout.split("== Configuration groups ==")[0].split())
+    missing = [name for name, about in cli.commands().items() if f" {name} {' '.join(about.split())}" not in header]
+    assert not missing, f"--help does not list {missing}"
 
 
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):

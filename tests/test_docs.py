@@ -97,6 +97,16 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
     assert plan.runs and not plan.problems, f"{page}: {command}"
 
 
+def test_the_results_page_names_sweeps_that_exist_and_links_every_machines_folder():
+    """A sweep is named `sweep=NAME`, or as a word in backticks with an underscore (`subclass_slowdown`)."""
+    page = (ROOT / "results" / "README.md").read_text()
+    named = set(re.findall(r"sweep=(\w+)", page)) | set(re.findall(r"`([a-z0-9]+(?:_[a-z0-9]+)+)`", page))
+    missing = named - {path.stem for path in (ROOT / "sweeps").glob("*.yaml")}
+    assert named and not missing, f"results/README.md names sweeps that sweeps/ does not hold: {sorted(missing)}"
+    linked = set(re.findall(r"\]\(([^)/]+)/README\.md\)", page))
+    assert linked == {path.name for path in (ROOT / "results").iterdir() if path.is_dir()}
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -141,7 +141,7 @@ def test_the_run_s_time_limit_stops_its_profiled_window_as_it_stops_the_rest(tmp
     work = SimpleNamespace(phases=("forward",), step=past_the_limit, cfg=None)  # a workload that reached its limit
     measured = SimpleNamespace(work=work, after=4)
     with pytest.raises(records.Stopped):
-        train_run.explained(measured, torch.device("cpu"), tmp_path)
+        train_run.record_ops(measured, torch.device("cpu"), tmp_path)
 
 
 def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_beside_the_first(tmp_path, monkeypatch):

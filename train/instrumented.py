@@ -40,7 +40,7 @@ from perfsweep.train.paired import (
     changed,
     measure_blocks,
     process_switches,
-    unchanged,
+    refuse_changed_switches,
 )
 from perfsweep.train.ranks.combine import Ranks
 from perfsweep.train.ranks.start import RANK_LOGS, run_ranks, task_ranks
@@ -270,11 +270,11 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     """
     sides = [Side(*side) for side in sides]
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
-    launches = [started(side.run_dir, side.tracker_id, launch) for side in sides]
+    launches = [record_started(side.run_dir, side.tracker_id, launch) for side in sides]
     alone: set[int] = set()  # the sides that failed alone, recorded
 
     def fail_alone(index: int, error: Exception) -> None:
-        failed(*sides[index], launches[index], error)
+        record_failed(*sides[index], launches[index], error)
         alone.add(index)
         print(f"perfsweep: run {sides[index].spec.name} failed: {type(error).__name__}: {error}", file=sys.stderr)
 
@@ -292,20 +292,20 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
             if outcome is not None:
                 timing = timing_of(outcome.seconds, ready_since, stopwatch.seconds)
-                ends[index] = (done(side.run_dir, mine, timing), timing)
+                ends[index] = (record_done(side.run_dir, mine, timing), timing)
     except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
-                interrupted(side.run_dir, mine, error)
+                record_interrupted(side.run_dir, mine, error)
         raise
     except Exception as error:
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
-                failed(*side, mine, error)
+                record_failed(*side, mine, error)
         raise
     for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
         if outcome is not None:
-            tracked(*side, mine, outcome.rows, outcome.summary, *ends[index])
+            record_in_tracker(*side, mine, outcome.rows, outcome.summary, *ends[index])
     if not ends:
         raise PairingError(f"each of the {len(sides)} sides of this process failed, each with its own error")
     return [outcome.summary if outcome is not None else None for outcome in outcomes]
@@ -359,7 +359,7 @@ def paired_process(
             error.__traceback__ = None  # its frames hold its model
             warm.append(None)
             freed(device)
-        unchanged(switches, side.spec.name)
+        refuse_changed_switches(switches, side.spec.name)
         ready.append(time.time())  # the next side's start-up begins after this side's warm-up
     live = [index for index, built in enumerate(warm) if built is not None]
     results: list[Measurement | None] = [None] * len(sides)
@@ -385,7 +385,7 @@ def paired_process(
         )
         paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes, process=process)
         own, memory = Stopwatch(), (peak, f"{kind}_all_sides")
-        outcome = recorded(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
+        outcome = record_measured(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
         results[index] = outcome._replace(seconds={**outcome.seconds, **own.seconds, "ready_at": ready[index]})
     return results
 
@@ -400,10 +400,10 @@ def freed(device: torch.device) -> None:
 def one_process(spec: RunSpec, run_dir: Path, device: torch.device, stopwatch: Stopwatch) -> Measurement:
     """Measure the run in this process and write its records: its summary, its step rows, and where its time
     went (its first step's time, then seconds)."""
-    return recorded(measure(spec.config, device), run_dir, device, stopwatch)
+    return record_measured(measure(spec.config, device), run_dir, device, stopwatch)
 
 
-def recorded(
+def record_measured(
     measured: Measured,
     run_dir: Path,
     device: torch.device,
@@ -420,8 +420,7 @@ def recorded(
         extra = {**probe(measured, device), **(extra or {})}
     if measured.cfg.explain:  # its profiled window leaves the trace profile=true would
         with stopwatch("explained_s"):
-            ops = explained(measured, device, run_dir)
-            records.write_json(run_dir / records.OPS, ops)
+            ops = record_ops(measured, device, run_dir)
             extra |= phase_memory(ops, paired="paired" in extra)
     with stopwatch("summarized_s"):
         summary = summarize(measured.work, measured.window, memory, device, extra)
@@ -433,14 +432,19 @@ def recorded(
     return Measurement(summary=summary, rows=rows, seconds={"first_step": measured.first_step, **measured.seconds()})
 
 
-def explained(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
-    """The run's ops record (train/op_breakdown.py); where profiling fails, its error, and the run goes on."""
+def record_ops(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
+    """Write the run's ops record (train/op_breakdown.py) and return it.
+
+    Where profiling fails, the record holds its error, and the run goes on.
+    """
     try:
-        return explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
+        ops = explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
     except Stopped:  # the run's time limit: it stops the run, as anywhere else
         raise
     except Exception as error:  # the explanation is beside the measurement: it must never fail the run
-        return {"error": f"{type(error).__name__}: {error}"}
+        ops = {"error": f"{type(error).__name__}: {error}"}
+    records.write_json(run_dir / records.OPS, ops)
+    return ops
 
 
 def phase_memory(ops: dict[str, Any], paired: bool) -> dict[str, Any]:
@@ -475,7 +479,7 @@ def across_ranks(spec: RunSpec, run_dir: Path, device: torch.device, launch: dic
     return Measurement(summary=summary, rows=rows, seconds=seconds)
 
 
-def started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
+def record_started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> dict[str, Any]:
     """Record the run running; what every later status of it repeats (how it was launched, its earlier attempts)."""
     launch = {k: v for k, v in launch.items() if k != "ready_since"}
     status = lifecycle.start(run_dir, tracker_id=tracker_id, **launch)
@@ -534,18 +538,18 @@ def write(run_dir: Path, warmup: list[dict], measured: list[dict], summary: Summ
     return rows
 
 
-def done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float]) -> str:
+def record_done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float]) -> str:
     """Record the run done, with where its time went; when it finished."""
     return lifecycle.finish(run_dir, timing=timing, **launch).finished_at
 
 
-def interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
+def record_interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
     """Record the run pending again: cancelled, preempted or requeued, it will run again."""
     outcome_known()
     lifecycle.stop(run_dir, type(error).__name__, **launch)
 
 
-def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
+def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
     """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
     user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised.
     A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names."""
@@ -569,7 +573,7 @@ def failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any]
         lifecycle.fail(run_dir, failure, finished_at=finished, warnings=warnings, **launch)
 
 
-def tracked(
+def record_in_tracker(
     spec: RunSpec,
     run_dir: Path,
     tracker_id: str,

@@ -79,7 +79,7 @@ def changed(before: dict[str, Any], after: dict[str, Any]) -> str:
     )
 
 
-def unchanged(expected: dict[str, Any], name: str) -> None:
+def refuse_changed_switches(expected: dict[str, Any], name: str) -> None:
     """Raise PairingError, naming side `name`, where the process-wide switches are no longer `expected`."""
     now = process_switches()
     if now != expected:
@@ -117,5 +117,5 @@ def measure_blocks(
         rows[side] += block.rows
         seconds[side] += block.seconds
         ended[side], timers[side] = block.ended_at, block.timer
-        unchanged(switches, names[side])
+        refuse_changed_switches(switches, names[side])
     return [Window(r, s, t, e) for r, s, t, e in zip(rows, seconds, timers, ended, strict=True)]

@@ -19,7 +19,7 @@ from tests.helpers import ROOT, launch_here
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = re.compile(r" \[[^\]]*[A-Z]{2,}[^\]]*\]")  # [launcher.KEY=VALUE ...]: a slot, not a command's words
 OPTIONAL = re.compile(r" \[(--[^\]]*)\]")  # [--csv]: a flag the command takes
-COMMANDS = ("python launch.py ", "python -m perfsweep.analysis ", "perfsweep ")
+COMMANDS = ("python launch.py ", "python -m perfsweep.commands ", "perfsweep ")
 
 
 def shown_commands(page: Path) -> list[tuple[str, str]]:
@@ -52,11 +52,11 @@ CASES = [
 
 
 def words(command: str) -> tuple[str, list[str]]:
-    """('launch' or 'analysis', the arguments), optional [groups] opened and placeholder slots left out."""
+    """('launch' or 'views', the arguments), optional [groups] opened and placeholder slots left out."""
     command = OPTIONAL.sub(r" \1", PLACEHOLDER.sub("", command))
     parts = shlex.split(command)
-    if parts[:3] == ["python", "-m", "perfsweep.analysis"]:
-        return "analysis", parts[3:]
+    if parts[:3] == ["python", "-m", "perfsweep.commands"]:
+        return "views", parts[3:]
     return "launch", parts[2:] if parts[0] == "python" else parts[1:]
 
 
@@ -75,8 +75,8 @@ def test_every_shown_command_runs_as_written(page, folder, command, monkeypatch)
     program, args = words(command)
     args = cli.with_config_dirs(args)
     monkeypatch.setattr(cli, "sweep_folder", Path)  # the pages' sweep folders exist on the reader's machine
-    if program == "analysis":
-        parser = argparse.ArgumentParser(prog="python -m perfsweep.analysis", exit_on_error=False)
+    if program == "views":
+        parser = argparse.ArgumentParser(prog="python -m perfsweep.commands", exit_on_error=False)
         cli.add_view_commands(parser.add_subparsers(required=True))
         cli.parse(parser, args)
         return
@@ -110,7 +110,7 @@ def test_the_results_page_names_sweeps_that_exist_and_links_every_machines_folde
 @pytest.mark.parametrize(
     "command",
     [
-        "python -m perfsweep.analysis table runs/default --bogus",  # no such flag
+        "python -m perfsweep.commands table runs/default --bogus",  # no such flag
         "python launch.py model=no_such_model",  # no such group value
         "python launch.py compare runs/before",  # a sweep short
         "python launch.py -m input_type=tensor,no_such_type",  # one value of the sweep does not exist

@@ -7,13 +7,13 @@ import pytest
 
 from perfsweep import records
 from perfsweep.analysis import groups
-from perfsweep.analysis.__main__ import main as analysis_main
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.analysis.views import compare, plots
+from perfsweep.commands.__main__ import main as views_main
 from perfsweep.records import lifecycle
 from tests import synthetic
 
@@ -123,7 +123,7 @@ def test_compare_flags_a_ten_percent_regression_across_runs_and_exits_1(tmp_path
     assert [line.flag for line in shown.items if line.flag] == ["REGRESSION"] * 2  # the step of each; phases shown
     assert "2 of A's 2 configurations matched in B, 0 without a match; 0 of B's 2 without" in text_ and "3/3" in text_
     assert "suite: B's geometric-mean step speed-up over A's, 2 configurations: 0.9" in text_
-    assert analysis_main(["compare", str(a), str(b)]) == 1
+    assert views_main(["compare", str(a), str(b)]) == 1
     gated = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05, gate_phases=True)[0]
     assert sum(line.flag == "REGRESSION" for line in gated.items) == 2 * 5  # four phases and the step
 
@@ -132,7 +132,7 @@ def test_compare_of_one_run_a_side_says_possible_and_exits_3(tmp_path):
     a = write_sweep(tmp_path, "before", 1.0, seed=1)
     b = write_sweep(tmp_path, "after", 1.1, seed=2)
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert status == compare.EXIT_POSSIBLE and analysis_main(["compare", str(a), str(b)]) == 3
+    assert status == compare.EXIT_POSSIBLE and views_main(["compare", str(a), str(b)]) == 3
     assert [line.flag for line in shown.items if line.flag] == ["POSSIBLE REGRESSION (1 run)"] * 2
     assert "within-run" in text(shown) and "suite: no geometric mean with an interval" in text(shown)
 
@@ -165,7 +165,7 @@ def test_compare_catches_a_change_in_training_even_at_the_same_speed_and_exits_4
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0)
     b = write_sweep(tmp_path, "b", 1.0, seed=2, loss=2.5)
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
-    assert status == compare.EXIT_LOSS == 4 and analysis_main(["compare", str(a), str(b)]) == 4
+    assert status == compare.EXIT_LOSS == 4 and views_main(["compare", str(a), str(b)]) == 4
     assert "LOSS CHANGED in 1 of 1 run pair (replicate 0): final loss 2 -> 2.5 (A trained from 3)" in text(shown)
     assert "REGRESSION" not in text(shown)
     same = write_sweep(tmp_path, "c", 1.0, seed=3, loss=2.04)  # 4% of the 1.0 the loss moved while A trained

@@ -3,7 +3,7 @@
 It gives step-time speed-ups with intervals across runs, and a suite-level geometric mean.
 The family of comparisons is held to one error rate.
 
-    python -m perfsweep.analysis compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
+    python -m perfsweep.commands compare SWEEP_A SWEEP_B [--threshold 0.05] [--loss-tolerance 0.05] [--gate-phases]
         [--max-unmatched 0.0]
 
 A is the reference (before), B the candidate (after).

@@ -4,7 +4,7 @@
 - runs: each run's median beside its configuration's interval;
 - speedups: each speed-up as a point with its interval around 1.00x, at the level of the sweep's table.
 
-    python -m perfsweep.analysis plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
+    python -m perfsweep.commands plots SWEEP_DIR [--out DIR]     writes SWEEP_DIR/plots/{phases,runs,speedups}.png
                                                        (DIR/plots/ with --out), and ranks.png for runs
                                                        across ranks
 

@@ -1,6 +1,6 @@
 """A sweep's results side by side with the published figures it reproduces (sweeps/published/<sweep>.yaml).
 
-    python -m perfsweep.analysis published SWEEP_DIR
+    python -m perfsweep.commands published SWEEP_DIR
 
 Each published comparison names two configurations, `of` and `over`, by their axes or config values.
 `metric` is the time it compares: a phase, phases joined by +, or step.

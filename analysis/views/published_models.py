@@ -1,6 +1,6 @@
 """A published table of many models (timm's benchmark result files) beside our runs of the same models.
 
-    python -m perfsweep.analysis published SWEEP_DIR
+    python -m perfsweep.commands published SWEEP_DIR
 
 sweeps/published/<sweep>.yaml holds the published rows under `models`:
 

@@ -2,7 +2,7 @@
 
 It also says what that asks of the next sweep, and whether a run's place in the sweep moved its time.
 
-    python -m perfsweep.analysis replicates SWEEP_DIR [--half-width 0.02]
+    python -m perfsweep.commands replicates SWEEP_DIR [--half-width 0.02]
 
 Runs that differ only in `replicate` (and the seed it sets) are one configuration.
 Each run is one process.

@@ -1,6 +1,6 @@
 """A sweep's report: a self-contained HTML file, always, and a W&B Report with the same content when online.
 
-    python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m perfsweep.analysis report SWEEP_DIR)
+    python launch.py report SWEEP_DIR [--wandb] [--out DIR]      (or python -m perfsweep.commands report SWEEP_DIR)
 
 The HTML report is SWEEP_DIR/report.html, or DIR/report.html.
 It holds the views the terminal prints (analysis/views/).

@@ -1,6 +1,6 @@
 """The runs view: each done run's statistics per phase, and the runs flagged noisy.
 
-    python -m perfsweep.analysis runs SWEEP_DIR
+    python -m perfsweep.commands runs SWEEP_DIR
 
 The statistics are analysis/statistics/steps.py's.
 With CUDA events (device time), the host's median time of the phase is beside it.

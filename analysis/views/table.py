@@ -4,7 +4,7 @@ A row holds its runs' medians per phase, throughput, and its speed-up over its r
 Beside a speed-up across runs, a word says what its interval says: slower, faster, same or undetermined.
 The words, the level and the margin of `same` are repeats=auto's (analysis/statistics/rounds.py `rule_of`).
 
-python -m perfsweep.analysis table SWEEP_DIR [--csv]
+python -m perfsweep.commands table SWEEP_DIR [--csv]
 
 With replicates (repeats=N), a configuration's figures are the median over its runs of each run's median.
 Its speed-up's interval is then across runs (analysis/statistics/speedup.py).

@@ -1,6 +1,6 @@
 """A sweep's runs in the columns of timm's benchmark result files, to diff perfsweep's figures against timm's.
 
-    python -m perfsweep.analysis table SWEEP_DIR --csv timm
+    python -m perfsweep.commands table SWEEP_DIR --csv timm
 
 timm's `benchmark.py` writes `results/benchmark-{infer,train}-*.csv` (huggingface/pytorch-image-models).
 It writes one row per model, fastest first.

@@ -1,4 +1,7 @@
-"""python -m perfsweep.analysis COMMAND ...: the views of a sweep's records (its --help lists them)."""
+"""python -m perfsweep.commands COMMAND ...: the views of a sweep's records alone (its --help lists them).
+
+`perfsweep COMMAND` takes the same commands, beside those that launch.
+"""
 
 import argparse
 import sys
@@ -7,7 +10,7 @@ from perfsweep.commands.cli import add_view_commands, parse, run
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m perfsweep.analysis", description="the views of a sweep's records")
+    parser = argparse.ArgumentParser(prog="python -m perfsweep.commands", description="the views of a sweep's records")
     add_view_commands(parser.add_subparsers(title="commands", required=True, metavar="COMMAND"))
     return run(parse(parser, argv))
 

@@ -52,6 +52,7 @@ from perfsweep.records.files import (
     write_jsonl,
     write_steps,
 )
+from perfsweep.records.ops import DynamoCounts, OperatorTimes, Ops, OpsFailed, PhaseFigures, read_ops
 from perfsweep.records.run import (
     Baseline,
     PairedSummary,
@@ -97,6 +98,7 @@ __all__ = [
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
+    "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",
     "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",

@@ -3,9 +3,10 @@ wrong type, shape, encoding and size (a valid record with a field changed, remov
 encodings; cut; random bytes; a large record; step tables of any columns, types and rows).
 
 The property: no traceback from a reader or from the commands' views (status, table, runs, replicates, published,
-compare); a record that is not what its file must hold is read as unreadable, with a message naming the file;
-nothing recorded is lost or overwritten: a reader leaves the file as it was, and a launch-side reader that
-quarantines (a run starting, a launch repairing the sweep's files) moves it aside byte for byte.
+compare, explain); a record that is not what its file must hold is read as unreadable, with a message naming the
+file; nothing recorded is lost or overwritten: a reader leaves the file as it was, and a launch-side reader that
+quarantines (a run starting, a launch repairing the sweep's files) moves it aside byte for byte. An ops record is
+read by the views alone: a launch leaves it as it is.
 
 PERFSWEEP_FUZZ_EXAMPLES=N tries N inputs per record file (default 50: about 1.5 s each); the counts tried are
 printed at the end of the test run.
@@ -22,8 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perfsweep import records
+from perfsweep.analysis.groups import configurations, labels, speedups
 from perfsweep.analysis.render import text
-from perfsweep.analysis.views import compare, replicates, runs, sweep_views
+from perfsweep.analysis.statistics.verdict import SLOWER
+from perfsweep.analysis.views import compare, explain, replicates, runs, sweep_views
 from perfsweep.launcher.run_states import render
 from tests.helpers import EXAMPLES, TRIED, write_sweep
 
@@ -36,6 +39,7 @@ FUZZ = settings(
 
 RUN_LEVEL = (records.STATUS, records.CONFIG, records.ENV, records.SUMMARY, records.STEPS)
 SWEEP_LEVEL = (records.SWEEP, records.RUNS, records.JOBS)
+VIEWS_ONLY = (records.OPS,)  # read by the views alone: a launch leaves it as it is
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
 json_values = st.recursive(
@@ -162,9 +166,26 @@ def step_files(valid: bytes):
     return st.one_of(step_tables(pq.read_table(pa.BufferReader(valid))), cut(valid), st.binary(max_size=300))
 
 
+OPS = {  # as train/op_breakdown.py writes it, on a CPU
+    "steps": 3,
+    "device": "cpu",
+    "operators": {"aten::convolution": {"calls": 20.0, "self_cpu_us": 5000.0, "self_device_us": 0.0}},
+    "phases": {"forward": {"cpu_us": 9000.0, "outside_operators_us": 4000.0, "net_allocated_mib": 6.0}},
+    "dynamo": None,
+    "torch_calls": 600,
+    "subclass_calls": {"SubClassedTensor": 92},
+    "host_reads": {"item": 1},
+    "host_read_places": {"item at train/step.py:10": 1},
+}
+
+
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    return write_sweep(tmp_path_factory.mktemp("fuzz") / "sweep")
+    """write_sweep's two runs, each with an ops record (explain=true)."""
+    folder = write_sweep(tmp_path_factory.mktemp("fuzz") / "sweep")
+    for name in ("a", "b"):
+        records.write_json(folder / name / records.OPS, OPS)
+    return folder
 
 
 def target(sweep, name):
@@ -178,7 +199,7 @@ def files_of(name: str, valid: bytes):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", RUN_LEVEL + SWEEP_LEVEL)
+@pytest.mark.parametrize("name", RUN_LEVEL + SWEEP_LEVEL + VIEWS_ONLY)
 def test_every_reader_takes_any_file_in_place_of_a_record(name, sweep):
     path = target(sweep, name)
     recorded = contents(sweep)
@@ -216,6 +237,8 @@ def _check_readers(sweep, path, data: bytes) -> None:
         assert str(found).startswith(f"{path} is unreadable ("), found
     if path.name in SWEEP_LEVEL:
         _check_sweep_files(sweep, path, found)
+    elif path.name == records.OPS:
+        _check_ops(sweep, path, found)
     else:
         _check_run(sweep, path, found)
     with warnings.catch_warnings(record=True) as caught:
@@ -245,6 +268,15 @@ def _check_run(sweep, path, found) -> None:
         assert isinstance(run.summary.gpu_neighbours(), list)
 
 
+def _check_ops(sweep, path, found) -> None:
+    """The explain view of a comparison taken as decided ranks the runs' records, or names the one it cannot read."""
+    done = records.load_sweep(sweep)
+    ((versus, _),) = speedups(done)
+    shown = text(explain.comparison_view(versus.config, versus.base, SLOWER, labels(configurations(done))))
+    if isinstance(found, records.Unreadable):
+        assert f"{path} is unreadable" in shown, shown
+
+
 def _check_sweep_files(sweep, path, found) -> None:
     """A sweep file that cannot be read is read as rebuilt from the run folders, and said to be."""
     unreadable: list[records.Unreadable] = []
@@ -271,5 +303,5 @@ def _check_launch_side(sweep, path, data: bytes, found) -> None:
     for kept, recorded in before.items():
         aside = [a for a in after if a.parent == kept.parent and a.name.startswith(f"{kept.name}.corrupt-")]
         assert after.get(kept) == recorded or [after[a] for a in aside] == [recorded], f"{kept} lost or changed"
-    if isinstance(found, records.Unreadable):
+    if isinstance(found, records.Unreadable) and path.name not in VIEWS_ONLY:
         assert [a for a in after if a.name.startswith(f"{path.name}.corrupt-")], f"{path} not moved aside"

@@ -432,7 +432,7 @@ def record_measured(
     return Measurement(summary=summary, rows=rows, seconds={"first_step": measured.first_step, **measured.seconds()})
 
 
-def record_ops(measured: Measured, device: torch.device, run_dir: Path) -> dict[str, Any]:
+def record_ops(measured: Measured, device: torch.device, run_dir: Path) -> records.Ops | records.OpsFailed:
     """Write the run's ops record (train/op_breakdown.py) and return it.
 
     Where profiling fails, the record holds its error, and the run goes on.
@@ -442,18 +442,19 @@ def record_ops(measured: Measured, device: torch.device, run_dir: Path) -> dict[
     except Stopped:  # the run's time limit: it stops the run, as anywhere else
         raise
     except Exception as error:  # the explanation is beside the measurement: it must never fail the run
-        ops = {"error": f"{type(error).__name__}: {error}"}
-    records.write_json(run_dir / records.OPS, ops)
+        ops = records.OpsFailed(f"{type(error).__name__}: {error}")
+    records.write_json(run_dir / records.OPS, ops.to_json())
     return ops
 
 
-def phase_memory(ops: dict[str, Any], paired: bool) -> dict[str, Any]:
+def phase_memory(ops: records.Ops | records.OpsFailed, paired: bool) -> dict[str, Any]:
     """The summary's memory by phase, from the ops record: CUDA's peaks, else the profiler's net allocations.
 
     A paired process's peaks hold every side's memory (kind ..._all_sides), as its peak_memory_mib does.
     """
+    phases = ops.phases if isinstance(ops, records.Ops) else {}
     for field, kind in (("peak_allocated_mib", "cuda_peak_allocated"), ("net_allocated_mib", "profiler_net_allocated")):
-        found = {phase: f[field] for phase, f in ops.get("phases", {}).items() if f.get(field) is not None}
+        found = {phase: getattr(f, field) for phase, f in phases.items() if getattr(f, field) is not None}
         if found:
             shared = "_all_sides" if paired and field == "peak_allocated_mib" else ""
             return {"phase_memory_mib": found, "phase_memory_kind": kind + shared}

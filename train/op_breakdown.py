@@ -16,12 +16,13 @@ They are the process's: in a paired process, every side's together.
 The Chrome trace is kept beside the record, for Perfetto.
 """
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from perfsweep.records import DynamoCounts, OperatorTimes, Ops, PhaseFigures
 from perfsweep.train.syncs import HostReads
 from perfsweep.train.timing import NoClock, synchronize
 from perfsweep.train.workloads import Workload
@@ -87,7 +88,7 @@ def _on_host(event) -> bool:
     return event.device_type == torch.autograd.DeviceType.CPU
 
 
-def operators(averages, steps: int) -> dict[str, dict[str, float]]:
+def operators(averages, steps: int) -> dict[str, OperatorTimes]:
     """Each operator's calls and self host time, and each kernel's calls and device time (us), per step.
 
     The profiler's key_averages holds both.
@@ -99,15 +100,15 @@ def operators(averages, steps: int) -> dict[str, dict[str, float]]:
         if event.key.startswith((PHASE, "ProfilerStep")) or (event.is_user_annotation and not _on_host(event)):
             continue
         host = _on_host(event)
-        found[event.key] = {
-            "calls": event.count / steps,
-            "self_cpu_us": event.self_cpu_time_total / steps if host else 0.0,
-            "self_device_us": 0.0 if host else event.self_device_time_total / steps,
-        }
+        found[event.key] = OperatorTimes(
+            calls=event.count / steps,
+            self_cpu_us=event.self_cpu_time_total / steps if host else 0.0,
+            self_device_us=0.0 if host else event.self_device_time_total / steps,
+        )
     return found
 
 
-def phase_figures(averages, ranges: PhaseRanges, steps: int) -> dict[str, dict[str, float | None]]:
+def phase_figures(averages, ranges: PhaseRanges, steps: int) -> dict[str, PhaseFigures]:
     """Each phase's time (us per step), the part of it outside operators, and its memory (MiB)."""
     by_key = {event.key: event for event in averages if _on_host(event)}
     found = {}
@@ -116,16 +117,16 @@ def phase_figures(averages, ranges: PhaseRanges, steps: int) -> dict[str, dict[s
         if event is None:
             continue
         peaks = ranges.peaks[phase]
-        found[phase] = {
-            "cpu_us": event.cpu_time_total / steps,
-            "outside_operators_us": event.self_cpu_time_total / steps,
-            "peak_allocated_mib": max(peaks) if peaks else None,
-            "net_allocated_mib": event.cpu_memory_usage / steps / 2**20 if not ranges.cuda else None,
-        }
+        found[phase] = PhaseFigures(
+            cpu_us=event.cpu_time_total / steps,
+            outside_operators_us=event.self_cpu_time_total / steps,
+            peak_allocated_mib=max(peaks) if peaks else None,
+            net_allocated_mib=event.cpu_memory_usage / steps / 2**20 if not ranges.cuda else None,
+        )
     return found
 
 
-def dynamo_counts() -> dict[str, int] | None:
+def dynamo_counts() -> DynamoCounts | None:
     """Dynamo's graph breaks and compiled graphs in this process; None where nothing was compiled."""
     import sys
 
@@ -136,10 +137,10 @@ def dynamo_counts() -> dict[str, int] | None:
     graphs = counters["stats"].get("unique_graphs", 0)
     if not graphs:
         return None
-    return {"graph_breaks": sum(counters["graph_break"].values()), "unique_graphs": graphs}
+    return DynamoCounts(graph_breaks=sum(counters["graph_break"].values()), unique_graphs=graphs)
 
 
-def explain_steps(work: Workload, first: int, device: torch.device, trace: Path) -> dict[str, Any]:
+def explain_steps(work: Workload, first: int, device: torch.device, trace: Path) -> Ops:
     """Profile `STEPS` steps from step `first` (after one warm-up step), then count one more; the ops record.
 
     The Chrome trace goes to `trace`.
@@ -160,22 +161,23 @@ def explain_steps(work: Workload, first: int, device: torch.device, trace: Path)
     synchronize(device)
     profiler.export_chrome_trace(str(trace))
     averages = profiler.key_averages()
-    found = {
-        "steps": STEPS,
-        "device": device.type,
-        "operators": operators(averages, STEPS),
-        "phases": phase_figures(averages, ranges, STEPS),
-        "dynamo": dynamo_counts(),
-    }
+    found = Ops(
+        steps=STEPS,
+        device=device.type,
+        operators=operators(averages, STEPS),
+        phases=phase_figures(averages, ranges, STEPS),
+        dynamo=dynamo_counts(),
+    )
     if work.cfg.compile.enabled:
-        return found | {"torch_calls": None, "subclass_calls": None, "host_reads": None, "host_read_places": None}
+        return found
     counted = SubclassCalls()
     with counted:
         work.step(first + 1 + STEPS, NoClock())
     synchronize(device)
-    return found | {
-        "torch_calls": counted.total,
-        "subclass_calls": dict(counted.by_type),
-        "host_reads": dict(Counter(call.split(" at ")[0] for call in counted.calls)),
-        "host_read_places": dict(Counter(counted.calls)),
-    }
+    return dataclasses.replace(
+        found,
+        torch_calls=counted.total,
+        subclass_calls=dict(counted.by_type),
+        host_reads=dict(Counter(call.split(" at ")[0] for call in counted.calls)),
+        host_read_places=dict(Counter(counted.calls)),
+    )

@@ -22,14 +22,13 @@ A comparison that is not decided is said to be so, and nothing is ranked: its di
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import Any
 
 from perfsweep import records
 from perfsweep.analysis.groups import Configuration, configurations, labels, speedups
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER
-from perfsweep.records import DONE, RunRecord
+from perfsweep.records import DONE, Ops, OpsFailed, RunRecord, Unreadable
 
 TOP = 10  # rows ranked by time, and as many more by count
 OUTSIDE = "outside operators"  # a phase's time that no operator accounts for
@@ -76,11 +75,10 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def ops_of(run: RunRecord) -> dict[str, Any] | None:
-    """The run's ops record; None where it has none or its profiling failed."""
-    path = run.path / records.OPS
-    record = records.read_json(path) if path.is_file() else None
-    return record if isinstance(record, dict) and "operators" in record else None
+def ops_of(run: RunRecord) -> Ops | None:
+    """The run's ops record; None where it has none, it cannot be read, or its profiling failed."""
+    record = records.read_ops(run.path)
+    return record if isinstance(record, Ops) else None
 
 
 def explained(runs: list[RunRecord]) -> bool:
@@ -88,24 +86,26 @@ def explained(runs: list[RunRecord]) -> bool:
     return any((run.path / records.OPS).is_file() for run in runs)
 
 
-def differences(base: list[dict], side: list[dict]) -> list[Difference]:
+def differences(base: list[Ops], side: list[Ops]) -> list[Difference]:
     """Every operator either side ran, and each phase's time outside operators, as Differences."""
-    key = "self_device_us" if side[0]["device"] == "cuda" else "self_cpu_us"
-    names = sorted({name for record in (*base, *side) for name in record["operators"]})
+    key = "self_device_us" if side[0].device == "cuda" else "self_cpu_us"
+    names = sorted({name for record in (*base, *side) for name in record.operators})
 
-    def per_run(found: list[dict], name: str, field: str) -> list[float]:
+    def per_run(found: list[Ops], name: str, field: str) -> list[float]:
         scale = 1 if field == "calls" else 1e3  # us -> ms
-        return [record["operators"].get(name, {}).get(field, 0.0) / scale for record in found]
+        return [getattr(record.operators[name], field) / scale if name in record.operators else 0.0 for record in found]
 
     made = [
         Difference(*(name, *(per_run(found, name, "calls") for found in (base, side))),
                    *(per_run(found, name, key) for found in (base, side)))
         for name in names
     ]  # fmt: skip
-    if side[0]["device"] == "cuda":  # a host time beside device times; and backward runs on autograd's own thread
+    if side[0].device == "cuda":  # a host time beside device times; and backward runs on autograd's own thread
         return made
-    for phase in side[0]["phases"]:
-        outside = [[r["phases"].get(phase, {}).get("outside_operators_us", 0.0) / 1e3 for r in s] for s in (base, side)]
+    for phase in side[0].phases:
+        outside = [
+            [r.phases[phase].outside_operators_us / 1e3 if phase in r.phases else 0.0 for r in s] for s in (base, side)
+        ]
         made.append(Difference(f"{OUTSIDE} ({phase})", [0.0] * len(base), [0.0] * len(side), *outside))
     return made
 
@@ -118,35 +118,35 @@ def ranked(made: list[Difference]) -> list[Difference]:
     return shown + counted[:TOP]
 
 
-def _per_step(found: list[dict], field: str) -> str:
+def _per_step(found: list[Ops], field: str) -> str:
     """A per-step count of the records, by name: `name N` each, or `none`; or why the records have none."""
-    if any(record.get(field) is None for record in found):
+    if any(getattr(record, field) is None for record in found):
         return "not counted under torch.compile"
     totals: dict[str, list[float]] = {}
     for record in found:
-        for name, count in (record.get(field) or {}).items():
+        for name, count in getattr(record, field).items():
             totals.setdefault(name, []).append(count)
     shown = [f"{name} {_median(counts + [0] * (len(found) - len(counts))):g}" for name, counts in totals.items()]
     return ", ".join(shown) or "none"
 
 
-def _phases(found: list[dict], field: str) -> dict[str, float]:
+def _phases(found: list[Ops], field: str) -> dict[str, float]:
     values: dict[str, list[float]] = {}
     for record in found:
-        for phase, figures in record["phases"].items():
-            if figures.get(field) is not None:
-                values.setdefault(phase, []).append(figures[field])
+        for phase, figures in record.phases.items():
+            if (value := getattr(figures, field)) is not None:
+                values.setdefault(phase, []).append(value)
     return {phase: _median(v) for phase, v in values.items()}
 
 
-def _split(found: list[dict]) -> str:
+def _split(found: list[Ops]) -> str:
     """A side's profiled step: its host time, and the share of it outside operators (Python, dispatch)."""
     total, outside = (sum(_phases(found, field).values()) / 1e3 for field in ("cpu_us", "outside_operators_us"))
     share = outside / total if total else 0.0
     return f"{figure(total)} ms ({share:.0%} outside operators)"
 
 
-def memory_line(base: list[dict], side: list[dict], order: tuple[str, ...]) -> str | None:
+def memory_line(base: list[Ops], side: list[Ops], order: tuple[str, ...]) -> str | None:
     """Each phase's memory on each side: peak allocated on CUDA, the profiler's net allocation on a CPU."""
     for field, what in (("peak_allocated_mib", "peak allocated"), ("net_allocated_mib", "allocated net (profiler)")):
         ours, theirs = _phases(side, field), _phases(base, field)
@@ -157,11 +157,11 @@ def memory_line(base: list[dict], side: list[dict], order: tuple[str, ...]) -> s
     return None
 
 
-def _dynamo(found: list[dict]) -> str:
-    counts = [r["dynamo"] for r in found if r.get("dynamo")]
+def _dynamo(found: list[Ops]) -> str:
+    counts = [r.dynamo for r in found if r.dynamo]
     if not counts:
         return "nothing compiled"
-    return f"{counts[0]['graph_breaks']} graph breaks, {counts[0]['unique_graphs']} graphs"
+    return f"{counts[0].graph_breaks} graph breaks, {counts[0].unique_graphs} graphs"
 
 
 def account(
@@ -172,7 +172,7 @@ def account(
     measured = (config.median("step") or 0.0) - (base.median("step") or 0.0)
     profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
     beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
-    cuda = side_ops[0]["device"] == "cuda"
+    cuda = side_ops[0].device == "cuda"
     lines = [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
         f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "
@@ -186,7 +186,7 @@ def account(
         lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, sides)))
     if memory := memory_line(base_ops, side_ops, config.first.summary.phases):
         lines.append(memory)
-    if any(r.get("dynamo") for r in (*base_ops, *side_ops)):
+    if any(r.dynamo for r in (*base_ops, *side_ops)):
         lines.append(
             f"torch.compile (Dynamo's counters; a paired process's are every side's together): {_dynamo(side_ops)} "
             f"(baseline: {_dynamo(base_ops)})"
@@ -212,18 +212,20 @@ def columns(cuda: bool) -> list[Column]:
 
 
 def failures(runs: list[RunRecord]) -> list[str]:
-    """Each run whose profiled window failed, with the error its ops record holds."""
+    """Each run whose profiled window failed, with the error its ops record holds, or whose record is unreadable."""
     found = []
     for run in runs:
-        path = run.path / records.OPS
-        record = records.read_json(path) if path.is_file() else None
-        if isinstance(record, dict) and "error" in record:
-            found.append(f"{run.name}: its profiled window failed: {record['error']}")
+        record = records.read_ops(run.path)
+        if isinstance(record, OpsFailed):
+            found.append(f"{run.name}: its profiled window failed: {record.error}")
+        elif isinstance(record, Unreadable):
+            found.append(f"{run.name}: an unreadable ops record: {record}")
     return found
 
 
 def _failed(config: Configuration) -> str:
-    """Why the configuration's runs have no ops record: their profiler's error, or no explain=true."""
+    """Why the configuration's runs have no ops record: their profiler's error, an unreadable record, or no
+    explain=true."""
     failed = failures(config.runs)
     return failed[0].split(": ", 1)[1] if failed else "no ops record (explain=true)"
 
@@ -238,7 +240,7 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
         missing = config if not sides[1] else base
         said = f"{title}: {word}, but {names[missing.key]} has {_failed(missing)}: nothing explained"
         return View(title, [said], columns(False), [])
-    cuda = sides[1][0]["device"] == "cuda"
+    cuda = sides[1][0].device == "cuda"
     made = differences(*sides)
     shown = ranked(made)
     above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]

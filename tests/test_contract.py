@@ -4,6 +4,7 @@ arguments beside `_target_`, composes, while a schema error reads as perfsweep's
 model of this file's own, in this process (launcher=debug)."""
 
 import dataclasses
+import math
 import sys
 
 import pytest
@@ -129,6 +130,11 @@ def test_a_model_that_keeps_the_contract_trains(models, tmp_path):
     args = ["model=contract_models.Tagger", "model.inputs=contract_models.tokens"]
     result = launch_here(*SMALL, *args, *ONE_RUN, f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/*/status.json")]
+    assert records.read_status(run_dir).state == records.DONE
+    losses = [row["loss"] for row in records.read_steps(run_dir / records.STEPS).to_pylist()]
+    assert len(losses) == 4, "a warm-up step, then 3 measured"
+    assert all(math.isfinite(loss) for loss in losses), losses
 
 
 def config_dir(tmp_path, files: dict[str, str]):

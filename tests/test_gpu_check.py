@@ -158,9 +158,10 @@ def test_only_the_steps_asked_for_run_and_the_others_are_written_down(tmp_path, 
         ["| b", "passed"],
         ["| c", "not run: not asked for (--step)"],
     ]
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as refused:
         gpu_check.main(["compile", "--step", "compile-max_autotune", "nosuch"])
     said = capsys.readouterr().err
+    assert refused.value.code == 2, "argparse's exit status for words it does not take"
     assert "--step nosuch: not a step of compile; its steps: compile-eager, compile-default" in said
 
 

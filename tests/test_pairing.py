@@ -272,7 +272,8 @@ def test_in_process_refuses_sides_that_cannot_share_one_naming_the_axis(tiny_pla
     with pytest.raises(PlanError, match=r"pairing=in_process: 1 run .*fastai") as refused:
         tiny_plan("input_type=tensor,fastai_tensorbase", "memory_format=contiguous", "pairing=in_process", "repeats=1")
     assert "1 run cannot share a process with their comparison's other sides: no other side" in str(refused.value)
-    assert all(group.paired for group in groups(list(tiny_plan(*SIDES[:1], "pairing=in_process").runs)))
+    (group,) = groups(list(tiny_plan(*SIDES[:1], "pairing=in_process").runs))
+    assert group.paired and len(group.runs) == 4, "two input types by the default sweep's two memory formats"
 
 
 def test_a_compile_mode_that_records_cuda_graphs_runs_alone_on_a_gpu(tiny_plan):

@@ -113,6 +113,8 @@ def test_on_cuda_phase_times_come_from_events_and_host_times_from_the_host(monke
     clock = StepClock(torch.device("cuda"), capacity=2, phases=PHASES)
     run_steps(clock, 2)
     assert clock.timer == "cuda_event"
-    for row in clock.rows():
+    rows = clock.rows()
+    assert len(rows) == 2
+    for row in rows:
         assert [row[f"{p}_ms"] for p in PHASES] == [7.0] * len(PHASES) and row["step_ms"] == 7.0 * len(PHASES)
         assert all(row[f"{p}_host_ms"] >= 2.0 for p in PHASES), "host time: each phase slept 2 ms"

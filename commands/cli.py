@@ -9,7 +9,7 @@ from pathlib import Path
 from perfsweep.commands.bisect import bisect
 from perfsweep.commands.envs import show_envs
 from perfsweep.commands.explain import show_explanations
-from perfsweep.commands.sweep import resume, run_sweep, show_status
+from perfsweep.commands.run import resume, run_sweep, show_status
 from perfsweep.commands.views import (
     CannotWrite,
     show_comparison,

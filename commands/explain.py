@@ -5,7 +5,7 @@ A sweep run without explain=true is launched again with it, beside it.
 
 import argparse
 
-from perfsweep.commands.sweep import run_sweep
+from perfsweep.commands.run import run_sweep
 
 
 def show_explanations(args: argparse.Namespace) -> int:

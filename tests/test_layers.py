@@ -135,3 +135,17 @@ def test_no_test_file_imports_another():
             names += [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else []
             found += [f"{path.name}: {name}" for name in names if re.search(r"\btests\.test_[a-z]", name)]
     assert found == []
+
+
+# commands/NAME.py is the command `perfsweep NAME`, and bench/NAME.py measures NAME: they take the name of what they
+# serve. A package's own modules (__init__, __main__, base) stand in each package.
+NAMED_AFTER = ("commands", "bench")
+EVERY_PACKAGE = {"__init__", "__main__", "base"}
+
+
+def test_a_module_name_stands_once_outside_commands_and_bench():
+    by_name: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name.split(".")[0] not in NAMED_AFTER and path.stem not in EVERY_PACKAGE:
+            by_name.setdefault(path.name, []).append(name)
+    assert {last: where for last, where in by_name.items() if len(where) > 1} == {}

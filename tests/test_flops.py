@@ -4,7 +4,6 @@ that count none, and the import of torch._dynamo that only counting or training 
 import warnings
 
 import pytest
-import timm
 import torch
 
 from perfsweep import records
@@ -67,6 +66,8 @@ def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan)
 @pytest.mark.parametrize("name", ["resnet18", "convnext_atto"])
 def test_a_timm_models_flops_are_timms_published_gmacs(name):
     """timm's CPU table (sweeps/published/timm_infer_cpu.yaml) gives each model's GMACs at its default size."""
+    import timm  # here: the other tests of this file, and collecting it, need no model zoo
+
     table = published.published_for("timm_infer_cpu")["models"]["tables"]["nchw"]
     (row,) = [r for r in published_models.read_table(table) if r["model"] == name]
     model = timm.create_model(name).eval()

@@ -9,7 +9,7 @@ They are the source of truth every stage reads.
     <sweep_dir>/<run>/config.json      run id, axes (and their order), baseline, resolved config
     <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
-    <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses
+    <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses, the host over its blocks
     <sweep_dir>/<run>/status.json      pending | running | done | failed (written by lifecycle.py only)
     <any record>.corrupt-<time>        a record that could not be read, moved aside by a launch or its run
     <sweep_dir>/<run>/profile.pt.trace.json.gz   a torch.profiler trace of 3 steps (profile=true, explain=true)
@@ -52,6 +52,7 @@ from perfsweep.records.files import (
     write_jsonl,
     write_steps,
 )
+from perfsweep.records.host import HostBlock, HostState
 from perfsweep.records.ops import DynamoCounts, OperatorTimes, Ops, OpsFailed, PhaseFigures, read_ops
 from perfsweep.records.run import (
     Baseline,
@@ -98,6 +99,7 @@ __all__ = [
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
+    "HostBlock", "HostState",
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",

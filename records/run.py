@@ -23,6 +23,7 @@ from perfsweep.records.files import (
     read_record,
     read_steps,
 )
+from perfsweep.records.host import HostState
 from perfsweep.records.status import DONE, RunError, Status, read_status
 from perfsweep.records.sweep import Baseline, planned_runs
 
@@ -145,6 +146,8 @@ class Summary:
     # are then one rank's synced window steps (the straggler's), and samples/s all ranks' together.
     ranks: RankSummary | None = None
     paired: PairedSummary | None = None  # a side of a paired run: the process it shared; None for a process of its own
+    # The host over its measured blocks (records/host.py); None for a run across ranks, or recorded before it was read
+    host: HostState | None = None
 
     def __post_init__(self) -> None:
         untimed = [f"{phase}_ms" for phase in (*self.phases, "step") if f"{phase}_ms" not in self.median_ms]
@@ -157,13 +160,15 @@ class Summary:
         known = known_fields(cls, data)
         ranks = RankSummary.from_json(data["ranks"]) if data.get("ranks") else RankSummary.from_flat(data)
         paired = PairedSummary.from_json(data["paired"]) if data.get("paired") else None
-        return cls(**{**known, "phases": tuple(known.get("phases", ())), "ranks": ranks, "paired": paired})
+        host = HostState.from_json(data["host"]) if data.get("host") else None
+        parts = {"ranks": ranks, "paired": paired, "host": host}
+        return cls(**{**known, "phases": tuple(known.get("phases", ())), **parts})
 
     def to_json(self) -> dict[str, Any]:
-        """summary.json's content; a training step's fields and `ranks` only where the run has them."""
+        """summary.json's content; a training step's fields, `ranks`, `paired` and `host` where the run has them."""
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks", "paired")}
+        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks", "paired", "host")}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""

@@ -13,6 +13,7 @@ printed at the end of the test run.
 """
 
 import copy
+import dataclasses
 import json
 import warnings
 
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 from perfsweep import records
 from perfsweep.analysis.groups import configurations, labels, speedups
 from perfsweep.analysis.render import text
+from perfsweep.analysis.statistics.host_flags import figures, seen
 from perfsweep.analysis.statistics.verdict import SLOWER
 from perfsweep.analysis.views import compare, explain, replicates, runs, sweep_views
 from perfsweep.launcher.run_states import render
@@ -179,12 +181,30 @@ OPS = {  # as train/op_breakdown.py writes it, on a CPU
 }
 
 
+HOST_BLOCK = {  # as train/host_state.py reads it on a CPU without cpufreq
+    "wall_s": 1.6,
+    "cpus": 2,
+    "process_cpu_s": 3.1,
+    "busy_s": 3.3,
+    "others_cpu_s": 0.2,
+    "tick_s": 0.01,
+    "steal_s": 0.0,
+    "throttled": 0,
+    "throttled_s": 0.0,
+    "mhz_start": None,
+    "mhz_end": None,
+}
+
+
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
-    """write_sweep's two runs, each with an ops record (explain=true)."""
+    """write_sweep's two runs, each with an ops record (explain=true) and the host over two blocks."""
     folder = write_sweep(tmp_path_factory.mktemp("fuzz") / "sweep")
+    host = records.HostState.of([records.HostBlock(**HOST_BLOCK)] * 2)
     for name in ("a", "b"):
         records.write_json(folder / name / records.OPS, OPS)
+        summary = records.read_json(folder / name / records.SUMMARY)
+        records.write_json(folder / name / records.SUMMARY, {**summary, "host": dataclasses.asdict(host)})
     return folder
 
 
@@ -266,6 +286,7 @@ def _check_run(sweep, path, found) -> None:
         steps = run.steps([f"{phase}_ms" for phase in (*run.summary.phases, "step")])
         assert len(steps["step_ms"]) and isinstance(run.summary.median("step"), int | float)
         assert isinstance(run.summary.gpu_neighbours(), list)
+        assert run.summary.host is None or isinstance(seen(run.summary.host) + figures(run.summary.host), str)
 
 
 def _check_ops(sweep, path, found) -> None:

@@ -23,7 +23,7 @@ import torch
 from perfsweep import records
 from perfsweep.conf.import_paths import modules_of, targets_of
 from perfsweep.conf.schema import RunConf
-from perfsweep.records import PairedSummary, Stopped, Summary, lifecycle
+from perfsweep.records import HostState, PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
@@ -92,6 +92,7 @@ def summary_of(
         nonfinite_losses=sum(not math.isfinite(loss) for loss in losses) if losses else None,
         tflops_per_s=flops / (medians["step_ms"] / 1e3) / 1e12 if flops and medians["step_ms"] > 0 else None,
         peak_tflops=peak / 1e12 if peak else None,
+        host=HostState.of(window.host) if window.host else None,
         **extra,
         **workload_summary(steps_per_s),
     )

@@ -102,13 +102,15 @@ def measure_blocks(
         first: the index of each side's first measured step (after its warm-up).
 
     Returns:
-        Each side's window: its blocks' rows in order, their seconds summed, when its last block ended.
+        Each side's window: its blocks' rows in order, their seconds summed, when its last block ended, the host
+        over each of its blocks.
 
     Raises:
         PairingError: a side's block changed the process-wide switches.
     """
     rows: list[list[dict]] = [[] for _ in works]
     seconds, ended, timers = [0.0] * len(works), [0.0] * len(works), [""] * len(works)
+    hosts: list[list] = [[] for _ in works]
     taken = [0] * len(works)  # blocks each side has run
     switches = process_switches()
     for side in order:
@@ -117,5 +119,6 @@ def measure_blocks(
         rows[side] += block.rows
         seconds[side] += block.seconds
         ended[side], timers[side] = block.ended_at, block.timer
+        hosts[side] += block.host
         refuse_changed_switches(switches, names[side])
-    return [Window(r, s, t, e) for r, s, t, e in zip(rows, seconds, timers, ended, strict=True)]
+    return [Window(*window) for window in zip(rows, seconds, timers, ended, hosts, strict=True)]

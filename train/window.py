@@ -8,6 +8,8 @@ import traceback
 import torch
 
 from perfsweep.conf.schema import RunConf
+from perfsweep.records.host import HostBlock
+from perfsweep.train import host_state
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.timing import StepClock, synchronize
 from perfsweep.train.workloads import Workload
@@ -37,6 +39,7 @@ class Window:
     seconds: float
     timer: str
     ended_at: float  # wall-clock time (time.time()) when the window's last step had finished on the device
+    host: list[HostBlock] = dataclasses.field(default_factory=list)  # the host over each of its blocks
 
 
 def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> list[torch.Tensor | None]:
@@ -45,9 +48,13 @@ def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> lis
 
 
 def run_window(work: Workload, first: int, steps: int, device: torch.device) -> Window:
-    """Run `steps` steps with one synchronize before and one after, nothing in between."""
-    clock = StepClock(device, steps, work.phases)
+    """Run `steps` steps with one synchronize before and one after, nothing in between.
+
+    The host's state is read after the first synchronize and after the last, outside the timed steps.
+    """
+    clock, host = StepClock(device, steps, work.phases), host_state.here()
     synchronize(device)
+    before = host.read()
     start = time.perf_counter()
     try:
         values = timed_steps(work, first, steps, clock)
@@ -58,6 +65,7 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
         raise
     synchronize(device)
     seconds, ended_at = time.perf_counter() - start, time.time()
+    block = host.block(before, host.read())
     if clock.miscounted(steps):
         raise PhaseMarksError(clock.miscounted(steps))
     rows = clock.rows()
@@ -68,4 +76,4 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
         losses = torch.stack([v.as_subclass(torch.Tensor).float() for _, v in read]).tolist()
         for (row, _), loss in zip(read, losses, strict=True):
             row["loss"] = loss
-    return Window(rows, seconds, clock.timer, ended_at)
+    return Window(rows, seconds, clock.timer, ended_at, [block])

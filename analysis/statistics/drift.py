@@ -10,6 +10,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from perfsweep.analysis.groups import Configuration
+from perfsweep.analysis.statistics.host_flags import seen_in
 from perfsweep.records import RunRecord
 
 ORDER_SIGNIFICANCE = 0.01
@@ -47,8 +48,10 @@ def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
     """Runs whose clock at start or end is off the sweep's median by more than 10%.
 
     The clock is the GPU's SM clock, else the CPU's MHz.
+    A run whose host was read says what it showed.
     """
     clocks = {r.name: r.summary.clocks for r in runs if r.summary and r.summary.clocks}
+    hosts = {r.name: f"; host: {host}" for r in runs if (host := seen_in(r.summary)) is not None}
     values = [v for c in clocks.values() for v in (c.get("start", {}).get("mhz"), c.get("end", {}).get("mhz")) if v]
     if not values:
         return []
@@ -60,5 +63,6 @@ def drift(runs: list[RunRecord], tolerance: float = 0.1) -> list[str]:
             if mhz and abs(mhz - middle) > tolerance * middle:
                 flags.append(
                     f"DRIFT {name}: {c[when]['source']} {mhz:.0f} MHz at its {when}, sweep median {middle:.0f}"
+                    f"{hosts.get(name, '')}"
                 )
     return flags

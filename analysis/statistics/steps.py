@@ -50,7 +50,7 @@ def phase_stats(steps: np.ndarray, interval: bool = True) -> PhaseStats:
     return PhaseStats(n, float(median), float(q1), float(q3), float(p5), float(p95), low, high, outliers)
 
 
-def trend(steps: np.ndarray, significance: float = 0.001) -> str:
+def trend(steps: np.ndarray, significance: float = 0.001, host: str | None = None) -> str:
     """Why a run's steps (in order) are not yet steady; '' where they are.
 
     Two things must both hold:
@@ -59,7 +59,14 @@ def trend(steps: np.ndarray, significance: float = 0.001) -> str:
     - step time goes with step number (Spearman's test).
 
     Steps follow their neighbours, so the test's p-value is held far below the usual 5%.
+    `host` is what the host showed during the run (analysis/statistics/host_flags.py).
+    It takes the place of a guess at the cause; None where the run's host was not read.
     """
+    why = _trend(steps, significance, guess=host is None)
+    return _with_host(why, host) if why else ""
+
+
+def _trend(steps: np.ndarray, significance: float, guess: bool) -> str:
     if len(steps) < 10:
         return ""
     fifth = max(1, len(steps) // 5)
@@ -69,17 +76,26 @@ def trend(steps: np.ndarray, significance: float = 0.001) -> str:
     rho, p = spearmanr(np.arange(len(steps)), steps)
     if not p < significance:
         return ""
-    why = "warm-up not long enough" if first > last else "slowing down (a throttling device, a cost that grows?)"
+    slowing = "slowing down (a throttling device, a cost that grows?)" if guess else "slowing down"
+    why = "warm-up not long enough" if first > last else slowing
     return f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms (Spearman {rho:+.2f}): {why}"
 
 
-def noise(steps: np.ndarray, stats: PhaseStats) -> list[str]:
-    """Why a run's steps (in order) are too spread to trust; empty if they are not."""
+def _with_host(line: str, host: str | None) -> str:
+    return line if host is None else f"{line}; host: {host}"
+
+
+def noise(steps: np.ndarray, stats: PhaseStats, host: str | None = None) -> list[str]:
+    """Why a run's steps (in order) are too spread to trust; empty if they are not.
+
+    `host` is what the host showed during the run, as for `trend`.
+    """
     if stats.robust_cv <= NOISY:
         return []
-    reasons = [drift] if (drift := trend(steps, significance=1.0)) else []
+    reasons = [drift] if (drift := _trend(steps, 1.0, guess=host is None)) else []
     if stats.outliers:
         reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
     if not reasons:
-        reasons.append("steps spread without a trend or outliers (a shared or throttling machine?)")
-    return [f"robust CV {stats.robust_cv:.0%} > {NOISY:.0%}: " + "; ".join(reasons)]
+        guess = " (a shared or throttling machine?)" if host is None else ""
+        reasons.append(f"steps spread without a trend or outliers{guess}")
+    return [_with_host(f"robust CV {stats.robust_cv:.0%} > {NOISY:.0%}: " + "; ".join(reasons), host)]

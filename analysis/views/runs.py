@@ -1,15 +1,17 @@
-"""The runs view: each done run's statistics per phase, and the runs flagged noisy.
+"""The runs view: each done run's statistics per phase, the host during each run, and the runs flagged noisy.
 
     python -m perfsweep.commands runs SWEEP_DIR
 
 The statistics are analysis/statistics/steps.py's.
 With CUDA events (device time), the host's median time of the phase is beside it.
+A run whose host was read has a line of what it showed (analysis/statistics/host_flags.py).
 """
 
 import dataclasses
 from pathlib import Path
 
 from perfsweep.analysis.render import Column, View, figure
+from perfsweep.analysis.statistics.host_flags import figures, seen_in
 from perfsweep.analysis.statistics.steps import PhaseStats, noise, phase_stats
 from perfsweep.analysis.views.ranks import rank_steps
 from perfsweep.records import DONE, RunRecord, load_sweep
@@ -26,7 +28,7 @@ def run_stats(run: RunRecord) -> RunStats:
     names = [*run.summary.phases, "step"]
     steps = run.steps([f"{p}_ms" for p in names])
     by_phase = {p: phase_stats(steps[f"{p}_ms"]) for p in names}
-    return RunStats(run.name, by_phase, noise(steps["step_ms"], by_phase["step"]))
+    return RunStats(run.name, by_phase, noise(steps["step_ms"], by_phase["step"], seen_in(run.summary)))
 
 
 def rank_stats(run: RunRecord) -> list[tuple[str, dict[str, PhaseStats]]]:
@@ -44,7 +46,7 @@ def _host_median(item: tuple[RunRecord, str, PhaseStats, str]) -> str:
 
 
 def view(sweep_dir: Path) -> View:
-    """Every done run's per-phase statistics, and the runs flagged noisy.
+    """Every done run's per-phase statistics, the host during each run, and the runs flagged noisy.
 
     There is a row per run and phase.
     A run across ranks comes first, then each of its ranks.
@@ -71,5 +73,6 @@ def view(sweep_dir: Path) -> View:
         Column("robust CV", lambda i: f"{i[2].robust_cv:.1%}"),
         Column("outliers/steps", lambda i: f"{i[2].outliers}/{i[2].n}"),
     ]
+    notes = [f"host during {run.name}: {figures(run.summary.host)}" for run in done if run.summary.host]
     flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in measured for reason in stats_.noise]
-    return View("Per-run statistics", [], columns, items, flags=flags, empty=f"{sweep_dir}: no done runs")
+    return View("Per-run statistics", [], columns, items, notes, flags, empty=f"{sweep_dir}: no done runs")

@@ -30,6 +30,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
+from perfsweep.analysis.statistics.host_flags import seen_in
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import WITHIN_RUN, percent
 from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
@@ -174,7 +175,7 @@ def ordered(configs: list[Configuration]) -> list[Configuration]:
 def noisy(run: RunRecord) -> list[str]:
     """Why a done run's step times are too spread to trust (analysis/statistics/steps.py), if they are."""
     steps = run.step_ms()
-    return noise(steps, phase_stats(steps, interval=False))
+    return noise(steps, phase_stats(steps, interval=False), seen_in(run.summary))
 
 
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
@@ -259,7 +260,11 @@ def flags(runs: list[RunRecord]) -> list[str]:
     flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
     spread = {r.name: noisy(r) for r in done}
     flag_lines += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
-    flag_lines += [f"NOT STEADY {r.name}: {why}" for r in done if not spread[r.name] and (why := trend(r.step_ms()))]
+    flag_lines += [
+        f"NOT STEADY {r.name}: {why}"
+        for r in done
+        if not spread[r.name] and (why := trend(r.step_ms(), host=seen_in(r.summary)))
+    ]
     flag_lines += order_effect(configurations(done)) if done else []
     flag_lines += [
         f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "

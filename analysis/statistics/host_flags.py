@@ -1,0 +1,53 @@
+"""What the host showed during a run's measured blocks, in words a flag can carry (records/host.py).
+
+A run recorded before its host was read has no host state: its flags say nothing of it.
+"""
+
+from perfsweep.records import HostState, Summary
+
+# Other processes' share of the run's CPUs above which they competed with it for them.
+OTHERS = 0.10
+# Steal above which a hypervisor gave a noticeable part of the run's CPUs to other guests.
+STEAL = 0.02
+# A clock change from the first block's start to the last block's end that moves step times by as much.
+CLOCK = 0.05
+NOTHING_SEEN = "no neighbour, steal or throttling seen"
+
+
+def seen(host: HostState) -> str:
+    """What the host showed during the run's blocks; NOTHING_SEEN where nothing passed its threshold.
+
+    Others' CPU and steal count only beyond /proc/stat's resolution over the window (`HostState.resolution`).
+    """
+    found, error = [], host.resolution or 0.0
+    if host.others_share is not None and host.others_share - error > OTHERS:
+        found.append(f"other processes took {host.others_share:.0%} of its CPUs during its window")
+    elif error > OTHERS:
+        found.append(f"its {host.wall_s:.2g} s window is too short for /proc/stat to tell others' CPU (±{error:.0%})")
+    if host.steal_share is not None and host.steal_share - error > STEAL:
+        found.append(f"steal {host.steal_share:.0%} of its window")
+    if host.throttled:
+        found.append(f"cgroup throttled {host.throttled} times ({host.throttled_s or 0:.2g} s)")
+    start, end = host.mhz_start, host.mhz_end
+    if start and end and abs(end - start) > CLOCK * start:
+        found.append(f"CPU clock {start / 1e3:.1f} -> {end / 1e3:.1f} GHz")
+    return "; ".join(found) or NOTHING_SEEN
+
+
+def seen_in(summary: Summary | None) -> str | None:
+    """What the host showed during a run (`seen`); None where its host was not read."""
+    return seen(summary.host) if summary and summary.host else None
+
+
+def figures(host: HostState) -> str:
+    """The run's host figures, each one or `unknown`, for a line of its own."""
+
+    def share(value: float | None) -> str:
+        return "unknown" if value is None else f"{value:.0%}" + (f" ±{host.resolution:.0%}" if host.resolution else "")
+
+    clock = f"{host.mhz_start:.0f} -> {host.mhz_end:.0f} MHz" if host.mhz_start and host.mhz_end else "unknown"
+    throttled = "unknown" if host.throttled is None else f"{host.throttled} times"
+    return (
+        f"others' CPU {share(host.others_share)}, steal {share(host.steal_share)}, cgroup throttled {throttled}, "
+        f"CPU clock {clock}, over {len(host.blocks)} blocks of {host.wall_s:.3g} s"
+    )

@@ -1,0 +1,102 @@
+"""The host's state over measured blocks: read from this machine's /proc, from files of other shapes, and in a run
+beside a busy neighbour, then named by the views' flags."""
+
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from perfsweep.analysis.render import text
+from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, seen
+from perfsweep.analysis.statistics.steps import noise, phase_stats
+from perfsweep.analysis.views import runs
+from perfsweep.analysis.views.table import flags
+from perfsweep.records import HostBlock, HostState, Summary, load_sweep
+from perfsweep.train.host_state import HostReader
+from tests.helpers import MEASURED, run
+
+BUSY_LOOP = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+
+
+def busy_loop(seconds: float, cpus: set[int]) -> subprocess.Popen:
+    """A Python loop that spins for `seconds` on `cpus`."""
+    loop = subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=seconds)])
+    os.sched_setaffinity(loop.pid, cpus)
+    return loop
+
+
+def test_a_block_beside_a_busy_process_shows_its_cpu_as_others_and_every_figure_is_known_or_none():
+    reader = HostReader()
+    loop = busy_loop(0.6, set(reader.cpus))
+    start = reader.read()
+    loop.wait()
+    block = reader.block(start, reader.read())
+    figures = dataclasses.asdict(block)
+    assert all(value is None or value >= 0 for value in figures.values()), figures
+    assert block.cpus == len(os.sched_getaffinity(0)) and block.wall_s >= 0.5
+    assert block.others_cpu_s > 0.3, figures  # the loop spun for 0.6 s less its start-up, beside other tests
+    assert block.process_cpu_s < 0.1, figures  # this process waited
+
+
+def test_files_of_other_shapes_give_unknowns(tmp_path):
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/stat").write_text("cpu  100 0 50 900\ncpu0 100 0 50 900\n")  # an old kernel's: no steal
+    old = HostReader(root=tmp_path, cpus={0})
+    reading = old.read()
+    assert (reading.busy, reading.steal, reading.throttled, reading.mhz) == (150 * old.tick, None, None, None)
+    block = old.block(reading, old.read())
+    assert (block.steal_s, block.throttled, block.throttled_s, block.mhz_start) == (None, None, None, None)
+    assert HostReader(root=tmp_path, cpus={0, 1}).read().busy is None  # no line for cpu1
+    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 5
+
+    (tmp_path / "proc/self/cgroup").write_text("0::/job\n")
+    (tmp_path / "sys/fs/cgroup/job").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/cpu.stat").write_text("usage_usec 10\n")  # the root's: no throttling kept
+    (tmp_path / "sys/fs/cgroup/job/cpu.stat").write_text("usage_usec 10\nnr_throttled 3\nthrottled_usec 500000\n")
+    assert HostReader(root=tmp_path, cpus={0}).read()[4:6] == (3, 0.5)
+
+
+def test_a_run_beside_a_busy_loop_on_its_cpus_records_it_and_its_flags_name_it(tiny_plan):
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=300", "tracker.mode=disabled")
+    loop = busy_loop(60, os.sched_getaffinity(0))
+    try:
+        run_dir, summary = run(plan)
+    finally:
+        loop.kill()
+        loop.wait()
+    host = summary.host
+    assert len(host.blocks) == 1 and host.others_share - host.resolution > OTHERS, host
+    assert Summary.from_json(summary.to_json()).host == host
+    (done,) = load_sweep(plan.sweep_dir)
+    assert done.summary.host == host
+    shown = text(runs.view(plan.sweep_dir))
+    assert f"host during {run_dir.name}: others' CPU {host.others_share:.0%}" in shown, shown
+    said = [line for line in flags([done]) if line.startswith(("NOISY", "NOT STEADY"))]
+    assert all("host: other processes took" in line for line in said), said
+
+
+def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
+    steps = np.array([10.0, 14, 9, 13, 10, 15, 9, 14, 10, 13, 9, 15])  # spread without a trend
+    stats = phase_stats(steps, interval=False)
+    (guessed,) = noise(steps, stats)
+    assert guessed.endswith("steps spread without a trend or outliers (a shared or throttling machine?)")
+    quiet = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.9, busy_s=1.92, steal_s=0.0)])
+    assert noise(steps, stats, seen(quiet)) == [guessed.replace(" (a shared or throttling machine?)", "") + "; host: "
+                                                + NOTHING_SEEN]  # fmt: skip
+    busy = HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.0, busy_s=1.96, steal_s=0.28, throttled=12,
+                     throttled_s=0.3, mhz_start=3000.0, mhz_end=2200.0)  # fmt: skip
+    assert seen(HostState.of([busy])) == (
+        "other processes took 48% of its CPUs during its window; steal 14% of its window; "
+        "cgroup throttled 12 times (0.3 s); CPU clock 3.0 -> 2.2 GHz"
+    )
+    short = HostState.of([dataclasses.replace(busy, wall_s=0.05, busy_s=1.02, tick_s=0.01)])
+    assert seen(short).startswith("its 0.05 s window is too short for /proc/stat to tell others' CPU (±20%); ")
+    ticked = [
+        HostBlock(wall_s=0.001, cpus=2, process_cpu_s=0.002, busy_s=busy_s) for busy_s in (0.0, 0.0, 0.01, 0.0, 0.0)
+    ]
+    assert HostState.of(ticked).others_cpu_s == 0.0  # a tick in one block of five: the process's own time
+    unknown = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.0), busy])
+    assert (unknown.others_share, unknown.steal_share, unknown.throttled) == (None, None, None)
+    assert Summary.from_json({**MEASURED, "phases": [], "median_ms": {"step_ms": 1.0}}).host is None

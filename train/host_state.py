@@ -1,0 +1,139 @@
+"""The host's state at a measured block's boundaries: what else used the run's CPUs while it ran.
+
+A block is read where the run already synchronizes, before its clock starts and after it stops.
+Each reading is this process's CPU time and a few small files: well under a millisecond.
+
+- /proc/stat's lines of the CPUs the run may use: their busy time and steal.
+  Others' CPU is their busy time less this process's.
+  /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU of the truth.
+- the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
+- cpufreq's scaling_cur_freq of the run's CPUs: their clock.
+
+A figure the machine cannot give is None, never 0; a block whose state cannot be read is still measured.
+"""
+
+import functools
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from perfsweep.records.host import HostBlock
+
+BUSY = (0, 1, 2, 5, 6)  # user, nice, system, irq, softirq: /proc/stat's columns of work (guest is within user)
+STEAL = 7
+
+
+class Reading(NamedTuple):
+    """The host at one boundary; None where the machine cannot tell."""
+
+    wall: float  # perf_counter
+    process_cpu: float  # this process's user and system seconds
+    busy: float | None  # the run's CPUs' busy seconds since boot
+    steal: float | None
+    throttled: int | None
+    throttled_s: float | None
+    mhz: float | None
+
+
+def cgroup_stat(root: Path) -> Path | None:
+    """The cpu.stat of this process's cgroup that counts throttling (v2, else v1); None where there is none."""
+    try:
+        lines = (root / "proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    found = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "" or "cpu" in controllers.split(","):
+            found.append(root / "sys/fs/cgroup" / controllers / path.lstrip("/") / "cpu.stat")
+    found += [root / "sys/fs/cgroup/cpu.stat", root / "sys/fs/cgroup/cpu/cpu.stat"]  # a container's own root
+    for path in found:
+        try:
+            if "nr_throttled" in path.read_text():
+                return path
+        except OSError:
+            continue
+    return None
+
+
+class HostReader:
+    """Reads the host for the CPUs this process may use; `root` is where /proc and /sys are."""
+
+    def __init__(self, root: Path = Path("/"), cpus: set[int] | None = None):
+        self.cpus = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+        self.stat = root / "proc/stat"
+        self.names = {f"cpu{cpu}" for cpu in self.cpus}
+        self.cgroup = cgroup_stat(root)
+        freqs = [root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq" for cpu in self.cpus]
+        self.freqs = freqs if all(path.exists() for path in freqs) else []
+        self.tick = 1 / os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> Reading:
+        busy, steal = self._cpu_times()
+        throttled, throttled_s = self._throttling()
+        return Reading(time.perf_counter(), time.process_time(), busy, steal, throttled, throttled_s, self._mhz())
+
+    def block(self, start: Reading, end: Reading) -> HostBlock:
+        """The host over the block between two readings."""
+        own = end.process_cpu - start.process_cpu
+        busy = None if None in (start.busy, end.busy) else end.busy - start.busy
+        return HostBlock(
+            wall_s=end.wall - start.wall,
+            cpus=len(self.cpus),
+            process_cpu_s=own,
+            busy_s=busy,
+            others_cpu_s=None if busy is None else max(0.0, busy - own),
+            tick_s=self.tick,
+            steal_s=None if None in (start.steal, end.steal) else end.steal - start.steal,
+            throttled=None if None in (start.throttled, end.throttled) else end.throttled - start.throttled,
+            throttled_s=None if None in (start.throttled_s, end.throttled_s) else end.throttled_s - start.throttled_s,
+            mhz_start=start.mhz,
+            mhz_end=end.mhz,
+        )
+
+    def _cpu_times(self) -> tuple[float | None, float | None]:
+        """The run's CPUs' busy and steal seconds; None for what /proc/stat does not give for every one of them."""
+        try:
+            lines = [line.split() for line in self.stat.read_text().splitlines() if line.startswith("cpu")]
+            mine = [[int(v) for v in fields[1:]] for fields in lines if fields[0] in self.names]
+        except (OSError, ValueError):
+            return None, None
+        if len(mine) != len(self.names):
+            return None, None
+        busy = sum(sum(ticks[i] for i in BUSY if i < len(ticks)) for ticks in mine) * self.tick
+        steal = sum(ticks[STEAL] for ticks in mine) * self.tick if all(len(t) > STEAL for t in mine) else None
+        return busy, steal
+
+    def _throttling(self) -> tuple[int | None, float | None]:
+        """Throttled periods and seconds: v2's throttled_usec, v1's throttled_time (ns)."""
+        if self.cgroup is None:
+            return None, None
+        try:
+            stat = dict(line.split() for line in self.cgroup.read_text().splitlines() if line.count(" ") == 1)
+            if "throttled_usec" in stat:
+                seconds = int(stat["throttled_usec"]) / 1e6
+            else:
+                seconds = int(stat["throttled_time"]) / 1e9
+            return int(stat["nr_throttled"]), seconds
+        except (OSError, ValueError, KeyError):
+            return None, None
+
+    def _mhz(self) -> float | None:
+        """The run's CPUs' mean clock; None where cpufreq does not show every one of them."""
+        if not self.freqs:
+            return None
+        try:
+            return sum(int(path.read_text()) for path in self.freqs) / len(self.freqs) / 1e3  # kHz
+        except (OSError, ValueError):
+            return None
+
+
+def here() -> HostReader:
+    """A reader of the CPUs this process may use now (a run's slot may have set them), its files found once."""
+    return _reader(frozenset(os.sched_getaffinity(0)))
+
+
+@functools.cache
+def _reader(cpus: frozenset[int]) -> HostReader:
+    return HostReader(cpus=set(cpus))

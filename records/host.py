@@ -5,6 +5,7 @@ A figure the machine cannot give is None, never 0.
 """
 
 import dataclasses
+import math
 from typing import Any
 
 from perfsweep.records.files import known_fields
@@ -19,7 +20,7 @@ class HostBlock:
     process_cpu_s: float  # this process's CPU time, user and system, every thread
     busy_s: float | None = None  # the busy time of the run's CPUs (/proc/stat), every process's
     others_cpu_s: float | None = None  # busy_s less the process's, at least 0
-    tick_s: float | None = None  # /proc/stat's unit: others' CPU and steal are within a tick a CPU of the truth
+    tick_s: float | None = None  # /proc/stat's unit: others' CPU and steal are within a tick a CPU
     steal_s: float | None = None  # the run's CPUs' time a hypervisor gave to other guests
     throttled: int | None = None  # periods the run's cgroup was throttled (cpu.stat's nr_throttled)
     throttled_s: float | None = None  # the time it was throttled
@@ -30,6 +31,11 @@ class HostBlock:
 def _total(values: list[float | None]) -> float | None:
     """The sum, or None where a block could not tell."""
     return None if not values or any(v is None for v in values) else sum(values)
+
+
+def _two_sd(variances: list[float | None]) -> float | None:
+    total = _total(variances)
+    return None if total is None else 2 * math.sqrt(total)
 
 
 def _share(seconds: float | None, cpu_s: float) -> float | None:
@@ -44,7 +50,8 @@ class HostState:
     Others' CPU is the blocks' busy time less the process's: a block's own figure, cut at 0, would count its ticks'
     error one way only.
     A share is of the blocks' wall time x the CPUs the run may use.
-    `resolution` bounds the error of others' and steal's shares: a tick a CPU a block, over the same.
+    `resolution` is two standard deviations of others' and steal's shares from /proc/stat's ticks.
+    A block starts and ends anywhere within a tick, so each CPU's count errs by tick/sqrt(6) a block.
     """
 
     blocks: list[HostBlock]
@@ -73,7 +80,7 @@ class HostState:
             others_cpu_s=others,
             others_share=_share(others, cpu_s),
             steal_share=_share(_total([b.steal_s for b in blocks]), cpu_s),
-            resolution=_share(_total([b.tick_s * b.cpus if b.tick_s else None for b in blocks]), cpu_s),
+            resolution=_share(_two_sd([b.tick_s**2 * b.cpus / 6 if b.tick_s else None for b in blocks]), cpu_s),
             throttled=None if throttled is None else int(throttled),
             throttled_s=_total([b.throttled_s for b in blocks]),
             mhz_start=blocks[0].mhz_start if blocks else None,

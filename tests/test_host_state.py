@@ -92,7 +92,7 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
         "cgroup throttled 12 times (0.3 s); CPU clock 3.0 -> 2.2 GHz"
     )
     short = HostState.of([dataclasses.replace(busy, wall_s=0.05, busy_s=1.02, tick_s=0.01)])
-    assert seen(short).startswith("its 0.05 s window is too short for /proc/stat to tell others' CPU (±20%); ")
+    assert seen(short).startswith("its 0.05 s window is too short for /proc/stat to tell others' CPU (±12%); ")
     ticked = [
         HostBlock(wall_s=0.001, cpus=2, process_cpu_s=0.002, busy_s=busy_s) for busy_s in (0.0, 0.0, 0.01, 0.0, 0.0)
     ]

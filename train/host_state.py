@@ -5,7 +5,7 @@ Each reading is this process's CPU time and a few small files: well under a mill
 
 - /proc/stat's lines of the CPUs the run may use: their busy time and steal.
   Others' CPU is their busy time less this process's.
-  /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU of the truth.
+  /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
 - cpufreq's scaling_cur_freq of the run's CPUs: their clock.
 

@@ -149,3 +149,13 @@ def test_a_module_name_stands_once_outside_commands_and_bench():
         if name.split(".")[0] not in NAMED_AFTER and path.stem not in EVERY_PACKAGE:
             by_name.setdefault(path.name, []).append(name)
     assert {last: where for last, where in by_name.items() if len(where) > 1} == {}
+
+
+def test_every_package_of_the_house_is_installed():
+    """pyproject.toml lists the packages one by one: a folder left out is missing from a wheel, though an editable
+    install finds it."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert {f"perfsweep.{name}" for name in found} - listed == set()

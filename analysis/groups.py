@@ -282,13 +282,13 @@ def code_name(run: RunRecord) -> str:
 
 def labels(configs: list[Configuration]) -> dict[tuple, str]:
     """Each configuration by what varies in the sweep: axis values, then sizes and fields as key=value; a lone one by
-    its code."""
+    its code. Configurations that differ only in how they were measured (steps...) keep their runs' names."""
     axes, fields = varying([c.first for c in configs])
 
     def label(run: RunRecord) -> str:
         parts = [run.axis_label(a) for a in axes if run.axis(a) != "-"]
         parts += [f"{f}={run.fields.get(f)}" for f in fields if f not in MEASURING]
-        return " ".join(parts) or code_name(run)
+        return " ".join(parts) or (code_name(run) if len(configs) == 1 else run.name)
 
     return {c.key: label(c.first) for c in configs}
 

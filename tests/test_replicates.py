@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from perfsweep.analysis.groups import baselines, configurations
+from perfsweep import records
+from perfsweep.analysis.groups import baselines, configurations, labels
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import variance
 from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
@@ -222,3 +223,14 @@ def test_a_lone_configuration_is_named_by_its_model_not_by_its_first_run(tmp_pat
     assert shown.returncode == 0, shown.stderr
     rows = [line.split("|")[1].strip() for line in shown.stdout.splitlines() if line.startswith("| ")]
     assert rows[1:] == ["resnet18"], "one row, the model's name: the run's folder name holds its replicate"
+
+
+def test_configurations_that_differ_only_in_their_steps_keep_names_of_their_own(tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    for replicate, steps in ((0, 10), (1, 20)):
+        write_model_run(sweep_dir, "models", "resnet18", "contiguous", 100.0, replicate=replicate)
+        config = sweep_dir / f"resnet18-contiguous-replicate={replicate}" / records.CONFIG
+        written = records.read_json(config)
+        records.write_json(config, written | {"config": written["config"] | {"steps": steps}})
+    found = configurations(records.load_sweep(sweep_dir))
+    assert len(found) == 2 and len(set(labels(found).values())) == 2

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from packaging.utils import canonicalize_name
 
 from perfsweep.conf.schema import COMMIT, commit_pins
@@ -255,13 +255,23 @@ def ensure(request: Request, cache: Path, say: Callable[[str], None] = print) ->
     name = hashlib.sha256("\n".join([_python_tag(), *_base(), *resolved]).encode()).hexdigest()[:16]
     path = cache / name
     cache.mkdir(parents=True, exist_ok=True)
-    with FileLock(cache / f".{name}.lock"):
-        if not (path / RECORD).is_file():
+    lock = FileLock(cache / f".{name}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        say(f"environment {request.label}: another launch is building it at {path}; waiting for it")
+        lock.acquire()
+    try:
+        built = not (path / RECORD).is_file()
+        if built:
             _build(request, resolved, path)
+    finally:
+        lock.release()
     _index(cache, request, name)
     env = Env(path, request, resolved, time.monotonic() - began)
     size, own = _size_mb(path)
-    say(f"environment {request.label}: built in {env.build_s:.1f} s, {size:.0f} MB ({own:.0f} MB its own), at {path}")
+    how = f"built in {env.build_s:.1f} s" if built else "built by another launch"
+    say(f"environment {request.label}: {how}, {size:.0f} MB ({own:.0f} MB its own), at {path}")
     return env
 
 

@@ -114,7 +114,12 @@ def test_launches_that_build_one_environment_at_once_share_one_build(tmp_path, m
     monkeypatch.setattr(envs, "resolve", resolve)
     monkeypatch.setattr(envs, "_build", build)
     cache, request = tmp_path / "envs", envs.request_of("current", {"numpy": NUMPYS[0]})
-    launches = [fork.Process(target=envs.ensure, args=(request, cache, lambda line: None)) for _ in range(2)]
+
+    def say(line):
+        with (tmp_path / f"said-by-{os.getpid()}").open("a") as said:
+            said.write(line + "\n")
+
+    launches = [fork.Process(target=envs.ensure, args=(request, cache, say)) for _ in range(2)]
     for launch in launches:
         launch.start()
     for launch in launches:
@@ -123,6 +128,8 @@ def test_launches_that_build_one_environment_at_once_share_one_build(tmp_path, m
     assert len(list(tmp_path.glob("built-by-*"))) == 1, "built once"
     assert len(list(cache.glob(f"*/{envs.RECORD}"))) == 1 and not list(cache.glob(".building-*"))
     assert envs.find(request, cache) is not None
+    said = sorted(path.read_text() for path in tmp_path.glob("said-by-*"))  # "built by" before "built in"
+    assert len(said) == 2 and "built by another launch" in said[0] and "built in" in said[1], said
 
 
 @pytest.mark.network

@@ -3,7 +3,10 @@
 A run recorded before its host was read has no host state: its flags say nothing of it.
 """
 
-from perfsweep.records import HostState, Summary
+import operator
+import statistics
+
+from perfsweep.records import HostState, RunRecord, Summary
 
 # Other processes' share of the run's CPUs above which they competed with it for them.
 OTHERS = 0.10
@@ -12,6 +15,8 @@ STEAL = 0.02
 # A clock change from the first block's start to the last block's end that moves step times by as much.
 CLOCK = 0.05
 NOTHING_SEEN = "no neighbour, steal or throttling seen"
+# What was taken of a run's CPUs, by its name in a line: its threshold, and its field of HostState.
+TAKEN = (("others' CPU", OTHERS, "others_share"), ("steal", STEAL, "steal_share"))
 
 
 def seen(host: HostState) -> str:
@@ -51,3 +56,26 @@ def figures(host: HostState) -> str:
         f"others' CPU {share(host.others_share)}, steal {share(host.steal_share)}, cgroup throttled {throttled}, "
         f"CPU clock {clock}, over {len(host.blocks)} blocks of {host.wall_s:.3g} s"
     )
+
+
+def shares(runs: list[RunRecord]) -> dict[str, float]:
+    """What other processes and the hypervisor took of the runs' CPUs: the median over the runs whose windows
+    resolved it, by name ("others' CPU", "steal"); absent where no run's did."""
+    hosts = [run.summary.host for run in runs if run.summary and run.summary.host]
+    found = {}
+    for label, threshold, field in TAKEN:
+        of = operator.attrgetter(field)
+        told = [of(host) for host in hosts if of(host) is not None and (host.resolution or 0.0) < threshold]
+        if told:
+            found[label] = statistics.median(told)
+    return found
+
+
+def differences(a: list[RunRecord], b: list[RunRecord]) -> list[str]:
+    """Where one sweep's runs shared their CPUs, or lost them to steal, and the other's did not: 'steal A 0%, B 9%'."""
+    shares_a, shares_b = shares(a), shares(b)
+    return [
+        f"{label} A {shares_a[label]:.0%}, B {shares_b[label]:.0%}"
+        for label, threshold, _ in TAKEN
+        if label in shares_a and label in shares_b and (shares_a[label] > threshold) != (shares_b[label] > threshold)
+    ]

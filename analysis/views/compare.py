@@ -75,7 +75,8 @@ from perfsweep.analysis.groups import (
     round_of,
 )
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.analysis.statistics.speedup import Speedup, geomean, holm, speedup
+from perfsweep.analysis.statistics import host_flags
+from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.records import DONE, RunRecord, load_sweep
 
@@ -324,8 +325,8 @@ class Line:
     configuration: str
     phase: str
     runs: str = ""
-    a_ms: str = ""
-    b_ms: str = ""
+    a_ms: float | None = None  # a phase's time (ms); none for the final loss
+    b_ms: float | None = None
     speedup: Speedup | None = None
     gated: bool = False
     flag: str = ""
@@ -335,10 +336,19 @@ COLUMNS = [
     Column("configuration (A)", lambda line: line.configuration),
     Column("phase", lambda line: line.phase),
     Column("runs A/B", lambda line: line.runs),
-    Column("A ms", lambda line: line.a_ms),
-    Column("B ms", lambda line: line.b_ms),
-    Column("B speed-up [95%]", lambda line: str(line.speedup) if line.speedup else ""),
-    Column("p", lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else ""),
+    Column("A ms", lambda line: figure(line.a_ms) if line.speedup else "", lambda line: line.a_ms),
+    Column("B ms", lambda line: figure(line.b_ms) if line.speedup else "", lambda line: line.b_ms),
+    Column(
+        "B speed-up [95%]",
+        lambda line: str(line.speedup) if line.speedup else "",
+        lambda line: as_data(line.speedup) if line.speedup else {},
+        PARTS,
+    ),
+    Column(
+        "p",
+        lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else "",
+        lambda line: line.speedup.p if line.gated and line.speedup else None,
+    ),
     Column("flag", lambda line: line.flag),
 ]
 
@@ -350,7 +360,7 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     lines = []
     for phase in phases:
         ratio = speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
-        ms = [figure(c.median(phase)) for c in (a, b)]
+        ms = [c.median(phase) for c in (a, b)]
         lines.append(Line(label, phase, runs, *ms, ratio, gated=phase == "step" or gate_phases))
     return lines
 
@@ -422,6 +432,8 @@ def compare_runs(
         above.append(f"their code differs in: {changes(code_differ)}")
     if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
+    if hosts_differ := host_flags.differences(a, b):
+        above.append(f"their hosts differ in: {', '.join(hosts_differ)} (medians over their runs)")
     if not found.matched:
         return nothing_matched(above, a, b, found, of), EXIT_NOTHING_COMPARED
     matched = found.matched

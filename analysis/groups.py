@@ -306,6 +306,11 @@ def speedup_over(config: Configuration, base: Configuration, level: float = LEVE
     return speedup(config.sample(), base.sample(), paired=paired, level=level, basis=basis)
 
 
+def over_baseline(config: Configuration, base: Configuration | None, level: float = LEVEL) -> Speedup | float | None:
+    """The configuration's speed-up over its baseline: 1.0 where it is the baseline, None where none ran."""
+    return 1.0 if base is config else None if base is None else speedup_over(config, base, level)
+
+
 def in_one_process(config: Configuration, base: Configuration) -> bool:
     """Whether each round's run of the two shared one process (pairing=auto): its ratio is that process's own.
 

@@ -1,14 +1,15 @@
-"""Views of a sweep as data, and the one renderer that turns a view into terminal text, CSV or HTML.
+"""Views of a sweep as data, and the one renderer that turns a view into terminal text, CSV, JSON, LaTeX or HTML.
 
 A view holds:
 
 - a title, and lines above its table;
-- the table's columns: a header, and how to make each row's cell from one item;
+- the table's columns: a header, and how to make each row's cell from one item, as text and as data;
 - its items: runs, configurations or comparisons;
 - lines below: notes that explain it, and flags that warn.
 
 Every command and the HTML report render the same views.
 So the report shows what the terminal shows.
+CSV and JSON give the data: numbers as numbers, a figure's interval and word in columns of their own.
 """
 
 import csv
@@ -16,15 +17,51 @@ import dataclasses
 import functools
 import html
 import io
+import json
+import math
+import numbers
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
+
+FORMATS = ("markdown", "latex", "csv", "json")  # what `render` writes; markdown is the terminal's
 
 
 @dataclasses.dataclass(frozen=True)
 class Column:
+    """A column of a view's table.
+
+    As data, a column is one value an item, or a record of `parts`, each part a column of its own.
+    A part's column is headed by the column's header and the part's name: `vs tensor low`.
+    The part named "" is headed by the header alone.
+    """
+
     header: str
     cell: Callable[[Any], str]  # item -> the text of its cell
+    value: Callable[[Any], Any] | None = None  # item -> a number or text, None where unknown; a dict by part
+    parts: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> list[str]:
+        return [f"{self.header} {part}".rstrip() for part in self.parts] or [self.header]
+
+    def data(self, item: Any) -> list[Any]:
+        """The item's values in this column's fields; its cell's text where the column gives no value."""
+        if self.value is None:
+            return [str(self.cell(item))]
+        found = self.value(item)
+        values = [found.get(part) for part in self.parts] if self.parts else [found]
+        return [plain(v) for v in values]
+
+
+def plain(value: Any) -> Any:
+    """A value as CSV and JSON write it: a number as Python's own (numpy's too), one that is not finite as None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return float(value) if math.isfinite(value) else None
 
 
 @dataclasses.dataclass
@@ -45,13 +82,41 @@ class View:
     def rows(self) -> list[list[str]]:
         return [[str(c.cell(item)) for c in self.columns] for item in self.items]
 
+    @property
+    def fields(self) -> list[str]:
+        """The header of its data: a column for each value, and for each part of a record."""
+        return [field for c in self.columns for field in c.fields]
+
+    @functools.cached_property
+    def records(self) -> list[list[Any]]:
+        """Its rows as data, in `fields`' order."""
+        return [[value for c in self.columns for value in c.data(item)] for item in self.items]
+
 
 def figure(value: float | None) -> str:
     """A time or rate to three significant digits, or '-' where there is none."""
     return f"{value:.3g}" if value is not None else "-"
 
 
+def writable(value: str, form: str, where: str) -> str:
+    """The value, where `form` can hold it; else an error that names it and where it is.
+
+    Raises:
+        ValueError: the value holds a control character (a line break would split a row).
+    """
+    bad = next((c for c in value if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise ValueError(f"cannot write {value!r} ({where}) as {form}: it holds the control character {bad!r}")
+    return value
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
+    def escaped(cells: list[str]) -> list[str]:
+        return [
+            writable(c, "markdown", f"column {h!r}").replace("|", r"\|") for c, h in zip(cells, header, strict=True)
+        ]
+
+    header, rows = escaped(header), [escaped(row) for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 
     def line(cells: list[str]) -> str:
@@ -67,9 +132,91 @@ def text(view: View) -> str:
 
 
 def as_csv(view: View) -> str:
+    """The view's table as data: a figure, its interval's bounds and its word in columns of their own.
+
+    An unknown is an empty cell.
+    """
     out = io.StringIO()
-    csv.writer(out).writerows([view.header, *view.rows])
+    csv.writer(out).writerows([view.fields, *view.records])  # the csv module writes None as an empty cell
     return out.getvalue()
+
+
+def as_json(view: View) -> str:
+    """The view as one JSON object: its lines, and its rows as objects by field; an unknown is null."""
+    rows = [dict(zip(view.fields, row, strict=True)) for row in view.records]
+    shown = {"title": view.title, "above": view.above, "fields": view.fields, "rows": rows}
+    return json.dumps(shown | {"notes": view.notes, "flags": view.flags}, indent=1, allow_nan=False, default=str) + "\n"
+
+
+# What LaTeX reads as commands, or sets as other glyphs in its default fonts (< > |), as text to set.
+LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "\u00b1": r"\ensuremath{\pm}",
+}
+
+
+def latex_text(value: str, where: str) -> str:
+    """The value as LaTeX text that pdflatex sets as it reads.
+
+    Raises:
+        ValueError: a control character, or a character beyond ASCII that LaTeX's default fonts lack.
+    """
+    writable(value, "LaTeX", where)
+    beyond = next((c for c in value if ord(c) > 126 and c not in LATEX), None)
+    if beyond is not None:
+        raise ValueError(f"cannot write {value!r} ({where}) as LaTeX: {beyond!r} is not in LaTeX's default fonts")
+    text = "".join(LATEX.get(c, c) for c in value)
+    # A cell that starts a row after \\ must not start with what \\ would read as its own: [ or *.
+    return "{}" + text if text.startswith(("[", "*")) else text
+
+
+def as_latex(view: View) -> str:
+    """The view as a LaTeX table that compiles with booktabs: its title the caption, its lines notes below it.
+
+    Columns whose values are all numbers (or unknown) are set to the right.
+    """
+
+    def row(cells: list[str], where: str) -> str:
+        named = zip(cells, view.header, strict=True)
+        return " & ".join(latex_text(c, f"{where}, column {h!r}") for c, h in named) + r" \\"
+
+    parts = [r"\begin{table}", r"\centering", rf"\caption{{{latex_text(view.title, 'the title')}}}"]
+    if view.rows:
+        numeric = [
+            c.value is not None and not c.parts and all(isinstance(c.value(i), int | float | None) for i in view.items)
+            for c in view.columns
+        ]
+        align = "".join("r" if n else "l" for n in numeric)
+        parts += [rf"\begin{{tabular}}{{{align}}}", r"\toprule", row(view.header, "the header")]
+        parts.append(r"\midrule")
+        parts += [row(cells, f"row {n}") for n, cells in enumerate(view.rows, 1)]
+        parts += [r"\bottomrule", r"\end{tabular}"]
+    elif view.empty:
+        parts.append(latex_text(view.empty, "the line said for no rows"))
+    if lines := [*view.above, *view.notes, *view.flags]:
+        parts.append(r"\par\smallskip\footnotesize")
+        parts += [latex_text(line, "a line around the table") + r"\par" for line in lines]
+    return "\n".join([*parts, r"\end{table}"]) + "\n"
+
+
+def render(view: View, form: str) -> str:
+    """The view in one of FORMATS, ending in a newline."""
+    writers = {"markdown": lambda v: text(v) + "\n", "latex": as_latex, "csv": as_csv, "json": as_json}
+    if form not in writers:
+        raise ValueError(f"no format {form!r}: one of {', '.join(FORMATS)}")
+    return writers[form](view)
 
 
 # A figure and its interval (0.938x [0.921, 0.954]): the report keeps them together.

@@ -76,8 +76,9 @@ def add_view_commands(subparsers) -> None:
         nargs="?",
         const="table",
         choices=["table", "timm"],
-        help="the table alone, as CSV; --csv timm: in the columns of timm's benchmark result files",
+        help="the table alone, as CSV (--format csv); --csv timm: in the columns of timm's benchmark result files",
     )
+    _format_option(parser, None, "; csv, json and latex: the table alone")
     _vs_option(parser)
     for name, about, handler in [
         ("runs", "per run and phase: median, within-run interval, IQR, p5-p95, robust CV, outliers", show_runs),
@@ -95,6 +96,7 @@ def add_view_commands(subparsers) -> None:
         "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
     )
     _vs_option(parser)
+    _format_option(parser)
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
         "4 added where a final loss changed, 8 where configurations of A have no match in B, 2 where none matched"
@@ -106,6 +108,7 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
+    _format_option(parser)
     about = (
         "each configuration's step time over the commits of the code under test, with its change points; exit "
         "status 1 when the newest point is a confirmed regression, 3 a possible one, 8 added where configurations "
@@ -139,6 +142,18 @@ def add_view_commands(subparsers) -> None:
     )
     _out_option(parser, "report.html and plots/")
     parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+
+
+def _format_option(parser: argparse.ArgumentParser, default: str | None = "markdown", more: str = "") -> None:
+    from perfsweep.analysis.render import FORMATS
+
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=default,
+        help="markdown: as the terminal shows it (the default); csv and json: numbers as numbers, each speed-up's "
+        f"interval and word in fields of their own; latex: a booktabs table (docs/analysis.md){more}",
+    )
 
 
 def share(value: str) -> float:

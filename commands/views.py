@@ -12,22 +12,30 @@ from pathlib import Path
 def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection import store
     from perfsweep.analysis.bisection.view import view
-    from perfsweep.analysis.render import as_csv, text
+    from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
 
+    form = table_format(args)
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
-        print(as_csv(view(search)) if args.csv else text(view(search)), end="" if args.csv else "\n")
+        print(render(view(search), form), end="")
         return 0
     if args.csv == "timm":
         from perfsweep.analysis.views.timm_csv import timm_view
 
-        print(as_csv(timm_view(args.sweep_dir)), end="")
+        print(render(timm_view(args.sweep_dir), form), end="")
         return 0
-    if args.csv:
-        print(as_csv(table.view(args.sweep_dir, vs=args.vs)), end="")
+    if form != "markdown":  # the table alone, as data or for a paper
+        print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
         return 0
     print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
     return 0
+
+
+def table_format(args: argparse.Namespace) -> str:
+    """The format `table` writes: --format, where --csv (its alias for csv) does not say otherwise."""
+    if args.csv and args.format not in (None, "csv"):
+        raise ValueError(f"--csv writes CSV, --format {args.format} another format: give one of them")
+    return "csv" if args.csv else args.format or "markdown"
 
 
 def show_runs(args: argparse.Namespace) -> int:
@@ -49,23 +57,23 @@ def show_published(args: argparse.Namespace) -> int:
 
 def show_replicates(args: argparse.Namespace) -> int:
     from perfsweep.analysis.groups import compared_along
-    from perfsweep.analysis.render import text
+    from perfsweep.analysis.render import render
     from perfsweep.analysis.views import replicates
     from perfsweep.records import load_sweep
 
     runs = compared_along(load_sweep(args.sweep_dir), args.vs)
-    print(text(replicates.view(args.sweep_dir, args.half_width, runs)))
+    print(render(replicates.view(args.sweep_dir, args.half_width, runs), args.format), end="")
     return 0
 
 
 def show_comparison(args: argparse.Namespace) -> int:
-    from perfsweep.analysis.render import text
+    from perfsweep.analysis.render import render
     from perfsweep.analysis.views import compare
 
     view, status = compare.compare(
         args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases, args.max_unmatched
     )
-    print(text(view))
+    print(render(view, args.format), end="")
     return status
 
 

@@ -16,6 +16,7 @@ Each run (one process) therefore counts once, by its median time.
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats as distributions
@@ -126,6 +127,31 @@ class Speedup(Interval):
         if self.value < 1 - threshold:
             return "slower"
         return "faster" if self.value > 1 + threshold else ""
+
+
+# A speed-up as data: its ratio, its interval's bounds, the word for what the interval says, what it rests on.
+PARTS = ("", "low", "high", "word", "basis")
+
+
+def no_word(speedup: Speedup) -> str:
+    return ""
+
+
+def as_text(found: Speedup | float | None, word: Callable[[Speedup], str] = no_word) -> str:
+    """A speed-up over a baseline as a table shows it, its word after its interval.
+
+    `found` is 1.0 for the baseline itself (1.00x), None where the baseline did not run (-).
+    """
+    if not isinstance(found, Speedup):
+        return "-" if found is None else "1.00x"
+    return f"{found} {word(found)}".rstrip()
+
+
+def as_data(found: Speedup | float | None, word: Callable[[Speedup], str] = no_word) -> dict[str, float | str | None]:
+    """The same speed-up by PARTS; the baseline's is its ratio, 1.0, alone; none without a baseline."""
+    if not isinstance(found, Speedup):
+        return {"": found}
+    return dict(zip(PARTS, (found.value, found.low, found.high, word(found) or None, found.basis), strict=True))
 
 
 def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:

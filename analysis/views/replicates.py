@@ -36,14 +36,14 @@ from perfsweep.analysis.groups import (
     configurations,
     in_one_process,
     labels,
+    over_baseline,
     phase_columns,
-    speedup_over,
     vs_label,
 )
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.drift import drift
 from perfsweep.analysis.statistics.rounds import rule_of
-from perfsweep.analysis.statistics.speedup import figures, percent
+from perfsweep.analysis.statistics.speedup import PARTS, as_data, as_text, figures, percent
 from perfsweep.analysis.statistics.variance import Split, across_runs, costs, sides_split, split
 from perfsweep.records import DONE, RunRecord, load_sweep
 
@@ -59,6 +59,9 @@ EXPLAINED = (
     "this sweep's spread (the ratio's, where the sides shared processes) and what its runs cost beyond their steps."
 )
 
+# The variance split's columns: header, Split's field.
+SPLIT = (("between", "between"), ("within", "within"), ("rho", "rho"), ("effective steps", "effective_steps"))
+
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -71,23 +74,26 @@ class Row:
 
     @property
     def step_ms(self) -> str:
-        value, low, high = across_runs(np.array([r.summary.median("step") for r in self.config.runs]))
+        value, low, high = self.step_interval
         if math.isnan(low):
             return f"{value:.3g} (1 run)"
         shown = figures(value, low, high)
         return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
-    def speedup(self, axis: str, level: float) -> str:
-        base = self.baselines[axis]
-        if base is None:
-            return "-"
-        return "1.00x" if base is self.config else str(speedup_over(self.config, base, level))
+    @property
+    def step_interval(self) -> tuple[float, float, float]:
+        """Its step time (ms) and the bounds of its interval across runs (nan with one run)."""
+        return across_runs(np.array([r.summary.median("step") for r in self.config.runs]))
 
     def part(self, name: str) -> str:
-        if self.split is None:
+        value = self.value(name)
+        if value is None:
             return "-"
-        value = getattr(self.split, name)
         return f"{value:.2f}" if name == "rho" else f"{value:.1%}" if name != "effective_steps" else f"{value:.0f}"
+
+    def value(self, name: str) -> float | None:
+        """A figure of its variance split (variance.Split), None without one."""
+        return None if self.split is None else getattr(self.split, name)
 
     def plan(self, half_width: float, cost: tuple[float, float] | None) -> str:
         if self.split is None or cost is None:
@@ -126,18 +132,37 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
     paired = any(item.sides is not None for item in items)
     columns = [
         Column("configuration", lambda row: names[row.config.key]),
-        Column("runs", lambda row: str(len(row.config.runs))),
-        Column("step ms [95% CI]", lambda row: row.step_ms),
-        Column("between", lambda row: row.part("between")),
-        Column("within", lambda row: row.part("within")),
-        Column("rho", lambda row: row.part("rho")),
-        Column("effective steps", lambda row: row.part("effective_steps")),
+        Column("runs", lambda row: str(len(row.config.runs)), lambda row: len(row.config.runs)),
+        Column(
+            "step ms [95% CI]",
+            lambda row: row.step_ms,
+            lambda row: dict(zip(("", "low", "high"), row.step_interval, strict=True)),
+            ("", "low", "high"),
+        ),
         *(
-            [Column("between sides", lambda row: "-" if row.sides is None else f"{row.sides.between:.1%}")]
+            Column(name, lambda row, part=part: row.part(part), lambda row, part=part: row.value(part))
+            for name, part in SPLIT
+        ),
+        *(
+            [
+                Column(
+                    "between sides",
+                    lambda row: "-" if row.sides is None else f"{row.sides.between:.1%}",
+                    lambda row: None if row.sides is None else row.sides.between,
+                )
+            ]
             if paired
             else []
         ),
-        *(Column(vs_label(versus, axis), lambda row, axis=axis: row.speedup(axis, level)) for axis in along),
+        *(
+            Column(
+                vs_label(versus, axis),
+                lambda row, axis=axis: as_text(over_baseline(row.config, row.baselines[axis], level)),
+                lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level)),
+                PARTS,
+            )
+            for axis in along
+        ),
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""

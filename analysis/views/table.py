@@ -12,6 +12,7 @@ With one run per configuration, the interval resamples that run's steps and says
 """
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from perfsweep.analysis import machines
@@ -23,8 +24,8 @@ from perfsweep.analysis.groups import (
     compared_along,
     comparisons,
     configurations,
+    over_baseline,
     phase_columns,
-    speedup_over,
     varying,
     vs_label,
 )
@@ -32,7 +33,7 @@ from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
 from perfsweep.analysis.statistics.host_flags import seen_in
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
-from perfsweep.analysis.statistics.speedup import WITHIN_RUN, percent
+from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
 
@@ -44,6 +45,7 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     - The interval is across runs with replicates, within-run without.
     - Its level is the rule's; across runs, the rule's word follows it.
     - A baseline shows 1.00x; a configuration with no baseline along the axis shows -.
+    As data, each is a ratio, its bounds, its word and its basis (speedup.PARTS); a baseline's ratio alone is 1.
     """
     along = baselines(configs)
     versus = comparisons(configs)
@@ -54,16 +56,18 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         for axis, header in headers.items()
     }
 
-    def cell(config: Configuration, axis: str) -> str:
-        base = along[axis].get(config.key)
-        if base is config:
-            return "1.00x"
-        if base is None:
-            return "-"
-        speedup = speedup_over(config, base, rule.level)
-        return f"{speedup} {rule.word(speedup)}".rstrip()
+    def over(config: Configuration, axis: str) -> Speedup | float | None:
+        return over_baseline(config, along[axis].get(config.key), rule.level)
 
-    return [Column(headers[axis], lambda c, axis=axis: cell(c, axis)) for axis in along]
+    return [
+        Column(
+            headers[axis],
+            lambda c, axis=axis: as_text(over(c, axis), rule.word),
+            lambda c, axis=axis: as_data(over(c, axis), rule.word),
+            PARTS,
+        )
+        for axis in along
+    ]
 
 
 def compares(configs: list[Configuration]) -> bool:
@@ -77,19 +81,19 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     axes, fields = varying(runs)
     summaries = [r.summary for r in runs]
     table_columns = [Column(a, lambda c, a=a: c.first.axis(a)) for a in axes]
-    table_columns += [Column(f, lambda c, f=f: str(c.first.fields.get(f))) for f in fields]
+    table_columns += [
+        Column(f, lambda c, f=f: str(c.first.fields.get(f)), lambda c, f=f: c.first.fields.get(f)) for f in fields
+    ]
     if any(len(c.runs) > 1 for c in configs):
-        table_columns.append(Column("runs", lambda c: str(len(c.runs))))
-    table_columns += [Column(f"{p} ms", lambda c, p=p: figure(c.median(p))) for p in phase_columns(runs)]
+        table_columns.append(number("runs", lambda c: len(c.runs), str))
+    table_columns += [number(f"{p} ms", lambda c, p=p: c.median(p)) for p in phase_columns(runs)]
     # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
     # (well under the device's: the GPU sets the pace).
     if any(s.uses_events for s in summaries):
-        table_columns.append(
-            Column("step host ms", lambda c: figure(c.middle(lambda r: r.summary.host_median("step"))))
-        )
+        table_columns.append(number("step host ms", lambda c: c.middle(lambda r: r.summary.host_median("step"))))
     trains = any(s.samples_per_s is not None for s in summaries)
     if trains:
-        table_columns.append(Column("samples/s", lambda c: _rate(c.middle(lambda r: r.summary.samples_per_s))))
+        table_columns.append(number("samples/s", lambda c: c.middle(lambda r: r.summary.samples_per_s), _rate))
     kinds = {s.phase_memory_kind for s in summaries if s.phase_memory_mib}
     if kinds:  # explain=true: each phase's memory in the profiled window
         peaks = {kind.startswith("cuda_peak") for kind in kinds}
@@ -100,18 +104,25 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
             header = "MiB by phase (net on a CPU)"
         table_columns.append(Column(header, phase_memory))
     if any(s.host_syncs_per_step is not None for s in summaries):
-        table_columns.append(Column("syncs/step", lambda c: str(c.first.summary.host_syncs_per_step)))
+        table_columns.append(number("syncs/step", lambda c: c.first.summary.host_syncs_per_step, str))
     if any(s.ranks for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
         table_columns += rank_columns()
     if any(s.flops_per_step for s in summaries):  # achieved TFLOP/s, and the fraction of the GPU's peak (MFU)
-        table_columns.append(Column("TFLOP/s", lambda c: figure(c.middle(lambda r: r.summary.tflops_per_s))))
+        table_columns.append(number("TFLOP/s", lambda c: c.middle(lambda r: r.summary.tflops_per_s)))
         table_columns.append(
-            Column("MFU", lambda c: f"{mfu:.1%}" if (mfu := c.middle(lambda r: r.summary.mfu)) else "unknown")
+            number("MFU", lambda c: c.middle(lambda r: r.summary.mfu), lambda mfu: f"{mfu:.1%}" if mfu else "unknown")
         )
     table_columns += speedup_columns(configs, rule)
     if trains:
-        table_columns.append(Column("output type", lambda c: c.first.summary.output_type or "-"))
+        table_columns.append(
+            Column("output type", lambda c: c.first.summary.output_type or "-", lambda c: c.first.summary.output_type)
+        )
     return table_columns
+
+
+def number(header: str, value: Callable[[Configuration], float | None], shown=figure) -> Column:
+    """A column of a figure: as data the number, None where unknown; as text, as `shown` writes it."""
+    return Column(header, lambda c: shown(value(c)), value)
 
 
 def phase_memory(config: Configuration) -> str:
@@ -143,10 +154,10 @@ def rank_columns() -> list[Column]:
         return lambda c: c.middle(lambda r: getattr(r.summary.ranks, name) if r.summary.ranks else None)
 
     return [
-        Column("straggler", lambda c: figure(of("straggler_index")(c))),
-        Column("exposed comm ms", lambda c: figure(of("exposed_comm_ms")(c))),
-        Column("exposed comm", lambda c: f"{share:.0%}" if (share := of("exposed_comm_share")(c)) is not None else "-"),
-        Column("bus GB/s at least", lambda c: figure(of("bus_gbps_min")(c))),
+        number("straggler", of("straggler_index")),
+        number("exposed comm ms", of("exposed_comm_ms")),
+        number("exposed comm", of("exposed_comm_share"), lambda share: "-" if share is None else f"{share:.0%}"),
+        number("bus GB/s at least", of("bus_gbps_min")),
     ]
 
 

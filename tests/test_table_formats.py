@@ -1,0 +1,128 @@
+"""`table --format` (and `replicates`, `compare`): markdown as the terminal shows it, CSV and JSON as data, LaTeX.
+
+The sweep is synthetic: three runs a configuration, axis values that each format must escape,
+and a configuration whose baseline the sweep did not run.
+"""
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from perfsweep.analysis.statistics.speedup import figures
+from perfsweep.analysis.views.table import view
+from tests import synthetic
+from tests.helpers import launch_here
+
+ODD = "sub_class&x%y|z"  # an axis value that LaTeX and markdown must escape
+LEVELS = {
+    ("tensor", "contiguous"): 50.0,
+    (ODD, "contiguous"): 60.0,
+    ("tensorbase", "contiguous"): 51.0,
+    (ODD, "channels_last"): 58.0,  # no tensor in channels_last: no baseline along input_type
+}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    runs = synthetic.sweep(LEVELS, 3, synthetic.Noise(bimodal=0.0), np.random.default_rng(3))
+    return synthetic.write(runs, tmp_path_factory.mktemp("formats") / "sweep")
+
+
+def table(sweep, *args: str) -> str:
+    shown = launch_here("table", str(sweep), *args)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def by_input_type(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(row["input_type"], row["memory_format"]): row for row in rows}
+
+
+def test_csv_gives_each_speed_up_as_a_ratio_its_bounds_and_its_word_in_columns_of_their_own(sweep):
+    rows = by_input_type(list(csv.DictReader(io.StringIO(table(sweep, "--format", "csv")))))
+    terminal = view(sweep)
+    text = by_input_type([dict(zip(terminal.header, row, strict=True)) for row in terminal.rows])
+    assert rows.keys() == text.keys() and len(rows) == len(LEVELS)
+    for key, row in rows.items():
+        shown = text[key]["vs tensor"]
+        assert float(row["step ms"]) > 0 and float(row["runs"]) == 3
+        if shown == "1.00x":  # the baseline: its own ratio, no interval
+            assert float(row["vs tensor"]) == 1 and row["vs tensor low"] == row["vs tensor word"] == ""
+        elif shown == "-":  # no baseline ran: nothing compared
+            assert row["vs tensor"] == row["vs tensor low"] == row["vs tensor high"] == row["vs tensor basis"] == ""
+        else:
+            ratio, low, high = (float(row[f"vs tensor{part}"]) for part in ("", " low", " high"))
+            value, bounds = shown.split(" [")
+            assert f"{figures(ratio, low, high)[0]}x" == value and low < ratio < high
+            assert bounds.startswith(", ".join(figures(ratio, low, high)[1:]))
+            assert shown.endswith(row["vs tensor word"]) and row["vs tensor word"] and row["vs tensor basis"]
+    assert text[(ODD, "channels_last")]["vs tensor"] == "-" and text[("tensor", "contiguous")]["vs tensor"] == "1.00x"
+
+
+def test_json_gives_the_same_values_with_null_for_what_is_unknown(sweep):
+    found = json.loads(table(sweep, "--format", "json"))
+    rows = by_input_type(found["rows"])
+    as_csv = by_input_type(list(csv.DictReader(io.StringIO(table(sweep, "--csv")))))
+    assert found["fields"] == list(next(iter(as_csv.values())))
+    for key, row in rows.items():
+        assert {f: "" if v is None else str(v) for f, v in row.items()} == as_csv[key]
+    assert rows[(ODD, "channels_last")]["vs tensor"] is None and rows[("tensor", "contiguous")]["vs tensor"] == 1
+    assert isinstance(rows[(ODD, "contiguous")]["vs tensor low"], float)
+    assert found["title"] == "Runs" and found["above"][0].startswith(str(sweep))
+
+
+def test_latex_escapes_axis_values_and_has_a_row_per_configuration(sweep):
+    written = table(sweep, "--format", "latex")
+    body = written[written.index(r"\midrule") : written.index(r"\bottomrule")].splitlines()[1:]
+    assert written.count(r"\begin{tabular}") == written.count(r"\end{tabular}") == 1
+    assert len(body) == len(LEVELS) and all(line.endswith(r"\\") for line in body)
+    assert r"sub\_class\&x\%y\textbar{}z" in written and ODD not in written
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex")
+def test_latex_compiles_with_booktabs(sweep, tmp_path):
+    document = "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n%s\\end{document}\n"
+    (tmp_path / "table.tex").write_text(document % table(sweep, "--format", "latex"))
+    made = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "table.tex"], cwd=tmp_path, capture_output=True
+    )
+    assert made.returncode == 0, made.stdout.decode(errors="replace")[-3000:]
+
+
+def test_markdown_is_the_terminals_table_with_a_bar_in_a_value_escaped(sweep):
+    assert table(sweep, "--format", "markdown") == table(sweep)
+    assert r"sub_class&x%y\|z" in table(sweep)
+
+
+def test_a_format_that_does_not_exist_is_refused_with_those_that_do(sweep):
+    refused = launch_here("table", str(sweep), "--format", "xlsx")
+    assert refused.returncode == 2
+    assert "xlsx" in refused.stderr and all(f"'{f}'" in refused.stderr for f in ("markdown", "latex", "csv", "json"))
+    both = launch_here("table", str(sweep), "--csv", "--format", "json")
+    assert both.returncode == 2 and "--csv" in both.stderr and "--format json" in both.stderr
+
+
+@pytest.mark.parametrize("form", ["latex", "markdown"])
+def test_a_value_that_cannot_be_written_is_named(form, tmp_path):
+    levels = {("tensor", "contiguous"): 50.0, ("bell\x07", "contiguous"): 55.0}
+    runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
+    refused = launch_here("table", str(synthetic.write(runs, tmp_path / "sweep")), "--format", form)
+    assert refused.returncode == 2 and "'bell\\x07'" in refused.stderr and "input_type" in refused.stderr
+
+
+def test_replicates_and_compare_give_their_speed_ups_and_times_as_numbers_too(sweep):
+    shown = launch_here("replicates", str(sweep), "--format", "csv")
+    assert shown.returncode == 0, shown.stderr
+    rows = list(csv.DictReader(io.StringIO(shown.stdout)))
+    assert len(rows) == len(LEVELS) and all(float(row["step ms [95% CI] low"]) > 0 for row in rows)
+    assert sorted(row["vs tensor"] for row in rows)[0] == "" and "1.0" in [row["vs tensor"] for row in rows]
+    compared = launch_here("compare", str(sweep), str(sweep), "--format", "json")
+    lines = json.loads(compared.stdout)["rows"]
+    steps = [line for line in lines if line["phase"] == "step"]
+    assert len(steps) == len(LEVELS) and all(line["B speed-up [95%]"] == 1 for line in steps)
+    assert all(isinstance(line["A ms"], float) and line["B speed-up [95%] basis"] for line in steps)

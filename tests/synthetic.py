@@ -19,6 +19,7 @@ from scipy.signal import lfilter
 
 from perfsweep import records
 from perfsweep.records import lifecycle
+from perfsweep.records.host import HostBlock, HostState
 from perfsweep.records.run import PairedSummary, RunRecord, Summary
 from perfsweep.records.status import DONE, Status
 from perfsweep.records.sweep import Baseline
@@ -140,3 +141,11 @@ def write(runs: list[RunRecord], sweep_dir: Path) -> Path:
         records.write_json(run_dir / records.SUMMARY, medians | {"workload": summary.workload})
         lifecycle.finish(run_dir, code=run.status.code, code_under_test=run.status.code_under_test)
     return sweep_dir
+
+
+def beside(runs: list[RunRecord], others_cpu_s: float) -> list[RunRecord]:
+    """The runs with a host state of 10 blocks of 1 s on 2 CPUs, in each of which other processes took
+    `others_cpu_s`: long enough for /proc/stat's ticks to tell."""
+    block = HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.2, busy_s=1.2 + others_cpu_s, tick_s=0.01, steal_s=0.0)
+    host = HostState.of([block] * 10)
+    return [dataclasses.replace(run, summary=dataclasses.replace(run.summary, host=host)) for run in runs]

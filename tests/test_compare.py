@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 
 from perfsweep.analysis.views import compare
-from perfsweep.records import HostBlock, HostState
 from tests import golden, synthetic
 from tests.helpers import cells, launch_here
 
@@ -107,12 +106,7 @@ def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():
     neighbour. Each run's window is long enough for /proc/stat's ticks to tell."""
     rng = np.random.default_rng(5)
 
-    def beside(runs: list, others_cpu_s: float) -> list:
-        block = HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.2, busy_s=1.2 + others_cpu_s, tick_s=0.01, steal_s=0.0)
-        host = HostState.of([block] * 10)
-        return [dataclasses.replace(r, summary=dataclasses.replace(r.summary, host=host)) for r in runs]
-
-    a, b = beside(sweep(synthetic.grid(), rng), 0.0), beside(sweep(synthetic.grid(), rng), 0.8)
+    a, b = synthetic.beside(sweep(synthetic.grid(), rng), 0.0), synthetic.beside(sweep(synthetic.grid(), rng), 0.8)
     shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     assert "their hosts differ in: others' CPU A 0%, B 40% (medians over their runs)" in shown.above, shown.above
     same, _ = compare.compare_runs(a, a, threshold=0.05, loss_tolerance=0.05)

@@ -127,6 +127,22 @@ def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_
     assert re.search(r"POSSIBLE REGRESSION: .*1\.[45]\dx", text), text
 
 
+def test_a_newest_point_measured_beside_a_neighbour_says_so_beside_its_flag():
+    """The newest sweep's runs lost 40% of their CPUs to another process, and its subclass is 1.5x slower: the flag
+    names the neighbour, which the points before did not have."""
+    found = synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5)
+
+    points = [
+        dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8 if p is found.points[-1] else 0.0))
+        for p in found.points
+    ]
+    made, _, status = shown(dataclasses.replace(found, points=points))
+    (flagged,) = [series for series in made if series.flag]
+    assert status == views.EXIT_POSSIBLE and flagged.label == "subclass"
+    said = "their hosts differ in: others' CPU the points before 0%, 08ababab 40% (medians over their runs)"
+    assert flagged.flag.endswith(said), flagged.flag
+
+
 TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}
 OTHER = {("tensor", "channels_last"): 20.0, ("subclass", "channels_last"): 30.0}
 

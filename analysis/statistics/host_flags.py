@@ -71,11 +71,13 @@ def shares(runs: list[RunRecord]) -> dict[str, float]:
     return found
 
 
-def differences(a: list[RunRecord], b: list[RunRecord]) -> list[str]:
-    """Where one sweep's runs shared their CPUs, or lost them to steal, and the other's did not: 'steal A 0%, B 9%'."""
+def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
+    """Where one set of runs shared their CPUs, or lost them to steal, and the other did not: 'steal A 0%, B 9%
+    (medians over their runs)'; empty where they did not differ so."""
     shares_a, shares_b = shares(a), shares(b)
-    return [
-        f"{label} A {shares_a[label]:.0%}, B {shares_b[label]:.0%}"
+    found = [
+        f"{label} {names[0]} {shares_a[label]:.0%}, {names[1]} {shares_b[label]:.0%}"
         for label, threshold, _ in TAKEN
         if label in shares_a and label in shares_b and (shares_a[label] > threshold) != (shares_b[label] > threshold)
     ]
+    return f"{', '.join(found)} (medians over their runs)" if found else ""

@@ -432,8 +432,8 @@ def compare_runs(
         above.append(f"their code differs in: {changes(code_differ)}")
     if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
-    if hosts_differ := host_flags.differences(a, b):
-        above.append(f"their hosts differ in: {', '.join(hosts_differ)} (medians over their runs)")
+    if hosts_differ := host_flags.differ(a, b):
+        above.append(f"their hosts differ in: {hosts_differ}")
     if not found.matched:
         return nothing_matched(above, a, b, found, of), EXIT_NOTHING_COMPARED
     matched = found.matched

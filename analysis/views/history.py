@@ -38,7 +38,7 @@ import numpy as np
 
 from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
-from perfsweep.analysis.statistics import changepoints
+from perfsweep.analysis.statistics import changepoints, host_flags
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
@@ -180,7 +180,17 @@ def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple
 
 
 def judged(series: Series, threshold: float) -> Series:
-    """The series with its change points marked and its newest point's flag."""
+    """The series with its change points marked and its newest point's flag, with what its host showed."""
+    flagged = _judged(series, threshold)
+    if flagged.flag and len(series.held) > 1:
+        before = [run for _, runs in series.held[:-1] for run in runs]
+        newest = series.held[-1]
+        if hosts := host_flags.differ(before, newest[1], ("the points before", newest[0].label)):
+            flagged.flag += f"; their hosts differ in: {hosts}"
+    return flagged
+
+
+def _judged(series: Series, threshold: float) -> Series:
     times = [row.times for row in series.rows]
     series.changes = changepoints.changes(times)
     if series.changes is None:  # too few points for a change point; the newest may still stand out alone

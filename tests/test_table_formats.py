@@ -5,16 +5,19 @@ and a configuration whose baseline the sweep did not run.
 """
 
 import csv
+import dataclasses
 import io
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from perfsweep.analysis.render import as_json
 from perfsweep.analysis.statistics.speedup import figures
-from perfsweep.analysis.views.table import view
+from perfsweep.analysis.views.table import table_view, view
 from tests import synthetic
 from tests.helpers import launch_here
 
@@ -126,3 +129,14 @@ def test_replicates_and_compare_give_their_speed_ups_and_times_as_numbers_too(sw
     steps = [line for line in lines if line["phase"] == "step"]
     assert len(steps) == len(LEVELS) and all(line["B speed-up [95%]"] == 1 for line in steps)
     assert all(isinstance(line["A ms"], float) and line["B speed-up [95%] basis"] for line in steps)
+
+
+def test_memory_by_phase_is_a_number_a_phase_as_data():
+    memory = {"phase_memory_mib": {"forward": 12.5, "backward": 3.0}, "phase_memory_kind": "rss"}
+    runs = synthetic.sweep(LEVELS, 2, synthetic.Noise(), np.random.default_rng(0))
+    runs = [dataclasses.replace(r, summary=dataclasses.replace(r.summary, **memory)) for r in runs]
+    shown = table_view(Path("sweep"), runs)
+    (row, *_) = json.loads(as_json(shown))["rows"]
+    header = "MiB by phase (net on a CPU)"
+    assert row[f"{header} forward"] == 12.5 and row[f"{header} backward"] == 3.0 and row[f"{header} optimizer"] is None
+    assert shown.rows[0][shown.header.index(header)] == "forward 12.5 backward 3"

@@ -102,7 +102,8 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
             header = "peak MiB by phase"
         elif peaks == {False}:
             header = "MiB by phase (net on a CPU)"
-        table_columns.append(Column(header, phase_memory))
+        phases = tuple(dict.fromkeys(p for s in summaries if s.phase_memory_mib for p in s.phases))
+        table_columns.append(Column(header, phase_memory_text, phase_memory, phases))
     if any(s.host_syncs_per_step is not None for s in summaries):
         table_columns.append(number("syncs/step", lambda c: c.first.summary.host_syncs_per_step, str))
     if any(s.ranks for s in summaries):  # runs across ranks: their ranks' spread and hidden communication
@@ -125,14 +126,17 @@ def number(header: str, value: Callable[[Configuration], float | None], shown=fi
     return Column(header, lambda c: shown(value(c)), value)
 
 
-def phase_memory(config: Configuration) -> str:
-    """Each phase's memory, the median over the configuration's runs (explain=true)."""
+def phase_memory(config: Configuration) -> dict[str, float]:
+    """Each phase's memory (MiB), the median over the configuration's runs (explain=true), in its phases' order."""
     by_phase: dict[str, list[float]] = {}
     for run in config.runs:
         for phase, mib in (run.summary.phase_memory_mib or {}).items():
             by_phase.setdefault(phase, []).append(mib)
-    ordered = [p for p in config.first.summary.phases if p in by_phase]
-    return " ".join(f"{phase} {figure(statistics.median(by_phase[phase]))}" for phase in ordered) or "-"
+    return {p: statistics.median(by_phase[p]) for p in config.first.summary.phases if p in by_phase}
+
+
+def phase_memory_text(config: Configuration) -> str:
+    return " ".join(f"{phase} {figure(mib)}" for phase, mib in phase_memory(config).items()) or "-"
 
 
 def rank_columns() -> list[Column]:

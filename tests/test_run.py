@@ -111,7 +111,7 @@ def test_a_real_run_records_its_timer_its_syncs_and_what_ran_beside_it(real_run)
 def test_amp_runs(tiny_plan, precision):
     run_dir, summary = run(tiny_plan(f"precision={precision}", "input_type=tensor", "memory_format=contiguous"))
     losses = [r["loss"] for r in records.read_steps(run_dir / records.STEPS).to_pylist()]
-    assert all(math.isfinite(loss) and loss > 0 for loss in losses), "losses must be finite numbers"
+    assert losses and all(math.isfinite(loss) and loss > 0 for loss in losses), "losses must be finite numbers"
 
 
 @pytest.mark.slow

@@ -224,7 +224,8 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
-    assert all(records.read_steps(p.parent / records.STEPS).num_rows == 501 for p in sweep.glob("*/status.json"))
+    steps = [records.read_steps(p.parent / records.STEPS).num_rows for p in sweep.glob("*/status.json")]
+    assert steps == [501], steps
     again = launch_here("resume", str(sweep))
     assert again.returncode == 0 and "every run is done" in again.stdout
 

@@ -89,7 +89,7 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     paths = {c["path"] for c in artifact["manifest"]["contents"]}
     run_names = [p.parent.name for p in sweep.glob("*/status.json")]
     assert {"sweep.json", "runs.jsonl", "jobs.json", "report.html"} <= paths
-    assert all(f"{name}/steps.parquet" in paths and f"{name}/summary.json" in paths for name in run_names)
+    assert run_names and all(f"{name}/steps.parquet" in paths and f"{name}/summary.json" in paths for name in run_names)
     assert not any("/wandb/" in p or p.startswith((".submitit", ".code")) for p in paths)
 
 
@@ -185,9 +185,9 @@ def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged
         for panel in grid.panels:
             kind = type(panel).__name__
             if kind == "BarPlot":
-                assert all(set(panel.metrics) <= set(summary) for summary in summaries), panel.metrics
+                assert summaries and all(set(panel.metrics) <= set(summary) for summary in summaries), panel.metrics
             elif kind == "LinePlot":
-                assert all({panel.x, *panel.y} <= keys for keys in history), panel.y
+                assert history and all({panel.x, *panel.y} <= keys for keys in history), panel.y
             else:
                 assert any(f.startswith(f"media/table/{panel.table_name}_") for f in files), panel.table_name
 

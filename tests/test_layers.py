@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-# stage -> the stages of perfsweep it may import (besides itself). launch.py, bench/ and gpu/ sit on top.
+# stage -> the stages of perfsweep it may import (besides itself). launch.py, notebook.py, bench/ and gpu/ sit on top.
 # commands/ runs the stages below it for the command line.
 ALLOWED = {
     "conf": set(),
@@ -22,7 +22,7 @@ ALLOWED = {
     "analysis": {"conf", "records"},
     "commands": {"conf", "records", "sweeps", "launcher", "train", "analysis"},
 }
-TOP = ("launch", "bench", "gpu")
+TOP = ("launch", "notebook", "bench", "gpu")
 STAGES = (*ALLOWED, *TOP)
 
 
@@ -35,6 +35,7 @@ MODULES = {
     module_name(p): p
     for p in [
         ROOT / "launch.py",
+        ROOT / "notebook.py",
         *(f for stage in STAGES if (ROOT / stage).is_dir() for f in (ROOT / stage).rglob("*.py")),
     ]
 }

@@ -108,7 +108,13 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
-    _format_option(parser)
+    comment = "a comment for a pull request: a headline, counts, the configurations that changed"
+    _format_option(parser, None, "; by default, as the terminal shows it", comment)
+    parser.add_argument(
+        "--only-changes",
+        action="store_true",
+        help="with --format markdown: print nothing, and exit 0, where nothing was flagged",
+    )
     about = (
         "each configuration's step time over the commits of the code under test, with its change points; exit "
         "status 1 when the newest point is a confirmed regression, 3 a possible one, 8 added where configurations "
@@ -144,16 +150,22 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
 
 
-def _format_option(parser: argparse.ArgumentParser, default: str | None = "markdown", more: str = "") -> None:
+TABLE_FORMATS = (
+    "csv and json: numbers as numbers, each speed-up's interval and word in fields of their own; latex: a booktabs "
+    "table (docs/analysis.md)"
+)
+
+
+def _format_option(
+    parser: argparse.ArgumentParser,
+    default: str | None = "markdown",
+    more: str = "",
+    markdown: str = "as the terminal shows it (the default)",
+) -> None:
     from perfsweep.analysis.render import FORMATS
 
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default=default,
-        help="markdown: as the terminal shows it (the default); csv and json: numbers as numbers, each speed-up's "
-        f"interval and word in fields of their own; latex: a booktabs table (docs/analysis.md){more}",
-    )
+    said = f"markdown: {markdown}; {TABLE_FORMATS}{more}"
+    parser.add_argument("--format", choices=FORMATS, default=default, help=said)
 
 
 def share(value: str) -> float:

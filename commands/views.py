@@ -68,12 +68,17 @@ def show_replicates(args: argparse.Namespace) -> int:
 
 def show_comparison(args: argparse.Namespace) -> int:
     from perfsweep.analysis.render import render
-    from perfsweep.analysis.views import compare
+    from perfsweep.analysis.views import comment, compare
 
+    if args.only_changes and args.format != "markdown":
+        raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
     view, status = compare.compare(
         args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases, args.max_unmatched
     )
-    print(render(view, args.format), end="")
+    if args.format != "markdown":
+        print(render(view, args.format or "markdown"), end="")
+    elif not (args.only_changes and status == 0 and not comment.changed(view)):
+        print(comment.comment(view, args.threshold), end="")
     return status
 
 

@@ -1,0 +1,82 @@
+"""compare's verdict as a comment for a pull request: a headline, counts, the configurations that changed.
+
+    perfsweep compare A B --format markdown [--only-changes]
+
+The headline names the largest flagged change of the step, or says there is none beyond noise.
+Then the counts of the compared configurations, by what their step did:
+
+- slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
+- same: not flagged, and the step's interval lies within the threshold of 1.00x;
+- undetermined: neither; more runs on each side narrow the interval.
+
+A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
+The other configurations are folded below it.
+Last come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
+configurations without a match.
+Where no configuration matched, the comment says so, with what parts the sweeps.
+"""
+
+import math
+
+from perfsweep.analysis.render import View, figure, markdown
+from perfsweep.analysis.views.compare import Line
+
+SLOWER, FASTER, SAME, UNDETERMINED = "slower", "faster", "same", "undetermined"
+COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
+
+
+def changed(view: View) -> bool:
+    """Whether the comparison flagged anything: a change of the step or a phase, a loss, a configuration unmatched."""
+    return bool(view.flags) or any(line.flag for line in view.items)
+
+
+def comment(view: View, threshold: float) -> str:
+    """The comparison (compare.compare's view) as a pull request's comment, in GitHub's markdown."""
+    steps = [line for line in view.items if line.phase == "step"]
+    if not steps:
+        return "\n\n".join(["### perfsweep: nothing compared", *_quoted([*view.above, view.empty, *view.flags])]) + "\n"
+    kinds = {id(line): kind(line, threshold) for line in steps}
+    counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
+    moved = sorted((line for line in steps if line.flag), key=lambda line: -abs(math.log(line.speedup.value)))
+    parts = [f"### perfsweep: {headline(moved)}", _counts(counts, len(steps))]
+    if moved:
+        parts.append(_table(moved))
+    rest = [line for line in steps if not line.flag]
+    if rest:
+        folded = f"<summary>{len(rest)} without a flagged change</summary>"
+        parts.append(f"<details>{folded}\n\n{_table(rest)}\n\n</details>")
+    others = [line for line in view.items if line.phase != "step" and line.flag]
+    parts += _quoted([*view.above[1:], *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)])
+    parts += _quoted(view.flags)
+    return "\n\n".join(parts) + "\n"
+
+
+def kind(line: Line, threshold: float) -> str:
+    """What a configuration's step did: slower or faster (flagged), the same, or undetermined."""
+    if line.flag:
+        return SLOWER if "REGRESSION" in line.flag else FASTER
+    speedup = line.speedup
+    return SAME if 1 - threshold <= speedup.low and speedup.high <= 1 + threshold else UNDETERMINED
+
+
+def headline(moved: list[Line]) -> str:
+    if not moved:
+        return "no change beyond noise"
+    line = moved[0]
+    way = f"{1 / line.speedup.value:.2f}x slower" if line.speedup.value < 1 else f"{line.speedup.value:.2f}x faster"
+    return f"{way} in {line.configuration} ({line.flag})"
+
+
+def _counts(counts: dict[str, int], of: int) -> str:
+    said = ", ".join(f"**{n} {k}**" if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
+    return f"{said}, of {of} configurations compared by their step"
+
+
+def _table(lines: list[Line]) -> str:
+    rows = [[line.configuration, figure(line.a_ms), figure(line.b_ms), str(line.speedup), line.flag] for line in lines]
+    return markdown(list(COLUMNS), rows)
+
+
+def _quoted(lines: list[str]) -> list[str]:
+    """Lines of compare's, each a paragraph of its own, with markdown's table bars escaped."""
+    return [line.replace("|", r"\|") for line in lines if line]

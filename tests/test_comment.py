@@ -1,0 +1,63 @@
+"""compare --format markdown: a pull request's comment, from synthetic sweeps of known truth."""
+
+import dataclasses
+
+import numpy as np
+
+from perfsweep.analysis.views import compare
+from tests import golden, synthetic
+from tests.helpers import launch_here
+
+STEADY = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+
+
+def sweeps(tmp_path, slowdown: dict[str, float] | None = None, seed: int = 0) -> tuple[str, str]:
+    """A and B, three runs of each input type; B's input types slowed by `slowdown`."""
+    rng = np.random.default_rng(seed)
+    a = synthetic.write(synthetic.sweep(synthetic.grid(), 3, STEADY, rng), tmp_path / "a")
+    b = synthetic.write(synthetic.sweep(synthetic.grid(slowdown), 3, STEADY, rng), tmp_path / "b")
+    return str(a), str(b)
+
+
+def test_a_planted_slowdown_heads_the_comment_and_the_rest_are_folded(tmp_path):
+    a, b = sweeps(tmp_path, {"subclass": 1.25})
+    shown = launch_here("compare", a, b, "--format", "markdown")
+    assert shown.returncode == compare.EXIT_REGRESSION, shown.stdout + shown.stderr
+    golden.says("compare --format markdown: a planted slowdown", shown.stdout, {tmp_path: "<tmp>"})
+    head, counts, table, *_ = shown.stdout.split("\n\n")
+    assert head.startswith("### perfsweep: 1.2") and head.endswith("x slower in subclass (REGRESSION)")
+    assert counts.startswith("**1 slower**, 0 faster, ")
+    assert counts.endswith("of 3 configurations compared by their step")
+    assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == ["subclass"]
+    assert shown.stdout.count("<details>") == 1 and "2 without a flagged change" in shown.stdout
+
+
+def test_no_change_says_so_and_only_changes_prints_nothing(tmp_path):
+    a, b = sweeps(tmp_path)
+    shown = launch_here("compare", a, b, "--format", "markdown")
+    assert shown.returncode == 0 and shown.stdout.startswith("### perfsweep: no change beyond noise\n"), shown.stdout
+    quiet = launch_here("compare", a, b, "--format", "markdown", "--only-changes")
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    slower = sweeps(tmp_path / "slower", {"subclass": 1.25})
+    loud = launch_here("compare", *slower, "--format", "markdown", "--only-changes")
+    assert loud.returncode == compare.EXIT_REGRESSION and loud.stdout.startswith("### perfsweep: 1.2")
+
+
+def test_sweeps_with_nothing_in_common_say_so_and_exit_2(tmp_path):
+    """B swept two widths of a constructor argument that A never set: no configuration of A is one of B's."""
+    rng = np.random.default_rng(3)
+    a = synthetic.write(synthetic.sweep(synthetic.grid(), 3, STEADY, rng), tmp_path / "a")
+    widths = [
+        dataclasses.replace(run, name=f"{run.name}-{width}", fields=run.fields | {"model.kwargs.d_model": width})
+        for width in (256, 512)
+        for run in synthetic.sweep(synthetic.grid(), 3, STEADY, rng)
+    ]
+    b = synthetic.write(widths, tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b), "--format", "markdown")
+    assert shown.returncode == compare.EXIT_NOTHING_COMPARED, shown.stdout
+    assert shown.stdout.startswith("### perfsweep: nothing compared\n") and "model.kwargs.d_model" in shown.stdout
+
+
+def test_only_changes_needs_the_comment(tmp_path):
+    shown = launch_here("compare", *sweeps(tmp_path), "--only-changes")
+    assert shown.returncode == 2 and "--only-changes goes with --format markdown" in shown.stderr

@@ -45,12 +45,10 @@ from perfsweep.analysis.groups import configurations
 from perfsweep.analysis.statistics import variance
 from perfsweep.analysis.views import compare, published, table
 from perfsweep.bench import command
+from perfsweep.commands.noise import A_A_PAIRED, ONE
 
 ROOT = Path(__file__).resolve().parent.parent
 PER_TRIAL = 6  # runs of the labels experiment per trial: three per label
-# The paired experiment's sweep: one configuration as both sides (label a and b) of each process.
-A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis=label", "workload.baseline.value=a",
-              "pairing=auto"]  # fmt: skip
 
 
 def relabel(run: records.RunRecord, label: str, replicate: int) -> records.RunRecord:
@@ -144,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "results", help="where the machine's folder goes")
     parser.add_argument("overrides", nargs="*", help="overrides of the default sweep (model.image_size=64...)")
     args = parser.parse_args(argv)
-    one = [*args.overrides, "input_type=tensor", "memory_format=contiguous", f"repeats={PER_TRIAL * args.trials}"]
+    one = [*args.overrides, *ONE, f"repeats={PER_TRIAL * args.trials}"]
     paired = [*one[:-1], *A_A_PAIRED, f"repeats={PER_TRIAL // 2 * args.trials}"]
     labels, sides, default = (len(command.checked(o).runs) for o in (one, paired, args.overrides))
     for threads in ("threads=1", "threads=2"):

@@ -5,7 +5,6 @@ A bench measures for minutes.
 """
 
 import argparse
-import re
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from perfsweep import records
 from perfsweep.launcher.validate import validate
+from perfsweep.records import noise
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 from perfsweep.train.checks import problems as run_problems
 
@@ -67,6 +67,5 @@ def machine(sweep: Path) -> tuple[str, dict]:
     The machine kind names the results folder.
     """
     run = next(r for r in records.load_sweep(sweep) if r.state == records.DONE)
-    device = run.device.removeprefix("CPU ").lower()
-    kind = re.sub(r"[^a-z0-9.]+", "-", f"{'cpu-' if not (run.env or {}).get('gpu') else ''}{device}").strip("-")
-    return f"{kind}-torch{run.torch_version}", {"device": run.device, **run.machine}
+    kind = noise.machine_kind(run.device, bool((run.env or {}).get("gpu")), run.torch_version)
+    return kind, {"device": run.device, **run.machine}

@@ -9,6 +9,7 @@ from pathlib import Path
 from perfsweep.commands.bisect import bisect
 from perfsweep.commands.envs import show_envs
 from perfsweep.commands.explain import show_explanations
+from perfsweep.commands.noise import add_command as add_noise_command
 from perfsweep.commands.run import resume, run_sweep, show_status
 from perfsweep.commands.views import (
     CannotWrite,
@@ -242,6 +243,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
     search.set_defaults(handler=bisect)
+    add_noise_command(commands)
     add_view_commands(commands)
     return top
 
@@ -305,8 +307,18 @@ def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespa
     if extra and hasattr(args, "overrides") and all("=" in w and not w.startswith("-") for w in extra):
         args.overrides = [*args.overrides, *extra]
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{_options_of(parser, args)}")
     return args
+
+
+def _options_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The options of the command `args` are for, as an error lists them: '; its options: --processes'."""
+    (chosen,) = parser._subparsers._group_actions  # noqa: SLF001 (argparse keeps the commands there)
+    for command in chosen.choices.values():
+        if command.get_default("handler") is getattr(args, "handler", None):
+            flags = [flag for action in command._actions for flag in action.option_strings if flag.startswith("--")]  # noqa: SLF001
+            return f"; its options: {', '.join(flags)}"
+    return ""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """Launch a plan once: check it, build its environments, run it, then show its views."""
 
 import sys
+from pathlib import Path
 
 from perfsweep import user_command
 from perfsweep.commands.views import show_sweep
@@ -61,9 +62,40 @@ def _announce(plan) -> None:
     """The sweep's folder, its runs and how many run at once; how its comparisons' sides share processes."""
     from perfsweep.sweeps.pairing import described
 
+    if line := floor_line(plan):
+        print(line)
     print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
     if pairing := described(list(plan.runs)):
         print(pairing)
+
+
+def machine_here(plan) -> tuple[str, bool]:
+    """The device the plan's runs would run on, as records name it, and whether it is a GPU."""
+    from perfsweep.records import noise
+    from perfsweep.train.host_settings import gpu_name
+
+    gpu = gpu_name() if plan.settings.device != "cpu" else None
+    return (gpu, True) if gpu else (f"CPU {noise.cpu_model()}", False)
+
+
+def floor_line(plan) -> str | None:
+    """This machine's noise floor, where `perfsweep noise` measured one (records/noise.py); None elsewhere.
+
+    It lists a folder and reads one file.
+    """
+    from perfsweep.records import noise
+
+    runs_dir = Path(plan.settings.runs_dir)
+    if not (runs_dir / noise.FOLDER).is_dir():
+        return None
+    floor = noise.read_floor(runs_dir, noise.machine_kind(*machine_here(plan), noise.torch_version()))
+    if floor is None:
+        return None
+    spread = floor.apart if plan.settings.pairing == "process" else floor.paired
+    return (
+        f"this machine decides about {noise.decided(spread, noise.SAID_BUDGET_S)} in {noise.SAID_BUDGET_S // 60} "
+        f"min (perfsweep noise, {floor.measured[:10]})"
+    )
 
 
 def _runner():

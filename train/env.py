@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from perfsweep.conf.import_paths import modules_of
 from perfsweep.conf.schema import commit_pins
 from perfsweep.records.code import PROJECT_ROOT, code_identity, code_version, module_place, user_code_record
+from perfsweep.records.noise import cpu_model
 
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
 
@@ -45,16 +46,6 @@ def process_started_at() -> float | None:
     except (OSError, ValueError, IndexError, AttributeError):  # not Linux
         return None
     return time.time() - age
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _version(package: str) -> str | None:

@@ -17,6 +17,7 @@ from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, round_ratios, t_interval
 from perfsweep.records import RunRecord
 
+MAX_RUNS = 1000  # a plan's most runs per configuration: a plan at it does not reach its target
 OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
 
 
@@ -79,12 +80,32 @@ class Split:
         steps = int(min(max(math.ceil(steps), 5), 1000))
         target = math.log(1 + half_width)
         runs = 2
-        while runs < 1000:
+        while runs < MAX_RUNS:
             t = distributions.t.ppf(0.5 + level / 2, runs - 1)
             if t * math.sqrt(2 * self.run_variance(steps) / runs) <= target:
                 break
             runs += 1
         return steps, runs
+
+    def decided_in(self, budget_s: float, run_cost_s: float, step_s: float) -> float | None:
+        """The smallest half-width (0.03: -+3%) that `plan` resolves within `budget_s` of the machine's time.
+
+        The plan's two configurations each take its runs of its steps; a plan at MAX_RUNS does not count.
+        Half-widths are tried on a grid of 5% steps from 0.01% to 100%; None where even 100% takes longer.
+        """
+
+        def fits(half_width: float) -> bool:
+            steps, runs = self.plan(half_width, run_cost_s, step_s)
+            return runs < MAX_RUNS and 2 * runs * (run_cost_s + steps * step_s) <= budget_s
+
+        grid = [1e-4 * 1.05**i for i in range(int(math.log(1e4) / math.log(1.05)) + 1)]
+        if not fits(grid[-1]):
+            return None
+        low, high = -1, len(grid) - 1  # grid[high] fits; grid[low] does not (or is below the grid)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if fits(grid[middle]) else (middle, high)
+        return grid[high]
 
 
 def split(sample: Sample) -> Split | None:

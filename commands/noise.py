@@ -1,0 +1,209 @@
+"""`perfsweep noise`: this machine's noise floor, measured before a sweep.
+
+    perfsweep noise [--processes 10] [OVERRIDE ...]
+
+It runs an A/A of one configuration: the default sweep's first (ResNet18, Tensor, contiguous), or the overrides'.
+It runs it two ways, each in `--processes` processes, W&B off:
+
+- paired: the configuration as both sides of each process (label=a,b, pairing=auto);
+- apart: one process a run (pairing=process).
+
+It prints each way's spread (between and within processes, and between the paired sides, as `replicates` names
+them), and the smallest difference a sweep decides at 95% in 1 min, 10 min and 1 h of this machine's time.
+That comes from the spread and from what a run and a step cost (variance.costs and Split.plan, as `replicates`).
+It names the settings that add noise, each read (train/host_settings.py) or seen during its runs, with its fix.
+It keeps the floor in <runs_dir>/noise/<machine>.json (records/noise.py); a launch on this machine names it.
+"""
+
+import argparse
+import dataclasses
+import datetime
+import sys
+import time
+from pathlib import Path
+
+from perfsweep.commands.launching import launch_plan, machine_here
+from perfsweep.records import DONE, RunRecord, load_sweep, noise
+from perfsweep.sweeps.plan import Plan, PlanError, build_plan
+from perfsweep.train.host_settings import Setting, cpu_settings, gpu_settings
+
+PROCESSES = 10  # a way's processes: under a minute in all on a 2-core CPU
+ONE = ["input_type=tensor", "memory_format=contiguous"]  # the default sweep's first configuration
+# One configuration as both sides of each process: an A/A whose sides share it (bench/calibration.py).
+A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis=label", "workload.baseline.value=a",
+              "pairing=auto"]  # fmt: skip
+SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode")  # what the command sets itself
+BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
+FIXES = {
+    "steal": "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it",
+    "others' CPU": "stop them (top -o %CPU lists them), or give the sweep CPUs of its own (taskset -c)",
+}
+
+
+def processes(value: str) -> int:
+    """--processes: 2 or more, since the spread between processes needs two."""
+    try:
+        found = int(value)
+    except ValueError:
+        found = 0
+    if found < 2:
+        raise argparse.ArgumentTypeError(f"{value}: a whole number of processes, 2 or more (default {PROCESSES})")
+    return found
+
+
+def add_command(subparsers) -> None:
+    about = "this machine's noise floor: the difference a sweep decides in 1 min, 10 min, 1 h, and what adds noise"
+    parser = subparsers.add_parser("noise", help=about, description=about)
+    parser.add_argument(
+        "--processes",
+        type=processes,
+        default=PROCESSES,
+        metavar="N",
+        help=f"processes each way, paired and apart (default {PROCESSES}: about a minute on a 2-core CPU)",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", help="the configuration: a launch's overrides (model=tiny_cnn steps=20); one only"
+    )
+    parser.set_defaults(handler=measure_noise)
+
+
+def measure_noise(args: argparse.Namespace) -> int:
+    try:
+        plans = _planned(args.overrides, args.processes)
+    except PlanError as error:
+        print(f"perfsweep noise: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    for way, (plan, words) in plans.items():
+        status = launch_plan(lambda plan=plan: plan, words, show=False)
+        if status != 0:
+            print(
+                f"perfsweep noise: the {way} runs did not all finish (exit {status}); see {plan.sweep_dir}",
+                file=sys.stderr,
+            )
+            return status
+    runs = {way: [r for r in load_sweep(plan.sweep_dir) if r.state == DONE] for way, (plan, _) in plans.items()}
+    floor = _floor(args, plans["apart"][0], runs)
+    print(render(floor, time.perf_counter() - started))
+    print(f"written: {floor.write(Path(floor.folder).parent.parent)}")
+    return 0
+
+
+def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str]]]:
+    """The paired and the apart sweep with their overrides, each checked as a launch checks it, in a folder of
+    their own.
+
+    Raises:
+        PlanError: naming each problem, before anything runs.
+    """
+    from perfsweep.launcher.validate import validate
+    from perfsweep.train.checks import problems as run_problems
+
+    ours = [o for o in overrides if o.lstrip("+~").split("=")[0] in SET_HERE]
+    if ours:
+        raise PlanError([f"perfsweep noise sets {', '.join(ours)} itself: leave {'them' if ours[1:] else 'it'} out"])
+    given = [o for o in overrides if not o.startswith("runs_dir=")]
+    runs_dir = next((o.split("=", 1)[1] for o in reversed(overrides) if o.startswith("runs_dir=")), None)
+    base = [*ONE, *given, "tracker.mode=disabled", f"repeats={count}"]
+    apart = build_plan([*base, "pairing=process", *([f"runs_dir={runs_dir}"] if runs_dir else [])])
+    if len(apart.runs) != count:
+        raise PlanError([f"the overrides give {len(apart.runs) // count} configurations; noise measures one"])
+    kind = noise.machine_kind(*machine_here(apart), noise.torch_version())
+    folder = Path(apart.settings.runs_dir) / noise.FOLDER / f"{kind}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    plans = {}
+    for way, words in (("paired", A_A_PAIRED), ("apart", ["pairing=process"])):
+        words = [*base, *words, f"runs_dir={folder}", f"sweep_name={way}"]
+        plans[way] = build_plan(words), words
+        if problems := validate(plans[way][0], run_problems):
+            raise PlanError(problems)
+    return plans
+
+
+def _floor(args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord]]) -> noise.NoiseFloor:
+    first = runs["apart"][0]
+    every = runs["paired"] + runs["apart"]
+    return noise.NoiseFloor(
+        machine=noise.machine_kind(first.device, bool((first.env or {}).get("gpu")), first.torch_version),
+        device=first.device,
+        torch=first.torch_version,
+        measured=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        overrides=list(args.overrides),
+        processes=args.processes,
+        folder=str(apart.sweep_dir.parent),
+        paired=_spread(runs["paired"], paired=True),
+        apart=_spread(runs["apart"], paired=False),
+        settings=[dataclasses.asdict(s) for s in [*cpu_settings(), *_seen(every), *_gpu(apart)]],
+    )
+
+
+def _gpu(plan: Plan) -> list[Setting]:
+    return gpu_settings() if plan.settings.device != "cpu" else []
+
+
+def _spread(runs: list[RunRecord], paired: bool) -> noise.Spread | None:
+    """One way's spread, and the smallest difference it decides in each budget; None without two runs or costs."""
+    from perfsweep.analysis.groups import configurations
+    from perfsweep.analysis.statistics.variance import costs, sides_split, split
+
+    configs = configurations(runs)
+    own = split(configs[0].sample())
+    sides = sides_split(configs[1].sample(), configs[0].sample()) if paired and len(configs) == 2 else None
+    cost = costs(runs)
+    if own is None or cost is None:
+        return None
+    planned = sides or own
+    return noise.Spread(
+        runs=len(runs),
+        between=own.between,
+        within=own.within,
+        between_sides=None if sides is None else sides.between,
+        run_cost_s=cost[0],
+        step_s=cost[1],
+        floors={str(budget): planned.decided_in(budget, *cost) for budget in noise.BUDGETS_S},
+    )
+
+
+def _seen(runs: list[RunRecord]) -> list[Setting]:
+    """Steal and other processes' CPU during the runs' windows, as their host records show them."""
+    from perfsweep.analysis.statistics.host_flags import TAKEN, shares
+
+    told = shares(runs)
+    hosts = [r.summary.host for r in runs if r.summary and r.summary.host]
+    resolutions = [host.resolution for host in hosts if host.resolution]
+    found = []
+    for label, threshold, _ in TAKEN:
+        name = f"{label} during its runs"
+        if label in told:
+            state = f"{told[label]:.0%} (median over its runs; above {threshold:.0%} adds noise)"
+            found.append(Setting(name, state, told[label] > threshold, FIXES[label]))
+        elif resolutions:
+            state = f"its windows were too short for /proc/stat to tell: ±{min(resolutions):.0%}"
+            found.append(Setting(name, state, None))
+        else:
+            found.append(Setting(name, "its runs' records hold no host figures", None))
+    return found
+
+
+def render(floor: noise.NoiseFloor, wall_s: float) -> str:
+    lines = [
+        f"perfsweep noise: {floor.device}, torch {floor.torch}; {floor.processes} processes paired and "
+        f"{floor.processes} apart ({wall_s:.0f} s); runs in {floor.folder}",
+        "spread of log step time (as replicates names it):",
+    ]
+    for way in noise.WAYS:
+        spread = getattr(floor, way)
+        if spread is None:
+            lines.append(f"  {way}: unknown (fewer than two runs, or no timing in their records)")
+            continue
+        sides = "" if spread.between_sides is None else f", between sides {spread.between_sides:.1%}"
+        lines.append(
+            f"  {way}: between {spread.between:.1%}, within {spread.within:.1%}{sides}; a run costs "
+            f"{spread.run_cost_s:.2f} s beyond its steps, a step {spread.step_s:.3f} s ({spread.runs} runs)"
+        )
+    lines.append("smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above):")
+    for budget, name in BUDGETS.items():
+        ways = [f"{way} {noise.decided(getattr(floor, way), budget)}" for way in noise.WAYS]
+        lines.append(f"  in {name} of this machine: {', '.join(ways)}")
+    lines.append("settings that add noise:")
+    lines += [f"  {Setting(**setting).line}" for setting in floor.settings]
+    return "\n".join(lines)

@@ -1,0 +1,110 @@
+"""A machine's noise floor, as `perfsweep noise` measured it: one file a machine, under the runs dir.
+
+    <runs_dir>/noise/<machine>.json           the latest floor of that machine
+    <runs_dir>/noise/<machine>-<time>/        the sweeps it measured it with: paired/ and apart/
+
+The machine is named as the records name it: the GPU, else the CPU's model; and torch.
+A launch reads its machine's file, where there is one, and says what it holds in a line.
+"""
+
+import dataclasses
+import json
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from perfsweep.records.files import known_fields, write_json
+
+FOLDER = "noise"
+BUDGETS_S = (60, 600, 3600)  # the machine's time a floor is given for
+SAID_BUDGET_S = 600  # the one a launch names
+WAYS = ("paired", "apart")  # one configuration as both sides of each process, and in a process a run
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_kind(device: str, gpu: bool, torch: str) -> str:
+    """A machine's name for a file or a folder: 'cpu-amd-epyc-7763-64-core-processor-torch2.14.1'.
+
+    `device` is the GPU's name, else the CPU's (RunRecord.device).
+    """
+    name = device.removeprefix("CPU ").lower()
+    return re.sub(r"[^a-z0-9.]+", "-", f"{'' if gpu else 'cpu-'}{name}").strip("-") + f"-torch{torch}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """The spread of one configuration's log step time, run paired or apart, and what it lets a sweep decide."""
+
+    runs: int
+    between: float  # between processes, beyond what their steps explain
+    within: float  # a step's, within a run
+    between_sides: float | None  # the part of `between` a paired ratio keeps; None apart
+    run_cost_s: float  # a run's cost beyond its steps
+    step_s: float
+    floors: dict[str, float | None]  # budget in seconds -> the smallest difference decided at 95%; None: none is
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseFloor:
+    """What `perfsweep noise` measured on one machine."""
+
+    machine: str  # machine_kind
+    device: str
+    torch: str
+    measured: str  # the date and time, ISO 8601
+    overrides: list[str]
+    processes: int  # a way's processes
+    folder: str  # its sweeps' folder
+    paired: Spread | None
+    apart: Spread | None
+    settings: list[dict[str, Any]]  # name, state, noisy (true, false or null: unknown), fix
+
+    def write(self, runs_dir: Path) -> Path:
+        path = floor_path(runs_dir, self.machine)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, dataclasses.asdict(self))
+        return path
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "NoiseFloor":
+        ways = {way: Spread(**known_fields(Spread, data[way])) if data.get(way) else None for way in WAYS}
+        return cls(**{**known_fields(cls, data), **ways})
+
+
+def floor_path(runs_dir: Path, machine: str) -> Path:
+    return Path(runs_dir) / FOLDER / f"{machine}.json"
+
+
+def read_floor(runs_dir: Path, machine: str) -> NoiseFloor | None:
+    """The machine's floor; None where there is none, or it cannot be read."""
+    try:
+        return NoiseFloor.from_json(json.loads(floor_path(runs_dir, machine).read_text()))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def torch_version() -> str:
+    """The installed torch's version, without importing it."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def decided(spread: Spread | None, budget_s: int) -> str:
+    """The smallest difference a way decides in the budget, as a user reads it: '±3.1%'."""
+    if spread is None:
+        return "unknown"
+    value = spread.floors.get(str(budget_s))
+    return "none: its runs take longer" if value is None else f"±{value * 100:.2g}%"

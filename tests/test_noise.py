@@ -1,0 +1,77 @@
+"""`perfsweep noise`: the spread it prints, the differences decided in each budget, the settings it detects, the
+floor it keeps for a later launch, and what it refuses."""
+
+import json
+import os
+
+from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings
+from tests import golden
+from tests.helpers import TINY, launch_here
+
+CONFIG = ["model=tiny_cnn", "steps=5", "warmup_steps=1", "data_batches=2"]
+
+
+def section(out: str, first: str) -> list[str]:
+    """The indented lines under the line that starts with `first`."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first)) + 1
+    found = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        found.append(line.strip())
+    return found
+
+
+def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_the_floor(tmp_path):
+    done = launch_here("noise", "--processes", "2", *CONFIG, f"runs_dir={tmp_path}")
+    assert done.returncode == 0, done.stderr
+    spread = section(done.stdout, "spread of log step time")
+    assert spread[0].startswith("paired: between ") and ", within " in spread[0] and ", between sides " in spread[0]
+    assert spread[1].startswith("apart: between ") and ", within " in spread[1]
+    budgets = section(done.stdout, "smallest difference a sweep decides at 95%")
+    assert [line.split(" of ")[0] for line in budgets] == ["in 1 min", "in 10 min", "in 1 h"]
+    assert all(line.count("±") == 2 for line in budgets), budgets
+    settings = section(done.stdout, "settings that add noise")
+    names = [line.split(":")[0] for line in settings]
+    assert names == ["CPU frequency governor", "turbo", "SMT siblings shared", "others' CPU during its runs",
+                     "steal during its runs"]  # fmt: skip
+    written = list((tmp_path / "noise").glob("*.json"))
+    assert len(written) == 1
+    floor = json.loads(written[0].read_text())
+    for setting, line in zip(floor["settings"], settings, strict=True):
+        assert (setting["noisy"] is None) == (": unknown (" in line)
+        assert not setting["noisy"] or f"fix: {setting['fix']}" in line
+    assert floor["processes"] == 2 and floor["paired"]["runs"] == 4 and floor["apart"]["runs"] == 2
+    assert set(floor["paired"]["floors"]) == {"60", "600", "3600"}
+    later = launch_here(*TINY, "launcher=debug", "input_type=tensor", "memory_format=contiguous",
+                        "tracker.mode=disabled", f"runs_dir={tmp_path}")  # fmt: skip
+    assert later.returncode == 0, later.stderr
+    said = later.stdout.splitlines()[0]
+    assert said.startswith("this machine decides about ±") and f"(perfsweep noise, {floor['measured'][:10]})" in said
+
+
+def fake_sysfs(root, governor: str, no_turbo: str):
+    cpus = root / "sys/devices/system/cpu"
+    for cpu in os.sched_getaffinity(0):
+        (cpus / f"cpu{cpu}/cpufreq").mkdir(parents=True)
+        (cpus / f"cpu{cpu}/cpufreq/scaling_governor").write_text(f"{governor}\n")
+    (cpus / "intel_pstate").mkdir()
+    (cpus / "intel_pstate/no_turbo").write_text(f"{no_turbo}\n")
+
+
+def test_the_settings_name_a_powersave_governor_and_turbo_with_their_fixes_and_unknown_without_sysfs(tmp_path):
+    fake_sysfs(tmp_path / "noisy", "powersave", "0")
+    governor, turbo, smt = cpu_settings(tmp_path / "noisy")
+    assert governor.noisy and "powersave" in governor.line and f"fix: {GOVERNOR_FIX}" in governor.line
+    assert turbo.noisy and f"fix: {TURBO_FIX['intel_pstate/no_turbo']}" in turbo.line
+    assert smt.noisy is None
+    assert all(s.noisy is None and ": unknown (" in s.line for s in cpu_settings(tmp_path / "empty"))
+
+
+def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):
+    for name, args in [("processes 0", ["--processes", "0"]), ("unknown flag", ["--bogus"])]:
+        refused = launch_here("noise", *args, *CONFIG, f"runs_dir={tmp_path}")
+        assert refused.returncode == 2
+        golden.says(f"noise refused: {name}", refused.stderr)
+    assert not (tmp_path / "noise").exists()

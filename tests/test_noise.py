@@ -3,8 +3,12 @@ floor it keeps for a later launch, and what it refuses."""
 
 import json
 import os
+import sys
+import types
 
-from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings
+import torch
+
+from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
 from tests import golden
 from tests.helpers import TINY, launch_here
 
@@ -75,3 +79,27 @@ def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_
         assert refused.returncode == 2
         golden.says(f"noise refused: {name}", refused.stderr)
     assert not (tmp_path / "noise").exists()
+
+
+# NVML as the GPU settings call it: a GPU at its default clocks, persistence off, another process on it.
+FAKE_NVML = types.SimpleNamespace(
+    NVML_CLOCK_SM=1,
+    NVML_FEATURE_ENABLED=1,
+    nvmlInit=lambda: None,
+    nvmlDeviceGetHandleByIndex=lambda index: index,
+    nvmlDeviceGetApplicationsClock=lambda handle, clock: 1500,
+    nvmlDeviceGetDefaultApplicationsClock=lambda handle, clock: 1500,
+    nvmlDeviceGetMaxClockInfo=lambda handle, clock: 1980,
+    nvmlDeviceGetPersistenceMode=lambda handle: 0,
+    nvmlDeviceGetComputeRunningProcesses=lambda handle: [types.SimpleNamespace(pid=4242)],
+    nvmlDeviceGetGraphicsRunningProcesses=lambda handle: [],
+)
+
+
+def test_the_gpu_settings_name_unlocked_clocks_persistence_off_and_another_process_with_their_fixes(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setitem(sys.modules, "pynvml", FAKE_NVML)
+    clocks, persistence, others = gpu_settings()
+    assert clocks.noisy and "fix: sudo nvidia-smi -lgc 1980,1980" in clocks.line
+    assert persistence.noisy and "fix: sudo nvidia-smi -pm 1" in persistence.line
+    assert others.noisy and "4242" in others.line

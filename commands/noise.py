@@ -151,7 +151,7 @@ def _spread(runs: list[RunRecord], paired: bool) -> noise.Spread | None:
     cost = costs(runs)
     if own is None or cost is None:
         return None
-    planned = sides or own
+    planned = (sides or own).at_most()  # what the processes measured cannot rule out
     return noise.Spread(
         runs=len(runs),
         between=own.between,
@@ -200,7 +200,10 @@ def render(floor: noise.NoiseFloor, wall_s: float) -> str:
             f"  {way}: between {spread.between:.1%}, within {spread.within:.1%}{sides}; a run costs "
             f"{spread.run_cost_s:.2f} s beyond its steps, a step {spread.step_s:.3f} s ({spread.runs} runs)"
         )
-    lines.append("smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above):")
+    lines.append(
+        "smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above, the spread "
+        "between processes at the upper bound of its 95% interval):"
+    )
     for budget, name in BUDGETS.items():
         ways = [f"{way} {noise.decided(getattr(floor, way), budget)}" for way in noise.WAYS]
         lines.append(f"  in {name} of this machine: {', '.join(ways)}")

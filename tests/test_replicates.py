@@ -234,3 +234,13 @@ def test_configurations_that_differ_only_in_their_steps_keep_names_of_their_own(
         records.write_json(config, written | {"config": written["config"] | {"steps": steps}})
     found = configurations(records.load_sweep(sweep_dir))
     assert len(found) == 2 and len(set(labels(found).values())) == 2
+
+
+def test_a_spread_between_processes_measured_near_zero_is_planned_at_its_upper_bound():
+    """Ten processes that happened to agree do not show a machine without spread between processes."""
+    measured = variance.Split(runs=10, steps=10, between=0.0, within=0.02, rho=0.0)
+    bound = measured.at_most()
+    assert bound.between > 0.005 and bound.within == measured.within
+    assert bound.decided_in(600, 0.3, 0.03) > measured.decided_in(600, 0.3, 0.03)
+    many = dataclasses.replace(measured, runs=1000).at_most()
+    assert many.between < bound.between, "more processes, a tighter bound"

@@ -87,6 +87,18 @@ class Split:
             runs += 1
         return steps, runs
 
+    def at_most(self, level: float = LEVEL) -> "Split":
+        """The split with the spread between processes at the upper bound of its one-sided `level` interval.
+
+        Few processes estimate it poorly, and a spread measured near 0 would plan for no spread at all.
+        The variance of the runs' medians, (n - 1) s^2 / chi2(1 - level, n - 1) at most, less what their steps
+        explain.
+        """
+        steps_part = math.pi / 2 * self.within**2 / self.effective_steps
+        total = self.between**2 + steps_part
+        upper = (self.runs - 1) * total / float(distributions.chi2.ppf(1 - level, self.runs - 1))
+        return dataclasses.replace(self, between=math.sqrt(max(0.0, upper - steps_part)))
+
     def decided_in(self, budget_s: float, run_cost_s: float, step_s: float) -> float | None:
         """The smallest half-width (0.03: -+3%) that `plan` resolves within `budget_s` of the machine's time.
 

@@ -111,11 +111,7 @@ def add_view_commands(subparsers) -> None:
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
     comment = "a comment for a pull request: a headline, counts, the configurations that changed"
     _format_option(parser, None, "; by default, as the terminal shows it", comment)
-    parser.add_argument(
-        "--only-changes",
-        action="store_true",
-        help="with --format markdown: print nothing, and exit 0, where nothing was flagged",
-    )
+    _only_changes_option(parser)
     about = (
         "each configuration's step time over the commits of the code under test, with its change points; exit "
         "status 1 when the newest point is a confirmed regression, 3 a possible one, 8 added where configurations "
@@ -133,6 +129,13 @@ def add_view_commands(subparsers) -> None:
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
     )
     parser.add_argument("--wandb", action="store_true", help="also create a W&B Report (needs --out and a W&B key)")
+    parser.add_argument(
+        "--format",
+        choices=["markdown"],
+        help="markdown: a comment for a pull request, a headline, counts and the flagged configurations' points; "
+        "by default, as the terminal shows it",
+    )
+    _only_changes_option(parser)
     parser.set_defaults(overrides=[])  # tracker.NAME=VALUE after the options (cli.parse)
     parser.add_argument(
         "--dry-run", action="store_true", help="with --wandb: print the W&B Report's outline, send nothing"
@@ -149,6 +152,11 @@ def add_view_commands(subparsers) -> None:
     )
     _out_option(parser, "report.html and plots/")
     parser.add_argument("overrides", nargs="*", help=WANDB_OVERRIDES)
+
+
+def _only_changes_option(parser: argparse.ArgumentParser) -> None:
+    said = "with --format markdown: print nothing, and exit 0, where nothing was flagged"
+    parser.add_argument("--only-changes", action="store_true", help=said)
 
 
 TABLE_FORMATS = (

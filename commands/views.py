@@ -87,13 +87,15 @@ def show_history(args: argparse.Namespace) -> int:
 
     from perfsweep.analysis.render import text
     from perfsweep.analysis.timeline import history
+    from perfsweep.analysis.views import comment, wandb_history, wandb_online
     from perfsweep.analysis.views import history as views
-    from perfsweep.analysis.views import wandb_history, wandb_online
     from perfsweep.analysis.views.report import outline
 
     overrides = [*args.overrides, *(str(a) for a in args.runs if str(a).startswith("tracker."))]
     if args.dry_run and not args.wandb:
         raise ValueError("--dry-run prints the W&B Report's outline: it goes with --wandb")
+    if args.only_changes and args.format != "markdown":
+        raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
     if args.wandb and not args.out:
         raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
     found = history([a for a in args.runs if str(a) not in overrides], args.repo)
@@ -112,11 +114,13 @@ def show_history(args: argparse.Namespace) -> int:
             print(f"perfsweep: {error}", file=sys.stderr)
             return views.EXIT_NO_HISTORY
         conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
-    print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
-    if left:
-        print("left out: " + "; ".join(left))
-    for line in gaps:
-        print(line)
+    if args.format == "markdown":
+        if not (args.only_changes and status == 0 and not any(series.flag for series in made)):
+            print(comment.history_comment(made, shown, ["left out: " + "; ".join(left)] * bool(left) + gaps), end="")
+    else:
+        print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
+        for line in ["left out: " + "; ".join(left)] * bool(left) + gaps:
+            print(line)
     if args.out:
         print(f"history: {views.write(made, shown, args.phase, args.out)}")
         for warning in wandb_history.log_history(made, shown, found, args.out, conf):

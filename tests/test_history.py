@@ -15,8 +15,8 @@ from perfsweep import records
 from perfsweep.analysis.render import text as as_text
 from perfsweep.analysis.statistics import changepoints
 from perfsweep.analysis.timeline import History, HistoryError, Point, history
+from perfsweep.analysis.views import comment, wandb_history
 from perfsweep.analysis.views import history as views
-from perfsweep.analysis.views import wandb_history
 from perfsweep.analysis.views.report import build_wandb_report, outline
 from perfsweep.bench.gitrepo import generate
 from perfsweep.conf.schema import TrackerConf
@@ -143,6 +143,17 @@ def test_a_newest_point_measured_beside_a_neighbour_says_so_beside_its_flag():
     assert flagged.flag.endswith(said), flagged.flag
 
 
+def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_folded():
+    found = synthetic_history(np.random.default_rng(2), slower_from=5)
+    made, _ = views.series_of(found, "step", 0.05)
+    said = comment.history_comment(made, [views.view(s, "step", found) for s in made], [])
+    head, counts, flagged, folded = said.split("\n\n", 3)
+    assert head.startswith("### perfsweep history: subclass: REGRESSION: 1.3") and "from 05ababab on" in head
+    assert counts == "**1 regressed**, 0 possibly, 1 not flagged, of 2 configurations"
+    assert flagged == "#### History: subclass" and folded.startswith("8 points, ordered by the commit graph")
+    assert said.count("<details><summary>1 not flagged</summary>") == 1 and "#### History: tensor" in said
+
+
 TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}
 OTHER = {("tensor", "channels_last"): 20.0, ("subclass", "channels_last"): 30.0}
 
@@ -179,6 +190,10 @@ def test_a_history_of_two_configurations_names_each_above_its_table(tmp_path):
     assert shown.returncode == 0, shown.stdout + shown.stderr
     titles = [line for line in shown.stdout.splitlines() if line.startswith("History: ")]
     assert titles == ["History: tensor", "History: subclass"], shown.stdout
+    quiet = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown", "--only-changes")
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    said = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown").stdout
+    assert said.startswith("### perfsweep history: no regression\n") and "**0 regressed**" in said
 
 
 def test_a_sweep_in_the_middle_that_shares_no_configuration_fails_the_gate():

@@ -1,6 +1,7 @@
-"""compare's verdict as a comment for a pull request: a headline, counts, the configurations that changed.
+"""compare's and history's verdicts as a comment for a pull request: a headline, counts, what changed.
 
     perfsweep compare A B --format markdown [--only-changes]
+    perfsweep history RUNS... --format markdown [--only-changes]
 
 The headline names the largest flagged change of the step, or says there is none beyond noise.
 Then the counts of the compared configurations, by what their step did:
@@ -14,12 +15,17 @@ The other configurations are folded below it.
 Last come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
 configurations without a match.
 Where no configuration matched, the comment says so, with what parts the sweeps.
+
+history's comment heads with its first confirmed regression, else its first possible one, else says there is none.
+It counts the configurations regressed, possibly regressed and not flagged, tables the flagged ones' points, and
+folds the others'.
 """
 
 import math
 
 from perfsweep.analysis.render import View, figure, markdown
 from perfsweep.analysis.views.compare import Line
+from perfsweep.analysis.views.history import Series
 
 SLOWER, FASTER, SAME, UNDETERMINED = "slower", "faster", "same", "undetermined"
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
@@ -80,3 +86,27 @@ def _table(lines: list[Line]) -> str:
 def _quoted(lines: list[str]) -> list[str]:
     """Lines of compare's, each a paragraph of its own, with markdown's table bars escaped."""
     return [line.replace("|", r"\|") for line in lines if line]
+
+
+def history_comment(made: list[Series], shown: list[View], gaps: list[str]) -> str:
+    """history's series and their views as a pull request's comment, in GitHub's markdown."""
+    flagged = [(series, view) for series, view in zip(made, shown, strict=True) if series.flag]
+    confirmed = [series for series, _ in flagged if series.flag.startswith("REGRESSION")]
+    first = (confirmed or [series for series, _ in flagged] or [None])[0]
+    headline = f"{first.label}: {first.flag}" if first else "no regression"
+    counts = (
+        f"**{len(confirmed)} regressed**, {len(flagged) - len(confirmed)} possibly, {len(made) - len(flagged)} not "
+        f"flagged, of {len(made)} configurations"
+    )
+    parts = [f"### perfsweep history: {headline}", counts]
+    parts += [f"#### {view.title}\n\n{_points(view)}" for _, view in flagged]
+    rest = [view for series, view in zip(made, shown, strict=True) if not series.flag]
+    if rest:
+        tables = "\n\n".join(f"#### {view.title}\n\n{_points(view)}" for view in rest)
+        parts.append(f"<details><summary>{len(rest)} not flagged</summary>\n\n{tables}\n\n</details>")
+    parts += _quoted(gaps)
+    return "\n\n".join(parts) + "\n"
+
+
+def _points(view: View) -> str:
+    return "\n\n".join([*_quoted(view.above), markdown(view.header, view.rows)])

@@ -61,3 +61,14 @@ def test_sweeps_with_nothing_in_common_say_so_and_exit_2(tmp_path):
 def test_only_changes_needs_the_comment(tmp_path):
     shown = launch_here("compare", *sweeps(tmp_path), "--only-changes")
     assert shown.returncode == 2 and "--only-changes goes with --format markdown" in shown.stderr
+
+
+def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tmp_path):
+    """Two runs a side, spread far apart: B is slower by a third, and its interval still holds 1.00x."""
+    noisy = synthetic.Noise(run_sd=0.3, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(8)
+    a = synthetic.write(synthetic.sweep({("tensor", "contiguous"): 50.0}, 2, noisy, rng), tmp_path / "a")
+    b = synthetic.write(synthetic.sweep({("tensor", "contiguous"): 66.0}, 2, noisy, rng), tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b), "--format", "markdown")
+    head = shown.stdout.splitlines()[0]
+    assert head == "### perfsweep: no change decided: 1 undetermined (more runs narrow them)", shown.stdout

@@ -3,7 +3,8 @@
     perfsweep compare A B --format markdown [--only-changes]
     perfsweep history RUNS... --format markdown [--only-changes]
 
-The headline names the largest flagged change of the step, or says there is none beyond noise.
+The headline names the largest flagged change of the step; else it says the steps stayed within the noise, or
+that some were undetermined; and whether a final loss changed.
 Then the counts of the compared configurations, by what their step did:
 
 - slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
@@ -44,7 +45,8 @@ def comment(view: View, threshold: float) -> str:
     kinds = {id(line): kind(line, threshold) for line in steps}
     counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
     moved = sorted((line for line in steps if line.flag), key=lambda line: -abs(math.log(line.speedup.value)))
-    parts = [f"### perfsweep: {headline(moved)}", _counts(counts, len(steps))]
+    losses = any(line.flag for line in view.items if line.phase == "final loss")
+    parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps))]
     if moved:
         parts.append(_table(moved))
     rest = [line for line in steps if not line.flag]
@@ -65,12 +67,18 @@ def kind(line: Line, threshold: float) -> str:
     return SAME if 1 - threshold <= speedup.low and speedup.high <= 1 + threshold else UNDETERMINED
 
 
-def headline(moved: list[Line]) -> str:
-    if not moved:
-        return "no change beyond noise"
-    line = moved[0]
-    way = f"{1 / line.speedup.value:.2f}x slower" if line.speedup.value < 1 else f"{line.speedup.value:.2f}x faster"
-    return f"{way} in {line.configuration} ({line.flag})"
+def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> str:
+    """The largest flagged change of the step; else whether the step stayed within the noise or went undecided."""
+    if moved:
+        line = moved[0]
+        value = line.speedup.value
+        way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
+        said = f"{way} in {line.configuration} ({line.flag})"
+    elif undetermined:
+        said = f"no change decided: {undetermined} undetermined (more runs narrow them)"
+    else:
+        said = "no change beyond noise"
+    return said + ("; a final loss changed" if losses else "")
 
 
 def _counts(counts: dict[str, int], of: int) -> str:

@@ -60,7 +60,9 @@ def _record(sweep: Path, run: RunRecord) -> dict[str, Any]:
 
 def _host_shares(run: RunRecord) -> dict[str, Any]:
     host = run.summary.host if run.summary else None
-    return {} if host is None else {"others_share": host.others_share, "steal_share": host.steal_share}
+    if host is None:
+        return {}
+    return {"others_share": host.others_share, "steal_share": host.steal_share, "resolution": host.resolution}
 
 
 def _error(run: RunRecord) -> str | None:

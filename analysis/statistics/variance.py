@@ -94,8 +94,8 @@ class Split:
         The variance of the runs' medians, (n - 1) s^2 / chi2(1 - level, n - 1) at most, less what their steps
         explain.
         """
-        steps_part = math.pi / 2 * self.within**2 / self.effective_steps
-        total = self.between**2 + steps_part
+        total = self.run_variance(self.steps)
+        steps_part = total - self.between**2
         upper = (self.runs - 1) * total / float(distributions.chi2.ppf(1 - level, self.runs - 1))
         return dataclasses.replace(self, between=math.sqrt(max(0.0, upper - steps_part)))
 

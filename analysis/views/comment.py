@@ -25,10 +25,11 @@ folds the others'.
 import math
 
 from perfsweep.analysis.render import View, figure, markdown
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED
+from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
 from perfsweep.analysis.views.compare import Line
 from perfsweep.analysis.views.history import Series
 
-SLOWER, FASTER, SAME, UNDETERMINED = "slower", "faster", "same", "undetermined"
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
 
 
@@ -64,7 +65,8 @@ def kind(line: Line, threshold: float) -> str:
     if line.flag:
         return SLOWER if "REGRESSION" in line.flag else FASTER
     speedup = line.speedup
-    return SAME if 1 - threshold <= speedup.low and speedup.high <= 1 + threshold else UNDETERMINED
+    within = speedup.replicated and 1 - threshold <= speedup.low and speedup.high <= 1 + threshold
+    return SAME if within else UNDETERMINED  # one run a side, or a NaN interval, decides nothing
 
 
 def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> str:

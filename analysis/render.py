@@ -110,11 +110,16 @@ def writable(value: str, form: str, where: str) -> str:
     return value
 
 
+def visible(value: str) -> str:
+    """The value with each control character as its escape (`\\x07`), which a terminal shows as written."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in value)
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table; a bar in a cell is escaped, and a control character shows as its escape."""
+
     def escaped(cells: list[str]) -> list[str]:
-        return [
-            writable(c, "markdown", f"column {h!r}").replace("|", r"\|") for c, h in zip(cells, header, strict=True)
-        ]
+        return [visible(c).replace("|", r"\|") for c in cells]
 
     header, rows = escaped(header), [escaped(row) for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]

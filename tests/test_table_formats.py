@@ -110,12 +110,21 @@ def test_a_format_that_does_not_exist_is_refused_with_those_that_do(sweep):
     assert both.returncode == 2 and "--csv" in both.stderr and "--format json" in both.stderr
 
 
-@pytest.mark.parametrize("form", ["latex", "markdown"])
-def test_a_value_that_cannot_be_written_is_named(form, tmp_path):
+def _bell_sweep(tmp_path) -> str:
     levels = {("tensor", "contiguous"): 50.0, ("bell\x07", "contiguous"): 55.0}
     runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
-    refused = launch_here("table", str(synthetic.write(runs, tmp_path / "sweep")), "--format", form)
+    return str(synthetic.write(runs, tmp_path / "sweep"))
+
+
+def test_a_value_latex_cannot_write_is_named(tmp_path):
+    refused = launch_here("table", _bell_sweep(tmp_path), "--format", "latex")
     assert refused.returncode == 2 and "'bell\\x07'" in refused.stderr and "input_type" in refused.stderr
+
+
+def test_markdown_shows_a_control_character_as_its_escape(tmp_path):
+    shown = launch_here("table", _bell_sweep(tmp_path), "--format", "markdown")
+    assert shown.returncode == 0, shown.stderr
+    assert "| bell\\x07 " in shown.stdout and "\x07" not in shown.stdout
 
 
 def test_replicates_and_compare_give_their_speed_ups_and_times_as_numbers_too(sweep):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import records
+from perfsweep.launcher.turns import Turn
 from perfsweep.records import lifecycle
 from perfsweep.sweeps.spec import RunSpec
 
@@ -71,6 +72,8 @@ class RunJob:
     origin: dict[str, Any] | None = None
     # The other sides of its comparison that this run's process measures beside it (paired).
     sides: tuple["RunJob", ...] = ()
+    # Where warm jobs' runs take turns (launcher/turns.py): this run's turn; None: no turns.
+    turn: Turn | None = None
 
     @property
     def every(self) -> tuple["RunJob", ...]:

@@ -23,7 +23,7 @@ import submitit
 from perfsweep import records, user_command
 from perfsweep.conf.import_paths import modules_of
 from perfsweep.conf.schema import commit_pins
-from perfsweep.launcher import sweepdir
+from perfsweep.launcher import sweepdir, turns
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
@@ -31,6 +31,7 @@ from perfsweep.launcher.run_job import RunJob, Runner, again_after_timeout, ever
 from perfsweep.launcher.run_states import in_flight
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
+from perfsweep.launcher.turns import Turns
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from perfsweep.records.code import ci_run, commit_of, is_working_copy, module_place, under_test
 from perfsweep.records.lock import sweep_lock
@@ -118,6 +119,7 @@ class Dispatcher:
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
         self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
+        self.turns: Turns | None = None  # where warm jobs' runs take turns (launcher/turns.py)
 
     def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
         """Submit packs, `chunk` to an array.
@@ -206,6 +208,8 @@ class Dispatcher:
             if job_id not in alive:
                 del self.active[job_id]
                 self.slots.release(self.place_of.pop(job_id, NOWHERE))
+        if self.turns is not None:
+            self.turns.give(set(self.states), [pack[0].turn for _, pack in self.active.values()])
 
     def start_all(self, queue: collections.deque, max_array_size: int) -> list[str]:
         """Submit every pack of `queue` at once, as arrays.
@@ -297,6 +301,17 @@ def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -
         )
 
 
+def taking_turns(sweep_dir: Path, runs: list[RunJob]) -> tuple[list[list[RunJob]], Turns]:
+    """A warm job's pack for each shape of `runs`, whose runs take turns in their order (launcher/turns.py)."""
+    order = [run.spec.name for run in runs]
+    runs = [dataclasses.replace(run, turn=turn) for run, turn in zip(runs, turns.fresh(sweep_dir, order), strict=True)]
+    shapes: dict[JobShape, list[RunJob]] = {}
+    for run in runs:
+        shapes.setdefault(JobShape.of(run), []).append(run)
+    packs = list(shapes.values())
+    return packs, Turns(order, [run.turn for run in runs])
+
+
 def in_processes(jobs: dict[str, RunJob], todo: list) -> list[RunJob]:
     """The runs as their processes run them, in plan order.
 
@@ -368,8 +383,12 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)))
     queue = collections.deque(packs_of(runs, backend.runs_per_job(len(runs))))
+    if backend.takes_turns(list(queue)):
+        packs, dispatcher.turns = taking_turns(sweep_dir, runs)
+        queue = collections.deque(packs)
     with in_snapshot(code.folder):
-        job_ids = [] if backend.on_this_host else dispatcher.start_all(queue, backend.max_array_size())
+        at_once = not backend.on_this_host or dispatcher.turns is not None  # else as this host's slots allow
+        job_ids = dispatcher.start_all(queue, backend.max_array_size()) if at_once else []
         if backend.waits():
             try:
                 dispatcher.run(queue, conf.poll_s or backend.poll_s)

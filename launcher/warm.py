@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import records
+from perfsweep.launcher import turns
 from perfsweep.launcher.run_job import (
     GRACE_S,
     TIMEOUT,
@@ -156,11 +157,16 @@ def fork_runs(
         # after the handlers: Ctrl-C here leaves runs pending
         warm_up(runner, [run.spec for run in every_run(runs)])
         signal.signal(signal.SIGINT, ignore_later_interrupts)  # again: an import may have put in its own
+        if runs and runs[0].turn is not None:
+            turns.warm(runs[0].turn).touch()
         while queue or children:
             while queue and slots.open(len(children)):
-                run = queue.popleft()
+                run = _take(queue, wait=not children)
+                if run is None:  # none has its turn yet; a run going on ends first
+                    break
                 if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # earlier
                     states |= {side.spec.name: records.DONE for side in run.every}
+                    pass_turn(run)
                     continue
                 hazard = fork_hazard()
                 if hazard:
@@ -185,6 +191,7 @@ def fork_runs(
                 queue.append(child.run)
                 continue
             states |= ended
+            pass_turn(child.run)
     except KeyboardInterrupt as stop:  # Ctrl-C, or the launcher cancelling this job: children stop as runs do
         _stop(children)
         # not started: pending, not lost (the job was stopped)
@@ -196,6 +203,30 @@ def fork_runs(
         for child in children.values():
             _close(child)
     return states
+
+
+def _take(queue: collections.deque, wait: bool) -> RunJob | None:
+    """The next run to fork: the queue's first, or where runs take turns, the first whose turn has come.
+
+    Args:
+        wait: wait for a turn; else None where no run has one.
+    """
+    if queue[0].turn is None:
+        return queue.popleft()
+    waiting = [run.turn for run in queue]
+    turn = turns.next_turn(waiting) if wait else turns.given(waiting)
+    if turn is None:
+        return None
+    index = waiting.index(turn)
+    run = queue[index]
+    del queue[index]
+    return run
+
+
+def pass_turn(run: RunJob) -> None:
+    """Give the run after `run` its turn, where runs take turns: `run` has ended."""
+    if run.turn is not None and run.turn.then is not None:
+        run.turn.then.touch()
 
 
 def _pidfd(pid: int) -> int | None:

@@ -173,3 +173,6 @@ def test_a_bisect_of_commits_adds_the_runs_each_point_needs_and_names_the_plante
         runs_of = sorted(load_sweep(runs / "default" / point["sweep"]), key=lambda r: r.status.started_at)
         commits = [run.axes["steplib"] for run in runs_of]
         assert set(commits[::2]) != set(commits[1::2]) and len(set(commits[::2])) == 1, "A B A B: each round both"
+        jobs = json.loads((runs / "default" / point["sweep"] / "jobs.json").read_text())
+        ids = [job["job_id"] for job in jobs.values()]
+        assert len(set(ids)) <= len(ids) // 2, "a warm job per commit's environment, not one per run"

@@ -126,6 +126,10 @@ class Backend:
     def place(self, executor: submitit.Executor, place: Place) -> None:
         """Set the executor's parameters for a job put at `place` on this host."""
 
+    def takes_turns(self, packs: list[list[RunJob]]) -> bool:
+        """Whether these packs' runs go to a warm job per shape, taking turns in their order (launcher/turns.py)."""
+        return False
+
     def max_array_size(self) -> int:
         """The most jobs one array may hold: launcher.max_array_size, else no limit."""
         return self.conf.max_array_size or sys.maxsize

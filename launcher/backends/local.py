@@ -16,7 +16,7 @@ import submitit
 from perfsweep.conf.schema import UNLIMITED_MIN, LauncherConf
 from perfsweep.launcher.backends.base import Backend, JobShape, across_ranks
 from perfsweep.launcher.jobs import RunPack
-from perfsweep.launcher.run_job import GRACE_S, Runner
+from perfsweep.launcher.run_job import GRACE_S, RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
 
 
@@ -173,3 +173,7 @@ class LocalFork(LocalSpawn):
 
     def runs_per_job(self, runs: int) -> int:
         return runs  # a warm job for each environment's block of runs
+
+    def takes_turns(self, packs: list[list[RunJob]]) -> bool:
+        """Where environments alternate, one run at a time: a warm job each, not one each time they change."""
+        return self.conf.parallelism == 1 and len(packs) > len({JobShape.of(pack[0]) for pack in packs})

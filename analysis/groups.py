@@ -14,7 +14,7 @@ import numpy as np
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
 from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES
-from perfsweep.records import RunRecord
+from perfsweep.records import Repro, RunRecord
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
@@ -144,6 +144,15 @@ class Configuration:
     @property
     def rounds(self) -> tuple[int, ...]:
         return tuple(map(round_of, self.runs))
+
+    @property
+    def repro(self) -> Repro | None:
+        """The command that measures it again: its first replicate's (the others' add their seed).
+
+        None where its runs were planned before runs kept one.
+        """
+        runs = sorted(self.runs, key=lambda run: run.fields.get("replicate", 0))
+        return next((run.repro for run in runs if run.repro), None)
 
     @property
     def interleaved(self) -> bool:

@@ -81,6 +81,11 @@ def add_view_commands(subparsers) -> None:
     )
     _format_option(parser, None, "; csv, json and latex: the table alone")
     _vs_option(parser)
+    parser.add_argument(
+        "--repro",
+        action="store_true",
+        help="each configuration's command that measures it again, in place of the table",
+    )
     for name, about, handler in [
         ("runs", "per run and phase: median, within-run interval, IQR, p5-p95, robust CV, outliers", show_runs),
         ("published", "the published figures the sweep reproduces, beside ours", show_published),

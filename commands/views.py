@@ -14,8 +14,12 @@ def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection.view import view
     from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
+    from perfsweep.records import load_sweep
 
     form = table_format(args)
+    if args.repro:
+        print(render(table.repro_view(args.sweep_dir, load_sweep(args.sweep_dir)), form), end="")
+        return 0
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
         print(render(view(search), form), end="")
         return 0

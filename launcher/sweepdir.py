@@ -105,7 +105,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         file = CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml"
         declared = OmegaConf.create({"workload": OmegaConf.load(file)} if file.is_file() else {})
         merged = OmegaConf.merge(OmegaConf.structured(Config), declared, record["config"], changes)
-        spec = RunSpec(config=OmegaConf.to_object(merged), sweep_name=sweep_dir.name)
+        spec = RunSpec(OmegaConf.to_object(merged), sweep_dir.name, tuple(record.get("repro") or ()))
         if spec.run_id != record["run_id"]:
             raise ValueError(f"run {name}: its config no longer gives its run id (written by another version?)")
         runs.append(spec)

@@ -6,7 +6,7 @@ They are the source of truth every stage reads.
     <sweep_dir>/runs.jsonl             every planned run's config record (config.json's content), a line each
     <sweep_dir>/jobs.json              the job each submitted run went to: job id, log, launcher
     <sweep_dir>/published.yaml         the published figures of a config dir's sweep file, copied at launch
-    <sweep_dir>/<run>/config.json      run id, axes (and their order), baseline, resolved config
+    <sweep_dir>/<run>/config.json      run id, axes (and their order), baseline, resolved config, its repro command
     <sweep_dir>/<run>/env.json         versions, device, host, git commit, Slurm job id
     <sweep_dir>/<run>/steps.parquet    one row per step (warm-up rows flagged)
     <sweep_dir>/<run>/summary.json     medians per phase, samples/s, memory, losses, the host over its blocks
@@ -54,6 +54,7 @@ from perfsweep.records.files import (
 )
 from perfsweep.records.host import HostBlock, HostState
 from perfsweep.records.ops import DynamoCounts, OperatorTimes, Ops, OpsFailed, PhaseFigures, read_ops
+from perfsweep.records.repro import Repro
 from perfsweep.records.run import (
     Baseline,
     PairedSummary,
@@ -99,7 +100,7 @@ __all__ = [
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
-    "HostBlock", "HostState",
+    "HostBlock", "HostState", "Repro",
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",

@@ -41,12 +41,17 @@ def commit_of(root: Path, rev: str = "HEAD") -> dict[str, object] | None:
 
 
 def git_commit(root: Path = PROJECT_ROOT, path: Path | None = None) -> dict[str, object]:
-    """The commit checked out where `root` is, and whether `path` (else the whole tree) differs from it."""
+    """The commit checked out where `root` is, and whether `path` (else the whole tree) differs from it.
+
+    `dirty_files` counts the tracked files that differ from it.
+    """
     head = commit_of(root)
     if head is None:
         return {"commit": None, "dirty": None}
     dirty = git(root, "status", "--porcelain", "--untracked-files=no", *([str(path)] if path else []))
-    return head | {"dirty": bool(dirty) if dirty is not None else None}
+    if dirty is None:
+        return head | {"dirty": None}
+    return head | {"dirty": bool(dirty), "dirty_files": len(dirty.splitlines())}
 
 
 def repository(place: Path) -> Path | None:

@@ -24,6 +24,7 @@ from perfsweep.records.files import (
     read_steps,
 )
 from perfsweep.records.host import HostState
+from perfsweep.records.repro import Repro, code_of
 from perfsweep.records.status import DONE, RunError, Status, read_status
 from perfsweep.records.sweep import Baseline, planned_runs
 
@@ -251,6 +252,7 @@ class RunRecord:
     # The axes it is compared along, each with the value of the run it is compared with (its config's `baselines`).
     # None for a run planned before runs recorded them: the analysis then takes its workload's and the natural ones.
     baselines: dict[str, str] | None = None
+    repro: Repro | None = None  # the command that measures its configuration again; None: planned before runs had one
     # The measured steps by column, as they are read (from steps.parquet) or given (a sweep made in memory).
     measured: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
@@ -396,7 +398,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         untimed = _phases_untimed(run_dir, summary, steps)
         if untimed:
             raise RecordError(untimed)
-    axes = config["axes"]
+    axes, env = config["axes"], _readable(run_dir / ENV)
     return RunRecord(
         path=run_dir,
         name=run_dir.name,
@@ -408,8 +410,9 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         fields=flatten(config["config"]),
         status=status,
         summary=Summary.from_json(summary) if summary is not None else None,
-        env=_readable(run_dir / ENV),
+        env=env,
         baselines=config["config"].get("baselines"),
+        repro=Repro(tuple(config["repro"]), code_of(status.code_under_test, env)) if config.get("repro") else None,
     )
 
 

@@ -73,6 +73,8 @@ class ConfigRecord(TypedDict):
     name: NotRequired[str]
     axis_order: NotRequired[list[str] | None]  # the axes in the order the workload declares them
     named_axes: NotRequired[list[str] | None]  # axes shown by their value alone
+    # The words of the command that measures this configuration again, after `perfsweep` (records/repro.py)
+    repro: NotRequired[list[str] | None]
 
 
 class PlannedRun(ConfigRecord):

@@ -35,7 +35,7 @@ from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
-from perfsweep.sweeps import compose, keys, pairing
+from perfsweep.sweeps import compose, keys, pairing, rerun
 from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
@@ -601,8 +601,9 @@ def _sweep_dir(config: Config) -> Path:
     return Path(config.runs_dir) / name
 
 
-def replicated(configs: list[Config]) -> list[Config]:
-    """Each configuration `repeats` times (replicate r: seed + r), in the sweep's run order.
+def replicated(configs: list[Config]) -> list[tuple[int, Config]]:
+    """Each configuration `repeats` times (replicate r: seed + r), in the sweep's run order, with its index in
+    `configs`.
 
     The orders are:
 
@@ -629,11 +630,13 @@ def replicated(configs: list[Config]) -> list[Config]:
     if problems:
         raise PlanError(problems)
     rounds = [
-        [dataclasses.replace(c, replicate=r, seed=c.seed + r) if r else c for c in configs]
+        [(i, dataclasses.replace(c, replicate=r, seed=c.seed + r) if r else c) for i, c in enumerate(configs)]
         for r in range(settings.repeats)
     ]
     # within a round, each environment's runs back to back: a job per environment and round, not per run
-    rounds = [sorted(round_, key=lambda c: (c.torch, sorted(c.env.packages.items()))) for round_ in rounds]
+    rounds = [
+        sorted(round_, key=lambda item: (item[1].torch, sorted(item[1].env.packages.items()))) for round_ in rounds
+    ]
     if settings.order == "grouped":
         return [round_[i] for i in range(len(configs)) for round_ in rounds]
     ordered = [c for round_ in rounds for c in round_]
@@ -715,8 +718,11 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError([problem])
     runs: dict[str, RunSpec] = {}
     sweep_dir = _sweep_dir(configs[0])
-    for config in replicated(configs):
-        spec = RunSpec(config=config, sweep_name=sweep_dir.name)
+    # (a plan with errors is never launched; without, its configs are its ranked runs' in order)
+    commands = [] if errors else rerun.commands(overrides, dirs, ranking.runs, configs, sweep_dir)
+    for index, config in replicated(configs):
+        repro = rerun.of_run(commands[index], config) if commands else ()
+        spec = RunSpec(config=config, sweep_name=sweep_dir.name, repro=repro)
         runs.setdefault(spec.run_id, spec)
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)

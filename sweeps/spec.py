@@ -173,6 +173,8 @@ class RunSpec:
 
     config: Config
     sweep_name: str
+    # The words of the command that measures this configuration again, after `perfsweep` (sweeps/repro.py)
+    repro: tuple[str, ...] = ()
 
     @functools.cached_property
     def run_id(self) -> str:
@@ -212,6 +214,7 @@ class RunSpec:
             "named_axes": list(self.config.workload.axes),
             "baseline": self.baseline,
             "config": self.config,
+            **({"repro": list(self.repro)} if self.repro else {}),
         }
 
     def record(self) -> dict[str, Any]:

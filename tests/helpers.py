@@ -322,6 +322,7 @@ def write_sweep(folder):
         write_run(folder, name, input_type, "contiguous", samples_per_s)
         config = records.read_json(folder / name / records.CONFIG)
         config["config"]["tracker"] = {"mode": "disabled"}
+        config["repro"] = [f"input_type={input_type}", "memory_format=contiguous", "repeats=1"]
         records.write_json(folder / name / records.CONFIG, config)
         summary = records.read_json(folder / name / records.SUMMARY) | MEASURED
         if name == "b":

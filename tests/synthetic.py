@@ -131,6 +131,7 @@ def write(runs: list[RunRecord], sweep_dir: Path) -> Path:
         run_dir.mkdir(parents=True)
         record = {"run_id": run.run_id, "name": run.name, "axes": run.axes, "axis_order": run.axis_order}
         record |= {"named_axes": run.named_axes, "baseline": dataclasses.asdict(run.baseline), "config": config}
+        record |= {"repro": list(run.repro.words)} if run.repro else {}
         records.write_json(run_dir / records.CONFIG, record)
         steps = [dict(zip(run.measured, values, strict=True)) for values in zip(*run.measured.values(), strict=True)]
         records.write_steps(

@@ -18,6 +18,7 @@ from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import flatten
 from perfsweep.records.redact import redact
+from perfsweep.records.repro import code_of
 from perfsweep.sweeps.spec import RunSpec, run_fields
 
 
@@ -54,13 +55,18 @@ class Tracker:
 
     @staticmethod
     def _config(spec: RunSpec, run_dir: Path) -> dict[str, Any]:
-        """The run's fields and its env.json as env.* keys, redacted.
+        """The run's fields, its env.json as env.* keys and its repro command, redacted.
 
         env.json holds the versions, device, host and code revision.
         """
         env_record = records.read_record(run_dir / records.ENV)
         environment = flatten(env_record, "env.") if isinstance(env_record, dict) else {}
-        return redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment})
+        code = code_of(
+            records.read_status(run_dir).code_under_test, env_record if isinstance(env_record, dict) else None
+        )
+        repro = records.Repro(spec.repro, code) if spec.repro else None
+        shown = {"repro": repro.redacted().line()} if repro else {}
+        return {**redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment}), **shown}
 
     @staticmethod
     def _replace_earlier(run_dir: Path, tracker_id: str) -> None:

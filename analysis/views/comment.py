@@ -12,7 +12,8 @@ Then the counts of the compared configurations, by what their step did:
 - undetermined: neither; more runs on each side narrow the interval.
 
 A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
-The other configurations are folded below it.
+The commands that measure each of them again as B ran it follow, folded, with the commit B's code was at.
+The other configurations are folded below them.
 Last come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
 configurations without a match.
 Where no configuration matched, the comment says so, with what parts the sweeps.
@@ -50,6 +51,7 @@ def comment(view: View, threshold: float) -> str:
     parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps))]
     if moved:
         parts.append(_table(moved))
+        parts += [_commands(moved)] if any(line.repro for line in moved) else []
     rest = [line for line in steps if not line.flag]
     if rest:
         folded = f"<summary>{len(rest)} without a flagged change</summary>"
@@ -91,6 +93,14 @@ def _counts(counts: dict[str, int], of: int) -> str:
 def _table(lines: list[Line]) -> str:
     rows = [[line.configuration, figure(line.a_ms), figure(line.b_ms), str(line.speedup), line.flag] for line in lines]
     return markdown(list(COLUMNS), rows)
+
+
+def _commands(lines: list[Line]) -> str:
+    """Each line's command that measures B's configuration again, redacted (records/redact.py), folded."""
+    shown = [(line.configuration, line.repro.redacted()) for line in lines if line.repro]
+    block = "\n".join(f"# {name}: {repro.caveat()}\n{repro.command}" for name, repro in shown)
+    summary = f"<summary>the command{'s' * (len(shown) > 1)} that measure{'s' * (len(shown) == 1)} it again (B's)"
+    return f"<details>{summary}</summary>\n\n```bash\n{block}\n```\n\n</details>"
 
 
 def _quoted(lines: list[str]) -> list[str]:

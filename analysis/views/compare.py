@@ -78,7 +78,7 @@ from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags
 from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
-from perfsweep.records import DONE, RunRecord, load_sweep
+from perfsweep.records import DONE, Repro, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
@@ -330,6 +330,7 @@ class Line:
     speedup: Speedup | None = None
     gated: bool = False
     flag: str = ""
+    repro: Repro | None = None  # the command that measures B's configuration again
 
 
 COLUMNS = [
@@ -361,7 +362,7 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     for phase in phases:
         ratio = speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
         ms = [c.median(phase) for c in (a, b)]
-        lines.append(Line(label, phase, runs, *ms, ratio, gated=phase == "step" or gate_phases))
+        lines.append(Line(label, phase, runs, *ms, ratio, gated=phase == "step" or gate_phases, repro=b.repro))
     return lines
 
 

@@ -5,6 +5,7 @@
 The HTML report is SWEEP_DIR/report.html, or DIR/report.html.
 It holds the views the terminal prints (analysis/views/).
 Those are the table with its flags, the replicates and the published figures.
+Then come the commands that measure each configuration again, redacted.
 It embeds the plots as PNG.
 It is one file to mail or attach, readable offline.
 `wandb_report_content` builds the W&B Report's content offline, as plain data: blocks, panels, run filters.
@@ -21,6 +22,7 @@ from typing import Any
 from perfsweep.analysis.render import html_section
 from perfsweep.analysis.views import sweep_views
 from perfsweep.analysis.views.plots import write_plots
+from perfsweep.analysis.views.table import repro_view
 from perfsweep.records import DONE, REPORT, atomic_write, load_sweep
 from perfsweep.records.redact import redact_text
 
@@ -49,12 +51,14 @@ def html_report(sweep_dir: Path, out: Path | None = None) -> Path:
         The report's path.
     """
     sweep_dir = Path(sweep_dir)
-    done = any(r.state == DONE for r in load_sweep(sweep_dir))
+    runs = load_sweep(sweep_dir)
+    done = any(r.state == DONE for r in runs)
     written = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M}"
     parts = [
         f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
         *(html_section(view) for view in sweep_views(sweep_dir)),
+        *([html_section(repro_view(sweep_dir, runs, redacted=True))] if done else []),
     ]
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~
     if done:

@@ -5,6 +5,7 @@
 The statistics are analysis/statistics/steps.py's.
 With CUDA events (device time), the host's median time of the phase is beside it.
 A run whose host was read has a line of what it showed (analysis/statistics/host_flags.py).
+Each run has a line with its command that measures its configuration again (records/repro.py).
 """
 
 import dataclasses
@@ -74,5 +75,6 @@ def view(sweep_dir: Path) -> View:
         Column("outliers/steps", lambda i: f"{i[2].outliers}/{i[2].n}"),
     ]
     notes = [f"host during {run.name}: {figures(run.summary.host)}" for run in done if run.summary.host]
+    notes += [f"repro {run.name}: {run.repro.line()}" for run in done if run.repro]
     flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in measured for reason in stats_.noise]
     return View("Per-run statistics", [], columns, items, notes, flags, empty=f"{sweep_dir}: no done runs")

@@ -24,6 +24,7 @@ from perfsweep.analysis.groups import (
     compared_along,
     comparisons,
     configurations,
+    labels,
     over_baseline,
     phase_columns,
     varying,
@@ -35,7 +36,7 @@ from perfsweep.analysis.statistics.host_flags import seen_in
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
-from perfsweep.records import DONE, FAILED, FINAL, RunRecord, load_sweep
+from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 
 
 def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
@@ -113,12 +114,27 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         table_columns.append(
             number("MFU", lambda c: c.middle(lambda r: r.summary.mfu), lambda mfu: f"{mfu:.1%}" if mfu else "unknown")
         )
+    if trains:  # the device's energy per sample: NVML's on a GPU, RAPL's on a CPU, else unknown
+        table_columns += energy_columns(summaries)
     table_columns += speedup_columns(configs, rule)
     if trains:
         table_columns.append(
             Column("output type", lambda c: c.first.summary.output_type or "-", lambda c: c.first.summary.output_type)
         )
     return table_columns
+
+
+def joules_per_sample(run: RunRecord) -> float | None:
+    return run.summary.host.joules_per_sample(run.summary.samples_per_s) if run.summary.host else None
+
+
+def energy_columns(summaries: list[Summary]) -> list[Column]:
+    """J/sample, "unknown" where the run's energy could not be read; samples/J beside it where any run's was."""
+    per_sample = number("J/sample", lambda c: c.middle(joules_per_sample), lambda j: figure(j) if j else "unknown")
+    if not any(s.host and s.host.energy_j is not None for s in summaries):
+        return [per_sample]
+    per_joule = number("samples/J", lambda c: c.middle(lambda r: 1 / j if (j := joules_per_sample(r)) else None))
+    return [per_sample, per_joule]
 
 
 def number(header: str, value: Callable[[Configuration], float | None], shown=figure) -> Column:
@@ -325,3 +341,25 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
 def view(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> View:
     """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
     return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs))
+
+
+def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -> View:
+    """Each configuration's command that measures it again, alone, and the commit its code must be at.
+
+    `redacted`: as it may leave the machine (records/redact.py).
+    """
+    configs = ordered(configurations([r for r in runs if r.state == DONE and r.summary]))
+    names = labels(configs)
+    found = {c.key: c.repro for c in configs}
+    shown = {key: (repro.redacted() if redacted else repro) for key, repro in found.items() if repro}
+    return View(
+        title="Commands that measure each configuration again",
+        above=["run one from any folder: it plans that configuration alone (repeats=1) into runs/SWEEP-repro/"],
+        columns=[
+            Column("configuration", lambda c: names[c.key]),
+            Column("command", lambda c: shown[c.key].command if c.key in shown else "-"),
+            Column("code", lambda c: shown[c.key].caveat() if c.key in shown else "planned before runs kept one"),
+        ],
+        items=configs,
+        empty=f"{sweep_dir}: no done runs",
+    )

@@ -1,0 +1,58 @@
+"""The command that measures a run's configuration again: one run, in a sweep folder of its own.
+
+The planner writes its words into the run's config record (`repro`): the config dirs, the sweep's overrides, the
+run's own value of each swept key, and `repeats=1`.
+The launch records the code under test beside it (status.json's `code_under_test`): its repository and commit, and
+how many tracked files differed from that commit.
+Where no repository holds the code under test, the code is perfsweep's own, as the run's env.json records it.
+A command is never shown without that commit, nor for dirty code without saying so.
+"""
+
+import dataclasses
+import shlex
+from typing import Any
+
+from perfsweep.records.redact import redact
+
+PROGRAM = "perfsweep"  # the installed command (pyproject's console script): the same from any folder
+
+
+@dataclasses.dataclass(frozen=True)
+class Repro:
+    """A run's command, and the code it measured."""
+
+    words: tuple[str, ...]  # after `perfsweep`: --config-dir DIR..., then the overrides
+    code: dict[str, Any] | None = None  # the code under test as its launch found it (records/code.py `under_test`)
+
+    @property
+    def command(self) -> str:
+        """The command as a shell reads it, each word quoted where it must be."""
+        return shlex.join([PROGRAM, *self.words])
+
+    def caveat(self) -> str:
+        """Where the code must be checked out for the command to measure what the run measured."""
+        code = self.code or {}
+        if not code.get("commit"):
+            return "no commit recorded: the command measures the code as it is where it runs"
+        at = f"{str(code['commit'])[:12]} of {code.get('repository', '?')}"
+        if code.get("dirty"):
+            files = code.get("dirty_files")
+            count = f"{files} file{'s' * (files != 1)}" if isinstance(files, int) else "files"
+            return f"code was dirty: {count} uncommitted at {at}; no commit holds what the run measured"
+        return f"at commit {at}"
+
+    def line(self) -> str:
+        """The command with its caveat as a shell comment: pasted whole, it runs."""
+        return f"{self.command}  # {self.caveat()}"
+
+    def redacted(self) -> "Repro":
+        """The command as it may leave the machine (records/redact.py): no secrets, home as ~."""
+        return Repro(tuple(redact(list(self.words))), redact(self.code) if self.code else None)
+
+
+def code_of(under_test: dict[str, Any] | None, env: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The code a run's command must run at: the code under test, else perfsweep's own (env.json's `code`)."""
+    if under_test:
+        return under_test
+    own = (env or {}).get("code")
+    return {**own, "repository": own.get("source")} if isinstance(own, dict) and own.get("commit") else None

@@ -1,0 +1,108 @@
+"""A run's repro command: planned with it, recorded at launch, shown by the views with the commit its code was at.
+
+Run as printed from another folder, it measures the run's configuration again.
+"""
+
+import dataclasses
+import html
+import shlex
+import subprocess
+
+import numpy as np
+
+from perfsweep import records
+from perfsweep.commands.cli import with_config_dirs
+from perfsweep.conf.schema import RUN_FIELDS
+from perfsweep.sweeps.plan import build_plan
+from tests import synthetic
+from tests.helpers import TINY, launch_here
+
+ONE = ["input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"]
+
+
+def measured(run: records.RunRecord) -> dict:
+    """What a run measured: its run fields, not where its records went nor how its sweep compared it."""
+    return {key: value for key, value in run.fields.items() if key.split(".")[0] in RUN_FIELDS}
+
+
+def test_every_configuration_of_a_grid_sweep_plans_again_alone_with_its_id():
+    """loops_vs_broadcasting's grids set keys the others do not (compile): a command sets them too."""
+    for sweep in ("default", "loops_vs_broadcasting"):
+        plan = build_plan([f"sweep={sweep}", "repeats=2"])
+        firsts = {spec.name.split("-replicate=")[0]: spec for spec in plan.runs}  # each configuration's last replicate
+        for spec in firsts.values():
+            assert "repeats=1" in spec.repro and f"sweep_name={sweep}-repro" in spec.repro
+            (again,) = build_plan(with_config_dirs(list(spec.repro))).runs
+            assert again.run_id == spec.run_id, spec.repro
+
+
+def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configuration(tmp_path, monkeypatch):
+    tiny = [arg for arg in TINY if not arg.startswith("repeats=")]
+    runs = tmp_path / "runs"
+    first = launch_here(*tiny, "repeats=2", "input_type=tensor,subclass", *ONE[1:], f"runs_dir={runs}")
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    sweep = runs / "default"
+    ran = {(r.axes["input_type"], r.fields["replicate"]): r for r in records.load_sweep(sweep)}
+    old = ran["subclass", 1]
+    shown = launch_here("runs", str(sweep))
+    (line,) = [x.split(": ", 1)[1] for x in shown.stdout.splitlines() if x.startswith(f"repro {old.name}: ")]
+    words = shlex.split(line, comments=True)  # the caveat after `#` is the shell's comment
+    assert words[0] == "perfsweep" and words[-2:] == ["seed=1", "replicate=1"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = launch_here(*words[1:])
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    (new,) = records.load_sweep(elsewhere / "runs" / "default-repro")
+    assert new.state == records.DONE and new.run_id == old.run_id
+    assert measured(new) == measured(old)
+    table = launch_here("table", str(sweep), "--repro")
+    assert table.returncode == 0 and ran["subclass", 0].repro.command in table.stdout
+    assert ran["subclass", 0].repro.command == shlex.join(words[:-2])
+    report = launch_here("report", str(sweep))
+    assert report.returncode == 0, report.stderr
+    assert html.escape(ran["tensor", 0].repro.command) in (sweep / records.REPORT).read_text()
+
+
+def test_a_command_for_dirty_code_says_so(tmp_path):
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    (repo / "step.py").write_text("STEP = 1\n")
+    who = ["-c", "user.name=a", "-c", "user.email=a@b.c"]
+    for args in (["init", "-q"], ["add", "step.py"], [*who, "commit", "-qm", "first"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    (repo / "step.py").write_text("STEP = 2\n")
+    done = launch_here(*TINY, *ONE, f"code={repo}", f"runs_dir={tmp_path / 'runs'}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = records.load_sweep(tmp_path / "runs" / "default")
+    assert run.repro.caveat().startswith("code was dirty: 1 file uncommitted at ")
+    shown = launch_here("runs", str(tmp_path / "runs" / "default")).stdout
+    (line,) = [x for x in shown.splitlines() if x.startswith("repro ")]
+    assert line.endswith(
+        f"  # code was dirty: 1 file uncommitted at {run.repro.code['commit'][:12]} of {repo}; no "
+        "commit holds what the run measured"
+    )
+
+
+def test_the_comment_gives_the_command_of_each_changed_configuration(tmp_path):
+    rng = np.random.default_rng(0)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    tested = {"repository": "/src/mine", "commit": "c" * 40, "dirty": True, "dirty_files": 2}
+    a = synthetic.write(synthetic.sweep(synthetic.grid(), 3, steady, rng), tmp_path / "a")
+    b = [
+        dataclasses.replace(
+            run,
+            repro=records.Repro((f"input_type={run.axes['input_type']}", "repeats=1")),
+            status=dataclasses.replace(run.status, code_under_test=tested),
+        )
+        for run in synthetic.sweep(synthetic.grid({"subclass": 1.10}), 3, steady, rng)
+    ]
+    shown = launch_here("compare", str(a), str(synthetic.write(b, tmp_path / "b")), "--format", "markdown").stdout
+    head, _, table, commands, *_ = shown.split("\n\n")
+    assert head.endswith("x slower in subclass (REGRESSION)") and "| subclass " in table
+    assert commands.startswith("<details><summary>the command that measures it again (B's)</summary>")
+    block = shown.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    assert block == (
+        f"# subclass: code was dirty: 2 files uncommitted at {'c' * 12} of /src/mine; no commit holds what the run "
+        "measured\nperfsweep input_type=subclass repeats=1"
+    )

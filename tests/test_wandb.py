@@ -49,6 +49,8 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     config = page["config"]["update"]
     assert config["input_type.name"] == "subclass" and config["memory_format.name"] == "channels_last"
     assert config["env.packages.torch"] and config["env.device"] == "cpu"
+    command, caveat = config["repro"].split("  # ")  # the command that measures it again, and its code's commit
+    assert command.startswith("perfsweep model=tiny_cnn ") and "input_type=subclass" in command and caveat
     assert page["run_group"] == run_dir.parent.name and "subclass" in page["tags"]
     summary = {}
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):

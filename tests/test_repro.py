@@ -9,13 +9,14 @@ import shlex
 import subprocess
 
 import numpy as np
+import pytest
 
 from perfsweep import records
 from perfsweep.commands.cli import with_config_dirs
 from perfsweep.conf.schema import RUN_FIELDS
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
-from tests.helpers import TINY, launch_here
+from tests.helpers import EXAMPLE, TINY, launch_here
 
 ONE = ["input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"]
 
@@ -25,15 +26,22 @@ def measured(run: records.RunRecord) -> dict:
     return {key: value for key, value in run.fields.items() if key.split(".")[0] in RUN_FIELDS}
 
 
-def test_every_configuration_of_a_grid_sweep_plans_again_alone_with_its_id():
-    """loops_vs_broadcasting's grids set keys the others do not (compile): a command sets them too."""
-    for sweep in ("default", "loops_vs_broadcasting"):
-        plan = build_plan([f"sweep={sweep}", "repeats=2"])
-        firsts = {spec.name.split("-replicate=")[0]: spec for spec in plan.runs}  # each configuration's last replicate
-        for spec in firsts.values():
-            assert "repeats=1" in spec.repro and f"sweep_name={sweep}-repro" in spec.repro
-            (again,) = build_plan(with_config_dirs(list(spec.repro))).runs
-            assert again.run_id == spec.run_id, spec.repro
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        ["sweep=default"],
+        ["sweep=loops_vs_broadcasting"],  # its grids set keys the others do not (compile): a command sets them too
+        ["--config-dir", str(EXAMPLE / "perf"), "sweep=imagelib_step"],  # a project's own config dir, model and step
+    ],
+)
+def test_every_configuration_plans_again_alone_with_its_id(sweep, imagelib):
+    plan = build_plan(with_config_dirs([*sweep, "repeats=2"]))
+    lasts = {spec.name.split("-replicate=")[0]: spec for spec in plan.runs}  # each configuration's last replicate
+    for spec in lasts.values():
+        assert spec.repro[-2:] == ("seed=1", "replicate=1") and "repeats=1" in spec.repro
+        assert spec.repro[:2] == tuple(sweep[:2]) if sweep[0] == "--config-dir" else sweep[0] in spec.repro
+        (again,) = build_plan(with_config_dirs(list(spec.repro))).runs
+        assert again.run_id == spec.run_id, spec.repro
 
 
 def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configuration(tmp_path, monkeypatch):

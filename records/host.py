@@ -1,6 +1,7 @@
 """The host's state over a run's measured blocks: summary.json's `host`.
 
-train/host_state.py reads it at each block's boundaries, outside the timed region.
+train/host_state.py reads the host, and train/gpu_state.py the GPU, at each block's boundaries, outside the timed
+region.
 A figure the machine cannot give is None, never 0.
 """
 
@@ -9,6 +10,29 @@ import math
 from typing import Any
 
 from perfsweep.records.files import known_fields
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuBlock:
+    """The GPU over one measured block, through NVML: its clocks and why they were held, its power and energy."""
+
+    sm_mhz_start: float | None = None
+    sm_mhz_end: float | None = None
+    memory_mhz_start: float | None = None
+    memory_mhz_end: float | None = None
+    reasons: tuple[str, ...] = ()  # the clock-event (throttle) reasons in force at either boundary, idle left out
+    power_w_start: float | None = None
+    power_w_end: float | None = None
+    power_limit_w: float | None = None  # the limit NVML enforces
+    temperature_c_start: float | None = None
+    temperature_c_end: float | None = None
+    energy_j: float | None = None
+    energy_source: str | None = None  # "NVML energy counter", or "NVML power x time" where the GPU has no counter
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "GpuBlock":
+        known = known_fields(cls, data)
+        return cls(**{**known, "reasons": tuple(known.get("reasons", ()))})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +50,13 @@ class HostBlock:
     throttled_s: float | None = None  # the time it was throttled
     mhz_start: float | None = None  # the run's CPUs' mean clock (cpufreq's scaling_cur_freq)
     mhz_end: float | None = None
+    cpu_energy_j: float | None = None  # the CPU packages' energy (RAPL), every process's
+    gpu: GpuBlock | None = None  # a run on a GPU: the GPU over the block
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "HostBlock":
+        gpu = GpuBlock.from_json(data["gpu"]) if data.get("gpu") else None
+        return cls(**{**known_fields(cls, data), "gpu": gpu})
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -65,6 +96,25 @@ class HostState:
     throttled_s: float | None = None
     mhz_start: float | None = None  # at the first block's start
     mhz_end: float | None = None  # at the last block's end
+    # The device's energy over the blocks: the GPU's on a GPU, else the CPU packages'; None where unknown
+    energy_j: float | None = None
+    energy_source: str | None = None
+    gpu_sm_mhz_start: float | None = None  # at the first block's start
+    gpu_sm_mhz_end: float | None = None  # at the last block's end
+    gpu_reasons: tuple[str, ...] = ()  # every clock-event reason seen at a boundary
+    gpu_power_limit_w: float | None = None
+    # The GPU's settings that add noise, read once a run: each {name, state, noisy, fix} (train/host_settings.py)
+    gpu_settings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def watts(self) -> float | None:
+        """The device's mean power over the blocks."""
+        return self.energy_j / self.wall_s if self.energy_j is not None and self.wall_s > 0 else None
+
+    def joules_per_sample(self, samples_per_s: float | None) -> float | None:
+        """The device's energy per sample over the blocks, at the run's throughput; None where either is unknown."""
+        watts = self.watts
+        return watts / samples_per_s if watts is not None and samples_per_s else None
 
     @classmethod
     def of(cls, blocks: list[HostBlock]) -> "HostState":
@@ -85,9 +135,34 @@ class HostState:
             throttled_s=_total([b.throttled_s for b in blocks]),
             mhz_start=blocks[0].mhz_start if blocks else None,
             mhz_end=blocks[-1].mhz_end if blocks else None,
+            **_energy(blocks),
+            **_gpu(blocks),
         )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "HostState":
-        blocks = [HostBlock(**known_fields(HostBlock, block)) for block in data.get("blocks", [])]
-        return cls(**{**known_fields(cls, data), "blocks": blocks})
+        blocks = [HostBlock.from_json(block) for block in data.get("blocks", [])]
+        known = known_fields(cls, data)
+        return cls(**{**known, "blocks": blocks, "gpu_reasons": tuple(known.get("gpu_reasons", ()))})
+
+
+def _energy(blocks: list[HostBlock]) -> dict[str, Any]:
+    """The device's energy over the blocks and where it comes from: the GPU's where it ran on one."""
+    gpus = [b.gpu for b in blocks if b.gpu is not None]
+    if gpus and len(gpus) == len(blocks):
+        sources = {g.energy_source for g in gpus}
+        return {"energy_j": _total([g.energy_j for g in gpus]), "energy_source": ", ".join(sorted(map(str, sources)))}
+    energy = _total([b.cpu_energy_j for b in blocks]) if not gpus else None
+    return {"energy_j": energy, "energy_source": "RAPL" if energy is not None else None}
+
+
+def _gpu(blocks: list[HostBlock]) -> dict[str, Any]:
+    gpus = [b.gpu for b in blocks if b.gpu is not None]
+    if not gpus:
+        return {}
+    return {
+        "gpu_sm_mhz_start": gpus[0].sm_mhz_start,
+        "gpu_sm_mhz_end": gpus[-1].sm_mhz_end,
+        "gpu_reasons": tuple(sorted({reason for g in gpus for reason in g.reasons})),
+        "gpu_power_limit_w": gpus[-1].power_limit_w,
+    }

@@ -49,7 +49,7 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
     block = old.block(reading, old.read())
     assert (block.steal_s, block.throttled, block.throttled_s, block.mhz_start) == (None, None, None, None)
     assert HostReader(root=tmp_path, cpus={0, 1}).read().busy is None  # no line for cpu1
-    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 5
+    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 6
 
     (tmp_path / "proc/self/cgroup").write_text("0::/job\n")
     (tmp_path / "sys/fs/cgroup/job").mkdir(parents=True)

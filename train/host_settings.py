@@ -89,25 +89,32 @@ def cpu_settings(root: Path = Path("/")) -> list[Setting]:
 
 
 def gpu_settings(index: int = 0) -> list[Setting]:
-    """The GPU's clocks, persistence mode and other processes on it, through NVML; [] without CUDA."""
+    """The settings of GPU `index` (NVML's numbering) that `nvml_settings` reads; [] without CUDA."""
     import torch
 
     if not torch.cuda.is_available():
         return []
-    names = ("GPU clocks locked", "GPU persistence mode", "other processes on the GPU")
     try:
         import pynvml
 
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
     except Exception as error:  # NVML's driver library missing, or no such GPU: each setting is unknown
-        return [Setting(name, f"NVML: {error}", None) for name in names]
-    return [_clocks(pynvml, handle), _persistence(pynvml, handle), _others(pynvml, handle)]
+        return [Setting(name, f"NVML: {error}", None) for name in GPU_SETTINGS]
+    return nvml_settings(pynvml, handle)
+
+
+GPU_SETTINGS = ("GPU clocks locked", "GPU persistence mode", "other processes on the GPU")
+
+
+def nvml_settings(nvml, handle) -> list[Setting]:
+    """The GPU's clocks, persistence mode and other processes on it, through `nvml` (the pynvml module)."""
+    return [_clocks(nvml, handle), _persistence(nvml, handle), _others(nvml, handle)]
 
 
 def _clocks(nvml, handle) -> Setting:
     """Locked when the SM's application clock is set above its default; a clock that boosts moves step times."""
-    name = "GPU clocks locked"
+    name = GPU_SETTINGS[0]
     try:
         now = nvml.nvmlDeviceGetApplicationsClock(handle, nvml.NVML_CLOCK_SM)
         default = nvml.nvmlDeviceGetDefaultApplicationsClock(handle, nvml.NVML_CLOCK_SM)
@@ -120,7 +127,7 @@ def _clocks(nvml, handle) -> Setting:
 
 
 def _persistence(nvml, handle) -> Setting:
-    name = "GPU persistence mode"
+    name = GPU_SETTINGS[1]
     try:
         on = nvml.nvmlDeviceGetPersistenceMode(handle) == nvml.NVML_FEATURE_ENABLED
     except Exception as error:
@@ -129,7 +136,7 @@ def _persistence(nvml, handle) -> Setting:
 
 
 def _others(nvml, handle) -> Setting:
-    name = "other processes on the GPU"
+    name = GPU_SETTINGS[2]
     try:
         found = nvml.nvmlDeviceGetComputeRunningProcesses(handle) + nvml.nvmlDeviceGetGraphicsRunningProcesses(handle)
     except Exception as error:

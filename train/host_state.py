@@ -8,6 +8,7 @@ Each reading is this process's CPU time and a few small files: well under a mill
   /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
 - cpufreq's scaling_cur_freq of the run's CPUs: their clock.
+- RAPL's energy counters of the CPU packages (/sys/class/powercap), where readable: every process's energy.
 
 A figure the machine cannot give is None, never 0; a block whose state cannot be read is still measured.
 """
@@ -34,6 +35,19 @@ class Reading(NamedTuple):
     throttled: int | None
     throttled_s: float | None
     mhz: float | None
+    energy_uj: tuple[int, ...] | None  # each CPU package's RAPL counter
+
+
+def rapl_packages(root: Path) -> list[tuple[Path, int]]:
+    """Each CPU package's RAPL domain (intel-rapl:N, named package-N) with its counter's range."""
+    found = []
+    for domain in sorted((root / "sys/class/powercap").glob("intel-rapl:*")):
+        try:
+            if domain.name.count(":") == 1 and (domain / "name").read_text().startswith("package"):
+                found.append((domain, int((domain / "max_energy_range_uj").read_text())))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def cgroup_stat(root: Path) -> Path | None:
@@ -68,11 +82,13 @@ class HostReader:
         freqs = [root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq" for cpu in self.cpus]
         self.freqs = freqs if all(path.exists() for path in freqs) else []
         self.tick = 1 / os.sysconf("SC_CLK_TCK")
+        self.packages = rapl_packages(root)
 
     def read(self) -> Reading:
         busy, steal = self._cpu_times()
         throttled, throttled_s = self._throttling()
-        return Reading(time.perf_counter(), time.process_time(), busy, steal, throttled, throttled_s, self._mhz())
+        wall, own = time.perf_counter(), time.process_time()
+        return Reading(wall, own, busy, steal, throttled, throttled_s, self._mhz(), self._energy())
 
     def block(self, start: Reading, end: Reading) -> HostBlock:
         """The host over the block between two readings."""
@@ -90,7 +106,21 @@ class HostReader:
             throttled_s=None if None in (start.throttled_s, end.throttled_s) else end.throttled_s - start.throttled_s,
             mhz_start=start.mhz,
             mhz_end=end.mhz,
+            cpu_energy_j=self._energy_between(start.energy_uj, end.energy_uj),
         )
+
+    def _energy(self) -> tuple[int, ...] | None:
+        try:
+            return tuple(int((package / "energy_uj").read_text()) for package, _ in self.packages) or None
+        except (OSError, ValueError):  # RAPL's counters are often root's alone
+            return None
+
+    def _energy_between(self, start: tuple[int, ...] | None, end: tuple[int, ...] | None) -> float | None:
+        """The packages' joules between two readings, each counter's wrap-around undone."""
+        if start is None or end is None:
+            return None
+        ranges = [wrap for _, wrap in self.packages]
+        return sum((b - a) % wrap for a, b, wrap in zip(start, end, ranges, strict=True)) / 1e6
 
     def _cpu_times(self) -> tuple[float | None, float | None]:
         """The run's CPUs' busy and steal seconds; None for what /proc/stat does not give for every one of them."""

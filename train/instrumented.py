@@ -25,7 +25,7 @@ from perfsweep.conf.import_paths import modules_of, targets_of
 from perfsweep.conf.schema import RunConf
 from perfsweep.records import HostState, PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
-from perfsweep.train import checks, user_targets
+from perfsweep.train import checks, gpu_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.contract import ContractError
@@ -92,7 +92,7 @@ def summary_of(
         nonfinite_losses=sum(not math.isfinite(loss) for loss in losses) if losses else None,
         tflops_per_s=flops / (medians["step_ms"] / 1e3) / 1e12 if flops and medians["step_ms"] > 0 else None,
         peak_tflops=peak / 1e12 if peak else None,
-        host=HostState.of(window.host) if window.host else None,
+        host=host_of(window, device),
         **extra,
         **workload_summary(steps_per_s),
     )
@@ -146,6 +146,21 @@ def profile_steps(work: Workload, first: int, device: torch.device, path: Path, 
             profiler.step()
     synchronize(device)
     profiler.export_chrome_trace(str(path))
+
+
+def host_of(window: Window, device: torch.device) -> HostState | None:
+    """The host over the window's blocks, with the GPU's settings that add noise where it ran on one."""
+    if not window.host:
+        return None
+    gpu = gpu_state.here(device)
+    settings = [dataclasses.asdict(setting) for setting in gpu.settings] if gpu else []
+    return dataclasses.replace(HostState.of(window.host), gpu_settings=settings)
+
+
+def energy_of(summary: Summary) -> dict[str, float]:
+    """The run's J/sample and samples/J for W&B, where its device's energy was read."""
+    joules = summary.host.joules_per_sample(summary.samples_per_s) if summary.host else None
+    return {"joules_per_sample": joules, "samples_per_joule": 1 / joules} if joules else {}
 
 
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
@@ -588,7 +603,7 @@ def record_in_tracker(
     """Stream the done run to W&B. It starts only now: its service process must not share the host with the timed
     steps; and it gets tracker.timeout_s, past which it is left behind with a warning."""
     tracking = time.time()
-    warnings = track(spec.config.tracker, spec, run_dir, tracker_id, rows, summary.to_json())
+    warnings = track(spec.config.tracker, spec, run_dir, tracker_id, rows, summary.to_json() | energy_of(summary))
     if spec.config.tracker.mode != "disabled":
         timing = {**timing, "wandb_s": time.time() - tracking}
         lifecycle.finish(run_dir, finished_at=finished, warnings=warnings, timing=timing, **launch)

@@ -9,7 +9,7 @@ import torch
 
 from perfsweep.conf.schema import RunConf
 from perfsweep.records.host import HostBlock
-from perfsweep.train import host_state
+from perfsweep.train import gpu_state, host_state
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.timing import StepClock, synchronize
 from perfsweep.train.workloads import Workload
@@ -50,11 +50,11 @@ def timed_steps(work: Workload, first: int, steps: int, clock: StepClock) -> lis
 def run_window(work: Workload, first: int, steps: int, device: torch.device) -> Window:
     """Run `steps` steps with one synchronize before and one after, nothing in between.
 
-    The host's state is read after the first synchronize and after the last, outside the timed steps.
+    The host's state, and the GPU's, are read after the first synchronize and after the last, outside the timed steps.
     """
-    clock, host = StepClock(device, steps, work.phases), host_state.here()
+    clock, host, gpu = StepClock(device, steps, work.phases), host_state.here(), gpu_state.here(device)
     synchronize(device)
-    before = host.read()
+    before, gpu_before = host.read(), gpu.read() if gpu else None
     start = time.perf_counter()
     try:
         values = timed_steps(work, first, steps, clock)
@@ -66,6 +66,8 @@ def run_window(work: Workload, first: int, steps: int, device: torch.device) -> 
     synchronize(device)
     seconds, ended_at = time.perf_counter() - start, time.time()
     block = host.block(before, host.read())
+    if gpu:
+        block = dataclasses.replace(block, gpu=gpu.block(gpu_before, gpu.read()))
     if clock.miscounted(steps):
         raise PhaseMarksError(clock.miscounted(steps))
     rows = clock.rows()

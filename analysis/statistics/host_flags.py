@@ -17,6 +17,9 @@ CLOCK = 0.05
 NOTHING_SEEN = "no neighbour, steal or throttling seen"
 # What was taken of a run's CPUs, by its name in a line: its threshold, and its field of HostState.
 TAKEN = (("others' CPU", OTHERS, "others_share"), ("steal", STEAL, "steal_share"))
+# NVML's clock-event reasons that hold a GPU's clock below what its settings ask (train/gpu_state.py)
+HELD = ("power cap", "hardware slowdown", "thermal slowdown (software)", "thermal slowdown (hardware)", "power brake")
+GPU_OTHERS = "other processes on the GPU"  # the GPU setting (train/host_settings.py) that names them
 
 
 def seen(host: HostState) -> str:
@@ -36,7 +39,21 @@ def seen(host: HostState) -> str:
     start, end = host.mhz_start, host.mhz_end
     if start and end and abs(end - start) > CLOCK * start:
         found.append(f"CPU clock {start / 1e3:.1f} -> {end / 1e3:.1f} GHz")
-    return "; ".join(found) or NOTHING_SEEN
+    return "; ".join(found + _gpu_seen(host)) or NOTHING_SEEN
+
+
+def _gpu_seen(host: HostState) -> list[str]:
+    """What the GPU showed: its SM clock moving, and why; a reason that held it; another process on it."""
+    found, held = [], [reason for reason in host.gpu_reasons if reason in HELD]
+    start, end = host.gpu_sm_mhz_start, host.gpu_sm_mhz_end
+    why = f", reason: {', '.join(held)}" if held else ""
+    if start and end and abs(end - start) > CLOCK * start:
+        found.append(f"SM clock {start:.0f} -> {end:.0f} MHz{why}")
+    elif held:
+        found.append(f"GPU clock held by {', '.join(held)}")
+    others = [s["state"] for s in host.gpu_settings if s.get("name") == GPU_OTHERS and s.get("noisy")]
+    found += [f"another process on the GPU: {state}" for state in others]
+    return found
 
 
 def seen_in(summary: Summary | None) -> str | None:
@@ -52,9 +69,13 @@ def figures(host: HostState) -> str:
 
     clock = f"{host.mhz_start:.0f} -> {host.mhz_end:.0f} MHz" if host.mhz_start and host.mhz_end else "unknown"
     throttled = "unknown" if host.throttled is None else f"{host.throttled} times"
+    device = f"power {host.watts:.3g} W ({host.energy_source})" if host.watts is not None else "power unknown"
+    if host.gpu_sm_mhz_start and host.gpu_sm_mhz_end:
+        limit = f" of a {host.gpu_power_limit_w:.0f} W limit" if host.gpu_power_limit_w else ""
+        device = f"SM clock {host.gpu_sm_mhz_start:.0f} -> {host.gpu_sm_mhz_end:.0f} MHz, {device}{limit}"
     return (
         f"others' CPU {share(host.others_share)}, steal {share(host.steal_share)}, cgroup throttled {throttled}, "
-        f"CPU clock {clock}, over {len(host.blocks)} blocks of {host.wall_s:.3g} s"
+        f"CPU clock {clock}, {device}, over {len(host.blocks)} blocks of {host.wall_s:.3g} s"
     )
 
 

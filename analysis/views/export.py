@@ -27,6 +27,7 @@ import numpy as np
 from perfsweep.analysis.groups import Configuration, configurations, labels
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
+from perfsweep.analysis.views.table import joules_per_sample
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
@@ -55,6 +56,9 @@ def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
     rates = [r.summary.samples_per_s for r in config.runs]
     if all(rates):
         found["samples_per_s"] = ("samples/s", rates)
+    energy = [joules_per_sample(r) for r in config.runs]
+    if all(energy):
+        found["joules_per_sample"] = ("J/sample", energy)
     return found
 
 

@@ -1,0 +1,155 @@
+"""The GPU's state over a run's measured blocks (train/gpu_state.py), read through a stand-in for NVML: there is
+no GPU here. Then the host's RAPL energy, read from a made-up sysfs, and what the flags and table make of both."""
+
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+from perfsweep.analysis.statistics.host_flags import figures, seen
+from perfsweep.analysis.views.table import table_view
+from perfsweep.records import RunRecord
+from perfsweep.records.host import GpuBlock, HostBlock, HostState
+from perfsweep.train.gpu_state import COUNTER, INTEGRATED, GpuReader
+from perfsweep.train.host_state import HostReader
+from perfsweep.train.instrumented import energy_of
+from tests import synthetic
+
+
+class NotSupported(Exception):
+    """NVML's answer where the GPU lacks a query."""
+
+
+class StandInNvml:
+    """A stand-in for NVML (the pynvml module), not NVML: a GPU whose SM clock falls from 1980 to 1590 MHz under its
+    power cap between two readings, drawing 300 W of a 350 W limit, beside another process (pid 4242)."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU, NVML_FEATURE_ENABLED = 0, 2, 0, 1
+
+    def __init__(self, energy_counter: bool = True):
+        self.reads, self.energy_counter = 0, energy_counter
+
+    def nvmlDeviceGetClockInfo(self, handle, clock):  # noqa: N802 (NVML's names)
+        if clock == self.NVML_CLOCK_MEM:
+            return 2619
+        self.reads += 1
+        return 1980 if self.reads == 1 else 1590
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):  # noqa: N802
+        return 0x1 if self.reads == 1 else 0x4  # idle, then the software power cap
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
+        return 300_000  # mW
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle):  # noqa: N802
+        return 350_000
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):  # noqa: N802
+        return 60 + 10 * (self.reads > 1)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):  # noqa: N802
+        if not self.energy_counter:
+            raise NotSupported("the GPU has no energy counter")
+        return 1_000_000 + 150_000 * (self.reads > 1)  # mJ
+
+    def nvmlDeviceGetApplicationsClock(self, handle, clock):  # noqa: N802
+        return 1500
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle, clock):  # noqa: N802
+        return 1500
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock):  # noqa: N802
+        return 1980
+
+    def nvmlDeviceGetPersistenceMode(self, handle):  # noqa: N802
+        return 1
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):  # noqa: N802
+        return [types.SimpleNamespace(pid=4242)]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle):  # noqa: N802
+        return []
+
+
+def a_block(nvml: StandInNvml) -> GpuBlock:
+    reader = GpuReader(nvml, handle=0)
+    return reader.block(reader.read(), reader.read())
+
+
+def test_a_block_holds_the_clocks_the_reasons_in_force_the_power_and_the_counters_energy():
+    block = a_block(StandInNvml())
+    assert (block.sm_mhz_start, block.sm_mhz_end, block.memory_mhz_end) == (1980, 1590, 2619)
+    assert block.reasons == ("power cap",), "idle is no reason"
+    assert (block.power_w_end, block.power_limit_w, block.temperature_c_end) == (300, 350, 70)
+    assert block.energy_j == pytest.approx(150) and block.energy_source == COUNTER
+
+
+def test_a_gpu_without_an_energy_counter_integrates_its_power_over_the_block():
+    block = a_block(StandInNvml(energy_counter=False))
+    assert block.energy_source == INTEGRATED and block.energy_j is not None and 0 <= block.energy_j < 1
+
+
+def _on_gpu(seconds: float = 0.5) -> HostState:
+    reader = GpuReader(StandInNvml(), handle=0)
+    host = HostState.of([HostBlock(wall_s=seconds, cpus=2, process_cpu_s=seconds, gpu=a_block(StandInNvml()))])
+    return dataclasses.replace(host, gpu_settings=[dataclasses.asdict(s) for s in reader.settings])
+
+
+def test_the_flags_name_the_clock_that_fell_its_reason_and_the_other_process():
+    said = seen(_on_gpu())
+    assert "SM clock 1980 -> 1590 MHz, reason: power cap" in said
+    assert "another process on the GPU: pids 4242" in said
+    assert "SM clock 1980 -> 1590 MHz, power 300 W (NVML energy counter) of a 350 W limit" in figures(_on_gpu())
+
+
+def _rapl(root, joules: float) -> None:
+    package = root / "sys/class/powercap/intel-rapl:0"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "name").write_text("package-0\n")
+    (package / "max_energy_range_uj").write_text("262143328850\n")
+    (package / "energy_uj").write_text(f"{int(joules * 1e6) % 262143328850}\n")
+
+
+def test_a_cpu_packages_energy_comes_from_rapl_its_counters_wrap_undone(tmp_path):
+    _rapl(tmp_path, 262142.328850)  # 1 J below the counter's wrap
+    reader = HostReader(root=tmp_path, cpus={0})
+    start = reader.read()
+    _rapl(tmp_path, 262144.828850)  # 1.5 J past it
+    assert reader.block(start, reader.read()).cpu_energy_j == pytest.approx(2.5)
+    assert HostReader(root=tmp_path / "elsewhere", cpus={0}).read().energy_uj is None, "no RAPL: unknown, not 0"
+
+
+def _training(runs: list[RunRecord], host: HostState | None = None) -> list[RunRecord]:
+    """The runs with a training step's throughput (16 samples a step), and `host` as their host."""
+    return [
+        dataclasses.replace(
+            run, summary=dataclasses.replace(run.summary, samples_per_s=16e3 / run.summary.median("step"), host=host)
+        )
+        for run in runs
+    ]
+
+
+def test_the_table_gives_joules_a_sample_and_samples_a_joule_else_unknown(tmp_path):
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}
+    runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
+    unknown = table_view(tmp_path, _training(runs))
+    assert "samples/J" not in unknown.header
+    assert {row[unknown.header.index("J/sample")] for row in unknown.rows} == {"unknown"}
+    measured = _training(runs, _on_gpu(seconds=2.0))  # 150 J over 2 s: 75 W
+    shown = table_view(tmp_path, measured)
+    for row, run in zip(shown.records, measured, strict=True):
+        per_sample = row[shown.fields.index("J/sample")]
+        assert per_sample == pytest.approx(75 / run.summary.samples_per_s)
+        assert row[shown.fields.index("samples/J")] == pytest.approx(1 / per_sample)
+
+
+def test_wandb_gets_joules_a_sample_where_the_energy_was_read_and_nothing_else():
+    one = synthetic.sweep({("tensor", "contiguous"): 50.0}, 1, synthetic.Noise(), np.random.default_rng(0))
+    (run,) = _training(one)
+    assert energy_of(run.summary) == {}
+    measured = dataclasses.replace(run.summary, host=_on_gpu(seconds=2.0))
+    assert energy_of(measured) == {
+        "joules_per_sample": pytest.approx(75 / run.summary.samples_per_s),
+        "samples_per_joule": pytest.approx(run.summary.samples_per_s / 75),
+    }

@@ -1,7 +1,7 @@
 """GPU truth: every GPU path of perfsweep checked, one stage per command, with its tables kept.
 
     scripts/gpu-check STAGE [--out PARENT] [--limit S] [--resume] [--step NAME ...] [--dry-run]
-    STAGE: tests, seeds, bench, dist, compile, timm, or all (in that order: the order a lent GPU's time runs them)
+    STAGE: tests, seeds, bench, dist, state, compile, timm, or all (in that order: the order a lent GPU runs them)
 
 tests    pytest -m gpu in one process.
          Then the run, timing, syncs and functions tests, their runs on the GPU.
@@ -14,6 +14,9 @@ bench    bench.overhead --synced on a tensor and a subclass.
 dist     sweep=dist_scaling: ResNet50 and ViT-B/16 under DDP and FSDP, NCCL, a GPU a rank.
          It runs at 1 rank and every world size up to the machine's GPUs, a run each, steps trimmed.
          Then bench.syncs on a DDP and an FSDP step, beside one process.
+state    sweep=subclass_gpu (ResNet50, a Tensor against its subclasses) with its GPU's state read at each block:
+         SM clock, NVML's clock-event reasons, power and energy. Then its table (J/sample, samples/J) and `runs`,
+         a host line a run.
 compile  The compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu.
          Each is one step, into one sweep folder; then their table, side by side.
 timm     timm's memory-format tables: sweep=timm_train_memory_format and timm_infer_memory_format.
@@ -108,6 +111,7 @@ TIMM_SWEEPS = ("timm_train_memory_format", "timm_infer_memory_format")
 # run of the stage reuses (gpu/handover.py), so that all four modes can run on one machine, side by side.
 COMPILE_MODES = ("eager", "default", "reduce_overhead", "max_autotune")
 COMPILE_SWEEP = "compile_modes"
+STATE_SWEEP, VIEWS = "gpu_state", ("table", "runs")
 # What perfsweep uses of torch that older versions lack: attribute path -> the torch that has it.
 NEEDS = {
     "torch.backends.cuda.matmul.fp32_precision": "2.9",
@@ -262,12 +266,22 @@ def compile_steps(out: Path) -> list[Step]:
     return [*modes, Step("compile-table", table, None, 10, tables=True)]
 
 
+def state_steps(out: Path) -> list[Step]:
+    """The state stage: the seeds' ResNet50 comparisons (sweep=subclass_gpu) with their GPU's state a block and their
+    energy: then the table (J/sample, samples/J) and each run's host line (SM clock, power, NVML's reasons)."""
+    sweep = ["sweep=subclass_gpu", f"sweep_name={STATE_SWEEP}", *(f"{k}={v}" for k, v in TRIMMED.items()), PACKED]
+    folder = str(out / "runs" / STATE_SWEEP)
+    views = [Step(f"state-{view}", [*python(), "launch.py", view, folder], None, 10, tables=True) for view in VIEWS]
+    return [sweep_step("state-sweep", sweep, out), *views]
+
+
 # Each stage's steps, given the stage's folder, in the order a lent GPU's half hour runs them.
 STAGE_STEPS: dict[str, Callable[[Path], list[Step]]] = {
     "tests": gpu_tests_steps,
     "seeds": functools.partial(packed_sweep_steps, SEED_SWEEPS),
     "bench": bench_steps,
     "dist": dist_steps,
+    "state": state_steps,
     "compile": compile_steps,
     "timm": functools.partial(packed_sweep_steps, TIMM_SWEEPS),
 }

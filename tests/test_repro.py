@@ -7,6 +7,7 @@ import dataclasses
 import html
 import shlex
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -44,6 +45,7 @@ def test_every_configuration_plans_again_alone_with_its_id(sweep, imagelib):
         assert again.run_id == spec.run_id, spec.repro
 
 
+@pytest.mark.slow
 def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configuration(tmp_path, monkeypatch):
     tiny = [arg for arg in TINY if not arg.startswith("repeats=")]
     runs = tmp_path / "runs"
@@ -80,7 +82,7 @@ def test_a_command_for_dirty_code_says_so(tmp_path):
     for args in (["init", "-q"], ["add", "step.py"], [*who, "commit", "-qm", "first"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True)
     (repo / "step.py").write_text("STEP = 2\n")
-    done = launch_here(*TINY, *ONE, f"code={repo}", f"runs_dir={tmp_path / 'runs'}")
+    done = launch_here(*TINY, *ONE, "launcher=debug", f"code={repo}", f"runs_dir={tmp_path / 'runs'}")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (run,) = records.load_sweep(tmp_path / "runs" / "default")
     assert run.repro.caveat().startswith("code was dirty: 1 file uncommitted at ")
@@ -114,3 +116,55 @@ def test_the_comment_gives_the_command_of_each_changed_configuration(tmp_path):
         f"# subclass: code was dirty: 2 files uncommitted at {'c' * 12} of /src/mine; no commit holds what the run "
         "measured\nperfsweep input_type=subclass repeats=1"
     )
+
+
+SLEEPER = '''"""A step of known cost: a wait, {slower}x as long for part b."""
+
+import time
+
+import torch
+
+
+class Step:
+    phases = ("compute",)
+
+    def __init__(self, cfg, device):
+        self.ms = 20.0 * ({slower} if cfg.workload.kwargs["part"] == "b" else 1.0)
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(self.ms / 1000)
+        clock.mark()
+        return self.a.sum()
+'''
+
+
+@pytest.mark.slow
+def test_a_planted_slowdown_s_comment_gives_the_command_that_measures_it_again(tmp_path, user_module, monkeypatch):
+    """B's code waits 10% longer in one of two configurations: the comment names it and its command, which, run as
+    printed from another folder, measures that configuration again."""
+    sweep = ["workload._target_=sleeper.Step", "+workload.kwargs.part=a,b", "steps=7", "warmup_steps=1", "repeats=3"]
+    sweep += ["tracker.mode=disabled", f"runs_dir={tmp_path / 'runs'}"]
+    for side, slower in (("a", 1.0), ("b", 1.1)):  # the code as it is before the change, then after it
+        user_module("sleeper", SLEEPER.format(slower=slower))
+        monkeypatch.delitem(sys.modules, "sleeper", raising=False)
+        done = launch_here(*sweep, f"sweep_name={side}")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    a, b = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
+    shown = launch_here("compare", str(a), str(b), "--format", "markdown")
+    head, _, table, *_ = shown.stdout.split("\n\n")
+    assert head.endswith("x slower in workload.kwargs.part=b (REGRESSION)"), shown.stdout
+    assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == ["workload.kwargs.part=b"]
+    block = shown.stdout.split("```bash\n", 1)[1].split("\n```", 1)[0]
+    name, command = block.splitlines()
+    assert name.startswith("# workload.kwargs.part=b: ")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = launch_here(*shlex.split(command)[1:])
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    (new,) = records.load_sweep(elsewhere / "runs" / "b-repro")
+    slowed = [run for run in records.load_sweep(b) if run.fields["workload.kwargs.part"] == "b"]
+    assert new.run_id == min(slowed, key=lambda run: run.fields["replicate"]).run_id
+    assert measured(new) == measured(slowed[0]) | {"replicate": 0, "seed": 0}

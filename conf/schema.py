@@ -278,6 +278,16 @@ class TrackerConf:
 
 
 @dataclass
+class CostConf:
+    per_hour: float | None = None  # the machine's price an hour; the table adds a cost per million samples
+
+    def problems(self) -> list[str]:
+        if self.per_hour is not None and not self.per_hour > 0:
+            return [f"cost.per_hour={self.per_hour} must be positive: the machine's price an hour (2.5), or null"]
+        return []
+
+
+@dataclass
 class AutoConf:
     """repeats=auto: round after round until every comparison of the sweep is decided, or a cap is reached."""
 
@@ -377,6 +387,7 @@ class Config(RunConf):
 
     launcher: LauncherConf = field(default_factory=LauncherConf)
     tracker: TrackerConf = field(default_factory=TrackerConf)
+    cost: CostConf = field(default_factory=CostConf)
     sweep: str = "default"  # the sweep file sweeps/<sweep>.yaml whose params are swept
     sweep_name: str | None = None  # the sweep's folder under runs_dir; None: the sweep's name
     runs_dir: str = "runs"  # where sweep folders go, relative to the working directory

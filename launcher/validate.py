@@ -52,6 +52,7 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     settings = plan.settings
     backend = backend_for(settings.launcher)
     problems = settings.launcher.problems() + backend.problems(plan) + settings.tracker.problems()
+    problems += settings.cost.problems()
     problems += path_control_characters(plan)
     problems += writable(plan.sweep_dir)
     if settings.repeats > 1 and settings.launcher.runs_per_job > 1 and isolation(settings.launcher) != "fork":

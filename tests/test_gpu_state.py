@@ -2,6 +2,7 @@
 no GPU here. Then the host's RAPL energy, read from a made-up sysfs, and what the flags and table make of both."""
 
 import dataclasses
+import statistics
 import types
 
 import numpy as np
@@ -153,3 +154,14 @@ def test_wandb_gets_joules_a_sample_where_the_energy_was_read_and_nothing_else()
         "joules_per_sample": pytest.approx(75 / run.summary.samples_per_s),
         "samples_per_joule": pytest.approx(run.summary.samples_per_s / 75),
     }
+
+
+def test_with_the_machines_price_the_table_gives_what_a_million_samples_cost(tmp_path):
+    one = synthetic.sweep({("tensor", "contiguous"): 50.0}, 2, synthetic.Noise(), np.random.default_rng(0))
+    priced = [dataclasses.replace(r, fields={**r.fields, "cost.per_hour": 3.6}) for r in _training(one)]
+    shown = table_view(tmp_path, priced)
+    (row,) = shown.records
+    rates = [r.summary.samples_per_s for r in priced]
+    expected = 3.6 / 3600 * 1e6 / statistics.geometric_mean(rates)  # $1e-3 a second, at the runs' throughput
+    assert row[shown.fields.index("$/1M samples")] == pytest.approx(expected, rel=1e-6)
+    assert "$/1M samples" not in table_view(tmp_path, _training(one)).header, "no price: no column"

@@ -37,6 +37,7 @@ BAD = [
     [*FAST, "launcher.isolation=bogus"],
     [*FAST, "tracker.mode=bogus"],
     [*FAST, "order=bogus"],
+    [*FAST, "cost.per_hour=-1"],
     ["memory_format.name=nchw"],
     # what the property-based tests found
     ["steps=1", "launcher.gpus=${steps}", "launcher.wait=false"],

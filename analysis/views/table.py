@@ -116,6 +116,8 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         )
     if trains:  # the device's energy per sample: NVML's on a GPU, RAPL's on a CPU, else unknown
         table_columns += energy_columns(summaries)
+    if trains and any(r.fields.get("cost.per_hour") for r in runs):  # the machine's price, given at launch
+        table_columns.append(number("$/1M samples", lambda c: c.middle(cost_per_million), _known))
     table_columns += speedup_columns(configs, rule)
     if trains:
         table_columns.append(
@@ -128,9 +130,19 @@ def joules_per_sample(run: RunRecord) -> float | None:
     return run.summary.host.joules_per_sample(run.summary.samples_per_s) if run.summary.host else None
 
 
+def cost_per_million(run: RunRecord) -> float | None:
+    """What a million samples cost at the run's throughput and its machine's price an hour (cost.per_hour)."""
+    price, rate = run.fields.get("cost.per_hour"), run.summary.samples_per_s
+    return price / 3600 / rate * 1e6 if price and rate else None
+
+
+def _known(value: float | None) -> str:
+    return figure(value) if value else "unknown"
+
+
 def energy_columns(summaries: list[Summary]) -> list[Column]:
     """J/sample, "unknown" where the run's energy could not be read; samples/J beside it where any run's was."""
-    per_sample = number("J/sample", lambda c: c.middle(joules_per_sample), lambda j: figure(j) if j else "unknown")
+    per_sample = number("J/sample", lambda c: c.middle(joules_per_sample), _known)
     if not any(s.host and s.host.energy_j is not None for s in summaries):
         return [per_sample]
     per_joule = number("samples/J", lambda c: c.middle(lambda r: 1 / j if (j := joules_per_sample(r)) else None))
@@ -354,7 +366,7 @@ def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -
     shown = {key: (repro.redacted() if redacted else repro) for key, repro in found.items() if repro}
     return View(
         title="Commands that measure each configuration again",
-        above=["run one from any folder: it plans that configuration alone (repeats=1) into runs/SWEEP-repro/"],
+        above=["run one from any folder: it plans that configuration alone (repeats=1), in a sweep folder of its own"],
         columns=[
             Column("configuration", lambda c: names[c.key]),
             Column("command", lambda c: shown[c.key].command if c.key in shown else "-"),

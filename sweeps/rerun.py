@@ -5,6 +5,7 @@ A run's command keeps the overrides the sweep was planned with.
 It sets each swept key to the run's own setting, as the planner composed the run.
 So it plans that one configuration again.
 It leaves out where the sweep's records went (runs_dir, sweep_name) and how many rounds it ran (repeats).
+A folder it names (code, env.repo, env.dir) is made absolute, so that it runs from any folder.
 It runs once (repeats=1), into a folder of its own (sweep_name=<the sweep's>-repro), under the working directory.
 A replicate keeps its seed and its number: the run it plans has the same id.
 """
@@ -18,11 +19,20 @@ from perfsweep.conf.schema import Config
 from perfsweep.sweeps.compose import GROUPS, Setting, default_options
 
 LEFT_OUT = ("repeats", "sweep_name", "runs_dir")  # the sweep's records and rounds, not what a run measures
+FOLDERS = ("code", "env.repo", "env.dir")  # keys that name a folder, relative to the launch's working directory
 PLAIN = re.compile(r"^[\w./:-]+$")  # a string that Hydra's grammar reads as itself, unquoted
 
 
 def _key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
+
+
+def _absolute(override: str) -> str:
+    """The override, where it names a folder by a plain relative path, with that folder's absolute path."""
+    key, _, value = override.partition("=")
+    if _key(override) not in FOLDERS or not PLAIN.match(value) or value.startswith(("/", "~")) or value == "null":
+        return override
+    return f"{key}={Path(value).resolve()}"
 
 
 def swept(runs: list[list[Setting]]) -> set[str]:
@@ -51,7 +61,7 @@ def commands(
         sweep_dir: the sweep's folder, whose name the command's own folder takes.
     """
     keys = swept(runs)
-    kept = [o for o in overrides if _key(o) not in (*LEFT_OUT, *keys)]
+    kept = [_absolute(o) for o in overrides if _key(o) not in (*LEFT_OUT, *keys)]
     flags = [word for folder in dirs for word in ("--config-dir", str(folder))]
     after = ("repeats=1", f"sweep_name={sweep_dir.name}-repro")
     return [(*flags, *kept, *narrowed(run, config, keys), *after) for run, config in zip(runs, configs, strict=True)]

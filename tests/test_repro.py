@@ -74,7 +74,7 @@ def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configur
     assert html.escape(ran["tensor", 0].repro.command) in (sweep / records.REPORT).read_text()
 
 
-def test_a_command_for_dirty_code_says_so(tmp_path):
+def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):
     repo = tmp_path / "mine"
     repo.mkdir()
     (repo / "step.py").write_text("STEP = 1\n")
@@ -82,10 +82,12 @@ def test_a_command_for_dirty_code_says_so(tmp_path):
     for args in (["init", "-q"], ["add", "step.py"], [*who, "commit", "-qm", "first"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True)
     (repo / "step.py").write_text("STEP = 2\n")
-    done = launch_here(*TINY, *ONE, "launcher=debug", f"code={repo}", f"runs_dir={tmp_path / 'runs'}")
+    monkeypatch.chdir(tmp_path)
+    done = launch_here(*TINY, *ONE, "launcher=debug", "code=mine", f"runs_dir={tmp_path / 'runs'}")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (run,) = records.load_sweep(tmp_path / "runs" / "default")
     assert run.repro.caveat().startswith("code was dirty: 1 file uncommitted at ")
+    assert f"code={repo}" in run.repro.words, "a folder it names is absolute: the command runs from any folder"
     shown = launch_here("runs", str(tmp_path / "runs" / "default")).stdout
     (line,) = [x for x in shown.splitlines() if x.startswith("repro ")]
     assert line.endswith(

@@ -39,15 +39,20 @@ class Noise:
     side_sd: float = 0.01  # sd of a side's log offset within a process its comparison's sides share
 
 
-def run_steps(level_ms: float, noise: Noise, rng: np.random.Generator, process: float | None = None) -> np.ndarray:
-    """One run's measured step times (ms); `process` is the offset of a process it shares with other sides."""
-    own = rng.normal(0, noise.run_sd) if process is None else process + rng.normal(0, noise.side_sd)
-    offset = own + (math.log(1.15) if rng.random() < noise.bimodal else 0.0)
-    shocks = rng.normal(0, noise.step_sd * math.sqrt(1 - noise.rho**2), noise.steps)
-    shocks[0] = rng.normal(0, noise.step_sd)  # the first step drawn from the stationary spread
-    ar = lfilter([1.0], [1.0, -noise.rho], shocks)  # ar[t] = rho ar[t-1] + shocks[t]
+def run_steps(
+    level_ms, noise: Noise, rng: np.random.Generator, process: float | None = None, runs: tuple[int, ...] = ()
+) -> np.ndarray:
+    """One run's measured step times (ms); `process` is the offset of a process it shares with other sides.
+
+    `runs` is the shape of an array of runs drawn at once (level_ms broadcast to it), their steps the last axis.
+    """
+    own = rng.normal(0, noise.run_sd, runs) if process is None else process + rng.normal(0, noise.side_sd, runs)
+    offset = own + np.where(rng.random(runs) < noise.bimodal, math.log(1.15), 0.0)
+    shocks = rng.normal(0, noise.step_sd * math.sqrt(1 - noise.rho**2), (*runs, noise.steps))
+    shocks[..., 0] = rng.normal(0, noise.step_sd, runs)  # the first step drawn from the stationary spread
+    ar = lfilter([1.0], [1.0, -noise.rho], shocks)  # ar[t] = rho ar[t-1] + shocks[t], along the steps
     decay = noise.warmup * 0.5 ** (np.arange(noise.steps) / 2)
-    return level_ms * np.exp(offset + ar) * (1 + decay)
+    return np.expand_dims(level_ms, -1) * np.exp(offset[..., None] + ar) * (1 + decay)
 
 
 def record(name: str, axes: dict[str, str], step_ms: np.ndarray, replicate: int, position: int, rng) -> RunRecord:

@@ -74,8 +74,49 @@ def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_tol
     points = synthetic_points(rng, commits=10, day_sd=0.0)
     points[-1] = points[-1] * 1.3
     assert changepoints.changes(points) == [], "one point is no segment"
-    assert changepoints.newest_stands_out(points, 0) == pytest.approx(1.3, rel=0.1)
-    assert changepoints.newest_stands_out(synthetic_points(rng, commits=10, day_sd=0.0), 0) is None
+    ratio, p = changepoints.newest_alone(points, 0)
+    assert ratio == pytest.approx(1.3, rel=0.1) and p < 1e-4
+    ratio, p = changepoints.newest_alone(synthetic_points(rng, commits=10, day_sd=0.0), 0)
+    assert ratio == pytest.approx(1.0, abs=0.1) and p > 0.01
+
+
+SWEEP = 20  # configurations in a sweep
+REPLICATES = 5  # runs a point: docs/ci.md's repeats=5
+AA_TRIALS, AA_BOUND = 400, 12  # P(12 or fewer of 400 | a true 5%) = 0.036: a rate of 5% passes by luck in under 5%
+POWER_TRIALS, POWER_BOUND = 100, 87  # P(87 or more of 100 | a true 80%) = 0.047
+
+
+def sweep_histories(rng, trials: int, slower: int | None = None) -> np.ndarray:
+    """Each configuration's runs' median step times at each of 16 commits, in tests/synthetic.py's noise.
+
+    Its shape is (trials, SWEEP, commits, REPLICATES); the first configuration is 10% slower from `slower` on.
+    """
+    levels = np.full((trials, SWEEP, 16, REPLICATES), 50.0)
+    if slower is not None:
+        levels[:, 0, slower:] *= 1.1
+    return np.median(synthetic.run_steps(levels, synthetic.Noise(), rng, runs=levels.shape), axis=-1)
+
+
+def gated(history: np.ndarray) -> list:
+    """The history's configurations, each judged and held with the others as a family."""
+    point = Point(None, False, "", 0.0, ["s"], [])
+    made = [
+        views.Series(str(i), [views.Row(point, times) for times in config], None) for i, config in enumerate(history)
+    ]
+    return views.family([views.judged(series, 0.05) for series in made])
+
+
+@pytest.mark.slow
+def test_a_sweep_of_20_configurations_with_nothing_changed_warns_in_at_most_5_percent_of_histories():
+    """The gate's 1 and 3 together, over every configuration of the sweep: Holm's family holds them to 5%.
+
+    Yet a 10% slowdown of one configuration is flagged at the push that brings it in at least 80% of histories.
+    """
+    rng = np.random.default_rng(10)
+    alarms = sum(views.exit_status(gated(history)) != 0 for history in sweep_histories(rng, AA_TRIALS))
+    found = sum(bool(gated(history)[0].flag) for history in sweep_histories(rng, POWER_TRIALS, slower=15))
+    assert alarms <= AA_BOUND, f"{alarms} of {AA_TRIALS} histories with nothing changed warned or failed"
+    assert found >= POWER_BOUND, f"the slowdown flagged in {found} of {POWER_TRIALS}"
 
 
 def synthetic_history(rng, slower_from: int | None, commits: int = 8, newest: float = 1.0) -> History:

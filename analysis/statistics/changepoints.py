@@ -13,7 +13,12 @@ sigma^2 is one point's noise variance: the larger of two estimates.
 
 A segment holds two points at least.
 So a change at the newest point alone is no change point.
-`newest_stands_out` says whether that point alone stands out, beyond its own noise (its own runs).
+`newest_alone` says how far that point alone stands out, beyond the noise (the others', or its own runs' spread).
+
+Each gives a one-sided p-value that the newer part is slower, for the history's gate to hold a sweep's
+configurations to one error rate as a family.
+A change point's p-value is its two segments' z-test, multiplied by the places a change point could take:
+the search picked the largest of them (Bonferroni's bound).
 
 Calibrated on synthetic histories of 16 points of 3 runs each, a run's spread 5% (2000 histories a row):
 
@@ -36,7 +41,6 @@ from scipy import stats as distributions
 MIN_SIZE = 2  # points a segment holds at least
 MIN_POINTS = 2 * MIN_SIZE  # fewer is not enough history to find a change point in
 PENALTY = 5.0  # times ln(n) sigma^2
-NEWEST_LEVEL = 0.99  # how far out the newest point must stand, alone, to be a possible change
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Change:
     index: int
     before: float  # the segment before's geometric-mean time
     after: float  # the new segment's
+    p: float  # one-sided, that the new segment is slower, over the places a change point could take
 
     @property
     def ratio(self) -> float:
@@ -87,28 +92,35 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
     if len(points) < MIN_POINTS:
         return None
     y = series(points)
-    penalty = PENALTY * math.log(len(y)) * (noise_variance(points) or 1e-12)
+    variance = noise_variance(points) or 1e-12
+    penalty = PENALTY * math.log(len(y)) * variance
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)
     bounds = [0, *ends]
+    places = len(y) - 2 * MIN_SIZE + 1
     found = []
     for start, index, end in zip(bounds, bounds[1:], bounds[2:], strict=False):
-        found.append(Change(index, float(np.exp(y[start:index].mean())), float(np.exp(y[index:end].mean()))))
+        before, after = y[start:index], y[index:end]
+        z = (after.mean() - before.mean()) / math.sqrt(variance * (1 / len(before) + 1 / len(after)))
+        p = min(1.0, places * float(distributions.norm.sf(z)))
+        found.append(Change(index, float(np.exp(before.mean())), float(np.exp(after.mean())), p))
     return found
 
 
-def newest_stands_out(points: list[np.ndarray], since: int) -> float | None:
-    """The newest point's time over its segment's others' (from `since`), where it stands out alone.
+def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | None:
+    """The newest point's time over its segment's others' (from `since`), and the one-sided p that it is slower.
 
-    It stands out when it lies beyond NEWEST_LEVEL of the noise (one-sided, either way).
     The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
-    None where it does not, where the segment has no other point, or where the others show no noise to judge by.
+    Where the newest's own runs spread wider, their spread is the noise.
+    A run in a slower mode (another cuDNN algorithm) then moves a point without standing it out.
+    None where the segment has no other point, or where the others show no noise to judge by.
     """
     y = series(points)
     others = y[since:-1]
     newest, typical = noise_variance(points[:-1], len(points[-1])), noise_variance(points[:-1])
     if len(others) == 0 or newest is None or typical is None:
         return None
-    z = (y[-1] - others.mean()) / math.sqrt(newest + typical / len(others))
-    if abs(z) < distributions.norm.ppf(NEWEST_LEVEL):
-        return None
-    return float(np.exp(y[-1] - others.mean()))
+    if len(points[-1]) >= 2:
+        newest = max(newest, float(np.var(np.log(points[-1]), ddof=1)) / len(points[-1]))
+    difference = y[-1] - others.mean()
+    z = difference / math.sqrt(newest + typical / len(others))
+    return float(np.exp(difference)), float(distributions.norm.sf(z))

@@ -15,7 +15,11 @@ A point that shares no configuration with the others is named, with what parts i
 A configuration that only the newest point has is named; it fails nothing.
 
 The exit status is for CI.
-It reads the newest point of each configuration:
+It reads the newest point of each configuration.
+Each configuration's test gives a p-value that its newest points are slower (changepoints.py).
+A flag stands where it is beyond the threshold and significant with the sweep's configurations held as a family
+to a 5% error rate (Holm's step-down, as compare holds its configurations).
+So with nothing changed, a history flags any of its configurations in at most 5% of pushes, however many.
 
     0   nothing flagged, or not enough history (fewer than 3 points)
     1   REGRESSION: the newest point lies in a segment that a change point made slower by more than the
@@ -32,6 +36,7 @@ It reads the newest point of each configuration:
 
 import dataclasses
 import html
+import math
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +44,7 @@ import numpy as np
 from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints, host_flags
+from perfsweep.analysis.statistics.speedup import holm
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
@@ -79,6 +85,7 @@ class Series:
     rows: list[Row]
     changes: list[changepoints.Change] | None  # None: not enough history
     flag: str = ""
+    p: float = math.nan  # its test's one-sided p that the newest points are slower; NaN: no test
     index: int = 0  # its place among the history's configurations, which names its plot apart from theirs
     held: list[tuple[Point, list[RunRecord]]] = dataclasses.field(default_factory=list)  # its runs at each point
 
@@ -135,7 +142,7 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
         if len(rows) < len(found.points):
             left.append(f"{label}: in {len(rows)} of the {len(found.points)} points")
         made.append(judged(Series(label, rows, None, index=len(made), held=held), threshold))
-    return made, left
+    return [with_hosts(series) for series in family(made)], left
 
 
 def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple[list[str], int]:
@@ -179,41 +186,56 @@ def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple
     return lines, EXIT_UNMATCHED if failing else 0
 
 
-def judged(series: Series, threshold: float) -> Series:
-    """The series with its change points marked and its newest point's flag, with what its host showed."""
-    flagged = _judged(series, threshold)
-    if flagged.flag and len(series.held) > 1:
+def family(made: list[Series]) -> list[Series]:
+    """The series with only the flags that stand with the configurations tested held to 5% as a family (Holm)."""
+    tested = [series for series in made if not math.isnan(series.p)]
+    for series, significant in zip(tested, holm([series.p for series in tested]), strict=True):
+        series.flag = series.flag if significant else ""
+    return made
+
+
+def with_hosts(series: Series) -> Series:
+    """The series, its flag followed by what its newest point's host showed, where that differs."""
+    if series.flag and len(series.held) > 1:
         before = [run for _, runs in series.held[:-1] for run in runs]
         newest = series.held[-1]
         if hosts := host_flags.differ(before, newest[1], ("the points before", newest[0].label)):
-            flagged.flag += f"; their hosts differ in: {hosts}"
-    return flagged
+            series.flag += f"; their hosts differ in: {hosts}"
+    return series
 
 
-def _judged(series: Series, threshold: float) -> Series:
+def judged(series: Series, threshold: float) -> Series:
+    """The series with its change points marked, its newest point's flag beyond the threshold, and its test's p.
+
+    The flag stands or falls with the family (`family`).
+    """
     times = [row.times for row in series.rows]
     series.changes = changepoints.changes(times)
     if series.changes is None:  # too few points for a change point; the newest may still stand out alone
-        alone = changepoints.newest_stands_out(times, 0) if len(times) >= NEWEST_FROM else None
-        if alone is not None and alone > 1 + threshold:
-            series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone:.2f}x slower than the others"
-        return series
+        return _alone(series, 0, threshold, "the others") if len(times) >= NEWEST_FROM else series
     for change in series.changes:
         series.rows[change.index].change = change
     last = series.changes[-1] if series.changes else None
     if last is not None and last.ratio > 1 + threshold:
         first = series.rows[last.index].point.label
         newest = [centre(row) / last.before for row in series.rows[-CONFIRMING:]]
+        series.p = last.p
         if all(ratio > 1 + threshold for ratio in newest):
             series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
         else:
             shown = ", ".join(f"{ratio:.2f}x" for ratio in newest)
             series.flag = f"POSSIBLE REGRESSION: {last.ratio:.2f}x slower from {first} on; the newest points: {shown}"
         return series
-    since = last.index if last else 0
-    alone = changepoints.newest_stands_out(times, since)
-    if alone is not None and alone > 1 + threshold:
-        series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone:.2f}x slower than its segment"
+    return _alone(series, last.index if last else 0, threshold, "its segment")
+
+
+def _alone(series: Series, since: int, threshold: float, than: str) -> Series:
+    """The series with its newest point's test against its segment's others (from `since`), and its flag."""
+    alone = changepoints.newest_alone([row.times for row in series.rows], since)
+    if alone is not None:
+        series.p = alone[1]
+        if alone[0] > 1 + threshold:
+            series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone[0]:.2f}x slower than {than}"
     return series
 
 
@@ -263,7 +285,8 @@ def view(series: Series, phase: str, found: History) -> View:
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
-        "ruptures); its range is the last commit before it..the first after"
+        "ruptures); its range is the last commit before it..the first after; a flag stands where its test is "
+        "significant with the history's configurations held to 5% as a family (Holm)"
     ]
     return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
 

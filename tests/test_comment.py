@@ -1,10 +1,15 @@
 """compare --format markdown: a pull request's comment, from synthetic sweeps of known truth."""
 
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 
+from perfsweep import records
 from perfsweep.analysis.views import compare
+from perfsweep.records import Ops, load_sweep
+from perfsweep.records.ops import OperatorTimes
 from tests import golden, synthetic
 from tests.helpers import launch_here
 
@@ -72,3 +77,26 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     shown = launch_here("compare", str(a), str(b), "--format", "markdown")
     head = shown.stdout.splitlines()[0]
     assert head == "### perfsweep: no change decided: 1 undetermined (more runs narrow them)", shown.stdout
+
+
+def _explained(sweep: str, added: float) -> None:
+    """Each run's ops record as explain=true writes it: aten::mm in every run, and in subclass's, aten::alias five
+    times a step taking `added` ms."""
+    for run in load_sweep(Path(sweep)):
+        operators = {"aten::mm": OperatorTimes(1, 1000.0, 0.0)}
+        if run.axes["input_type"] == "subclass" and added:
+            operators["aten::alias"] = OperatorTimes(5, added * 1e3, 0.0)
+        ops = Ops(steps=3, device="cpu", operators=operators, phases={})
+        (run.path / records.OPS).write_text(json.dumps(ops.to_json()))
+
+
+def test_a_slower_configuration_explained_on_both_sides_names_its_largest_operator_differences(tmp_path):
+    a, b = sweeps(tmp_path, {"subclass": 1.25})
+    _explained(a, 0.0)
+    _explained(b, 12.0)
+    shown = launch_here("compare", a, b, "--format", "markdown")
+    assert shown.returncode == compare.EXIT_REGRESSION, shown.stdout + shown.stderr
+    said = "subclass, its largest operator differences (`perfsweep explain`):\n\n"
+    said += "- `aten::alias: +12 ms a step (added, calls 0 -> 5, beyond noise)`"
+    assert said in shown.stdout, shown.stdout
+    assert shown.stdout.count("aten::") == 1, "the same operator in both, and the configurations not slower, are left"

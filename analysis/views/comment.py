@@ -12,6 +12,7 @@ Then the counts of the compared configurations, by what their step did:
 - undetermined: neither; more runs on each side narrow the interval.
 
 A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
+A slower one whose sweeps both ran with explain=true lists its three largest operator differences below it.
 The commands that measure each of them again as B ran it follow, folded, with the commit B's code was at.
 The other configurations are folded below them.
 Last come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
@@ -51,6 +52,7 @@ def comment(view: View, threshold: float) -> str:
     parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps))]
     if moved:
         parts.append(_table(moved))
+        parts += [_operators(line) for line in moved if line.operators and kind(line, threshold) == SLOWER]
         parts += [_commands(moved)] if any(line.repro for line in moved) else []
     rest = [line for line in steps if not line.flag]
     if rest:
@@ -93,6 +95,12 @@ def _counts(counts: dict[str, int], of: int) -> str:
 def _table(lines: list[Line]) -> str:
     rows = [[line.configuration, figure(line.a_ms), figure(line.b_ms), str(line.speedup), line.flag] for line in lines]
     return markdown(list(COLUMNS), rows)
+
+
+def _operators(line: Line) -> str:
+    """A slower configuration's largest operator differences, A to B (explain=true's records)."""
+    listed = "\n".join(f"- `{operator}`" for operator in line.operators)
+    return f"{line.configuration}, its largest operator differences (`perfsweep explain`):\n\n{listed}"
 
 
 def _commands(lines: list[Line]) -> str:

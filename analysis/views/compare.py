@@ -78,6 +78,7 @@ from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags
 from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
+from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, Repro, RunRecord, load_sweep
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
@@ -331,6 +332,7 @@ class Line:
     gated: bool = False
     flag: str = ""
     repro: Repro | None = None  # the command that measures B's configuration again
+    operators: tuple[str, ...] = ()  # the step's largest operator differences, A to B, where both ran explain=true
 
 
 COLUMNS = [
@@ -363,7 +365,8 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
         ratio = speedup(b.sample((f"{phase}_ms",)), a.sample((f"{phase}_ms",)))
         ms = [c.median(phase) for c in (a, b)]
         lines.append(Line(label, phase, runs, *ms, ratio, gated=phase == "step" or gate_phases, repro=b.repro))
-    return lines
+    operators = tuple(largest(a.runs, b.runs)) if explained(a.runs) and explained(b.runs) else ()
+    return [*lines[:-1], dataclasses.replace(lines[-1], operators=operators)]
 
 
 def flagged(lines: list[Line], threshold: float) -> list[Line]:

@@ -110,6 +110,18 @@ def differences(base: list[Ops], side: list[Ops]) -> list[Difference]:
     return made
 
 
+def largest(base_runs: list[RunRecord], side_runs: list[RunRecord], top: int = 3) -> list[str]:
+    """The `top` operator differences by time from the base runs to the side's, a line each.
+
+    [] where either side has no ops record (a sweep run without explain=true).
+    """
+    base, side = ([ops for run in runs if (ops := ops_of(run))] for runs in (base_runs, side_runs))
+    if not base or not side:
+        return []
+    made = [d for d in sorted(differences(base, side), key=lambda d: -abs(d.delta_ms))[:top] if d.delta_ms]
+    return [f"{d.name}: {d.delta_ms:+.3g} ms a step ({d.kind}, calls {_calls(d)}, {d.noise})" for d in made]
+
+
 def ranked(made: list[Difference]) -> list[Difference]:
     """The TOP differences by time, then up to TOP more whose call counts differ (the mechanism)."""
     by_time = sorted(made, key=lambda d: -abs(d.delta_ms))

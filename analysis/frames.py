@@ -6,8 +6,9 @@
 
 A run's row holds its sweep, name, id and state, then its records flattened by pandas (`json_normalize`):
 `axes.*` (each axis's value), `config.*` (the config it ran with), `summary.*` (each phase's median ms as
-`summary.median_ms.step_ms`, samples/s, FLOPs, memory, the host's shares...), `machine.*` (CPU or GPU, torch) and
-`status.*` (when it started and finished, its job and host, its error).
+`summary.median_ms.step_ms`, samples/s, FLOPs, memory, the host's shares, the device's energy...), `machine.*` (CPU
+or GPU, torch), `status.*` (when it started and finished, its job and host, its error), and `repro` (the command that
+measures its configuration again) with `repro_code` (the commit it must run at, or that its code was dirty).
 Per-step and per-block lists stay out of it: `steps` reads the step rows, with pyarrow.
 A figure a run did not record is missing (NaN or None), never 0.
 """
@@ -55,6 +56,8 @@ def _record(sweep: Path, run: RunRecord) -> dict[str, Any]:
         "summary": {key: value for key, value in summary.items() if key not in PER_STEP} | {"host": _host_shares(run)},
         "machine": run.machine if run.env else {},
         "status": {key: status.get(key) for key in STATUS} | {"error": _error(run)},
+        "repro": run.repro.command if run.repro else None,
+        "repro_code": run.repro.caveat() if run.repro else None,
     }
 
 
@@ -62,7 +65,15 @@ def _host_shares(run: RunRecord) -> dict[str, Any]:
     host = run.summary.host if run.summary else None
     if host is None:
         return {}
-    return {"others_share": host.others_share, "steal_share": host.steal_share, "resolution": host.resolution}
+    return {
+        "others_share": host.others_share,
+        "steal_share": host.steal_share,
+        "resolution": host.resolution,
+        "energy_j": host.energy_j,
+        "joules_per_sample": host.joules_per_sample(run.summary.samples_per_s),
+        "gpu_sm_mhz_start": host.gpu_sm_mhz_start,
+        "gpu_sm_mhz_end": host.gpu_sm_mhz_end,
+    }
 
 
 def _error(run: RunRecord) -> str | None:

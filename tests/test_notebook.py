@@ -32,6 +32,9 @@ def test_a_row_per_run_with_its_axes_figures_and_machine_and_a_row_per_step(tmp_
     assert list(runs["summary.median_ms.step_ms"]) == [run.summary.median_ms["step_ms"] for run in loaded]
     assert list(runs["config.model.batch_size"]) == [16, 16] and set(runs["machine.torch"]) == {loaded[0].torch_version}
     assert runs["status.error"].isna().all()
+    assert list(runs["repro"]) == [run.repro.command for run in loaded]
+    assert runs["repro"].str.startswith("perfsweep ").all()
+    assert "summary.host.joules_per_sample" in runs, "energy, unknown on this CPU, is a column all the same"
     steps = notebook.steps(folder)
     assert len(steps) == sum(read_steps(run.path / STEPS).num_rows for run in loaded)
     assert set(steps["run"]) == {run.name for run in loaded} and "step_ms" in steps

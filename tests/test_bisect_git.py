@@ -170,7 +170,7 @@ def test_a_bisect_of_commits_adds_the_runs_each_point_needs_and_names_the_plante
     measured = sorted((p for p in record["points"] if p["sweep"]), key=lambda p: p["order"])
     assert [p["version"] for p in measured] == [hashes[2], hashes[1]] and all(p["runs"] >= 3 for p in measured)
     for point in measured:
-        runs_of = sorted(load_sweep(runs / "default" / point["sweep"]), key=lambda r: r.status.started_at)
+        runs_of = sorted(load_sweep(runs / "default" / point["sweep"]), key=lambda r: r.summary.window_ended_at)
         commits = [run.axes["steplib"] for run in runs_of]
         assert set(commits[::2]) != set(commits[1::2]) and len(set(commits[::2])) == 1, "A B A B: each round both"
         jobs = json.loads((runs / "default" / point["sweep"] / "jobs.json").read_text())

@@ -14,6 +14,7 @@ import pytest
 from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.verdict import INDICATIVE
 from perfsweep.analysis.views import compare, published, table
+from perfsweep.records import DONE, Status
 from tests import synthetic
 
 TRIALS = 500
@@ -181,6 +182,23 @@ def test_a_drift_over_the_sweep_is_flagged_as_an_order_effect_and_none_is_not():
         for _ in range(100)
     )
     assert flagged <= 5
+
+
+def test_runs_that_started_in_one_second_are_ordered_by_their_windows_not_by_their_times():
+    """Fast runs start many to a second (the status's resolution). Ordered by their own times within it, steady runs
+    would read as drifting; ordered by when their windows ended, they do not."""
+    rng = np.random.default_rng(8)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
+    flagged = 0
+    for _ in range(50):
+        runs = synthetic.sweep(synthetic.grid(formats=("contiguous", "channels_last")), 2, steady, rng)
+        one_second = Status(state=DONE, started_at="2026-01-01T00:00:00+00:00")
+        runs = [
+            dataclasses.replace(r, status=one_second, summary=dataclasses.replace(r.summary, window_ended_at=i))
+            for i, r in enumerate(runs, start=1000)
+        ]
+        flagged += any(f.startswith("ORDER EFFECT") for f in table.table_view("s", runs).flags)
+    assert flagged <= 3
 
 
 def test_a_run_still_settling_is_flagged_not_steady_though_its_spread_is_small():

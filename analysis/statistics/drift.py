@@ -16,6 +16,14 @@ from perfsweep.records import RunRecord
 ORDER_SIGNIFICANCE = 0.01
 
 
+def _place(run) -> tuple[str, float, int]:
+    """Where a run stands in the sweep's order: its start (to the second), its window's end, its round.
+
+    Runs of a second are told apart by when their windows ended, never by their times.
+    """
+    return run.status.started_at or "", run.summary.window_ended_at or 0.0, int(run.fields.get("replicate") or 0)
+
+
 def order_effect(configs: list[Configuration]) -> list[str]:
     """A flag where a run's time goes with its place in the sweep.
 
@@ -24,14 +32,13 @@ def order_effect(configs: list[Configuration]) -> list[str]:
     """
     replicated = [c for c in configs if len(c.runs) >= 2]
     placed = sorted(
-        (r.status.started_at or "", int(r.fields.get("replicate") or 0), float(np.log(m) - np.mean(np.log(ms))))
-        for c in replicated
-        for ms in [[r.summary.median("step") for r in c.runs]]
-        for r, m in zip(c.runs, ms, strict=True)
-    )
+        ((_place(r), float(np.log(m) - np.mean(np.log(ms)))) for c in replicated
+         for ms in [[r.summary.median("step") for r in c.runs]] for r, m in zip(c.runs, ms, strict=True)),
+        key=lambda placed: placed[0],
+    )  # fmt: skip
     if len(placed) < 6 or len(replicated) < 2:
         return []
-    offsets = np.array([p[2] for p in placed])
+    offsets = np.array([p[1] for p in placed])
     rho, p = spearmanr(np.arange(len(placed)), offsets)
     if not p < ORDER_SIGNIFICANCE:
         return []

@@ -20,7 +20,7 @@ class GpuBlock:
     sm_mhz_end: float | None = None
     memory_mhz_start: float | None = None
     memory_mhz_end: float | None = None
-    reasons: tuple[str, ...] = ()  # the clock-event (throttle) reasons in force at either boundary, idle left out
+    reasons: list[str] = dataclasses.field(default_factory=list)  # the clock-event reasons in force at either end
     power_w_start: float | None = None
     power_w_end: float | None = None
     power_limit_w: float | None = None  # the limit NVML enforces
@@ -28,11 +28,6 @@ class GpuBlock:
     temperature_c_end: float | None = None
     energy_j: float | None = None
     energy_source: str | None = None  # "NVML energy counter", or "NVML power x time" where the GPU has no counter
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "GpuBlock":
-        known = known_fields(cls, data)
-        return cls(**{**known, "reasons": tuple(known.get("reasons", ()))})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +50,7 @@ class HostBlock:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "HostBlock":
-        gpu = GpuBlock.from_json(data["gpu"]) if data.get("gpu") else None
+        gpu = GpuBlock(**known_fields(GpuBlock, data["gpu"])) if data.get("gpu") else None
         return cls(**{**known_fields(cls, data), "gpu": gpu})
 
 
@@ -101,7 +96,7 @@ class HostState:
     energy_source: str | None = None
     gpu_sm_mhz_start: float | None = None  # at the first block's start
     gpu_sm_mhz_end: float | None = None  # at the last block's end
-    gpu_reasons: tuple[str, ...] = ()  # every clock-event reason seen at a boundary
+    gpu_reasons: list[str] = dataclasses.field(default_factory=list)  # every clock-event reason seen at a boundary
     gpu_power_limit_w: float | None = None
     # The GPU's settings that add noise, read once a run: each {name, state, noisy, fix} (train/host_settings.py)
     gpu_settings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
@@ -142,8 +137,7 @@ class HostState:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "HostState":
         blocks = [HostBlock.from_json(block) for block in data.get("blocks", [])]
-        known = known_fields(cls, data)
-        return cls(**{**known, "blocks": blocks, "gpu_reasons": tuple(known.get("gpu_reasons", ()))})
+        return cls(**{**known_fields(cls, data), "blocks": blocks})
 
 
 def _energy(blocks: list[HostBlock]) -> dict[str, Any]:
@@ -163,6 +157,6 @@ def _gpu(blocks: list[HostBlock]) -> dict[str, Any]:
     return {
         "gpu_sm_mhz_start": gpus[0].sm_mhz_start,
         "gpu_sm_mhz_end": gpus[-1].sm_mhz_end,
-        "gpu_reasons": tuple(sorted({reason for g in gpus for reason in g.reasons})),
+        "gpu_reasons": sorted({reason for g in gpus for reason in g.reasons}),
         "gpu_power_limit_w": gpus[-1].power_limit_w,
     }

@@ -81,7 +81,7 @@ def a_block(nvml: StandInNvml) -> GpuBlock:
 def test_a_block_holds_the_clocks_the_reasons_in_force_the_power_and_the_counters_energy():
     block = a_block(StandInNvml())
     assert (block.sm_mhz_start, block.sm_mhz_end, block.memory_mhz_end) == (1980, 1590, 2619)
-    assert block.reasons == ("power cap",), "idle is no reason"
+    assert block.reasons == ["power cap"], "idle is no reason"
     assert (block.power_w_end, block.power_limit_w, block.temperature_c_end) == (300, 350, 70)
     assert block.energy_j == pytest.approx(150) and block.energy_source == COUNTER
 

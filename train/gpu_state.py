@@ -96,7 +96,7 @@ class GpuReader:
             sm_mhz_end=end.sm_mhz,
             memory_mhz_start=start.memory_mhz,
             memory_mhz_end=end.memory_mhz,
-            reasons=tuple(dict.fromkeys(reasons_named(start.reasons) + reasons_named(end.reasons))),
+            reasons=list(dict.fromkeys(reasons_named(start.reasons) + reasons_named(end.reasons))),
             power_w_start=start.power_w,
             power_w_end=end.power_w,
             power_limit_w=self.power_limit_w,

@@ -83,7 +83,7 @@ def ops_of(run: RunRecord) -> Ops | None:
 
 def explained(runs: list[RunRecord]) -> bool:
     """Whether any run of the sweep has an ops record (explain=true)."""
-    return any((run.path / records.OPS).is_file() for run in runs)
+    return any(run.path is not None and (run.path / records.OPS).is_file() for run in runs)
 
 
 def differences(base: list[Ops], side: list[Ops]) -> list[Difference]:

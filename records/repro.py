@@ -4,7 +4,8 @@ The planner writes its words into the run's config record (`repro`): the config 
 run's own value of each swept key, and `repeats=1`.
 The launch records the code under test beside it (status.json's `code_under_test`): its repository and commit, and
 how many tracked files differed from that commit.
-Where no repository holds the code under test, the code is perfsweep's own, as the run's env.json records it.
+Where no repository holds the code under test, the user's modules the launch copied are named as in none.
+A run of perfsweep's code alone is at perfsweep's own commit, as the run's env.json records it.
 A command is never shown without that commit, nor for dirty code without saying so.
 """
 
@@ -32,6 +33,9 @@ class Repro:
     def caveat(self) -> str:
         """Where the code must be checked out for the command to measure what the run measured."""
         code = self.code or {}
+        if code.get("in_no_repository"):
+            modules = ", ".join(code["in_no_repository"])
+            return f"{modules} in no git repository: the command measures it as it is where it runs"
         if not code.get("commit"):
             return "no commit recorded: the command measures the code as it is where it runs"
         at = f"{str(code['commit'])[:12]} of {code.get('repository', '?')}"
@@ -50,9 +54,18 @@ class Repro:
         return Repro(tuple(redact(list(self.words))), redact(self.code) if self.code else None)
 
 
-def code_of(under_test: dict[str, Any] | None, env: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The code a run's command must run at: the code under test, else perfsweep's own (env.json's `code`)."""
+def code_of(
+    under_test: dict[str, Any] | None, env: dict[str, Any] | None, copied: dict[str, str] | None
+) -> dict[str, Any] | None:
+    """The code a run's command must run at.
+
+    That is the code under test; else the user's modules the launch copied (`copied`, status.json's `code`), in no
+    repository; else perfsweep's own (env.json's `code`).
+    """
     if under_test:
         return under_test
+    users = sorted(set(copied or {}) - {"perfsweep"})
+    if users:
+        return {"in_no_repository": users}
     own = (env or {}).get("code")
     return {**own, "repository": own.get("source")} if isinstance(own, dict) and own.get("commit") else None

@@ -399,6 +399,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         if untimed:
             raise RecordError(untimed)
     axes, env = config["axes"], _readable(run_dir / ENV)
+    code = code_of(status.code_under_test, env, status.code)
     return RunRecord(
         path=run_dir,
         name=run_dir.name,
@@ -412,7 +413,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         summary=Summary.from_json(summary) if summary is not None else None,
         env=env,
         baselines=config["config"].get("baselines"),
-        repro=Repro(tuple(config["repro"]), code_of(status.code_under_test, env)) if config.get("repro") else None,
+        repro=Repro(tuple(config["repro"]), code) if config.get("repro") else None,
     )
 
 

@@ -96,6 +96,15 @@ def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):
     )
 
 
+def test_a_command_for_code_in_no_repository_names_that_code_not_perfsweeps_commit(tmp_path, monkeypatch):
+    (tmp_path / "mine.py").write_text("STEP = 1\n")  # the user's code, beside the launch, in no git repository
+    monkeypatch.chdir(tmp_path)
+    done = launch_here(*TINY, *ONE, "launcher=debug", f"runs_dir={tmp_path / 'runs'}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = records.load_sweep(tmp_path / "runs" / "default")
+    assert run.repro.caveat() == "mine in no git repository: the command measures it as it is where it runs"
+
+
 def test_the_comment_gives_the_command_of_each_changed_configuration(tmp_path):
     rng = np.random.default_rng(0)
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)

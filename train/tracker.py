@@ -61,9 +61,8 @@ class Tracker:
         """
         env_record = records.read_record(run_dir / records.ENV)
         environment = flatten(env_record, "env.") if isinstance(env_record, dict) else {}
-        code = code_of(
-            records.read_status(run_dir).code_under_test, env_record if isinstance(env_record, dict) else None
-        )
+        status = records.read_status(run_dir)
+        code = code_of(status.code_under_test, env_record if isinstance(env_record, dict) else None, status.code)
         repro = records.Repro(spec.repro, code) if spec.repro else None
         shown = {"repro": repro.redacted().line()} if repro else {}
         return {**redact({**flatten(run_fields(spec.config)), "run_id": spec.run_id, **environment}), **shown}

@@ -120,6 +120,7 @@ class Dispatcher:
         self.states: dict[str, str] = {}
         self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
         self.turns: Turns | None = None  # where warm jobs' runs take turns (launcher/turns.py)
+        self.left: set[str] = set()  # the runs of the jobs that have ended
 
     def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
         """Submit packs, `chunk` to an array.
@@ -208,8 +209,9 @@ class Dispatcher:
             if job_id not in alive:
                 del self.active[job_id]
                 self.slots.release(self.place_of.pop(job_id, NOWHERE))
+                self.left |= {run.spec.name for run in every_run(pack)}
         if self.turns is not None:
-            self.turns.give(set(self.states), [pack[0].turn for _, pack in self.active.values()])
+            self.turns.give(self.left, [pack[0].turn for _, pack in self.active.values()])
 
     def start_all(self, queue: collections.deque, max_array_size: int) -> list[str]:
         """Submit every pack of `queue` at once, as arrays.

@@ -166,7 +166,7 @@ def fork_runs(
                     break
                 if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # earlier
                     states |= {side.spec.name: records.DONE for side in run.every}
-                    pass_turn(run)
+                    pass_turn(run, queue)
                     continue
                 hazard = fork_hazard()
                 if hazard:
@@ -191,7 +191,7 @@ def fork_runs(
                 queue.append(child.run)
                 continue
             states |= ended
-            pass_turn(child.run)
+            pass_turn(child.run, queue)
     except KeyboardInterrupt as stop:  # Ctrl-C, or the launcher cancelling this job: children stop as runs do
         _stop(children)
         # not started: pending, not lost (the job was stopped)
@@ -223,9 +223,12 @@ def _take(queue: collections.deque, wait: bool) -> RunJob | None:
     return run
 
 
-def pass_turn(run: RunJob) -> None:
-    """Give the run after `run` its turn, where runs take turns: `run` has ended."""
-    if run.turn is not None and run.turn.then is not None:
+def pass_turn(run: RunJob, queue: collections.deque) -> None:
+    """Give the run after `run` its turn, where runs take turns, `run`'s process has ended and this job has runs left.
+
+    After the job's last run, the launcher gives the turn once the job has ended.
+    """
+    if queue and run.turn is not None and run.turn.then is not None:
         run.turn.then.touch()
 
 

@@ -7,14 +7,17 @@ import types
 
 import numpy as np
 import pytest
+import torch
 
 from perfsweep.analysis.statistics.host_flags import figures, seen
 from perfsweep.analysis.views.table import table_view
 from perfsweep.records import RunRecord
 from perfsweep.records.host import GpuBlock, HostBlock, HostState
+from perfsweep.train import gpu_state
 from perfsweep.train.gpu_state import COUNTER, INTEGRATED, GpuReader
 from perfsweep.train.host_state import HostReader
-from perfsweep.train.instrumented import energy_of
+from perfsweep.train.instrumented import energy_of, host_of
+from perfsweep.train.window import Window
 from tests import synthetic
 
 
@@ -94,7 +97,7 @@ def test_a_gpu_without_an_energy_counter_integrates_its_power_over_the_block():
 def _on_gpu(seconds: float = 0.5) -> HostState:
     reader = GpuReader(StandInNvml(), handle=0)
     host = HostState.of([HostBlock(wall_s=seconds, cpus=2, process_cpu_s=seconds, gpu=a_block(StandInNvml()))])
-    return dataclasses.replace(host, gpu_settings=[dataclasses.asdict(s) for s in reader.settings])
+    return dataclasses.replace(host, gpu_settings=[dataclasses.asdict(s) for s in reader.settings()])
 
 
 def test_the_flags_name_the_clock_that_fell_its_reason_and_the_other_process():
@@ -165,3 +168,26 @@ def test_with_the_machines_price_the_table_gives_what_a_million_samples_cost(tmp
     expected = 3.6 / 3600 * 1e6 / statistics.geometric_mean(rates)  # $1e-3 a second, at the runs' throughput
     assert row[shown.fields.index("$/1M samples")] == pytest.approx(expected, rel=1e-6)
     assert "$/1M samples" not in table_view(tmp_path, _training(one)).header, "no price: no column"
+
+
+def test_a_gpu_run_without_nvml_has_no_energy_not_the_cpu_packages(monkeypatch):
+    monkeypatch.setattr(gpu_state, "here", lambda device: None)  # NVML cannot reach the GPU (no GPU here)
+    window = Window(
+        rows=[], seconds=1.0, timer="cuda_event", ended_at=0.0, host=[HostBlock(1.0, 2, 1.0, cpu_energy_j=50.0)]
+    )
+    assert host_of(window, torch.device("cpu")).energy_j == 50.0
+    assert host_of(window, torch.device("cuda")).energy_j is None
+
+
+def test_the_gpu_settings_are_read_when_asked_not_once_a_process():
+    nvml = StandInNvml()
+    reader = GpuReader(nvml, handle=0)
+    assert "4242" in reader.settings()[2].state
+    nvml.nvmlDeviceGetComputeRunningProcesses = lambda handle: []
+    assert reader.settings()[2].state == "none", "the next run reads the GPU as it is then"
+
+
+def test_a_rapl_counter_without_a_range_is_not_read(tmp_path):
+    _rapl(tmp_path, 1.0)
+    (tmp_path / "sys/class/powercap/intel-rapl:0/max_energy_range_uj").write_text("0\n")
+    assert HostReader(root=tmp_path, cpus={0}).read().energy_uj is None

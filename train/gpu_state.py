@@ -56,8 +56,10 @@ class GpuReader:
 
     def __init__(self, nvml: Any, handle: Any):
         self.nvml, self.handle = nvml, handle
-        self.power_limit_w = self._ask("nvmlDeviceGetEnforcedPowerLimit", scale=1e-3)
-        self.settings: list[Setting] = nvml_settings(nvml, handle)
+
+    def settings(self) -> list[Setting]:
+        """The GPU's settings that add noise, read now: a run reads them once, after its window."""
+        return nvml_settings(self.nvml, self.handle)
 
     def _ask(self, name: str, *args: Any, scale: float = 1.0) -> float | None:
         try:
@@ -99,7 +101,7 @@ class GpuReader:
             reasons=list(dict.fromkeys(reasons_named(start.reasons) + reasons_named(end.reasons))),
             power_w_start=start.power_w,
             power_w_end=end.power_w,
-            power_limit_w=self.power_limit_w,
+            power_limit_w=self._ask("nvmlDeviceGetEnforcedPowerLimit", scale=1e-3),
             temperature_c_start=start.temperature_c,
             temperature_c_end=end.temperature_c,
             energy_j=energy,
@@ -108,7 +110,7 @@ class GpuReader:
 
 
 def here(device: torch.device) -> GpuReader | None:
-    """A reader of the run's GPU, found once a process; None on a CPU, or where NVML cannot reach the GPU."""
+    """A reader of the run's GPU, its handle found once a process; None on a CPU, or where NVML cannot reach it."""
     return _reader(gpu_uuid(device)) if device.type == "cuda" else None
 
 

@@ -43,8 +43,9 @@ def rapl_packages(root: Path) -> list[tuple[Path, int]]:
     found = []
     for domain in sorted((root / "sys/class/powercap").glob("intel-rapl:*")):
         try:
-            if domain.name.count(":") == 1 and (domain / "name").read_text().startswith("package"):
-                found.append((domain, int((domain / "max_energy_range_uj").read_text())))
+            wrap = int((domain / "max_energy_range_uj").read_text())
+            if domain.name.count(":") == 1 and (domain / "name").read_text().startswith("package") and wrap > 0:
+                found.append((domain, wrap))
         except (OSError, ValueError):
             continue
     return found

@@ -152,9 +152,11 @@ def host_of(window: Window, device: torch.device) -> HostState | None:
     """The host over the window's blocks, with the GPU's settings that add noise where it ran on one."""
     if not window.host:
         return None
-    gpu = gpu_state.here(device)
-    settings = [dataclasses.asdict(setting) for setting in gpu.settings] if gpu else []
-    return dataclasses.replace(HostState.of(window.host), gpu_settings=settings)
+    host, gpu = HostState.of(window.host), gpu_state.here(device)
+    if device.type != "cpu" and gpu is None:  # the CPU packages' energy is not the device's
+        host = dataclasses.replace(host, energy_j=None, energy_source=None)
+    settings = [dataclasses.asdict(setting) for setting in gpu.settings()] if gpu else []
+    return dataclasses.replace(host, gpu_settings=settings)
 
 
 def energy_of(summary: Summary) -> dict[str, float]:

@@ -28,6 +28,8 @@ class GpuBlock:
     temperature_c_end: float | None = None
     energy_j: float | None = None
     energy_source: str | None = None  # "NVML energy counter", or "NVML power x time" where the GPU has no counter
+    power_held_s: float | None = None  # the block's time the GPU was held below its clocks by its power cap
+    thermal_held_s: float | None = None  # ... by a thermal slowdown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +100,8 @@ class HostState:
     gpu_sm_mhz_end: float | None = None  # at the last block's end
     gpu_reasons: list[str] = dataclasses.field(default_factory=list)  # every clock-event reason seen at a boundary
     gpu_power_limit_w: float | None = None
+    gpu_power_held_s: float | None = None  # over the blocks: the time the power cap held the GPU's clocks down
+    gpu_thermal_held_s: float | None = None
     # The GPU's settings that add noise, read once a run: each {name, state, noisy, fix} (train/host_settings.py)
     gpu_settings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
@@ -159,4 +163,6 @@ def _gpu(blocks: list[HostBlock]) -> dict[str, Any]:
         "gpu_sm_mhz_end": gpus[-1].sm_mhz_end,
         "gpu_reasons": sorted({reason for g in gpus for reason in g.reasons}),
         "gpu_power_limit_w": gpus[-1].power_limit_w,
+        "gpu_power_held_s": _total([g.power_held_s for g in gpus]),
+        "gpu_thermal_held_s": _total([g.thermal_held_s for g in gpus]),
     }

@@ -30,6 +30,7 @@ class StandInNvml:
     power cap between two readings, drawing 300 W of a 350 W limit, beside another process (pid 4242)."""
 
     NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU, NVML_FEATURE_ENABLED = 0, 2, 0, 1
+    NVML_PERF_POLICY_POWER, NVML_PERF_POLICY_THERMAL = 0, 1
 
     def __init__(self, energy_counter: bool = True):
         self.reads, self.energy_counter = 0, energy_counter
@@ -56,6 +57,10 @@ class StandInNvml:
         if not self.energy_counter:
             raise NotSupported("the GPU has no energy counter")
         return 1_000_000 + 150_000 * (self.reads > 1)  # mJ
+
+    def nvmlDeviceGetViolationStatus(self, handle, policy):  # noqa: N802
+        held_s = 0.1 * (self.reads > 1) if policy == self.NVML_PERF_POLICY_POWER else 0.0  # 0.1 s under the power cap
+        return types.SimpleNamespace(referenceTime=0, violationTime=int((5.0 + held_s) * 1e9))  # ns since boot
 
     def nvmlDeviceGetApplicationsClock(self, handle, clock):  # noqa: N802
         return 1500
@@ -87,6 +92,7 @@ def test_a_block_holds_the_clocks_the_reasons_in_force_the_power_and_the_counter
     assert block.reasons == ["power cap"], "idle is no reason"
     assert (block.power_w_end, block.power_limit_w, block.temperature_c_end) == (300, 350, 70)
     assert block.energy_j == pytest.approx(150) and block.energy_source == COUNTER
+    assert block.power_held_s == pytest.approx(0.1) and block.thermal_held_s == 0.0, "within the block, not at its ends"
 
 
 def test_a_gpu_without_an_energy_counter_integrates_its_power_over_the_block():
@@ -103,6 +109,8 @@ def _on_gpu(seconds: float = 0.5) -> HostState:
 def test_the_flags_name_the_clock_that_fell_its_reason_and_the_other_process():
     said = seen(_on_gpu())
     assert "SM clock 1980 -> 1590 MHz, reason: power cap" in said
+    assert "GPU held below its clocks by its power cap for 20% of its window" in said, "0.1 s of 0.5 s"
+    assert "thermal" not in said
     assert "another process on the GPU: pids 4242" in said
     assert "SM clock 1980 -> 1590 MHz, power 300 W (NVML energy counter) of a 350 W limit" in figures(_on_gpu())
 

@@ -5,6 +5,9 @@ It is read where train/host_state.py reads the host: after the block's synchroni
 A reading is a handful of NVML queries, tens of microseconds each.
 Energy comes from NVML's energy counter (Volta and newer), as Zeus measures a window.
 Where the GPU has none, it is the block's mean power (at its two ends) times its wall time.
+The two ends follow a synchronize, so the GPU is idle there: that fallback is mostly idle power.
+So are the clock-event reasons read there; NVML's violation counters (power and thermal) count the time within the
+block that the GPU was held below its clocks.
 The GPU's settings that add noise (clocks not locked, persistence mode off, other processes) are read once a run.
 
 A figure NVML does not give is None; a GPU without NVML is read as none at all.
@@ -44,6 +47,8 @@ class GpuReading(NamedTuple):
     power_w: float | None
     temperature_c: float | None
     energy_mj: float | None  # NVML's counter since the driver loaded
+    power_held_ns: float | None  # NVML's violation counter of the power policy: time held below its clocks
+    thermal_held_ns: float | None
 
 
 def reasons_named(bits: int | None) -> tuple[str, ...]:
@@ -84,7 +89,15 @@ class GpuReader:
             power_w=self._ask("nvmlDeviceGetPowerUsage", scale=1e-3),
             temperature_c=self._ask("nvmlDeviceGetTemperature", nvml.NVML_TEMPERATURE_GPU),
             energy_mj=self._ask("nvmlDeviceGetTotalEnergyConsumption"),
+            power_held_ns=self._held(nvml.NVML_PERF_POLICY_POWER),
+            thermal_held_ns=self._held(nvml.NVML_PERF_POLICY_THERMAL),
         )
+
+    def _held(self, policy: int) -> float | None:
+        try:
+            return float(self.nvml.nvmlDeviceGetViolationStatus(self.handle, policy).violationTime)
+        except Exception:  # not supported on this GPU, or a query this driver's NVML lacks
+            return None
 
     def block(self, start: GpuReading, end: GpuReading) -> GpuBlock:
         """The GPU over the block between two readings."""
@@ -106,7 +119,13 @@ class GpuReader:
             temperature_c_end=end.temperature_c,
             energy_j=energy,
             energy_source=source,
+            power_held_s=_seconds_between(start.power_held_ns, end.power_held_ns),
+            thermal_held_s=_seconds_between(start.thermal_held_ns, end.thermal_held_ns),
         )
+
+
+def _seconds_between(start_ns: float | None, end_ns: float | None) -> float | None:
+    return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else None
 
 
 def here(device: torch.device) -> GpuReader | None:

@@ -20,6 +20,8 @@ TAKEN = (("others' CPU", OTHERS, "others_share"), ("steal", STEAL, "steal_share"
 # NVML's clock-event reasons that hold a GPU's clock below what its settings ask (train/gpu_state.py)
 HELD = ("power cap", "hardware slowdown", "thermal slowdown (software)", "thermal slowdown (hardware)", "power brake")
 GPU_OTHERS = "other processes on the GPU"  # the GPU setting (train/host_settings.py) that names them
+# The share of a run's window that a power cap or a thermal slowdown held its GPU's clocks down, above which it says so
+HELD_SHARE = 0.05
 
 
 def seen(host: HostState) -> str:
@@ -51,6 +53,9 @@ def _gpu_seen(host: HostState) -> list[str]:
         found.append(f"SM clock {start:.0f} -> {end:.0f} MHz{why}")
     elif held:
         found.append(f"GPU clock held by {', '.join(held)}")
+    for cause, seconds in (("its power cap", host.gpu_power_held_s), ("a thermal slowdown", host.gpu_thermal_held_s)):
+        if seconds is not None and host.wall_s > 0 and seconds > HELD_SHARE * host.wall_s:
+            found.append(f"GPU held below its clocks by {cause} for {seconds / host.wall_s:.0%} of its window")
     others = [s["state"] for s in host.gpu_settings if s.get("name") == GPU_OTHERS and s.get("noisy")]
     found += [f"another process on the GPU: {state}" for state in others]
     return found

@@ -15,8 +15,8 @@ dist     sweep=dist_scaling: ResNet50 and ViT-B/16 under DDP and FSDP, NCCL, a G
          It runs at 1 rank and every world size up to the machine's GPUs, a run each, steps trimmed.
          Then bench.syncs on a DDP and an FSDP step, beside one process.
 state    sweep=subclass_gpu (ResNet50, a Tensor against its subclasses) with its GPU's state read at each block:
-         SM clock, NVML's clock-event reasons, power and energy. Then its table (J/sample, samples/J) and `runs`,
-         a host line a run.
+         SM clock, NVML's clock-event reasons, power and energy, and explain=true (each run's operators).
+         Then its table (J/sample, samples/J, each difference by operator) and `runs`, a host line a run.
 compile  The compile modes (eager, default, reduce-overhead, max-autotune) over sweep=subclass_gpu.
          Each is one step, into one sweep folder; then their table, side by side.
 timm     timm's memory-format tables: sweep=timm_train_memory_format and timm_infer_memory_format.
@@ -267,9 +267,11 @@ def compile_steps(out: Path) -> list[Step]:
 
 
 def state_steps(out: Path) -> list[Step]:
-    """The state stage: the seeds' ResNet50 comparisons (sweep=subclass_gpu) with their GPU's state a block and their
-    energy: then the table (J/sample, samples/J) and each run's host line (SM clock, power, NVML's reasons)."""
+    """The state stage: the seeds' ResNet50 comparisons (sweep=subclass_gpu) with their GPU's state a block, their
+    energy and their operators: then the table (J/sample, samples/J, each difference by operator) and each run's host
+    line (SM clock, power, NVML's reasons)."""
     sweep = ["sweep=subclass_gpu", f"sweep_name={STATE_SWEEP}", *(f"{k}={v}" for k, v in TRIMMED.items()), PACKED]
+    sweep.append("explain=true")  # explain's CUDA side, on the seed whose differences it should account for
     folder = str(out / "runs" / STATE_SWEEP)
     views = [Step(f"state-{view}", [*python(), "launch.py", view, folder], None, 10, tables=True) for view in VIEWS]
     return [sweep_step("state-sweep", sweep, out), *views]

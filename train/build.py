@@ -285,7 +285,10 @@ def configure_backends(cfg: RunConf) -> dict[str, object]:
 def build(cfg: RunConf, device: torch.device) -> Trainer:
     memory_format = MEMORY_FORMATS[cfg.memory_format.name]
     dtype = prec.param_dtype(cfg.precision)
-    built = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=memory_format).train()
+    # FSDP2 shards only contiguous parameters: its runs take the memory format through their inputs, whose
+    # convolutions keep it in the activations
+    params_format = torch.contiguous_format if cfg.dist.name == "fsdp" else memory_format
+    built = build_model(cfg.model).to(device=device, dtype=dtype, memory_format=params_format).train()
     factory = user_targets.locate("model.inputs", cfg.model.inputs) if cfg.model.inputs else None
     origin = contract.Origin(built, factory, cfg.model.inputs, cfg.model.num_classes)
     model = distributed(built, cfg.dist, device)

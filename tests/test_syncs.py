@@ -5,6 +5,9 @@ the CUDA sync counts themselves are checked by the `gpu` tests here and in test_
 """
 
 import inspect
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -16,6 +19,7 @@ from perfsweep.train.inputs import INPUT_TYPES
 from perfsweep.train.syncs import SYNC_WARNING, HostReads, count_host_syncs, host_sync_places, sync_places
 from perfsweep.train.timing import StepClock
 from perfsweep.train.window import make_workload, run_window, timed_steps
+from tests.helpers import ROOT
 
 CPU = torch.device("cpu")
 
@@ -56,6 +60,15 @@ def test_each_host_read_is_named_with_its_place():
         f"nonzero at {here}:{line + 4}",
         f"to at {here}:{line + 5}",
     ]
+
+
+def test_a_place_is_named_within_the_project_also_when_imported_through_a_link(tmp_path):
+    """A GPU image may put perfsweep on the path as a link to its checkout; frames name files by that path."""
+    (tmp_path / "perfsweep").symlink_to(ROOT, target_is_directory=True)
+    code = "from perfsweep.train import syncs; print(syncs._short(syncs.__file__, 7))"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    shown = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert shown.stdout.strip() == "train/syncs.py:7", shown.stdout + shown.stderr
 
 
 @pytest.mark.gpu

@@ -30,7 +30,8 @@ READS = frozenset(
 )  # fmt: skip
 _TORCH = str(Path(torch.__file__).parent)
 _PACKAGES = str(Path(_TORCH).parent)
-_PROJECT = str(Path(__file__).resolve().parent.parent)
+# as imported (frames name files so, also through a link) and as resolved
+_PROJECT = tuple(dict.fromkeys(str(p.parent.parent) for p in (Path(__file__).absolute(), Path(__file__).resolve())))
 _DISPATCH = {str(Path(_TORCH, name)) for name in ("overrides.py", "_tensor.py")}  # how a call reaches the mode
 
 
@@ -83,7 +84,7 @@ def _copies_to_host(args: tuple, kwargs: dict) -> bool:
 
 def _short(path: str, line: int) -> str:
     """A place as `torch/amp/grad_scaler.py:371` or `train/step.py:47`, not as a long absolute path."""
-    for root in (_PACKAGES, _PROJECT):
+    for root in (_PACKAGES, *_PROJECT):
         if path.startswith(root + "/"):
             return f"{path[len(root) + 1 :]}:{line}"
     return f"{path}:{line}"

@@ -199,3 +199,22 @@ def test_a_rapl_counter_without_a_range_is_not_read(tmp_path):
     _rapl(tmp_path, 1.0)
     (tmp_path / "sys/class/powercap/intel-rapl:0/max_energy_range_uj").write_text("0\n")
     assert HostReader(root=tmp_path, cpus={0}).read().energy_uj is None
+
+
+def test_a_runs_start_clock_is_read_after_its_warm_up_as_its_window_begins(monkeypatch):
+    """An idle GPU's clock (345 MHz on an H200) rises only in the warm-up: read before it, every first run of a sweep
+    was flagged DRIFT though its window ran at full clock."""
+    from perfsweep.sweeps.plan import build_plan
+    from perfsweep.train import instrumented
+
+    said = []
+    monkeypatch.setattr(
+        instrumented, "clocks", lambda device: said.append("clock") or {"source": "cpu_mhz", "mhz": 1.0}
+    )
+    warmed_up, run_window = instrumented.warmed_up, instrumented.run_window
+    monkeypatch.setattr(instrumented, "warmed_up", lambda *a: (warmed_up(*a), said.append("warmed up"))[0])
+    monkeypatch.setattr(instrumented, "run_window", lambda *a: said.append("window") or run_window(*a))
+    overrides = ["model=tiny_cnn", "model.image_size=32", "model.batch_size=2", "steps=2", "warmup_steps=1"]
+    (spec,) = build_plan([*overrides, "input_type=tensor", "memory_format=contiguous", "repeats=1"]).runs
+    instrumented.measure(spec.config, torch.device("cpu"))
+    assert said == ["window", "warmed up", "clock", "window"], "the warm-up's steps, then the clock, then the window's"

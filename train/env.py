@@ -210,7 +210,7 @@ def clocks(device: torch.device) -> dict[str, object]:
 
     On a GPU, it is the SM clock and temperature, through NVML (nvidia-ml-py, a requirement).
     Without NVML's driver library, or on a CPU run, it is the host's mean core frequency (/proc/cpuinfo).
-    A run records it at its start and end.
+    A run records it as its window begins (after its warm-up) and after its window.
     """
     if device.type == "cuda":
         try:

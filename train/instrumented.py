@@ -365,7 +365,7 @@ def paired_process(
     Peak memory is read once, after the blocks: every side's, and no side's bookkeeping.
     """
     cfg = sides[0].spec.config
-    before, clock_start = neighbours(device), clocks(device)
+    before = neighbours(device)
     switches, warm, ready = process_switches(), [], [None]
     for index, side in enumerate(sides):
         try:
@@ -392,6 +392,7 @@ def paired_process(
         )
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    clock_start = clocks(device)  # after the warm-ups, which bring an idle GPU's clock up
     sizes = block_sizes(cfg.steps, cfg.blocks)
     order = block_order(len(live), len(sizes), cfg.seed)
     windows = measure_blocks([warm[index].work for index in live], names, order, sizes, cfg.warmup_steps, device)
@@ -526,10 +527,11 @@ def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
 
 def measure(cfg: RunConf, device: torch.device) -> Measured:
     """Build and warm up the workload, then time its measured window."""
-    before, clock_start = neighbours(device), clocks(device)
+    before = neighbours(device)
     built = warmed_up(cfg, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    clock_start = clocks(device)  # after the warm-up, which brings an idle GPU's clock up
     window = run_window(built.work, built.cfg.warmup_steps, built.cfg.steps, device)
     return Measured(**built._asdict(), window=window, neighbours=before, clock_start=clock_start)
 
@@ -542,7 +544,8 @@ def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
         "host_syncs_per_step": count_host_syncs(lambda: work.step(after, NoClock()), device),
         # Other processes on the run's GPU before and after measuring: such a run shared its device.
         "neighbours": {"start": measured.neighbours, "end": neighbours(device)},
-        # The device's clock before and after: analysis flags runs whose clocks drifted from the sweep's.
+        # The device's clock as the window began and after it: analysis flags runs whose clocks drifted from the
+        # sweep's.
         "clocks": {"start": measured.clock_start, "end": clocks(device)},
         # One more step's FLOPs, counted where the counter counts the workload's work.
         "flops_per_step": count_flops(lambda: work.step(after, NoClock())) if work.counts_flops else None,

@@ -88,8 +88,10 @@ def ops_record(alias_calls: float, outside_ms: float, rng) -> dict:
     }  # fmt: skip
 
 
-def explained_sweep(tmp_path, slowdown: float) -> list:
-    """Synthetic runs of a Tensor and a subclass `slowdown` times as slow, each with its ops record on disk."""
+def explained_sweep(tmp_path, slowdown: float, record=None) -> list:
+    """Synthetic runs of a Tensor and a subclass `slowdown` times as slow, each with its ops record on disk.
+
+    `record(subclass, rng)` makes a run's ops record where given."""
     rng = np.random.default_rng(0)
     levels = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 20.0 * slowdown}
     runs = synthetic.sweep(levels, 4, synthetic.Noise(bimodal=0.0), rng)
@@ -99,7 +101,8 @@ def explained_sweep(tmp_path, slowdown: float) -> list:
         folder.mkdir(parents=True)
         subclass = run.axes["input_type"] == "subclass"
         outside = 4.0 + (3.0 if subclass and slowdown > 1 else 0.0) + rng.normal(0, 0.1)
-        records.write_json(folder / records.OPS, ops_record(47.0 if subclass else 0.0, outside, rng))
+        made = record(subclass, rng) if record else ops_record(47.0 if subclass else 0.0, outside, rng)
+        records.write_json(folder / records.OPS, made)
         placed.append(dataclasses.replace(run, path=folder))
     return placed
 
@@ -115,6 +118,52 @@ def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_l
     assert "torch calls through a subclass's __torch_function__, per step: Sub 92 (baseline: none)" in shown
     assert "unexplained" in shown and "memory by phase, MiB allocated net (profiler)" in shown
     assert re.search(r"host time, baseline -> this: [\d.]+ ms \(\d+% outside operators\) -> [\d.]+ ms \(", shown)
+
+
+# Kernels as an H200's profiler named them in the seeds' ResNet50 step (results/nvidia-h200-torch2.11.0/state).
+BATCHNORM = (
+    "void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 3, 4, 1, {}, true, 2>"
+    "(cudnn::NhwcBatchNormBwdParams<__half, float>)"
+)
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >"
+    "(int, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul>)"
+)
+ADD = (
+    "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add"
+    "<c10::Half> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::Half> const&)::{lambda(int)#1}>"
+    "(int, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::Half> >(at::TensorIteratorBase&, "
+    "at::native::CUDAFunctor_add<c10::Half> const&)::{lambda(int)#1})"
+)
+
+
+def gpu_ops_record(subclass: bool, rng) -> dict:
+    """A GPU step's ops record: two batch norms' kernels that differ in one template argument, a fill that the
+    subclass calls more often, and an addition that it adds."""
+    calls = {BATCHNORM.format(0): (16, 400.0), BATCHNORM.format(1): (16, 300.0), FILL: (51 if subclass else 2, 20.0)}
+    if subclass:
+        calls[ADD] = (12, 1700.0)
+    operators = {
+        name: {"calls": float(n), "self_cpu_us": 0.0, "self_device_us": us * (n / 16) * rng.uniform(0.98, 1.02)}
+        for name, (n, us) in calls.items()
+    }
+    return {
+        "steps": 3, "device": "cuda", "operators": operators, "phases": {}, "torch_calls": 600,
+        "subclass_calls": {"Sub": 233} if subclass else {}, "host_reads": {}, "dynamo": None,
+    }  # fmt: skip
+
+
+def test_a_gpu_comparison_names_each_kernel_short_and_tells_apart_those_that_shorten_alike(tmp_path):
+    (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.3, record=gpu_ops_record))
+    names = [row[0] for row in view.rows]
+    assert names[0] == "elementwise_kernel<CUDAFunctor_add, Half>", "the added kernel, ranked first by its time"
+    assert "vectorized_elementwise_kernel<FillFunctor, Half>" in names
+    assert sorted(n for n in names if n.startswith("batchnorm")) == [
+        "batchnorm_bwtr_nhwc_semiPersist<half> #1",
+        "batchnorm_bwtr_nhwc_semiPersist<half> #2",
+    ], "two kernels whose names differ in one template argument stay two rows a reader tells apart"
+    assert all(len(name) <= 60 for name in names)
+    assert "each kernel's whole name" in text(view)
 
 
 def test_a_comparison_not_decided_explains_nothing(tmp_path):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from perfsweep import records
 from perfsweep.analysis.groups import Configuration, configurations, labels, speedups
+from perfsweep.analysis.kernel_names import short_names
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER
@@ -119,7 +120,8 @@ def largest(base_runs: list[RunRecord], side_runs: list[RunRecord], top: int = 3
     if not base or not side:
         return []
     made = [d for d in sorted(differences(base, side), key=lambda d: -abs(d.delta_ms))[:top] if d.delta_ms]
-    return [f"{d.name}: {d.delta_ms:+.3g} ms a step ({d.kind}, calls {_calls(d)}, {d.noise})" for d in made]
+    short = short_names([d.name for d in made])
+    return [f"{short[d.name]}: {d.delta_ms:+.3g} ms a step ({d.kind}, calls {_calls(d)}, {d.noise})" for d in made]
 
 
 def ranked(made: list[Difference]) -> list[Difference]:
@@ -210,11 +212,14 @@ def _calls(d: Difference) -> str:
     return f"{_median(d.base_calls):g} -> {_median(d.calls):g}"
 
 
-def columns(cuda: bool) -> list[Column]:
-    """The rows' columns; the time is the device's on CUDA (kernels, copies), the host's on a CPU."""
+def columns(cuda: bool, shown: list[Difference] = ()) -> list[Column]:
+    """The rows' columns; the time is the device's on CUDA (kernels, copies), the host's on a CPU.
+
+    A CUDA kernel is named by its short name (analysis/kernel_names.py)."""
     time = "self device ms/step" if cuda else "self ms/step"
+    short = short_names([d.name for d in shown])
     return [
-        Column("difference", lambda d: d.name),
+        Column("difference", lambda d: short[d.name]),
         Column("kind", lambda d: d.kind),
         Column("calls/step (baseline -> this)", lambda d: "-" if d.name.startswith(OUTSIDE) else _calls(d)),
         Column(f"{time} (baseline -> this)", lambda d: f"{figure(_median(d.base_ms))} -> {figure(_median(d.ms))}"),
@@ -261,9 +266,9 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
         "self ms/step: an operator's self time per step (on a GPU, each kernel's and copy's device time); Python "
         "between operators: a phase's time that no operator accounts for (on a CPU). runs: within noise where the "
         f"sides' runs overlap. Rows: the {TOP} largest time changes, then the {TOP} largest count changes. Traces: "
-        f"each run's {records.PROFILE}, for Perfetto"
+        f"each run's {records.PROFILE}, for Perfetto, with each kernel's whole name"
     ]
-    return View(title, above, columns(cuda), shown, notes)
+    return View(title, above, columns(cuda, shown), shown, notes)
 
 
 def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:

@@ -17,12 +17,34 @@ from perfsweep.records import AUTO
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 
 
+class RoundClock:
+    """What a round costs, measured over the looks so far, and whether the next look would end past the cap."""
+
+    def __init__(self, cap_s: float, now: float):
+        self.cap_s, self.began, self.look_began = cap_s, now, now
+        self.rounds, self.spent_s, self.round_s = 0, 0.0, 0.0
+
+    def look_starts(self, now: float) -> None:
+        self.look_began = now
+
+    def look_ends(self, rounds: int, now: float) -> None:
+        """A look ended with `rounds` rounds run in all: a round's cost is its launch's seconds over its new rounds."""
+        if rounds > self.rounds:
+            self.spent_s += now - self.look_began
+            self.rounds, self.round_s = rounds, self.spent_s / rounds
+
+    def would_pass(self, rounds: int, now: float) -> bool:
+        """Whether a look up to `rounds` rounds would end past the cap, at the rounds' cost so far."""
+        return now - self.began + (rounds - self.rounds) * self.round_s > self.cap_s
+
+
 class Rounds:
     """The rounds of one sweep, looked at after each launch."""
 
     def __init__(self, base: list[str], first: Plan, looks: list[int]):
         self.base, self.auto, self.looks = base, first.settings.auto, looks
         self.began = time.monotonic()
+        self.clock = RoundClock(60 * self.auto.max_minutes, self.began)
         self.plan, self.done, self.last = first, [], None
         self.cap = build_plan([*base, f"repeats={looks[-1]}"], partial=True)
         self.progress = UpToCap()
@@ -30,9 +52,11 @@ class Rounds:
     def plans(self, runs: int) -> list[Plan]:
         """The look's plan; the count then expects at most the runs the cap leaves undone."""
         self.progress.expect(sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs))
+        self.clock.look_starts(time.monotonic())
         return [build_plan([*self.base, f"repeats={runs}"], partial=True)]
 
     def looked(self, plan: Plan, runs: int) -> None:
+        self.clock.look_ends(runs, time.monotonic())
         names = [spec.name for spec in plan.runs]
         self.plan, self.runs = plan, runs
         self.done = [r for r in records.load_sweep(plan.sweep_dir, names) if r.state == records.DONE]
@@ -43,12 +67,17 @@ class Rounds:
         return self.last.met
 
     def out_of_time(self) -> bool:
-        return time.monotonic() - self.began > 60 * self.auto.max_minutes
+        """Whether the next look's rounds, at what a round has cost, would end past auto.max_minutes."""
+        return self.clock.would_pass(self.looks[self.looks.index(self.runs) + 1], time.monotonic())
 
     def capped(self) -> str:
         """What stopped the rounds short of a decision."""
         if self.runs != self.looks[-1]:
-            return f"{self.auto.max_minutes:g} min (auto.max_minutes)"
+            following = self.looks[self.looks.index(self.runs) + 1]
+            return (
+                f"{self.auto.max_minutes:g} min (auto.max_minutes): the look at {following} runs would have ended "
+                f"past it, at {self.clock.round_s:.1f} s a round"
+            )
         return f"{self.auto.max_runs} runs per configuration (auto.max_runs)"
 
 

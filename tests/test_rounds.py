@@ -14,6 +14,7 @@ from perfsweep import records
 from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
 from perfsweep.analysis.views import table
+from perfsweep.commands.auto import RoundClock
 from perfsweep.launcher import progress
 from tests import golden, synthetic
 from tests.helpers import launch_here
@@ -116,8 +117,9 @@ def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeyp
 
 
 def _rounds(stdout: str) -> str:
-    """What a launch says of its rounds, with the minutes they took as a placeholder."""
+    """What a launch says of its rounds, with the minutes they took and a round's seconds as placeholders."""
     said = "\n".join(line for line in stdout.splitlines() if line.startswith(("repeats=auto", "  ")))
+    said = re.sub(r"at \d+(\.\d+)? s a round", "at <seconds> s a round", said)
     return re.sub(r"done in \d+(\.\d+)? min", "done in <minutes> min", said)
 
 
@@ -185,3 +187,16 @@ def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_pa
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert result.stdout.count("] done ") == 6
     golden.says("repeats=auto: a sweep stopped by its wall-time cap", _rounds(result.stdout))
+
+
+def test_the_wall_time_cap_is_planned_from_what_a_round_has_cost():
+    """Rounds of 10 s under a 60 s cap: after 3 rounds (30 s) a look up to 5 would end at 50 s, and starts; after
+    5 (50 s) a look up to 7 would end at 70 s, and does not start, though the cap has not passed."""
+    clock = RoundClock(60.0, now=0.0)
+    clock.look_starts(0.0)
+    clock.look_ends(3, now=30.0)
+    assert clock.round_s == pytest.approx(10.0) and not clock.would_pass(5, now=30.0)
+    clock.look_starts(30.0)
+    clock.look_ends(5, now=50.0)
+    assert clock.would_pass(7, now=50.0), "the next look's 2 rounds would end at 70 s"
+    assert not RoundClock(60.0, now=0.0).would_pass(3, now=0.0), "before any round, nothing is known to cost"

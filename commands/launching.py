@@ -156,6 +156,27 @@ def _ended(plan, outcome, show: bool) -> int:
         print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
+    unstarted = over_budget(plan)
     if show:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
-    return 1 if outcome.failed else 0
+        if unstarted:
+            print(budget_line(plan, unstarted))
+    return 1 if set(outcome.failed) - set(unstarted) else 0
+
+
+def over_budget(plan) -> dict[str, str]:
+    """The runs that the launch's budget (launcher.budget_s) left unstarted, with why: they are no failure."""
+    from perfsweep import records
+
+    statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
+    return {name: status.interrupted["reason"] for name, status in statuses.items() if status.over_budget}
+
+
+def budget_line(plan, unstarted: dict[str, str]) -> str:
+    """What the budget left unstarted, why, and how to run it."""
+    why = next(iter(unstarted.values())).removeprefix("launcher.budget_s: ")
+    return (
+        f"perfsweep: launcher.budget_s={plan.settings.launcher.budget_s:g}: {len(unstarted)} of {len(plan.runs)} runs "
+        f"were not started ({why}); the views above decide with the runs done. `{user_command()} resume "
+        f"{plan.sweep_dir}` (or the same command) runs the rest"
+    )

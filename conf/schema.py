@@ -192,6 +192,10 @@ class LauncherConf:
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
+    # The launch's wall time, in seconds from its start: a job starts no process that would end past it, at what
+    # its processes so far took; the runs it does not start stay pending. It never cuts the first two rounds
+    # (repeats): a verdict needs replicated processes. None: no budget.
+    budget_s: float | None = None
     # Slurm only
     partition: str | None = None  # --partition
     account: str | None = None  # --account
@@ -233,6 +237,8 @@ class LauncherConf:
                 f"launcher.gpus={self.gpus} must list distinct GPU indices (0, 1...) for launcher=local, e.g. "
                 "launcher.gpus=[0,1]"
             )
+        if self.budget_s is not None and not self.budget_s > 0:  # NaN included
+            problems.append(f"launcher.budget_s={self.budget_s} must be positive, in seconds (or null: no budget)")
         if self.poll_s is not None and self.poll_s <= 0:
             problems.append(f"launcher.poll_s={self.poll_s} must be positive (or null: 0.5 s here, 5 s on Slurm)")
         return problems

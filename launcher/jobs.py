@@ -33,7 +33,15 @@ from typing import Any
 import submitit
 
 from perfsweep import records, user_command
-from perfsweep.launcher.run_job import RunJob, Runner, again_after_timeout, every_run, execute_run, leave_pending
+from perfsweep.launcher.run_job import (
+    RunJob,
+    Runner,
+    again_after_timeout,
+    every_run,
+    execute_run,
+    leave_pending,
+    over_budget,
+)
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
 
@@ -129,17 +137,22 @@ class RunPack(submitit.helpers.Checkpointable):
         return states
 
     def _in_this_process(self, runs: list[RunJob], info: dict[str, Any]) -> dict[str, str]:
-        states = {}
+        states, took_s = {}, []
         for index, run in enumerate(runs):
             name = run.spec.name
             if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # an earlier start
                 states |= {side.spec.name: records.DONE for side in run.every}
                 continue
+            if over_budget(run, took_s):  # it stays pending
+                states |= {side.spec.name: records.PENDING for side in run.every}
+                continue
+            began = time.monotonic()
             error = execute_run(self.runner, run, {**info, "ready_since": self.last_run_ended})
             self.last_run_ended = time.time()
             while error and again_after_timeout(run):
                 error = execute_run(self.runner, run, {**info, "ready_since": self.last_run_ended})
                 self.last_run_ended = time.time()
+            took_s.append(time.monotonic() - began)
             states |= {side.spec.name: ended_state(side, error) for side in run.every}
             if error and sticky_cuda_error(error) and runs[index + 1 :]:
                 line = records.RunError(type(error).__name__, str(error)).line(200)

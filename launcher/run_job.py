@@ -9,8 +9,10 @@ The two ways a job runs its runs share it:
 import contextlib
 import dataclasses
 import signal
+import statistics
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +76,7 @@ class RunJob:
     sides: tuple["RunJob", ...] = ()
     # Where warm jobs' runs take turns (launcher/turns.py): this run's turn; None: no turns.
     turn: Turn | None = None
+    until: float | None = None  # unix time by which the launch's processes end (launcher.budget_s); None: no budget
 
     @property
     def every(self) -> tuple["RunJob", ...]:
@@ -203,6 +206,24 @@ def _record_failure(run: RunJob, failure: records.RunError) -> None:
         lifecycle.fail_unless_final(run.run_dir, failure)
     except OSError as error:
         raise unrecordable(run, error) from error
+
+
+KEPT_ROUNDS = 2  # rounds a budget never cuts: a verdict needs replicated processes
+
+
+def over_budget(run: RunJob, took_s: list[float]) -> bool:
+    """Whether the run's process, at the median of what this job's processes took, would end past the budget.
+
+    Where it would, the run (with its sides) is left pending. A job that has run no process yet starts one.
+    The first KEPT_ROUNDS rounds (replicates) always run.
+    """
+    if run.until is None or not took_s or run.spec.config.replicate < KEPT_ROUNDS:
+        return False
+    if time.time() + statistics.median(took_s) <= run.until:
+        return False
+    why = f"launcher.budget_s: a process takes about {statistics.median(took_s):.1f} s here, past the launch's budget"
+    leave_pending(list(run.every), records.BUDGET, why)
+    return True
 
 
 def leave_pending(runs: list[RunJob], kind: str, reason: str | None = None) -> int:

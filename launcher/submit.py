@@ -364,6 +364,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
     limit_s, retries = backend.run_limit()
+    until = time.time() + conf.budget_s if conf.budget_s is not None else None
     jobs = {
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         spec.name: RunJob(
@@ -377,6 +378,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
             ranks_per_node=backend.ranks_per_node(spec.config),
             code=code.modules,
             origin=at_commit(spec.config.env) or origin,
+            until=until,
         )
         for spec in todo
     }

@@ -56,6 +56,7 @@ from perfsweep.launcher.run_job import (
     ignore_later_interrupts,
     leave_pending,
     lost,
+    over_budget,
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots
@@ -150,6 +151,7 @@ def fork_runs(
     queue = collections.deque(runs)
     children: dict[int, Child] = {}
     states: dict[str, str] = {}
+    started, took_s = {}, []  # each process's start (monotonic) by pid; the seconds each ended one took
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGUSR2)}
     signal.signal(signal.SIGINT, ignore_later_interrupts)
     _pass_preemption_on(children)
@@ -168,6 +170,10 @@ def fork_runs(
                     states |= {side.spec.name: records.DONE for side in run.every}
                     pass_turn(run, queue)
                     continue
+                if over_budget(run, took_s):  # it stays pending
+                    states |= {side.spec.name: records.PENDING for side in run.every}
+                    pass_turn(run, queue)
+                    continue
                 hazard = fork_hazard()
                 if hazard:
                     raise RuntimeError(f"cannot fork run {run.spec.name} from this job: {hazard}")
@@ -177,6 +183,7 @@ def fork_runs(
                 pid = os.fork()
                 if pid == 0:
                     _child(runner, run, place, log, {**info, "ready_since": forked_at})  # never returns
+                started[pid] = time.monotonic()
                 limit_s = run.limit_s * len(run.every) if run.limit_s is not None else None  # a run's for each side
                 deadline = time.monotonic() + limit_s + GRACE_S if limit_s is not None else None
                 children[pid] = Child(run, place, log, deadline, _pidfd(pid))
@@ -184,6 +191,7 @@ def fork_runs(
                 continue
             pid, wait_status = _reap(children)
             child = children.pop(pid)
+            took_s.append(time.monotonic() - started.pop(pid))
             _close(child)
             slots.release(child.place)
             ended = {side.spec.name: _ended(child, side, pid, wait_status) for side in child.run.every}

@@ -67,6 +67,7 @@ from perfsweep.records.run import (
     unreadable_records,
 )
 from perfsweep.records.status import (
+    BUDGET,
     DONE,
     FAILED,
     FINAL,
@@ -104,7 +105,7 @@ __all__ = [
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",
-    "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
+    "BUDGET", "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "RunError", "Status", "Stopped", "read_status",
     "AUTO", "last_launch", "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

@@ -47,10 +47,13 @@ class RunError:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+BUDGET = "Budget"  # the interruption of runs that the launch's budget (launcher.budget_s) left unstarted
+
+
 class Interrupted(TypedDict):
     """How a run that is pending again was stopped: by what, when, and why (where it is known)."""
 
-    type: str  # KeyboardInterrupt, SystemExit, JobEnded...
+    type: str  # KeyboardInterrupt, SystemExit, JobEnded, Budget...
     at: str
     reason: NotRequired[str]
 
@@ -113,6 +116,11 @@ class Status:
         data["attempts"], data["warnings"] = list(self.attempts), list(self.warnings)
         keep = ("state", "attempts", "warnings", "parallelism")
         return {k: v for k, v in data.items() if (v is not None or k in keep) and k != "unreadable"}
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether the launch's budget (launcher.budget_s) left this run unstarted."""
+        return self.state == PENDING and (self.interrupted or {}).get("type") == BUDGET
 
     def history(self) -> list[dict[str, Any]]:
         """The attempts, this one added if it started.

@@ -32,6 +32,7 @@ BAD = [
     [*FAST, "launcher.timeout_min=0"],
     [*FAST, "launcher.timeout_min=inf"],
     [*FAST, "launcher.timeout_retries=-1"],
+    [*FAST, "launcher.budget_s=0"],
     [*FAST, "launcher.wait=false"],
     [*FAST, "launcher=debug", "launcher.wait=false"],
     [*FAST, "launcher.isolation=bogus"],

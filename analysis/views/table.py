@@ -300,7 +300,9 @@ def flags(runs: list[RunRecord]) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect."""
     done = [r for r in runs if r.state == DONE]
     flag_lines = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
-    flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL]
+    flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
+    if unstarted := sum(r.status.over_budget for r in runs):
+        flag_lines.append(f"NOT STARTED {unstarted} runs: the launch's budget (launcher.budget_s) ran out before them")
     spread = {r.name: noisy(r) for r in done}
     flag_lines += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
     flag_lines += [

@@ -69,6 +69,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     assert_exposed_comm_from_the_ranks_steps(run)
     assert across.straggler_rank == 1 and across.straggler_index > 1
     assert across.comm_bytes_per_step == 4 * summary.params, "every fp32 gradient reduced each step"
+    assert summary.host and summary.host.blocks, "the host over the straggler's window"
     fast, slow = across.own_step_ms
     # (by how much is a timing figure: under CI's load rank 0's own steps took 120 ms, and 50 ms more showed as 25)
     assert slow > fast, "rank 1's own steps carry its 50 ms"

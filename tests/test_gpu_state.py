@@ -218,3 +218,24 @@ def test_a_runs_start_clock_is_read_after_its_warm_up_as_its_window_begins(monke
     (spec,) = build_plan([*overrides, "input_type=tensor", "memory_format=contiguous", "repeats=1"]).runs
     instrumented.measure(spec.config, torch.device("cpu"))
     assert said == ["window", "warmed up", "clock", "window"], "the warm-up's steps, then the clock, then the window's"
+
+
+def test_a_run_across_gpus_counts_every_ranks_gpu_energy_over_its_straggler_s_blocks():
+    """Each rank reads its own GPU: a block's energy is every rank's; a rank that could not read makes it unknown."""
+    from perfsweep.train.ranks.combine import Ranks
+    from perfsweep.train.ranks.measure import RankResult
+
+    def result(rank: int, step_ms: float, joules: list[float | None]) -> RankResult:
+        rows = [{"step": i, "step_ms": step_ms, "grad_sync": i % 2 == 0} for i in range(4)]
+        blocks = [HostBlock(1.0, 2, 1.0, gpu=GpuBlock(sm_mhz_start=1980.0 + rank, energy_j=j)) for j in joules]
+        window = Window(rows, 4 * step_ms / 1e3, "cuda_event", 0.0, blocks)
+        return RankResult(rank, window, window, None, 0.0, (1.0, "cuda"), 4, {})
+
+    ranks = Ranks((result(0, 10.0, [100.0, 110.0]), result(1, 12.0, [90.0, 95.0])), "ddp")
+    assert ranks.run_rank.rank == 1, "the slower rank's steps are the run's"
+    window = ranks.window()
+    assert [block.gpu.energy_j for block in window.host] == [190.0, 205.0]
+    assert [block.gpu.sm_mhz_start for block in window.host] == [1981.0, 1981.0], "the clocks are the run rank's"
+    assert HostState.of(window.host).energy_j == 395.0
+    unread = Ranks((result(0, 10.0, [100.0, None]), result(1, 12.0, [90.0, 95.0])), "ddp").window()
+    assert [block.gpu.energy_j for block in unread.host] == [190.0, None]

@@ -23,6 +23,7 @@ from statistics import median
 from typing import Any
 
 from perfsweep.records import RankSummary
+from perfsweep.records.host import HostBlock
 from perfsweep.train.ranks.measure import RankResult
 from perfsweep.train.window import Window
 
@@ -55,13 +56,33 @@ class Ranks:
         return self.results[medians.index(max(medians))]
 
     def window(self) -> Window:
-        """The run's rank's synced steps, as the run's window.
+        """The run's rank's synced steps, as the run's window, with the host over its blocks (`host`).
 
         Its seconds are those steps' own: device time on CUDA.
         """
         rows = self.run_rank.window_steps()
         window = self.run_rank.window
-        return Window(rows, sum(row["step_ms"] for row in rows) / 1e3, window.timer, window.ended_at)
+        seconds = sum(row["step_ms"] for row in rows) / 1e3
+        return Window(rows, seconds, window.timer, window.ended_at, self.host())
+
+    def host(self) -> list[HostBlock]:
+        """The run's rank's host over its window's blocks, with and without sync.
+
+        On GPUs each rank reads its own GPU: a block's GPU energy is then every rank's, where every rank read it
+        over as many blocks (else unknown). The CPU packages' energy (RAPL) is every process's already.
+        """
+        mine = self.run_rank.window.host
+        every = [result.window.host for result in self.results]
+        combined = []
+        for index, block in enumerate(mine):
+            if block.gpu is None:
+                combined.append(block)
+                continue
+            gpus = [blocks[index].gpu if len(blocks) == len(mine) else None for blocks in every]
+            energies = [gpu.energy_j if gpu else None for gpu in gpus]
+            energy = None if None in energies else sum(energies)
+            combined.append(dataclasses.replace(block, gpu=dataclasses.replace(block.gpu, energy_j=energy)))
+        return combined
 
     def summary(self) -> RankSummary:
         """How the ranks compare: summary.json's `ranks`.

@@ -22,20 +22,24 @@ class RoundClock:
 
     def __init__(self, cap_s: float, now: float):
         self.cap_s, self.began, self.look_began = cap_s, now, now
-        self.rounds, self.spent_s, self.round_s = 0, 0.0, 0.0
+        self.launched, self.spent_s, self.round_s = 0.0, 0.0, 0.0
 
     def look_starts(self, now: float) -> None:
         self.look_began = now
 
-    def look_ends(self, rounds: int, now: float) -> None:
-        """A look ended with `rounds` rounds run in all: a round's cost is its launch's seconds over its new rounds."""
-        if rounds > self.rounds:
-            self.spent_s += now - self.look_began
-            self.rounds, self.round_s = rounds, self.spent_s / rounds
+    def look_ends(self, launched: float, now: float) -> None:
+        """A look ended that ran `launched` rounds: its configurations' runs done in it, over the configurations.
+
+        A look of rounds done before runs none. A round's cost is the looks' seconds over the rounds they ran.
+        """
+        self.spent_s += now - self.look_began
+        self.launched += launched
+        if self.launched > 0:
+            self.round_s = self.spent_s / self.launched
 
     def would_pass(self, rounds: int, now: float) -> bool:
-        """Whether a look up to `rounds` rounds would end past the cap, at the rounds' cost so far."""
-        return now - self.began + (rounds - self.rounds) * self.round_s > self.cap_s
+        """Whether `rounds` more rounds, at the rounds' cost so far, would end past the cap."""
+        return now - self.began + rounds * self.round_s > self.cap_s
 
 
 class Rounds:
@@ -53,13 +57,16 @@ class Rounds:
         """The look's plan; the count then expects at most the runs the cap leaves undone."""
         self.progress.expect(sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs))
         self.clock.look_starts(time.monotonic())
-        return [build_plan([*self.base, f"repeats={runs}"], partial=True)]
+        plan = build_plan([*self.base, f"repeats={runs}"], partial=True)
+        self.done_before = sum(records.is_done(plan.sweep_dir / spec.name) for spec in plan.runs)
+        return [plan]
 
     def looked(self, plan: Plan, runs: int) -> None:
-        self.clock.look_ends(runs, time.monotonic())
         names = [spec.name for spec in plan.runs]
         self.plan, self.runs = plan, runs
         self.done = [r for r in records.load_sweep(plan.sweep_dir, names) if r.state == records.DONE]
+        configurations = len(plan.runs) / runs
+        self.clock.look_ends((len(self.done) - self.done_before) / configurations, time.monotonic())
         self.last = rounds.look(self.done, runs, self.auto.half_width, len(self.looks))
         print(self.last.line())
 
@@ -68,7 +75,7 @@ class Rounds:
 
     def out_of_time(self) -> bool:
         """Whether the next look's rounds, at what a round has cost, would end past auto.max_minutes."""
-        return self.clock.would_pass(self.looks[self.looks.index(self.runs) + 1], time.monotonic())
+        return self.clock.would_pass(self.looks[self.looks.index(self.runs) + 1] - self.runs, time.monotonic())
 
     def capped(self) -> str:
         """What stopped the rounds short of a decision."""
@@ -98,6 +105,14 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if launcher.budget_s is not None:  # each look is a launch: a budget of its own would leave rounds unrun
+        if first.origins.get("launcher.budget_s") == "the command line":  # (a sweep file's is for launches without)
+            print(
+                f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min): "
+                f"launcher.budget_s={launcher.budget_s:g} is off for its rounds",
+                file=sys.stderr,
+            )
+        base = [*base, "launcher.budget_s=null"]
     search = Rounds(base, first, rounds.schedule(first.settings.auto.max_runs))
     status = launch_until_decided(search, search.looks, argv, progress=search.progress)
     if status not in (0, 1):

@@ -156,7 +156,7 @@ def _ended(plan, outcome, show: bool) -> int:
         print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
-    unstarted = over_budget(plan)
+    unstarted = unstarted_by_budget(plan)
     if show:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
         if unstarted:
@@ -164,7 +164,7 @@ def _ended(plan, outcome, show: bool) -> int:
     return 1 if set(outcome.failed) - set(unstarted) else 0
 
 
-def over_budget(plan) -> dict[str, str]:
+def unstarted_by_budget(plan) -> dict[str, str]:
     """The runs that the launch's budget (launcher.budget_s) left unstarted, with why: they are no failure."""
     from perfsweep import records
 
@@ -175,8 +175,9 @@ def over_budget(plan) -> dict[str, str]:
 def budget_line(plan, unstarted: dict[str, str]) -> str:
     """What the budget left unstarted, why, and how to run it."""
     why = next(iter(unstarted.values())).removeprefix("launcher.budget_s: ")
+    budget = plan.settings.launcher.budget_s
+    said = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     return (
-        f"perfsweep: launcher.budget_s={plan.settings.launcher.budget_s:g}: {len(unstarted)} of {len(plan.runs)} runs "
-        f"were not started ({why}); the views above decide with the runs done. `{user_command()} resume "
-        f"{plan.sweep_dir}` (or the same command) runs the rest"
+        f"perfsweep: {said}: {len(unstarted)} of {len(plan.runs)} runs were not started ({why}); the views above "
+        f"decide with the runs done. `{user_command()} resume {plan.sweep_dir}` (or the same command) runs the rest"
     )

@@ -32,7 +32,7 @@ def _closed_set(name: str, values: str) -> type[enum.StrEnum]:
     return enum.StrEnum(name, values.split(), module=__name__)
 
 
-MemoryFormat = _closed_set("MemoryFormat", "contiguous channels_last")  # of the model and its input
+MemoryFormat = _closed_set("MemoryFormat", "contiguous channels_last")  # of the model (not under FSDP) and its input
 # the submitit executor: a process per job here, every run in the launcher's process, or Slurm
 LauncherName = _closed_set("LauncherName", "local debug slurm")
 # how each run gets its own process: forked from a warm job, or a new interpreter per job
@@ -192,9 +192,9 @@ class LauncherConf:
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
-    # The launch's wall time, in seconds from its start: a job starts no process that would end past it, at what
-    # its processes so far took; the runs it does not start stay pending. It never cuts the first two rounds
-    # (repeats): a verdict needs replicated processes. None: no budget.
+    # The launch's wall time, in seconds from its start (once planned): no process (or job) starts that would end
+    # past it, at what those before took; the runs not started stay pending. It never cuts the first two rounds
+    # (repeats): a verdict needs replicated processes. It bounds no Slurm launch. None: no budget.
     budget_s: float | None = None
     # Slurm only
     partition: str | None = None  # --partition

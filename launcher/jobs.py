@@ -39,8 +39,8 @@ from perfsweep.launcher.run_job import (
     again_after_timeout,
     every_run,
     execute_run,
+    leave_over_budget,
     leave_pending,
-    over_budget,
 )
 from perfsweep.launcher.slots import Place
 from perfsweep.launcher.warm import fork_runs
@@ -143,7 +143,7 @@ class RunPack(submitit.helpers.Checkpointable):
             if all(records.read_status(side.run_dir).state == records.DONE for side in run.every):  # an earlier start
                 states |= {side.spec.name: records.DONE for side in run.every}
                 continue
-            if over_budget(run, took_s):  # it stays pending
+            if leave_over_budget([run], took_s):
                 states |= {side.spec.name: records.PENDING for side in run.every}
                 continue
             began = time.monotonic()

@@ -211,18 +211,20 @@ def _record_failure(run: RunJob, failure: records.RunError) -> None:
 KEPT_ROUNDS = 2  # rounds a budget never cuts: a verdict needs replicated processes
 
 
-def over_budget(run: RunJob, took_s: list[float]) -> bool:
-    """Whether the run's process, at the median of what this job's processes took, would end past the budget.
+def leave_over_budget(runs: list[RunJob], took_s: list[float], what: str = "process") -> bool:
+    """Leave the runs (a process's, or a job's) pending where they would end past the launch's budget; whether so.
 
-    Where it would, the run (with its sides) is left pending. A job that has run no process yet starts one.
+    They would where the median of `took_s`, what each earlier process (or job) took, runs past it from now.
+    Where nothing has ended yet, nothing is known to cost: they start.
     The first KEPT_ROUNDS rounds (replicates) always run.
     """
-    if run.until is None or not took_s or run.spec.config.replicate < KEPT_ROUNDS:
+    until = runs[0].until if runs else None
+    if until is None or not took_s or min(run.spec.config.replicate for run in runs) < KEPT_ROUNDS:
         return False
-    if time.time() + statistics.median(took_s) <= run.until:
+    if time.time() + statistics.median(took_s) <= until:
         return False
-    why = f"launcher.budget_s: a process takes about {statistics.median(took_s):.1f} s here, past the launch's budget"
-    leave_pending(list(run.every), records.BUDGET, why)
+    why = f"launcher.budget_s: a {what} takes about {statistics.median(took_s):.1f} s here, past the launch's budget"
+    leave_pending(every_run(runs), records.BUDGET, why)
     return True
 
 

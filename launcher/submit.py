@@ -27,7 +27,15 @@ from perfsweep.launcher import sweepdir, turns
 from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
-from perfsweep.launcher.run_job import RunJob, Runner, again_after_timeout, every_run, lost, never_started
+from perfsweep.launcher.run_job import (
+    RunJob,
+    Runner,
+    again_after_timeout,
+    every_run,
+    leave_over_budget,
+    lost,
+    never_started,
+)
 from perfsweep.launcher.run_states import in_flight
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
@@ -121,6 +129,8 @@ class Dispatcher:
         self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
         self.turns: Turns | None = None  # where warm jobs' runs take turns (launcher/turns.py)
         self.left: set[str] = set()  # the runs of the jobs that have ended
+        self.began: dict[str, float] = {}  # each job's submission (monotonic), by id
+        self.took_s: list[float] = []  # the seconds each ended job took, its queue included
 
     def submit(self, packs: list[list[RunJob]], chunk: int, place: Place = NOWHERE) -> list[str]:
         """Submit packs, `chunk` to an array.
@@ -164,6 +174,7 @@ class Dispatcher:
         for job, pack in jobs:
             self.active[job.job_id] = (job, pack)
             self.place_of[job.job_id] = place
+            self.began[job.job_id] = time.monotonic()
         queued = {
             "submitted_at": records.now(),
             "launcher": self.backend.conf.name,
@@ -208,6 +219,7 @@ class Dispatcher:
                     self.progress.ended(run.spec, status.state, _detail(run.run_dir, status), status.timing)
             if job_id not in alive:
                 del self.active[job_id]
+                self.took_s.append(time.monotonic() - self.began.pop(job_id))
                 self.slots.release(self.place_of.pop(job_id, NOWHERE))
                 self.left |= {run.spec.name for run in every_run(pack)}
         if self.turns is not None:
@@ -226,7 +238,13 @@ class Dispatcher:
         """Until every pack has ended: keep packs going as the slots allow, poll, report."""
         while queue or self.active:
             while queue and self.slots.open(len(self.active)):
-                self.submit([queue.popleft()], chunk=1, place=self.slots.take())
+                pack = queue.popleft()
+                if leave_over_budget(pack, self.took_s, "job"):
+                    for run in every_run(pack):
+                        self.states[run.spec.name] = PENDING
+                        self.progress.ended(run.spec, PENDING, records.read_status(run.run_dir).interrupted["reason"])
+                else:
+                    self.submit([pack], chunk=1, place=self.slots.take())
             self.poll()
             self.progress.tick()
             if self.active:

@@ -54,9 +54,9 @@ from perfsweep.launcher.run_job import (
     every_run,
     execute_run,
     ignore_later_interrupts,
+    leave_over_budget,
     leave_pending,
     lost,
-    over_budget,
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots
@@ -170,7 +170,7 @@ def fork_runs(
                     states |= {side.spec.name: records.DONE for side in run.every}
                     pass_turn(run, queue)
                     continue
-                if over_budget(run, took_s):  # it stays pending
+                if leave_over_budget([run], took_s):
                     states |= {side.spec.name: records.PENDING for side in run.every}
                     pass_turn(run, queue)
                     continue

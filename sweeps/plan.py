@@ -677,6 +677,14 @@ def _parse_reason(override: str, error: OverrideParseException) -> str:
     return " ".join(line.strip() for line in lines) or "Hydra's parser refused it"
 
 
+def budget_notice(launcher, sources: dict[str, str]) -> list[str]:
+    """Where a budget typed on the command line bounds nothing: Slurm queues every job at once, and its queue decides
+    when they run. A sweep file's budget (the default sweep's) is for a launch on this host: it goes unsaid."""
+    if launcher.budget_s is None or launcher.name != "slurm" or sources.get("launcher.budget_s") != "the command line":
+        return []
+    return [f"launcher.budget_s={launcher.budget_s:g} bounds no Slurm launch: its jobs are queued at once"]
+
+
 def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
@@ -727,5 +735,5 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = tuple(ranking.notices + left_out)
+    notices = tuple(ranking.notices + left_out + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

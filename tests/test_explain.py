@@ -159,11 +159,27 @@ def test_a_gpu_comparison_names_each_kernel_short_and_tells_apart_those_that_sho
     assert names[0] == "elementwise_kernel<CUDAFunctor_add, Half>", "the added kernel, ranked first by its time"
     assert "vectorized_elementwise_kernel<FillFunctor, Half>" in names
     assert sorted(n for n in names if n.startswith("batchnorm")) == [
-        "batchnorm_bwtr_nhwc_semiPersist<half> #1",
-        "batchnorm_bwtr_nhwc_semiPersist<half> #2",
+        "batchnorm_bwtr_nhwc_semiPersist<Half> #1",
+        "batchnorm_bwtr_nhwc_semiPersist<Half> #2",
     ], "two kernels whose names differ in one template argument stay two rows a reader tells apart"
     assert all(len(name) <= 60 for name in names)
     assert "each kernel's whole name" in text(view)
+
+
+def test_a_kernel_behind_a_return_type_or_a_generic_name_is_named_by_what_it_runs():
+    """cuBLAS's and CUTLASS's kernels as a profiler names them: a return type before the name, or a name that only its
+    namespace or its template argument tells apart."""
+    from perfsweep.analysis.kernel_names import short_name
+
+    gemv = (
+        "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __half, __half, float, false, true, "
+        "true, false, 7, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<__half const>, "
+        "cublasGemvTensorStridedBatched<__half>, float> >(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched"
+        "<__half const>, cublasGemvTensorStridedBatched<__half>, float>)"
+    )
+    gemm = "cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_128x2_tn_align8"
+    assert short_name(gemv) == "gemvx::kernel<Half>", "the data's type before an index's"
+    assert short_name(f"void cutlass::Kernel2<{gemm}>({gemm}::Params)") == f"Kernel2<{gemm}>"
 
 
 def test_a_comparison_not_decided_explains_nothing(tmp_path):

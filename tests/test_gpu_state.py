@@ -227,7 +227,8 @@ def test_a_run_across_gpus_counts_every_ranks_gpu_energy_over_its_straggler_s_bl
 
     def result(rank: int, step_ms: float, joules: list[float | None]) -> RankResult:
         rows = [{"step": i, "step_ms": step_ms, "grad_sync": i % 2 == 0} for i in range(4)]
-        blocks = [HostBlock(1.0, 2, 1.0, gpu=GpuBlock(sm_mhz_start=1980.0 + rank, energy_j=j)) for j in joules]
+        gpus = [GpuBlock(sm_mhz_start=1980.0 + rank, energy_j=j, energy_source=COUNTER) for j in joules]
+        blocks = [HostBlock(1.0, 2, 1.0, gpu=gpu) for gpu in gpus]
         window = Window(rows, 4 * step_ms / 1e3, "cuda_event", 0.0, blocks)
         return RankResult(rank, window, window, None, 0.0, (1.0, "cuda"), 4, {})
 
@@ -237,5 +238,22 @@ def test_a_run_across_gpus_counts_every_ranks_gpu_energy_over_its_straggler_s_bl
     assert [block.gpu.energy_j for block in window.host] == [190.0, 205.0]
     assert [block.gpu.sm_mhz_start for block in window.host] == [1981.0, 1981.0], "the clocks are the run rank's"
     assert HostState.of(window.host).energy_j == 395.0
+    assert window.host[0].gpu.energy_source == "NVML energy counter, 2 GPUs' sum", "a power two GPUs drew together"
     unread = Ranks((result(0, 10.0, [100.0, None]), result(1, 12.0, [90.0, 95.0])), "ddp").window()
     assert [block.gpu.energy_j for block in unread.host] == [190.0, None]
+
+
+def test_a_paired_process_reads_its_start_clock_after_every_side_s_warm_up(tmp_path, monkeypatch):
+    """pairing=auto, the default: the sides warm up one after another, then the clock, then their blocks."""
+    from perfsweep.train import instrumented
+    from tests.helpers import TINY, launch_here
+
+    said = []
+    clock = {"source": "cpu_mhz", "mhz": 1.0}
+    monkeypatch.setattr(instrumented, "clocks", lambda device: said.append("clock") or clock)
+    warmed_up = instrumented.warmed_up
+    monkeypatch.setattr(instrumented, "warmed_up", lambda *a: (warmed_up(*a), said.append("warmed up"))[0])
+    sides = ["input_type=tensor,subclass", "memory_format=contiguous", "launcher=debug", "tracker.mode=disabled"]
+    result = launch_here(*TINY, *sides, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert said[:3] == ["warmed up", "warmed up", "clock"], "two sides in one process"

@@ -190,20 +190,22 @@ def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(t
 
 
 @pytest.mark.slow
-def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_path):
+@pytest.mark.parametrize("isolation", ["fork", "spawn"])  # a warm job's processes; a job a process
+def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_path, isolation):
     """A budget already spent at the start: the first two rounds run all the same (a verdict needs replicated
-    processes), the later ones stay pending as the budget's, and the launch is no failure."""
-    args = [*FAST, "workload.impl=loop,broadcast", "repeats=4", "launcher.budget_s=0.001", "tracker.mode=disabled"]
-    result = launch(*args, f"runs_dir={tmp_path}")
+    processes), the third stays pending as the budget's, and the launch is no failure."""
+    args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]
+    result = launch(*args, f"launcher.isolation={isolation}", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert sorted((run.fields["replicate"], run.state) for run in runs) == [
-        (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2, 3, 3)
+        (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2)
     ]
     assert all(run.status.interrupted["type"] == records.BUDGET for run in runs if run.state == "pending")
-    assert "NOT STARTED 4 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
+    assert "NOT STARTED 2 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
     line = result.stdout.splitlines()[-1]
-    assert line.startswith("perfsweep: launcher.budget_s=0.001: 4 of 8 runs were not started (a process takes about")
+    what = "process" if isolation == "fork" else "job"
+    assert line.startswith(f"perfsweep: launcher.budget_s=0.001: 2 of 6 runs were not started (a {what} takes about")
     assert f"resume {tmp_path / 'default'}` (or the same command) runs the rest" in line
 
 
@@ -214,8 +216,15 @@ def test_a_budget_never_cuts_the_first_two_rounds_whatever_the_order(tmp_path):
     spent = time.time() - 1  # the budget ran out a second ago
     jobs = [RunJob(spec=s, run_dir=tmp_path / s.name, tracker_id="x", parallelism=1, until=spent) for s in plan.runs]
     assert [job.spec.config.replicate for job in jobs] == [0, 1, 2, 0, 1, 2], "the premise: grouped"
-    assert not warm.over_budget(jobs[0], []), "a job that has run no process knows no cost: it starts one"
-    assert [warm.over_budget(job, [1.0]) for job in jobs] == [False, False, True, False, False, True]
+    assert not warm.leave_over_budget([jobs[2]], []), "a job that has run no process knows no cost: it starts one"
+    assert [warm.leave_over_budget([job], [1.0]) for job in jobs] == [False, False, True, False, False, True]
     status = records.read_status(jobs[2].run_dir)
     assert status.over_budget and "a process takes about 1.0 s here" in status.interrupted["reason"]
     assert not (jobs[3].run_dir / records.STATUS).exists(), "a kept round is left as it was"
+
+
+def test_a_budget_on_slurm_is_said_to_bound_nothing():
+    """Slurm queues a sweep's jobs at once, and its queue decides when they run: the planner says so."""
+    notices = build_plan([*FAST, "launcher=slurm", "launcher.budget_s=50"]).notices
+    assert "launcher.budget_s=50 bounds no Slurm launch: its jobs are queued at once" in notices
+    assert not any("budget" in notice for notice in build_plan([*FAST, "launcher.budget_s=50"]).notices)

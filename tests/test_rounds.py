@@ -190,13 +190,34 @@ def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_pa
 
 
 def test_the_wall_time_cap_is_planned_from_what_a_round_has_cost():
-    """Rounds of 10 s under a 60 s cap: after 3 rounds (30 s) a look up to 5 would end at 50 s, and starts; after
-    5 (50 s) a look up to 7 would end at 70 s, and does not start, though the cap has not passed."""
+    """Rounds of 10 s under a 60 s cap: after 3 rounds (30 s) a look of 2 more would end at 50 s, and starts; after
+    5 (50 s) a look of 2 more would end at 70 s, and does not start, though the cap has not passed."""
     clock = RoundClock(60.0, now=0.0)
+    assert not clock.would_pass(3, now=0.0), "before any round, nothing is known to cost"
     clock.look_starts(0.0)
     clock.look_ends(3, now=30.0)
-    assert clock.round_s == pytest.approx(10.0) and not clock.would_pass(5, now=30.0)
+    assert clock.round_s == pytest.approx(10.0) and not clock.would_pass(2, now=30.0)
     clock.look_starts(30.0)
-    clock.look_ends(5, now=50.0)
-    assert clock.would_pass(7, now=50.0), "the next look's 2 rounds would end at 70 s"
-    assert not RoundClock(60.0, now=0.0).would_pass(3, now=0.0), "before any round, nothing is known to cost"
+    clock.look_ends(2, now=50.0)
+    assert clock.would_pass(2, now=50.0), "the next look's 2 rounds would end at 70 s"
+
+
+def test_a_look_of_rounds_done_before_costs_no_round_its_time():
+    """A resumed sweep's first look finds its 3 rounds done: its second of checking is no round's cost."""
+    clock = RoundClock(60.0, now=0.0)
+    clock.look_starts(0.0)
+    clock.look_ends(0, now=1.0)
+    clock.look_starts(1.0)
+    clock.look_ends(2, now=21.0)
+    assert clock.round_s == pytest.approx(10.5), "21 s over the 2 rounds run"
+
+
+def test_repeats_auto_turns_a_typed_budget_off_and_says_so(tmp_path):
+    """Each look is a launch: a budget of its own would leave rounds unrun, which the looks would count as run."""
+    args = [*FUNCTION, "repeats=auto", "auto.max_runs=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "repeats=auto stops at auto.max_minutes (30 min): launcher.budget_s=0.001 is off for its rounds" in (
+        result.stderr
+    )
+    assert all(run.state == "done" for run in records.load_sweep(tmp_path / "default")), "every round ran"

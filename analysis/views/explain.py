@@ -212,7 +212,7 @@ def _calls(d: Difference) -> str:
     return f"{_median(d.base_calls):g} -> {_median(d.calls):g}"
 
 
-def columns(cuda: bool, shown: list[Difference] = ()) -> list[Column]:
+def columns(cuda: bool, shown: list[Difference]) -> list[Column]:
     """The rows' columns; the time is the device's on CUDA (kernels, copies), the host's on a CPU.
 
     A CUDA kernel is named by its short name (analysis/kernel_names.py)."""
@@ -251,12 +251,12 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
     title = f"Explain: {names[config.key]} vs {names[base.key]}"
     if word not in (SLOWER, FASTER):
         said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
-        return View(title, [said], columns(False), [])
+        return View(title, [said], columns(False, []), [])
     sides = tuple([ops for run in c.runs if run.state == DONE and (ops := ops_of(run))] for c in (base, config))
     if not all(sides):
         missing = config if not sides[1] else base
         said = f"{title}: {word}, but {names[missing.key]} has {_failed(missing)}: nothing explained"
-        return View(title, [said], columns(False), [])
+        return View(title, [said], columns(False, []), [])
     cuda = sides[1][0].device == "cuda"
     made = differences(*sides)
     shown = ranked(made)

@@ -81,7 +81,10 @@ class Ranks:
             gpus = [blocks[index].gpu if len(blocks) == len(mine) else None for blocks in every]
             energies = [gpu.energy_j if gpu else None for gpu in gpus]
             energy = None if None in energies else sum(energies)
-            combined.append(dataclasses.replace(block, gpu=dataclasses.replace(block.gpu, energy_j=energy)))
+            source = block.gpu.energy_source if len(gpus) == 1 else f"{block.gpu.energy_source}, {len(gpus)} GPUs' sum"
+            combined.append(
+                dataclasses.replace(block, gpu=dataclasses.replace(block.gpu, energy_j=energy, energy_source=source))
+            )
         return combined
 
     def summary(self) -> RankSummary:

@@ -173,8 +173,14 @@ def unstarted_by_budget(plan) -> dict[str, str]:
 
 
 def budget_line(plan, unstarted: dict[str, str]) -> str:
-    """What the budget left unstarted, why, and how to run it."""
+    """What the budget left unstarted, why, what the host showed, and how to run the rest."""
+    from perfsweep import records
+    from perfsweep.analysis.statistics.host_flags import taken
+
     why = next(iter(unstarted.values())).removeprefix("launcher.budget_s: ")
+    runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
+    if host := taken([run for run in runs if run.state == records.DONE]):
+        why += f"; the host: {host}"
     budget = plan.settings.launcher.budget_s
     said = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     return (

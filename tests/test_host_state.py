@@ -5,11 +5,12 @@ import dataclasses
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
 from perfsweep.analysis.render import text
-from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, seen
+from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, seen, taken
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import flags
@@ -100,3 +101,15 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
     unknown = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.0), busy])
     assert (unknown.others_share, unknown.steal_share, unknown.throttled) == (None, None, None)
     assert Summary.from_json({**MEASURED, "phases": [], "median_ms": {"step_ms": 1.0}}).host is None
+
+
+def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words():
+    """The budget's line says which machine state slowed the launch: a neighbour, steal, or neither."""
+
+    def run(others: float | None, steal: float | None = 0.0):
+        host = HostState([], 1.0, 1.0, others_share=others, steal_share=steal, resolution=0.01)
+        return SimpleNamespace(summary=SimpleNamespace(host=host))
+
+    assert taken([run(0.36), run(0.39), run(0.34)]) == "others' CPU 36%, the median over its runs"
+    assert taken([run(0.01), run(0.02)]) == "no neighbour or steal seen"
+    assert taken([run(None, None)]) == "", "no window told: nothing said"

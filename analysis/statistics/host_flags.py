@@ -97,6 +97,16 @@ def shares(runs: list[RunRecord]) -> dict[str, float]:
     return found
 
 
+def taken(runs: list[RunRecord]) -> str:
+    """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
+    median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told."""
+    told = shares(runs)
+    if not told:
+        return ""
+    found = [f"{label} {told[label]:.0%}" for label, threshold, _ in TAKEN if told.get(label, 0.0) > threshold]
+    return f"{', '.join(found)}, the median over its runs" if found else "no neighbour or steal seen"
+
+
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
     """Where one set of runs shared their CPUs, or lost them to steal, and the other did not: 'steal A 0%, B 9%
     (medians over their runs)'; empty where they did not differ so."""

@@ -236,7 +236,8 @@ class Asked:
         return [v for v in (self.releases[0], self.releases[-1]) if v != self.reference]
 
 
-BUDGET = ("auto.max_runs", "auto.max_minutes")  # repeats=auto's caps: a bisect's are --max-runs and --max-minutes
+# repeats=auto's caps and a launch's budget: a bisect's are --max-runs and --max-minutes
+BUDGET = ("auto.max_runs", "auto.max_minutes", "launcher.budget_s")
 
 
 def asked(args: argparse.Namespace) -> Asked:
@@ -282,6 +283,7 @@ def asked(args: argparse.Namespace) -> Asked:
             f"--max-runs {args.max_runs} --max-minutes {args.max_minutes}: a point needs 2 or more runs a side, and "
             "the search some time"
         )
+    base.append("launcher.budget_s=null")  # a point's launch runs its rounds whole (a sweep file's budget too)
     first = build_plan([*base, pinned(package, releases[0]), "repeats=1"])
     if first.settings.order != "interleaved":
         raise BisectError(

@@ -32,7 +32,8 @@ ONE = ["input_type=tensor", "memory_format=contiguous"]  # the default sweep's f
 # One configuration as both sides of each process: an A/A whose sides share it (bench/calibration.py).
 A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis=label", "workload.baseline.value=a",
               "pairing=auto"]  # fmt: skip
-SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode")  # what the command sets itself
+# what the command sets itself (its processes run whole: no launch budget)
+SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode", "launcher.budget_s")
 BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
 FIXES = {
     "steal": "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it",
@@ -104,7 +105,7 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
         raise PlanError([f"perfsweep noise sets {', '.join(ours)} itself: leave {'them' if ours[1:] else 'it'} out"])
     given = [o for o in overrides if not o.startswith("runs_dir=")]
     runs_dir = next((o.split("=", 1)[1] for o in reversed(overrides) if o.startswith("runs_dir=")), None)
-    base = [*ONE, *given, "tracker.mode=disabled", f"repeats={count}"]
+    base = [*ONE, *given, "tracker.mode=disabled", f"repeats={count}", "launcher.budget_s=null"]
     apart = build_plan([*base, "pairing=process", *([f"runs_dir={runs_dir}"] if runs_dir else [])])
     if len(apart.runs) != count:
         raise PlanError([f"the overrides give {len(apart.runs) // count} configurations; noise measures one"])

@@ -379,7 +379,11 @@ def test_a_bisect_refuses_a_release_the_index_does_not_have(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("override", "name"),
-    [("auto.max_runs=20", "a bisect with repeats=auto's cap"), ("order=grouped", "a bisect in grouped order")],
+    [
+        ("auto.max_runs=20", "a bisect with repeats=auto's cap"),
+        ("launcher.budget_s=50", "a bisect with a launch's budget"),
+        ("order=grouped", "a bisect in grouped order"),
+    ],
 )
 def test_a_bisect_refuses_repeats_autos_caps_and_an_order_that_is_not_interleaved(tmp_path, capsys, override, name):
     args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, override]

@@ -76,7 +76,11 @@ def test_the_settings_name_a_powersave_governor_and_turbo_with_their_fixes_and_u
 
 
 def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):
-    for name, args in [("processes 0", ["--processes", "0"]), ("unknown flag", ["--bogus"])]:
+    for name, args in [
+        ("processes 0", ["--processes", "0"]),
+        ("unknown flag", ["--bogus"]),
+        ("a launch's budget", ["launcher.budget_s=50"]),
+    ]:
         refused = launch_here("noise", *args, *CONFIG, f"runs_dir={tmp_path}")
         assert refused.returncode == 2
         golden.says(f"noise refused: {name}", refused.stderr)

@@ -54,7 +54,8 @@ def launched(args: list[str], runs_dir: Path, name: str) -> tuple[Path, float]:
         The sweep's folder and its wall time in seconds.
     """
     started = time.perf_counter()
-    command = [sys.executable, str(ROOT / "launch.py"), *args, f"runs_dir={runs_dir}", f"sweep_name={name}"]
+    whole = "launcher.budget_s=null"  # a bench counts every round it launches
+    command = [sys.executable, str(ROOT / "launch.py"), *args, whole, f"runs_dir={runs_dir}", f"sweep_name={name}"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")

@@ -30,6 +30,7 @@ def launch_per_commit(repo: Path, hashes: list[str], runs: Path, repeats: int, s
     for index, commit in enumerate(hashes, 1):
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
         words = [*SWEEP, f"repeats={repeats}", f"steps={steps}", f"runs_dir={runs}", f"sweep_name=commit{index:02d}"]
+        words.append("launcher.budget_s=null")  # the history counts every round of each commit
         done = subprocess.run([*LAUNCH, *words], cwd=repo, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"the sweep of commit {index} failed:\n{done.stderr[-2000:]}")

@@ -148,8 +148,9 @@ def _energy(blocks: list[HostBlock]) -> dict[str, Any]:
     """The device's energy over the blocks and where it comes from: the GPU's where it ran on one."""
     gpus = [b.gpu for b in blocks if b.gpu is not None]
     if gpus and len(gpus) == len(blocks):
-        sources = {g.energy_source for g in gpus}
-        return {"energy_j": _total([g.energy_j for g in gpus]), "energy_source": ", ".join(sorted(map(str, sources)))}
+        energy = _total([g.energy_j for g in gpus])
+        sources = sorted({g.energy_source for g in gpus if g.energy_source})
+        return {"energy_j": energy, "energy_source": ", ".join(sources) if energy is not None else None}
     energy = _total([b.cpu_energy_j for b in blocks]) if not gpus else None
     return {"energy_j": energy, "energy_source": "RAPL" if energy is not None else None}
 

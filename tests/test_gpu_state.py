@@ -257,3 +257,22 @@ def test_a_paired_process_reads_its_start_clock_after_every_side_s_warm_up(tmp_p
     result = launch_here(*TINY, *sides, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     assert said[:3] == ["warmed up", "warmed up", "clock"], "two sides in one process"
+
+
+def test_a_rapl_counter_this_run_cannot_read_is_left_out_once_not_tried_each_block(tmp_path):
+    """energy_uj is often root's alone while its range is anyone's: a counter unread is none (here a folder)."""
+    from perfsweep.train.host_state import rapl_packages
+
+    _rapl(tmp_path, 1.0)
+    counter = tmp_path / "sys/class/powercap/intel-rapl:0/energy_uj"
+    counter.unlink()
+    counter.mkdir()
+    assert rapl_packages(tmp_path) == []
+    assert HostReader(root=tmp_path, cpus={0}).read().energy_uj is None
+
+
+def test_blocks_without_a_gpus_energy_have_no_energy_source():
+    unread = [HostBlock(1.0, 2, 1.0, gpu=GpuBlock(energy_j=None, energy_source=None)) for _ in range(2)]
+    assert HostState.of(unread).energy_source is None, "not the string 'None'"
+    mixed = [HostBlock(1.0, 2, 1.0, gpu=GpuBlock(energy_j=j, energy_source=COUNTER)) for j in (1.0, 2.0)]
+    assert HostState.of(mixed).energy_source == COUNTER and HostState.of(mixed).energy_j == 3.0

@@ -44,6 +44,7 @@ def rapl_packages(root: Path) -> list[tuple[Path, int]]:
     for domain in sorted((root / "sys/class/powercap").glob("intel-rapl:*")):
         try:
             wrap = int((domain / "max_energy_range_uj").read_text())
+            int((domain / "energy_uj").read_text())  # often root's alone: a counter this run cannot read is none
             if domain.name.count(":") == 1 and (domain / "name").read_text().startswith("package") and wrap > 0:
                 found.append((domain, wrap))
         except (OSError, ValueError):

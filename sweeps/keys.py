@@ -21,6 +21,11 @@ ADDED_BELONGS = {
 }
 
 
+def override_key(override: str) -> str:
+    """The key an override sets: `+model.kwargs.width=32` sets model.kwargs.width."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 @functools.cache
 def _hints(node: type) -> dict[str, Any]:
     return typing.get_type_hints(node)

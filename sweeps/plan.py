@@ -202,10 +202,6 @@ def _chosen(parser: OverridesParser, overrides: list[str], key: str, default: st
     return chosen[-1].value() if chosen else default
 
 
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]:
     """Which source set each key: the sweep file, its scale, or the command line (the last one wins)."""
     parser = OverridesParser.create()
@@ -216,11 +212,11 @@ def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]
     shown = shown_path(path)
     sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
-        source_of.update({_key(o): shown for o in _as_overrides(grid)})
+        source_of.update({keys.override_key(o): shown for o in _as_overrides(grid)})
     extra = (sweep.get("scales") or {}).get(scale) or {}
     for params in extra if isinstance(extra, list) else [extra]:
-        source_of.update({_key(o): f"{shown} scale {scale}" for o in _as_overrides(params)})
-    source_of.update({_key(o): "the command line" for o in overrides})
+        source_of.update({keys.override_key(o): f"{shown} scale {scale}" for o in _as_overrides(params)})
+    source_of.update({keys.override_key(o): "the command line" for o in overrides})
     return source_of
 
 
@@ -697,7 +693,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError(unreadable)
     dirs, overrides = config_dirs(_models(overrides))
     sources = origins(overrides, dirs)
-    typed = {_key(o) for o in overrides}
+    typed = {keys.override_key(o) for o in overrides}
     runs = expand(overrides, dirs)
     texts = dict.fromkeys(setting.text for run in runs for setting in run)
     wrong = [problem for text in texts if (problem := keys.problem(text))]

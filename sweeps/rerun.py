@@ -17,20 +17,18 @@ from pathlib import Path
 
 from perfsweep.conf.schema import Config
 from perfsweep.sweeps.compose import GROUPS, Setting, default_options
+from perfsweep.sweeps.keys import override_key
 
 LEFT_OUT = ("repeats", "sweep_name", "runs_dir")  # the sweep's records and rounds, not what a run measures
 FOLDERS = ("code", "env.repo", "env.dir")  # keys that name a folder, relative to the launch's working directory
 PLAIN = re.compile(r"^[\w./:-]+$")  # a string that Hydra's grammar reads as itself, unquoted
 
 
-def _key(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def _absolute(override: str) -> str:
     """The override, where it names a folder by a plain relative path, with that folder's absolute path."""
     key, _, value = override.partition("=")
-    if _key(override) not in FOLDERS or not PLAIN.match(value) or value.startswith(("/", "~")) or value == "null":
+    plain = PLAIN.match(value) and not value.startswith(("/", "~")) and value != "null"
+    if override_key(override) not in FOLDERS or not plain:
         return override
     return f"{key}={Path(value).resolve()}"
 
@@ -61,7 +59,7 @@ def commands(
         sweep_dir: the sweep's folder, whose name the command's own folder takes.
     """
     keys = swept(runs)
-    kept = [_absolute(o) for o in overrides if _key(o) not in (*LEFT_OUT, *keys)]
+    kept = [_absolute(o) for o in overrides if override_key(o) not in (*LEFT_OUT, *keys)]
     flags = [word for folder in dirs for word in ("--config-dir", str(folder))]
     after = ("repeats=1", f"sweep_name={sweep_dir.name}-repro")
     return [(*flags, *kept, *narrowed(run, config, keys), *after) for run, config in zip(runs, configs, strict=True)]

@@ -173,7 +173,7 @@ class RunSpec:
 
     config: Config
     sweep_name: str
-    # The words of the command that measures this configuration again, after `perfsweep` (sweeps/repro.py)
+    # The words of the command that measures this configuration again, after `perfsweep` (sweeps/rerun.py)
     repro: tuple[str, ...] = ()
 
     @functools.cached_property

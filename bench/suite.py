@@ -9,6 +9,7 @@ Its CPU seconds are the worker's own and those of the processes it waited for (`
 Other tests that run on the other workers meanwhile count on theirs, not on this one.
 
 It prints the suite's wall time, the tests' summed wall and CPU time, and the `--top` slowest tests by wall time.
+Then it sums them by test file, the unit a worker takes (`--dist loadfile`), and by worker, with when each finished.
 """
 
 import json
@@ -29,7 +30,7 @@ TIMES = "PERFSWEEP_SUITE_TIMES"  # the folder each worker writes its tests' time
 def pytest_runtest_protocol(item, nextitem):
     """Time one test, its setup and teardown included, where the suite bench asked for it."""
     folder = os.environ.get(TIMES)
-    began, cpu = time.perf_counter(), os.times()
+    began, cpu, clock = time.perf_counter(), os.times(), time.time()
     yield
     if not folder:
         return
@@ -39,8 +40,10 @@ def pytest_runtest_protocol(item, nextitem):
         "wall_s": time.perf_counter() - began,
         "cpu_s": ended.user + ended.system - cpu.user - cpu.system,
         "children_cpu_s": ended.children_user + ended.children_system - cpu.children_user - cpu.children_system,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "began": clock,
     }
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    worker = row["worker"]
     with open(Path(folder) / f"{worker}.jsonl", "a") as out:
         out.write(json.dumps(row) + "\n")
 
@@ -61,7 +64,27 @@ def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
     ]
     slowest = sorted(rows, key=lambda r: r["wall_s"], reverse=True)[:top]
     lines += [f"{r['wall_s']:7.1f} {r['cpu_s']:7.1f} {r['children_cpu_s']:9.1f}  {r['test']}" for r in slowest]
+    files = _summed(rows, lambda r: r["test"].split("::")[0])
+    lines += [f"the {min(top, len(files))} slowest test files, summed (s):", f"{'wall':>7} {'cpu':>7}  file"]
+    lines += [f"{wall:7.1f} {cpu:7.1f}  {name}" for name, (wall, cpu, _) in files[:top]]
+    start = min(r["began"] for r in rows)
+    lines += ["by worker: tests' summed wall and CPU (s), and when its last test ended (s after the first began):"]
+    lines += [
+        f"{wall:7.1f} {cpu:7.1f} {last - start:7.0f}  {name}"
+        for name, (wall, cpu, last) in sorted(_summed(rows, lambda r: r["worker"]))
+    ]
     return lines
+
+
+def _summed(rows: list[dict], key) -> list[tuple[str, tuple[float, float, float]]]:
+    """Rows summed by `key`: wall, CPU (children included) and the latest end, the largest wall first."""
+    sums: dict[str, list[float]] = {}
+    for r in rows:
+        total = sums.setdefault(key(r), [0.0, 0.0, 0.0])
+        total[0] += r["wall_s"]
+        total[1] += r["cpu_s"] + r["children_cpu_s"]
+        total[2] = max(total[2], r["began"] + r["wall_s"])
+    return sorted(((name, tuple(t)) for name, t in sums.items()), key=lambda item: item[1][0], reverse=True)
 
 
 def main(argv: list[str] | None = None) -> int:

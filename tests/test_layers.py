@@ -126,6 +126,13 @@ def test_planning_status_and_tables_load_no_torch(module):
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)
 
 
+def test_the_views_load_no_scipy_stats():
+    """scipy.stats takes a fresh process 0.3 s to import: the views test with scipy.special's functions instead."""
+    views = "perfsweep.commands.views, perfsweep.analysis.views.compare, perfsweep.analysis.views.export"
+    check = f"import {views}, sys; assert 'scipy.stats' not in sys.modules"
+    subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, capture_output=True)
+
+
 def test_no_test_file_imports_another():
     """Shared helpers live in tests/helpers.py and tests/conftest.py, so each test file reads on its own."""
     found = []

@@ -4,10 +4,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from perfsweep import records
 from perfsweep.analysis import groups
 from perfsweep.analysis.render import text
+from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.steps import noise, phase_stats
@@ -18,6 +20,26 @@ from perfsweep.records import lifecycle
 from tests import synthetic
 
 PHASES = ["data", "forward", "backward", "optimizer"]
+
+
+def test_the_distributions_are_scipy_stats_own():
+    for df in (1, 2, 5, 30):
+        for q in (0.9, 0.975, 0.995):
+            assert distributions.t_ppf(q, df) == pytest.approx(stats.t.ppf(q, df), rel=1e-12)
+            assert distributions.chi2_ppf(1 - q, df) == pytest.approx(stats.chi2.ppf(1 - q, df), rel=1e-12)
+        assert distributions.t_sf(2.5, df) == pytest.approx(stats.t.sf(2.5, df), rel=1e-12)
+    assert distributions.norm_sf(1.7) == pytest.approx(stats.norm.sf(1.7), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 10, 40])
+def test_spearman_is_scipys_with_ties_and_trends(n):
+    rng = np.random.default_rng(n)
+    for trend in (0.0, 0.05, 1.0):
+        y = np.round(rng.normal(size=n) + trend * np.arange(n), 1)  # rounded: ties
+        rho, p = distributions.spearman(np.arange(n), y)
+        expected = stats.spearmanr(np.arange(n), y)
+        assert (rho, p) == pytest.approx((expected.statistic, expected.pvalue), abs=1e-12)
+    assert np.isnan(distributions.spearman(np.arange(n), np.ones(n))).all(), "a constant side: no correlation"
 
 
 def test_phase_stats_of_known_steps():

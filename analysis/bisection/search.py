@@ -41,10 +41,10 @@ import math
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
-from scipy import stats as distributions
 
 from perfsweep import records
 from perfsweep.analysis.groups import compared_along, configurations, speedups
+from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Speedup, figures
 from perfsweep.records import RunRecord
@@ -131,7 +131,7 @@ def runs_for(distance: float, spread: float, at: float, least: int = 2) -> int |
     if not (distance > 0 and spread >= 0):
         return None
     for runs in range(max(least, 2), 1001):
-        if distributions.t.ppf(0.5 + at / 2, runs - 1) * spread / math.sqrt(runs) < distance:
+        if distributions.t_ppf(0.5 + at / 2, runs - 1) * spread / math.sqrt(runs) < distance:
             return runs
     return None
 

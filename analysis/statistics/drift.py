@@ -7,9 +7,9 @@ import math
 import statistics
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from perfsweep.analysis.groups import Configuration
+from perfsweep.analysis.statistics.distributions import spearman
 from perfsweep.analysis.statistics.host_flags import seen_in
 from perfsweep.records import RunRecord
 
@@ -39,7 +39,7 @@ def order_effect(configs: list[Configuration]) -> list[str]:
     if len(placed) < 6 or len(replicated) < 2:
         return []
     offsets = np.array([p[1] for p in placed])
-    rho, p = spearmanr(np.arange(len(placed)), offsets)
+    rho, p = spearman(np.arange(len(placed)), offsets)
     if not p < ORDER_SIGNIFICANCE:
         return []
     half = len(offsets) // 2

@@ -19,8 +19,8 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats as distributions
 
+from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import LEVEL, RESAMPLES, Interval, percentile_interval, resampled_medians
 
 WITHIN_RUN = "within-run"
@@ -162,8 +162,8 @@ def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, 
     """
     if se == 0:
         return math.exp(diff), math.exp(diff), math.nan
-    half = distributions.t.ppf(0.5 + level / 2, df) * se
-    p = 2 * distributions.t.sf(abs(diff) / se, df)
+    half = distributions.t_ppf(0.5 + level / 2, df) * se
+    p = 2 * distributions.t_sf(abs(diff) / se, df)
     return math.exp(diff - half), math.exp(diff + half), float(p)
 
 

@@ -11,9 +11,9 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from perfsweep.analysis.statistics.bootstrap import median_interval
+from perfsweep.analysis.statistics.distributions import spearman
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
@@ -73,7 +73,7 @@ def _trend(steps: np.ndarray, significance: float, guess: bool) -> str:
     first, last = float(np.median(steps[:fifth])), float(np.median(steps[-fifth:]))
     if abs(first - last) <= TREND * last:
         return ""
-    rho, p = spearmanr(np.arange(len(steps)), steps)
+    rho, p = spearman(np.arange(len(steps)), steps)
     if not p < significance:
         return ""
     slowing = "slowing down (a throttling device, a cost that grows?)" if guess else "slowing down"

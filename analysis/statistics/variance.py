@@ -11,8 +11,8 @@ import math
 import statistics
 
 import numpy as np
-from scipy import stats as distributions
 
+from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, round_ratios, t_interval
 from perfsweep.records import RunRecord
@@ -81,7 +81,7 @@ class Split:
         target = math.log(1 + half_width)
         runs = 2
         while runs < MAX_RUNS:
-            t = distributions.t.ppf(0.5 + level / 2, runs - 1)
+            t = distributions.t_ppf(0.5 + level / 2, runs - 1)
             if t * math.sqrt(2 * self.run_variance(steps) / runs) <= target:
                 break
             runs += 1
@@ -96,7 +96,7 @@ class Split:
         """
         total = self.run_variance(self.steps)
         steps_part = total - self.between**2
-        upper = (self.runs - 1) * total / float(distributions.chi2.ppf(1 - level, self.runs - 1))
+        upper = (self.runs - 1) * total / distributions.chi2_ppf(1 - level, self.runs - 1)
         return dataclasses.replace(self, between=math.sqrt(max(0.0, upper - steps_part)))
 
     def decided_in(self, budget_s: float, run_cost_s: float, step_s: float) -> float | None:

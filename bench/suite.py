@@ -38,8 +38,11 @@ def pytest_runtest_protocol(item, nextitem):
     row = {
         "test": item.nodeid,
         "wall_s": time.perf_counter() - began,
-        "cpu_s": ended.user + ended.system - cpu.user - cpu.system,
-        "children_cpu_s": ended.children_user + ended.children_system - cpu.children_user - cpu.children_system,
+        # max: the differences of sums of floats can come out a hair below zero, which prints as -0.0
+        "cpu_s": max(0.0, ended.user + ended.system - cpu.user - cpu.system),
+        "children_cpu_s": max(
+            0.0, ended.children_user + ended.children_system - cpu.children_user - cpu.children_system
+        ),
         "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         "began": clock,
     }

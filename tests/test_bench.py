@@ -117,13 +117,27 @@ def test_each_documented_bench_command_checks_its_arguments_and_measures_nothing
     assert len(out.splitlines()) == 1 and out.startswith("dry run: ")
 
 
-def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds():
-    out = bench("suite.py", "--top", "2", "--", "-n0", "-q", "-p", "no:cacheprovider", "tests/test_slots.py")
+# Two files of tests of known cost, under an empty pytest.ini: pytest's own process, not the suite's workers
+TIMED = {
+    "test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(0.3)\n\ndef test_quick():\n    pass\n",
+    "test_works.py": "import os\n\ndef test_forks_a_child():\n    os.system('true')\n",
+}
+
+
+def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds(tmp_path):
+    for name, text in {**TIMED, "pytest.ini": "[pytest]\n"}.items():
+        (tmp_path / name).write_text(text)
+    found = ["-q", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path)]
+    out = bench("suite.py", "--top", "2", "--", *found, str(tmp_path))
     summary = next(line for line in out.splitlines() if line.startswith("suite: "))
-    timed = int(re.search(r"wall for (\d+) tests", summary).group(1))
-    rows = [line.split() for line in out.splitlines() if "tests/test_slots.py::" in line]
-    assert timed > 2 and len(rows) == 2
-    assert all(float(wall) >= 0 and float(cpu) >= 0 and float(children) >= 0 for wall, cpu, children, _ in rows)
+    assert re.search(r"wall for 3 tests", summary), out
+    slowest = [line.split() for line in out.splitlines() if "::" in line]
+    assert [row[3].split("::")[1] for row in slowest] == ["test_waits", slowest[1][3].split("::")[1]]
+    assert all(float(wall) >= 0 and float(cpu) >= 0 and float(children) >= 0 for wall, cpu, children, _ in slowest)
+    files = out.split("slowest test files, summed (s):\n", 1)[1].splitlines()[1:3]
+    assert [line.split()[2] for line in files] == ["test_waits.py", "test_works.py"], out
+    (worker,) = out.split("when its last test ended (s after the first began):\n", 1)[1].splitlines()
+    assert worker.split()[3] == "main", "pytest's own process, no xdist worker"
 
 
 @pytest.mark.parametrize("module", ["overhead", "syncs", "calibration"])

@@ -195,7 +195,7 @@ def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_pa
     """A budget already spent at the start: the first two rounds run all the same (a verdict needs replicated
     processes), the third stays pending as the budget's, and the launch is no failure."""
     args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]
-    result = launch(*args, f"launcher.isolation={isolation}", f"runs_dir={tmp_path}")
+    result = launch_here(*args, f"launcher.isolation={isolation}", f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert sorted((run.fields["replicate"], run.state) for run in runs) == [

@@ -3,6 +3,7 @@ a circle (imports inside functions count), every import of a stage names it unde
 status and tables never load torch."""
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -63,7 +64,11 @@ def imports(name: str) -> set[str]:
     return {m.removeprefix(PACKAGE) for m in imported_names(name) if m.startswith(PACKAGE)} - {""}
 
 
-GRAPH = {name: imports(name) for name in MODULES}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each module's imports of the house: parsed once a worker that runs these tests, not by every worker that
+    collects them."""
+    return {name: imports(name) for name in MODULES}
 
 
 def test_every_import_of_a_stage_names_it_under_perfsweep():
@@ -75,7 +80,7 @@ def test_every_import_of_a_stage_names_it_under_perfsweep():
 def test_every_stage_imports_only_the_stages_below_it():
     against = [
         f"{name} imports {target}"
-        for name, targets in GRAPH.items()
+        for name, targets in graph().items()
         if name.split(".")[0] in ALLOWED
         for target in targets
         if (stage := target.split(".")[0]) != name.split(".")[0] and stage not in ALLOWED[name.split(".")[0]]
@@ -87,7 +92,7 @@ def test_statistics_render_nothing():
     """analysis/statistics/ computes; the views render what it computes."""
     rendering = [
         f"{name} imports {target}"
-        for name, targets in GRAPH.items()
+        for name, targets in graph().items()
         if name.startswith("analysis.statistics")
         for target in targets
         if target.startswith(("analysis.views", "analysis.render"))
@@ -101,23 +106,23 @@ def test_no_module_imports_itself_back():
 
     def visit(name: str, path: list[str]) -> None:
         state[name] = "open"
-        for target in sorted(GRAPH.get(name, ())):
+        for target in sorted(graph().get(name, ())):
             if state.get(target) == "open":
                 cycles.append(" -> ".join([*path[path.index(target) :], target]))
             elif target not in state:
                 visit(target, [*path, target])
         state[name] = "closed"
 
-    for name in sorted(GRAPH):
+    for name in sorted(graph()):
         if name not in state:
             visit(name, [name])
     assert cycles == []
 
 
 def test_the_walk_sees_every_stage():
-    assert {name.split(".")[0] for name in GRAPH} == set(STAGES)
-    assert "records" in {t.split(".")[0] for t in GRAPH["analysis.views.table"]}, "the walk must find imports"
-    assert "train.instrumented" in GRAPH["commands.launching"] and "records" in GRAPH["launcher.submit"]
+    assert {name.split(".")[0] for name in graph()} == set(STAGES)
+    assert "records" in {t.split(".")[0] for t in graph()["analysis.views.table"]}, "the walk must find imports"
+    assert "train.instrumented" in graph()["commands.launching"] and "records" in graph()["launcher.submit"]
 
 
 @pytest.mark.parametrize("module", ["sweeps.plan", "launcher.run_states", "analysis.views.table"])

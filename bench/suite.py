@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as folder:
         began = time.perf_counter()
-        status = subprocess.run(pytest_cmd, cwd=ROOT, env={**os.environ, TIMES: folder}).returncode
+        # an xdist worker's name is its own pytest's: not one this command was started in (the suite's own tests)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")} | {TIMES: folder}
+        status = subprocess.run(pytest_cmd, cwd=ROOT, env=env).returncode
         wall = time.perf_counter() - began
         rows = collected(Path(folder))
     if args.out:

@@ -85,7 +85,7 @@ def test_a_process_start_is_read_to_the_clock_tick_not_a_second_early():
 
 @pytest.mark.slow
 def test_a_forked_runs_start_up_counts_from_its_fork(tiny_plan):
-    (spec,) = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled").runs
+    (spec,) = tiny_plan("input_type=tensor", "memory_format=contiguous").runs
     run_dir = Path(spec.config.runs_dir) / spec.sweep_name / spec.name
     forked_at = time.time() - 100  # as a job would pass it, its fork long before the run's first step
     execute(spec, run_dir, "id", {"parallelism": 1, "ready_since": forked_at})

@@ -184,7 +184,7 @@ def test_a_cut_parquet_file_is_skipped_with_a_warning_naming_the_run(tmp_path):
 
 
 def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
-    plan = tiny_plan("input_type=tensor", "memory_format=contiguous")
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=offline")
     (spec,) = plan.runs
     run_dir = plan.sweep_dir / spec.name
     run_dir.mkdir(parents=True)
@@ -258,7 +258,9 @@ def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan
         return finish(self, *args, **kwargs)
 
     monkeypatch.setattr(Tracker, "finish", stalled)
-    run_dir, summary = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.timeout_s=1"))
+    run_dir, summary = run(
+        tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=offline", "tracker.timeout_s=1")
+    )
     status = records.read_status(run_dir)
     assert status.state == "done" and summary.steps == 3 and (run_dir / records.STEPS).exists()
     (warning,) = status.warnings
@@ -267,8 +269,8 @@ def test_a_run_is_done_before_wandb_and_a_stalled_wandb_is_left_behind(tiny_plan
 
 @pytest.mark.slow
 def test_runs_sharing_a_process_do_not_inherit_each_others_threads(tiny_plan):
-    run(tiny_plan("input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"))
-    second_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled"))
+    run(tiny_plan("input_type=tensor", "memory_format=contiguous", "threads=1"))
+    second_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous"))
     assert records.read_json(second_dir / records.ENV)["torch_threads"] == (allotted_cpus() or DEFAULT_THREADS)
 
 

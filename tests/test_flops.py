@@ -47,7 +47,7 @@ def test_perfsweeps_tiny_cnn_counts_what_a_hand_count_gives():
 
 def test_a_function_benchmark_counts_no_flops_and_its_job_imports_no_dynamo(tiny_plan):
     """Its ops are elementwise: the counter would say 0 after importing torch._dynamo and a slow step under it."""
-    plan = tiny_plan("workload=pairwise_sum_prod", "workload.size=10", "tracker.mode=disabled")
+    plan = tiny_plan("workload=pairwise_sum_prod", "workload.size=10")
     run_dir, summary = run(plan)
     assert summary.flops_per_step is None and summary.tflops_per_s is None
     assert records.read_json(run_dir / records.SUMMARY)["flops_per_step"] is None
@@ -100,7 +100,7 @@ def test_a_gpus_peak_is_its_dense_datasheet_figure(monkeypatch, name, precision,
 @pytest.mark.slow
 def test_flops_are_recorded_and_utilization_is_unknown_without_a_known_peak(tiny_plan):
     assert peak_flops(torch.device("cpu"), "fp32") is None, "no CPU has a peak in the table"
-    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous")
     run_dir, summary = run(plan)
     assert summary.flops_per_step > 0 and summary.tflops_per_s > 0 and summary.params > 0
     assert summary.peak_tflops is None and summary.mfu is None

@@ -60,7 +60,7 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
 
 
 def test_a_run_beside_a_busy_loop_on_its_cpus_records_it_and_its_flags_name_it(tiny_plan):
-    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=300", "tracker.mode=disabled")
+    plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=300")
     loop = busy_loop(60, os.sched_getaffinity(0))
     try:
         run_dir, summary = run(plan)

@@ -25,7 +25,9 @@ def test_the_docs_notebook_analysis_runs_as_written(tmp_path, monkeypatch, capsy
 
 def test_a_row_per_run_with_its_axes_figures_and_machine_and_a_row_per_step(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    folder = notebook.launch(*TINY, "input_type=tensor,subclass", "memory_format=contiguous", "launcher=debug")
+    folder = notebook.launch(
+        *TINY, "input_type=tensor,subclass", "memory_format=contiguous", "launcher=debug", "tracker.mode=disabled"
+    )
     runs, loaded = notebook.runs(folder), load_sweep(folder)
     assert list(runs["run"]) == [run.name for run in loaded] and set(runs["state"]) == {"done"}
     assert list(runs["axes.input_type"]) == [run.axes["input_type"] for run in loaded]

@@ -124,7 +124,7 @@ def test_the_model_learns(tiny_plan):
 
 @pytest.mark.slow
 def test_wandb_offline_run_holds_every_step(tiny_plan):
-    run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous"))
+    run_dir, _ = run(tiny_plan("input_type=subclass", "memory_format=contiguous", "tracker.mode=offline"))
     logged = wandb_records(run_dir)
     history = [r["history"]["item"] for r in logged if r["type"] == "history"]
     assert [h["step"] for h in history] == [0, 1, 2, 3]
@@ -144,7 +144,9 @@ def test_wandb_disabled_writes_no_wandb_files(tiny_plan):
 
 def test_a_failing_run_records_the_error_and_raises(tiny_plan):
     with pytest.raises(ValueError, match="is not a perfsweep model"):
-        run(tiny_plan("model.name=no_such_net", "input_type=tensor", "memory_format=contiguous"))
+        run(
+            tiny_plan("model.name=no_such_net", "input_type=tensor", "memory_format=contiguous", "tracker.mode=offline")
+        )
     (run_dir,) = [p.parent for p in tiny_plan("input_type=tensor").sweep_dir.glob("*/status.json")]
     status = records.read_status(run_dir)
     assert status.state == "failed"
@@ -204,7 +206,7 @@ def test_an_inference_step_records_no_grad_in_eval_mode_and_the_subclass_still_s
 
 
 def test_an_inference_run_times_data_and_forward_alone(tiny_plan):
-    plan = tiny_plan("workload=infer_step", "input_type=subclass", "memory_format=contiguous", "tracker.mode=disabled")
+    plan = tiny_plan("workload=infer_step", "input_type=subclass", "memory_format=contiguous")
     run_dir, summary = run(plan)
     assert summary.phases == ("data", "forward") and summary.loss_last is None and summary.samples_per_s > 0
     columns = set(records.read_steps(run_dir / records.STEPS).column_names)

@@ -21,7 +21,7 @@ TIMM_TRAIN = "model,train_samples_per_sec,train_step_time,train_batch_size,train
 
 @pytest.mark.parametrize(("workload", "header"), [("infer_step", TIMM_INFER), ("train_step", TIMM_TRAIN)])
 def test_the_timm_csv_has_timms_header_and_the_runs_figures(tiny_plan, workload, header):
-    plan = tiny_plan(f"workload={workload}", "input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled")
+    plan = tiny_plan(f"workload={workload}", "input_type=tensor", "memory_format=contiguous")
     _, summary = run(plan)
     shown = launch_here("table", str(plan.sweep_dir), "--csv", "timm")
     assert shown.returncode == 0, shown.stderr
@@ -102,6 +102,7 @@ def test_a_model_built_for_one_input_size_runs_at_the_size_asked(tmp_path):
     """timm's ViTs take the size they were built for (224 for deit_tiny_patch16_224)."""
     runs = tmp_path / "runs"
     args = ["model.source=timm", "model.name=deit_tiny_patch16_224,test_resnet", "model.image_size=64", *TINY[1:]]
+    args.append("tracker.mode=disabled")
     result = launch_here(*args, "input_type=tensor", "memory_format=contiguous", "launcher=debug", f"runs_dir={runs}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert {r.fields["model.name"]: r.state for r in load_sweep(runs / "default")} == {

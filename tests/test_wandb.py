@@ -67,7 +67,7 @@ def test_wandb_starts_after_the_measured_window_ends(offline_run):
 
 
 def test_profile_trace_is_kept_and_uploaded_as_an_artifact(tiny_plan):
-    run_dir, _ = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "profile=true"))
+    run_dir, _ = run(tiny_plan("input_type=tensor", "memory_format=contiguous", "profile=true", "tracker.mode=offline"))
     trace = json.loads(gzip.decompress((run_dir / records.PROFILE).read_bytes()))
     assert any(e.get("name", "").startswith("aten::conv") for e in trace["traceEvents"])
     steps = records.read_steps(run_dir / records.STEPS).to_pylist()

@@ -58,19 +58,29 @@ class Change:
         return self.after / self.before
 
 
+def _log_moments(points: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each point's runs, their mean log time and their squared deviations from it, summed.
+
+    All points at once: a history is many points of a few runs, where numpy's per-array calls would cost the most.
+    """
+    sizes = np.array([len(runs) for runs in points], dtype=int)
+    logs = np.log(np.concatenate([np.asarray(runs, dtype=float) for runs in points])) if points else np.array([])
+    point = np.repeat(np.arange(len(points)), sizes)
+    means = np.bincount(point, logs, minlength=len(points)) / np.maximum(sizes, 1)
+    squares = np.bincount(point, (logs - means[point]) ** 2, minlength=len(points))
+    return sizes, means, squares
+
+
 def series(points: list[np.ndarray]) -> np.ndarray:
     """Each point's mean log time over its runs."""
-    return np.array([float(np.mean(np.log(runs))) for runs in points])
+    return _log_moments(points)[1]
 
 
 def _variances(points: list[np.ndarray]) -> tuple[float | None, float | None]:
     """One run's variance in log time, pooled over the replicated points, and one point's from the series."""
-    logs = [np.log(runs) for runs in points]
-    replicated = [x for x in logs if len(x) >= 2]
-    per_run = None
-    if replicated:
-        per_run = sum(float(np.var(x, ddof=1)) * (len(x) - 1) for x in replicated) / sum(len(x) - 1 for x in replicated)
-    y = series(points)
+    sizes, y, squares = _log_moments(points)
+    replicated = sizes >= 2
+    per_run = float(squares[replicated].sum() / (sizes[replicated] - 1).sum()) if replicated.any() else None
     per_point = (1.4826 * float(np.median(np.abs(np.diff(y))))) ** 2 / 2 if len(y) >= 3 else None
     return per_run, per_point
 

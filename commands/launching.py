@@ -1,6 +1,7 @@
 """Launch a plan once: check it, build its environments, run it, then show its views."""
 
 import sys
+import time
 from pathlib import Path
 
 from perfsweep import user_command
@@ -22,9 +23,11 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
     With `show` false, it prints no views.
     `quiet_envs` says the environments were built and reported before.
     `progress` counts the runs over several launches (launcher/progress.py); by default, this one's alone.
+    A budget (launcher.budget_s) counts from here: the planning, checks and builds are the launch's time too.
     """
     from perfsweep.launcher.submit import launch
 
+    began = time.time()
     plan = None
     try:
         plan = plan_of()
@@ -33,7 +36,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
             return 0
         pythons = _checked(plan, show, quiet_envs)
         _announce(plan)
-        outcome = launch(plan, argv, _runner(), pythons, progress)
+        outcome = launch(plan, argv, _runner(), pythons, progress, began=began)
     except _stops() as error:
         return _stopped(error, plan)
     return _ended(plan, outcome, show)

@@ -286,18 +286,20 @@ def launch(
     runner: Runner,
     pythons: dict[str, str] | None = None,
     progress: Progress | None = None,
+    began: float | None = None,
 ) -> Outcome:
     """Submit every run of `plan` that is not done yet, and follow them to the end if the launcher waits.
 
     `runner` runs each in its job.
     The job uses the Python that `pythons` names for its run: its environment's.
     `progress` counts the runs; by default, this launch's alone.
+    `began` is when the launch began (unix time), from which its budget counts; by default, now.
     The sweep folder is locked meanwhile.
     A second launcher is refused (records.SweepLocked) before it changes anything.
     """
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
-        return _launch(plan, argv, runner, pythons or {}, progress)
+        return _launch(plan, argv, runner, pythons or {}, progress, time.time() if began is None else began)
 
 
 def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
@@ -363,7 +365,9 @@ def launch_origin(named: str | None, modules: set[str]) -> dict[str, Any]:
     return {"code_under_test": under_test(named, places, Path.cwd()), "ci": ci_run(dict(os.environ))}
 
 
-def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str], progress: Progress | None) -> Outcome:
+def _launch(
+    plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str], progress: Progress | None, began: float
+) -> Outcome:
     conf = plan.settings.launcher
     backend = backend_for(conf)
     sweep_dir = plan.sweep_dir.resolve()
@@ -382,7 +386,7 @@ def _launch(plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str]
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
     limit_s, retries = backend.run_limit()
-    until = time.time() + conf.budget_s if conf.budget_s is not None else None
+    until = began + conf.budget_s if conf.budget_s is not None else None
     jobs = {
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         spec.name: RunJob(

@@ -209,6 +209,22 @@ def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_pa
     assert f"resume {tmp_path / 'default'}` (or the same command) runs the rest" in line
 
 
+def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_path):
+    """A launch that began a minute before its runs (its planning and builds, say) has spent a 50 s budget: past the
+    first two rounds, it starts nothing."""
+    from perfsweep.commands.launching import _runner
+    from perfsweep.launcher.submit import launch as submit
+
+    args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "launcher.budget_s=50", "tracker.mode=disabled"]
+    plan = build_plan([*args, f"runs_dir={tmp_path}"])
+    submit(plan, [], _runner(), began=time.time() - 60)
+    runs = load_sweep(tmp_path / "default")
+    assert sorted((run.fields["replicate"], run.state) for run in runs) == [
+        (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2)
+    ]
+    assert all(run.status.interrupted["type"] == records.BUDGET for run in runs if run.state == "pending")
+
+
 def test_a_budget_never_cuts_the_first_two_rounds_whatever_the_order(tmp_path):
     """Grouped order runs a configuration's rounds together: its third round is cut, the next one's first are not."""
     args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "order=grouped", "pairing=process"]

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
-from perfsweep.launcher.process_end import end_now
+from perfsweep.launcher.process_end import end_at_exit
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,9 +35,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> NoReturn:
-    """The command line's entry (`perfsweep`, `python launch.py`): main, then the process's end without Python's
-    teardown of its modules, about a second of a CPU once torch is imported (launcher/process_end.py)."""
-    end_now(main())
+    """The command line's entry (`perfsweep`, `python launch.py`).
+
+    Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
+    """
+    code = main()
+    end_at_exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

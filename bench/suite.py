@@ -57,7 +57,7 @@ def collected(folder: Path) -> list[dict]:
 
 
 def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
-    """The suite's totals, then its `top` slowest tests by wall time."""
+    """The suite's totals, its `top` slowest tests by wall time, its slowest files, and each worker's sums."""
     cpu = sum(r["cpu_s"] + r["children_cpu_s"] for r in rows)
     lines = [
         f"suite: {wall_s:.0f} s wall for {len(rows)} tests; their wall times sum to "
@@ -70,7 +70,7 @@ def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
     files = _summed(rows, lambda r: r["test"].split("::")[0])
     lines += [f"the {min(top, len(files))} slowest test files, summed (s):", f"{'wall':>7} {'cpu':>7}  file"]
     lines += [f"{wall:7.1f} {cpu:7.1f}  {name}" for name, (wall, cpu, _) in files[:top]]
-    start = min(r["began"] for r in rows)
+    start = min((r["began"] for r in rows), default=0.0)  # no test ran: a collection error, a -k that picked none
     lines += ["by worker: tests' summed wall and CPU (s), and when its last test ended (s after the first began):"]
     lines += [
         f"{wall:7.1f} {cpu:7.1f} {last - start:7.0f}  {name}"

@@ -192,7 +192,7 @@ class LauncherConf:
     wait: bool | None = None  # follow the sweep until it ends; None: yes for local/debug, no for Slurm
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
-    # The launch's wall time, in seconds from its start (once planned): no process (or job) starts that would end
+    # The launch's wall time, in seconds from its start (planning included): no process (or job) starts that would end
     # past it, at what those before took; the runs not started stay pending. It never cuts the first two rounds
     # (repeats): a verdict needs replicated processes. It bounds no Slurm launch. None: no budget.
     budget_s: float | None = None

@@ -33,7 +33,7 @@ from typing import Any
 import submitit
 
 from perfsweep import records, user_command
-from perfsweep.launcher.process_end import end_now_at_exit, in_own_job_process
+from perfsweep.launcher.process_end import end_at_exit, in_own_job_process
 from perfsweep.launcher.run_job import (
     RunJob,
     Runner,
@@ -122,7 +122,7 @@ class RunPack(submitit.helpers.Checkpointable):
     def __call__(self, runs: list[RunJob]) -> dict[str, str]:
         states = self._run(runs)
         if in_own_job_process():  # its work done: submitit records what it returns, then the process ends at once
-            end_now_at_exit()
+            end_at_exit()
         return states
 
     def _run(self, runs: list[RunJob]) -> dict[str, str]:

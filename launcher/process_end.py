@@ -4,42 +4,37 @@ Python's own end frees every object of every module it imported.
 For torch and torch._dynamo that takes a CPU about a second.
 A job on a loaded host pays it before its launcher sees it end, and the next environment's job waits for that.
 Nothing there needs freeing: the process is about to go.
-So such a process ends as Python would, less that:
-
-- it waits for the threads that are not daemons;
-- it runs the exit handlers (W&B's, logging's...), each once;
-- it flushes its standard streams;
-- it then leaves with os._exit.
+So such a process ends as Python would, less that.
 """
 
 import atexit
 import os
 import sys
-import threading
-from typing import NoReturn
 
 
-def end_now(code: int) -> NoReturn:
-    """End this process with exit status `code`, as Python would, less the freeing of its modules' objects."""
-    for thread in threading.enumerate():
-        if not thread.daemon and thread is not threading.current_thread():
-            thread.join()
-    atexit._run_exitfuncs()  # every handler once: the queue is emptied as it runs
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os._exit(code)
+def end_at_exit(code: int = 0) -> None:
+    """End this process without the teardown once it exits, with exit status `code`.
 
-
-def end_now_at_exit(code: int = 0) -> None:
-    """End this process as end_now does once its main code has returned, with exit status `code`.
-
-    The handler registered here runs first at exit (the last registered runs first).
-    It takes itself off, then runs every other handler.
+    Arm it as the process's last step, once its work is done.
+    Python's end then goes as usual: it stops and joins its threads, then runs the exit handlers, the last registered
+    first.
+    This one runs first.
+    It takes itself off and runs the others (W&B's, logging's...), flushes the standard streams, and leaves with
+    os._exit.
+    A handler registered after it would run twice, so it is armed last.
+    An exception that ends the process after all ends it with status 1, as Python would.
     """
 
-    def ending() -> NoReturn:
+    def ending() -> None:
         atexit.unregister(ending)
-        end_now(code)
+        atexit._run_exitfuncs()
+        status = 1 if getattr(sys, "last_value", None) is not None else code
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except OSError:  # a closed pipe: Python's own end says 120
+                status = status or 120
+        os._exit(status)
 
     atexit.register(ending)
 

@@ -209,6 +209,7 @@ def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_pa
     assert f"resume {tmp_path / 'default'}` (or the same command) runs the rest" in line
 
 
+@pytest.mark.slow
 def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_path):
     """A launch that began a minute before its runs (its planning and builds, say) has spent a 50 s budget: past the
     first two rounds, it starts nothing."""
@@ -223,6 +224,27 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
         (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2)
     ]
     assert all(run.status.interrupted["type"] == records.BUDGET for run in runs if run.state == "pending")
+
+
+def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path, monkeypatch):
+    """The time the test above sets: launch_plan's start, before the plan is made."""
+    from perfsweep.commands.launching import launch_plan
+    from perfsweep.launcher import submit
+
+    seen = {}
+
+    def stand_in(plan, argv, runner, pythons, progress, began):  # a stand-in launcher: it runs nothing
+        seen["began"] = began
+        raise submit.SubmissionFailed("a stand-in launcher submits nothing")
+
+    def planned():
+        time.sleep(0.5)
+        return build_plan([*FAST, "tracker.mode=disabled", f"runs_dir={tmp_path}"])
+
+    monkeypatch.setattr(submit, "launch", stand_in)
+    before = time.time()
+    assert launch_plan(planned, []) == 1
+    assert before <= seen["began"] < before + 0.5
 
 
 def test_a_budget_never_cuts_the_first_two_rounds_whatever_the_order(tmp_path):

@@ -17,7 +17,7 @@ from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import instrumented as train_run
 from tests import golden
-from tests.helpers import FAST, launch, launch_here, record_done, start_launcher, wait_for
+from tests.helpers import FAST, launch_here, record_done, start_launcher, wait_for
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
@@ -28,19 +28,41 @@ JOB = re.compile(r"\bjob \d+")
 TIMES = {re.compile(r"\d{4}-\d\d-\d\dT[\d:.+]+"): "<time>", re.compile(r"\b\d+(\.\d+)? s\b"): "<seconds> s"}
 
 
+# A step that waits 0.1 s: a run of 6 steps waits 0.6 s on any machine, and costs next to no CPU
+NAPS = """
+import time
+
+import torch
+
+
+class Step:
+    phases = ("compute",)
+
+    def __init__(self, cfg, device):
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(0.1)
+        clock.mark()
+        return self.a.sum()
+"""
+
+
 @pytest.mark.slow
-def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp_path):
+def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp_path, user_module):
     """The limit is each run's: the warm job that forks them has none that a sweep reaches (it had the limit itself,
     was requeued at it three times, then ended, leaving the runs it had not run `failed`)."""
-    limit_min = 0.06  # 3.6 s a run: a tiny run takes 0.5-2 s on a loaded 2-core machine
+    user_module("naps", NAPS)
+    limit_min = 0.06  # 3.6 s a run: a run waits 0.6 s, and takes 0.5-2 s more on a loaded 2-core machine
+    naps = ["workload._target_=naps.Step", "steps=5", "warmup_steps=1", "repeats=1", "seed=range(0,13)"]
     began = time.monotonic()
-    result = launch(*FAST, "seed=range(0,20)", "tracker.mode=disabled", f"launcher.timeout_min={limit_min}",
-                    f"runs_dir={tmp_path}")  # fmt: skip
+    result = launch_here(*naps, "tracker.mode=disabled", f"launcher.timeout_min={limit_min}", f"runs_dir={tmp_path}")
     took = time.monotonic() - began
     assert result.returncode == 0, result.stdout + result.stderr
-    assert took > 2 * limit_min * 60, "the premise: the sweep outlasts its limit several times over"
+    assert took > 2 * limit_min * 60, "the premise: the sweep (13 runs x 0.6 s of waits) outlasts its limit twice over"
     runs = load_sweep(tmp_path / "default")
-    assert len(runs) == 20 and all(run.state == "done" for run in runs)
+    assert len(runs) == 13 and all(run.state == "done" for run in runs)
     assert len({run.status.job_id for run in runs}) == 1, "one warm job served the whole sweep"
 
 

@@ -21,22 +21,33 @@ def end_at_exit(code: int = 0) -> None:
     This one runs first.
     It takes itself off and runs the others (W&B's, logging's...), flushes the standard streams, and leaves with
     os._exit.
-    A handler registered after it would run twice, so it is armed last.
-    An exception that ends the process after all ends it with status 1, as Python would.
+    Python's own end, teardown included, takes over where the process ends otherwise than planned:
+
+    - an exception raised after it was armed (Python's status for it, 1 or a signal's);
+    - an exit handler registered after it (it would run twice).
+
+    A `sys.exit(n)` after it was armed ends the process with `code`, not n.
     """
+    unhandled = getattr(sys, "last_value", None)  # an exception Python reported before: not this end's
 
     def ending() -> None:
+        if getattr(sys, "last_value", None) is not unhandled or atexit._ncallbacks() > armed:
+            return  # Python's own end
         atexit.unregister(ending)
-        atexit._run_exitfuncs()
-        status = 1 if getattr(sys, "last_value", None) is not None else code
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except OSError:  # a closed pipe: Python's own end says 120
-                status = status or 120
-        os._exit(status)
+        status = code
+        try:
+            atexit._run_exitfuncs()
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None and not stream.closed:
+                    try:
+                        stream.flush()
+                    except (OSError, ValueError):  # a closed pipe: Python's own end says 120
+                        status = status or 120
+        finally:
+            os._exit(status)  # never back into Python's end: its handlers have run
 
     atexit.register(ending)
+    armed = atexit._ncallbacks()
 
 
 def in_own_job_process() -> bool:

@@ -5,6 +5,7 @@ For torch and torch._dynamo that takes a CPU about a second.
 A job on a loaded host pays it before its launcher sees it end, and the next environment's job waits for that.
 Nothing there needs freeing: the process is about to go.
 So such a process ends as Python would, less that.
+A file it opened and never closed is left unflushed: perfsweep's records are written and closed as they go.
 """
 
 import atexit

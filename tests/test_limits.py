@@ -9,6 +9,7 @@ import time
 import pytest
 
 from perfsweep import records
+from perfsweep.bench.gitrepo import SLEEP
 from perfsweep.launcher import sweepdir, warm
 from perfsweep.launcher.run_job import RunJob, Runner, execute_run
 from perfsweep.launcher.run_states import render, run_states
@@ -28,32 +29,11 @@ JOB = re.compile(r"\bjob \d+")
 TIMES = {re.compile(r"\d{4}-\d\d-\d\dT[\d:.+]+"): "<time>", re.compile(r"\b\d+(\.\d+)? s\b"): "<seconds> s"}
 
 
-# A step that waits 0.1 s: a run of 6 steps waits 0.6 s on any machine, and costs next to no CPU
-NAPS = """
-import time
-
-import torch
-
-
-class Step:
-    phases = ("compute",)
-
-    def __init__(self, cfg, device):
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        time.sleep(0.1)
-        clock.mark()
-        return self.a.sum()
-"""
-
-
 @pytest.mark.slow
 def test_a_local_sweep_many_times_longer_than_its_time_limit_runs_to_its_end(tmp_path, user_module):
     """The limit is each run's: the warm job that forks them has none that a sweep reaches (it had the limit itself,
     was requeued at it three times, then ended, leaving the runs it had not run `failed`)."""
-    user_module("naps", NAPS)
+    user_module("naps", SLEEP.format(ms=100))  # a run of 6 steps waits 0.6 s on any machine, at little CPU
     limit_min = 0.06  # 3.6 s a run: a run waits 0.6 s, and takes 0.5-2 s more on a loaded 2-core machine
     naps = ["workload._target_=naps.Step", "steps=5", "warmup_steps=1", "repeats=1", "seed=range(0,13)"]
     began = time.monotonic()

@@ -6,7 +6,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.analysis.render import text
-from perfsweep.analysis.statistics import bootstrap
+from perfsweep.analysis.statistics import bootstrap, distributions
 from perfsweep.analysis.views import published, published_models
 from perfsweep.sweeps.model_sets import default_image_size
 from perfsweep.sweeps.plan import build_plan
@@ -81,9 +81,9 @@ def test_a_per_sample_comparison_divides_by_each_runs_batch(tmp_path):
 
 
 def test_rank_correlation_is_spearmans_with_ties_and_an_interval_over_pairs():
-    assert bootstrap.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert bootstrap.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
-    assert bootstrap.spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833)  # ties share a mean rank
+    assert distributions.spearman_rho([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert distributions.spearman_rho([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert distributions.spearman_rho([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833)  # ties share a mean rank
     rng = np.random.default_rng(0)
     x = np.arange(30.0)
     rho = bootstrap.rank_correlation(x, x + rng.normal(0, 5, 30))

@@ -11,9 +11,10 @@ A thousand-run sweep is summarised in seconds.
 """
 
 import dataclasses
-import math
 
 import numpy as np
+
+from perfsweep.analysis.statistics.distributions import spearman_rho
 
 RESAMPLES = 2000
 LEVEL = 0.95
@@ -55,23 +56,6 @@ def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
     return percentile_interval(medians)
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties sharing their mean rank."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(1, len(x) + 1)
-    values, tie_group = np.unique(x, return_inverse=True)
-    return (np.bincount(tie_group, ranks) / np.bincount(tie_group))[tie_group] if len(values) < len(x) else ranks
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rank correlation (nan when either side has a single rank)."""
-    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
-    if rx.std() == 0 or ry.std() == 0:
-        return math.nan
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
     """Spearman's rho of paired values, one pair per model.
 
@@ -80,5 +64,5 @@ def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, s
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     rng = np.random.default_rng(seed)
     drawn = (rng.integers(0, len(x), len(x)) for _ in range(resamples))
-    rhos = np.array([spearman(x[i], y[i]) for i in drawn])
-    return Interval(spearman(x, y), *percentile_interval(rhos))
+    rhos = np.array([spearman_rho(x[i], y[i]) for i in drawn])
+    return Interval(spearman_rho(x, y), *percentile_interval(rhos))

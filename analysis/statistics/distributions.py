@@ -38,19 +38,25 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     return (below + (counts + 1) / 2)[where.ravel()]
 
 
+def spearman_rho(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float:
+    """Spearman's rank correlation: NaN where either side has a single rank."""
+    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
+    if rx.std() == 0 or ry.std() == 0:
+        return math.nan
+    return float(np.clip(np.corrcoef(rx, ry)[0, 1], -1.0, 1.0))
+
+
 def spearman(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> tuple[float, float]:
     """Spearman's rank correlation and its two-sided p-value: scipy.stats.spearmanr(x, y) for 3 pairs or more.
 
     The p-value is the t approximation's, with n - 2 degrees of freedom.
     Both are NaN where either side is constant or holds a NaN, and for fewer than 3 pairs.
     """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) < 3 or np.isnan(x).any() or np.isnan(y).any():
         return math.nan, math.nan
-    rx, ry = _ranks(x), _ranks(y)
-    if rx.std() == 0 or ry.std() == 0:
+    rho = spearman_rho(x, y)
+    if math.isnan(rho):
         return math.nan, math.nan
-    rho = float(np.clip(np.corrcoef(rx, ry)[0, 1], -1.0, 1.0))
     df = len(x) - 2
     if abs(rho) == 1.0:
         return rho, 0.0

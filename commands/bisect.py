@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from perfsweep import user_command
 from perfsweep.commands.launching import MULTIRUN
 from perfsweep.commands.until_decided import launch_until_decided
+from perfsweep.sweeps.keys import override_key
 
 if TYPE_CHECKING:
     from perfsweep.analysis.bisection.search import Prior
@@ -226,9 +227,7 @@ class Asked:
 
         A point's sweep is followed to its end before it is looked at, on Slurm too.
         """
-        return [
-            o for o in self.base if o.lstrip("+").partition("=")[0] not in ("runs_dir", "sweep_name", "launcher.wait")
-        ]
+        return [o for o in self.base if override_key(o) not in ("runs_dir", "sweep_name", "launcher.wait")]
 
     @property
     def ends(self) -> list[str]:
@@ -269,9 +268,9 @@ def asked(args: argparse.Namespace) -> Asked:
         releases, package, subjects = [args.good, args.bad], args.package or "torch", {}
     package, unit = package.lower(), "commit" if args.git else "release"
     key = pinned(package, "").lstrip("+").removesuffix("=")  # torch, env.packages.NAME
-    if any(o.lstrip("+").partition("=")[0] == key for o in overrides):
+    if any(override_key(o) == key for o in overrides):
         raise BisectError(f"{key}: the bisect sets it to each point itself; leave it out of the overrides")
-    if budget := [o for o in overrides if o.partition("=")[0] in BUDGET]:
+    if budget := [o for o in overrides if override_key(o) in BUDGET]:
         raise BisectError(
             f"{budget[0]}: a bisect's budget is --max-runs N (runs a side a point may take) and --max-minutes M (the "
             "search's time); leave it out of the overrides"

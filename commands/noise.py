@@ -24,6 +24,7 @@ from pathlib import Path
 
 from perfsweep.commands.launching import launch_plan, machine_here
 from perfsweep.records import DONE, RunRecord, load_sweep, noise
+from perfsweep.sweeps.keys import override_key
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 from perfsweep.train.host_settings import Setting, cpu_settings, gpu_settings
 
@@ -100,7 +101,7 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
     from perfsweep.launcher.validate import validate
     from perfsweep.train.checks import problems as run_problems
 
-    ours = [o for o in overrides if o.lstrip("+~").split("=")[0] in SET_HERE]
+    ours = [o for o in overrides if override_key(o) in SET_HERE]
     if ours:
         raise PlanError([f"perfsweep noise sets {', '.join(ours)} itself: leave {'them' if ours[1:] else 'it'} out"])
     given = [o for o in overrides if not o.startswith("runs_dir=")]

@@ -382,6 +382,7 @@ def test_a_bisect_refuses_a_release_the_index_does_not_have(tmp_path, capsys):
     [
         ("auto.max_runs=20", "a bisect with repeats=auto's cap"),
         ("launcher.budget_s=50", "a bisect with a launch's budget"),
+        ("++auto.max_runs=20", "a bisect with repeats=auto's cap forced in"),
         ("order=grouped", "a bisect in grouped order"),
     ],
 )

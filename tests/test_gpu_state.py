@@ -241,6 +241,7 @@ def test_a_run_across_gpus_counts_every_ranks_gpu_energy_over_its_straggler_s_bl
     assert window.host[0].gpu.energy_source == "NVML energy counter, 2 GPUs' sum", "a power two GPUs drew together"
     unread = Ranks((result(0, 10.0, [100.0, None]), result(1, 12.0, [90.0, 95.0])), "ddp").window()
     assert [block.gpu.energy_j for block in unread.host] == [190.0, None]
+    assert [block.gpu.energy_source for block in unread.host] == ["NVML energy counter, 2 GPUs' sum", None]
 
 
 def test_a_paired_process_reads_its_start_clock_after_every_side_s_warm_up(tmp_path, monkeypatch):

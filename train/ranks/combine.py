@@ -81,7 +81,8 @@ class Ranks:
             gpus = [blocks[index].gpu if len(blocks) == len(mine) else None for blocks in every]
             energies = [gpu.energy_j if gpu else None for gpu in gpus]
             energy = None if None in energies else sum(energies)
-            source = block.gpu.energy_source if len(gpus) == 1 else f"{block.gpu.energy_source}, {len(gpus)} GPUs' sum"
+            summed = f"{block.gpu.energy_source}, {len(gpus)} GPUs' sum"
+            source = None if energy is None else block.gpu.energy_source if len(gpus) == 1 else summed
             combined.append(
                 dataclasses.replace(block, gpu=dataclasses.replace(block.gpu, energy_j=energy, energy_source=source))
             )

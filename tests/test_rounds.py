@@ -203,7 +203,8 @@ def test_the_wall_time_cap_is_planned_from_what_a_round_has_cost():
 
 
 def test_a_look_of_rounds_done_before_costs_no_round_its_time():
-    """A resumed sweep's first look finds its 3 rounds done: its second of checking is no round's cost."""
+    """A resumed sweep's first look finds its rounds done and runs none: its second of checking counts as time
+    spent, but not as a round, so the 21 s spent are over the 2 rounds the next look ran."""
     clock = RoundClock(60.0, now=0.0)
     clock.look_starts(0.0)
     clock.look_ends(0, now=1.0)

@@ -167,26 +167,33 @@ def _ended(plan, outcome, show: bool) -> int:
     return 1 if set(outcome.failed) - set(unstarted) else 0
 
 
-def unstarted_by_budget(plan) -> dict[str, str]:
-    """The runs that the launch's budget (launcher.budget_s) left unstarted, with why: they are no failure."""
+def unstarted_by_budget(plan) -> dict:
+    """The runs that the launch's budget (launcher.budget_s) stopped or left unstarted, with their status: they are
+    no failure."""
     from perfsweep import records
 
     statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
-    return {name: status.interrupted["reason"] for name, status in statuses.items() if status.over_budget}
+    return {name: status for name, status in statuses.items() if status.over_budget}
 
 
-def budget_line(plan, unstarted: dict[str, str]) -> str:
-    """What the budget left unstarted, why, what the host showed, and how to run the rest."""
+def budget_line(plan, unstarted: dict) -> str:
+    """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest."""
     from perfsweep import records
     from perfsweep.analysis.statistics.host_flags import taken
 
-    why = next(iter(unstarted.values())).removeprefix("launcher.budget_s: ")
+    said = []
+    for stopped, verb in ((True, "stopped"), (False, "not started")):
+        these = [status for status in unstarted.values() if (status.started_at is not None) == stopped]
+        if these:
+            why = these[0].interrupted.get("reason", "").removeprefix("launcher.budget_s: ")
+            said.append(f"{len(these)} {verb} ({why})" if why else f"{len(these)} {verb}")
     runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
-    if host := taken([run for run in runs if run.state == records.DONE]):
-        why += f"; the host: {host}"
+    done = [run for run in runs if run.state == records.DONE]
+    host = taken(done)
     budget = plan.settings.launcher.budget_s
-    said = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
+    head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
+    decided = "the views above decide with the runs done" if done else "no run is done: nothing is decided"
     return (
-        f"perfsweep: {said}: {len(unstarted)} of {len(plan.runs)} runs were not started ({why}); the views above "
-        f"decide with the runs done. `{user_command()} resume {plan.sweep_dir}` (or the same command) runs the rest"
+        f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{f'; the host: {host}' if host else ''}; "
+        f"{decided}. `{user_command()} resume {plan.sweep_dir}` (or the same command) runs the rest"
     )

@@ -193,8 +193,8 @@ class LauncherConf:
     lock: bool = True  # one launcher at a time per sweep folder (false: for a filesystem without working flock)
     poll_s: float | None = None  # seconds between looks at the runs while following; None: 0.5 here, 5 on Slurm
     # The launch's wall time, in seconds from its start (planning included): no process (or job) starts that would end
-    # past it, at what those before took; the runs not started stay pending. It never cuts the first two rounds
-    # (repeats): a verdict needs replicated processes. It bounds no Slurm launch. None: no budget.
+    # past it, at what those before took, and a process still measuring when it runs out is stopped. The runs stopped
+    # or not started stay pending. It bounds no Slurm launch. None: no budget.
     budget_s: float | None = None
     # Slurm only
     partition: str | None = None  # --partition

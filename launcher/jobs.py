@@ -186,8 +186,9 @@ class RunPack(submitit.helpers.Checkpointable):
 
 
 def ended_state(run: RunJob, error: Exception | None) -> str:
-    """A run's state once its process has returned: its status's, where final (a side may fail alone)."""
-    state = records.read_status(run.run_dir).state
-    if state in records.FINAL:
-        return state
+    """A run's state once its process has returned: its status's, where final (a side may fail alone) or pending
+    as the budget stopped it."""
+    status = records.read_status(run.run_dir)
+    if status.state in records.FINAL or status.over_budget:
+        return status.state
     return records.FAILED if error else records.DONE

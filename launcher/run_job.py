@@ -100,37 +100,49 @@ class RunTimeout(records.Stopped):
 
 
 TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
+SPENT = "launcher.budget_s: the launch's budget ran out before this run's process started"
 
 
 @contextlib.contextmanager
 def time_limit(run: RunJob):
-    """Raise RunTimeout in the run once it has taken `run.limit_s` seconds for each of its sides.
+    """Stop the run at its time limit (`run.limit_s` seconds for each of its sides) or at the launch's budget
+    (`run.until`), whichever comes first.
 
-    An interval timer (SIGALRM) raises it.
-    The run then records itself failed, with the traceback of where it was.
+    An interval timer (SIGALRM) raises RunTimeout or BudgetSpent in the run.
+    Past its time limit, the run records itself failed, with the traceback of where it was.
+    Past the budget, it records itself pending, as a run the budget left unstarted is.
     The run stops the timer once its outcome is known.
     So recording it, and W&B after it, are never cut short.
     Python's signal handlers run on the main thread only.
     A run on another thread (a debug launch from a thread) has no limit, and says so.
     """
-    if run.limit_s is None:
+    seconds = run.limit_s * len(run.every) if run.limit_s is not None else None  # the limit for each side
+    left = run.until - time.time() if run.until is not None else None
+    if seconds is None and left is None:
         yield
         return
+    if left is not None and left <= 0:
+        raise records.BudgetSpent(SPENT)
     if threading.current_thread() is not threading.main_thread():
         print(f"perfsweep: run {run.spec.name} runs off the main thread: no time limit", file=sys.stderr)
         yield
         return
-
-    seconds = run.limit_s * len(run.every)  # a run's limit for each side its process measures
+    budget_first = left is not None and (seconds is None or left < seconds)
+    began = time.monotonic()
 
     def reached(signum, frame) -> None:
+        if budget_first:
+            raise records.BudgetSpent(
+                f"launcher.budget_s: the launch's budget ran out {time.monotonic() - began:.1f} s into this run's "
+                "process, before its steps were done"
+            )
         sides = f" for its {len(run.every)} sides" if run.sides else ""
         minutes = f"launcher.timeout_min={run.limit_s / 60:g} ({seconds:g} s{sides})"
         raise RunTimeout(f"the run reached its time limit, {minutes}, and was stopped")
 
     previous = signal.signal(signal.SIGALRM, reached)
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_REAL, left if budget_first else seconds)
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -192,6 +204,11 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
         return None
     except records.RecordWriteError as error:
         raise unrecordable(run, error) from error
+    except records.BudgetSpent as error:  # pending, as the runs the budget leaves unstarted: no failure
+        unrecorded = [side for side in run.every if not records.read_status(side.run_dir).over_budget]
+        leave_pending(unrecorded, records.BUDGET, str(error))
+        print(f"perfsweep: run {run.spec.name}: {error}", file=sys.stderr)
+        return error
     except Exception as error:
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
         for side in run.every:
@@ -208,22 +225,23 @@ def _record_failure(run: RunJob, failure: records.RunError) -> None:
         raise unrecordable(run, error) from error
 
 
-KEPT_ROUNDS = 2  # rounds a budget never cuts: a verdict needs replicated processes
-
-
 def leave_over_budget(runs: list[RunJob], took_s: list[float], what: str = "process") -> bool:
     """Leave the runs (a process's, or a job's) pending where they would end past the launch's budget; whether so.
 
-    They would where the median of `took_s`, what each earlier process (or job) took, runs past it from now.
-    Where nothing has ended yet, nothing is known to cost: they start.
-    The first KEPT_ROUNDS rounds (replicates) always run.
+    They would where the budget has run out, or where the median of `took_s`, what each earlier process (or job)
+    took, runs past it from now.
+    Where nothing has ended yet, nothing is known to cost: they start (and the budget stops them if it runs out).
     """
     until = runs[0].until if runs else None
-    if until is None or not took_s or min(run.spec.config.replicate for run in runs) < KEPT_ROUNDS:
+    if until is None:
         return False
-    if time.time() + statistics.median(took_s) <= until:
+    cost = statistics.median(took_s) if took_s else None
+    if time.time() >= until:
+        why = SPENT
+    elif cost is None or time.time() + cost <= until:
         return False
-    why = f"launcher.budget_s: a {what} takes about {statistics.median(took_s):.1f} s here, past the launch's budget"
+    else:
+        why = f"launcher.budget_s: a {what} takes about {cost:.1f} s here, past the launch's budget"
     leave_pending(every_run(runs), records.BUDGET, why)
     return True
 

@@ -78,6 +78,7 @@ from perfsweep.records.status import (
     UNKNOWN,
     UNREADABLE,
     WRITTEN,
+    BudgetSpent,
     RunError,
     Status,
     Stopped,
@@ -106,6 +107,6 @@ __all__ = [
     "Baseline", "PairedSummary", "RankSummary", "RunRecord", "Summary", "is_done", "load_run", "load_sweep",
     "unreadable_records",
     "BUDGET", "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
-    "RunError", "Status", "Stopped", "read_status",
+    "BudgetSpent", "RunError", "Status", "Stopped", "read_status",
     "AUTO", "last_launch", "planned_runs", "read_manifest", "record_jobs", "repair", "submitted_jobs", "write_planned",
 ]  # fmt: skip

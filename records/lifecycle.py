@@ -52,9 +52,10 @@ def fail_unless_final(run_dir: Path, error: RunError) -> Status:
     return _write(run_dir, dataclasses.replace(status, state=FAILED, finished_at=now(), error=error))
 
 
-def stop(run_dir: Path, kind: str, **launch: Any) -> Status:
-    """Record a running run pending again: it was stopped by `kind` and runs again later."""
-    return _write(run_dir, Status(PENDING, interrupted={"type": kind, "at": now()}, **launch))
+def stop(run_dir: Path, kind: str, reason: str | None = None, **launch: Any) -> Status:
+    """Record a running run pending again: it was stopped by `kind` (for `reason`) and runs again later."""
+    interrupted = {"type": kind, "at": now(), **({"reason": reason} if reason else {})}
+    return _write(run_dir, Status(PENDING, interrupted=interrupted, **launch))
 
 
 def leave_pending(run_dir: Path, kind: str, reason: str | None = None) -> Status | None:

@@ -27,6 +27,10 @@ class Stopped(Exception):
     """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout)."""
 
 
+class BudgetSpent(Stopped):
+    """The launch's budget (launcher.budget_s) ran out while the process measured: its runs are pending again."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunError:
     """Why a run failed: the exception's type and message, and the traceback (or the log's last lines)."""
@@ -47,7 +51,7 @@ class RunError:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-BUDGET = "Budget"  # the interruption of runs that the launch's budget (launcher.budget_s) left unstarted
+BUDGET = "Budget"  # the interruption of runs that the launch's budget (launcher.budget_s) stopped or left unstarted
 
 
 class Interrupted(TypedDict):
@@ -119,7 +123,7 @@ class Status:
 
     @property
     def over_budget(self) -> bool:
-        """Whether the launch's budget (launcher.budget_s) left this run unstarted."""
+        """Whether the launch's budget (launcher.budget_s) stopped this run or left it unstarted."""
         return self.state == PENDING and (self.interrupted or {}).get("type") == BUDGET
 
     def history(self) -> list[dict[str, Any]]:

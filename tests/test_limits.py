@@ -1,6 +1,7 @@
 """Time limits and ends of jobs: a sweep of any length runs to its end, a run past its limit is recorded timed out
 (and run again as configured), and a run its job never started is pending, never lost."""
 
+import dataclasses
 import os
 import re
 import signal
@@ -10,7 +11,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.bench.gitrepo import SLEEP
-from perfsweep.launcher import sweepdir, warm
+from perfsweep.launcher import run_job, sweepdir, warm
 from perfsweep.launcher.run_job import RunJob, Runner, execute_run
 from perfsweep.launcher.run_states import render, run_states
 from perfsweep.launcher.warm import fork_runs
@@ -193,28 +194,44 @@ def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(t
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])  # a warm job's processes; a job a process
-def test_a_budget_leaves_the_rounds_past_the_second_unstarted_and_says_so(tmp_path, isolation):
-    """A budget already spent at the start: the first two rounds run all the same (a verdict needs replicated
-    processes), the third stays pending as the budget's, and the launch is no failure."""
-    args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]
-    result = launch_here(*args, f"launcher.isolation={isolation}", f"runs_dir={tmp_path}")
+def test_a_budget_stops_the_process_it_runs_out_in_and_starts_no_other(tmp_path, isolation):
+    """Runs that would never end, and a budget of 3 s: the launch ends near it, its runs pending as the budget's, and
+    is no failure. Its time limit, a minute, would fail a run that the budget did not stop."""
+    args = [*LOOP, f"steps={ENDLESS}", "workload.impl=loop,broadcast", "repeats=2", "launcher.budget_s=3"]
+    args += ["launcher.timeout_min=1", f"launcher.isolation={isolation}", f"runs_dir={tmp_path}"]
+    result = launch_here(*args)
     assert result.returncode == 0, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
-    assert sorted((run.fields["replicate"], run.state) for run in runs) == [
-        (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2)
-    ]
-    assert all(run.status.interrupted["type"] == records.BUDGET for run in runs if run.state == "pending")
-    assert "NOT STARTED 2 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
+    assert len(runs) == 4 and all(run.status.over_budget for run in runs), [run.status for run in runs]
     line = result.stdout.splitlines()[-1]
-    what = "process" if isolation == "fork" else "job"
-    assert line.startswith(f"perfsweep: launcher.budget_s=0.001: 2 of 6 runs were not started (a {what} takes about")
-    assert f"resume {tmp_path / 'default'}` (or the same command) runs the rest" in line
+    assert line.startswith("perfsweep: launcher.budget_s=3: of 4 runs, "), line
+    assert "; no run is done: nothing is decided." in line and f"resume {tmp_path / 'default'}` (or the" in line
+
+
+def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_path):
+    """In the launch's own process (launcher=debug): the first process is stopped where the budget ran out, its run
+    pending, and the second is not started."""
+    args = [*LOOP, f"steps={ENDLESS}", "seed=0,1", "launcher.budget_s=1", "launcher=debug", "launcher.timeout_min=1"]
+    result = launch_here(*args, f"runs_dir={tmp_path}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = sorted(load_sweep(tmp_path / "default"), key=lambda run: run.fields["seed"])
+    assert all(run.status.over_budget for run in runs) and not any(run.status.attempts for run in runs)
+    assert [run.status.started_at is not None for run in runs] == [True, False]
+    stopped = runs[0].status.interrupted["reason"]
+    assert re.fullmatch(r"launcher\.budget_s: the launch's budget ran out \d\.\d s into this run's process, before "
+                        r"its steps were done", stopped)  # fmt: skip
+    assert "STOPPED 1 runs: the launch's budget (launcher.budget_s) ran out as they measured" in result.stdout
+    assert "NOT STARTED 1 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
+    line = result.stdout.splitlines()[-1]
+    said = stopped.removeprefix("launcher.budget_s: ")
+    head = f"perfsweep: launcher.budget_s=1: of 2 runs, 1 stopped ({said}) and 1 not started (the launch's budget "
+    assert line.startswith(head + "ran out before this run's process started); no run is done"), line
 
 
 @pytest.mark.slow
 def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_path):
-    """A launch that began a minute before its runs (its planning and builds, say) has spent a 50 s budget: past the
-    first two rounds, it starts nothing."""
+    """A launch that began a minute before its runs (its planning and builds, say) has spent a 50 s budget: it starts
+    nothing."""
     from perfsweep.commands.launching import _runner
     from perfsweep.launcher.submit import launch as submit
 
@@ -222,10 +239,10 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
     plan = build_plan([*args, f"runs_dir={tmp_path}"])
     submit(plan, [], _runner(), began=time.time() - 60)
     runs = load_sweep(tmp_path / "default")
-    assert sorted((run.fields["replicate"], run.state) for run in runs) == [
-        (r, "done" if r < 2 else "pending") for r in (0, 0, 1, 1, 2, 2)
-    ]
-    assert all(run.status.interrupted["type"] == records.BUDGET for run in runs if run.state == "pending")
+    assert len(runs) == 6 and all(run.status.over_budget and run.status.started_at is None for run in runs)
+    assert runs[0].status.interrupted["reason"] == (
+        "launcher.budget_s: the launch's budget ran out before this run's process started"
+    )
 
 
 def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path, monkeypatch):
@@ -249,18 +266,21 @@ def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path,
     assert before <= seen["began"] < before + 0.5
 
 
-def test_a_budget_never_cuts_the_first_two_rounds_whatever_the_order(tmp_path):
-    """Grouped order runs a configuration's rounds together: its third round is cut, the next one's first are not."""
+def test_a_budget_cuts_any_round_once_a_process_cost_is_known(tmp_path):
+    """A job that has run no process knows no cost: it starts one while the budget lasts. Once it knows one, no
+    process starts that would end past the budget, whatever its round; none starts once it ran out."""
     args = [*FAST, "workload.impl=loop,broadcast", "repeats=3", "order=grouped", "pairing=process"]
     plan = build_plan([*args, f"runs_dir={tmp_path}"])
-    spent = time.time() - 1  # the budget ran out a second ago
-    jobs = [RunJob(spec=s, run_dir=tmp_path / s.name, tracker_id="x", parallelism=1, until=spent) for s in plan.runs]
-    assert [job.spec.config.replicate for job in jobs] == [0, 1, 2, 0, 1, 2], "the premise: grouped"
-    assert not warm.leave_over_budget([jobs[2]], []), "a job that has run no process knows no cost: it starts one"
-    assert [warm.leave_over_budget([job], [1.0]) for job in jobs] == [False, False, True, False, False, True]
-    status = records.read_status(jobs[2].run_dir)
-    assert status.over_budget and "a process takes about 1.0 s here" in status.interrupted["reason"]
-    assert not (jobs[3].run_dir / records.STATUS).exists(), "a kept round is left as it was"
+    for_10_s = [RunJob(spec=s, run_dir=tmp_path / s.name, tracker_id="x", parallelism=1, until=time.time() + 10)
+                for s in plan.runs]  # fmt: skip
+    assert not any(warm.leave_over_budget([job], took_s) for job in for_10_s for took_s in ([], [1.0]))
+    assert not any((job.run_dir / records.STATUS).exists() for job in for_10_s), "a run that starts is left as it was"
+    assert all(warm.leave_over_budget([job], [20.0]) for job in for_10_s)
+    status = records.read_status(for_10_s[0].run_dir)
+    assert status.over_budget and "a process takes about 20.0 s here" in status.interrupted["reason"]
+    spent = dataclasses.replace(for_10_s[0], until=time.time() - 1, run_dir=tmp_path / "spent")
+    assert warm.leave_over_budget([spent], [])
+    assert records.read_status(spent.run_dir).interrupted["reason"] == run_job.SPENT
 
 
 def test_a_budget_on_slurm_is_said_to_bound_nothing():

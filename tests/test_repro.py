@@ -153,8 +153,8 @@ class Step:
 
 @pytest.mark.slow
 def test_a_planted_slowdown_s_comment_gives_the_command_that_measures_it_again(tmp_path, user_module, monkeypatch):
-    """B's code waits half again as long in one of two configurations: the comment names it and its command, which, run as
-    printed from another folder, measures that configuration again."""
+    """B's code waits half again as long in one of two configurations: the comment names it and its command, which,
+    run as printed from another folder, measures that configuration again."""
     sweep = ["workload._target_=sleeper.Step", "+workload.kwargs.part=a,b", "steps=7", "warmup_steps=1", "repeats=3"]
     sweep += ["tracker.mode=disabled", f"runs_dir={tmp_path / 'runs'}"]
     for side, slower in (("a", 1.0), ("b", 1.5)):  # the code as it is before the change, then after it

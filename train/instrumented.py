@@ -23,7 +23,7 @@ import torch
 from perfsweep import records
 from perfsweep.conf.import_paths import modules_of, targets_of
 from perfsweep.conf.schema import RunConf
-from perfsweep.records import HostState, PairedSummary, Stopped, Summary, lifecycle
+from perfsweep.records import BudgetSpent, HostState, PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, gpu_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
@@ -311,7 +311,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
             if outcome is not None:
                 timing = timing_of(outcome.seconds, ready_since, stopwatch.seconds)
                 ends[index] = (record_done(side.run_dir, mine, timing), timing)
-    except (KeyboardInterrupt, SystemExit) as error:  # cancelled, preempted or requeued: nothing is wrong with it
+    except (KeyboardInterrupt, SystemExit, BudgetSpent) as error:  # cancelled, preempted, requeued, out of budget
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
                 record_interrupted(side.run_dir, mine, error)
@@ -566,9 +566,13 @@ def record_done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float])
 
 
 def record_interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
-    """Record the run pending again: cancelled, preempted or requeued, it will run again."""
+    """Record the run pending again: cancelled, preempted, requeued or stopped by the launch's budget, it will run
+    again."""
     outcome_known()
-    lifecycle.stop(run_dir, type(error).__name__, **launch)
+    if isinstance(error, BudgetSpent):
+        lifecycle.stop(run_dir, records.BUDGET, str(error), **launch)
+    else:
+        lifecycle.stop(run_dir, type(error).__name__, **launch)
 
 
 def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:

@@ -301,7 +301,10 @@ def flags(runs: list[RunRecord]) -> list[str]:
     done = [r for r in runs if r.state == DONE]
     flag_lines = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
     flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
-    if unstarted := sum(r.status.over_budget for r in runs):
+    budget = [r.status for r in runs if r.status.over_budget]
+    if stopped := sum(status.started_at is not None for status in budget):
+        flag_lines.append(f"STOPPED {stopped} runs: the launch's budget (launcher.budget_s) ran out as they measured")
+    if unstarted := len(budget) - stopped:
         flag_lines.append(f"NOT STARTED {unstarted} runs: the launch's budget (launcher.budget_s) ran out before them")
     spread = {r.name: noisy(r) for r in done}
     flag_lines += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]

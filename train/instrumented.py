@@ -25,7 +25,7 @@ from perfsweep.conf.import_paths import modules_of, targets_of
 from perfsweep.conf.schema import RunConf
 from perfsweep.records import BudgetSpent, HostState, PairedSummary, Stopped, Summary, lifecycle
 from perfsweep.sweeps.spec import RunSpec
-from perfsweep.train import checks, gpu_state, user_targets
+from perfsweep.train import checks, gpu_state, host_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import workload_class
 from perfsweep.train.contract import ContractError
@@ -288,6 +288,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     """
     sides = [Side(*side) for side in sides]
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
+    host_from = host_state.here().read()  # what a budget that stops the process says of the host
     launches = [record_started(side.run_dir, side.tracker_id, launch) for side in sides]
     alone: set[int] = set()  # the sides that failed alone, recorded
 
@@ -312,9 +313,10 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
                 timing = timing_of(outcome.seconds, ready_since, stopwatch.seconds)
                 ends[index] = (record_done(side.run_dir, mine, timing), timing)
     except (KeyboardInterrupt, SystemExit, BudgetSpent) as error:  # cancelled, preempted, requeued, out of budget
+        why = stopped_by_budget(error, host_from) if isinstance(error, BudgetSpent) else None
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
-                record_interrupted(side.run_dir, mine, error)
+                record_interrupted(side.run_dir, mine, error, why)
         raise
     except Exception as error:
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
@@ -565,14 +567,22 @@ def record_done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float])
     return lifecycle.finish(run_dir, timing=timing, **launch).finished_at
 
 
-def record_interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException) -> None:
-    """Record the run pending again: cancelled, preempted, requeued or stopped by the launch's budget, it will run
-    again."""
+def record_interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException, why: str | None = None) -> None:
+    """Record the run pending again, for `why` where given: cancelled, preempted, requeued or stopped by the launch's
+    budget, it will run again."""
     outcome_known()
-    if isinstance(error, BudgetSpent):
-        lifecycle.stop(run_dir, records.BUDGET, str(error), **launch)
-    else:
-        lifecycle.stop(run_dir, type(error).__name__, **launch)
+    kind = records.BUDGET if isinstance(error, BudgetSpent) else type(error).__name__
+    lifecycle.stop(run_dir, kind, why, **launch)
+
+
+def stopped_by_budget(error: BudgetSpent, since: host_state.Reading) -> str:
+    """Why the budget stopped the process, with what the host showed since `since`: what other processes and steal
+    took of its CPUs, where the machine tells."""
+    reader = host_state.here()
+    host = HostState.of([reader.block(since, reader.read())])
+    shares = {"others' CPU": host.others_share, "steal": host.steal_share}
+    told = ", ".join(f"{label} {share:.0%}" for label, share in shares.items() if share is not None)
+    return f"{error}; the host over it: {told}" if told else str(error)
 
 
 def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:

@@ -205,7 +205,10 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
     except records.RecordWriteError as error:
         raise unrecordable(run, error) from error
     except records.BudgetSpent as error:  # pending, as the runs the budget leaves unstarted: no failure
-        unrecorded = [side for side in run.every if not records.read_status(side.run_dir).over_budget]
+        # a side that failed alone keeps its failure; one that recorded how the budget stopped it keeps that
+        recorded = [records.read_status(side.run_dir) for side in run.every]
+        unrecorded = [side for side, status in zip(run.every, recorded, strict=True)
+                      if not status.over_budget and status.state not in records.FINAL]  # fmt: skip
         leave_pending(unrecorded, records.BUDGET, str(error))
         print(f"perfsweep: run {run.spec.name}: {error}", file=sys.stderr)
         return error

@@ -2,6 +2,7 @@
 (and run again as configured), and a run its job never started is pending, never lost."""
 
 import dataclasses
+import importlib
 import os
 import re
 import signal
@@ -17,7 +18,9 @@ from perfsweep.launcher.run_states import render, run_states
 from perfsweep.launcher.warm import fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import contract, user_targets
 from perfsweep.train import instrumented as train_run
+from perfsweep.train.flops import count_flops
 from tests import golden
 from tests.helpers import FAST, launch_here, record_done, start_launcher, wait_for
 
@@ -281,6 +284,37 @@ def test_a_budget_cuts_any_round_once_a_process_cost_is_known(tmp_path):
     spent = dataclasses.replace(for_10_s[0], until=time.time() - 1, run_dir=tmp_path / "spent")
     assert warm.leave_over_budget([spent], [])
     assert records.read_status(spent.run_dir).interrupted["reason"] == run_job.SPENT
+
+
+def _one_side_fails_then_the_budget_runs_out(sides, launch):
+    sides[1][1].mkdir(parents=True)
+    lifecycle.fail(sides[1][1], records.RunError("ValueError", "its own failure"))
+    raise records.BudgetSpent("launcher.budget_s: the launch's budget ran out 9.0 s into this run's process")
+
+
+def test_a_side_that_failed_alone_keeps_its_failure_when_the_budget_stops_its_process(tmp_path):
+    first, second = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"]).runs
+    run = RunJob(first, tmp_path / first.name, "a", 1, sides=(RunJob(second, tmp_path / second.name, "b", 1),))
+    error = execute_run(Runner(record_done, execute_sides=_one_side_fails_then_the_budget_runs_out), run, {})
+    assert isinstance(error, records.BudgetSpent)
+    assert records.read_status(run.run_dir).over_budget
+    assert records.read_status(run.sides[0].run_dir).state == "failed"
+
+
+def test_a_stop_in_a_step_s_loss_its_flop_count_or_an_import_stops_the_run_not_fails_it(user_module):
+    """The budget's stop lands anywhere in a step: what turns a step's errors into the user's, or counts beside the
+    measurement, passes it on."""
+
+    def stopped(*args):
+        raise records.BudgetSpent("launcher.budget_s: the launch's budget ran out")
+
+    assert contract.passes(records.BudgetSpent("x")) and contract.passes(run_job.RunTimeout("y"))
+    with pytest.raises(records.BudgetSpent):
+        count_flops(stopped)
+    user_module("stops_on_import", "from perfsweep.records import BudgetSpent\nraise BudgetSpent('ran out')\n")
+    importlib.invalidate_caches()  # its folder is new to this process's import system
+    with pytest.raises(records.BudgetSpent):
+        user_targets.locate("workload._target_", "stops_on_import.Step")
 
 
 def test_a_budget_on_slurm_is_said_to_bound_nothing():

@@ -201,6 +201,14 @@ def test_figures_of_an_interval_without_finite_bounds_print_them_as_they_are():
     assert float(value) == 12.0 and (low, high) == ("nan", "inf")
 
 
+def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded_outward():
+    """Two noisy runs a side: t with one degree of freedom spans orders of magnitude. Each figure keeps two digits of
+    its own, so that the table's cell stays short; the bounds still hold the computed interval."""
+    assert figures(0.8237666, 0.0000005, 1315583.5725628) == ("0.82", "5.0e-07", "1.4e+06")
+    assert figures(0.723, 0.0013, 292.533) == ("0.72", "0.0013", "300")
+    assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 1000 keeps its digits"
+
+
 def test_sides_that_shared_their_processes_plan_from_the_spread_their_ratio_keeps():
     """Sides in one process share its 5% offset: their ratio keeps only the 0.5% of their own."""
     noise = synthetic.Noise(run_sd=0.05, side_sd=0.005, step_sd=0.03, rho=0.3, bimodal=0.0, steps=20)

@@ -29,14 +29,21 @@ IN_PROCESS = "paired in process"  # each round's two runs were sides of one proc
 ACROSS = "across runs"
 
 
+WIDE = 1000.0  # an interval whose high bound is this many times its low one spans orders of magnitude
+
+
 def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
     """The three figures, to the digits their interval supports.
 
     The digits resolve half of the half-width: at most three significant, at least one each.
     torch.utils.benchmark trims a measurement the same way.
     Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
+    An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
+    of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     """
+    if 0 < low and high > WIDE * low and math.isfinite(high) and math.isfinite(value) and value > 0:
+        return _two_digits(value, round), _two_digits(low, math.floor, 1e-9), _two_digits(high, math.ceil, -1e-9)
     half = max(high - value, value - low)
     place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
     if value and math.isfinite(value):
@@ -50,6 +57,13 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
         return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
+
+
+def _two_digits(x: float, rounded: Callable[[float], float], slack: float = 0.0) -> str:
+    """`x` to two significant digits: written out from 0.001 to 10 000, else in exponent form."""
+    place = math.floor(math.log10(x)) - 1
+    shown = rounded(x / 10.0**place + slack) * 10.0**place
+    return f"{shown:.{max(0, -place)}f}" if 1e-3 <= shown < 1e4 else f"{shown:.1e}"
 
 
 def percent(fraction: float) -> str:

@@ -32,7 +32,7 @@ def per_push_script() -> str:
 @pytest.mark.slow
 def test_the_per_push_script_records_each_commit_and_gates_on_the_planted_step(tmp_path):
     repo, runs = tmp_path / "repo", tmp_path / "runs"
-    hashes = generate(repo, commits=4, planted=3, factor=10.0, sleep_ms=2.0)
+    hashes = generate(repo, commits=4, planted=3, factor=10.0, sleep_ms=10.0)
     (tmp_path / "perf.sh").write_text(per_push_script())
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PERF_RUNS": str(runs)}
     # launcher=debug: each push's runs in its launch's process, which spares the suite a job's start-up a push

@@ -211,10 +211,14 @@ def test_a_budget_stops_the_process_it_runs_out_in_and_starts_no_other(tmp_path,
     assert "; no run is done: nothing is decided." in line and f"resume {tmp_path / 'default'}` (or the" in line
 
 
-def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_path):
-    """In the launch's own process (launcher=debug): the first process is stopped where the budget ran out, its run
-    pending, and the second is not started."""
-    args = [*LOOP, f"steps={ENDLESS}", "seed=0,1", "launcher.budget_s=1", "launcher=debug", "launcher.timeout_min=1"]
+@pytest.mark.slow
+def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_path, user_module):
+    """In the launch's own process (launcher=debug): the first process, whose steps wait a minute in all, is stopped
+    where the budget ran out, its run pending, and the second is not started. The budget leaves a slow machine's
+    planning seconds to spare; a wait spends no CPU."""
+    user_module("naps", SLEEP.format(ms=600))
+    args = ["workload._target_=naps.Step", "steps=100", "warmup_steps=1", "repeats=1", "seed=0,1"]
+    args += ["tracker.mode=disabled", "launcher=debug", "launcher.budget_s=6", "launcher.timeout_min=1"]
     result = launch_here(*args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout + result.stderr
     runs = sorted(load_sweep(tmp_path / "default"), key=lambda run: run.fields["seed"])
@@ -227,7 +231,7 @@ def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_p
     assert "NOT STARTED 1 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
     line = result.stdout.splitlines()[-1]
     said = stopped.removeprefix("launcher.budget_s: ")
-    head = f"perfsweep: launcher.budget_s=1: of 2 runs, 1 stopped ({said}) and 1 not started (the launch's budget "
+    head = f"perfsweep: launcher.budget_s=6: of 2 runs, 1 stopped ({said}) and 1 not started (the launch's budget "
     assert line.startswith(head + "ran out before this run's process started); no run is done"), line
 
 

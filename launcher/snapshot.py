@@ -21,7 +21,6 @@ Launches with the same code share one snapshot.
 
 import dataclasses
 import hashlib
-import importlib.metadata
 import os
 import shutil
 import sys
@@ -173,8 +172,7 @@ def _write(target: Path, copies: list[tuple[Path, Path]], users: dict[str, Path]
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, copy)
     write_json(tmp / PACKAGE / CODE_VERSION, {**git_commit(), "source": str(PROJECT_ROOT), "hash": target.name})
-    distributions = importlib.metadata.packages_distributions() if users else {}  # 0.5 s: read only where used
-    identities = {top: code_identity(top, distributions) | {"copied": True, "left_out": left_out[top]} for top in users}
+    identities = {top: code_identity(top) | {"copied": True, "left_out": left_out[top]} for top in users}
     write_json(tmp / PACKAGE / USER_CODE, identities)
     try:
         os.replace(tmp, target)

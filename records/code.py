@@ -4,8 +4,10 @@ For perfsweep, that is the git commit of its working tree or of the launch's cod
 For the user's own code that a run imports, it is the same, per module by top-level name.
 """
 
+import functools
 import importlib.metadata
 import importlib.util
+import os
 import site
 import subprocess
 import sys
@@ -160,18 +162,44 @@ def is_working_copy(place: Path) -> bool:
     return not str(place).startswith(_installed_places()) and not INSTALLED_PARTS.intersection(place.parts)
 
 
-def code_identity(top: str, distributions: dict[str, list[str]] | None = None) -> dict[str, object]:
+def import_path_state() -> tuple[tuple[str, int | None], ...]:
+    """The folders Python imports from (sys.path), each with when it last changed (None: not there).
+
+    The installed packages' metadata is in these folders.
+    Installing or removing a package adds or removes its .dist-info there, which changes the folder's time.
+    """
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, None))
+    return tuple(state)
+
+
+@functools.lru_cache(maxsize=4)
+def _distributions(state: tuple) -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+def installed_distributions() -> dict[str, list[str]]:
+    """importlib.metadata.packages_distributions(): top-level module -> the packages that install it.
+
+    A read takes 0.15 s or more, as it opens every installed package's metadata.
+    It is read again only where the import path changed (import_path_state).
+    The dict is shared: callers read it and never change it.
+    """
+    return _distributions(import_path_state())
+
+
+def code_identity(top: str) -> dict[str, object]:
     """What the user's top-level module `top` is, where there are such facts.
 
     That is where it is found, and the version of the package that installs it.
     It is also the git commit of its folder, and whether the folder differs from it.
-
-    Args:
-        top: the top-level module's name.
-        distributions: importlib.metadata.packages_distributions(), read once by a caller that asks of many modules.
     """
     place = module_place(top)
-    provides = (distributions or importlib.metadata.packages_distributions()).get(top, [])
+    provides = installed_distributions().get(top, [])
     version = importlib.metadata.version(provides[0]) if provides else None
     identity: dict[str, object] = {"source": str(place) if place else None, "version": version}
     if place is not None and is_working_copy(place):

@@ -4,7 +4,7 @@ Composing every run with Hydra costs tens of milliseconds.
 But each axis of perfsweep is a config group whose option files only fill their own node.
 For example, model/resnet50.yaml fills `model`.
 And most of a grid varies plain values (seed=range(0,100), optim.lr=...).
-So Hydra composes the base config once.
+So Hydra composes the base config once, and again only where a config file or an installed package changed.
 A chosen option's node is its group's schema node merged with the option's file.
 That is how Hydra composes such a file.
 A run's config is the base with its options' nodes put in and its plain values set.
@@ -56,6 +56,7 @@ from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 from perfsweep.conf import plugins
 from perfsweep.conf.import_paths import TARGET_GROUPS, label_of, named_node
 from perfsweep.conf.schema import Config, ModelConf, WorkloadConf
+from perfsweep.records.code import import_path_state
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "__pycache__") | {"hydra"}
@@ -131,9 +132,20 @@ def is_import_path(value: Any) -> bool:
     return isinstance(value, str) and "." in value and all(part.isidentifier() for part in value.split("."))
 
 
+def _file_content(path: Path) -> Any:
+    """A yaml file's content, as plain dicts and lists, read again only where the file changed."""
+    stat = path.stat()
+    return copy.deepcopy(_read_yaml(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_yaml(path: Path, mtime_ns: int, size: int) -> Any:
+    return OmegaConf.to_container(OmegaConf.load(path))
+
+
 def default_options() -> dict[str, str]:
     """Each group's default option, as config.yaml's defaults list chooses it."""
-    listed = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"))["defaults"]
+    listed = _file_content(CONF_DIR / "config.yaml")["defaults"]
     return {group: option for entry in listed if isinstance(entry, dict) for group, option in entry.items()}
 
 
@@ -143,12 +155,18 @@ def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
     Returns:
         The problems (a name declared twice).
     """
-    found, problems = plugins.plugins()
+    found, problems = _declared(import_path_state())
     chosen = default_options()
-    defaults = {g: OmegaConf.to_container(OmegaConf.load(CONF_DIR / g / f"{chosen[g]}.yaml")) for g in TARGET_GROUPS}
+    defaults = {g: _file_content(CONF_DIR / g / f"{chosen[g]}.yaml") for g in TARGET_GROUPS}
     own = {(g, p.stem) for g in TARGET_GROUPS for p in (CONF_DIR / g).glob("*.yaml")}
     plugins.register(found, defaults, own)
-    return found, problems
+    return list(found), list(problems)
+
+
+@functools.lru_cache(maxsize=4)
+def _declared(state: tuple) -> tuple[list[plugins.Plugin], list[str]]:
+    """The installed packages' options (plugins.plugins()), read again only where the import path changed."""
+    return plugins.plugins()
 
 
 def option_file(group: str, option: Any, dirs: tuple[Path, ...]) -> Path | None:
@@ -252,15 +270,38 @@ def _labelled(node: Any, group: str, keys: set[str]) -> Any:
     return dataclasses.replace(node, **{k: v for k, v in named.items() if k in ("name", "axes")})
 
 
+def _files_state(folders: tuple[Path, ...]) -> tuple[tuple[str, int, int], ...]:
+    """Each yaml file in the config folders, with when it last changed and its size."""
+    files = [p for folder in folders for p in sorted(folder.rglob("*.yaml"))]
+    return tuple((str(p), stat.st_mtime_ns, stat.st_size) for p in files for stat in [p.stat()])
+
+
+@functools.lru_cache(maxsize=8)
+def _composed_base(dirs: tuple[Path, ...], files: tuple, found: tuple) -> tuple[DictConfig, bool]:
+    """The base config as Hydra composes it (70 ms), and whether it has no interpolation.
+
+    It is composed again only where the config files (`files`) or the installed packages' options (`found`) changed.
+    Callers copy it before they change it.
+    """
+    base = compose(config_name="config", overrides=searchpath(dirs))
+    return base, "${" not in OmegaConf.to_yaml(base)
+
+
+@functools.cache
+def _schema() -> DictConfig:
+    return OmegaConf.structured(Config)
+
+
 class Composer:
     """Builds runs' configs from the base that Hydra composed once, and a node per chosen option."""
 
     def __init__(self, options: Options) -> None:
         self.sources = options
-        self.base = compose(config_name="config", overrides=searchpath(options.dirs))
-        self.schema = OmegaConf.structured(Config)
+        files = _files_state((CONF_DIR, *options.dirs))
+        base, self.fast = _composed_base(options.dirs, files, tuple(options.plugins.values()))
+        self.base = copy.deepcopy(base)  # the runs' values are checked in it, which changes it
+        self.schema = copy.deepcopy(_schema())
         self.base_config: Config = OmegaConf.to_object(self.base)
-        self.fast = "${" not in OmegaConf.to_yaml(self.base)
         self.options: dict[tuple[str, str], tuple[DictConfig, Any]] = {}
         self.values: dict[tuple[str, str, str], Any] = {}
         self.nodes: dict[tuple, Any] = {}

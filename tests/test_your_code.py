@@ -2,11 +2,13 @@
 nothing or the wrong kind, a constructor or step that fails, plugins by entry points, fastai's own loop, and what
 a newcomer tripped over. The example project swept from outside the clone: tests/test_example_project.py."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from perfsweep import records
+from perfsweep.sweeps.plan import PlanError, build_plan
 from tests import golden
 from tests.helpers import ROOT, SMALL, cells, launch_here, write_model_run
 
@@ -202,6 +204,22 @@ def test_a_name_claimed_twice_is_refused(imagelib, tmp_path, monkeypatch):
     result = here(tmp_path, "--config-dir", str(conf), "input_type=meta")
     assert result.returncode == 2, result.stdout + result.stderr
     golden.says("refused: a name claimed twice", result.stderr, {tmp_path: "<tmp>"})
+
+
+def test_a_package_installed_or_removed_between_two_plans_changes_the_next_plans_options(
+    imagelib, tmp_path, monkeypatch
+):
+    """Plans read the installed options once per state of the import path, not once per process."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(PlanError, match="meta"):
+        build_plan(["input_type=meta"])
+    installed(site, "imagelib", "[perfsweep.input_types]\nmeta = imagelib.tensors:MetaImage\n")
+    assert build_plan(["input_type=meta"]).runs[0].config.input_type._target_ == "imagelib.tensors.MetaImage"
+    shutil.rmtree(site / "imagelib-0.1.dist-info")
+    with pytest.raises(PlanError, match="meta"):
+        build_plan(["input_type=meta"])
 
 
 @pytest.mark.slow

@@ -15,7 +15,14 @@ from packaging.utils import canonicalize_name
 
 from perfsweep.conf.import_paths import modules_of
 from perfsweep.conf.schema import commit_pins
-from perfsweep.records.code import PROJECT_ROOT, code_identity, code_version, module_place, user_code_record
+from perfsweep.records.code import (
+    PROJECT_ROOT,
+    code_identity,
+    code_version,
+    installed_distributions,
+    module_place,
+    user_code_record,
+)
 from perfsweep.records.noise import cpu_model
 
 PACKAGES = ("torch", "torchvision", "timm", "wandb", "submitit", "hydra-core", "numpy")
@@ -194,7 +201,7 @@ def imported_elsewhere(packages: dict[str, str]) -> str:
     if not pins:
         return ""
     prefix = Path(sys.prefix).resolve()
-    for top, names in metadata.packages_distributions().items():
+    for top, names in installed_distributions().items():
         pinned = next((pins[canonicalize_name(n)] for n in names if canonicalize_name(n) in pins), None)
         place = module_place(top) if pinned else None
         if place is not None and not place.is_relative_to(prefix):

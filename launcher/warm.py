@@ -60,7 +60,6 @@ from perfsweep.launcher.run_job import (
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots
-from perfsweep.records.code import installed_distributions
 from perfsweep.sweeps.spec import RunSpec
 
 POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
@@ -99,7 +98,6 @@ def warm_up(runner: Runner, specs: list[RunSpec]) -> None:
             importlib.import_module(name)
         except Exception:
             pass
-    installed_distributions()  # read once here, not by each run of the user's code (0.15 s or more each)
 
 
 CUDA_ERROR_NOT_INITIALIZED = 3

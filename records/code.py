@@ -167,13 +167,15 @@ def import_path_state() -> tuple[tuple[str, int | None], ...]:
 
     The installed packages' metadata is in these folders.
     Installing or removing a package adds or removes its .dist-info there, which changes the folder's time.
+    An edit inside a .dist-info that is there already goes unseen.
     """
     state = []
     for entry in sys.path:
+        place = os.path.abspath(entry or ".")  # '' and relative entries are where the process is now
         try:
-            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+            state.append((place, os.stat(place).st_mtime_ns))
         except OSError:
-            state.append((entry, None))
+            state.append((place, None))
     return tuple(state)
 
 

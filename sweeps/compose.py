@@ -115,9 +115,14 @@ def _set(config: Any, key: str, value: Any) -> None:
         setattr(config, leaf, value)
 
 
-@functools.cache
 def _simple_file(path: Path) -> bool:
     """An option file that only fills its group's node: no defaults list, no package of its own."""
+    stat = path.stat()
+    return _simple_text(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _simple_text(path: Path, mtime_ns: int, size: int) -> bool:
     text = path.read_text()
     return "@package" not in text and not any(line.startswith("defaults:") for line in text.splitlines())
 
@@ -153,7 +158,7 @@ def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
     """Registers the options installed packages declare (conf/plugins.py) where Hydra finds them.
 
     Returns:
-        The problems (a name declared twice).
+        The options, and the problems (a name declared twice).
     """
     found, problems = _declared(import_path_state())
     chosen = default_options()
@@ -277,10 +282,12 @@ def _files_state(folders: tuple[Path, ...]) -> tuple[tuple[str, int, int], ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _composed_base(dirs: tuple[Path, ...], files: tuple, found: tuple) -> tuple[DictConfig, bool]:
+def _composed_base(dirs: tuple[Path, ...], files: tuple, found: tuple, path: tuple) -> tuple[DictConfig, bool]:
     """The base config as Hydra composes it (70 ms), and whether it has no interpolation.
 
-    It is composed again only where the config files (`files`) or the installed packages' options (`found`) changed.
+    It is composed again where the config files (`files`), the installed packages' options (`found`) or the import
+    path (`path`, where Hydra finds its plugins) changed.
+    Files are told apart by their time and size: a rewrite of the same size within the clock's tick goes unseen.
     Callers copy it before they change it.
     """
     base = compose(config_name="config", overrides=searchpath(dirs))
@@ -298,9 +305,9 @@ class Composer:
     def __init__(self, options: Options) -> None:
         self.sources = options
         files = _files_state((CONF_DIR, *options.dirs))
-        base, self.fast = _composed_base(options.dirs, files, tuple(options.plugins.values()))
+        base, self.fast = _composed_base(options.dirs, files, tuple(options.plugins.values()), import_path_state())
         self.base = copy.deepcopy(base)  # the runs' values are checked in it, which changes it
-        self.schema = copy.deepcopy(_schema())
+        self.schema = _schema()  # only read: OmegaConf.merge copies it
         self.base_config: Config = OmegaConf.to_object(self.base)
         self.options: dict[tuple[str, str], tuple[DictConfig, Any]] = {}
         self.values: dict[tuple[str, str, str], Any] = {}

@@ -30,7 +30,6 @@ from hydra.errors import OverrideParseException
 from hydra.utils import get_object
 from omegaconf import OmegaConf
 
-from perfsweep.conf import plugins
 from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
 from perfsweep.records import sweep_file_name
@@ -280,7 +279,7 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
     They ask about perfsweep's model.
     A step named by its import path reads what its class declares (`reads`).
     """
-    options = compose.Options(dirs, plugins.plugins()[0])
+    options = compose.Options(dirs, compose.installed_plugins()[0])
     question = {} if "sweep" in typed else _axes_of(Config.sweep, dirs)
     found = Ranked([])
     own: dict[str, None] = {}

@@ -50,6 +50,14 @@ def test_a_model_yaml_of_yours_comes_before_the_sweeps_params_and_the_command_li
     golden.says("precedence: a model yaml of yours, then the command line", shown, {config_dir: "<dir>"})
 
 
+def test_an_option_file_of_yours_edited_between_two_plans_of_one_process_plans_as_it_reads_now(config_dir):
+    """Its value changed, and its keys moved to the root (`@package _global_`), which Hydra composes in full."""
+    assert sizes(build_plan([searched(config_dir), "model=mine"])) == {(8, 32)}
+    moved = "# @package _global_\nmodel:\n  _target_: imagelib.models.SmallCNN\n  name: mine\n  batch_size: 2\n"
+    (config_dir / "model" / "mine.yaml").write_text(moved)
+    assert sizes(build_plan([searched(config_dir), "model=mine"])) == {(2, 32)}
+
+
 def test_perfsweeps_presets_give_way_to_a_sweep_files_params_without_a_word():
     plan = build_plan(["model=test_resnet", "repeats=1"])  # conf/model/test_resnet.yaml: batch 4; the default sweep: 16
     assert sizes(plan) == {(16, 32)} and len(plan.runs) == 6 and not plan.notices

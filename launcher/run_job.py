@@ -93,6 +93,7 @@ def every_run(runs: list[RunJob]) -> list[RunJob]:
 # A run stuck in a C call waits for Python's signal handler, so it may not stop.
 # Its job kills one that has not stopped this long after.
 GRACE_S = 30.0
+BUDGET_GRACE_S = 5.0  # and one that has not stopped this long after the launch's budget ran out
 
 
 class RunTimeout(records.Stopped):

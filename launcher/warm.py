@@ -28,6 +28,8 @@ Each run has one (launcher.timeout_min), from its fork.
 A run that reaches it stops itself and records RunTimeout.
 A run stuck in a C call cannot stop itself.
 The job kills it GRACE_S later and records it so.
+The launch's budget stops a run too (launcher.budget_s).
+A run stuck past it is killed BUDGET_GRACE_S later and left pending, as the budget's.
 Either way the job goes on with the next run, so a sweep of any length runs to its end.
 """
 
@@ -46,6 +48,7 @@ from typing import Any
 from perfsweep import records
 from perfsweep.launcher import turns
 from perfsweep.launcher.run_job import (
+    BUDGET_GRACE_S,
     GRACE_S,
     TIMEOUT,
     RunJob,
@@ -60,6 +63,7 @@ from perfsweep.launcher.run_job import (
     unrecordable,
 )
 from perfsweep.launcher.slots import Place, Slots
+from perfsweep.records import lifecycle
 from perfsweep.sweeps.spec import RunSpec
 
 POLL_S = 0.1  # how often children are looked at where the kernel gives no pidfd to wait on (Linux < 5.3)
@@ -75,8 +79,9 @@ class Child:
     run: RunJob
     place: Place
     log: Path | None
-    deadline: float | None  # time.monotonic() past its limit and grace; None: no limit
+    deadline: float | None  # time.monotonic() past its limit or the launch's budget, and grace; None: neither
     pidfd: int | None  # readable once the process has ended
+    by_budget: bool = False  # the deadline is the budget's
     killed: bool = False  # for going past its deadline
 
 
@@ -184,9 +189,8 @@ def fork_runs(
                 if pid == 0:
                     _child(runner, run, place, log, {**info, "ready_since": forked_at})  # never returns
                 started[pid] = time.monotonic()
-                limit_s = run.limit_s * len(run.every) if run.limit_s is not None else None  # a run's for each side
-                deadline = time.monotonic() + limit_s + GRACE_S if limit_s is not None else None
-                children[pid] = Child(run, place, log, deadline, _pidfd(pid))
+                deadline, by_budget = _kill_deadline(run)
+                children[pid] = Child(run, place, log, deadline, _pidfd(pid), by_budget)
             if not children:  # the rest were done by an earlier start of this job (a requeue)
                 continue
             pid, wait_status = _reap(children)
@@ -211,6 +215,21 @@ def fork_runs(
         for child in children.values():
             _close(child)
     return states
+
+
+def _kill_deadline(run: RunJob) -> tuple[float | None, bool]:
+    """When the job kills a child that has not stopped (time.monotonic()), and whether that is for the budget.
+
+    A run stops itself at its time limit or when the launch's budget runs out (run_job.time_limit).
+    One stuck in a C call cannot.
+    It is killed GRACE_S past its limit or BUDGET_GRACE_S past the budget, whichever comes first.
+    """
+    limit_s = run.limit_s * len(run.every) if run.limit_s is not None else None  # a run's for each side
+    at_limit = time.monotonic() + limit_s + GRACE_S if limit_s is not None else None
+    if run.until is None:
+        return at_limit, False
+    at_budget = time.monotonic() + run.until - time.time() + BUDGET_GRACE_S
+    return (at_budget, True) if at_limit is None or at_budget < at_limit else (at_limit, False)
 
 
 def _take(queue: collections.deque, wait: bool) -> RunJob | None:
@@ -271,7 +290,7 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
         for pid, child in children.items():
             if child.deadline is None or now < child.deadline or child.killed:
                 continue
-            if all(records.read_status(side.run_dir).state in records.FINAL for side in child.run.every):
+            if all(_recorded(records.read_status(side.run_dir)) for side in child.run.every):
                 child.deadline = None
             else:
                 child.killed = True
@@ -285,6 +304,11 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
         for child in children.values():
             ended.register(child.pidfd, select.POLLIN)
         ended.poll(None if timeout is None else timeout * 1000)
+
+
+def _recorded(status: records.Status) -> bool:
+    """Whether a run has recorded how it ended: done, failed, or pending again with why (stopped)."""
+    return status.state in records.FINAL or (status.state == records.PENDING and bool(status.interrupted))
 
 
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
@@ -354,8 +378,14 @@ def _ended(child: Child, run: RunJob, pid: int, wait_status: int) -> str:
     Where it was killed past its time limit, it is recorded as timed out.
     """
     status = records.read_status(run.run_dir)
-    if status.state in records.FINAL or (status.state == records.PENDING and status.interrupted):
+    if _recorded(status):
         return status.state
+    if child.killed and child.by_budget:
+        why = (
+            f"launcher.budget_s: the launch's budget ran out as this run's process measured; it had not stopped "
+            f"{BUDGET_GRACE_S:g} s later (a call Python cannot interrupt) and was killed"
+        )
+        return lifecycle.stop_unless_recorded(run.run_dir, records.BUDGET, why).state
     kind = TIMEOUT if child.killed else "LostRun"
     if child.killed:
         limit = f"launcher.timeout_min={child.run.limit_s / 60:g}"

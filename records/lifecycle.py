@@ -58,6 +58,19 @@ def stop(run_dir: Path, kind: str, reason: str | None = None, **launch: Any) -> 
     return _write(run_dir, Status(PENDING, interrupted=interrupted, **launch))
 
 
+def stop_unless_recorded(run_dir: Path, kind: str, reason: str) -> Status:
+    """Record a running run pending again, stopped by `kind` for `reason`, unless it recorded its own end.
+
+    The launcher calls this for a run whose process it killed.
+    How the run was launched (job, host, pid, start) is kept.
+    """
+    status = read_status(run_dir)
+    if status.state in FINAL or (status.state == PENDING and status.interrupted):
+        return status
+    interrupted = {"type": kind, "at": now(), "reason": reason}
+    return _write(run_dir, dataclasses.replace(status, state=PENDING, interrupted=interrupted))
+
+
 def leave_pending(run_dir: Path, kind: str, reason: str | None = None) -> Status | None:
     """Record a run its job did not start as pending again.
 

@@ -94,6 +94,21 @@ def test_a_run_that_does_not_stop_at_its_limit_is_killed_by_its_job_which_goes_o
     golden.says("a run that does not stop at its limit", killed.error.message, places)
 
 
+def test_a_run_that_does_not_stop_at_the_budget_is_killed_and_left_pending_as_the_budgets(tmp_path, monkeypatch):
+    """Its time limit, a minute, is far off: the budget's end and a short grace decide when it is killed."""
+    monkeypatch.setattr(warm, "BUDGET_GRACE_S", 0.5)
+    plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
+    until = time.time() + 0.5
+    runs = [RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=60, until=until) for spec in plan.runs]
+    states = fork_runs(Runner(_deaf), runs, 1, (), {})
+    assert states == {run.spec.name: "pending" for run in runs}
+    killed, unstarted = (records.read_status(run.run_dir) for run in runs)
+    assert killed.over_budget and killed.started_at is not None and killed.pid is not None, killed
+    assert killed.interrupted["reason"].endswith("it had not stopped 0.5 s later (a call Python cannot interrupt) "
+                                                 "and was killed")  # fmt: skip
+    assert unstarted.over_budget and unstarted.started_at is None, unstarted
+
+
 def _track(seen: list):
     """W&B as a run calls it, noting whether the run's time limit still runs (it must not: the run has ended)."""
 

@@ -220,16 +220,16 @@ def fork_runs(
 def _kill_deadline(run: RunJob) -> tuple[float | None, bool]:
     """When the job kills a child that has not stopped (time.monotonic()), and whether that is for the budget.
 
-    A run stops itself at its time limit or when the launch's budget runs out (run_job.time_limit).
+    A run stops itself at its time limit or when the launch's budget runs out, whichever comes first
+    (run_job.time_limit).
     One stuck in a C call cannot.
-    It is killed GRACE_S past its limit or BUDGET_GRACE_S past the budget, whichever comes first.
+    It is killed GRACE_S past its limit, or BUDGET_GRACE_S past the budget where that came first.
     """
     limit_s = run.limit_s * len(run.every) if run.limit_s is not None else None  # a run's for each side
-    at_limit = time.monotonic() + limit_s + GRACE_S if limit_s is not None else None
-    if run.until is None:
-        return at_limit, False
-    at_budget = time.monotonic() + run.until - time.time() + BUDGET_GRACE_S
-    return (at_budget, True) if at_limit is None or at_budget < at_limit else (at_limit, False)
+    left = run.until - time.time() if run.until is not None else None
+    if left is not None and (limit_s is None or left < limit_s):  # as time_limit decides which stops the run
+        return time.monotonic() + left + BUDGET_GRACE_S, True
+    return (time.monotonic() + limit_s + GRACE_S if limit_s is not None else None), False
 
 
 def _take(queue: collections.deque, wait: bool) -> RunJob | None:
@@ -290,7 +290,7 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
         for pid, child in children.items():
             if child.deadline is None or now < child.deadline or child.killed:
                 continue
-            if all(_recorded(records.read_status(side.run_dir)) for side in child.run.every):
+            if all(records.read_status(side.run_dir).state in records.FINAL for side in child.run.every):
                 child.deadline = None
             else:
                 child.killed = True
@@ -304,11 +304,6 @@ def _reap(children: dict[int, Child]) -> tuple[int, int]:
         for child in children.values():
             ended.register(child.pidfd, select.POLLIN)
         ended.poll(None if timeout is None else timeout * 1000)
-
-
-def _recorded(status: records.Status) -> bool:
-    """Whether a run has recorded how it ended: done, failed, or pending again with why (stopped)."""
-    return status.state in records.FINAL or (status.state == records.PENDING and bool(status.interrupted))
 
 
 def _log_of(run: RunJob, info: dict[str, Any]) -> Path | None:
@@ -378,14 +373,17 @@ def _ended(child: Child, run: RunJob, pid: int, wait_status: int) -> str:
     Where it was killed past its time limit, it is recorded as timed out.
     """
     status = records.read_status(run.run_dir)
-    if _recorded(status):
+    if status.state in records.FINAL or (status.state == records.PENDING and status.interrupted):
         return status.state
     if child.killed and child.by_budget:
         why = (
-            f"launcher.budget_s: the launch's budget ran out as this run's process measured; it had not stopped "
-            f"{BUDGET_GRACE_S:g} s later (a call Python cannot interrupt) and was killed"
+            f"launcher.budget_s: the launch's budget ran out and this run's process had not stopped "
+            f"{BUDGET_GRACE_S:g} s later (a call Python cannot interrupt): killed"
         )
-        return lifecycle.stop_unless_recorded(run.run_dir, records.BUDGET, why).state
+        try:
+            return lifecycle.stop_unless_recorded(run.run_dir, records.BUDGET, why).state
+        except records.RecordWriteError as error:
+            raise unrecordable(run, error) from error
     kind = TIMEOUT if child.killed else "LostRun"
     if child.killed:
         limit = f"launcher.timeout_min={child.run.limit_s / 60:g}"

@@ -64,7 +64,8 @@ def stop_unless_recorded(run_dir: Path, kind: str, reason: str) -> Status:
     The launcher calls this for a run whose process it killed.
     How the run was launched (job, host, pid, start) is kept.
     """
-    status = read_status(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    status = read_status(run_dir, move_aside=True)
     if status.state in FINAL or (status.state == PENDING and status.interrupted):
         return status
     interrupted = {"type": kind, "at": now(), "reason": reason}

@@ -104,9 +104,19 @@ def test_a_run_that_does_not_stop_at_the_budget_is_killed_and_left_pending_as_th
     assert states == {run.spec.name: "pending" for run in runs}
     killed, unstarted = (records.read_status(run.run_dir) for run in runs)
     assert killed.over_budget and killed.started_at is not None and killed.pid is not None, killed
-    assert killed.interrupted["reason"].endswith("it had not stopped 0.5 s later (a call Python cannot interrupt) "
-                                                 "and was killed")  # fmt: skip
+    assert killed.interrupted["reason"].endswith("had not stopped 0.5 s later (a call Python cannot interrupt): killed")
     assert unstarted.over_budget and unstarted.started_at is None, unstarted
+
+
+def test_a_run_past_its_limit_before_the_budget_runs_out_is_killed_as_timed_out(tmp_path, monkeypatch):
+    """Its limit came first, though the budget's grace ends before the limit's: it is the limit's, failed (and run
+    again as configured), not left pending to the budget."""
+    monkeypatch.setattr(warm, "GRACE_S", 3)
+    monkeypatch.setattr(warm, "BUDGET_GRACE_S", 0.5)
+    (spec,) = build_plan([*FAST, f"runs_dir={tmp_path}"]).runs
+    run = RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=0.5, until=time.time() + 1.5)
+    assert fork_runs(Runner(_deaf), [run], 1, (), {}) == {spec.name: "failed"}
+    assert records.read_status(run.run_dir).error.type == "RunTimeout"
 
 
 def _track(seen: list):

@@ -35,6 +35,13 @@ from tests.helpers import (  # noqa: E402
 )
 
 
+def pytest_report_header(config):
+    """The machine the suite's time depends on, in its header: timings of the suite name their machine."""
+    from perfsweep.records.noise import cpu_model
+
+    return f"machine: {cpu_model()}, {os.cpu_count()} CPUs; torch {torch.__version__}"
+
+
 def pytest_sessionfinish(session):
     if hasattr(session.config, "workeroutput"):
         session.config.workeroutput["tried"] = dict(TRIED)

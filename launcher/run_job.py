@@ -189,7 +189,7 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
     Its failure is recorded here.
 
     Returns:
-        The error the run failed with, or None.
+        The error the run failed with, or that stopped it (BudgetSpent: left pending, no failure), or None.
 
     Raises:
         SystemExit: with why, if its records cannot be written.

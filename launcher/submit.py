@@ -387,7 +387,7 @@ def _launch(
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")
     limit_s, retries = backend.run_limit()
     # Slurm's queue decides when its jobs run: a budget bounds the launches of this host alone
-    until = began + conf.budget_s if conf.budget_s is not None and conf.name != "slurm" else None
+    until = began + conf.budget_s if conf.budget_s is not None and backend.on_this_host else None
     jobs = {
         # the run's folder is absolute: jobs start in the code snapshot, not where the launch was started
         spec.name: RunJob(

@@ -11,7 +11,7 @@ import torch
 
 from perfsweep.analysis.statistics.host_flags import figures, seen
 from perfsweep.analysis.views.table import table_view
-from perfsweep.records import RunRecord
+from perfsweep.records import BudgetSpent, RunRecord
 from perfsweep.records.host import GpuBlock, HostBlock, HostState
 from perfsweep.train import gpu_state
 from perfsweep.train.gpu_state import COUNTER, INTEGRATED, GpuReader
@@ -277,3 +277,16 @@ def test_blocks_without_a_gpus_energy_have_no_energy_source():
     assert HostState.of(unread).energy_source is None, "not the string 'None'"
     mixed = [HostBlock(1.0, 2, 1.0, gpu=GpuBlock(energy_j=j, energy_source=COUNTER)) for j in (1.0, 2.0)]
     assert HostState.of(mixed).energy_source == COUNTER and HostState.of(mixed).energy_j == 3.0
+
+
+@pytest.mark.parametrize("query", ["nvmlDeviceGetPowerUsage", "nvmlDeviceGetViolationStatus"])
+def test_a_stop_that_comes_as_the_gpu_is_read_stops_the_run(query, monkeypatch):
+    """The run's time limit or the launch's budget may fire inside an NVML query: it is no NVML error to pass over."""
+    nvml = StandInNvml()
+
+    def stopped(*args):
+        raise BudgetSpent("launcher.budget_s: the launch's budget ran out")
+
+    monkeypatch.setattr(nvml, query, stopped, raising=False)
+    with pytest.raises(BudgetSpent):
+        GpuReader(nvml, "handle").read()

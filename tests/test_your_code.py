@@ -9,6 +9,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.train import user_targets
 from tests import golden
 from tests.helpers import ROOT, SMALL, cells, launch_here, write_model_run
 
@@ -318,3 +319,13 @@ def test_the_snapshot_holds_the_launchs_folder_as_runs_import_it(tmp_path, monke
     (project / "model.py").write_text("A = 2\n")
     second = snapshot.snapshot(tmp_path / "code", set(), here=project)
     assert {m for m in first.modules if first.modules[m] != second.modules[m]} == {"model"}
+
+
+def test_a_stop_that_comes_as_the_batch_factory_is_tried_stops_the_run():
+    """The run's time limit or the launch's budget may fire inside the user's batch factory: it is not their error."""
+
+    def factory(batch, device):
+        raise records.BudgetSpent("launcher.budget_s: the launch's budget ran out")
+
+    with pytest.raises(records.BudgetSpent):
+        user_targets._sample_inputs(factory)

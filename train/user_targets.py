@@ -207,6 +207,8 @@ def _sample_inputs(factory: Callable) -> list[torch.Tensor] | None:
     """
     try:
         made = factory(2, torch.device("cpu"))
+    except Stopped:
+        raise
     except Exception:  # the run calls it again, and reports what it raised with the user's frames
         return None
     if not (isinstance(made, tuple | list) and len(made) == 2):

@@ -38,8 +38,13 @@ def cli() -> NoReturn:
     """The command line's entry (`perfsweep`, `python launch.py`).
 
     Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
+    Where its reader stops reading (`perfsweep status | head`), it ends quietly, with 1, as Python's docs advise.
     """
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the flush at exit raises it again
+        code = 1
     end_at_exit(code)
     sys.exit(code)
 

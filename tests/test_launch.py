@@ -156,6 +156,15 @@ def test_help_lists_every_command_of_the_parser_with_what_it_does():
     assert not missing, f"--help does not list {missing}"
 
 
+def test_a_reader_that_stops_reading_ends_the_command_quietly():
+    """`perfsweep --help | head -3`: the command's output has nowhere to go, and it says nothing of it."""
+    shown = subprocess.Popen(
+        [sys.executable, str(ROOT / "launch.py"), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    shown.stdout.close()  # before it writes: its first write finds the pipe broken
+    assert (shown.wait(timeout=60), shown.stderr.read().decode()) == (1, "")
+
+
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
     typo = launch_here("stauts", str(runs_dir))
     assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
-from perfsweep.launcher.process_end import end_at_exit
+from perfsweep.launcher.process_end import CLOSED_OUTPUT, end_at_exit, output_reader_gone
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,13 +38,20 @@ def cli() -> NoReturn:
     """The command line's entry (`perfsweep`, `python launch.py`).
 
     Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
-    Where its reader stops reading (`perfsweep status | head`), it ends quietly, with 1, as Python's docs advise.
+    Where the reader of its output has gone (`perfsweep status | head`), it ends quietly, with CLOSED_OUTPUT.
     """
     try:
-        code = main()
+        try:
+            code = main()
+        except SystemExit:  # argparse's help and usage: their output is flushed here, as is a command's
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the flush at exit raises it again
-        code = 1
+        if not output_reader_gone():  # another pipe's: a failure like any other
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python's end flushes it again
+        code = CLOSED_OUTPUT
     end_at_exit(code)
     sys.exit(code)
 

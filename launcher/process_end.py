@@ -10,7 +10,10 @@ A file it opened and never closed is left unflushed: perfsweep's records are wri
 
 import atexit
 import os
+import select
 import sys
+
+CLOSED_OUTPUT = 120  # Python's own exit status where its standard output could not be flushed
 
 
 def end_at_exit(code: int = 0) -> None:
@@ -42,8 +45,8 @@ def end_at_exit(code: int = 0) -> None:
                 if stream is not None and not stream.closed:
                     try:
                         stream.flush()
-                    except (OSError, ValueError):  # a closed pipe: Python's own end says 120
-                        status = status or 120
+                    except (OSError, ValueError):  # a closed pipe
+                        status = status or CLOSED_OUTPUT
         finally:
             os._exit(status)  # never back into Python's end: its handlers have run
 
@@ -55,3 +58,10 @@ def in_own_job_process() -> bool:
     """Whether this process was started to run a submitit job: not a launcher running one in itself (debug)."""
     main = getattr(sys.modules.get("__main__"), "__spec__", None)
     return "SUBMITIT_FOLDER" in os.environ and getattr(main, "name", None) == "submitit.core._submit"
+
+
+def output_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (`perfsweep ... | head`): poll says POLLERR."""
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))

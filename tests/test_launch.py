@@ -2,6 +2,7 @@
 Hydra's flags, the table, resume."""
 
 import itertools
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.commands import cli
+from perfsweep.launcher.process_end import CLOSED_OUTPUT
 from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
@@ -156,13 +158,29 @@ def test_help_lists_every_command_of_the_parser_with_what_it_does():
     assert not missing, f"--help does not list {missing}"
 
 
-def test_a_reader_that_stops_reading_ends_the_command_quietly():
-    """`perfsweep --help | head -3`: the command's output has nowhere to go, and it says nothing of it."""
-    shown = subprocess.Popen(
-        [sys.executable, str(ROOT / "launch.py"), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+@pytest.mark.parametrize(
+    ("words", "unbuffered"),
+    [("--help", False), ("--help", True), ("status --help", False)],  # Hydra's help; argparse's, which exits
+)
+def test_a_command_whose_reader_has_gone_ends_quietly(words, unbuffered):
+    """`perfsweep --help | head -3`, where `head` has gone before the command writes: nothing said, status 120."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"} | (
+        {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
     )
-    shown.stdout.close()  # before it writes: its first write finds the pipe broken
-    assert (shown.wait(timeout=60), shown.stderr.read().decode()) == (1, "")
+    try:
+        shown = subprocess.run(
+            [sys.executable, str(ROOT / "launch.py"), *words.split()],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    finally:
+        os.close(writer)
+    assert (shown.returncode, shown.stderr) == (CLOSED_OUTPUT, "")
 
 
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):

@@ -156,8 +156,8 @@ def test_a_planted_slowdown_s_comment_gives_the_command_that_measures_it_again(t
     """B's code waits twice as long in one of two configurations: the comment names it and its command, which, run
     as printed from another folder, measures that configuration again.
 
-    Twice, not less: where the suite's other workers fill a slower machine's cores, a 20 ms wait spreads between
-    runs so that three runs a side left a 1.5x wait undecided.
+    Twice, not less: with three runs a side, 1.5x is undecided where the suite's other workers fill the cores of a
+    slower machine (the 2-core AMD VM held to one CPU's time), as a 20 ms wait then spreads between runs.
     """
     sweep = ["workload._target_=sleeper.Step", "+workload.kwargs.part=a,b", "steps=7", "warmup_steps=1", "repeats=3"]
     sweep += ["tracker.mode=disabled", f"runs_dir={tmp_path / 'runs'}"]

@@ -54,6 +54,16 @@ def test_a_pip_install_section_overrides_global_and_a_pip_variable_overrides_bot
     assert uv_flags(listing) == ["--index-strategy", "unsafe-best-match"], "no URL on uv's command line"
 
 
+def test_pip_s_proxy_timeout_and_retries_reach_uv():
+    listing = "global.proxy='http://proxy.example:3128'\n:env:.default-timeout='180'\ninstall.retries='7'"
+    assert uv_environment(listing) == {
+        "HTTPS_PROXY": "http://proxy.example:3128",
+        "HTTP_PROXY": "http://proxy.example:3128",
+        "UV_HTTP_TIMEOUT": "180",
+        "UV_HTTP_RETRIES": "7",
+    }
+
+
 def test_an_empty_value_is_no_value_as_in_pip():
     listing = "global.index-url='https://mirror.example/simple'\ninstall.index-url=''\n:env:.extra-index-url=''"
     assert uv_environment(listing) == {"UV_INDEX_URL": "https://mirror.example/simple"}

@@ -304,8 +304,10 @@ def write_steps(path: Path, rows: list[dict[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from perfsweep.records.columns import table_of
+
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pylist(rows), sink)
+    pq.write_table(table_of(rows), sink)
     atomic_write(path, sink.getvalue().to_pybytes())
 
 

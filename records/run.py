@@ -280,9 +280,11 @@ class RunRecord:
         its flags, the plots and the comparisons all want them)."""
         missing = [c for c in columns if c not in self.measured]
         if missing:
+            from perfsweep.records.columns import numpy_of  # pyarrow: only where steps are read
+
             table = read_steps(self.path / STEPS).select([*missing, "warmup"])
-            keep = ~table.column("warmup").to_numpy(zero_copy_only=False)
-            self.measured.update({c: table.column(c).to_numpy(zero_copy_only=False)[keep] for c in missing})
+            keep = ~numpy_of(table.column("warmup"))
+            self.measured.update({c: numpy_of(table.column(c))[keep] for c in missing})
         return {c: self.measured[c] for c in columns}
 
     def step_ms(self) -> Any:

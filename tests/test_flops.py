@@ -63,6 +63,12 @@ def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan)
     assert "torch._dynamo" in imports and not {"timm", "torchvision"} & set(imports)
 
 
+def test_a_job_imports_pandas_ahead_of_its_runs_only_for_w_and_bs_summary(tiny_plan):
+    """Step files are written and read without pandas (records/columns.py); W&B's summary imports it."""
+    assert "pandas" not in lazy_imports(tiny_plan().runs)
+    assert {"wandb", "pandas"} <= set(lazy_imports(tiny_plan("tracker.mode=offline").runs))
+
+
 @pytest.mark.parametrize("name", ["resnet18", "convnext_atto"])
 def test_a_timm_models_flops_are_timms_published_gmacs(name):
     """timm's CPU table (sweeps/published/timm_infer_cpu.yaml) gives each model's GMACs at its default size."""

@@ -168,19 +168,19 @@ def energy_of(summary: Summary) -> dict[str, float]:
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
     """The modules these runs import only once they run: a job that forks them imports them first, once.
 
-    They are the modules of the user's code the runs name, their model zoos, W&B's module, pyarrow and pandas.
+    They are the modules of the user's code the runs name, their model zoos, pyarrow, and W&B's module with pandas.
     They include torch._dynamo where a run imports it (`imports_dynamo`), and lightning-fabric's table of peaks
     where a run is on a GPU.
     None of them touches a device when imported (a fork checks that of the user's).
     """
-    # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start
-    # fast), and its first conversion of Python values imports pandas where it is installed: 0.3 s a run otherwise
-    needed = {"pyarrow.parquet", "pandas"}
+    # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start fast)
+    needed = {"pyarrow.parquet", "perfsweep.records.columns"}
     needed |= {"torch._dynamo"} if any(imports_dynamo(s.config) for s in specs) else set()
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     paths = {tuple(path.split(".")) for s in specs for path in targets_of(s.config).values()}
     needed |= {".".join(parts[:end]) for parts in paths for end in range(1, len(parts))}  # a path's module is one
-    needed |= {"wandb"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
+    # W&B's summary looks for a pandas DataFrame by importing pandas, where it is installed: 0.3 s a run
+    needed |= {"wandb", "pandas"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
     if any(resolve_device(device).type == "cuda" for device in {s.config.device for s in specs}):
         needed |= set(peak_table_module())
     return sorted(needed)

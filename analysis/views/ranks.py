@@ -10,6 +10,7 @@ from perfsweep.analysis.groups import Configuration, configurations, labels
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.speedup import geometric_mean
 from perfsweep.records import DONE, RANKS, RunRecord, load_sweep, read_steps
+from perfsweep.records.columns import numpy_of
 
 
 def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndarray]]:
@@ -19,10 +20,10 @@ def rank_steps(run: RunRecord) -> dict[tuple[int, bool, bool], dict[str, np.ndar
         return {}
     names = [f"{p}_ms" for p in (*run.summary.phases, "step")]
     table = read_steps(run.path / RANKS)
-    columns = {c: table.column(c).to_numpy(zero_copy_only=False) for c in [*names, "rank", "grad_sync", "warmup"]}
+    columns = {c: numpy_of(table.column(c)) for c in [*names, "rank", "grad_sync", "warmup"]}
     measured = ~columns["warmup"]
     # (records from before the probe have no such column: none of their measured steps is one)
-    probed = table.column("probe").to_numpy(zero_copy_only=False) if "probe" in table.column_names else ~measured
+    probed = numpy_of(table.column("probe")) if "probe" in table.column_names else ~measured
     found = {}
     for rank in sorted(set(columns["rank"][measured].tolist())):
         for sync, probe in ((True, False), (False, False), (True, True), (False, True)):

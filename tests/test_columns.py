@@ -20,6 +20,7 @@ CELLS = {
     "times": NUMBERS,
     "numpy": st.none() | st.floats(width=32).map(np.float32) | st.integers(-100, 100).map(np.int64),
     "words": st.none() | st.text(max_size=3),
+    "mixed": st.none() | st.booleans() | st.integers(-3, 3) | st.floats(),  # pyarrow's rules, or its refusal
     "nothing": st.none(),
 }
 
@@ -60,7 +61,12 @@ NUMBER_TYPES = [pa.float64(), pa.float32(), pa.float16(), pa.int64(), pa.int8(),
 def columns(draw) -> pa.ChunkedArray:
     """A column of numbers or flags, nulls among them or not, in chunks that may be slices of larger arrays."""
     kind = draw(st.sampled_from([*NUMBER_TYPES, pa.bool_()]))
-    values = st.booleans() if kind == pa.bool_() else st.integers(0, 100)
+    if kind == pa.bool_():
+        values = st.booleans()
+    elif pa.types.is_floating(kind):
+        values = st.floats(width=16)  # NaN, the infinities and -0.0 among them, in every width
+    else:
+        values = st.integers(0, 100)
     cells = (st.none() | values) if draw(st.booleans()) else values
     chunks = []
     for _ in range(draw(st.integers(0, 3))):

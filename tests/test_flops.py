@@ -11,10 +11,11 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
 from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.fastai_loop import MODULES as FASTAI_MODULES
 from perfsweep.train.flops import count_flops, peak_flops
 from perfsweep.train.instrumented import lazy_imports
 from perfsweep.train.own_models import TinyCNN
-from tests.helpers import run
+from tests.helpers import TINY, run
 
 
 def test_a_linear_layer_counts_what_a_hand_count_gives():
@@ -67,6 +68,37 @@ def test_a_job_imports_pandas_ahead_of_its_runs_only_for_w_and_bs_summary(tiny_p
     """Step files are written and read without pandas (records/columns.py); W&B's summary imports it."""
     assert "pandas" not in lazy_imports(tiny_plan().runs)
     assert {"wandb", "pandas"} <= set(lazy_imports(tiny_plan("tracker.mode=offline").runs))
+
+
+def test_a_job_imports_fastai_ahead_of_its_runs_where_each_run_reads_a_part_of_fastais():
+    """fastai's loop imports more of fastai than its parts; a function benchmark reads none of them.
+    fastai patches torch as it is imported: a job imports only the fastai modules that each of its runs imports."""
+    fastai = {"fastai.torch_core", "fastai.losses", "fastai.optimizer"}
+    imports = {
+        config: set(lazy_imports(build_plan([*TINY, "input_type=tensor", *config.split()]).runs)) & set(FASTAI_MODULES)
+        for config in [
+            "loss=fastai",
+            "optim=fastai",
+            "input_type=tensorimage",
+            "workload._target_=imagelib.steps.ClippedStep optim=fastai",
+            "workload=fastai_step",
+            "input_type=fastai_tensorbase workload=pairwise_sum_prod",
+            "",
+            "input_type=tensorimage,tensor",
+            "input_type=tensorimage workload=train_step,fastai_step",
+        ]
+    }
+    assert imports == {
+        "loss=fastai": fastai,
+        "optim=fastai": fastai,
+        "input_type=tensorimage": fastai,
+        "workload._target_=imagelib.steps.ClippedStep optim=fastai": fastai,
+        "workload=fastai_step": set(FASTAI_MODULES),
+        "input_type=fastai_tensorbase workload=pairwise_sum_prod": set(),
+        "": set(),
+        "input_type=tensorimage,tensor": set(),
+        "input_type=tensorimage workload=train_step,fastai_step": fastai,
+    }
 
 
 @pytest.mark.parametrize("name", ["resnet18", "convnext_atto"])

@@ -15,6 +15,7 @@ from perfsweep.launcher.slots import cpu_shares
 from perfsweep.launcher.warm import fork_hazard, fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import fastai_parts
 from tests.helpers import FAST, ROOT, launch_here, record_done
 
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
@@ -139,3 +140,36 @@ def test_a_requeued_job_whose_runs_are_done_skips_them_and_runs_the_rest(tmp_pat
     assert [records.read_status(run.run_dir).pid for run in runs[:2]] == earlier, "done runs did not run again"
     assert records.read_status(runs[2].run_dir).pid != os.getpid(), "the last ran in a child"
     assert fork_runs(Runner(_never), runs, 2, (), {}) == {run.spec.name: "done" for run in runs}
+
+
+# In a new interpreter: a job's imports (lazy_imports), then a run as its forked child would execute it, per
+# configuration in turn; prints the modules each run imported anew.
+IMPORTED_BY_A_RUN = """
+import importlib, sys
+from pathlib import Path
+from perfsweep.sweeps.plan import build_plan
+from perfsweep.train.instrumented import execute, lazy_imports
+
+small = ["model=tiny_cnn", "input_type=tensor", "memory_format=contiguous", "steps=2", "warmup_steps=1", "repeats=1"]
+for index, config in enumerate(sys.argv[2:]):
+    plan = build_plan([*small, *config.split(), "tracker.mode=disabled", f"runs_dir={sys.argv[1]}/{index}"])
+    (spec,) = plan.runs
+    for module in lazy_imports(plan.runs):
+        importlib.import_module(module)
+    before = set(sys.modules)
+    execute(spec, plan.sweep_dir / spec.name, tracker_id="t", launch={"parallelism": 1})
+    print(config, "|", " ".join(sorted(set(sys.modules) - before)))
+"""
+
+
+@pytest.mark.skipif(not fastai_parts.installed(), reason="fastai's parts need fastai (CI installs it)")
+def test_a_run_forked_from_a_warm_job_imports_nothing_its_job_did_not(tmp_path):
+    """What a run imports as it runs, a forked one imports in each process: a job imports it once, before forking.
+    fastai's parts first, then fastai's loop, which imports more of fastai."""
+    configs = ["input_type=tensorimage", "workload=fastai_step"]
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTED_BY_A_RUN, str(tmp_path), *configs], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = dict(line.split(" | ") for line in done.stdout.splitlines() if " | " in line)
+    assert imported == {config: "" for config in configs}, imported

@@ -2,14 +2,15 @@
 
 `workload_class` gives the class of a run's workload.
 That is a registered one by name, or the user's by import path.
+`fastai_modules` gives the fastai modules a run imports as it runs.
 """
 
-from perfsweep.conf.schema import WorkloadConf
-from perfsweep.train import fastai_loop, functions, step  # noqa: F401  (each registers its workloads)
+from perfsweep.conf.schema import RunConf, WorkloadConf
+from perfsweep.train import fastai_loop, fastai_parts, functions, step  # noqa: F401  (each registers its workloads)
 from perfsweep.train.inputs import INPUT_TYPES
 from perfsweep.train.workloads import WORKLOADS, Workload, user_workload
 
-__all__ = ["INPUT_TYPES", "WORKLOADS", "workload_class"]
+__all__ = ["INPUT_TYPES", "WORKLOADS", "fastai_modules", "workload_class"]
 
 
 def workload_class(conf: WorkloadConf) -> type[Workload]:
@@ -18,3 +19,22 @@ def workload_class(conf: WorkloadConf) -> type[Workload]:
     That is the user's step (workload._target_), else the one registered.
     """
     return user_workload(conf._target_) if conf._target_ else WORKLOADS[conf.name]
+
+
+def fastai_modules(cfg: RunConf) -> tuple[str, ...]:
+    """The fastai modules a run of `cfg` imports as it runs: fastai's loop, or the fastai parts it reads.
+
+    A part counts where the workload reads its field: an input type, a loss or an optimizer of fastai's.
+    The user's own step is taken to read them, as the training step does.
+    """
+    if not cfg.workload._target_ and cfg.workload.name == "fastai_step":
+        return fastai_loop.MODULES
+    reads = set(cfg.workload.reads)
+    input_type = cfg.input_type
+    registered = not input_type._target_ and input_type.name in INPUT_TYPES
+    parts = [
+        "input_type" in reads and registered and INPUT_TYPES[input_type.name].needs_fastai,
+        "loss" in reads and cfg.loss.name == "fastai",
+        "optim" in reads and cfg.optim.name == "fastai",
+    ]
+    return fastai_parts.MODULES if any(parts) else ()

@@ -28,6 +28,15 @@ from perfsweep.train.step import model_problems_of
 from perfsweep.train.timing import NoClock
 from perfsweep.train.workloads import WORKLOADS, Workload, compiled
 
+# The fastai modules the loop imports as it is built, its parts' among them.
+MODULES = (
+    *fastai_parts.MODULES,
+    "fastai.callback.core",
+    "fastai.data.core",
+    "fastai.data.load",
+    "fastai.data.transforms",
+    "fastai.learner",
+)
 LAST = 1000  # the marking callback's order: after every callback of the event
 
 

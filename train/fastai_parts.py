@@ -9,6 +9,9 @@ from collections.abc import Iterable
 
 import torch
 
+# The fastai modules these parts import once a run asks for one (a job imports them before forking its runs).
+MODULES = ("fastai.torch_core", "fastai.losses", "fastai.optimizer")
+
 
 def installed() -> bool:
     return importlib.util.find_spec("fastai") is not None

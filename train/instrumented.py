@@ -27,7 +27,7 @@ from perfsweep.records import BudgetSpent, HostState, PairedSummary, Stopped, Su
 from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, gpu_state, host_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
-from perfsweep.train.catalog import workload_class
+from perfsweep.train.catalog import fastai_modules, workload_class
 from perfsweep.train.contract import ContractError
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
@@ -169,14 +169,19 @@ def lazy_imports(specs: list[RunSpec]) -> list[str]:
     """The modules these runs import only once they run: a job that forks them imports them first, once.
 
     They are the modules of the user's code the runs name, their model zoos, pyarrow, and W&B's module with pandas.
+    They include the fastai modules that every run imports.
     They include torch._dynamo where a run imports it (`imports_dynamo`), and lightning-fabric's table of peaks
     where a run is on a GPU.
     None of them touches a device when imported (a fork checks that of the user's).
     """
     # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start fast)
     needed = {"pyarrow.parquet", "perfsweep.records.columns"}
-    needed |= {"torch._dynamo"} if any(imports_dynamo(s.config) for s in specs) else set()
+    # The FLOP counter's module comes with torch._dynamo: 70 ms of torch's, imported where a run counts or not
+    needed |= {"torch._dynamo", "torch.utils.flop_counter"} if any(imports_dynamo(s.config) for s in specs) else set()
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
+    # fastai takes 1-1.5 s of a CPU to import, and patches torch as it is imported (sweeps/pairing.py).
+    # So a job imports first only the fastai modules that each of its runs would import anyway.
+    needed |= set.intersection(*(set(fastai_modules(s.config)) for s in specs)) if specs else set()
     paths = {tuple(path.split(".")) for s in specs for path in targets_of(s.config).values()}
     needed |= {".".join(parts[:end]) for parts in paths for end in range(1, len(parts))}  # a path's module is one
     # W&B's summary looks for a pandas DataFrame by importing pandas, where it is installed: 0.3 s a run

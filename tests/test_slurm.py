@@ -27,7 +27,11 @@ from tests.helpers import FAST, ONE_OF_TWO_FAILS, TINY, assert_one_of_two_failed
 # Two array tasks at once (the local cluster has a CPU for each), and a waiting launcher that looks five times a
 # second (every 5 s by default, sparing a real cluster's controller; the local one answers squeue in milliseconds).
 POLL = "launcher.poll_s=0.2"
-SLURM = [*TINY, "launcher=slurm", "launcher.parallelism=2", POLL, "tracker.mode=disabled", "memory_format=contiguous"]
+ON_SLURM = ["launcher=slurm", "launcher.parallelism=2", POLL, "tracker.mode=disabled"]
+SLURM = [*TINY, *ON_SLURM, "memory_format=contiguous"]
+# Where the model is not what a test is about: a function benchmark's job imports neither torch._dynamo nor a model,
+# about a CPU-second less a job than the tiny CNN's. `workload.impl=loop,broadcast` is its comparison.
+FUNCTION = [*FAST, *ON_SLURM, "input_type=tensor", "memory_format=contiguous"]
 # A model of the user's own whose forward sleeps 20 ms: its run lasts as long as a test needs on any machine, and
 # costs no CPU. A cancel or requeue of its job kills it (submitit's job ignores Slurm's SIGTERM) 5 s later (slurmd's
 # floor, whatever KillWait says): a run that is to be cut short lasts longer than that.
@@ -170,8 +174,9 @@ def test_submit_returns_then_status_follows(on_slurm, tmp_path):
 def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
     runs = tmp_path / "runs"
     result = launch_here(
-        *SLURM,
-        "input_type=tensor,subclass,tensorbase,cast",
+        *FUNCTION,
+        "workload.impl=loop,broadcast",
+        "seed=0,1",
         "launcher.runs_per_job=2",
         "launcher.wait=true",
         "pairing=process",
@@ -324,7 +329,7 @@ def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(
     monkeypatch.setattr(slurm_backend, "SQUEUE_RETRY_S", (0.2, 0.4))
     runs = tmp_path / "runs"
     sweep = runs / "default"
-    args = [*SLURM, "input_type=tensor,subclass,tensorbase,cast", "launcher.max_array_size=2", "pairing=process"]
+    args = [*FUNCTION, "workload.impl=loop,broadcast", "seed=0,1", "launcher.max_array_size=2", "pairing=process"]
     args += [f"runs_dir={runs}"]
     first = launch_here(*args, "launcher.wait=true")
     assert first.returncode == 1, first.stderr

@@ -11,6 +11,9 @@ from typing import Any
 
 from perfsweep.records.files import known_fields
 
+# Other processes' share of a run's CPUs above which they competed with it for them.
+COMPETED = 0.10
+
 
 @dataclasses.dataclass(frozen=True)
 class GpuBlock:
@@ -48,6 +51,7 @@ class HostBlock:
     mhz_start: float | None = None  # the run's CPUs' mean clock (cpufreq's scaling_cur_freq)
     mhz_end: float | None = None
     cpu_energy_j: float | None = None  # the CPU packages' energy (RAPL), every process's
+    machine_cpus: int | None = None  # where RAPL was read: the machine's CPUs, whose energy the packages' counts
     gpu: GpuBlock | None = None  # a run on a GPU: the GPU over the block
 
     @classmethod
@@ -106,13 +110,32 @@ class HostState:
     gpu_settings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
+    def energy_shared(self) -> str:
+        """Why the CPU packages' energy (RAPL) holds other processes' too; "" where it is the run's alone or a GPU's.
+
+        The packages' counters are every process's.
+        They are the run's where it may use every CPU of the machine and no other process competed for them.
+        """
+        if self.energy_source != "RAPL":
+            return ""
+        fewer = next((b for b in self.blocks if b.machine_cpus and b.cpus < b.machine_cpus), None)
+        if fewer:
+            return f"its process may use {fewer.cpus} of the machine's {fewer.machine_cpus} CPUs"
+        if self.others_share is not None and self.others_share - (self.resolution or 0.0) > COMPETED:
+            return f"other processes took {self.others_share:.0%} of its CPUs"
+        return ""
+
+    @property
     def watts(self) -> float | None:
         """The device's mean power over the blocks."""
         return self.energy_j / self.wall_s if self.energy_j is not None and self.wall_s > 0 else None
 
     def joules_per_sample(self, samples_per_s: float | None) -> float | None:
-        """The device's energy per sample over the blocks, at the run's throughput; None where either is unknown."""
-        watts = self.watts
+        """The device's energy per sample over the blocks, at the run's throughput.
+
+        None where either is unknown, or where the energy holds other processes' (`energy_shared`).
+        """
+        watts = None if self.energy_shared else self.watts
         return watts / samples_per_s if watts is not None and samples_per_s else None
 
     @classmethod

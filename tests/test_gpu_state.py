@@ -2,6 +2,7 @@
 no GPU here. Then the host's RAPL energy, read from a made-up sysfs, and what the flags and table make of both."""
 
 import dataclasses
+import os
 import statistics
 import types
 
@@ -128,8 +129,45 @@ def test_a_cpu_packages_energy_comes_from_rapl_its_counters_wrap_undone(tmp_path
     reader = HostReader(root=tmp_path, cpus={0})
     start = reader.read()
     _rapl(tmp_path, 262144.828850)  # 1.5 J past it
-    assert reader.block(start, reader.read()).cpu_energy_j == pytest.approx(2.5)
-    assert HostReader(root=tmp_path / "elsewhere", cpus={0}).read().energy_uj is None, "no RAPL: unknown, not 0"
+    block = reader.block(start, reader.read())
+    assert block.cpu_energy_j == pytest.approx(2.5) and block.machine_cpus == os.cpu_count()
+    elsewhere = HostReader(root=tmp_path / "elsewhere", cpus={0})
+    assert elsewhere.read().energy_uj is None, "no RAPL: unknown, not 0"
+    assert elsewhere.block(elsewhere.read(), elsewhere.read()).machine_cpus is None
+
+
+def _on_cpu(cpus: int, others_cpu_s: float, seconds: float = 2.0) -> HostState:
+    """A run's host over one block of `seconds` on a 2-CPU machine whose packages used 100 J (RAPL)."""
+    busy = seconds * cpus * 0.5 + others_cpu_s
+    block = HostBlock(seconds, cpus, seconds * cpus * 0.5, busy, others_cpu_s, 0.01, cpu_energy_j=100.0, machine_cpus=2)
+    return HostState.of([block])
+
+
+def test_the_cpu_packages_energy_is_a_runs_own_only_where_it_had_the_machine_to_itself():
+    """RAPL counts every process's energy: a run beside another one, or pinned to some of the CPUs, gets none."""
+    alone = _on_cpu(cpus=2, others_cpu_s=0.1)
+    assert alone.energy_shared == "" and alone.joules_per_sample(100.0) == pytest.approx(0.5)
+    pinned = _on_cpu(cpus=1, others_cpu_s=0.0)
+    assert pinned.energy_shared == "its process may use 1 of the machine's 2 CPUs"
+    assert pinned.joules_per_sample(100.0) is None
+    beside = _on_cpu(cpus=2, others_cpu_s=1.6)
+    assert beside.energy_shared == "other processes took 40% of its CPUs" and beside.joules_per_sample(100.0) is None
+    assert _on_gpu().energy_shared == "", "a GPU's energy counter is its own"
+
+
+def test_the_table_says_shared_where_the_packages_energy_held_other_processes(tmp_path):
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}
+    runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
+    shown = table_view(tmp_path, _training(runs, _on_cpu(cpus=1, others_cpu_s=0.0)))
+    for header in ("J/sample", "samples/J"):
+        assert {row[shown.header.index(header)] for row in shown.rows} == {"shared"}
+    assert shown.notes[-1] == (
+        "J/sample shared: RAPL counts the CPU packages' energy, every process's, and its process may use 1 of the "
+        "machine's 2 CPUs; a run alone on the machine (launcher.parallelism=1, no neighbour) measures its own"
+    )
+    own = table_view(tmp_path, _training(runs, _on_cpu(cpus=2, others_cpu_s=0.0)))
+    assert "shared" not in {row[own.header.index("J/sample")] for row in own.rows}
+    assert not any(note.startswith("J/sample shared") for note in own.notes)
 
 
 def _training(runs: list[RunRecord], host: HostState | None = None) -> list[RunRecord]:

@@ -96,6 +96,7 @@ class HostReader:
         """The host over the block between two readings."""
         own = end.process_cpu - start.process_cpu
         busy = None if None in (start.busy, end.busy) else end.busy - start.busy
+        energy = self._energy_between(start.energy_uj, end.energy_uj)
         return HostBlock(
             wall_s=end.wall - start.wall,
             cpus=len(self.cpus),
@@ -108,7 +109,8 @@ class HostReader:
             throttled_s=None if None in (start.throttled_s, end.throttled_s) else end.throttled_s - start.throttled_s,
             mhz_start=start.mhz,
             mhz_end=end.mhz,
-            cpu_energy_j=self._energy_between(start.energy_uj, end.energy_uj),
+            cpu_energy_j=energy,
+            machine_cpus=os.cpu_count() if energy is not None else None,
         )
 
     def _energy(self) -> tuple[int, ...] | None:

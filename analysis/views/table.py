@@ -141,12 +141,41 @@ def _known(value: float | None) -> str:
 
 
 def energy_columns(summaries: list[Summary]) -> list[Column]:
-    """J/sample, "unknown" where the run's energy could not be read; samples/J beside it where any run's was."""
-    per_sample = number("J/sample", lambda c: c.middle(joules_per_sample), _known)
+    """J/sample, and samples/J beside it where any run's energy was read.
+
+    A cell is "unknown" where the energy could not be read, and "shared" where it holds other processes' (RAPL's).
+    """
+
+    def column(header: str, value: Callable[[Configuration], float | None]) -> Column:
+        return Column(header, lambda c: figure(known) if (known := value(c)) else _unknown_energy(c), value)
+
+    per_sample = column("J/sample", lambda c: c.middle(joules_per_sample))
     if not any(s.host and s.host.energy_j is not None for s in summaries):
         return [per_sample]
-    per_joule = number("samples/J", lambda c: c.middle(lambda r: 1 / j if (j := joules_per_sample(r)) else None))
+    per_joule = column("samples/J", lambda c: c.middle(lambda r: 1 / j if (j := joules_per_sample(r)) else None))
     return [per_sample, per_joule]
+
+
+def _unknown_energy(config: Configuration) -> str:
+    return "shared" if any(r.summary.host and r.summary.host.energy_shared for r in config.runs) else "unknown"
+
+
+def energy_notes(configs: list[Configuration]) -> list[str]:
+    """What a "shared" energy cell means, with its first run's reason; none where no cell is."""
+    shared = [
+        r.summary.host.energy_shared
+        for c in configs
+        if c.first.summary.samples_per_s is not None and not c.middle(joules_per_sample)
+        for r in c.runs
+        if r.summary.host and r.summary.host.energy_shared
+    ]
+    if not shared:
+        return []
+    why = shared[0]
+    return [
+        f"J/sample shared: RAPL counts the CPU packages' energy, every process's, and {why}; a run alone on the "
+        "machine (launcher.parallelism=1, no neighbour) measures its own"
+    ]
 
 
 def number(header: str, value: Callable[[Configuration], float | None], shown=figure) -> Column:
@@ -349,7 +378,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
         above=[counts, *([context(runs, configs, rule)] if done else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
-        notes=words(configs, rule),
+        notes=words(configs, rule) + energy_notes(configs),
         flags=flags(runs),
         empty="",
     )

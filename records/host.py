@@ -11,8 +11,8 @@ from typing import Any
 
 from perfsweep.records.files import known_fields
 
-# Other processes' share of a run's CPUs above which they competed with it for them.
-COMPETED = 0.10
+# Other processes' CPU time, as a share of the run's own, above which the CPU packages' energy is theirs too.
+SHARED_ENERGY = 0.10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,9 @@ class HostBlock:
     mhz_start: float | None = None  # the run's CPUs' mean clock (cpufreq's scaling_cur_freq)
     mhz_end: float | None = None
     cpu_energy_j: float | None = None  # the CPU packages' energy (RAPL), every process's
-    machine_cpus: int | None = None  # where RAPL was read: the machine's CPUs, whose energy the packages' counts
+    machine_cpus: int | None = (
+        None  # the machine's CPUs, whose energy RAPL's counters hold; None where RAPL was not read
+    )
     gpu: GpuBlock | None = None  # a run on a GPU: the GPU over the block
 
     @classmethod
@@ -114,15 +116,19 @@ class HostState:
         """Why the CPU packages' energy (RAPL) holds other processes' too; "" where it is the run's alone or a GPU's.
 
         The packages' counters are every process's.
-        They are the run's where it may use every CPU of the machine and no other process competed for them.
+        They are the run's where it may use every CPU of the machine, and other processes used little CPU time beside
+        it (SHARED_ENERGY of its own, beyond /proc/stat's resolution).
+        A block recorded without the machine's CPUs, or without /proc/stat, is taken to be the run's.
         """
         if self.energy_source != "RAPL":
             return ""
         fewer = next((b for b in self.blocks if b.machine_cpus and b.cpus < b.machine_cpus), None)
         if fewer:
-            return f"its process may use {fewer.cpus} of the machine's {fewer.machine_cpus} CPUs"
-        if self.others_share is not None and self.others_share - (self.resolution or 0.0) > COMPETED:
-            return f"other processes took {self.others_share:.0%} of its CPUs"
+            return f"the run's process may use {fewer.cpus} of the machine's {fewer.machine_cpus} CPUs"
+        capacity = sum(b.wall_s * b.cpus for b in self.blocks)
+        beyond_ticks = None if self.others_cpu_s is None else self.others_cpu_s - (self.resolution or 0.0) * capacity
+        if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * self.process_cpu_s:
+            return f"other processes used {self.others_cpu_s:.2g} CPU-seconds beside the run's {self.process_cpu_s:.2g}"
         return ""
 
     @property

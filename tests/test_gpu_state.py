@@ -2,7 +2,7 @@
 no GPU here. Then the host's RAPL energy, read from a made-up sysfs, and what the flags and table make of both."""
 
 import dataclasses
-import os
+import json
 import statistics
 import types
 
@@ -126,48 +126,61 @@ def _rapl(root, joules: float) -> None:
 
 def test_a_cpu_packages_energy_comes_from_rapl_its_counters_wrap_undone(tmp_path):
     _rapl(tmp_path, 262142.328850)  # 1 J below the counter's wrap
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/stat").write_text("cpu  1 0 1 9\n" + "".join(f"cpu{n} 1 0 1 9\n" for n in range(4)) + "intr 5\n")
     reader = HostReader(root=tmp_path, cpus={0})
     start = reader.read()
     _rapl(tmp_path, 262144.828850)  # 1.5 J past it
     block = reader.block(start, reader.read())
-    assert block.cpu_energy_j == pytest.approx(2.5) and block.machine_cpus == os.cpu_count()
+    assert block.cpu_energy_j == pytest.approx(2.5) and block.machine_cpus == 4
     elsewhere = HostReader(root=tmp_path / "elsewhere", cpus={0})
     assert elsewhere.read().energy_uj is None, "no RAPL: unknown, not 0"
     assert elsewhere.block(elsewhere.read(), elsewhere.read()).machine_cpus is None
 
 
-def _on_cpu(cpus: int, others_cpu_s: float, seconds: float = 2.0) -> HostState:
-    """A run's host over one block of `seconds` on a 2-CPU machine whose packages used 100 J (RAPL)."""
-    busy = seconds * cpus * 0.5 + others_cpu_s
-    block = HostBlock(seconds, cpus, seconds * cpus * 0.5, busy, others_cpu_s, 0.01, cpu_energy_j=100.0, machine_cpus=2)
+def _on_cpu(cpus: int, others_cpu_s: float, machine_cpus: int | None = 2) -> HostState:
+    """A run's host over one block of 2 s on a 2-CPU machine whose packages used 100 J (RAPL); the run used 2
+    CPU-seconds, and /proc/stat's ticks are not known (no resolution)."""
+    block = HostBlock(2.0, cpus, 2.0, 2.0 + others_cpu_s, others_cpu_s, cpu_energy_j=100.0, machine_cpus=machine_cpus)
     return HostState.of([block])
 
 
 def test_the_cpu_packages_energy_is_a_runs_own_only_where_it_had_the_machine_to_itself():
     """RAPL counts every process's energy: a run beside another one, or pinned to some of the CPUs, gets none."""
-    alone = _on_cpu(cpus=2, others_cpu_s=0.1)
+    alone = _on_cpu(cpus=2, others_cpu_s=0.19)  # below 10% of the run's own CPU time
     assert alone.energy_shared == "" and alone.joules_per_sample(100.0) == pytest.approx(0.5)
     pinned = _on_cpu(cpus=1, others_cpu_s=0.0)
-    assert pinned.energy_shared == "its process may use 1 of the machine's 2 CPUs"
+    assert pinned.energy_shared == "the run's process may use 1 of the machine's 2 CPUs"
     assert pinned.joules_per_sample(100.0) is None
-    beside = _on_cpu(cpus=2, others_cpu_s=1.6)
-    assert beside.energy_shared == "other processes took 40% of its CPUs" and beside.joules_per_sample(100.0) is None
+    beside = _on_cpu(cpus=2, others_cpu_s=0.21)
+    assert beside.energy_shared == "other processes used 0.21 CPU-seconds beside the run's 2"
+    assert beside.joules_per_sample(100.0) is None
+    recorded_before = HostState.from_json(json.loads(json.dumps(dataclasses.asdict(_on_cpu(2, 0.0, None)))))
+    assert recorded_before.energy_shared == "", "a record without the machine's CPUs is read as the run's"
     assert _on_gpu().energy_shared == "", "a GPU's energy counter is its own"
 
 
 def test_the_table_says_shared_where_the_packages_energy_held_other_processes(tmp_path):
     levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}
-    runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
-    shown = table_view(tmp_path, _training(runs, _on_cpu(cpus=1, others_cpu_s=0.0)))
+    runs = synthetic.sweep(levels, 2, synthetic.Noise(), np.random.default_rng(0))
+    own, pinned, beside = _on_cpu(2, 0.0), _on_cpu(1, 0.0), _on_cpu(2, 1.0)
+    hosts = {"tensor": [own, pinned], "subclass": [beside, beside]}  # each configuration's two runs
+    mixed = [
+        dataclasses.replace(run, summary=dataclasses.replace(run.summary, host=hosts[run.axes["input_type"]].pop()))
+        for run in _training(runs)
+    ]
+    shown = table_view(tmp_path, mixed)
     for header in ("J/sample", "samples/J"):
-        assert {row[shown.header.index(header)] for row in shown.rows} == {"shared"}
+        assert [row[shown.header.index(header)] for row in shown.rows] == ["shared", "shared"], "one shared run is"
+        assert [row[shown.fields.index(header)] for row in shown.records] == [None, None]
     assert shown.notes[-1] == (
-        "J/sample shared: RAPL counts the CPU packages' energy, every process's, and its process may use 1 of the "
-        "machine's 2 CPUs; a run alone on the machine (launcher.parallelism=1, no neighbour) measures its own"
+        "shared (J/sample, samples/J): RAPL counts the CPU packages' energy, every process's; the run's process may "
+        "use 1 of the machine's 2 CPUs; other processes used 1 CPU-seconds beside the run's 2. A run's own energy "
+        "needs every CPU of the machine in its affinity, and no other busy process"
     )
-    own = table_view(tmp_path, _training(runs, _on_cpu(cpus=2, others_cpu_s=0.0)))
-    assert "shared" not in {row[own.header.index("J/sample")] for row in own.rows}
-    assert not any(note.startswith("J/sample shared") for note in own.notes)
+    alone = table_view(tmp_path, _training(runs, own))
+    assert "shared" not in {row[alone.header.index("J/sample")] for row in alone.rows}
+    assert not any(note.startswith("shared") for note in alone.notes)
 
 
 def _training(runs: list[RunRecord], host: HostState | None = None) -> list[RunRecord]:

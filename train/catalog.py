@@ -6,7 +6,8 @@ That is a registered one by name, or the user's by import path.
 """
 
 from perfsweep.conf.schema import RunConf, WorkloadConf
-from perfsweep.train import fastai_loop, fastai_parts, functions, step  # noqa: F401  (each registers its workloads)
+from perfsweep.train import fastai_loop, functions, step  # noqa: F401  (each registers its workloads)
+from perfsweep.train.fastai_parts import MODULES as FASTAI_PARTS
 from perfsweep.train.inputs import INPUT_TYPES
 from perfsweep.train.workloads import WORKLOADS, Workload, user_workload
 
@@ -22,19 +23,21 @@ def workload_class(conf: WorkloadConf) -> type[Workload]:
 
 
 def fastai_modules(cfg: RunConf) -> tuple[str, ...]:
-    """The fastai modules a run of `cfg` imports as it runs: fastai's loop, or the fastai parts it reads.
+    """The fastai modules a run of `cfg` imports as it runs: those of fastai's loop, or of the fastai parts it reads.
 
     A part counts where the workload reads its field: an input type, a loss or an optimizer of fastai's.
-    The user's own step is taken to read them, as the training step does.
+    The user's own step may or may not import fastai: none is named for it.
     """
-    if not cfg.workload._target_ and cfg.workload.name == "fastai_step":
+    if cfg.workload._target_:
+        return ()
+    if WORKLOADS[cfg.workload.name] is fastai_loop.FastaiStep:
         return fastai_loop.MODULES
-    reads = set(cfg.workload.reads)
-    input_type = cfg.input_type
-    registered = not input_type._target_ and input_type.name in INPUT_TYPES
-    parts = [
-        "input_type" in reads and registered and INPUT_TYPES[input_type.name].needs_fastai,
-        "loss" in reads and cfg.loss.name == "fastai",
-        "optim" in reads and cfg.optim.name == "fastai",
-    ]
-    return fastai_parts.MODULES if any(parts) else ()
+    reads, input_type = set(cfg.workload.reads), cfg.input_type
+    asked = {
+        "input_type": not input_type._target_
+        and input_type.name in INPUT_TYPES
+        and INPUT_TYPES[input_type.name].needs_fastai,
+        "loss": cfg.loss.name == "fastai",
+        "optim": cfg.optim.name == "fastai",
+    }
+    return tuple(module for field, module in FASTAI_PARTS.items() if field in reads and asked[field])

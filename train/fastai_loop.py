@@ -30,7 +30,7 @@ from perfsweep.train.workloads import WORKLOADS, Workload, compiled
 
 # The fastai modules the loop imports as it is built, its parts' among them.
 MODULES = (
-    *fastai_parts.MODULES,
+    *fastai_parts.MODULES.values(),
     "fastai.callback.core",
     "fastai.data.core",
     "fastai.data.load",

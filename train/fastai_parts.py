@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 import torch
 
-# The fastai modules these parts import once a run asks for one (a job imports them before forking its runs).
-MODULES = ("fastai.torch_core", "fastai.losses", "fastai.optimizer")
+# The fastai module each part imports, by the run field that asks for it.
+MODULES = {"input_type": "fastai.torch_core", "loss": "fastai.losses", "optim": "fastai.optimizer"}
 
 
 def installed() -> bool:

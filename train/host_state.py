@@ -38,6 +38,15 @@ class Reading(NamedTuple):
     energy_uj: tuple[int, ...] | None  # each CPU package's RAPL counter
 
 
+def machine_cpus(stat: Path) -> int | None:
+    """The machine's CPUs: /proc/stat's lines of one CPU each; None where it cannot be read."""
+    try:
+        lines = stat.read_text().splitlines()
+    except OSError:
+        return None
+    return sum(line.startswith("cpu") and line[3:4].isdigit() for line in lines) or None
+
+
 def rapl_packages(root: Path) -> list[tuple[Path, int]]:
     """Each CPU package's RAPL domain (intel-rapl:N, named package-N) with its counter's range."""
     found = []
@@ -85,6 +94,7 @@ class HostReader:
         self.freqs = freqs if all(path.exists() for path in freqs) else []
         self.tick = 1 / os.sysconf("SC_CLK_TCK")
         self.packages = rapl_packages(root)
+        self.machine_cpus = machine_cpus(self.stat)
 
     def read(self) -> Reading:
         busy, steal = self._cpu_times()
@@ -110,7 +120,7 @@ class HostReader:
             mhz_start=start.mhz,
             mhz_end=end.mhz,
             cpu_energy_j=energy,
-            machine_cpus=os.cpu_count() if energy is not None else None,
+            machine_cpus=self.machine_cpus if energy is not None else None,
         )
 
     def _energy(self) -> tuple[int, ...] | None:

@@ -176,7 +176,7 @@ def lazy_imports(specs: list[RunSpec]) -> list[str]:
     """
     # pyarrow writes every run's steps (records.write_steps imports it only then, so that status and tables start fast)
     needed = {"pyarrow.parquet", "perfsweep.records.columns"}
-    # The FLOP counter's module comes with torch._dynamo: 70 ms of torch's, imported where a run counts or not
+    # torch.utils.flop_counter (70 ms) is imported wherever torch._dynamo is: a run that counts no FLOPs loses little
     needed |= {"torch._dynamo", "torch.utils.flop_counter"} if any(imports_dynamo(s.config) for s in specs) else set()
     needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
     # fastai takes 1-1.5 s of a CPU to import, and patches torch as it is imported (sweeps/pairing.py).

@@ -7,8 +7,9 @@ import operator
 import statistics
 
 from perfsweep.records import HostState, RunRecord, Summary
-from perfsweep.records.host import COMPETED as OTHERS
 
+# Other processes' share of the run's CPUs above which they competed with it for them.
+OTHERS = 0.10
 # Steal above which a hypervisor gave a noticeable part of the run's CPUs to other guests.
 STEAL = 0.02
 # A clock change from the first block's start to the last block's end that moves step times by as much.

@@ -143,11 +143,17 @@ def _known(value: float | None) -> str:
 def energy_columns(summaries: list[Summary]) -> list[Column]:
     """J/sample, and samples/J beside it where any run's energy was read.
 
-    A cell is "unknown" where the energy could not be read, and "shared" where it holds other processes' (RAPL's).
+    A cell is "unknown" where the energy could not be read, and "shared" where a run's held other processes' (RAPL's).
     """
 
     def column(header: str, value: Callable[[Configuration], float | None]) -> Column:
-        return Column(header, lambda c: figure(known) if (known := value(c)) else _unknown_energy(c), value)
+        def own(config: Configuration) -> float | None:
+            return None if _shared_energy(config) else value(config)
+
+        def text(config: Configuration) -> str:
+            return "shared" if _shared_energy(config) else _known(value(config))
+
+        return Column(header, text, own)
 
     per_sample = column("J/sample", lambda c: c.middle(joules_per_sample))
     if not any(s.host and s.host.energy_j is not None for s in summaries):
@@ -156,25 +162,20 @@ def energy_columns(summaries: list[Summary]) -> list[Column]:
     return [per_sample, per_joule]
 
 
-def _unknown_energy(config: Configuration) -> str:
-    return "shared" if any(r.summary.host and r.summary.host.energy_shared for r in config.runs) else "unknown"
+def _shared_energy(config: Configuration) -> list[str]:
+    """Why its runs' energy a sample holds other processes' too, each run's where it does (records/host.py)."""
+    summaries = [r.summary for r in config.runs if r.summary.samples_per_s is not None and r.summary.host]
+    return [s.host.energy_shared for s in summaries if s.host.energy_shared]
 
 
 def energy_notes(configs: list[Configuration]) -> list[str]:
-    """What a "shared" energy cell means, with its first run's reason; none where no cell is."""
-    shared = [
-        r.summary.host.energy_shared
-        for c in configs
-        if c.first.summary.samples_per_s is not None and not c.middle(joules_per_sample)
-        for r in c.runs
-        if r.summary.host and r.summary.host.energy_shared
-    ]
-    if not shared:
+    """What a "shared" energy cell means, with each of its reasons once; none where no cell is."""
+    reasons = list(dict.fromkeys(why for c in configs for why in _shared_energy(c)))
+    if not reasons:
         return []
-    why = shared[0]
     return [
-        f"J/sample shared: RAPL counts the CPU packages' energy, every process's, and {why}; a run alone on the "
-        "machine (launcher.parallelism=1, no neighbour) measures its own"
+        f"shared (J/sample, samples/J): RAPL counts the CPU packages' energy, every process's; {'; '.join(reasons)}. "
+        "A run's own energy needs every CPU of the machine in its affinity, and no other busy process"
     ]
 
 

@@ -162,6 +162,7 @@ for index, config in enumerate(sys.argv[2:]):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not fastai_parts.installed(), reason="fastai's parts need fastai (CI installs it)")
 def test_a_run_forked_from_a_warm_job_imports_nothing_its_job_did_not(tmp_path):
     """What a run imports as it runs, a forked one imports in each process: a job imports it once, before forking.

@@ -16,6 +16,7 @@ from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import flags
 from perfsweep.records import HostBlock, HostState, Summary, load_sweep
 from perfsweep.train.host_state import HostReader
+from tests import synthetic
 from tests.helpers import MEASURED, run
 
 BUSY_LOOP = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
@@ -113,3 +114,38 @@ def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words()
     assert taken([run(0.36), run(0.39), run(0.34)]) == "others' CPU 36%, the median over its runs"
     assert taken([run(0.01), run(0.02)]) == "no neighbour or steal seen"
     assert taken([run(None, None)]) == "", "no window told: nothing said"
+
+
+def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():
+    """A neighbour through the earlier half of a sweep, gone for the later: its runs were slower, and the flag says
+    so. Where the halves did not differ, it says what the whole sweep showed; without a host, nothing."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
+    runs = synthetic.sweep(synthetic.grid(), 6, steady, np.random.default_rng(8))
+    # each run 1% faster than the one before it: the earlier ones shared their CPUs
+    faster = [
+        dataclasses.replace(run, measured={c: v * 0.99**i for c, v in run.measured.items()})
+        for i, run in enumerate(runs)
+    ]
+
+    def hosted(others: list[float] | None) -> list:
+        return [
+            dataclasses.replace(
+                run,
+                summary=dataclasses.replace(
+                    synthetic.summary_of(run.measured),
+                    host=None if others is None else HostState([], 1.0, 1.0, others_share=share, resolution=0.01),
+                ),
+            )
+            for run, share in zip(faster, others or [0.0] * len(faster), strict=True)
+        ]
+
+    def order_flag(found) -> str:
+        (flag,) = [f for f in flags(found) if f.startswith("ORDER EFFECT")]
+        return flag
+
+    half = len(faster) // 2
+    neighbour = order_flag(hosted([0.4] * half + [0.0] * (len(faster) - half)))
+    assert "later half -" in neighbour
+    assert neighbour.endswith("; host: others' CPU earlier half 40%, later half 0% (medians over their runs)")
+    assert order_flag(hosted([0.0] * len(faster))).endswith("; host: no neighbour or steal seen")
+    assert "host:" not in order_flag(hosted(None))

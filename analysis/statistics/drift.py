@@ -10,7 +10,7 @@ import numpy as np
 
 from perfsweep.analysis.groups import Configuration
 from perfsweep.analysis.statistics.distributions import spearman
-from perfsweep.analysis.statistics.host_flags import seen_in
+from perfsweep.analysis.statistics.host_flags import differ, seen_in, taken
 from perfsweep.records import RunRecord
 
 ORDER_SIGNIFICANCE = 0.01
@@ -29,10 +29,11 @@ def order_effect(configs: list[Configuration]) -> list[str]:
 
     Each replicated configuration's runs are taken relative to their own geometric mean.
     These are tested against the order the runs started in (Spearman's test at 1%).
+    The flag ends with what the host showed: where the two halves differed, else over the whole sweep.
     """
     replicated = [c for c in configs if len(c.runs) >= 2]
     placed = sorted(
-        ((_place(r), float(np.log(m) - np.mean(np.log(ms)))) for c in replicated
+        ((_place(r), float(np.log(m) - np.mean(np.log(ms))), r) for c in replicated
          for ms in [[r.summary.median("step") for r in c.runs]] for r, m in zip(c.runs, ms, strict=True)),
         key=lambda placed: placed[0],
     )  # fmt: skip
@@ -44,10 +45,13 @@ def order_effect(configs: list[Configuration]) -> list[str]:
         return []
     half = len(offsets) // 2
     moved = math.exp(float(np.median(offsets[half:]) - np.median(offsets[:half]))) - 1
+    earlier, later = [p[2] for p in placed[:half]], [p[2] for p in placed[half:]]
+    host = differ(earlier, later, ("earlier half", "later half")) or taken(earlier + later)
     return [
         f"ORDER EFFECT: a run's step time goes with its place in the sweep (Spearman {rho:+.2f} over {len(placed)} "
         f"runs, p={p:.2g}): the later half {moved:+.1%} against the earlier, each run beside its own "
         "configuration's; order=interleaved (the default) spreads such drift over every configuration"
+        + (f"; host: {host}" if host else "")
     ]
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from perfsweep.bench import command
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIP = {"tests", "examples", "results", ".venv", ".git", "build"}
+SKIP = {"tests", "examples", "results", ".venv", ".git", "build", "runs", "outputs", "multirun"}
 SECTIONS = re.compile(r"^\s*(Args|Arguments|Returns|Raises|Yields|Attributes|Example|Examples):\s*$")
 END = re.compile(r"(?<=[.?!])\s+|(?<=:)\s+(?=[A-Z`])")
 ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")

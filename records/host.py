@@ -113,12 +113,14 @@ class HostState:
 
     @property
     def energy_shared(self) -> str:
-        """Why the CPU packages' energy (RAPL) holds other processes' too; "" where it is the run's alone or a GPU's.
+        """Why the CPU packages' energy (RAPL) holds other processes' too.
 
+        "" where it is the run's alone, or a GPU's.
         The packages' counters are every process's.
-        They are the run's where it may use every CPU of the machine, and other processes used little CPU time beside
-        it (SHARED_ENERGY of its own, beyond /proc/stat's resolution).
-        A block recorded without the machine's CPUs, or without /proc/stat, is taken to be the run's.
+        They are the run's where it may use every CPU of the machine.
+        Other processes must also have used little CPU time beside it.
+        That is SHARED_ENERGY of its own, beyond /proc/stat's resolution.
+        Blocks that lack those figures are taken to be the run's.
         """
         if self.energy_source != "RAPL":
             return ""
@@ -139,7 +141,8 @@ class HostState:
     def joules_per_sample(self, samples_per_s: float | None) -> float | None:
         """The device's energy per sample over the blocks, at the run's throughput.
 
-        None where either is unknown, or where the energy holds other processes' (`energy_shared`).
+        None where either is unknown.
+        None too where the energy holds other processes' (`energy_shared`).
         """
         watts = None if self.energy_shared else self.watts
         return watts / samples_per_s if watts is not None and samples_per_s else None

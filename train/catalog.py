@@ -2,7 +2,7 @@
 
 `workload_class` gives the class of a run's workload.
 That is a registered one by name, or the user's by import path.
-`fastai_modules` gives the fastai modules a run imports as it runs.
+`fastai_modules` gives the fastai modules a run imports.
 """
 
 from perfsweep.conf.schema import RunConf, WorkloadConf
@@ -23,10 +23,12 @@ def workload_class(conf: WorkloadConf) -> type[Workload]:
 
 
 def fastai_modules(cfg: RunConf) -> tuple[str, ...]:
-    """The fastai modules a run of `cfg` imports as it runs: those of fastai's loop, or of the fastai parts it reads.
+    """The fastai modules a run of `cfg` imports as it runs.
 
-    A part counts where the workload reads its field: an input type, a loss or an optimizer of fastai's.
-    The user's own step may or may not import fastai: none is named for it.
+    Those are fastai's loop's, or those of the fastai parts the run reads.
+    A part counts where the workload reads its field: the input type, the loss or the optimizer.
+    None is named for a step of the user's own.
+    It may or may not import fastai.
     """
     if cfg.workload._target_:
         return ()

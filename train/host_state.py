@@ -39,7 +39,7 @@ class Reading(NamedTuple):
 
 
 def machine_cpus(stat: Path) -> int | None:
-    """The machine's CPUs: /proc/stat's lines of one CPU each; None where it cannot be read."""
+    """The machine's CPUs, by /proc/stat's lines of one CPU each; None where it cannot be read."""
     try:
         lines = stat.read_text().splitlines()
     except OSError:

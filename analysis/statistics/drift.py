@@ -29,7 +29,8 @@ def order_effect(configs: list[Configuration]) -> list[str]:
 
     Each replicated configuration's runs are taken relative to their own geometric mean.
     These are tested against the order the runs started in (Spearman's test at 1%).
-    The flag ends with what the host showed: where the two halves differed, else over the whole sweep.
+    The flag ends with what the host showed.
+    That is where the sweep's two halves differed, else over the whole sweep.
     """
     replicated = [c for c in configs if len(c.runs) >= 2]
     placed = sorted(

@@ -143,7 +143,8 @@ def _known(value: float | None) -> str:
 def energy_columns(summaries: list[Summary]) -> list[Column]:
     """J/sample, and samples/J beside it where any run's energy was read.
 
-    A cell is "unknown" where the energy could not be read, and "shared" where a run's held other processes' (RAPL's).
+    A cell is "unknown" where the energy could not be read.
+    It is "shared" where a run's held other processes' (RAPL's).
     """
 
     def column(header: str, value: Callable[[Configuration], float | None]) -> Column:
@@ -163,13 +164,13 @@ def energy_columns(summaries: list[Summary]) -> list[Column]:
 
 
 def _shared_energy(config: Configuration) -> list[str]:
-    """Why its runs' energy a sample holds other processes' too, each run's where it does (records/host.py)."""
+    """Each run's reason where its energy holds other processes' too (records/host.py)."""
     summaries = [r.summary for r in config.runs if r.summary.samples_per_s is not None and r.summary.host]
     return [s.host.energy_shared for s in summaries if s.host.energy_shared]
 
 
 def energy_notes(configs: list[Configuration]) -> list[str]:
-    """What a "shared" energy cell means, with each of its reasons once; none where no cell is."""
+    """What a "shared" energy cell means, with each reason once."""
     reasons = list(dict.fromkeys(why for c in configs for why in _shared_energy(c)))
     if not reasons:
         return []

@@ -10,6 +10,8 @@ Other tests that run on the other workers meanwhile count on theirs, not on this
 
 It prints the suite's wall time, the tests' summed wall and CPU time, and the `--top` slowest tests by wall time.
 Then it sums them by test file, the unit a worker takes (`--dist loadfile`), and by worker, with when each finished.
+Last comes the whole machine's busy CPU time over the suite (/proc/stat), beside that of pytest's processes.
+The rest ran outside pytest's tree: Slurm's jobs, W&B's services, and anything else on the machine.
 """
 
 import json
@@ -19,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -56,8 +59,19 @@ def collected(folder: Path) -> list[dict]:
     return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
 
 
-def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
-    """The suite's totals, its `top` slowest tests by wall time, its slowest files, and each worker's sums."""
+class Machine(NamedTuple):
+    """The machine over the suite: its CPUs, their busy seconds (None where /proc/stat is not read), pytest's CPU."""
+
+    cpus: int
+    busy_s: float | None
+    pytest_cpu_s: float
+
+
+def report(rows: list[dict], wall_s: float, top: int, machine: Machine | None = None) -> list[str]:
+    """The suite's totals, its `top` slowest tests by wall time, its slowest files, and each worker's sums.
+
+    Then the machine's busy CPU time, where it was read.
+    """
     cpu = sum(r["cpu_s"] + r["children_cpu_s"] for r in rows)
     lines = [
         f"suite: {wall_s:.0f} s wall for {len(rows)} tests; their wall times sum to "
@@ -76,6 +90,14 @@ def report(rows: list[dict], wall_s: float, top: int) -> list[str]:
         f"{wall:7.1f} {cpu:7.1f} {last - start:7.0f}  {name}"
         for name, (wall, cpu, last) in sorted(_summed(rows, lambda r: r["worker"]))
     ]
+    if machine and machine.busy_s is not None:
+        capacity = wall_s * machine.cpus
+        lines.append(
+            f"machine: its {machine.cpus} CPUs were busy {machine.busy_s:.1f} s of {capacity:.1f} "
+            f"({machine.busy_s / capacity:.0%}); pytest and the processes it waited for used "
+            f"{machine.pytest_cpu_s:.1f} s; outside them {max(0.0, machine.busy_s - machine.pytest_cpu_s):.1f} s "
+            "(Slurm's jobs, W&B's services, anything else on the machine)"
+        )
     return lines
 
 
@@ -91,7 +113,9 @@ def _summed(rows: list[dict], key) -> list[tuple[str, tuple[float, float, float]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from perfsweep.bench import command  # here, not above: as a plugin, this module loads before the suite's conftest
+    # here, not above: as a plugin, this module loads before the suite's conftest
+    from perfsweep.bench import command
+    from perfsweep.train.host_state import HostReader
 
     found = command.parser("suite", __doc__)
     found.add_argument("--top", type=int, default=20, help="how many of the slowest tests to list")
@@ -102,16 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(f"dry run: would run {' '.join(pytest_cmd[1:])} in {ROOT}, then list its {args.top} slowest tests")
         return 0
+    host = HostReader()
     with tempfile.TemporaryDirectory() as folder:
-        began = time.perf_counter()
+        began, before, times = time.perf_counter(), host.read(), os.times()
         # an xdist worker's name is its own pytest's: not one this command was started in (the suite's own tests)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")} | {TIMES: folder}
         status = subprocess.run(pytest_cmd, cwd=ROOT, env=env).returncode
-        wall = time.perf_counter() - began
+        wall, after, ended = time.perf_counter() - began, host.read(), os.times()
         rows = collected(Path(folder))
+    busy = None if before.busy is None or after.busy is None else after.busy - before.busy
+    waited = ended.children_user + ended.children_system - times.children_user - times.children_system
     if args.out:
         args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    print("\n".join(report(rows, wall, args.top)))
+    print("\n".join(report(rows, wall, args.top, Machine(len(host.cpus), busy, waited))))
     return status
 
 

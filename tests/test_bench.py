@@ -118,9 +118,20 @@ def test_each_documented_bench_command_checks_its_arguments_and_measures_nothing
 
 
 # Two files of tests of known cost, under an empty pytest.ini: pytest's own process, not the suite's workers
+# The second forks a child that pytest waits for, and one it never reaps, as Slurm's jobs are not its children: the
+# test waits for that one to end (WNOWAIT: no reaping), then leaves it to the init process.
+UNREAPED = """
+    pid = os.fork()
+    if pid == 0:
+        end = time.process_time() + 0.2
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+"""
 TIMED = {
-    "test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(0.3)\n\ndef test_quick():\n    pass\n",
-    "test_works.py": "import os\n\ndef test_forks_a_child():\n    os.system('true')\n",
+    "test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(1.0)\n\ndef test_quick():\n    pass\n",
+    "test_works.py": "import os, time\n\ndef test_forks_a_child():\n    os.system('true')\n" + UNREAPED,
 }
 
 
@@ -136,8 +147,11 @@ def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds
     assert all(float(wall) >= 0 and float(cpu) >= 0 and float(children) >= 0 for wall, cpu, children, _ in slowest)
     files = out.split("slowest test files, summed (s):\n", 1)[1].splitlines()[1:3]
     assert [line.split()[2] for line in files] == ["test_waits.py", "test_works.py"], out
-    (worker,) = out.split("when its last test ended (s after the first began):\n", 1)[1].splitlines()
+    worker, machine = out.split("when its last test ended (s after the first began):\n", 1)[1].splitlines()
     assert worker.split()[3] == "main", "pytest's own process, no xdist worker"
+    # the unreaped child's 0.2 CPU-seconds ran outside pytest's tree; the machine's other processes only add to it
+    outside = re.fullmatch(r"machine: its \d+ CPUs were busy .* outside them ([\d.]+) s \(Slurm's jobs, .*\)", machine)
+    assert outside and float(outside[1]) >= 0.15, machine
 
 
 @pytest.mark.parametrize("module", ["overhead", "syncs", "calibration"])

@@ -10,8 +10,8 @@ Other tests that run on the other workers meanwhile count on theirs, not on this
 
 It prints the suite's wall time, the tests' summed wall and CPU time, and the `--top` slowest tests by wall time.
 Then it sums them by test file, the unit a worker takes (`--dist loadfile`), and by worker, with when each finished.
-Last comes the whole machine's busy CPU time over the suite (/proc/stat), beside that of pytest's processes.
-The rest ran outside pytest's tree: Slurm's jobs, W&B's services, and anything else on the machine.
+Last comes the busy time over the suite of the CPUs it may use (/proc/stat), beside pytest's processes' CPU time.
+The rest ran outside pytest's tree: Slurm's jobs, W&B's services, and anything else on those CPUs.
 """
 
 import json
@@ -60,7 +60,7 @@ def collected(folder: Path) -> list[dict]:
 
 
 class Machine(NamedTuple):
-    """The machine over the suite: its CPUs, their busy seconds (None where /proc/stat is not read), pytest's CPU."""
+    """The CPUs the bench may use, their busy seconds over the suite (None without /proc/stat), and pytest's CPU."""
 
     cpus: int
     busy_s: float | None
@@ -70,7 +70,7 @@ class Machine(NamedTuple):
 def report(rows: list[dict], wall_s: float, top: int, machine: Machine | None = None) -> list[str]:
     """The suite's totals, its `top` slowest tests by wall time, its slowest files, and each worker's sums.
 
-    Then the machine's busy CPU time, where it was read.
+    Then the CPUs' busy time, where it was read.
     """
     cpu = sum(r["cpu_s"] + r["children_cpu_s"] for r in rows)
     lines = [
@@ -93,10 +93,10 @@ def report(rows: list[dict], wall_s: float, top: int, machine: Machine | None = 
     if machine and machine.busy_s is not None:
         capacity = wall_s * machine.cpus
         lines.append(
-            f"machine: its {machine.cpus} CPUs were busy {machine.busy_s:.1f} s of {capacity:.1f} "
+            f"machine: the {machine.cpus} CPUs it may use were busy {machine.busy_s:.1f} s of {capacity:.1f} "
             f"({machine.busy_s / capacity:.0%}); pytest and the processes it waited for used "
             f"{machine.pytest_cpu_s:.1f} s; outside them {max(0.0, machine.busy_s - machine.pytest_cpu_s):.1f} s "
-            "(Slurm's jobs, W&B's services, anything else on the machine)"
+            "(Slurm's jobs, W&B's services, anything else on those CPUs)"
         )
     return lines
 

@@ -51,9 +51,8 @@ class HostBlock:
     mhz_start: float | None = None  # the run's CPUs' mean clock (cpufreq's scaling_cur_freq)
     mhz_end: float | None = None
     cpu_energy_j: float | None = None  # the CPU packages' energy (RAPL), every process's
-    machine_cpus: int | None = (
-        None  # the machine's CPUs, whose energy RAPL's counters hold; None where RAPL was not read
-    )
+    # The machine's CPUs, whose energy RAPL's counters hold; None where RAPL or /proc/stat was not read
+    machine_cpus: int | None = None
     gpu: GpuBlock | None = None  # a run on a GPU: the GPU over the block
 
     @classmethod
@@ -118,9 +117,9 @@ class HostState:
         "" where it is the run's alone, or a GPU's.
         The packages' counters are every process's.
         They are the run's where it may use every CPU of the machine.
-        Other processes must also have used little CPU time beside it.
-        That is SHARED_ENERGY of its own, beyond /proc/stat's resolution.
-        Blocks that lack those figures are taken to be the run's.
+        Other processes' CPU time beside it must also be under SHARED_ENERGY of the run's.
+        Others' CPU time counts only beyond /proc/stat's resolution.
+        A check whose figures the run lacks is not made.
         """
         if self.energy_source != "RAPL":
             return ""
@@ -130,7 +129,7 @@ class HostState:
         capacity = sum(b.wall_s * b.cpus for b in self.blocks)
         beyond_ticks = None if self.others_cpu_s is None else self.others_cpu_s - (self.resolution or 0.0) * capacity
         if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * self.process_cpu_s:
-            return f"other processes used {self.others_cpu_s:.2g} CPU-seconds beside the run's {self.process_cpu_s:.2g}"
+            return f"other processes used over {SHARED_ENERGY:.0%} of the run's CPU time beside it"
         return ""
 
     @property

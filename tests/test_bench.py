@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from perfsweep.bench import pairing, syncs
+from perfsweep.bench import pairing, suite, syncs
 from perfsweep.train.ranks.start import HANDLED
 from tests import synthetic
 from tests.helpers import ROOT
@@ -130,7 +130,7 @@ UNREAPED = """
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 """
 TIMED = {
-    "test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(1.0)\n\ndef test_quick():\n    pass\n",
+    "test_waits.py": "import time\n\ndef test_waits():\n    time.sleep(2.0)\n\ndef test_quick():\n    pass\n",
     "test_works.py": "import os, time\n\ndef test_forks_a_child():\n    os.system('true')\n" + UNREAPED,
 }
 
@@ -150,8 +150,19 @@ def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds
     worker, machine = out.split("when its last test ended (s after the first began):\n", 1)[1].splitlines()
     assert worker.split()[3] == "main", "pytest's own process, no xdist worker"
     # the unreaped child's 0.2 CPU-seconds ran outside pytest's tree; the machine's other processes only add to it
-    outside = re.fullmatch(r"machine: its \d+ CPUs were busy .* outside them ([\d.]+) s \(Slurm's jobs, .*\)", machine)
+    outside = re.fullmatch(r"machine: the \d+ CPUs it may use were busy .* outside them ([\d.]+) s \(.*\)", machine)
     assert outside and float(outside[1]) >= 0.15, machine
+
+
+def test_the_suite_bench_says_what_ran_outside_pytests_processes():
+    row = {"test": "t.py::a", "wall_s": 1.0, "cpu_s": 0.5, "children_cpu_s": 0.2, "worker": "gw0", "began": 0.0}
+    machine = suite.report([row], 10.0, 1, suite.Machine(cpus=2, busy_s=15.0, pytest_cpu_s=11.0))[-1]
+    assert machine == (
+        "machine: the 2 CPUs it may use were busy 15.0 s of 20.0 (75%); pytest and the processes it waited for used "
+        "11.0 s; outside them 4.0 s (Slurm's jobs, W&B's services, anything else on those CPUs)"
+    )
+    unread = suite.report([row], 10.0, 1, suite.Machine(cpus=2, busy_s=None, pytest_cpu_s=11.0))
+    assert not unread[-1].startswith("machine:"), "no /proc/stat: nothing said"
 
 
 @pytest.mark.parametrize("module", ["overhead", "syncs", "calibration"])

@@ -153,7 +153,7 @@ def test_the_cpu_packages_energy_is_a_runs_own_only_where_it_had_the_machine_to_
     assert pinned.energy_shared == "the run's process may use 1 of the machine's 2 CPUs"
     assert pinned.joules_per_sample(100.0) is None
     beside = _on_cpu(cpus=2, others_cpu_s=0.21)
-    assert beside.energy_shared == "other processes used 0.21 CPU-seconds beside the run's 2"
+    assert beside.energy_shared == "other processes used over 10% of the run's CPU time beside it"
     assert beside.joules_per_sample(100.0) is None
     recorded_before = HostState.from_json(json.loads(json.dumps(dataclasses.asdict(_on_cpu(2, 0.0, None)))))
     assert recorded_before.energy_shared == "", "a record without the machine's CPUs is read as the run's"
@@ -175,8 +175,8 @@ def test_the_table_says_shared_where_the_packages_energy_held_other_processes(tm
         assert [row[shown.fields.index(header)] for row in shown.records] == [None, None]
     assert shown.notes[-1] == (
         "shared (J/sample, samples/J): RAPL counts the CPU packages' energy, every process's; the run's process may "
-        "use 1 of the machine's 2 CPUs; other processes used 1 CPU-seconds beside the run's 2. A run's own energy "
-        "needs every CPU of the machine in its affinity, and no other busy process"
+        "use 1 of the machine's 2 CPUs; other processes used over 10% of the run's CPU time beside it. A run's own "
+        "energy needs every CPU of the machine in its affinity, and others' CPU time under 10% of its own"
     )
     alone = table_view(tmp_path, _training(runs, own))
     assert "shared" not in {row[alone.header.index("J/sample")] for row in alone.rows}

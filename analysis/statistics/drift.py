@@ -30,7 +30,7 @@ def order_effect(configs: list[Configuration]) -> list[str]:
     Each replicated configuration's runs are taken relative to their own geometric mean.
     These are tested against the order the runs started in (Spearman's test at 1%).
     The flag ends with what the host showed.
-    That is where the sweep's two halves differed, else over the whole sweep.
+    Where the halves differed in others' CPU or steal, it names both; else it says what the whole sweep showed.
     """
     replicated = [c for c in configs if len(c.runs) >= 2]
     placed = sorted(
@@ -46,7 +46,7 @@ def order_effect(configs: list[Configuration]) -> list[str]:
         return []
     half = len(offsets) // 2
     moved = math.exp(float(np.median(offsets[half:]) - np.median(offsets[:half]))) - 1
-    earlier, later = [p[2] for p in placed[:half]], [p[2] for p in placed[half:]]
+    earlier, later = [entry[2] for entry in placed[:half]], [entry[2] for entry in placed[half:]]
     host = differ(earlier, later, ("earlier half", "later half")) or taken(earlier + later)
     return [
         f"ORDER EFFECT: a run's step time goes with its place in the sweep (Spearman {rho:+.2f} over {len(placed)} "

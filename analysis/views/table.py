@@ -144,7 +144,7 @@ def energy_columns(summaries: list[Summary]) -> list[Column]:
     """J/sample, and samples/J beside it where any run's energy was read.
 
     A cell is "unknown" where the energy could not be read.
-    It is "shared" where a run's held other processes' (RAPL's).
+    It is "shared" where any run's RAPL energy held other processes'.
     """
 
     def column(header: str, value: Callable[[Configuration], float | None]) -> Column:
@@ -176,7 +176,7 @@ def energy_notes(configs: list[Configuration]) -> list[str]:
         return []
     return [
         f"shared (J/sample, samples/J): RAPL counts the CPU packages' energy, every process's; {'; '.join(reasons)}. "
-        "A run's own energy needs every CPU of the machine in its affinity, and no other busy process"
+        "A run's own energy needs every CPU of the machine in its affinity, and others' CPU time under 10% of its own"
     ]
 
 

@@ -611,9 +611,16 @@ FLAGS = ("SHARED GPU", "MIXED MACHINES", "DRIFT", "NOISY", "BATCH REDUCED")  # w
 def flag_counts(stdout: str) -> dict[str, int]:
     """How many runs the step's tables flag, by flag.
 
+    A line flags one run, or the runs it counts (`NOISY 5 of 12 runs: ...`).
     A GPU shared by another process would be the check's own doing.
     """
-    return {flag: sum(line.startswith(flag + " ") for line in stdout.splitlines()) for flag in FLAGS}
+
+    def runs(line: str, flag: str) -> int:
+        counted = re.match(rf"{flag} (\d+) of \d+ runs: ", line)
+        return int(counted[1]) if counted else 1
+
+    lines = stdout.splitlines()
+    return {flag: sum(runs(line, flag) for line in lines if line.startswith(flag + " ")) for flag in FLAGS}
 
 
 def main(argv: list[str] | None = None) -> int:

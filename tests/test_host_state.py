@@ -3,6 +3,7 @@ beside a busy neighbour, then named by the views' flags."""
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -75,7 +76,7 @@ def test_a_run_beside_a_busy_loop_on_its_cpus_records_it_and_its_flags_name_it(t
     assert done.summary.host == host
     shown = text(runs.view(plan.sweep_dir))
     assert f"host during {run_dir.name}: others' CPU {host.others_share:.0%}" in shown, shown
-    said = [line for line in flags([done]) if line.startswith(("NOISY", "NOT STEADY"))]
+    said = [line for line in flags([done], plan.sweep_dir) if line.startswith(("NOISY", "NOT STEADY"))]
     assert all("host: other processes took" in line for line in said), said
 
 
@@ -140,7 +141,7 @@ def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():
         ]
 
     def order_flag(found) -> str:
-        (flag,) = [f for f in flags(found) if f.startswith("ORDER EFFECT")]
+        (flag,) = [f for f in flags(found, "sweep") if f.startswith("ORDER EFFECT")]
         return flag
 
     half = len(faster) // 2
@@ -149,3 +150,31 @@ def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():
     assert neighbour.endswith("; host: others' CPU earlier half 40%, later half 0% (medians over their runs)")
     assert order_flag(hosted([0.0] * len(faster))).endswith("; host: no neighbour or steal seen")
     assert "host:" not in order_flag(hosted(None))
+
+
+def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_showed():
+    """Each noisy run's own line is in `runs`; the table names how many, their spreads, and the host over them."""
+    noisy = synthetic.Noise(run_sd=0.01, step_sd=0.4, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
+    runs = synthetic.sweep(synthetic.grid(), 2, noisy, np.random.default_rng(3))  # 6 runs, every one noisy
+
+    def hosted(host: HostState | None, count: int) -> list:
+        return [
+            dataclasses.replace(run, summary=dataclasses.replace(synthetic.summary_of(run.measured), host=host))
+            for run in runs[:count]
+        ]
+
+    def noisy_lines(found) -> list[str]:
+        return [f for f in flags(found, "runs/s") if f.startswith("NOISY")]
+
+    beside = HostState([], 1.0, 1.0, others_share=0.4, resolution=0.01)
+    (line,) = noisy_lines(hosted(beside, 6))
+    shape = r"NOISY 6 of 6 runs: robust CV (\d+)%-(\d+)% > 10%; host: (.*); each run's reasons: (.*)"
+    said = re.fullmatch(shape, line)
+    assert said and 10 < int(said[1]) <= int(said[2]), line
+    assert said.group(3, 4) == ("others' CPU 40%, the median over its runs", "perfsweep runs runs/s")
+    short = HostState([], 0.03, 0.03, others_share=0.0, resolution=0.5)
+    (line,) = noisy_lines(hosted(short, 6))
+    assert "; host: their windows (0.03-0.03 s) are too short for /proc/stat to tell others' CPU; " in line
+    (line,) = noisy_lines(hosted(None, 6))
+    assert "host:" not in line
+    assert len(noisy_lines(hosted(beside, 3))) == 3, "three noisy runs: a line each, with its reasons"

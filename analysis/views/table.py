@@ -32,10 +32,10 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
-from perfsweep.analysis.statistics.host_flags import seen_in
+from perfsweep.analysis.statistics.host_flags import seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
-from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
+from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 
 
@@ -327,7 +327,11 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
     ]
 
 
-def flags(runs: list[RunRecord]) -> list[str]:
+# Noisy runs above which the table says them in one line; `runs` gives each one's reasons.
+NOISY_LINES = 3
+
+
+def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect."""
     done = [r for r in runs if r.state == DONE]
     flag_lines = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
@@ -338,7 +342,7 @@ def flags(runs: list[RunRecord]) -> list[str]:
     if unstarted := len(budget) - stopped:
         flag_lines.append(f"NOT STARTED {unstarted} runs: the launch's budget (launcher.budget_s) ran out before them")
     spread = {r.name: noisy(r) for r in done}
-    flag_lines += [f"NOISY {r.name}: {reason}" for r in done for reason in spread[r.name]]
+    flag_lines += noisy_flags(done, spread, sweep_dir)
     flag_lines += [
         f"NOT STEADY {r.name}: {why}"
         for r in done
@@ -366,6 +370,28 @@ def flags(runs: list[RunRecord]) -> list[str]:
     return flag_lines
 
 
+def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
+    """A NOISY line a noisy run, or one line for them all where they are more than NOISY_LINES.
+
+    That line gives their robust CVs' range, and what the host showed over them.
+    """
+    noisy = [r for r in done if spread[r.name]]
+    if len(noisy) <= NOISY_LINES:
+        return [f"NOISY {r.name}: {reason}" for r in noisy for reason in spread[r.name]]
+    cvs = [phase_stats(r.step_ms(), interval=False).robust_cv for r in noisy]
+    windows = [r.summary.host.wall_s for r in noisy if r.summary.host]
+    host = taken(noisy)
+    if not host and windows:
+        host = (
+            f"their windows ({min(windows):.2g}-{max(windows):.2g} s) are too short for /proc/stat to tell others' CPU"
+        )
+    said = f"; host: {host}" if host else ""
+    return [
+        f"NOISY {len(noisy)} of {len(done)} runs: robust CV {min(cvs):.0%}-{max(cvs):.0%} > {NOISY:.0%}{said}; "
+        f"each run's reasons: perfsweep runs {sweep_dir}"
+    ]
+
+
 def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
     done = [r for r in runs if r.state == DONE and r.summary]
     failed = sum(r.state == FAILED for r in runs)
@@ -381,7 +407,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
         notes=words(configs, rule) + energy_notes(configs),
-        flags=flags(runs),
+        flags=flags(runs, sweep_dir),
         empty="",
     )
 

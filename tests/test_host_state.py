@@ -157,10 +157,13 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
     noisy = synthetic.Noise(run_sd=0.01, step_sd=0.4, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
     runs = synthetic.sweep(synthetic.grid(), 2, noisy, np.random.default_rng(3))  # 6 runs, every one noisy
 
+    steady = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(step_sd=0.001), np.random.default_rng(4))[-1:]
+
     def hosted(host: HostState | None, count: int) -> list:
+        """`count` noisy runs and a steady one, each with `host`."""
         return [
             dataclasses.replace(run, summary=dataclasses.replace(synthetic.summary_of(run.measured), host=host))
-            for run in runs[:count]
+            for run in [*runs[:count], *steady]
         ]
 
     def noisy_lines(found) -> list[str]:
@@ -168,13 +171,17 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
 
     beside = HostState([], 1.0, 1.0, others_share=0.4, resolution=0.01)
     (line,) = noisy_lines(hosted(beside, 6))
-    shape = r"NOISY 6 of 6 runs: robust CV (\d+)%-(\d+)% > 10%; host: (.*); each run's reasons: (.*)"
+    shape = r"NOISY 6 of 7 runs: robust CV ([\d.]+)%-([\d.]+)% > 10%; host: (.*); each run's reasons: `(.*)`"
     said = re.fullmatch(shape, line)
-    assert said and 10 < int(said[1]) <= int(said[2]), line
+    assert said and 10 < float(said[1]) <= float(said[2]), line
     assert said.group(3, 4) == ("others' CPU 40%, the median over its runs", "perfsweep runs runs/s")
     short = HostState([], 0.03, 0.03, others_share=0.0, resolution=0.5)
     (line,) = noisy_lines(hosted(short, 6))
     assert "; host: their windows (0.03-0.03 s) are too short for /proc/stat to tell others' CPU; " in line
     (line,) = noisy_lines(hosted(None, 6))
     assert "host:" not in line
+    unread = HostState([], 1.0, 1.0)  # no /proc/stat: neither others' CPU nor the resolution is known
+    (line,) = noisy_lines(hosted(unread, 6))
+    assert "host:" not in line, "nothing known of the host, nothing said"
+    assert len(noisy_lines(hosted(beside, 4))) == 1, "four noisy runs: one line"
     assert len(noisy_lines(hosted(beside, 3))) == 3, "three noisy runs: a line each, with its reasons"

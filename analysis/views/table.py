@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+from perfsweep import user_command
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     MEASURING,
@@ -32,7 +33,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
-from perfsweep.analysis.statistics.host_flags import seen_in, taken
+from perfsweep.analysis.statistics.host_flags import OTHERS, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
@@ -371,24 +372,23 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
-    """A NOISY line a noisy run, or one line for them all where they are more than NOISY_LINES.
+    """One NOISY line per noisy run, or one line for them all where they are more than NOISY_LINES.
 
-    That line gives their robust CVs' range, and what the host showed over them.
+    That line gives their robust CVs' range, and the others' CPU and steal their windows showed.
     """
-    noisy = [r for r in done if spread[r.name]]
-    if len(noisy) <= NOISY_LINES:
-        return [f"NOISY {r.name}: {reason}" for r in noisy for reason in spread[r.name]]
-    cvs = [phase_stats(r.step_ms(), interval=False).robust_cv for r in noisy]
-    windows = [r.summary.host.wall_s for r in noisy if r.summary.host]
-    host = taken(noisy)
-    if not host and windows:
-        host = (
-            f"their windows ({min(windows):.2g}-{max(windows):.2g} s) are too short for /proc/stat to tell others' CPU"
-        )
+    flagged = [r for r in done if spread[r.name]]
+    if len(flagged) <= NOISY_LINES:
+        return [f"NOISY {r.name}: {reason}" for r in flagged for reason in spread[r.name]]
+    cvs = [phase_stats(r.step_ms(), interval=False).robust_cv for r in flagged]
+    hosts = [r.summary.host for r in flagged if r.summary and r.summary.host]
+    short = [h.wall_s for h in hosts if h.resolution is not None and h.resolution > OTHERS]
+    host = taken(flagged)
+    if not host and short:
+        host = f"their windows ({min(short):.2g}-{max(short):.2g} s) are too short for /proc/stat to tell others' CPU"
     said = f"; host: {host}" if host else ""
     return [
-        f"NOISY {len(noisy)} of {len(done)} runs: robust CV {min(cvs):.0%}-{max(cvs):.0%} > {NOISY:.0%}{said}; "
-        f"each run's reasons: perfsweep runs {sweep_dir}"
+        f"NOISY {len(flagged)} of {len(done)} runs: robust CV {min(cvs):.1%}-{max(cvs):.1%} > {NOISY:.0%}{said}; "
+        f"each run's reasons: `{user_command()} runs {sweep_dir}`"
     ]
 
 

@@ -38,6 +38,7 @@ from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
+from perfsweep.records.host import SHARED_ENERGY
 
 
 def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
@@ -177,7 +178,8 @@ def energy_notes(configs: list[Configuration]) -> list[str]:
         return []
     return [
         f"shared (J/sample, samples/J): RAPL counts the CPU packages' energy, every process's; {'; '.join(reasons)}. "
-        "A run's own energy needs every CPU of the machine in its affinity, and others' CPU time under 10% of its own"
+        "A run's own energy needs every CPU of the machine in its affinity, and others' CPU time under "
+        f"{SHARED_ENERGY:.0%} of its own"
     ]
 
 

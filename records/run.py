@@ -313,8 +313,11 @@ class RunRecord:
     @property
     def machine(self) -> dict[str, str]:
         """What the run's figures depend on beyond its config, by label: the GPU with its driver, CUDA and cuDNN,
-        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike. A run that
-        asked for its torch (the `torch` axis) has it, and the CUDA and cuDNN its build brings, as configuration."""
+        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike.
+
+        What the run asked for is configuration, not machine: its torch (the `torch` axis), with the CUDA and cuDNN
+        its build brings, and its threads (`threads=`).
+        """
         env = self.env or {}
         gpu = env.get("gpu") or {}
         if not gpu:
@@ -327,9 +330,9 @@ class RunRecord:
                 "CUDA": str(env.get("cuda")),
                 "cuDNN": str(env.get("cudnn")),
             }
-        if self.fields.get("torch", "current") != "current":
-            machine = {label: value for label, value in machine.items() if label not in ("torch", "CUDA", "cuDNN")}
-        return machine
+        asked = ("torch", "CUDA", "cuDNN") if self.fields.get("torch", "current") != "current" else ()
+        asked += ("threads",) if self.fields.get("threads") is not None else ()
+        return {label: value for label, value in machine.items() if label not in asked}
 
 
 def _readable(path: Path) -> Any:

@@ -160,6 +160,35 @@ def test_a_run_on_another_machine_is_flagged_and_the_usual_one_named(sweep):
     assert "| NVIDIA H100 80GB HBM3 | torch 2.11.0 |" in shown and "MIXED MACHINES b" not in shown
 
 
+def test_threads_a_sweep_asked_for_are_its_configuration_not_another_machine(sweep):
+    """threads=1,2 sets torch's threads: its runs ran on one machine. Unasked, a different count is another one's."""
+    for name, threads in zip("abcd", (1, 1, 2, 2)):
+        env = {"cpu": "AMD EPYC", "torch_threads": threads, "packages": {"torch": "2.14.1"}}
+        records.write_json(sweep / name / records.ENV, env)
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["threads"] = threads
+        records.write_json(sweep / name / records.CONFIG, config)
+    assert "MIXED" not in render(sweep)
+    for name in "abcd":
+        config = records.read_json(sweep / name / records.CONFIG)
+        del config["config"]["threads"]
+        records.write_json(sweep / name / records.CONFIG, config)
+    shown = render(sweep)
+    assert "MIXED MACHINES c: threads 2 (the table's other 2 runs: threads 1)" in shown
+    assert "MIXED MACHINES a" not in shown
+
+
+def test_a_swept_number_runs_down_the_table_by_size(tmp_path):
+    sweep = tmp_path / "sweep"
+    for name, batch in (("a", 32), ("b", 8), ("c", 16)):
+        write_run(sweep, name, "tensor", "contiguous", 100.0)
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["model"]["batch_size"] = batch
+        records.write_json(sweep / name / records.CONFIG, config)
+    header, table = rows(load_sweep(sweep))
+    assert [row[header.index("model.batch_size")] for row in table] == ["8", "16", "32"]
+
+
 def test_unreadable_run_is_skipped_with_a_warning(sweep):
     (sweep / "b" / records.CONFIG).write_text("{ half a file")
     with pytest.warns(UserWarning, match="skipping run b"):

@@ -11,9 +11,11 @@ Its speed-up's interval is then across runs (analysis/statistics/speedup.py).
 With one run per configuration, the interval resamples that run's steps and says so (within-run).
 """
 
+import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from perfsweep import user_command
 from perfsweep.analysis import machines
@@ -243,10 +245,17 @@ def ordered(configs: list[Configuration]) -> list[Configuration]:
         run = config.first
         own = run.baseline.axis
         order = [a for a in axes if a != own] + ([own] if own in axes else [])
-        first = tuple((a in along and along[a].get(config.key) is not config, run.axis(a)) for a in order)
-        return first + tuple(repr(run.fields.get(f)) for f in fields if f not in MEASURING)
+        first = tuple((a in along and along[a].get(config.key) is not config, in_order(run.axis(a))) for a in order)
+        return first + tuple(in_order(run.fields.get(f)) for f in fields if f not in MEASURING)
 
     return sorted(configs, key=key)
+
+
+def in_order(value: Any) -> tuple:
+    """A value's place in its column: numbers by size, then text by its numbers' sizes (2.2.9 before 2.2.10)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", repr(value))])
 
 
 def noisy(run: RunRecord) -> list[str]:

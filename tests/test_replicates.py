@@ -9,7 +9,7 @@ import pytest
 from perfsweep import records
 from perfsweep.analysis.groups import baselines, configurations, labels
 from perfsweep.analysis.render import text
-from perfsweep.analysis.statistics import variance
+from perfsweep.analysis.statistics import distributions, variance
 from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
 from perfsweep.analysis.views import replicates
 from perfsweep.launcher.validate import validate
@@ -252,3 +252,16 @@ def test_a_spread_between_processes_measured_near_zero_is_planned_at_its_upper_b
     assert bound.decided_in(600, 0.3, 0.03) > measured.decided_in(600, 0.3, 0.03)
     many = dataclasses.replace(measured, runs=1000).at_most()
     assert many.between < bound.between, "more processes, a tighter bound"
+
+
+def test_more_time_decides_a_smaller_difference_however_many_runs_it_takes():
+    """A fast step with a wide spread between processes: ten minutes already run about a thousand processes."""
+    spread = variance.Split(runs=10, steps=20, between=0.15, within=0.25, rho=0.1)
+    minute, ten, hour = (spread.decided_in(budget, 0.07, 0.003) for budget in (60, 600, 3600))
+    assert minute > ten > hour
+    steps, runs = spread.plan(ten, 0.07, 0.003)
+    assert runs > 1000 and 2 * runs * (0.07 + steps * 0.003) <= 600, "the plan the ten minutes hold, as it is"
+    t = distributions.t_ppf(0.975, runs - 1)
+    assert t * math.sqrt(2 * spread.run_variance(steps) / runs) <= math.log(1 + ten), "it resolves the difference"
+    fewer = distributions.t_ppf(0.975, runs - 2) * math.sqrt(2 * spread.run_variance(steps) / (runs - 1))
+    assert fewer > math.log(1 + ten), "with no run to spare"

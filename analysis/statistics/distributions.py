@@ -26,6 +26,11 @@ def norm_sf(z: float) -> float:
     return float(special.ndtr(-z))
 
 
+def norm_ppf(q: float) -> float:
+    """The standard normal's quantile: scipy.stats.norm.ppf(q)."""
+    return float(special.ndtri(q))
+
+
 def chi2_ppf(q: float, df: float) -> float:
     """The chi-squared quantile: scipy.stats.chi2.ppf(q, df), its inverse regularized gamma function."""
     return float(2 * special.gammaincinv(df / 2, q))

@@ -17,7 +17,6 @@ from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Sample, paired_rounds, round_ratios, t_interval
 from perfsweep.records import RunRecord
 
-MAX_RUNS = 1000  # a plan's most runs per configuration: a plan at it does not reach its target
 OUTSIDE_STEPS = ("startup_s", "warmup_s", "records_s", "wandb_s")  # what a run costs beyond its measured steps
 
 
@@ -78,14 +77,18 @@ class Split:
         else:
             steps = 4 * self.steps  # no spread between processes seen: more steps are what narrows it
         steps = int(min(max(math.ceil(steps), 5), 1000))
-        target = math.log(1 + half_width)
-        runs = 2
-        while runs < MAX_RUNS:
-            t = distributions.t_ppf(0.5 + level / 2, runs - 1)
-            if t * math.sqrt(2 * self.run_variance(steps) / runs) <= target:
-                break
+        return steps, self.runs_for(half_width, steps, level)
+
+    def runs_for(self, half_width: float, steps: float, level: float = LEVEL) -> int:
+        """The fewest runs of `steps` steps per configuration that resolve a speed-up to -+`half_width`.
+
+        A t quantile is above the normal one, so the runs the normal one needs are a lower bound to start from.
+        """
+        target, variance = math.log(1 + half_width), 2 * self.run_variance(steps)
+        runs = max(2, math.ceil(variance * (distributions.norm_ppf(0.5 + level / 2) / target) ** 2))
+        while distributions.t_ppf(0.5 + level / 2, runs - 1) * math.sqrt(variance / runs) > target:
             runs += 1
-        return steps, runs
+        return runs
 
     def at_most(self, level: float = LEVEL) -> "Split":
         """The split with the spread between processes at the upper bound of its one-sided `level` interval.
@@ -102,13 +105,13 @@ class Split:
     def decided_in(self, budget_s: float, run_cost_s: float, step_s: float) -> float | None:
         """The smallest half-width (0.03: -+3%) that `plan` resolves within `budget_s` of the machine's time.
 
-        The plan's two configurations each take its runs of its steps; a plan at MAX_RUNS does not count.
+        The plan's two configurations each take its runs of its steps.
         Half-widths are tried on a grid of 5% steps from 0.01% to 100%; None where even 100% takes longer.
         """
 
         def fits(half_width: float) -> bool:
             steps, runs = self.plan(half_width, run_cost_s, step_s)
-            return runs < MAX_RUNS and 2 * runs * (run_cost_s + steps * step_s) <= budget_s
+            return 2 * runs * (run_cost_s + steps * step_s) <= budget_s
 
         grid = [1e-4 * 1.05**i for i in range(int(math.log(1e4) / math.log(1.05)) + 1)]
         if not fits(grid[-1]):

@@ -4,10 +4,14 @@
 - its configurations: the runs that differ only in their replicate, one process each;
 - its comparisons: each configuration against the one that differs from it only in one axis, at that axis's baseline
   (each run records its baselines: sweeps/baselines.py);
+- the order of a view's rows;
 - the phases, and labels.
 """
 
 import dataclasses
+import math
+import re
+from typing import Any
 
 import numpy as np
 
@@ -211,6 +215,44 @@ class Versus:
     def label(self, names: dict[tuple, str]) -> str:
         """'subclass channels_last vs tensor'."""
         return f"{names[self.config.key]} vs {self.value}"
+
+
+def in_order(value: Any) -> tuple:
+    """A value's place in its column: numbers first, by size, a number written as text among them.
+
+    Text follows, by the numbers in it (numpy 2.2.9 before 2.2.10), then as written.
+    """
+    text = value if isinstance(value, str) else repr(value)
+    number = None if isinstance(value, bool) else value if isinstance(value, int | float) else _number(text)
+    if number is not None and math.isfinite(number):
+        return (0, number, text)
+    parts = re.split(r"(\d+)", text)  # digits at the odd places, text at the even ones
+    return (1, [int(part) if place % 2 else part for place, part in enumerate(parts)], text)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def ordered(configs: list[Configuration]) -> list[Configuration]:
+    """Rows by the sweep's axes, each axis's baseline first, the workload's own compared axis last.
+
+    So a row group holds the configurations that differ only in that axis, its baseline first.
+    """
+    axes, fields = varying([c.first for c in configs])
+    along = baselines(configs)
+
+    def key(config: Configuration) -> tuple:
+        run = config.first
+        own = run.baseline.axis
+        order = [a for a in axes if a != own] + ([own] if own in axes else [])
+        first = tuple((a in along and along[a].get(config.key) is not config, in_order(run.axis(a))) for a in order)
+        return first + tuple(in_order(run.fields.get(f)) for f in fields if f not in MEASURING)
+
+    return sorted(configs, key=key)
 
 
 def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configuration]]:

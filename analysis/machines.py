@@ -2,6 +2,8 @@
 
 A ratio between two runs is side by side only on the same kind of machine and software.
 RunRecord.machine holds both: GPU and driver, or CPU and threads; torch, CUDA, cuDNN.
+What a run's config chose among them (RunRecord.asked: a torch version, threads) is configuration.
+Where any run of a table chose a label, that label tells no machine from another.
 Runs of one table can land on different machines.
 A sweep resumed elsewhere does it, as does a Slurm array over a partition of mixed nodes.
 The table names the machine most of its runs had.
@@ -13,8 +15,13 @@ from collections import Counter
 from perfsweep.records import DONE, RunRecord
 
 
-def _key(run: RunRecord) -> tuple[tuple[str, str], ...]:
-    return tuple(run.machine.items())
+def chosen(runs: list[RunRecord]) -> set[str]:
+    """The machine's labels that some of the runs' configs chose (RunRecord.asked)."""
+    return set().union(*(r.asked for r in runs))
+
+
+def _key(run: RunRecord, asked: set[str] = frozenset()) -> tuple[tuple[str, str], ...]:
+    return tuple((label, value) for label, value in run.machine.items() if label not in asked)
 
 
 def _measured(runs: list[RunRecord]) -> list[RunRecord]:
@@ -27,12 +34,13 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
     known = _measured(runs)
     if not known:
         return None
-    most, _ = Counter(_key(r) for r in known).most_common(1)[0]
-    return next(r for r in known if _key(r) == most)
+    asked = chosen(known)
+    most, _ = Counter(_key(r, asked) for r in known).most_common(1)[0]
+    return next(r for r in known if _key(r, asked) == most)
 
 
 def elsewhere(runs: list[RunRecord]) -> list[str]:
-    """A line for each done run whose machine differs from the usual one.
+    """A line for each done run whose machine differs from the usual one, in labels no run's config chose.
 
     For example: 'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)'.
     """
@@ -40,18 +48,20 @@ def elsewhere(runs: list[RunRecord]) -> list[str]:
     if main is None:
         return []
     known = _measured(runs)
-    on_main = sum(_key(r) == _key(main) for r in known)
+    asked = chosen(known)
+    on_main = sum(_key(r, asked) == _key(main, asked) for r in known)
     mixed = []
     for run in known:
-        if _key(run) == _key(main):
+        if _key(run, asked) == _key(main, asked):
             continue
-        differ = differences(main.machine, run.machine)
+        differ = differences(main.machine, run.machine, asked)
         theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
         usually = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
         mixed.append(f"MIXED MACHINES {run.name}: {theirs} (the table's other {on_main} runs: {usually})")
     return mixed
 
 
-def differences(a: dict[str, str], b: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """The labels of two machines (RunRecord.machine) whose values differ: label -> (a's, b's)."""
-    return {label: (a.get(label, "?"), b.get(label, "?")) for label in {**a, **b} if a.get(label) != b.get(label)}
+def differences(a: dict[str, str], b: dict[str, str], asked: set[str] = frozenset()) -> dict[str, tuple[str, str]]:
+    """The labels of two machines (RunRecord.machine) whose values differ, but those `asked`: label -> (a's, b's)."""
+    labels = [label for label in {**a, **b} if label not in asked]
+    return {label: (a.get(label, "?"), b.get(label, "?")) for label in labels if a.get(label) != b.get(label)}

@@ -1,6 +1,7 @@
 """The command line's plumbing: subcommands, their arguments, and how a command's errors end it."""
 
 import argparse
+import math
 import sys
 import textwrap
 from collections.abc import Callable
@@ -99,7 +100,7 @@ def add_view_commands(subparsers) -> None:
     _command(subparsers, "explain", about, show_explanations)
     parser = _command(subparsers, "replicates", "per configuration across its replicates (repeats=N)", show_replicates)
     parser.add_argument(
-        "--half-width", type=float, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
+        "--half-width", type=positive, default=0.02, help="the speed-up's half-width to plan for (default 0.02: -+2%%)"
     )
     _vs_option(parser)
     _format_option(parser)
@@ -110,8 +111,8 @@ def add_view_commands(subparsers) -> None:
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
-    parser.add_argument("--threshold", type=float, default=0.05, help="smallest change flagged (default 0.05)")
-    parser.add_argument("--loss-tolerance", type=float, default=0.05, help="relative final-loss change flagged")
+    parser.add_argument("--threshold", type=non_negative, default=0.05, help="smallest change flagged (default 0.05)")
+    parser.add_argument("--loss-tolerance", type=non_negative, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
     comment = "a comment for a pull request: a headline, counts, the configurations that changed"
@@ -128,7 +129,7 @@ def add_view_commands(subparsers) -> None:
     )
     parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
     parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
-    parser.add_argument("--threshold", type=float, default=0.05, help="smallest slowdown flagged (default 0.05)")
+    parser.add_argument("--threshold", type=non_negative, default=0.05, help="smallest slowdown flagged (default 0.05)")
     _max_unmatched_option(parser, "the configurations of the points before the newest that it lacks")
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
@@ -182,12 +183,34 @@ def _format_option(
     parser.add_argument("--format", choices=FORMATS, default=default, help=said)
 
 
-def share(value: str) -> float:
-    """A share from 0 to 1."""
+def positive(value: str) -> float:
+    """A number above 0."""
+    found = _number(value)
+    if not found > 0:
+        raise argparse.ArgumentTypeError(f"{value}: a number above 0 (0.02: 2%)")
+    return found
+
+
+def non_negative(value: str) -> float:
+    """A number of 0 or more."""
+    found = _number(value)
+    if not found >= 0:
+        raise argparse.ArgumentTypeError(f"{value}: a number of 0 or more (0.05: 5%)")
+    return found
+
+
+def _number(value: str) -> float:
+    """The finite number `value` writes; NaN where it writes none (inf and nan included)."""
     try:
         found = float(value)
     except ValueError:
-        found = -1.0
+        return math.nan
+    return found if math.isfinite(found) else math.nan
+
+
+def share(value: str) -> float:
+    """A share from 0 to 1."""
+    found = _number(value)
     if not 0.0 <= found <= 1.0:
         raise argparse.ArgumentTypeError(f"{value}: a share from 0 to 1 (0.25: a quarter)")
     return found
@@ -226,7 +249,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     cached = commands.add_parser("envs", help="the environments built for package-version axes: list or remove")
     cached.add_argument("--dir", help="the cache (env.dir); default: ~/.cache/perfsweep/envs")
     cached.add_argument("--prune", action="store_true", help="remove the environments (see --unused-days)")
-    cached.add_argument("--unused-days", type=float, default=0.0, help="with --prune: only those unused this long")
+    cached.add_argument(
+        "--unused-days", type=non_negative, default=0.0, help="with --prune: only those unused this long"
+    )
     cached.set_defaults(handler=show_envs)
     about = "the first release (or commit of yours) between good and bad that shows the sweep's change"
     search = commands.add_parser("bisect", help=about)

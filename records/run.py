@@ -313,26 +313,28 @@ class RunRecord:
     @property
     def machine(self) -> dict[str, str]:
         """What the run's figures depend on beyond its config, by label: the GPU with its driver, CUDA and cuDNN,
-        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike.
-
-        What the run asked for is configuration, not machine: its torch (the `torch` axis), with the CUDA and cuDNN
-        its build brings, and its threads (`threads=`).
-        """
+        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike."""
         env = self.env or {}
         gpu = env.get("gpu") or {}
         if not gpu:
-            machine = {"CPU": str(env.get("cpu", "?")), "threads": self.threads, "torch": self.torch_version}
-        else:
-            machine = {
-                "GPU": str(gpu.get("name")),
-                "driver": str(gpu.get("driver")),
-                "torch": self.torch_version,
-                "CUDA": str(env.get("cuda")),
-                "cuDNN": str(env.get("cudnn")),
-            }
-        asked = ("torch", "CUDA", "cuDNN") if self.fields.get("torch", "current") != "current" else ()
-        asked += ("threads",) if self.fields.get("threads") is not None else ()
-        return {label: value for label, value in machine.items() if label not in asked}
+            return {"CPU": str(env.get("cpu", "?")), "threads": self.threads, "torch": self.torch_version}
+        return {
+            "GPU": str(gpu.get("name")),
+            "driver": str(gpu.get("driver")),
+            "torch": self.torch_version,
+            "CUDA": str(env.get("cuda")),
+            "cuDNN": str(env.get("cudnn")),
+        }
+
+    @property
+    def asked(self) -> set[str]:
+        """The machine's labels that the run's config chose, which are configuration, not machine.
+
+        They are its torch where it asked for one (the `torch` axis), with the CUDA and cuDNN its build brings.
+        They are its threads where it set them (`threads=`).
+        """
+        torch = {"torch", "CUDA", "cuDNN"} if self.fields.get("torch", "current") != "current" else set()
+        return torch | ({"threads"} if self.fields.get("threads") is not None else set())
 
 
 def _readable(path: Path) -> Any:

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from perfsweep import records
+from perfsweep.analysis.groups import in_order
 from perfsweep.analysis.render import text
-from perfsweep.analysis.views import runs
+from perfsweep.analysis.views import compare, replicates, runs
 from perfsweep.analysis.views.table import table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
 from tests import synthetic
-from tests.helpers import write_model_run, write_run
+from tests.helpers import launch_here, write_model_run, write_run
 
 
 def rows(runs):
@@ -160,22 +161,37 @@ def test_a_run_on_another_machine_is_flagged_and_the_usual_one_named(sweep):
     assert "| NVIDIA H100 80GB HBM3 | torch 2.11.0 |" in shown and "MIXED MACHINES b" not in shown
 
 
-def test_threads_a_sweep_asked_for_are_its_configuration_not_another_machine(sweep):
-    """threads=1,2 sets torch's threads: its runs ran on one machine. Unasked, a different count is another one's."""
-    for name, threads in zip("abcd", (1, 1, 2, 2)):
-        env = {"cpu": "AMD EPYC", "torch_threads": threads, "packages": {"torch": "2.14.1"}}
+def cpu_runs(sweep, threads: dict[str, int | None], torch_threads: dict[str, int]) -> None:
+    """Each run's env as a CPU run writes it, with torch's `torch_threads`; `threads` as its config set them."""
+    for name, count in torch_threads.items():
+        env = {"cpu": "AMD EPYC", "torch_threads": count, "packages": {"torch": "2.14.1"}}
         records.write_json(sweep / name / records.ENV, env)
         config = records.read_json(sweep / name / records.CONFIG)
-        config["config"]["threads"] = threads
+        config["config"]["threads"] = threads.get(name)
         records.write_json(sweep / name / records.CONFIG, config)
+
+
+def test_threads_a_sweep_asked_for_are_its_configuration_not_another_machine(sweep):
+    """threads=1,2 sets torch's threads: its runs ran on one machine. Unasked, a different count is another one's."""
+    cpu_runs(sweep, {"a": 1, "b": 1, "c": 1, "d": 2}, {"a": 1, "b": 1, "c": 1, "d": 2})
     assert "MIXED" not in render(sweep)
-    for name in "abcd":
-        config = records.read_json(sweep / name / records.CONFIG)
-        del config["config"]["threads"]
-        records.write_json(sweep / name / records.CONFIG, config)
+    cpu_runs(sweep, {"c": 1, "d": 1}, {"a": 2, "b": 2, "c": 1, "d": 1})
+    assert "MIXED" not in render(sweep), "threads set for some runs: the count tells no machine from another"
+    cpu_runs(sweep, {}, {"a": 2, "b": 2, "c": 2, "d": 1})
     shown = render(sweep)
-    assert "MIXED MACHINES c: threads 2 (the table's other 2 runs: threads 1)" in shown
+    assert "MIXED MACHINES d: threads 1 (the table's other 3 runs: threads 2)" in shown
     assert "MIXED MACHINES a" not in shown
+
+
+def test_compare_names_no_machine_difference_in_what_a_sweep_set(tmp_path):
+    sweeps = [tmp_path / "a", tmp_path / "b"]
+    for folder, threads in zip(sweeps, (4, None), strict=True):
+        write_run(folder, "a", "tensor", "contiguous", 100.0)
+        cpu_runs(folder, {"a": threads}, {"a": 4 if threads else 16})
+    a, b = (load_sweep(folder) for folder in sweeps)
+    assert compare.machine_differences(a, b) == {}, "the sweeps' settings line names threads 4 -> null"
+    cpu_runs(sweeps[0], {}, {"a": 4})
+    assert compare.machine_differences(load_sweep(sweeps[0]), b) == {"threads": ("4", "16")}
 
 
 def test_a_swept_number_runs_down_the_table_by_size(tmp_path):
@@ -187,6 +203,13 @@ def test_a_swept_number_runs_down_the_table_by_size(tmp_path):
         records.write_json(sweep / name / records.CONFIG, config)
     header, table = rows(load_sweep(sweep))
     assert [row[header.index("model.batch_size")] for row in table] == ["8", "16", "32"]
+    across = text(replicates.view(sweep, 0.02))
+    assert across.index("batch_size=8 ") < across.index("batch_size=16") < across.index("batch_size=32")
+
+
+def test_a_column_s_values_go_numbers_by_size_then_text_by_its_numbers():
+    values = ["2.2.10", 32, "x", None, "0.5", "2.2.9", 8, "1e-3", "-1", True, "0.25"]
+    assert sorted(values, key=in_order) == ["-1", "1e-3", "0.25", "0.5", 8, 32, "2.2.9", "2.2.10", None, True, "x"]
 
 
 def test_unreadable_run_is_skipped_with_a_warning(sweep):
@@ -221,3 +244,19 @@ def test_the_table_reads_as_its_golden_file(sweep):
     if os.environ.get("PERFSWEEP_GOLDEN") == "update":
         GOLDEN.write_text(shown)
     assert shown == GOLDEN.read_text()
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a number of 0 or more"),
+        (["compare", "A", "B", "--loss-tolerance", "inf"], "--loss-tolerance: inf: a number of 0 or more"),
+        (["history", "A", "--threshold", "x"], "--threshold: x: a number of 0 or more"),
+        (["replicates", "A", "--half-width", "0"], "--half-width: 0: a number above 0"),
+    ],
+)
+def test_a_threshold_or_half_width_out_of_range_is_refused_by_name(sweep, args, said):
+    """A negative threshold would flag every change, an infinite one none; no number of runs resolves a 0 width."""
+    named = [str(sweep) if arg in ("A", "B") else arg for arg in args]
+    refused = launch_here(*named)
+    assert refused.returncode == 2 and said in refused.stderr, refused.stderr

@@ -156,7 +156,7 @@ def test_a_runs_torch_is_configuration_not_machine_when_it_asked_for_it(tmp_path
     config["axes"]["torch"], config["axis_order"] = "2.9.1", [*config["axis_order"], "torch"]
     records.write_json(run.path / records.CONFIG, config)
     (asked,) = load_sweep(tmp_path / "default")
-    assert "torch" not in asked.machine and asked.machine["CPU"] == run.machine["CPU"]
+    assert "torch" in asked.asked and asked.machine["CPU"] == run.machine["CPU"] and not run.asked
     header = launch_here("table", str(tmp_path / "default")).stdout.splitlines()[1]
     assert "| torch " not in header and "torch=2.9.1" in header, "the version is the axis', not the machine's"
 

@@ -10,6 +10,7 @@ from perfsweep import records
 from perfsweep.analysis.groups import baselines, configurations, labels
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import distributions, variance
+from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
 from perfsweep.analysis.views import replicates
 from perfsweep.launcher.validate import validate
@@ -255,13 +256,21 @@ def test_a_spread_between_processes_measured_near_zero_is_planned_at_its_upper_b
 
 
 def test_more_time_decides_a_smaller_difference_however_many_runs_it_takes():
-    """A fast step with a wide spread between processes: ten minutes already run about a thousand processes."""
+    """A fast step with a wide spread between processes: ten minutes already hold thousands of processes."""
     spread = variance.Split(runs=10, steps=20, between=0.15, within=0.25, rho=0.1)
     minute, ten, hour = (spread.decided_in(budget, 0.07, 0.003) for budget in (60, 600, 3600))
     assert minute > ten > hour
     steps, runs = spread.plan(ten, 0.07, 0.003)
     assert runs > 1000 and 2 * runs * (0.07 + steps * 0.003) <= 600, "the plan the ten minutes hold, as it is"
-    t = distributions.t_ppf(0.975, runs - 1)
-    assert t * math.sqrt(2 * spread.run_variance(steps) / runs) <= math.log(1 + ten), "it resolves the difference"
-    fewer = distributions.t_ppf(0.975, runs - 2) * math.sqrt(2 * spread.run_variance(steps) / (runs - 1))
+    quantile = 0.5 + LEVEL / 2
+    enough = distributions.t_ppf(quantile, runs - 1) * math.sqrt(2 * spread.run_variance(steps) / runs)
+    assert enough <= math.log(1 + ten), "it resolves the difference"
+    fewer = distributions.t_ppf(quantile, runs - 2) * math.sqrt(2 * spread.run_variance(steps) / (runs - 1))
     assert fewer > math.log(1 + ten), "with no run to spare"
+
+
+def test_no_number_of_runs_resolves_a_half_width_of_zero_or_a_spread_that_is_not_finite():
+    spread = variance.Split(runs=10, steps=20, between=0.15, within=0.25, rho=0.1)
+    assert spread.runs_for(0.0, 20) is None and spread.runs_for(-0.02, 20) is None
+    broken = dataclasses.replace(spread, within=math.nan)
+    assert broken.plan(0.02, 0.07, 0.003) == (20, None) and broken.decided_in(600, 0.07, 0.003) is None

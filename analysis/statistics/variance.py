@@ -62,7 +62,7 @@ class Split:
         """The variance of one run's median log step time when it measures `steps` steps."""
         return self.between**2 + math.pi / 2 * self.within**2 / max(1.0, steps * self.effective_steps / self.steps)
 
-    def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int]:
+    def plan(self, half_width: float, run_cost_s: float, step_s: float, level: float = LEVEL) -> tuple[int, int | None]:
         """(steps per run, runs per configuration) that resolve a speed-up to -+`half_width` at the least cost.
 
         The speed-up is between two such configurations; `half_width` 0.02 is 2%.
@@ -71,6 +71,8 @@ class Split:
         sqrt(run cost x within variance / (step cost x between variance)).
         They count steps as independent as these.
         """
+        if not math.isfinite(self.run_variance(self.steps)):
+            return self.steps, None
         inflation = math.pi / 2 * self.steps / self.effective_steps
         if self.between > 0:
             steps = math.sqrt(run_cost_s * self.within**2 * inflation / (step_s * self.between**2))
@@ -79,12 +81,17 @@ class Split:
         steps = int(min(max(math.ceil(steps), 5), 1000))
         return steps, self.runs_for(half_width, steps, level)
 
-    def runs_for(self, half_width: float, steps: float, level: float = LEVEL) -> int:
+    def runs_for(self, half_width: float, steps: float, level: float = LEVEL) -> int | None:
         """The fewest runs of `steps` steps per configuration that resolve a speed-up to -+`half_width`.
 
-        A t quantile is above the normal one, so the runs the normal one needs are a lower bound to start from.
+        None where no number of runs does: a half-width of 0 or less, or a spread that is not finite.
+        A t quantile is above the normal one.
+        So the count starts from the runs that the normal quantile needs, a lower bound.
         """
-        target, variance = math.log(1 + half_width), 2 * self.run_variance(steps)
+        variance = 2 * self.run_variance(steps)
+        if not half_width > 0 or not math.isfinite(variance):
+            return None
+        target = math.log1p(half_width)
         runs = max(2, math.ceil(variance * (distributions.norm_ppf(0.5 + level / 2) / target) ** 2))
         while distributions.t_ppf(0.5 + level / 2, runs - 1) * math.sqrt(variance / runs) > target:
             runs += 1
@@ -111,7 +118,7 @@ class Split:
 
         def fits(half_width: float) -> bool:
             steps, runs = self.plan(half_width, run_cost_s, step_s)
-            return 2 * runs * (run_cost_s + steps * step_s) <= budget_s
+            return runs is not None and 2 * runs * (run_cost_s + steps * step_s) <= budget_s
 
         grid = [1e-4 * 1.05**i for i in range(int(math.log(1e4) / math.log(1.05)) + 1)]
         if not fits(grid[-1]):

@@ -69,6 +69,7 @@ from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     Configuration,
     derived_keys,
+    in_order,
     is_declaration,
     labels,
     measures,
@@ -135,11 +136,14 @@ def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity)
 
 
 def machine_differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
-    """Where the machine most of A's runs had and B's differ (analysis/machines.py): GPU, driver, torch..."""
+    """Where the machine most of A's runs had and B's differ (analysis/machines.py): GPU, driver, torch...
+
+    A label that a run's config chose on either side is a difference of settings, which the sweeps' own line names.
+    """
     usual_a, usual_b = machines.usual(a), machines.usual(b)
     if usual_a is None or usual_b is None:
         return {}
-    return machines.differences(usual_a.machine, usual_b.machine)
+    return machines.differences(usual_a.machine, usual_b.machine, machines.chosen([*a, *b]))
 
 
 def changes(differ: dict[str, tuple[str, str]]) -> str:
@@ -183,15 +187,8 @@ def _value(value: object) -> str:
 
 
 def _in_order(values) -> list[str]:
-    """Distinct values, numbers by their value first, then the others as text."""
-
-    def order(value: str) -> tuple:
-        try:
-            return (0, float(value), "")
-        except ValueError:
-            return (1, 0.0, value)
-
-    return sorted(set(values), key=order)
+    """Distinct values, in a column's order (analysis/groups.py `in_order`)."""
+    return sorted(set(values), key=in_order)
 
 
 def _option(run: RunRecord, group: str) -> str:

@@ -36,6 +36,7 @@ from perfsweep.analysis.groups import (
     configurations,
     in_one_process,
     labels,
+    ordered,
     over_baseline,
     phase_columns,
     vs_label,
@@ -100,7 +101,7 @@ class Row:
             return "-"
         spread = self.sides or self.split
         steps, runs = spread.plan(half_width, *cost)
-        return f"{steps} x {runs}"
+        return f"{steps} x {runs}" if runs else "-"
 
 
 def row(config: Configuration, bases: dict[str, Configuration | None]) -> Row:
@@ -122,7 +123,7 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
     runs = [r for r in (load_sweep(sweep_dir) if runs is None else runs) if r.state == DONE and r.summary]
     if not runs:
         return View("Across replicates", [], [], [], empty=f"{sweep_dir}: no done runs")
-    configs = configurations(runs)
+    configs = ordered(configurations(runs))
     along = baselines(configs)
     versus = comparisons(configs)
     cost = costs(runs)

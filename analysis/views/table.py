@@ -11,16 +11,13 @@ Its speed-up's interval is then across runs (analysis/statistics/speedup.py).
 With one run per configuration, the interval resamples that run's steps and says so (within-run).
 """
 
-import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from perfsweep import user_command
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
-    MEASURING,
     Configuration,
     axis_order,
     baselines,
@@ -28,6 +25,7 @@ from perfsweep.analysis.groups import (
     comparisons,
     configurations,
     labels,
+    ordered,
     over_baseline,
     phase_columns,
     varying,
@@ -233,31 +231,6 @@ def _rate(value: float | None) -> str:
     return f"{value:.1f}" if value else "-"
 
 
-def ordered(configs: list[Configuration]) -> list[Configuration]:
-    """Rows by the sweep's axes, each axis's baseline first, the workload's own compared axis last.
-
-    So a row group holds the configurations that differ only in that axis, its baseline first.
-    """
-    axes, fields = varying([c.first for c in configs])
-    along = baselines(configs)
-
-    def key(config: Configuration) -> tuple:
-        run = config.first
-        own = run.baseline.axis
-        order = [a for a in axes if a != own] + ([own] if own in axes else [])
-        first = tuple((a in along and along[a].get(config.key) is not config, in_order(run.axis(a))) for a in order)
-        return first + tuple(in_order(run.fields.get(f)) for f in fields if f not in MEASURING)
-
-    return sorted(configs, key=key)
-
-
-def in_order(value: Any) -> tuple:
-    """A value's place in its column: numbers by size, then text by its numbers' sizes (2.2.9 before 2.2.10)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return (0, value)
-    return (1, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", repr(value))])
-
-
 def noisy(run: RunRecord) -> list[str]:
     """Why a done run's step times are too spread to trust (analysis/statistics/steps.py), if they are."""
     steps = run.step_ms()
@@ -272,13 +245,14 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
     )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))
-    device = env_run.device if on_gpu else f"{env_run.device} ({env_run.threads} threads)"
     timer = next((r.summary.timer for r in runs if r.summary), "?")
     at_once = sorted({r.status.parallelism for r in runs})
     # where torch is an axis it is in the rows; a single asked-for version is among the fixed axes
     torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
     # a model's steps: the batch and input size they ran at, where no column shows them
     _, columned = varying([r for c in configs for r in c.runs])
+    # threads a column shows differ between rows: the machine's line names none
+    device = env_run.device if on_gpu or "threads" in columned else f"{env_run.device} ({env_run.threads} threads)"
     models = [r.fields for c in configs for r in c.runs if "model" in r.axes]
     inputs = any(f.get("model.inputs") for f in models)  # the user's batch factory: it gives the input size
     size = ("model.inputs", "inputs from {}") if inputs else ("model.image_size", "{} px")

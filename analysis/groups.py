@@ -223,17 +223,18 @@ def in_order(value: Any) -> tuple:
     Text follows, by the numbers in it (numpy 2.2.9 before 2.2.10), then as written.
     """
     text = value if isinstance(value, str) else repr(value)
-    number = None if isinstance(value, bool) else value if isinstance(value, int | float) else _number(text)
+    number = None if isinstance(value, bool) else _as_number(value)
     if number is not None and math.isfinite(number):
         return (0, number, text)
     parts = re.split(r"(\d+)", text)  # digits at the odd places, text at the even ones
     return (1, [int(part) if place % 2 else part for place, part in enumerate(parts)], text)
 
 
-def _number(text: str) -> float | None:
+def _as_number(value: Any) -> float | None:
+    """The float a number or a number's text is; None where it is neither, or too large for a float."""
     try:
-        return float(text)
-    except ValueError:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

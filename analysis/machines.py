@@ -3,7 +3,8 @@
 A ratio between two runs is side by side only on the same kind of machine and software.
 RunRecord.machine holds both: GPU and driver, or CPU and threads; torch, CUDA, cuDNN.
 What a run's config chose among them (RunRecord.asked: a torch version, threads) is configuration.
-Where any run of a table chose a label, that label tells no machine from another.
+Two runs are compared in the labels neither chose.
+The usual machine is the most common in the labels that no run chose.
 Runs of one table can land on different machines.
 A sweep resumed elsewhere does it, as does a Slurm array over a partition of mixed nodes.
 The table names the machine most of its runs had.
@@ -11,16 +12,17 @@ It flags each run that had another (MIXED MACHINES), with what differed.
 """
 
 from collections import Counter
+from collections.abc import Collection
 
 from perfsweep.records import DONE, RunRecord
 
 
-def chosen(runs: list[RunRecord]) -> set[str]:
+def chosen(runs: list[RunRecord]) -> frozenset[str]:
     """The machine's labels that some of the runs' configs chose (RunRecord.asked)."""
-    return set().union(*(r.asked for r in runs))
+    return frozenset().union(*(r.asked for r in runs))
 
 
-def _key(run: RunRecord, asked: set[str] = frozenset()) -> tuple[tuple[str, str], ...]:
+def _key(run: RunRecord, asked: frozenset[str]) -> tuple[tuple[str, str], ...]:
     return tuple((label, value) for label, value in run.machine.items() if label not in asked)
 
 
@@ -40,7 +42,7 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
 
 
 def elsewhere(runs: list[RunRecord]) -> list[str]:
-    """A line for each done run whose machine differs from the usual one, in labels no run's config chose.
+    """A line for each done run whose machine differs from the usual one, in labels neither run's config chose.
 
     For example: 'MIXED MACHINES name: torch 2.14.1, CUDA 12.8 (the table's other 3 runs: torch 2.11.0, CUDA 13.0)'.
     """
@@ -48,20 +50,20 @@ def elsewhere(runs: list[RunRecord]) -> list[str]:
     if main is None:
         return []
     known = _measured(runs)
-    asked = chosen(known)
-    on_main = sum(_key(r, asked) == _key(main, asked) for r in known)
+    differ_by_run = {run.name: differences(main.machine, run.machine, main.asked | run.asked) for run in known}
+    on_main = sum(not differ for differ in differ_by_run.values())
     mixed = []
     for run in known:
-        if _key(run, asked) == _key(main, asked):
+        differ = differ_by_run[run.name]
+        if not differ:
             continue
-        differ = differences(main.machine, run.machine, asked)
         theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
         usually = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
         mixed.append(f"MIXED MACHINES {run.name}: {theirs} (the table's other {on_main} runs: {usually})")
     return mixed
 
 
-def differences(a: dict[str, str], b: dict[str, str], asked: set[str] = frozenset()) -> dict[str, tuple[str, str]]:
+def differences(a: dict[str, str], b: dict[str, str], asked: Collection[str] = ()) -> dict[str, tuple[str, str]]:
     """The labels of two machines (RunRecord.machine) whose values differ, but those `asked`: label -> (a's, b's)."""
     labels = [label for label in {**a, **b} if label not in asked]
     return {label: (a.get(label, "?"), b.get(label, "?")) for label in labels if a.get(label) != b.get(label)}

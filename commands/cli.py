@@ -187,7 +187,7 @@ def positive(value: str) -> float:
     """A number above 0."""
     found = _number(value)
     if not found > 0:
-        raise argparse.ArgumentTypeError(f"{value}: a number above 0 (0.02: 2%)")
+        raise argparse.ArgumentTypeError(f"{value}: a number above 0")
     return found
 
 
@@ -195,7 +195,7 @@ def non_negative(value: str) -> float:
     """A number of 0 or more."""
     found = _number(value)
     if not found >= 0:
-        raise argparse.ArgumentTypeError(f"{value}: a number of 0 or more (0.05: 5%)")
+        raise argparse.ArgumentTypeError(f"{value}: a number of 0 or more")
     return found
 
 

@@ -312,8 +312,9 @@ class RunRecord:
 
     @property
     def machine(self) -> dict[str, str]:
-        """What the run's figures depend on beyond its config, by label: the GPU with its driver, CUDA and cuDNN,
-        else the CPU with torch's threads; and torch. Not the host: the nodes of one cluster are alike."""
+        """The machine the run's figures depend on, by label: the GPU with its driver, CUDA and cuDNN, else the CPU
+        with torch's threads; and torch. Not the host: the nodes of one cluster are alike. `asked` names the labels
+        that the run's config chose."""
         env = self.env or {}
         gpu = env.get("gpu") or {}
         if not gpu:

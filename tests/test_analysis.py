@@ -174,24 +174,26 @@ def cpu_runs(sweep, threads: dict[str, int | None], torch_threads: dict[str, int
 def test_threads_a_sweep_asked_for_are_its_configuration_not_another_machine(sweep):
     """threads=1,2 sets torch's threads: its runs ran on one machine. Unasked, a different count is another one's."""
     cpu_runs(sweep, {"a": 1, "b": 1, "c": 1, "d": 2}, {"a": 1, "b": 1, "c": 1, "d": 2})
-    assert "MIXED" not in render(sweep)
-    cpu_runs(sweep, {"c": 1, "d": 1}, {"a": 2, "b": 2, "c": 1, "d": 1})
-    assert "MIXED" not in render(sweep), "threads set for some runs: the count tells no machine from another"
-    cpu_runs(sweep, {}, {"a": 2, "b": 2, "c": 2, "d": 1})
     shown = render(sweep)
-    assert "MIXED MACHINES d: threads 1 (the table's other 3 runs: threads 2)" in shown
-    assert "MIXED MACHINES a" not in shown
+    assert "MIXED" not in shown and "CPU AMD EPYC |" in shown, "the threads are the runs' settings, not the machine's"
+    cpu_runs(sweep, {"c": 1, "d": 1}, {"a": 2, "b": 2, "c": 1, "d": 1})
+    shown = render(sweep)
+    assert "MIXED" not in shown and "CPU AMD EPYC (2 threads)" in shown, "set for some runs: theirs tell no machine"
+    cpu_runs(sweep, {"d": 1}, {"a": 2, "b": 2, "c": 4, "d": 1})
+    shown = render(sweep)
+    assert "MIXED MACHINES c: threads 4 (the table's other 3 runs: threads 2)" in shown, "two unasked counts differ"
+    assert "MIXED MACHINES d" not in shown and "MIXED MACHINES a" not in shown
 
 
-def test_compare_names_no_machine_difference_in_what_a_sweep_set(tmp_path):
+def test_compare_names_no_machine_difference_in_what_both_sweeps_set(tmp_path):
     sweeps = [tmp_path / "a", tmp_path / "b"]
-    for folder, threads in zip(sweeps, (4, None), strict=True):
+    for folder, threads in zip(sweeps, (4, 8), strict=True):
         write_run(folder, "a", "tensor", "contiguous", 100.0)
-        cpu_runs(folder, {"a": threads}, {"a": 4 if threads else 16})
+        cpu_runs(folder, {"a": threads}, {"a": threads})
     a, b = (load_sweep(folder) for folder in sweeps)
-    assert compare.machine_differences(a, b) == {}, "the sweeps' settings line names threads 4 -> null"
-    cpu_runs(sweeps[0], {}, {"a": 4})
-    assert compare.machine_differences(load_sweep(sweeps[0]), b) == {"threads": ("4", "16")}
+    assert compare.machine_differences(a, b) == {}, "the line of what the sweeps differ in names threads 4 -> 8"
+    cpu_runs(sweeps[1], {}, {"a": 16})
+    assert compare.machine_differences(a, load_sweep(sweeps[1])) == {"threads": ("4", "16")}, "B's own count"
 
 
 def test_a_swept_number_runs_down_the_table_by_size(tmp_path):

@@ -70,6 +70,7 @@ class Split:
         Steps per run follow Kalibera and Jones's optimum:
         sqrt(run cost x within variance / (step cost x between variance)).
         They count steps as independent as these.
+        The runs are None where no number of runs resolves it (`runs_for`).
         """
         if not math.isfinite(self.run_variance(self.steps)):
             return self.steps, None

@@ -138,12 +138,12 @@ def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity)
 def machine_differences(a: list[RunRecord], b: list[RunRecord]) -> dict[str, tuple[str, str]]:
     """Where the machine most of A's runs had and B's differ (analysis/machines.py): GPU, driver, torch...
 
-    A label that a run's config chose on either side is a difference of settings, which the sweeps' own line names.
+    A label that both sides' configs chose is a setting of each, which the line of what the sweeps differ in names.
     """
     usual_a, usual_b = machines.usual(a), machines.usual(b)
     if usual_a is None or usual_b is None:
         return {}
-    return machines.differences(usual_a.machine, usual_b.machine, machines.chosen([*a, *b]))
+    return machines.differences(usual_a.machine, usual_b.machine, usual_a.asked & usual_b.asked)
 
 
 def changes(differ: dict[str, tuple[str, str]]) -> str:

@@ -24,7 +24,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from perfsweep.analysis.groups import Configuration, configurations, labels, phase_columns, speedups  # noqa: E402
+from perfsweep.analysis.groups import (  # noqa: E402
+    Configuration,
+    configurations,
+    labels,
+    ordered,
+    phase_columns,
+    speedups,
+)
 from perfsweep.analysis.statistics.bootstrap import median_interval  # noqa: E402
 from perfsweep.analysis.statistics.rounds import rule_of  # noqa: E402
 from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
@@ -177,7 +184,7 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
         raise ValueError(f"{sweep_dir}: no done runs to plot")
     out = Path(out or sweep_dir) / "plots"
     out.mkdir(parents=True, exist_ok=True)
-    configs = configurations(runs)
+    configs = ordered(configurations(runs))
     names = labels(configs)
     written = [out / "phases.png", out / "runs.png"]
     phases_plot(configs, names, written[0])

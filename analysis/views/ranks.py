@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsweep.analysis.groups import Configuration, configurations, labels
+from perfsweep.analysis.groups import Configuration, configurations, labels, ordered
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.speedup import geometric_mean
 from perfsweep.records import DONE, RANKS, RunRecord, load_sweep, read_steps
@@ -57,7 +57,7 @@ def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
     across = [run for run in load_sweep(sweep_dir, names) if run.state == DONE and rank_steps(run)]
     if not across:
         return None
-    configs = configurations(across)
+    configs = ordered(configurations(across))
     label = labels(configs)
     phases = (*across[0].summary.phases, "step")
     columns = [

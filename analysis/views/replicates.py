@@ -101,7 +101,7 @@ class Row:
             return "-"
         spread = self.sides or self.split
         steps, runs = spread.plan(half_width, *cost)
-        return f"{steps} x {runs}" if runs else "-"
+        return "-" if runs is None else f"{steps} x {runs}"
 
 
 def row(config: Configuration, bases: dict[str, Configuration | None]) -> Row:

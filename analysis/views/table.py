@@ -251,8 +251,9 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
     torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
     # a model's steps: the batch and input size they ran at, where no column shows them
     _, columned = varying([r for c in configs for r in c.runs])
-    # threads a column shows differ between rows: the machine's line names none
-    device = env_run.device if on_gpu or "threads" in columned else f"{env_run.device} ({env_run.threads} threads)"
+    # where every run set its threads, a column or the fixed settings show them
+    asked = all("threads" in r.asked for c in configs for r in c.runs)
+    device = env_run.device if on_gpu or asked else f"{env_run.device} ({env_run.threads} threads)"
     models = [r.fields for c in configs for r in c.runs if "model" in r.axes]
     inputs = any(f.get("model.inputs") for f in models)  # the user's batch factory: it gives the input size
     size = ("model.inputs", "inputs from {}") if inputs else ("model.image_size", "{} px")

@@ -1,6 +1,7 @@
 """Replicates: the plan's order and ids, validation, and the statistics across runs on data of known variance."""
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -274,3 +275,17 @@ def test_no_number_of_runs_resolves_a_half_width_of_zero_or_a_spread_that_is_not
     assert spread.runs_for(0.0, 20) is None and spread.runs_for(-0.02, 20) is None
     broken = dataclasses.replace(spread, within=math.nan)
     assert broken.plan(0.02, 0.07, 0.003) == (20, None) and broken.decided_in(600, 0.07, 0.003) is None
+
+
+def test_the_fewest_runs_are_those_a_count_from_the_least_finds():
+    """The count starts at the normal quantile's runs: a t interval that few runs cannot reach is never skipped."""
+    for spread in (0.0, 0.01, 0.2, 1.0):
+        for distance in (0.01, 0.05, 0.5):
+            for least in (2, 7):
+                counted = next(
+                    n
+                    for n in itertools.count(least)
+                    if distributions.t_ppf(0.975, n - 1) * spread / math.sqrt(n) <= distance
+                )
+                assert variance.fewest_runs(spread, distance, 0.95, least) == counted, (spread, distance, least)
+    assert variance.fewest_runs(0.2, 0.0) is None and variance.fewest_runs(math.inf, 0.05) is None

@@ -44,9 +44,9 @@ from packaging.version import InvalidVersion, Version
 
 from perfsweep import records
 from perfsweep.analysis.groups import compared_along, configurations, speedups
-from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Speedup, figures
+from perfsweep.analysis.statistics.variance import fewest_runs
 from perfsweep.records import RunRecord
 
 GOOD, BAD, UNDETERMINED, UNBUILT = "good", "bad", "undetermined", "cannot be built"
@@ -121,19 +121,18 @@ def point_looks(first: int, looks: list[int]) -> list[int]:
     return [first, *(n for n in looks if n > first)]
 
 
+MOST_RUNS = 1000  # a point that needs more runs a side than this is taken as one no number of runs places
+
+
 def runs_for(distance: float, spread: float, at: float, least: int = 2) -> int | None:
-    """The fewest runs a side, from `least`, whose interval at level `at` is narrower than `distance`.
+    """The fewest runs a side, from `least`, whose interval at level `at` reaches no further than `distance`.
 
     `distance` is on the log scale: from the point's ratio to the boundary.
     `spread` is the standard deviation of the point's log ratio with one run a side.
-    None where no number up to 1000 would do, or the distance is 0.
+    None where more than MOST_RUNS would be needed, or the distance is 0.
     """
-    if not (distance > 0 and spread >= 0):
-        return None
-    for runs in range(max(least, 2), 1001):
-        if distributions.t_ppf(0.5 + at / 2, runs - 1) * spread / math.sqrt(runs) < distance:
-            return runs
-    return None
+    runs = fewest_runs(spread, distance, at, least)
+    return runs if runs is not None and runs <= MOST_RUNS else None
 
 
 def version_of(run: RunRecord, package: str) -> str | None:

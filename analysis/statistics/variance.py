@@ -85,18 +85,11 @@ class Split:
     def runs_for(self, half_width: float, steps: float, level: float = LEVEL) -> int | None:
         """The fewest runs of `steps` steps per configuration that resolve a speed-up to -+`half_width`.
 
-        None where no number of runs does: a half-width of 0 or less, or a spread that is not finite.
-        A t quantile is above the normal one.
-        So the count starts from the runs that the normal quantile needs, a lower bound.
+        None where no number of runs does (`fewest_runs`), as for a half-width of 0 or less.
         """
-        variance = 2 * self.run_variance(steps)
-        if not half_width > 0 or not math.isfinite(variance):
+        if not half_width > 0:
             return None
-        target = math.log1p(half_width)
-        runs = max(2, math.ceil(variance * (distributions.norm_ppf(0.5 + level / 2) / target) ** 2))
-        while distributions.t_ppf(0.5 + level / 2, runs - 1) * math.sqrt(variance / runs) > target:
-            runs += 1
-        return runs
+        return fewest_runs(math.sqrt(2 * self.run_variance(steps)), math.log1p(half_width), level)
 
     def at_most(self, level: float = LEVEL) -> "Split":
         """The split with the spread between processes at the upper bound of its one-sided `level` interval.
@@ -129,6 +122,23 @@ class Split:
             middle = (low + high) // 2
             low, high = (low, middle) if fits(grid[middle]) else (middle, high)
         return grid[high]
+
+
+def fewest_runs(spread: float, distance: float, level: float = LEVEL, least: int = 2) -> int | None:
+    """The fewest runs, from `least`, whose t interval at `level` reaches no further than `distance` from its centre.
+
+    `spread` is the standard deviation of one run's figure; the interval's half-width is t x spread / sqrt(runs).
+    None where no number of runs does: a distance of 0 or less, or a spread that is not finite.
+    A t quantile is above the normal one.
+    So the count starts from the runs that the normal quantile needs, a lower bound.
+    """
+    if not distance > 0 or not spread >= 0 or not math.isfinite(spread):
+        return None
+    quantile = 0.5 + level / 2
+    runs = max(least, 2, math.ceil((distributions.norm_ppf(quantile) * spread / distance) ** 2))
+    while distributions.t_ppf(quantile, runs - 1) * spread / math.sqrt(runs) > distance:
+        runs += 1
+    return runs
 
 
 def split(sample: Sample) -> Split | None:

@@ -113,6 +113,21 @@ def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():
     assert not [line for line in same.above if "hosts differ" in line]
 
 
+def test_compare_names_a_neighbour_on_one_side_where_the_other_s_windows_told_nothing():
+    """A's windows were too short for /proc/stat's ticks, or A's host was not recorded; B ran beside a neighbour.
+    The neighbour may be the whole difference, so compare names it, and A's share as unknown."""
+    rng = np.random.default_rng(5)
+    short, b = synthetic.beside(sweep(synthetic.grid(), rng), 0.0, block_s=0.01), sweep(synthetic.grid(), rng)
+    b = synthetic.beside(b, 0.8)
+    unknown = "unknown (no window of theirs was long enough for /proc/stat to tell)"
+    for a, why in ((short, unknown), (sweep(synthetic.grid(), rng), "unknown (their host was not recorded)")):
+        shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+        said = f"their hosts differ in: others' CPU A {why}, B 40% (medians over their runs)"
+        assert said in shown.above, shown.above
+    quiet, _ = compare.compare_runs(short, synthetic.beside(b, 0.0), threshold=0.05, loss_tolerance=0.05)
+    assert not [line for line in quiet.above if "hosts differ" in line], "nothing seen on either side: nothing said"
+
+
 def at_precision(runs: list, name: str, autocast: str | None) -> list:
     """The runs as runs of precision `name`, an axis, with the autocast dtype its option sets."""
     return [

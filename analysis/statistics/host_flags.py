@@ -109,11 +109,29 @@ def taken(runs: list[RunRecord]) -> str:
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
     """Where one set of runs shared their CPUs, or lost them to steal, and the other did not: 'steal A 0%, B 9%
-    (medians over their runs)'; empty where they did not differ so."""
-    shares_a, shares_b = shares(a), shares(b)
-    found = [
-        f"{label} {names[0]} {shares_a[label]:.0%}, {names[1]} {shares_b[label]:.0%}"
-        for label, threshold, _ in TAKEN
-        if label in shares_a and label in shares_b and (shares_a[label] > threshold) != (shares_b[label] > threshold)
-    ]
+    (medians over their runs)'; empty where they did not differ so.
+
+    Where others took more than the threshold of one set's CPUs, and the other set's windows told nothing, the
+    other is named as unknown, with why. A neighbour seen on one side may be the whole difference.
+    """
+    told = (shares(a), shares(b))
+    found = []
+    for label, threshold, _ in TAKEN:
+        values = [side.get(label) for side in told]
+        known = [value for value in values if value is not None]
+        if len(known) == 2 and (known[0] > threshold) == (known[1] > threshold):
+            continue
+        if not known or max(known) <= threshold:
+            continue
+        said = [f"{name} {_share(value, runs)}" for name, value, runs in zip(names, values, (a, b), strict=True)]
+        found.append(f"{label} {', '.join(said)}")
     return f"{', '.join(found)} (medians over their runs)" if found else ""
+
+
+def _share(value: float | None, runs: list[RunRecord]) -> str:
+    """A share of the runs' CPUs ('40%'), or why it is unknown."""
+    if value is not None:
+        return f"{value:.0%}"
+    if any(run.summary and run.summary.host for run in runs):
+        return "unknown (no window of theirs was long enough for /proc/stat to tell)"
+    return "unknown (their host was not recorded)"

@@ -44,6 +44,16 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
 
 
+def test_a_model_of_the_user_s_own_is_exported_as_its_import_path_not_a_model_zoo(sweep):
+    """model=mynet.models.Net leaves model.source at its default, torchvision, which no run of it reads."""
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        model = config["config"]["model"] | {"_target_": "mynet.models.Net", "name": "Net", "source": "torchvision"}
+        records.write_json(sweep / name / records.CONFIG, config | {"config": config["config"] | {"model": model}})
+    found = exported(str(sweep.parent), "--format", "pytorch-v3")
+    assert {(r["model"]["name"], r["model"]["type"]) for r in found} == {("Net", "mynet.models.Net")}
+
+
 def test_bmf_gives_latency_in_nanoseconds_with_bounds_across_runs_only_where_there_are_two(sweep, tmp_path):
     out = tmp_path / "bmf.json"
     done = launch_here("export", str(sweep), "--format", "bmf", "--out", str(out))

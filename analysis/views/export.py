@@ -108,7 +108,8 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         }
         model = {
             "name": str(fields.get("model.name", config.first.summary.workload)),
-            "type": str(fields.get("model.source", "")),
+            # a model of the user's own is its import path: its `source` is left at the default, unread
+            "type": str(fields.get("model._target_") or fields.get("model.source", "")),
             "backend": f"compile:{compiled}" if compiled else "eager",
             "origins": ["perfsweep"],
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"},

@@ -151,8 +151,8 @@ def write(runs: list[RunRecord], sweep_dir: Path) -> Path:
 
 def beside(runs: list[RunRecord], others_cpu_s: float, block_s: float = 1.0) -> list[RunRecord]:
     """The runs with a host state of 10 blocks of `block_s` on 2 CPUs, in each of which other processes took
-    `others_cpu_s`. Blocks of 1 s are long enough for /proc/stat's ticks to tell; blocks of 0.01 s are not."""
-    own = 1.2 * block_s
-    block = HostBlock(wall_s=block_s, cpus=2, process_cpu_s=own, busy_s=own + others_cpu_s, tick_s=0.01, steal_s=0.0)
+    `others_cpu_s` a second. Blocks of 1 s are long enough for /proc/stat's ticks to tell; blocks of 0.01 s are not."""
+    own, others = 1.2 * block_s, others_cpu_s * block_s
+    block = HostBlock(wall_s=block_s, cpus=2, process_cpu_s=own, busy_s=own + others, tick_s=0.01, steal_s=0.0)
     host = HostState.of([block] * 10)
     return [dataclasses.replace(run, summary=dataclasses.replace(run.summary, host=host)) for run in runs]

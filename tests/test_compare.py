@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 
 from perfsweep.analysis.views import compare
+from perfsweep.records.host import HostBlock, HostState
 from tests import golden, synthetic
 from tests.helpers import cells, launch_here
 
@@ -120,7 +121,11 @@ def test_compare_names_a_neighbour_on_one_side_where_the_other_s_windows_told_no
     short, b = synthetic.beside(sweep(synthetic.grid(), rng), 0.0, block_s=0.01), sweep(synthetic.grid(), rng)
     b = synthetic.beside(b, 0.8)
     unknown = "unknown (no window of theirs was long enough for /proc/stat to tell)"
-    for a, why in ((short, unknown), (sweep(synthetic.grid(), rng), "unknown (their host was not recorded)")):
+    unread = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.2)] * 10)  # no /proc/stat to read
+    without = [dataclasses.replace(r, summary=dataclasses.replace(r.summary, host=unread)) for r in short]
+    cases = [(short, unknown), (without, "unknown (/proc/stat did not give it)")]
+    cases.append((sweep(synthetic.grid(), rng), "unknown (their host was not recorded)"))
+    for a, why in cases:
         shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
         said = f"their hosts differ in: others' CPU A {why}, B 40% (medians over their runs)"
         assert said in shown.above, shown.above

@@ -45,7 +45,7 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
 
 
 def test_a_model_of_the_user_s_own_is_exported_as_its_import_path_not_a_model_zoo(sweep):
-    """model=mynet.models.Net leaves model.source at its default, torchvision, which no run of it reads."""
+    """model=mynet.models.Net leaves model.source at its default, torchvision, which does not build it."""
     for name in ("t1", "t2", "s1"):
         config = records.read_json(sweep / name / records.CONFIG)
         model = config["config"]["model"] | {"_target_": "mynet.models.Net", "name": "Net", "source": "torchvision"}

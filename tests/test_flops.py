@@ -64,6 +64,12 @@ def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan)
     assert "torch._dynamo" in imports and not {"timm", "torchvision"} & set(imports)
 
 
+def test_a_model_of_the_user_s_own_is_imported_ahead_and_no_model_zoo_with_it(tiny_plan, imagelib):
+    """model.source keeps its default, torchvision, beside a model of the user's own: it builds nothing."""
+    imports = set(lazy_imports(tiny_plan("model=imagelib.models.SmallCNN").runs))
+    assert "imagelib.models" in imports and not {"timm", "torchvision"} & imports
+
+
 def test_a_job_imports_pandas_ahead_of_its_runs_only_for_w_and_bs_summary(tiny_plan):
     """Step files are written and read without pandas (records/columns.py); W&B's summary imports it."""
     assert "pandas" not in lazy_imports(tiny_plan().runs)

@@ -178,7 +178,9 @@ def lazy_imports(specs: list[RunSpec]) -> list[str]:
     needed = {"pyarrow.parquet", "perfsweep.records.columns"}
     # torch.utils.flop_counter (70 ms) is imported wherever torch._dynamo is: a run that counts no FLOPs loses little
     needed |= {"torch._dynamo", "torch.utils.flop_counter"} if any(imports_dynamo(s.config) for s in specs) else set()
-    needed |= {s.config.model.source for s in specs if "model" in s.config.workload.reads}
+    needed |= {
+        s.config.model.source for s in specs if "model" in s.config.workload.reads and not s.config.model._target_
+    }
     # fastai takes 1-1.5 s of a CPU to import, and patches torch as it is imported (sweeps/pairing.py).
     # So a job imports first only the fastai modules that each of its runs would import anyway.
     needed |= set.intersection(*(set(fastai_modules(s.config)) for s in specs)) if specs else set()

@@ -109,29 +109,33 @@ def taken(runs: list[RunRecord]) -> str:
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
     """Where one set of runs shared their CPUs, or lost them to steal, and the other did not: 'steal A 0%, B 9%
-    (medians over their runs)'; empty where they did not differ so.
+    (medians over their runs)'.
 
-    Where others took more than the threshold of one set's CPUs, and the other set's windows told nothing, the
-    other is named as unknown, with why. A neighbour seen on one side may be the whole difference.
+    Where one set's share passed its threshold and the other's is unknown, the other is named unknown, with why.
+    A neighbour seen on one side may be the whole difference.
+    The line is empty where neither is so.
     """
     told = (shares(a), shares(b))
     found = []
-    for label, threshold, _ in TAKEN:
+    for label, threshold, field in TAKEN:
         values = [side.get(label) for side in told]
         known = [value for value in values if value is not None]
         if len(known) == 2 and (known[0] > threshold) == (known[1] > threshold):
             continue
         if not known or max(known) <= threshold:
             continue
-        said = [f"{name} {_share(value, runs)}" for name, value, runs in zip(names, values, (a, b), strict=True)]
+        said = [f"{name} {_told(value, runs, field)}" for name, value, runs in zip(names, values, (a, b), strict=True)]
         found.append(f"{label} {', '.join(said)}")
     return f"{', '.join(found)} (medians over their runs)" if found else ""
 
 
-def _share(value: float | None, runs: list[RunRecord]) -> str:
-    """A share of the runs' CPUs ('40%'), or why it is unknown."""
+def _told(value: float | None, runs: list[RunRecord], field: str) -> str:
+    """A share of the runs' CPUs ('40%'), or why it is unknown: too short a window, no /proc/stat, no host."""
     if value is not None:
         return f"{value:.0%}"
-    if any(run.summary and run.summary.host for run in runs):
+    hosts = [run.summary.host for run in runs if run.summary and run.summary.host]
+    if any(getattr(host, field) is not None for host in hosts):
         return "unknown (no window of theirs was long enough for /proc/stat to tell)"
+    if hosts:
+        return "unknown (/proc/stat did not give it)"
     return "unknown (their host was not recorded)"

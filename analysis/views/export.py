@@ -108,7 +108,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         }
         model = {
             "name": str(fields.get("model.name", config.first.summary.workload)),
-            # a model of the user's own is its import path: its `source` is left at the default, unread
+            # a model of the user's own is its import path: its `source` keeps the default, which builds nothing
             "type": str(fields.get("model._target_") or fields.get("model.source", "")),
             "backend": f"compile:{compiled}" if compiled else "eager",
             "origins": ["perfsweep"],

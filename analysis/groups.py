@@ -28,6 +28,8 @@ NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "cod
 LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.", "baselines.")
 # Option nodes whose other fields can be a setting of their own: a model's size, a workload's problem size.
 OWN_SETTINGS = ("model", "workload")
+# Who builds a model is part of it, as its name is: a column of its own only where one name has two builders.
+OWN_IDENTITY = ("model.source",)
 
 
 def measures(key: str) -> bool:
@@ -70,7 +72,7 @@ def _derived(runs: list[RunRecord], axes: list[str], key: str) -> bool:
     A model's or a workload's other fields are settings of their own (model.image_size, workload.size).
     """
     node = key.split(".")[0]
-    if node not in axes or node in OWN_SETTINGS:
+    if node not in axes or (node in OWN_SETTINGS and key not in OWN_IDENTITY):
         return False
     seen: dict[str, str] = {}
     return all(seen.setdefault(r.axis(node), repr(r.fields.get(key))) == repr(r.fields.get(key)) for r in runs)

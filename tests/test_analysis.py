@@ -214,6 +214,32 @@ def test_a_column_s_values_go_numbers_by_size_then_text_by_its_numbers():
     assert sorted(values, key=in_order) == ["-1", "1e-3", "0.25", "0.5", 8, 32, "2.2.9", "2.2.10", None, True, "x"]
 
 
+def test_a_model_s_source_is_a_column_only_where_one_name_has_two(tmp_path):
+    """A model of the user's own keeps model.source's default, which builds nothing: it is no column beside
+    perfsweep's tiny_cnn. timm's resnet18 beside torchvision's needs one."""
+    sweep = tmp_path / "sweep"
+    for model, source in (("tiny_cnn", "perfsweep"), ("Net", "torchvision"), ("resnet18", "timm")):
+        write_model_run(sweep, "models", model, "contiguous", 100.0)
+        config = records.read_json(sweep / f"{model}-contiguous" / records.CONFIG)
+        config["config"]["model"]["source"] = source
+        records.write_json(sweep / f"{model}-contiguous" / records.CONFIG, config)
+    header, _ = rows(load_sweep(sweep))
+    assert "model.source" not in header
+    write_model_run(tmp_path / "other", "models", "resnet18", "contiguous", 100.0)
+    (tmp_path / "other" / "resnet18-contiguous").rename(sweep / "resnet18-torchvision")
+    config = records.read_json(sweep / "resnet18-torchvision" / records.CONFIG)
+    config["config"]["model"]["source"], config["run_id"] = "torchvision", "resnet18-torchvision"
+    records.write_json(sweep / "resnet18-torchvision" / records.CONFIG, config)
+    header, table = rows(load_sweep(sweep))
+    sources = sorted((row[header.index("model")], row[header.index("model.source")]) for row in table)
+    assert sources == [
+        ("Net", "torchvision"),
+        ("resnet18", "timm"),
+        ("resnet18", "torchvision"),
+        ("tiny_cnn", "perfsweep"),
+    ]
+
+
 def test_unreadable_run_is_skipped_with_a_warning(sweep):
     (sweep / "b" / records.CONFIG).write_text("{ half a file")
     with pytest.warns(UserWarning, match="skipping run b"):

@@ -150,6 +150,17 @@ def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():
     assert neighbour.endswith("; host: others' CPU earlier half 40%, later half 0% (medians over their runs)")
     assert order_flag(hosted([0.0] * len(faster))).endswith("; host: no neighbour or steal seen")
     assert "host:" not in order_flag(hosted(None))
+    # the later half's windows too short for /proc/stat: the neighbour of the earlier half is named beside an unknown
+    mixed = hosted([0.4] * half + [0.0] * (len(faster) - half))
+    short = [dataclasses.replace(run.summary.host, resolution=0.5) for run in mixed[half:]]
+    mixed[half:] = [
+        dataclasses.replace(r, summary=dataclasses.replace(r.summary, host=h))
+        for r, h in zip(mixed[half:], short, strict=True)
+    ]
+    unknown = "unknown (no window of theirs was long enough for /proc/stat to tell)"
+    assert order_flag(mixed).endswith(
+        f"; host: others' CPU earlier half 40%, later half {unknown} (medians over their runs)"
+    )
 
 
 def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_showed():

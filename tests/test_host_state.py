@@ -196,3 +196,12 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
     assert "host:" not in line, "nothing known of the host, nothing said"
     assert len(noisy_lines(hosted(beside, 4))) == 1, "four noisy runs: one line"
     assert len(noisy_lines(hosted(beside, 3))) == 3, "three noisy runs: a line each, with its reasons"
+    throttled = dataclasses.replace(beside, throttled=12, throttled_s=0.3, mhz_start=3000.0, mhz_end=2400.0)
+    (line,) = noisy_lines(hosted(throttled, 6))
+    said = (
+        "others' CPU 40%, the median over its runs; cgroup throttled in 6 of 6 runs; CPU clock moved over 5% in 6 of 6"
+    )
+    assert f"; host: {said} runs; each run's reasons: " in line, line
+    held = dataclasses.replace(beside, gpu_reasons=["power cap"])  # as NVML gives it on a GPU, none here
+    (line,) = noisy_lines(hosted(held, 6))
+    assert "; the GPU's clock moved or held, or another process on the GPU in 6 of 6 runs; " in line, line

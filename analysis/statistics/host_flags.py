@@ -39,9 +39,27 @@ def seen(host: HostState) -> str:
     if host.throttled:
         found.append(f"cgroup throttled {host.throttled} times ({host.throttled_s or 0:.2g} s)")
     start, end = host.mhz_start, host.mhz_end
-    if start and end and abs(end - start) > CLOCK * start:
+    if _moved(start, end):
         found.append(f"CPU clock {start / 1e3:.1f} -> {end / 1e3:.1f} GHz")
     return "; ".join(found + _gpu_seen(host)) or NOTHING_SEEN
+
+
+def _moved(start: float | None, end: float | None) -> bool:
+    """Whether a clock moved from `start` to `end` by more than CLOCK; False where either is unknown."""
+    return bool(start and end and abs(end - start) > CLOCK * start)
+
+
+def beyond_cpus(hosts: list[HostState]) -> list[str]:
+    """What else the hosts showed, counted over them: throttling, a CPU clock that moved, and the GPU (`seen`).
+
+    For example: 'cgroup throttled in 4 of 6 runs'. Nothing where no host showed any.
+    """
+    counts = {
+        "cgroup throttled": sum(bool(host.throttled) for host in hosts),
+        f"CPU clock moved over {CLOCK:.0%}": sum(_moved(host.mhz_start, host.mhz_end) for host in hosts),
+        "the GPU's clock moved or held, or another process on the GPU": sum(bool(_gpu_seen(host)) for host in hosts),
+    }
+    return [f"{what} in {count} of {len(hosts)} runs" for what, count in counts.items() if count]
 
 
 def _gpu_seen(host: HostState) -> list[str]:
@@ -49,7 +67,7 @@ def _gpu_seen(host: HostState) -> list[str]:
     found, held = [], [reason for reason in host.gpu_reasons if reason in HELD]
     start, end = host.gpu_sm_mhz_start, host.gpu_sm_mhz_end
     why = f", reason: {', '.join(held)}" if held else ""
-    if start and end and abs(end - start) > CLOCK * start:
+    if _moved(start, end):
         found.append(f"SM clock {start:.0f} -> {end:.0f} MHz{why}")
     elif held:
         found.append(f"GPU clock held by {', '.join(held)}")

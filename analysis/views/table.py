@@ -33,7 +33,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
-from perfsweep.analysis.statistics.host_flags import OTHERS, seen_in, taken
+from perfsweep.analysis.statistics.host_flags import OTHERS, beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
@@ -360,7 +360,8 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
     """One NOISY line per noisy run, or one line for them all where they are more than NOISY_LINES.
 
-    That line gives their robust CVs' range, and the others' CPU and steal their windows showed.
+    That line gives their robust CVs' range, and what their hosts showed.
+    Others' CPU and steal are medians over their windows; throttling, clocks and the GPU count their runs.
     """
     flagged = [r for r in done if spread[r.name]]
     if len(flagged) <= NOISY_LINES:
@@ -371,7 +372,8 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
     host = taken(flagged)
     if not host and short:
         host = f"their windows ({min(short):.2g}-{max(short):.2g} s) are too short for /proc/stat to tell others' CPU"
-    said = f"; host: {host}" if host else ""
+    shown = ([host] if host else []) + beyond_cpus(hosts)
+    said = f"; host: {'; '.join(shown)}" if shown else ""
     return [
         f"NOISY {len(flagged)} of {len(done)} runs: robust CV {min(cvs):.1%}-{max(cvs):.1%} > {NOISY:.0%}{said}; "
         f"each run's reasons: `{user_command()} runs {sweep_dir}`"

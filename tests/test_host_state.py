@@ -204,4 +204,4 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
     assert f"; host: {said} runs; each run's reasons: " in line, line
     held = dataclasses.replace(beside, gpu_reasons=["power cap"])  # as NVML gives it on a GPU, none here
     (line,) = noisy_lines(hosted(held, 6))
-    assert "; the GPU's clock moved or held, or another process on the GPU in 6 of 6 runs; " in line, line
+    assert "; GPU clock held or moved, or another process on the GPU, in 6 of 6 runs; " in line, line

@@ -57,7 +57,7 @@ def beyond_cpus(hosts: list[HostState]) -> list[str]:
     counts = {
         "cgroup throttled": sum(bool(host.throttled) for host in hosts),
         f"CPU clock moved over {CLOCK:.0%}": sum(_moved(host.mhz_start, host.mhz_end) for host in hosts),
-        "the GPU's clock moved or held, or another process on the GPU": sum(bool(_gpu_seen(host)) for host in hosts),
+        "GPU clock held or moved, or another process on the GPU,": sum(bool(_gpu_seen(host)) for host in hosts),
     }
     return [f"{what} in {count} of {len(hosts)} runs" for what, count in counts.items() if count]
 

@@ -108,12 +108,19 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
 def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words():
     """The budget's line says which machine state slowed the launch: a neighbour, steal, or neither."""
 
-    def run(others: float | None, steal: float | None = 0.0):
-        host = HostState([], 1.0, 1.0, others_share=others, steal_share=steal, resolution=0.01)
+    def run(others: float | None, steal: float | None = 0.0, resolution: float = 0.01):
+        host = HostState([], 1.0, 1.0, others_share=others, steal_share=steal, resolution=resolution)
         return SimpleNamespace(summary=SimpleNamespace(host=host))
 
     assert taken([run(0.36), run(0.39), run(0.34)]) == "others' CPU 36%, the median over its runs"
     assert taken([run(0.01), run(0.02)]) == "no neighbour or steal seen"
+    short = run(0.0, 0.0, resolution=0.5)  # a window too short for /proc/stat to tell either
+    said = "others' CPU 38%, the median over the 2 of its 3 runs whose windows told"
+    assert taken([run(0.36), run(0.39), short]) == said, "a median of two runs is not the sweep's"
+    assert taken([run(0.01), short]) == "no neighbour or steal seen in the 1 of its 2 runs whose windows told"
+    steal = "steal 5%, the median over the 1 of its 2 runs whose windows told"
+    mixed = [run(0.4, 0.05), run(0.4, 0.0, resolution=0.05)]  # the second resolves others' CPU, not steal
+    assert taken(mixed) == f"others' CPU 40%, the median over its runs, {steal}"
     assert taken([run(None, None)]) == "", "no window told: nothing said"
 
 

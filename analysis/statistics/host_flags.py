@@ -105,24 +105,42 @@ def figures(host: HostState) -> str:
 def shares(runs: list[RunRecord]) -> dict[str, float]:
     """What other processes and the hypervisor took of the runs' CPUs: the median over the runs whose windows
     resolved it, by name ("others' CPU", "steal"); absent where no run's did."""
+    return {
+        label: statistics.median(told)
+        for label, threshold, field in TAKEN
+        if (told := _resolved(runs, field, threshold))
+    }
+
+
+def _resolved(runs: list[RunRecord], field: str, threshold: float) -> list[float]:
+    """The runs' shares of `field` (HostState) where their windows resolved it below `threshold`."""
+    of = operator.attrgetter(field)
     hosts = [run.summary.host for run in runs if run.summary and run.summary.host]
-    found = {}
-    for label, threshold, field in TAKEN:
-        of = operator.attrgetter(field)
-        told = [of(host) for host in hosts if of(host) is not None and (host.resolution or 0.0) < threshold]
-        if told:
-            found[label] = statistics.median(told)
-    return found
+    return [of(host) for host in hosts if of(host) is not None and (host.resolution or 0.0) < threshold]
 
 
 def taken(runs: list[RunRecord]) -> str:
     """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
-    median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told."""
+    median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.
+
+    Where only some runs' windows told, it says how many did.
+    """
     told = shares(runs)
     if not told:
         return ""
-    found = [f"{label} {told[label]:.0%}" for label, threshold, _ in TAKEN if told.get(label, 0.0) > threshold]
-    return f"{', '.join(found)}, the median over its runs" if found else "no neighbour or steal seen"
+    resolved = {label: len(_resolved(runs, field, threshold)) for label, threshold, field in TAKEN}
+
+    def over(count: int) -> str:
+        return "its runs" if count == len(runs) else f"the {count} of its {len(runs)} runs whose windows told"
+
+    found = [(label, told[label]) for label, threshold, _ in TAKEN if told.get(label, 0.0) > threshold]
+    if not found:
+        seen_in = max(resolved.values())
+        return "no neighbour or steal seen" + ("" if seen_in == len(runs) else f" in {over(seen_in)}")
+    counts = {resolved[label] for label, _ in found}
+    if len(counts) == 1:  # every share found rests on as many runs: one phrase says how many
+        return ", ".join(f"{label} {share:.0%}" for label, share in found) + f", the median over {over(counts.pop())}"
+    return ", ".join(f"{label} {share:.0%}, the median over {over(resolved[label])}" for label, share in found)
 
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:

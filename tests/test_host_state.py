@@ -120,7 +120,12 @@ def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words()
     assert taken([run(0.01), short]) == "no neighbour or steal seen in the 1 of its 2 runs whose windows told"
     steal = "steal 5%, the median over the 1 of its 2 runs whose windows told"
     mixed = [run(0.4, 0.05), run(0.4, 0.0, resolution=0.05)]  # the second resolves others' CPU, not steal
-    assert taken(mixed) == f"others' CPU 40%, the median over its runs, {steal}"
+    assert taken(mixed) == f"others' CPU 40%, the median over its runs; {steal}"
+    quiet = [run(0.01, None), run(0.0, 0.0, resolution=0.05)]  # no steal read; a window too short for steal
+    assert taken(quiet) == "no neighbour seen in its runs; steal unknown", "unread steal is not steal unseen"
+    assert taken([run(0.01), run(0.0, 0.0, resolution=0.05)]) == (
+        "no neighbour seen in its runs; no steal seen in the 1 of its 2 runs whose windows told"
+    )
     assert taken([run(None, None)]) == "", "no window told: nothing said"
 
 
@@ -141,7 +146,9 @@ def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():
                 run,
                 summary=dataclasses.replace(
                     synthetic.summary_of(run.measured),
-                    host=None if others is None else HostState([], 1.0, 1.0, others_share=share, resolution=0.01),
+                    host=None
+                    if others is None
+                    else HostState([], 1.0, 1.0, others_share=share, steal_share=0.0, resolution=0.01),
                 ),
             )
             for run, share in zip(faster, others or [0.0] * len(faster), strict=True)
@@ -206,9 +213,9 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
     throttled = dataclasses.replace(beside, throttled=12, throttled_s=0.3, mhz_start=3000.0, mhz_end=2400.0)
     (line,) = noisy_lines(hosted(throttled, 6))
     said = (
-        "others' CPU 40%, the median over its runs; cgroup throttled in 6 of 6 runs; CPU clock moved over 5% in 6 of 6"
+        "others' CPU 40%, the median over its runs; 6 of 6 runs: cgroup throttled; 6 of 6 runs: CPU clock moved over 5%"
     )
-    assert f"; host: {said} runs; each run's reasons: " in line, line
+    assert f"; host: {said}; each run's reasons: " in line, line
     held = dataclasses.replace(beside, gpu_reasons=["power cap"])  # as NVML gives it on a GPU, none here
     (line,) = noisy_lines(hosted(held, 6))
-    assert "; GPU clock held or moved, or another process on the GPU, in 6 of 6 runs; " in line, line
+    assert "; 6 of 6 runs: GPU clock held or moved, or another process on the GPU; " in line, line

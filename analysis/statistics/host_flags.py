@@ -50,16 +50,27 @@ def _moved(start: float | None, end: float | None) -> bool:
 
 
 def beyond_cpus(hosts: list[HostState]) -> list[str]:
-    """What else the hosts showed, counted over them: throttling, a CPU clock that moved, and the GPU (`seen`).
+    """What else the hosts showed, counted over the hosts that read it: throttling, a CPU clock that moved by over
+    CLOCK, and the GPU (`seen`).
 
-    For example: 'cgroup throttled in 4 of 6 runs'. Nothing where no host showed any.
+    For example: '4 of 6 runs: cgroup throttled', or '4 of the 5 runs that read it: ...' where one did not.
+    Nothing where no host showed any.
     """
-    counts = {
-        "cgroup throttled": sum(bool(host.throttled) for host in hosts),
-        f"CPU clock moved over {CLOCK:.0%}": sum(_moved(host.mhz_start, host.mhz_end) for host in hosts),
-        "GPU clock held or moved, or another process on the GPU,": sum(bool(_gpu_seen(host)) for host in hosts),
+    read = {
+        "cgroup throttled": [bool(h.throttled) for h in hosts if h.throttled is not None],
+        f"CPU clock moved over {CLOCK:.0%}": [
+            _moved(h.mhz_start, h.mhz_end) for h in hosts if h.mhz_start and h.mhz_end
+        ],
+        "GPU clock held or moved, or another process on the GPU": [
+            bool(_gpu_seen(h)) for h in hosts if h.gpu_sm_mhz_start or h.gpu_reasons or h.gpu_settings
+        ],
     }
-    return [f"{what} in {count} of {len(hosts)} runs" for what, count in counts.items() if count]
+    found = []
+    for what, seen in read.items():
+        if any(seen):
+            of = f"{len(seen)} runs" if len(seen) == len(hosts) else f"the {len(seen)} runs that read it"
+            found.append(f"{sum(seen)} of {of}: {what}")
+    return found
 
 
 def _gpu_seen(host: HostState) -> list[str]:
@@ -105,42 +116,50 @@ def figures(host: HostState) -> str:
 def shares(runs: list[RunRecord]) -> dict[str, float]:
     """What other processes and the hypervisor took of the runs' CPUs: the median over the runs whose windows
     resolved it, by name ("others' CPU", "steal"); absent where no run's did."""
-    return {
-        label: statistics.median(told)
-        for label, threshold, field in TAKEN
-        if (told := _resolved(runs, field, threshold))
-    }
+    return {label: statistics.median(told) for label, told in _resolved(runs).items() if told}
 
 
-def _resolved(runs: list[RunRecord], field: str, threshold: float) -> list[float]:
-    """The runs' shares of `field` (HostState) where their windows resolved it below `threshold`."""
-    of = operator.attrgetter(field)
+def _resolved(runs: list[RunRecord]) -> dict[str, list[float]]:
+    """Each share of TAKEN, from the runs whose windows resolved it below its threshold, by name."""
     hosts = [run.summary.host for run in runs if run.summary and run.summary.host]
-    return [of(host) for host in hosts if of(host) is not None and (host.resolution or 0.0) < threshold]
+    found = {}
+    for label, threshold, field in TAKEN:
+        of = operator.attrgetter(field)
+        found[label] = [of(host) for host in hosts if of(host) is not None and (host.resolution or 0.0) < threshold]
+    return found
 
 
 def taken(runs: list[RunRecord]) -> str:
     """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
     median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.
 
-    Where only some runs' windows told, it says how many did.
+    Where only some runs' windows told a share, it says how many did.
+    Where neither passed its threshold and the two rest on different runs, each is said apart, or called unknown.
     """
-    told = shares(runs)
-    if not told:
+    resolved = _resolved(runs)
+    if not any(resolved.values()):
         return ""
-    resolved = {label: len(_resolved(runs, field, threshold)) for label, threshold, field in TAKEN}
 
-    def over(count: int) -> str:
-        return "its runs" if count == len(runs) else f"the {count} of its {len(runs)} runs whose windows told"
+    def over(told: list[float]) -> str:
+        return "its runs" if len(told) == len(runs) else f"the {len(told)} of its {len(runs)} runs whose windows told"
 
-    found = [(label, told[label]) for label, threshold, _ in TAKEN if told.get(label, 0.0) > threshold]
-    if not found:
-        seen_in = max(resolved.values())
-        return "no neighbour or steal seen" + ("" if seen_in == len(runs) else f" in {over(seen_in)}")
-    counts = {resolved[label] for label, _ in found}
-    if len(counts) == 1:  # every share found rests on as many runs: one phrase says how many
-        return ", ".join(f"{label} {share:.0%}" for label, share in found) + f", the median over {over(counts.pop())}"
-    return ", ".join(f"{label} {share:.0%}, the median over {over(resolved[label])}" for label, share in found)
+    found = {
+        label: statistics.median(told)
+        for label, threshold, _ in TAKEN
+        if (told := resolved[label]) and statistics.median(told) > threshold
+    }
+    if found:
+        if len({len(resolved[label]) for label in found}) == 1:  # the shares rest on the same runs: one phrase
+            shares = ", ".join(f"{label} {share:.0%}" for label, share in found.items())
+            return f"{shares}, the median over {over(resolved[next(iter(found))])}"
+        return "; ".join(
+            f"{label} {share:.0%}, the median over {over(resolved[label])}" for label, share in found.items()
+        )
+    others, steal = resolved["others' CPU"], resolved["steal"]
+    if len(others) == len(steal):
+        return "no neighbour or steal seen" + ("" if len(others) == len(runs) else f" in {over(others)}")
+    neighbour = f"no neighbour seen in {over(others)}" if others else "others' CPU unknown"
+    return f"{neighbour}; " + (f"no steal seen in {over(steal)}" if steal else "steal unknown")
 
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:

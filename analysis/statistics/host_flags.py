@@ -158,8 +158,9 @@ def taken(runs: list[RunRecord]) -> str:
     others, steal = resolved["others' CPU"], resolved["steal"]
     if len(others) == len(steal):
         return "no neighbour or steal seen" + ("" if len(others) == len(runs) else f" in {over(others)}")
-    neighbour = f"no neighbour seen in {over(others)}" if others else "others' CPU unknown"
-    return f"{neighbour}; " + (f"no steal seen in {over(steal)}" if steal else "steal unknown")
+    unknown = {label: f"{label} {_told(None, runs, field)}" for label, _, field in TAKEN}
+    neighbour = f"no neighbour seen in {over(others)}" if others else unknown["others' CPU"]
+    return f"{neighbour}; " + (f"no steal seen in {over(steal)}" if steal else unknown["steal"])
 
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:

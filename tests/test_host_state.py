@@ -85,9 +85,16 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
     stats = phase_stats(steps, interval=False)
     (guessed,) = noise(steps, stats)
     assert guessed.endswith("steps spread without a trend or outliers (a shared or throttling machine?)")
-    quiet = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.9, busy_s=1.92, steal_s=0.0)])
+    quiet = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.9, busy_s=1.92, steal_s=0.0, throttled=0)])
     assert noise(steps, stats, seen(quiet)) == [guessed.replace(" (a shared or throttling machine?)", "") + "; host: "
                                                 + NOTHING_SEEN]  # fmt: skip
+    # what was not read, or not told by so short a window, is not said to be unseen
+    no_cgroup = dataclasses.replace(quiet, throttled=None)
+    assert seen(no_cgroup) == "no neighbour or steal seen; throttling unknown"
+    short = dataclasses.replace(quiet, resolution=0.05)  # tells others' CPU (10%), not steal (2%)
+    assert seen(short) == "no neighbour or throttling seen; steal unknown"
+    unread = HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.9)])  # no /proc/stat, no cgroup
+    assert seen(unread) == "neighbour, steal and throttling unknown"
     busy = HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.0, busy_s=1.96, steal_s=0.28, throttled=12,
                      throttled_s=0.3, mhz_start=3000.0, mhz_end=2200.0)  # fmt: skip
     assert seen(HostState.of([busy])) == (

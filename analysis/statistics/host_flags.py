@@ -27,6 +27,8 @@ HELD_SHARE = 0.05
 def seen(host: HostState) -> str:
     """What the host showed during the run's blocks; NOTHING_SEEN where nothing passed its threshold.
 
+    Where nothing passed and some of it was not read, or not told by so short a window, that part is called unknown.
+
     Others' CPU and steal count only beyond /proc/stat's resolution over the window (`HostState.resolution`).
     """
     found, error = [], host.resolution or 0.0
@@ -41,7 +43,26 @@ def seen(host: HostState) -> str:
     start, end = host.mhz_start, host.mhz_end
     if _moved(start, end):
         found.append(f"CPU clock {start / 1e3:.1f} -> {end / 1e3:.1f} GHz")
-    return "; ".join(found + _gpu_seen(host)) or NOTHING_SEEN
+    found += _gpu_seen(host)
+    if found:
+        return "; ".join(found)
+    read = {
+        "neighbour": host.others_share is not None,
+        "steal": host.steal_share is not None and error <= STEAL,  # a window too short to tell steal tells none
+        "throttling": host.throttled is not None,
+    }
+    if all(read.values()):
+        return NOTHING_SEEN
+    unseen, unknown = (
+        [what for what, known in read.items() if known],
+        [what for what, known in read.items() if not known],
+    )
+    return (f"no {_listed(unseen, 'or')} seen; " if unseen else "") + f"{_listed(unknown, 'and')} unknown"
+
+
+def _listed(words: list[str], last: str) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else words[0]
 
 
 def _moved(start: float | None, end: float | None) -> bool:

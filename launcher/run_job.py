@@ -181,7 +181,7 @@ def first_interrupt_only():
         signal.signal(signal.SIGINT, previous)
 
 
-def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception | None:
+def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> BaseException | None:
     """Run `run` (with its sides, in one process) within its time limit.
 
     The runner's function records the run's failure.
@@ -213,7 +213,7 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> Exception 
         leave_pending(unrecorded, records.BUDGET, str(error))
         print(f"perfsweep: run {run.spec.name}: {error}", file=sys.stderr)
         return error
-    except Exception as error:
+    except (Exception, RunTimeout) as error:
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
         for side in run.every:
             _record_failure(side, failure)

@@ -23,8 +23,13 @@ STATES = (*WRITTEN, LOST, UNREADABLE, UNKNOWN)
 FINAL = (DONE, FAILED)
 
 
-class Stopped(Exception):
-    """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout)."""
+class Stopped(BaseException):
+    """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout).
+
+    A signal handler raises it, wherever the run is: in a step, a probe, or the user's own code.
+    So it derives from BaseException, as KeyboardInterrupt does.
+    An `except Exception` that falls back or counts beside the measurement lets it through.
+    """
 
 
 class BudgetSpent(Stopped):

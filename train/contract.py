@@ -20,7 +20,6 @@ from typing import Any
 
 import torch
 
-from perfsweep.records import Stopped
 from perfsweep.train import user_targets
 
 RETURNS = "a training step needs a tensor of logits, or the loss where model.inputs gives no targets"
@@ -124,11 +123,10 @@ def checked_batch(made: Any, factory: Any, path: str) -> tuple[Any, Any]:
     return inputs, labels
 
 
-def passes(error: BaseException) -> bool:
-    """Errors that are not the contract's: the device's (out of memory, where a smaller batch may follow; CUDA's), and
-    a stop of the whole process (its time limit, the launch's budget)."""
+def passes(error: Exception) -> bool:
+    """Errors that are not the contract's: the device's (out of memory, where a smaller batch may follow; CUDA's)."""
     device = isinstance(error, torch.OutOfMemoryError) or type(error).__name__ == "AcceleratorError"
-    return device or isinstance(error, Stopped) or "CUDA error" in str(error)
+    return device or "CUDA error" in str(error)
 
 
 def loss_error(origin: Origin, out: Any, labels: Any, error: Exception) -> ContractError:

@@ -22,8 +22,6 @@ from typing import Any
 
 import torch
 
-from perfsweep.records import Stopped
-
 # The dtype a precision's matmuls run in, as lightning-fabric's table names it.
 PEAK_DTYPES: dict[str, torch.dtype | str] = {
     "fp32": torch.float32,  # TF32 where the run allowed it (lightning checks the matmul precision)
@@ -64,8 +62,6 @@ def count_flops(step: Callable[[], Any]) -> int | None:
             # That moves a per-module count, not the total read here.
             warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
             step()
-    except Stopped:  # the run's time limit or the launch's budget: it stops the run, as anywhere else
-        raise
     except Exception:  # counting is beside the measurement: it must never fail the run
         return None
     return counter.get_total_flops()

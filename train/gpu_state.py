@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 
 import torch
 
-from perfsweep.records import Stopped
 from perfsweep.records.host import GpuBlock
 from perfsweep.train.env import gpu_uuid
 from perfsweep.train.host_settings import Setting, nvml_settings
@@ -70,8 +69,6 @@ class GpuReader:
     def _ask(self, name: str, *args: Any, scale: float = 1.0) -> float | None:
         try:
             return float(getattr(self.nvml, name)(self.handle, *args)) * scale
-        except Stopped:  # the run's time limit or the launch's budget, as it read: it stops the run
-            raise
         except Exception:  # an NVML error (not supported, lost), or a query this driver's NVML lacks
             return None
 
@@ -99,8 +96,6 @@ class GpuReader:
     def _held(self, policy: int) -> float | None:
         try:
             return float(self.nvml.nvmlDeviceGetViolationStatus(self.handle, policy).violationTime)
-        except Stopped:
-            raise
         except Exception:  # not supported on this GPU, or a query this driver's NVML lacks
             return None
 

@@ -325,7 +325,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
             if index not in alone:
                 record_interrupted(side.run_dir, mine, error, why)
         raise
-    except Exception as error:
+    except (Exception, Stopped) as error:  # its own error, or its time limit (RunTimeout)
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
                 record_failed(*side, mine, error)
@@ -379,8 +379,6 @@ def paired_process(
     for index, side in enumerate(sides):
         try:
             warm.append(warmed_up(side.spec.config, device))
-        except Stopped:  # the time limit of the whole process
-            raise
         except Exception as error:  # its own failure (a compile error, a dispatch error), not the others'
             fail_alone(index, error)
             error.__traceback__ = None  # its frames hold its model
@@ -467,8 +465,6 @@ def record_ops(measured: Measured, device: torch.device, run_dir: Path) -> recor
     """
     try:
         ops = explain_steps(measured.work, measured.after + 1, device, run_dir / records.PROFILE)
-    except Stopped:  # the run's time limit: it stops the run, as anywhere else
-        raise
     except Exception as error:  # the explanation is beside the measurement: it must never fail the run
         ops = records.OpsFailed(f"{type(error).__name__}: {error}")
     records.write_json(run_dir / records.OPS, ops.to_json())
@@ -592,7 +588,7 @@ def stopped_by_budget(error: BudgetSpent, since: host_state.Reading) -> str:
     return f"{error}; the host over it: {told}" if told else str(error)
 
 
-def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: Exception) -> None:
+def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: BaseException) -> None:
     """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
     user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised.
     A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names."""

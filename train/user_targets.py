@@ -29,7 +29,6 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from perfsweep.conf.import_paths import targets_of
-from perfsweep.records import Stopped
 from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, is_working_copy, module_place
 
 PERFSWEEP = PROJECT_ROOT  # perfsweep's own code: never the user's frames
@@ -79,8 +78,6 @@ def locate(key: str, path: str) -> Any:
         name = ".".join(parts[:end])
         try:
             module = _import(name)
-        except Stopped:  # the run's time limit or the launch's budget, as its module imported
-            raise
         except Exception as error:
             raised = user_error(error, roots([name])) or error
             raise TargetError(f"{key}={path}: importing {name} raised {type(raised).__name__}: {raised}") from error
@@ -207,8 +204,6 @@ def _sample_inputs(factory: Callable) -> list[torch.Tensor] | None:
     """
     try:
         made = factory(2, torch.device("cpu"))
-    except Stopped:
-        raise
     except Exception:  # the run calls it again, and reports what it raised with the user's frames
         return None
     if not (isinstance(made, tuple | list) and len(made) == 2):

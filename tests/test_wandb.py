@@ -58,6 +58,14 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
 
 
+def test_a_run_page_lists_no_installed_packages_but_the_versions_that_matter(offline_run):
+    """W&B's requirements.txt of every installed package costs each run a read of every package's metadata."""
+    run_dir, _, logged = offline_run
+    assert not list((run_dir / "wandb").rglob("requirements.txt"))
+    (page,) = [r["run"] for r in logged if r["type"] == "run"]
+    assert {"env.packages.torch", "env.packages.wandb"} <= set(page["config"]["update"])
+
+
 @pytest.mark.slow
 def test_wandb_starts_after_the_measured_window_ends(offline_run):
     _, summary, logged = offline_run

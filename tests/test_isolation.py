@@ -16,7 +16,7 @@ from perfsweep.launcher.warm import fork_hazard, fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import fastai_parts
-from tests.helpers import FAST, ROOT, launch_here, record_done
+from tests.helpers import FAST, ROOT, launch_here, offline_wandb, record_done
 
 ISOLATED = ["config.json", "env.json", "status.json", "steps.parquet", "summary.json"]
 
@@ -152,7 +152,7 @@ from perfsweep.train.instrumented import execute, lazy_imports
 
 small = ["model=tiny_cnn", "input_type=tensor", "memory_format=contiguous", "steps=2", "warmup_steps=1", "repeats=1"]
 for index, config in enumerate(sys.argv[2:]):
-    plan = build_plan([*small, *config.split(), "tracker.mode=disabled", f"runs_dir={sys.argv[1]}/{index}"])
+    plan = build_plan([*small, "tracker.mode=disabled", *config.split(), f"runs_dir={sys.argv[1]}/{index}"])
     (spec,) = plan.runs
     for module in lazy_imports(plan.runs):
         importlib.import_module(module)
@@ -164,10 +164,11 @@ for index, config in enumerate(sys.argv[2:]):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not fastai_parts.installed(), reason="fastai's parts need fastai (CI installs it)")
-def test_a_run_forked_from_a_warm_job_imports_nothing_its_job_did_not(tmp_path):
+def test_a_run_forked_from_a_warm_job_imports_nothing_its_job_did_not(tmp_path, monkeypatch):
     """What a run imports as it runs, a forked one imports in each process: a job imports it once, before forking.
-    fastai's parts first, then fastai's loop, which imports more of fastai."""
-    configs = ["input_type=tensorimage", "workload=fastai_step"]
+    fastai's parts first, then fastai's loop, which imports more of fastai; then W&B's run, offline."""
+    configs = ["input_type=tensorimage", "workload=fastai_step", "tracker.mode=offline"]
+    offline_wandb(monkeypatch, tmp_path)
     done = subprocess.run(
         [sys.executable, "-c", IMPORTED_BY_A_RUN, str(tmp_path), *configs], capture_output=True, text=True, cwd=ROOT
     )

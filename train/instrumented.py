@@ -186,8 +186,11 @@ def lazy_imports(specs: list[RunSpec]) -> list[str]:
     needed |= set.intersection(*(set(fastai_modules(s.config)) for s in specs)) if specs else set()
     paths = {tuple(path.split(".")) for s in specs for path in targets_of(s.config).values()}
     needed |= {".".join(parts[:end]) for parts in paths for end in range(1, len(parts))}  # a path's module is one
-    # W&B's summary looks for a pandas DataFrame by importing pandas, where it is installed: 0.3 s a run
-    needed |= {"wandb", "pandas"} if any(s.config.tracker.mode != "disabled" for s in specs) else set()
+    # W&B's summary looks for a pandas DataFrame by importing pandas, where it is installed: 0.3 s a run.
+    # wandb.init imports its launch inputs' module (0.45 s of a CPU in a process with torch) in each process.
+    # The W&B run's config reads the run's records, which pydantic's TypeAdapter checks.
+    tracked = any(s.config.tracker.mode != "disabled" for s in specs)
+    needed |= {"wandb", "pandas", "wandb.sdk.launch.inputs.internal", "pydantic.type_adapter"} if tracked else set()
     if any(resolve_device(device).type == "cuda" for device in {s.config.device for s in specs}):
         needed |= set(peak_table_module())
     return sorted(needed)

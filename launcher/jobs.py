@@ -185,7 +185,7 @@ class RunPack(submitit.helpers.Checkpointable):
         return {}
 
 
-def ended_state(run: RunJob, error: Exception | None) -> str:
+def ended_state(run: RunJob, error: BaseException | None) -> str:
     """A run's state once its process has returned: its status's, where final (a side may fail alone) or pending
     as the budget stopped it."""
     status = records.read_status(run.run_dir)

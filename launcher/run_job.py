@@ -213,7 +213,7 @@ def execute_run(runner: Runner, run: RunJob, info: dict[str, Any]) -> BaseExcept
         leave_pending(unrecorded, records.BUDGET, str(error))
         print(f"perfsweep: run {run.spec.name}: {error}", file=sys.stderr)
         return error
-    except (Exception, RunTimeout) as error:
+    except (Exception, records.Stopped) as error:  # its own error, or its time limit (RunTimeout)
         failure = records.RunError(type(error).__name__, str(error), traceback.format_exc())
         for side in run.every:
             _record_failure(side, failure)

@@ -176,7 +176,7 @@ def declare(name: str, kind: str, shape: Any) -> None:
 
 @functools.cache
 def _adapter(shape: Any):
-    from pydantic import TypeAdapter  # only once a record is checked: a run's process seldom reads one
+    from pydantic import TypeAdapter  # only once a record is checked: status and tables start without it
 
     return TypeAdapter(shape)
 

@@ -24,7 +24,8 @@ FINAL = (DONE, FAILED)
 
 
 class Stopped(BaseException):
-    """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout).
+    """What stops a whole process of runs, not one of its runs: its time limit (launcher's RunTimeout), or the
+    launch's budget (BudgetSpent).
 
     A signal handler raises it, wherever the run is: in a step, a probe, or the user's own code.
     So it derives from BaseException, as KeyboardInterrupt does.

@@ -365,7 +365,45 @@ def test_a_side_that_failed_alone_keeps_its_failure_when_the_budget_stops_its_pr
     assert records.read_status(run.sides[0].run_dir).state == "failed"
 
 
-def test_a_stop_in_a_step_s_loss_its_flop_count_or_an_import_stops_the_run_not_fails_it(user_module):
+# A step that cannot be built for seed 1; for seed 0, steps of 50 ms.
+ONE_SIDE_FAILS_ALONE = """import time
+
+import torch
+
+
+class Step:
+    phases = ("compute",)
+
+    def __init__(self, cfg, device):
+        if cfg.seed == 1:
+            raise ValueError("this side cannot be built")
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(0.05)
+        clock.mark()
+        return self.a.sum()
+"""
+
+
+def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, user_module):
+    """Recording one side's failure must not stop the process's time limit: the other sides still measure."""
+    user_module("fails_alone", ONE_SIDE_FAILS_ALONE)
+    steps = ["workload._target_=fails_alone.Step", "steps=200", "warmup_steps=1", "seed=0,1", "repeats=1"]
+    plan = build_plan([*steps, "tracker.mode=disabled", f"runs_dir={tmp_path}"])
+    fails, measures = sorted(plan.runs, key=lambda spec: -spec.config.seed)  # the one that fails is built first
+    side = RunJob(measures, tmp_path / measures.name, "b", 1)
+    # 2 s for each side: the failure comes well within it, and 200 steps of 50 ms well past it
+    run = RunJob(fails, tmp_path / fails.name, "a", 1, limit_s=2, sides=(side,))
+    error = execute_run(Runner(record_done, execute_sides=train_run.execute_sides), run, {})
+    assert isinstance(error, run_job.RunTimeout), error
+    by_seed = {side.spec.config.seed: records.read_status(side.run_dir) for side in run.every}
+    assert by_seed[1].state == "failed" and by_seed[1].error.message.startswith("this side cannot be built"), by_seed[1]
+    assert by_seed[0].state == "failed" and by_seed[0].error.type == "RunTimeout", by_seed[0]
+
+
+def test_a_stop_in_a_step_s_flop_count_or_an_import_stops_the_run_not_fails_it(user_module):
     """The budget's stop lands anywhere in a step: what turns a step's errors into the user's, or counts beside the
     measurement, passes it on."""
 

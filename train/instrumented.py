@@ -168,7 +168,7 @@ def energy_of(summary: Summary) -> dict[str, float]:
 def lazy_imports(specs: list[RunSpec]) -> list[str]:
     """The modules these runs import only once they run: a job that forks them imports them first, once.
 
-    They are the modules of the user's code the runs name, their model zoos, pyarrow, and W&B's module with pandas.
+    They are the modules of the user's code the runs name, their model zoos, pyarrow, and W&B's modules.
     They include the fastai modules that every run imports.
     They include torch._dynamo where a run imports it (`imports_dynamo`), and lightning-fabric's table of peaks
     where a run is on a GPU.
@@ -329,6 +329,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
                 record_interrupted(side.run_dir, mine, error, why)
         raise
     except (Exception, Stopped) as error:  # its own error, or its time limit (RunTimeout)
+        outcome_known()
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
                 record_failed(*side, mine, error)
@@ -594,8 +595,8 @@ def stopped_by_budget(error: BudgetSpent, since: host_state.Reading) -> str:
 def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: BaseException) -> None:
     """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
     user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised.
-    A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names."""
-    outcome_known()
+    A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names.
+    A side that fails alone leaves the process's time limit running: the other sides still measure."""
     cfg = spec.config
     paths = list(targets_of(cfg).values())
     code = user_targets.roots(paths) if paths else ()

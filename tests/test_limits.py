@@ -74,33 +74,22 @@ def test_a_run_in_the_jobs_own_process_is_stopped_at_its_limit_too(tmp_path):
     assert run.state == "failed" and run.status.error.type == "RunTimeout" and not run.status.attempts
 
 
-# A step of the user's whose fallback catches every Exception, as one around an optional fast path would.
-FALLS_BACK = """import time
-
-import torch
-
-
-class Step:
-    phases = ("compute",)
-
-    def __init__(self, cfg, device):
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        ends = time.monotonic() + 3
-        while time.monotonic() < ends:
-            try:
-                time.sleep(0.01)
-            except Exception:
-                pass
-        clock.mark()
-        return self.a.sum()
-"""
+# A step of the user's whose fallback catches every Exception, as one around an optional fast path would: steplib's
+# wait (bench/gitrepo.py), made 3 s of short naps.
+FALLS_BACK = SLEEP.format(ms=0).replace(
+    "        time.sleep(MS / 1000)\n",
+    "        ends = time.monotonic() + 3\n"
+    "        while time.monotonic() < ends:\n"
+    "            try:\n"
+    "                time.sleep(0.01)\n"
+    "            except Exception:\n"
+    "                pass\n",
+)
 
 
 def test_a_time_limit_that_lands_in_the_users_except_exception_still_stops_the_run(tmp_path, user_module):
     """The stop is not an Exception: a step that catches every Exception cannot swallow it and run past its limit."""
+    assert "except Exception" in FALLS_BACK, "the premise: the step catches every Exception"
     user_module("falls_back", FALLS_BACK)
     steps = ["workload._target_=falls_back.Step", "steps=1", "warmup_steps=1", "repeats=1", "tracker.mode=disabled"]
     result = launch_here(*steps, "launcher=debug", "launcher.timeout_min=0.01", f"runs_dir={tmp_path}")

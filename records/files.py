@@ -176,7 +176,7 @@ def declare(name: str, kind: str, shape: Any) -> None:
 
 @functools.cache
 def _adapter(shape: Any):
-    from pydantic import TypeAdapter  # only once a record is checked: status and tables start without it
+    from pydantic import TypeAdapter  # at the first record checked, not with this module
 
     return TypeAdapter(shape)
 

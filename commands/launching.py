@@ -164,7 +164,7 @@ def _ended(plan, outcome, show: bool) -> int:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
         if unstarted:
             print(budget_line(plan, unstarted))
-    return 1 if set(outcome.failed) - set(unstarted) else 0
+    return 1 if set(outcome.not_done) - set(unstarted) else 0
 
 
 def unstarted_by_budget(plan) -> dict:

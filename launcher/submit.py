@@ -63,7 +63,8 @@ class Outcome:
     followed: bool
 
     @property
-    def failed(self) -> list[str]:
+    def not_done(self) -> list[str]:
+        """The runs it followed that did not end done: failed, or left pending (by the budget, an interrupt)."""
         return [name for name, state in self.states.items() if state != DONE]
 
 

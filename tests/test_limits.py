@@ -2,6 +2,7 @@
 (and run again as configured), and a run its job never started is pending, never lost."""
 
 import dataclasses
+import datetime
 import importlib
 import os
 import re
@@ -22,7 +23,7 @@ from perfsweep.train import instrumented as train_run
 from perfsweep.train import user_targets
 from perfsweep.train.flops import count_flops
 from tests import golden
-from tests.helpers import FAST, launch_here, record_done, start_launcher, wait_for
+from tests.helpers import FAST, launch_here, offline_wandb, record_done, start_launcher, wait_for, wandb_records
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
@@ -390,6 +391,21 @@ def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, 
     by_seed = {side.spec.config.seed: records.read_status(side.run_dir) for side in run.every}
     assert by_seed[1].state == "failed" and by_seed[1].error.message.startswith("this side cannot be built"), by_seed[1]
     assert by_seed[0].state == "failed" and by_seed[0].error.type == "RunTimeout", by_seed[0]
+
+
+def test_a_side_that_fails_alone_goes_to_w_and_b_after_the_others_timed_steps(tmp_path, user_module, monkeypatch):
+    """W&B's process must not share the host with a timed step: a side that failed alone is told of afterwards."""
+    user_module("fails_alone", ONE_SIDE_FAILS_ALONE)
+    offline_wandb(monkeypatch, tmp_path)
+    steps = ["workload._target_=fails_alone.Step", "steps=10", "warmup_steps=1", "seed=0,1", "repeats=1"]
+    fails, measures = sorted(build_plan([*steps, f"runs_dir={tmp_path}"]).runs, key=lambda spec: -spec.config.seed)
+    run = RunJob(fails, tmp_path / fails.name, "a", 1, sides=(RunJob(measures, tmp_path / measures.name, "b", 1),))
+    assert execute_run(Runner(record_done, execute_sides=train_run.execute_sides), run, {}) is None
+    measured = records.load_run(run.sides[0].run_dir)
+    assert measured.state == "done" and records.read_status(run.run_dir).state == "failed"
+    (page,) = [r["run"] for r in wandb_records(run.run_dir) if r["type"] == "run"]
+    started = datetime.datetime.fromisoformat(page["start_time"].replace("Z", "+00:00")).timestamp()
+    assert started >= measured.summary.window_ended_at
 
 
 def test_a_stop_in_a_step_s_flop_count_or_an_import_stops_the_run_not_fails_it(user_module):

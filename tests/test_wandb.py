@@ -58,6 +58,7 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_run_page_lists_no_installed_packages_but_the_versions_that_matter(offline_run):
     """W&B's requirements.txt of every installed package costs each run a read of every package's metadata."""
     run_dir, _, logged = offline_run

@@ -300,11 +300,11 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
     ready_since = launch.get("ready_since") or process_started_at() or time.time()
     host_from = host_state.here().read()  # what a budget that stops the process says of the host
     launches = [record_started(side.run_dir, side.tracker_id, launch) for side in sides]
-    alone: set[int] = set()  # the sides that failed alone, recorded
+    alone: dict[int, tuple[records.RunError, str] | None] = {}  # the sides that failed alone: failure, when
 
     def fail_alone(index: int, error: Exception) -> None:
-        record_failed(*sides[index], launches[index], error)
-        alone.add(index)
+        alone[index] = None  # first: a stop while it is recorded must not record it again
+        alone[index] = record_failed(sides[index].spec, sides[index].run_dir, launches[index], error)
         print(f"perfsweep: run {sides[index].spec.name} failed: {type(error).__name__}: {error}", file=sys.stderr)
 
     stopwatch = Stopwatch()
@@ -332,8 +332,10 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
         outcome_known()
         for index, (side, mine) in enumerate(zip(sides, launches, strict=True)):
             if index not in alone:
-                record_failed(*side, mine, error)
+                alone[index] = record_failed(side.spec, side.run_dir, mine, error)
+        track_failures(sides, launches, alone)
         raise
+    track_failures(sides, launches, alone)  # W&B after the blocks: no W&B process beside a timed step
     for index, (side, mine, outcome) in enumerate(zip(sides, launches, outcomes, strict=True)):
         if outcome is not None:
             record_in_tracker(*side, mine, outcome.rows, outcome.summary, *ends[index])
@@ -592,11 +594,14 @@ def stopped_by_budget(error: BudgetSpent, since: host_state.Reading) -> str:
     return f"{error}; the host over it: {told}" if told else str(error)
 
 
-def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[str, Any], error: BaseException) -> None:
-    """Record the run failed, with its error (and a known torch issue it matches), and tell W&B. An error of the
-    user's own code is recorded as theirs: its traceback from their first frame on, and where in it it was raised.
-    A broken contract (train/contract.py) is recorded as its line, then the places in the user's code it names.
-    A side that fails alone leaves the process's time limit running: the other sides still measure."""
+def record_failed(
+    spec: RunSpec, run_dir: Path, launch: dict[str, Any], error: BaseException
+) -> tuple[records.RunError, str]:
+    """Record the run failed, with its error (and a known torch issue it matches); its failure and when it was
+    recorded, for W&B (`track_failures`). An error of the user's own code is recorded as theirs: its traceback
+    from their first frame on, and where in it it was raised. A broken contract (train/contract.py) is recorded as
+    its line, then the places in the user's code it names. A side that fails alone leaves the process's time limit
+    running: the other sides still measure."""
     cfg = spec.config
     paths = list(targets_of(cfg).values())
     code = user_targets.roots(paths) if paths else ()
@@ -609,11 +614,20 @@ def record_failed(spec: RunSpec, run_dir: Path, tracker_id: str, launch: dict[st
         failure = records.RunError(type(theirs).__name__, said, user_targets.user_traceback(theirs, code), known)
     else:
         failure = records.RunError(type(error).__name__, str(error), "".join(traceback.format_exception(error)), known)
-    finished = lifecycle.fail(run_dir, failure, **launch).finished_at
-    message = {"error": failure.type, "error_message": failure.message[:1000]}
-    warnings = track(cfg.tracker, spec, run_dir, tracker_id, [], message, failed=True)
-    if warnings:
-        lifecycle.fail(run_dir, failure, finished_at=finished, warnings=warnings, **launch)
+    return failure, lifecycle.fail(run_dir, failure, **launch).finished_at
+
+
+def track_failures(sides: list[Side], launches: list[dict[str, Any]], failed: dict) -> None:
+    """Tell W&B of each failed side (`failed`: by side, its failure and when it was recorded, or None where a stop
+    came as it was recorded); W&B's warnings go into its status."""
+    for index, recorded in failed.items():
+        if recorded is None:
+            continue
+        (spec, run_dir, tracker_id), (failure, finished) = sides[index], recorded
+        message = {"error": failure.type, "error_message": failure.message[:1000]}
+        warnings = track(spec.config.tracker, spec, run_dir, tracker_id, [], message, failed=True)
+        if warnings:
+            lifecycle.fail(run_dir, failure, finished_at=finished, warnings=warnings, **launches[index])
 
 
 def record_in_tracker(

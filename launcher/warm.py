@@ -101,7 +101,7 @@ def warm_up(runner: Runner, specs: list[RunSpec]) -> None:
     for name in runner.imports(specs):
         try:
             importlib.import_module(name)
-        except (Exception, records.Stopped):
+        except Exception:
             pass
 
 

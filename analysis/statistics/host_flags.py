@@ -60,6 +60,15 @@ def seen(host: HostState) -> str:
     return (f"no {_listed(unseen, 'or')} seen; " if unseen else "") + f"{_listed(unknown, 'and')} unknown"
 
 
+def too_short(hosts: list[HostState]) -> str:
+    """Why others' CPU is unknown for these hosts: the range of their windows too short for /proc/stat to tell it;
+    "" where none was so short."""
+    short = [host.wall_s for host in hosts if (host.resolution or 0.0) > OTHERS]
+    if not short:
+        return ""
+    return f"their windows ({min(short):.2g}-{max(short):.2g} s) are too short for /proc/stat to tell others' CPU"
+
+
 def _listed(words: list[str], last: str) -> str:
     """'a', 'a or b', 'a, b or c'."""
     return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else words[0]

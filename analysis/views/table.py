@@ -33,7 +33,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
-from perfsweep.analysis.statistics.host_flags import OTHERS, beyond_cpus, seen_in, taken
+from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken, too_short
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
@@ -368,10 +368,7 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
         return [f"NOISY {r.name}: {reason}" for r in flagged for reason in spread[r.name]]
     cvs = [phase_stats(r.step_ms(), interval=False).robust_cv for r in flagged]
     hosts = [r.summary.host for r in flagged if r.summary and r.summary.host]
-    short = [h.wall_s for h in hosts if h.resolution is not None and h.resolution > OTHERS]
-    host = taken(flagged)
-    if not host and short:
-        host = f"their windows ({min(short):.2g}-{max(short):.2g} s) are too short for /proc/stat to tell others' CPU"
+    host = taken(flagged) or too_short(hosts)
     shown = ([host] if host else []) + beyond_cpus(hosts)
     said = f"; host: {'; '.join(shown)}" if shown else ""
     return [

@@ -12,7 +12,7 @@ from perfsweep.analysis.groups import baselines, configurations, labels
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import distributions, variance
 from perfsweep.analysis.statistics.bootstrap import LEVEL
-from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, figures, speedup
+from perfsweep.analysis.statistics.speedup import ACROSS, PAIRED, WITHIN_RUN, Sample, Speedup, figures, speedup
 from perfsweep.analysis.views import replicates
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps.plan import PlanError, build_plan
@@ -209,6 +209,15 @@ def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded
     assert figures(0.8237666, 0.0000005, 1315583.5725628) == ("0.82", "5.0e-07", "1.4e+06")
     assert figures(0.723, 0.0013, 292.533) == ("0.72", "0.0013", "300")
     assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 1000 keeps its digits"
+
+
+def test_a_speed_up_whose_interval_excludes_one_is_printed_with_bounds_that_exclude_it():
+    """Rounded outward to one decimal, 1.04 would print 1.0 beside the word "faster": the bounds get the digits that
+    keep 1 out, and an interval that holds 1 keeps its digits."""
+    assert str(Speedup(1.21, 1.04, 1.47, basis=ACROSS)) == "1.21x [1.04, 1.47]"
+    assert str(Speedup(0.81, 0.68, 0.96, basis=ACROSS)) == "0.81x [0.68, 0.96]"
+    assert str(Speedup(1.0, 0.797, 1.315, basis=ACROSS)) == "1.0x [0.7, 1.4]"
+    assert figures(1.21, 1.04, 1.47) == ("1.2", "1.0", "1.5"), "a step time's interval has no figure to keep out"
 
 
 def test_sides_that_shared_their_processes_plan_from_the_spread_their_ratio_keeps():

@@ -232,7 +232,7 @@ class Point:
             return "-"
         if self.runs == 0:
             return f"{self.ratio:.2f}x (the reference)"
-        value, low, high = figures(self.ratio, self.low, self.high)
+        value, low, high = figures(self.ratio, self.low, self.high, apart=1.0)
         return f"{value}x [{low}, {high}]"
 
 

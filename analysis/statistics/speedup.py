@@ -32,7 +32,7 @@ ACROSS = "across runs"
 WIDE = 1000.0  # an interval whose high bound is this many times its low one spans orders of magnitude
 
 
-def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
+def figures(value: float, low: float, high: float, apart: float | None = None) -> tuple[str, str, str]:
     """The three figures, to the digits their interval supports.
 
     The digits resolve half of the half-width: at most three significant, at least one each.
@@ -41,22 +41,39 @@ def figures(value: float, low: float, high: float) -> tuple[str, str, str]:
     An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
     of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
+    `apart` is a figure the interval excludes (a ratio's 1): the bounds get the digits that keep it out of the
+    printed interval too, so that 1.04 is not printed 1.0 beside the word "faster".
     """
     if 0 < low and high > WIDE * low and math.isfinite(high) and math.isfinite(value) and value > 0:
-        return _two_digits(value, round), _two_digits(low, math.floor, 1e-9), _two_digits(high, math.ceil, -1e-9)
+        wide = _two_digits(value, round), _two_digits(low, math.floor, 1e-9), _two_digits(high, math.ceil, -1e-9)
+        if apart is None or not _touches(wide, low, high, apart):
+            return wide
     half = max(high - value, value - low)
     place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
     if value and math.isfinite(value):
         place = max(place, math.floor(math.log10(abs(value))) - 2)
     smallest = min((abs(x) for x in (value, low, high) if x and math.isfinite(x)), default=1.0)
     place = min(place, math.floor(math.log10(smallest)))
-    decimals = max(0, -place)
-    scale = 10.0**place
+    shown = _at(place, value, low, high)
+    while apart is not None and place > -9 and _touches(shown, low, high, apart):
+        place -= 1
+        shown = _at(place, value, low, high)
+    return shown
+
+
+def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, str]:
+    """The figures to the digit 10**place, the bounds rounded outward."""
+    decimals, scale = max(0, -place), 10.0**place
 
     def show(x: float, rounded=round, slack: float = 0.0) -> str:
         return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
+
+
+def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float) -> bool:
+    """Whether printed bounds reach `apart` though the computed interval lies wholly on one side of it."""
+    return (low > apart and float(shown[1]) <= apart) or (high < apart and float(shown[2]) >= apart)
 
 
 def _two_digits(x: float, rounded: Callable[[float], float], slack: float = 0.0) -> str:
@@ -133,7 +150,7 @@ class Speedup(Interval):
     def __str__(self) -> str:
         if not math.isfinite(self.value):
             return UNKNOWN
-        value, low, high = figures(self.value, self.low, self.high)
+        value, low, high = figures(self.value, self.low, self.high, apart=1.0)
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
     def beyond(self, threshold: float) -> str:

@@ -83,6 +83,14 @@ def test_a_run_slowing_down_is_not_said_to_warm_up():
     assert "slowing down" in reason and "warm-up" not in reason
 
 
+def test_a_run_getting_faster_with_one_late_stall_is_not_said_to_slow_down():
+    """Ten steps: a fifth is two of them. The stall lifts the last fifth's median above the first's, though the steps
+    get faster: the ranks say so, and the stall is named as an outlier."""
+    steps = np.array([2.93, 2.26, 2.49, 1.79, 1.75, 1.71, 1.72, 1.59, 4.77, 1.62])
+    (reason,) = noise(steps, phase_stats(steps))
+    assert reason == "robust CV 30.2% > 10%: 1 outlier step of 10", reason
+
+
 def test_outlier_steps_are_counted_not_dropped():
     steps = np.concatenate([np.full(95, 10.0) + np.linspace(0, 0.1, 95), np.full(5, 100.0)])
     s = phase_stats(steps)

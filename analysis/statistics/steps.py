@@ -74,7 +74,7 @@ def _trend(steps: np.ndarray, significance: float, guess: bool) -> str:
     if abs(first - last) <= TREND * last:
         return ""
     rho, p = spearman(np.arange(len(steps)), steps)
-    if not p < significance:
+    if not p < significance or (rho > 0) != (last > first):  # fifths and ranks disagree: an outlier in a fifth
         return ""
     slowing = "slowing down (a throttling device, a cost that grows?)" if guess else "slowing down"
     why = "warm-up not long enough" if first > last else slowing
@@ -94,8 +94,8 @@ def noise(steps: np.ndarray, stats: PhaseStats, host: str | None = None) -> list
         return []
     reasons = [drift] if (drift := _trend(steps, 1.0, guess=host is None)) else []
     if stats.outliers:
-        reasons.append(f"{stats.outliers} outlier steps of {stats.n}")
+        reasons.append(f"{stats.outliers} outlier step{'s' if stats.outliers > 1 else ''} of {stats.n}")
     if not reasons:
         guess = " (a shared or throttling machine?)" if host is None else ""
         reasons.append(f"steps spread without a trend or outliers{guess}")
-    return [_with_host(f"robust CV {stats.robust_cv:.0%} > {NOISY:.0%}: " + "; ".join(reasons), host)]
+    return [_with_host(f"robust CV {stats.robust_cv:.1%} > {NOISY:.0%}: " + "; ".join(reasons), host)]

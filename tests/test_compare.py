@@ -159,3 +159,29 @@ def test_a_setting_that_follows_from_an_axis_is_named_by_the_axis_alone():
     (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
     assert unmatched.endswith("to match them, launch B with precision=amp_bf16"), unmatched
     assert status & compare.EXIT_UNMATCHED
+
+
+def trained_to(runs: list, loss: float, **fields) -> list:
+    """The runs with `fields` added and a final loss of `loss`, from 2.3."""
+    return [
+        dataclasses.replace(
+            run, fields=run.fields | fields, summary=dataclasses.replace(run.summary, loss_first=2.3, loss_last=loss)
+        )
+        for run in runs
+    ]
+
+
+def test_sweeps_that_measured_for_other_lengths_say_so_and_hold_no_loss_to_another_length():
+    """Steps are not matched on, so that the sweeps are still compared; a loss after 10 more steps is no change."""
+    rng = np.random.default_rng(4)
+    a = trained_to(sweep(synthetic.grid(), rng), 2.26, steps=20, warmup_steps=1)
+    b = trained_to(sweep(synthetic.grid(), rng), 2.33, steps=10, warmup_steps=1)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert "they differ in: nothing" in shown.above
+    assert "they differ in how long they measured: steps 20 -> 10; final losses are compared only" in said(shown)
+    assert not status & compare.EXIT_LOSS and not [line for line in shown.items if line.flag]
+    shown, status = compare.compare_runs(a, trained_to(b, 2.33, steps=20), threshold=0.05, loss_tolerance=0.05)
+    lost = [line.flag for line in shown.items if line.flag]
+    assert status & compare.EXIT_LOSS and len(lost) == 3, lost
+    assert all(flag.startswith("LOSS CHANGED in 3 of 3 run pairs") for flag in lost)
+    assert "how long they measured" not in said(shown)

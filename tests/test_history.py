@@ -184,6 +184,21 @@ def test_a_newest_point_measured_beside_a_neighbour_says_so_beside_its_flag():
     assert flagged.flag.endswith(said), flagged.flag
 
 
+def test_a_newest_point_that_measured_fewer_steps_says_so_beside_its_flag():
+    """Steps are not matched on: a sweep of half the steps is still a point of the history, and its flag says so."""
+    found = synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5)
+
+    def steps(point, count: int):
+        return dataclasses.replace(
+            point, runs=[dataclasses.replace(r, fields=r.fields | {"steps": count}) for r in point.runs]
+        )
+
+    points = [steps(p, 10 if p is found.points[-1] else 20) for p in found.points]
+    made, _, status = shown(dataclasses.replace(found, points=points))
+    (flagged,) = [series for series in made if series.flag]
+    assert status == views.EXIT_POSSIBLE and flagged.flag.endswith("; it measured for another length: steps 20 -> 10")
+
+
 def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_folded():
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
     made, _ = views.series_of(found, "step", 0.05)

@@ -15,6 +15,7 @@ Configurations are matched by their axes and config, leaving out:
 - how long they measured.
 
 What the sweeps differ in is printed: a setting each holds constant, or sets in one and not in the other.
+So is how long they measured (steps, warmup_steps), where that differs.
 Below it come their code, where it differs (the commit under test, each module's files), and the machines, where
 those most of their runs had differ (GPU, driver, torch, CUDA...).
 For each matched configuration, B's speed-up over A (median time of A / of B) is shown.
@@ -34,6 +35,7 @@ The final loss is compared too.
 A faster step that trains differently is no improvement.
 Runs of A and B are paired by replicate: each ran with `seed` + its replicate.
 A pair changed where B's final loss is off A's by more than the tolerance of how far A's loss moved.
+Only runs that trained as many steps, warm-up included, are held to each other's loss.
 A configuration with such pairs gets one line: LOSS CHANGED in k of n run pairs, with their replicates.
 NaN or infinite losses are flagged NON-FINITE LOSS, with the side and its replicates.
 
@@ -67,6 +69,7 @@ from pathlib import Path
 
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
+    MEASURING,
     Configuration,
     derived_keys,
     in_order,
@@ -86,7 +89,7 @@ EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOS
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
-NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", "steps", "warmup_steps", "label", "order")
+NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 UNSET = "(unset)"  # the value of a key that a run does not record
 
 Identity = Callable[[RunRecord], dict[str, str]]
@@ -105,6 +108,27 @@ def identity_of(runs: list[RunRecord]) -> Identity:
     """
     hidden = frozenset(derived_keys(runs))
     return lambda run: identity(run, hidden)
+
+
+def measuring(run: RunRecord) -> dict[str, str]:
+    """How long the run measured (steps, warmup_steps): not matched on, but named where two sweeps differ in it."""
+    return {key: repr(run.fields[key]) for key in MEASURING if key in run.fields}
+
+
+def measured_differently(a: list[RunRecord], b: list[RunRecord]) -> str:
+    """'they differ in how long they measured: steps 20 -> 10; ...', or '' where they measured alike."""
+    differ = differences(a, b, of=measuring)
+    if not differ:
+        return ""
+    return (
+        f"they differ in how long they measured: {changes(differ)}; final losses are compared only between runs "
+        "that trained as many steps"
+    )
+
+
+def steps_trained(run: RunRecord) -> int:
+    """The steps the run trained, warm-up included, of those it records."""
+    return sum(count for key in MEASURING if isinstance(count := run.fields.get(key), int))
 
 
 def code_of(run: RunRecord) -> dict[str, str]:
@@ -293,12 +317,13 @@ def nonfinite(a: Configuration, b: Configuration) -> str:
 
 
 def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
-    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate.
+    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate that trained as many steps.
 
     It says how many of the pairs changed, and which, with their final losses (medians where several).
     """
     of_b = {round_of(run): run for run in b.runs}
     pairs = [(run, of_b[round_of(run)]) for run in a.runs if round_of(run) in of_b]
+    pairs = [(ra, rb) for ra, rb in pairs if steps_trained(ra) == steps_trained(rb)]  # else not the same training
     changed = [(ra, rb) for ra, rb in pairs if loss_moved(ra, rb, tolerance)]
     if not changed:
         return ""
@@ -429,6 +454,8 @@ def compare_runs(
         f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
         f"they differ in: {changes(found.differ) or 'nothing'}",
     ]
+    if measured := measured_differently(a, b):
+        above.append(measured)
     if code_differ := differences(a, b, of=code_of):
         above.append(f"their code differs in: {changes(code_differ)}")
     if machines_differ := machine_differences(a, b):

@@ -52,9 +52,12 @@ from perfsweep.analysis.views.compare import (
     UNSET,
     Identity,
     beyond,
+    changes,
+    differences,
     identity_of,
     lacking,
     launch,
+    measuring,
     parted,
     unmatched_share,
 )
@@ -195,10 +198,13 @@ def family(made: list[Series]) -> list[Series]:
 
 
 def with_hosts(series: Series) -> Series:
-    """The series, its flag followed by what its newest point's host showed, where that differs."""
+    """The series, its flag followed by how long its newest point measured and what its host showed, where those
+    differ from the points before."""
     if series.flag and len(series.held) > 1:
         before = [run for _, runs in series.held[:-1] for run in runs]
         newest = series.held[-1]
+        if measured := differences(before, newest[1], of=measuring):
+            series.flag += f"; it measured for another length: {changes(measured)}"
         if hosts := host_flags.differ(before, newest[1], ("the points before", newest[0].label)):
             series.flag += f"; their hosts differ in: {hosts}"
     return series

@@ -159,25 +159,24 @@ def _ended(plan, outcome, show: bool) -> int:
         print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
-    unstarted = unstarted_by_budget(plan)
+    from perfsweep import records
+
+    statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
+    # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
+    unstarted = {name: status for name, status in statuses.items() if status.over_budget}
     if show:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
         if unstarted:
             print(budget_line(plan, unstarted))
-    return 1 if set(outcome.not_done) - set(unstarted) else 0
-
-
-def unstarted_by_budget(plan) -> dict:
-    """The runs that the launch's budget (launcher.budget_s) stopped or left unstarted, with their status: they are
-    no failure."""
-    from perfsweep import records
-
-    statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
-    return {name: status for name, status in statuses.items() if status.over_budget}
+    nothing_done = not any(status.state == records.DONE for status in statuses.values())
+    return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and nothing_done) else 0
 
 
 def budget_line(plan, unstarted: dict) -> str:
-    """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest."""
+    """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
+
+    Where no run is done, the same budget may leave every run undone again: the way on is without it.
+    """
     from perfsweep import records
     from perfsweep.analysis.statistics.host_flags import taken
 
@@ -192,8 +191,13 @@ def budget_line(plan, unstarted: dict) -> str:
     host = taken(done)
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
-    decided = "the views above decide with the runs done" if done else "no run is done: nothing is decided"
-    return (
-        f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{f'; the host: {host}' if host else ''}; "
-        f"{decided}. `{user_command()} resume {plan.sweep_dir}` (or the same command) runs the rest"
-    )
+    resume = f"{user_command()} resume {plan.sweep_dir}"
+    if done:
+        decided = f"the views above decide with the runs done. `{resume}` (or the same command) runs the rest"
+    else:
+        decided = (
+            f"no run is done: nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; "
+            "with this one, they may go undone again"
+        )
+    host = f"; the host: {host}" if host else ""
+    return f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{host}; {decided}"

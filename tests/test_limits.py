@@ -248,17 +248,20 @@ def test_the_job_of_runs_never_started_ends_and_the_launch_leaves_them_pending(t
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])  # a warm job's processes; a job a process
 def test_a_budget_stops_the_process_it_runs_out_in_and_starts_no_other(tmp_path, isolation):
-    """Runs that would never end, and a budget of 3 s: the launch ends near it, its runs pending as the budget's, and
-    is no failure. Its time limit, a minute, would fail a run that the budget did not stop."""
+    """Runs that would never end, and a budget of 3 s: the launch ends near it, its runs pending as the budget's.
+    Nothing is decided: exit 1, and the way on is without a budget. Its time limit, a minute, would fail a run that
+    the budget did not stop."""
     args = [*LOOP, f"steps={ENDLESS}", "workload.impl=loop,broadcast", "repeats=2", "launcher.budget_s=3"]
     args += ["launcher.timeout_min=1", f"launcher.isolation={isolation}", f"runs_dir={tmp_path}"]
     result = launch_here(*args)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
     runs = load_sweep(tmp_path / "default")
     assert len(runs) == 4 and all(run.status.over_budget for run in runs), [run.status for run in runs]
     line = result.stdout.splitlines()[-1]
     assert line.startswith("perfsweep: launcher.budget_s=3: of 4 runs, "), line
-    assert "; no run is done: nothing is decided." in line and f"resume {tmp_path / 'default'}` (or the" in line
+    assert "; no run is done: nothing is decided." in line
+    assert line.endswith(f"resume {tmp_path / 'default'} launcher.budget_s=null` runs them without a budget; with "
+                         "this one, they may go undone again"), line  # fmt: skip
 
 
 @pytest.mark.slow
@@ -270,7 +273,7 @@ def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_p
     args = ["workload._target_=naps.Step", "steps=100", "warmup_steps=1", "repeats=1", "seed=0,1"]
     args += ["tracker.mode=disabled", "launcher=debug", "launcher.budget_s=6", "launcher.timeout_min=1"]
     result = launch_here(*args, f"runs_dir={tmp_path}")
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 1, "no run done: nothing decided\n" + result.stdout + result.stderr
     runs = sorted(load_sweep(tmp_path / "default"), key=lambda run: run.fields["seed"])
     assert all(run.status.over_budget for run in runs) and not any(run.status.attempts for run in runs)
     assert [run.status.started_at is not None for run in runs] == [True, False]
@@ -300,6 +303,31 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
     assert runs[0].status.interrupted["reason"] == (
         "launcher.budget_s: the launch's budget ran out before this run's process started"
     )
+
+
+def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_nothing_is_decided(tmp_path, capsys):
+    """Two runs done, then left to the budget as a launch leaves them: one, then both. With one done, the views decide
+    with it (exit 0) and the same command runs the rest. With none, nothing is decided (exit 1), and the way on is
+    without a budget: the same one may leave them undone again."""
+    from perfsweep.commands.launching import _ended, _runner
+    from perfsweep.launcher.submit import Outcome
+    from perfsweep.launcher.submit import launch as submit
+
+    plan = build_plan([*FAST, "workload.impl=loop,broadcast", "tracker.mode=disabled", "launcher.budget_s=50",
+                       f"runs_dir={tmp_path}"])  # fmt: skip
+    submit(plan, [], _runner())
+    folders = [plan.sweep_dir / spec.name for spec in plan.runs]
+    resume = f"resume {plan.sweep_dir}"
+    for left, status, said in ((1, 0, f"decide with the runs done. `perfsweep {resume}` (or the same command) runs "
+                                "the rest"), (2, 1, f"nothing is decided. `perfsweep {resume} launcher.budget_s=null` "
+                                "runs them without a budget; with this one, they may go undone again")):  # fmt: skip
+        for folder in folders[:left]:
+            lifecycle.stop(folder, records.BUDGET, run_job.SPENT)
+        states = {folder.name: records.read_status(folder).state for folder in folders}
+        capsys.readouterr()
+        assert _ended(plan, Outcome(states, [], [], [], followed=True), show=True) == status
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1].endswith(said), out[-3000:]
 
 
 def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path, monkeypatch):

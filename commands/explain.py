@@ -1,18 +1,21 @@
 """`perfsweep explain SWEEP`: each decided difference of a sweep, by operator (analysis/views/explain.py).
 
-A sweep run without explain=true is launched again with it, beside it.
+A sweep run without explain=true is launched again with it, into a sweep folder inside it.
 """
 
 import argparse
 
 from perfsweep.commands.run import run_sweep
 
+EXPLAINED = "explain"  # the sweep folder, inside a sweep, of its launch again with explain=true
+
 
 def show_explanations(args: argparse.Namespace) -> int:
     """The sweep's explanations; for a sweep run without explain=true, those of its launch again with it.
 
-    That launch goes into a sweep folder beside it, <sweep>-explain: its own runs decide and explain.
-    A later `explain` reads that folder, once it holds this sweep's launch with explain=true.
+    That launch goes into a sweep folder inside it, <sweep>/explain: its own runs decide and explain.
+    Inside, it is no sweep of the runs folder: `history` and `export` over that folder leave it out.
+    A later `explain` reads it, once it holds this sweep's launch with explain=true.
     """
     from perfsweep import records
     from perfsweep.analysis.render import text
@@ -31,10 +34,10 @@ def show_explanations(args: argparse.Namespace) -> int:
     launched = records.last_launch(sweep_dir)
     if launched is None:
         raise ValueError(f"{sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")
-    again = sweep_dir.with_name(f"{sweep_dir.name}-explain")
+    again = sweep_dir / EXPLAINED
     dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=", "+explain=", "++runs_dir=", "++sweep_name=")
     words = [w for w in launched["argv"] if not w.startswith(dropped)]
-    words += ["explain=true", f"runs_dir={sweep_dir.parent}", f"sweep_name={again.name}"]
+    words += ["explain=true", f"runs_dir={sweep_dir}", f"sweep_name={EXPLAINED}"]
     if again.is_dir():
         theirs = (records.last_launch(again) or {}).get("argv")
         if theirs != words:

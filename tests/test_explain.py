@@ -10,6 +10,7 @@ import torch
 
 from perfsweep import records
 from perfsweep.analysis.render import text
+from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.records import load_sweep
@@ -209,15 +210,16 @@ def test_the_run_s_time_limit_stops_its_profiled_window_as_it_stops_the_rest(tmp
         train_run.record_ops(measured, torch.device("cpu"), tmp_path)
 
 
-def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_beside_the_first(tmp_path, monkeypatch):
+def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_inside_the_first(tmp_path, monkeypatch):
     plain = [arg for arg in TINY if arg != "explain=true"]
     assert launch_here(*plain, "input_type=tensor,subclass", "repeats=1", f"runs_dir={tmp_path}").returncode == 0
     assert launch_here("resume", str(tmp_path / "default")).returncode == 0, "a resume is no launch to run again"
     monkeypatch.chdir(tmp_path / "default")
     shown = launch_here("explain", ".")
     assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
-    again = tmp_path / "default-explain"
+    again = tmp_path / "default" / "explain"
     assert f"its launch runs again with explain=true into {again}" in shown.stdout
+    assert sweep_folders([tmp_path]) == [tmp_path / "default"], "no sweep of the runs folder: history leaves it out"
     assert "Explain: subclass vs tensor: " in shown.stdout, "the launch's views, the explanations among them"
     assert all((run.path / records.OPS).is_file() for run in load_sweep(again)) and len(load_sweep(again)) == 2
     assert not any((run.path / records.OPS).exists() for run in load_sweep(tmp_path / "default")), "untouched"
@@ -225,10 +227,11 @@ def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_besi
     assert later.stdout.startswith(f"from {again}, default's launch again with explain=true:\nExplain: subclass vs")
 
 
-def test_explain_does_not_take_a_folder_beside_the_sweep_that_another_launch_made(tmp_path):
+def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tmp_path):
     fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
-    fast += ["tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}"]
-    assert launch_here(*fast).returncode == 0
-    assert launch_here(*fast, "explain=true", "steps=4", "sweep_name=default-explain").returncode == 0
+    fast += ["tracker.mode=disabled", "launcher=debug"]
+    assert launch_here(*fast, f"runs_dir={tmp_path}").returncode == 0
+    inside = [f"runs_dir={tmp_path / 'default'}", "sweep_name=explain"]
+    assert launch_here(*fast, "explain=true", "steps=4", *inside).returncode == 0
     refused = launch_here("explain", str(tmp_path / "default"))
     assert refused.returncode == 2 and "holds another launch than default's with explain=true" in refused.stderr

@@ -1,6 +1,7 @@
 """A sweep's figures exported for PyTorch's benchmark database (v3 schema) and for Bencher (BMF)."""
 
 import json
+import shutil
 
 import pytest
 
@@ -74,3 +75,14 @@ def test_a_folder_without_done_runs_and_an_unknown_format_are_refused(tmp_path):
     assert done.returncode == 2 and "nothing to export" in done.stderr
     wrong = launch_here("export", str(tmp_path / "empty"), "--format", "csv")
     assert wrong.returncode == 2 and "invalid choice: 'csv'" in wrong.stderr
+
+
+def test_two_sweeps_that_give_one_benchmark_are_refused_in_bmf_and_told_apart_in_pytorch_v3(sweep):
+    """Two commits' sweeps of one sweep file: a BMF report would keep only the later's value under each name."""
+    later = sweep.with_name("commit-fedcba987654")
+    shutil.copytree(sweep, later)
+    done = launch_here("export", str(sweep.parent), "--format", "bmf")
+    said = f"--format bmf: {sweep} and {later} both give benchmark mine/"
+    assert done.returncode == 2 and said in done.stderr and "export one sweep a report" in done.stderr
+    found = exported(str(sweep.parent), "--format", "pytorch-v3")
+    assert {record["benchmark"]["extra_info"]["sweep"] for record in found} == {str(sweep), str(later)}

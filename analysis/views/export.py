@@ -6,7 +6,9 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, and samples per second.
   Its `benchmark_values` hold one value per run (process): each run's median.
+  Its benchmark's `extra_info` names the sweep folder, so that two sweeps of one sweep file are told apart.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<configuration>`).
+  A report holds one value a benchmark: two sweeps that give the same one are refused.
   `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
   Each phase is a measure of its own (`latency-forward`...).
   Each value is the geometric mean over the runs of each run's median.
@@ -104,7 +106,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
             "dtype": str(fields.get("precision.name", "")),
-            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs))},
+            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs)), "sweep": str(sweep_dir)},
         }
         model = {
             "name": str(fields.get("model.name", config.first.summary.workload)),
@@ -162,4 +164,13 @@ def export(paths: list[Path], form: str) -> Any:
     folders = sweep_folders(paths)
     if form == "pytorch-v3":
         return [record for folder in folders for record in pytorch_v3(folder)]
-    return {name: measures for folder in folders for name, measures in bmf(folder).items()}
+    found, named_by = {}, {}
+    for folder in folders:
+        for name, measures in bmf(folder).items():
+            if name in found:
+                raise ValueError(
+                    f"--format bmf: {named_by[name]} and {folder} both give benchmark {name}, and a BMF report holds "
+                    "one value a benchmark: export one sweep a report"
+                )
+            found[name], named_by[name] = measures, folder
+    return found

@@ -13,8 +13,9 @@ EXPLAINED = "explain"  # the sweep folder, inside a sweep, of its launch again w
 def show_explanations(args: argparse.Namespace) -> int:
     """The sweep's explanations; for a sweep run without explain=true, those of its launch again with it.
 
-    That launch goes into a sweep folder inside it, <sweep>/explain: its own runs decide and explain.
-    Inside, it is no sweep of the runs folder: `history` and `export` over that folder leave it out.
+    That launch goes into a sweep folder inside it, <sweep>/explain.
+    Its own runs decide and explain.
+    So `history` and `export` over the runs folder leave it out.
     A later `explain` reads it, once it holds this sweep's launch with explain=true.
     """
     from perfsweep import records

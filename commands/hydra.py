@@ -1,4 +1,7 @@
-"""Hydra's own flags (--help, --cfg job, --info...), answered by Hydra itself."""
+"""Hydra's own flags (--help, --info...), answered by Hydra itself.
+
+--cfg job shows the config of a launch's first run.
+"""
 
 import shutil
 import sys
@@ -83,3 +86,53 @@ def config_dir(dirs: tuple[Path, ...]) -> Path:
 
 def _not_yaml(path: Path) -> bool:
     return path.is_file() and path.suffix != ".yaml"
+
+
+def job_config_asked(words: list[str]) -> list[str] | None:
+    """The overrides beside Hydra's `--cfg job` (or `-c job`) as the one flag.
+
+    None for any other flags.
+    """
+    flags = [index for index, word in enumerate(words) if word.startswith("-")]
+    if len(flags) != 1 or words[flags[0]] not in ("--cfg", "-c") or words[flags[0] + 1 : flags[0] + 2] != ["job"]:
+        return None
+    return words[: flags[0]] + words[flags[0] + 2 :]
+
+
+def show_job_config(overrides: list[str]) -> int:
+    """The YAML config of the launch's first run.
+
+    A line above names what the other runs differ in.
+
+    Hydra alone would show its composition without the sweep file's params; the runs take them.
+    What the planner refuses is refused, with exit status 2; the runs' own checks wait for a launch.
+    """
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from perfsweep.sweeps.plan import PlanError, build_plan
+
+    try:
+        plan = build_plan(overrides)
+    except PlanError as error:
+        print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in error.problems), file=sys.stderr)
+        return 2
+    flat = [_flat(dataclasses.asdict(spec.config)) for spec in plan.runs]
+    differ = {key: list(dict.fromkeys(str(run.get(key)) for run in flat)) for key in flat[0] if key}
+    swept = [f"{key} ({', '.join(values)})" for key, values in differ.items() if len(values) > 1]
+    others = f"; the others differ in {', '.join(swept)}" if swept else ""
+    print(f"# the first of the sweep's {len(plan.runs)} runs, {plan.runs[0].name}{others}")
+    print(OmegaConf.to_yaml(OmegaConf.structured(plan.runs[0].config)), end="")
+    return 0
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    """A nested dict's leaves by dotted key."""
+    found = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            found |= _flat(value, f"{prefix}{key}.")
+        else:
+            found[f"{prefix}{key}"] = value
+    return found

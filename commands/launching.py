@@ -175,7 +175,8 @@ def _ended(plan, outcome, show: bool) -> int:
 def budget_line(plan, unstarted: dict) -> str:
     """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
 
-    Where no run is done, the same budget may leave every run undone again: the way on is without it.
+    With no run done, the same budget may leave them all undone again.
+    So the way on is without it.
     """
     from perfsweep import records
     from perfsweep.analysis.statistics.host_flags import taken

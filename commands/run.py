@@ -9,8 +9,10 @@ from perfsweep.commands.launching import MULTIRUN, launch_plan
 def run_sweep(args: argparse.Namespace) -> int:
     overrides = [a for a in args.overrides if a not in MULTIRUN]
     if any(a.startswith("-") for a in overrides):
-        from perfsweep.commands.hydra import hydra_flags
+        from perfsweep.commands.hydra import hydra_flags, job_config_asked, show_job_config
 
+        if (rest := job_config_asked(overrides)) is not None:
+            return show_job_config(rest)
         return hydra_flags(args.overrides, args.command_list)
     from perfsweep.records import AUTO
     from perfsweep.sweeps.plan import build_plan

@@ -63,6 +63,20 @@ def test_perfsweeps_presets_give_way_to_a_sweep_files_params_without_a_word():
     assert sizes(plan) == {(16, 32)} and len(plan.runs) == 6 and not plan.notices
 
 
+def test_hydras_cfg_job_shows_the_config_the_first_run_runs_with_the_sweep_files_params_applied(tmp_path):
+    """The default sweep's steps, warm-up and budget, which Hydra's composition alone lacks. An option that is not
+    there is refused."""
+    shown = launch_here("--cfg", "job", "model=tiny_cnn", "input_type=tensor,subclass", f"runs_dir={tmp_path}")
+    assert shown.returncode == 0, shown.stderr
+    first = build_plan(["model=tiny_cnn", "input_type=tensor,subclass", f"runs_dir={tmp_path}"]).runs[0]
+    head, config = shown.stdout.split("\n", 1)
+    assert head.startswith(f"# the first of the sweep's 16 runs, {first.name}; the others differ in memory_format.name")
+    assert "\nsteps: 10\nwarmup_steps: 3\n" in config and "  budget_s: 50.0\n" in config
+    refused = launch_here("-c", "job", "model=tiny_cnn", "precision=bf16", f"runs_dir={tmp_path}")
+    assert refused.returncode == 2 and "Could not find 'precision/bf16'" in refused.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_sweep_file_of_yours_gives_way_to_your_option_files(config_dir):
     (config_dir / "workload").mkdir()
     (config_dir / "workload" / "clip.yaml").write_text(

@@ -61,8 +61,10 @@ def seen(host: HostState) -> str:
 
 
 def too_short(hosts: list[HostState]) -> str:
-    """Why others' CPU is unknown for these hosts: the range of their windows too short for /proc/stat to tell it;
-    "" where none was so short."""
+    """Why others' CPU is unknown for these hosts: windows too short for /proc/stat.
+
+    It is "" where no window was so short.
+    """
     short = [host.wall_s for host in hosts if (host.resolution or 0.0) > OTHERS]
     if not short:
         return ""

@@ -41,8 +41,9 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
     of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
-    `apart` is a figure the interval excludes (a ratio's 1): the bounds get the digits that keep it out of the
-    printed interval too, so that 1.04 is not printed 1.0 beside the word "faster".
+    `apart` is a figure the interval excludes, such as a ratio's 1.
+    The bounds then get the digits that keep it out.
+    So 1.04 is not printed 1.0 beside the word faster.
     """
     if 0 < low and high > WIDE * low and math.isfinite(high) and math.isfinite(value) and value > 0:
         wide = _two_digits(value, round), _two_digits(low, math.floor, 1e-9), _two_digits(high, math.ceil, -1e-9)
@@ -72,7 +73,7 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
 
 
 def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float) -> bool:
-    """Whether printed bounds reach `apart` though the computed interval lies wholly on one side of it."""
+    """Whether the printed bounds reach `apart`, which the computed ones exclude."""
     return (low > apart and float(shown[1]) <= apart) or (high < apart and float(shown[2]) >= apart)
 
 

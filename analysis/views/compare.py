@@ -35,7 +35,7 @@ The final loss is compared too.
 A faster step that trains differently is no improvement.
 Runs of A and B are paired by replicate: each ran with `seed` + its replicate.
 A pair changed where B's final loss is off A's by more than the tolerance of how far A's loss moved.
-Only runs that trained as many steps, warm-up included, are held to each other's loss.
+Only runs that trained as many steps are held to each other's loss.
 A configuration with such pairs gets one line: LOSS CHANGED in k of n run pairs, with their replicates.
 NaN or infinite losses are flagged NON-FINITE LOSS, with the side and its replicates.
 
@@ -111,12 +111,15 @@ def identity_of(runs: list[RunRecord]) -> Identity:
 
 
 def measuring(run: RunRecord) -> dict[str, str]:
-    """How long the run measured (steps, warmup_steps): not matched on, but named where two sweeps differ in it."""
+    """How long the run measured: its steps and warm-up steps.
+
+    They are not matched on; a difference in them is named.
+    """
     return {key: repr(run.fields[key]) for key in MEASURING if key in run.fields}
 
 
 def measured_differently(a: list[RunRecord], b: list[RunRecord]) -> str:
-    """'they differ in how long they measured: steps 20 -> 10; ...', or '' where they measured alike."""
+    """What the sweeps differ in how long they measured, as a line; '' if nothing."""
     differ = differences(a, b, of=measuring)
     if not differ:
         return ""
@@ -317,7 +320,9 @@ def nonfinite(a: Configuration, b: Configuration) -> str:
 
 
 def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
-    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate that trained as many steps.
+    """A flag where B's final loss moved from A's (loss_moved) in runs of one replicate.
+
+    Only runs that trained as many steps are paired.
 
     It says how many of the pairs changed, and which, with their final losses (medians where several).
     """

@@ -6,9 +6,11 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, and samples per second.
   Its `benchmark_values` hold one value per run (process): each run's median.
-  Its benchmark's `extra_info` names the sweep folder, so that two sweeps of one sweep file are told apart.
+  Its benchmark's `extra_info` names the sweep folder.
+  That tells apart two sweeps of one sweep file.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<configuration>`).
-  A report holds one value a benchmark: two sweeps that give the same one are refused.
+  BMF holds one value a benchmark.
+  Two sweeps that give the same benchmark are refused.
   `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
   Each phase is a measure of its own (`latency-forward`...).
   Each value is the geometric mean over the runs of each run's median.

@@ -198,8 +198,10 @@ def family(made: list[Series]) -> list[Series]:
 
 
 def with_hosts(series: Series) -> Series:
-    """The series, its flag followed by how long its newest point measured and what its host showed, where those
-    differ from the points before."""
+    """The series, with what its newest point did differently beside its flag.
+
+    That is how long it measured, and what its host showed.
+    """
     if series.flag and len(series.held) > 1:
         before = [run for _, runs in series.held[:-1] for run in runs]
         newest = series.held[-1]

@@ -36,7 +36,6 @@ Those times include build_plan, composition and run specs.
 
 import copy
 import dataclasses
-import difflib
 import functools
 import hashlib
 import itertools
@@ -57,6 +56,7 @@ from perfsweep.conf import plugins
 from perfsweep.conf.import_paths import TARGET_GROUPS, label_of, named_node
 from perfsweep.conf.schema import Config, ModelConf, WorkloadConf
 from perfsweep.records.code import import_path_state
+from perfsweep.sweeps.keys import did_you_mean
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = frozenset(p.name for p in CONF_DIR.iterdir() if p.is_dir() and p.name != "__pycache__") | {"hydra"}
@@ -599,8 +599,7 @@ BELONGS = {
 
 def _no_such_key(group: str, leaf: str, value: Any, content: Any, fields: list[str]) -> str:
     """What is wrong with an option file's key that its group's schema has not, and what to write instead."""
-    close = difflib.get_close_matches(leaf, fields, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    hint = did_you_mean(leaf, fields)
     given = content.get("kwargs") if content is not None else None
     if isinstance(given, DictConfig) and leaf in given:
         hint += "; it is in its kwargs too: give it once"

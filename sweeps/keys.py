@@ -43,8 +43,13 @@ def _node_type(annotation: Any) -> Any:
     return None
 
 
-def _nearest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+def did_you_mean(name: str, names: list[str], cutoff: float = 0.6) -> str:
+    """'; did you mean amp_bf16?': the one name that holds what was typed, else the closest by difflib; '' if none.
+
+    A name that holds it comes first: bf16 is amp_bf16 sooner than fp16, one letter away.
+    """
+    holding = [n for n in names if name and name.lower() in n.lower()]
+    close = holding if len(holding) == 1 else difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
     return f"; did you mean {close[0]}?" if close else ""
 
 
@@ -77,7 +82,7 @@ def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
             belongs = ADDED_BELONGS.get(where, "") if added and depth == len(parts) - 1 else ""
             hint = f"; {belongs.format(leaf=part, value=value)}" if belongs else ""
             return (
-                f"{shown}: {'the config' if not where else where} has no key {part!r}{_nearest(part, list(fields))}"
+                f"{shown}: {'the config' if not where else where} has no key {part!r}{did_you_mean(part, list(fields))}"
                 f"{hint} (its keys: {listed})"
             )
         annotation = _hints(node)[part]

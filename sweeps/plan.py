@@ -19,7 +19,6 @@ A name that both have is refused, never shadowed.
 """
 
 import dataclasses
-import difflib
 import importlib.util
 import random
 import re
@@ -175,7 +174,7 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
     """The overrides of each grid that sweep file `name` stands for, at `scale`."""
     path = sweep_path(name, dirs)
     if safe_name(name) != name or not path.is_file():
-        close = _nearest(name, available_sweeps(dirs))
+        close = keys.did_you_mean(name, available_sweeps(dirs))
         raise PlanError(
             [f"unknown sweep {name!r} (sweep={name}){close}; available: {', '.join(available_sweeps(dirs))}"]
         )
@@ -506,11 +505,6 @@ _UNKNOWN_OPTION = re.compile(r"Could not find '(\w+)/([^']+)'")
 _OUTSIDE_SET = re.compile(r"Invalid value '([^']+)', expected one of \[([^\]]*)\]")
 
 
-def _nearest(value: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
 def _hint(message: str) -> str:
     """What to write instead, for the composition errors whose fix is not in Hydra's message.
 
@@ -520,13 +514,14 @@ def _hint(message: str) -> str:
         return " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
     outside = _OUTSIDE_SET.search(message)
     if outside:
-        return _nearest(outside.group(1), [v.strip() for v in outside.group(2).split(",")]).replace(";", "\n ", 1)
+        allowed = [value.strip() for value in outside.group(2).split(",")]
+        return keys.did_you_mean(outside.group(1), allowed).replace(";", "\n ", 1)
     unknown = _UNKNOWN_OPTION.search(message)
     if not unknown:
         return ""
     group, name = unknown.groups()
     options = re.findall(r"^\t(\S+)$", message, re.M)
-    hint = _nearest(name, options).replace(";", "\n ", 1)
+    hint = keys.did_you_mean(name, options).replace(";", "\n ", 1)
     if group == "model":
         hint += (
             f"\n  (those are presets; any timm or torchvision model runs by its name: model.name={name} "

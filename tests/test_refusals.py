@@ -56,6 +56,7 @@ BAD = [
     ["input_type=subclas"],
     ["memory_format.name=chanels_last"],
     ["sweep=defualt"],
+    ["precision=bf16"],
     ["+model.kwargs.num_classes=10"],
     # one name for two things, which the table would show as one
     ["model=resnet18,mylib.models.resnet18"],

@@ -15,7 +15,6 @@ It imports the user's modules to do so, as the runs will.
 A run builds what the paths name where it runs.
 """
 
-import difflib
 import functools
 import importlib
 import inspect
@@ -30,6 +29,7 @@ from torch.utils._pytree import tree_leaves
 
 from perfsweep.conf.import_paths import targets_of
 from perfsweep.records.code import CODE_VERSION, PROJECT_ROOT, is_working_copy, module_place
+from perfsweep.sweeps.keys import did_you_mean
 
 PERFSWEEP = PROJECT_ROOT  # perfsweep's own code: never the user's frames
 
@@ -41,14 +41,13 @@ class TargetError(ValueError):
     """
 
 
+# The nearest of a user's own names: held to a closer match than the schema's keys.
+_nearest = functools.partial(did_you_mean, cutoff=0.7)
+
+
 def _public(module: Any) -> list[str]:
     """What a module (or class) defines: its public names, but the modules it imported."""
     return sorted(n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v))
-
-
-def _nearest(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.7)
-    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _import(module: str) -> Any:

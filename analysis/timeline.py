@@ -60,6 +60,15 @@ def sweep_folders(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
+def _told_apart(folders: list[Path]) -> dict[Path, str]:
+    """Each folder by its name, or by as many of its last parts as tell it from the others: runs-a/default."""
+    for parts in range(1, max((len(folder.parts) for folder in folders), default=1) + 1):
+        names = {folder: "/".join(folder.parts[-parts:]) for folder in folders}
+        if len(set(names.values())) == len(folders):
+            return names
+    return {folder: str(folder) for folder in folders}
+
+
 def _launched_at(sweep_dir: Path) -> float:
     from datetime import datetime
 
@@ -71,20 +80,24 @@ def _tested(run: RunRecord) -> dict:
     return run.status.code_under_test or {}
 
 
-def _points_by_commit(done: dict[Path, list[RunRecord]]) -> list[Point]:
-    """A point per commit; a dirty commit's sweep is a point of its own (its edits are its own)."""
+def _points_by_commit(done: dict[Path, list[RunRecord]], names: dict[Path, str]) -> list[Point]:
+    """A point per commit; a dirty commit's sweep is a point of its own (its edits are its own).
+
+    `names` tells the sweep folders apart.
+    """
     by_commit: dict[tuple, Point] = {}
     for sweep_dir, runs in done.items():
+        name = names[sweep_dir]
         for run in runs:
             tested = _tested(run)
             dirty = bool(tested.get("dirty"))
-            key = (tested["commit"], dirty, sweep_dir.name if dirty else "")
+            key = (tested["commit"], dirty, name if dirty else "")
             point = by_commit.setdefault(
                 key, Point(key[0], dirty, tested.get("subject") or "", tested.get("committed_at") or 0.0, [], [])
             )
             point.runs.append(run)
-            if sweep_dir.name not in point.sweeps:
-                point.sweeps.append(sweep_dir.name)
+            if name not in point.sweeps:
+                point.sweeps.append(name)
     return list(by_commit.values())
 
 
@@ -117,9 +130,10 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
         raise HistoryError(f"no done runs in {', '.join(map(str, paths))}")
     if repository is not None and _rev_list(repository, "--max-count=1", "HEAD") is None:
         raise HistoryError(f"--repo {repository}: not a git repository with a commit")
-    unnamed = sorted(d.name for d, runs in done.items() if not all(_tested(r).get("commit") for r in runs))
+    names = _told_apart(list(done))
+    unnamed = sorted(names[d] for d, runs in done.items() if not all(_tested(r).get("commit") for r in runs))
     if unnamed:
-        points = [Point(None, False, "", _launched_at(d), [d.name], runs) for d, runs in done.items()]
+        points = [Point(None, False, "", _launched_at(d), [names[d]], runs) for d, runs in done.items()]
         points.sort(key=lambda p: p.at)
         said = ", ".join(unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
         return History(points, f"by launch time: the runs of {said} name no commit of the code under test")
@@ -128,7 +142,7 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
     if repository is None and len(repositories) > 1:
         listed = ", ".join(f"{where} ({count} runs)" for where, count in repositories.most_common())
         raise HistoryError(f"the runs measured commits of several repositories: {listed}; --repo PATH picks one")
-    points = _points_by_commit(done)
+    points = _points_by_commit(done, names)
     where = repository or Path(next(iter(repositories)))
     graph = _rev_list(where, "--topo-order", "--reverse", "HEAD") if repository else None
     graph = graph or _rev_list(where, "--topo-order", "--reverse", *sorted({p.commit for p in points}))

@@ -355,6 +355,24 @@ def test_each_dirty_sweep_is_a_point_of_its_own(tmp_path):
     ]
 
 
+def test_sweep_folders_of_one_name_are_points_named_apart(tmp_path):
+    """Every launch without sweep_name= makes a folder `default`: two dirty ones of one commit stay two points, and
+    sweeps that name no commit are labelled by as much of their path as tells them apart."""
+    repo = tmp_path / "repo"
+    (commit,) = generate(repo, commits=1, planted=None)
+    for where in ("a", "b"):
+        write_commit_sweep(tmp_path / "runs" / where / "default", repo, commit, dirty=True)
+    found = history([tmp_path / "runs" / "a" / "default", tmp_path / "runs" / "b" / "default"])
+    assert [p.sweeps for p in found.points] == [["a/default"], ["b/default"]]
+    for where in ("c", "d"):
+        folder = tmp_path / "plain" / where / "default"
+        folder.mkdir(parents=True)
+        write_run(folder, "t1", "tensor", "contiguous", 100.0)
+        records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    found = history([tmp_path / "plain" / "c" / "default", tmp_path / "plain" / "d" / "default"])
+    assert sorted(p.label for p in found.points) == ["c/default", "d/default"]
+
+
 def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_that_run_alone(tmp_path):
     expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters
     found = synthetic_history(np.random.default_rng(2), slower_from=5)

@@ -243,9 +243,12 @@ def write_report(args: argparse.Namespace) -> int:
 
 def upload(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views import wandb_online
-    from perfsweep.analysis.views.wandb_sweep import sync, tracker_conf
+    from perfsweep.analysis.views.wandb_sweep import nothing_to_sync, sync, tracker_conf
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
+    if none := nothing_to_sync(args.sweep_dir, conf):  # before the server: a later sync would send nothing either
+        print(none)
+        return 0
     try:
         return sync(args.sweep_dir, wandb_online.go_online(conf, wandb_online.offline(args.sweep_dir)))
     except wandb_online.WandbUnreachable as error:

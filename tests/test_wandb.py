@@ -251,6 +251,15 @@ def test_sync_and_report_stop_within_the_timeout_when_the_server_cannot_be_reach
     assert _files(sweep) == before, "the offline runs and the records are untouched"
 
 
+def test_sync_of_a_sweep_that_logged_nothing_says_so_before_it_asks_the_server(paired_sweep, monkeypatch):
+    """Its runs ran with W&B off: a later sync would send nothing either, so none is promised."""
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("WANDB_API_KEY", FAKE_KEY)
+    result = launch_here("sync", str(paired_sweep), "tracker.timeout_s=5")
+    assert result.returncode == 0 and "later" not in result.stdout + result.stderr, result.stderr
+    assert result.stdout == f"{paired_sweep}: no offline W&B runs to sync (it ran with tracker.mode=disabled)\n"
+
+
 class _ServerWithoutEntity(http.server.BaseHTTPRequestHandler):
     """A stand-in for a W&B server (none can exist here) whose key has no default entity."""
 

@@ -160,17 +160,21 @@ def offline_runs(sweep_dir: Path) -> list[Path]:
     return sorted(Path(sweep_dir).glob("*/wandb/offline-run-*")) + sorted(Path(sweep_dir).glob("wandb/offline-run-*"))
 
 
+def nothing_to_sync(sweep_dir: Path, conf: TrackerConf) -> str:
+    """Why the sweep has no offline W&B run to upload, where it has none; '' where it has some."""
+    if offline_runs(sweep_dir):
+        return ""
+    why = " (it ran with tracker.mode=disabled)" if conf.mode == "disabled" else ""
+    return f"{sweep_dir}: no offline W&B runs to sync{why}"
+
+
 def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project.
 
     Each run gets conf.timeout_s.
-    The caller has checked the key and the server (wandb_online.go_online).
+    The caller has checked that there are some (nothing_to_sync), and the key and the server.
     """
-    runs = offline_runs(sweep_dir)
-    if not runs:
-        print(f"{sweep_dir}: no offline W&B runs to sync")
-        return 0
-    return sync_runs(runs, conf, f"{user_command()} sync {sweep_dir}")
+    return sync_runs(offline_runs(sweep_dir), conf, f"{user_command()} sync {sweep_dir}")
 
 
 def sync_runs(runs: list[Path], conf: TrackerConf, again: str) -> int:

@@ -2,6 +2,7 @@
 
 import argparse
 import math
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -232,9 +233,20 @@ def _out_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a command that is not there names the nearest."""
+
+    def error(self, message: str):
+        if chosen := re.fullmatch(r"argument COMMAND: invalid choice: '(.*)' \(choose from (.*)\)", message):
+            from perfsweep.sweeps.keys import did_you_mean
+
+            message += did_you_mean(chosen[1], re.findall(r"'([^']*)'", chosen[2]))
+        super().error(message)
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     """The command line: a sweep's commands, then the views'."""
-    top = argparse.ArgumentParser(prog="perfsweep", description=description, add_help=False)
+    top = CommandParser(prog="perfsweep", description=description, add_help=False)
     commands = top.add_subparsers(title="commands", required=True, metavar="COMMAND")
     sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
     sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")

@@ -31,7 +31,10 @@ def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
     OmegaConf.register_new_resolver("perfsweep.commands", command_list, replace=True)
     flags = get_args_parser()
     flags.prog = "perfsweep"
-    overrides = flags.parse_intermixed_args(args).overrides
+    known, rest = flags.parse_known_intermixed_args(args)
+    if rest:  # argparse would name the overrides after an unknown flag too
+        flags.error(f"unrecognized arguments: {' '.join(a for a in rest if a.startswith('-')) or ' '.join(rest)}")
+    overrides = known.overrides
     unreadable, dirs = unreadable_overrides(overrides), ()
     try:
         dirs = config_dirs(overrides)[0] if not unreadable else ()

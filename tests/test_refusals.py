@@ -104,3 +104,11 @@ def test_resume_refuses_a_bad_override_and_changes_nothing(tmp_path):
         _refused(launch_here("resume", str(sweep), override), message)
     assert {path: path.read_bytes() for path in sweep.rglob("*.json")} == before
     assert all(records.read_status(path.parent).state == "done" for path in sweep.glob("*/status.json"))
+
+
+def test_a_command_or_a_flag_that_is_not_there_is_named_alone_with_the_nearest(tmp_path):
+    typo = launch_here("comapre", "a", "b")
+    assert typo.returncode == 2 and typo.stderr.rstrip().endswith("'report'); did you mean compare?"), typo.stderr
+    flag = launch_here("model=tiny_cnn", "--bogus", "tracker.mode=disabled", f"runs_dir={tmp_path}")
+    assert flag.returncode == 2 and flag.stderr.rstrip().endswith("error: unrecognized arguments: --bogus")
+    assert not any(tmp_path.iterdir())

@@ -164,18 +164,23 @@ def _ended(plan, outcome, show: bool) -> int:
     statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
     # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
     unstarted = {name: status for name, status in statuses.items() if status.over_budget}
+    # a resume plans only what is not done: the sweep's other runs decide too
+    others = set(records.planned_runs(plan.sweep_dir)) - set(statuses)
+    decided = any(s.state == records.DONE for s in statuses.values()) or any(
+        records.read_status(plan.sweep_dir / name).state == records.DONE for name in others
+    )
     if show:
         show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
         if unstarted:
-            print(budget_line(plan, unstarted))
-    nothing_done = not any(status.state == records.DONE for status in statuses.values())
-    return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and nothing_done) else 0
+            print(budget_line(plan, unstarted, decided))
+    return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and not decided) else 0
 
 
-def budget_line(plan, unstarted: dict) -> str:
+def budget_line(plan, unstarted: dict, decided: bool) -> str:
     """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
 
-    With no run done, the same budget may leave them all undone again.
+    `decided`: the sweep has a done run.
+    With none, the same budget may leave them all undone again.
     So the way on is without it.
     """
     from perfsweep import records
@@ -193,12 +198,12 @@ def budget_line(plan, unstarted: dict) -> str:
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     resume = f"{user_command()} resume {plan.sweep_dir}"
-    if done:
-        decided = f"the views above decide with the runs done. `{resume}` (or the same command) runs the rest"
+    if decided:
+        then = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
     else:
-        decided = (
+        then = (
             f"no run is done: nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; "
             "with this one, they may go undone again"
         )
     host = f"; the host: {host}" if host else ""
-    return f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{host}; {decided}"
+    return f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{host}; {then}"

@@ -306,9 +306,9 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
 
 
 def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_nothing_is_decided(tmp_path, capsys):
-    """Two runs done, then left to the budget as a launch leaves them: one, then both. With one done, the views decide
-    with it (exit 0) and the same command runs the rest. With none, nothing is decided (exit 1), and the way on is
-    without a budget: the same one may leave them undone again."""
+    """Two runs done, then left to the budget as a launch leaves them: one, then both. With one done, the sweep decides
+    with it (exit 0), a resume's plan of the other alone too, and the same command runs the rest. With none, nothing
+    is decided (exit 1), and the way on is without a budget: the same one may leave them undone again."""
     from perfsweep.commands.launching import _ended, _runner
     from perfsweep.launcher.submit import Outcome
     from perfsweep.launcher.submit import launch as submit
@@ -316,18 +316,18 @@ def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_not
     plan = build_plan([*FAST, "workload.impl=loop,broadcast", "tracker.mode=disabled", "launcher.budget_s=50",
                        f"runs_dir={tmp_path}"])  # fmt: skip
     submit(plan, [], _runner())
-    folders = [plan.sweep_dir / spec.name for spec in plan.runs]
-    resume = f"resume {plan.sweep_dir}"
-    for left, status, said in ((1, 0, f"decide with the runs done. `perfsweep {resume}` (or the same command) runs "
-                                "the rest"), (2, 1, f"nothing is decided. `perfsweep {resume} launcher.budget_s=null` "
-                                "runs them without a budget; with this one, they may go undone again")):  # fmt: skip
-        for folder in folders[:left]:
-            lifecycle.stop(folder, records.BUDGET, run_job.SPENT)
-        states = {folder.name: records.read_status(folder).state for folder in folders}
+    resume = f"perfsweep resume {plan.sweep_dir}"
+    on = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
+    undecided = f"nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; with this one, "
+    lone = dataclasses.replace(plan, runs=plan.runs[:1])  # a resume plans what is not done
+    for left, planned, status, said in ((1, plan, 0, on), (1, lone, 0, on), (2, plan, 1, undecided)):
+        for spec in plan.runs[:left]:
+            lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
+        states = {spec.name: records.read_status(plan.sweep_dir / spec.name).state for spec in planned.runs}
         capsys.readouterr()
-        assert _ended(plan, Outcome(states, [], [], [], followed=True), show=True) == status
+        assert _ended(planned, Outcome(states, [], [], [], followed=True), show=True) == status
         out = capsys.readouterr().out
-        assert out.splitlines()[-1].endswith(said), out[-3000:]
+        assert said in out.splitlines()[-1], out[-3000:]
 
 
 def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path, monkeypatch):

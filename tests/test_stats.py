@@ -12,7 +12,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
-from perfsweep.analysis.statistics.steps import noise, phase_stats
+from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
 from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.analysis.views import compare, plots
 from perfsweep.commands.__main__ import main as views_main
@@ -34,8 +34,8 @@ def test_the_distributions_are_scipy_stats_own():
 @pytest.mark.parametrize("n", [3, 10, 40])
 def test_spearman_is_scipys_with_ties_and_trends(n):
     rng = np.random.default_rng(n)
-    for trend in (0.0, 0.05, 1.0):
-        y = np.round(rng.normal(size=n) + trend * np.arange(n), 1)  # rounded: ties
+    for slope in (0.0, 0.05, 1.0):
+        y = np.round(rng.normal(size=n) + slope * np.arange(n), 1)  # rounded: ties
         rho, p = distributions.spearman(np.arange(n), y)
         expected = stats.spearmanr(np.arange(n), y)
         assert (rho, p) == pytest.approx((expected.statistic, expected.pvalue), abs=1e-12)
@@ -89,6 +89,12 @@ def test_a_run_getting_faster_with_one_late_stall_is_not_said_to_slow_down():
     steps = np.array([2.93, 2.26, 2.49, 1.79, 1.75, 1.71, 1.72, 1.59, 4.77, 1.62])
     (reason,) = noise(steps, phase_stats(steps))
     assert reason == "robust CV 30.2% > 10%: 1 outlier step of 10", reason
+
+
+def test_a_run_warming_up_then_slowing_down_is_not_steady_both_ways():
+    """Its fifths say warm-up, its ranks a slowdown: neither alone, and it is not steady."""
+    steps = np.concatenate([np.full(11, 20.0), np.linspace(10.0, 14.0, 89)])
+    assert trend(steps).endswith("(Spearman +0.41): step times move one way, then the other"), trend(steps)
 
 
 def test_outlier_steps_are_counted_not_dropped():

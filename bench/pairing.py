@@ -33,7 +33,7 @@ def ratio_of(paired: Speedup, apart: Speedup) -> str:
         return "unknown: a side is not replicated"
     diff = math.log(paired.value) - math.log(apart.value)
     low, high, _ = t_interval(diff, math.hypot(paired.se, apart.se), min(paired.df, apart.df), 0.95)
-    value, low_s, high_s = figures(math.exp(diff), low, high)
+    value, low_s, high_s = figures(math.exp(diff), low, high, apart=1.0)
     return f"{value}x [{low_s}, {high_s}] {'agree' if low <= 1 <= high else 'DIFFER'}"
 
 

@@ -61,8 +61,8 @@ def test_csv_gives_each_speed_up_as_a_ratio_its_bounds_and_its_word_in_columns_o
         else:
             ratio, low, high = (float(row[f"vs tensor{part}"]) for part in ("", " low", " high"))
             value, bounds = shown.split(" [")
-            assert f"{figures(ratio, low, high)[0]}x" == value and low < ratio < high
-            assert bounds.startswith(", ".join(figures(ratio, low, high)[1:]))
+            assert f"{figures(ratio, low, high, apart=1.0)[0]}x" == value and low < ratio < high
+            assert bounds.startswith(", ".join(figures(ratio, low, high, apart=1.0)[1:]))
             assert shown.endswith(row["vs tensor word"]) and row["vs tensor word"] and row["vs tensor basis"]
     assert text[(ODD, "channels_last")]["vs tensor"] == "-" and text[("tensor", "contiguous")]["vs tensor"] == "1.00x"
 

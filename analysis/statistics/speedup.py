@@ -30,6 +30,7 @@ ACROSS = "across runs"
 
 
 WIDE = 1000.0  # an interval whose high bound is this many times its low one spans orders of magnitude
+MORE_DIGITS = 3  # the most digits added to keep a figure out of a printed interval (figures' `apart`)
 
 
 def figures(value: float, low: float, high: float, apart: float | None = None) -> tuple[str, str, str]:
@@ -42,13 +43,20 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     `apart` is a figure the interval excludes, such as a ratio's 1.
-    The bounds then get the digits that keep it out.
+    The bounds then get the digits that keep it out, up to MORE_DIGITS more.
     So 1.04 is not printed 1.0 beside the word faster.
     """
     if 0 < low and high > WIDE * low and math.isfinite(high) and math.isfinite(value) and value > 0:
-        wide = _two_digits(value, round), _two_digits(low, math.floor, 1e-9), _two_digits(high, math.ceil, -1e-9)
-        if apart is None or not _touches(wide, low, high, apart):
-            return wide
+        near_low = apart is not None and low > apart  # the bound that may touch `apart` gets the digits
+        for digits in range(2, 2 + MORE_DIGITS + 1):
+            wide = (
+                _significant(value, round, 2),
+                _significant(low, math.floor, digits if near_low else 2, 1e-9),
+                _significant(high, math.ceil, 2 if near_low else digits, -1e-9),
+            )
+            if apart is None or not _touches(wide, low, high, apart):
+                break
+        return wide
     half = max(high - value, value - low)
     place = math.floor(math.log10(half / 2)) if half > 0 and math.isfinite(half) else -6
     if value and math.isfinite(value):
@@ -56,9 +64,10 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     smallest = min((abs(x) for x in (value, low, high) if x and math.isfinite(x)), default=1.0)
     place = min(place, math.floor(math.log10(smallest)))
     shown = _at(place, value, low, high)
-    while apart is not None and place > -9 and _touches(shown, low, high, apart):
-        place -= 1
-        shown = _at(place, value, low, high)
+    for more in range(1, MORE_DIGITS + 1):
+        if apart is None or not _touches(shown, low, high, apart):
+            break
+        shown = _at(place - more, value, low, high)
     return shown
 
 
@@ -77,11 +86,11 @@ def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float)
     return (low > apart and float(shown[1]) <= apart) or (high < apart and float(shown[2]) >= apart)
 
 
-def _two_digits(x: float, rounded: Callable[[float], float], slack: float = 0.0) -> str:
-    """`x` to two significant digits: written out from 0.001 to 10 000, else in exponent form."""
-    place = math.floor(math.log10(x)) - 1
+def _significant(x: float, rounded: Callable[[float], float], digits: int, slack: float = 0.0) -> str:
+    """`x` to `digits` significant digits: written out from 0.001 to 10 000, else in exponent form."""
+    place = math.floor(math.log10(x)) - digits + 1
     shown = rounded(x / 10.0**place + slack) * 10.0**place
-    return f"{shown:.{max(0, -place)}f}" if 1e-3 <= shown < 1e4 else f"{shown:.1e}"
+    return f"{shown:.{max(0, -place)}f}" if 1e-3 <= shown < 1e4 else f"{shown:.{digits - 1}e}"
 
 
 def percent(fraction: float) -> str:

@@ -7,13 +7,11 @@ import argparse
 
 from perfsweep.commands.run import run_sweep
 
-EXPLAINED = "explain"  # the sweep folder, inside a sweep, of its launch again with explain=true
-
 
 def show_explanations(args: argparse.Namespace) -> int:
     """The sweep's explanations; for a sweep run without explain=true, those of its launch again with it.
 
-    That launch goes into a sweep folder inside it, <sweep>/explain.
+    That launch goes into a sweep folder inside it, <sweep>/<sweep>-explain: W&B names it apart from others'.
     Its own runs decide and explain.
     So `history` and `export` over the runs folder leave it out.
     A later `explain` reads it, once it holds this sweep's launch with explain=true.
@@ -35,10 +33,10 @@ def show_explanations(args: argparse.Namespace) -> int:
     launched = records.last_launch(sweep_dir)
     if launched is None:
         raise ValueError(f"{sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")
-    again = sweep_dir / EXPLAINED
+    again = sweep_dir / f"{sweep_dir.name}-explain"
     dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=", "+explain=", "++runs_dir=", "++sweep_name=")
     words = [w for w in launched["argv"] if not w.startswith(dropped)]
-    words += ["explain=true", f"runs_dir={sweep_dir}", f"sweep_name={EXPLAINED}"]
+    words += ["explain=true", f"runs_dir={sweep_dir}", f"sweep_name={again.name}"]
     if again.is_dir():
         theirs = (records.last_launch(again) or {}).get("argv")
         if theirs != words:

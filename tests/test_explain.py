@@ -217,7 +217,7 @@ def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_insi
     monkeypatch.chdir(tmp_path / "default")
     shown = launch_here("explain", ".")
     assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
-    again = tmp_path / "default" / "explain"
+    again = tmp_path / "default" / "default-explain"
     assert f"its launch runs again with explain=true into {again}" in shown.stdout
     assert sweep_folders([tmp_path]) == [tmp_path / "default"], "no sweep of the runs folder: history leaves it out"
     assert "Explain: subclass vs tensor: " in shown.stdout, "the launch's views, the explanations among them"
@@ -231,7 +231,7 @@ def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tm
     fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
     fast += ["tracker.mode=disabled", "launcher=debug"]
     assert launch_here(*fast, f"runs_dir={tmp_path}").returncode == 0
-    inside = [f"runs_dir={tmp_path / 'default'}", "sweep_name=explain"]
+    inside = [f"runs_dir={tmp_path / 'default'}", "sweep_name=default-explain"]
     assert launch_here(*fast, "explain=true", "steps=4", *inside).returncode == 0
     refused = launch_here("explain", str(tmp_path / "default"))
     assert refused.returncode == 2 and "holds another launch than default's with explain=true" in refused.stderr

@@ -16,6 +16,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
+from perfsweep.analysis.views.wandb_sweep import offline_runs
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import (
@@ -258,6 +259,14 @@ def test_sync_of_a_sweep_that_logged_nothing_says_so_before_it_asks_the_server(p
     result = launch_here("sync", str(paired_sweep), "tracker.timeout_s=5")
     assert result.returncode == 0 and "later" not in result.stdout + result.stderr, result.stderr
     assert result.stdout == f"{paired_sweep}: no offline W&B runs to sync (it ran with tracker.mode=disabled)\n"
+
+
+def test_a_sweeps_offline_runs_leave_out_those_of_a_sweep_inside_it(tmp_path):
+    """explain's launch again is a sweep inside the sweep: its W&B runs are its own to sync."""
+    for folder in ("run1/wandb/offline-run-1", "wandb/offline-run-2", "default-explain/wandb/offline-run-3"):
+        (tmp_path / folder).mkdir(parents=True)
+    records.write_json(tmp_path / "default-explain" / records.SWEEP, {"uid": None, "runs": {}, "launches": []})
+    assert offline_runs(tmp_path) == [tmp_path / "run1/wandb/offline-run-1", tmp_path / "wandb/offline-run-2"]
 
 
 class _ServerWithoutEntity(http.server.BaseHTTPRequestHandler):

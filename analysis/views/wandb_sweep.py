@@ -157,7 +157,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
 
 
 def offline_runs(sweep_dir: Path) -> list[Path]:
-    return sorted(Path(sweep_dir).glob("*/wandb/offline-run-*")) + sorted(Path(sweep_dir).glob("wandb/offline-run-*"))
+    """The sweep's offline W&B runs: its runs', then its own; not those of a sweep inside it (explain's)."""
+    runs = [p for p in Path(sweep_dir).glob("*/wandb/offline-run-*") if not (p.parents[1] / records.SWEEP).is_file()]
+    return sorted(runs) + sorted(Path(sweep_dir).glob("wandb/offline-run-*"))
 
 
 def nothing_to_sync(sweep_dir: Path, conf: TrackerConf) -> str:
@@ -172,8 +174,11 @@ def sync(sweep_dir: Path, conf: TrackerConf) -> int:
     """Upload the sweep's offline W&B runs with `wandb sync` into conf's entity and project.
 
     Each run gets conf.timeout_s.
-    The caller has checked that there are some (nothing_to_sync), and the key and the server.
+    The caller has checked the key and the server.
     """
+    if none := nothing_to_sync(sweep_dir, conf):
+        print(none)
+        return 0
     return sync_runs(offline_runs(sweep_dir), conf, f"{user_command()} sync {sweep_dir}")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
-    """Hydra's own flags (--help, --cfg job, --info...), answered by Hydra's public entry point, hydra.main.
+    """Hydra's own flags (--help, --cfg hydra, --info...), answered by Hydra's public entry point, hydra.main.
 
     What Hydra would not take is refused first, with exit status 2:
 
@@ -96,6 +96,7 @@ def job_config_asked(words: list[str]) -> list[str] | None:
 
     None for any other flags.
     """
+    words = [part for word in words for part in (("--cfg", "job") if word == "--cfg=job" else (word,))]
     flags = [index for index, word in enumerate(words) if word.startswith("-")]
     if len(flags) != 1 or words[flags[0]] not in ("--cfg", "-c") or words[flags[0] + 1 : flags[0] + 2] != ["job"]:
         return None
@@ -109,14 +110,21 @@ def show_job_config(overrides: list[str]) -> int:
 
     Hydra alone would show its composition without the sweep file's params; the runs take them.
     What the planner refuses is refused, with exit status 2; the runs' own checks wait for a launch.
+    With repeats=auto, the first run is that of its first look, which runs without a budget.
     """
     import dataclasses
 
     from omegaconf import OmegaConf
 
+    from perfsweep.analysis.statistics.rounds import schedule
+    from perfsweep.records import AUTO
     from perfsweep.sweeps.plan import PlanError, build_plan
 
     try:
+        if AUTO in overrides:  # planned as commands/auto.py plans its first look
+            base = [o for o in overrides if o != AUTO]
+            looks = schedule(build_plan([*base, "repeats=1"]).settings.auto.max_runs)
+            overrides = [*base, f"repeats={looks[0]}", "launcher.budget_s=null"]
         plan = build_plan(overrides)
     except PlanError as error:
         print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in error.problems), file=sys.stderr)
@@ -125,6 +133,8 @@ def show_job_config(overrides: list[str]) -> int:
     differ = {key: list(dict.fromkeys(str(run.get(key)) for run in flat)) for key in flat[0] if key}
     swept = [f"{key} ({', '.join(values)})" for key, values in differ.items() if len(values) > 1]
     others = f"; the others differ in {', '.join(swept)}" if swept else ""
+    for notice in plan.notices:
+        print(f"perfsweep: {notice}", file=sys.stderr)
     print(f"# the first of the sweep's {len(plan.runs)} runs, {plan.runs[0].name}{others}")
     print(OmegaConf.to_yaml(OmegaConf.structured(plan.runs[0].config)), end="")
     return 0

@@ -72,6 +72,10 @@ def test_hydras_cfg_job_shows_the_config_the_first_run_runs_with_the_sweep_files
     head, config = shown.stdout.split("\n", 1)
     assert head.startswith(f"# the first of the sweep's 16 runs, {first.name}; the others differ in memory_format.name")
     assert "\nsteps: 10\nwarmup_steps: 3\n" in config and "  budget_s: 50.0\n" in config
+    auto = launch_here("--cfg=job", "model=tiny_cnn", "repeats=auto", f"runs_dir={tmp_path}")
+    assert auto.returncode == 0 and "\nrepeats: 3\n" in auto.stdout and "  budget_s: null\n" in auto.stdout, (
+        "its first look"
+    )
     refused = launch_here("-c", "job", "model=tiny_cnn", "precision=bf16", f"runs_dir={tmp_path}")
     assert refused.returncode == 2 and "Could not find 'precision/bf16'" in refused.stderr
     assert not any(tmp_path.iterdir())

@@ -234,13 +234,15 @@ def _out_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """argparse's parser, whose refusal of a command that is not there names the nearest."""
+    """argparse's parser, whose refusal of a command that is not there names the nearest of `commands`."""
+
+    commands: list[str] = []
 
     def error(self, message: str):
-        if chosen := re.fullmatch(r"argument COMMAND: invalid choice: '(.*)' \(choose from (.*)\)", message):
+        if chosen := re.match(r"argument COMMAND: invalid choice: '(.+?)'", message):
             from perfsweep.sweeps.keys import did_you_mean
 
-            message += did_you_mean(chosen[1], re.findall(r"'([^']*)'", chosen[2]))
+            message += did_you_mean(chosen[1], self.commands)
         super().error(message)
 
 
@@ -295,6 +297,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     search.set_defaults(handler=bisect)
     add_noise_command(commands)
     add_view_commands(commands)
+    top.commands = list(commands.choices)
     return top
 
 

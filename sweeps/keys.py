@@ -43,12 +43,15 @@ def _node_type(annotation: Any) -> Any:
     return None
 
 
+HELD = 3  # the fewest letters typed that a name holding them is suggested for: not 'a' for 'abc'
+
+
 def did_you_mean(name: str, names: list[str], cutoff: float = 0.6) -> str:
     """'; did you mean amp_bf16?': the one name that holds what was typed, else the closest by difflib; '' if none.
 
     A name that holds it comes first: bf16 is amp_bf16 sooner than fp16, one letter away.
     """
-    holding = [n for n in names if name and name.lower() in n.lower()]
+    holding = [n for n in names if len(name) >= HELD and name.lower() in n.lower()]
     close = holding if len(holding) == 1 else difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
     return f"; did you mean {close[0]}?" if close else ""
 

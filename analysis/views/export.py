@@ -6,8 +6,6 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, and samples per second.
   Its `benchmark_values` hold one value per run (process): each run's median.
-  Its benchmark's `extra_info` names the sweep folder.
-  That tells apart two sweeps of one sweep file.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<configuration>`).
   BMF holds one value a benchmark.
   Two sweeps that give the same benchmark are refused.
@@ -108,7 +106,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
             "dtype": str(fields.get("precision.name", "")),
-            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs)), "sweep": str(sweep_dir)},
+            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs))},
         }
         model = {
             "name": str(fields.get("model.name", config.first.summary.workload)),
@@ -172,7 +170,7 @@ def export(paths: list[Path], form: str) -> Any:
             if name in found:
                 raise ValueError(
                     f"--format bmf: {named_by[name]} and {folder} both give benchmark {name}, and a BMF report holds "
-                    "one value a benchmark: export one sweep a report"
+                    "one value a benchmark: export each sweep to a report of its own"
                 )
             found[name], named_by[name] = measures, folder
     return found

@@ -62,8 +62,8 @@ def sweep_folders(paths: list[Path]) -> list[Path]:
 
 def _told_apart(folders: list[Path]) -> dict[Path, str]:
     """Each folder by its name, or by as many of its last parts as tell it from the others: runs-a/default."""
-    for parts in range(1, max((len(folder.parts) for folder in folders), default=1) + 1):
-        names = {folder: "/".join(folder.parts[-parts:]) for folder in folders}
+    for parts in range(1, max((len(folder.parts) for folder in folders), default=1)):
+        names = {folder: "/".join(folder.parts[1:][-parts:]) for folder in folders}  # parts[0]: the root
         if len(set(names.values())) == len(folders):
             return names
     return {folder: str(folder) for folder in folders}

@@ -326,9 +326,9 @@ def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
 
     It says how many of the pairs changed, and which, with their final losses (medians where several).
     """
-    of_b = {round_of(run): run for run in b.runs}
-    pairs = [(run, of_b[round_of(run)]) for run in a.runs if round_of(run) in of_b]
-    pairs = [(ra, rb) for ra, rb in pairs if steps_trained(ra) == steps_trained(rb)]  # else not the same training
+    # paired by replicate, among the runs that trained as many steps: else not the same training
+    of_b = {(round_of(run), steps_trained(run)): run for run in b.runs}
+    pairs = [(run, of_b[key]) for run in a.runs if (key := (round_of(run), steps_trained(run))) in of_b]
     changed = [(ra, rb) for ra, rb in pairs if loss_moved(ra, rb, tolerance)]
     if not changed:
         return ""

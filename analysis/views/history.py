@@ -145,7 +145,7 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
         if len(rows) < len(found.points):
             left.append(f"{label}: in {len(rows)} of the {len(found.points)} points")
         made.append(judged(Series(label, rows, None, index=len(made), held=held), threshold))
-    return [with_hosts(series) for series in family(made)], left
+    return [with_context(series) for series in family(made)], left
 
 
 def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple[list[str], int]:
@@ -197,7 +197,7 @@ def family(made: list[Series]) -> list[Series]:
     return made
 
 
-def with_hosts(series: Series) -> Series:
+def with_context(series: Series) -> Series:
     """The series, with what its newest point did differently beside its flag.
 
     That is how long it measured, and what its host showed.

@@ -12,7 +12,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
-from perfsweep.analysis.statistics.steps import noise, phase_stats, trend
+from perfsweep.analysis.statistics.steps import above_noisy, noise, phase_stats, trend
 from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.analysis.views import compare, plots
 from perfsweep.commands.__main__ import main as views_main
@@ -95,6 +95,10 @@ def test_a_run_warming_up_then_slowing_down_is_not_steady_both_ways():
     """Its fifths say warm-up, its ranks a slowdown: neither alone, and it is not steady."""
     steps = np.concatenate([np.full(11, 20.0), np.linspace(10.0, 14.0, 89)])
     assert trend(steps).endswith("(Spearman +0.41): step times move one way, then the other"), trend(steps)
+
+
+def test_a_robust_cv_just_above_the_threshold_is_not_printed_at_it():
+    assert (above_noisy(0.1004), above_noisy(0.102), above_noisy(0.3)) == ("10.04%", "10.2%", "30.0%")
 
 
 def test_outlier_steps_are_counted_not_dropped():

@@ -104,4 +104,12 @@ def noise(steps: np.ndarray, stats: PhaseStats, host: str | None = None) -> list
     if not reasons:
         guess = " (a shared or throttling machine?)" if host is None else ""
         reasons.append(f"steps spread without a trend or outliers{guess}")
-    return [_with_host(f"robust CV {stats.robust_cv:.1%} > {NOISY:.0%}: " + "; ".join(reasons), host)]
+    return [_with_host(f"robust CV {above_noisy(stats.robust_cv)} > {NOISY:.0%}: " + "; ".join(reasons), host)]
+
+
+def above_noisy(cv: float) -> str:
+    """A robust CV above NOISY as a percentage, with the decimals that keep it above: 10.04%, not 10.0%."""
+    for decimals in range(1, 4):
+        if round(cv * 100, decimals) > NOISY * 100:
+            break
+    return f"{cv:.{decimals}%}"

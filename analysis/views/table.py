@@ -36,7 +36,7 @@ from perfsweep.analysis.statistics.drift import order_effect
 from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken, too_short
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
-from perfsweep.analysis.statistics.steps import NOISY, noise, phase_stats, trend
+from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 
@@ -372,8 +372,8 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
     shown = ([host] if host else []) + beyond_cpus(hosts)
     said = f"; host: {'; '.join(shown)}" if shown else ""
     return [
-        f"NOISY {len(flagged)} of {len(done)} runs: robust CV {min(cvs):.1%}-{max(cvs):.1%} > {NOISY:.0%}{said}; "
-        f"each run's reasons: `{user_command()} runs {sweep_dir}`"
+        f"NOISY {len(flagged)} of {len(done)} runs: robust CV {above_noisy(min(cvs))}-{max(cvs):.1%} > "
+        f"{NOISY:.0%}{said}; each run's reasons: `{user_command()} runs {sweep_dir}`"
     ]
 
 

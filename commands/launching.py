@@ -16,13 +16,16 @@ def said(plan) -> None:
         print(f"perfsweep: {line}", file=sys.stderr)
 
 
-def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False, progress=None) -> int:
+def launch_plan(
+    plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False, progress=None, shown: list[str] = ()
+) -> int:
     """Plan by calling `plan_of`, check the plan, build its environments, and launch it.
 
     It then prints the views of the records, or where to follow the jobs.
     With `show` false, it prints no views.
     `quiet_envs` says the environments were built and reported before.
     `progress` counts the runs over several launches (launcher/progress.py); by default, this one's alone.
+    `shown` names the runs the views show, where they are more than the plan's: a resume's sweep, done runs included.
     A budget (launcher.budget_s) counts from here: the planning, checks and builds are the launch's time too.
     """
     from perfsweep.launcher.submit import launch
@@ -39,7 +42,7 @@ def launch_plan(plan_of, argv: list[str], show: bool = True, quiet_envs: bool = 
         outcome = launch(plan, argv, _runner(), pythons, progress, began=began)
     except _stops() as error:
         return _stopped(error, plan)
-    return _ended(plan, outcome, show)
+    return _ended(plan, outcome, show, shown)
 
 
 def _checked(plan, show: bool, quiet_envs: bool) -> dict:
@@ -145,7 +148,7 @@ def _stopped(error: BaseException, plan) -> int:
     return 2
 
 
-def _ended(plan, outcome, show: bool) -> int:
+def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     """What the launch did: runs skipped or busy, jobs submitted, or the views; its exit status."""
     if outcome.skipped:
         print(f"{len(outcome.skipped)} runs were already done and were not run again")
@@ -170,7 +173,7 @@ def _ended(plan, outcome, show: bool) -> int:
         records.read_status(plan.sweep_dir / name).state == records.DONE for name in others
     )
     if show:
-        show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker)
+        show_sweep(plan.sweep_dir, list(shown) or [spec.name for spec in plan.runs], plan.settings.tracker)
         if unstarted:
             print(budget_line(plan, unstarted, decided))
     return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and not decided) else 0

@@ -1,6 +1,7 @@
 """`perfsweep run` (a sweep, once or in rounds), `status` and `resume`."""
 
 import argparse
+import functools
 import sys
 
 from perfsweep.commands.launching import MULTIRUN, launch_plan
@@ -68,7 +69,9 @@ def resume(args: argparse.Namespace) -> int:
 
     launched = (records.last_launch(args.sweep_dir) or {}).get("argv", [])
     auto = launched if records.AUTO in launched else None
-    status = launch_plan(lambda: recorded_plan(args.sweep_dir, args.overrides), args.argv, show=auto is None)
+    every = list(records.planned_runs(args.sweep_dir))  # the views show the sweep's done runs too
+    plan_of = functools.partial(recorded_plan, args.sweep_dir, args.overrides)
+    status = launch_plan(plan_of, args.argv, show=auto is None, shown=every)
     if auto is None or status not in (0, 1):
         return status
     from perfsweep.commands.auto import launch_rounds

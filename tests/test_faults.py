@@ -439,3 +439,12 @@ def test_resume_names_runs_jsonl_when_runs_that_never_started_cannot_be_rebuilt(
     result = launch_here("resume", str(sweep))
     assert result.returncode == 2
     golden.says("resume without runs.jsonl", result.stderr, {tmp_path: "<tmp>", never_started.name: "<run>"})
+
+
+def test_a_resume_shows_the_whole_sweep_not_only_the_runs_it_ran(two_done, tmp_path):
+    """It plans only what is not done; its table and verdicts rest on the sweep's every run, as `table` does."""
+    sweep = Path(shutil.copytree(two_done, tmp_path / "runs" / "default"))
+    lifecycle.stop(sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0], records.BUDGET, "a budget ran out")
+    resumed = launch_here("resume", str(sweep))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "[1/1] done" in resumed.stdout and f"{sweep}: 2 runs, 2 done, 0 failed" in resumed.stdout

@@ -187,6 +187,9 @@ def test_the_replicates_view_compares_along_the_axis_asked_for_as_the_table_does
     assert "| 1.25" in cells["contiguous"] and "| 1.00x" in cells["channels_last"]
     shown_with_table = launch_here("table", str(sweep_dir), "--vs", "memory_format=channels_last")
     assert shown_with_table.stdout.count("vs channels_last") == 2 and "vs contiguous" not in shown_with_table.stdout
+    tabled = next(row for row in shown_with_table.stdout.splitlines() if row.startswith("| contiguous"))
+    word = "1.25x [1.25, 1.25] undetermined |"  # no spread between the runs' ratios: no test, so no verdict
+    assert word in tabled and word in cells["contiguous"], "the word the table gives"
 
 
 @pytest.mark.parametrize("runs", [1, 3])

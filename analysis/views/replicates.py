@@ -128,7 +128,8 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
     versus = comparisons(configs)
     cost = costs(runs)
     names = labels(configs)
-    level = rule_of(sweep_dir, runs).level
+    rule = rule_of(sweep_dir, runs)
+    level = rule.level
     items = [row(c, {axis: of.get(c.key) for axis, of in along.items()}) for c in configs]
     paired = any(item.sides is not None for item in items)
     columns = [
@@ -158,8 +159,8 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         *(
             Column(
                 vs_label(versus, axis),
-                lambda row, axis=axis: as_text(over_baseline(row.config, row.baselines[axis], level)),
-                lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level)),
+                lambda row, axis=axis: as_text(over_baseline(row.config, row.baselines[axis], level), rule.word),
+                lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level), rule.word),
                 PARTS,
             )
             for axis in along

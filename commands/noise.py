@@ -5,7 +5,7 @@
 It runs an A/A of one configuration: the default sweep's first (ResNet18, Tensor, contiguous), or the overrides'.
 It runs it two ways, each in `--processes` processes, W&B off:
 
-- paired: the configuration as both sides of each process (label=a,b, pairing=auto);
+- paired: the configuration as both sides of each process (label=a,b made an axis, pairing=auto);
 - apart: one process a run (pairing=process).
 
 It prints each way's spread (between and within processes, and between the paired sides, as `replicates` names

@@ -1,5 +1,6 @@
 """repeats=auto: the schedule of looks, what a look decides and says, and a launch that stops by itself."""
 
+import dataclasses
 import io
 import re
 import shutil
@@ -72,6 +73,18 @@ def test_the_table_of_a_sweep_that_repeats_auto_decided_says_what_its_looks_said
     assert shown.notes[0].startswith("vs words: slower or faster where the 99% interval excludes 1.00x")
     launched(tmp_path, ["repeats=auto"], ["repeats=3"])
     assert vs_cells(table.table_view(tmp_path, runs))["subclass"] == "0.96x [0.94, 0.99] slower"
+
+
+def test_a_launch_again_with_a_larger_cap_is_judged_at_the_level_of_its_own_looks(tmp_path):
+    """Its earlier rounds were planned under auto.max_runs=5 (2 looks); its own, under 7 (3 looks)."""
+    runs = synthetic.sweep(synthetic.grid(), 5, synthetic.Noise(), np.random.default_rng(2))
+    runs = [dataclasses.replace(r, fields=r.fields | {"auto.max_runs": 5 if r.fields["replicate"] < 3 else 7})
+            for r in runs]  # fmt: skip
+    first = [r.name for r in runs if r.fields["replicate"] < 3]
+    said = [{"at": records.now(), "argv": ["repeats=auto", f"auto.max_runs={cap}"], "runs": names}
+            for cap, names in ((5, first), (7, [r.name for r in runs]))]  # fmt: skip
+    records.write_json(tmp_path / records.SWEEP, {"uid": "x", "runs": {}, "launches": said})
+    assert rounds.rule_of(tmp_path, runs).looks == len(rounds.schedule(7)) == 3
 
 
 def test_one_run_a_side_is_never_decided():

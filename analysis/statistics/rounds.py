@@ -64,10 +64,15 @@ def rule_of(sweep_dir: Path | str, runs: list[RunRecord]) -> Rule:
     """The rule of every view of a sweep.
 
     The level is that of repeats=auto's looks where its last launch was repeats=auto, else 95%.
-    The margin and the looks are the settings of the runs that launch planned.
+    The margin and the looks are the settings of the runs that launch planned first.
     """
     launch = records.last_launch(Path(sweep_dir)) or {}
-    planned = [run for run in runs if run.name in launch.get("runs", [])] or runs
+    launches = (records.read_manifest(Path(sweep_dir)) or {}).get("launches", [])
+    earlier = launches[: launches.index(launch)] if launch in launches else []
+    before = {name for each in earlier for name in each.get("runs", [])}
+    planned = [run for run in runs if run.name in launch.get("runs", [])]
+    # the runs it planned first carry its settings: a launch again with a larger auto.max_runs keeps the earlier rounds
+    planned = [run for run in planned if run.name not in before] or planned or runs
     margin = setting(planned, "half_width")
     if records.AUTO not in launch.get("argv", []):
         return Rule(LEVEL, margin)

@@ -117,7 +117,7 @@ def show_job_config(overrides: list[str]) -> int:
     from omegaconf import OmegaConf
 
     from perfsweep.analysis.statistics.rounds import schedule
-    from perfsweep.records import AUTO
+    from perfsweep.records import AUTO, flatten
     from perfsweep.sweeps.plan import PlanError, build_plan
 
     try:
@@ -127,10 +127,10 @@ def show_job_config(overrides: list[str]) -> int:
             overrides = [*base, f"repeats={looks[0]}", "launcher.budget_s=null"]
         plan = build_plan(overrides)
     except PlanError as error:
-        print("perfsweep: nothing was run:\n" + "\n".join(f"- {line}" for line in error.problems), file=sys.stderr)
+        print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
-    flat = [_flat(dataclasses.asdict(spec.config)) for spec in plan.runs]
-    differ = {key: list(dict.fromkeys(str(run.get(key)) for run in flat)) for key in flat[0] if key}
+    flat = [flatten(dataclasses.asdict(spec.config)) for spec in plan.runs]
+    differ = {key: list(dict.fromkeys(str(run.get(key)) for run in flat)) for key in flat[0]}
     swept = [f"{key} ({', '.join(values)})" for key, values in differ.items() if len(values) > 1]
     others = f"; the others differ in {', '.join(swept)}" if swept else ""
     for notice in plan.notices:
@@ -138,14 +138,3 @@ def show_job_config(overrides: list[str]) -> int:
     print(f"# the first of the sweep's {len(plan.runs)} runs, {plan.runs[0].name}{others}")
     print(OmegaConf.to_yaml(OmegaConf.structured(plan.runs[0].config)), end="")
     return 0
-
-
-def _flat(tree: dict, prefix: str = "") -> dict:
-    """A nested dict's leaves by dotted key."""
-    found = {}
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            found |= _flat(value, f"{prefix}{key}.")
-        else:
-            found[f"{prefix}{key}"] = value
-    return found

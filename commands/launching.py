@@ -167,13 +167,10 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
     # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
     unstarted = {name: status for name, status in statuses.items() if status.over_budget}
-    # a resume plans only what is not done: the sweep's other runs decide too
-    others = set(records.planned_runs(plan.sweep_dir)) - set(statuses)
-    decided = any(s.state == records.DONE for s in statuses.values()) or any(
-        records.read_status(plan.sweep_dir / name).state == records.DONE for name in others
-    )
+    names = list(shown) or list(statuses)  # a resume plans only what is not done: the views show the rest too
+    decided = any(records.read_status(plan.sweep_dir / name).state == records.DONE for name in names)
     if show:
-        show_sweep(plan.sweep_dir, list(shown) or [spec.name for spec in plan.runs], plan.settings.tracker)
+        show_sweep(plan.sweep_dir, names, plan.settings.tracker)
         if unstarted:
             print(budget_line(plan, unstarted, decided))
     return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and not decided) else 0

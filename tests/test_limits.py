@@ -319,13 +319,18 @@ def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_not
     resume = f"perfsweep resume {plan.sweep_dir}"
     on = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
     undecided = f"nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; with this one, "
-    lone = dataclasses.replace(plan, runs=plan.runs[:1])  # a resume plans what is not done
-    for left, planned, status, said in ((1, plan, 0, on), (1, lone, 0, on), (2, plan, 1, undecided)):
+    lone = dataclasses.replace(plan, runs=plan.runs[:1])  # a resume plans what is not done, and shows every run
+    every = [spec.name for spec in plan.runs]
+    for left, planned, shown, status, said in (
+        (1, plan, (), 0, on),
+        (1, lone, every, 0, on),
+        (2, plan, (), 1, undecided),
+    ):
         for spec in plan.runs[:left]:
             lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
         states = {spec.name: records.read_status(plan.sweep_dir / spec.name).state for spec in planned.runs}
         capsys.readouterr()
-        assert _ended(planned, Outcome(states, [], [], [], followed=True), show=True) == status
+        assert _ended(planned, Outcome(states, [], [], [], followed=True), show=True, shown=shown) == status
         out = capsys.readouterr().out
         assert said in out.splitlines()[-1], out[-3000:]
 

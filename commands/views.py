@@ -8,15 +8,21 @@ import argparse
 import sys
 from pathlib import Path
 
+# `table` of a sweep with no run done: it measured nothing, so a script must not read it as an answer.
+EXIT_NOTHING_DONE = 1
+
 
 def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection import store
     from perfsweep.analysis.bisection.view import view
     from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
-    from perfsweep.records import load_sweep
+    from perfsweep.records import DONE, load_sweep
 
     form = table_format(args)
+    status = 0 if any(run.state == DONE for run in load_sweep(args.sweep_dir)) else EXIT_NOTHING_DONE
+    if status:
+        print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
     if args.repro:
         print(render(table.repro_view(args.sweep_dir, load_sweep(args.sweep_dir)), form), end="")
         return 0
@@ -27,12 +33,12 @@ def show_table(args: argparse.Namespace) -> int:
         from perfsweep.analysis.views.timm_csv import timm_view
 
         print(render(timm_view(args.sweep_dir), form), end="")
-        return 0
+        return status
     if form != "markdown":  # the table alone, as data or for a paper
         print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
-        return 0
+        return status
     print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
-    return 0
+    return status
 
 
 def table_format(args: argparse.Namespace) -> str:

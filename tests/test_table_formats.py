@@ -19,7 +19,7 @@ from perfsweep.analysis.render import as_json
 from perfsweep.analysis.statistics.speedup import figures
 from perfsweep.analysis.views.table import table_view, view
 from tests import synthetic
-from tests.helpers import launch_here
+from tests.helpers import launch_here, write_run
 
 ODD = "sub_class&x%y|z"  # an axis value that LaTeX and markdown must escape
 LEVELS = {
@@ -149,3 +149,15 @@ def test_memory_by_phase_is_a_number_a_phase_as_data():
     header = "MiB by phase (net on a CPU)"
     assert row[f"{header} forward"] == 12.5 and row[f"{header} backward"] == 3.0 and row[f"{header} optimizer"] is None
     assert shown.rows[0][shown.header.index(header)] == "forward 12.5 backward 3"
+
+
+@pytest.mark.parametrize("form", ["markdown", "csv", "json"])
+def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answers(tmp_path, form):
+    for name, input_type in (("a", "tensor"), ("b", "subclass")):
+        write_run(tmp_path, name, input_type, "contiguous", 100.0, state="failed")
+    failed = launch_here("table", str(tmp_path), "--format", form)
+    assert failed.returncode == 1, failed.stdout
+    assert f"no run of {tmp_path} is done" in failed.stderr
+    shutil.rmtree(tmp_path / "a")
+    write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
+    assert launch_here("table", str(tmp_path), "--format", form).returncode == 0

@@ -131,6 +131,10 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     if axis not in axes:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
     values = sorted({r.axis(axis) for r in runs})
+    if not value:
+        raise ValueError(
+            f"--vs {vs}: give the value to compare against, --vs {axis}=VALUE; its values: {', '.join(values)}"
+        )
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
     return [dataclasses.replace(r, baselines={axis: value}) for r in runs]

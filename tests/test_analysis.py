@@ -127,7 +127,12 @@ def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
         ("contiguous", "subclass"): "1.00x",
         ("channels_last", "subclass"): "1.50x",
     }
-    for vs, named in [("compiled=eager", "'compiled' is not an axis"), ("memory_format=cl", "memory_format='cl'")]:
+    refused = [
+        ("compiled=eager", "'compiled' is not an axis"),
+        ("memory_format=cl", "memory_format='cl'"),
+        ("memory_format", "--vs memory_format=VALUE; its values: channels_last, contiguous"),
+    ]
+    for vs, named in refused:
         assert analysis_cli(["table", str(sweep), "--vs", vs]) == 2
         assert named in capsys.readouterr().err
 

@@ -135,6 +135,7 @@ def show_job_config(overrides: list[str]) -> int:
     others = f"; the others differ in {', '.join(swept)}" if swept else ""
     for notice in plan.notices:
         print(f"perfsweep: {notice}", file=sys.stderr)
-    print(f"# the first of the sweep's {len(plan.runs)} runs, {plan.runs[0].name}{others}")
+    which = f"the first of the sweep's {len(plan.runs)} runs" if len(plan.runs) > 1 else "the sweep's one run"
+    print(f"# {which}, {plan.runs[0].name}{others}")
     print(OmegaConf.to_yaml(OmegaConf.structured(plan.runs[0].config)), end="")
     return 0

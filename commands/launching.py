@@ -6,6 +6,7 @@ from pathlib import Path
 
 from perfsweep import user_command
 from perfsweep.commands.views import show_sweep
+from perfsweep.records.words import counted
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
 
@@ -70,7 +71,7 @@ def _announce(plan) -> None:
 
     if line := floor_line(plan):
         print(line)
-    print(f"sweep {plan.sweep_dir}: {len(plan.runs)} runs, {plan.settings.launcher.parallelism} at a time")
+    print(f"sweep {plan.sweep_dir}: {counted(len(plan.runs), 'run')}, {plan.settings.launcher.parallelism} at a time")
     if pairing := described(list(plan.runs)):
         print(pairing)
 
@@ -98,9 +99,11 @@ def floor_line(plan) -> str | None:
     if floor is None:
         return None
     spread = floor.apart if plan.settings.pairing == "process" else floor.paired
+    where = ("runs_dir=", "sweep_name=", "tracker.")  # where it wrote, not what it measured
+    measured = " ".join(["perfsweep noise", *(o for o in floor.overrides if not o.startswith(where))])
     return (
         f"this machine decides about {noise.decided(spread, noise.SAID_BUDGET_S)} in {noise.SAID_BUDGET_S // 60} "
-        f"min (perfsweep noise, {floor.measured[:10]})"
+        f"min ({measured}, {floor.measured[:10]})"
     )
 
 
@@ -150,16 +153,21 @@ def _stopped(error: BaseException, plan) -> int:
 
 def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     """What the launch did: runs skipped or busy, jobs submitted, or the views; its exit status."""
-    if outcome.skipped:
-        print(f"{len(outcome.skipped)} runs were already done and were not run again")
-    if outcome.busy:
-        print(f"{len(outcome.busy)} runs are still queued or running from an earlier launch; not submitted again")
+    if skipped := len(outcome.skipped):
+        were = "was" if skipped == 1 else "were"
+        print(f"{counted(skipped, 'run')} {were} already done and {were} not run again")
+    if busy := len(outcome.busy):
+        print(
+            f"{counted(busy, 'run')} {'is' if busy == 1 else 'are'} still queued or running from an earlier launch; "
+            "not submitted again"
+        )
     if not outcome.followed and not outcome.job_ids:
         print("nothing submitted")
         return 0
     if not outcome.followed:
         submitted = len(plan.runs) - len(outcome.skipped) - len(outcome.busy)
-        print(f"submitted {submitted} runs as jobs {', '.join(outcome.job_ids)}")
+        jobs = "job" if len(outcome.job_ids) == 1 else "jobs"
+        print(f"submitted {counted(submitted, 'run')} as {jobs} {', '.join(outcome.job_ids)}")
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
     from perfsweep import records
@@ -206,4 +214,4 @@ def budget_line(plan, unstarted: dict, decided: bool) -> str:
             "with this one, they may go undone again"
         )
     host = f"; the host: {host}" if host else ""
-    return f"perfsweep: {head}: of {len(plan.runs)} runs, {' and '.join(said)}{host}; {then}"
+    return f"perfsweep: {head}: of {counted(len(plan.runs), 'run')}, {' and '.join(said)}{host}; {then}"

@@ -10,6 +10,8 @@ import sys
 import time
 from typing import TextIO
 
+from perfsweep.records import PENDING
+from perfsweep.records.words import counted
 from perfsweep.sweeps.spec import RunSpec
 
 OWN_PARTS = ("startup_s", "warmup_s", "window_s", "records_s")  # a run's time, as it measured it, part by part
@@ -44,8 +46,11 @@ class Progress:
             self._line(f"{self.count(self.started)} start  {spec.name}")
 
     def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
-        self.running(spec)
         self.finished += 1
+        if state == PENDING and spec.name not in self.running_since:  # never started: the budget left it
+            self._line(f"{self.count(self.finished)} {state:<6} {spec.name}  {detail}{self.left()}")
+            return
+        self.running(spec)
         seconds = time.monotonic() - self.running_since.pop(spec.name)
         spent = ""
         if timing:
@@ -68,7 +73,8 @@ class Progress:
         """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
         wall = time.monotonic() - self.began
         windows = sum(t.get("window_s", 0.0) for t in self.timings)
-        line = f"{self.finished} runs in {wall:.1f} s; measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
+        line = f"{counted(self.finished, 'run')} in {wall:.1f} s; "
+        line += f"measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
         startups = [t["startup_s"] for t in self.timings if "startup_s" in t]  # a record of another version may lack it
         if startups:
             line += f"; start-up per run median {statistics.median(startups):.2f} s"

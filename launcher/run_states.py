@@ -9,6 +9,7 @@ from pathlib import Path
 from perfsweep import records, user_command
 from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
+from perfsweep.records.words import counted
 
 
 @dataclasses.dataclass
@@ -109,7 +110,8 @@ def render(sweep_dir: Path) -> str:
         inside = sorted(p.parent.name for p in sweep_dir.glob(f"*/{records.SWEEP}"))
         each = f"; its sweeps: {', '.join(inside)} ({user_command()} status {sweep_dir}/SWEEP)" if inside else ""
         return "\n".join([f"{sweep_dir}: no runs{each}", *notes])
-    lines = [f"{sweep_dir}: {len(rows)} runs, " + ", ".join(f"{n} {s}" for s, n in counts.items() if n), *notes]
+    states = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines = [f"{sweep_dir}: {counted(len(rows), 'run')}, {states}", *notes]
     for row in rows:
         detail = f"  {row.status.error_line(160)}" if row.status.error else ""
         if row.state == UNREADABLE:

@@ -43,6 +43,7 @@ from perfsweep.launcher.turns import Turns
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
 from perfsweep.records.code import ci_run, commit_of, is_working_copy, module_place, under_test
 from perfsweep.records.lock import sweep_lock
+from perfsweep.records.words import counted
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import Plan
 
@@ -159,8 +160,9 @@ class Dispatcher:
                 arrays = sorted({job_id.split("_")[0] for job_id in submitted})
                 done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
                 raise SubmissionFailed(
-                    f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {left} runs were not "
-                    f"submitted (pending). `{user_command()} status {self.sweep_dir}` follows what was; "
+                    f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {counted(left, 'run')} "
+                    f"{'was' if left == 1 else 'were'} not submitted (pending). "
+                    f"`{user_command()} status {self.sweep_dir}` follows what was; "
                     f"`{user_command()} resume {self.sweep_dir}` submits the rest."
                 ) from error
             self._track(jobs, place)

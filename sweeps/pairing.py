@@ -13,6 +13,7 @@ import collections
 import dataclasses
 
 from perfsweep.conf.schema import Pairing
+from perfsweep.records.words import counted
 from perfsweep.sweeps.spec import RunSpec, canonical_json, run_fields
 
 # Axes whose sides a process holds at once, each side a model and inputs of its own.
@@ -144,7 +145,7 @@ def refusals(runs: list[RunSpec]) -> list[str]:
         if why:
             apart.setdefault(why, []).extend(spec.name for spec in group.runs)
     return [
-        f"pairing=in_process: {len(names)} run{'s' if len(names) > 1 else ''} cannot share a process with their "
+        f"pairing=in_process: {counted(len(names), 'run')} cannot share a process with their "
         f"comparison's other sides: {why} (first: {names[0]}); pairing=auto runs them apart"
         for why, names in apart.items()
     ]
@@ -160,15 +161,15 @@ def described(runs: list[RunSpec]) -> str:
     found = groups(runs)
     paired = [group for group in found if group.paired]
     sides = sum(len(group.runs) for group in paired)
-    processes = f"{len(paired)} process{'es' if len(paired) > 1 else ''}"
-    parts = [f"{sides} runs as {processes} of a comparison's sides"] if paired else []
+    processes = counted(len(paired), "process", "processes")
+    parts = [f"{counted(sides, 'run')} as {processes} of a comparison's sides"] if paired else []
     apart: collections.Counter[str] = collections.Counter()
     for group in found:
         apart[group.apart] += len(group.runs) if group.apart else 0
     apart.pop("", None)
-    parts += [f"{count} runs apart: {why}" for why, count in apart.items()]
+    parts += [f"{counted(count, 'run')} apart: {why}" for why, count in apart.items()]
     mixed = between_processes([spec for group in found if not group.apart for spec in group.runs])
     parts += [f"comparisons along {', '.join(mixed)} are between processes: {_held_apart(mixed)}"] if mixed else []
     alone = sum(len(group.runs) == 1 and not group.apart and not group.runs[0].config.baselines for group in found)
-    parts += [f"{alone} runs are compared along no axis, each in a process of its own"] if alone else []
+    parts += [f"{counted(alone, 'run')} compared along no axis, each in a process of its own"] if alone else []
     return f"pairing: {'; '.join(parts)}"

@@ -189,3 +189,10 @@ def test_a_runs_end_line_gives_no_less_time_than_its_own_parts(tiny_plan):
     progress.running(spec)
     progress.ended(spec, "done", "step 1 ms", {"startup_s": 0.08, "warmup_s": 0.01, "window_s": 0.7, "records_s": 0.05})
     assert f"[1/1] done   {spec.name}  step 1 ms  (0.8 s; start-up 0.08 s," in out.getvalue(), out.getvalue()
+
+
+def test_a_run_the_budget_left_unstarted_gets_one_line_and_no_start(tiny_plan):
+    out = io.StringIO()
+    progress, spec = Progress(1, out), tiny_plan().runs[0]
+    progress.ended(spec, records.PENDING, "the launch's budget ran out before it started")
+    assert out.getvalue() == f"[1/1] pending {spec.name}  the launch's budget ran out before it started\n"

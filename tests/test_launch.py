@@ -145,9 +145,11 @@ def test_hydra_flags_work_as_in_any_hydra_app():
     help_text = launch_here("--help")
     assert help_text.returncode == 0
     assert "perfsweep" in help_text.stdout and "input_type: " + ", ".join(sorted(INPUT_TYPES)) in help_text.stdout
-    cfg = launch_here("run", "--cfg", "job", "model=resnet50", "precision=amp_bf16")
+    one = ("input_type=tensor", "memory_format=contiguous", "repeats=1")
+    cfg = launch_here("run", "--cfg", "job", "model=resnet50", "precision=amp_bf16", *one)
     assert cfg.returncode == 0, cfg.stderr
     assert "name: resnet50" in cfg.stdout and "autocast_dtype: bfloat16" in cfg.stdout
+    assert cfg.stdout.startswith("# the sweep's one run, "), cfg.stdout.splitlines()[0]
 
 
 def test_help_lists_every_command_of_the_parser_with_what_it_does():

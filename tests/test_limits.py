@@ -280,8 +280,8 @@ def test_a_budget_that_runs_out_as_a_process_measures_stops_it_and_says_so(tmp_p
     stopped = runs[0].status.interrupted["reason"]
     assert re.fullmatch(r"launcher\.budget_s: the launch's budget ran out \d\.\d s into this run's process, before "
                         r"its steps were done; the host over it: others' CPU \d+%, steal \d+%", stopped)  # fmt: skip
-    assert "STOPPED 1 runs: the launch's budget (launcher.budget_s) ran out as they measured" in result.stdout
-    assert "NOT STARTED 1 runs: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
+    assert "STOPPED 1 run: the launch's budget (launcher.budget_s) ran out as they measured" in result.stdout
+    assert "NOT STARTED 1 run: the launch's budget (launcher.budget_s) ran out before them" in result.stdout
     line = result.stdout.splitlines()[-1]
     said = stopped.removeprefix("launcher.budget_s: ")
     head = f"perfsweep: launcher.budget_s=6: of 2 runs, 1 stopped ({said}) and 1 not started (the launch's budget "

@@ -54,7 +54,10 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
                         "tracker.mode=disabled", f"runs_dir={tmp_path}")  # fmt: skip
     assert later.returncode == 0, later.stderr
     said = later.stdout.splitlines()[0]
-    assert said.startswith("this machine decides about ±") and f"(perfsweep noise, {floor['measured'][:10]})" in said
+    assert (
+        said.startswith("this machine decides about ±")
+        and f"(perfsweep noise {' '.join(CONFIG)}, {floor['measured'][:10]})" in said
+    )
 
 
 def fake_sysfs(root, governor: str, no_turbo: str):

@@ -83,7 +83,7 @@ def test_a_record_of_the_wrong_shape_is_unreadable_and_every_command_goes_on(cas
             shown = launch_here(command[0], str(sweep), *command[1:])
             assert shown.returncode == 0, f"{command}: {shown.stderr}"
         table = launch_here("table", str(sweep))
-    assert "1 runs, 1 done" in table.stdout
+    assert "1 run, 1 done" in table.stdout
     said = [str(w.message) for w in caught if "skipping run a" in str(w.message)]
     assert said and f"{victim} is unreadable (not a valid " in said[0], said
     assert victim.read_bytes() == before, "a reader changes nothing"

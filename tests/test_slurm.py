@@ -157,7 +157,7 @@ def test_submit_returns_then_status_follows(on_slurm, tmp_path):
     sweep = tmp_path / "runs" / "default"
     result = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")
     assert result.returncode == 0, result.stderr
-    assert "submitted 2 runs as jobs" in result.stdout and f"perfsweep status {sweep}" in result.stdout
+    assert re.search(r"submitted 2 runs as jobs? \d", result.stdout) and f"perfsweep status {sweep}" in result.stdout
     assert "[1/2]" not in result.stdout, "the launcher returned without following the runs"
     jobs = records.read_json(sweep / records.JOBS)
     again = launch_here(*SLURM, "input_type=tensor,subclass", f"runs_dir={tmp_path / 'runs'}")
@@ -228,7 +228,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
     assert refused.returncode == 2 and "not: steps=3" in refused.stderr, "what a run measures cannot change"
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "1 runs, 1 done" in launch_here("status", str(sweep)).stdout
+    assert "1 run, 1 done" in launch_here("status", str(sweep)).stdout
     steps = [records.read_steps(p.parent / records.STEPS).num_rows for p in sweep.glob("*/status.json")]
     assert steps == [501], steps
     again = launch_here("resume", str(sweep))

@@ -161,3 +161,8 @@ def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answe
     shutil.rmtree(tmp_path / "a")
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
     assert launch_here("table", str(tmp_path), "--format", form).returncode == 0
+
+
+def test_counts_of_one_read_in_the_singular(tmp_path):
+    write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
+    assert f"{tmp_path}: 1 run, 1 done, 0 failed, 0 not finished" in launch_here("table", str(tmp_path)).stdout

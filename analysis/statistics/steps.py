@@ -14,6 +14,7 @@ import numpy as np
 
 from perfsweep.analysis.statistics.bootstrap import median_interval
 from perfsweep.analysis.statistics.distributions import spearman
+from perfsweep.records.words import counted
 
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
@@ -100,7 +101,7 @@ def noise(steps: np.ndarray, stats: PhaseStats, host: str | None = None) -> list
         return []
     reasons = [drift] if (drift := _trend(steps, 1.0, guess=host is None)) else []
     if stats.outliers:
-        reasons.append(f"{stats.outliers} outlier step{'s' if stats.outliers > 1 else ''} of {stats.n}")
+        reasons.append(f"{counted(stats.outliers, 'outlier step')} of {stats.n}")
     if not reasons:
         guess = " (a shared or throttling machine?)" if host is None else ""
         reasons.append(f"steps spread without a trend or outliers{guess}")

@@ -84,6 +84,7 @@ from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geome
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, Repro, RunRecord, load_sweep
+from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
@@ -306,7 +307,7 @@ def loss_moved(a: RunRecord, b: RunRecord, tolerance: float) -> bool:
 def replicates(runs: list[RunRecord]) -> str:
     """'replicate 2', or 'replicates 0, 1, 2': the runs by their replicate."""
     numbers = ", ".join(str(round_of(run)) for run in runs)
-    return f"replicate{'s' if len(runs) > 1 else ''} {numbers}"
+    return f"{'replicate' if len(runs) == 1 else 'replicates'} {numbers}"
 
 
 def nonfinite(a: Configuration, b: Configuration) -> str:
@@ -341,7 +342,7 @@ def loss_changed(a: Configuration, b: Configuration, tolerance: float) -> str:
     medians = ", medians" if len(changed) > 1 else ""
     trained = f" (A trained from {statistics.median(firsts):.4g})" if firsts else ""
     return (
-        f"LOSS CHANGED in {len(changed)} of {len(pairs)} run pair{'s' if len(pairs) > 1 else ''} ({which}): "
+        f"LOSS CHANGED in {len(changed)} of {counted(len(pairs), 'run pair')} ({which}): "
         f"final loss {before:.4g} -> {after:.4g}{medians}{trained}"
     )
 

@@ -39,6 +39,7 @@ from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
+from perfsweep.records.words import counted
 
 
 def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
@@ -325,9 +326,13 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
     budget = [r.status for r in runs if r.status.over_budget]
     if stopped := sum(status.started_at is not None for status in budget):
-        flag_lines.append(f"STOPPED {stopped} runs: the launch's budget (launcher.budget_s) ran out as they measured")
+        flag_lines.append(
+            f"STOPPED {counted(stopped, 'run')}: the launch's budget (launcher.budget_s) ran out as they measured"
+        )
     if unstarted := len(budget) - stopped:
-        flag_lines.append(f"NOT STARTED {unstarted} runs: the launch's budget (launcher.budget_s) ran out before them")
+        flag_lines.append(
+            f"NOT STARTED {counted(unstarted, 'run')}: the launch's budget (launcher.budget_s) ran out before them"
+        )
     spread = {r.name: noisy(r) for r in done}
     flag_lines += noisy_flags(done, spread, sweep_dir)
     flag_lines += [
@@ -381,9 +386,8 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
     done = [r for r in runs if r.state == DONE and r.summary]
     failed = sum(r.state == FAILED for r in runs)
     pending = sum(r.state not in FINAL for r in runs)
-    counts = (
-        f"{sweep_dir}: {len(runs)} runs, {len(runs) - failed - pending} done, {failed} failed, {pending} not finished"
-    )
+    states = f"{len(runs) - failed - pending} done, {failed} failed, {pending} not finished"
+    counts = f"{sweep_dir}: {counted(len(runs), 'run')}, {states}"
     configs = configurations(done) if done else []
     rule = rule_of(sweep_dir, runs)
     return View(

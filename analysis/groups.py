@@ -358,10 +358,14 @@ def speedup_over(config: Configuration, base: Configuration, level: float = LEVE
     It is paired by round where the sweep interleaved them, or where each round's two runs shared a process.
     Otherwise it is within-run.
     """
-    shared = in_one_process(config, base)
-    paired = shared or (config.interleaved and base.interleaved)
-    basis = IN_PROCESS if shared else PAIRED
+    paired, basis = pairing(config, base)
     return speedup(config.sample(), base.sample(), paired=paired, level=level, basis=basis)
+
+
+def pairing(config: Configuration, base: Configuration) -> tuple[bool, str]:
+    """Whether two configurations' runs pair, and how: in one process each round, or by round of one sweep."""
+    shared = in_one_process(config, base)
+    return shared or (config.interleaved and base.interleaved), IN_PROCESS if shared else PAIRED
 
 
 def over_baseline(config: Configuration, base: Configuration | None, level: float = LEVEL) -> Speedup | float | None:

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsweep.analysis.groups import configurations, measures
-from perfsweep.analysis.statistics.speedup import ACROSS, WITHIN_RUN, Sample, Speedup, speedup
+from perfsweep.analysis.groups import configurations, measures, speedup_over
+from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, WITHIN_RUN, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.verdict import direction, verdict
 from perfsweep.analysis.views import published
 from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten
@@ -116,3 +116,14 @@ def test_ours_gives_each_side_the_time_the_table_gives_its_configuration():
 
 def test_a_sweep_recorded_under_its_earlier_name_still_finds_its_published_figures():
     assert published.published_for("seed000_subclass") == published.published_for("subclass_slowdown") is not None
+
+
+def test_ours_rests_on_the_same_pairing_as_the_table_where_sides_shared_processes():
+    """Each round's two sides shared a process: the published row gives the table's interval, paired in process."""
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 55.0}
+    runs = synthetic.sweep(levels, 4, synthetic.Noise(), np.random.default_rng(1), paired=True)
+    item = {"label": "subclass vs Tensor", "of": {"input_type": "tensor"}, "over": {"input_type": "subclass"}}
+    by_type = {c.first.axes["input_type"]: c for c in configurations(runs)}
+    table = speedup_over(by_type["tensor"], by_type["subclass"])
+    assert table.basis == IN_PROCESS
+    assert published.compare(runs, item)[-2] == str(table)

@@ -287,3 +287,14 @@ def test_a_process_of_paired_sides_gives_the_median_of_its_rounds_ratios():
 def test_an_interval_of_no_width_is_no_verdict():
     untested = Speedup(0.9, 0.9, 0.9, ACROSS, (3, 3))  # every run's ratio the same: no spread, so no test
     assert word(untested, 0.02) == UNDETERMINED
+
+
+def test_a_speed_up_over_one_run_is_the_ratio_of_the_times_printed_beside_it():
+    """One run against five, one of them a slow process: the ratio is of the geometric means of run medians."""
+    rng = np.random.default_rng(0)
+    one = Sample((rng.normal(2.8, 0.02, 50),), (0,))
+    levels = (5.4, 2.3, 2.9, 84.9, 2.8)
+    five = Sample(tuple(rng.normal(level, level / 100, 50) for level in levels), (0, 1, 2, 3, 4))
+    found = speedup(five, one)
+    assert found.value == pytest.approx(one.middle / five.middle)
+    assert found.low < found.value < found.high and found.basis == "within-run"

@@ -8,7 +8,8 @@ Each run (one process) therefore counts once, by its median time.
   It is paired by round where both configurations ran in the same interleaved rounds of one sweep.
   Round r of A then sits beside round r of B, and drift over the sweep cancels.
   Otherwise it is Welch's.
-- One run on a side: only that run's steps can be resampled (a percentile bootstrap of the ratio of medians).
+- One run on a side: only steps can be resampled, each run's on their own (a percentile bootstrap).
+  The ratio is still that of the geometric means of run medians, the times the views print beside it.
   The interval is labelled `within-run`.
   It leaves the difference between processes out, and no verdict may rest on it.
 """
@@ -254,7 +255,7 @@ def speedup(
     Across runs: the ratio of the geometric means of their runs' medians.
     Paired by round: the geometric mean of the pairs' ratios.
     Paired in process: the same, each process's ratio the median of its steps' ratios (in_process_ratio).
-    Within one run: the ratio of the medians of their steps.
+    With one run on a side: the same ratio, its interval from each run's steps resampled.
     `paired`: the two ran in the same interleaved rounds of one sweep.
     `basis` names the pairing: by round, or in process where each round's two runs shared one.
     """
@@ -277,13 +278,18 @@ def speedup(
         diff, se = float(b.mean() - a.mean()), math.sqrt(va + vb)
         low, high, p = t_interval(diff, se, df, level)
         return Speedup(math.exp(diff), low, high, ACROSS, runs, p, se, df)
-    steps_of, steps_over = np.concatenate(of.steps), np.concatenate(over.steps)
     rng = np.random.default_rng(seed)
-    ratios = resampled_medians(steps_over, RESAMPLES, rng) / resampled_medians(steps_of, RESAMPLES, rng)
+    ratios = _resampled_middle(over, rng) / _resampled_middle(of, rng)
     low, high = percentile_interval(ratios, level)
     p = min(1.0, 2 * min(np.mean(ratios <= 1), np.mean(ratios >= 1)))
-    value = float(np.median(steps_over) / np.median(steps_of))
-    return Speedup(value, low, high, WITHIN_RUN, runs, float(p))
+    return Speedup(over.middle / of.middle, low, high, WITHIN_RUN, runs, float(p))
+
+
+def _resampled_middle(sample: Sample, rng: np.random.Generator) -> np.ndarray:
+    """The configuration's time in each bootstrap resample: each run's steps resampled on their own, then the
+    geometric mean of the runs' medians, as `Sample.middle` takes it."""
+    logs = [np.log(resampled_medians(steps, RESAMPLES, rng)) for steps in sample.steps]
+    return np.exp(np.mean(logs, axis=0))
 
 
 def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:

@@ -37,7 +37,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, environment_axes, measures, round_of
+from perfsweep.analysis.groups import Configuration, environment_axes, measures, pairing, round_of
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.speedup import Sample, speedup
 from perfsweep.analysis.statistics.verdict import published_speedup, verdict
@@ -123,7 +123,8 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
         return [*row, "-", "-", NOT_RUN]
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
-    ours = speedup(a, b, paired=of.interleaved and over.interleaved)
+    paired, basis = pairing(of, over)
+    ours = speedup(a, b, paired=paired, basis=basis)
     figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 

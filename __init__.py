@@ -8,6 +8,7 @@ Its messages name the command the user ran (user_command): `perfsweep`, or `pyth
 
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,9 +19,26 @@ def typed_command() -> str:
     """How this process was started: `python launch.py` as the script's path was typed, else `perfsweep`.
 
     `perfsweep` is the installed command (pyproject's console script).
+    Where a shell's `python` or `perfsweep` would run another program (a venv not activated), it is named by its path.
     """
     script = sys.argv[0] if sys.argv else ""
-    return f"python {shlex.quote(script)}" if Path(script).name == "launch.py" else "perfsweep"
+    if Path(script).name == "launch.py":
+        python = "python" if _runs("python", sys.executable) else shlex.quote(sys.executable)
+        return f"{python} {shlex.quote(script)}"
+    if Path(script).name == "perfsweep" and not _runs("perfsweep", script):
+        return shlex.quote(os.path.abspath(script))
+    return "perfsweep"
+
+
+def _runs(name: str, program: str) -> bool:
+    """Whether `name`, typed in a shell here, runs `program`: the same file in the same folder.
+
+    A venv's python links to the system's, so the same file alone does not tell them apart.
+    """
+    found = shutil.which(name)
+    if found is None or os.path.dirname(os.path.abspath(found)) != os.path.dirname(os.path.abspath(program)):
+        return False
+    return os.path.samefile(found, program)
 
 
 def user_command() -> str:

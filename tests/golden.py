@@ -6,7 +6,9 @@ are written as placeholders. PERFSWEEP_GOLDEN=update rewrites the entries of the
 import fcntl
 import os
 import re
+import shlex
 import socket
+import sys
 from pathlib import Path
 
 from tests.helpers import ROOT
@@ -35,6 +37,7 @@ def placeheld(text: str, places: Places) -> str:
     as itself, and patterns last."""
     named = {str(place): name for place, name in places.items() if not isinstance(place, re.Pattern)}
     named[str(ROOT)] = "<repo>"
+    named[f"{shlex.quote(sys.executable)} {ROOT}"] = f"python {ROOT}"  # where the shell's python is another
     for place in sorted(named, key=len, reverse=True):
         text = text.replace(place, named[place])
     for pattern, name in places.items():

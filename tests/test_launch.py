@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfsweep import records
+from perfsweep import records, typed_command
 from perfsweep.commands import cli
 from perfsweep.launcher.process_end import CLOSED_OUTPUT
 from perfsweep.launcher.slots import cpu_shares
@@ -212,13 +212,30 @@ def test_advice_names_the_command_the_user_ran_in_the_launch_and_in_its_jobs(typ
     sweep = tmp_path / "default"
     one_fails = [arg for arg in ONE_OF_TWO_FAILS if not arg.startswith("tracker.")]
     args = [*one_fails, "steps=2", "warmup_steps=1", "repeats=1", "tracker.timeout_s=0.001", f"runs_dir={tmp_path}"]
-    launched = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # venv activated
+    launched = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert launched.returncode == 1, launched.stdout + launched.stderr
     (done,) = [r for r in records.load_sweep(sweep) if r.state == records.DONE]
     (warning,) = done.status.warnings
     assert f"`{typed} sync {sweep}` uploads its offline W&B run later" in warning
-    status = subprocess.run([*command, "status", str(sweep)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    status = subprocess.run(
+        [*command, "status", str(sweep)], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env
+    )
     assert f"re-run what is not done: {typed} resume {sweep}" in status.stdout, status.stdout + status.stderr
+
+
+def test_advice_names_python_and_perfsweep_by_their_paths_where_the_shell_would_run_others(tmp_path, monkeypatch):
+    """A venv not activated: the shell's `python` is another, and `perfsweep` is not on its PATH."""
+    venv = Path(sys.executable).parent
+    monkeypatch.setattr(sys, "argv", ["launch.py"])
+    monkeypatch.setenv("PATH", f"{venv}{os.pathsep}/usr/bin")
+    assert typed_command() == "python launch.py"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert typed_command() == f"{sys.executable} launch.py"
+    monkeypatch.setattr(sys, "argv", [str(venv / "perfsweep")])
+    assert typed_command() == str(venv / "perfsweep")
+    monkeypatch.setenv("PATH", str(venv))
+    assert typed_command() == "perfsweep"
 
 
 @pytest.mark.slow

@@ -126,5 +126,22 @@ def render(sweep_dir: Path) -> str:
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
-        lines.append(f"re-run what is not done: {user_command()} resume {sweep_dir}")
+        lines.append(_rerun(rows, sweep_dir))
     return "\n".join(lines)
+
+
+def _rerun(rows: list[RunState], sweep_dir: Path) -> str:
+    """The advice for runs not done: resume, where it could change something.
+
+    A run that failed on a known issue fails on it again with the same settings.
+    """
+    failed = [row.status.error for row in rows if row.state == records.FAILED and row.status.error]
+    known = [error.known for error in failed if error.known]
+    issues = ", ".join(dict.fromkeys(known))
+    if len(known) == sum(row.state != records.DONE for row in rows):
+        return (
+            f"not done: {counted(len(known), 'failed run')}, on known issues ({issues}), which a resume meets again; "
+            "change the settings that meet them"
+        )
+    again = f" (known issues fail again: {counted(len(known), 'failed run')}, {issues})" if known else ""
+    return f"re-run what is not done: {user_command()} resume {sweep_dir}{again}"

@@ -313,6 +313,19 @@ def two_done(tmp_path_factory) -> Path:
     return runs / "default"
 
 
+def test_status_says_that_a_run_failed_on_a_known_issue_fails_on_it_again(two_done, tmp_path):
+    sweep = Path(shutil.copytree(two_done, tmp_path / "default"))
+    first, second = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))
+    issue = "https://github.com/pytorch/pytorch/issues/1"
+    lifecycle.fail(first, records.RunError("TypeError", "Multiple dispatch failed", known=issue))
+    said = launch_here("status", str(sweep)).stdout.splitlines()[-1]
+    meets = f"not done: 1 failed run, on known issues ({issue}), which a resume meets again"
+    assert said == f"{meets}; change the settings that meet them", said
+    lifecycle.fail(second, records.RunError("OSError", "the disk is full"))
+    said = launch_here("status", str(sweep)).stdout.splitlines()[-1]
+    assert said == f"re-run what is not done: perfsweep resume {sweep} (known issues fail again: 1 failed run, {issue})"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SWEEP_LEVEL + RUN_LEVEL)
 def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_finishes(name, two_done, tmp_path):

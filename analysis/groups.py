@@ -262,6 +262,21 @@ def ordered(configs: list[Configuration]) -> list[Configuration]:
     return sorted(configs, key=key)
 
 
+def sweep_baselines(configs: list[Configuration]) -> dict[tuple, dict[str, str]]:
+    """Each configuration's baselines, by its key: its own, and the sweep's for the axes it has and records none of.
+
+    A launch that ran one value of an axis recorded no baseline along it.
+    Beside another launch's runs of that axis, in one sweep folder, it takes theirs, where they record one value.
+    """
+    own = {c.key: baselines_of(c.first) for c in configs}
+    recorded: dict[str, set[str]] = {}
+    for found in own.values():
+        for axis, value in found.items():
+            recorded.setdefault(axis, set()).add(value)
+    single = {axis: next(iter(values)) for axis, values in recorded.items() if len(values) == 1}
+    return {c.key: {**{a: v for a, v in single.items() if a in c.first.axes}, **own[c.key]} for c in configs}
+
+
 def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configuration]]:
     """Each axis the sweep compares along -> each configuration's baseline along it, by the configuration's key.
 
@@ -275,8 +290,9 @@ def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configurati
     """
     axes, fields = varying([c.first for c in configs])
     by_baseline: dict[tuple[str, str], list[Configuration]] = {}
+    chosen = sweep_baselines(configs)
     for config in configs:
-        for axis, value in baselines_of(config.first).items():
+        for axis, value in chosen[config.key].items():
             if axis in axes:
                 by_baseline.setdefault((axis, value), []).append(config)
     found: dict[str, dict[tuple, Configuration]] = {}

@@ -166,3 +166,26 @@ def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answe
 def test_counts_of_one_read_in_the_singular(tmp_path):
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
     assert f"{tmp_path}: 1 run, 1 done, 0 failed, 0 not finished" in launch_here("table", str(tmp_path)).stdout
+
+
+def test_the_header_names_the_rows_constant_axes_though_a_failed_run_had_other_values(tmp_path):
+    """A failed run of another model: the rows are all resnet18's, and say so, though the sweep varied the model."""
+    for name, input_type in (("a", "tensor"), ("b", "subclass")):
+        write_run(tmp_path, name, input_type, "contiguous", 100.0)
+    write_run(tmp_path, "c", "tensor", "contiguous", 100.0, state="failed")
+    config = json.loads((tmp_path / "c/config.json").read_text())
+    config["axes"]["model"], config["config"]["model"]["name"] = "tiny_cnn", "tiny_cnn"
+    (tmp_path / "c/config.json").write_text(json.dumps(config))
+    header = launch_here("table", str(tmp_path)).stdout.splitlines()[1]
+    assert header.startswith("model=resnet18 memory_format=contiguous precision=fp32 compile=eager |"), header
+
+
+def test_a_configuration_launched_alone_into_a_sweep_is_compared_with_its_baseline_there(tmp_path):
+    """A later launch of one input type recorded no baseline along input_type: the sweep's runs record tensor."""
+    for name, input_type, baselines in (("a", "tensor", {"input_type": "tensor"}), ("b", "subclass", {})):
+        write_run(tmp_path, name, input_type, "contiguous", 100.0 if name == "a" else 50.0)
+        config = json.loads((tmp_path / name / "config.json").read_text())
+        config["config"]["baselines"] = baselines
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    rows = json.loads(launch_here("table", str(tmp_path), "--format", "json").stdout)["rows"]
+    assert {row["input_type"]: row["vs tensor"] for row in rows} == {"tensor": 1.0, "subclass": pytest.approx(0.5)}

@@ -240,9 +240,10 @@ def noisy(run: RunRecord) -> list[str]:
 
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
     """What every row shares: the constant axes, the device and the software, and what its figures rest on."""
-    axes, _ = varying(runs)
+    shown = [r for c in configs for r in c.runs]  # the rows' runs: a failed run's axes are in its FAILED line
+    axes, columned = varying(shown)
     fixed = " ".join(
-        f"{a}={runs[0].axis(a)}" for a in axis_order(runs) if a in runs[0].axes and a not in (*axes, "replicate")
+        f"{a}={shown[0].axis(a)}" for a in axis_order(shown) if a in shown[0].axes and a not in (*axes, "replicate")
     )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))
@@ -251,7 +252,6 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
     # where torch is an axis it is in the rows; a single asked-for version is among the fixed axes
     torch = "" if "torch" in axis_order(runs) else f" | torch {env_run.torch_version}"
     # a model's steps: the batch and input size they ran at, where no column shows them
-    _, columned = varying([r for c in configs for r in c.runs])
     # where every run set its threads, a column or the fixed settings show them
     asked = all("threads" in r.asked for c in configs for r in c.runs)
     device = env_run.device if on_gpu or asked else f"{env_run.device} ({env_run.threads} threads)"

@@ -60,7 +60,9 @@ def test_bmf_gives_latency_in_nanoseconds_with_bounds_across_runs_only_where_the
     done = launch_here("export", str(sweep), "--format", "bmf", "--out", str(out))
     assert done.returncode == 0 and str(out) in done.stdout
     found = json.loads(out.read_text())
-    tensor, subclass = found["mine/tensor"], found["mine/subclass"]
+    axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type={} compile=eager"
+    assert sorted(found) == [f"mine/{axes.format('subclass')}", f"mine/{axes.format('tensor')}"], "every axis's value"
+    tensor, subclass = found[f"mine/{axes.format('tensor')}"], found[f"mine/{axes.format('subclass')}"]
     assert tensor["latency"]["value"] == pytest.approx((128.0 * 160.0) ** 0.5 * 1e6)
     assert tensor["latency"]["lower_value"] < tensor["latency"]["value"] < tensor["latency"]["upper_value"]
     assert subclass["latency"] == {"value": pytest.approx(200.0e6)}, "one run: no interval across runs"

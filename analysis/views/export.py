@@ -6,7 +6,7 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, and samples per second.
   Its `benchmark_values` hold one value per run (process): each run's median.
-- bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<configuration>`).
+- bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value>`).
   BMF holds one value a benchmark.
   Two sweeps that give the same benchmark are refused.
   `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.analysis.groups import Configuration, configurations, labels
+from perfsweep.analysis.groups import MEASURING, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views.table import joules_per_sample
@@ -143,7 +143,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
     if not runs:
         return {}
     configs = configurations(runs)
-    names = labels(configs)
+    names = benchmarks(configs)
     found = {}
     for config in configs:
         measures = {}
@@ -155,6 +155,22 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
                 measures["throughput"] = _measure(values, 1.0)
         found[f"{_series(config.first, sweep_dir)}/{names[config.key]}"] = measures
     return found
+
+
+def benchmarks(configs: list[Configuration]) -> dict[tuple, str]:
+    """Each configuration's name in BMF: every axis's value, then the fields that vary in its sweep.
+
+    A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
+    A run records the axes its workload reads alone.
+    """
+    _, fields = varying([c.first for c in configs])
+    short = labels(configs)
+
+    def name(run: RunRecord) -> str:
+        parts = [f"{a}={run.axis(a)}" for a in run.axis_order if a != "replicate" and run.axis(a) != "-"]
+        return " ".join([*parts, *(f"{f}={run.fields.get(f)}" for f in fields if f not in MEASURING)])
+
+    return {c.key: name(c.first) or short[c.key] for c in configs}  # a run of no axis: by its code
 
 
 def export(paths: list[Path], form: str) -> Any:

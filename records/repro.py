@@ -10,7 +10,9 @@ A command is never shown without that commit, nor for dirty code without saying 
 """
 
 import dataclasses
+import os
 import shlex
+from pathlib import Path
 from typing import Any
 
 from perfsweep.records.redact import redact
@@ -35,7 +37,9 @@ class Repro:
         code = self.code or {}
         if code.get("in_no_repository"):
             modules = ", ".join(code["in_no_repository"])
-            return f"{modules} in no git repository: the command measures it as it is where it runs"
+            folders = sorted(set((code.get("copied_from") or {}).values()))
+            path = f"; the run's was copied from {os.pathsep.join(folders)} (PYTHONPATH)" if folders else ""
+            return f"{modules} in no git repository: the command measures it as it is where it runs{path}"
         if not code.get("commit"):
             return "no commit recorded: the command measures the code as it is where it runs"
         at = f"{str(code['commit'])[:12]} of {code.get('repository', '?')}"
@@ -66,6 +70,8 @@ def code_of(
         return under_test
     users = sorted(set(copied or {}) - {"perfsweep"})
     if users:
-        return {"in_no_repository": users}
+        found = ((env or {}).get("user_code") or {}) if isinstance(env, dict) else {}
+        sources = {m: str(Path(found[m]["source"]).parent) for m in users if (found.get(m) or {}).get("source")}
+        return {"in_no_repository": users, **({"copied_from": sources} if sources else {})}
     own = (env or {}).get("code")
     return {**own, "repository": own.get("source")} if isinstance(own, dict) and own.get("commit") else None

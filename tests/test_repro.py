@@ -15,6 +15,7 @@ import pytest
 from perfsweep import records
 from perfsweep.commands.cli import with_config_dirs
 from perfsweep.conf.schema import RUN_FIELDS
+from perfsweep.records.repro import code_of
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
 from tests.helpers import EXAMPLE, TINY, launch_here
@@ -187,3 +188,13 @@ def test_a_planted_slowdown_s_comment_gives_the_command_that_measures_it_again(t
     slowed = [run for run in records.load_sweep(b) if run.fields["workload.kwargs.part"] == "b"]
     assert new.run_id == min(slowed, key=lambda run: run.fields["replicate"]).run_id
     assert measured(new) == measured(slowed[0]) | {"replicate": 0, "seed": 0}
+
+
+def test_code_in_no_repository_names_the_folder_its_copy_came_from():
+    """A module on the user's PYTHONPATH: the command run elsewhere imports it only with that folder."""
+    env = {"user_code": {"mylib": {"source": "/work/trial/mylib", "copied": True}}}
+    repro = records.Repro(("model=mylib.models.Net",), code_of(None, env, {"mylib": "fece3dda0298"}))
+    assert repro.caveat() == (
+        "mylib in no git repository: the command measures it as it is where it runs; the run's was copied from "
+        "/work/trial (PYTHONPATH)"
+    )

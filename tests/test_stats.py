@@ -298,3 +298,11 @@ def test_a_speed_up_over_one_run_is_the_ratio_of_the_times_printed_beside_it():
     found = speedup(five, one)
     assert found.value == pytest.approx(one.middle / five.middle)
     assert found.low < found.value < found.high and found.basis == "within-run"
+
+
+def test_a_noisy_run_whose_fifths_differ_by_chance_is_given_no_trend():
+    """Steps of a period of three, spread: the last fifth's median is 15% above the first's, the ranks flat."""
+    steps = np.tile([5.0, 8.5, 17.0], 34)[:100] * np.random.default_rng(4).lognormal(0, 0.1, 100)
+    assert noise(steps, phase_stats(steps), host="x") == [
+        "robust CV 90.0% > 10%: steps spread without a trend or outliers; host: x"
+    ]

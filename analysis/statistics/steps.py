@@ -19,6 +19,8 @@ from perfsweep.records.words import counted
 NOISY = 0.10  # robust CV above which a run's figures are flagged
 TREND = 0.05  # first fifth's median off the last fifth's by more than this: still warming up
 OUTLIER_IQR = 3.0
+# A noisy run's trend needs ranks that agree at this level: fifths of spread steps differ by chance.
+LOOSE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +84,7 @@ def _trend(steps: np.ndarray, significance: float, guess: bool) -> str:
     slowing = "slowing down (a throttling device, a cost that grows?)" if guess else "slowing down"
     why = "warm-up not long enough" if first > last else slowing
     if (rho > 0) != (last > first):
-        if significance >= 1:  # untested ranks: one outlier in a fifth turned its median
+        if significance >= LOOSE:  # a noisy run's: one outlier in a fifth turned its median
             return ""
         why = "step times move one way, then the other"
     return f"first fifth of steps {first:.3g} ms vs last fifth {last:.3g} ms (Spearman {rho:+.2f}): {why}"
@@ -99,7 +101,7 @@ def noise(steps: np.ndarray, stats: PhaseStats, host: str | None = None) -> list
     """
     if stats.robust_cv <= NOISY:
         return []
-    reasons = [drift] if (drift := _trend(steps, 1.0, guess=host is None)) else []
+    reasons = [drift] if (drift := _trend(steps, LOOSE, guess=host is None)) else []
     if stats.outliers:
         reasons.append(f"{counted(stats.outliers, 'outlier step')} of {stats.n}")
     if not reasons:

@@ -185,3 +185,18 @@ def test_sweeps_that_measured_for_other_lengths_say_so_and_hold_no_loss_to_anoth
     assert status & compare.EXIT_LOSS and len(lost) == 3, lost
     assert all(flag.startswith("LOSS CHANGED in 3 of 3 run pairs") for flag in lost)
     assert "how long they measured" not in said(shown)
+
+
+def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_sweep_had():
+    """A lacks subclass in channels_last and tensorbase in contiguous: a grid of both would launch four."""
+    rng = np.random.default_rng(5)
+    shared = {("tensor", "contiguous"): 50.0}
+    only_a = {("subclass", "channels_last"): 55.0, ("tensorbase", "contiguous"): 52.0}
+    a, b = sweep(shared | only_a, rng), sweep(shared, rng)
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
+    assert unmatched.endswith("without a match in B: subclass channels_last, tensorbase contiguous"), unmatched
+    one = {("subclass", "channels_last"): 55.0}
+    shown, _ = compare.compare_runs(sweep(shared | one, rng), b, threshold=0.05, loss_tolerance=0.05)
+    (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
+    assert unmatched.endswith("to match them, launch B with input_type=subclass memory_format=channels_last"), unmatched

@@ -63,6 +63,7 @@ So `status & 4` says a loss changed, `status & 8` that configurations of A went 
 
 import dataclasses
 import json
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -253,6 +254,7 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
 
     Keys in `differ` are compared along, not matched on.
     A `_target_` goes with its group's name.
+    Empty where the overrides' grid holds combinations that `side` lacks: one launch would not match it alone.
     """
     ids_side, ids_other = [of(r) for r in side], [of(r) for r in other]
     found = [
@@ -261,6 +263,9 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
         if key not in differ and {i.get(key, UNSET) for i in ids_side} - {i.get(key, UNSET) for i in ids_other}
     ]
     named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
+    combinations = {tuple(i.get(k, UNSET) for k in named) for i in ids_side}
+    if math.prod(len({i.get(k, UNSET) for i in ids_side}) for k in named) > len(combinations):
+        return []  # their grid would launch combinations no run of `side` had, which may not be valid
     return [override(key, side, other) for key in named]
 
 

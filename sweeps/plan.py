@@ -232,6 +232,8 @@ def explain(problem: str, origins: dict[str, str]) -> str:
     key = next(g for g in match.groups() if g)
     group = key.split(".")[0]
     source = origins.get(key) or (f"{origins[group]}, choosing {group}" if group in origins else "the defaults (conf/)")
+    if key in origins and origins.get(group, origins[key]) != origins[key]:  # the group's option came from elsewhere
+        source += f", with {group} set by {origins[group]}"
     first, *rest = problem.split("\n", 1)
     return "\n".join([f"{first} [set by {source}]", *rest])
 

@@ -205,3 +205,12 @@ def test_a_function_benchmark_without_a_sweep_runs_once_and_says_what_it_left_ou
     golden.says(
         "precedence: the default sweep's axes, which a function benchmark does not read", "\n".join(plan.notices)
     )
+
+
+def test_a_value_a_sweep_file_set_for_a_workload_the_command_line_chose_names_both(tmp_path):
+    """The command line's workload took the place of the grid's, whose impl it has not."""
+    refused = launch_here("sweep=loops_vs_broadcasting", "workload=pairwise_sum_prod", f"runs_dir={tmp_path}")
+    assert refused.returncode == 2
+    said = "workload.impl='eager' is not one of pairwise_sum_prod's: loop, broadcast [set by "
+    said += "sweeps/loops_vs_broadcasting.yaml, with workload set by the command line]"
+    assert said in refused.stderr, refused.stderr

@@ -200,6 +200,9 @@ def _chosen(parser: OverridesParser, overrides: list[str], key: str, default: st
     return chosen[-1].value() if chosen else default
 
 
+COMMAND_LINE = "the command line"
+
+
 def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]:
     """Which source set each key: the sweep file, its scale, or the command line (the last one wins)."""
     parser = OverridesParser.create()
@@ -214,7 +217,7 @@ def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]
     extra = (sweep.get("scales") or {}).get(scale) or {}
     for params in extra if isinstance(extra, list) else [extra]:
         source_of.update({keys.override_key(o): f"{shown} scale {scale}" for o in _as_overrides(params)})
-    source_of.update({keys.override_key(o): "the command line" for o in overrides})
+    source_of.update({keys.override_key(o): COMMAND_LINE for o in overrides})
     return source_of
 
 
@@ -232,8 +235,8 @@ def explain(problem: str, origins: dict[str, str]) -> str:
     key = next(g for g in match.groups() if g)
     group = key.split(".")[0]
     source = origins.get(key) or (f"{origins[group]}, choosing {group}" if group in origins else "the defaults (conf/)")
-    if key in origins and origins.get(group, origins[key]) != origins[key]:  # the group's option came from elsewhere
-        source += f", with {group} set by {origins[group]}"
+    if origins.get(group) == COMMAND_LINE != origins.get(key, COMMAND_LINE):  # the command line chose the group
+        source += f", with {group} set by {COMMAND_LINE}"
     first, *rest = problem.split("\n", 1)
     return "\n".join([f"{first} [set by {source}]", *rest])
 
@@ -672,7 +675,7 @@ def _parse_reason(override: str, error: OverrideParseException) -> str:
 def budget_notice(launcher, sources: dict[str, str]) -> list[str]:
     """Where a budget typed on the command line bounds nothing: Slurm queues every job at once, and its queue decides
     when they run. A sweep file's budget (the default sweep's) is for a launch on this host: it goes unsaid."""
-    if launcher.budget_s is None or launcher.name != "slurm" or sources.get("launcher.budget_s") != "the command line":
+    if launcher.budget_s is None or launcher.name != "slurm" or sources.get("launcher.budget_s") != COMMAND_LINE:
         return []
     return [f"launcher.budget_s={launcher.budget_s:g} bounds no Slurm launch: its jobs are queued at once"]
 

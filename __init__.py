@@ -19,7 +19,8 @@ def typed_command() -> str:
     """How this process was started: `python launch.py` as the script's path was typed, else `perfsweep`.
 
     `perfsweep` is the installed command (pyproject's console script).
-    Where a shell's `python` or `perfsweep` would run another program (a venv not activated), it is named by its path.
+    A shell's `python` may run another program (a venv not activated).
+    The running one is then named by its path.
     """
     script = sys.argv[0] if sys.argv else ""
     if Path(script).name == "launch.py":
@@ -31,9 +32,10 @@ def typed_command() -> str:
 
 
 def _runs(name: str, program: str) -> bool:
-    """Whether `name`, typed in a shell here, runs `program`: the same file in the same folder.
+    """Whether `name`, typed in a shell here, runs `program`.
 
-    A venv's python links to the system's, so the same file alone does not tell them apart.
+    It must be the same file in the same folder.
+    A venv's python links to the system's.
     """
     found = shutil.which(name)
     if found is None or os.path.dirname(os.path.abspath(found)) != os.path.dirname(os.path.abspath(program)):

@@ -263,10 +263,12 @@ def ordered(configs: list[Configuration]) -> list[Configuration]:
 
 
 def sweep_baselines(configs: list[Configuration]) -> dict[tuple, dict[str, str]]:
-    """Each configuration's baselines, by its key: its own, and the sweep's for the axes it has and records none of.
+    """Each configuration's baselines, by its key.
 
-    A launch that ran one value of an axis recorded no baseline along it.
-    Beside another launch's runs of that axis, in one sweep folder, it takes theirs, where they record one value.
+    They are its own, and the sweep's for its axes that it records none of.
+    A launch of one value of an axis records no baseline along it.
+    Another launch's runs in the folder may record one.
+    It takes theirs, where they record one value.
     """
     own = {c.key: baselines_of(c.first) for c in configs}
     recorded: dict[str, set[str]] = {}
@@ -379,7 +381,10 @@ def speedup_over(config: Configuration, base: Configuration, level: float = LEVE
 
 
 def pairing(config: Configuration, base: Configuration) -> tuple[bool, str]:
-    """Whether two configurations' runs pair, and how: in one process each round, or by round of one sweep."""
+    """Whether two configurations' runs pair, and how.
+
+    They pair in one process each round, or by round of one sweep.
+    """
     shared = in_one_process(config, base)
     return shared or (config.interleaved and base.interleaved), IN_PROCESS if shared else PAIRED
 

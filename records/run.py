@@ -50,6 +50,13 @@ class Clock(TypedDict):
     temperature_c: NotRequired[float | None]
 
 
+class Reference(TypedDict):
+    """The machine's speed: a fixed workload timed after the run's window (train/reference.py)."""
+
+    workload: str  # what was timed, where: "matmul 256x256 float32 on cpu, 2 threads"
+    ms: float  # its median time
+
+
 @dataclasses.dataclass(frozen=True)
 class RankSummary:
     """How the ranks of a run across ranks compare: summary.json's `ranks`."""
@@ -139,6 +146,7 @@ class Summary:
     peak_tflops: float | None = None  # the device's dense peak for the run's dtype, where known (never a CPU)
     neighbours: dict[str, Neighbours] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
     clocks: dict[str, Clock] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
+    reference: Reference | None = None  # the machine's speed after the window; None: not timed
     params: int | None = None  # a model step's: the model's parameters
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's

@@ -432,3 +432,18 @@ def test_a_setting_of_the_users_own_that_newer_sweeps_add_parts_their_configurat
     assert {s.label for s in made} == labels
     assert all(len(s.held) == 2 for s in made), "each configuration holds the two points that ran it"
     assert not any(line.startswith("not matched on") for line in left), left
+
+
+def test_a_newest_point_on_a_slower_machine_says_so_beside_its_flag():
+    """The newest sweep's fixed workload took 1.5 times as long: its subclass's slowdown may be the machine's."""
+    found = synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5)
+    rng = np.random.default_rng(0)
+    points = [
+        dataclasses.replace(p, runs=synthetic.timed(p.runs, 1.0 if p is found.points[-1] else 0.67, rng))
+        for p in found.points
+    ]
+    made, _, status = shown(dataclasses.replace(found, points=points))
+    (flagged,) = [series for series in made if series.flag]
+    assert status == views.EXIT_POSSIBLE and flagged.label == "subclass"
+    said = "; the machine was slower in 08ababab: a fixed workload (matmul 384x384 float32 on cpu, 2 threads) took 0.67"
+    assert said in flagged.flag, flagged.flag

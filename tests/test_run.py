@@ -13,6 +13,7 @@ import torch
 
 from perfsweep import records
 from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import reference
 from perfsweep.train.step import TrainStep
 from perfsweep.train.timing import NoClock
 from perfsweep.train.window import make_workload
@@ -96,9 +97,10 @@ def test_a_real_runs_summary_is_what_it_wrote_and_the_median_of_its_measured_ste
     assert summary.output_type == output_type(input_type)
 
 
-def test_a_real_run_records_its_timer_its_syncs_and_what_ran_beside_it(real_run):
+def test_a_real_run_records_its_timer_its_syncs_what_ran_beside_it_and_the_machine_s_speed(real_run):
     summary = real_run[1]
     assert summary.neighbours["end"]["loadavg"]
+    assert summary.reference["workload"].startswith(f"matmul {reference.SIZE[DEVICE]}x") and summary.reference["ms"] > 0
     if DEVICE == "cpu":
         assert summary.timer == "perf_counter" and summary.host_syncs_per_step is None
         assert summary.neighbours["start"]["gpu_processes"] is None

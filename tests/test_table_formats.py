@@ -189,3 +189,16 @@ def test_a_configuration_launched_alone_into_a_sweep_is_compared_with_its_baseli
         (tmp_path / name / "config.json").write_text(json.dumps(config))
     rows = json.loads(launch_here("table", str(tmp_path), "--format", "json").stdout)["rows"]
     assert {row["input_type"]: row["vs tensor"] for row in rows} == {"tensor": 1.0, "subclass": pytest.approx(0.5)}
+
+
+def test_a_sweep_whose_machine_slowed_between_runs_is_flagged_naming_the_slow_runs(tmp_path):
+    for name, input_type, ms in (("a", "tensor", 0.67), ("b", "subclass", 0.68), ("c", "tensorbase", 0.95)):
+        write_run(tmp_path, name, input_type, "contiguous", 100.0)
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        summary["reference"] = {"workload": "matmul 384x384 float32 on cpu, 2 threads", "ms": ms}
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+    (flag,) = [line for line in launch_here("table", str(tmp_path)).stdout.splitlines() if "MACHINE SPEED" in line]
+    assert flag == (
+        "MACHINE SPEED: a fixed workload (matmul 384x384 float32 on cpu, 2 threads) took 0.67-0.95 ms across the runs "
+        "(median 0.68): the machine's speed moved during the sweep; 1 run over 10% above the median: c"
+    )

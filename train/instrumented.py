@@ -44,6 +44,7 @@ from perfsweep.train.paired import (
 )
 from perfsweep.train.ranks.combine import Ranks
 from perfsweep.train.ranks.start import RANK_LOGS, run_ranks, task_ranks
+from perfsweep.train.reference import reference
 from perfsweep.train.syncs import count_host_syncs
 from perfsweep.train.timing import NoClock, synchronize
 from perfsweep.train.tracker import track
@@ -560,6 +561,8 @@ def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
         "clocks": {"start": measured.clock_start, "end": clocks(device)},
         # One more step's FLOPs, counted where the counter counts the workload's work.
         "flops_per_step": count_flops(lambda: work.step(after, NoClock())) if work.counts_flops else None,
+        # The machine's speed on a fixed workload: compare and history tell a slower machine from slower code.
+        "reference": reference(device),
     }
 
 

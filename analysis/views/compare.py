@@ -80,7 +80,7 @@ from perfsweep.analysis.groups import (
     round_of,
 )
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.analysis.statistics import host_flags
+from perfsweep.analysis.statistics import host_flags, machine_speed
 from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geomean, holm, speedup
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.analysis.views.explain import explained, largest
@@ -473,6 +473,8 @@ def compare_runs(
         above.append(f"their machines differ in: {changes(machines_differ)}")
     if hosts_differ := host_flags.differ(a, b):
         above.append(f"their hosts differ in: {hosts_differ}")
+    if speed := machine_speed.compared(a, b):
+        above.append(speed)
     if not found.matched:
         return nothing_matched(above, a, b, found, of), EXIT_NOTHING_COMPARED
     matched = found.matched

@@ -43,7 +43,7 @@ import numpy as np
 
 from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
-from perfsweep.analysis.statistics import changepoints, host_flags
+from perfsweep.analysis.statistics import changepoints, host_flags, machine_speed
 from perfsweep.analysis.statistics.speedup import holm
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
@@ -200,7 +200,7 @@ def family(made: list[Series]) -> list[Series]:
 def with_context(series: Series) -> Series:
     """The series, with what its newest point did differently beside its flag.
 
-    That is how long it measured, and what its host showed.
+    That is how long it measured, what its host showed, and the machine's speed on a fixed workload.
     """
     if series.flag and len(series.held) > 1:
         before = [run for _, runs in series.held[:-1] for run in runs]
@@ -209,6 +209,8 @@ def with_context(series: Series) -> Series:
             series.flag += f"; it measured for another length: {changes(measured)}"
         if hosts := host_flags.differ(before, newest[1], ("the points before", newest[0].label)):
             series.flag += f"; their hosts differ in: {hosts}"
+        if speed := machine_speed.compared(before, newest[1], ("the points before", newest[0].label)):
+            series.flag += f"; {speed}"
     return series
 
 

@@ -4,6 +4,7 @@ The repository's top-level folders are this package's stages (perfsweep.conf, pe
 So perfsweep imports under its one name.
 A user's own `train.py` or `conf/` never shadows it.
 Its messages name the command the user ran (user_command): `perfsweep`, or `python launch.py`.
+Where a shell would run another python or perfsweep, they name the running one's path.
 """
 
 import os

@@ -135,6 +135,8 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
         raise ValueError(
             f"--vs {vs}: give the value to compare against, --vs {axis}=VALUE; its values: {', '.join(values)}"
         )
+    named = {r.axis(axis) for r in runs if r.fields.get(f"{axis}._target_") == value}  # an import path names it too
+    value = next(iter(named)) if value not in values and len(named) == 1 else value
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
     return [dataclasses.replace(r, baselines={axis: value}) for r in runs]

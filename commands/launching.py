@@ -1,5 +1,6 @@
 """Launch a plan once: check it, build its environments, run it, then show its views."""
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -100,7 +101,8 @@ def floor_line(plan) -> str | None:
         return None
     spread = floor.apart if plan.settings.pairing == "process" else floor.paired
     where = ("runs_dir=", "sweep_name=", "tracker.")  # where it wrote, not what it measured
-    measured = " ".join(["perfsweep noise", *(o for o in floor.overrides if not o.startswith(where))])
+    measured = shlex.join(o for o in floor.overrides if not o.startswith(where))
+    measured = f"{user_command()} noise {measured}".rstrip()
     return (
         f"this machine decides about {noise.decided(spread, noise.SAID_BUDGET_S)} in {noise.SAID_BUDGET_S // 60} "
         f"min ({measured}, {floor.measured[:10]})"

@@ -20,25 +20,25 @@ def show_table(args: argparse.Namespace) -> int:
     from perfsweep.records import DONE, load_sweep
 
     form = table_format(args)
-    status = 0 if any(run.state == DONE for run in load_sweep(args.sweep_dir)) else EXIT_NOTHING_DONE
-    if status:
-        print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
-    if args.repro:
-        print(render(table.repro_view(args.sweep_dir, load_sweep(args.sweep_dir)), form), end="")
-        return 0
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
         print(render(view(search), form), end="")
+        return 0
+    runs = load_sweep(args.sweep_dir)
+    if args.repro:
+        print(render(table.repro_view(args.sweep_dir, runs), form), end="")
         return 0
     if args.csv == "timm":
         from perfsweep.analysis.views.timm_csv import timm_view
 
         print(render(timm_view(args.sweep_dir), form), end="")
-        return status
-    if form != "markdown":  # the table alone, as data or for a paper
+    elif form != "markdown":  # the table alone, as data or for a paper
         print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
-        return status
-    print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
-    return status
+    else:
+        print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
+    if any(run.state == DONE for run in runs):
+        return 0
+    print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
+    return EXIT_NOTHING_DONE
 
 
 def table_format(args: argparse.Namespace) -> str:

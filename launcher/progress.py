@@ -47,7 +47,7 @@ class Progress:
 
     def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
         self.finished += 1
-        if state == PENDING and spec.name not in self.running_since:  # never started: the budget left it
+        if state == PENDING and spec.name not in self.running_since:  # never seen running: never started
             self._line(f"{self.count(self.finished)} {state:<6} {spec.name}  {detail}{self.left()}")
             return
         self.running(spec)

@@ -137,11 +137,10 @@ def _rerun(rows: list[RunState], sweep_dir: Path) -> str:
     """
     failed = [row.status.error for row in rows if row.state == records.FAILED and row.status.error]
     known = [error.known for error in failed if error.known]
-    issues = ", ".join(dict.fromkeys(known))
+    issues = list(dict.fromkeys(known))
+    on = f"{counted(len(known), 'failed run')} on {'a known issue' if len(issues) == 1 else 'known issues'}"
     if len(known) == sum(row.state != records.DONE for row in rows):
-        return (
-            f"not done: {counted(len(known), 'failed run')}, on known issues ({issues}), which a resume meets again; "
-            "change the settings that meet them"
-        )
-    again = f" (known issues fail again: {counted(len(known), 'failed run')}, {issues})" if known else ""
+        it = "it" if len(issues) == 1 else "them"
+        return f"not done: {on} ({', '.join(issues)}), which a resume meets again; change the settings that meet {it}"
+    again = f" ({on} fail{'s' * (len(known) == 1)} again: {', '.join(issues)})" if known else ""
     return f"re-run what is not done: {user_command()} resume {sweep_dir}{again}"

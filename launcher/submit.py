@@ -213,6 +213,8 @@ class Dispatcher:
                     status = _job_ended(run, job, status)
                 if status.state == PENDING and status.interrupted and job_id not in alive:  # its job left it
                     self.states[run.spec.name] = PENDING
+                    if status.started_at:  # it ran, between two polls: its start is said too
+                        self.progress.running(run.spec)
                     self.progress.ended(run.spec, PENDING, status.interrupted.get("reason", ""))
                     continue
                 if status.state == RUNNING or (job_id in alive and again_after_timeout(run, status)):

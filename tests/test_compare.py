@@ -189,7 +189,8 @@ def test_sweeps_that_measured_for_other_lengths_say_so_and_hold_no_loss_to_anoth
 
 
 def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_sweep_had():
-    """A lacks subclass in channels_last and tensorbase in contiguous: a grid of both would launch four."""
+    """B lacks subclass in channels_last and tensorbase in contiguous: a grid of both would launch four, two of
+    which neither sweep ran. Where A ran three of them and B the fourth, the grid is advised."""
     rng = np.random.default_rng(5)
     shared = {("tensor", "contiguous"): 50.0}
     only_a = {("subclass", "channels_last"): 55.0, ("tensorbase", "contiguous"): 52.0}
@@ -197,6 +198,12 @@ def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_swee
     shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
     assert unmatched.endswith("without a match in B: subclass channels_last, tensorbase contiguous"), unmatched
+    grid = {(t, m): 50.0 for t in ("subclass", "tensorbase") for m in ("contiguous", "channels_last")}
+    one_of_it = sweep({("subclass", "contiguous"): 50.0}, rng)
+    shown, _ = compare.compare_runs(sweep(grid, rng), one_of_it, threshold=0.05, loss_tolerance=0.05)
+    (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))
+    said = "to match them, launch B with input_type=subclass,tensorbase memory_format=channels_last,contiguous"
+    assert unmatched.endswith(said), "the grid's fourth combination is B's own"
     one = {("subclass", "channels_last"): 55.0}
     shown, _ = compare.compare_runs(sweep(shared | one, rng), b, threshold=0.05, loss_tolerance=0.05)
     (unmatched,) = (flag for flag in shown.flags if flag.startswith("UNMATCHED"))

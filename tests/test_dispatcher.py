@@ -196,3 +196,23 @@ def test_a_run_the_budget_left_unstarted_gets_one_line_and_no_start(tiny_plan):
     progress, spec = Progress(1, out), tiny_plan().runs[0]
     progress.ended(spec, records.PENDING, "the launch's budget ran out before it started")
     assert out.getvalue() == f"[1/1] pending {spec.name}  the launch's budget ran out before it started\n"
+
+
+def test_a_run_its_job_stopped_between_two_polls_is_said_to_start_then_left_pending(runs, tmp_path):
+    """It started and was stopped by the budget while no poll looked: its start line comes before its end line."""
+
+    def stopped_unseen(jobs):
+        for job in jobs:
+            for run in job.pack:
+                run.run_dir.mkdir(exist_ok=True)
+                began = lifecycle.start(run.run_dir).started_at  # a run stopped keeps its start, as train's does
+                lifecycle.stop(
+                    run.run_dir, records.BUDGET, "the launch's budget ran out as it measured", started_at=began
+                )
+            job.ended = True
+
+    backend = FakeBackend(LauncherConf(name="local", parallelism=4))
+    backend.on_poll = stopped_unseen
+    dispatcher = dispatch(backend, runs[:1], tmp_path)
+    lines = dispatcher.progress.stream.getvalue().splitlines()
+    assert [line.split()[1] for line in lines[:2]] == ["start", "pending"], lines

@@ -89,3 +89,13 @@ def test_two_sweeps_that_give_one_bmf_benchmark_are_refused(sweep):
     assert len(exported(str(sweep.parent), "--format", "pytorch-v3")) == 2 * len(
         exported(str(sweep), "--format", "pytorch-v3")
     )
+
+
+def test_configurations_apart_only_in_how_long_they_measured_keep_a_benchmark_each(sweep):
+    """Two lengths of one configuration: BMF would keep one value under one name."""
+    config = records.read_json(sweep / "t2" / records.CONFIG)
+    records.write_json(sweep / "t2" / records.CONFIG, config | {"config": config["config"] | {"steps": 40}})
+    found = exported(str(sweep), "--format", "bmf")
+    assert len(found) == 3 and sum(name.endswith(" steps=40") for name in found) == 1, list(found)
+    extra = {r["benchmark"]["extra_info"]["configuration"] for r in exported(str(sweep), "--format", "pytorch-v3")}
+    assert extra == {name.removeprefix("mine/") for name in found}, "both formats name a configuration alike"

@@ -319,11 +319,12 @@ def test_status_says_that_a_run_failed_on_a_known_issue_fails_on_it_again(two_do
     issue = "https://github.com/pytorch/pytorch/issues/1"
     lifecycle.fail(first, records.RunError("TypeError", "Multiple dispatch failed", known=issue))
     said = launch_here("status", str(sweep)).stdout.splitlines()[-1]
-    meets = f"not done: 1 failed run, on known issues ({issue}), which a resume meets again"
-    assert said == f"{meets}; change the settings that meet them", said
+    meets = f"not done: 1 failed run on a known issue ({issue}), which a resume meets again"
+    assert said == f"{meets}; change the settings that meet it", said
     lifecycle.fail(second, records.RunError("OSError", "the disk is full"))
     said = launch_here("status", str(sweep)).stdout.splitlines()[-1]
-    assert said == f"re-run what is not done: perfsweep resume {sweep} (known issues fail again: 1 failed run, {issue})"
+    again = f"(1 failed run on a known issue fails again: {issue})"
+    assert said == f"re-run what is not done: perfsweep resume {sweep} {again}", said
 
 
 @pytest.mark.slow

@@ -202,3 +202,15 @@ def test_a_sweep_whose_machine_slowed_between_runs_is_flagged_naming_the_slow_ru
         "MACHINE SPEED: a fixed workload (matmul 384x384 float32 on cpu, 2 threads) took 0.67-0.95 ms across the runs "
         "(median 0.68): the machine's speed moved during the sweep; 1 run over 10% above the median: c"
     )
+
+
+def test_vs_takes_an_input_type_of_the_user_s_own_by_its_import_path_too(tmp_path):
+    write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
+    write_run(tmp_path, "b", "MyTensor", "contiguous", 50.0)
+    config = json.loads((tmp_path / "b/config.json").read_text())
+    config["config"]["input_type"]["_target_"] = "mylib.tensors.MyTensor"
+    (tmp_path / "b/config.json").write_text(json.dumps(config))
+    shown = launch_here("table", str(tmp_path), "--vs", "input_type=mylib.tensors.MyTensor", "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)["rows"]
+    assert {row["input_type"]: row["vs MyTensor"] for row in rows} == {"MyTensor": 1.0, "tensor": pytest.approx(2.0)}

@@ -62,8 +62,8 @@ So `status & 4` says a loss changed, `status & 8` that configurations of A went 
 """
 
 import dataclasses
+import itertools
 import json
-import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -254,7 +254,8 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
 
     Keys in `differ` are compared along, not matched on.
     A `_target_` goes with its group's name.
-    Empty where the overrides' grid holds combinations that `side` lacks: one launch would not match it alone.
+    Empty where the overrides' grid holds a combination that no run of `side` or `other` had.
+    Such a launch may not be valid.
     """
     ids_side, ids_other = [of(r) for r in side], [of(r) for r in other]
     found = [
@@ -263,9 +264,10 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
         if key not in differ and {i.get(key, UNSET) for i in ids_side} - {i.get(key, UNSET) for i in ids_other}
     ]
     named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
-    combinations = {tuple(i.get(k, UNSET) for k in named) for i in ids_side}
-    if math.prod(len({i.get(k, UNSET) for i in ids_side}) for k in named) > len(combinations):
-        return []  # their grid would launch combinations no run of `side` had, which may not be valid
+    had = {tuple(i.get(k, UNSET) for k in named) for i in [*ids_side, *ids_other]}
+    grid = itertools.product(*(dict.fromkeys(i.get(k, UNSET) for i in ids_side) for k in named))
+    if not all(combination in had for combination in grid):
+        return []
     return [override(key, side, other) for key in named]
 
 

@@ -98,7 +98,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         return []
     found = []
     configs = configurations(runs)
-    names = labels(configs)
+    names = benchmarks(configs)
     for config in configs:
         fields = config.first.fields
         compiled = fields.get("compile.enabled") and fields.get("compile.mode")
@@ -162,15 +162,20 @@ def benchmarks(configs: list[Configuration]) -> dict[tuple, str]:
 
     A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
     A run records the axes its workload reads alone.
+    Configurations apart only in how long they measured are named by that too.
     """
     _, fields = varying([c.first for c in configs])
     short = labels(configs)
 
-    def name(run: RunRecord) -> str:
+    def name(config: Configuration, kept: list[str]) -> str:
+        run = config.first
         parts = [f"{a}={run.axis(a)}" for a in run.axis_order if a != "replicate" and run.axis(a) != "-"]
-        return " ".join([*parts, *(f"{f}={run.fields.get(f)}" for f in fields if f not in MEASURING)])
+        return " ".join([*parts, *(f"{f}={run.fields.get(f)}" for f in kept)]) or short[config.key]
 
-    return {c.key: name(c.first) or short[c.key] for c in configs}  # a run of no axis: by its code
+    names = {c.key: name(c, [f for f in fields if f not in MEASURING]) for c in configs}
+    if len(set(names.values())) < len(names):
+        names = {c.key: name(c, fields) for c in configs}
+    return names
 
 
 def export(paths: list[Path], form: str) -> Any:

@@ -285,7 +285,7 @@ def _resting_on(configs: list[Configuration], rule: Rule) -> str:
     if not compares(configs):
         return f"{times}; {windows}"
     within = (
-        f"{WITHIN_RUN} interval: it resamples one process's steps and leaves the difference between processes "
+        f"{WITHIN_RUN} interval: it resamples each run's steps and leaves the difference between processes "
         "out, so no verdict rests on it"
     )
     paired = any(r.summary.paired for c in configs for r in c.runs)

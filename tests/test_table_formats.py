@@ -158,6 +158,8 @@ def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answe
     failed = launch_here("table", str(tmp_path), "--format", form)
     assert failed.returncode == 1, failed.stdout
     assert f"no run of {tmp_path} is done" in failed.stderr
+    commands = launch_here("table", str(tmp_path), "--repro", "--format", form)
+    assert commands.returncode == 0 and not commands.stderr, "the commands are an answer: they measure them again"
     shutil.rmtree(tmp_path / "a")
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
     assert launch_here("table", str(tmp_path), "--format", form).returncode == 0

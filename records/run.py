@@ -54,7 +54,7 @@ class Reference(TypedDict):
     """The machine's speed: a fixed workload timed after the run's window (train/reference.py)."""
 
     workload: str  # what was timed, where: "matmul 256x256 float32 on cpu, 2 threads"
-    ms: float  # its median time
+    ms: float  # its shortest time of several
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ from perfsweep.records import RunRecord
 from perfsweep.records.words import counted
 
 MOVED = 0.03  # a fixed workload's time that moved less than this: the same machine speed
-SPREAD = 0.10  # a sweep whose slowest run timed the workload this much above its fastest: the machine moved
+SPREAD = 0.25  # a run that timed the workload this much above the sweep's median: the machine moved
 
 
 def _workload(runs: list[RunRecord]) -> str | None:
@@ -66,18 +66,18 @@ def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("
 def across(runs: list[RunRecord]) -> list[str]:
     """A flag where the machine's speed moved across a sweep's runs.
 
-    That is its slowest time over SPREAD above its fastest.
-    Runs then slowed with the machine, whatever their configuration.
+    That is a run whose time is over SPREAD above the sweep's median.
+    Such runs slowed with the machine, whatever their configuration.
     """
     workload = _workload(runs)
     times = _timed(runs, workload) if workload else {}
-    if len(times) < 3 or max(times.values()) <= min(times.values()) * (1 + SPREAD):
+    middle = statistics.median(times.values()) if len(times) >= 3 else None
+    slow = [name for name, ms in times.items() if middle and ms > middle * (1 + SPREAD)]
+    if not slow:
         return []
-    middle = statistics.median(times.values())
-    slow = [name for name, ms in times.items() if ms > middle * (1 + SPREAD)]
-    named = f"; {counted(len(slow), 'run')} over {SPREAD:.0%} above the median: {', '.join(slow[:3])}" if slow else ""
     return [
         f"MACHINE SPEED: a fixed workload ({workload}) took {min(times.values()):.3g}-{max(times.values()):.3g} ms "
-        f"across the runs (median {middle:.3g}): the machine's speed moved during the sweep{named}"
+        f"across the runs (median {middle:.3g}): the machine's speed moved during the sweep; "
+        f"{counted(len(slow), 'run')} over {SPREAD:.0%} above the median: {', '.join(slow[:3])}"
         + (", ..." if len(slow) > 3 else "")
     ]

@@ -445,5 +445,5 @@ def test_a_newest_point_on_a_slower_machine_says_so_beside_its_flag():
     made, _, status = shown(dataclasses.replace(found, points=points))
     (flagged,) = [series for series in made if series.flag]
     assert status == views.EXIT_POSSIBLE and flagged.label == "subclass"
-    said = "; the machine was slower in 08ababab: a fixed workload (matmul 384x384 float32 on cpu, 2 threads) took 0.67"
+    said = "; the machine ran slower in 08ababab: a fixed workload (matmul 384x384 float32 on cpu, 2 threads, fastest"
     assert said in flagged.flag, flagged.flag

@@ -193,26 +193,6 @@ def test_a_configuration_launched_alone_into_a_sweep_is_compared_with_its_baseli
     assert {row["input_type"]: row["vs tensor"] for row in rows} == {"tensor": 1.0, "subclass": pytest.approx(0.5)}
 
 
-def timed_at(sweep: Path, times: dict[str, float]) -> list[str]:
-    """The MACHINE SPEED lines of the table of three runs that timed the fixed workload at `times` (ms, by name)."""
-    for (name, ms), input_type in zip(times.items(), ("tensor", "subclass", "tensorbase"), strict=True):
-        if not (sweep / name).exists():
-            write_run(sweep, name, input_type, "contiguous", 100.0)
-        summary = json.loads((sweep / name / "summary.json").read_text())
-        summary["reference"] = {"workload": "matmul 384x384 float32 on cpu, 2 threads", "ms": ms}
-        (sweep / name / "summary.json").write_text(json.dumps(summary))
-    return [line for line in launch_here("table", str(sweep)).stdout.splitlines() if "MACHINE SPEED" in line]
-
-
-def test_a_sweep_whose_machine_slowed_between_runs_is_flagged_naming_the_slow_runs(tmp_path):
-    assert timed_at(tmp_path, {"a": 0.67, "b": 0.68, "c": 0.80}) == [], "within 25% of the median: a process's spread"
-    (flag,) = timed_at(tmp_path, {"a": 0.67, "b": 0.68, "c": 0.95})
-    assert flag == (
-        "MACHINE SPEED: a fixed workload (matmul 384x384 float32 on cpu, 2 threads) took 0.67-0.95 ms across the runs "
-        "(median 0.68): the machine's speed moved during the sweep; 1 run over 25% above the median: c"
-    )
-
-
 def test_vs_takes_an_input_type_of_the_user_s_own_by_its_import_path_too(tmp_path):
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
     write_run(tmp_path, "b", "MyTensor", "contiguous", 50.0)

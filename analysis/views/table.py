@@ -32,7 +32,6 @@ from perfsweep.analysis.groups import (
     vs_label,
 )
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.analysis.statistics import machine_speed
 from perfsweep.analysis.statistics.drift import order_effect
 from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken, too_short
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
@@ -342,7 +341,6 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         if not spread[r.name] and (why := trend(r.step_ms(), host=seen_in(r.summary)))
     ]
     flag_lines += order_effect(configurations(done)) if done else []
-    flag_lines += machine_speed.across(done)
     flag_lines += [
         f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
         "NaN or infinite: the run did not train"

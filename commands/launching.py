@@ -101,8 +101,10 @@ def floor_line(plan) -> str | None:
         return None
     spread = floor.apart if plan.settings.pairing == "process" else floor.paired
     where = ("runs_dir=", "sweep_name=", "tracker.")  # where it wrote, not what it measured
-    measured = shlex.join(o for o in floor.overrides if not o.startswith(where))
-    measured = f"{user_command()} noise {measured}".rstrip()
+    measured = shlex.join(
+        ["--processes", str(floor.processes), *(o for o in floor.overrides if not o.startswith(where))]
+    )
+    measured = f"{user_command()} noise {measured}"
     return (
         f"this machine decides about {noise.decided(spread, noise.SAID_BUDGET_S)} in {noise.SAID_BUDGET_S // 60} "
         f"min ({measured}, {floor.measured[:10]})"

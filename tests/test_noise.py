@@ -28,7 +28,7 @@ def section(out: str, first: str) -> list[str]:
     return found
 
 
-def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_the_floor(tmp_path):
+def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_the_floor(tmp_path, monkeypatch):
     done = launch_here("noise", "--processes", "3", *CONFIG, f"runs_dir={tmp_path}")
     assert done.returncode == 0, done.stderr
     spread = section(done.stdout, "spread of log step time")
@@ -56,8 +56,17 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     said = later.stdout.splitlines()[0]
     assert (
         said.startswith("this machine decides about ±")
-        and f"(perfsweep noise {' '.join(CONFIG)}, {floor['measured'][:10]})" in said
+        and f"(perfsweep noise --processes 3 {' '.join(CONFIG)}, {floor['measured'][:10]})" in said
     )
+    # A neighbour's share, as a host record of a shared machine gives it (a real one is too short to tell here)
+    from perfsweep.commands import noise
+
+    taken = noise.Setting("others' CPU during its runs", "35% (median over its runs)", True, "stop them")
+    monkeypatch.setattr(noise, "_seen", lambda runs: [taken])
+    shared = launch_here("noise", "--processes", "2", *CONFIG, f"runs_dir={tmp_path}")
+    assert shared.returncode == noise.EXIT_SHARED, shared.stderr
+    assert "not written: others' CPU during its runs 35%; the floor kept is the one before" in shared.stdout
+    assert json.loads(written[0].read_text()) == floor, "the floor of the machine alone is kept"
 
 
 def fake_sysfs(root, governor: str, no_turbo: str):

@@ -82,8 +82,8 @@ class Rounds:
         if self.runs != self.looks[-1]:
             following = self.looks[self.looks.index(self.runs) + 1]
             return (
-                f"{self.auto.max_minutes:g} min (auto.max_minutes): the look at {following} runs would have ended "
-                f"past it, at {self.clock.round_s:.1f} s a round"
+                f"{self.auto.max_minutes:g} min (auto.max_minutes): the look at {following} runs a configuration "
+                f"would have ended past it, at {self.clock.round_s:.1f} s a round"
             )
         return f"{self.auto.max_runs} runs per configuration (auto.max_runs)"
 

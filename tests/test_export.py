@@ -41,6 +41,8 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert all(
         isinstance(v, str) for r in found for part in ("benchmark", "model") for v in r[part]["extra_info"].values()
     )
+    rate = next(r for r in found if r["metric"]["name"] == "samples_per_s")
+    assert rate["metric"]["extra_info"]["statistic"].startswith("each run's samples over its whole measured window")
     names = {r["metric"]["name"] for r in found if r["model"]["extra_info"]["input_type"] == "tensor"}
     assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
 

@@ -33,6 +33,12 @@ from perfsweep.analysis.views.table import joules_per_sample
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
+# What each run's value of a metric is, by its unit, as the table computes it
+STATISTIC = {
+    "ms": "each run's median over its measured steps, a value per process",
+    "samples/s": "each run's samples over its whole measured window (stalls included), a value per process",
+    "J/sample": "each run's energy over its measured window per sample, a value per process",
+}
 
 
 def _series(run: RunRecord, sweep_dir: Path) -> str:
@@ -117,7 +123,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"},
         }
         for name, (unit, values) in _metrics(config).items():
-            extra = {"unit": unit, "statistic": "each run's median over its measured steps, a value per process"}
+            extra = {"unit": unit, "statistic": STATISTIC.get(unit, STATISTIC["ms"])}
             found.append(
                 {
                     "benchmark": benchmark,

@@ -100,7 +100,9 @@ def test_a_real_runs_summary_is_what_it_wrote_and_the_median_of_its_measured_ste
 def test_a_real_run_records_its_timer_its_syncs_what_ran_beside_it_and_the_machine_s_speed(real_run):
     summary = real_run[1]
     assert summary.neighbours["end"]["loadavg"]
-    assert summary.reference["workload"].startswith(f"matmul {reference.SIZE[DEVICE]}x") and summary.reference["ms"] > 0
+    workload = summary.reference["workload"]
+    assert workload.startswith(f"matmul {reference.SIZE[DEVICE]}x") and summary.reference["ms"] > 0
+    assert workload.endswith(f", fastest of {reference.TIMED}"), workload
     if DEVICE == "cpu":
         assert summary.timer == "perf_counter" and summary.host_syncs_per_step is None
         assert summary.neighbours["start"]["gpu_processes"] is None

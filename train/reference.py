@@ -21,7 +21,7 @@ def reference(device: torch.device) -> Reference:
     """The shortest time of TIMED products, after WARM untimed ones.
 
     The shortest is the machine's speed.
-    In one quiet process it spreads a few percent; the median spreads more.
+    In one quiet process it spread 7%, less than the median did.
     On a GPU, each ends in a synchronize.
     """
     size = SIZE.get(device.type, SIZE["cpu"])
@@ -37,5 +37,7 @@ def reference(device: torch.device) -> Reference:
         synchronize(device)
         times.append(time.perf_counter() - start)
     threads = f", {torch.get_num_threads()} threads" if device.type == "cpu" else ""
-    workload = f"matmul {size}x{size} float32 on {device.type}{threads}, fastest of {TIMED}"
+    # a run's precision may let float32 matmuls run as TF32, process-wide (train/precision.py)
+    tf32 = " as tf32" if device.type == "cuda" and torch.backends.cuda.matmul.fp32_precision == "tf32" else ""
+    workload = f"matmul {size}x{size} float32{tf32} on {device.type}{threads}, fastest of {TIMED}"
     return Reference(workload=workload, ms=min(times) * 1e3)

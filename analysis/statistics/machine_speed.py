@@ -1,55 +1,61 @@
 """The machine's speed in two sets of runs.
 
 Each run timed a fixed workload after its window.
-A run is a process: a set's runs replicate the machine's speed.
+Each process counts once: its sides' fastest, where it held paired sides.
 Times that differ beyond their spread mean the machine moved.
 A difference between two sweeps may then be the machine's.
 """
 
 import collections
-import statistics
+import math
 
 import numpy as np
 
 from perfsweep.analysis.statistics.speedup import Sample, figures, speedup
 from perfsweep.records import RunRecord
 
-MOVED = 0.03  # a fixed workload's time that moved less than this: no move said
+MOVED = 0.03  # a ratio whose interval reaches within this of 1: no move said
 
 
-def _workload(runs: list[RunRecord]) -> str | None:
-    """The fixed workload the most runs timed; None where none timed one."""
-    timed = [r.summary.reference["workload"] for r in runs if r.summary and r.summary.reference]
-    return collections.Counter(timed).most_common(1)[0][0] if timed else None
+def _workload(a: list[RunRecord], b: list[RunRecord]) -> str | None:
+    """The fixed workload that both sets timed the most; None where they share none.
+
+    Runs of another version, or of TF32 matmuls, timed another.
+    """
+    counts = [collections.Counter(r.summary.reference["workload"] for r in runs if r.summary and r.summary.reference)
+              for runs in (a, b)]  # fmt: skip
+    shared = [(min(counts[0][w], counts[1][w]), w) for w in counts[0] if counts[1][w]]
+    return max(shared)[1] if shared else None
 
 
-def _timed(runs: list[RunRecord], workload: str) -> dict[str, float]:
-    """Each run's time of `workload`, by its name."""
-    return {
-        r.name: r.summary.reference["ms"]
-        for r in runs
-        if r.summary and (r.summary.reference or {}).get("workload") == workload
-    }
+def _timed(runs: list[RunRecord], workload: str) -> list[float]:
+    """Each process's fastest time of `workload`: a paired process's sides timed it each."""
+    by_process: dict[str, float] = {}
+    for r in runs:
+        if r.summary and (r.summary.reference or {}).get("workload") == workload:
+            process = r.summary.paired.process if r.summary.paired else r.name
+            by_process[process] = min(by_process.get(process, math.inf), r.summary.reference["ms"])
+    return list(by_process.values())
 
 
 def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
     """A line where the machine ran the fixed workload slower or faster in `b` than in `a`; else ''.
 
-    It needs two or more runs a set, and a ratio whose interval across runs excludes 1 by over MOVED.
-    The workload is timed at its fastest, which slips between a neighbour's time slices.
+    It needs two or more processes a set, and a ratio whose interval across them lies beyond 1 -+ MOVED.
+    The workload is timed at its fastest, which can slip between a neighbour's time slices.
     So it shows a CPU that ran slower throughout, not a neighbour's share: their hosts' line says that.
     """
-    workload = _workload(a + b)
-    times = [list(_timed(runs, workload).values()) for runs in (a, b)] if workload else [[], []]
+    workload = _workload(a, b)
+    times = [_timed(runs, workload) for runs in (a, b)] if workload else [[], []]
     if len(times[0]) < 2 or len(times[1]) < 2:
         return ""
     samples = [Sample(tuple(np.array([t]) for t in side), tuple(range(len(side)))) for side in times]
     ratio = speedup(samples[0], samples[1])  # B's time over A's
-    if not (ratio.excludes(1.0) and abs(ratio.value - 1) > MOVED):
+    if not (ratio.low > 1 + MOVED or ratio.high < 1 - MOVED):
         return ""
     value, low, high = figures(ratio.value, ratio.low, ratio.high, apart=1.0)
-    medians = f"{statistics.median(times[0]):.3g} -> {statistics.median(times[1]):.3g} ms"
+    means = f"{samples[0].middle:.3g} -> {samples[1].middle:.3g} ms"
     return (
         f"the machine ran {'slower' if ratio.value > 1 else 'faster'} in {names[1]}: a fixed workload ({workload}) "
-        f"took {medians}, {value}x [{low}, {high}] (medians of {len(times[0])} / {len(times[1])} runs)"
+        f"took {means}, {value}x [{low}, {high}] (geometric means of {len(times[0])} / {len(times[1])} processes)"
     )

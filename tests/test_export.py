@@ -1,11 +1,13 @@
 """A sweep's figures exported for PyTorch's benchmark database (v3 schema) and for Bencher (BMF)."""
 
+import dataclasses
 import json
 import shutil
 
 import pytest
 
 from perfsweep import records
+from perfsweep.records.host import HostBlock, HostState
 from tests.helpers import launch_here, write_run
 
 
@@ -101,3 +103,16 @@ def test_configurations_apart_only_in_how_long_they_measured_keep_a_benchmark_ea
     assert len(found) == 3 and sum(name.endswith(" steps=40") for name in found) == 1, list(found)
     extra = {r["benchmark"]["extra_info"]["configuration"] for r in exported(str(sweep), "--format", "pytorch-v3")}
     assert extra == {name.removeprefix("mine/") for name in found}, "both formats name a configuration alike"
+
+
+def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):
+    """A run whose CPU packages used 100 J over its 2 s window, alone on the machine: 0.5 J a sample at 100/s."""
+    block = HostBlock(2.0, 2, 2.0, 2.0, 0.0, cpu_energy_j=100.0, machine_cpus=2)
+    summary = records.read_json(sweep / "s1" / records.SUMMARY)
+    host = dataclasses.asdict(HostState.of([block]))
+    records.write_json(sweep / "s1" / records.SUMMARY, summary | {"host": host})
+    subclass = next(
+        measures for name, measures in exported(str(sweep), "--format", "bmf").items() if "subclass" in name
+    )
+    assert subclass["throughput"]["value"] == pytest.approx(80.0)
+    assert subclass["joules-per-sample"]["value"] == pytest.approx(50.0 / 80.0)

@@ -4,14 +4,15 @@
 
 - pytorch-v3: a JSON list of records of the PyTorch OSS benchmark database's v3 schema (pytorch/test-infra's
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
-  A record per configuration and metric: the step and each phase in ms, and samples per second.
-  Its `benchmark_values` hold one value per run (process): each run's median.
+  A record per configuration and metric: the step and each phase in ms, samples per second, and J/sample where read.
+  Its `benchmark_values` hold one value per run (process), as STATISTIC says.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value>`).
   BMF holds one value a benchmark.
   Two sweeps that give the same benchmark are refused.
-  `latency` is the step time in nanoseconds, Bencher's unit, and `throughput` is samples per second.
+  `latency` is the step time in nanoseconds, Bencher's unit, `throughput` samples per second, and
+  `joules-per-sample` the energy, where read.
   Each phase is a measure of its own (`latency-forward`...).
-  Each value is the geometric mean over the runs of each run's median.
+  Each value is the geometric mean over the runs of each run's own value.
   Its bounds are the 95% t-interval across the runs, where there are two or more.
 
 timm's columns are `table SWEEP --csv timm`.
@@ -33,6 +34,7 @@ from perfsweep.analysis.views.table import joules_per_sample
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
+BMF_MEASURES = {"samples/s": "throughput", "J/sample": "joules-per-sample"}  # Bencher's measure of each other unit
 # What each run's value of a metric is, by its unit, as the table computes it
 STATISTIC = {
     "ms": "each run's median over its measured steps, a value per process",
@@ -123,7 +125,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"},
         }
         for name, (unit, values) in _metrics(config).items():
-            extra = {"unit": unit, "statistic": STATISTIC.get(unit, STATISTIC["ms"])}
+            extra = {"unit": unit, "statistic": STATISTIC[unit]}
             found.append(
                 {
                     "benchmark": benchmark,
@@ -158,7 +160,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
                 phase = name.removesuffix("_ms")
                 measures["latency" if phase == "step" else f"latency-{phase}"] = _measure(values, 1e6)  # ns
             else:
-                measures["throughput"] = _measure(values, 1.0)
+                measures[BMF_MEASURES[unit]] = _measure(values, 1.0)
         found[f"{_series(config.first, sweep_dir)}/{names[config.key]}"] = measures
     return found
 

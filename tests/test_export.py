@@ -39,6 +39,8 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     record = step["tensor"]
     assert set(record) == {"benchmark", "model", "metric", "runners", "dependencies"}
     assert record["benchmark"]["name"] == "perfsweep mine", "named by its sweep file: one series over commits"
+    info = record["benchmark"]["extra_info"]
+    assert info["sweep_folder"] == "commit-0123456789ab" and info["finished_at"].startswith("20"), "which sweep of it"
     assert record["model"]["name"] == "resnet18"
     assert all(
         isinstance(v, str) for r in found for part in ("benchmark", "model") for v in r[part]["extra_info"].values()

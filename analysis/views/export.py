@@ -114,7 +114,13 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
             "dtype": str(fields.get("precision.name", "")),
-            "extra_info": {"configuration": names[config.key], "runs": str(len(config.runs))},
+            "extra_info": {
+                "configuration": names[config.key],
+                "runs": str(len(config.runs)),
+                # the sweep's folder and when its last run ended: what tells one sweep of a sweep file from another
+                "sweep_folder": sweep_dir.name,
+                "finished_at": max(str(r.status.finished_at or "") for r in config.runs),
+            },
         }
         model = {
             "name": str(fields.get("model.name", config.first.summary.workload)),

@@ -142,6 +142,7 @@ def test_a_paired_process_records_each_side_as_a_run_with_its_blocks(tiny_plan, 
     assert sum(t[part] for t in timings for part in parts) <= wall
     order = summaries[0].paired.blocks
     assert collections.Counter(order) == {0: 2, 1: 2, 2: 2} and order[2] != order[3]
+    assert len({summary.reference["ms"] for summary in summaries}) == 1, "the machine's speed, timed once a process"
 
 
 @pytest.mark.slow

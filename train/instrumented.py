@@ -411,6 +411,7 @@ def paired_process(
     order = block_order(len(live), len(sizes), cfg.seed)
     windows = measure_blocks([warm[index].work for index in live], names, order, sizes, cfg.warmup_steps, device)
     peak, kind = peak_memory_mib(device)
+    timed = reference(device)  # the machine's speed, once for the process its sides shared
     process = uuid.uuid4().hex
     for place, (index, window) in enumerate(zip(live, windows, strict=True)):
         measured = Measured(
@@ -418,7 +419,8 @@ def paired_process(
         )
         paired = PairedSummary(sides=names, side=place, blocks=order, block_steps=sizes, process=process)
         own, memory = Stopwatch(), (peak, f"{kind}_all_sides")
-        outcome = record_measured(measured, sides[index].run_dir, device, own, {"paired": paired}, memory)
+        extra = {"paired": paired, "reference": timed}
+        outcome = record_measured(measured, sides[index].run_dir, device, own, extra, memory)
         results[index] = outcome._replace(seconds={**outcome.seconds, **own.seconds, "ready_at": ready[index]})
     return results
 
@@ -450,7 +452,7 @@ def record_measured(
     """
     memory = memory or peak_memory_mib(device)
     with stopwatch("counted_s"):
-        extra = {**probe(measured, device), **(extra or {})}
+        extra = {**probe(measured, device, (extra or {}).get("reference")), **(extra or {})}
     if measured.cfg.explain:  # its profiled window leaves the trace profile=true would
         with stopwatch("explained_s"):
             ops = record_ops(measured, device, run_dir)
@@ -548,8 +550,11 @@ def measure(cfg: RunConf, device: torch.device) -> Measured:
     return Measured(**built._asdict(), window=window, neighbours=before, clock_start=clock_start)
 
 
-def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
-    """What is counted after the window, never timed: the summary's extra fields."""
+def probe(measured: Measured, device: torch.device, timed: records.Reference | None = None) -> dict[str, Any]:
+    """What is counted after the window, never timed: the summary's extra fields.
+
+    `timed` is the machine's speed where the process read it already.
+    """
     work, after = measured.work, measured.after
     return {
         # Counted in one more step, under CUDA's sync debug mode (None: a CPU has no device).
@@ -562,7 +567,7 @@ def probe(measured: Measured, device: torch.device) -> dict[str, Any]:
         # One more step's FLOPs, counted where the counter counts the workload's work.
         "flops_per_step": count_flops(lambda: work.step(after, NoClock())) if work.counts_flops else None,
         # The machine's speed on a fixed workload: compare and history tell a slower machine from slower code.
-        "reference": reference(device),
+        "reference": timed or reference(device),
     }
 
 

@@ -73,6 +73,10 @@ def tracker_id(manifest: dict, spec: RunSpec) -> str:
 
 
 RESUME_OVERRIDABLE = ("launcher.", "tracker.")  # settings of the sweep, not of what a run measures
+AGAIN = (
+    "launch the sweep again with its command (sweep.json's launches list it), which plans them anew and keeps what is "
+    "done"
+)
 
 
 def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
@@ -94,8 +98,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         raise PlanError(
             [
                 f"{unreadable[0]}, and the configs of the runs that never started cannot be rebuilt from the run "
-                f"folders ({len(lost)}: {', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): launch the sweep "
-                "again with its command (sweep.json's launches list it), which plans them anew and keeps what is done"
+                f"folders ({len(lost)}: {', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''}): {AGAIN}"
             ]
         )
     runs = []
@@ -105,9 +108,13 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         file = CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml"
         declared = OmegaConf.create({"workload": OmegaConf.load(file)} if file.is_file() else {})
         merged = OmegaConf.merge(OmegaConf.structured(Config), declared, record["config"], changes)
+        if order := record.get("named_axes"):  # the config's keys were written sorted: its name keeps this order
+            merged.workload.axes = {axis: merged.workload.axes[axis] for axis in order}
         spec = RunSpec(OmegaConf.to_object(merged), sweep_dir.name, tuple(record.get("repro") or ()))
-        if spec.run_id != record["run_id"]:
-            raise ValueError(f"run {name}: its config no longer gives its run id (written by another version?)")
+        if spec.run_id != record["run_id"] or spec.name != name:
+            raise PlanError(
+                [f"run {name}: its recorded config now gives another id or name (another version recorded it): {AGAIN}"]
+            )
         runs.append(spec)
     origins = {override.split("=", 1)[0]: "the command line" for override in overrides}
     return Plan(sweep_dir=sweep_dir, runs=tuple(runs), origins=origins)

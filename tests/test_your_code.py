@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records
+from perfsweep.launcher.sweepdir import recorded_plan
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train import user_targets
 from tests import golden
@@ -329,3 +330,19 @@ def test_a_stop_that_comes_as_the_batch_factory_is_tried_stops_the_run():
 
     with pytest.raises(records.BudgetSpent):
         user_targets._sample_inputs(factory)
+
+
+def test_resume_plans_a_sweep_of_the_users_step_under_the_names_it_planned(imagelib, tmp_path):
+    """runs.jsonl keeps a config's keys sorted; the run's name keeps its step's axes in their declared order."""
+    plan = build_plan(
+        [
+            "model=imagelib.models.SmallCNN",
+            "workload=imagelib.steps.ClippedStep",
+            "input_type=tensor,subclass",
+            f"runs_dir={tmp_path / 'runs'}",
+        ]
+    )
+    plan.sweep_dir.mkdir(parents=True)
+    records.write_planned(plan.sweep_dir, {spec.name: spec.record_line() for spec in plan.runs})
+    resumed = recorded_plan(plan.sweep_dir)
+    assert sorted(spec.name for spec in resumed.runs) == sorted(spec.name for spec in plan.runs)

@@ -29,7 +29,7 @@ def _workload(a: list[RunRecord], b: list[RunRecord]) -> str | None:
 
 
 def _timed(runs: list[RunRecord], workload: str) -> list[float]:
-    """Each process's fastest time of `workload`: a paired process's sides timed it each."""
+    """Each process's fastest time of `workload`, once a process: older paired records timed it once a side."""
     by_process: dict[str, float] = {}
     for r in runs:
         if r.summary and (r.summary.reference or {}).get("workload") == workload:

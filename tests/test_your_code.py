@@ -346,3 +346,10 @@ def test_resume_plans_a_sweep_of_the_users_step_under_the_names_it_planned(image
     records.write_planned(plan.sweep_dir, {spec.name: spec.record_line() for spec in plan.runs})
     resumed = recorded_plan(plan.sweep_dir)
     assert sorted(spec.name for spec in resumed.runs) == sorted(spec.name for spec in plan.runs)
+
+
+def test_a_users_step_that_builds_its_parts_gets_their_checks_before_anything_runs(imagelib, tmp_path):
+    result = here(tmp_path, "model=imagelib.models.SmallCNN", "workload=imagelib.steps.ClippedStep", "model.batch_size=0")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "model.batch_size=0 must be positive" in result.stderr
+    assert not (tmp_path / "runs").exists(), "refused before anything was written"

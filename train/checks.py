@@ -15,6 +15,7 @@ from perfsweep.train.build import resolve_device
 from perfsweep.train.catalog import WORKLOADS, workload_class
 from perfsweep.train.parallel import device_problems
 from perfsweep.train.registry import choice
+from perfsweep.train.step import parts_problems
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -49,6 +50,8 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         return issues  # what the rest checks is built from them
     if cfg.workload._target_ or name in WORKLOADS:
         issues = workload_class(cfg.workload).problems(cfg)
+    if cfg.workload._target_ and "model" in cfg.workload.reads:
+        issues = parts_problems(cfg) + issues  # a step of the user's builds its parts as the training step does
     else:
         issues = choice("workload", name, sorted(WORKLOADS))
     if cfg.steps <= 0:

@@ -97,6 +97,22 @@ def model_problems_of(cfg: RunConf) -> list[str]:
     return problems
 
 
+def parts_problems(cfg: RunConf) -> list[str]:
+    """What build() needs of a run's fields: those of model_problems_of, a known loss and optimizer, and its ranks.
+
+    fastai is checked where the loss or optimizer needs it.
+    The training step checks these, as does a step of the user's own that reads the model.
+    """
+    issues = model_problems_of(cfg) + parallel.problems(cfg)
+    issues += choice("loss", cfg.loss.name, list(LOSSES))
+    issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
+    issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
+    for group in ("loss", "optim"):
+        if getattr(cfg, group).name == "fastai":
+            issues += fastai_parts.missing(f"{group}=fastai")
+    return issues
+
+
 @WORKLOADS.register("train_step")
 class TrainStep(Workload):
     """data -> forward (with loss) -> backward -> optimizer (step, scaler update, zero_grad)."""
@@ -105,18 +121,7 @@ class TrainStep(Workload):
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
-        """What the training step checks: those of model_problems_of, plus a known loss and optimizer.
-
-        fastai is checked where the loss or optimizer needs it.
-        """
-        issues = model_problems_of(cfg) + parallel.problems(cfg)
-        issues += choice("loss", cfg.loss.name, list(LOSSES))
-        issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
-        issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
-        for group in ("loss", "optim"):
-            if getattr(cfg, group).name == "fastai":
-                issues += fastai_parts.missing(f"{group}=fastai")
-        return issues
+        return parts_problems(cfg)
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)

@@ -50,10 +50,10 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         return issues  # what the rest checks is built from them
     if cfg.workload._target_ or name in WORKLOADS:
         issues = workload_class(cfg.workload).problems(cfg)
-    if cfg.workload._target_ and "model" in cfg.workload.reads:
-        issues = parts_problems(cfg) + issues  # a step of the user's builds its parts as the training step does
     else:
         issues = choice("workload", name, sorted(WORKLOADS))
+    if cfg.workload._target_ and "model" in cfg.workload.reads:
+        issues = parts_problems(cfg) + issues  # a step of the user's builds its parts as the training step does
     if cfg.steps <= 0:
         issues.append(f"steps={cfg.steps} must be positive")
     if cfg.dist.name != "none" and "dist" not in cfg.workload.reads:

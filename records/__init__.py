@@ -57,6 +57,7 @@ from perfsweep.records.ops import DynamoCounts, OperatorTimes, Ops, OpsFailed, P
 from perfsweep.records.repro import Repro
 from perfsweep.records.run import (
     Baseline,
+    Compiled,
     PairedSummary,
     RankSummary,
     Reference,
@@ -105,7 +106,7 @@ __all__ = [
     "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
     "HostBlock", "HostState", "Repro",
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
-    "Baseline", "PairedSummary", "RankSummary", "Reference", "RunRecord", "Summary", "is_done", "load_run",
+    "Baseline", "Compiled", "PairedSummary", "RankSummary", "Reference", "RunRecord", "Summary", "is_done", "load_run",
     "load_sweep", "unreadable_records",
     "BUDGET", "DONE", "FAILED", "FINAL", "LOST", "PENDING", "RUNNING", "STATES", "UNKNOWN", "UNREADABLE", "WRITTEN",
     "BudgetSpent", "RunError", "Status", "Stopped", "read_status",

@@ -57,6 +57,14 @@ class Reference(TypedDict):
     ms: float  # its shortest time of several
 
 
+class Compiled(TypedDict):
+    """What a compiled run's model ran as: counted in one step after its window (train/compiled_graphs.py)."""
+
+    backend: str
+    graphs_run: int | None  # Dynamo's graphs of one op or more that ran in that step; None where unknown
+    graph_breaks: dict[str, int]  # Dynamo's graph breaks in its process, by reason's first line (a paired one's sides)
+
+
 @dataclasses.dataclass(frozen=True)
 class RankSummary:
     """How the ranks of a run across ranks compare: summary.json's `ranks`."""
@@ -147,6 +155,7 @@ class Summary:
     neighbours: dict[str, Neighbours] = dataclasses.field(default_factory=dict)  # other work beside the run: start, end
     clocks: dict[str, Clock] = dataclasses.field(default_factory=dict)  # the device's clock: start, end
     reference: Reference | None = None  # the machine's speed after the window; None: not timed
+    compiled: Compiled | None = None  # a compiled run's: what its model ran as; None where not compiled
     params: int | None = None  # a model step's: the model's parameters
     batch_size: int | None = None  # a model step's: the batch it ran at (below the asked one after an OOM retry)
     samples_per_s: float | None = None  # a training step's

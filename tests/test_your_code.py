@@ -349,7 +349,42 @@ def test_resume_plans_a_sweep_of_the_users_step_under_the_names_it_planned(image
 
 
 def test_a_users_step_that_builds_its_parts_gets_their_checks_before_anything_runs(imagelib, tmp_path):
-    result = here(tmp_path, "model=imagelib.models.SmallCNN", "workload=imagelib.steps.ClippedStep", "model.batch_size=0")
+    result = here(
+        tmp_path, "model=imagelib.models.SmallCNN", "workload=imagelib.steps.ClippedStep", "model.batch_size=0"
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "model.batch_size=0 must be positive" in result.stderr
     assert not (tmp_path / "runs").exists(), "refused before anything was written"
+
+
+DICT_IN_TORCH_FUNCTION = """
+import torch
+
+
+class Tagged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        tags = {}
+        for arg in args:
+            if isinstance(arg, Tagged):
+                tags.update(arg.__dict__)  # Dynamo cannot trace __dict__: every frame falls back to eager
+        return super().__torch_function__(func, types, args, kwargs or {})
+"""
+
+
+@pytest.mark.slow
+def test_a_compiled_side_that_ran_eagerly_is_flagged_and_its_pair_is_not(user_module, tmp_path):
+    user_module("tagged", DICT_IN_TORCH_FUNCTION)
+    result = here(
+        tmp_path,
+        "model=tiny_cnn",
+        "compile=default",
+        "compile.backend=aot_eager",  # the compile path without inductor's C++ build
+        "warmup_steps=2",
+        "input_type=tensor,tagged.Tagged",
+        "memory_format=contiguous",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    flagged = [line for line in result.stdout.splitlines() if "NOT COMPILED" in line]
+    assert len(flagged) == 1 and "-Tagged-" in flagged[0], result.stdout
+    assert "Unsupported tensor subclass overridden attribute access" in flagged[0]

@@ -28,6 +28,7 @@ from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, gpu_state, host_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import fastai_modules, workload_class
+from perfsweep.train.compiled_graphs import compiled_graphs
 from perfsweep.train.contract import ContractError
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
@@ -568,6 +569,8 @@ def probe(measured: Measured, device: torch.device, timed: records.Reference | N
         "flops_per_step": count_flops(lambda: work.step(after, NoClock())) if work.counts_flops else None,
         # The machine's speed on a fixed workload: compare and history tell a slower machine from slower code.
         "reference": timed or reference(device),
+        # What a compiled model ran as, in one more step: compiled graphs, or eager ops where Dynamo gave up.
+        "compiled": compiled_graphs(lambda: work.step(after, NoClock()), work.cfg.compile),
     }
 
 

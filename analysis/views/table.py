@@ -353,6 +353,7 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         for r in done
         if r.summary and r.summary.batch_size and r.fields.get("model.batch_size") not in (None, r.summary.batch_size)
     ]
+    flag_lines += [f"NOT COMPILED {r.name}: {eager}" for r in done if (eager := ran_eagerly(r))]
     flag_lines += machines.elsewhere(runs)
     flag_lines += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
@@ -360,6 +361,19 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         if r.summary and (shared := r.summary.gpu_neighbours())
     ]
     return flag_lines
+
+
+def ran_eagerly(run: RunRecord) -> str:
+    """Why a compiled run's figures are eager ones: no compiled graph with an op ran in its step after the window."""
+    compiled = run.summary.compiled if run.summary else None
+    if not compiled or compiled["graphs_run"] != 0:
+        return ""
+    breaks = sorted(compiled["graph_breaks"].items(), key=lambda item: -item[1])
+    said = "; ".join(f"{reason} ({count})" for reason, count in breaks[:2]) or "none counted"
+    return (
+        f"torch.compile ran none of its ops in a compiled graph: its times are eager ones. Dynamo's graph breaks in "
+        f"its process: {said}. compile.fullgraph=true makes the first break an error that names its line"
+    )
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:

@@ -1,0 +1,61 @@
+"""What a compiled run's model ran as: Dynamo's graphs, or eager ops where Dynamo gave up.
+
+torch.compile falls back to eager code without a word.
+A graph break on an unsupported tensor subclass can leave a step with no compiled op at all.
+Such a run's figures are eager figures under a compiled run's name.
+One step after the window runs under the profiler, on the host only.
+Dynamo marks each compiled frame that runs there (Torch-Compiled Region: its compile id).
+Dynamo's compilation metrics give each compile id's graph its ops: a frame whose graph holds none ran eagerly.
+Both are torch's own records, read as torch 2.x writes them; where either is missing the count is unknown.
+Dynamo's graph breaks are counted per process, not per model: a paired process's sides share them.
+"""
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from perfsweep.conf.schema import CompileConf
+from perfsweep.records import Compiled
+
+REGION = "Torch-Compiled Region: "  # torch/_dynamo/convert_frame.py: a compiled frame's name in the profiler
+
+
+def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | None:
+    """The compiled graphs that ran in one `step`, and the process's graph breaks; None where nothing is compiled."""
+    if not conf.enabled:
+        return None
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest (5): no lines at each profile's start and stop
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        step()
+    ran = [event.name.removeprefix(REGION) for event in profiler.events() if event.name.startswith(REGION)]
+    return Compiled(backend=conf.backend, graphs_run=_with_ops(ran), graph_breaks=graph_breaks())
+
+
+def _with_ops(compile_ids: list[str]) -> int | None:
+    """How many of the compiled frames that ran hold a graph of one op or more; None where a frame's is unknown."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    ops: dict[str, int] = {}
+    for metrics in get_compilation_metrics():  # a compile id may have several entries: the one with a graph counts
+        if metrics.graph_op_count is not None:
+            key = str(metrics.compile_id)
+            ops[key] = max(ops.get(key, 0), metrics.graph_op_count)
+    if not compile_ids or any(key not in ops for key in compile_ids):
+        return None if compile_ids else 0
+    return sum(ops[key] > 0 for key in compile_ids)
+
+
+def graph_breaks() -> dict[str, int]:
+    """Dynamo's graph breaks in this process so far, by the first line of their reason."""
+    if "torch._dynamo" not in sys.modules:
+        return {}
+    from torch._dynamo.utils import counters
+
+    found: dict[str, int] = {}
+    for reason, count in counters["graph_break"].items():
+        first = str(reason).strip().splitlines()[0] if str(reason).strip() else "(no reason given)"
+        found[first] = found.get(first, 0) + count
+    return found

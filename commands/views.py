@@ -108,6 +108,8 @@ def show_history(args: argparse.Namespace) -> int:
         raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
     if args.wandb and not args.out:
         raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
+    if args.out:
+        writable_folder(args.out, make=False)  # made once there is something to write
     found = history([a for a in args.runs if str(a) not in overrides], args.repo)
     made, left = views.series_of(found, args.phase, args.threshold)
     gaps, unmatched = views.unmatched(found, made, args.max_unmatched)
@@ -171,11 +173,14 @@ def write_export(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views.export import export
     from perfsweep.records import atomic_write
 
+    if args.out:
+        writable_file(args.out)
     found = export(args.runs, args.format)
     if not found:
         raise ValueError(f"no done runs in {', '.join(map(str, args.runs))}: nothing to export")
     text = json.dumps(found, indent=1) + "\n"
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(args.out, text.encode())
         print(f"{args.format}: {args.out}")
     else:
@@ -195,13 +200,33 @@ def output_folder(args: argparse.Namespace) -> Path:
     Raises:
         CannotWrite: saying where to write instead.
     """
+    return writable_folder(args.out or args.sweep_dir)
+
+
+def writable_folder(folder: Path, make: bool = True) -> Path:
+    """`folder`, made if missing (where `make`), where a file can be written into it.
+
+    Raises:
+        CannotWrite: saying why not, and where to write instead.
+    """
     from perfsweep import records
 
-    folder = args.out or args.sweep_dir
-    cannot = records.unwritable(folder)
+    cannot = records.unwritable(folder, make)
     if cannot:
         raise CannotWrite(f"cannot write into {folder}: {cannot}; give a folder to write into instead: --out DIR")
     return folder
+
+
+def writable_file(path: Path) -> Path:
+    """`path`, where a file can be written there: not a folder, in a folder made if missing.
+
+    Raises:
+        CannotWrite: saying why not.
+    """
+    if path.is_dir():
+        raise CannotWrite(f"cannot write {path}: it is a folder; --out names the file to write, as {path / 'out.json'}")
+    writable_folder(path.parent, make=False)
+    return path
 
 
 def write_plots(args: argparse.Namespace) -> int:

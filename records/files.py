@@ -69,8 +69,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     _fsync_folder(path.parent)
 
 
-def unwritable(folder: Path) -> str | None:
-    """Why nothing can be written into `folder`, made if it is missing.
+def unwritable(folder: Path, make: bool = True) -> str | None:
+    """Why nothing can be written into `folder`, made if it is missing (with make=False: its nearest that exists).
 
     Reasons include a read-only filesystem or no permission.
     The write is tried, not inferred from the folder's mode.
@@ -79,9 +79,14 @@ def unwritable(folder: Path) -> str | None:
     Returns:
         The reason, or None if a file can be written.
     """
+    folder = Path(folder)
     try:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
+        if make:
+            folder.mkdir(parents=True, exist_ok=True)
+        nearest = next(path for path in (folder, *folder.parents) if path.exists())
+        if not nearest.is_dir():
+            return f"{nearest} is a file"
+        with tempfile.TemporaryFile(dir=nearest):
             pass
     except OSError as error:
         return error.strerror or str(error)

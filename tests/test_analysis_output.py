@@ -114,3 +114,18 @@ def test_report_takes_the_tracker_settings_it_knows_of_a_config_written_by_anoth
     shown = launch_here("report", str(sweep))
     assert shown.returncode == 0, shown.stderr
     assert (sweep / records.REPORT).is_file()
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_any_work(tmp_path):
+    sweep = write_sweep(tmp_path / "sweep")
+    a_file = tmp_path / "made.json"
+    a_file.write_text("{}")
+    for words, said in (
+        (["history", str(sweep), "--out", str(a_file)], "is a file"),
+        (["export", str(sweep), "--format", "bmf", "--out", str(tmp_path)], "is a folder"),
+    ):
+        refused = launch_here(*words)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+        assert said in refused.stderr and not refused.stdout, refused.stdout
+    made = launch_here("export", str(sweep), "--format", "bmf", "--out", str(tmp_path / "new" / "bmf.json"))
+    assert made.returncode == 0 and (tmp_path / "new" / "bmf.json").is_file(), made.stderr

@@ -112,7 +112,7 @@ def add_view_commands(subparsers) -> None:
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
-    parser.add_argument("--threshold", type=non_negative, default=0.05, help="smallest change flagged (default 0.05)")
+    parser.add_argument("--threshold", type=change, default=0.05, help="smallest change flagged (default 0.05: 5%%)")
     parser.add_argument("--loss-tolerance", type=non_negative, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
@@ -130,7 +130,7 @@ def add_view_commands(subparsers) -> None:
     )
     parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
     parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
-    parser.add_argument("--threshold", type=non_negative, default=0.05, help="smallest slowdown flagged (default 0.05)")
+    parser.add_argument("--threshold", type=change, default=0.05, help="smallest slowdown flagged (default 0.05: 5%%)")
     _max_unmatched_option(parser, "the configurations of the points before the newest that it lacks")
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
@@ -189,6 +189,14 @@ def positive(value: str) -> float:
     found = _number(value)
     if not found > 0:
         raise argparse.ArgumentTypeError(f"{value}: a number above 0")
+    return found
+
+
+def change(value: str) -> float:
+    """A relative change below 1, as a fraction (0.05) or a percentage (5%)."""
+    found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
+    if not 0 <= found < 1:
+        raise argparse.ArgumentTypeError(f"{value}: a change from 0 to 1, as a fraction or a percentage (0.05 or 5%)")
     return found
 
 

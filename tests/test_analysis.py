@@ -282,14 +282,17 @@ def test_the_table_reads_as_its_golden_file(sweep):
 @pytest.mark.parametrize(
     "args, said",
     [
-        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a number of 0 or more"),
+        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change from 0 to 1"),
         (["compare", "A", "B", "--loss-tolerance", "inf"], "--loss-tolerance: inf: a number of 0 or more"),
-        (["history", "A", "--threshold", "x"], "--threshold: x: a number of 0 or more"),
+        (["history", "A", "--threshold", "x"], "--threshold: x: a change from 0 to 1"),
+        (["history", "A", "--threshold", "5"], "--threshold: 5: a change from 0 to 1, as a fraction or a percentage"),
         (["replicates", "A", "--half-width", "0"], "--half-width: 0: a number above 0"),
     ],
 )
 def test_a_threshold_or_half_width_out_of_range_is_refused_by_name(sweep, args, said):
-    """A negative threshold would flag every change, an infinite one none; no number of runs resolves a 0 width."""
+    """A negative threshold would flag every change, an infinite one none; no number of runs resolves a 0 width.
+
+    A threshold of 5 is 5% mistyped, which would pass a 3x slowdown."""
     named = [str(sweep) if arg in ("A", "B") else arg for arg in args]
     refused = launch_here(*named)
     assert refused.returncode == 2 and said in refused.stderr, refused.stderr

@@ -202,10 +202,12 @@ def test_a_newest_point_that_measured_fewer_steps_says_so_beside_its_flag():
 def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_folded():
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
     made, _ = views.series_of(found, "step", 0.05)
-    said = comment.history_comment(made, [views.view(s, "step", found) for s in made], [])
+    said = comment.history_comment(made, [views.view(s, "step", found) for s in made], [], 0.05)
     head, counts, flagged, folded = said.split("\n\n", 3)
     assert head.startswith("### perfsweep history: subclass: REGRESSION: 1.3") and "from 05ababab on" in head
-    assert counts == "**1 regressed**, 0 possibly, 1 not flagged, of 2 configurations"
+    assert counts == (
+        "**1 regressed**, 0 possibly, 1 not flagged, of 2 configurations (flagged: slower by more than 0.05, 5.0%)"
+    )
     assert flagged == "#### History: subclass" and folded.startswith("8 points, ordered by the commit graph")
     assert said.count("<details><summary>1 not flagged</summary>") == 1 and "#### History: tensor" in said
 
@@ -396,6 +398,14 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
     points = [float(step["01-subclass/ms"]) for step in steps if "01-subclass/ms" in step]
     assert len(points) == len(found.points), "one value of the configuration per point"
     assert points[-1] / points[0] == pytest.approx(1.3, rel=0.1), "the planted slowdown, as the view gives it"
+
+
+def test_a_threshold_may_be_a_percentage_and_the_comment_names_it(tmp_path):
+    repo = tmp_path / "repo"
+    for index, commit in enumerate(generate(repo, commits=4, planted=None)):
+        write_commit_sweep(tmp_path / "runs" / f"s{index}", repo, commit, dirty=False)
+    shown = launch_here("history", str(tmp_path / "runs"), "--threshold", "12.5%")
+    assert "slower by more than the threshold (0.125, 12.5%)" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_history_wandb_dry_run_prints_the_report_outline_and_writes_nothing(tmp_path, monkeypatch):

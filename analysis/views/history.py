@@ -91,6 +91,7 @@ class Series:
     p: float = math.nan  # its test's one-sided p that the newest points are slower; NaN: no test
     index: int = 0  # its place among the history's configurations, which names its plot apart from theirs
     held: list[tuple[Point, list[RunRecord]]] = dataclasses.field(default_factory=list)  # its runs at each point
+    threshold: float = math.nan  # the smallest slowdown it flags (--threshold)
 
     @property
     def slug(self) -> str:
@@ -220,6 +221,7 @@ def judged(series: Series, threshold: float) -> Series:
     The flag stands or falls with the family (`family`).
     """
     times = [row.times for row in series.rows]
+    series.threshold = threshold
     series.changes = changepoints.changes(times)
     if series.changes is None:  # too few points for a change point; the newest may still stand out alone
         return _alone(series, 0, threshold, "the others") if len(times) >= NEWEST_FROM else series
@@ -295,8 +297,9 @@ def view(series: Series, phase: str, found: History) -> View:
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
-        "ruptures); its range is the last commit before it..the first after; a flag stands where its test is "
-        "significant with the history's configurations held to 5% as a family (Holm)"
+        "ruptures); its range is the last commit before it..the first after; a flag stands where it is slower by "
+        f"more than the threshold ({series.threshold:.3g}, {series.threshold:.1%}) and its test is significant with "
+        "the history's configurations held to 5% as a family (Holm)"
     ]
     return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
 

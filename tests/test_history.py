@@ -80,6 +80,20 @@ def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_tol
     assert ratio == pytest.approx(1.0, abs=0.1) and p > 0.01
 
 
+def test_a_newest_point_judged_by_its_own_few_runs_spread_takes_students_tail():
+    """Two of its five runs were twice as slow: its mean is 1.35x, but five runs say little of their spread."""
+    points = [
+        np.array([2.047, 2.083, 2.249, 2.137, 2.739]),
+        np.array([1.723, 2.078, 1.891, 2.17, 2.397]),
+        np.array([4.375, 4.341, 2.056, 2.317, 2.179]),
+    ]
+    ratio, p = changepoints.newest_alone(points, 0)
+    assert ratio == pytest.approx(1.35, abs=0.01) and 0.05 < p < 0.15, p
+    rng = np.random.default_rng(3)
+    aa = [changepoints.newest_alone([np.exp(rng.normal(0, 0.1, 5)) for _ in range(3)], 0) for _ in range(2000)]
+    assert sum(found[1] < 0.05 for found in aa) / len(aa) <= 0.05
+
+
 SWEEP = 20  # configurations in a sweep
 REPLICATES = 5  # runs a point: docs/ci.md's repeats=5
 AA_TRIALS, AA_BOUND = 400, 12  # P(12 or fewer of 400 | a true 5%) = 0.036: a rate of 5% passes by luck in under 5%

@@ -124,6 +124,7 @@ def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | 
     The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
     Where the newest's own runs spread wider, their spread is the noise.
     A run in a slower mode (another cuDNN algorithm) then moves a point without standing it out.
+    That spread is estimated from the newest's few runs: its tail is then Student's t, at Welch's degrees of freedom.
     None where the segment has no other point, or where the others show no noise to judge by.
     """
     y = series(points)
@@ -131,8 +132,12 @@ def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | 
     newest, typical = noise_variance(points[:-1], len(points[-1])), noise_variance(points[:-1])
     if len(others) == 0 or newest is None or typical is None:
         return None
-    if len(points[-1]) >= 2:
-        newest = max(newest, float(np.var(np.log(points[-1]), ddof=1)) / len(points[-1]))
+    runs = len(points[-1])
+    own = float(np.var(np.log(points[-1]), ddof=1)) / runs if runs >= 2 else 0.0
+    variance = max(newest, own) + typical / len(others)
     difference = y[-1] - others.mean()
-    z = difference / math.sqrt(newest + typical / len(others))
-    return float(np.exp(difference)), distributions.norm_sf(z)
+    z = difference / math.sqrt(variance)
+    if own <= newest:
+        return float(np.exp(difference)), distributions.norm_sf(z)
+    df = variance**2 / (own**2 / (runs - 1))  # Welch-Satterthwaite, the others' noise taken as known
+    return float(np.exp(difference)), distributions.t_sf(z, df)

@@ -48,6 +48,8 @@ BAD_PATHS = [
     ["input_type=collections.OrderedDict"],
     ["workload=imagelib.models.SmallCNN"],
     ["input_type=broken_on_import.Image"],
+    ["input_type=imagelib.tensors"],
+    ["model=imagelib.model.SmallCNN"],
 ]
 
 

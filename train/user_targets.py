@@ -19,6 +19,8 @@ import functools
 import importlib
 import inspect
 import os
+import pkgutil
+import reprlib
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +48,10 @@ _nearest = functools.partial(did_you_mean, cutoff=0.7)
 
 
 def _public(module: Any) -> list[str]:
-    """What a module (or class) defines: its public names, but the modules it imported."""
-    return sorted(n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v))
+    """What a module (or class) defines: its public names, but the modules it imported; a package's modules too."""
+    names = {n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v)}
+    names |= {m.name for m in pkgutil.iter_modules(getattr(module, "__path__", []))}
+    return sorted(n for n in names if not n.startswith("_"))
 
 
 def _import(module: str) -> Any:
@@ -122,11 +126,13 @@ def _timm_model(key: str, name: str) -> bool:
 
 
 def _kind(thing: Any) -> str:
+    if inspect.ismodule(thing):
+        return f"the module {thing.__name__}"
     if inspect.isclass(thing):
         return f"the class {thing.__module__}.{thing.__qualname__}"
     if callable(thing):
         return f"the function {getattr(thing, '__qualname__', thing)}"
-    return f"a {type(thing).__name__} ({thing!r:.60})"
+    return f"a {type(thing).__name__} ({reprlib.repr(thing)})"
 
 
 def _model(thing: Any) -> str:

@@ -188,6 +188,11 @@ def account(
     beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
     cuda = side_ops[0].device == "cuda"
     lines = [
+        f"the profiled steps show the opposite of the measured difference: {measured:+.3g} ms/step measured, "
+        f"{profiled:+.3g} in the profiled steps; the rows account for the profile, not for the table's difference "
+        "(the profiler's own cost, or too few profiled steps, can hide it)"
+    ] * (measured * profiled < 0)
+    lines += [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
         f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "
         f"ms/step of it ({beyond:+.3g} in rows beyond noise), {profiled - rows:+.3g} ms/step left unexplained by them",

@@ -24,7 +24,8 @@ from perfsweep.records import Repro, RunRecord
 MEASURING = ("steps", "warmup_steps")
 # What replicates of one configuration differ in (repeats: the rounds planned when each ran, under repeats=auto),
 # and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
-NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "code")
+# Where its records are is none either: a folder copied and launched into again records its new name.
+NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "code", "sweep_name", "runs_dir")
 LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.", "baselines.")
 # Option nodes whose other fields can be a setting of their own: a model's size, a workload's problem size.
 OWN_SETTINGS = ("model", "workload")

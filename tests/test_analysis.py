@@ -296,3 +296,16 @@ def test_a_threshold_or_half_width_out_of_range_is_refused_by_name(sweep, args, 
     named = [str(sweep) if arg in ("A", "B") else arg for arg in args]
     refused = launch_here(*named)
     assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+
+
+def test_runs_of_one_folder_are_one_sweep_whatever_folder_name_they_recorded(tmp_path):
+    """A sweep folder copied and launched into again records its new name in the runs it adds."""
+    sweep = tmp_path / "copy"
+    for replicate in (0, 1, 2):
+        write_model_run(sweep, "default", "resnet18", "contiguous", 100.0, replicate=replicate)
+    for index, config in enumerate(sorted(sweep.glob(f"*/{records.CONFIG}"))):
+        record = records.read_json(config)
+        record["config"] |= {"sweep_name": "original" if index else "copy", "runs_dir": str(tmp_path / f"r{index}")}
+        records.write_json(config, record)
+    (config,) = view(sweep).items
+    assert len(config.runs) == 3

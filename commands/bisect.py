@@ -107,7 +107,7 @@ class Bisection:
                 return
             raise BisectError(
                 f"{shown(self.search, version)}: none of its {len(measured)} runs is done ({said}); "
-                f"`{user_command()} status {plan.sweep_dir}` says why, and the bisect again goes on from its records"
+                f"`{user_command()} status {plan.sweep_dir}` says why; fix that, and run the bisect again"
             )
         found = values(done, self.package, self.reference, self.search.level, self.search.unit)
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
@@ -413,7 +413,10 @@ def searched(bisection: Bisection, a: Asked, argv: list[str]) -> int:
 
 
 def folder_conflict(folder, settings: dict) -> str:
-    """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect."""
+    """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect.
+
+    A bisect that placed no point (its ends' runs all failed, as on a mistyped setting) holds nothing to keep.
+    """
     from perfsweep import records
     from perfsweep.analysis.bisection.store import RECORD
 
@@ -421,7 +424,7 @@ def folder_conflict(folder, settings: dict) -> str:
     if (folder / records.SWEEP).is_file():
         return f"{folder} holds a sweep's runs, not a bisect's points; {name}"
     recorded = records.read_json(folder / RECORD) if (folder / RECORD).is_file() else None
-    if recorded and {key: recorded.get(key) for key in settings} != settings:
+    if recorded and recorded.get("points") and {key: recorded.get(key) for key in settings} != settings:
         other = f"{recorded.get('package')} {recorded.get('good')}..{recorded.get('bad')}"
         return (
             f"{folder} holds another bisect ({other}, its overrides {recorded.get('overrides')}, looks at "

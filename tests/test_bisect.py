@@ -30,7 +30,7 @@ from perfsweep.analysis.bisection.search import (
 from perfsweep.analysis.bisection.store import RECORD
 from perfsweep.analysis.bisection.view import outcome, would_need
 from perfsweep.analysis.statistics.speedup import Sample, speedup
-from perfsweep.commands.bisect import Bisection
+from perfsweep.commands.bisect import Bisection, folder_conflict
 from perfsweep.records import load_sweep
 from tests import golden, synthetic
 from tests.helpers import ONE_OF_TWO_FAILS, UNSTABLE, launch_here
@@ -416,3 +416,20 @@ def test_a_bisect_refuses_a_folder_that_holds_a_sweeps_runs(tmp_path, capsys):
     said = capsys.readouterr().err
     assert f"{tmp_path / 'default'} holds a sweep's runs, not a bisect's points; sweep_name=NAME" in said
     assert sorted(p.name for p in (tmp_path / "default").iterdir()) == ["sweep.json"], "nothing written"
+
+
+def test_a_bisect_that_placed_no_point_leaves_its_folder_to_one_with_other_settings(tmp_path):
+    settings = {
+        "package": "mylib",
+        "good": "a1",
+        "bad": "b2",
+        "overrides": ["model=mylib.MPL"],
+        "looks": [4],
+        "from": [],
+    }
+    fixed = {**settings, "overrides": ["model=mylib.MLP"]}
+    (tmp_path / RECORD).write_text(json.dumps({**settings, "points": []}))
+    assert folder_conflict(tmp_path, fixed) == ""
+    (tmp_path / RECORD).write_text(json.dumps({**settings, "points": [{"version": "a1"}]}))
+    assert "holds another bisect" in folder_conflict(tmp_path, fixed)
+    assert folder_conflict(tmp_path, settings) == ""

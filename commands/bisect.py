@@ -113,9 +113,11 @@ class Bisection:
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
+        """Whether each release is placed, or measures where no number of runs would place it (its looks end)."""
         from perfsweep.analysis.bisection.search import UNDETERMINED
 
-        return all(self.search.points[v].side != UNDETERMINED for v in self.versions)
+        points = [self.search.points[v] for v in self.versions]
+        return all(p.side != UNDETERMINED or self.search.at_boundary(p) for p in points)
 
     def out_of_time(self) -> bool:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes

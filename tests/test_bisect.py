@@ -110,6 +110,18 @@ def test_ends_not_told_apart_name_no_release():
     assert outcome(search)[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
 
 
+def test_ends_that_measure_alike_say_so_and_stop_adding_runs(tmp_path):
+    search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
+    for version in (RELEASES[0], RELEASES[-1]):
+        search.add(point(version, 1.0, half=0.05, runs=12))
+    stopped, *need = outcome(search)
+    said = "more runs would not tell the ends apart: 1.8.0 measures 1x of 1.0.0, so there may be no change between them"
+    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [f"{said} to find"]
+    bisection = Bisection(search, "pkg", tmp_path, [], None, None, None)
+    bisection.versions = [RELEASES[0], RELEASES[-1]]
+    assert bisection.decided(), "its looks end: no number of runs would place them"
+
+
 def test_one_run_a_side_or_runs_without_spread_place_no_point():
     search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     search.add(point("1.0.0", 1.0))

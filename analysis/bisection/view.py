@@ -36,7 +36,7 @@ def outcome(search: BisectSearch) -> list[str]:
             f"{shown(search, search.good)} and {label(search, search.bad)} are not told apart at this level, so no "
             f"{search.unit} is named ({said}; boundary {_boundary(search)})"
         ]
-        return lines + [would_need(search, p) for p in ends if p.side == UNDETERMINED]
+        return lines + list(dict.fromkeys(would_need(search, p) for p in ends if p.side == UNDETERMINED))
     low, high = search.bracket()
     candidates = ", ".join(v[:12] if search.subjects else v for v in search.releases[low + 1 : high + 1])
     if stuck := search.undetermined():
@@ -78,6 +78,12 @@ def would_need(search: BisectSearch, point: Point) -> str:
     if not point.se > 0:
         return f"{name}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
     runs = search.runs_needed(point)
+    if runs is None and point.version in (search.good, search.bad):
+        ends = search.points[search.bad].ratio / search.points[search.good].ratio
+        return (
+            f"more runs would not tell the ends apart: {short(search, search.bad)} measures {ends:.3g}x of "
+            f"{short(search, search.good)}, so there may be no change between them to find"
+        )
     if runs is None:
         return f"more runs would not place {name}: it measures at the boundary (part of the change?)"
     if search.stopped and search.looks and point.runs < search.looks[-1]:

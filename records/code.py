@@ -83,16 +83,25 @@ def under_test(named: str | None, places: list[Path], here: Path) -> dict[str, o
     return None
 
 
-# Each CI's variables: the one that says a job runs there, then the branch, the run's id, the commit, the run's page.
+# Each CI's variables: the one that says a job runs there, then the branch, the run's id, the commit, the run's page,
+# and the repository as the CI names it (a checkout's path differs from runner to runner).
 # The first variable of a tuple that is set and not empty gives the value.
 CI_VARIABLES = {
-    "github": ("GITHUB_ACTIONS", ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"), ("GITHUB_RUN_ID",), ("GITHUB_SHA",), ()),
+    "github": (
+        "GITHUB_ACTIONS",
+        ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"),
+        ("GITHUB_RUN_ID",),
+        ("GITHUB_SHA",),
+        (),
+        ("GITHUB_REPOSITORY",),
+    ),
     "gitlab": (
         "GITLAB_CI",
         ("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"),
         ("CI_PIPELINE_ID",),
         ("CI_COMMIT_SHA",),
         ("CI_PIPELINE_URL",),
+        ("CI_PROJECT_PATH",),
     ),
     "buildkite": (
         "BUILDKITE",
@@ -100,8 +109,16 @@ CI_VARIABLES = {
         ("BUILDKITE_BUILD_ID",),
         ("BUILDKITE_COMMIT",),
         ("BUILDKITE_BUILD_URL",),
+        ("BUILDKITE_REPO",),
     ),
-    "jenkins": ("JENKINS_URL", ("BRANCH_NAME", "GIT_BRANCH"), ("BUILD_ID",), ("GIT_COMMIT",), ("BUILD_URL",)),
+    "jenkins": (
+        "JENKINS_URL",
+        ("BRANCH_NAME", "GIT_BRANCH"),
+        ("BUILD_ID",),
+        ("GIT_COMMIT",),
+        ("BUILD_URL",),
+        ("GIT_URL",),
+    ),
 }
 
 
@@ -111,9 +128,10 @@ def ci_run(environ: dict[str, str]) -> dict[str, str | None] | None:
     def first(names: tuple[str, ...]) -> str | None:
         return next((environ[name] for name in names if environ.get(name)), None)
 
-    for provider, (marker, branch, run_id, commit, url) in CI_VARIABLES.items():
+    for provider, (marker, branch, run_id, commit, url, repository) in CI_VARIABLES.items():
         if environ.get(marker):
             found = {"provider": provider, "branch": first(branch), "run_id": first(run_id), "commit": first(commit)}
+            found["repository"] = first(repository)
             if provider == "github" and found["run_id"]:
                 server, repo = environ.get("GITHUB_SERVER_URL", "https://github.com"), environ.get("GITHUB_REPOSITORY")
                 url_of_run = f"{server}/{repo}/actions/runs/{found['run_id']}" if repo else None

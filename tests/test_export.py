@@ -118,3 +118,14 @@ def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):
     )
     assert subclass["throughput"]["value"] == pytest.approx(80.0)
     assert subclass["joules-per-sample"]["value"] == pytest.approx(50.0 / 80.0)
+
+
+def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_checkout(sweep):
+    for name in ("t1", "t2", "s1"):
+        status = records.read_json(sweep / name / records.STATUS)
+        status["code_under_test"] = {"repository": "/home/runner/work/lib/lib", "commit": "abc", "dirty": False}
+        status["ci"] = {"provider": "github", "branch": "main", "repository": "me/lib"}
+        records.write_json(sweep / name / records.STATUS, status)
+    (found, *_) = exported(str(sweep.parent), "--format", "pytorch-v3")
+    tested = found["dependencies"]["code_under_test"]
+    assert (tested["repo"], tested["branch"], tested["sha"]) == ("me/lib", "main", "abc")

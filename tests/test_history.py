@@ -300,9 +300,11 @@ def test_the_ci_run_is_read_from_each_ci_s_own_variables():
         "run_id": "7",
         "commit": "abc",
         "url": "https://github.com/me/lib/actions/runs/7",
+        "repository": "me/lib",
     }
     gitlab = {"GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "fix", "CI_PIPELINE_ID": "9", "CI_PIPELINE_URL": "u"}
-    assert ci_run(gitlab) == {"provider": "gitlab", "branch": "fix", "run_id": "9", "commit": None, "url": "u"}
+    expected = {"provider": "gitlab", "branch": "fix", "run_id": "9", "commit": None, "url": "u", "repository": None}
+    assert ci_run(gitlab) == expected
     assert ci_run({"CI": "true"}) is None, "a CI that says nothing of itself"
 
 

@@ -92,7 +92,7 @@ def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
     tested, ci = run.status.code_under_test or {}, run.status.ci or {}
     if tested.get("commit"):
         found["code_under_test"] = {
-            "repo": str(tested.get("repository", "")),
+            "repo": str(ci.get("repository") or tested.get("repository", "")),  # the CI's name is every runner's
             "branch": str(ci.get("branch") or ""),
             "sha": str(tested["commit"]),
             "version": "dirty" if tested.get("dirty") else "",

@@ -57,7 +57,8 @@ def test_the_per_push_script_records_each_commit_and_gates_on_the_planted_step(t
         "run_id": "101",
         "commit": hashes[0],
         "url": None,
-    }, "no GITHUB_REPOSITORY: no page"
+        "repository": None,
+    }, "no GITHUB_REPOSITORY: no page, no repository's name"
     page = repo / "perf-history" / "history.html"
     assert "History: steplib.step.Step" in page.read_text()
     bmf = json.loads((repo / "perf-history" / "bmf.json").read_text())

@@ -28,10 +28,14 @@ def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | No
     if not conf.enabled:
         return None
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest (5): no lines at each profile's start and stop
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
-        step()
-    ran = [event.name.removeprefix(REGION) for event in profiler.events() if event.name.startswith(REGION)]
-    return Compiled(backend=conf.backend, graphs_run=_with_ops(ran), graph_breaks=graph_breaks())
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+            step()
+        ran = [event.name.removeprefix(REGION) for event in profiler.events() if event.name.startswith(REGION)]
+        graphs = _with_ops(ran)
+    except Exception:  # counting is beside the measurement: it must never fail the run
+        graphs = None
+    return Compiled(backend=conf.backend, graphs_run=graphs, graph_breaks=graph_breaks())
 
 
 def _with_ops(compile_ids: list[str]) -> int | None:

@@ -113,11 +113,9 @@ class Bisection:
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
-        """Whether each release is placed, or measures where no number of runs would place it (its looks end)."""
         from perfsweep.analysis.bisection.search import UNDETERMINED
 
-        points = [self.search.points[v] for v in self.versions]
-        return all(p.side != UNDETERMINED or self.search.at_boundary(p) for p in points)
+        return all(self.search.points[v].side != UNDETERMINED for v in self.versions)
 
     def out_of_time(self) -> bool:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes
@@ -417,7 +415,8 @@ def searched(bisection: Bisection, a: Asked, argv: list[str]) -> int:
 def folder_conflict(folder, settings: dict) -> str:
     """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect.
 
-    A bisect that placed no point (its ends' runs all failed, as on a mistyped setting) holds nothing to keep.
+    A bisect that measured no point (its ends' runs all failed, as on a mistyped setting) holds nothing to keep.
+    Its good end as the reference (1.00x by definition) is no measurement.
     """
     from perfsweep import records
     from perfsweep.analysis.bisection.store import RECORD
@@ -426,7 +425,8 @@ def folder_conflict(folder, settings: dict) -> str:
     if (folder / records.SWEEP).is_file():
         return f"{folder} holds a sweep's runs, not a bisect's points; {name}"
     recorded = records.read_json(folder / RECORD) if (folder / RECORD).is_file() else None
-    if recorded and recorded.get("points") and {key: recorded.get(key) for key in settings} != settings:
+    placed = any(not point.get("reference") for point in (recorded or {}).get("points") or [])
+    if placed and {key: recorded.get(key) for key in settings} != settings:
         other = f"{recorded.get('package')} {recorded.get('good')}..{recorded.get('bad')}"
         return (
             f"{folder} holds another bisect ({other}, its overrides {recorded.get('overrides')}, looks at "

@@ -110,16 +110,15 @@ def test_ends_not_told_apart_name_no_release():
     assert outcome(search)[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
 
 
-def test_ends_that_measure_alike_say_so_and_stop_adding_runs(tmp_path):
+def test_ends_that_measure_alike_say_that_there_may_be_no_change_to_find():
     search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
-    for version in (RELEASES[0], RELEASES[-1]):
-        search.add(point(version, 1.0, half=0.05, runs=12))
+    search.add(point(RELEASES[0], 1.0, half=0.02, runs=12))
+    (alone,) = outcome(search)[1:]
+    assert alone == "1.0.0 is placed against the boundary between the ends, and one end has no value yet"
+    search.add(point(RELEASES[-1], 1.0, half=0.02, runs=12))
     stopped, *need = outcome(search)
-    said = "more runs would not tell the ends apart: 1.8.0 measures 1x of 1.0.0, so there may be no change between them"
-    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [f"{said} to find"]
-    bisection = Bisection(search, "pkg", tmp_path, [], None, None, None)
-    bisection.versions = [RELEASES[0], RELEASES[-1]]
-    assert bisection.decided(), "its looks end: no number of runs would place them"
+    said = "more runs would not tell the ends apart: 1.8.0 measures 1.00x of 1.0.0, so there may be no change between"
+    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [f"{said} them to find"]
 
 
 def test_one_run_a_side_or_runs_without_spread_place_no_point():
@@ -442,6 +441,8 @@ def test_a_bisect_that_placed_no_point_leaves_its_folder_to_one_with_other_setti
     fixed = {**settings, "overrides": ["model=mylib.MLP"]}
     (tmp_path / RECORD).write_text(json.dumps({**settings, "points": []}))
     assert folder_conflict(tmp_path, fixed) == ""
+    (tmp_path / RECORD).write_text(json.dumps({**settings, "points": [{"version": "a1", "reference": True}]}))
+    assert folder_conflict(tmp_path, fixed) == "", "the good end as the reference is no measurement"
     (tmp_path / RECORD).write_text(json.dumps({**settings, "points": [{"version": "a1"}]}))
     assert "holds another bisect" in folder_conflict(tmp_path, fixed)
     assert folder_conflict(tmp_path, settings) == ""

@@ -361,10 +361,6 @@ class BisectSearch:
         distance = abs(math.log(point.ratio / boundary))
         return runs_for(distance, point.se * math.sqrt(point.runs), self.level, point.runs)
 
-    def at_boundary(self, point: Point) -> bool:
-        """Whether `point` has runs and a spread, and measures so near the boundary that no number of runs places it."""
-        return point.runs >= 2 and point.se > 0 and self.boundary is not None and self.runs_needed(point) is None
-
     def spread(self) -> float | None:
         """The spread of a point's log ratio with one run a side, pooled over the points measured so far.
 

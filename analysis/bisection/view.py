@@ -77,11 +77,13 @@ def would_need(search: BisectSearch, point: Point) -> str:
         )
     if not point.se > 0:
         return f"{name}'s runs show no spread at all (a coarse timer?): more steps a run, not more runs"
+    if search.boundary is None:
+        return f"{name} is placed against the boundary between the ends, and one end has no value yet"
     runs = search.runs_needed(point)
     if runs is None and point.version in (search.good, search.bad):
         ends = search.points[search.bad].ratio / search.points[search.good].ratio
         return (
-            f"more runs would not tell the ends apart: {short(search, search.bad)} measures {ends:.3g}x of "
+            f"more runs would not tell the ends apart: {short(search, search.bad)} measures {ends:.2f}x of "
             f"{short(search, search.good)}, so there may be no change between them to find"
         )
     if runs is None:

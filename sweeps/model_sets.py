@@ -18,7 +18,8 @@ import difflib
 from perfsweep.conf.schema import Config
 
 PREFIX = "timm:"
-DEFAULT_SIZE = 0  # what `model.image_size=default` composes to, until the run's model gives its size
+# What `model.image_size=default` composes to, until the run's model gives its size: -1, as "auto" often is.
+DEFAULT_SIZE = -1
 
 
 def expand_model_sets(overrides: list[str]) -> tuple[list[str], list[str]]:

@@ -8,6 +8,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views.table import view
 from perfsweep.records import load_sweep
 from perfsweep.sweeps.plan import PlanError, build_plan
+from perfsweep.train import checks
 from perfsweep.train.step import TrainStep
 from tests.helpers import TINY, launch_here, run
 
@@ -95,6 +96,10 @@ def test_default_image_sizes_come_from_each_models_own_config():
         ["model=resnet18", "model.image_size=default", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
     ).runs
     assert spec.config.model.image_size == 224 and spec.record()["config"]["model"]["image_size"] == 224
+    (zero,) = build_plan(
+        ["model=resnet18", "model.image_size=0", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
+    ).runs
+    assert "model.image_size=0 must be positive" in checks.problems(zero.config), "0 is no stand-in for default"
 
 
 @pytest.mark.slow

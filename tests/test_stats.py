@@ -11,7 +11,7 @@ from perfsweep.analysis import groups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import resampled_medians
-from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup
+from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, PAIRED, Sample, Speedup, speedup, suite_speedup
 from perfsweep.analysis.statistics.steps import above_noisy, noise, phase_stats, trend
 from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.analysis.views import compare, plots
@@ -306,3 +306,21 @@ def test_a_noisy_run_whose_fifths_differ_by_chance_is_given_no_trend():
     assert noise(steps, phase_stats(steps), host="x") == [
         "robust CV 90.0% > 10%: steps spread without a trend or outliers; host: x"
     ]
+
+
+def test_the_suite_interval_counts_each_round_once_where_its_configurations_move_together():
+    """A/A sweeps of 8 configurations in 5 rounds a side: each round slows or speeds them all by one factor (5%).
+
+    Configurations taken as independent would exclude 1 in most such comparisons; rounds as the unit, in 5%."""
+    rng = np.random.default_rng(4)
+
+    def sweep() -> list[Sample]:
+        shared = np.exp(rng.normal(0, 0.05, 5))  # each round's machine: every configuration of it alike
+        return [
+            Sample(tuple(np.array([10.0 * f * np.exp(rng.normal(0, 0.005))]) for f in shared), tuple(range(5)))
+            for _ in range(8)
+        ]
+
+    found = [suite_speedup(list(zip(sweep(), sweep(), strict=True))) for _ in range(400)]
+    assert all(s.runs == (5, 5) and s.basis == "across runs" for s in found)
+    assert sum(s.excludes(1.0) for s in found) / len(found) <= 0.07

@@ -308,19 +308,33 @@ def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
     return rejected
 
 
-def geomean(speedups: list[Speedup], level: float = LEVEL) -> Speedup | None:
-    """The geometric mean of replicated speed-ups, with a t-interval from their standard errors.
+def suite_speedup(pairs: list[tuple[Sample, Sample]], level: float = LEVEL) -> Speedup | None:
+    """The geometric mean over configurations of A's time over B's, with rounds as the unit.
 
-    The degrees of freedom come from Welch-Satterthwaite.
-    Returns None where one of them is not replicated, or there are none.
+    `pairs` holds each configuration's sample in A and in B.
+    The configurations of one round share its processes (pairing=auto) and its moment on the machine.
+    So they move together, and their speed-ups are not independent.
+    Each round of a sweep therefore gives one value: the mean over the configurations of its runs' log medians.
+    The rounds counted are those that every configuration ran in.
+    A Welch t-interval compares A's rounds with B's.
+    None where a side has fewer than 2 such rounds.
     """
-    if not speedups or not all(s.replicated for s in speedups):
+    means = [_round_means([pair[side] for pair in pairs]) for side in (0, 1)]
+    if not pairs or min(len(m) for m in means) < 2:
         return None
-    share = [(s.se / len(speedups)) ** 2 for s in speedups]  # each one's part of the mean's variance
-    variance = sum(share)
-    parts = [x * x / s.df for x, s in zip(share, speedups, strict=True) if x]
-    df = variance**2 / sum(parts) if parts else 1.0
-    diff = float(np.mean([math.log(s.value) for s in speedups]))
-    low, high, p = t_interval(diff, math.sqrt(variance), df, level)
-    runs = (sum(s.runs[0] for s in speedups), sum(s.runs[1] for s in speedups))
-    return Speedup(math.exp(diff), low, high, ACROSS, runs, p, math.sqrt(variance), df)
+    diff = float(np.mean(means[0]) - np.mean(means[1]))
+    shares = [float(np.var(m, ddof=1)) / len(m) for m in means]
+    se = math.sqrt(sum(shares))
+    df = sum(shares) ** 2 / sum(x * x / (len(m) - 1) for x, m in zip(shares, means, strict=True)) if se else 1.0
+    low, high, p = t_interval(diff, se, df, level)
+    return Speedup(math.exp(diff), low, high, ACROSS, (len(means[0]), len(means[1])), p, se, df)
+
+
+def _round_means(samples: list[Sample]) -> list[float]:
+    """Each round that every sample ran in: the mean over the samples of its runs' log medians."""
+    common = set.intersection(*(set(sample.rounds) for sample in samples))
+    by_round = []
+    for round_ in sorted(common):
+        logs = [np.mean(np.log(s.medians[[r == round_ for r in s.rounds]])) for s in samples]
+        by_round.append(float(np.mean(logs)))
+    return by_round

@@ -81,7 +81,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags, machine_speed
-from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, geomean, holm, speedup
+from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, speedup, suite_speedup
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, Repro, RunRecord, load_sweep
@@ -421,16 +421,18 @@ def flagged(lines: list[Line], threshold: float) -> list[Line]:
     ]
 
 
-def suite(lines: list[Line]) -> str:
-    """The geometric mean of the step's speed-ups over every matched configuration, with its interval."""
-    steps = [line.speedup for line in lines if line.phase == "step"]
-    mean = geomean(steps)
+def suite(matched: list[tuple[Configuration, Configuration]]) -> str:
+    """The geometric mean of the step's speed-ups over every matched configuration, with rounds as the unit."""
+    mean = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
     if mean is None:
         return (
-            f"suite: no geometric mean with an interval: {sum(not s.replicated for s in steps)} of {len(steps)} "
-            "configurations have one run on a side (repeats=N for one)"
+            f"suite: no geometric mean with an interval: the {len(matched)} configurations share fewer than 2 rounds "
+            "on a side (repeats=N for them)"
         )
-    return f"suite: B's geometric-mean step speed-up over A's, {len(steps)} configurations: {mean} across runs"
+    return (
+        f"suite: B's geometric-mean step speed-up over A's, {len(matched)} configurations: {mean} across rounds "
+        f"({mean.runs[0]} / {mean.runs[1]}: a round's configurations move together, so each round counts once)"
+    )
 
 
 def compare(
@@ -499,7 +501,7 @@ def compare_runs(
         f"significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
         f"apart); loss tolerance {loss_tolerance:.0%}; speed-up = time of A / of B (below 1: B is slower), each run "
         "counting once by its median",
-        suite(lines),
+        suite(matched),
     ]
     flags = [
         ("UNMATCHED: " if unmatched and side == "A" else "")

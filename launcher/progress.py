@@ -25,10 +25,22 @@ class Progress:
         self.live = self.stream.isatty()
         self.began = time.monotonic()
         self.timings: list[dict[str, float]] = []
+        # Runs never started for one reason, after the first: the reason, how many, the count of the last
+        self.alike: tuple[str, int, int] | None = None
 
     def _line(self, text: str) -> None:
+        self._say_alike()
+        self._print(text)
+
+    def _print(self, text: str) -> None:
         clear = "\r\033[K" if self.live else ""
         print(f"{clear}{text}", file=self.stream, flush=True)
+
+    def _say_alike(self) -> None:
+        """One line for the runs left unstarted, for one reason, after the first: a budget leaves thousands."""
+        if self.alike and self.alike[1]:
+            self._print(f"{self.count(self.alike[2])} pending {counted(self.alike[1], 'more run')}, as the one above")
+        self.alike = None
 
     def count(self, n: int) -> str:
         """How the n-th run to start or end is counted: [n/total]."""
@@ -48,7 +60,11 @@ class Progress:
     def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
         self.finished += 1
         if state == PENDING and spec.name not in self.running_since:  # never seen running: never started
+            if self.alike and self.alike[0] == detail:
+                self.alike = (detail, self.alike[1] + 1, self.finished)
+                return
             self._line(f"{self.count(self.finished)} {state:<6} {spec.name}  {detail}{self.left()}")
+            self.alike = (detail, 0, self.finished)
             return
         self.running(spec)
         seconds = time.monotonic() - self.running_since.pop(spec.name)
@@ -71,6 +87,7 @@ class Progress:
 
     def end_line(self) -> str:
         """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
+        self._say_alike()
         wall = time.monotonic() - self.began
         windows = sum(t.get("window_s", 0.0) for t in self.timings)
         line = f"{counted(self.finished, 'run')} in {wall:.1f} s; "

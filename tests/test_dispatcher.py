@@ -198,6 +198,24 @@ def test_a_run_the_budget_left_unstarted_gets_one_line_and_no_start(tiny_plan):
     assert out.getvalue() == f"[1/1] pending {spec.name}  the launch's budget ran out before it started\n"
 
 
+def test_runs_the_budget_left_unstarted_for_one_reason_get_one_line_after_the_first(tiny_plan):
+    """A budget that runs out early in a sweep of thousands leaves them all pending: a line each says nothing more."""
+    out = io.StringIO()
+    specs = tiny_plan("seed=0,1,2,3,4").runs[:5]
+    progress = Progress(len(specs), out)
+    for spec in specs[:3]:
+        progress.ended(spec, records.PENDING, "budget")
+    progress.ended(specs[3], records.PENDING, "its job ended")
+    progress.ended(specs[4], records.PENDING, "budget")
+    progress.end_line()
+    assert out.getvalue().splitlines() == [
+        f"[1/5] pending {specs[0].name}  budget",
+        "[3/5] pending 2 more runs, as the one above",
+        f"[4/5] pending {specs[3].name}  its job ended",
+        f"[5/5] pending {specs[4].name}  budget",
+    ]
+
+
 def test_a_run_its_job_stopped_between_two_polls_is_said_to_start_then_left_pending(runs, tmp_path):
     """It started and was stopped by the budget while no poll looked: its start line comes before its end line."""
 

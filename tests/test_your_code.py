@@ -10,7 +10,7 @@ import pytest
 from perfsweep import records
 from perfsweep.launcher.sweepdir import recorded_plan
 from perfsweep.sweeps.plan import PlanError, build_plan
-from perfsweep.train import user_targets
+from perfsweep.train import checks, user_targets
 from tests import golden
 from tests.helpers import ROOT, SMALL, cells, launch_here, write_model_run
 
@@ -350,13 +350,15 @@ def test_resume_plans_a_sweep_of_the_users_step_under_the_names_it_planned(image
     assert sorted(spec.name for spec in resumed.runs) == sorted(spec.name for spec in plan.runs)
 
 
-def test_a_users_step_that_builds_its_parts_gets_their_checks_before_anything_runs(imagelib, tmp_path):
+def test_a_users_step_that_reads_the_model_is_refused_a_size_of_0_but_not_a_model_name_of_its_own(imagelib, tmp_path):
     result = here(
         tmp_path, "model=imagelib.models.SmallCNN", "workload=imagelib.steps.ClippedStep", "model.batch_size=0"
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "model.batch_size=0 must be positive" in result.stderr
     assert not (tmp_path / "runs").exists(), "refused before anything was written"
+    own = build_plan(["workload=imagelib.steps.ClippedStep", "model.name=its_own_net", "repeats=1"]).runs[0]
+    assert checks.problems(own.config) == [], "a step may build its own model: its name is its own"
 
 
 DICT_IN_TORCH_FUNCTION = """

@@ -15,7 +15,7 @@ from perfsweep.train.build import resolve_device
 from perfsweep.train.catalog import WORKLOADS, workload_class
 from perfsweep.train.parallel import device_problems
 from perfsweep.train.registry import choice
-from perfsweep.train.step import parts_problems
+from perfsweep.train.step import size_problems
 
 COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -53,7 +53,7 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     else:
         issues = choice("workload", name, sorted(WORKLOADS))
     if cfg.workload._target_ and "model" in cfg.workload.reads:
-        issues = parts_problems(cfg) + issues  # a step of the user's builds its parts as the training step does
+        issues = size_problems(cfg) + issues  # a step of the user's may build its model itself, but not at size 0
     if cfg.steps <= 0:
         issues.append(f"steps={cfg.steps} must be positive")
     if cfg.dist.name != "none" and "dist" not in cfg.workload.reads:

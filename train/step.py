@@ -90,27 +90,13 @@ def model_problems_of(cfg: RunConf) -> list[str]:
         and INPUT_TYPES[cfg.input_type.name].needs_fastai
     ):
         problems += fastai_parts.missing(f"input_type={cfg.input_type.name}")
-    for key in POSITIVE:
-        value = functools.reduce(getattr, key.split("."), cfg)
-        if value <= 0:
-            problems.append(f"{key}={value} must be positive")
-    return problems
+    return problems + size_problems(cfg)
 
 
-def parts_problems(cfg: RunConf) -> list[str]:
-    """What build() needs of a run's fields: those of model_problems_of, a known loss and optimizer, and its ranks.
-
-    fastai is checked where the loss or optimizer needs it.
-    The training step checks these, as does a step of the user's own that reads the model.
-    """
-    issues = model_problems_of(cfg) + parallel.problems(cfg)
-    issues += choice("loss", cfg.loss.name, list(LOSSES))
-    issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
-    issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
-    for group in ("loss", "optim"):
-        if getattr(cfg, group).name == "fastai":
-            issues += fastai_parts.missing(f"{group}=fastai")
-    return issues
+def size_problems(cfg: RunConf) -> list[str]:
+    """Sizes below 1: wrong whoever builds the model, a step of the user's own included."""
+    values = {key: functools.reduce(getattr, key.split("."), cfg) for key in POSITIVE}
+    return [f"{key}={value} must be positive" for key, value in values.items() if value <= 0]
 
 
 @WORKLOADS.register("train_step")
@@ -121,7 +107,18 @@ class TrainStep(Workload):
 
     @classmethod
     def problems(cls, cfg: RunConf) -> list[str]:
-        return parts_problems(cfg)
+        """What the training step checks: those of model_problems_of, plus a known loss and optimizer.
+
+        fastai is checked where the loss or optimizer needs it.
+        """
+        issues = model_problems_of(cfg) + parallel.problems(cfg)
+        issues += choice("loss", cfg.loss.name, list(LOSSES))
+        issues += choice("optim", cfg.optim.name, list(OPTIMIZERS))
+        issues += choice("optim.algorithm", cfg.optim.algorithm, ALGORITHMS)
+        for group in ("loss", "optim"):
+            if getattr(cfg, group).name == "fastai":
+                issues += fastai_parts.missing(f"{group}=fastai")
+        return issues
 
     def __init__(self, cfg: RunConf, device: torch.device):
         super().__init__(cfg, device)

@@ -129,3 +129,13 @@ def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_check
     (found, *_) = exported(str(sweep.parent), "--format", "pytorch-v3")
     tested = found["dependencies"]["code_under_test"]
     assert (tested["repo"], tested["branch"], tested["sha"]) == ("me/lib", "main", "abc")
+    for ci, repo in (
+        ({"repository": "https://user:token@git.example.com/me/lib.git", "commit": "abc"}, "me/lib"),
+        ({"repository": "git@github.com:me/lib.git"}, "me/lib"),
+        ({"repository": "me/bench", "commit": "fff"}, "/home/runner/work/lib/lib"),  # the CI's checkout is another
+    ):
+        for name in ("t1", "t2", "s1"):
+            status = records.read_json(sweep / name / records.STATUS)
+            records.write_json(sweep / name / records.STATUS, status | {"ci": ci})
+        (found, *_) = exported(str(sweep.parent), "--format", "pytorch-v3")
+        assert found["dependencies"]["code_under_test"]["repo"] == repo

@@ -92,12 +92,24 @@ def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
     tested, ci = run.status.code_under_test or {}, run.status.ci or {}
     if tested.get("commit"):
         found["code_under_test"] = {
-            "repo": str(ci.get("repository") or tested.get("repository", "")),  # the CI's name is every runner's
+            "repo": str(named if (named := _ci_named(tested, ci)) else tested.get("repository", "")),
             "branch": str(ci.get("branch") or ""),
             "sha": str(tested["commit"]),
             "version": "dirty" if tested.get("dirty") else "",
         }
     return found
+
+
+def _ci_named(tested: dict[str, Any], ci: dict[str, Any]) -> str:
+    """The repository under test as its CI names it, the same on every runner; '' where the CI checked out another.
+
+    A URL's scheme, host, credentials and .git go: what stays is owner/name.
+    """
+    named = str(ci.get("repository") or "")
+    if not named or ci.get("commit") not in (None, tested.get("commit")):
+        return ""
+    path = named.split("@")[-1].split("://")[-1].removesuffix(".git")
+    return "/".join(path.replace(":", "/").split("/")[-2:]) if "/" in path or ":" in path else path
 
 
 def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:

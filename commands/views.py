@@ -108,8 +108,8 @@ def show_history(args: argparse.Namespace) -> int:
         raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
     if args.wandb and not args.out:
         raise ValueError("history --wandb logs a run into a folder: give it one with --out DIR")
-    if args.out:
-        writable_folder(args.out, make=False)  # made once there is something to write
+    if args.out and not args.dry_run:  # made once there is something to write; a dry run writes nothing
+        writable_folder(args.out, make=False)
     found = history([a for a in args.runs if str(a) not in overrides], args.repo)
     made, left = views.series_of(found, args.phase, args.threshold)
     gaps, unmatched = views.unmatched(found, made, args.max_unmatched)
@@ -208,17 +208,19 @@ def output_folder(args: argparse.Namespace) -> Path:
     return writable_folder(args.out or args.sweep_dir)
 
 
-def writable_folder(folder: Path, make: bool = True) -> Path:
+def writable_folder(
+    folder: Path, make: bool = True, instead: str = "a folder to write into instead: --out DIR"
+) -> Path:
     """`folder`, made if missing (where `make`), where a file can be written into it.
 
     Raises:
-        CannotWrite: saying why not, and where to write instead.
+        CannotWrite: saying why not, and where to write `instead`.
     """
     from perfsweep import records
 
     cannot = records.unwritable(folder, make)
     if cannot:
-        raise CannotWrite(f"cannot write into {folder}: {cannot}; give a folder to write into instead: --out DIR")
+        raise CannotWrite(f"cannot write into {folder}: {cannot}; give {instead}")
     return folder
 
 
@@ -230,7 +232,7 @@ def writable_file(path: Path) -> Path:
     """
     if path.is_dir():
         raise CannotWrite(f"cannot write {path}: it is a folder; --out names the file to write, as {path / 'out.json'}")
-    writable_folder(path.parent, make=False)
+    writable_folder(path.parent, make=False, instead=f"a file elsewhere: --out FILE, as /tmp/{path.name}")
     return path
 
 

@@ -123,6 +123,7 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_work(tmp_path):
     for words, said in (
         (["history", str(sweep), "--out", str(a_file)], "is a file"),
         (["export", str(sweep), "--format", "bmf", "--out", str(tmp_path)], "is a folder"),
+        (["export", str(sweep), "--format", "bmf", "--out", str(a_file / "bmf.json")], "a file elsewhere: --out FILE"),
     ):
         refused = launch_here(*words)
         assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr

@@ -220,7 +220,7 @@ def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_f
     head, counts, flagged, folded = said.split("\n\n", 3)
     assert head.startswith("### perfsweep history: subclass: REGRESSION: 1.3") and "from 05ababab on" in head
     assert counts == (
-        "**1 regressed**, 0 possibly, 1 not flagged, of 2 configurations (flagged: slower by more than 0.05, 5.0%)"
+        "**1 regressed**, 0 possibly, 1 not flagged, of 2 configurations (flagged: slower by more than 0.05, 5%)"
     )
     assert flagged == "#### History: subclass" and folded.startswith("8 points, ordered by the commit graph")
     assert said.count("<details><summary>1 not flagged</summary>") == 1 and "#### History: tensor" in said

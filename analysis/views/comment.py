@@ -27,6 +27,7 @@ folds the others'.
 import math
 
 from perfsweep.analysis.render import View, figure, markdown
+from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED
 from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
 from perfsweep.analysis.views.compare import Line
@@ -127,7 +128,7 @@ def history_comment(made: list[Series], shown: list[View], gaps: list[str], thre
     headline = f"{first.label}: {first.flag}" if first else "no regression"
     counts = (
         f"**{len(confirmed)} regressed**, {len(flagged) - len(confirmed)} possibly, {len(made) - len(flagged)} not "
-        f"flagged, of {len(made)} configurations (flagged: slower by more than {threshold:.3g}, {threshold:.1%})"
+        f"flagged, of {len(made)} configurations (flagged: slower by more than {threshold:.3g}, {percent(threshold)})"
     )
     parts = [f"### perfsweep history: {headline}", counts]
     parts += [f"#### {view.title}\n\n{_points(view)}" for _, view in flagged]

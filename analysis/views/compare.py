@@ -81,7 +81,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags, machine_speed
-from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, speedup, suite_speedup
+from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, percent, speedup, suite_speedup
 from perfsweep.analysis.statistics.verdict import flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, Repro, RunRecord, load_sweep
@@ -497,10 +497,10 @@ def compare_runs(
     notes = [
         f"{len(matched)} of A's {len(every_a)} configurations matched in B, "
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
-        f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {threshold:.0%} and "
-        f"significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
-        f"apart); loss tolerance {loss_tolerance:.0%}; speed-up = time of A / of B (below 1: B is slower), each run "
-        "counting once by its median",
+        f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
+        f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
+        f"apart); loss tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
+        "run counting once by its median",
         suite(matched),
     ]
     flags = [

@@ -44,7 +44,7 @@ import numpy as np
 from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints, host_flags, machine_speed
-from perfsweep.analysis.statistics.speedup import holm
+from perfsweep.analysis.statistics.speedup import holm, percent
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
@@ -298,8 +298,8 @@ def view(series: Series, phase: str, found: History) -> View:
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
         "ruptures); its range is the last commit before it..the first after; a flag stands where it is slower by "
-        f"more than the threshold ({series.threshold:.3g}, {series.threshold:.1%}) and its test is significant with "
-        "the history's configurations held to 5% as a family (Holm)"
+        f"more than the threshold ({series.threshold:.3g}, {percent(series.threshold)}) and its test is significant "
+        "with the history's configurations held to 5% as a family (Holm)"
     ]
     return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
 

@@ -91,7 +91,7 @@ class Status:
     code: dict[str, str] | None = None  # the code it measured: its launch's snapshot's modules -> content hash
     # The repository and commit of the code under test as its launch found it (records/code.py `under_test`)
     code_under_test: dict[str, Any] | None = None
-    ci: dict[str, str | None] | None = None  # the CI run that launched it: provider, branch, run id, commit, url
+    ci: dict[str, str | None] | None = None  # the CI run that launched it: provider, branch, run id, commit, url, repo
     error: RunError | None = None  # failed: why
     interrupted: Interrupted | None = None  # pending again after Ctrl-C or a preemption
     attempts: tuple[dict[str, Any], ...] = ()  # how earlier starts ended (a requeue, a resume)

@@ -365,10 +365,10 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
 
 def ran_eagerly(run: RunRecord) -> str:
     """Why a compiled run's figures are eager ones: no compiled graph with an op ran in its step after the window."""
-    compiled = run.summary.compiled if run.summary else None
-    if not compiled or compiled["graphs_run"] != 0:
+    compiled = (run.summary.compiled if run.summary else None) or {}
+    if compiled.get("graphs_run") != 0:
         return ""
-    breaks = sorted(compiled["graph_breaks"].items(), key=lambda item: -item[1])
+    breaks = sorted((compiled.get("graph_breaks") or {}).items(), key=lambda item: -item[1])
     said = "; ".join(f"{reason} ({count})" for reason, count in breaks[:2]) or "none counted"
     return (
         f"torch.compile ran none of its ops in a compiled graph: its times are eager ones. Dynamo's graph breaks in "

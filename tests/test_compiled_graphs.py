@@ -1,0 +1,48 @@
+"""What a compiled run's model ran as: its compiled graphs counted in one step, and the table's NOT COMPILED flag."""
+
+import torch
+
+from perfsweep import records
+from perfsweep.analysis.views.table import view
+from perfsweep.conf.schema import CompileConf
+from perfsweep.train.compiled_graphs import compiled_graphs
+from tests.helpers import write_run
+
+COMPILED = CompileConf(name="default", enabled=True, backend="eager")  # Dynamo alone: no backend's build to wait for
+
+
+class Tagged(torch.Tensor):
+    """A subclass whose __torch_function__ reads __dict__, which Dynamo cannot trace."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        tags = {}
+        for arg in args:
+            if isinstance(arg, Tagged):
+                tags.update(arg.__dict__)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_traced_function_runs_its_graph_and_one_on_an_untraceable_subclass_runs_none():
+    plain, tagged = torch.randn(8), torch.randn(8).as_subclass(Tagged)
+    traced = torch.compile(lambda x: torch.relu(x) * 2, backend="eager")
+    skipped = torch.compile(lambda x: torch.relu(x) * 2, backend="eager")
+    traced(plain), skipped(tagged)  # compiled in a warm-up, as a run's are
+    assert compiled_graphs(lambda: traced(plain), COMPILED)["graphs_run"] == 1
+    ran_eagerly = compiled_graphs(lambda: skipped(tagged), COMPILED)
+    assert ran_eagerly["graphs_run"] == 0
+    assert "Unsupported tensor subclass overridden attribute access" in ran_eagerly["graph_breaks"], "the process's"
+    assert compiled_graphs(lambda: traced(plain), CompileConf()) is None, "nothing compiled: nothing counted"
+
+
+def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_breaks(tmp_path):
+    sweep = tmp_path / "sweep"
+    for name, graphs in (("compiled", 2), ("eager_after_all", 0), ("unknown", None)):
+        write_run(sweep, name, "tensor" if name == "compiled" else name, "contiguous", 100.0)
+        summary = records.read_json(sweep / name / records.SUMMARY)
+        breaks = {"Unsupported tensor subclass overridden attribute access": 3, "graph break in loop": 1}
+        compiled = {"backend": "inductor", "graphs_run": graphs, "graph_breaks": breaks}
+        records.write_json(sweep / name / records.SUMMARY, summary | {"compiled": compiled})
+    (flag,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
+    assert flag.startswith("NOT COMPILED eager_after_all: torch.compile ran none of its ops in a compiled graph")
+    assert "its process: Unsupported tensor subclass overridden attribute access (3); graph break in loop (1)." in flag

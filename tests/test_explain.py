@@ -121,17 +121,23 @@ def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_l
     assert re.search(r"host time, baseline -> this: [\d.]+ ms \(\d+% outside operators\) -> [\d.]+ ms \(", shown)
 
 
-def test_a_profile_that_shows_the_opposite_of_the_measured_difference_says_so_first(tmp_path):
+def test_a_profile_that_does_not_show_the_measured_difference_says_so_first(tmp_path):
     """The subclass measured 1.3x slower, but its profiled steps ran 3 ms faster outside operators."""
 
     def faster_in_the_profile(subclass, rng):
         return ops_record(0.0, 4.0 if subclass else 7.0, rng)
 
     (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.3, record=faster_in_the_profile))
-    assert view.above[1].startswith("the profiled steps show the opposite of the measured difference: +6.9 ms/step")
-    assert "the rows account for the profile, not for the table's difference" in view.above[1]
+    assert view.above[1].startswith("the profiled steps do not show the measured difference: +6.9 ms/step measured")
+    assert "(host time); the rows account for the profile, not for the table's difference" in view.above[1]
     (agreed,) = explain.views(tmp_path / "agreed", explained_sweep(tmp_path / "agreed", slowdown=1.3))
-    assert not any("opposite" in line for line in agreed.above)
+    assert not any("do not show" in line for line in agreed.above)
+
+    def alike_on_the_device(subclass, rng):
+        return gpu_ops_record(False, rng)
+
+    (host,) = explain.views(tmp_path / "gpu", explained_sweep(tmp_path / "gpu", 1.3, record=alike_on_the_device))
+    assert "(device time)" in host.above[1] and "a difference on the host (Python, kernel launches)" in host.above[1]
 
 
 # Kernels as an H200's profiler named them in the seeds' ResNet50 step (results/nvidia-h200-torch2.11.0/state).

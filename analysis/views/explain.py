@@ -178,6 +178,9 @@ def _dynamo(found: list[Ops]) -> str:
     return f"{counts[0].graph_breaks} graph breaks, {counts[0].unique_graphs} graphs"
 
 
+SHOWN = 0.25  # the share of the measured difference below which the profiled steps do not show it
+
+
 def account(
     config: Configuration, base: Configuration, made: list[Difference], shown: list[Difference], sides
 ) -> list[str]:
@@ -187,11 +190,16 @@ def account(
     profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
     beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
     cuda = side_ops[0].device == "cuda"
+    why = (
+        "a difference on the host (Python, kernel launches) does not show in the device's time"
+        if cuda
+        else "the profiler's own cost, or too few profiled steps, can hide it"
+    )
     lines = [
-        f"the profiled steps show the opposite of the measured difference: {measured:+.3g} ms/step measured, "
-        f"{profiled:+.3g} in the profiled steps; the rows account for the profile, not for the table's difference "
-        "(the profiler's own cost, or too few profiled steps, can hide it)"
-    ] * (measured * profiled < 0)
+        f"the profiled steps do not show the measured difference: {measured:+.3g} ms/step measured, {profiled:+.3g} "
+        f"in the profiled steps ({'device' if cuda else 'host'} time); the rows account for the profile, not for the "
+        f"table's difference: {why}"
+    ] * (measured * profiled <= 0 or abs(profiled) < SHOWN * abs(measured))
     lines += [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
         f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "

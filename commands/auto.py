@@ -106,12 +106,12 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         )
         return 2
     if launcher.budget_s is not None:  # each look is a launch: a budget of its own would leave rounds unrun
-        if first.origins.get("launcher.budget_s") == "the command line":  # (a sweep file's is for launches without)
-            print(
-                f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min): "
-                f"launcher.budget_s={launcher.budget_s:g} is off for its rounds",
-                file=sys.stderr,
-            )
+        where = first.origins.get("launcher.budget_s", "a default")
+        print(
+            f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min), between its "
+            f"looks: launcher.budget_s={launcher.budget_s:g} ({where}) is off for its rounds",
+            file=sys.stderr,
+        )
         base = [*base, "launcher.budget_s=null"]
     search = Rounds(base, first, rounds.schedule(first.settings.auto.max_runs))
     status = launch_until_decided(search, search.looks, argv, progress=search.progress)

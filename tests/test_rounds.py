@@ -231,7 +231,6 @@ def test_repeats_auto_turns_a_typed_budget_off_and_says_so(tmp_path):
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]
     result = launch_here(*args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "repeats=auto stops at auto.max_minutes (30 min): launcher.budget_s=0.001 is off for its rounds" in (
-        result.stderr
-    )
+    said = "repeats=auto stops at auto.max_minutes (30 min), between its looks: launcher.budget_s=0.001 (the command"
+    assert said in result.stderr
     assert all(run.state == "done" for run in records.load_sweep(tmp_path / "default")), "every round ran"

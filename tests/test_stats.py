@@ -324,3 +324,20 @@ def test_the_suite_interval_counts_each_round_once_where_its_configurations_move
     found = [suite_speedup(list(zip(sweep(), sweep(), strict=True))) for _ in range(400)]
     assert all(s.runs == (5, 5) and s.basis == "across runs" for s in found)
     assert sum(s.excludes(1.0) for s in found) / len(found) <= 0.07
+
+
+def test_the_speedups_axis_labels_speed_ups_on_both_sides_of_1():
+    """Speed-ups from 0.6x to 1.57x: a log axis's own ticks label none between 1 and 2."""
+
+    class Versus:  # a comparison's row: only its label is drawn
+        def __init__(self, text: str):
+            self.text = text
+
+        def label(self, names: dict) -> str:
+            return self.text
+
+    found = [(Versus(f"{v}"), Speedup(v, v * 0.95, v * 1.05, ACROSS, (3, 3))) for v in (0.6, 0.9, 1.2, 1.57)]
+    fig = plots.speedups_figure(found, {}, 0.95)
+    fig.canvas.draw()
+    shown = [label.get_text() for label in fig.axes[0].get_xticklabels() if label.get_text()]
+    assert {"0.67x", "1x", "1.5x"} <= set(shown) and len(shown) <= 9, shown

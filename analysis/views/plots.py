@@ -125,12 +125,33 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
 
 
 def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -> None:
+    save(speedups_figure(compared, names, level), path)
+
+
+# Speed-ups a reader names at a glance; the axis labels those within its range, none closer than a tenth of it.
+TICKS = (0.1, 0.2, 0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01, 1.02, 1.05, 1.1, 1.25, 1.5, 2, 3, 4)
+TICKS += (5, 10)
+
+
+def ticks(reach: float) -> list[float]:
+    """The labelled speed-ups of a log axis from exp(-reach) to exp(reach): 1, then outward, spaced apart."""
+    gap, kept = reach / 5, [1.0]
+    for side in ([t for t in TICKS if t > 1], [t for t in reversed(TICKS) if t < 1]):
+        last = 0.0
+        for tick in side:
+            if abs(math.log(tick)) <= reach and abs(math.log(tick)) - last >= gap:
+                kept.append(tick)
+                last = abs(math.log(tick))
+    return sorted(kept)
+
+
+def speedups_figure(compared, names: dict[tuple, str], level: float):
     """Each speed-up as a point with its interval at `level`, the table's."""
     order = sorted(compared, key=lambda item: item[1].value)
     values = [s.value for _, s in order]
     title = (
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
-        "interval (dashed, gray: within-run)"
+        "interval (green: faster, red: slower, gray: no verdict; dashed: within-run)"
     )
     fig, ax = _figure([versus.label(names) for versus, _ in order], title, values)
     for y, (_, s) in enumerate(order):
@@ -144,10 +165,11 @@ def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -
     reach = max(0.01, *(abs(math.log(x)) for _, s in order for x in (s.low, s.high) if x > 0))
     ax.set_xscale("log")
     ax.set_xlim(math.exp(-1.15 * reach), math.exp(1.15 * reach))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.3g}x"))
+    ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks(1.15 * reach)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_xlabel("speed-up (x, log scale): the baseline's step time / this configuration's; below 1 is slower")
-    save(fig, path)
+    return fig
 
 
 def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path) -> None:

@@ -50,7 +50,7 @@ def comment(view: View, threshold: float) -> str:
     counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
     moved = sorted((line for line in steps if line.flag), key=lambda line: -abs(math.log(line.speedup.value)))
     losses = any(line.flag for line in view.items if line.phase == "final loss")
-    parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps))]
+    parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps), threshold)]
     if moved:
         parts.append(_table(moved))
         parts += [_operators(line) for line in moved if line.operators and kind(line, threshold) == SLOWER]
@@ -88,9 +88,12 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> 
     return said + ("; a final loss changed" if losses else "")
 
 
-def _counts(counts: dict[str, int], of: int) -> str:
+def _counts(counts: dict[str, int], of: int, threshold: float) -> str:
     said = ", ".join(f"**{n} {k}**" if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
-    return f"{said}, of {of} configurations compared by their step"
+    return (
+        f"{said}, of {of} configurations compared by their step ({SLOWER} or {FASTER}: flagged, with the family held "
+        f"to 5%; {SAME}: its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
+    )
 
 
 def _table(lines: list[Line]) -> str:

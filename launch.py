@@ -19,6 +19,8 @@ from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
 from perfsweep.launcher.process_end import CLOSED_OUTPUT, end_at_exit, output_reader_gone
 
+INTERRUPTED = 130  # a shell's status for a command that SIGINT ended
+
 
 def main(argv: list[str] | None = None) -> int:
     os.environ[COMMAND] = typed_command()  # its messages, and its jobs' (processes of their own), name it
@@ -52,6 +54,9 @@ def cli() -> NoReturn:
             raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python's end flushes it again
         code = CLOSED_OUTPUT
+    except KeyboardInterrupt:  # Ctrl-C after a launch's runs (a launch's own says more), or in a view
+        print("\nperfsweep: interrupted", file=sys.stderr)
+        code = INTERRUPTED
     end_at_exit(code)
     sys.exit(code)
 

@@ -185,6 +185,17 @@ def test_a_command_whose_reader_has_gone_ends_quietly(words, unbuffered):
     assert (shown.returncode, shown.stderr) == (CLOSED_OUTPUT, "")
 
 
+def test_ctrl_c_in_a_view_ends_with_a_line_and_the_shells_status_not_a_traceback(tmp_path):
+    """A view of thousands of runs takes seconds to draw: a Ctrl-C there is the user's, not a crash."""
+    interrupted = (
+        "from unittest import mock; import launch; mock.patch.object(launch, 'main', side_effect=KeyboardInterrupt)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", f"{interrupted}.start(); launch.cli()"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert (shown.returncode, shown.stderr) == (130, "\nperfsweep: interrupted\n")
+
+
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
     typo = launch_here("stauts", str(runs_dir))
     assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr

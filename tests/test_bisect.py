@@ -263,6 +263,8 @@ def test_releases_between_are_final_releases_and_unknown_ones_are_refused():
     ]
     with pytest.raises(BisectError, match=r"bad=9.9.9: not a release this Python can install; the latest: 2.0.0, 1.9"):
         between(["2.0.0", "1.9.0"], "1.9.0", "9.9.9")
+    with pytest.raises(BisectError, match=r"; 9bbb409 reads as a commit: --git GOOD BAD bisects your repository's"):
+        between(["2.0.0", "1.9.0"], "9bbb409", "97ce000")
     with pytest.raises(BisectError, match=r"bad=2.1.0.dev1 is a pre-release or a local build"):
         between(["2.1.0.dev1", "2.0.0", "1.9.0"], "1.9.0", "2.1.0.dev1")
 

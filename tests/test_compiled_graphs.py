@@ -7,20 +7,9 @@ from perfsweep.analysis.views.table import view
 from perfsweep.conf.schema import CompileConf
 from perfsweep.train.compiled_graphs import compiled_graphs
 from tests.helpers import write_run
+from tests.untraceable import Tagged
 
 COMPILED = CompileConf(name="default", enabled=True, backend="eager")  # Dynamo alone: no backend's build to wait for
-
-
-class Tagged(torch.Tensor):
-    """A subclass whose __torch_function__ reads __dict__, which Dynamo cannot trace."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        tags = {}
-        for arg in args:
-            if isinstance(arg, Tagged):
-                tags.update(arg.__dict__)
-        return super().__torch_function__(func, types, args, kwargs or {})
 
 
 def test_a_traced_function_runs_its_graph_and_one_on_an_untraceable_subclass_runs_none():

@@ -11,7 +11,7 @@ from perfsweep import records
 from perfsweep.launcher.sweepdir import recorded_plan
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train import checks, user_targets
-from tests import golden
+from tests import golden, untraceable
 from tests.helpers import ROOT, SMALL, cells, launch_here, write_model_run
 
 
@@ -361,24 +361,9 @@ def test_a_users_step_that_reads_the_model_is_refused_a_size_of_0_but_not_a_mode
     assert checks.problems(own.config) == [], "a step may build its own model: its name is its own"
 
 
-DICT_IN_TORCH_FUNCTION = """
-import torch
-
-
-class Tagged(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        tags = {}
-        for arg in args:
-            if isinstance(arg, Tagged):
-                tags.update(arg.__dict__)  # Dynamo cannot trace __dict__: every frame falls back to eager
-        return super().__torch_function__(func, types, args, kwargs or {})
-"""
-
-
 @pytest.mark.slow
 def test_a_compiled_side_that_ran_eagerly_is_flagged_and_its_pair_is_not(user_module, tmp_path):
-    user_module("tagged", DICT_IN_TORCH_FUNCTION)
+    user_module("tagged", Path(untraceable.__file__).read_text())
     result = here(
         tmp_path,
         "model=tiny_cnn",

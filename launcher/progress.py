@@ -135,7 +135,7 @@ class UpToCap(Progress):
 
     def left(self) -> str:
         runs = self.total - self.finished
-        if runs <= 0:
+        if runs <= 0 or self.first_start is None:  # none has run yet: no pace to go by
             return ""
         pace = (time.monotonic() - self.first_start) / self.finished
         return f"  at most ~{duration(pace * runs)} left"

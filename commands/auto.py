@@ -14,7 +14,6 @@ from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
 from perfsweep.launcher.progress import UpToCap
 from perfsweep.records import AUTO
-from perfsweep.records.words import counted
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 
 
@@ -57,10 +56,8 @@ class Rounds:
     def plans(self, runs: int) -> list[Plan]:
         """The look's plan; the count then expects at most the runs the cap leaves undone."""
         self.progress.expect(sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs))
-        now = time.monotonic()
-        self.clock.look_starts(now)
-        left = max(1.0, self.clock.cap_s - (now - self.began))  # a look, the first too, ends by the cap
-        plan = build_plan([*self.base, f"repeats={runs}", f"launcher.budget_s={left:.0f}"], partial=True)
+        self.clock.look_starts(time.monotonic())
+        plan = build_plan([*self.base, f"repeats={runs}"], partial=True)
         self.done_before = sum(records.is_done(plan.sweep_dir / spec.name) for spec in plan.runs)
         return [plan]
 
@@ -82,12 +79,6 @@ class Rounds:
 
     def capped(self) -> str:
         """What stopped the rounds short of a decision."""
-        undone = sum(not records.is_done(self.plan.sweep_dir / spec.name) for spec in self.plan.runs)
-        if undone:  # its budget, what was left of the cap, ran out
-            return (
-                f"{self.auto.max_minutes:g} min (auto.max_minutes) ran out within the look at {self.runs} runs a "
-                f"configuration: {counted(undone, 'run')} of it not done"
-            )
         if self.runs != self.looks[-1]:
             following = self.looks[self.looks.index(self.runs) + 1]
             return (
@@ -114,13 +105,14 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    if launcher.budget_s is not None:  # the rounds' budget is auto.max_minutes: each look gets what is left of it
+    if launcher.budget_s is not None:  # each look is a launch: a budget of its own would leave rounds unrun
         where = first.origins.get("launcher.budget_s", "a default")
         print(
-            f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min): "
-            f"launcher.budget_s={launcher.budget_s:g} ({where}) is off for its rounds",
+            f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min), between its "
+            f"looks: launcher.budget_s={launcher.budget_s:g} ({where}) is off for its rounds",
             file=sys.stderr,
         )
+        base = [*base, "launcher.budget_s=null"]
     search = Rounds(base, first, rounds.schedule(first.settings.auto.max_runs))
     status = launch_until_decided(search, search.looks, argv, progress=search.progress)
     if status not in (0, 1):

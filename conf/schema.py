@@ -299,7 +299,7 @@ class AutoConf:
 
     half_width: float = 0.02  # decided: an interval that excludes 1.00x, or lies within -+half_width of it (same)
     max_runs: int = 10  # the cap on runs per configuration (the last look)
-    max_minutes: float = 30.0  # the cap on the sweep's wall time: each look's budget is what is left of it
+    max_minutes: float = 30.0  # the cap on the sweep's wall time: no look starts whose rounds would end past it
 
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")  # a package pin of this form names a commit of env.repo, not a release

@@ -16,7 +16,7 @@ from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends import Backend, SchedulerUnavailable, backend_for
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.packs import packs_of
-from perfsweep.launcher.progress import Progress
+from perfsweep.launcher.progress import Progress, UpToCap
 from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.submit import Dispatcher
 from perfsweep.records import lifecycle
@@ -214,6 +214,15 @@ def test_runs_the_budget_left_unstarted_for_one_reason_get_one_line_after_the_fi
         f"[4/5] pending {specs[3].name}  its job ended",
         f"[5/5] pending {specs[4].name}  budget",
     ]
+
+
+def test_a_look_whose_first_run_never_started_counts_it_without_a_pace(tiny_plan):
+    """repeats=auto's count gives the time left at the pace so far: before any run has run, there is none."""
+    out = io.StringIO()
+    progress, spec = UpToCap(out), tiny_plan().runs[0]
+    progress.expect(3)
+    progress.ended(spec, records.PENDING, "its job ended before the run started")
+    assert out.getvalue() == f"[1/3 at most] pending {spec.name}  its job ended before the run started\n"
 
 
 def test_a_run_its_job_stopped_between_two_polls_is_said_to_start_then_left_pending(runs, tmp_path):

@@ -138,9 +138,10 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
 def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
     """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided."""
     if not final.comparisons:
-        why = f"cap reached: {capped}" if not runs else "the sweep makes no comparisons to decide (no row group has "
-        why += "" if not runs else "its baseline and another value)"
-        return [f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}"]
+        return [
+            f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "
+            "no comparisons to decide (no row group has its baseline and another value)"
+        ]
     why = "every comparison decided" if final.met else f"cap reached: {capped}"
     lines = [
         f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}; "

@@ -196,8 +196,10 @@ def change(value: str) -> float:
     """A relative change below 1, as a fraction (0.05) or a percentage (5%)."""
     found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
     if not 0 <= found < 1:
-        read = f" ({value} reads as {found:.0%})" if found >= 1 else ""
-        raise argparse.ArgumentTypeError(f"{value}: a change below 1, as a fraction or a percentage (0.05 or 5%){read}")
+        read = f" ({value} reads as {found:.0%})" if found >= 1 and not value.endswith("%") else ""
+        raise argparse.ArgumentTypeError(
+            f"{value}: a change from 0 up to, not including, 1, as a fraction or a percentage (0.05 or 5%){read}"
+        )
     return found
 
 

@@ -282,12 +282,13 @@ def test_the_table_reads_as_its_golden_file(sweep):
 @pytest.mark.parametrize(
     "args, said",
     [
-        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change below 1"),
+        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change from 0 up to, not including, 1"),
         (["compare", "A", "B", "--loss-tolerance", "inf"], "--loss-tolerance: inf: a number of 0 or more"),
-        (["history", "A", "--threshold", "x"], "--threshold: x: a change below 1"),
+        (["history", "A", "--threshold", "x"], "--threshold: x: a change from 0 up to, not including, 1"),
         (
             ["history", "A", "--threshold", "5"],
-            "--threshold: 5: a change below 1, as a fraction or a percentage (0.05 or 5%) (5 reads as 500%)",
+            "--threshold: 5: a change from 0 up to, not including, 1, as a fraction or a percentage (0.05 or 5%) (5 "
+            "reads as 500%)",
         ),
         (["replicates", "A", "--half-width", "0"], "--half-width: 0: a number above 0"),
     ],

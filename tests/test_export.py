@@ -132,6 +132,8 @@ def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_check
     for ci, repo in (
         ({"repository": "https://user:token@git.example.com/me/lib.git", "commit": "abc"}, "me/lib"),
         ({"repository": "git@github.com:me/lib.git"}, "me/lib"),
+        ({"repository": "group/sub/lib", "commit": "abc"}, "group/sub/lib"),  # GitLab's nested groups
+        ({"repository": "https://github.com/me/lib/"}, "me/lib"),
         ({"repository": "me/bench", "commit": "fff"}, "/home/runner/work/lib/lib"),  # the CI's checkout is another
     ):
         for name in ("t1", "t2", "s1"):

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import matplotlib.pyplot
 import numpy as np
 import pytest
 from scipy import stats
@@ -324,6 +325,16 @@ def test_the_suite_interval_counts_each_round_once_where_its_configurations_move
     found = [suite_speedup(list(zip(sweep(), sweep(), strict=True))) for _ in range(400)]
     assert all(s.runs == (5, 5) and s.basis == "across runs" for s in found)
     assert sum(s.excludes(1.0) for s in found) / len(found) <= 0.07
+    a, b = sweep(), sweep()
+    twice = [Sample(tuple(2 * steps for steps in s.steps), s.rounds) for s in b]
+    assert suite_speedup(list(zip(a, twice, strict=True))).value == pytest.approx(
+        suite_speedup(list(zip(a, b, strict=True))).value / 2
+    ), "B twice as slow: half the speed-up"
+    lacking = Sample(b[0].steps[:3], b[0].rounds[:3])  # a configuration whose rounds 3 and 4 failed
+    assert suite_speedup(list(zip(a, [lacking, *b[1:]], strict=True))).runs == (5, 3), "rounds every one ran"
+    zero = Sample((np.array([0.0]), *b[0].steps[1:]), b[0].rounds)
+    assert suite_speedup(list(zip(a, [zero, *b[1:]], strict=True))) is None, "0 ms has no logarithm"
+    assert suite_speedup([]) is None
 
 
 def test_the_speedups_axis_labels_speed_ups_on_both_sides_of_1():
@@ -340,4 +351,5 @@ def test_the_speedups_axis_labels_speed_ups_on_both_sides_of_1():
     fig = plots.speedups_figure(found, {}, 0.95)
     fig.canvas.draw()
     shown = [label.get_text() for label in fig.axes[0].get_xticklabels() if label.get_text()]
+    matplotlib.pyplot.close(fig)
     assert {"0.67x", "1x", "1.5x"} <= set(shown) and len(shown) <= 9, shown

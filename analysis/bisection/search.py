@@ -68,7 +68,7 @@ def between(versions: list[str], good: str, bad: str) -> list[str]:
     missing = [f"{which}={v}" for which, v in (("good", good), ("bad", bad)) if v not in known]
     if missing:
         near = ", ".join(sorted(known, key=known.get, reverse=True)[:12])
-        commits = [v for v in (good, bad) if v not in known and re.fullmatch(r"[0-9a-f]{7,40}", v)]
+        commits = [v for v in (good, bad) if v not in known and re.fullmatch(r"(?=[0-9]*[a-f])[0-9a-f]{7,40}", v)]
         hint = f"; {commits[0]} reads as a commit: --git GOOD BAD bisects your repository's commits" if commits else ""
         raise BisectError(f"{' and '.join(missing)}: not a release this Python can install; the latest: {near}{hint}")
     if good == bad:

@@ -316,11 +316,13 @@ def suite_speedup(pairs: list[tuple[Sample, Sample]], level: float = LEVEL) -> S
     So they move together, and their speed-ups are not independent.
     Each round of a sweep therefore gives one value: the mean over the configurations of its runs' log medians.
     The rounds counted are those that every configuration ran in.
-    A Welch t-interval compares A's rounds with B's.
-    None where a side has fewer than 2 such rounds.
+    A Welch t-interval compares A's rounds with B's; its `runs` are the rounds counted on each side.
+    None where a side has fewer than 2 such rounds, or a time of 0 ms has no logarithm.
     """
+    if not pairs or any(np.any(sample.medians <= 0) for pair in pairs for sample in pair):
+        return None
     means = [_round_means([pair[side] for pair in pairs]) for side in (0, 1)]
-    if not pairs or min(len(m) for m in means) < 2:
+    if min(len(m) for m in means) < 2:
         return None
     diff = float(np.mean(means[0]) - np.mean(means[1]))
     shares = [float(np.var(m, ddof=1)) / len(m) for m in means]

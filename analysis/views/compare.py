@@ -427,11 +427,12 @@ def suite(matched: list[tuple[Configuration, Configuration]]) -> str:
     if mean is None:
         return (
             f"suite: no geometric mean with an interval: the {len(matched)} configurations share fewer than 2 rounds "
-            "on a side (repeats=N for them)"
+            "on a side in which each has a time above 0 ms (repeats=N for them, or the runs that failed again)"
         )
     return (
         f"suite: B's geometric-mean step speed-up over A's, {len(matched)} configurations: {mean} across rounds "
-        f"({mean.runs[0]} / {mean.runs[1]}: a round's configurations move together, so each round counts once)"
+        f"({mean.runs[0]} of A, {mean.runs[1]} of B: a round's configurations move together, so each round counts "
+        "once)"
     )
 
 

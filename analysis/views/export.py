@@ -93,7 +93,7 @@ def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
     if tested.get("commit"):
         found["code_under_test"] = {
             "repo": str(named if (named := _ci_named(tested, ci)) else tested.get("repository", "")),
-            "branch": str(ci.get("branch") or ""),
+            "branch": str(ci.get("branch") or "") if _ci_named(tested, ci) or not ci.get("repository") else "",
             "sha": str(tested["commit"]),
             "version": "dirty" if tested.get("dirty") else "",
         }
@@ -105,11 +105,14 @@ def _ci_named(tested: dict[str, Any], ci: dict[str, Any]) -> str:
 
     A URL's scheme, host, credentials and .git go: what stays is owner/name.
     """
-    named = str(ci.get("repository") or "")
+    named = str(ci.get("repository") or "").rstrip("/")
     if not named or ci.get("commit") not in (None, tested.get("commit")):
         return ""
-    path = named.split("@")[-1].split("://")[-1].removesuffix(".git")
-    return "/".join(path.replace(":", "/").split("/")[-2:]) if "/" in path or ":" in path else path
+    if "://" in named:  # https://user:token@host/group/name.git
+        named = named.split("://", 1)[1].split("/", 1)[-1]
+    elif "@" in named and ":" in named:  # git@host:group/name.git
+        named = named.split(":", 1)[1]
+    return named.removesuffix(".git")
 
 
 def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:

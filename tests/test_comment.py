@@ -32,7 +32,9 @@ def test_a_planted_slowdown_heads_the_comment_and_the_rest_are_folded(tmp_path):
     head, counts, table, *_ = shown.stdout.split("\n\n")
     assert head.startswith("### perfsweep: 1.2") and head.endswith("x slower in subclass (REGRESSION)")
     assert counts.startswith("**1 slower**, 0 faster, ")
-    assert "of 3 configurations compared by their step (slower or faster: flagged, with the family" in counts
+    assert (
+        "of 3 configurations compared by their step (slower or faster: flagged, beyond -+5% and significant" in counts
+    )
     assert [row.split("|")[1].strip() for row in table.splitlines()[2:]] == ["subclass"]
     assert shown.stdout.count("<details>") == 1 and "2 without a flagged change" in shown.stdout
 

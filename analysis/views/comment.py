@@ -91,8 +91,9 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> 
 def _counts(counts: dict[str, int], of: int, threshold: float) -> str:
     said = ", ".join(f"**{n} {k}**" if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
     return (
-        f"{said}, of {of} configurations compared by their step ({SLOWER} or {FASTER}: flagged, with the family held "
-        f"to 5%; {SAME}: its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
+        f"{said}, of {of} configurations compared by their step ({SLOWER} or {FASTER}: flagged, beyond "
+        f"-+{percent(threshold)} and significant with the family held to 5%, one-run lines a family apart; {SAME}: "
+        f"its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
     )
 
 

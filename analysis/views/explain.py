@@ -191,7 +191,8 @@ def account(
     beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
     cuda = side_ops[0].device == "cuda"
     why = (
-        "a difference on the host (Python, kernel launches) does not show in the device's time"
+        "a difference on the host (Python, kernel launches) does not show in the device's time, and too few profiled "
+        "steps can hide one"
         if cuda
         else "the profiler's own cost, or too few profiled steps, can hide it"
     )

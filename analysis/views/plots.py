@@ -151,7 +151,7 @@ def speedups_figure(compared, names: dict[tuple, str], level: float):
     values = [s.value for _, s in order]
     title = (
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
-        "interval (green: faster, red: slower, gray: no verdict; dashed: within-run)"
+        "interval (green: faster, red: slower, gray: neither; dashed: within-run)"
     )
     fig, ax = _figure([versus.label(names) for versus, _ in order], title, values)
     for y, (_, s) in enumerate(order):

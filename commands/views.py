@@ -128,12 +128,7 @@ def show_history(args: argparse.Namespace) -> int:
         conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
     if args.format == "markdown":
         if not (args.only_changes and status == 0 and not any(series.flag for series in made)):
-            print(
-                comment.history_comment(
-                    made, shown, ["left out: " + "; ".join(left)] * bool(left) + gaps, args.threshold
-                ),
-                end="",
-            )
+            print(comment.history_comment(made, shown, ["left out: " + "; ".join(left)] * bool(left) + gaps), end="")
     else:
         print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
         for line in ["left out: " + "; ".join(left)] * bool(left) + gaps:

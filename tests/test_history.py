@@ -216,7 +216,7 @@ def test_a_newest_point_that_measured_fewer_steps_says_so_beside_its_flag():
 def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_folded():
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
     made, _ = views.series_of(found, "step", 0.05)
-    said = comment.history_comment(made, [views.view(s, "step", found) for s in made], [], 0.05)
+    said = comment.history_comment(made, [views.view(s, "step", found) for s in made], [])
     head, counts, flagged, folded = said.split("\n\n", 3)
     assert head.startswith("### perfsweep history: subclass: REGRESSION: 1.3") and "from 05ababab on" in head
     assert counts == (

@@ -121,19 +121,17 @@ def _quoted(lines: list[str]) -> list[str]:
     return [line.replace("|", r"\|") for line in lines if line]
 
 
-def history_comment(made: list[Series], shown: list[View], gaps: list[str], threshold: float) -> str:
-    """history's series and their views as a pull request's comment, in GitHub's markdown.
-
-    `threshold` is the smallest slowdown flagged.
-    """
+def history_comment(made: list[Series], shown: list[View], gaps: list[str]) -> str:
+    """history's series and their views as a pull request's comment, in GitHub's markdown."""
     flagged = [(series, view) for series, view in zip(made, shown, strict=True) if series.flag]
     confirmed = [series for series, _ in flagged if series.flag.startswith("REGRESSION")]
     first = (confirmed or [series for series, _ in flagged] or [None])[0]
     headline = f"{first.label}: {first.flag}" if first else "no regression"
+    threshold = made[0].threshold if made else None  # every series was judged by one (series_of)
     counts = (
         f"**{len(confirmed)} regressed**, {len(flagged) - len(confirmed)} possibly, {len(made) - len(flagged)} not "
-        f"flagged, of {len(made)} configurations (flagged: slower by more than {threshold:.3g}, {percent(threshold)})"
-    )
+        f"flagged, of {len(made)} configurations"
+    ) + (f" (flagged: slower by more than {threshold:.3g}, {percent(threshold)})" if threshold is not None else "")
     parts = [f"### perfsweep history: {headline}", counts]
     parts += [f"#### {view.title}\n\n{_points(view)}" for _, view in flagged]
     rest = [view for series, view in zip(made, shown, strict=True) if not series.flag]

@@ -413,9 +413,11 @@ def searched(bisection: Bisection, a: Asked, argv: list[str]) -> int:
 
 
 def folder_conflict(folder, settings: dict) -> str:
-    """Why the bisect cannot use `folder` ('' where it can): it holds a sweep's runs, or another bisect.
+    """Why the bisect cannot use `folder`; '' where it can.
 
-    A bisect that measured no point (its ends' runs all failed, as on a mistyped setting) holds nothing to keep.
+    It may hold a sweep's runs, or another bisect.
+    A bisect that measured no point holds nothing to keep.
+    Its ends' runs all failed, as on a mistyped setting.
     Its good end as the reference (1.00x by definition) is no measurement.
     """
     from perfsweep import records

@@ -1,13 +1,19 @@
-"""What a compiled run's model ran as: Dynamo's graphs, or eager ops where Dynamo gave up.
+"""What a compiled run's model ran as: Dynamo's graphs, or eager ops.
 
 torch.compile falls back to eager code without a word.
-A graph break on an unsupported tensor subclass can leave a step with no compiled op at all.
-Such a run's figures are eager figures under a compiled run's name.
-One step after the window runs under the profiler, on the host only.
-Dynamo marks each compiled frame that runs there (Torch-Compiled Region: its compile id).
-Dynamo's compilation metrics give each compile id's graph its ops: a frame whose graph holds none ran eagerly.
-Both are torch's own records, read as torch 2.x writes them; where either is missing the count is unknown.
-Dynamo's graph breaks are counted per process, not per model: a paired process's sides share them.
+An unsupported tensor subclass can break every graph.
+A step then runs no compiled op at all.
+Its figures are eager ones under a compiled run's name.
+So one step after the window runs under the profiler.
+It profiles the host only.
+Dynamo marks each compiled frame that runs (Torch-Compiled Region).
+The mark names the frame's compile id.
+Dynamo's compilation metrics give each compile id's ops.
+A frame whose graph holds none ran eagerly.
+Both are torch's own records, read as torch 2.x writes them.
+Where either is missing, the count is unknown.
+Graph breaks are counted per process, not per model.
+A paired process's sides share them.
 """
 
 import os
@@ -24,7 +30,10 @@ REGION = "Torch-Compiled Region: "  # torch/_dynamo/convert_frame.py: a compiled
 
 
 def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | None:
-    """The compiled graphs that ran in one `step`, and the process's graph breaks; None where nothing is compiled."""
+    """The compiled graphs that ran in one `step`, and the process's graph breaks.
+
+    None where nothing is compiled.
+    """
     if not conf.enabled:
         return None
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # above its highest (5): no lines at each profile's start and stop
@@ -39,7 +48,10 @@ def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | No
 
 
 def _with_ops(compile_ids: list[str]) -> int | None:
-    """How many of the compiled frames that ran hold a graph of one op or more; None where a frame's is unknown."""
+    """How many of the compiled frames that ran hold a graph of one op or more.
+
+    None where a frame's graph is unknown.
+    """
     from torch._dynamo.utils import get_compilation_metrics
 
     ops: dict[str, int] = {}

@@ -124,7 +124,9 @@ def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | 
     The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
     Where the newest's own runs spread wider, their spread is the noise.
     A run in a slower mode (another cuDNN algorithm) then moves a point without standing it out.
-    That spread is estimated from the newest's few runs: its tail is then Student's t, at Welch's degrees of freedom.
+    That spread comes from the newest's few runs.
+    Its tail is then Student's t.
+    Its degrees of freedom are Welch's.
     None where the segment has no other point, or where the others show no noise to judge by.
     """
     y = series(points)

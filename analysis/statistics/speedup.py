@@ -309,15 +309,20 @@ def holm(p: list[float], alpha: float = 1 - LEVEL) -> list[bool]:
 
 
 def suite_speedup(pairs: list[tuple[Sample, Sample]], level: float = LEVEL) -> Speedup | None:
-    """The geometric mean over configurations of A's time over B's, with rounds as the unit.
+    """The geometric mean over configurations of A's time over B's.
 
+    Its unit is the round.
     `pairs` holds each configuration's sample in A and in B.
-    The configurations of one round share its processes (pairing=auto) and its moment on the machine.
-    So they move together, and their speed-ups are not independent.
-    Each round of a sweep therefore gives one value: the mean over the configurations of its runs' log medians.
-    The rounds counted are those that every configuration ran in.
-    A Welch t-interval compares A's rounds with B's; its `runs` are the rounds counted on each side.
-    None where a side has fewer than 2 such rounds, or a time of 0 ms has no logarithm.
+    A round's configurations share its processes and its moment on the machine.
+    So they move together.
+    Their speed-ups are not independent.
+    Each round gives one value.
+    It is the mean of its configurations' log medians.
+    Only rounds that every configuration ran in count.
+    A Welch t-interval compares A's rounds with B's.
+    Its `runs` are the rounds of each side.
+    It is None with fewer than 2 rounds a side.
+    It is None with a time of 0 ms: that has no logarithm.
     """
     if not pairs or any(np.any(sample.medians <= 0) for pair in pairs for sample in pair):
         return None
@@ -333,7 +338,10 @@ def suite_speedup(pairs: list[tuple[Sample, Sample]], level: float = LEVEL) -> S
 
 
 def _round_means(samples: list[Sample]) -> list[float]:
-    """Each round that every sample ran in: the mean over the samples of its runs' log medians."""
+    """Each round that every sample ran in, as one value.
+
+    It is the mean over the samples of its runs' log medians.
+    """
     common = set.intersection(*(set(sample.rounds) for sample in samples))
     by_round = []
     for round_ in sorted(common):

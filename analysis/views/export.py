@@ -101,9 +101,11 @@ def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
 
 
 def _ci_named(tested: dict[str, Any], ci: dict[str, Any]) -> str:
-    """The repository under test as its CI names it, the same on every runner; '' where the CI checked out another.
+    """The repository under test as its CI names it.
 
-    A URL's scheme, host, credentials and .git go: what stays is owner/name.
+    That name is the same on every runner.
+    It is '' where the CI checked out another repository.
+    A URL's scheme, host, credentials and .git go.
     """
     named = str(ci.get("repository") or "").rstrip("/")
     if not named or ci.get("commit") not in (None, tested.get("commit")):

@@ -364,7 +364,10 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
 
 
 def ran_eagerly(run: RunRecord) -> str:
-    """Why a compiled run's figures are eager ones: no compiled graph with an op ran in its step after the window."""
+    """Why a compiled run's figures are eager ones; '' where they are not.
+
+    No compiled graph with an op ran in its step after the window.
+    """
     compiled = (run.summary.compiled if run.summary else None) or {}
     if compiled.get("graphs_run") != 0:
         return ""

@@ -107,7 +107,8 @@ def add_view_commands(subparsers) -> None:
     _format_option(parser)
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
-        "4 added where a final loss changed, 8 where configurations of A have no match in B, 2 where none matched"
+        "4 added where a final loss changed, 8 where configurations of A have no match in B, 16 where a slowdown "
+        "was not significant (undetermined), 2 where none matched"
     )
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")

@@ -59,7 +59,7 @@ def test_a_compare_of_two_identical_sweeps_exits_1_in_at_most_five_percent_of_tr
     for _ in range(TRIALS):
         a, b = (synthetic.sweep(levels, REPEATS, NOISES[noise], rng) for _ in range(2))
         exits.append(compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)[1])
-    assert np.mean(np.array(exits) == compare.EXIT_REGRESSION) <= ALLOWED
+    assert np.mean([compare.timing(status) == compare.EXIT_REGRESSION for status in exits]) <= ALLOWED
 
 
 @pytest.mark.slow
@@ -76,22 +76,31 @@ def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise
     assert set(verdicts) <= {"reproduced", "undetermined", "contradicted"}
 
 
-@pytest.mark.slow
-def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_80_percent_of_the_time():
-    """Every configuration of the candidate 10% slower, in a compare of six configurations at the default
-    repeats: the family's error control must not cost the power to see it."""
-    rng = np.random.default_rng(4)
+def ten_percent_slower(seed: int, trials: int = 200) -> list[int]:
+    """compare's exit statuses where every configuration of the candidate is 10% slower: six configurations at the
+    default repeats, with a 2% spread between runs."""
+    rng = np.random.default_rng(seed)
     noise = synthetic.Noise(run_sd=0.02, step_sd=0.03, rho=0.3, steps=20)
     levels = synthetic.grid(formats=("contiguous", "channels_last"))
     slower = {key: level * 1.1 for key, level in levels.items()}
-    found = [
-        compare.compare_runs(
-            synthetic.sweep(levels, REPEATS, noise, rng), synthetic.sweep(slower, REPEATS, noise, rng), 0.05, 0.05
-        )[1]
-        == compare.EXIT_REGRESSION
-        for _ in range(200)
-    ]
+    sides = (
+        (synthetic.sweep(levels, REPEATS, noise, rng), synthetic.sweep(slower, REPEATS, noise, rng))
+        for _ in range(trials)
+    )
+    return [compare.compare_runs(a, b, 0.05, 0.05)[1] for a, b in sides]
+
+
+@pytest.mark.slow
+def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_80_percent_of_the_time():
+    """The family's error control must not cost the power to see it."""
+    found = [compare.timing(status) == compare.EXIT_REGRESSION for status in ten_percent_slower(4)]
     assert np.mean(found) >= 0.8
+
+
+@pytest.mark.slow
+def test_a_ten_percent_slowdown_at_three_runs_is_flagged_or_undetermined_never_passed():
+    """Where the family's test cannot confirm a measured slowdown, the gate says undetermined, not nothing."""
+    assert np.mean([status == 0 for status in ten_percent_slower(6)]) <= 0.01
 
 
 @pytest.mark.slow

@@ -78,7 +78,12 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     b = synthetic.write(synthetic.sweep({("tensor", "contiguous"): 66.0}, 2, noisy, rng), tmp_path / "b")
     shown = launch_here("compare", str(a), str(b), "--format", "markdown")
     head = shown.stdout.splitlines()[0]
-    assert head == "### perfsweep: no change decided: 1 undetermined (more runs narrow them)", shown.stdout
+    assert head == (
+        "### perfsweep: possibly 1.78x slower in tensor-contiguous-replicate=0: not significant, so undetermined "
+        "(more runs decide it)"
+    ), shown.stdout
+    assert "0 slower, 0 faster, 0 same, 1 undetermined" in shown.stdout
+    assert shown.returncode == compare.EXIT_UNDETERMINED, "a slowdown the runs cannot rule out is no pass"
 
 
 def _explained(sweep: str, added: float) -> None:

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from perfsweep.analysis.views import compare
+from perfsweep.analysis.views import comment, compare
 from perfsweep.records.host import HostBlock, HostState
 from tests import golden, synthetic
 from tests.helpers import cells, launch_here
@@ -237,3 +237,17 @@ def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_
     assert any(line.startswith("the machine ran slower in B") for line in shown.above), "the workload both timed"
     shown, _ = compare.compare_runs(sweep(synthetic.grid(), rng), slower, threshold=0.05, loss_tolerance=0.05)
     assert not any("fixed workload" in line for line in shown.above), "runs of before it was timed: nothing said"
+
+
+def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_no_pass():
+    """Three runs a side on a machine whose processes spread by a factor of two: B's step, twice as slow, is not
+    significant. The gate must not pass what the runs could not rule out."""
+    rng = np.random.default_rng(3)
+    noisy = synthetic.Noise(run_sd=0.7, bimodal=0.0)
+    a, b = (synthetic.sweep({("tensor", "contiguous"): level}, 3, noisy, rng) for level in (50.0, 100.0))
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    step = next(line for line in shown.items if line.phase == "step")
+    assert step.speedup.value < 0.95 and step.speedup.low < 1 < step.speedup.high, "a slowdown, not significant"
+    assert (step.flag, status) == ("UNDETERMINED (slower, not significant)", compare.EXIT_UNDETERMINED)
+    posted = comment.comment(shown, 0.05)
+    assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted and ": not significant, so undetermined" in posted

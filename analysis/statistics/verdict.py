@@ -11,6 +11,7 @@ A published figure is a speed-up, a [low, high] range, two times, or a direction
 A speed-up within SAME of 1.0 counts as no effect.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
+A slowdown beyond it that is not significant is flagged as undetermined.
 """
 
 import math
@@ -84,9 +85,20 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
     return "smaller" if between else "reproduced"
 
 
+UNDETERMINED_FLAG = "UNDETERMINED"
+
+
 def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
-    """The flag of a gated comparison: significant in its family and beyond the threshold."""
-    way = speedup.beyond(threshold) if significant else ""
+    """The flag of a gated comparison beyond the threshold.
+
+    Significant in its family, it is a change; from one run a side, a possible one.
+    A slowdown beyond the threshold that is not significant is undetermined.
+    The runs could not rule it out, so a gate must not pass it as nothing.
+    """
+    way = speedup.beyond(threshold)
+    one_run = "" if speedup.replicated else "1 run, "
+    if not significant:
+        return f"{UNDETERMINED_FLAG} (slower, {one_run}not significant)" if way == "slower" else ""
     if not way:
         return ""
     if speedup.replicated:

@@ -10,6 +10,7 @@ Then the counts of the compared configurations, by what their step did:
 - slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
 - same: not flagged, and the step's interval lies within the threshold of 1.00x;
 - undetermined: neither; more runs on each side narrow the interval.
+  A slowdown beyond the threshold that is not significant is one, flagged UNDETERMINED.
 
 A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
 A slower one whose sweeps both ran with explain=true lists its three largest operator differences below it.
@@ -28,7 +29,7 @@ import math
 
 from perfsweep.analysis.render import View, figure, markdown
 from perfsweep.analysis.statistics.speedup import percent
-from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED, UNDETERMINED_FLAG
 from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
 from perfsweep.analysis.views.compare import Line
 from perfsweep.analysis.views.history import Series
@@ -48,7 +49,9 @@ def comment(view: View, threshold: float) -> str:
         return "\n\n".join(["### perfsweep: nothing compared", *_quoted([*view.above, view.empty, *view.flags])]) + "\n"
     kinds = {id(line): kind(line, threshold) for line in steps}
     counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
-    moved = sorted((line for line in steps if line.flag), key=lambda line: -abs(math.log(line.speedup.value)))
+    moved = sorted(
+        (line for line in steps if line.flag), key=lambda line: (unconfirmed(line), -abs(math.log(line.speedup.value)))
+    )
     losses = any(line.flag for line in view.items if line.phase == "final loss")
     parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps), threshold)]
     if moved:
@@ -67,11 +70,16 @@ def comment(view: View, threshold: float) -> str:
 
 def kind(line: Line, threshold: float) -> str:
     """What a configuration's step did: slower or faster (flagged), the same, or undetermined."""
-    if line.flag:
+    if line.flag and not unconfirmed(line):
         return SLOWER if "REGRESSION" in line.flag else FASTER
     speedup = line.speedup
     within = speedup.replicated and 1 - threshold <= speedup.low and speedup.high <= 1 + threshold
     return SAME if within else UNDETERMINED  # one run a side, or a NaN interval, decides nothing
+
+
+def unconfirmed(line: Line) -> bool:
+    """Whether a flagged change is one that its runs could not confirm nor rule out."""
+    return line.flag.startswith(UNDETERMINED_FLAG)
 
 
 def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> str:
@@ -81,6 +89,8 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> 
         value = line.speedup.value
         way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
         said = f"{way} in {line.configuration} ({line.flag})"
+        if unconfirmed(line):
+            said = f"possibly {way} in {line.configuration}: not significant, so undetermined (more runs decide it)"
     elif undetermined:
         said = f"no change decided: {undetermined} undetermined (more runs narrow them)"
     else:

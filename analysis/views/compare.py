@@ -24,12 +24,14 @@ It is shown for the step and each phase, each run counting once (analysis/statis
 The gate is the step's; `--gate-phases` gates on the phases too.
 As in asv, a change is flagged when it is beyond the threshold and statistically significant.
 Here the whole family of comparisons is held to a 5% error rate (Holm).
-So a compare of 30 configurations does not fail on noise.
+With nothing changed, a compare of 30 configurations flags a REGRESSION in at most 5% of compares.
 
     REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
                            between processes)
-    improvement / possible improvement    the same, the other way
+    UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
+                           it out, and more runs decide it
+    improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
 A faster step that trains differently is no improvement.
@@ -55,9 +57,11 @@ The exit status says what was flagged, so that CI can branch on each:
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
     8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
     9-15   8 added to one of 1, 3, 4, 5, 7
+    16-31  16 added to one of 0, 1, 3-15 where a step (or a gated phase) is UNDETERMINED
     2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
 
 So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
+`status & 16` says a slowdown was measured that the runs could not decide.
 `status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
 """
 
@@ -82,13 +86,14 @@ from perfsweep.analysis.groups import (
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags, machine_speed
 from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, percent, speedup, suite_speedup
-from perfsweep.analysis.statistics.verdict import flag
+from perfsweep.analysis.statistics.verdict import UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, Repro, RunRecord, load_sweep
 from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
+EXIT_UNDETERMINED = 16  # added where a slowdown beyond the threshold was measured but not significant
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
@@ -500,7 +505,8 @@ def compare_runs(
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
-        f"apart); loss tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
+        "apart); a slowdown beyond it that is not significant, UNDETERMINED (more runs decide it); loss "
+        f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",
         suite(matched),
     ]
@@ -553,15 +559,16 @@ def exit_status(lines: list[Line]) -> int:
     """What the flags say, as the module's table of exit statuses gives it.
 
     The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION, else 0.
-    A loss flag adds EXIT_LOSS.
+    A loss flag adds EXIT_LOSS; an UNDETERMINED slowdown adds EXIT_UNDETERMINED.
     Configurations without a match (EXIT_UNMATCHED) are compare_runs' to add.
     """
     flags = [line.flag for line in lines]
     confirmed = any(f.startswith("REGRESSION") for f in flags)
     slowdown = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if any(f.startswith("POSSIBLE") for f in flags) else 0
-    return slowdown + (EXIT_LOSS if any(f.startswith(LOSS_FLAGS) for f in flags) else 0)
+    loss = EXIT_LOSS if any(f.startswith(LOSS_FLAGS) for f in flags) else 0
+    return slowdown + loss + (EXIT_UNDETERMINED if any(f.startswith(UNDETERMINED_FLAG) for f in flags) else 0)
 
 
 def timing(status: int) -> int:
-    """The step time's part of an exit status: 0, EXIT_REGRESSION or EXIT_POSSIBLE."""
-    return status & ~(EXIT_LOSS | EXIT_UNMATCHED)
+    """The step time's confirmed or possible part of an exit status: 0, EXIT_REGRESSION or EXIT_POSSIBLE."""
+    return status & ~(EXIT_LOSS | EXIT_UNMATCHED | EXIT_UNDETERMINED)

@@ -1,10 +1,12 @@
 """Published figures beside ours: the statistics, the verdicts, and that every stored comparison names real runs."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from perfsweep import records
 from perfsweep.analysis.groups import configurations, measures, speedup_over
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, WITHIN_RUN, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.verdict import direction, verdict
@@ -127,3 +129,43 @@ def test_ours_rests_on_the_same_pairing_as_the_table_where_sides_shared_processe
     table = speedup_over(by_type["tensor"], by_type["subclass"])
     assert table.basis == IN_PROCESS
     assert published.compare(runs, item)[-2] == str(table)
+
+
+def planned_as_done(overrides: list[str]) -> list[RunRecord]:
+    """The runs a launch with these overrides plans, as done runs of 1 ms steps."""
+    rng = np.random.default_rng(0)
+    found = []
+    for position, spec in enumerate(build_plan(overrides).runs):
+        axes = {k: v for k, v in spec.axes.items() if k != "replicate"}
+        run = synthetic.record(spec.name, axes, np.ones(5), int(spec.axes["replicate"]), position, rng)
+        found.append(dataclasses.replace(run, fields=flatten(spec.record()["config"])))
+    return found
+
+
+def test_a_comparison_run_at_other_settings_than_published_names_them_and_gives_no_verdict():
+    """The smoke scale runs the loops at 10 elements, not the talk's 100, and compiles through aot_eager."""
+    verdicts = {
+        item["label"]: published.compare(planned_as_done([f"sweep={sweep}", "scale=smoke"]), item)[-1]
+        for sweep in ("loops_vs_broadcasting", "sampler_nonzero")
+        for item in published.published_for(sweep)["comparisons"]
+    }
+    assert verdicts["pairwise_sum_prod N=100, broadcast vs loop"] == "not run in this sweep at size=100 (ran 10)"
+    compiled = verdicts["batch 1, 1e3 samples, compiled static vs nonzero"]
+    assert compiled == "not run in this sweep at compile.backend=inductor (ran aot_eager)"
+
+
+def test_the_published_view_of_a_repeats_auto_sweep_keeps_the_level_of_its_looks(tmp_path):
+    """At 95%, the published view would decide what the looks left undetermined."""
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.04}), 3, synthetic.Noise(), np.random.default_rng(17))
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "hardware": "h", "software": "s", "source": "x", "comparisons": [comparison]}
+    records.write_json(sweep_dir / records.PUBLISHED, source)
+    launch = {"at": records.now(), "argv": ["repeats=auto"], "runs": [r.name for r in runs]}
+    records.write_json(sweep_dir / records.SWEEP, {"uid": "x", "runs": {}, "launches": [launch]})
+    shown = published.view(sweep_dir)
+    subclass, tensor = (
+        next(c for c in configurations(runs) if c.first.axes["input_type"] == t) for t in ("subclass", "tensor")
+    )
+    at_99 = speedup_over(subclass, tensor, level=0.99)
+    assert shown.header[-2] == "ours [99%]" and shown.items[0][-2] == str(at_99)

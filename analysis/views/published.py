@@ -13,7 +13,12 @@ The source published one of three things:
 Our hardware differs from theirs, so the verdict compares speed-ups.
 A speed-up is the time of `over` over the time of `of`.
 Each time is the geometric mean of its runs' medians, each run counting once.
-Its 95% interval is across runs (analysis/statistics/speedup.py).
+Where the two sides shared each process (pairing=auto), the speed-up is the geometric mean of each process's ratio.
+It then need not equal the ratio of the times shown.
+Its interval is across runs (analysis/statistics/speedup.py), at the level of the sweep's other views: 95%, or
+repeats=auto's looks' level.
+A comparison names the settings its figure was measured at (a size, a backend).
+Where this sweep ran those otherwise, the row says what it ran, and gives no verdict.
 A verdict needs two or more runs a side (repeats=N).
 With one run a side, the interval is within-run.
 The row then says `indicative (1 run)`, never a verdict.
@@ -39,16 +44,18 @@ from omegaconf import OmegaConf
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import Configuration, environment_axes, measures, pairing, round_of
 from perfsweep.analysis.render import Column, View, figure
-from perfsweep.analysis.statistics.speedup import Sample, speedup
+from perfsweep.analysis.statistics.rounds import rule_of
+from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedup
 from perfsweep.analysis.statistics.verdict import published_speedup, verdict
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
-HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over", "ours [95%]"]
+HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over"]
 NOT_RUN = "not run in this sweep"
 SPEEDUP = (
-    "speed-up: time of `over` / time of `of`, each the geometric mean of its runs' median times (below 1: `of` is "
-    "slower)"
+    "speed-up: time of `over` / time of `of` (below 1: `of` is slower), the ratio of the times shown: each the "
+    "geometric mean of its runs' median times; where the sides shared each process (pairing=auto), the geometric "
+    "mean of each process's own ratio instead"
 )
 
 
@@ -107,8 +114,24 @@ def _speedup_text(item: dict[str, Any]) -> str:
     return f"{span[0]:.3g}x" if span[0] == span[1] else f"{span[0]:.3g}-{span[1]:.3g}x"
 
 
-def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
-    """One row: the comparison, the published figures, ours, and the verdict."""
+def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
+    """The settings of a comparison's sides that this sweep ran at other values only, as `size=100 (ran 10)`.
+
+    A setting counts where runs, done or failed, match every other setting of that side.
+    """
+    found = []
+    for side in ("of", "over"):
+        for key, wanted in item[side].items():
+            rest = {k: v for k, v in item[side].items() if k != key}
+            others = [r for r in runs if r.state in (DONE, FAILED) and matches(r.axes, r.fields, rest)]
+            ran = sorted({str(r.axes.get(key, r.fields.get(key))) for r in others}, key=str)
+            if ran and str(wanted) not in ran:
+                found.append(f"{key}={wanted} (ran {', '.join(ran)})")
+    return "; ".join(dict.fromkeys(found))
+
+
+def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL) -> list[str]:
+    """One row: the comparison, the published figures, ours at `level`, and the verdict."""
     metric = item.get("metric", "step")
     row = [item["label"], metric, _times(item), _speedup_text(item)]
     if not item.get("of") or not item.get("over"):
@@ -120,11 +143,12 @@ def compare(runs: list[RunRecord], item: dict[str, Any]) -> list[str]:
         ]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
-        return [*row, "-", "-", NOT_RUN]
+        otherwise = ran_otherwise(runs, item)
+        return [*row, "-", "-", f"{NOT_RUN} at {otherwise}" if otherwise else NOT_RUN]
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
     paired, basis = pairing(of, over)
-    ours = speedup(a, b, paired=paired, basis=basis)
+    ours = speedup(a, b, paired=paired, level=level, basis=basis)
     figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
     return [*row, figures, str(ours), verdict(item, ours)]
 
@@ -147,7 +171,9 @@ def our_setting(runs: list[RunRecord]) -> str:
     others = len(machines.elsewhere(runs))
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
-    return f"{run.device}, {torch}{elsewhere}"
+    scales = sorted({str(r.fields.get("scale", "full")) for r in runs} - {"full"})
+    scaled = f", scale={','.join(scales)} (the sweep file's settings for it, not the published ones)" if scales else ""
+    return f"{run.device}, {torch}{elsewhere}{scaled}"
 
 
 def view(sweep_dir: Path) -> View | None:
@@ -160,12 +186,14 @@ def view(sweep_dir: Path) -> View | None:
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",
     ]
-    columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate([*HEADER, "verdict"])]
+    level = rule_of(sweep_dir, runs).level
+    headers = [*HEADER, f"ours [{percent(level)}]", "verdict"]
+    columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
     rows = [
         [f"{row[0]}, {where}" if where else row[0], *row[1:]]
         for item in source["comparisons"]
         for where, of_environment in by_environment(runs).items()
-        for row in [compare(of_environment, item)]
+        for row in [compare(of_environment, item, level)]
     ]
     notes = [SPEEDUP, *(f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note"))]
     notes += [f"note: {n}" for n in source.get("notes", [])]

@@ -38,6 +38,8 @@ import numpy as np
 
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.bootstrap import rank_correlation
+from perfsweep.analysis.statistics.rounds import rule_of
+from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.views import published
 from perfsweep.records import RunRecord, load_sweep
 
@@ -144,7 +146,7 @@ def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list
     return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
 
 
-def _side_by_side(runs: list[RunRecord], item: dict[str, Any]) -> tuple[list[float | None], list[str]]:
+def _side_by_side(runs: list[RunRecord], item: dict[str, Any], level: float) -> tuple[list[float | None], list[str]]:
     """One comparison's row.
 
     - our samples/s of its two sides (of, over);
@@ -152,7 +154,7 @@ def _side_by_side(runs: list[RunRecord], item: dict[str, Any]) -> tuple[list[flo
     - ours over the published one: the size of the difference;
     - the verdict.
     """
-    row = published.compare(runs, item)
+    row = published.compare(runs, item, level)
     ran = row[-2] != "-"
     ours = [our_samples_per_s(runs, item[side], item["metric"]) if ran else None for side in ("of", "over")]
     claimed = item["published"]["over"] / item["published"]["of"]
@@ -169,9 +171,9 @@ def _not_run(rows: list[list[str]]) -> tuple[list[list[str]], list[str]]:
 
     The others are left out and named in a note: a smaller scale runs a few of the table's models.
     """
-    missing = list(dict.fromkeys(row[0] for row in rows if row[-1] == published.NOT_RUN))
+    missing = list(dict.fromkeys(row[0] for row in rows if row[-1].startswith(published.NOT_RUN)))
     note = [f"not run in this sweep ({len(missing)}): {', '.join(missing)}"] if missing else []
-    return [row for row in rows if row[-1] != published.NOT_RUN], note
+    return [row for row in rows if not row[-1].startswith(published.NOT_RUN)], note
 
 
 def _columns(headers: list[str]) -> list[Column]:
@@ -192,6 +194,8 @@ def views(sweep_dir: Path) -> list[View]:
     if not source or not source.get("models"):
         return []
     models, metric = source["models"], source["models"]["metric"]
+    level = rule_of(sweep_dir, runs).level
+    interval = f"ours [{percent(level)}]"
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: "
         f"{published.our_setting(runs)}",
@@ -210,14 +214,14 @@ def views(sweep_dir: Path) -> list[View]:
     reference = models["reference"]
     relative = []
     for name, model, item in relative_items(models):
-        ours, judged = _side_by_side(runs, item)
+        ours, judged = _side_by_side(runs, item, level)
         relative.append([model, name, _rate(samples_per_s(models["tables"][name])[model]), _rate(ours[0]), *judged])
     relative, missing = _not_run(relative)
     ratio_views = [
         View(
             f"Throughput relative to {reference}",
             [f"each model's samples/s over {reference}'s in the same table"],
-            _columns(["model", "table", "published samples/s", "ours", "published ratio", "ours [95%]",
+            _columns(["model", "table", "published samples/s", "ours", "published ratio", interval,
                       "ours / published", "verdict"]),
             relative,
             notes=[published.SPEEDUP.replace("`over`", reference).replace("`of`", "the model"), *missing],
@@ -227,7 +231,7 @@ def views(sweep_dir: Path) -> list[View]:
     if pair:
         rows = []
         for model, item in channels_last_items(models):
-            ours, judged = _side_by_side(runs, item)
+            ours, judged = _side_by_side(runs, item, level)
             rates = [samples_per_s(models["tables"][t])[model] for t in (pair["over"], pair["of"])]
             rows.append([model, " / ".join(map(_rate, rates)), " / ".join(map(_rate, ours[::-1])), *judged])
         rows, missing = _not_run(rows)
@@ -236,7 +240,7 @@ def views(sweep_dir: Path) -> list[View]:
                 f"Channels-last speed-up ({pair['of']} over {pair['over']})",
                 ["samples/s of each model in the contiguous (NCHW) and the channels-last (NHWC) table"],
                 _columns(["model", f"published {pair['over']} / {pair['of']} samples/s", "ours samples/s",
-                          "published speed-up", "ours [95%]", "ours / published", "verdict"]),
+                          "published speed-up", interval, "ours / published", "verdict"]),
                 rows,
                 notes=[CHANNELS_LAST, *missing],
             )

@@ -17,7 +17,13 @@ from typing import NoReturn
 
 from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
-from perfsweep.launcher.process_end import CLOSED_OUTPUT, end_at_exit, output_reader_gone
+from perfsweep.launcher.process_end import (
+    CLOSED_OUTPUT,
+    end_at_exit,
+    interrupted,
+    output_reader_gone,
+    stop_as_interrupted,
+)
 
 INTERRUPTED = 130  # a shell's status for a command that SIGINT ended
 
@@ -41,7 +47,9 @@ def cli() -> NoReturn:
 
     Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
     Where the reader of its output has gone (`perfsweep status | head`), it ends quietly, with CLOSED_OUTPUT.
+    SIGTERM and SIGHUP stop it as Ctrl-C does, with their own exit status.
     """
+    stop_as_interrupted()
     try:
         try:
             code = main()
@@ -54,9 +62,9 @@ def cli() -> NoReturn:
             raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python's end flushes it again
         code = CLOSED_OUTPUT
-    except KeyboardInterrupt:  # Ctrl-C after a launch's runs (a launch's own says more), or in a view
-        print("\nperfsweep: interrupted", file=sys.stderr)
-        code = INTERRUPTED
+    except KeyboardInterrupt as stop:  # Ctrl-C after a launch's runs (a launch's own says more), or in a view
+        print(f"\nperfsweep: {interrupted(stop)}", file=sys.stderr)
+        code = getattr(stop, "status", INTERRUPTED)
     end_at_exit(code)
     sys.exit(code)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from perfsweep import user_command
 from perfsweep.commands.views import show_sweep
+from perfsweep.launcher.process_end import interrupted
 from perfsweep.records.words import counted
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
@@ -134,17 +135,23 @@ def _stops() -> tuple[type[BaseException], ...]:
 def _stopped(error: BaseException, plan) -> int:
     """Say why the launch ended early, and return its exit status."""
     from perfsweep import records
+    from perfsweep.launcher.backends import backend_for
     from perfsweep.launcher.submit import SubmissionFailed
 
     if isinstance(error, KeyboardInterrupt):
         where = plan.sweep_dir if plan else "SWEEP_DIR"
-        print(
-            "\nperfsweep: interrupted. Runs on this host were stopped: a running run is pending again (its "
-            "unfinished steps are dropped; it starts over), runs not started are pending, done runs are kept. "
-            f"`{user_command()} resume {where}` (or the same command) runs what is not done.",
-            file=sys.stderr,
+        said = (
+            "Runs on this host were stopped: a running run is pending again (its unfinished steps are dropped; it "
+            "starts over), runs not started are pending, done runs are kept. "
+            f"`{user_command()} resume {where}` (or the same command) runs what is not done."
         )
-        return 130
+        if plan and not backend_for(plan.settings.launcher).on_this_host:
+            said = (
+                "Jobs already submitted go on in the cluster's queue: "
+                f"`{user_command()} status {where}` follows them and names their job ids (scancel stops them)."
+            )
+        print(f"\nperfsweep: {interrupted(error)}. {said}", file=sys.stderr)
+        return getattr(error, "status", 130)
     if isinstance(error, SubmissionFailed):
         print(f"perfsweep: {error}", file=sys.stderr)
         return 1

@@ -1,4 +1,7 @@
-"""A process's end without Python's teardown of its modules: for a command or a job whose work is done.
+"""A process's end: without Python's teardown of its modules, and on a signal to stop.
+
+A command or a job whose work is done ends without the teardown.
+A command sent SIGTERM or SIGHUP (`kill`, `timeout`, a CI job's cancel, a closed terminal) stops as Ctrl-C stops it.
 
 Python's own end frees every object of every module it imported.
 For torch and torch._dynamo that takes a CPU about a second.
@@ -11,9 +14,45 @@ A file it opened and never closed is left unflushed: perfsweep's records are wri
 import atexit
 import os
 import select
+import signal
 import sys
 
 CLOSED_OUTPUT = 120  # Python's own exit status where its standard output could not be flushed
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, taken as Ctrl-C is: a launch stops its runs on this host and leaves them pending.
+
+    Without it the command would die at once, and its local jobs would run on, unwatched.
+    Its exit status is a shell's for the signal: 128 + its number.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.status = 128 + signum
+
+
+def interrupted(stop: KeyboardInterrupt) -> str:
+    """What stopped a command, in words: Ctrl-C, or the signal Terminated names."""
+    return f"interrupted by {stop}" if isinstance(stop, Terminated) else "interrupted"
+
+
+def stop_as_interrupted() -> None:
+    """Have SIGTERM and SIGHUP raise Terminated in this process, once.
+
+    Later ones are ignored while the first one's stop goes on.
+    A signal this process was started ignoring (`nohup`) stays ignored.
+    """
+
+    def raised(signum, frame) -> None:
+        for each in TERMINATING:
+            signal.signal(each, signal.SIG_IGN)
+        raise Terminated(signum)
+
+    for signum in TERMINATING:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, raised)
 
 
 def end_at_exit(code: int = 0) -> None:

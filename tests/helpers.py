@@ -197,8 +197,13 @@ def as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start_launcher(runs: Path, *args: str) -> subprocess.Popen:
-    """The launcher in a process group of its own, as a terminal's foreground job."""
+def as_in_the_background() -> None:
+    """SIGINT ignored, as a script's `cmd &` starts a command."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_launcher(runs: Path, *args: str, background: bool = False) -> subprocess.Popen:
+    """The launcher in a process group of its own, as a terminal's foreground job, or a script's background one."""
     command = [sys.executable, str(ROOT / "launch.py"), *SLOW, f"runs_dir={runs}", *args]
     return subprocess.Popen(
         command,
@@ -207,7 +212,7 @@ def start_launcher(runs: Path, *args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=as_in_a_terminal,
+        preexec_fn=as_in_the_background if background else as_in_a_terminal,
     )
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 import warnings
 from pathlib import Path
@@ -100,15 +101,39 @@ def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path
     assert all(r.state == "done" for r in load_sweep(sweep))
 
 
-@pytest.mark.slow
-def test_ctrl_c_leaves_the_sweep_pending_and_resumable(tmp_path):
-    sweep = tmp_path / "runs" / "default"
-    launcher = start_launcher(tmp_path / "runs")
-    run_dir, _ = wait_for(lambda: _in_its_steps(sweep), "a run in its steps")
+def _alive(pid: int) -> bool:
+    """Whether a process is there and not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _ctrl_c(launcher: subprocess.Popen) -> None:
     os.killpg(launcher.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole foreground group
+
+
+def _kill(launcher: subprocess.Popen) -> None:
+    os.kill(launcher.pid, signal.SIGTERM)  # `kill PID`: the launcher alone, not its jobs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("stop", "status", "said", "background"),
+    [(_ctrl_c, 130, "Ctrl-C", False), (_kill, 143, "SIGTERM", False), (_kill, 143, "SIGTERM", True)],
+    ids=["ctrl-c", "sigterm", "sigterm-background"],
+)
+def test_ctrl_c_or_sigterm_leaves_the_sweep_pending_and_resumable(tmp_path, stop, status, said, background):
+    """The jobs of a launcher sent SIGTERM alone are stopped by it: none runs on, unwatched.
+    So are those of a launcher a script started in the background, which ignores SIGINT."""
+    sweep = tmp_path / "runs" / "default"
+    launcher = start_launcher(tmp_path / "runs", background=background)
+    run_dir, running = wait_for(lambda: _in_its_steps(sweep), "a run in its steps")
+    stop(launcher)
     out, err = launcher.communicate(timeout=120)
-    assert launcher.returncode == 130, err
-    golden.says("Ctrl-C during a local sweep", err, {tmp_path: "<tmp>"})
+    assert launcher.returncode == status, err
+    golden.says(f"{said} during a local sweep", err, {tmp_path: "<tmp>"})
+    assert not _alive(running["pid"]), "the run's process ended with its launcher"
     stopped = records.read_status(run_dir)
     assert stopped.state == "pending", err
     assert stopped.interrupted["type"] in ("KeyboardInterrupt", "SystemExit")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfsweep import records, typed_command
-from perfsweep.commands import cli
+from perfsweep.commands import cli, launching
 from perfsweep.launcher.process_end import CLOSED_OUTPUT
 from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
@@ -284,3 +284,11 @@ def test_a_list_of_gpus_is_one_value_and_other_launchers_refuse_it(runs_dir):
     assert swept.returncode == 2 and "launcher.gpus=0: Invalid value" in swept.stderr and "KEY=[a,b]" in swept.stderr
     slurm = launch_here(*TINY, "launcher=debug", "launcher.gpus=[1,1]", f"runs_dir={runs_dir}")
     assert slurm.returncode == 2 and "launcher.gpus=[1, 1] must list distinct GPU indices" in slurm.stderr
+
+
+@pytest.mark.parametrize(("launcher", "said"), [("local", "Runs on this host were stopped"), ("slurm", "go on in the")])
+def test_an_interrupted_launch_says_whether_its_jobs_stopped(launcher, said, capsys, tmp_path):
+    """A Slurm launcher's jobs outlive it: Ctrl-C stops the launcher that follows them, not them."""
+    plan = build_plan([*TINY, f"launcher={launcher}", f"runs_dir={tmp_path}"])
+    assert launching._stopped(KeyboardInterrupt(), plan) == 130
+    assert said in capsys.readouterr().err

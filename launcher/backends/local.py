@@ -7,6 +7,7 @@ A job's id is its pid; its start time tells it from a later process with the sam
 """
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,9 @@ class LocalExecutor(submitit.LocalExecutor):
     Ctrl-C reaches the controllers too.
     Each would otherwise print a KeyboardInterrupt traceback from inside submitit under perfsweep's message.
     The jobs' own output goes to their logs, as with submitit's executor.
+    A controller stops its job on SIGINT, which is how a job is cancelled.
+    A launcher started in the background by a script ignores SIGINT, and its children would inherit that.
+    So a controller starts with SIGINT's default, whatever the launcher's.
     """
 
     def _submit_command(self, command: str) -> submitit.local.local.LocalJob:
@@ -102,9 +106,14 @@ class LocalExecutor(submitit.LocalExecutor):
         terminal = os.dup(2)
         sys.stderr.flush()
         os.dup2(log, 2)  # the controller inherits this process's stderr as it starts
+        ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        if ignored:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler is not inherited: the default is
         try:
             return super()._submit_command(command)
         finally:
+            if ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.dup2(terminal, 2)
             os.close(terminal)
             os.close(log)

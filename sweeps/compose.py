@@ -239,6 +239,14 @@ class Options:
             self.set_by_file[group, option] = file_values(path, group) if path is not None else {}
         return self.set_by_file[group, option]
 
+    def unnamed_target(self, group: str, option: Any) -> bool:
+        """An option file that names code of the user's (`_target_`) and no `name`: its runs are named by the option.
+
+        Else they would carry the schema's default name, a model they never built.
+        """
+        values = self.values(group, option)
+        return group in TARGET_GROUPS and f"{group}._target_" in values and f"{group}.name" not in values
+
     def simple(self, group: str, option: Any) -> bool:
         """An option that only fills its group's node: an installed package's, or a simple file."""
         path = self.file(group, option)
@@ -336,7 +344,10 @@ class Composer:
         """
         path = self.sources.file(group, option)
         if path is not None:
-            return with_kwargs(group, OmegaConf.load(path))
+            content = with_kwargs(group, OmegaConf.load(path))
+            if self.sources.unnamed_target(group, option):
+                content.name = option
+            return content
         default = OmegaConf.to_container(self.base[group])
         plugin = self.sources.plugin(group, option)
         return plugin.node(default) if plugin else named_node(group, default, label_of(option), option)
@@ -415,6 +426,12 @@ def hydra_overrides(run: list[Setting], options: Options) -> list[str]:
     """
     chosen = [s for s in run if options.is_target(s)]
     paths = [text for s in chosen for text in (f"{s.key}._target_={s.value}", f"{s.key}.name={label_of(s.value)}")]
+    named = {s.key for s in run}
+    paths += [
+        f"{s.key}.name={s.value}"
+        for s in run
+        if is_choice(s) and f"{s.key}.name" not in named and options.unnamed_target(s.key, s.value)
+    ]
     moved = converted(options.dirs)
     dirs = (moved, *options.dirs) if moved else options.dirs
     return searchpath(dirs) + paths + [s.text for s in run if s not in chosen]

@@ -214,3 +214,17 @@ def test_a_value_a_sweep_file_set_for_a_workload_the_command_line_chose_names_bo
     said = "workload.impl='eager' is not one of pairwise_sum_prod's: loop, broadcast [set by "
     said += "sweeps/loops_vs_broadcasting.yaml, with workload set by the command line]"
     assert said in refused.stderr, refused.stderr
+
+
+def test_an_option_file_of_the_users_code_without_a_name_is_named_by_its_option(tmp_path):
+    """Not by the schema's default model, which it never builds: its figures would be published under that name."""
+    folder = tmp_path / "perf"
+    (folder / "model").mkdir(parents=True)
+    (folder / "model" / "tiny.yaml").write_text("_target_: imagelib.models.SmallCNN\nwidth: 8\n")
+    plan = build_plan(["model=tiny,resnet18", "input_type=tensor", "memory_format=contiguous", searched(folder)])
+    assert {(spec.axes["model"], spec.config.model._target_) for spec in plan.runs} == {
+        ("tiny", "imagelib.models.SmallCNN"),
+        ("resnet18", ""),
+    }
+    shown = launch_here("--config-dir", str(folder), "model=tiny", "--cfg", "job")
+    assert "  name: tiny\n  source: torchvision\n  _target_: imagelib.models.SmallCNN\n" in shown.stdout, shown.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 from perfsweep import user_command
 from perfsweep.commands.views import show_sweep
 from perfsweep.launcher.process_end import interrupted
-from perfsweep.records.words import counted
+from perfsweep.records.words import counted, listed
 
 MULTIRUN = ("-m", "--multirun")  # every launch is a sweep: accepted, changes nothing
 
@@ -68,7 +68,8 @@ def _checked(plan, show: bool, quiet_envs: bool) -> dict:
 
 
 def _announce(plan) -> None:
-    """The sweep's folder, its runs and how many run at once; how its comparisons' sides share processes."""
+    """The sweep's folder, its runs and how many run at once; how its comparisons' sides share processes; its budget."""
+    from perfsweep.launcher.backends import backend_for
     from perfsweep.sweeps.pairing import described
 
     if line := floor_line(plan):
@@ -76,6 +77,13 @@ def _announce(plan) -> None:
     print(f"sweep {plan.sweep_dir}: {counted(len(plan.runs), 'run')}, {plan.settings.launcher.parallelism} at a time")
     if pairing := described(list(plan.runs)):
         print(pairing)
+    budget = plan.settings.launcher.budget_s
+    if budget is not None and backend_for(plan.settings.launcher).on_this_host:
+        where = plan.origins.get("launcher.budget_s", "a default")
+        print(
+            f"budget: launcher.budget_s={budget:g} ({where}): no run starts that would end after {budget:g} s, and "
+            "none measures past it; launcher.budget_s=null runs every run"
+        )
 
 
 def machine_here(plan) -> tuple[str, bool]:
@@ -187,19 +195,29 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
     unstarted = {name: status for name, status in statuses.items() if status.over_budget}
     names = list(shown) or list(statuses)  # a resume plans only what is not done: the views show the rest too
-    decided = any(records.read_status(plan.sweep_dir / name).state == records.DONE for name in names)
+    unmeasured = without_done_runs(records.load_sweep(plan.sweep_dir, names)) if unstarted else []
     if show:
         show_sweep(plan.sweep_dir, names, plan.settings.tracker)
         if unstarted:
-            print(budget_line(plan, unstarted, decided))
-    return 1 if set(outcome.not_done) - set(unstarted) or (unstarted and not decided) else 0
+            print(budget_line(plan, unstarted, unmeasured))
+    return 1 if set(outcome.not_done) - set(unstarted) or unmeasured else 0
 
 
-def budget_line(plan, unstarted: dict, decided: bool) -> str:
+def without_done_runs(runs: list) -> list[str]:
+    """The configurations of these runs that have no done run, by label: nothing is measured of them."""
+    from perfsweep import records
+    from perfsweep.analysis.groups import configurations, labels
+
+    configs = configurations(runs)
+    named = labels(configs)
+    return [named[c.key] for c in configs if not any(run.state == records.DONE for run in c.runs)]
+
+
+def budget_line(plan, unstarted: dict, unmeasured: list[str]) -> str:
     """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
 
-    `decided`: the sweep has a done run.
-    With none, the same budget may leave them all undone again.
+    `unmeasured`: the configurations without a done run.
+    The same budget may leave them undone again.
     So the way on is without it.
     """
     from perfsweep import records
@@ -217,12 +235,13 @@ def budget_line(plan, unstarted: dict, decided: bool) -> str:
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     resume = f"{user_command()} resume {plan.sweep_dir}"
-    if decided:
+    if not unmeasured:
         then = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
     else:
+        which = "no run is done" if not done else f"{counted(len(unmeasured), 'configuration')} without a done run"
         then = (
-            f"no run is done: nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; "
-            "with this one, they may go undone again"
+            f"{which}: nothing is decided of {listed(unmeasured)}. `{resume} launcher.budget_s=null` runs them "
+            "without a budget; with this one, they may go undone again"
         )
     host = f"; the host: {host}" if host else ""
     return f"perfsweep: {head}: of {counted(len(plan.runs), 'run')}, {' and '.join(said)}{host}; {then}"

@@ -5,7 +5,9 @@ import re
 
 import numpy as np
 
+from perfsweep import records
 from perfsweep.analysis.views import comment, compare
+from perfsweep.records import lifecycle, load_sweep
 from perfsweep.records.host import HostBlock, HostState
 from tests import golden, synthetic
 from tests.helpers import cells, launch_here
@@ -251,3 +253,20 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_no_pass
     assert (step.flag, status) == ("UNDETERMINED (slower, not significant)", compare.EXIT_UNDETERMINED)
     posted = comment.comment(shown, 0.05)
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted and ": not significant, so undetermined" in posted
+
+
+def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(tmp_path):
+    """B's budget left its subclass runs unstarted: launching B again with input_type=subclass would plan another
+    grid, where its resume runs what it planned."""
+    rng = np.random.default_rng(6)
+    a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
+    b = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "b")
+    for run in load_sweep(b):
+        if run.axes["input_type"] == "subclass":
+            lifecycle.stop(run.path, records.BUDGET, "the launch's budget ran out before this run's process started")
+    shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status & compare.EXIT_UNMATCHED
+    assert shown.flags == [
+        f"UNMATCHED: A's configurations without a match in B: subclass; B planned subclass and has no done run of "
+        f"them: `perfsweep resume {b}` runs them"
+    ]

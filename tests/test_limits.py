@@ -259,7 +259,7 @@ def test_a_budget_stops_the_process_it_runs_out_in_and_starts_no_other(tmp_path,
     assert len(runs) == 4 and all(run.status.over_budget for run in runs), [run.status for run in runs]
     line = result.stdout.splitlines()[-1]
     assert line.startswith("perfsweep: launcher.budget_s=3: of 4 runs, "), line
-    assert "; no run is done: nothing is decided." in line
+    assert "; no run is done: nothing is decided of loop, broadcast." in line
     assert line.endswith(f"resume {tmp_path / 'default'} launcher.budget_s=null` runs them without a budget; with "
                          "this one, they may go undone again"), line  # fmt: skip
 
@@ -305,26 +305,29 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
     )
 
 
-def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_nothing_is_decided(tmp_path, capsys):
-    """Two runs done, then left to the budget as a launch leaves them: one, then both. With one done, the sweep decides
-    with it (exit 0), a resume's plan of the other alone too, and the same command runs the rest. With none, nothing
-    is decided (exit 1), and the way on is without a budget: the same one may leave them undone again."""
+def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_with_none_done_is(tmp_path, capsys):
+    """Two configurations of two runs each, done, then left to the budget as a launch leaves them, in the plan's
+    order. While each configuration has a done run, the sweep decides with them (exit 0), a resume's plan of the rest
+    too, and the same command runs the rest. A configuration without one is not measured at all: exit 1, naming it,
+    and the way on is without a budget, for the same one may leave it undone again."""
     from perfsweep.commands.launching import _ended, _runner
     from perfsweep.launcher.submit import Outcome
     from perfsweep.launcher.submit import launch as submit
 
-    plan = build_plan([*FAST, "workload.impl=loop,broadcast", "tracker.mode=disabled", "launcher.budget_s=50",
-                       f"runs_dir={tmp_path}"])  # fmt: skip
+    plan = build_plan([*FAST, "workload.impl=loop,broadcast", "repeats=2", "tracker.mode=disabled",
+                       "launcher.budget_s=50", f"runs_dir={tmp_path}"])  # fmt: skip
+    assert [spec.axes["impl"] for spec in plan.runs] == ["loop", "broadcast"] * 2
     submit(plan, [], _runner())
     resume = f"perfsweep resume {plan.sweep_dir}"
     on = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
-    undecided = f"nothing is decided. `{resume} launcher.budget_s=null` runs them without a budget; with this one, "
-    lone = dataclasses.replace(plan, runs=plan.runs[:1])  # a resume plans what is not done, and shows every run
+    without = f". `{resume} launcher.budget_s=null` runs them without a budget; with this one, they may go undone again"
+    rest = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
     every = [spec.name for spec in plan.runs]
     for left, planned, shown, status, said in (
-        (1, plan, (), 0, on),
-        (1, lone, every, 0, on),
-        (2, plan, (), 1, undecided),
+        (2, plan, (), 0, on),
+        (2, rest, every, 0, on),
+        (3, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),
+        (4, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without),
     ):
         for spec in plan.runs[:left]:
             lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
@@ -332,7 +335,7 @@ def test_a_budget_s_runs_beside_a_done_one_are_no_failure_and_with_none_done_not
         capsys.readouterr()
         assert _ended(planned, Outcome(states, [], [], [], followed=True), show=True, shown=shown) == status
         out = capsys.readouterr().out
-        assert said in out.splitlines()[-1], out[-3000:]
+        assert out.splitlines()[-1].endswith(said), out[-3000:]
 
 
 def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path, monkeypatch):

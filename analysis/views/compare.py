@@ -71,6 +71,7 @@ import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
@@ -195,6 +196,11 @@ class Matching:
     only_b: list[Configuration]
 
 
+def matched_on(run: RunRecord, differ: dict, of: Identity = identity) -> tuple:
+    """What a run's configuration is matched on: its identity less what the sweeps differ in."""
+    return tuple(sorted((k, v) for k, v in of(run).items() if k not in differ))
+
+
 def pairs(a: list[RunRecord], b: list[RunRecord], of: Identity = identity) -> Matching:
     """What the sweeps differ in, and their configurations matched: A's and B's runs of each."""
     differ = differences(a, b, of)
@@ -202,8 +208,7 @@ def pairs(a: list[RunRecord], b: list[RunRecord], of: Identity = identity) -> Ma
     def grouped(runs: list[RunRecord]) -> dict[tuple, Configuration]:
         by_key: dict[tuple, list[RunRecord]] = {}
         for run in runs:
-            key = tuple(sorted((k, v) for k, v in of(run).items() if k not in differ))
-            by_key.setdefault(key, []).append(run)
+            by_key.setdefault(matched_on(run, differ, of), []).append(run)
         return {key: Configuration(key, sorted(members, key=round_of)) for key, members in by_key.items()}
 
     of_a, of_b = grouped(a), grouped(b)
@@ -450,10 +455,12 @@ def compare(
     max_unmatched: float = 0.0,
 ) -> tuple[View, int]:
     """The comparison as a view, and its exit status (exit_status)."""
-    done = [[r for r in load_sweep(d) if r.state == DONE and r.summary] for d in (sweep_a, sweep_b)]
+    loaded = [load_sweep(d) for d in (sweep_a, sweep_b)]
+    done = [[r for r in runs if r.state == DONE and r.summary] for runs in loaded]
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
-    return compare_runs(*done, threshold, loss_tolerance, gate_phases, (sweep_a, sweep_b), max_unmatched)
+    unfinished = ([r for r in loaded[0] if r.state != DONE], [r for r in loaded[1] if r.state != DONE])
+    return compare_runs(*done, threshold, loss_tolerance, gate_phases, (sweep_a, sweep_b), max_unmatched, unfinished)
 
 
 def compare_runs(
@@ -464,10 +471,12 @@ def compare_runs(
     gate_phases: bool = False,
     names: tuple[Path, Path] = (Path("A"), Path("B")),
     max_unmatched: float = 0.0,
+    unfinished: tuple[list[RunRecord], list[RunRecord]] = ([], []),
 ) -> tuple[View, int]:
     """compare, of two sweeps' done runs.
 
     `max_unmatched` is the share of A's configurations that may go without a match in B before the gate fails.
+    `unfinished` holds each sweep's runs that are not done: a configuration of one without a match may be one of them.
     """
     of = identity_of(a + b)
     found = pairs(a, b, of)
@@ -510,14 +519,25 @@ def compare_runs(
         "run counting once by its median",
         suite(matched),
     ]
+    sides = (
+        ("A", found.only_a, every_a, b, unfinished[1], names[1]),
+        ("B", found.only_b, every_b, a, unfinished[0], names[0]),
+    )
     flags = [
         ("UNMATCHED: " if unmatched and side == "A" else "")
-        + without_match(configs, every, other, found.differ, side, of)
-        for side, configs, every, other in (("A", found.only_a, every_a, b), ("B", found.only_b, every_b, a))
+        + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
+        for side, configs, every, other, left, folder in sides
         if configs
     ]
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
+
+
+class Unfinished(NamedTuple):
+    """The other sweep's runs that are not done, and its folder."""
+
+    runs: list[RunRecord]
+    folder: Path
 
 
 def without_match(
@@ -526,13 +546,28 @@ def without_match(
     other: list[RunRecord],
     differ: dict,
     side: str,
+    unfinished: Unfinished,
     of: Identity = identity,
 ) -> str:
-    """A line naming one side's configurations without a match in the other, and the overrides that would match."""
+    """A line naming one side's configurations without a match in the other, and how to match them.
+
+    Those the other sweep planned and did not finish are run by its resume.
+    The overrides that would launch the others follow.
+    """
     theirs = "B" if side == "A" else "A"
     said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
-    how = lacking([run for config in configs for run in config.runs], other, differ, of)
-    return said + (f"; to match them, {launch(theirs, how)}" if how else "")
+    planned = {matched_on(run, differ, of) for run in unfinished.runs}
+    left = [c for c in configs if c.key in planned]
+    if left:
+        named = ", ".join(labels(every)[c.key] for c in left)
+        said += (
+            f"; {theirs} planned {named} and has no done run of them: `perfsweep resume {unfinished.folder}` runs them"
+        )
+    rest = [c for c in configs if c.key not in planned]
+    how = lacking([run for config in rest for run in config.runs], other, differ, of) if rest else []
+    if not how:
+        return said
+    return said + f"; to match {'the others' if left else 'them'}, {launch(theirs, how)}"
 
 
 def nothing_matched(

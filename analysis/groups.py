@@ -310,9 +310,13 @@ def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configurati
                 repr(run.fields.get(f)) for f in fields if f not in MEASURING
             )
 
-        of_group = {key(c.first): c for c in candidates}
+        of_group: dict[tuple, list[Configuration]] = {}
+        for candidate in candidates:
+            of_group.setdefault(key(candidate.first), []).append(candidate)
         along = found.setdefault(axis, {})
-        along |= {c.key: base for c in members if (base := of_group.get(key(c.first))) and base is not c}
+        along |= {
+            c.key: base for c in members if (base := _baseline(c, of_group.get(key(c.first), []))) and base is not c
+        }
     for along in found.values():
         for base in list(along.values()):
             along.setdefault(base.key, base)
@@ -321,6 +325,20 @@ def baselines(configs: list[Configuration]) -> dict[str, dict[tuple, Configurati
         for axis in axes
         if axis in found and any(base is not config for config, base in _pairs(configs, found[axis]))
     }
+
+
+def _baseline(config: Configuration, candidates: list[Configuration]) -> Configuration | None:
+    """The configuration's baseline among the candidates that differ from it only in the axis and how they measured.
+
+    A lone candidate is it, whatever it measured: a sweep may measure a slow baseline for fewer steps.
+    Among several, which measured for other lengths, it is the one that measured as the configuration did.
+    None where none did: which to compare with is not known.
+    """
+    if len(candidates) == 1:
+        return candidates[0]
+    return next(
+        (c for c in candidates if all(c.first.fields.get(k) == config.first.fields.get(k) for k in MEASURING)), None
+    )
 
 
 def _pairs(

@@ -1,5 +1,6 @@
 """The table from records with known values: ratios to the baseline of the same group, failures listed."""
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.groups import in_order
+from perfsweep.analysis.groups import in_order, speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs
 from perfsweep.analysis.views.table import table_view, view
@@ -313,3 +314,25 @@ def test_runs_of_one_folder_are_one_sweep_whatever_folder_name_they_recorded(tmp
         records.write_json(config, record)
     (config,) = view(sweep).items
     assert len(config.runs) == 3
+
+
+def test_a_folder_launched_again_for_another_length_compares_each_configuration_with_its_own_lengths_baseline():
+    """A subclass measured for 10 steps and for 20, beside a Tensor measured for each: each speed-up is over the Tensor
+    of its own length, and each Tensor is its own baseline."""
+    rng = np.random.default_rng(0)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0, steps=10)
+    short = synthetic.sweep({("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 55.0}, 3, steady, rng)
+    longer = synthetic.sweep(
+        {("tensor", "contiguous"): 100.0, ("subclass", "contiguous"): 100.0},
+        3,
+        dataclasses.replace(steady, steps=20),
+        rng,
+    )
+    both = short + [dataclasses.replace(r, name=f"{r.name}-20", run_id=f"{r.run_id}-20") for r in longer]
+    found = {
+        (v.config.first.axes["input_type"], v.config.first.fields["steps"]): (v.base, s) for v, s in speedups(both)
+    }
+    assert set(found) == {("subclass", 10), ("subclass", 20)}
+    assert [base.first.fields["steps"] for base, _ in found.values()] == [10, 20]
+    assert found["subclass", 10][1].value == pytest.approx(50 / 55, rel=0.03)
+    assert found["subclass", 20][1].value == pytest.approx(1.0, rel=0.03)

@@ -20,7 +20,13 @@ def said(plan) -> None:
 
 
 def launch_plan(
-    plan_of, argv: list[str], show: bool = True, quiet_envs: bool = False, progress=None, shown: list[str] = ()
+    plan_of,
+    argv: list[str],
+    show: bool = True,
+    quiet_envs: bool = False,
+    progress=None,
+    shown: list[str] = (),
+    pinned: dict | None = None,
 ) -> int:
     """Plan by calling `plan_of`, check the plan, build its environments, and launch it.
 
@@ -29,6 +35,7 @@ def launch_plan(
     `quiet_envs` says the environments were built and reported before.
     `progress` counts the runs over several launches (launcher/progress.py); by default, this one's alone.
     `shown` names the runs the views show, where they are more than the plan's: a resume's sweep, done runs included.
+    `pinned` keeps the code of one command's launches (launcher/submit.py `launch`).
     A budget (launcher.budget_s) counts from here: the planning, checks and builds are the launch's time too.
     """
     from perfsweep.launcher.submit import launch
@@ -42,7 +49,7 @@ def launch_plan(
             return 0
         pythons = _checked(plan, show, quiet_envs)
         _announce(plan)
-        outcome = launch(plan, argv, _runner(), pythons, progress, began=began)
+        outcome = launch(plan, argv, _runner(), pythons, progress, began=began, pinned=pinned)
     except _stops() as error:
         return _stopped(error, plan)
     return _ended(plan, outcome, show, shown)

@@ -39,6 +39,8 @@ def launch_until_decided(
 ) -> int:
     """Launch each look's plans until the design is decided or the looks run out.
 
+    Every look runs the code of the first: an edit meanwhile changes none of them.
+
     Args:
         design: what to launch and how to read it.
         looks: the runs per configuration at each look, in order.
@@ -50,9 +52,12 @@ def launch_until_decided(
         0, or 1 where a run failed; or the exit status of a launch that could not run.
     """
     failed = False
+    pinned: dict = {}  # every look runs the code the first one took
     for runs in looks:
         for plan in design.plans(runs):
-            status = launch_plan(lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs, progress=progress)
+            status = launch_plan(
+                lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs, progress=progress, pinned=pinned
+            )
             if status not in (0, 1):
                 return status
             failed = failed or status == 1

@@ -292,6 +292,7 @@ def launch(
     pythons: dict[str, str] | None = None,
     progress: Progress | None = None,
     began: float | None = None,
+    pinned: dict | None = None,
 ) -> Outcome:
     """Submit every run of `plan` that is not done yet, and follow them to the end if the launcher waits.
 
@@ -299,12 +300,16 @@ def launch(
     The job uses the Python that `pythons` names for its run: its environment's.
     `progress` counts the runs; by default, this launch's alone.
     `began` is when the launch began (unix time), from which its budget counts; by default, now.
+    `pinned` keeps the code of one command's launches (repeats=auto's looks, a bisect's).
+    A launch of the same sweep folder and modules then runs the snapshot and commit the first one took.
+    So an edit while the command runs changes none of its later runs.
     The sweep folder is locked meanwhile.
     A second launcher is refused (records.SweepLocked) before it changes anything.
     """
     sweepdir.make_folder(plan.sweep_dir)
     with sweep_lock(plan.sweep_dir, argv) if plan.settings.launcher.lock else contextlib.nullcontext():
-        return _launch(plan, argv, runner, pythons or {}, progress, time.time() if began is None else began)
+        began = time.time() if began is None else began
+        return _launch(plan, argv, runner, pythons or {}, progress, began, {} if pinned is None else pinned)
 
 
 def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
@@ -371,7 +376,13 @@ def launch_origin(named: str | None, modules: set[str]) -> dict[str, Any]:
 
 
 def _launch(
-    plan: Plan, argv: list[str], runner: Runner, pythons: dict[str, str], progress: Progress | None, began: float
+    plan: Plan,
+    argv: list[str],
+    runner: Runner,
+    pythons: dict[str, str],
+    progress: Progress | None,
+    began: float,
+    pinned: dict,
 ) -> Outcome:
     conf = plan.settings.launcher
     backend = backend_for(conf)
@@ -385,8 +396,13 @@ def _launch(
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     modules = {top for spec in plan.runs for top in modules_of(spec.config)}
     installed = {Path(s.config.env.repo).expanduser().resolve() for s in plan.runs if at_commit(s.config.env)}
-    code = snapshot(sweep_dir / ".code", modules, installed=installed)
-    origin = launch_origin(plan.settings.code, modules)
+    key = (sweep_dir, frozenset(modules), frozenset(installed))
+    if key not in pinned:
+        pinned[key] = (
+            snapshot(sweep_dir / ".code", modules, installed=installed),
+            launch_origin(plan.settings.code, modules),
+        )
+    code, origin = pinned[key]
     measured_elsewhere(sweep_dir, skipped, code.modules)
     for name in code.shadowing:
         warn(f"the launch's folder has {name} (copied for the runs), which runs import in place of Python's own {name}")

@@ -16,9 +16,11 @@ from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
 from perfsweep.analysis.views import table
 from perfsweep.commands.auto import RoundClock
+from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.launcher import progress
+from perfsweep.sweeps.plan import build_plan
 from tests import golden, synthetic
-from tests.helpers import launch_here
+from tests.helpers import SMALL, launch_here
 
 FUNCTION = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
 
@@ -236,3 +238,35 @@ def test_repeats_auto_turns_a_typed_budget_off_and_says_so(tmp_path):
     said = "repeats=auto stops at auto.max_minutes (30 min), between its looks: launcher.budget_s=0.001 (the command"
     assert said in result.stderr
     assert all(run.state == "done" for run in records.load_sweep(tmp_path / "default")), "every round ran"
+
+
+class EditedAfterTheFirstLook:
+    """Two looks at the user's model, a run each; its file is edited once the first look has run."""
+
+    def __init__(self, source: Path, runs_dir: Path):
+        self.source, self.runs_dir = source, runs_dir
+
+    def plans(self, runs: int) -> list:
+        words = ["model=mymodel.Net", "input_type=tensor", "memory_format=contiguous", *SMALL, "launcher=debug"]
+        return [build_plan([*words, f"seed={runs}", f"runs_dir={self.runs_dir}"])]  # a run of its own each look
+
+    def looked(self, plan, runs: int) -> None:
+        self.source.write_text(self.source.read_text() + "# edited while the command ran\n")
+
+    def decided(self) -> bool:
+        return False
+
+    def out_of_time(self) -> bool:
+        return False
+
+
+def test_every_look_runs_the_code_the_first_look_took(tmp_path, user_module, capsys):
+    """An edit between looks would otherwise split one verdict between two versions of the code."""
+    source = user_module("mymodel", "import torch\n\n\nclass Net(torch.nn.Linear):\n    def __init__(self, **kw):\n"
+                                    "        super().__init__(3 * 32 * 32, 10)\n\n    def forward(self, x):\n"
+                                    "        return super().forward(x.flatten(1))\n")  # fmt: skip
+    design = EditedAfterTheFirstLook(source, tmp_path / "runs")
+    assert launch_until_decided(design, [1, 2], ["repeats=auto"]) == 0
+    measured = {run.name: run.status.code["mymodel"] for run in records.load_sweep(tmp_path / "runs" / "default")}
+    assert len(measured) == 2 and len(set(measured.values())) == 1, measured
+    assert "measured other code" not in capsys.readouterr().err

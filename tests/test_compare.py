@@ -117,6 +117,16 @@ def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():
     assert not [line for line in same.above if "hosts differ" in line]
 
 
+def test_compare_counts_the_runs_a_neighbour_took_where_it_came_and_went():
+    """A neighbour that took 40% of 4 of B's 9 runs leaves B's median run without one: compare counts the runs."""
+    rng = np.random.default_rng(5)
+    a, b = synthetic.beside(sweep(synthetic.grid(), rng), 0.0), sweep(synthetic.grid(), rng)
+    b = synthetic.beside(b[:4], 0.8) + synthetic.beside(b[4:], 0.0)
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    said = "their hosts differ in: others' CPU above 10% in A 0 of 9, B 4 of 9 (up to 40%) runs whose windows told it"
+    assert said in shown.above, shown.above
+
+
 def test_compare_names_a_neighbour_on_one_side_where_the_other_s_windows_told_nothing():
     """A's windows were too short for /proc/stat's ticks, or A's host was not recorded; B ran beside a neighbour.
     The neighbour may be the whole difference, so compare names it, and A's share as unknown."""

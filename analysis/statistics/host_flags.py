@@ -204,17 +204,40 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
     The line is empty where neither is so.
     """
     told = (shares(a), shares(b))
-    found = []
+    found, counted = [], []
     for label, threshold, field in TAKEN:
         values = [side.get(label) for side in told]
         known = [value for value in values if value is not None]
         if len(known) == 2 and (known[0] > threshold) == (known[1] > threshold):
+            if some := _some_runs(a, b, names, label, threshold):
+                counted.append(some)
             continue
         if not known or max(known) <= threshold:
             continue
         said = [f"{name} {_told(value, runs, field)}" for name, value, runs in zip(names, values, (a, b), strict=True)]
         found.append(f"{label} {', '.join(said)}")
-    return f"{', '.join(found)} (medians over their runs)" if found else ""
+    medians = [f"{', '.join(found)} (medians over their runs)"] if found else []
+    return "; ".join(medians + counted)
+
+
+SOME_RUNS = 0.25  # the share of a side's runs above a threshold that is named, where their median is not above it
+
+
+def _some_runs(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str], label: str, threshold: float) -> str:
+    """Where a quarter or more of one side's runs passed the threshold that their median did not, each side's count.
+
+    'others' CPU above 10% in A 6 of 32 runs (up to 21%), B 12 of 32 (up to 61%)'.
+    A neighbour that came and went takes some runs, not the median one.
+    """
+    told = [_resolved(runs)[label] for runs in (a, b)]
+    over = [[value for value in values if value > threshold] for values in told]
+    if not any(values and len(high) >= SOME_RUNS * len(values) for values, high in zip(told, over, strict=True)):
+        return ""
+    sides = [
+        f"{name} {len(high)} of {len(values)}{f' (up to {max(high):.0%})' if high else ''}"
+        for name, values, high in zip(names, told, over, strict=True)
+    ]
+    return f"{label} above {threshold:.0%} in {', '.join(sides)} runs whose windows told it"
 
 
 def _told(value: float | None, runs: list[RunRecord], field: str) -> str:

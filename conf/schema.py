@@ -180,7 +180,7 @@ class LauncherConf:
     # A process that measures a comparison's sides (pairing=auto or in_process) has this limit for each side.
     # It is the cluster's limit: submitit requeues a job that reaches it.
     timeout_min: float = 60
-    timeout_retries: int = 0  # this host: times a run that reached timeout_min runs again, its earlier timeouts counted
+    timeout_retries: int = 0  # times a run that reached timeout_min runs again (Slurm: its job is requeued)
     gpus_per_node: int | None = None  # GPUs per job; None: 1 if this host has one (local), none (Slurm)
     gpus: list[int] | None = None  # local: the GPUs runs use, one run per GPU at a time; None: the first, if any
     runs_per_job: int = 1  # runs one after another in one job: one Python/torch start-up for K runs

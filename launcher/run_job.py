@@ -101,6 +101,7 @@ class RunTimeout(records.Stopped):
 
 
 TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
+SLURM_WARNING_S = 90  # Slurm signals a job (SIGUSR2, submitit's) this long before its time limit
 SPENT = "launcher.budget_s: the launch's budget ran out before this run's process started"
 
 

@@ -45,11 +45,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import submitit
+
 from perfsweep import records
 from perfsweep.launcher import turns
 from perfsweep.launcher.run_job import (
     BUDGET_GRACE_S,
     GRACE_S,
+    SLURM_WARNING_S,
     TIMEOUT,
     RunJob,
     Runner,
@@ -326,12 +329,35 @@ def _pass_preemption_on(children: dict[int, Any]) -> None:
     job_handler = signal.getsignal(signal.SIGUSR2)
 
     def preempted(signum, frame) -> None:
+        stopped = [side for child in children.values() for side in child.run.every]
         _stop(children, signal.SIGUSR2)
         if callable(job_handler):
-            job_handler(signum, frame)
+            try:
+                job_handler(signum, frame)
+            except submitit.core.utils.UncompletedJobError as ended:  # not requeued: its time limit, once too often
+                out_of_time(stopped, str(ended))
+                raise
         raise SystemExit(f"perfsweep: interrupted by signal {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGUSR2, preempted)
+
+
+def out_of_time(runs: list[RunJob], why: str) -> None:
+    """Record the runs a job stopped at Slurm's warning of its time limit as failed: their job is not requeued.
+
+    A run starts over when requeued, so one that needs longer than its job's time would never end.
+    """
+    for run in runs:
+        status = records.read_status(run.run_dir)
+        if status.state != records.PENDING:
+            continue
+        minutes = run.spec.config.launcher.timeout_min
+        message = (
+            f"its Slurm job reached Slurm's warning {SLURM_WARNING_S} s before its time limit "
+            f"(launcher.timeout_min={minutes:g}) before the run was done, and is not requeued ({why}); raise "
+            "launcher.timeout_min"
+        )
+        lifecycle.fail(run.run_dir, records.RunError(TIMEOUT, message, ""), attempts=status.history())
 
 
 def _stop_the_run(signum, frame) -> None:

@@ -126,7 +126,7 @@ def test_sbatch_for_a_gpu_array():
 
 def test_unset_slurm_options_are_left_out():
     params = slurm_parameters(LauncherConf(name="slurm"), "job")
-    assert set(params) == {"job_name", "time", "array_parallelism"}
+    assert set(params) == {"job_name", "time", "signal_delay_s", "array_parallelism"}
 
 
 @pytest.mark.slurm
@@ -275,6 +275,35 @@ def test_a_requeued_run_finishes_with_one_set_of_records(naps, tmp_path, how):
     assert [a["job_id"] for a in status.attempts] == [job_id]
     assert records.read_steps(run_dir / records.STEPS).num_rows == steps + 1
     assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 1, "one W&B run, not a fork per start"
+
+
+@pytest.mark.slurm
+def test_a_job_warned_of_its_time_limit_fails_its_run_naming_the_limit_and_is_not_requeued(naps, tmp_path):
+    """A requeued run starts over: one that needs longer than its job's time would reach the limit again and again."""
+    sweep = tmp_path / "runs" / "default"
+    result = launch_here(*naps, "steps=400", "launcher.timeout_min=2", f"runs_dir={sweep.parent}")
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 120
+    while not any(sweep.glob("*/env.json")):  # past start-up, into the steps
+        assert time.monotonic() < deadline, "the run did not start"
+        time.sleep(0.2)
+    (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
+    job_id = records.read_status(run_dir).job_id
+    slurm("scancel", "--signal=USR2", job_id)  # Slurm's warning 90 s before a 2-minute job's end, sent now
+    status = wait_until_final(sweep, timeout_s=60)[run_dir.name]
+    assert status.state == "failed" and status.error.type == "RunTimeout", status
+    assert "Slurm's warning 90 s before its time limit (launcher.timeout_min=2)" in status.error.message
+    deadline = time.monotonic() + 60
+    while queued := slurm("squeue", "-h", "-o", "%r", "-j", job_id).strip():  # the job ends, not queued again
+        assert "BeginTime" not in queued and time.monotonic() < deadline, queued
+        time.sleep(0.2)
+    assert records.read_status(run_dir).state == "failed"
+
+
+def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():
+    problems = launcher_problems(LauncherConf(name="slurm", timeout_min=1))
+    assert any(p.startswith("launcher.timeout_min=1: a Slurm job's time is whole minutes (--time=1)") for p in problems)
+    assert not any("timeout_min" in p for p in launcher_problems(LauncherConf(name="slurm", timeout_min=2)))
 
 
 def launcher_problems(conf: LauncherConf, plan=None) -> list[str]:

@@ -16,6 +16,9 @@ import submitit
 
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
+from perfsweep.launcher.run_job import SLURM_WARNING_S
+
+TIME_BEFORE_WARNING_S = 30  # the least a job's time may leave its run before Slurm's warning
 
 SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 
@@ -25,6 +28,7 @@ def slurm_parameters(conf: LauncherConf, job_name: str) -> dict[str, Any]:
     params = {
         "job_name": job_name,
         "time": math.ceil(conf.timeout_min),
+        "signal_delay_s": SLURM_WARNING_S,
         "array_parallelism": conf.parallelism,
         "gpus_per_node": conf.gpus_per_node or None,
         "partition": conf.partition,
@@ -108,7 +112,8 @@ class Slurm(Backend):
     poll_s = 5.0  # sparing the cluster's controller
 
     def executor(self, folder, job_name: str) -> submitit.Executor:
-        executor = submitit.SlurmExecutor(folder=folder)
+        # A requeued run starts over: one that reached its time limit would reach it again.
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=self.conf.timeout_retries)
         executor.update_parameters(**slurm_parameters(self.conf, job_name))
         return executor
 
@@ -125,6 +130,13 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
+        if math.ceil(self.conf.timeout_min) * 60 - SLURM_WARNING_S < TIME_BEFORE_WARNING_S:
+            problems.append(
+                f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "
+                f"(--time={math.ceil(self.conf.timeout_min)}), and Slurm warns it {SLURM_WARNING_S} s before its end, "
+                f"where its run stops to start over; that leaves the run no time. Give 2 or more (a 2-minute job "
+                f"leaves its run {120 - SLURM_WARNING_S} s)"
+            )
         return problems + self.nodes_problems(plan)
 
     def run_limit(self) -> tuple[float | None, int]:

@@ -29,6 +29,7 @@ def show_explanations(args: argparse.Namespace) -> int:
         raise ValueError(f"{sweep_dir}: nothing to explain: {said}")
     if views:
         print("\n\n".join(map(text, views)))
+        print(*unfinished(sweep_dir, runs), sep="\n", end="")
         return 0
     launched = records.last_launch(sweep_dir)
     if launched is None:
@@ -44,13 +45,30 @@ def show_explanations(args: argparse.Namespace) -> int:
                 f"{again} holds another launch than {sweep_dir.name}'s with explain=true ({' '.join(theirs or [])}): "
                 "move it away, or explain that sweep"
             )
-        views = explain.views(again, load_sweep(again))
+        theirs_runs = load_sweep(again)
+        views = explain.views(again, theirs_runs)
         if views:
             print(f"from {again}, {sweep_dir.name}'s launch again with explain=true:")
             print("\n\n".join(map(text, views)))
+            print(*unfinished(again, theirs_runs), sep="\n", end="")
             return 0
     print(f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}")
     return run_sweep_again(words)
+
+
+def unfinished(sweep_dir, runs) -> list[str]:
+    """A line where some of the sweep's runs are not done: the views rest on the others, and resume runs them."""
+    from perfsweep import records, user_command
+    from perfsweep.records.words import counted
+
+    left = [run for run in runs if run.state != records.DONE]
+    if not left:
+        return []
+    states = ", ".join(f"{sum(r.state == s for r in left)} {s}" for s in sorted({r.state for r in left}))
+    return [
+        f"\n{counted(len(left), 'run')} of the sweep's {len(runs)} not done ({states}): the views rest on the done "
+        f"ones; `{user_command()} resume {sweep_dir}` runs them\n"
+    ]
 
 
 def run_sweep_again(words: list[str]) -> int:

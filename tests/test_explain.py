@@ -13,6 +13,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
+from perfsweep.commands.explain import unfinished
 from perfsweep.records import load_sweep
 from perfsweep.train import instrumented as train_run
 from tests import synthetic
@@ -131,7 +132,17 @@ def test_a_profile_that_does_not_show_the_measured_difference_says_so_first(tmp_
     assert view.above[1].startswith("the profiled steps do not show the measured difference: +6.9 ms/step measured")
     assert "(host time); the rows account for the profile, not for the table's difference" in view.above[1]
     (agreed,) = explain.views(tmp_path / "agreed", explained_sweep(tmp_path / "agreed", slowdown=1.3))
-    assert not any("do not show" in line for line in agreed.above)
+    assert not any("do not show" in line or "times the measured" in line for line in agreed.above)
+
+    def slowed_by_the_profiler(subclass, rng):  # its many small calls cost the profiler more than they cost
+        return ops_record(0.0, 24.0 if subclass else 4.0, rng)
+
+    (inflated,) = explain.views(
+        tmp_path / "inflated", explained_sweep(tmp_path / "inflated", 1.3, slowed_by_the_profiler)
+    )
+    assert inflated.above[1].startswith(
+        "the profiled steps show 2.9 times the measured difference (+19.9 ms/step profiled, +6.9 measured)"
+    )
 
     def alike_on_the_device(subclass, rng):
         return gpu_ops_record(False, rng)
@@ -254,3 +265,13 @@ def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tm
     assert launch_here(*fast, "explain=true", "steps=4", *inside).returncode == 0
     refused = launch_here("explain", str(tmp_path / "default"))
     assert refused.returncode == 2 and "holds another launch than default's with explain=true" in refused.stderr
+
+
+def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):
+    """A launch stopped part-way leaves some runs pending: the views rest on the done ones, and say so."""
+    runs = explained_sweep(tmp_path, slowdown=1.3)
+    runs[-1] = dataclasses.replace(runs[-1], status=dataclasses.replace(runs[-1].status, state=records.PENDING))
+    (said,) = unfinished(tmp_path, runs)
+    assert "1 run of the sweep's 8 not done (1 pending): the views rest on the done ones; " in said
+    assert said.rstrip().endswith(f"resume {tmp_path}` runs them")
+    assert unfinished(tmp_path, runs[:-1]) == []

@@ -179,6 +179,7 @@ def _dynamo(found: list[Ops]) -> str:
 
 
 SHOWN = 0.25  # the share of the measured difference below which the profiled steps do not show it
+INFLATED = 2.0  # the multiple of the measured difference above which the profiler's own cost makes the difference
 
 
 def account(
@@ -201,6 +202,11 @@ def account(
         f"in the profiled steps ({'device' if cuda else 'host'} time); the rows account for the profile, not for the "
         f"table's difference: {why}"
     ] * (measured * profiled <= 0 or abs(profiled) < SHOWN * abs(measured))
+    lines += [
+        f"the profiled steps show {profiled / measured:.2g} times the measured difference ({profiled:+.3g} ms/step "
+        f"profiled, {measured:+.3g} measured): the profiler's own cost for each operator call inflates code that "
+        "makes many small calls (a Python loop), so the rows' sizes are the profile's and their order is a guide"
+    ] * (measured * profiled > 0 and abs(profiled) > INFLATED * abs(measured))
     lines += [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
         f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "

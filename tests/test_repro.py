@@ -98,12 +98,19 @@ def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):
 
 
 def test_a_command_for_code_in_no_repository_names_that_code_not_perfsweeps_commit(tmp_path, monkeypatch):
-    (tmp_path / "mine.py").write_text("STEP = 1\n")  # the user's code, beside the launch, in no git repository
+    """The user's model, beside the launch, in no git repository; a run of perfsweep's own model beside it ran none of
+    it, and its command is at perfsweep's commit."""
+    net = "import torch\n\n\nclass Net(torch.nn.Sequential):\n    def __init__(self, **kw):\n"
+    (tmp_path / "mine.py").write_text(
+        net + "        super().__init__(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 10))\n"
+    )
     monkeypatch.chdir(tmp_path)
-    done = launch_here(*TINY, *ONE, "launcher=debug", f"runs_dir={tmp_path / 'runs'}")
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (run,) = records.load_sweep(tmp_path / "runs" / "default")
-    assert run.repro.caveat() == "mine in no git repository: the command measures it as it is where it runs"
+    for model, sweep in (("model=mine.Net", "theirs"), ("model=tiny_cnn", "ours")):
+        done = launch_here(*TINY, *ONE, model, "launcher=debug", f"runs_dir={tmp_path}", f"sweep_name={sweep}")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (theirs,), (ours,) = (records.load_sweep(tmp_path / sweep) for sweep in ("theirs", "ours"))
+    assert theirs.repro.caveat().startswith("mine in no git repository: the command measures it as it is where it")
+    assert "mine" not in ours.repro.caveat() and ours.repro.code["commit"] == ours.env["code"]["commit"]
 
 
 def test_the_comment_gives_the_command_of_each_changed_configuration(tmp_path):

@@ -107,8 +107,8 @@ def add_view_commands(subparsers) -> None:
     _format_option(parser)
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
-        "4 added where a final loss changed, 8 where configurations of A have no match in B, 16 where a slowdown "
-        "was not significant (undetermined), 2 where none matched"
+        "4 added where a final loss changed, 8 where configurations of A have no match in B, 16 with "
+        "--fail-undetermined where a slowdown was not significant, 2 where none matched"
     )
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
@@ -116,6 +116,11 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("--threshold", type=change, default=0.05, help="smallest change flagged (default 0.05: 5%%)")
     parser.add_argument("--loss-tolerance", type=non_negative, default=0.05, help="relative final-loss change flagged")
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
+    parser.add_argument(
+        "--fail-undetermined",
+        action="store_true",
+        help="add 16 to the exit status where a slowdown beyond the threshold is not significant (UNDETERMINED)",
+    )
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
     comment = "a comment for a pull request: a headline, counts, the configurations that changed"
     _format_option(parser, None, "; by default, as the terminal shows it", comment)

@@ -83,7 +83,13 @@ def show_comparison(args: argparse.Namespace) -> int:
     if args.only_changes and args.format != "markdown":
         raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
     view, status = compare.compare(
-        args.sweep_a, args.sweep_b, args.threshold, args.loss_tolerance, args.gate_phases, args.max_unmatched
+        args.sweep_a,
+        args.sweep_b,
+        args.threshold,
+        args.loss_tolerance,
+        args.gate_phases,
+        args.max_unmatched,
+        args.fail_undetermined,
     )
     if args.format != "markdown":
         print(render(view, args.format or "markdown"), end="")

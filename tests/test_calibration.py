@@ -87,7 +87,7 @@ def ten_percent_slower(seed: int, trials: int = 200) -> list[int]:
         (synthetic.sweep(levels, REPEATS, noise, rng), synthetic.sweep(slower, REPEATS, noise, rng))
         for _ in range(trials)
     )
-    return [compare.compare_runs(a, b, 0.05, 0.05)[1] for a, b in sides]
+    return [compare.compare_runs(a, b, 0.05, 0.05, fail_undetermined=True)[1] for a, b in sides]
 
 
 @pytest.mark.slow
@@ -98,8 +98,8 @@ def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_
 
 
 @pytest.mark.slow
-def test_a_ten_percent_slowdown_at_three_runs_is_flagged_or_undetermined_never_passed():
-    """Where the family's test cannot confirm a measured slowdown, the gate says undetermined, not nothing."""
+def test_a_ten_percent_slowdown_at_three_runs_is_flagged_or_undetermined_never_passed_by_a_strict_gate():
+    """Where the family's test cannot confirm a measured slowdown, a strict gate says undetermined, not nothing."""
     assert np.mean([status == 0 for status in ten_percent_slower(6)]) <= 0.01
 
 

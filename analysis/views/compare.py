@@ -30,7 +30,7 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
                            between processes)
     UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
-                           it out, and more runs decide it
+                           it out, and more runs decide it; it fails the gate with --fail-undetermined
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -57,7 +57,7 @@ The exit status says what was flagged, so that CI can branch on each:
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
     8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
     9-15   8 added to one of 1, 3, 4, 5, 7
-    16-31  16 added to one of 0, 1, 3-15 where a step (or a gated phase) is UNDETERMINED
+    16-31  with --fail-undetermined, 16 added to one of 0, 1, 3-15 where a step (or a gated phase) is UNDETERMINED
     2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
 
 So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
@@ -453,6 +453,7 @@ def compare(
     loss_tolerance: float,
     gate_phases: bool = False,
     max_unmatched: float = 0.0,
+    fail_undetermined: bool = False,
 ) -> tuple[View, int]:
     """The comparison as a view, and its exit status (exit_status)."""
     loaded = [load_sweep(d) for d in (sweep_a, sweep_b)]
@@ -460,7 +461,10 @@ def compare(
     if not done[0] or not done[1]:
         raise ValueError(f"both sweeps need done runs: {sweep_a} has {len(done[0])}, {sweep_b} has {len(done[1])}")
     unfinished = ([r for r in loaded[0] if r.state != DONE], [r for r in loaded[1] if r.state != DONE])
-    return compare_runs(*done, threshold, loss_tolerance, gate_phases, (sweep_a, sweep_b), max_unmatched, unfinished)
+    names = (sweep_a, sweep_b)
+    return compare_runs(
+        *done, threshold, loss_tolerance, gate_phases, names, max_unmatched, unfinished, fail_undetermined
+    )
 
 
 def compare_runs(
@@ -472,11 +476,13 @@ def compare_runs(
     names: tuple[Path, Path] = (Path("A"), Path("B")),
     max_unmatched: float = 0.0,
     unfinished: tuple[list[RunRecord], list[RunRecord]] = ([], []),
+    fail_undetermined: bool = False,
 ) -> tuple[View, int]:
     """compare, of two sweeps' done runs.
 
     `max_unmatched` is the share of A's configurations that may go without a match in B before the gate fails.
     `unfinished` holds each sweep's runs that are not done: a configuration of one without a match may be one of them.
+    `fail_undetermined` adds EXIT_UNDETERMINED where a slowdown is UNDETERMINED.
     """
     of = identity_of(a + b)
     found = pairs(a, b, of)
@@ -514,7 +520,8 @@ def compare_runs(
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
-        "apart); a slowdown beyond it that is not significant, UNDETERMINED (more runs decide it); loss "
+        "apart); a slowdown beyond it that is not significant, UNDETERMINED (more runs decide it; "
+        "--fail-undetermined fails the gate on it); loss "
         f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",
         suite(matched),
@@ -530,6 +537,8 @@ def compare_runs(
         if configs
     ]
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
+    if not fail_undetermined:
+        status &= ~EXIT_UNDETERMINED
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
 
 

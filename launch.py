@@ -19,6 +19,7 @@ from perfsweep import COMMAND, typed_command
 from perfsweep.commands.cli import parse, parser, run, with_config_dirs
 from perfsweep.launcher.process_end import (
     CLOSED_OUTPUT,
+    as_killed_at_the_end,
     end_at_exit,
     interrupted,
     output_reader_gone,
@@ -47,7 +48,7 @@ def cli() -> NoReturn:
 
     Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
     Where the reader of its output has gone (`perfsweep status | head`), it ends quietly, with CLOSED_OUTPUT.
-    SIGTERM and SIGHUP stop it as Ctrl-C does, with their own exit status.
+    SIGTERM stops it as Ctrl-C does, with its own exit status (143).
     """
     stop_as_interrupted()
     try:
@@ -65,6 +66,7 @@ def cli() -> NoReturn:
     except KeyboardInterrupt as stop:  # Ctrl-C after a launch's runs (a launch's own says more), or in a view
         print(f"\nperfsweep: {interrupted(stop)}", file=sys.stderr)
         code = getattr(stop, "status", INTERRUPTED)
+    as_killed_at_the_end()
     end_at_exit(code)
     sys.exit(code)
 

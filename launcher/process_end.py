@@ -1,7 +1,7 @@
 """A process's end: without Python's teardown of its modules, and on a signal to stop.
 
 A command or a job whose work is done ends without the teardown.
-A command sent SIGTERM or SIGHUP (`kill`, `timeout`, a CI job's cancel, a closed terminal) stops as Ctrl-C stops it.
+A command sent SIGTERM (`kill`, `timeout`, a CI job's cancel) stops as Ctrl-C stops it.
 
 Python's own end frees every object of every module it imported.
 For torch and torch._dynamo that takes a CPU about a second.
@@ -18,11 +18,10 @@ import signal
 import sys
 
 CLOSED_OUTPUT = 120  # Python's own exit status where its standard output could not be flushed
-TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, taken as Ctrl-C is: a launch stops its runs on this host and leaves them pending.
+    """SIGTERM, taken as Ctrl-C is: a launch stops its runs on this host and leaves them pending.
 
     Without it the command would die at once, and its local jobs would run on, unwatched.
     Its exit status is a shell's for the signal: 128 + its number.
@@ -39,20 +38,28 @@ def interrupted(stop: KeyboardInterrupt) -> str:
 
 
 def stop_as_interrupted() -> None:
-    """Have SIGTERM and SIGHUP raise Terminated in this process, once.
+    """Have SIGTERM raise Terminated in this process, once.
 
     Later ones are ignored while the first one's stop goes on.
-    A signal this process was started ignoring (`nohup`) stays ignored.
+    A SIGTERM this process was started ignoring stays ignored.
+    SIGHUP is left alone: a closed terminal sends it to the runs' processes too, which it ends.
     """
 
     def raised(signum, frame) -> None:
-        for each in TERMINATING:
-            signal.signal(each, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated(signum)
 
-    for signum in TERMINATING:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            signal.signal(signum, raised)
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, raised)
+
+
+def as_killed_at_the_end() -> None:
+    """A SIGTERM past the command's work ends it as the signal's default does, not with the work's exit status.
+
+    Raised in an exit handler, Terminated would be swallowed there.
+    """
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def end_at_exit(code: int = 0) -> None:

@@ -125,6 +125,9 @@ def test_compare_counts_the_runs_a_neighbour_took_where_it_came_and_went():
     shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     said = "their hosts differ in: others' CPU above 10% in A 0 of 9, B 4 of 9 (up to 40%) runs whose windows told it"
     assert said in shown.above, shown.above
+    for alike in (b, synthetic.beside(b, 0.8)):  # the same neighbour on both sides: some runs, or every run
+        same, _ = compare.compare_runs(alike, alike, threshold=0.05, loss_tolerance=0.05)
+        assert not [line for line in same.above if "hosts differ" in line], same.above
 
 
 def test_compare_names_a_neighbour_on_one_side_where_the_other_s_windows_told_nothing():

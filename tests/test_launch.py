@@ -292,3 +292,16 @@ def test_an_interrupted_launch_says_whether_its_jobs_stopped(launcher, said, cap
     plan = build_plan([*TINY, f"launcher={launcher}", f"runs_dir={tmp_path}"])
     assert launching._stopped(KeyboardInterrupt(), plan) == 130
     assert said in capsys.readouterr().err
+
+
+def test_a_sigterm_as_the_command_ends_ends_it_as_killed_not_with_its_exit_status(tmp_path):
+    """An exit handler (W&B's finish) still running when SIGTERM comes: the command must not report success."""
+    code = (
+        "import atexit, os, signal, sys\n"
+        f"sys.argv = ['perfsweep', 'status', {str(tmp_path)!r}]\n"
+        "from perfsweep.launch import cli\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "cli()\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert ended.returncode == -15, ended.stdout + ended.stderr

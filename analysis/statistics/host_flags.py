@@ -209,7 +209,7 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
         values = [side.get(label) for side in told]
         known = [value for value in values if value is not None]
         if len(known) == 2 and (known[0] > threshold) == (known[1] > threshold):
-            if some := _some_runs(a, b, names, label, threshold):
+            if max(known) <= threshold and (some := _some_runs(a, b, names, label, threshold)):
                 counted.append(some)
             continue
         if not known or max(known) <= threshold:
@@ -220,18 +220,21 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
     return "; ".join(medians + counted)
 
 
-SOME_RUNS = 0.25  # the share of a side's runs above a threshold that is named, where their median is not above it
+SOME_RUNS = 0.25  # how far the sides' shares of runs above a threshold must differ to be named, medians below it
 
 
 def _some_runs(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str], label: str, threshold: float) -> str:
-    """Where a quarter or more of one side's runs passed the threshold that their median did not, each side's count.
+    """Where the shares of the sides' runs that passed the threshold differ by a quarter or more, each side's count.
 
-    'others' CPU above 10% in A 6 of 32 runs (up to 21%), B 12 of 32 (up to 61%)'.
+    'others' CPU above 10% in A 0 of 16, B 9 of 20 (up to 61%) runs whose windows told it'.
     A neighbour that came and went takes some runs, not the median one.
     """
     told = [_resolved(runs)[label] for runs in (a, b)]
     over = [[value for value in values if value > threshold] for values in told]
-    if not any(values and len(high) >= SOME_RUNS * len(values) for values, high in zip(told, over, strict=True)):
+    if not all(told):
+        return ""
+    shares = [len(high) / len(values) for values, high in zip(told, over, strict=True)]
+    if abs(shares[0] - shares[1]) < SOME_RUNS:
         return ""
     sides = [
         f"{name} {len(high)} of {len(values)}{f' (up to {max(high):.0%})' if high else ''}"

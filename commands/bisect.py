@@ -78,6 +78,7 @@ class Bisection:
     ):
         self.search, self.package, self.folder, self.kept, self.reference = search, package, folder, kept, reference
         self.prior, self.max_minutes, self.began = prior, max_minutes, time.monotonic()
+        self.pinned: dict = {}  # every point's launches run the code the first one took
         self.versions: list[str] = []
 
     def plan_of(self, version: str, repeats: int):
@@ -139,7 +140,7 @@ class Bisection:
         looks = point_looks(first, self.search.looks)
         until = f", then more until placed, up to {looks[-1]}" if len(looks) > 1 else ""
         print(f"bisect {' and '.join(shown(self.search, v) for v in versions)}: {first} runs a side ({why}){until}")
-        status = launch_until_decided(self, looks, argv, quiet_envs=True)
+        status = launch_until_decided(self, looks, argv, quiet_envs=True, pinned=self.pinned)
         if status not in (0, 1):
             return status
         if not self.decided():

@@ -36,6 +36,7 @@ def launch_until_decided(
     argv: list[str],
     quiet_envs: bool = False,
     progress: "Progress | None" = None,
+    pinned: dict | None = None,
 ) -> int:
     """Launch each look's plans until the design is decided or the looks run out.
 
@@ -47,12 +48,13 @@ def launch_until_decided(
         argv: the command's words, kept in each sweep's manifest.
         quiet_envs: the environments were built and reported before.
         progress: one count over every look's runs; by default, each launch counts its own.
+        pinned: the code of the command's earlier launches (launcher/submit.py `launch`); by default, this call's.
 
     Returns:
         0, or 1 where a run failed; or the exit status of a launch that could not run.
     """
     failed = False
-    pinned: dict = {}  # every look runs the code the first one took
+    pinned = {} if pinned is None else pinned  # every look runs the code the first one took
     for runs in looks:
         for plan in design.plans(runs):
             status = launch_plan(

@@ -300,8 +300,8 @@ def launch(
     The job uses the Python that `pythons` names for its run: its environment's.
     `progress` counts the runs; by default, this launch's alone.
     `began` is when the launch began (unix time), from which its budget counts; by default, now.
-    `pinned` keeps the code of one command's launches (repeats=auto's looks, a bisect's).
-    A launch of the same sweep folder and modules then runs the snapshot and commit the first one took.
+    `pinned` keeps the code of one command's launches (repeats=auto's looks, a bisect's points).
+    A launch of the same modules then runs the snapshot and commit the first one took, in its sweep folder.
     So an edit while the command runs changes none of its later runs.
     The sweep folder is locked meanwhile.
     A second launcher is refused (records.SweepLocked) before it changes anything.
@@ -396,7 +396,7 @@ def _launch(
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)
     modules = {top for spec in plan.runs for top in modules_of(spec.config)}
     installed = {Path(s.config.env.repo).expanduser().resolve() for s in plan.runs if at_commit(s.config.env)}
-    key = (sweep_dir, frozenset(modules), frozenset(installed))
+    key = (frozenset(modules), frozenset(installed))
     if key not in pinned:
         pinned[key] = (
             snapshot(sweep_dir / ".code", modules, installed=installed),

@@ -248,7 +248,8 @@ class EditedAfterTheFirstLook:
 
     def plans(self, runs: int) -> list:
         words = ["model=mymodel.Net", "input_type=tensor", "memory_format=contiguous", *SMALL, "launcher=debug"]
-        return [build_plan([*words, f"seed={runs}", f"runs_dir={self.runs_dir}"])]  # a run of its own each look
+        # a run of its own each look, in a folder of its own as a bisect's point has
+        return [build_plan([*words, f"seed={runs}", f"runs_dir={self.runs_dir}", f"sweep_name=look{runs}"])]
 
     def looked(self, plan, runs: int) -> None:
         self.source.write_text(self.source.read_text() + "# edited while the command ran\n")
@@ -261,12 +262,17 @@ class EditedAfterTheFirstLook:
 
 
 def test_every_look_runs_the_code_the_first_look_took(tmp_path, user_module, capsys):
-    """An edit between looks would otherwise split one verdict between two versions of the code."""
+    """An edit between looks would otherwise split one verdict between two versions of the code.
+    A bisect measures its points in folders of their own, a call of the loop each: they share the first's code."""
     source = user_module("mymodel", "import torch\n\n\nclass Net(torch.nn.Linear):\n    def __init__(self, **kw):\n"
                                     "        super().__init__(3 * 32 * 32, 10)\n\n    def forward(self, x):\n"
                                     "        return super().forward(x.flatten(1))\n")  # fmt: skip
     design = EditedAfterTheFirstLook(source, tmp_path / "runs")
     assert launch_until_decided(design, [1, 2], ["repeats=auto"]) == 0
-    measured = {run.name: run.status.code["mymodel"] for run in records.load_sweep(tmp_path / "runs" / "default")}
-    assert len(measured) == 2 and len(set(measured.values())) == 1, measured
+    pinned: dict = {}
+    for look in (3, 4):
+        assert launch_until_decided(design, [look], ["bisect"], pinned=pinned) == 0
+    folders = [tmp_path / "runs" / f"look{look}" for look in (1, 2, 3, 4)]
+    measured = [run.status.code["mymodel"] for folder in folders for run in records.load_sweep(folder)]
+    assert len(measured) == 4 and measured[0] == measured[1] and measured[2] == measured[3], measured
     assert "measured other code" not in capsys.readouterr().err

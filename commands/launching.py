@@ -202,11 +202,12 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
     unstarted = {name: status for name, status in statuses.items() if status.over_budget}
     names = list(shown) or list(statuses)  # a resume plans only what is not done: the views show the rest too
-    unmeasured = without_done_runs(records.load_sweep(plan.sweep_dir, names)) if unstarted else []
+    shown_runs = records.load_sweep(plan.sweep_dir, names) if unstarted else []
+    unmeasured = without_done_runs(shown_runs)
     if show:
         show_sweep(plan.sweep_dir, names, plan.settings.tracker)
         if unstarted:
-            print(budget_line(plan, unstarted, unmeasured))
+            print(budget_line(plan, unstarted, unmeasured, any(run.state == records.DONE for run in shown_runs)))
     return 1 if set(outcome.not_done) - set(unstarted) or unmeasured else 0
 
 
@@ -220,10 +221,10 @@ def without_done_runs(runs: list) -> list[str]:
     return [named[c.key] for c in configs if not any(run.state == records.DONE for run in c.runs)]
 
 
-def budget_line(plan, unstarted: dict, unmeasured: list[str]) -> str:
+def budget_line(plan, unstarted: dict, unmeasured: list[str], any_done: bool) -> str:
     """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
 
-    `unmeasured`: the configurations without a done run.
+    `unmeasured`: the configurations without a done run; `any_done`: whether the sweep has one, a resume's included.
     The same budget may leave them undone again.
     So the way on is without it.
     """
@@ -245,7 +246,7 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str]) -> str:
     if not unmeasured:
         then = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
     else:
-        which = "no run is done" if not done else f"{counted(len(unmeasured), 'configuration')} without a done run"
+        which = f"{counted(len(unmeasured), 'configuration')} without a done run" if any_done else "no run is done"
         then = (
             f"{which}: nothing is decided of {listed(unmeasured)}. `{resume} launcher.budget_s=null` runs them "
             "without a budget; with this one, they may go undone again"

@@ -283,5 +283,5 @@ def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(
     assert status & compare.EXIT_UNMATCHED
     assert shown.flags == [
         f"UNMATCHED: A's configurations without a match in B: subclass; B planned subclass and has no done run of "
-        f"them: `perfsweep resume {b}` runs them"
+        f"them (pending): `perfsweep resume {b}` runs them again"
     ]

@@ -322,11 +322,13 @@ def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_wit
     on = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
     without = f". `{resume} launcher.budget_s=null` runs them without a budget; with this one, they may go undone again"
     rest = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
+    resumed = dataclasses.replace(plan, runs=plan.runs[:3])
     every = [spec.name for spec in plan.runs]
     for left, planned, shown, status, said in (
         (2, plan, (), 0, on),
         (2, rest, every, 0, on),
         (3, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),
+        (3, resumed, every, 1, "1 configuration without a done run: nothing is decided of loop" + without),
         (4, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without),
     ):
         for spec in plan.runs[:left]:

@@ -565,12 +565,14 @@ def without_match(
     """
     theirs = "B" if side == "A" else "A"
     said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
-    planned = {matched_on(run, differ, of) for run in unfinished.runs}
+    planned = {matched_on(run, differ, of): run.state for run in unfinished.runs}
     left = [c for c in configs if c.key in planned]
     if left:
         named = ", ".join(labels(every)[c.key] for c in left)
+        states = " or ".join(sorted({planned[c.key] for c in left}))
         said += (
-            f"; {theirs} planned {named} and has no done run of them: `perfsweep resume {unfinished.folder}` runs them"
+            f"; {theirs} planned {named} and has no done run of them ({states}): `perfsweep resume "
+            f"{unfinished.folder}` runs them again"
         )
     rest = [c for c in configs if c.key not in planned]
     how = lacking([run for config in rest for run in config.runs], other, differ, of) if rest else []

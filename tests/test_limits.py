@@ -347,7 +347,7 @@ def test_a_launch_hands_its_launcher_the_time_it_began_before_planning(tmp_path,
 
     seen = {}
 
-    def stand_in(plan, argv, runner, pythons, progress, began):  # a stand-in launcher: it runs nothing
+    def stand_in(plan, argv, runner, pythons, progress, began, pinned):  # a stand-in launcher: it runs nothing
         seen["began"] = began
         raise submit.SubmissionFailed("a stand-in launcher submits nothing")
 

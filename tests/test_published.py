@@ -29,6 +29,7 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
     slowed = speedup(one_run(base * 1.1), one_run(base))
     assert slowed.value == pytest.approx(1 / 1.1, rel=1e-9) and slowed.excludes(1.0)
     assert slowed.low < 1 / 1.1 < slowed.high and not slowed.replicated and str(slowed).endswith(" within-run")
+    assert 0 < slowed.p <= 0.01, "no resample crossed 1: the least p its resamples can give, never 0"
     flagged = sum(
         speedup(one_run(rng.normal(10, 0.3, 200)), one_run(rng.normal(10, 0.3, 200)), seed=s).excludes(1.0)
         for s in range(40)

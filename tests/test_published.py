@@ -41,7 +41,9 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
     ("item", "ours", "expected"),
     [
         ({"speedup": 0.6}, (0.62, 0.58, 0.66), "reproduced"),
-        ({"speedup": 0.6}, (0.5, 0.45, 0.55), "reproduced"),  # a larger effect the same way
+        ({"speedup": 0.6}, (0.5, 0.45, 0.55), "larger"),  # a larger effect the same way, wholly beyond it
+        ({"speedup": 0.6}, (0.5, 0.4, 0.62), "reproduced"),  # holding it
+        ({"published": {"of": 0.0249, "over": 82.3}}, (8000.0, 4000.0, 14000.0), "larger"),
         ({"speedup": 0.6}, (0.9, 0.88, 0.92), "smaller"),
         ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),  # inside +-5% of no effect
         ({"speedup": 0.6}, (0.99, 0.85, 1.15), "undetermined"),  # too wide to say

@@ -82,7 +82,8 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
         return "reproduced"
     low, high = span
     between = ours.high < low if claim == "faster" else ours.low > high
-    return "smaller" if between else "reproduced"
+    beyond = ours.low > high if claim == "faster" else ours.high < low
+    return "smaller" if between else "larger" if beyond else "reproduced"
 
 
 UNDETERMINED_FLAG = "UNDETERMINED"

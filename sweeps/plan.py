@@ -287,12 +287,15 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
     question = {} if "sweep" in typed else _axes_of(Config.sweep, dirs)
     found = Ranked([])
     own: dict[str, None] = {}
+    theirs: dict[str, None] = {}  # perfsweep's own models beside the user's: they keep the question's axes
     left_out = False
     for run in runs:
         kept = _by_files(run, typed, options, sources, found) if dirs else run  # (option files of the user's)
         if question and (code := _own_code(kept, options)):
             own[code] = None
             kept = [s for s in kept if s.key not in question or s.key in typed]
+        elif question:
+            theirs |= {str(s.value): None for s in kept if s.key == "model"}
         found.runs.append(kept + _declared_reads(kept, typed, options, found))
         left_out = left_out or len(kept) < len(run)
     if left_out:  # (runs that differed in what gave way are one run now)
@@ -305,6 +308,7 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
             f"leave out the default sweep's axes {' and '.join(question[k] for k in axes)} "
             f"({shown_path(sweep_path(Config.sweep, dirs))}), its question about perfsweep's own model. They run at "
             f"{', '.join(f'{k}={defaults[k]}' for k in axes if k in defaults)}; an axis you type is swept"
+            + (f"; {', '.join(theirs)}, not yours, {'keep' if len(theirs) > 1 else 'keeps'} them" if theirs else "")
         )
     found.notices, found.problems = list(dict.fromkeys(found.notices)), list(dict.fromkeys(found.problems))
     return found

@@ -228,3 +228,13 @@ def test_an_option_file_of_the_users_code_without_a_name_is_named_by_its_option(
     }
     shown = launch_here("--config-dir", str(folder), "model=tiny", "--cfg", "job")
     assert "  name: tiny\n  source: torchvision\n  _target_: imagelib.models.SmallCNN\n" in shown.stdout, shown.stderr
+
+
+def test_a_model_of_yours_beside_one_of_perfsweeps_says_which_keeps_the_default_sweeps_axes():
+    """Only the user's model leaves the default sweep's question out; the notice says the other keeps it."""
+    plan = build_plan(["model=resnet18,imagelib.models.SmallCNN"])
+    assert {(s.axes["model"], s.axes["input_type"]) for s in plan.runs} == {
+        ("resnet18", "tensor"), ("resnet18", "subclass"), ("resnet18", "tensorbase"), ("SmallCNN", "tensor"),
+    }  # fmt: skip
+    (notice,) = [n for n in plan.notices if "is yours" in n]
+    assert notice.endswith("an axis you type is swept; resnet18, not yours, keeps them"), notice

@@ -8,8 +8,10 @@ The two ways a job runs its runs share it:
 
 import contextlib
 import dataclasses
+import os
 import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -102,6 +104,32 @@ class RunTimeout(records.Stopped):
 
 TIMEOUT = RunTimeout.__name__  # the error type a timed-out run's status records
 SLURM_WARNING_S = 90  # Slurm signals a job (SIGUSR2, submitit's) this long before its time limit
+SLURM_EARLY_S = 60  # and up to this much earlier: Slurm sends it at its own pace
+
+
+def slurm_time_left_s() -> float | None:
+    """The seconds Slurm leaves this job before its time limit (squeue's %L); None outside Slurm or unknown."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    try:
+        left = subprocess.run(["squeue", "-h", "-o", "%L", "-j", job], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    days, _, clock = left.stdout.strip().rpartition("-")
+    parts = clock.split(":")
+    if not all(part.isdigit() for part in [*parts, *([days] if days else [])]) or not 1 <= len(parts) <= 3:
+        return None  # UNLIMITED, NOT_SET, INVALID, or nothing
+    seconds = sum(int(part) * 60**power for power, part in enumerate(reversed(parts)))
+    return seconds + 86400 * int(days or 0)
+
+
+def at_time_limit() -> bool:
+    """Whether Slurm's SIGUSR2 to this job is its warning of the time limit, not a preemption."""
+    left = slurm_time_left_s()
+    return left is not None and left <= SLURM_WARNING_S + SLURM_EARLY_S
+
+
 SPENT = "launcher.budget_s: the launch's budget ran out before this run's process started"
 
 

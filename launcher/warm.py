@@ -57,6 +57,7 @@ from perfsweep.launcher.run_job import (
     RunJob,
     Runner,
     again_after_timeout,
+    at_time_limit,
     every_run,
     execute_run,
     ignore_later_interrupts,
@@ -323,7 +324,9 @@ def _pass_preemption_on(children: dict[int, Any]) -> None:
     The warning reaches the job.
     The job interrupts its running children first.
     Each records its run pending, to start over.
-    The job's own handler then acts: submitit's checkpoints and requeues.
+    At its time limit, without launcher.timeout_retries, the job then fails them and ends: a run requeued starts
+    over, and would reach the limit again.
+    Else the job's own handler acts: submitit's checkpoints and requeues.
     Outside a submitit job, the job ends.
     """
     job_handler = signal.getsignal(signal.SIGUSR2)
@@ -331,6 +334,9 @@ def _pass_preemption_on(children: dict[int, Any]) -> None:
     def preempted(signum, frame) -> None:
         stopped = [side for child in children.values() for side in child.run.every]
         _stop(children, signal.SIGUSR2)
+        if stopped and not stopped[0].spec.config.launcher.timeout_retries and at_time_limit():
+            out_of_time(stopped, "launcher.timeout_retries=0")
+            raise SystemExit("perfsweep: the job reached its time limit; its runs are not requeued")
         if callable(job_handler):
             try:
                 job_handler(signum, frame)

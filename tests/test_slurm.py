@@ -241,12 +241,14 @@ def slurm(*args: str) -> str:
 
 
 @pytest.mark.slurm
-@pytest.mark.parametrize("how", ["requeue", "preempt"])
+@pytest.mark.parametrize("how", ["requeue", "preempt", "preempt-short"])
 def test_a_requeued_run_finishes_with_one_set_of_records(naps, tmp_path, how):
+    """A job of 5 minutes, preempted: submitit calls any warning to so short a job a timeout, and it is requeued."""
     sweep = tmp_path / "runs" / "default"
     # the requeue kills the run 5 s after it (8 s of naps); SIGUSR2 stops it at once (3 s of naps)
-    steps = {"requeue": 400, "preempt": 150}[how]
-    result = launch_here(*naps, f"steps={steps}", "tracker.mode=offline", f"runs_dir={sweep.parent}")
+    steps = {"requeue": 400, "preempt": 150, "preempt-short": 150}[how]
+    limit = ["launcher.timeout_min=5"] if how == "preempt-short" else []
+    result = launch_here(*naps, f"steps={steps}", *limit, "tracker.mode=offline", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
     deadline = time.monotonic() + 120
     while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps

@@ -19,6 +19,8 @@ from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavail
 from perfsweep.launcher.run_job import SLURM_WARNING_S
 
 TIME_BEFORE_WARNING_S = 30  # the least a job's time may leave its run before Slurm's warning
+# submitit counts a preemption of a job of 10 minutes or less as a timeout: it requeues such a job this many times
+SUBMITIT_TIMEOUTS = 3
 
 SLURM_COMMANDS = ("sbatch", "squeue", "srun")
 
@@ -112,8 +114,9 @@ class Slurm(Backend):
     poll_s = 5.0  # sparing the cluster's controller
 
     def executor(self, folder, job_name: str) -> submitit.Executor:
-        # A requeued run starts over: one that reached its time limit would reach it again.
-        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=self.conf.timeout_retries)
+        # A job at its time limit is requeued launcher.timeout_retries times; a preemption, as submitit's default.
+        retries = self.conf.timeout_retries or SUBMITIT_TIMEOUTS
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=retries)
         executor.update_parameters(**slurm_parameters(self.conf, job_name))
         return executor
 

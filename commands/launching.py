@@ -212,13 +212,20 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
 
 
 def without_done_runs(runs: list) -> list[str]:
-    """The configurations of these runs that have no done run, by label: nothing is measured of them."""
+    """The configurations of these runs that the budget left without a done run, by label: nothing is measured of them.
+
+    A configuration whose runs failed on their own is the failure's, not the budget's.
+    """
     from perfsweep import records
     from perfsweep.analysis.groups import configurations, labels
 
     configs = configurations(runs)
     named = labels(configs)
-    return [named[c.key] for c in configs if not any(run.state == records.DONE for run in c.runs)]
+    return [
+        named[c.key]
+        for c in configs
+        if not any(run.state == records.DONE for run in c.runs) and any(run.status.over_budget for run in c.runs)
+    ]
 
 
 def budget_line(plan, unstarted: dict, unmeasured: list[str], any_done: bool) -> str:

@@ -64,13 +64,14 @@ def code_of(
     """The code a run's command must run at.
 
     That is the code under test; else the user's modules the launch copied (`copied`, status.json's `code`), in no
-    repository, where the run named code of the user's; else perfsweep's own (env.json's `code`).
+    repository, those the run named; else perfsweep's own (env.json's `code`).
     """
     if under_test:
         return under_test
     found = ((env or {}).get("user_code") or {}) if isinstance(env, dict) else {}
-    # A run that named no code of the user's (env.json says so) ran none: the launch's folder may hold unrelated code.
-    users = sorted(set(copied or {}) - {"perfsweep"}) if found or not isinstance(env, dict) else []
+    # The modules the run named (env.json), of those the launch copied: its folder may hold unrelated code.
+    users = sorted(set(copied or {}) - {"perfsweep"})
+    users = [m for m in users if m in found] if isinstance(env, dict) else users
     if users:
         sources = {m: str(Path(found[m]["source"]).parent) for m in users if (found.get(m) or {}).get("source")}
         return {"in_no_repository": users, **({"copied_from": sources} if sources else {})}

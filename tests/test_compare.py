@@ -285,3 +285,15 @@ def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(
         f"UNMATCHED: A's configurations without a match in B: subclass; B planned subclass and has no done run of "
         f"them (pending): `perfsweep resume {b}` runs them again"
     ]
+
+
+def test_configurations_that_b_is_still_running_are_followed_not_resumed(tmp_path):
+    """A Slurm sweep launched without waiting: its runs still running are its jobs', which a resume leaves alone."""
+    rng = np.random.default_rng(6)
+    a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
+    b = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "b")
+    for run in load_sweep(b):
+        if run.axes["input_type"] == "subclass":
+            lifecycle.start(run.path, job_id="123_0")
+    shown, _ = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert shown.flags[0].endswith(f"has no done run of them (running): `perfsweep status {b}` follows them")

@@ -9,6 +9,7 @@ import re
 import signal
 import time
 
+import numpy as np
 import pytest
 
 from perfsweep import records
@@ -22,7 +23,7 @@ from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import instrumented as train_run
 from perfsweep.train import user_targets
 from perfsweep.train.flops import count_flops
-from tests import golden
+from tests import golden, synthetic
 from tests.helpers import FAST, launch_here, offline_wandb, record_done, start_launcher, wait_for, wandb_records
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
@@ -466,3 +467,15 @@ def test_a_budget_on_slurm_is_said_to_bound_nothing():
     notices = build_plan([*FAST, "launcher=slurm", "launcher.budget_s=50"]).notices
     assert "launcher.budget_s=50 bounds no Slurm launch: its jobs are queued at once" in notices
     assert not any("budget" in notice for notice in build_plan([*FAST, "launcher.budget_s=50"]).notices)
+
+
+def test_a_configuration_whose_runs_failed_on_their_own_is_not_the_budgets():
+    """The budget's last line names what it left unmeasured; a failure is named as one, with its error."""
+    from perfsweep.commands.launching import without_done_runs
+
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 55.0}, 1, synthetic.Noise(),
+                           np.random.default_rng(0))  # fmt: skip
+    failed = records.Status(records.FAILED, error=records.RunError("ValueError", "bad batch", ""))
+    left = records.Status(records.PENDING, interrupted={"type": records.BUDGET, "at": "now"})
+    runs = [dataclasses.replace(r, status=failed if r.axes["input_type"] == "tensor" else left) for r in runs]
+    assert without_done_runs(runs) == ["subclass"]

@@ -205,3 +205,10 @@ def test_code_in_no_repository_names_the_folder_its_copy_came_from():
         "mylib in no git repository: the command measures it as it is where it runs; the run's was copied from "
         "/work/trial (PYTHONPATH)"
     )
+
+
+def test_code_in_no_repository_is_the_code_the_run_named_of_what_the_launch_copied():
+    """The launch's folder held an unrelated package beside the user's; a library the run named is no copy of theirs."""
+    env = {"user_code": {"mylib": {"source": "/work/trial/mylib"}, "torch": {"source": "/site/torch"}}}
+    code = code_of(None, env, {"mylib": "fece3dda0298", "unrelated": "0a1b2c3d4e5f"})
+    assert code["in_no_repository"] == ["mylib"]

@@ -89,7 +89,7 @@ from perfsweep.analysis.statistics import host_flags, machine_speed
 from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, percent, speedup, suite_speedup
 from perfsweep.analysis.statistics.verdict import UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
-from perfsweep.records import DONE, Repro, RunRecord, load_sweep
+from perfsweep.records import DONE, RUNNING, Repro, RunRecord, load_sweep
 from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
@@ -565,14 +565,17 @@ def without_match(
     """
     theirs = "B" if side == "A" else "A"
     said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
-    planned = {matched_on(run, differ, of): run.state for run in unfinished.runs}
+    planned: dict[tuple, set[str]] = {}
+    for run in unfinished.runs:
+        planned.setdefault(matched_on(run, differ, of), set()).add(run.state)
     left = [c for c in configs if c.key in planned]
     if left:
         named = ", ".join(labels(every)[c.key] for c in left)
-        states = " or ".join(sorted({planned[c.key] for c in left}))
-        said += (
-            f"; {theirs} planned {named} and has no done run of them ({states}): `perfsweep resume "
-            f"{unfinished.folder}` runs them again"
+        states = {state for c in left for state in planned[c.key]}
+        said += f"; {theirs} planned {named} and has no done run of them ({', '.join(sorted(states))}): " + (
+            f"`perfsweep status {unfinished.folder}` follows them"
+            if RUNNING in states  # a resume leaves them to the jobs that have them
+            else f"`perfsweep resume {unfinished.folder}` runs them again"
         )
     rest = [c for c in configs if c.key not in planned]
     how = lacking([run for config in rest for run in config.runs], other, differ, of) if rest else []

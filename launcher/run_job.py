@@ -9,6 +9,7 @@ The two ways a job runs its runs share it:
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -307,12 +308,28 @@ def log_tail(path: Path | str | None, lines: int = 5) -> str:
         return ""
 
 
+SLURM_END = re.compile(r"\*\*\* JOB \S+ ON \S+ (CANCELLED AT \S+(?: DUE TO [A-Z ]+?)?)(?: \*\*\*|$)")
+
+
+def slurm_end(log: Path | str | None) -> str:
+    """How Slurm says it ended a job, from the job's log (or its stderr beside it): 'CANCELLED AT 2026-... DUE TO TIME
+    LIMIT'; "" where it says nothing."""
+    if not log:
+        return ""
+    paths = [Path(log)]
+    if paths[0].name.endswith("_log.out"):
+        paths.append(paths[0].with_name(paths[0].name.removesuffix("_log.out") + "_log.err"))
+    said = [found[1] for path in paths for line in log_tail(path, 30).splitlines() if (found := SLURM_END.search(line))]
+    return said[-1] if said else ""
+
+
 def _ended_before(what: str, log: Path | str | None, before: str, how: str = "") -> tuple[str, str]:
     """A message that `what` ended before the run `before`, and the log's last lines.
 
-    The message says `how` it ended, where that is known.
+    The message says `how` it ended, where that is known, or as Slurm's log says.
     It quotes the log's last line: a job that stops itself says why there.
     """
+    how = how or slurm_end(log)
     tail = log_tail(log)
     guess = "" if how else " (killed, timed out or cancelled?)"
     last = f": {tail.splitlines()[-1].strip()}" if tail else guess

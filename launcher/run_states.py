@@ -8,6 +8,7 @@ from pathlib import Path
 
 from perfsweep import records, user_command
 from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
+from perfsweep.launcher.run_job import slurm_end
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 from perfsweep.records.words import counted
 
@@ -122,6 +123,8 @@ def render(sweep_dir: Path) -> str:
             detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
         elif row.state == PENDING and row.job_alive is False:
             detail = "  its job ended before the run started"
+        if row.state in (LOST, PENDING) and row.job_alive is False and (end := slurm_end(row.log)):
+            detail += f" ({end})" if detail else f"  its job ended: {end}"
         job = f"  job {row.job_id}" if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")

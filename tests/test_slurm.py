@@ -223,6 +223,8 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
         assert time.monotonic() < deadline, status
         time.sleep(0.2)
     assert f"resume {sweep}" in status
+    (lost,) = [line for line in status.splitlines() if line.startswith("lost")]
+    assert re.search(r"  its job ended: CANCELLED AT \S+$", lost), "Slurm's word for what ended the job"
 
     refused = launch_here("resume", str(sweep), "steps=3")
     assert refused.returncode == 2 and "not: steps=3" in refused.stderr, "what a run measures cannot change"

@@ -94,12 +94,11 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
     return rows
 
 
-def in_flight(sweep_dir: Path) -> set[str]:
-    """Runs whose job is still queued or running.
+def in_flight(rows: list[RunState]) -> set[str]:
+    """The runs of these rows (run_states) whose job is still queued or running.
 
     Submitting them again would run them twice.
     """
-    rows = run_states(sweep_dir)
     return {row.run for row in rows if row.state == UNKNOWN or (row.state in (PENDING, RUNNING) and row.job_alive)}
 
 

@@ -36,7 +36,7 @@ from perfsweep.launcher.run_job import (
     lost,
     never_started,
 )
-from perfsweep.launcher.run_states import in_flight
+from perfsweep.launcher.run_states import in_flight, run_states
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.turns import Turns
@@ -312,6 +312,16 @@ def launch(
         return _launch(plan, argv, runner, pythons or {}, progress, began, {} if pinned is None else pinned)
 
 
+def record_lost(states: list, todo: set[str], sweep_dir: Path) -> None:
+    """Record as lost each run about to be submitted again whose job ended while it ran.
+
+    Its status then keeps that attempt's end, the job's log and Slurm's word for it, as the run's earlier attempt.
+    """
+    for row in states:
+        if row.state == records.LOST and row.run in todo:
+            lost(sweep_dir / row.run, f"job {row.job_id}", row.log, job_id=row.job_id)
+
+
 def measured_elsewhere(sweep_dir: Path, done: list[str], code: dict[str, str]) -> None:
     """Warn where runs done before, and not run again, measured other code than this launch's.
 
@@ -389,8 +399,10 @@ def _launch(
     sweep_dir = plan.sweep_dir.resolve()
     repaired = records.repair(sweep_dir)
     manifest = sweepdir.open_sweep(plan, argv)
-    busy = in_flight(sweep_dir)
+    states = run_states(sweep_dir)
+    busy = in_flight(states)
     todo = [s for s in plan.runs if s.name not in busy and not records.is_done(sweep_dir / s.name, repaired)]
+    record_lost(states, {spec.name for spec in todo}, sweep_dir)
     for line in repaired:
         print(f"perfsweep: {line}", file=sys.stderr)
     skipped = sorted({spec.name for spec in plan.runs} - {spec.name for spec in todo} - busy)

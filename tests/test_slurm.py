@@ -231,6 +231,8 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
     resumed = launch_here("resume", str(sweep), "launcher.wait=true")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "1 run, 1 done" in launch_here("status", str(sweep)).stdout
+    (earlier,) = records.read_status(next(sweep.glob("*/status.json")).parent).attempts
+    assert earlier["error"] == "LostRun" and "CANCELLED AT" in earlier["message"], "the cancelled attempt, as it ended"
     steps = [records.read_steps(p.parent / records.STEPS).num_rows for p in sweep.glob("*/status.json")]
     assert steps == [501], steps
     again = launch_here("resume", str(sweep))

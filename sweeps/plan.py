@@ -291,6 +291,7 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
     left_out = False
     for run in runs:
         kept = _by_files(run, typed, options, sources, found) if dirs else run  # (option files of the user's)
+        _note_presets_given_way(kept, typed, options, sources, found)
         if question and (code := _own_code(kept, options)):
             own[code] = None
             kept = [s for s in kept if s.key not in question or s.key in typed]
@@ -367,6 +368,28 @@ def _by_files(
             )
             found.won[s.key] = where
     return kept
+
+
+def _note_presets_given_way(
+    run: list[Setting], typed: set[str], options: compose.Options, sources: dict[str, str], found: Ranked
+) -> None:
+    """A notice for each value of a preset the command line chose (model=tiny_cnn) that a sweep file's param replaces.
+
+    The user chose the preset, and a value they did not type runs instead of its own.
+    A preset that the sweep file chose itself gives way without a word: the file's author set both.
+    """
+    for choice in run:
+        path = options.file(choice.key, choice.value) if _named_option(choice) and choice.key in typed else None
+        if path is None or options.own_file(choice.key, choice.value) is not None:
+            continue
+        for key, value in options.values(choice.key, choice.value).items():
+            for s in run:
+                if s.key not in typed and not compose.is_choice(s) and _overlap(s.key, key) and s.value != value:
+                    found.notices.append(
+                        f"{s.text} ({sources.get(s.key, 'the sweep file')}) runs, not {key}={value} "
+                        f"({shown_path(path)}): a sweep file's params come before perfsweep's presets; "
+                        f"type {key}={value} to run the preset's"
+                    )
 
 
 def _own_code(run: list[Setting], options: compose.Options) -> str:

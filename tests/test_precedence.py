@@ -58,9 +58,22 @@ def test_an_option_file_of_yours_edited_between_two_plans_of_one_process_plans_a
     assert sizes(build_plan([searched(config_dir), "model=mine"])) == {(2, 32)}
 
 
-def test_perfsweeps_presets_give_way_to_a_sweep_files_params_without_a_word():
+def test_a_preset_you_chose_gives_way_to_a_sweep_files_params_with_a_line_that_names_both():
     plan = build_plan(["model=test_resnet", "repeats=1"])  # conf/model/test_resnet.yaml: batch 4; the default sweep: 16
-    assert sizes(plan) == {(16, 32)} and len(plan.runs) == 6 and not plan.notices
+    assert sizes(plan) == {(16, 32)} and len(plan.runs) == 6
+    assert plan.notices == (
+        "model.batch_size=16 (sweeps/default.yaml) runs, not model.batch_size=4 (conf/model/test_resnet.yaml): a "
+        "sweep file's params come before perfsweep's presets; type model.batch_size=4 to run the preset's",
+    )
+    typed = build_plan(["model=test_resnet", "model.batch_size=4", "repeats=1"])
+    assert sizes(typed) == {(4, 32)} and not typed.notices
+
+
+def test_a_preset_that_a_sweep_file_chose_gives_way_to_its_params_without_a_word(tmp_path):
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "mine.yaml").write_text("params:\n  model: test_resnet\n  model.batch_size: 8\n")
+    plan = build_plan([searched(tmp_path), "sweep=mine", "repeats=1"])
+    assert sizes(plan) == {(8, 32)} and not plan.notices, "the file's author chose the preset and its batch"
 
 
 def test_hydras_cfg_job_shows_the_config_the_first_run_runs_with_the_sweep_files_params_applied(tmp_path):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from perfsweep.bench import command
 from perfsweep.launcher import sweepdir
-from perfsweep.launcher.run_states import render
+from perfsweep.launcher.run_states import EXIT_NOT_DONE, render
 from perfsweep.launcher.validate import validate
 from perfsweep.sweeps import compose
 from perfsweep.sweeps.plan import Plan, build_plan
@@ -84,11 +84,13 @@ def main(argv: list[str] | None = None) -> None:
             sweep_dir = Path(tmp) / "sweep"
             seconds, _ = timed(write_plan, Plan(sweep_dir=sweep_dir, runs=plan.runs))
             times["write"].append(seconds)
-            seconds, shown = timed(render, sweep_dir)
+            seconds, (shown, _) = timed(render, sweep_dir)
             assert f"{len(plan.runs)} runs, {len(plan.runs)} pending" in shown
             times["status"].append(seconds)
             status = [sys.executable, "-m", "launch", "status", str(sweep_dir)]
-            times["status command"].append(timed(subprocess.run, status, capture_output=True, check=True)[0])
+            seconds, done = timed(subprocess.run, status, capture_output=True)
+            assert done.returncode == EXIT_NOT_DONE, done.stderr  # its runs are pending
+            times["status command"].append(seconds)
     print(f"{len(plan.runs)} runs, median of {args.repeats}")
     for stage, values in times.items():
         print(f"{stage:<14} {statistics.median(values):6.2f} s   [{', '.join(f'{v:.2f}' for v in values)}]")

@@ -270,7 +270,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
     sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")
     sweep.set_defaults(handler=run_sweep, command_list=command_list)  # Hydra's --help lists the commands
-    status = commands.add_parser("status", help="each run's state, job id and log")
+    status = commands.add_parser(
+        "status",
+        help="each run's state, job id and log; exit status 0 when all are done, 4 while a run's job is queued or "
+        "running, else 1",
+    )
     status.add_argument("sweep_dir", type=sweep_folder)
     status.set_defaults(handler=show_status)
     again = commands.add_parser("resume", help="run again every run of the sweep that is not done")

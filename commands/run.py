@@ -54,8 +54,9 @@ def shared_folder(plan) -> None:
 def show_status(args: argparse.Namespace) -> int:
     from perfsweep.launcher.run_states import render
 
-    print(render(args.sweep_dir))
-    return 0
+    shown, status = render(args.sweep_dir)
+    print(shown)
+    return status
 
 
 def resume(args: argparse.Namespace) -> int:

@@ -102,14 +102,30 @@ def in_flight(rows: list[RunState]) -> set[str]:
     return {row.run for row in rows if row.state == UNKNOWN or (row.state in (PENDING, RUNNING) and row.job_alive)}
 
 
-def render(sweep_dir: Path) -> str:
+# `status`'s exit status: 0 where every run is done.
+EXIT_NOT_DONE = 1  # a run is not done, and no job of the sweep's runs is queued or running
+EXIT_IN_FLIGHT = 4  # a run's job is still queued or running, or the scheduler did not say
+
+
+def exit_status(rows: list[RunState]) -> int:
+    """What `status` exits with, so that a script can wait for a sweep and then check it, without reading text.
+
+    A run whose launcher died while it ran has no job to say so; it reads as running, so as in flight.
+    """
+    if in_flight(rows) or any(row.state == RUNNING for row in rows):
+        return EXIT_IN_FLIGHT
+    return 0 if rows and all(row.state == records.DONE for row in rows) else EXIT_NOT_DONE
+
+
+def render(sweep_dir: Path) -> tuple[str, int]:
+    """What `status` prints of a sweep folder, and its exit status (exit_status)."""
     notes: list[str] = []
     rows = run_states(sweep_dir, notes)
     counts = {s: sum(r.state == s for r in rows) for s in STATES}
     if not rows:  # a folder of sweeps (a bisect's points), or one with nothing launched yet
         inside = sorted(p.parent.name for p in sweep_dir.glob(f"*/{records.SWEEP}"))
         each = f"; its sweeps: {', '.join(inside)} ({user_command()} status {sweep_dir}/SWEEP)" if inside else ""
-        return "\n".join([f"{sweep_dir}: no runs{each}", *notes])
+        return "\n".join([f"{sweep_dir}: no runs{each}", *notes]), EXIT_NOT_DONE
     states = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines = [f"{sweep_dir}: {counted(len(rows), 'run')}, {states}", *notes]
     for row in rows:
@@ -129,7 +145,7 @@ def render(sweep_dir: Path) -> str:
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
         lines.append(_rerun(rows, sweep_dir))
-    return "\n".join(lines)
+    return "\n".join(lines), exit_status(rows)
 
 
 def _rerun(rows: list[RunState], sweep_dir: Path) -> str:

@@ -22,7 +22,7 @@ from perfsweep.analysis.views.table import view
 from perfsweep.launcher.backends.local import process_start
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import RunJob, Runner
-from perfsweep.launcher.run_states import run_states
+from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, run_states
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.records.lock import LOCK, SweepLocked, sweep_lock
 from perfsweep.sweeps.plan import build_plan
@@ -237,7 +237,11 @@ def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothin
             "a second launch of a sweep being launched", second.stderr, {tmp_path: "<tmp>", lock["since"]: "<since>"}
         )
         assert (sweep / records.SWEEP).read_text() == manifest, "the refused launch wrote nothing"
-        assert launch_here("status", str(sweep)).returncode == 0, "reading a sweep needs no lock"
+        status = launch_here("status", str(sweep))
+        assert status.returncode == EXIT_IN_FLIGHT, (
+            f"reading a sweep needs no lock; its run is running\n{status.stdout}"
+        )
+        assert "1 running" in status.stdout, "the launcher runs it in its own process: not lost"
         out, err = first.communicate(timeout=120)
         assert first.returncode == 0, out + err
     finally:
@@ -354,7 +358,9 @@ def test_status_says_that_a_run_failed_on_a_known_issue_fails_on_it_again(two_do
     first, second = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))
     issue = "https://github.com/pytorch/pytorch/issues/1"
     lifecycle.fail(first, records.RunError("TypeError", "Multiple dispatch failed", known=issue))
-    said = launch_here("status", str(sweep)).stdout.splitlines()[-1]
+    shown = launch_here("status", str(sweep))
+    assert shown.returncode == EXIT_NOT_DONE, "a script learns that a run failed without reading the text"
+    said = shown.stdout.splitlines()[-1]
     meets = f"not done: 1 failed run on a known issue ({issue}), which a resume meets again"
     assert said == f"{meets}; change the settings that meet it", said
     lifecycle.fail(second, records.RunError("OSError", "the disk is full"))
@@ -375,7 +381,7 @@ def test_a_record_emptied_or_cut_stops_no_command_is_moved_aside_and_resume_fini
         data = victim.read_bytes()
         victim.write_bytes(b"" if damage == "empty" else data[: len(data) * 2 // 3])
         status = launch_here("status", str(sweep))
-        assert status.returncode == 0, status.stderr
+        assert status.returncode == (EXIT_NOT_DONE if name == records.STATUS else 0), status.stderr
         read_by_status = (records.STATUS, records.SWEEP, records.JOBS)
         assert f"{victim} is unreadable" in status.stdout or name not in read_by_status
         with warnings.catch_warnings(record=True) as caught:

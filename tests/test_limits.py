@@ -16,7 +16,7 @@ from perfsweep import records
 from perfsweep.bench.gitrepo import SLEEP
 from perfsweep.launcher import run_job, sweepdir, warm
 from perfsweep.launcher.run_job import RunJob, Runner, execute_run
-from perfsweep.launcher.run_states import render, run_states
+from perfsweep.launcher.run_states import EXIT_NOT_DONE, render, run_states
 from perfsweep.launcher.warm import fork_runs
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.plan import build_plan
@@ -206,7 +206,7 @@ def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_pat
     os.killpg(launcher.pid, signal.SIGINT)
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, out + err
-    assert launch_here("status", str(sweep)).returncode == 0
+    assert launch_here("status", str(sweep)).returncode == EXIT_NOT_DONE, "no job runs them: a script need not wait"
     assert [row.state for row in run_states(sweep)] == ["pending", "pending"]
     assert not list(sweep.glob("*/steps.parquet"))
 
@@ -224,7 +224,9 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
     states = {row.run: row.state for row in run_states(plan.sweep_dir)}
     assert states == {started.name: "lost", never.name: "pending"}
     places = {tmp_path: "<tmp>", started.name: "<started run>", never.name: "<run never started>", JOB: "job <job>"}
-    golden.says("status: a run lost and a run its job never started", render(plan.sweep_dir), {**places, **TIMES})
+    shown, status = render(plan.sweep_dir)
+    golden.says("status: a run lost and a run its job never started", shown, {**places, **TIMES})
+    assert status == EXIT_NOT_DONE
 
 
 @pytest.mark.slow

@@ -263,7 +263,7 @@ def _check_readers(sweep, path, data: bytes) -> None:
         _check_run(sweep, path, found)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        shown = [render(sweep), *map(text, sweep_views(sweep)), text(runs.view(sweep)), text(replicates.view(sweep))]
+        shown = [render(sweep)[0], *map(text, sweep_views(sweep)), text(runs.view(sweep)), text(replicates.view(sweep))]
         shown.append(text(compare.compare(sweep, sweep, threshold=0.05, loss_tolerance=0.05)[0]))
     skipped = [str(w.message) for w in caught if str(w.message).startswith("skipping run a:")]
     assert all(path.name in message for message in skipped), skipped

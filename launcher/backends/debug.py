@@ -4,12 +4,14 @@ submitit's DebugExecutor runs a job as the launcher polls it.
 Runs are one at a time, so a debugger can step into them.
 """
 
+import os
 from pathlib import Path
 from typing import Any
 
 import submitit
 
 from perfsweep.launcher.backends.base import Backend, across_ranks
+from perfsweep.launcher.backends.local import pid_ids, process_start
 
 
 class Debug(Backend):
@@ -38,6 +40,12 @@ class Debug(Backend):
     def at_once(self) -> int:
         return 1
 
+    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
+        """The launcher's process, which runs the job: the job lives as long as it does."""
+        return {"launcher_pid": os.getpid(), "process_start": process_start(os.getpid())}
+
     @staticmethod
     def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-        return set()  # once the launcher has gone, so have its jobs
+        launchers = {str(job.get("launcher_pid")): job for job in jobs.values()}
+        alive = pid_ids(launchers)
+        return {job_id for job_id, job in jobs.items() if str(job.get("launcher_pid")) in alive}

@@ -123,8 +123,17 @@ class Dispatcher:
     It submits them all at once, or as `slots` allow on this host.
     """
 
-    def __init__(self, sweep_dir: Path, backend: Backend, executor: submitit.Executor, pack, progress: Progress):
+    def __init__(
+        self,
+        sweep_dir: Path,
+        backend: Backend,
+        executor: submitit.Executor,
+        pack,
+        progress: Progress,
+        after: tuple[str, ...] = (),
+    ):
         self.sweep_dir, self.backend, self.executor = sweep_dir, backend, executor
+        self.after = list(after)  # the arrays the next one waits for: an earlier launch's, then this one's last
         self.pack, self.progress = pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
@@ -153,6 +162,7 @@ class Dispatcher:
             shape = JobShape.of(part[0][0])  # an array's jobs start one Python and have one shape of tasks
             self.executor.python = shlex.quote(shape.python or sys.executable)
             self.backend.shape(self.executor, shape)
+            self.backend.queue_after(self.executor, self.after)
             try:
                 jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
@@ -167,6 +177,7 @@ class Dispatcher:
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]
+            self.after = sorted({job.job_id.split("_")[0] for job, _ in jobs})
         return submitted
 
     def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], place: Place) -> None:
@@ -441,7 +452,10 @@ def _launch(
     runs = in_processes(jobs, todo)
     sweepdir.mark_pending(plan, todo)
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    dispatcher = Dispatcher(sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)))
+    earlier = sorted({row.job_id.split("_")[0] for row in states if row.run in busy and row.job_id})
+    dispatcher = Dispatcher(
+        sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)), after=earlier
+    )
     queue = collections.deque(packs_of(runs, backend.runs_per_job(len(runs))))
     if backend.takes_turns(list(queue)):
         packs, dispatcher.turns = taking_turns(sweep_dir, runs)

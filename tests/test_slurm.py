@@ -239,6 +239,33 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
     assert again.returncode == 0 and "every run is done" in again.stdout
 
 
+@pytest.mark.slurm
+def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_at_once(naps, tmp_path):
+    """launcher.parallelism=1: the array's %1 holds its own tasks alone. (300 naps: a run lasts 6 s or more.)"""
+    runs = tmp_path / "runs"
+    sweep = runs / "default"
+    assert launch_here(*naps, "steps=300", "seed=0,1", f"runs_dir={runs}").returncode == 0
+    deadline = time.monotonic() + 120
+    while not any(s.state == "running" for s in states(sweep).values()):
+        assert time.monotonic() < deadline, "the first run did not start"
+        time.sleep(0.2)
+    (waiting,) = [
+        job["job_id"]
+        for name, job in records.read_json(sweep / records.JOBS).items()
+        if name not in {n for n, s in states(sweep).items() if s.state == "running"}
+    ]
+    slurm("scancel", waiting)  # the second task, held by %1: its run is pending and no job holds it
+    while waiting in slurm("squeue", "-h", "-r", "-o", "%i").split():
+        time.sleep(0.2)
+    resumed = launch_here("resume", str(sweep))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    first_array = waiting.split("_")[0]
+    (new,) = {job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()} - {first_array}
+    assert f"Dependency=afterany:{first_array}" in slurm("scontrol", "show", "job", new).replace("(unfulfilled)", "")
+    first, second = sorted(wait_until_final(sweep).values(), key=lambda status: status.started_at)
+    assert second.started_at >= first.finished_at, "the resumed run started only once the first had ended"
+
+
 def slurm(*args: str) -> str:
     """A Slurm command's output (the environment points it at the local cluster: on_slurm)."""
     return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout

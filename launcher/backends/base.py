@@ -126,6 +126,12 @@ class Backend:
     def place(self, executor: submitit.Executor, place: Place) -> None:
         """Set the executor's parameters for a job put at `place` on this host."""
 
+    def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
+        """Hold the next array until these arrays' jobs have ended, where a scheduler queues it.
+
+        On this host the launcher starts each job itself, as its slots allow.
+        """
+
     def takes_turns(self, packs: list[list[RunJob]]) -> bool:
         """Whether these packs' runs go to a warm job per shape, taking turns in their order (launcher/turns.py)."""
         return False

@@ -152,6 +152,10 @@ class Slurm(Backend):
         time = math.ceil(self.conf.timeout_min * shape.sides)  # launcher.timeout_min is each side's
         executor.update_parameters(time=time, **ranks_parameters(self.conf, shape.ranks_per_node, shape.on_gpus))
 
+    def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
+        """Each array's %N bounds its own tasks alone: an array held until the others end keeps N a bound of all."""
+        executor.update_parameters(dependency=f"afterany:{':'.join(arrays)}" if arrays else None)
+
     def max_array_size(self) -> int:
         """The most tasks one array may hold: the config's, else the cluster's."""
         return self.conf.max_array_size or cluster_max_array_size()

@@ -27,6 +27,7 @@ class RunState:
     log: str | None
     launcher: str | None
     job_alive: bool | None = None
+    job_waits: str = ""  # the scheduler's word on why its queued job waits (Dependency, JobHeldUser...)
 
 
 def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
@@ -86,6 +87,7 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
             continue
         for row in mine:
             row.job_alive = row.job_id in alive
+            row.job_waits = alive.get(row.job_id, "")
             # Its job has ended, but the run, which started, never wrote a final state.
             # A run that was interrupted wrote that it is pending again.
             # A run that never started is pending still.
@@ -108,9 +110,11 @@ EXIT_IN_FLIGHT = 4  # a run's job is still queued or running, or the scheduler d
 
 
 def exit_status(rows: list[RunState]) -> int:
-    """What `status` exits with, so that a script can wait for a sweep and then check it, without reading text.
+    """What `status` exits with.
 
-    A run whose launcher died while it ran has no job to say so; it reads as running, so as in flight.
+    A script can wait for a sweep, then check it, without reading text.
+    A run whose launcher died mid-run has no job to say so.
+    It reads as running, so as in flight.
     """
     if in_flight(rows) or any(row.state == RUNNING for row in rows):
         return EXIT_IN_FLIGHT
@@ -138,6 +142,8 @@ def render(sweep_dir: Path) -> tuple[str, int]:
             detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
         elif row.state == PENDING and row.job_alive is False:
             detail = "  its job ended before the run started"
+        elif row.state == PENDING and row.job_waits:
+            detail = f"  queued: {_waits(row)}"
         if row.state in (LOST, PENDING) and row.job_alive is False and (end := slurm_end(row.log)):
             detail += f" ({end})" if detail else f"  its job ended: {end}"
         job = f"  job {row.job_id}" if row.job_id else ""
@@ -146,6 +152,21 @@ def render(sweep_dir: Path) -> tuple[str, int]:
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
         lines.append(_rerun(rows, sweep_dir))
     return "\n".join(lines), exit_status(rows)
+
+
+# What Slurm's reasons for a pending job mean to a sweep's runs; others are shown as Slurm words them.
+WAITS = {
+    "Dependency": "after the sweep's earlier array, so that launcher.parallelism bounds the whole sweep",
+    "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
+    "JobHeldUser": "held; `scontrol release {job}` lets it run",
+    "JobHeldAdmin": "held by an administrator",
+}
+
+
+def _waits(row: RunState) -> str:
+    """Why a run's queued job waits: Slurm's reason, and what it means (WAITS)."""
+    meaning = WAITS.get(row.job_waits)
+    return f"{row.job_waits} ({meaning.format(job=row.job_id)})" if meaning else row.job_waits
 
 
 def _rerun(rows: list[RunState], sweep_dir: Path) -> str:

@@ -373,10 +373,12 @@ def _by_files(
 def _note_presets_given_way(
     run: list[Setting], typed: set[str], options: compose.Options, sources: dict[str, str], found: Ranked
 ) -> None:
-    """A notice for each value of a preset the command line chose (model=tiny_cnn) that a sweep file's param replaces.
+    """A notice for each value of a preset the user chose that a sweep file's param replaces.
 
-    The user chose the preset, and a value they did not type runs instead of its own.
-    A preset that the sweep file chose itself gives way without a word: the file's author set both.
+    The command line chose the preset (model=tiny_cnn).
+    A value the user did not type runs instead of the preset's.
+    A preset that the sweep file chose gives way without a word.
+    The file's author set both.
     """
     for choice in run:
         path = options.file(choice.key, choice.value) if _named_option(choice) and choice.key in typed else None

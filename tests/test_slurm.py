@@ -241,7 +241,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
 
 @pytest.mark.slurm
 def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_at_once(naps, tmp_path):
-    """launcher.parallelism=1: the array's %1 holds its own tasks alone. (300 naps: a run lasts 6 s or more.)"""
+    """launcher.parallelism=1. The array's %1 holds its own tasks alone. A run of 300 naps lasts 6 s or more."""
     runs = tmp_path / "runs"
     sweep = runs / "default"
     assert launch_here(*naps, "steps=300", "seed=0,1", f"runs_dir={runs}").returncode == 0
@@ -262,6 +262,8 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
     first_array = waiting.split("_")[0]
     (new,) = {job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()} - {first_array}
     assert f"Dependency=afterany:{first_array}" in slurm("scontrol", "show", "job", new).replace("(unfulfilled)", "")
+    status = launch_here("status", str(sweep))
+    assert "queued: Dependency (after the sweep's earlier array" in status.stdout, status.stdout
     first, second = sorted(wait_until_final(sweep).values(), key=lambda status: status.started_at)
     assert second.started_at >= first.finished_at, "the resumed run started only once the first had ended"
 

@@ -127,9 +127,10 @@ class Backend:
         """Set the executor's parameters for a job put at `place` on this host."""
 
     def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
-        """Hold the next array until these arrays' jobs have ended, where a scheduler queues it.
+        """Hold the next array until these arrays' jobs end.
 
-        On this host the launcher starts each job itself, as its slots allow.
+        Only a scheduler queues arrays.
+        On this host the launcher starts each job itself.
         """
 
     def takes_turns(self, packs: list[list[RunJob]]) -> bool:
@@ -153,6 +154,10 @@ class Backend:
         return {job.job_id for job in jobs if not job.done()}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-        """Ids of the jobs that have not ended, asked by anyone else (status) from jobs.json."""
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Ids of the jobs that have not ended, asked by anyone else (status) from jobs.json.
+
+        Each has the scheduler's word on why it waits.
+        It is "" where the job runs, or no scheduler says.
+        """
         raise NotImplementedError

@@ -41,11 +41,14 @@ class Debug(Backend):
         return 1
 
     def job_entry(self, job: submitit.Job) -> dict[str, Any]:
-        """The launcher's process, which runs the job: the job lives as long as it does."""
+        """The launcher's process, which runs the job.
+
+        The job lives as long as it does.
+        """
         return {"launcher_pid": os.getpid(), "process_start": process_start(os.getpid())}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
         launchers = {str(job.get("launcher_pid")): job for job in jobs.values()}
         alive = pid_ids(launchers)
-        return {job_id for job_id, job in jobs.items() if str(job.get("launcher_pid")) in alive}
+        return {job_id: "" for job_id, job in jobs.items() if str(job.get("launcher_pid")) in alive}

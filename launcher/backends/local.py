@@ -165,8 +165,8 @@ class LocalSpawn(Backend):
         return {"process_start": start} if start else {}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-        return pid_ids(jobs)
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        return dict.fromkeys(pid_ids(jobs), "")
 
 
 class LocalFork(LocalSpawn):

@@ -63,32 +63,32 @@ def ranks_parameters(conf: LauncherConf, ranks_per_node: int | None, on_gpus: bo
 SQUEUE_RETRY_S = (1.0, 2.0, 4.0)  # waits between squeue attempts: a busy controller often answers the next
 
 
-def squeue_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
-    """Which of the job ids Slurm still has queued or running.
+def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Which of the job ids Slurm still has queued or running, each with why it waits.
 
+    The why is Slurm's reason for a pending job: Dependency, JobHeldUser, Resources...
+    It is "" for a running job.
     It makes one squeue call for all arrays, not one per job, retried with backoff.
 
     Raises:
         SchedulerUnavailable: if squeue keeps failing.
     """
     if not jobs:
-        return set()
+        return {}
     arrays = sorted({job_id.split("_")[0] for job_id in jobs})
     for wait in (*SQUEUE_RETRY_S, None):
-        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(arrays)], capture_output=True, text=True)
+        asked = ["squeue", "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
+        out = subprocess.run(asked, capture_output=True, text=True)
         if out.returncode == 0:
-            return set(out.stdout.split()) & set(jobs)
+            rows = [line.split(maxsplit=2) for line in out.stdout.splitlines() if line.strip()]
+            return {row[0]: row[2] if row[1] == "PENDING" and len(row) > 2 else "" for row in rows if row[0] in jobs}
         if "Invalid job id" in out.stderr:  # every one of them has left the queue
-            return set()
+            return {}
         if wait is None:
             tries = len(SQUEUE_RETRY_S) + 1
             raise SchedulerUnavailable(f"squeue failed {tries} times (exit {out.returncode}: {out.stderr.strip()})")
         time.sleep(wait)
     raise AssertionError("unreachable")
-
-
-def squeue_alive(jobs: list[submitit.Job]) -> set[str]:
-    return squeue_ids({job.job_id: {} for job in jobs})
 
 
 def cluster_max_array_size() -> int:
@@ -153,7 +153,10 @@ class Slurm(Backend):
         executor.update_parameters(time=time, **ranks_parameters(self.conf, shape.ranks_per_node, shape.on_gpus))
 
     def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
-        """Each array's %N bounds its own tasks alone: an array held until the others end keeps N a bound of all."""
+        """An array's %N bounds its own tasks alone.
+
+        Held until the one before ends, each array keeps N a bound of all.
+        """
         executor.update_parameters(dependency=f"afterany:{':'.join(arrays)}" if arrays else None)
 
     def max_array_size(self) -> int:
@@ -161,8 +164,8 @@ class Slurm(Backend):
         return self.conf.max_array_size or cluster_max_array_size()
 
     def alive(self, jobs: list[submitit.Job]) -> set[str]:
-        return squeue_ids({job.job_id: {} for job in jobs})
+        return set(squeue_ids({job.job_id: {} for job in jobs}))
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:
+    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
         return squeue_ids(jobs)

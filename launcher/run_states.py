@@ -79,7 +79,7 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
     for launcher in {r.launcher for r in unfinished}:
         mine = [r for r in unfinished if r.launcher == launcher]
         try:
-            alive = BACKENDS[launcher].alive_ids({r.job_id: jobs.get(r.run, {}) for r in mine})
+            alive = BACKENDS[launcher].alive_ids(sweep_dir, {r.job_id: jobs.get(r.run, {}) for r in mine})
         except SchedulerUnavailable as error:  # unknown, never lost
             notes.append(f"{launcher}: {error}: whether the unfinished runs' jobs are alive is unknown")
             for row in mine:

@@ -197,7 +197,12 @@ class Dispatcher:
         }
         entries = {}
         for job, pack in jobs:
-            entry = {"job_id": job.job_id, "log": str(job.paths.stdout), **queued, **self.backend.job_entry(job)}
+            entry = {
+                "job_id": job.job_id,
+                "log": str(job.paths.stdout),
+                **queued,
+                **self.backend.job_entry(self.sweep_dir, job),
+            }
             entries |= {run.spec.name: entry for run in every_run(pack)}
         try:
             records.record_jobs(self.sweep_dir, entries)

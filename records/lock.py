@@ -7,6 +7,7 @@ A second launch or resume of the same folder is refused at once.
 The refusal names the holder (host, pid, since when, its command), which the lock file records.
 The kernel releases the lock of a process that dies, however it dies.
 So a crashed launcher leaves nothing to clean up.
+A launch that ends empties the lock file as it releases it (launching_pid).
 Reading a sweep (status, table, report) never needs the lock.
 """
 
@@ -15,6 +16,7 @@ import fcntl
 import json
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,14 +30,37 @@ class SweepLocked(RuntimeError):
     """The sweep folder is locked by another launcher, or cannot be locked here."""
 
 
-def holder(sweep_dir: Path) -> str:
-    """Who holds (or last held) the folder's lock, as the lock file says."""
+def _recorded(sweep_dir: Path) -> dict:
+    """What the lock file says of its holder; {} where it says nothing readable."""
     try:
         lock_info = json.loads((Path(sweep_dir) / LOCK).read_text() or "{}")
     except (OSError, ValueError):
+        return {}
+    return lock_info if isinstance(lock_info, dict) else {}
+
+
+def holder(sweep_dir: Path) -> str:
+    """Who holds the folder's lock, as the lock file says."""
+    lock_info = _recorded(sweep_dir)
+    if "pid" not in lock_info:
         return "an unknown launcher"
     command = " ".join(lock_info.get("argv", []))
     return f"pid {lock_info.get('pid')} on {lock_info.get('host')} since {lock_info.get('since')} (perfsweep {command})"
+
+
+def launching(sweep_dir: Path) -> str | None:
+    """The id of the launch on this host that holds the folder's lock now; None where none does.
+
+    A launch empties the lock file as it ends.
+    A crashed launcher's record stays, but its process has gone.
+    One process may launch a folder again (a notebook): each launch has an id of its own.
+    """
+    lock_info = _recorded(sweep_dir)
+    try:
+        os.kill(int(lock_info["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return lock_info.get("launch") if lock_info.get("host") == socket.gethostname() else None
 
 
 @contextlib.contextmanager
@@ -60,8 +85,12 @@ def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
                 "at a time on this folder, launcher.lock=false launches without the lock"
             ) from error
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": now(), "argv": list(argv)}
+        me["launch"] = uuid.uuid4().hex
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
-        yield
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock

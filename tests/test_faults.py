@@ -24,7 +24,7 @@ from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, run_states
 from perfsweep.records import lifecycle, load_sweep
-from perfsweep.records.lock import LOCK, SweepLocked, sweep_lock
+from perfsweep.records.lock import LOCK, SweepLocked, launching, sweep_lock
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.build import DEFAULT_THREADS, allotted_cpus
 from perfsweep.train.env import command_output
@@ -263,6 +263,17 @@ def test_a_killed_launchers_lock_is_free(tmp_path):
     wait_for(lambda: _lockable(sweep), "the lock released", timeout=30)
     with sweep_lock(sweep, ["resume"]):
         assert json.loads((sweep / LOCK).read_text())["argv"] == ["resume"]
+
+
+def test_the_lock_names_its_launcher_while_it_holds_it_and_no_one_once_the_launch_ends(tmp_path):
+    """A launch in a notebook ends and its process lives on: its debug jobs have ended with the launch."""
+    assert launching(tmp_path) is None
+    with sweep_lock(tmp_path, ["launch"]):
+        first = launching(tmp_path)
+        assert first is not None
+    assert launching(tmp_path) is None
+    with sweep_lock(tmp_path, ["resume"]):
+        assert launching(tmp_path) not in (None, first), "the process's next launch is another"
 
 
 def _lockable(sweep: Path) -> bool:

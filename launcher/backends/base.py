@@ -141,7 +141,7 @@ class Backend:
         """The most jobs one array may hold: launcher.max_array_size, else no limit."""
         return self.conf.max_array_size or sys.maxsize
 
-    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
+    def job_entry(self, sweep_dir: Path, job: submitit.Job) -> dict[str, Any]:
         """What jobs.json keeps of a job beside its id and log."""
         return {}
 
@@ -154,8 +154,8 @@ class Backend:
         return {job.job_id for job in jobs if not job.done()}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Ids of the jobs that have not ended, asked by anyone else (status) from jobs.json.
+    def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Ids of the sweep's jobs that have not ended, asked by anyone else (status) from jobs.json.
 
         Each has the scheduler's word on why it waits.
         It is "" where the job runs, or no scheduler says.

@@ -4,14 +4,13 @@ submitit's DebugExecutor runs a job as the launcher polls it.
 Runs are one at a time, so a debugger can step into them.
 """
 
-import os
 from pathlib import Path
 from typing import Any
 
 import submitit
 
 from perfsweep.launcher.backends.base import Backend, across_ranks
-from perfsweep.launcher.backends.local import pid_ids, process_start
+from perfsweep.records.lock import launching
 
 
 class Debug(Backend):
@@ -40,15 +39,15 @@ class Debug(Backend):
     def at_once(self) -> int:
         return 1
 
-    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
-        """The launcher's process, which runs the job.
-
-        The job lives as long as it does.
-        """
-        return {"launcher_pid": os.getpid(), "process_start": process_start(os.getpid())}
+    def job_entry(self, sweep_dir: Path, job: submitit.Job) -> dict[str, Any]:
+        """The launch that runs the job in its process."""
+        return {"launch": launching(sweep_dir)}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
-        launchers = {str(job.get("launcher_pid")): job for job in jobs.values()}
-        alive = pid_ids(launchers)
-        return {job_id: "" for job_id, job in jobs.items() if str(job.get("launcher_pid")) in alive}
+    def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """A job lives while its launch goes on, holding the sweep's lock.
+
+        Its process may live on after the launch, in a notebook.
+        """
+        now = launching(sweep_dir)
+        return {job_id: "" for job_id, job in jobs.items() if now is not None and job.get("launch") == now}

@@ -160,12 +160,12 @@ class LocalSpawn(Backend):
         if place.gpu is not None:
             executor.update_parameters(visible_gpus=(place.gpu,), gpus_per_node=1)
 
-    def job_entry(self, job: submitit.Job) -> dict[str, Any]:
+    def job_entry(self, sweep_dir: Path, job: submitit.Job) -> dict[str, Any]:
         start = process_start(int(job.job_id))
         return {"process_start": start} if start else {}
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
         return dict.fromkeys(pid_ids(jobs), "")
 
 

@@ -10,6 +10,7 @@ import math
 import shutil
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import submitit
@@ -167,5 +168,5 @@ class Slurm(Backend):
         return set(squeue_ids({job.job_id: {} for job in jobs}))
 
     @staticmethod
-    def alive_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
         return squeue_ids(jobs)

@@ -57,6 +57,10 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
         summary.update(update)
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
+    measured = records.read_steps(run_dir / records.STEPS).to_pandas().query("not warmup")
+    assert summary["step_ms"] == summary["median_ms.step_ms"] == pytest.approx(measured["step_ms"].median()), (
+        "a phase's summary is its median step, not its last"
+    )
 
 
 @pytest.mark.slow

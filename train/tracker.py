@@ -91,13 +91,17 @@ class Tracker:
             self._warn("log", error)
 
     def finish(self, summary: dict[str, Any], run_dir: Path, failed: bool = False) -> None:
-        """Log the summary and state, and the profiler trace as an artifact if the run has one; then close the run."""
+        """Log the summary and state, and the profiler trace as an artifact if the run has one; then close the run.
+
+        W&B sums up a logged key by its last value: a phase's (step_ms) is its median over the window instead.
+        """
         if self.run is None:
             return
         try:
             import wandb
 
-            self.run.summary.update(redact({**flatten(summary), "state": records.FAILED if failed else records.DONE}))
+            state = records.FAILED if failed else records.DONE
+            self.run.summary.update(redact({**flatten(summary), **summary.get("median_ms", {}), "state": state}))
             if (run_dir / records.PROFILE).exists():
                 artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")
                 artifact.add_file(str(run_dir / records.PROFILE))

@@ -96,9 +96,10 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     logged = wandb_records(sweep)
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
     assert page["job_type"] == "sweep" and page["run_group"] == "default"
-    assert any(
-        f["path"].startswith("media/table/results") for r in logged if r["type"] == "files" for f in r["files"]["files"]
-    )
+    (results,) = sweep.glob("wandb/offline-run-*/files/media/table/results_*.table.json")
+    table = json.loads(results.read_text())
+    step = table["columns"].index("step ms")
+    assert all(isinstance(row[step], float) for row in table["data"]), "figures W&B can sort and plot"
     (artifact,) = [
         r["artifact"] for r in logged if r["type"] == "artifact" and r["artifact"]["type"] == "perfsweep-records"
     ]

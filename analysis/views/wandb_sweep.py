@@ -1,7 +1,8 @@
 """The sweep as a whole in W&B: a sweep-level run with the result table and the records; sync.
 
 The sweep-level run has job type "sweep", is named <sweep>-sweep, and is in the sweep's group.
-It holds the sweep's table as a wandb.Table ("results", one row per run).
+It holds the sweep's table as a wandb.Table ("results", one row per configuration), as data.
+A figure is a number, with its interval's bounds and its word in columns of their own, as the CSV has them.
 With explain=true it holds each decided comparison's ranked differences ("explain").
 It holds the records as an artifact of type "perfsweep-records":
 
@@ -131,7 +132,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         runs = load_sweep(sweep_dir)
         results = table.table_view(sweep_dir, runs)
         run = view_run(conf, sweep_dir, run_id, "sweep", group=sweep_dir.name, name=f"{sweep_dir.name}-sweep")
-        run.log({"results": wandb.Table(columns=results.header, data=results.rows)})
+        run.log({"results": wandb.Table(columns=results.fields, data=results.records)})  # numbers W&B sorts
         done = [r for r in runs if r.state == records.DONE and r.summary]
         rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none
         columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]

@@ -8,8 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-# `table` of a sweep with no run done: it measured nothing, so a script must not read it as an answer.
-EXIT_NOTHING_DONE = 1
+# `table` or `export` where a configuration of the sweep has no done run: its figures are missing, so a script must
+# not read the rest as the sweep's answer.
+EXIT_UNMEASURED = 1
 
 
 def show_table(args: argparse.Namespace) -> int:
@@ -35,10 +36,26 @@ def show_table(args: argparse.Namespace) -> int:
         print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
     else:
         print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
-    if any(run.state == DONE for run in runs):
+    if not any(run.state == DONE for run in runs):
+        print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
+        return EXIT_UNMEASURED
+    return said_unmeasured(args.sweep_dir, runs)
+
+
+def said_unmeasured(sweep_dir: Path, runs: list) -> int:
+    """Name the configurations without a done run on stderr: EXIT_UNMEASURED where there are any, else 0."""
+    from perfsweep.analysis.views.table import unmeasured
+    from perfsweep.records.words import counted
+
+    missing = unmeasured(runs)
+    if not missing:
         return 0
-    print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
-    return EXIT_NOTHING_DONE
+    print(
+        f"perfsweep: {counted(len(missing), 'configuration')} of {sweep_dir} without a done run, so without "
+        f"figures: {'; '.join(missing)}",
+        file=sys.stderr,
+    )
+    return EXIT_UNMEASURED
 
 
 def table_format(args: argparse.Namespace) -> str:
@@ -176,14 +193,15 @@ def upload_history(made, shown, found, out: Path, conf) -> list[str]:
 def write_export(args: argparse.Namespace) -> int:
     import json
 
-    from perfsweep.analysis.views.export import export
-    from perfsweep.records import atomic_write
+    from perfsweep.analysis.views.export import export, sweep_folders
+    from perfsweep.records import atomic_write, load_sweep
 
     if args.out:
         writable_file(args.out)
     found = export(args.runs, args.format)
     if not found:
         raise ValueError(f"no done runs in {', '.join(map(str, args.runs))}: nothing to export")
+    status = max(said_unmeasured(folder, load_sweep(folder)) for folder in sweep_folders(args.runs))
     text = json.dumps(found, indent=1) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +209,7 @@ def write_export(args: argparse.Namespace) -> int:
         print(f"{args.format}: {args.out}")
     else:
         print(text, end="")
-    return 0
+    return status
 
 
 class CannotWrite(Exception):

@@ -319,10 +319,27 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
 NOISY_LINES = 3
 
 
+def unmeasured(runs: list[RunRecord]) -> list[str]:
+    """The configurations of these runs without a done run, each by what tells it apart in the sweep.
+
+    The table has no row for them, and its columns show only what varies among the rows.
+    """
+    configs = configurations(runs) if runs else []
+    names = labels(configs)
+    return [names[c.key] for c in configs if not any(r.state == DONE and r.summary for r in c.runs)]
+
+
 def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect."""
     done = [r for r in runs if r.state == DONE]
-    flag_lines = [f"FAILED {r.name}: {r.error_line()}" for r in runs if r.state == FAILED]
+    every = configurations(runs) if runs else []
+    names = labels(every) if len(every) > 1 else {}  # a lone configuration's name says nothing more
+    of = {r.name: f" ({names[c.key]})" for c in every if names for r in c.runs}
+    flag_lines = [f"FAILED {r.name}{of.get(r.name, '')}: {r.error_line()}" for r in runs if r.state == FAILED]
+    flag_lines += [
+        f"NO FIGURES {name}: none of its runs is done, so the table has no row for it"
+        for name in (unmeasured(runs) if done else [])
+    ]
     flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
     budget = [r.status for r in runs if r.status.over_budget]
     if stopped := sum(status.started_at is not None for status in budget):

@@ -174,9 +174,22 @@ def test_a_slowdown_from_a_commit_on_is_a_regression_of_that_configuration_alone
     assert (tmp_path / "history-01-subclass.png").stat().st_size > 1000
 
 
+def test_a_short_history_without_a_change_point_says_the_smallest_step_it_would_find():
+    """Six points of three runs each, 5% apart within each point; the series itself shows no noise but the step."""
+    spread = np.exp([-0.05, 0.0, 0.05])
+
+    def points(step: float) -> list[np.ndarray]:
+        return [10 * spread * (step if i >= 3 else 1.0) for i in range(6)]
+
+    smallest = changepoints.smallest_step(points(1.0))
+    assert 1.05 < smallest < 1.2
+    assert changepoints.changes(points(smallest * 1.01)) != [], "a step just above it is found"
+    assert changepoints.changes(points(smallest / 1.01)) == [], "a step just below it is not"
+
+
 def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_exits_3():
     _, text, status = shown(synthetic_history(np.random.default_rng(3), slower_from=None))
-    assert status == 0 and "change points: none" in text
+    assert status == 0 and re.search(r"change points: none; at this history's noise, a step of 1\.\d\dx or more", text)
     _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5))
     assert status == views.EXIT_POSSIBLE, "one point does not confirm a regression"
     assert re.search(r"POSSIBLE REGRESSION: .*1\.[45]\dx", text), text

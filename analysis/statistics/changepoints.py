@@ -97,13 +97,29 @@ def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float
     return max(max(estimates), 1e-12) if estimates else None
 
 
+def _penalty(points: list[np.ndarray]) -> float:
+    """How much a split must explain to count, in squared log time."""
+    return PENALTY * math.log(len(points)) * (noise_variance(points) or 1e-12)
+
+
+def smallest_step(points: list[np.ndarray]) -> float:
+    """The smallest step in time (a ratio) that would be a change point, at this history's noise.
+
+    A step at the middle of a noiseless series explains n1 n2 / n times its square; the penalty must be less.
+    A shorter or noisier history finds only larger steps.
+    """
+    before = len(points) // 2
+    after = len(points) - before
+    return math.exp(math.sqrt(_penalty(points) * len(points) / (before * after)))
+
+
 def changes(points: list[np.ndarray]) -> list[Change] | None:
     """The change points of a history, oldest first; None where it has too few points to tell."""
     if len(points) < MIN_POINTS:
         return None
     y = series(points)
     variance = noise_variance(points) or 1e-12
-    penalty = PENALTY * math.log(len(y)) * variance
+    penalty = _penalty(points)
     import ruptures  # here: it imports scipy.stats, 0.3 s of every view's start, and only a history searches
 
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)

@@ -292,7 +292,11 @@ def view(series: Series, phase: str, found: History) -> View:
             for c in series.changes
         )
     else:
-        said = "change points: none"
+        step = changepoints.smallest_step([row.times for row in series.rows])
+        said = (
+            f"change points: none; at this history's noise, a step of {step:.2f}x or more would be one "
+            f"({len(series.rows)} points: more points find smaller steps)"
+        )
     above = [f"{len(series.rows)} points, ordered {found.order}", said]
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "

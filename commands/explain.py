@@ -16,7 +16,7 @@ def show_explanations(args: argparse.Namespace) -> int:
     So `history` and `export` over the runs folder leave it out.
     A later `explain` reads it, once it holds this sweep's launch with explain=true.
     """
-    from perfsweep import records
+    from perfsweep import records, user_command
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import explain
     from perfsweep.records import load_sweep
@@ -37,6 +37,13 @@ def show_explanations(args: argparse.Namespace) -> int:
     again = sweep_dir / f"{sweep_dir.name}-explain"
     dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=", "+explain=", "++runs_dir=", "++sweep_name=")
     words = [w for w in launched["argv"] if not w.startswith(dropped)]
+    words = words[1:] if words[:1] == ["run"] else words
+    if words and "=" not in words[0] and not words[0].startswith(("-", "+", "~")):  # another command's launch
+        raise ValueError(
+            f"{sweep_dir}: `{user_command()} {words[0]}` launched it, and explain launches again only a sweep's own "
+            "overrides. Launch what to explain as a sweep with explain=true; two commits of a package are "
+            "`env.repo=REPO +env.packages.PACKAGE=GOOD,BAD explain=true` (docs/sweeps.md)"
+        )
     words += ["explain=true", f"runs_dir={sweep_dir}", f"sweep_name={again.name}"]
     if again.is_dir():
         theirs = (records.last_launch(again) or {}).get("argv")

@@ -267,6 +267,20 @@ def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tm
     assert refused.returncode == 2 and "holds another launch than default's with explain=true" in refused.stderr
 
 
+def test_explain_of_a_sweep_another_command_launched_says_how_to_launch_it_with_explain(tmp_path):
+    """A bisect's point: its launch's words are the bisect's, not a sweep's overrides."""
+    fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
+    assert launch_here(*fast, "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}").returncode == 0
+    manifest = records.read_manifest(tmp_path / "default")
+    manifest["launches"][-1]["argv"] = ["bisect", "--git", "v1", "main", "--repo", ".", "sweep=mine"]
+    records.write_json(tmp_path / "default" / records.SWEEP, manifest)
+    refused = launch_here("explain", str(tmp_path / "default"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "bisect` launched it, and explain launches again only a sweep's own overrides" in refused.stderr
+    assert "env.repo=REPO +env.packages.PACKAGE=GOOD,BAD explain=true" in refused.stderr
+    assert not (tmp_path / "default" / "default-explain").exists()
+
+
 def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):
     """A launch stopped part-way leaves some runs pending: the views rest on the done ones, and say so."""
     runs = explained_sweep(tmp_path, slowdown=1.3)

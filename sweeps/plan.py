@@ -513,6 +513,34 @@ def unread(
     return problems, notices
 
 
+NAMED_GROUPS = ("model", "memory_format", "precision", "input_type", "compile", "loss", "optim")  # an option a name
+
+
+def undeclared_axes(configs: list[Config]) -> list[str]:
+    """A notice for each group the sweep varies that a workload reading it declares no axis for.
+
+    Its runs are then neither named nor compared by that group (a workload yaml of the user's without `axes`).
+    """
+    notices = []
+    for group in NAMED_GROUPS:
+        values = dict.fromkeys(getattr(c, group).name for c in configs)
+        if len(values) < 2:
+            continue
+        blind = {
+            c.workload.name: None
+            for c in configs
+            if (group in c.workload.reads or group not in STEP_FIELDS)
+            and not any(key.split(".")[0] == group for key in c.workload.axes.values())
+        }
+        notices += [
+            f"{group}={','.join(map(str, values))} runs, but workload {name} declares no axis for {group}: its runs "
+            f"are neither named nor compared by it. Its yaml's `axes` declares one, as conf/workload/train_step.yaml "
+            f"does: axes: {{{group}: {group}.name}}"
+            for name in blind
+        ]
+    return notices
+
+
 def _models(overrides: list[str]) -> list[str]:
     """Model sets (model.name=timm:PATTERN,...) expanded into the models they name."""
     expanded, problems = expand_model_sets(overrides)
@@ -759,5 +787,5 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = tuple(ranking.notices + left_out + budget_notice(configs[0].launcher, sources))
+    notices = tuple(ranking.notices + left_out + undeclared_axes(configs) + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

@@ -112,6 +112,23 @@ def test_a_sweep_file_of_yours_gives_way_to_your_option_files(config_dir):
     golden.says("precedence: a sweep file of yours and your option files", shown, {config_dir: "<dir>"})
 
 
+def test_a_workload_yaml_of_yours_without_axes_says_that_a_swept_input_type_is_neither_named_nor_compared(config_dir):
+    (config_dir / "workload").mkdir()
+    declared = "_target_: mylib.steps.Step\nname: mystep\nreads: [model, input_type]\n"
+    (config_dir / "workload" / "mystep.yaml").write_text(declared)
+    plan = build_plan([searched(config_dir), "workload=mystep", "input_type=tensor,subclass", "repeats=1"])
+    assert not any("subclass" in spec.name for spec in plan.runs), "names alike but for their hash"
+    said = (
+        "input_type=tensor,subclass runs, but workload mystep declares no axis for input_type: its runs are neither "
+        "named nor compared by it."
+    )
+    assert any(notice.startswith(said) for notice in plan.notices), plan.notices
+    (config_dir / "workload" / "mystep.yaml").write_text(declared + "axes: {input_type: input_type.name}\n")
+    plan = build_plan([searched(config_dir), "workload=mystep", "input_type=tensor,subclass", "repeats=1"])
+    assert not any("declares no axis" in notice for notice in plan.notices)
+    assert {spec.axes["input_type"] for spec in plan.runs} == {"tensor", "subclass"}
+
+
 @pytest.mark.slow
 def test_a_model_yaml_of_yours_runs_at_its_batch_and_the_table_says_so(imagelib, config_dir, tmp_path):
     result = launch_here(

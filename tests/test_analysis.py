@@ -116,7 +116,7 @@ def test_a_baseline_that_nothing_is_compared_with_shows_no_ratio(sweep):
 
 
 def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
-    assert analysis_cli(["table", str(sweep), "--vs", "memory_format=contiguous"]) == 0
+    assert analysis_cli(["table", str(sweep), "--vs", "memory_format=contiguous"]) == 1, "e failed: no figures"
     lines = [line.split("|") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     header = [cell.strip() for cell in lines[0]]
     cells = [[cell.strip() for cell in line] for line in lines[1:]]
@@ -141,8 +141,19 @@ def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
 def test_failed_runs_are_listed_not_tabled(sweep):
     text = render(sweep)
     assert "5 runs, 4 done, 1 failed" in text
-    assert "FAILED e: OutOfMemoryError: CUDA out of memory" in text
+    assert "FAILED e (channels_last tensorbase): OutOfMemoryError: CUDA out of memory" in text
     assert "| tensorbase" not in text
+    assert "NO FIGURES channels_last tensorbase: none of its runs is done, so the table has no row for it" in text
+
+
+def test_a_run_whose_window_stalled_is_flagged_as_its_samples_per_s_parts_from_its_step_time(sweep):
+    for name, share in (("a", 0.5), ("b", 0.9)):  # a: a stall of half its window; b: what passes between steps
+        summary = records.read_json(sweep / name / records.SUMMARY)
+        summary |= {"batch_size": 16, "samples_per_s": summary["samples_per_s"] * share}
+        records.write_json(sweep / name / records.SUMMARY, summary)
+    shown = render(sweep)
+    assert "STALLED a: 50.0 samples/s over its window, 50% of its median step's 100.0: its longest step took" in shown
+    assert "STALLED b" not in shown
 
 
 def test_a_run_that_shared_its_gpu_is_flagged(sweep):

@@ -371,6 +371,7 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         if r.summary and r.summary.batch_size and r.fields.get("model.batch_size") not in (None, r.summary.batch_size)
     ]
     flag_lines += [f"NOT COMPILED {r.name}: {eager}" for r in done if (eager := ran_eagerly(r))]
+    flag_lines += [f"STALLED {r.name}: {why}" for r in done if (why := stalled(r))]
     flag_lines += machines.elsewhere(runs)
     flag_lines += [
         f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
@@ -378,6 +379,35 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         if r.summary and (shared := r.summary.gpu_neighbours())
     ]
     return flag_lines
+
+
+# A run whose window gave fewer samples a second than this share of its median step's rate stalled in it.
+# Idle runs give 0.82-1.04 on a 2-core VM: the window also holds what passes between steps.
+STALL = 0.75
+
+
+def stalled(run: RunRecord) -> str:
+    """Why the run's samples/s is well below its median step's rate; "" where it is not.
+
+    Its window's samples/s counts a stall that its median step leaves out.
+    So its row's samples/s and step ms may rank configurations apart.
+    """
+    summary = run.summary
+    batch = summary.batch_size if summary else None
+    median = summary.median_ms.get("step_ms") if summary else None
+    if not (batch and median and summary.samples_per_s):
+        return ""
+    rate = batch * 1000 / median
+    if summary.samples_per_s >= STALL * rate:
+        return ""
+    steps = run.step_ms()
+    host = seen_in(summary)
+    return (
+        f"{summary.samples_per_s:.1f} samples/s over its window, {summary.samples_per_s / rate:.0%} of its median "
+        f"step's {rate:.1f}: its longest step took {max(steps):.0f} ms against a median of {median:.3g}"
+        + (f"; host: {host}" if host else "")
+        + ". Its row's samples/s counts the stall and its step ms does not: they may rank rows apart"
+    )
 
 
 def ran_eagerly(run: RunRecord) -> str:

@@ -152,7 +152,7 @@ def test_memory_by_phase_is_a_number_a_phase_as_data():
 
 
 @pytest.mark.parametrize("form", ["markdown", "csv", "json"])
-def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answers(tmp_path, form):
+def test_a_sweep_with_a_configuration_without_a_done_run_exits_1_in_every_format(tmp_path, form):
     for name, input_type in (("a", "tensor"), ("b", "subclass")):
         write_run(tmp_path, name, input_type, "contiguous", 100.0, state="failed")
     failed = launch_here("table", str(tmp_path), "--format", form)
@@ -162,6 +162,10 @@ def test_a_sweep_with_no_run_done_exits_1_in_every_format_and_one_done_run_answe
     assert commands.returncode == 0 and not commands.stderr, "the commands are an answer: they measure them again"
     shutil.rmtree(tmp_path / "a")
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
+    one = launch_here("table", str(tmp_path), "--format", form)
+    assert one.returncode == 1 and "without figures: subclass" in one.stderr, "b's configuration has no figures"
+    shutil.rmtree(tmp_path / "b")
+    write_run(tmp_path, "b", "subclass", "contiguous", 100.0)
     assert launch_here("table", str(tmp_path), "--format", form).returncode == 0
 
 

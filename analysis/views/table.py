@@ -329,12 +329,18 @@ def unmeasured(runs: list[RunRecord]) -> list[str]:
     return [names[c.key] for c in configs if not any(r.state == DONE and r.summary for r in c.runs)]
 
 
+def _unnamed(label: str, name: str) -> str:
+    """What of a configuration's label its run's name lacks (a swept batch size), in brackets; "" where none."""
+    missing = [part for part in label.split() if part not in name]
+    return f" ({' '.join(missing)})" if missing else ""
+
+
 def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect."""
     done = [r for r in runs if r.state == DONE]
     every = configurations(runs) if runs else []
     names = labels(every) if len(every) > 1 else {}  # a lone configuration's name says nothing more
-    of = {r.name: f" ({names[c.key]})" for c in every if names for r in c.runs}
+    of = {r.name: _unnamed(names[c.key], r.name) for c in every if names for r in c.runs}
     flag_lines = [f"FAILED {r.name}{of.get(r.name, '')}: {r.error_line()}" for r in runs if r.state == FAILED]
     flag_lines += [
         f"NO FIGURES {name}: none of its runs is done, so the table has no row for it"

@@ -57,6 +57,7 @@ BAD = [
     ["memory_format.name=chanels_last"],
     ["sweep=defualt"],
     ["precision=bf16"],
+    ["model.name=convnext_tinyy", "model.source=timm"],
     ["+model.kwargs.num_classes=10"],
     # one name for two things, which the table would show as one
     ["model=resnet18,mylib.models.resnet18"],

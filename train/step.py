@@ -5,6 +5,7 @@
 """
 
 import contextlib
+import difflib
 import functools
 import json
 import os
@@ -66,7 +67,10 @@ def model_problems(source: str, name: str) -> tuple[str, ...]:
     if source not in MODEL_SOURCES:
         return tuple(choice("model.source", source, sorted(MODEL_SOURCES)))
     if name not in _model_names(source):
-        close = sorted(n for n in _model_names(source) if n.startswith(name[:4]))[:8]
+        names = sorted(_model_names(source))
+        close = (
+            difflib.get_close_matches(name, names, n=8, cutoff=0.75) or [n for n in names if n.startswith(name[:4])][:8]
+        )
         hint = f"; similar: {', '.join(close)}" if close else ""
         return (f"model.name={name!r} is not a {source} model{hint} (the other source: model.source)",)
     return ()

@@ -121,6 +121,20 @@ def test_ends_that_measure_alike_say_that_there_may_be_no_change_to_find():
     assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [f"{said} them to find"]
 
 
+def test_ends_within_five_percent_say_there_may_be_no_change_rather_than_ask_for_hundreds_of_runs():
+    search, measured = bisected(
+        RELEASES, lambda v: point(v, 1.03, half=0.1, runs=8) if v == "1.8.0" else point(v, 1.0, half=0.1, runs=8)
+    )
+    assert not measured and search.first_bad() is None
+    stopped, need = outcome(search)
+    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart")
+    assert re.fullmatch(
+        r"1\.8\.0 measures 1\.03x of 1\.0\.0, within 5%: there may be no change between them to find \(about \d+ runs "
+        r"a side would tell them apart\)",
+        need,
+    ), need
+
+
 def test_one_run_a_side_or_runs_without_spread_place_no_point():
     search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     search.add(point("1.0.0", 1.0))

@@ -1,5 +1,7 @@
 """A bisect's search in words: its releases and commits as named, what it found, what it would need, its table."""
 
+import math
+
 from packaging.version import Version
 
 from perfsweep import user_command
@@ -67,6 +69,9 @@ def outcome(search: BisectSearch) -> list[str]:
             "before it, is bad)"]  # fmt: skip
 
 
+ALIKE = 0.05  # ends closer than this measure alike: compare's default threshold for a change
+
+
 def would_need(search: BisectSearch, point: Point) -> str:
     """What would place an undetermined point, in words."""
     name = short(search, point.version)
@@ -80,12 +85,18 @@ def would_need(search: BisectSearch, point: Point) -> str:
     if search.boundary is None:
         return f"{name} is placed against the boundary between the ends, and one end has no value yet"
     runs = search.runs_needed(point)
-    if runs is None and point.version in (search.good, search.bad):
+    if point.version in (search.good, search.bad):
         ends = search.points[search.bad].ratio / search.points[search.good].ratio
-        return (
-            f"more runs would not tell the ends apart: {short(search, search.bad)} measures {ends:.2f}x of "
-            f"{short(search, search.good)}, so there may be no change between them to find"
-        )
+        measures = f"{short(search, search.bad)} measures {ends:.2f}x of {short(search, search.good)}"
+        if runs is None:
+            return (
+                f"more runs would not tell the ends apart: {measures}, so there may be no change between them to find"
+            )
+        if abs(math.log(ends)) < math.log1p(ALIKE):
+            return (
+                f"{measures}, within {ALIKE:.0%}: there may be no change between them to find (about {runs} runs a "
+                "side would tell them apart)"
+            )
     if runs is None:
         return f"more runs would not place {name}: it measures at the boundary (part of the change?)"
     if search.stopped and search.looks and point.runs < search.looks[-1]:

@@ -76,9 +76,18 @@ def test_unknown_model_and_compile_mode_are_checks(tiny_plan):
     assert "compile.mode='fastest' is not one of" in found and "max-autotune" in found
 
 
-def test_unknown_sweep_lists_the_sweeps():
+def test_unknown_sweep_lists_the_sweeps_and_the_config_dir_that_has_one_of_that_name(tmp_path, monkeypatch):
     with pytest.raises(PlanError, match="unknown sweep 'nosuch'.*default"):
         build_plan(["sweep=nosuch"])
+    (tmp_path / "perf" / "sweeps").mkdir(parents=True)
+    (tmp_path / "perf" / "sweeps" / "mine.yaml").write_text("params: {repeats: 1}\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        PlanError,
+        match=r"unknown sweep 'mine' \(sweep=mine\); perf/sweeps/mine.yaml is one: launch "
+        r"with --config-dir perf;",
+    ):
+        build_plan(["sweep=mine"])
 
 
 @pytest.mark.slow

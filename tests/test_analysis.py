@@ -156,6 +156,16 @@ def test_a_run_whose_window_stalled_is_flagged_as_its_samples_per_s_parts_from_i
     assert "STALLED b" not in shown
 
 
+def test_a_sweep_of_a_step_without_axes_heads_its_table_with_the_step(tmp_path):
+    write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
+    record = records.read_json(tmp_path / "a" / records.CONFIG)
+    record |= {"axes": {}, "axis_order": []}
+    record["config"]["workload"] = {"_target_": "mylib.steps.Step", "name": "mystep"}
+    records.write_json(tmp_path / "a" / records.CONFIG, record)
+    head = table_view(tmp_path, load_sweep(tmp_path)).above[1]
+    assert head.startswith("mylib.steps.Step | CPU "), head
+
+
 def test_a_run_that_shared_its_gpu_is_flagged(sweep):
     summary = records.read_json(sweep / "a" / records.SUMMARY)
     other = {"pid": 777, "name": "other_job", "used_mib": 2048}

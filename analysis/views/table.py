@@ -21,6 +21,7 @@ from perfsweep.analysis.groups import (
     Configuration,
     axis_order,
     baselines,
+    code_name,
     compared_along,
     comparisons,
     configurations,
@@ -263,11 +264,15 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
         for key, text in (("model.batch_size", "batch {}"), size)
         if models and key in models[0] and key not in columned
     ]
-    sizes = f" | {', '.join(sized)}" if sized else ""
-    return (
-        f"{fixed}{sizes} | {device}{torch} | timer {timer} | {'/'.join(map(str, at_once))} run(s) "
-        f"at a time | {_resting_on(configs, rule)}"
-    )
+    parts = [
+        fixed or code_name(shown[0]),  # a sweep without axes: what it times
+        ", ".join(sized),
+        f"{device}{torch}",
+        f"timer {timer}",
+        f"{'/'.join(map(str, at_once))} run(s) at a time",
+        _resting_on(configs, rule),
+    ]
+    return " | ".join(part for part in parts if part)
 
 
 def _resting_on(configs: list[Configuration], rule: Rule) -> str:

@@ -107,6 +107,23 @@ def test_configurations_apart_only_in_how_long_they_measured_keep_a_benchmark_ea
     assert extra == {name.removeprefix("mine/") for name in found}, "both formats name a configuration alike"
 
 
+def test_a_swept_batch_size_keeps_its_series_apart_and_its_name_when_one_batch_size_failed(sweep):
+    """s1 at batch 32 beside the tensor runs at 16; then a batch-64 run that failed."""
+    for name, batch, state in (("s1", 32, "done"), ("f1", 64, "failed")):
+        if state == "failed":
+            write_run(sweep, name, "tensor", "contiguous", 100.0, state="failed")
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"] |= {"sweep": "mine", "model": config["config"]["model"] | {"batch_size": batch}}
+        records.write_json(sweep / name / records.CONFIG, config)
+    v3 = [r for r in json.loads(launch_here("export", str(sweep), "--format", "pytorch-v3").stdout)]
+    batches = {r["model"]["extra_info"].get("model.batch_size") for r in v3 if r["metric"]["name"] == "step_ms"}
+    assert batches == {"16", "32"}, "a dashboard that groups by model and dtype keeps the two batch sizes apart"
+    shutil.rmtree(sweep / "s1")  # the batch sizes that ran are all 16 now; 64 failed
+    names = set(json.loads(launch_here("export", str(sweep), "--format", "bmf").stdout))
+    axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type=tensor compile=eager"
+    assert names == {f"mine/{axes} model.batch_size=16"}, "the name a batch-16 series has beside its batch-64 one"
+
+
 def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):
     """A run whose CPU packages used 100 J over its 2 s window, alone on the machine: 0.5 J a sample at 100/s."""
     block = HostBlock(2.0, 2, 2.0, 2.0, 0.0, cpu_energy_j=100.0, machine_cpus=2)

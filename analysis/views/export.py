@@ -51,8 +51,13 @@ def _series(run: RunRecord, sweep_dir: Path) -> str:
     return str(run.fields.get("sweep") or sweep_dir.name)
 
 
-def _done(sweep_dir: Path) -> list[RunRecord]:
-    return [r for r in load_sweep(sweep_dir) if r.state == DONE and r.summary]
+def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str]]:
+    """The sweep's done runs, and the fields that vary among all its runs, done or not.
+
+    A configuration whose runs failed then leaves the others' names as they are.
+    """
+    every = load_sweep(sweep_dir)
+    return [r for r in every if r.state == DONE and r.summary], varying(every)[1]
 
 
 def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
@@ -118,19 +123,19 @@ def _ci_named(tested: dict[str, Any], ci: dict[str, Any]) -> str:
 
 
 def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
-    runs = _done(sweep_dir)
+    runs, fields = _done(sweep_dir)
     if not runs:
         return []
     found = []
     configs = configurations(runs)
-    names = benchmarks(configs)
+    names = benchmarks(configs, fields)
     for config in configs:
-        fields = config.first.fields
-        compiled = fields.get("compile.enabled") and fields.get("compile.mode")
+        fields_of = config.first.fields
+        compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
         benchmark = {
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
-            "dtype": str(fields.get("precision.name", "")),
+            "dtype": str(fields_of.get("precision.name", "")),
             "extra_info": {
                 "configuration": names[config.key],
                 "runs": str(len(config.runs)),
@@ -140,12 +145,14 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             },
         }
         model = {
-            "name": str(fields.get("model.name", config.first.summary.workload)),
+            "name": str(fields_of.get("model.name", config.first.summary.workload)),
             # a model of the user's own is its import path: its `source` keeps the default, which builds nothing
-            "type": str(fields.get("model._target_") or fields.get("model.source", "")),
+            "type": str(fields_of.get("model._target_") or fields_of.get("model.source", "")),
             "backend": f"compile:{compiled}" if compiled else "eager",
             "origins": ["perfsweep"],
-            "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"},
+            # its axes, and the settings its sweep varied (a batch size): a dashboard's series keep them apart
+            "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"}
+            | {field: str(fields_of.get(field)) for field in fields if field not in MEASURING},
         }
         for name, (unit, values) in _metrics(config).items():
             extra = {"unit": unit, "statistic": STATISTIC[unit]}
@@ -170,11 +177,11 @@ def _measure(values: list[float], scale: float) -> dict[str, float]:
 
 
 def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    runs = _done(sweep_dir)
+    runs, fields = _done(sweep_dir)
     if not runs:
         return {}
     configs = configurations(runs)
-    names = benchmarks(configs)
+    names = benchmarks(configs, fields)
     found = {}
     for config in configs:
         measures = {}
@@ -188,14 +195,13 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
     return found
 
 
-def benchmarks(configs: list[Configuration]) -> dict[tuple, str]:
-    """Each configuration's name in BMF: every axis's value, then the fields that vary in its sweep.
+def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, str]:
+    """Each configuration's name in BMF: every axis's value, then the fields that vary in its sweep (`fields`).
 
     A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
     A run records the axes its workload reads alone.
     Configurations apart only in how long they measured are named by that too.
     """
-    _, fields = varying([c.first for c in configs])
     short = labels(configs)
 
     def name(config: Configuration, kept: list[str]) -> str:

@@ -129,6 +129,12 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
         return runs
     axis, _, value = vs.partition("=")
     axes = [a for a in axis_order(runs) if a != "replicate"]
+    if axis in varying(runs)[1]:
+        raise ValueError(
+            f"--vs {vs}: {axis} is a setting this sweep varies, not an axis: its values may do different work a step, "
+            f"so their step times are not set against each other (the samples/s column ranks them); its axes: "
+            f"{', '.join(axes)}"
+        )
     if axis not in axes:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
     values = sorted({r.axis(axis) for r in runs})

@@ -138,6 +138,17 @@ def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
         assert named in capsys.readouterr().err
 
 
+def test_vs_a_setting_the_sweep_varies_says_why_it_is_no_axis(tmp_path, capsys):
+    for name, batch in (("a", 16), ("b", 32)):
+        write_run(tmp_path, name, "tensor", "contiguous", 100.0)
+        record = records.read_json(tmp_path / name / records.CONFIG)
+        record["config"]["model"]["batch_size"] = batch
+        records.write_json(tmp_path / name / records.CONFIG, record)
+    assert analysis_cli(["table", str(tmp_path), "--vs", "model.batch_size=16"]) == 2
+    said = capsys.readouterr().err
+    assert "model.batch_size is a setting this sweep varies, not an axis" in said and "samples/s column" in said
+
+
 def test_failed_runs_are_listed_not_tabled(sweep):
     text = render(sweep)
     assert "5 runs, 4 done, 1 failed" in text

@@ -273,7 +273,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     status = commands.add_parser(
         "status",
         help="each run's state, job id and log; exit status 0 when all are done, 4 while a run's job is queued or "
-        "running, else 1",
+        "running (or the scheduler does not answer), else 1",
     )
     status.add_argument("sweep_dir", type=sweep_folder)
     status.set_defaults(handler=show_status)

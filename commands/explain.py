@@ -39,10 +39,11 @@ def show_explanations(args: argparse.Namespace) -> int:
     words = [w for w in launched["argv"] if not w.startswith(dropped)]
     words = words[1:] if words[:1] == ["run"] else words
     if words and "=" not in words[0] and not words[0].startswith(("-", "+", "~")):  # another command's launch
+        pinned = "`env.repo=REPO +env.packages.PACKAGE=GOOD,BAD explain=true` (docs/sweeps.md)"
+        commits = f"; two commits of a package are {pinned}" if words[0] == "bisect" else ""
         raise ValueError(
             f"{sweep_dir}: `{user_command()} {words[0]}` launched it, and explain launches again only a sweep's own "
-            "overrides. Launch what to explain as a sweep with explain=true; two commits of a package are "
-            "`env.repo=REPO +env.packages.PACKAGE=GOOD,BAD explain=true` (docs/sweeps.md)"
+            f"overrides. Launch what to explain as a sweep with explain=true{commits}"
         )
     words += ["explain=true", f"runs_dir={sweep_dir}", f"sweep_name={again.name}"]
     if again.is_dir():

@@ -44,10 +44,11 @@ def show_table(args: argparse.Namespace) -> int:
 
 def said_unmeasured(sweep_dir: Path, runs: list) -> int:
     """Name the configurations without a done run on stderr: EXIT_UNMEASURED where there are any, else 0."""
+    from perfsweep.analysis.groups import configurations
     from perfsweep.analysis.views.table import unmeasured
     from perfsweep.records.words import counted
 
-    missing = unmeasured(runs)
+    missing = unmeasured(configurations(runs)) if runs else []
     if not missing:
         return 0
     print(

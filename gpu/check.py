@@ -602,10 +602,13 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> Ver
         known, others = failed_runs(step)
         if known and not others:
             return Verdict(True, "exited", error, code, limit_s, known_issues=tuple(known))
+    if code == 1 and step.tables:  # a configuration without figures: its sweep's step judged why, its row says it
+        return Verdict(True, "exited", error, code, limit_s)
     return Verdict(passed=False, stage="exited", reason=error, exit_code=code, limit_s=limit_s)
 
 
-FLAGS = ("SHARED GPU", "MIXED MACHINES", "DRIFT", "NOISY", "BATCH REDUCED")  # what a sweep's table flags about a run
+# what a sweep's table flags about a run (NO FIGURES: about a configuration)
+FLAGS = ("SHARED GPU", "MIXED MACHINES", "DRIFT", "NOISY", "BATCH REDUCED", "STALLED", "NO FIGURES")
 
 
 def flag_counts(stdout: str) -> dict[str, int]:

@@ -113,10 +113,9 @@ def exit_status(rows: list[RunState]) -> int:
     """What `status` exits with.
 
     A script can wait for a sweep, then check it, without reading text.
-    A run whose launcher died mid-run has no job to say so.
-    It reads as running, so as in flight.
+    A running run without a job to ask is not in flight: waiting would never end, and resume runs it.
     """
-    if in_flight(rows) or any(row.state == RUNNING for row in rows):
+    if in_flight(rows):
         return EXIT_IN_FLIGHT
     return 0 if rows and all(row.state == records.DONE for row in rows) else EXIT_NOT_DONE
 
@@ -156,7 +155,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
 
 # What Slurm's reasons for a pending job mean to a sweep's runs; others are shown as Slurm words them.
 WAITS = {
-    "Dependency": "after the sweep's earlier array, so that launcher.parallelism bounds the whole sweep",
+    "Dependency": "after the sweep's arrays an earlier launch left queued or running, so that no two measure at once",
     "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
     "JobHeldUser": "held; `scontrol release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",

@@ -133,7 +133,7 @@ class Dispatcher:
         after: tuple[str, ...] = (),
     ):
         self.sweep_dir, self.backend, self.executor = sweep_dir, backend, executor
-        self.after = list(after)  # the arrays the next one waits for: an earlier launch's, then this one's last
+        self.after = list(after)  # an earlier launch's arrays still in flight: each array of this one waits for them
         self.pack, self.progress = pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
@@ -177,7 +177,6 @@ class Dispatcher:
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]
-            self.after = sorted({job.job_id.split("_")[0] for job, _ in jobs})
         return submitted
 
     def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], place: Place) -> None:
@@ -457,7 +456,13 @@ def _launch(
     runs = in_processes(jobs, todo)
     sweepdir.mark_pending(plan, todo)
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
-    earlier = sorted({row.job_id.split("_")[0] for row in states if row.run in busy and row.job_id})
+    earlier = sorted(
+        {
+            row.job_id.split("_")[0]
+            for row in states
+            if row.run in busy and row.job_id and row.launcher == conf.name and row.job_alive
+        }
+    )
     dispatcher = Dispatcher(
         sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)), after=earlier
     )

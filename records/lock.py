@@ -7,7 +7,7 @@ A second launch or resume of the same folder is refused at once.
 The refusal names the holder (host, pid, since when, its command), which the lock file records.
 The kernel releases the lock of a process that dies, however it dies.
 So a crashed launcher leaves nothing to clean up.
-A launch that ends empties the lock file as it releases it (launching_pid).
+A launch that ends empties the lock file as it releases it (launching).
 Reading a sweep (status, table, report) never needs the lock.
 """
 
@@ -28,6 +28,18 @@ LOCK = ".lock"
 
 class SweepLocked(RuntimeError):
     """The sweep folder is locked by another launcher, or cannot be locked here."""
+
+
+def process_start(pid: int) -> str | None:
+    """When a process started, in clock ticks since boot, from /proc.
+
+    A pid with another start is another process.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name before ")" may hold spaces
 
 
 def _recorded(sweep_dir: Path) -> dict:
@@ -52,15 +64,17 @@ def launching(sweep_dir: Path) -> str | None:
     """The id of the launch on this host that holds the folder's lock now; None where none does.
 
     A launch empties the lock file as it ends.
-    A crashed launcher's record stays, but its process has gone.
+    A crashed launcher's record stays, but its process has gone: its pid may be another process's now.
     One process may launch a folder again (a notebook): each launch has an id of its own.
     """
     lock_info = _recorded(sweep_dir)
     try:
-        os.kill(int(lock_info["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
+        started = process_start(int(lock_info["pid"]))
+    except (ValueError, KeyError, TypeError):
         return None
-    return lock_info.get("launch") if lock_info.get("host") == socket.gethostname() else None
+    if started is None or started != lock_info.get("started") or lock_info.get("host") != socket.gethostname():
+        return None
+    return lock_info.get("launch")
 
 
 @contextlib.contextmanager
@@ -85,7 +99,7 @@ def sweep_lock(sweep_dir: Path, argv: list[str]) -> Iterator[None]:
                 "at a time on this folder, launcher.lock=false launches without the lock"
             ) from error
         me = {"pid": os.getpid(), "host": socket.gethostname(), "since": now(), "argv": list(argv)}
-        me["launch"] = uuid.uuid4().hex
+        me |= {"launch": uuid.uuid4().hex, "started": process_start(os.getpid())}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
         try:

@@ -170,14 +170,17 @@ def _as_overrides(params: dict | None) -> list[str]:
     return [f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}" for key, value in items]
 
 
-def _config_dir_hint(name: str) -> str:
-    """Where a sweep file of that name lies in or below this folder: the config dir a launch would need."""
+def _config_dir_hint(name: str, given: bool) -> str:
+    """Where a sweep file of that name lies in or below this folder: the config dir a launch would need.
+
+    Where none does, a launch that gave no config dir hears that a sweep of one's own needs one.
+    """
     here = Path.cwd()
     found = sorted([*here.glob(f"sweeps/{name}.yaml"), *here.glob(f"*/sweeps/{name}.yaml")])
     if found:
         folder = found[0].parent.parent.relative_to(here)
         return f"; {found[0].relative_to(here)} is one: launch with --config-dir {folder}"
-    return f"; a sweep file of yours is found with --config-dir DIR (DIR/sweeps/{name}.yaml)"
+    return "" if given else f"; a sweep file of yours is found with --config-dir DIR (DIR/sweeps/{name}.yaml)"
 
 
 def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> list[list[str]]:
@@ -185,7 +188,7 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
     path = sweep_path(name, dirs)
     if safe_name(name) != name or not path.is_file():
         close = keys.did_you_mean(name, available_sweeps(dirs))
-        close = close or (_config_dir_hint(name) if safe_name(name) == name else "")
+        close = close or (_config_dir_hint(name, given=bool(dirs)) if safe_name(name) == name else "")
         raise PlanError(
             [f"unknown sweep {name!r} (sweep={name}){close}; available: {', '.join(available_sweeps(dirs))}"]
         )

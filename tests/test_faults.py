@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 import warnings
@@ -19,12 +20,11 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views.compare import compare
 from perfsweep.analysis.views.table import view
-from perfsweep.launcher.backends.local import process_start
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, run_states
 from perfsweep.records import lifecycle, load_sweep
-from perfsweep.records.lock import LOCK, SweepLocked, launching, sweep_lock
+from perfsweep.records.lock import LOCK, SweepLocked, launching, process_start, sweep_lock
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.build import DEFAULT_THREADS, allotted_cpus
 from perfsweep.train.env import command_output
@@ -274,6 +274,9 @@ def test_the_lock_names_its_launcher_while_it_holds_it_and_no_one_once_the_launc
     assert launching(tmp_path) is None
     with sweep_lock(tmp_path, ["resume"]):
         assert launching(tmp_path) not in (None, first), "the process's next launch is another"
+    crashed = {"pid": os.getpid(), "host": socket.gethostname(), "launch": "x", "started": "1"}
+    (tmp_path / LOCK).write_text(json.dumps(crashed))
+    assert launching(tmp_path) is None, "a crashed launcher's pid, given to another process since"
 
 
 def _lockable(sweep: Path) -> bool:

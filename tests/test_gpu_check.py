@@ -178,6 +178,10 @@ def test_a_step_passes_or_fails_by_its_verdict_record_never_by_its_text(tmp_path
     known = gpu_check.step_verdict(sweep, 1, "", limit_s=60)
     assert known.passed and known.known_issues == ("torch#1", "torch#1")
     assert known.render() == "passed; 2 runs failed on known issues (torch#1)"
+    # a table of the sweeps before it, where a configuration has no figures: those steps judged its runs
+    unmeasured = "perfsweep: 1 configuration of x without a done run, so without figures: compile=max-autotune\n"
+    table = gpu_check.step_verdict(gpu_check.Step("compile-table", ["false"], tables=True), 1, unmeasured, 60)
+    assert table.passed and table.reason.endswith("without figures: compile=max-autotune")
     # text that reads "passed" does not pass a step that failed
     said = gpu_check.Verdict(passed=False, stage="exited", reason="passed", exit_code=2, limit_s=60)
     monkeypatch.setattr(gpu_check, "run_and_judge", lambda step, out, left, limit: (said, 0.0))

@@ -178,18 +178,22 @@ def test_a_short_history_without_a_change_point_says_the_smallest_step_it_would_
     """Six points of three runs each, 5% apart within each point; the series itself shows no noise but the step."""
     spread = np.exp([-0.05, 0.0, 0.05])
 
-    def points(step: float) -> list[np.ndarray]:
-        return [10 * spread * (step if i >= 3 else 1.0) for i in range(6)]
+    def points(step: float, after: int = 3) -> list[np.ndarray]:
+        return [10 * spread * (step if i >= 6 - after else 1.0) for i in range(6)]
 
-    smallest = changepoints.smallest_step(points(1.0))
-    assert 1.05 < smallest < 1.2
-    assert changepoints.changes(points(smallest * 1.01)) != [], "a step just above it is found"
-    assert changepoints.changes(points(smallest / 1.01)) == [], "a step just below it is not"
+    smallest, newest = changepoints.smallest_step(points(1.0)), changepoints.smallest_step(points(1.0), 2)
+    assert 1.05 < smallest < newest < 1.2, "a step before the newest two points needs more than one at the middle"
+    for step, after in ((smallest, 3), (newest, 2)):
+        assert changepoints.changes(points(step * 1.01, after)), "a step just above it is found"
+        assert changepoints.changes(points(step / 1.01, after)) == [], "a step just below it is not"
 
 
 def test_a_history_with_nothing_changed_exits_0_and_a_slower_newest_point_alone_exits_3():
     _, text, status = shown(synthetic_history(np.random.default_rng(3), slower_from=None))
-    assert status == 0 and re.search(r"change points: none; at this history's noise, a step of 1\.\d\dx or more", text)
+    said = (
+        r"change points: none; at this history's noise, a step of 1\.\d\dx or more at its middle would be one, 1\.\d\dx"
+    )
+    assert status == 0 and re.search(said + r" before its newest 2 points", text), text
     _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5))
     assert status == views.EXIT_POSSIBLE, "one point does not confirm a regression"
     assert re.search(r"POSSIBLE REGRESSION: .*1\.[45]\dx", text), text

@@ -1,7 +1,5 @@
 """A bisect's search in words: its releases and commits as named, what it found, what it would need, its table."""
 
-import math
-
 from packaging.version import Version
 
 from perfsweep import user_command
@@ -92,7 +90,7 @@ def would_need(search: BisectSearch, point: Point) -> str:
             return (
                 f"more runs would not tell the ends apart: {measures}, so there may be no change between them to find"
             )
-        if abs(math.log(ends)) < math.log1p(ALIKE):
+        if abs(ends - 1) <= ALIKE:
             return (
                 f"{measures}, within {ALIKE:.0%}: there may be no change between them to find (about {runs} runs a "
                 "side would tell them apart)"

@@ -102,14 +102,15 @@ def _penalty(points: list[np.ndarray]) -> float:
     return PENALTY * math.log(len(points)) * (noise_variance(points) or 1e-12)
 
 
-def smallest_step(points: list[np.ndarray]) -> float:
+def smallest_step(points: list[np.ndarray], after: int | None = None) -> float:
     """The smallest step in time (a ratio) that would be a change point, at this history's noise.
 
-    A step at the middle of a noiseless series explains n1 n2 / n times its square; the penalty must be less.
+    The step comes before the last `after` points; by default, at the middle, where the least is needed.
+    A step in a noiseless series explains n1 n2 / n times its square; the penalty must be less.
     A shorter or noisier history finds only larger steps.
     """
-    before = len(points) // 2
-    after = len(points) - before
+    after = after or len(points) - len(points) // 2
+    before = len(points) - after
     return math.exp(math.sqrt(_penalty(points) * len(points) / (before * after)))
 
 

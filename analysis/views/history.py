@@ -292,10 +292,12 @@ def view(series: Series, phase: str, found: History) -> View:
             for c in series.changes
         )
     else:
-        step = changepoints.smallest_step([row.times for row in series.rows])
+        points = [row.times for row in series.rows]
+        middle, newest = changepoints.smallest_step(points), changepoints.smallest_step(points, changepoints.MIN_SIZE)
         said = (
-            f"change points: none; at this history's noise, a step of {step:.2f}x or more would be one "
-            f"({len(series.rows)} points: more points find smaller steps)"
+            f"change points: none; at this history's noise, a step of {middle:.2f}x or more at its middle would be "
+            f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({len(series.rows)} points: more "
+            "points find smaller steps)"
         )
     above = [f"{len(series.rows)} points, ordered {found.order}", said]
     notes = [

@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from perfsweep import user_command
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
@@ -265,7 +267,7 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
         if models and key in models[0] and key not in columned
     ]
     parts = [
-        fixed or code_name(shown[0]),  # a sweep without axes: what it times
+        fixed or (code_name(shown[0]) if len(configs) == 1 else ""),  # a sweep without axes: what it times
         ", ".join(sized),
         f"{device}{torch}",
         f"timer {timer}",
@@ -324,12 +326,11 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
 NOISY_LINES = 3
 
 
-def unmeasured(runs: list[RunRecord]) -> list[str]:
-    """The configurations of these runs without a done run, each by what tells it apart in the sweep.
+def unmeasured(configs: list[Configuration]) -> list[str]:
+    """The configurations (of every run, done or not) without a done run, each by what tells it apart in the sweep.
 
     The table has no row for them, and its columns show only what varies among the rows.
     """
-    configs = configurations(runs) if runs else []
     names = labels(configs)
     return [names[c.key] for c in configs if not any(r.state == DONE and r.summary for r in c.runs)]
 
@@ -349,7 +350,7 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     flag_lines = [f"FAILED {r.name}{of.get(r.name, '')}: {r.error_line()}" for r in runs if r.state == FAILED]
     flag_lines += [
         f"NO FIGURES {name}: none of its runs is done, so the table has no row for it"
-        for name in (unmeasured(runs) if done else [])
+        for name in (unmeasured(every) if done else [])
     ]
     flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
     budget = [r.status for r in runs if r.status.over_budget]
@@ -392,32 +393,28 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
     return flag_lines
 
 
-# A run whose window gave fewer samples a second than this share of its median step's rate stalled in it.
-# Idle runs give 0.82-1.04 on a 2-core VM: the window also holds what passes between steps.
-STALL = 0.75
+# A run whose steps' mean is this many times their median stalled in some of them.
+# Idle runs give 0.9-1.2 on a 2-core VM; a neighbour's stalls gave up to 9.
+STALL = 4 / 3
 
 
 def stalled(run: RunRecord) -> str:
-    """Why the run's samples/s is well below its median step's rate; "" where it is not.
+    """Why some of the run's steps took far longer than its median; "" where none did.
 
-    Its window's samples/s counts a stall that its median step leaves out.
+    Its window's samples/s counts such a stall, and its median step leaves it out.
     So its row's samples/s and step ms may rank configurations apart.
     """
-    summary = run.summary
-    batch = summary.batch_size if summary else None
-    median = summary.median_ms.get("step_ms") if summary else None
-    if not (batch and median and summary.samples_per_s):
+    steps = run.step_ms() if run.summary else []
+    if len(steps) == 0:
         return ""
-    rate = batch * 1000 / median
-    if summary.samples_per_s >= STALL * rate:
+    mean, median = float(np.mean(steps)), float(np.median(steps))
+    if mean < STALL * median:
         return ""
-    steps = run.step_ms()
-    host = seen_in(summary)
+    host = seen_in(run.summary)
     return (
-        f"{summary.samples_per_s:.1f} samples/s over its window, {summary.samples_per_s / rate:.0%} of its median "
-        f"step's {rate:.1f}: its longest step took {max(steps):.0f} ms against a median of {median:.3g}"
-        + (f"; host: {host}" if host else "")
-        + ". Its row's samples/s counts the stall and its step ms does not: they may rank rows apart"
+        f"its steps took {mean:.3g} ms on average against a median of {median:.3g} ms: the longest took "
+        f"{max(steps):.0f} ms" + (f"; host: {host}" if host else "") + ". Its row's samples/s counts that stall and "
+        "its step ms does not: they may rank rows apart"
     )
 
 

@@ -19,6 +19,7 @@ from perfsweep.launcher.backends.base import Backend, JobShape, across_ranks
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import GRACE_S, RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
+from perfsweep.records.lock import process_start
 
 
 def local_gpus() -> int:
@@ -53,18 +54,6 @@ def local_job_limit_min(conf: LauncherConf, forked: bool, sides: int = 1) -> flo
         return UNLIMITED_MIN
     runs = conf.runs_per_job * sides
     return runs * (1 + conf.timeout_retries) * (conf.timeout_min + GRACE_S / 60) + START_MIN
-
-
-def process_start(pid: int) -> str | None:
-    """When a process started, in clock ticks since boot, from /proc.
-
-    A pid with another start is another process.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name before ")" may hold spaces
 
 
 def pid_ids(jobs: dict[str, dict[str, Any]]) -> set[str]:

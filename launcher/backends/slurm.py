@@ -156,7 +156,7 @@ class Slurm(Backend):
     def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
         """An array's %N bounds its own tasks alone.
 
-        Held until the one before ends, each array keeps N a bound of all.
+        A resume's arrays wait for the sweep's earlier arrays still in flight.
         """
         executor.update_parameters(dependency=f"afterany:{':'.join(arrays)}" if arrays else None)
 

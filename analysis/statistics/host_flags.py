@@ -166,6 +166,7 @@ def taken(runs: list[RunRecord]) -> str:
     median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.
 
     Where only some runs' windows told a share, it says how many did.
+    Where no median passed its threshold but some runs did, it counts them: a neighbour that came and went.
     Where neither passed its threshold and the two rest on different runs, each is said apart, or called unknown.
     """
     resolved = _resolved(runs)
@@ -187,6 +188,13 @@ def taken(runs: list[RunRecord]) -> str:
         return "; ".join(
             f"{label} {share:.0%}, the median over {over(resolved[label])}" for label, share in found.items()
         )
+    some = [
+        f"{label} above {threshold:.0%} in {len(high)} of {over(resolved[label])} (up to {max(high):.0%})"
+        for label, threshold, _ in TAKEN
+        if (high := [share for share in resolved[label] if share > threshold])
+    ]
+    if some:
+        return "; ".join(some)
     others, steal = resolved["others' CPU"], resolved["steal"]
     if len(others) == len(steal):
         return "no neighbour or steal seen" + ("" if len(others) == len(runs) else f" in {over(others)}")

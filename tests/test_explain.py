@@ -134,6 +134,13 @@ def test_a_profile_that_does_not_show_the_measured_difference_says_so_first(tmp_
     (agreed,) = explain.views(tmp_path / "agreed", explained_sweep(tmp_path / "agreed", slowdown=1.3))
     assert not any("do not show" in line or "times the measured" in line for line in agreed.above)
 
+    def a_third_in_the_profile(subclass, rng):  # the profile shows about 2.2 of the measured 6.9 ms
+        return ops_record(0.0, 6.2 if subclass else 4.0, rng)
+
+    (third,) = explain.views(tmp_path / "third", explained_sweep(tmp_path / "third", 1.3, a_third_in_the_profile))
+    assert third.above[1].startswith("the profiled steps do not show the measured difference: +6.9 ms/step measured")
+    assert re.search(r"ms/step in the profiled steps \(host time, 3\d% of the measured\)", "\n".join(third.above))
+
     def slowed_by_the_profiler(subclass, rng):  # its many small calls cost the profiler more than they cost
         return ops_record(0.0, 24.0 if subclass else 4.0, rng)
 

@@ -178,7 +178,7 @@ def _dynamo(found: list[Ops]) -> str:
     return f"{counts[0].graph_breaks} graph breaks, {counts[0].unique_graphs} graphs"
 
 
-SHOWN = 0.25  # the share of the measured difference below which the profiled steps do not show it
+SHOWN = 0.4  # the share of the measured difference below which the profiled steps do not show it
 INFLATED = 2.0  # the multiple of the measured difference above which the profiler's own cost makes the difference
 
 
@@ -209,7 +209,9 @@ def account(
     ] * (measured * profiled > 0 and abs(profiled) > INFLATED * abs(measured))
     lines += [
         f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
-        f"({'kernels and copies, device time' if cuda else 'host time'}); the rows below account for {rows:+.3g} "
+        f"({'kernels and copies, device time' if cuda else 'host time'}"
+        + (f", {profiled / measured:.0%} of the measured" if measured else "")
+        + f"); the rows below account for {rows:+.3g} "
         f"ms/step of it ({beyond:+.3g} in rows beyond noise), {profiled - rows:+.3g} ms/step left unexplained by them",
         f"torch calls through a subclass's __torch_function__, per step: {_per_step(side_ops, 'subclass_calls')} "
         f"(baseline: {_per_step(base_ops, 'subclass_calls')})",

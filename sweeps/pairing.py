@@ -11,6 +11,8 @@ The launch says which runs are apart, and why.
 
 import collections
 import dataclasses
+import functools
+from pathlib import Path
 
 from perfsweep.conf.schema import Pairing
 from perfsweep.records.words import counted
@@ -115,11 +117,30 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
         )
     if "input_type" in axes and config.input_type.name in FASTAI_INPUT_TYPES and not config.input_type._target_:
         found.append(("fastai", f"input_type={config.input_type.name} imports fastai, which patches torch itself"))
-    if "compile" in axes and config.device != "cpu" and config.compile.enabled and config.compile.mode in CUDA_GRAPHS:
+    if "compile" in axes and on_a_gpu(config) and config.compile.enabled and config.compile.mode in CUDA_GRAPHS:
         found.append(
             ("cudagraphs", f"compile={config.compile.name} records CUDA graphs in a memory pool the process shares")
         )
     return "+".join(state for state, _ in found), "; ".join(why for _, why in found)
+
+
+GPU_FILES = ("/dev/nvidia0", "/dev/kfd")  # an NVIDIA GPU's device file, and AMD's compute interface
+
+
+@functools.cache
+def host_has_gpu() -> bool:
+    """Whether this host has a GPU, by its device files: the planner does not import torch."""
+    return any(Path(path).exists() for path in GPU_FILES)
+
+
+def on_a_gpu(config) -> bool:
+    """Whether the run may run on a GPU.
+
+    device=auto is a GPU where there is one: on this host, for a local launch; on Slurm, maybe.
+    """
+    if config.device != "auto":
+        return config.device != "cpu"
+    return config.launcher.name == "slurm" or host_has_gpu()
 
 
 def between_processes(runs: list[RunSpec]) -> list[str]:

@@ -19,6 +19,7 @@ from perfsweep.launcher.backends.local import START_MIN, LocalSpawn
 from perfsweep.launcher.backends.slurm import Slurm
 from perfsweep.launcher.run_job import RunJob, Runner, RunTimeout, execute_run
 from perfsweep.records import lifecycle
+from perfsweep.sweeps import pairing
 from perfsweep.sweeps.pairing import groups
 from perfsweep.sweeps.plan import PlanError
 from perfsweep.train import instrumented as run_module
@@ -284,6 +285,18 @@ def test_a_compile_mode_that_records_cuda_graphs_runs_alone_on_a_gpu(tiny_plan):
     assert [s.axes["compile"] for s in paired.runs] == ["eager", "default"] and "CUDA graphs" in alone.apart
     (everything,) = groups(list(tiny_plan(*overrides, "device=cpu").runs))  # a CPU records no CUDA graph
     assert everything.paired and len(everything.runs) == 3
+
+
+@pytest.mark.parametrize("gpu", [False, True])
+def test_device_auto_records_cuda_graphs_only_where_the_launch_s_host_has_a_gpu(tiny_plan, monkeypatch, gpu):
+    monkeypatch.setattr(pairing, "host_has_gpu", lambda: gpu)
+    overrides = ["input_type=tensor", "memory_format=contiguous", "compile=eager,max_autotune", "device=auto"]
+    overrides += ["workload.baseline.axis=compile", "workload.baseline.value=eager", "pairing=auto"]
+    found = groups(list(tiny_plan(*overrides, "launcher=local").runs))
+    assert len(found) == (2 if gpu else 1), "max-autotune records CUDA graphs on a GPU alone"
+    assert len(groups(list(tiny_plan(*overrides, "launcher=slurm", "launcher.max_array_size=8").runs))) == 2, (
+        "a Slurm job's node may have a GPU"
+    )
 
 
 def test_a_time_limit_in_a_sides_warm_up_stops_the_whole_process(tiny_plan, tmp_path, monkeypatch):

@@ -555,6 +555,24 @@ def undeclared_axes(configs: list[Config]) -> list[str]:
     return notices
 
 
+# What a compile mode that records CUDA graphs compiles as where there is no GPU: Inductor skips the graphs.
+ON_A_CPU = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+
+def graphs_on_a_cpu(configs: list[Config]) -> list[str]:
+    """A notice for each compile mode whose CUDA graphs its runs on a CPU cannot record: it compiles as another."""
+    modes = {
+        c.compile.name: c.compile.mode
+        for c in configs
+        if c.compile.enabled and c.compile.mode in ON_A_CPU and not pairing.on_a_gpu(c)
+    }
+    return [
+        f"compile={name} runs on a CPU here: Inductor records no CUDA graphs on one, so mode {mode} compiles as "
+        f"{ON_A_CPU[mode]} does"
+        for name, mode in modes.items()
+    ]
+
+
 def _models(overrides: list[str]) -> list[str]:
     """Model sets (model.name=timm:PATTERN,...) expanded into the models they name."""
     expanded, problems = expand_model_sets(overrides)
@@ -801,5 +819,6 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = tuple(ranking.notices + left_out + undeclared_axes(configs) + budget_notice(configs[0].launcher, sources))
+    notices = ranking.notices + left_out + undeclared_axes(configs) + graphs_on_a_cpu(configs)
+    notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

@@ -287,6 +287,16 @@ def test_a_compile_mode_that_records_cuda_graphs_runs_alone_on_a_gpu(tiny_plan):
     assert everything.paired and len(everything.runs) == 3
 
 
+def test_a_cuda_graph_mode_on_a_cpu_says_what_it_compiles_as(tiny_plan):
+    overrides = ["input_type=tensor", "memory_format=contiguous", "compile=eager,reduce_overhead", "repeats=1"]
+    said = (
+        "compile=reduce_overhead runs on a CPU here: Inductor records no CUDA graphs on one, so mode reduce-overhead "
+        "compiles as default does"
+    )
+    assert said in tiny_plan(*overrides, "device=cpu").notices
+    assert not any("CUDA graphs" in notice for notice in tiny_plan(*overrides, "device=cuda").notices)
+
+
 @pytest.mark.parametrize("gpu", [False, True])
 def test_device_auto_records_cuda_graphs_only_where_the_launch_s_host_has_a_gpu(tiny_plan, monkeypatch, gpu):
     monkeypatch.setattr(pairing, "host_has_gpu", lambda: gpu)

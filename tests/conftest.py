@@ -20,6 +20,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from filelock import FileLock  # noqa: E402
 
+from perfsweep.bench.gitrepo import SLEEP  # noqa: E402
 from perfsweep.sweeps.plan import build_plan  # noqa: E402
 from tests.helpers import (  # noqa: E402
     EXAMPLE,
@@ -27,6 +28,7 @@ from tests.helpers import (  # noqa: E402
     HF_TOKEN,
     ROOT,
     SECRET,
+    SLOW,
     TINY,
     TRIED,
     launch,
@@ -122,6 +124,18 @@ def user_module(tmp_path, monkeypatch):
     yield write
     for name in written:
         sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def slow(tmp_path, monkeypatch) -> list[str]:
+    """SLOW's step, importable in this process and in the launches it starts (through PYTHONPATH)."""
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    (folder / "slow_steps.py").write_text(SLEEP.format(ms=20))
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    yield SLOW
+    sys.modules.pop("slow_steps", None)
 
 
 @pytest.fixture

@@ -135,6 +135,7 @@ TIMED = {
 }
 
 
+@pytest.mark.slow
 def test_the_suite_bench_lists_the_slowest_tests_with_their_wall_and_cpu_seconds(tmp_path):
     for name, text in {**TIMED, "pytest.ini": "[pytest]\n"}.items():
         (tmp_path / name).write_text(text)

@@ -408,6 +408,7 @@ def test_sweep_folders_of_one_name_are_points_named_apart(tmp_path):
     assert sorted(p.label for p in found.points) == ["c/default", "d/default"]
 
 
+@pytest.mark.slow
 def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_that_run_alone(tmp_path):
     expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters
     found = synthetic_history(np.random.default_rng(2), slower_from=5)

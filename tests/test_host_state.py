@@ -9,6 +9,7 @@ import sys
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from perfsweep.analysis.render import text
 from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, seen, taken
@@ -61,6 +62,7 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
     assert HostReader(root=tmp_path, cpus={0}).read()[4:6] == (3, 0.5)
 
 
+@pytest.mark.slow
 def test_a_run_beside_a_busy_loop_on_its_cpus_records_it_and_its_flags_name_it(tiny_plan):
     plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=300")
     loop = busy_loop(60, os.sched_getaffinity(0))

@@ -134,6 +134,7 @@ def test_a_run_that_does_not_stop_at_the_budget_is_killed_and_left_pending_as_th
     assert unstarted.over_budget and unstarted.started_at is None, unstarted
 
 
+@pytest.mark.slow
 def test_a_run_past_its_limit_before_the_budget_runs_out_is_killed_as_timed_out(tmp_path, monkeypatch):
     """Its limit came first, though the budget's grace ends before the limit's: it is the limit's, failed (and run
     again as configured), not left pending to the budget."""
@@ -308,6 +309,7 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
     )
 
 
+@pytest.mark.slow
 def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_with_none_done_is(tmp_path, capsys):
     """Two configurations of two runs each, done, then left to the budget as a launch leaves them, in the plan's
     order. While each configuration has a done run, the sweep decides with them (exit 0), a resume's plan of the rest
@@ -418,6 +420,7 @@ class Step:
 """
 
 
+@pytest.mark.slow
 def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, user_module):
     """Recording one side's failure must not stop the process's time limit: the other sides still measure."""
     user_module("fails_alone", ONE_SIDE_FAILS_ALONE)
@@ -434,6 +437,7 @@ def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, 
     assert by_seed[0].state == "failed" and by_seed[0].error.type == "RunTimeout", by_seed[0]
 
 
+@pytest.mark.slow
 def test_a_side_that_fails_alone_goes_to_w_and_b_after_the_others_timed_steps(tmp_path, user_module, monkeypatch):
     """W&B's process must not share the host with a timed step: a side that failed alone is told of afterwards."""
     user_module("fails_alone", ONE_SIDE_FAILS_ALONE)

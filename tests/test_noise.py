@@ -8,6 +8,7 @@ import re
 import sys
 import types
 
+import pytest
 import torch
 
 from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
@@ -29,6 +30,7 @@ def section(out: str, first: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_the_floor(tmp_path, monkeypatch):
     from perfsweep.commands import noise
 

@@ -15,6 +15,7 @@ def notebook_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.DOTALL)[1]
 
 
+@pytest.mark.slow
 def test_the_docs_notebook_analysis_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(notebook_example(), "docs/analysis.md", "exec"), {})

@@ -97,6 +97,7 @@ def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.slow
 def test_a_command_for_code_in_no_repository_names_that_code_not_perfsweeps_commit(tmp_path, monkeypatch):
     """The user's model, beside the launch, in no git repository; a run of perfsweep's own model beside it ran none of
     it, and its command is at perfsweep's commit."""

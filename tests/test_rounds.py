@@ -230,6 +230,7 @@ def test_a_look_of_rounds_done_before_costs_no_round_its_time():
     assert clock.round_s == pytest.approx(10.5), "21 s over the 2 rounds run"
 
 
+@pytest.mark.slow
 def test_repeats_auto_turns_a_typed_budget_off_and_says_so(tmp_path):
     """Each look is a launch: a budget of its own would leave rounds unrun, which the looks would count as run."""
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=3", "launcher.budget_s=0.001", "tracker.mode=disabled"]

@@ -146,6 +146,7 @@ def test_wandb_disabled_writes_no_wandb_files(tiny_plan):
     assert records.read_status(run_dir).state == "done"
 
 
+@pytest.mark.slow
 def test_a_failing_run_records_the_error_and_raises(tiny_plan):
     with pytest.raises(ValueError, match="is not a perfsweep model"):
         run(

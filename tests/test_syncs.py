@@ -62,6 +62,7 @@ def test_each_host_read_is_named_with_its_place():
     ]
 
 
+@pytest.mark.slow
 def test_a_place_is_named_within_the_project_also_when_imported_through_a_link(tmp_path):
     """A GPU image may put perfsweep on the path as a link to its checkout; frames name files by that path."""
     (tmp_path / "perfsweep").symlink_to(ROOT, target_is_directory=True)

@@ -236,8 +236,12 @@ def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_
     (line,) = [line for line in shown.above if "fixed workload" in line]
     workload = "matmul 384x384 float32 on cpu, 2 threads, fastest of 21"
     assert line.startswith(f"the machine ran slower in B: a fixed workload ({workload})"), line
-    figures = r"took 0\.6\d+ -> 0\.[89]\d+ ms, 1\.3\d*x \[1\.3\d*, 1\.3\d*\] \(geometric means of 9 / 9 processes\)"
+    # B's speed-up over A, as the table's: below 1 where B is slower
+    figures = (
+        r"took 0\.6\d+ -> 0\.[89]\d+ ms, 0\.7\d*x \[0\.7\d*, 0\.7\d*\] as fast \(geometric means of 9 / 9 processes\)"
+    )
     assert re.search(figures, line), line
+    assert all(row[-3].startswith("0.7") for row in shown.rows if row[1] == "step"), shown.rows
     for ms in (0.67, 0.67 * 1.02):  # the same, and 2% apart: within 3% of 1, though its interval excludes 1
         same = synthetic.timed(sweep(synthetic.grid(), rng), ms, rng)
         shown, _ = compare.compare_runs(a, same, threshold=0.05, loss_tolerance=0.05)

@@ -50,12 +50,13 @@ def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("
     if len(times[0]) < 2 or len(times[1]) < 2:
         return ""
     samples = [Sample(tuple(np.array([t]) for t in side), tuple(range(len(side)))) for side in times]
-    ratio = speedup(samples[0], samples[1])  # B's time over A's
+    ratio = speedup(samples[1], samples[0])  # B's speed-up over A, as every other ratio of compare and history
     if not (ratio.low > 1 + MOVED or ratio.high < 1 - MOVED):
         return ""
     value, low, high = figures(ratio.value, ratio.low, ratio.high, apart=1.0)
     means = f"{samples[0].middle:.3g} -> {samples[1].middle:.3g} ms"
     return (
-        f"the machine ran {'slower' if ratio.value > 1 else 'faster'} in {names[1]}: a fixed workload ({workload}) "
-        f"took {means}, {value}x [{low}, {high}] (geometric means of {len(times[0])} / {len(times[1])} processes)"
+        f"the machine ran {'slower' if ratio.value < 1 else 'faster'} in {names[1]}: a fixed workload ({workload}) "
+        f"took {means}, {value}x [{low}, {high}] as fast (geometric means of {len(times[0])} / {len(times[1])} "
+        "processes)"
     )

@@ -114,7 +114,9 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
     parser.add_argument("--threshold", type=change, default=0.05, help="smallest change flagged (default 0.05: 5%%)")
-    parser.add_argument("--loss-tolerance", type=non_negative, default=0.05, help="relative final-loss change flagged")
+    parser.add_argument(
+        "--loss-tolerance", type=change, default=0.05, help="smallest final-loss change flagged (default 0.05: 5%%)"
+    )
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     parser.add_argument(
         "--fail-undetermined",

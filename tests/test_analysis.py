@@ -320,7 +320,14 @@ def test_the_table_reads_as_its_golden_file(sweep):
     "args, said",
     [
         (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change from 0 up to, not including, 1"),
-        (["compare", "A", "B", "--loss-tolerance", "inf"], "--loss-tolerance: inf: a number of 0 or more"),
+        (
+            ["compare", "A", "B", "--loss-tolerance", "inf"],
+            "--loss-tolerance: inf: a change from 0 up to, not including",
+        ),
+        (
+            ["compare", "A", "B", "--loss-tolerance", "5"],
+            "--loss-tolerance: 5: a change from 0 up to, not including, 1",
+        ),
         (["history", "A", "--threshold", "x"], "--threshold: x: a change from 0 up to, not including, 1"),
         (
             ["history", "A", "--threshold", "5"],
@@ -337,6 +344,12 @@ def test_a_threshold_or_half_width_out_of_range_is_refused_by_name(sweep, args, 
     named = [str(sweep) if arg in ("A", "B") else arg for arg in args]
     refused = launch_here(*named)
     assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+
+
+def test_a_sweep_compared_with_itself_is_refused(sweep):
+    """A gate that compares one folder with itself passes whatever the code does: a script's typo."""
+    refused = launch_here("compare", str(sweep), f"{sweep}/.")
+    assert refused.returncode == 2 and "are one sweep: compared with itself it can show no change" in refused.stderr
 
 
 def test_runs_of_one_folder_are_one_sweep_whatever_folder_name_they_recorded(tmp_path):

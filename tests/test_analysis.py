@@ -322,11 +322,12 @@ def test_the_table_reads_as_its_golden_file(sweep):
         (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change from 0 up to, not including, 1"),
         (
             ["compare", "A", "B", "--loss-tolerance", "inf"],
-            "--loss-tolerance: inf: a change from 0 up to, not including",
+            "--loss-tolerance: inf: a fraction from 0 up to, not including, 1 (0.05), or a percentage",
         ),
         (
             ["compare", "A", "B", "--loss-tolerance", "5"],
-            "--loss-tolerance: 5: a change from 0 up to, not including, 1",
+            "--loss-tolerance: 5: a fraction from 0 up to, not including, 1 (0.05), or a percentage (5%, 150%) "
+            "(5 reads as 500%: type 500% if you mean it)",
         ),
         (["history", "A", "--threshold", "x"], "--threshold: x: a change from 0 up to, not including, 1"),
         (

@@ -93,7 +93,15 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     changes = _changes(list(overrides))
     unreadable: list[records.Unreadable] = []
     planned = records.planned_runs(sweep_dir, unreadable)
-    lost = sorted(set((records.read_manifest(sweep_dir) or {}).get("runs", {})) - set(planned))
+    manifest = records.read_manifest(sweep_dir)
+    if manifest is None and not planned and not unreadable:
+        raise PlanError(
+            [
+                f"{sweep_dir} holds no sweep: neither {records.SWEEP} nor a run's records; resume takes the folder "
+                "that a launch printed (sweep RUNS_DIR/NAME)"
+            ]
+        )
+    lost = sorted(set((manifest or {}).get("runs", {})) - set(planned))
     if unreadable and lost:
         raise PlanError(
             [

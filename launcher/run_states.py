@@ -104,6 +104,14 @@ def in_flight(rows: list[RunState]) -> set[str]:
     return {row.run for row in rows if row.state == UNKNOWN or (row.state in (PENDING, RUNNING) and row.job_alive)}
 
 
+def cannot_start(rows: list[RunState]) -> set[str]:
+    """The runs whose queued job waits for what no wait brings (CANNOT_START): not in flight for `status`.
+
+    Resume still leaves them to their job, which would run them once its partition could.
+    """
+    return {row.run for row in rows if row.state == PENDING and row.job_alive and row.job_waits in CANNOT_START}
+
+
 # `status`'s exit status: 0 where every run is done.
 EXIT_NOT_DONE = 1  # a run is not done, and no job of the sweep's runs is queued or running
 EXIT_IN_FLIGHT = 4  # a run's job is still queued or running, or the scheduler did not say
@@ -115,7 +123,7 @@ def exit_status(rows: list[RunState]) -> int:
     A script can wait for a sweep, then check it, without reading text.
     A running run without a job to ask is not in flight: waiting would never end, and resume runs it.
     """
-    if in_flight(rows):
+    if in_flight(rows) - cannot_start(rows):
         return EXIT_IN_FLIGHT
     return 0 if rows and all(row.state == records.DONE for row in rows) else EXIT_NOT_DONE
 
@@ -141,6 +149,9 @@ def render(sweep_dir: Path) -> tuple[str, int]:
             detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
         elif row.state == PENDING and row.job_alive is False:
             detail = "  its job ended before the run started"
+        elif row.state == PENDING and row.job_waits in CANNOT_START:
+            why = CANNOT_START[row.job_waits]
+            detail = f"  queued, cannot start: {row.job_waits} ({why}); {_refit(row, sweep_dir)}"
         elif row.state == PENDING and row.job_waits:
             detail = f"  queued: {_waits(row)}"
         if row.state in (LOST, PENDING) and row.job_alive is False and (end := slurm_end(row.log)):
@@ -160,6 +171,23 @@ WAITS = {
     "JobHeldUser": "held; `scontrol release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",
 }
+
+
+# Slurm's reasons for a pending job that no wait ends: the job asks for what its partition cannot give.
+CANNOT_START = {
+    "PartitionConfig": "it asks for more CPUs, memory or GPUs a node than its partition's nodes have",
+    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
+    "PartitionTimeLimit": "its time limit is over its partition's",
+    "BadConstraints": "no node of its partition meets its constraints",
+}
+
+
+def _refit(row: RunState, sweep_dir: Path) -> str:
+    """How to run it instead: cancel the job, then resume with launcher settings that fit."""
+    return (
+        f"`scancel {row.job_id}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
+        'fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit and nodes)'
+    )
 
 
 def _waits(row: RunState) -> str:

@@ -19,6 +19,7 @@ from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.run_job import RunJob
+from perfsweep.launcher.run_states import EXIT_NOT_DONE
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
@@ -266,6 +267,26 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
     assert "queued: Dependency (after the sweep's arrays an earlier launch left queued" in status.stdout, status.stdout
     first, second = sorted(wait_until_final(sweep).values(), key=lambda status: status.started_at)
     assert second.started_at >= first.finished_at, "the resumed run started only once the first had ended"
+
+
+@pytest.mark.slurm
+def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_to_refit_it(on_slurm, tmp_path):
+    """8 CPUs a task on the local cluster's 2-CPU node: Slurm queues it for ever (PartitionConfig)."""
+    sweep = tmp_path / "runs" / "default"
+    result = launch_here(*FUNCTION, "launcher.cpus_per_task=8", f"runs_dir={sweep.parent}")
+    assert result.returncode == 0, result.stderr
+    (job,) = {job["job_id"] for job in records.read_json(sweep / records.JOBS).values()}
+    try:
+        deadline = time.monotonic() + 30
+        while "PartitionConfig" not in slurm("squeue", "-h", "-o", "%r", "-j", job):
+            assert time.monotonic() < deadline, slurm("squeue", "-h", "-o", "%i %r")
+            time.sleep(0.2)
+        status = launch_here("status", str(sweep))
+        assert status.returncode == EXIT_NOT_DONE, "a script waiting on 4 would wait for ever"
+        assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in status.stdout, status.stdout
+        assert f"`scancel {job}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
+    finally:
+        slurm("scancel", job)
 
 
 def slurm(*args: str) -> str:

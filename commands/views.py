@@ -18,7 +18,7 @@ def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection.view import view
     from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
-    from perfsweep.records import DONE, load_sweep
+    from perfsweep.records import load_sweep
 
     form = table_format(args)
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
@@ -36,18 +36,19 @@ def show_table(args: argparse.Namespace) -> int:
         print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
     else:
         print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
-    if not any(run.state == DONE for run in runs):
-        print(f"perfsweep: no run of {args.sweep_dir} is done: its table has no figures", file=sys.stderr)
-        return EXIT_UNMEASURED
     return said_unmeasured(args.sweep_dir, runs)
 
 
-def said_unmeasured(sweep_dir: Path, runs: list) -> int:
+def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
     """Name the configurations without a done run on stderr: EXIT_UNMEASURED where there are any, else 0."""
     from perfsweep.analysis.groups import configurations
     from perfsweep.analysis.views.table import unmeasured
+    from perfsweep.records import DONE
     from perfsweep.records.words import counted
 
+    if not any(run.state == DONE for run in runs):
+        print(f"perfsweep: no run of {sweep_dir} is done: its {view} has no figures", file=sys.stderr)
+        return EXIT_UNMEASURED
     missing = unmeasured(configurations(runs)) if runs else []
     if not missing:
         return 0
@@ -100,6 +101,11 @@ def show_comparison(args: argparse.Namespace) -> int:
 
     if args.only_changes and args.format != "markdown":
         raise ValueError("--only-changes goes with --format markdown: a comment only where something changed")
+    if args.sweep_a.resolve() == args.sweep_b.resolve():  # a gate script's typo would pass whatever the code does
+        raise ValueError(
+            f"{args.sweep_a} and {args.sweep_b} are one sweep: compared with itself it can show no change; "
+            "give the reference sweep first and the candidate second"
+        )
     view, status = compare.compare(
         args.sweep_a,
         args.sweep_b,
@@ -296,7 +302,7 @@ def write_report(args: argparse.Namespace) -> int:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
         print(f"W&B report: {url}")
-    return 0
+    return said_unmeasured(args.sweep_dir, load_sweep(args.sweep_dir), "report")
 
 
 def upload(args: argparse.Namespace) -> int:

@@ -143,9 +143,10 @@ def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
     assert re.search(r"FAILED resnet18\S+ \(model.in_chans=4\): ValueError", result.stdout), "which configuration"
     assert "NO FIGURES model.in_chans=4: none of its runs is done, so the table has no row for it" in result.stdout
     said = f"1 configuration of {runs_dir / 'default'} without a done run, so without figures: model.in_chans=4"
-    for command, *options in (["table"], ["table", "--csv"], ["export", "--format", "bmf"]):
+    for command, *options in (["table"], ["table", "--csv"], ["export", "--format", "bmf"], ["report"]):
         shown = launch_here(command, str(runs_dir / "default"), *options)
         assert shown.returncode == 1 and said in shown.stderr, (command, shown.stderr)
+    assert (runs_dir / "default" / "report.html").is_file(), "what was measured is written all the same"
 
 
 def test_hydra_flags_work_as_in_any_hydra_app():

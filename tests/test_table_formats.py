@@ -127,13 +127,14 @@ def test_markdown_shows_a_control_character_as_its_escape(tmp_path):
     assert "| bell\\x07 " in shown.stdout and "\x07" not in shown.stdout
 
 
-def test_replicates_and_compare_give_their_speed_ups_and_times_as_numbers_too(sweep):
+def test_replicates_and_compare_give_their_speed_ups_and_times_as_numbers_too(sweep, tmp_path):
     shown = launch_here("replicates", str(sweep), "--format", "csv")
     assert shown.returncode == 0, shown.stderr
     rows = list(csv.DictReader(io.StringIO(shown.stdout)))
     assert len(rows) == len(LEVELS) and all(float(row["step ms [95% CI] low"]) > 0 for row in rows)
     assert sorted(row["vs tensor"] for row in rows)[0] == "" and "1.0" in [row["vs tensor"] for row in rows]
-    compared = launch_here("compare", str(sweep), str(sweep), "--format", "json")
+    again = shutil.copytree(sweep, tmp_path / "again")  # the same runs in another folder: compare refuses one folder
+    compared = launch_here("compare", str(sweep), str(again), "--format", "json")
     lines = json.loads(compared.stdout)["rows"]
     steps = [line for line in lines if line["phase"] == "step"]
     assert len(steps) == len(LEVELS) and all(line["B speed-up [95%]"] == 1 for line in steps)

@@ -456,11 +456,6 @@ def compare(
     fail_undetermined: bool = False,
 ) -> tuple[View, int]:
     """The comparison as a view, and its exit status (exit_status)."""
-    if Path(sweep_a).resolve() == Path(sweep_b).resolve():
-        raise ValueError(
-            f"{sweep_a} and {sweep_b} are one sweep: compared with itself it can show no change; "
-            "give the reference sweep first and the candidate second"
-        )
     loaded = [load_sweep(d) for d in (sweep_a, sweep_b)]
     done = [[r for r in runs if r.state == DONE and r.summary] for runs in loaded]
     if not done[0] or not done[1]:

@@ -115,7 +115,10 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
     parser.add_argument("--threshold", type=change, default=0.05, help="smallest change flagged (default 0.05: 5%%)")
     parser.add_argument(
-        "--loss-tolerance", type=tolerance, default=0.05, help="smallest final-loss change flagged (default 0.05: 5%%)"
+        "--loss-tolerance",
+        type=tolerance,
+        default=0.05,
+        help="how far B's final loss may be off A's, as a share of how far A's loss moved (default 0.05: 5%%)",
     )
     parser.add_argument("--gate-phases", action="store_true", help="flag each phase's change too, not only the step's")
     parser.add_argument(
@@ -215,7 +218,7 @@ def tolerance(value: str) -> float:
     """A relative tolerance: a fraction below 1 (0.05), or a percentage of any size (5%, 150%)."""
     found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
     if not (0 <= found < 1 or (value.endswith("%") and found >= 1)):
-        read = f" ({value} reads as {found:.0%}: type {found:.0%} if you mean it)" if found >= 1 else ""
+        read = f" ({value} reads as {found * 100:g}%: type {found * 100:g}% if you mean it)" if found >= 1 else ""
         raise argparse.ArgumentTypeError(
             f"{value}: a fraction from 0 up to, not including, 1 (0.05), or a percentage (5%, 150%){read}"
         )

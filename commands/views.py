@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-# `table` or `export` where a configuration of the sweep has no done run: its figures are missing, so a script must
-# not read the rest as the sweep's answer.
+# `table`, `export` or `report` where a configuration of the sweep has no done run: its figures are missing, so a
+# script must not read the rest as the sweep's answer.
 EXIT_UNMEASURED = 1
 
 
@@ -208,7 +208,7 @@ def write_export(args: argparse.Namespace) -> int:
     found = export(args.runs, args.format)
     if not found:
         raise ValueError(f"no done runs in {', '.join(map(str, args.runs))}: nothing to export")
-    status = max(said_unmeasured(folder, load_sweep(folder)) for folder in sweep_folders(args.runs))
+    status = max(said_unmeasured(folder, load_sweep(folder), "export") for folder in sweep_folders(args.runs))
     text = json.dumps(found, indent=1) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

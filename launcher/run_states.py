@@ -113,7 +113,7 @@ def cannot_start(rows: list[RunState]) -> set[str]:
 
 
 # `status`'s exit status: 0 where every run is done.
-EXIT_NOT_DONE = 1  # a run is not done, and no job of the sweep's runs is queued or running
+EXIT_NOT_DONE = 1  # a run is not done, and no job of the sweep's runs is queued or running but those that cannot start
 EXIT_IN_FLIGHT = 4  # a run's job is still queued or running, or the scheduler did not say
 
 
@@ -122,6 +122,7 @@ def exit_status(rows: list[RunState]) -> int:
 
     A script can wait for a sweep, then check it, without reading text.
     A running run without a job to ask is not in flight: waiting would never end, and resume runs it.
+    Nor is a run whose job cannot start (CANNOT_START): it waits for `scancel`.
     """
     if in_flight(rows) - cannot_start(rows):
         return EXIT_IN_FLIGHT
@@ -176,7 +177,6 @@ WAITS = {
 # Slurm's reasons for a pending job that no wait ends: the job asks for what its partition cannot give.
 CANNOT_START = {
     "PartitionConfig": "it asks for more CPUs, memory or GPUs a node than its partition's nodes have",
-    "PartitionNodeLimit": "it asks for more nodes than its partition allows",
     "PartitionTimeLimit": "its time limit is over its partition's",
     "BadConstraints": "no node of its partition meets its constraints",
 }

@@ -36,7 +36,7 @@ from perfsweep.launcher.run_job import (
     lost,
     never_started,
 )
-from perfsweep.launcher.run_states import in_flight, run_states
+from perfsweep.launcher.run_states import cannot_start, in_flight, run_states
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.turns import Turns
@@ -456,11 +456,12 @@ def _launch(
     runs = in_processes(jobs, todo)
     sweepdir.mark_pending(plan, todo)
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
+    stuck = cannot_start(states)  # an array waiting on such a job would wait for ever
     earlier = sorted(
         {
             row.job_id.split("_")[0]
             for row in states
-            if row.run in busy and row.job_id and row.launcher == conf.name and row.job_alive
+            if row.run in busy - stuck and row.job_id and row.launcher == conf.name and row.job_alive
         }
     )
     dispatcher = Dispatcher(

@@ -97,8 +97,8 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     if manifest is None and not planned and not unreadable:
         raise PlanError(
             [
-                f"{sweep_dir} holds no sweep: neither {records.SWEEP} nor a run's records; resume takes the folder "
-                "that a launch printed (sweep RUNS_DIR/NAME)"
+                f"{sweep_dir} holds no sweep to resume: neither {records.SWEEP} nor {records.RUNS}; resume takes "
+                "the folder that a launch printed (sweep RUNS_DIR/NAME)"
             ]
         )
     lost = sorted(set((manifest or {}).get("runs", {})) - set(planned))

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ def user_module(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def slow(tmp_path, monkeypatch) -> list[str]:
+def sleeping_steps(tmp_path, monkeypatch) -> Iterator[list[str]]:
     """SLOW's step, importable in this process and in the launches it starts (through PYTHONPATH)."""
     folder = tmp_path / "slow"
     folder.mkdir()

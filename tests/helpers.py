@@ -166,7 +166,7 @@ def cells(out: str, first: str) -> list[dict[str, str]]:
     return [dict(zip(header, (cell.strip() for cell in row.strip("|").split("|")), strict=True)) for row in rows]
 
 
-# Two runs of a step of the user's own that waits 20 ms a step (the `slow` fixture makes it importable).
+# Two runs of a step of the user's own that waits 20 ms a step (the `sleeping_steps` fixture makes it importable).
 # 150 steps last 3 s on any machine and cost little CPU: time to kill or interrupt one mid-way.
 # One process per configuration (repeats=1): these tests are about faults, not replication.
 SLOW = ["workload._target_=slow_steps.Step", "steps=150", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
@@ -204,8 +204,9 @@ def as_in_the_background() -> None:
 
 
 def start_launcher(runs: Path, *args: str, background: bool = False) -> subprocess.Popen:
-    """The launcher of SLOW (the `slow` fixture) in a process group of its own, as a terminal's foreground job, or a
-    script's background one."""
+    """The launcher of SLOW (the `sleeping_steps` fixture) in a process group of its own.
+
+    It is started as a terminal's foreground job, or as a script's background one."""
     command = [sys.executable, str(ROOT / "launch.py"), *SLOW, f"runs_dir={runs}", *args]
     return subprocess.Popen(
         command,

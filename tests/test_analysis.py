@@ -347,9 +347,12 @@ def test_a_threshold_or_half_width_out_of_range_is_refused_by_name(sweep, args, 
     assert refused.returncode == 2 and said in refused.stderr, refused.stderr
 
 
-def test_a_sweep_compared_with_itself_is_refused(sweep):
-    """A gate that compares one folder with itself passes whatever the code does: a script's typo."""
-    refused = launch_here("compare", str(sweep), f"{sweep}/.")
+def test_a_sweep_compared_with_itself_is_refused(sweep, monkeypatch):
+    """A gate that compares one folder with itself passes whatever the code does: a script's typo.
+
+    The folder is named once by its full path and once from its parent."""
+    monkeypatch.chdir(sweep.parent)
+    refused = launch_here("compare", str(sweep), sweep.name)
     assert refused.returncode == 2 and "are one sweep: compared with itself it can show no change" in refused.stderr
 
 

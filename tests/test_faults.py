@@ -79,7 +79,7 @@ def _in_its_steps(sweep: Path):
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path, slow):
+def test_a_run_killed_mid_way_is_failed_as_lost_and_resume_completes_it(tmp_path, sleeping_steps):
     """A Slurm job that ends before its run does is test_slurm.py's cancelled job."""
     sweep = tmp_path / "runs" / "default"
     launcher = start_launcher(tmp_path / "runs", "seed=0", "launcher=local", "launcher.wait=true", "launcher.poll_s=1")
@@ -123,7 +123,9 @@ def _kill(launcher: subprocess.Popen) -> None:
     [(_ctrl_c, 130, "Ctrl-C", False), (_kill, 143, "SIGTERM", False), (_kill, 143, "SIGTERM", True)],
     ids=["ctrl-c", "sigterm", "sigterm-background"],
 )
-def test_ctrl_c_or_sigterm_leaves_the_sweep_pending_and_resumable(tmp_path, slow, stop, status, said, background):
+def test_ctrl_c_or_sigterm_leaves_the_sweep_pending_and_resumable(
+    tmp_path, sleeping_steps, stop, status, said, background
+):
     """The jobs of a launcher sent SIGTERM alone are stopped by it: none runs on, unwatched.
     So are those of a launcher a script started in the background, which ignores SIGINT."""
     sweep = tmp_path / "runs" / "default"
@@ -222,14 +224,14 @@ def test_wandb_failing_leaves_complete_records_and_a_warning(tiny_plan):
 
 
 @pytest.mark.slow
-def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path, slow):
+def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothing(tmp_path, sleeping_steps):
     runs = tmp_path / "runs"
     sweep = runs / "default"
     first = start_launcher(runs, "seed=0", "launcher=debug")  # one run of a few seconds, in the launcher's process
     try:
         wait_for(lambda: _running(sweep), "the first launch's run")
         manifest = (sweep / records.SWEEP).read_text()
-        second = launch_here(*slow, "seed=0", f"runs_dir={runs}")
+        second = launch_here(*sleeping_steps, "seed=0", f"runs_dir={runs}")
         assert second.returncode == 2, second.stderr
         lock = json.loads((sweep / LOCK).read_text())
         assert lock["pid"] == first.pid, "the lock names the launch that holds it"
@@ -251,7 +253,7 @@ def test_a_second_launch_of_a_sweep_being_launched_is_refused_and_changes_nothin
 
 
 @pytest.mark.slow
-def test_a_killed_launchers_lock_is_free(tmp_path, slow):
+def test_a_killed_launchers_lock_is_free(tmp_path, sleeping_steps):
     runs = tmp_path / "runs"
     sweep = runs / "default"
     first = start_launcher(runs, "seed=0")

@@ -198,7 +198,7 @@ def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_
 
 
 @pytest.mark.slow
-def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_path, slow):
+def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_path, sleeping_steps):
     """Ctrl-C as soon as the warm job is submitted, while it imports torch: no run has started, and `status` says
     so (whether the job's own handler or the launcher's rule for runs never started recorded them)."""
     sweep = tmp_path / "runs" / "default"

@@ -1,5 +1,6 @@
 """Sweeps as submitit job arrays on a real one-node Slurm cluster (scripts/slurm-local), and the sbatch they make."""
 
+import dataclasses
 import os
 import re
 import shutil
@@ -19,7 +20,7 @@ from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.run_job import RunJob
-from perfsweep.launcher.run_states import EXIT_NOT_DONE
+from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, RunState, cannot_start, exit_status
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
@@ -639,3 +640,14 @@ def test_local_gpu_ranks_need_their_gpus_and_runs_at_once_would_share_them(tmp_p
     assert ranks_problems(build_plan([*ranks, "launcher.gpus_per_node=2"])) == []
     (shared,) = ranks_problems(build_plan([*ranks, "launcher.gpus_per_node=2", "launcher.parallelism=2"]))
     assert shared.startswith("launcher.parallelism=2 with dist.world_size=2 on GPUs: each run is given this host's")
+
+
+def test_status_waits_for_a_queued_job_unless_all_it_waits_for_cannot_start():
+    """A script waiting on exit 4 must end: a job its partition cannot hold is not waited for, a running one is."""
+    stuck = RunState(
+        "a", records.Status(), "pending", "7_0", None, "slurm", job_alive=True, job_waits="PartitionConfig"
+    )
+    queued = dataclasses.replace(stuck, run="b", job_id="7_1", job_waits="Resources")
+    assert cannot_start([stuck, queued]) == {"a"}
+    assert exit_status([stuck]) == EXIT_NOT_DONE
+    assert exit_status([stuck, queued]) == EXIT_IN_FLIGHT

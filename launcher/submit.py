@@ -168,7 +168,9 @@ class Dispatcher:
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
                 left = sum(len(every_run(pack)) for pack in packs[start:])
                 arrays = sorted({job_id.split("_")[0] for job_id in submitted})
-                done = f"job(s) {', '.join(arrays)} were submitted and recorded" if submitted else "nothing was"
+                done = "no job was submitted"
+                if submitted:
+                    done = f"job(s) {', '.join(arrays)} were submitted and recorded"
                 raise SubmissionFailed(
                     f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {counted(left, 'run')} "
                     f"{'was' if left == 1 else 'were'} not submitted (pending). "

@@ -442,6 +442,17 @@ def test_a_refused_sbatch_and_a_silent_squeue_lose_no_job_and_run_nothing_twice(
     assert {final[name].job_id for name in submitted} == {entry["job_id"] for entry in submitted.values()}
 
 
+@pytest.mark.slurm
+def test_a_first_sbatch_refused_says_no_job_was_submitted_and_how_to_go_on(on_slurm, tmp_path, monkeypatch):
+    _wrap(tmp_path, "sbatch", "true")  # a partition that does not exist, a controller down
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    sweep = tmp_path / "runs" / "default"
+    refused = launch_here(*FUNCTION, f"runs_dir={sweep.parent}")
+    assert refused.returncode == 1 and not records.submitted_jobs(sweep)
+    said = "sbatch: error: simulated failure 1\nno job was submitted; 1 run was not submitted (pending). "
+    assert said in refused.stderr, refused.stderr
+
+
 def _only_on_path(folder: Path, monkeypatch, *commands: str) -> None:
     """PATH holding stand-ins for these commands alone: never run, only found (what the checks look for)."""
     for command in commands:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -301,3 +302,21 @@ def test_configurations_that_b_is_still_running_are_followed_not_resumed(tmp_pat
             lifecycle.start(run.path, job_id="123_0")
     shown, _ = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
     assert shown.flags[0].endswith(f"has no done run of them (running): `perfsweep status {b}` follows them")
+
+
+def test_runs_not_done_in_a_compared_configuration_are_named_not_passed_over():
+    """A run that failed in B may be what B's code does: its configuration is compared on its done runs, and said."""
+    rng = np.random.default_rng(11)
+    a, b = sweep(synthetic.grid(), rng), sweep(synthetic.grid(), rng)
+    failed = next(r for r in b if r.axes["input_type"] == "subclass")
+    failed = dataclasses.replace(failed, status=dataclasses.replace(failed.status, state="failed"))
+    b_done = [r for r in b if r is not failed and r.run_id != failed.run_id]
+    shown, status = compare.compare_runs(
+        a, b_done, threshold=0.05, loss_tolerance=0.05, names=(Path("A"), Path("B")), unfinished=([], [failed])
+    )
+    (line,) = [flag for flag in shown.flags if flag.startswith("B has")]
+    assert line == (
+        "B has 1 run not done in configurations compared on their done runs: subclass (failed); "
+        "`perfsweep resume B` runs them again"
+    ), line
+    assert not any(flag.startswith("A has") for flag in shown.flags)

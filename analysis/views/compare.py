@@ -536,6 +536,12 @@ def compare_runs(
         for side, configs, every, other, left, folder in sides
         if configs
     ]
+    matched_labels = {ca.key: names_a[ca.key] for ca, _ in matched}
+    flags += [
+        line
+        for side, left, folder in (("A", unfinished[0], names[0]), ("B", unfinished[1], names[1]))
+        if (line := short_of(side, left, folder, matched_labels, found.differ, of))
+    ]
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
     if not fail_undetermined:
         status &= ~EXIT_UNDETERMINED
@@ -582,6 +588,32 @@ def without_match(
     if not how:
         return said
     return said + f"; to match {'the others' if left else 'them'}, {launch(theirs, how)}"
+
+
+def short_of(
+    side: str, left: list[RunRecord], folder: Path, matched: dict[tuple, str], differ: dict, of: Identity = identity
+) -> str:
+    """A line naming one side's runs not done in configurations that were compared on their other runs; else ''.
+
+    A run that failed in B may hide what B's code does; its configuration is compared all the same.
+    """
+    short: dict[str, list[str]] = {}
+    for run in left:
+        if (key := matched_on(run, differ, of)) in matched:
+            short.setdefault(matched[key], []).append(run.state)
+    if not short:
+        return ""
+    states = sorted({state for found in short.values() for state in found})
+    each = ", ".join(f"{label} ({', '.join(sorted(found))})" for label, found in short.items())
+    again = (
+        f"`perfsweep status {folder}` follows them"
+        if RUNNING in states
+        else f"`perfsweep resume {folder}` runs them again"
+    )
+    return (
+        f"{side} has {counted(sum(map(len, short.values())), 'run')} not done in configurations compared on their "
+        f"done runs: {each}; {again}"
+    )
 
 
 def nothing_matched(

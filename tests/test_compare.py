@@ -320,3 +320,17 @@ def test_runs_not_done_in_a_compared_configuration_are_named_not_passed_over():
         "`perfsweep resume B` runs them again"
     ), line
     assert not any(flag.startswith("A has") for flag in shown.flags)
+
+
+def test_sweeps_whose_steps_do_different_work_are_said_to_and_given_the_per_sample_factor():
+    """Batch 16 against batch 8: B's steps take about half as long, and do half the work."""
+    rng = np.random.default_rng(12)
+    a = sweep(synthetic.grid(), rng, **{"model.batch_size": 16})
+    b = sweep(synthetic.grid(), rng, **{"model.batch_size": 8})
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert (
+        "their steps do different work (model.batch_size 16 -> 8): each speed-up is per step, not of the same work; "
+        "per sample it is 0.5 times the speed-up (B's 8 samples a step over A's 16)"
+    ) in shown.above, shown.above
+    same, _ = compare.compare_runs(a, sweep(synthetic.grid(), rng, **{"model.batch_size": 16}), 0.05, 0.05)
+    assert not any(line.startswith("their steps do different work") for line in same.above)

@@ -137,6 +137,21 @@ def measured_differently(a: list[RunRecord], b: list[RunRecord]) -> str:
     )
 
 
+def other_work(differ: dict[str, tuple[str, str]]) -> str:
+    """A line where the sweeps' steps do different work (another batch or image size); '' if not.
+
+    Their step times then compare different work, and each speed-up is per step.
+    """
+    sizes = {key: values for key, values in differ.items() if key in ("model.batch_size", "model.image_size")}
+    if not sizes:
+        return ""
+    line = f"their steps do different work ({changes(sizes)}): each speed-up is per step, not of the same work"
+    if all(value.isdigit() for value in sizes.get("model.batch_size", ("?",))):
+        a, b = (int(value) for value in sizes["model.batch_size"])
+        line += f"; per sample it is {b / a:.3g} times the speed-up (B's {b} samples a step over A's {a})"
+    return line
+
+
 def steps_trained(run: RunRecord) -> int:
     """The steps the run trained, warm-up included, of those it records."""
     return sum(count for key in MEASURING if isinstance(count := run.fields.get(key), int))
@@ -492,6 +507,8 @@ def compare_runs(
     ]
     if measured := measured_differently(a, b):
         above.append(measured)
+    if work := other_work(found.differ):
+        above.append(work)
     if code_differ := differences(a, b, of=code_of):
         above.append(f"their code differs in: {changes(code_differ)}")
     if machines_differ := machine_differences(a, b):

@@ -592,7 +592,8 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> Ver
         says: the output whose last line says why it failed (step.says).
         limit_s: the stage's limit.
     """
-    error = next((line for line in reversed(says.splitlines()) if line.strip()), "")[:200]
+    last = next((line for line in reversed(says.splitlines()) if line.strip()), "")
+    error = last[:200]
     if code == 0:
         return Verdict(passed=True, stage="exited", exit_code=0, limit_s=limit_s)
     if code is None:  # a sweep cut short says how far it got: its ended runs are kept for --resume
@@ -602,7 +603,8 @@ def step_verdict(step: Step, code: int | None, says: str, limit_s: float) -> Ver
         known, others = failed_runs(step)
         if known and not others:
             return Verdict(True, "exited", error, code, limit_s, known_issues=tuple(known))
-    if code == 1 and step.tables:  # a configuration without figures: its sweep's step judged why, its row says it
+    unmeasured = last.endswith(" has no figures") or " without a done run, so without figures: " in last
+    if code == 1 and step.tables and unmeasured:  # its sweep's step judged why it has no figures; its row says it
         return Verdict(True, "exited", error, code, limit_s)
     return Verdict(passed=False, stage="exited", reason=error, exit_code=code, limit_s=limit_s)
 

@@ -146,8 +146,8 @@ def other_work(differ: dict[str, tuple[str, str]]) -> str:
     if not sizes:
         return ""
     line = f"their steps do different work ({changes(sizes)}): each speed-up is per step, not of the same work"
-    if all(value.isdigit() for value in sizes.get("model.batch_size", ("?",))):
-        a, b = (int(value) for value in sizes["model.batch_size"])
+    if (batch := sizes.get("model.batch_size")) and all(value.isdigit() for value in batch):
+        a, b = (int(value) for value in batch)
         line += f"; per sample it is {b / a:.3g} times the speed-up (B's {b} samples a step over A's {a})"
     return line
 
@@ -588,17 +588,13 @@ def without_match(
     """
     theirs = "B" if side == "A" else "A"
     said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
-    planned: dict[tuple, set[str]] = {}
-    for run in unfinished.runs:
-        planned.setdefault(matched_on(run, differ, of), set()).add(run.state)
+    planned = states_by_key(unfinished.runs, differ, of)
     left = [c for c in configs if c.key in planned]
     if left:
         named = ", ".join(labels(every)[c.key] for c in left)
         states = {state for c in left for state in planned[c.key]}
         said += f"; {theirs} planned {named} and has no done run of them ({', '.join(sorted(states))}): " + (
-            f"`perfsweep status {unfinished.folder}` follows them"
-            if RUNNING in states  # a resume leaves them to the jobs that have them
-            else f"`perfsweep resume {unfinished.folder}` runs them again"
+            finishing(states, unfinished.folder)
         )
     rest = [c for c in configs if c.key not in planned]
     how = lacking([run for config in rest for run in config.runs], other, differ, of) if rest else []
@@ -614,23 +610,30 @@ def short_of(
 
     A run that failed in B may hide what B's code does; its configuration is compared all the same.
     """
-    short: dict[str, list[str]] = {}
-    for run in left:
-        if (key := matched_on(run, differ, of)) in matched:
-            short.setdefault(matched[key], []).append(run.state)
+    short = {matched[key]: states for key, states in states_by_key(left, differ, of).items() if key in matched}
     if not short:
         return ""
-    states = sorted({state for found in short.values() for state in found})
-    each = ", ".join(f"{label} ({', '.join(sorted(found))})" for label, found in short.items())
-    again = (
-        f"`perfsweep status {folder}` follows them"
-        if RUNNING in states
-        else f"`perfsweep resume {folder}` runs them again"
+    each = ", ".join(f"{label} ({', '.join(sorted(set(states)))})" for label, states in short.items())
+    count = counted(sum(map(len, short.values())), "run")
+    every = {state for states in short.values() for state in states}
+    return f"{side} has {count} not done in configurations compared on their done runs: {each}; " + finishing(
+        every, folder
     )
-    return (
-        f"{side} has {counted(sum(map(len, short.values())), 'run')} not done in configurations compared on their "
-        f"done runs: {each}; {again}"
-    )
+
+
+def states_by_key(runs: list[RunRecord], differ: dict, of: Identity = identity) -> dict[tuple, list[str]]:
+    """The states of these runs (not done), by the configuration they are matched on."""
+    found: dict[tuple, list[str]] = {}
+    for run in runs:
+        found.setdefault(matched_on(run, differ, of), []).append(run.state)
+    return found
+
+
+def finishing(states: set[str], folder: Path) -> str:
+    """How to finish runs in these states: status follows running ones (a resume leaves them to their jobs)."""
+    if RUNNING in states:
+        return f"`perfsweep status {folder}` follows them"
+    return f"`perfsweep resume {folder}` runs them again"
 
 
 def nothing_matched(

@@ -277,10 +277,11 @@ def write_report(args: argparse.Namespace) -> int:
     from perfsweep.records import load_sweep
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
-    summaries = [r.summary for r in load_sweep(args.sweep_dir) if r.summary] if args.wandb else []
+    runs = load_sweep(args.sweep_dir)
+    summaries = [r.summary for r in runs if r.summary] if args.wandb else []
     phases = list(summaries[0].phases) if summaries else []
     ranks = max((s.ranks.world_size for s in summaries if s.ranks), default=0)
-    explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, load_sweep(args.sweep_dir)))
+    explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
     if args.wandb and args.dry_run:  # writes nothing
         print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained)))
         return 0
@@ -302,7 +303,7 @@ def write_report(args: argparse.Namespace) -> int:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
         print(f"W&B report: {url}")
-    return said_unmeasured(args.sweep_dir, load_sweep(args.sweep_dir), "report")
+    return said_unmeasured(args.sweep_dir, runs, "report")
 
 
 def upload(args: argparse.Namespace) -> int:

@@ -105,9 +105,10 @@ def in_flight(rows: list[RunState]) -> set[str]:
 
 
 def cannot_start(rows: list[RunState]) -> set[str]:
-    """The runs whose queued job waits for what no wait brings (CANNOT_START): not in flight for `status`.
+    """The runs whose queued job cannot start (CANNOT_START).
 
-    Resume still leaves them to their job, which would run them once its partition could.
+    They are not in flight for `status`.
+    Resume still leaves them to their job.
     """
     return {row.run for row in rows if row.state == PENDING and row.job_alive and row.job_waits in CANNOT_START}
 

@@ -128,7 +128,10 @@ def user_module(tmp_path, monkeypatch):
 
 @pytest.fixture
 def sleeping_steps(tmp_path, monkeypatch) -> Iterator[list[str]]:
-    """SLOW's step, importable in this process and in the launches it starts (through PYTHONPATH)."""
+    """SLOW's step, importable here and in the launches started from here.
+
+    PYTHONPATH carries it to them.
+    """
     folder = tmp_path / "slow"
     folder.mkdir()
     (folder / "slow_steps.py").write_text(SLEEP.format(ms=20))

@@ -138,9 +138,10 @@ def measured_differently(a: list[RunRecord], b: list[RunRecord]) -> str:
 
 
 def other_work(differ: dict[str, tuple[str, str]]) -> str:
-    """A line where the sweeps' steps do different work (another batch or image size); '' if not.
+    """A line where the sweeps' steps do different work; '' if not.
 
-    Their step times then compare different work, and each speed-up is per step.
+    Another batch or image size does.
+    Each speed-up is then per step.
     """
     sizes = {key: values for key, values in differ.items() if key in ("model.batch_size", "model.image_size")}
     if not sizes:
@@ -606,9 +607,11 @@ def without_match(
 def short_of(
     side: str, left: list[RunRecord], folder: Path, matched: dict[tuple, str], differ: dict, of: Identity = identity
 ) -> str:
-    """A line naming one side's runs not done in configurations that were compared on their other runs; else ''.
+    """A line naming one side's unfinished runs of compared configurations.
 
-    A run that failed in B may hide what B's code does; its configuration is compared all the same.
+    It is '' where there are none.
+    A run that failed in B may be what B's code does.
+    Its configuration is compared on its done runs all the same.
     """
     short = {matched[key]: states for key, states in states_by_key(left, differ, of).items() if key in matched}
     if not short:
@@ -622,7 +625,7 @@ def short_of(
 
 
 def states_by_key(runs: list[RunRecord], differ: dict, of: Identity = identity) -> dict[tuple, list[str]]:
-    """The states of these runs (not done), by the configuration they are matched on."""
+    """Each configuration's unfinished runs' states."""
     found: dict[tuple, list[str]] = {}
     for run in runs:
         found.setdefault(matched_on(run, differ, of), []).append(run.state)
@@ -630,7 +633,10 @@ def states_by_key(runs: list[RunRecord], differ: dict, of: Identity = identity) 
 
 
 def finishing(states: set[str], folder: Path) -> str:
-    """How to finish runs in these states: status follows running ones (a resume leaves them to their jobs)."""
+    """How to finish runs in these states.
+
+    A resume leaves running runs to their jobs: status follows them.
+    """
     if RUNNING in states:
         return f"`perfsweep status {folder}` follows them"
     return f"`perfsweep resume {folder}` runs them again"

@@ -126,8 +126,19 @@ def slurm_time_left_s() -> float | None:
 
 
 def at_time_limit() -> bool:
-    """Whether Slurm's SIGUSR2 to this job is its warning of the time limit, not a preemption."""
+    """Whether Slurm's SIGUSR2 to this job is its warning of the time limit, not a preemption.
+
+    squeue is asked up to three times: a busy controller can fail to answer once.
+    What was read goes to the job's log.
+    """
     left = slurm_time_left_s()
+    for _ in range(2):
+        if left is not None or not os.environ.get("SLURM_JOB_ID"):
+            break
+        time.sleep(0.5)
+        left = slurm_time_left_s()
+    read = "unknown" if left is None else f"{left:g} s"
+    print(f"perfsweep: SIGUSR2 with {read} of the job's time left (squeue %L)", file=sys.stderr, flush=True)
     return left is not None and left <= SLURM_WARNING_S + SLURM_EARLY_S
 
 

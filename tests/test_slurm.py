@@ -14,6 +14,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 
 from perfsweep import records
 from perfsweep.conf.schema import LauncherConf
+from perfsweep.launcher import run_job
 from perfsweep.launcher.backends import backend_for
 from perfsweep.launcher.backends import local as local_backend
 from perfsweep.launcher.backends import slurm as slurm_backend
@@ -662,3 +663,12 @@ def test_status_waits_for_a_queued_job_unless_all_it_waits_for_cannot_start():
     assert cannot_start([stuck, queued]) == {"a"}
     assert exit_status([stuck]) == EXIT_NOT_DONE
     assert exit_status([stuck, queued]) == EXIT_IN_FLIGHT
+
+
+def test_a_time_limit_warning_is_told_from_a_preemption_when_squeue_answers_only_the_second_time(monkeypatch):
+    """A busy controller can fail one squeue: read as a preemption, the run would be requeued and start over."""
+    answers = iter([None, 100.0])
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    monkeypatch.setattr(run_job, "slurm_time_left_s", lambda: next(answers))
+    monkeypatch.setattr(run_job.time, "sleep", lambda s: None)
+    assert run_job.at_time_limit()

@@ -49,6 +49,7 @@ MS = {ms}
 
 class Step:
     phases = ("compute",)
+    counts_flops = False  # a wait does none
 
     def __init__(self, cfg, device):
         self.a = torch.ones(1, device=device)

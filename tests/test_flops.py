@@ -59,6 +59,39 @@ def test_a_function_benchmark_counts_no_flops_and_its_job_imports_no_dynamo(tiny
     assert "torch._dynamo" in lazy_imports(nested.runs), "its jagged NestedTensor imports it"
 
 
+WAITS = """
+import time
+
+import torch
+
+
+class Wait:
+    phases = ("wait",)
+    counts_flops = {counts}
+
+    def __init__(self, cfg, device):
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(0.001)
+        clock.mark()
+        return self.a.sum()
+"""
+
+
+def test_a_step_of_the_users_that_says_it_counts_no_flops_is_not_counted_and_its_job_imports_no_dynamo(
+    tiny_plan, user_module
+):
+    user_module("waits", WAITS.format(counts=False))
+    plan = tiny_plan("workload._target_=waits.Wait")
+    assert "torch._dynamo" not in lazy_imports(plan.runs)
+    run_dir, summary = run(plan)
+    assert summary.flops_per_step is None and records.read_json(run_dir / records.SUMMARY)["flops_per_step"] is None
+    user_module("counted", WAITS.format(counts=True))
+    assert "torch._dynamo" in lazy_imports(tiny_plan("workload._target_=counted.Wait").runs), "counted, as by default"
+
+
 def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan):
     imports = lazy_imports(tiny_plan().runs)
     assert "torch._dynamo" in imports and not {"timm", "torchvision"} & set(imports)

@@ -35,23 +35,28 @@ SLURM = [*TINY, *ON_SLURM, "memory_format=contiguous"]
 # Where the model is not what a test is about: a function benchmark's job imports neither torch._dynamo nor a model,
 # about a CPU-second less a job than the tiny CNN's. `workload.impl=loop,broadcast` is its comparison.
 FUNCTION = [*FAST, *ON_SLURM, "input_type=tensor", "memory_format=contiguous"]
-# A model of the user's own whose forward sleeps 20 ms: its run lasts as long as a test needs on any machine, and
-# costs no CPU. A cancel or requeue of its job kills it (submitit's job ignores Slurm's SIGTERM) 5 s later (slurmd's
-# floor, whatever KillWait says): a run that is to be cut short lasts longer than that.
+# A step of the user's own that sleeps 20 ms: its run lasts as long as a test needs on any machine, and costs no CPU.
+# It counts no FLOPs, so its job imports no torch._dynamo. A cancel or requeue of its job kills it (submitit's job
+# ignores Slurm's SIGTERM) 5 s later (slurmd's floor, whatever KillWait says): a run that is to be cut short lasts
+# longer than that.
 NAP = """
 import time
 
 import torch
 
 
-class Nap(torch.nn.Module):
-    def __init__(self, num_classes=10, in_chans=3):
-        super().__init__()
-        self.head = torch.nn.Linear(in_chans, num_classes)
+class Nap:
+    phases = ("nap",)
+    counts_flops = False
 
-    def forward(self, images):
+    def __init__(self, cfg, device):
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
         time.sleep(0.02)
-        return self.head(images.mean((2, 3)))
+        clock.mark()
+        return self.a.sum()
 """
 
 
@@ -67,7 +72,14 @@ def on_slurm(slurm_cluster, monkeypatch) -> dict[str, str]:
 def naps(on_slurm, user_module) -> list[str]:
     """A sweep of one run of NAP on the local cluster (`steps=N` to add)."""
     user_module("naps", NAP)
-    return ["model=naps.Nap", "warmup_steps=1", "repeats=1", "launcher=slurm", POLL, "tracker.mode=disabled"]
+    return [
+        "workload._target_=naps.Nap",
+        "warmup_steps=1",
+        "repeats=1",
+        "launcher=slurm",
+        POLL,
+        "tracker.mode=disabled",
+    ]
 
 
 def states(sweep: Path) -> dict[str, records.Status]:

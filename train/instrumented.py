@@ -204,11 +204,14 @@ def imports_dynamo(cfg: RunConf) -> bool:
     A run imports it where it compiles or counts its FLOPs (the counter imports it).
     A model workload does both: it counts its FLOPs, and its optimizer imports it when built.
     A function benchmark with a backward phase is taken to (nested's jagged NestedTensor imports it).
-    So is a step of the user's own, without importing its module here.
+    So is a step of the user's own that counts its FLOPs or has a backward phase, or that cannot be imported.
     """
-    if cfg.compile.enabled or cfg.workload._target_:
+    if cfg.compile.enabled:
         return True
-    work = workload_class(cfg.workload)
+    try:
+        work = workload_class(cfg.workload)
+    except Exception:  # the user's step: its run reports the error
+        return True
     return work.counts_flops or "backward" in work.phases
 
 

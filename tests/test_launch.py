@@ -220,18 +220,41 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatc
     assert not runs_dir.exists()
 
 
+# A step of the user's own whose seed=1 run fails as it is built; it counts no FLOPs, so its job imports no
+# torch._dynamo.
+FAILS_AT_SEED_1 = """import torch
+
+
+class Step:
+    phases = ("compute",)
+    counts_flops = False
+
+    def __init__(self, cfg, device):
+        if cfg.seed == 1:
+            raise ValueError("seed=1 fails as it is built")
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        clock.mark()
+        return self.a.sum()
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("typed", ["perfsweep", "python launch.py"])
-def test_advice_names_the_command_the_user_ran_in_the_launch_and_in_its_jobs(typed, tmp_path):
+def test_advice_names_the_command_the_user_ran_in_the_launch_and_in_its_jobs(typed, tmp_path, user_module):
     """`perfsweep` is the installed command (pyproject's console script), `python launch.py` the script. A run's
     job is a process of its own: its warning that W&B was left behind names the command too."""
     command = (
         [str(Path(sys.executable).with_name("perfsweep"))] if typed == "perfsweep" else [sys.executable, "launch.py"]
     )
     sweep = tmp_path / "default"
-    one_fails = [arg for arg in ONE_OF_TWO_FAILS if not arg.startswith("tracker.")]
+    folder = user_module("fails_at_seed_1", FAILS_AT_SEED_1).parent
+    one_fails = ["workload._target_=fails_at_seed_1.Step", "seed=0,1"]
     args = [*one_fails, "steps=2", "warmup_steps=1", "repeats=1", "tracker.timeout_s=0.001", f"runs_dir={tmp_path}"]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # venv activated
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
     launched = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert launched.returncode == 1, launched.stdout + launched.stderr
     (done,) = [r for r in records.load_sweep(sweep) if r.state == records.DONE]

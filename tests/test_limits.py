@@ -309,7 +309,6 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
     )
 
 
-@pytest.mark.slow
 def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_with_none_done_is(tmp_path, capsys):
     """Two configurations of two runs each, done, then left to the budget as a launch leaves them, in the plan's
     order. While each configuration has a done run, the sweep decides with them (exit 0), a resume's plan of the rest
@@ -320,7 +319,7 @@ def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_wit
     from perfsweep.launcher.submit import launch as submit
 
     plan = build_plan([*FAST, "workload.impl=loop,broadcast", "repeats=2", "tracker.mode=disabled",
-                       "launcher.budget_s=50", f"runs_dir={tmp_path}"])  # fmt: skip
+                       "launcher=debug", "launcher.budget_s=50", f"runs_dir={tmp_path}"])  # fmt: skip
     assert [spec.axes["impl"] for spec in plan.runs] == ["loop", "broadcast"] * 2
     submit(plan, [], _runner())
     resume = f"perfsweep resume {plan.sweep_dir}"

@@ -1,11 +1,13 @@
 """Bad input is refused before anything is written or submitted: exit status 2, the bad value named with what is
 allowed, no traceback, and nothing already recorded touched."""
 
+import sys
+
 import pytest
 
 from perfsweep import records
 from tests import golden
-from tests.helpers import FAST, launch, launch_here
+from tests.helpers import FAST, launch_here
 
 
 def _refused(result, *expected: str) -> None:
@@ -76,8 +78,7 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args):
     golden.says(f"refused: {_bad(args)}", result.stderr, {tmp_path: "<runs>"})
 
 
-@pytest.mark.slow
-def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path):
+def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path, monkeypatch):
     """A newline in runs_dir would end the #SBATCH block and run the rest as a command on the node."""
     runs_dir = f"{tmp_path}/sl\ntouch {tmp_path}/PWNED\n"
     result = launch_here(*FAST, "launcher=slurm", "launcher.max_array_size=8", f"runs_dir='{runs_dir}'")
@@ -86,7 +87,9 @@ def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path):
     # the same newline from the working directory that runs_dir is relative to
     odd = tmp_path / "work\ndir"
     odd.mkdir()
-    result = launch(*FAST, "launcher=slurm", "launcher.max_array_size=8", cwd=odd)
+    monkeypatch.chdir(odd)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the launch puts its working directory first
+    result = launch_here(*FAST, "launcher=slurm", "launcher.max_array_size=8")
     _refused(result, f"the sweep folder {str(odd / 'runs' / 'default')!r} (runs_dir in the working directory)")
     assert list(odd.iterdir()) == []
 

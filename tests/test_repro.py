@@ -18,7 +18,7 @@ from perfsweep.conf.schema import RUN_FIELDS
 from perfsweep.records.repro import code_of
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
-from tests.helpers import EXAMPLE, TINY, launch_here
+from tests.helpers import EXAMPLE, FAST, TINY, launch_here
 
 ONE = ["input_type=tensor", "memory_format=contiguous", "tracker.mode=disabled"]
 
@@ -48,13 +48,13 @@ def test_every_configuration_plans_again_alone_with_its_id(sweep, imagelib):
 
 @pytest.mark.slow
 def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configuration(tmp_path, monkeypatch):
-    tiny = [arg for arg in TINY if not arg.startswith("repeats=")]
+    fast = [arg for arg in FAST if not arg.startswith(("repeats=", "workload.impl="))]
     runs = tmp_path / "runs"
-    first = launch_here(*tiny, "repeats=2", "input_type=tensor,subclass", *ONE[1:], f"runs_dir={runs}")
+    first = launch_here(*fast, "repeats=2", "workload.impl=loop,broadcast", *ONE[2:], f"runs_dir={runs}")
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     sweep = runs / "default"
-    ran = {(r.axes["input_type"], r.fields["replicate"]): r for r in records.load_sweep(sweep)}
-    old = ran["subclass", 1]
+    ran = {(r.axes["impl"], r.fields["replicate"]): r for r in records.load_sweep(sweep)}
+    old = ran["broadcast", 1]
     shown = launch_here("runs", str(sweep))
     (line,) = [x.split(": ", 1)[1] for x in shown.stdout.splitlines() if x.startswith(f"repro {old.name}: ")]
     words = shlex.split(line, comments=True)  # the caveat after `#` is the shell's comment
@@ -68,11 +68,11 @@ def test_a_runs_command_run_as_printed_from_another_folder_measures_its_configur
     assert new.state == records.DONE and new.run_id == old.run_id
     assert measured(new) == measured(old)
     table = launch_here("table", str(sweep), "--repro")
-    assert table.returncode == 0 and ran["subclass", 0].repro.command in table.stdout
-    assert ran["subclass", 0].repro.command == shlex.join(words[:-2])
+    assert table.returncode == 0 and ran["broadcast", 0].repro.command in table.stdout
+    assert ran["broadcast", 0].repro.command == shlex.join(words[:-2])
     report = launch_here("report", str(sweep))
     assert report.returncode == 0, report.stderr
-    assert html.escape(ran["tensor", 0].repro.command) in (sweep / records.REPORT).read_text()
+    assert html.escape(ran["loop", 0].repro.command) in (sweep / records.REPORT).read_text()
 
 
 def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):

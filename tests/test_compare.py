@@ -118,6 +118,25 @@ def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():
     assert not [line for line in same.above if "hosts differ" in line]
 
 
+def test_an_undetermined_slowdown_beside_a_shared_host_is_decided_by_runs_alone_not_more_runs():
+    """B's subclass is a third slower, two runs a side spread far apart: UNDETERMINED. Where B's runs shared their
+    host and A's did not, more runs beside that load would measure it again: compare says to run B alone."""
+    noisy = synthetic.Noise(run_sd=0.3, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(8)
+    a = synthetic.beside(synthetic.sweep(synthetic.grid(), 2, noisy, rng), 0.0)
+    b = synthetic.sweep(synthetic.grid({"subclass": 1.33}), 2, noisy, rng)
+    for busy, shared in ((0.0, False), (0.8, True)):
+        shown, _ = compare.compare_runs(a, synthetic.beside(b, busy), threshold=0.05, loss_tolerance=0.05)
+        assert any(line.flag.startswith("UNDETERMINED") for line in shown.items), "the premise: undetermined"
+        found = [flag for flag in shown.flags if flag.startswith("SHARED HOST: their hosts differ in: others' CPU")]
+        assert bool(found) == shared, shown.flags
+        legend = "runs with their hosts to themselves decide it: SHARED HOST" if shared else "more runs decide it"
+        assert f"UNDETERMINED ({legend};" in shown.notes[0]
+        head = comment.comment(shown, 0.05).splitlines()[0]
+        assert head.endswith(f"so undetermined ({legend})"), head
+    assert "run the sweep whose host was shared again with its host to itself, then compare" in found[0]
+
+
 def test_compare_counts_the_runs_a_neighbour_took_where_it_came_and_went():
     """A neighbour that took 40% of 4 of B's 9 runs leaves B's median run without one: compare counts the runs."""
     rng = np.random.default_rng(5)

@@ -31,7 +31,7 @@ from perfsweep.analysis.render import View, figure, markdown
 from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED, UNDETERMINED_FLAG
 from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
-from perfsweep.analysis.views.compare import Line
+from perfsweep.analysis.views.compare import SHARED_HOST, Line, undetermined_way
 from perfsweep.analysis.views.history import Series
 
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
@@ -53,7 +53,11 @@ def comment(view: View, threshold: float) -> str:
         (line for line in steps if line.flag), key=lambda line: (unconfirmed(line), -abs(math.log(line.speedup.value)))
     )
     losses = any(line.flag for line in view.items if line.phase == "final loss")
-    parts = [f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses)}", _counts(counts, len(steps), threshold)]
+    shared = any(flag.startswith(SHARED_HOST) for flag in view.flags)
+    parts = [
+        f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}",
+        _counts(counts, len(steps), threshold),
+    ]
     if moved:
         parts.append(_table(moved))
         parts += [_operators(line) for line in moved if line.operators and kind(line, threshold) == SLOWER]
@@ -82,15 +86,20 @@ def unconfirmed(line: Line) -> bool:
     return line.flag.startswith(UNDETERMINED_FLAG)
 
 
-def headline(moved: list[Line], undetermined: int = 0, losses: bool = False) -> str:
-    """The largest flagged change of the step; else whether the step stayed within the noise or went undecided."""
+def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False) -> str:
+    """The largest flagged change of the step; else whether the step stayed within the noise or went undecided.
+
+    `shared`: one sweep's host was shared and the other's not (compare's SHARED HOST).
+    """
     if moved:
         line = moved[0]
         value = line.speedup.value
         way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
         said = f"{way} in {line.configuration} ({line.flag})"
         if unconfirmed(line):
-            said = f"possibly {way} in {line.configuration}: not significant, so undetermined (more runs decide it)"
+            said = (
+                f"possibly {way} in {line.configuration}: not significant, so undetermined ({undetermined_way(shared)})"
+            )
     elif undetermined:
         said = f"no change decided: {undetermined} undetermined (more runs narrow them)"
     else:

@@ -31,6 +31,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            between processes)
     UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
                            it out, and more runs decide it; it fails the gate with --fail-undetermined
+    SHARED HOST            beside an UNDETERMINED slowdown, where one sweep's host was shared and the other's not:
+                           more runs beside that load would measure it again, so the way on is a sweep run again
+                           with its host to itself
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -96,6 +99,7 @@ EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOS
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
 EXIT_UNDETERMINED = 16  # added where a slowdown beyond the threshold was measured but not significant
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
+SHARED_HOST = "SHARED HOST"
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 UNSET = "(unset)"  # the value of a key that a run does not record
@@ -531,6 +535,7 @@ def compare_runs(
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
+    shared = shared_host(hosts_differ, lines)
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -538,7 +543,7 @@ def compare_runs(
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
-        "apart); a slowdown beyond it that is not significant, UNDETERMINED (more runs decide it; "
+        f"apart); a slowdown beyond it that is not significant, UNDETERMINED ({undetermined_way(bool(shared))}; "
         "--fail-undetermined fails the gate on it); loss "
         f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",
@@ -548,7 +553,7 @@ def compare_runs(
         ("A", found.only_a, every_a, b, unfinished[1], names[1]),
         ("B", found.only_b, every_b, a, unfinished[0], names[0]),
     )
-    flags = [
+    flags = shared + [
         ("UNMATCHED: " if unmatched and side == "A" else "")
         + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
         for side, configs, every, other, left, folder in sides
@@ -564,6 +569,25 @@ def compare_runs(
     if not fail_undetermined:
         status &= ~EXIT_UNDETERMINED
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
+
+
+def shared_host(hosts_differ: str, lines: list[Line]) -> list[str]:
+    """The way on from an UNDETERMINED slowdown where one sweep's host was shared and the other's not; [] elsewhere.
+
+    More runs beside the same load would measure that load again.
+    Such a difference is the host's as much as the code's.
+    """
+    if not hosts_differ or not any(line.flag.startswith(UNDETERMINED_FLAG) for line in lines):
+        return []
+    return [
+        f"{SHARED_HOST}: their hosts differ in: {hosts_differ}. More runs beside that load would measure it again: "
+        "run the sweep whose host was shared again with its host to itself, then compare"
+    ]
+
+
+def undetermined_way(shared: bool) -> str:
+    """What decides an UNDETERMINED slowdown: more runs, or runs with their hosts to themselves."""
+    return f"runs with their hosts to themselves decide it: {SHARED_HOST}" if shared else "more runs decide it"
 
 
 class Unfinished(NamedTuple):

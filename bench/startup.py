@@ -44,9 +44,12 @@ def launch_once(args: list[str], mode: str) -> dict[str, float]:
         command = [sys.executable, str(ROOT / "launch.py"), *args, "tracker.mode=disabled"]
         command += [f"launcher.isolation={mode}", f"runs_dir={tmp}"]
         start = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, capture_output=True, check=True)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - start
         timings = [run.status.timing for run in load_sweep(Path(tmp) / "default") if run.status.timing]
+    if done.returncode not in (0, 1) or not timings:  # 1: a run failed, or the budget left a configuration undone
+        said = f"startup: the launch of `{' '.join(args)}` exited {done.returncode}, {len(timings)} of its runs ran"
+        raise SystemExit(f"{said}:\n{done.stderr[-2000:]}")
     return {
         "wall_s": wall,
         "startup_s": statistics.median(t["startup_s"] for t in timings),

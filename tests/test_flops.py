@@ -11,6 +11,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
 from perfsweep.sweeps.plan import build_plan
+from perfsweep.train import user_targets
 from perfsweep.train.fastai_loop import MODULES as FASTAI_MODULES
 from perfsweep.train.flops import count_flops, peak_flops
 from perfsweep.train.instrumented import lazy_imports
@@ -83,6 +84,7 @@ class Wait:
 def test_a_step_of_the_users_that_says_it_counts_no_flops_is_not_counted_and_its_job_imports_no_dynamo(
     tiny_plan, user_module
 ):
+    """A wait has no FLOPs to count: its step says so, and its runs skip the counter and its import of Dynamo."""
     user_module("waits", WAITS.format(counts=False))
     plan = tiny_plan("workload._target_=waits.Wait")
     assert "torch._dynamo" not in lazy_imports(plan.runs)
@@ -90,6 +92,13 @@ def test_a_step_of_the_users_that_says_it_counts_no_flops_is_not_counted_and_its
     assert summary.flops_per_step is None and records.read_json(run_dir / records.SUMMARY)["flops_per_step"] is None
     user_module("counted", WAITS.format(counts=True))
     assert "torch._dynamo" in lazy_imports(tiny_plan("workload._target_=counted.Wait").runs), "counted, as by default"
+
+
+def test_a_counts_flops_that_is_not_true_or_false_is_refused_naming_it(tiny_plan, user_module):
+    user_module("unsure", WAITS.format(counts='"False"'))
+    (spec,) = tiny_plan("workload._target_=unsure.Wait").runs
+    said = "its counts_flops is 'False', not True or False"
+    assert any(said in problem for problem in user_targets.problems(spec.config)), user_targets.problems(spec.config)
 
 
 def test_a_tiny_cnn_run_imports_dynamo_for_its_count_and_no_model_zoo(tiny_plan):

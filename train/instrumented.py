@@ -199,12 +199,13 @@ def lazy_imports(specs: list[RunSpec]) -> list[str]:
 
 
 def imports_dynamo(cfg: RunConf) -> bool:
-    """Whether a run imports torch._dynamo: 1.4 s of a CPU.
+    """Whether a run imports torch._dynamo: 1.7 s of a CPU on a 2-core AMD EPYC VM.
 
     A run imports it where it compiles or counts its FLOPs (the counter imports it).
     A model workload does both: it counts its FLOPs, and its optimizer imports it when built.
     A function benchmark with a backward phase is taken to (nested's jagged NestedTensor imports it).
-    So is a step of the user's own that counts its FLOPs or has a backward phase, or that cannot be imported.
+    So is a step of the user's own that counts its FLOPs, or that cannot be imported.
+    So is one with a backward phase: it trains, and a torch.optim optimizer imports it.
     """
     if cfg.compile.enabled:
         return True

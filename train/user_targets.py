@@ -163,6 +163,9 @@ def _workload(thing: Any) -> str:
         return f"{expected}; its phases are {phases!r}, not a list of names"
     if len(set(phases)) != len(phases) or "step" in phases:
         return f"{expected}; its phases {list(phases)} must be distinct and other than 'step' (the whole step)"
+    counts = getattr(thing, "counts_flops", True)
+    if not isinstance(counts, bool):
+        return f"{expected}; its counts_flops is {counts!r}, not True or False"
     return ""
 
 

@@ -67,7 +67,7 @@ def user_workload(path: str) -> type[Workload]:
     - phases;
     - checks: a `problems(cfg)` of its own, if any;
     - `summary(steps_per_s)`, else samples/s at model.batch_size;
-    - `counts_flops`, where it says False: its runs count no FLOPs, and import no torch._dynamo for it.
+    - `counts_flops`, where it says False: its runs count no FLOPs, and its job imports no torch._dynamo for that.
 
     The measured loop calls its own `step`, with nothing in between.
     """
@@ -75,7 +75,7 @@ def user_workload(path: str) -> type[Workload]:
 
     class UserStep(Workload):
         phases = tuple(target.phases)
-        counts_flops = bool(getattr(target, "counts_flops", True))
+        counts_flops = getattr(target, "counts_flops", True)  # a bool: user_targets checks it
         __qualname__ = f"UserStep[{path}]"
 
         @classmethod

@@ -101,7 +101,8 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
                 f"possibly {way} in {line.configuration}: not significant, so undetermined ({undetermined_way(shared)})"
             )
     elif undetermined:
-        said = f"no change decided: {undetermined} undetermined (more runs narrow them)"
+        way = f"runs with their hosts to themselves narrow them: {SHARED_HOST}" if shared else "more runs narrow them"
+        said = f"no change decided: {undetermined} undetermined ({way})"
     else:
         said = "no change beyond noise"
     return said + ("; a final loss changed" if losses else "")

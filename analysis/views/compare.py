@@ -31,9 +31,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            between processes)
     UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
                            it out, and more runs decide it; it fails the gate with --fail-undetermined
-    SHARED HOST            beside an UNDETERMINED slowdown, where one sweep's host was shared and the other's not:
-                           more runs beside that load would measure it again, so the way on is a sweep run again
-                           with its host to itself
+    SHARED HOST            beside an UNDETERMINED slowdown, where one sweep's host was shared and the other's
+                           not: more runs beside that load would measure it again, so the way on is to run that
+                           sweep again with its host to itself
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -572,16 +572,17 @@ def compare_runs(
 
 
 def shared_host(hosts_differ: str, lines: list[Line]) -> list[str]:
-    """The way on from an UNDETERMINED slowdown where one sweep's host was shared and the other's not; [] elsewhere.
+    """The way on from an UNDETERMINED slowdown where their hosts differ (`hosts_differ`); [] elsewhere.
 
+    One sweep's host was shared, and the other's was not or is unknown.
     More runs beside the same load would measure that load again.
     Such a difference is the host's as much as the code's.
     """
     if not hosts_differ or not any(line.flag.startswith(UNDETERMINED_FLAG) for line in lines):
         return []
     return [
-        f"{SHARED_HOST}: their hosts differ in: {hosts_differ}. More runs beside that load would measure it again: "
-        "run the sweep whose host was shared again with its host to itself, then compare"
+        f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: run the "
+        "sweep whose host was shared again with its host to itself, then compare"
     ]
 
 

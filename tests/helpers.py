@@ -172,6 +172,30 @@ def cells(out: str, first: str) -> list[dict[str, str]]:
 SLOW = ["workload._target_=slow_steps.Step", "steps=150", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
 
 
+# A step of the user's own that cannot be built for seed 1; for seed 0, steps of 50 ms. It counts no FLOPs, so its job
+# imports no torch._dynamo.
+FAILS_AT_SEED_1 = """import time
+
+import torch
+
+
+class Step:
+    phases = ("compute",)
+    counts_flops = False
+
+    def __init__(self, cfg, device):
+        if cfg.seed == 1:
+            raise ValueError("this side cannot be built")
+        self.a = torch.ones(1, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        time.sleep(0.05)
+        clock.mark()
+        return self.a.sum()
+"""
+
+
 FAST = [
     "workload=pairwise_sum_prod",
     "workload.impl=broadcast",

@@ -10,6 +10,7 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import published, published_models
 from perfsweep.analysis.views.table import view
+from perfsweep.bench.gitrepo import SLEEP
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train import user_targets
 from perfsweep.train.fastai_loop import MODULES as FASTAI_MODULES
@@ -60,43 +61,25 @@ def test_a_function_benchmark_counts_no_flops_and_its_job_imports_no_dynamo(tiny
     assert "torch._dynamo" in lazy_imports(nested.runs), "its jagged NestedTensor imports it"
 
 
-WAITS = """
-import time
-
-import torch
-
-
-class Wait:
-    phases = ("wait",)
-    counts_flops = {counts}
-
-    def __init__(self, cfg, device):
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        time.sleep(0.001)
-        clock.mark()
-        return self.a.sum()
-"""
+WAITS = SLEEP.format(ms=1)  # a step of the user's own that says it counts no FLOPs (bench/gitrepo.py)
 
 
 def test_a_step_of_the_users_that_says_it_counts_no_flops_is_not_counted_and_its_job_imports_no_dynamo(
     tiny_plan, user_module
 ):
     """A wait has no FLOPs to count: its step says so, and its runs skip the counter and its import of Dynamo."""
-    user_module("waits", WAITS.format(counts=False))
-    plan = tiny_plan("workload._target_=waits.Wait")
+    user_module("waits", WAITS)
+    plan = tiny_plan("workload._target_=waits.Step")
     assert "torch._dynamo" not in lazy_imports(plan.runs)
     run_dir, summary = run(plan)
     assert summary.flops_per_step is None and records.read_json(run_dir / records.SUMMARY)["flops_per_step"] is None
-    user_module("counted", WAITS.format(counts=True))
-    assert "torch._dynamo" in lazy_imports(tiny_plan("workload._target_=counted.Wait").runs), "counted, as by default"
+    user_module("counted", WAITS.replace("counts_flops = False", "counts_flops = True"))
+    assert "torch._dynamo" in lazy_imports(tiny_plan("workload._target_=counted.Step").runs), "counted, as by default"
 
 
 def test_a_counts_flops_that_is_not_true_or_false_is_refused_naming_it(tiny_plan, user_module):
-    user_module("unsure", WAITS.format(counts='"False"'))
-    (spec,) = tiny_plan("workload._target_=unsure.Wait").runs
+    user_module("unsure", WAITS.replace("counts_flops = False", 'counts_flops = "False"'))
+    (spec,) = tiny_plan("workload._target_=unsure.Step").runs
     said = "its counts_flops is 'False', not True or False"
     assert any(said in problem for problem in user_targets.problems(spec.config)), user_targets.problems(spec.config)
 

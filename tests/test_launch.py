@@ -18,7 +18,7 @@ from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
 from tests import golden
-from tests.helpers import ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.helpers import FAILS_AT_SEED_1, ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
 
 
 @pytest.fixture
@@ -218,27 +218,6 @@ def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatc
     assert result.returncode == 2
     golden.says("online tracking without a key", result.stderr, {runs_dir: "<runs>"})
     assert not runs_dir.exists()
-
-
-# A step of the user's own whose seed=1 run fails as it is built; it counts no FLOPs, so its job imports no
-# torch._dynamo.
-FAILS_AT_SEED_1 = """import torch
-
-
-class Step:
-    phases = ("compute",)
-    counts_flops = False
-
-    def __init__(self, cfg, device):
-        if cfg.seed == 1:
-            raise ValueError("seed=1 fails as it is built")
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        clock.mark()
-        return self.a.sum()
-"""
 
 
 @pytest.mark.slow

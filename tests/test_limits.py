@@ -24,7 +24,16 @@ from perfsweep.train import instrumented as train_run
 from perfsweep.train import user_targets
 from perfsweep.train.flops import count_flops
 from tests import golden, synthetic
-from tests.helpers import FAST, launch_here, offline_wandb, record_done, start_launcher, wait_for, wandb_records
+from tests.helpers import (
+    FAILS_AT_SEED_1,
+    FAST,
+    launch_here,
+    offline_wandb,
+    record_done,
+    start_launcher,
+    wait_for,
+    wandb_records,
+)
 
 # Runs of a few steps take about 0.5 s on a 2-core machine, with their start, probes and records: well within limits
 # of a few seconds, even on a loaded machine; a run of a Python loop of 10**6 steps never is.
@@ -397,32 +406,10 @@ def test_a_side_that_failed_alone_keeps_its_failure_when_the_budget_stops_its_pr
     assert records.read_status(run.sides[0].run_dir).state == "failed"
 
 
-# A step that cannot be built for seed 1; for seed 0, steps of 50 ms.
-ONE_SIDE_FAILS_ALONE = """import time
-
-import torch
-
-
-class Step:
-    phases = ("compute",)
-
-    def __init__(self, cfg, device):
-        if cfg.seed == 1:
-            raise ValueError("this side cannot be built")
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        time.sleep(0.05)
-        clock.mark()
-        return self.a.sum()
-"""
-
-
 @pytest.mark.slow
 def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, user_module):
     """Recording one side's failure must not stop the process's time limit: the other sides still measure."""
-    user_module("fails_alone", ONE_SIDE_FAILS_ALONE)
+    user_module("fails_alone", FAILS_AT_SEED_1)
     steps = ["workload._target_=fails_alone.Step", "steps=200", "warmup_steps=1", "seed=0,1", "repeats=1"]
     plan = build_plan([*steps, "tracker.mode=disabled", f"runs_dir={tmp_path}"])
     fails, measures = sorted(plan.runs, key=lambda spec: -spec.config.seed)  # the one that fails is built first
@@ -439,7 +426,7 @@ def test_a_side_that_fails_alone_leaves_the_others_time_limit_running(tmp_path, 
 @pytest.mark.slow
 def test_a_side_that_fails_alone_goes_to_w_and_b_after_the_others_timed_steps(tmp_path, user_module, monkeypatch):
     """W&B's process must not share the host with a timed step: a side that failed alone is told of afterwards."""
-    user_module("fails_alone", ONE_SIDE_FAILS_ALONE)
+    user_module("fails_alone", FAILS_AT_SEED_1)
     offline_wandb(monkeypatch, tmp_path)
     steps = ["workload._target_=fails_alone.Step", "steps=10", "warmup_steps=1", "seed=0,1", "repeats=1"]
     fails, measures = sorted(build_plan([*steps, f"runs_dir={tmp_path}"]).runs, key=lambda spec: -spec.config.seed)

@@ -13,6 +13,7 @@ import pytest
 from submitit.slurm.slurm import _make_sbatch_string
 
 from perfsweep import records
+from perfsweep.bench.gitrepo import SLEEP
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher import run_job
 from perfsweep.launcher.backends import backend_for
@@ -35,29 +36,11 @@ SLURM = [*TINY, *ON_SLURM, "memory_format=contiguous"]
 # Where the model is not what a test is about: a function benchmark's job imports neither torch._dynamo nor a model,
 # about a CPU-second less a job than the tiny CNN's. `workload.impl=loop,broadcast` is its comparison.
 FUNCTION = [*FAST, *ON_SLURM, "input_type=tensor", "memory_format=contiguous"]
-# A step of the user's own that sleeps 20 ms: its run lasts as long as a test needs on any machine, and costs no CPU.
-# It counts no FLOPs, so its job imports no torch._dynamo. A cancel or requeue of its job kills it (submitit's job
-# ignores Slurm's SIGTERM) 5 s later (slurmd's floor, whatever KillWait says): a run that is to be cut short lasts
-# longer than that.
-NAP = """
-import time
-
-import torch
-
-
-class Nap:
-    phases = ("nap",)
-    counts_flops = False
-
-    def __init__(self, cfg, device):
-        self.a = torch.ones(1, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        time.sleep(0.02)
-        clock.mark()
-        return self.a.sum()
-"""
+# NAP: a step of the user's own that sleeps 20 ms a step (bench/gitrepo.py). Its run lasts as long as a test needs on
+# any machine, and costs no CPU. It counts no FLOPs, so its job imports no torch._dynamo. A cancel or requeue of its
+# job kills it (submitit's job ignores Slurm's SIGTERM) 5 s later (slurmd's floor, whatever KillWait says): a run that
+# is to be cut short lasts longer than that.
+NAP = SLEEP.format(ms=20)
 
 
 @pytest.fixture
@@ -73,7 +56,7 @@ def naps(on_slurm, user_module) -> list[str]:
     """A sweep of one run of NAP on the local cluster (`steps=N` to add)."""
     user_module("naps", NAP)
     return [
-        "workload._target_=naps.Nap",
+        "workload._target_=naps.Step",
         "warmup_steps=1",
         "repeats=1",
         "launcher=slurm",

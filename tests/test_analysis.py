@@ -12,7 +12,7 @@ from perfsweep import records
 from perfsweep.analysis.groups import in_order, speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs
-from perfsweep.analysis.views.table import table_view, view
+from perfsweep.analysis.views.table import stalled, table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
 from tests import synthetic
@@ -156,6 +156,14 @@ def test_failed_runs_are_listed_not_tabled(sweep):
     assert "FAILED e (channels_last tensorbase): OutOfMemoryError: CUDA out of memory" in text
     assert "| tensorbase" not in text
     assert "NO FIGURES channels_last tensorbase: none of its runs is done, so the table has no row for it" in text
+
+
+def test_a_stall_of_microseconds_says_how_long_its_longest_step_took():
+    """Steps of 5 us, one of 280 us: the longest is said as 0.28 ms, not rounded to 0."""
+    step_ms = np.full(20, 0.005)
+    step_ms[7] = 0.28
+    run = synthetic.record("copy", {"input_type": "tensor"}, step_ms, 0, 0, np.random.default_rng(0))
+    assert "the longest took 0.28 ms" in stalled(run), stalled(run)
 
 
 def test_a_run_with_a_stalled_step_is_flagged_as_its_samples_per_s_parts_from_its_step_time(sweep):

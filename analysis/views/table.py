@@ -413,9 +413,16 @@ def stalled(run: RunRecord) -> str:
     host = seen_in(run.summary)
     return (
         f"its steps took {mean:.3g} ms on average against a median of {median:.3g} ms: the longest took "
-        f"{max(steps):.0f} ms" + (f"; host: {host}" if host else "") + ". Its row's samples/s counts that stall and "
+        f"{_longest(max(steps))} ms"
+        + (f"; host: {host}" if host else "")
+        + ". Its row's samples/s counts that stall and "
         "its step ms does not: they may rank rows apart"
     )
+
+
+def _longest(ms: float) -> str:
+    """A step's time as a stall is read: whole ms from 100 ms, else three significant digits (0.0279)."""
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
 
 
 def ran_eagerly(run: RunRecord) -> str:

@@ -70,6 +70,24 @@ def states(sweep: Path) -> dict[str, records.Status]:
     return {name: records.read_status(sweep / name) for name in records.planned_runs(sweep)}
 
 
+def wait_until_started(sweep: Path, started, timeout_s: float = 300):
+    """Until started() holds. A job may queue minutes behind other tests' jobs on the local cluster's two CPUs.
+    A run that failed ends the wait at once; a wait that times out says what Slurm and the records said."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := started()):
+        failed = {name: status.error for name, status in states(sweep).items() if status.state == "failed"}
+        assert not failed, f"the run failed before it started its steps: {failed}"
+        if time.monotonic() > deadline:
+            queue = slurm("squeue", "-h", "-r", "-o", "%i %T %r %M")
+            raise AssertionError(f"no run started in {timeout_s} s; squeue: {queue}; status: {status_of(sweep)}")
+        time.sleep(0.2)
+    return found
+
+
+def status_of(sweep: Path) -> str:
+    return launch_here("status", str(sweep)).stdout
+
+
 def wait_until_final(sweep: Path, timeout_s: float = 180) -> dict[str, records.Status]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -77,7 +95,7 @@ def wait_until_final(sweep: Path, timeout_s: float = 180) -> dict[str, records.S
         if found and all(s.state in ("done", "failed") for s in found.values()):
             return found
         time.sleep(0.1)
-    raise AssertionError(f"runs not finished after {timeout_s} s: {launch_here('status', str(sweep)).stdout}")
+    raise AssertionError(f"runs not finished after {timeout_s} s: {status_of(sweep)}")
 
 
 def test_sbatch_for_a_gpu_array():
@@ -210,10 +228,7 @@ def test_a_cancelled_job_is_lost_and_resume_completes_it(naps, tmp_path):
     sweep = runs / "default"
     result = launch_here(*naps, "steps=500", f"runs_dir={runs}")
     assert result.returncode == 0, result.stderr
-    deadline = time.monotonic() + 120
-    while not any(s.state == "running" for s in states(sweep).values()):  # a run never started would be pending
-        assert time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_until_started(sweep, lambda: any(s.state == "running" for s in states(sweep).values()))
     job_ids = sorted({job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()})
     slurm("scancel", *job_ids)
     deadline = time.monotonic() + 60
@@ -243,10 +258,7 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
     runs = tmp_path / "runs"
     sweep = runs / "default"
     assert launch_here(*naps, "steps=300", "seed=0,1", f"runs_dir={runs}").returncode == 0
-    deadline = time.monotonic() + 120
-    while not any(s.state == "running" for s in states(sweep).values()):
-        assert time.monotonic() < deadline, "the first run did not start"
-        time.sleep(0.2)
+    wait_until_started(sweep, lambda: any(s.state == "running" for s in states(sweep).values()))
     (waiting,) = [
         job["job_id"]
         for name, job in records.read_json(sweep / records.JOBS).items()
@@ -301,10 +313,7 @@ def test_a_requeued_run_finishes_with_one_set_of_records(naps, tmp_path, how):
     limit = ["launcher.timeout_min=5"] if how == "preempt-short" else []
     result = launch_here(*naps, f"steps={steps}", *limit, "tracker.mode=offline", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
-    deadline = time.monotonic() + 120
-    while not any("env.json" == p.name for p in sweep.glob("*/env.json")):  # past start-up, into the steps
-        assert time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_until_started(sweep, lambda: any(sweep.glob("*/env.json")))  # past start-up, into the steps
     (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
     job_id = records.read_status(run_dir).job_id
     if how == "requeue":  # what an admin or a node failure does: the job is killed and queued again
@@ -336,10 +345,7 @@ def test_a_job_warned_of_its_time_limit_fails_its_run_naming_the_limit_and_is_no
     sweep = tmp_path / "runs" / "default"
     result = launch_here(*naps, "steps=400", "launcher.timeout_min=2", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
-    deadline = time.monotonic() + 120
-    while not any(sweep.glob("*/env.json")):  # past start-up, into the steps
-        assert time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+    wait_until_started(sweep, lambda: any(sweep.glob("*/env.json")))  # past start-up, into the steps
     (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
     job_id = records.read_status(run_dir).job_id
     slurm("scancel", "--signal=USR2", job_id)  # Slurm's warning 90 s before a 2-minute job's end, sent now
@@ -571,10 +577,13 @@ def test_a_killed_task_fails_its_run_at_once_and_ends_its_job(on_slurm, tmp_path
     assert launch_here(*TWO_TASKS, *delayed, f"runs_dir={tmp_path}").returncode == 0
     sweep = tmp_path / "default"
     (name,) = records.planned_runs(sweep)
-    deadline = time.monotonic() + 120
-    while (status := records.read_status(sweep / name)).state != "running" or not status.job_id:
-        assert time.monotonic() < deadline, "the run did not start"
-        time.sleep(0.2)
+
+    def running() -> records.Status | None:
+        status = records.read_status(sweep / name)
+        return status if status.state == "running" and status.job_id else None
+
+    status = wait_until_started(sweep, running)
+    deadline = time.monotonic() + 60
     job_id = slurm("squeue", "-h", "-o", "%A", "-j", status.job_id.split("_")[0]).split()[0]
     while (pid := task_process(job_id, 1)) is None:
         assert time.monotonic() < deadline, "rank 1's task did not start"

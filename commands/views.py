@@ -33,10 +33,19 @@ def show_table(args: argparse.Namespace) -> int:
 
         print(render(timm_view(args.sweep_dir), form), end="")
     elif form != "markdown":  # the table alone, as data or for a paper
-        print(render(table.view(args.sweep_dir, vs=args.vs), form), end="")
+        print(render(table.view(args.sweep_dir, vs=args.vs, ended=jobs_ended(args.sweep_dir, runs)), form), end="")
     else:
-        print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs)))
+        ended = jobs_ended(args.sweep_dir, runs)
+        print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs, ended=ended)))
     return said_unmeasured(args.sweep_dir, runs)
+
+
+def jobs_ended(sweep_dir: Path, runs: list) -> dict[str, str]:
+    """The unfinished runs whose job has ended (run_states.jobs_ended); the scheduler is asked only where one is."""
+    from perfsweep.launcher.run_states import jobs_ended
+    from perfsweep.records import FINAL
+
+    return jobs_ended(sweep_dir) if any(run.state not in FINAL for run in runs) else {}
 
 
 def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
@@ -292,7 +301,7 @@ def write_report(args: argparse.Namespace) -> int:
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
-    print(f"report: {html_report(args.sweep_dir, out)}")
+    print(f"report: {html_report(args.sweep_dir, out, jobs_ended(args.sweep_dir, runs))}")
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:

@@ -96,6 +96,21 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
     return rows
 
 
+def jobs_ended(sweep_dir: Path) -> dict[str, str]:
+    """The unfinished runs whose job has ended, each with what its records cannot say: that job ended.
+
+    A run's records say running until it records its end; only its scheduler knows that its job is gone.
+    """
+    said = {}
+    for row in run_states(sweep_dir):
+        if row.job_alive is not False or row.state not in (LOST, PENDING):
+            continue
+        before = "the run recorded its end" if row.state == LOST else "the run started"
+        end = slurm_end(row.log)
+        said[row.run] = f"its job {row.job_id} ended before {before}" + (f" ({end})" if end else "")
+    return said
+
+
 def in_flight(rows: list[RunState]) -> set[str]:
     """The runs of these rows (run_states) whose job is still queued or running.
 

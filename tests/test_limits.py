@@ -221,7 +221,8 @@ def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_pat
     assert not list(sweep.glob("*/steps.parquet"))
 
 
-def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
+def ended_job(tmp_path):
+    """A sweep of two runs whose job has ended: one started (its records say running), one never started."""
     plan = build_plan([*FAST, "seed=0,1", f"runs_dir={tmp_path}"])
     sweepdir.open_sweep(plan, [])
     sweepdir.mark_pending(plan, list(plan.runs))
@@ -231,12 +232,31 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
     started, never = plan.runs
     (plan.sweep_dir / started.name).mkdir()
     lifecycle.start(plan.sweep_dir / started.name, started_at=records.now(), job_id=job["job_id"])
+    return plan, started, never
+
+
+def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
+    plan, started, never = ended_job(tmp_path)
     states = {row.run: row.state for row in run_states(plan.sweep_dir)}
     assert states == {started.name: "lost", never.name: "pending"}
     places = {tmp_path: "<tmp>", started.name: "<started run>", never.name: "<run never started>", JOB: "job <job>"}
     shown, status = render(plan.sweep_dir)
     golden.says("status: a run lost and a run its job never started", shown, {**places, **TIMES})
     assert status == EXIT_NOT_DONE
+
+
+@pytest.mark.parametrize("view", ["table", "report"])
+def test_the_table_and_report_call_a_run_whose_job_ended_lost_not_running(tmp_path, view):
+    """Their runs' records say running and pending; the job that held them is gone, as `status` finds."""
+    plan, started, never = ended_job(tmp_path)
+    out = tmp_path / "out"
+    shown = launch_here(view, str(plan.sweep_dir), *(["--out", str(out)] if view == "report" else []))
+    text = shown.stdout if view == "table" else (out / "report.html").read_text()
+    assert f"RUNNING {started.name}" not in text
+    again = re.escape(f"; `perfsweep resume {plan.sweep_dir}` runs it again")
+    lost, pending = re.escape(f"LOST {started.name}"), re.escape(f"PENDING {never.name}")
+    assert re.search(rf"{lost}: its job \d+ ended before the run recorded its end{again}", text), text
+    assert re.search(rf"{pending}: its job \d+ ended before the run started{again}", text), text
 
 
 @pytest.mark.slow

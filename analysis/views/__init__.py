@@ -12,14 +12,17 @@ from perfsweep.analysis.views import explain, published, published_models, ranks
 from perfsweep.records import load_sweep
 
 
-def sweep_views(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> list[View]:
+def sweep_views(
+    sweep_dir: Path, names: list[str] | None = None, vs: str | None = None, ended: dict[str, str] | None = None
+) -> list[View]:
     """The table of the sweep's runs, then the views below it.
 
     `names` picks runs; `vs` compares along another axis (groups.compared_along).
+    `ended` names the unfinished runs whose job has ended (table.flags).
     """
     runs = load_sweep(sweep_dir, names)
     compared = compared_along(runs, vs)
-    views = [table.table_view(sweep_dir, compared)]
+    views = [table.table_view(sweep_dir, compared, ended)]
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir, runs=compared))
     across = ranks.view(sweep_dir, names)

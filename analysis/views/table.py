@@ -40,7 +40,7 @@ from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
-from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
+from perfsweep.records import DONE, FAILED, FINAL, RUNNING, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
 
@@ -341,8 +341,12 @@ def _unnamed(label: str, name: str) -> str:
     return f" ({' '.join(missing)})" if missing else ""
 
 
-def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
-    """The runs that failed or have not finished, and the done ones whose figures are suspect."""
+def flags(runs: list[RunRecord], sweep_dir: Path | str, ended: dict[str, str] | None = None) -> list[str]:
+    """The runs that failed or have not finished, and the done ones whose figures are suspect.
+
+    `ended` names the unfinished runs whose job has ended (its scheduler's word): a running one is lost.
+    """
+    ended = ended or {}
     done = [r for r in runs if r.state == DONE]
     every = configurations(runs) if runs else []
     names = labels(every) if len(every) > 1 else {}  # a lone configuration's name says nothing more
@@ -352,7 +356,9 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str) -> list[str]:
         f"NO FIGURES {name}: none of its runs is done, so the table has no row for it"
         for name in (unmeasured(every) if done else [])
     ]
-    flag_lines += [f"{r.state.upper()} {r.name}" for r in runs if r.state not in FINAL and not r.status.over_budget]
+    flag_lines += [
+        unfinished(r, ended.get(r.name), sweep_dir) for r in runs if r.state not in FINAL and not r.status.over_budget
+    ]
     budget = [r.status for r in runs if r.status.over_budget]
     if stopped := sum(status.started_at is not None for status in budget):
         flag_lines.append(
@@ -441,6 +447,14 @@ def ran_eagerly(run: RunRecord) -> str:
     )
 
 
+def unfinished(run: RunRecord, ended: str | None, sweep_dir: Path | str) -> str:
+    """A run not finished, as its records say; lost where they say running and its job has ended."""
+    if not ended:
+        return f"{run.state.upper()} {run.name}"
+    state = "LOST" if run.state == RUNNING else run.state.upper()
+    return f"{state} {run.name}: {ended}; `{user_command()} resume {sweep_dir}` runs it again"
+
+
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
     """One NOISY line per noisy run, or one line for them all where they are more than NOISY_LINES.
 
@@ -461,7 +475,8 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
     ]
 
 
-def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
+def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, str] | None = None) -> View:
+    """The table of these runs, and its flags (`ended`: flags)."""
     done = [r for r in runs if r.state == DONE and r.summary]
     failed = sum(r.state == FAILED for r in runs)
     pending = sum(r.state not in FINAL for r in runs)
@@ -475,14 +490,16 @@ def table_view(sweep_dir: Path, runs: list[RunRecord]) -> View:
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
         notes=words(configs, rule) + energy_notes(configs),
-        flags=flags(runs, sweep_dir),
+        flags=flags(runs, sweep_dir, ended),
         empty="",
     )
 
 
-def view(sweep_dir: Path, names: list[str] | None = None, vs: str | None = None) -> View:
+def view(
+    sweep_dir: Path, names: list[str] | None = None, vs: str | None = None, ended: dict[str, str] | None = None
+) -> View:
     """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
-    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs))
+    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs), ended)
 
 
 def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -> View:

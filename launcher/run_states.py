@@ -168,7 +168,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
             detail = "  its job ended before the run started"
         elif row.state == PENDING and row.job_waits in CANNOT_START:
             why = CANNOT_START[row.job_waits]
-            detail = f"  queued, cannot start: {row.job_waits} ({why}); {_refit(row, sweep_dir)}"
+            detail = f"  queued, cannot start: {row.job_waits} ({why}); {refit(row.job_id, sweep_dir)}"
         elif row.state == PENDING and row.job_waits:
             detail = f"  queued: {_waits(row)}"
         if row.state in (LOST, PENDING) and row.job_alive is False and (end := slurm_end(row.log)):
@@ -198,10 +198,10 @@ CANNOT_START = {
 }
 
 
-def _refit(row: RunState, sweep_dir: Path) -> str:
-    """How to run it instead: cancel the job, then resume with launcher settings that fit."""
+def refit(job_id: str | None, sweep_dir: Path) -> str:
+    """How to run a job's runs that cannot start: cancel the job, then resume with launcher settings that fit."""
     return (
-        f"`scancel {row.job_id}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
+        f"`scancel {job_id}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
         'fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit and nodes)'
     )
 

@@ -36,7 +36,7 @@ from perfsweep.launcher.run_job import (
     lost,
     never_started,
 )
-from perfsweep.launcher.run_states import cannot_start, in_flight, run_states
+from perfsweep.launcher.run_states import CANNOT_START, cannot_start, in_flight, refit, run_states
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.turns import Turns
@@ -220,7 +220,8 @@ class Dispatcher:
             alive = self.backend.alive(jobs)  # asked before reading records
         except SchedulerUnavailable as error:  # unknown is not dead: no job is called lost on it
             warn(f"{error}; asking again at the next poll")
-            alive = {job.job_id for job in jobs}
+            alive = {job.job_id: "" for job in jobs}
+        self._leave_stuck(alive)
         for job_id, (job, pack) in list(self.active.items()):
             for run in every_run(pack):
                 if run.spec.name in self.states:
@@ -240,12 +241,32 @@ class Dispatcher:
                     self.states[run.spec.name] = status.state
                     self.progress.ended(run.spec, status.state, _detail(run.run_dir, status), status.timing)
             if job_id not in alive:
-                del self.active[job_id]
-                self.took_s.append(time.monotonic() - self.began.pop(job_id))
-                self.slots.release(self.place_of.pop(job_id, NOWHERE))
-                self.left |= {run.spec.name for run in every_run(pack)}
+                self._forget(job_id, pack)
         if self.turns is not None:
             self.turns.give(self.left, [pack[0].turn for _, pack in self.active.values()])
+
+    def _leave_stuck(self, alive: dict[str, str]) -> None:
+        """Stop following each job that its scheduler says can never start (CANNOT_START).
+
+        Its runs are pending, with why and how to run them.
+        The job stays queued for its owner to cancel.
+        """
+        for job_id, (_, pack) in list(self.active.items()):
+            if (reason := alive.get(job_id)) not in CANNOT_START:
+                continue
+            why = f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, self.sweep_dir)}"
+            for run in every_run(pack):
+                if run.spec.name not in self.states:
+                    self.states[run.spec.name] = PENDING
+                    self.progress.ended(run.spec, PENDING, why)
+            self._forget(job_id, pack)
+
+    def _forget(self, job_id: str, pack: list[RunJob]) -> None:
+        """Follow the job no more: it ended, or cannot start."""
+        del self.active[job_id]
+        self.took_s.append(time.monotonic() - self.began.pop(job_id))
+        self.slots.release(self.place_of.pop(job_id, NOWHERE))
+        self.left |= {run.spec.name for run in every_run(pack)}
 
     def start_all(self, queue: collections.deque, max_array_size: int) -> list[str]:
         """Submit every pack of `queue` at once, as arrays.

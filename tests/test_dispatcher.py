@@ -68,6 +68,7 @@ class FakeBackend(Backend):
 
     on_poll = staticmethod(lambda jobs: None)
     unavailable = 0  # how many polls the scheduler does not answer
+    waits = ""  # the scheduler's word on why each job not ended waits
 
     def executor(self, folder, job_name):
         return FakeExecutor(folder)
@@ -77,7 +78,7 @@ class FakeBackend(Backend):
         if self.unavailable:
             self.unavailable -= 1
             raise SchedulerUnavailable("the fake scheduler did not answer")
-        return {job.job_id for job in jobs if not job.ended}
+        return {job.job_id: self.waits for job in jobs if not job.ended}
 
 
 class FakeCluster(FakeBackend):
@@ -148,6 +149,18 @@ def test_a_job_that_ends_without_records_leaves_a_started_run_lost_and_the_rest_
     lost = records.read_status(first.run_dir)
     assert lost.error.type == "LostRun" and "job 0's last line" in lost.error.message
     assert {records.read_status(r.run_dir).interrupted["type"] for r in rest} == {"JobEnded"}
+
+
+def test_a_job_its_scheduler_says_can_never_start_is_not_waited_for(runs, tmp_path):
+    """Slurm queues a job that asks for more than its partition's nodes have (PartitionConfig) for ever."""
+    backend = FakeCluster(LauncherConf(name="slurm"))
+    backend.waits = "PartitionConfig"
+    dispatcher = dispatch(backend, runs, tmp_path, per_job=2)
+    assert dispatcher.states == {run.spec.name: records.PENDING for run in runs}
+    said = dispatcher.progress.stream.getvalue()
+    assert said.count("queued, cannot start: PartitionConfig (it asks for more CPUs") == 2, "a line a job"
+    assert "`scancel 0`, then `" in said and "`scancel 1`, then `" in said, "each job's own command"
+    assert not any(job.ended for job in dispatcher.executor.jobs), "left queued: its owner cancels it"
 
 
 def test_no_run_is_called_lost_while_the_scheduler_does_not_answer(runs, tmp_path):

@@ -279,12 +279,19 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
 
 
 @pytest.mark.slurm
-def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_to_refit_it(on_slurm, tmp_path):
-    """8 CPUs a task on the local cluster's 2-CPU node: Slurm queues it for ever (PartitionConfig)."""
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_to_refit_it(on_slurm, tmp_path, wait):
+    """8 CPUs a task on the local cluster's 2-CPU node: Slurm queues it for ever (PartitionConfig).
+    A launch that follows its jobs stops following it."""
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(*FUNCTION, "launcher.cpus_per_task=8", f"runs_dir={sweep.parent}")
-    assert result.returncode == 0, result.stderr
+    result = launch_here(*FUNCTION, "launcher.cpus_per_task=8", f"launcher.wait={wait}", f"runs_dir={sweep.parent}")
     (job,) = {job["job_id"] for job in records.read_json(sweep / records.JOBS).values()}
+    if wait:
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in result.stdout, result.stdout
+        assert f"`scancel {job}`, then `" in result.stdout
+    else:
+        assert result.returncode == 0, result.stderr
     try:
         deadline = time.monotonic() + 30
         while "PartitionConfig" not in slurm("squeue", "-h", "-o", "%r", "-j", job):

@@ -149,9 +149,12 @@ class Backend:
         """Whether the launch follows its runs to their end."""
         return self.conf.wait if self.conf.wait is not None else self.on_this_host
 
-    def alive(self, jobs: list[submitit.Job]) -> set[str]:
-        """Ids of the jobs that have not ended, asked by the launcher that submitted them."""
-        return {job.job_id for job in jobs if not job.done()}
+    def alive(self, jobs: list[submitit.Job]) -> dict[str, str]:
+        """Ids of the jobs that have not ended, asked by the launcher that submitted them.
+
+        Each has the scheduler's word on why it waits, as alive_ids.
+        """
+        return {job.job_id: "" for job in jobs if not job.done()}
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -164,8 +164,8 @@ class Slurm(Backend):
         """The most tasks one array may hold: the config's, else the cluster's."""
         return self.conf.max_array_size or cluster_max_array_size()
 
-    def alive(self, jobs: list[submitit.Job]) -> set[str]:
-        return set(squeue_ids({job.job_id: {} for job in jobs}))
+    def alive(self, jobs: list[submitit.Job]) -> dict[str, str]:
+        return squeue_ids({job.job_id: {} for job in jobs})
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:

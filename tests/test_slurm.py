@@ -366,6 +366,16 @@ def test_a_job_warned_of_its_time_limit_fails_its_run_naming_the_limit_and_is_no
     assert records.read_status(run_dir).state == "failed"
 
 
+@pytest.mark.slurm
+def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(on_slurm, tmp_path):
+    """sbatch would refuse it only once the sweep's folder is made; `--partition` takes a list."""
+    result = launch_here(*FUNCTION, "launcher.partition='cpu,gpu'", f"runs_dir={tmp_path}")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "launcher.partition=cpu,gpu: this cluster has no partition gpu (sinfo -a lists: cpu)" in result.stderr
+    assert not (tmp_path / "default").exists()
+    assert not any("partition" in problem for problem in launcher_problems(LauncherConf(name="slurm", partition="cpu")))
+
+
 def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():
     problems = launcher_problems(LauncherConf(name="slurm", timeout_min=1))
     assert any(p.startswith("launcher.timeout_min=1: a Slurm job's time is whole minutes (--time=1)") for p in problems)
@@ -391,7 +401,7 @@ def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
         sbatch_extra={"gres": "gpu:1\n#SBATCH --time=9999"},
     )
     golden.says("slurm: control characters in its options", "\n".join(launcher_problems(conf)))
-    assert launcher_problems(LauncherConf(name="slurm", partition="gpu")) == launcher_problems(
+    assert launcher_problems(LauncherConf(name="slurm", partition="cpu")) == launcher_problems(
         LauncherConf(name="slurm")
     )
 

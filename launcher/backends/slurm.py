@@ -108,6 +108,27 @@ def cluster_max_array_size() -> int:
     raise ValueError(f"cannot read MaxArraySize from `scontrol show config` ({why}); set launcher.max_array_size=N")
 
 
+def partition_problems(partition: str) -> list[str]:
+    """Where `--partition` (a name, or a list by commas) names one the cluster lacks: sbatch would refuse it.
+
+    Hidden partitions count (sinfo -a). A cluster that does not answer refuses nothing here.
+    """
+    try:
+        out = subprocess.run(["sinfo", "-a", "-h", "-o", "%R"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return []
+    known = sorted(set(out.stdout.split()))
+    if out.returncode != 0 or not known:
+        return []
+    unknown = [name for name in partition.split(",") if name not in known]
+    if not unknown:
+        return []
+    return [
+        f"launcher.partition={partition}: this cluster has no partition {', '.join(unknown)} "
+        f"(sinfo -a lists: {', '.join(known)})"
+    ]
+
+
 class Slurm(Backend):
     """Jobs on a Slurm cluster: every array submitted at once, followed through squeue."""
 
@@ -134,6 +155,8 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
+        if not missing and not problems and self.conf.partition:
+            problems += partition_problems(self.conf.partition)
         if math.ceil(self.conf.timeout_min) * 60 - SLURM_WARNING_S < TIME_BEFORE_WARNING_S:
             problems.append(
                 f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "

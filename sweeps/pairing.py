@@ -124,7 +124,7 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
     return "+".join(state for state, _ in found), "; ".join(why for _, why in found)
 
 
-GPU_FILES = ("/dev/nvidia0", "/dev/kfd")  # an NVIDIA GPU's device file, and AMD's compute interface
+GPU_FILES = ("/dev/nvidia0", "/dev/kfd", "/dev/dxg")  # NVIDIA's device file, AMD's compute interface, WSL 2's
 
 
 @functools.cache

@@ -297,6 +297,17 @@ def test_a_cuda_graph_mode_on_a_cpu_says_what_it_compiles_as(tiny_plan):
     assert not any("CUDA graphs" in notice for notice in tiny_plan(*overrides, "device=cuda").notices)
 
 
+@pytest.mark.parametrize("device_file", ["/dev/nvidia0", "/dev/kfd", "/dev/dxg"])
+def test_a_host_s_gpu_is_seen_by_its_device_file(monkeypatch, device_file):
+    """NVIDIA's, AMD's compute interface, and WSL 2's, which gives CUDA without /dev/nvidia0."""
+    monkeypatch.setattr(pairing.Path, "exists", lambda path: str(path) == device_file)
+    pairing.host_has_gpu.cache_clear()
+    try:
+        assert pairing.host_has_gpu()
+    finally:
+        pairing.host_has_gpu.cache_clear()
+
+
 @pytest.mark.parametrize("gpu", [False, True])
 def test_device_auto_records_cuda_graphs_only_where_the_launch_s_host_has_a_gpu(tiny_plan, monkeypatch, gpu):
     monkeypatch.setattr(pairing, "host_has_gpu", lambda: gpu)

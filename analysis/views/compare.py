@@ -31,9 +31,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            between processes)
     UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
                            it out, and more runs decide it; it fails the gate with --fail-undetermined
-    SHARED HOST            beside an UNDETERMINED slowdown, where one sweep's host was shared and the other's
-                           not: more runs beside that load would measure it again, so the way on is to run that
-                           sweep again with its host to itself
+    SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
+                           change may be that load's, and more runs beside it would measure it again, so the
+                           way on is to run that sweep again with its host to itself
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -572,18 +572,28 @@ def compare_runs(
 
 
 def shared_host(hosts_differ: str, lines: list[Line]) -> list[str]:
-    """The way on from an UNDETERMINED slowdown where their hosts differ (`hosts_differ`); [] elsewhere.
+    """What their hosts' difference (`hosts_differ`) means for the flagged lines; [] where the hosts do not differ.
 
     One sweep's host was shared, and the other's was not or is unknown.
-    More runs beside the same load would measure that load again.
-    Such a difference is the host's as much as the code's.
+    A change measured beside that load may be the load's as much as the code's.
+    More runs beside the same load would measure it again: an UNDETERMINED slowdown is decided by runs alone.
     """
-    if not hosts_differ or not any(line.flag.startswith(UNDETERMINED_FLAG) for line in lines):
+    flags = [line.flag for line in lines if line.flag]
+    if not hosts_differ or not flags:
         return []
-    return [
-        f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: run the "
-        "sweep whose host was shared again with its host to itself, then compare"
-    ]
+    again = "run the sweep whose host was shared again with its host to itself"
+    said = []
+    if any(flag.startswith(UNDETERMINED_FLAG) for flag in flags):
+        said.append(
+            f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: "
+            f"{again}, then compare"
+        )
+    if decided := sorted({flag.split(" (")[0] for flag in flags if not flag.startswith(UNDETERMINED_FLAG)}):
+        said.append(
+            f"{SHARED_HOST}: their hosts differ (above), so the {' and '.join(decided)} may be that load's, not the "
+            f"code's: {again} before trusting it"
+        )
+    return said
 
 
 def undetermined_way(shared: bool) -> str:

@@ -155,7 +155,7 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
-        if not missing and not problems and self.conf.partition:
+        if not missing and self.conf.partition and self.conf.partition.isprintable():  # else refused as such
             problems += partition_problems(self.conf.partition)
         if math.ceil(self.conf.timeout_min) * 60 - SLURM_WARNING_S < TIME_BEFORE_WARNING_S:
             problems.append(

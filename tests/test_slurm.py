@@ -305,6 +305,23 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
         slurm("scancel", job)
 
 
+@pytest.mark.slurm
+def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_ran(on_slurm, tmp_path):
+    """A later look would queue another array that can never start."""
+    args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
+    args += ["launcher=slurm", "launcher.wait=true", POLL, "launcher.cpus_per_task=8", "repeats=auto"]
+    result = launch_here(*args, "auto.max_runs=6", "tracker.mode=disabled", f"runs_dir={tmp_path}")
+    arrays = sorted(
+        {job["job_id"].split("_")[0] for job in records.read_json(tmp_path / "default" / records.JOBS).values()}
+    )
+    slurm("scancel", *arrays)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert len(arrays) == 1, f"one look's array: {arrays}"
+    assert "queued, cannot start: PartitionConfig" in result.stdout
+    said = "repeats=auto stopped after 3 rounds: no run is done, so nothing could be compared (the runs' lines above"
+    assert said in result.stdout, result.stdout[-1000:]
+
+
 def slurm(*args: str) -> str:
     """A Slurm command's output (the environment points it at the local cluster: on_slurm)."""
     return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout

@@ -137,6 +137,11 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
 
 def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
     """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided."""
+    if not runs:
+        return [
+            f"repeats=auto stopped after {final.rounds} rounds: no run is done, so nothing could be compared (the "
+            "runs' lines above say why)"
+        ]
     if not final.comparisons:
         return [
             f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "

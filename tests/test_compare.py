@@ -88,18 +88,20 @@ def test_configurations_of_a_without_a_match_in_b_fail_the_gate_past_max_unmatch
 
 def test_a_regression_measured_beside_a_shared_host_says_the_load_may_be_its_cause():
     """B's subclass is a third slower, three tight runs a side: a REGRESSION, whatever the host.
-    Where B's runs shared their host and A's did not, the slowdown may be the neighbour's."""
+    Where B's runs shared their host and A's did not, the slowdown may be the neighbour's.
+    Where A's did, B's slowdown stands: the load slowed A."""
     noisy = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     rng = np.random.default_rng(9)
     a = synthetic.beside(synthetic.sweep(synthetic.grid(), 3, noisy, rng), 0.0)
     b = synthetic.sweep(synthetic.grid({"subclass": 1.33}), 3, noisy, rng)
-    for busy, shared in ((0.0, False), (0.8, True)):
-        shown, status = compare.compare_runs(a, synthetic.beside(b, busy), threshold=0.05, loss_tolerance=0.05)
+    busy_a, quiet = synthetic.beside(a, 0.8), synthetic.beside(b, 0.0)
+    for side_a, side_b, suspect in ((a, quiet, False), (a, synthetic.beside(b, 0.8), True), (busy_a, quiet, False)):
+        shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
         assert status == compare.EXIT_REGRESSION, "the gate fails either way"
         found = [flag for flag in shown.flags if flag.startswith("SHARED HOST: their hosts differ (above)")]
-        assert bool(found) == shared, shown.flags
-        if shared:
-            assert "so the REGRESSION may be that load's, not the code's" in found[0], found[0]
+        assert bool(found) == suspect, shown.flags
+        if suspect:
+            assert "so the lines flagged REGRESSION may show that load, not the code" in found[0], found[0]
             assert "run the sweep whose host was shared again with its host to itself" in found[0]
 
 

@@ -228,6 +228,15 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
     return "; ".join(medians + counted)
 
 
+def shared_side(a: list[RunRecord], b: list[RunRecord]) -> str | None:
+    """ "A" or "B": the side whose runs' CPUs others or steal took, by their medians, where the other's were not.
+
+    None where neither's or both's were, or where that is not known.
+    """
+    shared = [any(shares(runs).get(label, 0.0) > threshold for label, threshold, _ in TAKEN) for runs in (a, b)]
+    return "A" if shared == [True, False] else "B" if shared == [False, True] else None
+
+
 SOME_RUNS = 0.25  # how far the sides' shares of runs above a threshold must differ to be named, medians below it
 
 

@@ -535,7 +535,7 @@ def compare_runs(
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
-    shared = shared_host(hosts_differ, lines)
+    shared = shared_host(hosts_differ, lines, host_flags.shared_side(a, b))
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -571,11 +571,11 @@ def compare_runs(
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
 
 
-def shared_host(hosts_differ: str, lines: list[Line]) -> list[str]:
+def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> list[str]:
     """What their hosts' difference (`hosts_differ`) means for the flagged lines; [] where the hosts do not differ.
 
-    One sweep's host was shared, and the other's was not or is unknown.
-    A change measured beside that load may be the load's as much as the code's.
+    One sweep's host was shared (`shared`: "A", "B", or None where either may have been).
+    A load slows the side it is on: B's slowdown may be B's load, B's speed-up A's load.
     More runs beside the same load would measure it again: an UNDETERMINED slowdown is decided by runs alone.
     """
     flags = [line.flag for line in lines if line.flag]
@@ -588,10 +588,16 @@ def shared_host(hosts_differ: str, lines: list[Line]) -> list[str]:
             f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: "
             f"{again}, then compare"
         )
-    if decided := sorted({flag.split(" (")[0] for flag in flags if not flag.startswith(UNDETERMINED_FLAG)}):
+    slower = shared != "A"  # a slowdown of B is suspect unless the load was A's
+    suspect = [
+        name
+        for name in dict.fromkeys(flag.split(" (")[0] for flag in flags if not flag.startswith(UNDETERMINED_FLAG))
+        if ("REGRESSION" in name) == slower or shared is None
+    ]
+    if suspect:
         said.append(
-            f"{SHARED_HOST}: their hosts differ (above), so the {' and '.join(decided)} may be that load's, not the "
-            f"code's: {again} before trusting it"
+            f"{SHARED_HOST}: their hosts differ (above), so the lines flagged {', '.join(suspect)} may show that load, "
+            f"not the code: {again} before trusting them"
         )
     return said
 

@@ -32,15 +32,16 @@ def show_table(args: argparse.Namespace) -> int:
         from perfsweep.analysis.views.timm_csv import timm_view
 
         print(render(timm_view(args.sweep_dir), form), end="")
-    elif form != "markdown":  # the table alone, as data or for a paper
-        print(render(table.view(args.sweep_dir, vs=args.vs, ended=jobs_ended(args.sweep_dir, runs)), form), end="")
+    elif form != "markdown":  # the table alone, as data or for a paper; of its flags, JSON alone keeps them
+        ended = jobs_ended(args.sweep_dir, runs) if form == "json" else {}
+        print(render(table.view(args.sweep_dir, vs=args.vs, ended=ended), form), end="")
     else:
         ended = jobs_ended(args.sweep_dir, runs)
         print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs, ended=ended)))
     return said_unmeasured(args.sweep_dir, runs)
 
 
-def jobs_ended(sweep_dir: Path, runs: list) -> dict[str, str]:
+def jobs_ended(sweep_dir: Path, runs: list) -> dict[str, tuple[str, str]]:
     """The unfinished runs whose job has ended (run_states.jobs_ended); the scheduler is asked only where one is."""
     from perfsweep.launcher.run_states import jobs_ended
     from perfsweep.records import FINAL

@@ -96,19 +96,24 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
     return rows
 
 
-def jobs_ended(sweep_dir: Path) -> dict[str, str]:
-    """The unfinished runs whose job has ended, each with what its records cannot say: that job ended.
+def jobs_ended(sweep_dir: Path) -> dict[str, tuple[str, str]]:
+    """The unfinished runs whose job has ended, each with its state (lost or pending) and why (job_ended).
 
     A run's records say running until it records its end; only its scheduler knows that its job is gone.
+    A run that recorded its interruption says why itself.
     """
-    said = {}
-    for row in run_states(sweep_dir):
-        if row.job_alive is not False or row.state not in (LOST, PENDING):
-            continue
-        before = "the run recorded its end" if row.state == LOST else "the run started"
-        end = slurm_end(row.log)
-        said[row.run] = f"its job {row.job_id} ended before {before}" + (f" ({end})" if end else "")
-    return said
+    return {
+        row.run: (row.state, job_ended(row))
+        for row in run_states(sweep_dir)
+        if row.job_alive is False and row.state in (LOST, PENDING) and not row.status.interrupted
+    }
+
+
+def job_ended(row: RunState) -> str:
+    """That the run's job ended before the run started, or before it recorded its end, with Slurm's word for why."""
+    before = "the run recorded its end" if row.state == LOST else "the run started"
+    end = slurm_end(row.log)
+    return f"its job ended before {before}" + (f" ({end})" if end else "")
 
 
 def in_flight(rows: list[RunState]) -> set[str]:
@@ -165,13 +170,13 @@ def render(sweep_dir: Path) -> tuple[str, int]:
             detail = f"  interrupted ({interrupted['type']} at {interrupted['at']})"
             detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
         elif row.state == PENDING and row.job_alive is False:
-            detail = "  its job ended before the run started"
+            detail = f"  {job_ended(row)}"
         elif row.state == PENDING and row.job_waits in CANNOT_START:
-            why = CANNOT_START[row.job_waits]
-            detail = f"  queued, cannot start: {row.job_waits} ({why}); {refit(row.job_id, sweep_dir)}"
+            detail = f"  {cannot_start_line(row.job_waits, row.job_id, sweep_dir)}"
         elif row.state == PENDING and row.job_waits:
             detail = f"  queued: {_waits(row)}"
-        if row.state in (LOST, PENDING) and row.job_alive is False and (end := slurm_end(row.log)):
+        ended = row.job_alive is False and (row.state == LOST or row.status.interrupted)
+        if ended and (end := slurm_end(row.log)):
             detail += f" ({end})" if detail else f"  its job ended: {end}"
         job = f"  job {row.job_id}" if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
@@ -196,6 +201,11 @@ CANNOT_START = {
     "PartitionTimeLimit": "its time limit is over its partition's",
     "BadConstraints": "no node of its partition meets its constraints",
 }
+
+
+def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path) -> str:
+    """What a run whose queued job cannot start (CANNOT_START) says: why, and how to run it instead."""
+    return f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, sweep_dir)}"
 
 
 def refit(job_id: str | None, sweep_dir: Path) -> str:

@@ -36,7 +36,7 @@ from perfsweep.launcher.run_job import (
     lost,
     never_started,
 )
-from perfsweep.launcher.run_states import CANNOT_START, cannot_start, in_flight, refit, run_states
+from perfsweep.launcher.run_states import CANNOT_START, cannot_start, cannot_start_line, in_flight, run_states
 from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.turns import Turns
@@ -139,7 +139,7 @@ class Dispatcher:
         self.states: dict[str, str] = {}
         self.slots, self.place_of = backend.slots(), {}  # room for another job on this host; where each job was put
         self.turns: Turns | None = None  # where warm jobs' runs take turns (launcher/turns.py)
-        self.left: set[str] = set()  # the runs of the jobs that have ended
+        self.left: set[str] = set()  # the runs of the jobs no longer followed: ended, or cannot start
         self.began: dict[str, float] = {}  # each job's submission (monotonic), by id
         self.took_s: list[float] = []  # the seconds each ended job took, its queue included
 
@@ -254,17 +254,22 @@ class Dispatcher:
         for job_id, (_, pack) in list(self.active.items()):
             if (reason := alive.get(job_id)) not in CANNOT_START:
                 continue
-            why = f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, self.sweep_dir)}"
+            why = cannot_start_line(reason, job_id, self.sweep_dir)
             for run in every_run(pack):
                 if run.spec.name not in self.states:
                     self.states[run.spec.name] = PENDING
                     self.progress.ended(run.spec, PENDING, why)
-            self._forget(job_id, pack)
+            self._forget(job_id, pack, ended=False)
 
-    def _forget(self, job_id: str, pack: list[RunJob]) -> None:
-        """Follow the job no more: it ended, or cannot start."""
+    def _forget(self, job_id: str, pack: list[RunJob], ended: bool = True) -> None:
+        """Follow the job no more: it ended, or cannot start.
+
+        Only an ended job's time counts towards the budget's estimate of a job's.
+        """
         del self.active[job_id]
-        self.took_s.append(time.monotonic() - self.began.pop(job_id))
+        took_s = time.monotonic() - self.began.pop(job_id)
+        if ended:
+            self.took_s.append(took_s)
         self.slots.release(self.place_of.pop(job_id, NOWHERE))
         self.left |= {run.spec.name for run in every_run(pack)}
 

@@ -105,6 +105,7 @@ class Job(TypedDict):
     job_id: str
     log: str | None
     launcher: NotRequired[str]  # which launcher: a sweep's runs can go to more than one
+    host: NotRequired[str]  # a local job's host: only there is its id the pid of its process
 
 
 declare(CONFIG, "config record", ConfigRecord)

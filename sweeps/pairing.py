@@ -124,7 +124,8 @@ def _process_wide(spec: RunSpec) -> tuple[str, str]:
     return "+".join(state for state, _ in found), "; ".join(why for _, why in found)
 
 
-GPU_FILES = ("/dev/nvidia0", "/dev/kfd", "/dev/dxg")  # NVIDIA's device file, AMD's compute interface, WSL 2's
+# NVIDIA's device file, AMD's compute interface, WSL 2's (there for any GPU, CUDA or not: "may" run on a GPU)
+GPU_FILES = ("/dev/nvidia0", "/dev/kfd", "/dev/dxg")
 
 
 @functools.cache

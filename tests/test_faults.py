@@ -503,6 +503,34 @@ def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
         assert row.state == state
 
 
+def test_a_local_job_of_another_host_is_unknown_here_not_lost(tmp_path):
+    """A sweep folder shared between hosts: only the host that ran a local job can see its process."""
+    records.write_json(tmp_path / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
+    (tmp_path / "r").mkdir()
+    lifecycle.start(tmp_path / "r")
+    no_such_pid = str(int(Path("/proc/sys/kernel/pid_max").read_text()) + 1)
+    job = {"job_id": no_such_pid, "launcher": "local", "log": "-", "host": "another-host"}
+    records.write_json(tmp_path / records.JOBS, {"r": job})
+    notes = []
+    (row,) = run_states(tmp_path, notes)
+    assert row.state == "unknown", row
+    assert notes == ["local: the local jobs ran on another-host: their processes are seen there: whether the "
+                     "unfinished runs' jobs are alive is unknown"]  # fmt: skip
+
+
+def test_a_slurm_sweep_read_off_the_cluster_has_its_unfinished_runs_unknown(tmp_path, monkeypatch):
+    """A sweep folder copied to a laptop: no squeue there to ask."""
+    records.write_json(tmp_path / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
+    (tmp_path / "r").mkdir()
+    lifecycle.start(tmp_path / "r")
+    records.write_json(tmp_path / records.JOBS, {"r": {"job_id": "7_0", "launcher": "slurm", "log": "-"}})
+    monkeypatch.setenv("PATH", str(tmp_path / "no-slurm-here"))
+    notes = []
+    (row,) = run_states(tmp_path, notes)
+    assert row.state == "unknown", row
+    assert notes[0].startswith("slurm: squeue is not on PATH here: only a host of the cluster can ask it"), notes
+
+
 def test_resume_names_runs_jsonl_when_runs_that_never_started_cannot_be_rebuilt(two_done, tmp_path):
     sweep = Path(shutil.copytree(two_done, tmp_path / "runs" / "default"))
     never_started = sorted(p.parent for p in sweep.glob(f"*/{records.STATUS}"))[0]

@@ -247,16 +247,22 @@ def test_a_run_whose_job_ended_before_it_started_is_pending_with_why(tmp_path):
 
 @pytest.mark.parametrize("view", ["table", "report"])
 def test_the_table_and_report_call_a_run_whose_job_ended_lost_not_running(tmp_path, view):
-    """Their runs' records say running and pending; the job that held them is gone, as `status` finds."""
+    """Their runs' records say running and pending; the job that held them is gone, as `status` finds.
+    A run that recorded its interruption (Ctrl-C) says why itself."""
     plan, started, never = ended_job(tmp_path)
     out = tmp_path / "out"
-    shown = launch_here(view, str(plan.sweep_dir), *(["--out", str(out)] if view == "report" else []))
-    text = shown.stdout if view == "table" else (out / "report.html").read_text()
+
+    def shown() -> str:
+        said = launch_here(view, str(plan.sweep_dir), *(["--out", str(out)] if view == "report" else []))
+        return said.stdout if view == "table" else (out / "report.html").read_text()
+
+    text = shown()
     assert f"RUNNING {started.name}" not in text
-    again = re.escape(f"; `perfsweep resume {plan.sweep_dir}` runs it again")
-    lost, pending = re.escape(f"LOST {started.name}"), re.escape(f"PENDING {never.name}")
-    assert re.search(rf"{lost}: its job \d+ ended before the run recorded its end{again}", text), text
-    assert re.search(rf"{pending}: its job \d+ ended before the run started{again}", text), text
+    again = f"; `perfsweep resume {plan.sweep_dir}` runs it again"
+    assert f"LOST {started.name}: its job ended before the run recorded its end{again}" in text, text
+    assert f"PENDING {never.name}: its job ended before the run started{again}" in text, text
+    lifecycle.stop(plan.sweep_dir / started.name, "KeyboardInterrupt")
+    assert f"PENDING {started.name}<" in shown().replace("\n", "<"), "no word of a job that ended before it started"
 
 
 @pytest.mark.slow

@@ -75,8 +75,11 @@ def wait_until_started(sweep: Path, started, timeout_s: float = 300):
     A run that failed ends the wait at once; a wait that times out says what Slurm and the records said."""
     deadline = time.monotonic() + timeout_s
     while not (found := started()):
-        failed = {name: status.error for name, status in states(sweep).items() if status.state == "failed"}
+        found = states(sweep)
+        failed = {name: status.error for name, status in found.items() if status.state == "failed"}
         assert not failed, f"the run failed before it started its steps: {failed}"
+        ended = {name: status.interrupted for name, status in found.items() if status.interrupted}
+        assert not ended, f"the run's job ended before it started its steps: {ended}"
         if time.monotonic() > deadline:
             queue = slurm("squeue", "-h", "-r", "-o", "%i %T %r %M")
             raise AssertionError(f"no run started in {timeout_s} s; squeue: {queue}; status: {status_of(sweep)}")
@@ -386,9 +389,9 @@ def test_a_job_warned_of_its_time_limit_fails_its_run_naming_the_limit_and_is_no
 @pytest.mark.slurm
 def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(on_slurm, tmp_path):
     """sbatch would refuse it only once the sweep's folder is made; `--partition` takes a list."""
-    result = launch_here(*FUNCTION, "launcher.partition='cpu,gpu'", f"runs_dir={tmp_path}")
+    result = launch_here(*FUNCTION, "launcher.partition='cpu, gpu'", f"runs_dir={tmp_path}")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "launcher.partition=cpu,gpu: this cluster has no partition gpu (sinfo -a lists: cpu)" in result.stderr
+    assert "launcher.partition=cpu, gpu: this cluster has no partition 'gpu' (sinfo -a lists: cpu)" in result.stderr
     assert not (tmp_path / "default").exists()
     assert not any("partition" in problem for problem in launcher_problems(LauncherConf(name="slurm", partition="cpu")))
 

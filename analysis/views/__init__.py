@@ -13,7 +13,10 @@ from perfsweep.records import load_sweep
 
 
 def sweep_views(
-    sweep_dir: Path, names: list[str] | None = None, vs: str | None = None, ended: dict[str, str] | None = None
+    sweep_dir: Path,
+    names: list[str] | None = None,
+    vs: str | None = None,
+    ended: dict[str, tuple[str, str]] | None = None,
 ) -> list[View]:
     """The table of the sweep's runs, then the views below it.
 

@@ -42,7 +42,7 @@ def _image(path: Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
-def html_report(sweep_dir: Path, out: Path | None = None, ended: dict[str, str] | None = None) -> Path:
+def html_report(sweep_dir: Path, out: Path | None = None, ended: dict[str, tuple[str, str]] | None = None) -> Path:
     """Write OUT/report.html from the sweep's records, and its plots into OUT/plots/.
 
     OUT is the sweep folder unless given.

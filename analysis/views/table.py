@@ -40,7 +40,7 @@ from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
-from perfsweep.records import DONE, FAILED, FINAL, RUNNING, RunRecord, Summary, load_sweep
+from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
 
@@ -341,10 +341,10 @@ def _unnamed(label: str, name: str) -> str:
     return f" ({' '.join(missing)})" if missing else ""
 
 
-def flags(runs: list[RunRecord], sweep_dir: Path | str, ended: dict[str, str] | None = None) -> list[str]:
+def flags(runs: list[RunRecord], sweep_dir: Path | str, ended: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect.
 
-    `ended` names the unfinished runs whose job has ended (its scheduler's word): a running one is lost.
+    `ended` names the unfinished runs whose job has ended, each with its state and why (its scheduler's word).
     """
     ended = ended or {}
     done = [r for r in runs if r.state == DONE]
@@ -447,12 +447,12 @@ def ran_eagerly(run: RunRecord) -> str:
     )
 
 
-def unfinished(run: RunRecord, ended: str | None, sweep_dir: Path | str) -> str:
-    """A run not finished, as its records say; lost where they say running and its job has ended."""
+def unfinished(run: RunRecord, ended: tuple[str, str] | None, sweep_dir: Path | str) -> str:
+    """A run not finished, as its records say; lost, or pending for good, where its job has ended."""
     if not ended:
         return f"{run.state.upper()} {run.name}"
-    state = "LOST" if run.state == RUNNING else run.state.upper()
-    return f"{state} {run.name}: {ended}; `{user_command()} resume {sweep_dir}` runs it again"
+    state, why = ended
+    return f"{state.upper()} {run.name}: {why}; `{user_command()} resume {sweep_dir}` runs it again"
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
@@ -475,7 +475,7 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
     ]
 
 
-def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, str] | None = None) -> View:
+def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, tuple[str, str]] | None = None) -> View:
     """The table of these runs, and its flags (`ended`: flags)."""
     done = [r for r in runs if r.state == DONE and r.summary]
     failed = sum(r.state == FAILED for r in runs)
@@ -496,7 +496,10 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, str] | N
 
 
 def view(
-    sweep_dir: Path, names: list[str] | None = None, vs: str | None = None, ended: dict[str, str] | None = None
+    sweep_dir: Path,
+    names: list[str] | None = None,
+    vs: str | None = None,
+    ended: dict[str, tuple[str, str]] | None = None,
 ) -> View:
     """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
     return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs), ended)

@@ -8,6 +8,7 @@ A job's id is its pid; its start time tells it from a later process with the sam
 
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import submitit
 
 from perfsweep.conf.schema import UNLIMITED_MIN, LauncherConf
-from perfsweep.launcher.backends.base import Backend, JobShape, across_ranks
+from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable, across_ranks
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import GRACE_S, RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
@@ -151,10 +152,13 @@ class LocalSpawn(Backend):
 
     def job_entry(self, sweep_dir: Path, job: submitit.Job) -> dict[str, Any]:
         start = process_start(int(job.job_id))
-        return {"process_start": start} if start else {}
+        return {"host": socket.gethostname(), **({"process_start": start} if start else {})}
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        here = socket.gethostname()
+        if elsewhere := sorted({job["host"] for job in jobs.values() if job.get("host", here) != here}):
+            raise SchedulerUnavailable(f"the local jobs ran on {', '.join(elsewhere)}: their processes are seen there")
         return dict.fromkeys(pid_ids(jobs), "")
 
 

@@ -76,6 +76,8 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
     """
     if not jobs:
         return {}
+    if not shutil.which("squeue"):
+        raise SchedulerUnavailable("squeue is not on PATH here: only a host of the cluster can ask it")
     arrays = sorted({job_id.split("_")[0] for job_id in jobs})
     for wait in (*SQUEUE_RETRY_S, None):
         asked = ["squeue", "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
@@ -115,16 +117,16 @@ def partition_problems(partition: str) -> list[str]:
     """
     try:
         out = subprocess.run(["sinfo", "-a", "-h", "-o", "%R"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
+    except (OSError, subprocess.TimeoutExpired):
         return []
     known = sorted(set(out.stdout.split()))
     if out.returncode != 0 or not known:
         return []
-    unknown = [name for name in partition.split(",") if name not in known]
+    unknown = [name.strip() for name in partition.split(",") if name.strip() not in known]
     if not unknown:
         return []
     return [
-        f"launcher.partition={partition}: this cluster has no partition {', '.join(unknown)} "
+        f"launcher.partition={partition}: this cluster has no partition {', '.join(map(repr, unknown))} "
         f"(sinfo -a lists: {', '.join(known)})"
     ]
 
@@ -155,8 +157,9 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
-        if not missing and self.conf.partition and self.conf.partition.isprintable():  # else refused as such
-            problems += partition_problems(self.conf.partition)
+        elsewhere = {"clusters", "M"} & set(self.conf.sbatch_extra or {})  # sinfo would ask this host's cluster
+        if not missing and not elsewhere and self.conf.partition and self.conf.partition.isprintable():
+            problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
         if math.ceil(self.conf.timeout_min) * 60 - SLURM_WARNING_S < TIME_BEFORE_WARNING_S:
             problems.append(
                 f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "

@@ -267,7 +267,8 @@ def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_swee
 
 
 def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_move():
-    """The same code on a machine 1.35 times slower: the step's slowdown is named beside the machine's."""
+    """The same code on a machine 1.35 times slower: the step's slowdown is named beside the machine's, and its
+    flags say the machine may explain them."""
     rng = np.random.default_rng(8)
     a = synthetic.timed(sweep(synthetic.grid(), rng), 0.67, rng)
     slower = synthetic.timed(
@@ -283,6 +284,11 @@ def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_
     )
     assert re.search(figures, line), line
     assert all(row[-3].startswith("0.7") for row in shown.rows if row[1] == "step"), shown.rows
+    said = "MACHINE MOVED: the machine ran slower in B (above), so the lines flagged REGRESSION may show the machine"
+    assert any(flag.startswith(said) for flag in shown.flags), shown.flags
+    shown, _ = compare.compare_runs(slower, a, threshold=0.05, loss_tolerance=0.05)
+    assert any(flag.startswith("MACHINE MOVED: the machine ran slower in A (above), so the lines flagged improvement")
+               for flag in shown.flags), shown.flags  # fmt: skip
     for ms in (0.67, 0.67 * 1.02):  # the same, and 2% apart: within 3% of 1, though its interval excludes 1
         same = synthetic.timed(sweep(synthetic.grid(), rng), ms, rng)
         shown, _ = compare.compare_runs(a, same, threshold=0.05, loss_tolerance=0.05)

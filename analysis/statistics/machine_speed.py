@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from perfsweep.analysis.statistics.speedup import Sample, figures, speedup
+from perfsweep.analysis.statistics.speedup import Sample, Speedup, figures, speedup
 from perfsweep.records import RunRecord
 
 MOVED = 0.03  # a ratio whose interval reaches within this of 1: no move said
@@ -38,8 +38,8 @@ def _timed(runs: list[RunRecord], workload: str) -> list[float]:
     return list(by_process.values())
 
 
-def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
-    """A line where the machine ran the fixed workload slower or faster in `b` than in `a`; else ''.
+def moved(a: list[RunRecord], b: list[RunRecord]) -> tuple[Speedup, str, list[Sample]] | None:
+    """B's speed-up over A on the fixed workload, the workload, and each set's times; None where it did not move.
 
     It needs two or more processes a set, and a ratio whose interval across them lies beyond 1 -+ MOVED.
     The workload is timed at its fastest, which can slip between a neighbour's time slices.
@@ -48,15 +48,23 @@ def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("
     workload = _workload(a, b)
     times = [_timed(runs, workload) for runs in (a, b)] if workload else [[], []]
     if len(times[0]) < 2 or len(times[1]) < 2:
-        return ""
+        return None
     samples = [Sample(tuple(np.array([t]) for t in side), tuple(range(len(side)))) for side in times]
     ratio = speedup(samples[1], samples[0])  # B's speed-up over A, as every other ratio of compare and history
     if not (ratio.low > 1 + MOVED or ratio.high < 1 - MOVED):
+        return None
+    return ratio, workload, samples
+
+
+def compared(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
+    """A line where the machine ran the fixed workload slower or faster in `b` than in `a` (moved); else ''."""
+    if (found := moved(a, b)) is None:
         return ""
+    ratio, workload, samples = found
     value, low, high = figures(ratio.value, ratio.low, ratio.high, apart=1.0)
     means = f"{samples[0].middle:.3g} -> {samples[1].middle:.3g} ms"
     return (
         f"the machine ran {'slower' if ratio.value < 1 else 'faster'} in {names[1]}: a fixed workload ({workload}) "
-        f"took {means}, {value}x [{low}, {high}] as fast (geometric means of {len(times[0])} / {len(times[1])} "
+        f"took {means}, {value}x [{low}, {high}] as fast (geometric means of {samples[0].runs} / {samples[1].runs} "
         "processes)"
     )

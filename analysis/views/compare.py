@@ -34,6 +34,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
                            way on is to run that sweep again with its host to itself
+    MACHINE MOVED          beside a flagged line, where the machine ran a fixed workload slower in one sweep:
+                           the change may be the machine's
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -100,6 +102,7 @@ EXIT_UNMATCHED = 8  # added where more configurations went without a match than 
 EXIT_UNDETERMINED = 16  # added where a slowdown beyond the threshold was measured but not significant
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
+MACHINE_MOVED = "MACHINE MOVED"
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 UNSET = "(unset)"  # the value of a key that a run does not record
@@ -553,12 +556,16 @@ def compare_runs(
         ("A", found.only_a, every_a, b, unfinished[1], names[1]),
         ("B", found.only_b, every_b, a, unfinished[0], names[0]),
     )
-    flags = shared + [
-        ("UNMATCHED: " if unmatched and side == "A" else "")
-        + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
-        for side, configs, every, other, left, folder in sides
-        if configs
-    ]
+    flags = (
+        shared
+        + machine_moved(lines, a, b)
+        + [
+            ("UNMATCHED: " if unmatched and side == "A" else "")
+            + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
+            for side, configs, every, other, left, folder in sides
+            if configs
+        ]
+    )
     matched_labels = {ca.key: names_a[ca.key] for ca, _ in matched}
     flags += [
         line
@@ -575,7 +582,7 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> lis
     """What their hosts' difference (`hosts_differ`) means for the flagged lines; [] where the hosts do not differ.
 
     One sweep's host was shared (`shared`: "A", "B", or None where either may have been).
-    A load slows the side it is on: B's slowdown may be B's load, B's speed-up A's load.
+    A load slows the side it is on.
     More runs beside the same load would measure it again: an UNDETERMINED slowdown is decided by runs alone.
     """
     flags = [line.flag for line in lines if line.flag]
@@ -588,18 +595,33 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> lis
             f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: "
             f"{again}, then compare"
         )
-    slower = shared != "A"  # a slowdown of B is suspect unless the load was A's
-    suspect = [
-        name
-        for name in dict.fromkeys(flag.split(" (")[0] for flag in flags if not flag.startswith(UNDETERMINED_FLAG))
-        if ("REGRESSION" in name) == slower or shared is None
-    ]
-    if suspect:
+    if suspect := explicable(flags, shared):
         said.append(
             f"{SHARED_HOST}: their hosts differ (above), so the lines flagged {', '.join(suspect)} may show that load, "
             f"not the code: {again} before trusting them"
         )
     return said
+
+
+def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> list[str]:
+    """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it."""
+    flags = [line.flag for line in lines if line.flag]
+    if not flags or (found := machine_speed.moved(a, b)) is None:
+        return []
+    slower_in = "B" if found[0].value < 1 else "A"
+    if not (suspect := explicable(flags, slower_in)):
+        return []
+    return [
+        f"{MACHINE_MOVED}: the machine ran slower in {slower_in} (above), so the lines flagged {', '.join(suspect)} "
+        "may show the machine, not the code: run the sweeps again one after the other, then compare"
+    ]
+
+
+def explicable(flags: list[str], slowed: str | None) -> list[str]:
+    """The verdicts among `flags` that a cause which slowed one side (`slowed`: "A", "B", None for either) could
+    explain: B's slowdowns where it slowed B, B's speed-ups where it slowed A. Each once, UNDETERMINED aside."""
+    decided = dict.fromkeys(flag.split(" (")[0] for flag in flags if not flag.startswith(UNDETERMINED_FLAG))
+    return [name for name in decided if slowed is None or ("REGRESSION" in name) == (slowed == "B")]
 
 
 def undetermined_way(shared: bool) -> str:

@@ -32,8 +32,8 @@ def show_table(args: argparse.Namespace) -> int:
         from perfsweep.analysis.views.timm_csv import timm_view
 
         print(render(timm_view(args.sweep_dir), form), end="")
-    elif form != "markdown":  # the table alone, as data or for a paper; of its flags, JSON alone keeps them
-        ended = jobs_ended(args.sweep_dir, runs) if form == "json" else {}
+    elif form != "markdown":  # the table alone, as data or for a paper; CSV keeps no flags
+        ended = jobs_ended(args.sweep_dir, runs) if form != "csv" else {}
         print(render(table.view(args.sweep_dir, vs=args.vs, ended=ended), form), end="")
     else:
         ended = jobs_ended(args.sweep_dir, runs)

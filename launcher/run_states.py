@@ -97,16 +97,27 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
 
 
 def jobs_ended(sweep_dir: Path) -> dict[str, tuple[str, str]]:
-    """The unfinished runs whose job has ended, each with its state (lost or pending) and why (job_ended).
+    """The unfinished runs whose job has ended, each with its state (lost or pending) and why.
 
     A run's records say running until it records its end; only its scheduler knows that its job is gone.
-    A run that recorded its interruption says why itself.
+    A run that recorded its interruption says why itself; the job's end is added where Slurm logged it.
     """
-    return {
-        row.run: (row.state, job_ended(row))
-        for row in run_states(sweep_dir)
-        if row.job_alive is False and row.state in (LOST, PENDING) and not row.status.interrupted
-    }
+    said = {}
+    for row in run_states(sweep_dir):
+        if row.job_alive is not False or row.state not in (LOST, PENDING):
+            continue
+        if row.status.interrupted:
+            end = slurm_end(row.log)
+            said[row.run] = (row.state, interruption(row.status.interrupted) + (f" ({end})" if end else ""))
+        else:
+            said[row.run] = (row.state, job_ended(row))
+    return said
+
+
+def interruption(interrupted: dict) -> str:
+    """What interrupted a run, when, and why where it was said."""
+    reason = f": {interrupted['reason']}" if "reason" in interrupted else ""
+    return f"interrupted ({interrupted['type']} at {interrupted['at']}){reason}"
 
 
 def job_ended(row: RunState) -> str:
@@ -166,9 +177,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         if row.state == UNREADABLE:
             detail = f"  {Unreadable(sweep_dir / row.run / records.STATUS, row.status.unreadable)}"
         if row.state == PENDING and row.status.interrupted:
-            interrupted = row.status.interrupted
-            detail = f"  interrupted ({interrupted['type']} at {interrupted['at']})"
-            detail += f": {interrupted['reason']}" if "reason" in interrupted else ""
+            detail = f"  {interruption(row.status.interrupted)}"
         elif row.state == PENDING and row.job_alive is False:
             detail = f"  {job_ended(row)}"
         elif row.state == PENDING and row.job_waits in CANNOT_START:

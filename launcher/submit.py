@@ -259,17 +259,12 @@ class Dispatcher:
                 if run.spec.name not in self.states:
                     self.states[run.spec.name] = PENDING
                     self.progress.ended(run.spec, PENDING, why)
-            self._forget(job_id, pack, ended=False)
+            self._forget(job_id, pack)
 
-    def _forget(self, job_id: str, pack: list[RunJob], ended: bool = True) -> None:
-        """Follow the job no more: it ended, or cannot start.
-
-        Only an ended job's time counts towards the budget's estimate of a job's.
-        """
+    def _forget(self, job_id: str, pack: list[RunJob]) -> None:
+        """Follow the job no more: it ended, or cannot start."""
         del self.active[job_id]
-        took_s = time.monotonic() - self.began.pop(job_id)
-        if ended:
-            self.took_s.append(took_s)
+        self.took_s.append(time.monotonic() - self.began.pop(job_id))
         self.slots.release(self.place_of.pop(job_id, NOWHERE))
         self.left |= {run.spec.name for run in every_run(pack)}
 

@@ -60,6 +60,15 @@ def holder(sweep_dir: Path) -> str:
     return f"pid {lock_info.get('pid')} on {lock_info.get('host')} since {lock_info.get('since')} (perfsweep {command})"
 
 
+def holding_host(sweep_dir: Path) -> str | None:
+    """The host whose launch the lock file names as holding the folder; None where it names none.
+
+    A launch that ends empties it; a crashed one's record stays.
+    """
+    lock_info = _recorded(sweep_dir)
+    return lock_info.get("host") if "pid" in lock_info else None
+
+
 def launching(sweep_dir: Path) -> str | None:
     """The id of the launch on this host that holds the folder's lock now; None where none does.
 

@@ -289,6 +289,10 @@ def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_
     shown, _ = compare.compare_runs(slower, a, threshold=0.05, loss_tolerance=0.05)
     assert any(flag.startswith("MACHINE MOVED: the machine ran slower in A (above), so the lines flagged improvement")
                for flag in shown.flags), shown.flags  # fmt: skip
+    halved = synthetic.timed(sweep(synthetic.grid({"subclass": 2.0}), rng), 0.70, rng)  # the machine 4% slower
+    shown, status = compare.compare_runs(a, halved, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_REGRESSION and any("machine ran slower in B" in line for line in shown.above)
+    assert not any(flag.startswith("MACHINE MOVED") for flag in shown.flags), "a slowdown of 2x is not the machine's 4%"
     for ms in (0.67, 0.67 * 1.02):  # the same, and 2% apart: within 3% of 1, though its interval excludes 1
         same = synthetic.timed(sweep(synthetic.grid(), rng), ms, rng)
         shown, _ = compare.compare_runs(a, same, threshold=0.05, loss_tolerance=0.05)

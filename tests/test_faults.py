@@ -503,19 +503,24 @@ def test_a_pid_given_to_another_process_is_not_a_live_job(tmp_path):
         assert row.state == state
 
 
-def test_a_local_job_of_another_host_is_unknown_here_not_lost(tmp_path):
-    """A sweep folder shared between hosts: only the host that ran a local job can see its process."""
+def test_a_local_job_of_another_host_is_unknown_here_while_a_launch_there_holds_the_sweep(tmp_path):
+    """A sweep folder shared between hosts: only the host that ran a local job can see its process.
+    Its launch holds the sweep while its jobs run, and empties the lock file as it ends."""
     records.write_json(tmp_path / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
     (tmp_path / "r").mkdir()
     lifecycle.start(tmp_path / "r")
     no_such_pid = str(int(Path("/proc/sys/kernel/pid_max").read_text()) + 1)
     job = {"job_id": no_such_pid, "launcher": "local", "log": "-", "host": "another-host"}
     records.write_json(tmp_path / records.JOBS, {"r": job})
+    (tmp_path / ".lock").write_text(json.dumps({"pid": 1, "host": "another-host", "since": "then", "argv": []}))
     notes = []
     (row,) = run_states(tmp_path, notes)
     assert row.state == "unknown", row
-    assert notes == ["local: the local jobs ran on another-host: their processes are seen there: whether the "
-                     "unfinished runs' jobs are alive is unknown"]  # fmt: skip
+    assert notes == ["local: the local jobs ran on another-host, whose launch holds the sweep: their processes are "
+                     "seen there: whether the unfinished runs' jobs are alive is unknown"]  # fmt: skip
+    (tmp_path / ".lock").write_text("")  # that launch has ended, and its jobs with it
+    (row,) = run_states(tmp_path)
+    assert row.state == "lost", "resume runs it again"
 
 
 def test_a_slurm_sweep_read_off_the_cluster_has_its_unfinished_runs_unknown(tmp_path, monkeypatch):

@@ -75,10 +75,10 @@ def wait_until_started(sweep: Path, started, timeout_s: float = 300):
     A run that failed ends the wait at once; a wait that times out says what Slurm and the records said."""
     deadline = time.monotonic() + timeout_s
     while not (found := started()):
-        found = states(sweep)
-        failed = {name: status.error for name, status in found.items() if status.state == "failed"}
+        now = states(sweep)
+        failed = {name: status.error for name, status in now.items() if status.state == "failed"}
         assert not failed, f"the run failed before it started its steps: {failed}"
-        ended = {name: status.interrupted for name, status in found.items() if status.interrupted}
+        ended = {name: status.interrupted for name, status in now.items() if status.interrupted}
         assert not ended, f"the run's job ended before it started its steps: {ended}"
         if time.monotonic() > deadline:
             queue = slurm("squeue", "-h", "-r", "-o", "%i %T %r %M")
@@ -321,7 +321,7 @@ def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_r
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert len(arrays) == 1, f"one look's array: {arrays}"
     assert "queued, cannot start: PartitionConfig" in result.stdout
-    said = "repeats=auto stopped after 3 rounds: no run is done, so nothing could be compared (the runs' lines above"
+    said = "repeats=auto stopped at its first look (3 runs a configuration): no run is done, so nothing could be"
     assert said in result.stdout, result.stdout[-1000:]
 
 
@@ -391,7 +391,7 @@ def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(o
     """sbatch would refuse it only once the sweep's folder is made; `--partition` takes a list."""
     result = launch_here(*FUNCTION, "launcher.partition='cpu, gpu'", f"runs_dir={tmp_path}")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "launcher.partition=cpu, gpu: this cluster has no partition 'gpu' (sinfo -a lists: cpu)" in result.stderr
+    assert "launcher.partition=cpu, gpu: this cluster has no partition ' gpu' (sinfo -a lists: cpu)" in result.stderr
     assert not (tmp_path / "default").exists()
     assert not any("partition" in problem for problem in launcher_problems(LauncherConf(name="slurm", partition="cpu")))
 

@@ -139,8 +139,8 @@ def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
     """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided."""
     if not runs:
         return [
-            f"repeats=auto stopped after {final.rounds} rounds: no run is done, so nothing could be compared (the "
-            "runs' lines above say why)"
+            f"repeats=auto stopped at its first look ({final.rounds} runs a configuration): no run is done, so "
+            "nothing could be compared (the runs' lines above say why)"
         ]
     if not final.comparisons:
         return [

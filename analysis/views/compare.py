@@ -604,12 +604,20 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> lis
 
 
 def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> list[str]:
-    """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it."""
-    flags = [line.flag for line in lines if line.flag]
-    if not flags or (found := machine_speed.moved(a, b)) is None:
+    """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it.
+
+    Those are the lines whose speed-up's interval meets the machine's: a change many times the machine's is the code's.
+    """
+    if not any(line.flag for line in lines) or (found := machine_speed.moved(a, b)) is None:
         return []
-    slower_in = "B" if found[0].value < 1 else "A"
-    if not (suspect := explicable(flags, slower_in)):
+    machine = found[0]
+    near = [
+        line.flag
+        for line in lines
+        if line.flag and line.speedup.low <= machine.high and machine.low <= line.speedup.high
+    ]
+    slower_in = "B" if machine.value < 1 else "A"
+    if not (suspect := explicable(near, slower_in)):
         return []
     return [
         f"{MACHINE_MOVED}: the machine ran slower in {slower_in} (above), so the lines flagged {', '.join(suspect)} "

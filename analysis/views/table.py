@@ -448,7 +448,7 @@ def ran_eagerly(run: RunRecord) -> str:
 
 
 def unfinished(run: RunRecord, ended: tuple[str, str] | None, sweep_dir: Path | str) -> str:
-    """A run not finished, as its records say; lost, or pending for good, where its job has ended."""
+    """A run not finished, as its records say; lost, or pending for good, with why, where its job has ended."""
     if not ended:
         return f"{run.state.upper()} {run.name}"
     state, why = ended

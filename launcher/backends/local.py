@@ -20,7 +20,7 @@ from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavail
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import GRACE_S, RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
-from perfsweep.records.lock import process_start
+from perfsweep.records.lock import holding_host, process_start
 
 
 def local_gpus() -> int:
@@ -156,10 +156,17 @@ class LocalSpawn(Backend):
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """A job of another host is alive while a launch there holds the sweep: its processes are seen there alone.
+
+        Local jobs end with their launch, which empties the lock file as it ends.
+        """
         here = socket.gethostname()
-        if elsewhere := sorted({job["host"] for job in jobs.values() if job.get("host", here) != here}):
-            raise SchedulerUnavailable(f"the local jobs ran on {', '.join(elsewhere)}: their processes are seen there")
-        return dict.fromkeys(pid_ids(jobs), "")
+        elsewhere = {job_id for job_id, job in jobs.items() if job.get("host", here) != here}
+        if elsewhere and (holder := holding_host(sweep_dir)) not in (None, here):
+            raise SchedulerUnavailable(
+                f"the local jobs ran on {holder}, whose launch holds the sweep: their processes are seen there"
+            )
+        return dict.fromkeys(pid_ids({job_id: job for job_id, job in jobs.items() if job_id not in elsewhere}), "")
 
 
 class LocalFork(LocalSpawn):

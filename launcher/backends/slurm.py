@@ -122,7 +122,7 @@ def partition_problems(partition: str) -> list[str]:
     known = sorted(set(out.stdout.split()))
     if out.returncode != 0 or not known:
         return []
-    unknown = [name.strip() for name in partition.split(",") if name.strip() not in known]
+    unknown = [name for name in partition.split(",") if name not in known]  # " gpu" is not "gpu" to sbatch
     if not unknown:
         return []
     return [

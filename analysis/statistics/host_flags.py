@@ -233,7 +233,14 @@ def shared_side(a: list[RunRecord], b: list[RunRecord]) -> str | None:
 
     None where neither's or both's were, or where that is not known.
     """
-    shared = [any(shares(runs).get(label, 0.0) > threshold for label, threshold, _ in TAKEN) for runs in (a, b)]
+    told = (shares(a), shares(b))
+    shared = [False, False]
+    for label, threshold, _ in TAKEN:
+        values = [side.get(label) for side in told]
+        over = [value is not None and value > threshold for value in values]
+        if any(over) and None in values:  # one side's share passed, the other's is not known
+            return None
+        shared = [was or now for was, now in zip(shared, over, strict=True)]
     return "A" if shared == [True, False] else "B" if shared == [False, True] else None
 
 

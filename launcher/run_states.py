@@ -102,16 +102,11 @@ def jobs_ended(sweep_dir: Path) -> dict[str, tuple[str, str]]:
     A run's records say running until it records its end; only its scheduler knows that its job is gone.
     A run that recorded its interruption says why itself; the job's end is added where Slurm logged it.
     """
-    said = {}
-    for row in run_states(sweep_dir):
-        if row.job_alive is not False or row.state not in (LOST, PENDING):
-            continue
-        if row.status.interrupted:
-            end = slurm_end(row.log)
-            said[row.run] = (row.state, interruption(row.status.interrupted) + (f" ({end})" if end else ""))
-        else:
-            said[row.run] = (row.state, job_ended(row))
-    return said
+    return {
+        row.run: (row.state, job_ended(row))
+        for row in run_states(sweep_dir)
+        if row.job_alive is False and row.state in (LOST, PENDING)
+    }
 
 
 def interruption(interrupted: dict) -> str:
@@ -121,10 +116,14 @@ def interruption(interrupted: dict) -> str:
 
 
 def job_ended(row: RunState) -> str:
-    """That the run's job ended before the run started, or before it recorded its end, with Slurm's word for why."""
+    """Why a run whose job has ended is not done, with Slurm's word for the end.
+
+    That is its recorded interruption, else that its job ended before it started or before it recorded its end.
+    """
     before = "the run recorded its end" if row.state == LOST else "the run started"
+    said = interruption(row.status.interrupted) if row.status.interrupted else f"its job ended before {before}"
     end = slurm_end(row.log)
-    return f"its job ended before {before}" + (f" ({end})" if end else "")
+    return said + (f" ({end})" if end else "")
 
 
 def in_flight(rows: list[RunState]) -> set[str]:

@@ -197,6 +197,7 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
         return 0
     from perfsweep import records
+    from perfsweep.launcher.run_states import stranded
 
     statuses = {spec.name: records.read_status(plan.sweep_dir / spec.name) for spec in plan.runs}
     # the runs the launch's budget (launcher.budget_s) stopped or left unstarted: no failure
@@ -205,7 +206,8 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     shown_runs = records.load_sweep(plan.sweep_dir, names) if unstarted else []
     unmeasured = without_done_runs(shown_runs)
     if show:
-        show_sweep(plan.sweep_dir, names, plan.settings.tracker)
+        left = stranded(plan.sweep_dir) if outcome.not_done else None  # what status would say of them
+        show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
             print(budget_line(plan, unstarted, unmeasured, any(run.state == records.DONE for run in shown_runs)))
     return 1 if set(outcome.not_done) - set(unstarted) or unmeasured else 0

@@ -33,20 +33,20 @@ def show_table(args: argparse.Namespace) -> int:
 
         print(render(timm_view(args.sweep_dir), form), end="")
     elif form != "markdown":  # the table alone, as data or for a paper; CSV keeps no flags
-        ended = jobs_ended(args.sweep_dir, runs) if form != "csv" else {}
-        print(render(table.view(args.sweep_dir, vs=args.vs, ended=ended), form), end="")
+        stranded = stranded_runs(args.sweep_dir, runs) if form != "csv" else {}
+        print(render(table.view(args.sweep_dir, vs=args.vs, stranded=stranded), form), end="")
     else:
-        ended = jobs_ended(args.sweep_dir, runs)
-        print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs, ended=ended)))
+        stranded = stranded_runs(args.sweep_dir, runs)
+        print("\n\n".join(text(view) for view in sweep_views(args.sweep_dir, vs=args.vs, stranded=stranded)))
     return said_unmeasured(args.sweep_dir, runs)
 
 
-def jobs_ended(sweep_dir: Path, runs: list) -> dict[str, tuple[str, str]]:
-    """The unfinished runs whose job has ended (run_states.jobs_ended); the scheduler is asked only where one is."""
-    from perfsweep.launcher.run_states import jobs_ended
+def stranded_runs(sweep_dir: Path, runs: list) -> dict[str, tuple[str, str]]:
+    """The unfinished runs that no job will finish (run_states.stranded); the scheduler is asked only where one is."""
+    from perfsweep.launcher.run_states import stranded
     from perfsweep.records import FINAL
 
-    return jobs_ended(sweep_dir) if any(run.state not in FINAL for run in runs) else {}
+    return stranded(sweep_dir) if any(run.state not in FINAL for run in runs) else {}
 
 
 def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
@@ -302,7 +302,7 @@ def write_report(args: argparse.Namespace) -> int:
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
-    print(f"report: {html_report(args.sweep_dir, out, jobs_ended(args.sweep_dir, runs))}")
+    print(f"report: {html_report(args.sweep_dir, out, stranded_runs(args.sweep_dir, runs))}")
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
@@ -331,16 +331,17 @@ def upload(args: argparse.Namespace) -> int:
         return 1
 
 
-def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()) -> None:
+def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = (), stranded: dict | None = None) -> None:
     """Print the views of a launch's runs and the lines `after` them.
 
+    `stranded` names the runs the launch left that no job will finish (table.flags).
     Then log the sweep to W&B, and say where its records are.
     """
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import sweep_views
     from perfsweep.analysis.views.wandb_sweep import log_sweep
 
-    print("\n\n".join(text(view) for view in sweep_views(sweep_dir, names)))
+    print("\n\n".join(text(view) for view in sweep_views(sweep_dir, names, stranded=stranded)))
     if after:
         print("\n".join(after))
     for warning in log_sweep(sweep_dir, tracker):

@@ -96,17 +96,19 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
     return rows
 
 
-def jobs_ended(sweep_dir: Path) -> dict[str, tuple[str, str]]:
-    """The unfinished runs whose job has ended, each with its state (lost or pending) and why.
+def stranded(sweep_dir: Path) -> dict[str, tuple[str, str]]:
+    """The unfinished runs that no job will finish, each with its state (lost or pending) and what to do.
 
-    A run's records say running until it records its end; only its scheduler knows that its job is gone.
-    A run that recorded its interruption says why itself; the job's end is added where Slurm logged it.
+    Their job has ended, or is queued where it can never start (CANNOT_START).
+    A run's records say running or pending until it records its end; only its scheduler knows this.
     """
-    return {
-        row.run: (row.state, job_ended(row))
-        for row in run_states(sweep_dir)
-        if row.job_alive is False and row.state in (LOST, PENDING)
-    }
+    said = {}
+    for row in run_states(sweep_dir):
+        if row.job_alive is False and row.state in (LOST, PENDING):
+            said[row.run] = (row.state, f"{job_ended(row)}; `{user_command()} resume {sweep_dir}` runs it again")
+        elif row.state == PENDING and row.job_alive and row.job_waits in CANNOT_START:
+            said[row.run] = (row.state, cannot_start_line(row.job_waits, row.job_id, sweep_dir))
+    return said
 
 
 def interruption(interrupted: dict) -> str:

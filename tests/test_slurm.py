@@ -289,10 +289,13 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
     sweep = tmp_path / "runs" / "default"
     result = launch_here(*FUNCTION, "launcher.cpus_per_task=8", f"launcher.wait={wait}", f"runs_dir={sweep.parent}")
     (job,) = {job["job_id"] for job in records.read_json(sweep / records.JOBS).values()}
+    (name,) = records.planned_runs(sweep)
+    flag = f"PENDING {name}: queued, cannot start: PartitionConfig (it asks for more CPUs"
     if wait:
         assert result.returncode == 1, result.stdout + result.stderr
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in result.stdout, result.stdout
         assert f"`scancel {job}`, then `" in result.stdout
+        assert flag in result.stdout, "the table below says it too"
     else:
         assert result.returncode == 0, result.stderr
     try:
@@ -304,6 +307,7 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
         assert status.returncode == EXIT_NOT_DONE, "a script waiting on 4 would wait for ever"
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in status.stdout, status.stdout
         assert f"`scancel {job}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
+        assert flag in launch_here("table", str(sweep)).stdout
     finally:
         slurm("scancel", job)
 

@@ -16,16 +16,16 @@ def sweep_views(
     sweep_dir: Path,
     names: list[str] | None = None,
     vs: str | None = None,
-    ended: dict[str, tuple[str, str]] | None = None,
+    stranded: dict[str, tuple[str, str]] | None = None,
 ) -> list[View]:
     """The table of the sweep's runs, then the views below it.
 
     `names` picks runs; `vs` compares along another axis (groups.compared_along).
-    `ended` names the unfinished runs whose job has ended (table.flags).
+    `stranded` names the unfinished runs that no job will finish (table.flags).
     """
     runs = load_sweep(sweep_dir, names)
     compared = compared_along(runs, vs)
-    views = [table.table_view(sweep_dir, compared, ended)]
+    views = [table.table_view(sweep_dir, compared, stranded)]
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir, runs=compared))
     across = ranks.view(sweep_dir, names)

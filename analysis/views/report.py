@@ -42,11 +42,11 @@ def _image(path: Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
-def html_report(sweep_dir: Path, out: Path | None = None, ended: dict[str, tuple[str, str]] | None = None) -> Path:
+def html_report(sweep_dir: Path, out: Path | None = None, stranded: dict[str, tuple[str, str]] | None = None) -> Path:
     """Write OUT/report.html from the sweep's records, and its plots into OUT/plots/.
 
     OUT is the sweep folder unless given.
-    `ended` names the unfinished runs whose job has ended (table.flags).
+    `stranded` names the unfinished runs that no job will finish (table.flags).
 
     Returns:
         The report's path.
@@ -58,7 +58,7 @@ def html_report(sweep_dir: Path, out: Path | None = None, ended: dict[str, tuple
     parts = [
         f"<h1>perfsweep: {html.escape(sweep_dir.name)}</h1>",
         f"<p class=context>written {written} UTC from {html.escape(str(sweep_dir.resolve()))}</p>",
-        *(html_section(view) for view in sweep_views(sweep_dir, ended=ended)),
+        *(html_section(view) for view in sweep_views(sweep_dir, stranded=stranded)),
         *([html_section(repro_view(sweep_dir, runs, redacted=True))] if done else []),
     ]
     parts = [redact_text(part) for part in parts]  # a report is made to be shared: no secrets, home as ~

@@ -341,12 +341,15 @@ def _unnamed(label: str, name: str) -> str:
     return f" ({' '.join(missing)})" if missing else ""
 
 
-def flags(runs: list[RunRecord], sweep_dir: Path | str, ended: dict[str, tuple[str, str]] | None = None) -> list[str]:
+def flags(
+    runs: list[RunRecord], sweep_dir: Path | str, stranded: dict[str, tuple[str, str]] | None = None
+) -> list[str]:
     """The runs that failed or have not finished, and the done ones whose figures are suspect.
 
-    `ended` names the unfinished runs whose job has ended, each with its state and why (its scheduler's word).
+    `stranded` names the unfinished runs that no job will finish, each with its state and what to do (their
+    scheduler's word).
     """
-    ended = ended or {}
+    stranded = stranded or {}
     done = [r for r in runs if r.state == DONE]
     every = configurations(runs) if runs else []
     names = labels(every) if len(every) > 1 else {}  # a lone configuration's name says nothing more
@@ -357,7 +360,7 @@ def flags(runs: list[RunRecord], sweep_dir: Path | str, ended: dict[str, tuple[s
         for name in (unmeasured(every) if done else [])
     ]
     flag_lines += [
-        unfinished(r, ended.get(r.name), sweep_dir) for r in runs if r.state not in FINAL and not r.status.over_budget
+        unfinished(r, stranded.get(r.name)) for r in runs if r.state not in FINAL and not r.status.over_budget
     ]
     budget = [r.status for r in runs if r.status.over_budget]
     if stopped := sum(status.started_at is not None for status in budget):
@@ -447,12 +450,12 @@ def ran_eagerly(run: RunRecord) -> str:
     )
 
 
-def unfinished(run: RunRecord, ended: tuple[str, str] | None, sweep_dir: Path | str) -> str:
-    """A run not finished, as its records say; lost, or pending for good, with why, where its job has ended."""
-    if not ended:
+def unfinished(run: RunRecord, stranded: tuple[str, str] | None) -> str:
+    """A run not finished, as its records say; as its scheduler says, with what to do, where no job will finish it."""
+    if not stranded:
         return f"{run.state.upper()} {run.name}"
-    state, why = ended
-    return f"{state.upper()} {run.name}: {why}; `{user_command()} resume {sweep_dir}` runs it again"
+    state, why = stranded
+    return f"{state.upper()} {run.name}: {why}"
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:
@@ -475,8 +478,8 @@ def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: 
     ]
 
 
-def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, tuple[str, str]] | None = None) -> View:
-    """The table of these runs, and its flags (`ended`: flags)."""
+def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple[str, str]] | None = None) -> View:
+    """The table of these runs, and its flags (`stranded`: flags)."""
     done = [r for r in runs if r.state == DONE and r.summary]
     failed = sum(r.state == FAILED for r in runs)
     pending = sum(r.state not in FINAL for r in runs)
@@ -490,7 +493,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], ended: dict[str, tuple[st
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
         notes=words(configs, rule) + energy_notes(configs),
-        flags=flags(runs, sweep_dir, ended),
+        flags=flags(runs, sweep_dir, stranded),
         empty="",
     )
 
@@ -499,10 +502,10 @@ def view(
     sweep_dir: Path,
     names: list[str] | None = None,
     vs: str | None = None,
-    ended: dict[str, tuple[str, str]] | None = None,
+    stranded: dict[str, tuple[str, str]] | None = None,
 ) -> View:
     """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
-    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs), ended)
+    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs), stranded)
 
 
 def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -> View:

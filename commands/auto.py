@@ -13,6 +13,7 @@ from perfsweep.commands.launching import said
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
 from perfsweep.launcher.progress import UpToCap
+from perfsweep.launcher.run_states import stranded
 from perfsweep.records import AUTO
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 
@@ -118,7 +119,9 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     if status not in (0, 1):
         return status
     plan = search.plan
-    show_sweep(plan.sweep_dir, [spec.name for spec in plan.runs], plan.settings.tracker, after=summary(search))
+    left = stranded(plan.sweep_dir) if status else None  # what status would say of the runs not done
+    names = [spec.name for spec in plan.runs]
+    show_sweep(plan.sweep_dir, names, plan.settings.tracker, after=summary(search), stranded=left)
     return status
 
 

@@ -206,7 +206,7 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     shown_runs = records.load_sweep(plan.sweep_dir, names) if unstarted else []
     unmeasured = without_done_runs(shown_runs)
     if show:
-        left = stranded(plan.sweep_dir) if outcome.not_done else None  # what status would say of them
+        left = stranded(plan.sweep_dir) if outcome.not_done or outcome.busy else None  # as status says of them
         show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
             print(budget_line(plan, unstarted, unmeasured, any(run.state == records.DONE for run in shown_runs)))

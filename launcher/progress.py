@@ -89,8 +89,8 @@ class Progress:
         """The sweep's efficiency: its runs' measured windows over the wall time since the launch began."""
         self._say_alike()
         wall = time.monotonic() - self.began
-        if not self.timings:  # runs left pending, failed before their window, or skipped
-            return f"{counted(self.finished, 'run')} ended in {wall:.1f} s, none of them with a measured window"
+        if not self.timings:  # runs left pending or failed: a done run alone records its times
+            return f"{counted(self.finished, 'run')} ended in {wall:.1f} s, none done: no measured window to sum"
         windows = sum(t.get("window_s", 0.0) for t in self.timings)
         line = f"{counted(self.finished, 'run')} in {wall:.1f} s; "
         line += f"measured windows {windows:.1f} s ({windows / wall:.0%} of it)"

@@ -308,6 +308,9 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in status.stdout, status.stdout
         assert f"`scancel {job}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
         assert flag in launch_here("table", str(sweep)).stdout
+        resumed = launch_here("resume", str(sweep), "launcher.wait=true")  # no scancel: the job is left to its owner
+        assert "1 run is still queued or running from an earlier launch" in resumed.stdout, resumed.stdout
+        assert flag in resumed.stdout, "the resume's table says why it submitted nothing"
     finally:
         slurm("scancel", job)
 
@@ -324,7 +327,8 @@ def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_r
     slurm("scancel", *arrays)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert len(arrays) == 1, f"one look's array: {arrays}"
-    assert "queued, cannot start: PartitionConfig" in result.stdout
+    (name, *_) = records.planned_runs(tmp_path / "default")
+    assert f"PENDING {name}: queued, cannot start: PartitionConfig" in result.stdout, "in the table too"
     said = "repeats=auto stopped at its first look (3 runs a configuration): no run is done, so nothing could be"
     assert said in result.stdout, result.stdout[-1000:]
 

@@ -182,20 +182,23 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
     if skipped := len(outcome.skipped):
         were = "was" if skipped == 1 else "were"
         print(f"{counted(skipped, 'run')} {were} already done and {were} not run again")
-    if busy := len(outcome.busy):
+    if busy := len(set(outcome.busy) - set(outcome.stuck)):
         print(
             f"{counted(busy, 'run')} {'is' if busy == 1 else 'are'} still queued or running from an earlier launch; "
             "not submitted again"
         )
+    for line, runs in _by_value(outcome.stuck).items():  # a job that will never run them: the launch did not either
+        print(f"{counted(len(runs), 'run')} not submitted again: {'its' if len(runs) == 1 else 'their'} job is {line}")
+    stuck = 1 if outcome.stuck else 0
     if not outcome.followed and not outcome.job_ids:
         print("nothing submitted")
-        return 0
+        return stuck
     if not outcome.followed:
         submitted = len(plan.runs) - len(outcome.skipped) - len(outcome.busy)
         jobs = "job" if len(outcome.job_ids) == 1 else "jobs"
         print(f"submitted {counted(submitted, 'run')} as {jobs} {', '.join(outcome.job_ids)}")
         print(f"follow them: {user_command()} status {plan.sweep_dir}")
-        return 0
+        return stuck
     from perfsweep import records
     from perfsweep.launcher.run_states import stranded
 
@@ -210,7 +213,15 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
         show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
             print(budget_line(plan, unstarted, unmeasured, any(run.state == records.DONE for run in shown_runs)))
-    return 1 if set(outcome.not_done) - set(unstarted) or unmeasured else 0
+    return 1 if set(outcome.not_done) - set(unstarted) or unmeasured or stuck else 0
+
+
+def _by_value(said: dict[str, str]) -> dict[str, list[str]]:
+    """The keys of `said` under each value it gives, in order."""
+    found: dict[str, list[str]] = {}
+    for key, value in said.items():
+        found.setdefault(value, []).append(key)
+    return found
 
 
 def without_done_runs(runs: list) -> list[str]:

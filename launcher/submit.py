@@ -62,6 +62,7 @@ class Outcome:
     busy: list[str]
     job_ids: list[str]
     followed: bool
+    stuck: dict[str, str] = dataclasses.field(default_factory=dict)  # busy runs whose job cannot start: what to do
 
     @property
     def not_done(self) -> list[str]:
@@ -503,4 +504,7 @@ def _launch(
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()
-    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits())
+    stuck_lines = {
+        row.run: cannot_start_line(row.job_waits, row.job_id, sweep_dir) for row in states if row.run in stuck & busy
+    }
+    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits(), stuck=stuck_lines)

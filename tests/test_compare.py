@@ -268,6 +268,23 @@ def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_swee
     assert unmatched.endswith("to match them, launch B with input_type=subclass memory_format=channels_last"), unmatched
 
 
+def test_an_undetermined_slowdown_on_a_machine_that_ran_slower_in_b_is_named_as_the_machines_maybe():
+    """More runs on that machine would not decide it: it is named beside the machine's line, as B's slowdowns are."""
+    rng = np.random.default_rng(0)
+    noisy = synthetic.Noise(run_sd=0.15)  # three runs a side this spread leave a 1.3x slowdown undecided
+
+    def timed_sweep(levels: dict, ms: float) -> list:
+        runs = [dataclasses.replace(r, fields=r.fields | NET) for r in synthetic.sweep(levels, 3, noisy, rng)]
+        return synthetic.timed(runs, ms, rng)
+
+    a = timed_sweep(synthetic.grid(), 0.67)
+    b = timed_sweep(synthetic.grid({"tensor": 1.3, "subclass": 1.3, "tensorbase": 1.3}), 0.9)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 0 and all(row[-1].startswith("UNDETERMINED") for row in shown.rows if row[1] == "step")
+    said = "MACHINE MOVED: the machine ran slower in B (above), so the lines flagged UNDETERMINED may show the machine"
+    assert any(flag.startswith(said) for flag in shown.flags), shown.flags
+
+
 def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_move():
     """The same code on a machine 1.35 times slower: the step's slowdown is named beside the machine's, and its
     flags say the machine may explain them."""

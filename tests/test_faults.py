@@ -516,11 +516,17 @@ def test_a_local_job_of_another_host_is_unknown_here_while_a_launch_there_holds_
     notes = []
     (row,) = run_states(tmp_path, notes)
     assert row.state == "unknown", row
-    assert notes == ["local: the local jobs ran on another-host, whose launch holds the sweep: their processes are "
-                     "seen there: whether the unfinished runs' jobs are alive is unknown"]  # fmt: skip
+    (note,) = notes
+    assert note.startswith("local: the local jobs ran on another-host, whose launch holds the sweep: their processes "
+                           "are seen there; where that launch is gone (a crash keeps its record), `")  # fmt: skip
+    assert f" resume {tmp_path}` takes the lock and runs them again" in note
     (tmp_path / ".lock").write_text("")  # that launch has ended, and its jobs with it
     (row,) = run_states(tmp_path)
     assert row.state == "lost", "resume runs it again"
+    (tmp_path / ".lock").unlink()  # launcher.lock=false: no record of whether that launch still runs
+    notes = []
+    (row,) = run_states(tmp_path, notes)
+    assert row.state == "unknown" and "no lock file (launcher.lock=false)" in notes[0], (row, notes)
 
 
 def test_a_slurm_sweep_read_off_the_cluster_has_its_unfinished_runs_unknown(tmp_path, monkeypatch):

@@ -308,9 +308,12 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in status.stdout, status.stdout
         assert f"`scancel {job}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
         assert flag in launch_here("table", str(sweep)).stdout
-        resumed = launch_here("resume", str(sweep), "launcher.wait=true")  # no scancel: the job is left to its owner
-        assert "1 run is still queued or running from an earlier launch" in resumed.stdout, resumed.stdout
-        assert flag in resumed.stdout, "the resume's table says why it submitted nothing"
+        said = "1 run not submitted again: its job is queued, cannot start: PartitionConfig"
+        for again in ("true", "false"):  # no scancel: the job is left to its owner
+            resumed = launch_here("resume", str(sweep), f"launcher.wait={again}")
+            assert resumed.returncode == EXIT_NOT_DONE, "a gate after the resume would pass a run that never runs"
+            assert said in resumed.stdout and "still queued or running" not in resumed.stdout, resumed.stdout
+            assert (flag in resumed.stdout) == (again == "true"), "the table of a resume that follows says it too"
     finally:
         slurm("scancel", job)
 
@@ -420,7 +423,7 @@ def ranks_problems(plan) -> list[str]:
     return launcher_problems(plan.settings.launcher, plan)
 
 
-def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
+def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted(monkeypatch):
     conf = LauncherConf(
         name="slurm",
         max_array_size=8,  # not read from the cluster's scontrol
@@ -429,6 +432,7 @@ def test_a_newline_in_a_slurm_option_is_refused_before_anything_is_submitted():
         sbatch_extra={"gres": "gpu:1\n#SBATCH --time=9999"},
     )
     golden.says("slurm: control characters in its options", "\n".join(launcher_problems(conf)))
+    monkeypatch.setattr(slurm_backend, "partition_problems", lambda partition: [])  # whatever this host's sinfo lists
     assert launcher_problems(LauncherConf(name="slurm", partition="cpu")) == launcher_problems(
         LauncherConf(name="slurm")
     )
@@ -450,6 +454,19 @@ def _wrap(folder: Path, command: str, fails: str) -> None:
         f'if {fails}; then echo "{command}: error: simulated failure $n" >&2; exit 1; fi\nexec {real} "$@"\n'
     )
     script.chmod(0o755)
+
+
+def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):
+    """A stand-in squeue that never answers (a hung controller or mount, which a test cluster cannot make)."""
+    (tmp_path / "squeue").write_text("#!/bin/sh\nexec sleep 30\n")
+    (tmp_path / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(slurm_backend, "ASK_S", 0.2)
+    monkeypatch.setattr(slurm_backend, "SQUEUE_RETRY_S", (0.0,))
+    began = time.monotonic()
+    with pytest.raises(slurm_backend.SchedulerUnavailable, match=r"squeue failed 2 times \(exit 124: squeue did not"):
+        slurm_backend.squeue_ids({"4242": {}})
+    assert time.monotonic() - began < 10, "each try stopped at its limit"
 
 
 @pytest.mark.slurm

@@ -34,8 +34,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
                            way on is to run that sweep again with its host to itself
-    MACHINE MOVED          beside a flagged line, where the machine ran a fixed workload slower in one sweep:
-                           the change may be the machine's
+    MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
+                           workload slower in one sweep: the change may be the machine's
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -617,7 +617,10 @@ def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> 
         if line.flag and line.speedup.low <= machine.high and machine.low <= line.speedup.high
     ]
     slower_in = "B" if machine.value < 1 else "A"
-    if not (suspect := explicable(near, slower_in)):
+    suspect = explicable(near, slower_in)
+    if slower_in == "B" and any(flag.startswith(UNDETERMINED_FLAG) for flag in near):
+        suspect.append(UNDETERMINED_FLAG)  # B slower, not significant: more runs on that machine would not decide it
+    if not suspect:
         return []
     return [
         f"{MACHINE_MOVED}: the machine ran slower in {slower_in} (above), so the lines flagged {', '.join(suspect)} "

@@ -62,6 +62,7 @@ def ranks_parameters(conf: LauncherConf, ranks_per_node: int | None, on_gpus: bo
 
 
 SQUEUE_RETRY_S = (1.0, 2.0, 4.0)  # waits between squeue attempts: a busy controller often answers the next
+ASK_S = 60.0  # the longest a Slurm command may take to answer before it counts as failed
 
 
 def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -81,7 +82,7 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
     arrays = sorted({job_id.split("_")[0] for job_id in jobs})
     for wait in (*SQUEUE_RETRY_S, None):
         asked = ["squeue", "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
-        out = subprocess.run(asked, capture_output=True, text=True)
+        out = _asked(asked)
         if out.returncode == 0:
             rows = [line.split(maxsplit=2) for line in out.stdout.splitlines() if line.strip()]
             return {row[0]: row[2] if row[1] == "PENDING" and len(row) > 2 else "" for row in rows if row[0] in jobs}
@@ -94,6 +95,16 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
     raise AssertionError("unreachable")
 
 
+def _asked(command: list[str]) -> subprocess.CompletedProcess:
+    """A Slurm command's answer; one that takes more than ASK_S (a hung controller or mount) counts as failed."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=ASK_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 124, "", f"{command[0]} did not answer in {ASK_S:g} s")
+    except OSError as error:  # gone from PATH, or not executable
+        return subprocess.CompletedProcess(command, 127, "", str(error))
+
+
 def cluster_max_array_size() -> int:
     """The most tasks one Slurm array may hold (ids run 0..MaxArraySize-1); ValueError saying what is wrong."""
     if not shutil.which("scontrol"):
@@ -101,7 +112,7 @@ def cluster_max_array_size() -> int:
             "launcher=slurm reads the cluster's MaxArraySize with scontrol, which is not on PATH; set "
             "launcher.max_array_size=N (the most tasks an array may hold)"
         )
-    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True)
+    out = _asked(["scontrol", "show", "config"])
     for line in out.stdout.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "MaxArraySize" and value.strip().isdigit():
@@ -115,10 +126,7 @@ def partition_problems(partition: str) -> list[str]:
 
     Hidden partitions count (sinfo -a). A cluster that does not answer refuses nothing here.
     """
-    try:
-        out = subprocess.run(["sinfo", "-a", "-h", "-o", "%R"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    out = _asked(["sinfo", "-a", "-h", "-o", "%R"])
     known = sorted(set(out.stdout.split()))
     if out.returncode != 0 or not known:
         return []

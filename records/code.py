@@ -180,21 +180,38 @@ def is_working_copy(place: Path) -> bool:
     return not str(place).startswith(_installed_places()) and not INSTALLED_PARTS.intersection(place.parts)
 
 
-def import_path_state() -> tuple[tuple[str, int | None], ...]:
-    """The folders Python imports from (sys.path), each with when it last changed (None: not there).
+INSTALLED = (".dist-info", ".egg-info", "hydra_plugins")  # what in an import folder says what is installed there
 
-    The installed packages' metadata is in these folders.
-    Installing or removing a package adds or removes its .dist-info there, which changes the folder's time.
+
+def import_path_state() -> tuple[tuple[str, object], ...]:
+    """What the folders Python imports from (sys.path) have installed: their packages' metadata, Hydra's plugins.
+
+    Installing or removing a package adds or removes its .dist-info, which changes its folder's time.
+    A folder is listed again only then.
+    A folder that installs nothing (the user's code, the working directory) is left out: its edits change nothing here.
     An edit inside a .dist-info that is there already goes unseen.
+    A file on the path (a zipped egg) counts by its time.
     """
     state = []
     for entry in sys.path:
         place = os.path.abspath(entry or ".")  # '' and relative entries are where the process is now
         try:
-            state.append((place, os.stat(place).st_mtime_ns))
+            stat = os.stat(place)
         except OSError:
-            state.append((place, None))
+            continue
+        installed = _installed_in(place, stat.st_mtime_ns) if os.path.isdir(place) else stat.st_mtime_ns
+        if installed:
+            state.append((place, installed))
     return tuple(state)
+
+
+@functools.lru_cache(maxsize=256)
+def _installed_in(folder: str, mtime_ns: int) -> tuple[str, ...]:
+    """The entries of `folder` that say what is installed there (INSTALLED), as it was at `mtime_ns`."""
+    try:
+        return tuple(sorted(name for name in os.listdir(folder) if name.endswith(INSTALLED)))
+    except OSError:
+        return ()
 
 
 @functools.lru_cache(maxsize=4)

@@ -75,6 +75,21 @@ class Setting:
     added: bool = False  # +key=value: Hydra adds the key, and refuses one that is there
 
 
+def parsed_overrides(overrides: list[str]) -> list[Override]:
+    """Hydra's reading of each override, as OverridesParser.parse_overrides gives it.
+
+    Each distinct text is parsed once (Hydra's grammar takes milliseconds an override).
+    Each caller gets copies of its own, so nothing it changes reaches another.
+    """
+    return [copy.deepcopy(_parsed(text)) for text in overrides]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Override:
+    (override,) = OverridesParser.create().parse_overrides([text])
+    return override
+
+
 def _setting(override: Override, text: str, value: Any) -> Setting:
     plain = (
         override.type in (OverrideType.CHANGE, OverrideType.ADD)
@@ -93,7 +108,7 @@ def expand(overrides: list[str]) -> list[list[Setting]]:
     A later override of the same key replaces an earlier one, as in Hydra's basic sweeper.
     """
     axes: OrderedDict[str, list[Setting]] = OrderedDict()
-    for override in OverridesParser.create().parse_overrides(overrides):
+    for override in parsed_overrides(overrides):
         key = override.get_key_element()
         if override.is_sweep_override():
             if not override.is_discrete_sweep():
@@ -137,20 +152,20 @@ def is_import_path(value: Any) -> bool:
     return isinstance(value, str) and "." in value and all(part.isidentifier() for part in value.split("."))
 
 
-def _file_content(path: Path) -> Any:
+def file_content(path: Path) -> Any:
     """A yaml file's content, as plain dicts and lists, read again only where the file changed."""
     stat = path.stat()
     return copy.deepcopy(_read_yaml(path, stat.st_mtime_ns, stat.st_size))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _read_yaml(path: Path, mtime_ns: int, size: int) -> Any:
     return OmegaConf.to_container(OmegaConf.load(path))
 
 
 def default_options() -> dict[str, str]:
     """Each group's default option, as config.yaml's defaults list chooses it."""
-    listed = _file_content(CONF_DIR / "config.yaml")["defaults"]
+    listed = file_content(CONF_DIR / "config.yaml")["defaults"]
     return {group: option for entry in listed if isinstance(entry, dict) for group, option in entry.items()}
 
 
@@ -162,7 +177,7 @@ def installed_plugins() -> tuple[list[plugins.Plugin], list[str]]:
     """
     found, problems = _declared(import_path_state())
     chosen = default_options()
-    defaults = {g: _file_content(CONF_DIR / g / f"{chosen[g]}.yaml") for g in TARGET_GROUPS}
+    defaults = {g: file_content(CONF_DIR / g / f"{chosen[g]}.yaml") for g in TARGET_GROUPS}
     own = {(g, p.stem) for g in TARGET_GROUPS for p in (CONF_DIR / g).glob("*.yaml")}
     plugins.register(found, defaults, own)
     return list(found), list(problems)
@@ -190,7 +205,7 @@ def file_values(path: Path, group: str) -> dict[str, Any]:
     A constructor's argument beside `_target_` is under `kwargs` (with_kwargs).
     Its defaults list sets nothing itself.
     """
-    content = OmegaConf.to_container(with_kwargs(group, OmegaConf.load(path))) or {}
+    content = OmegaConf.to_container(with_kwargs(group, OmegaConf.create(file_content(path)))) or {}
     content.pop("defaults", None)
     return _flat(content, "" if "@package _global_" in path.read_text() else group)
 
@@ -344,7 +359,7 @@ class Composer:
         """
         path = self.sources.file(group, option)
         if path is not None:
-            content = with_kwargs(group, OmegaConf.load(path))
+            content = with_kwargs(group, OmegaConf.create(file_content(path)))
             if self.sources.unnamed_target(group, option):
                 content.name = option
             return content

@@ -24,10 +24,8 @@ import random
 import re
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from hydra.utils import get_object
-from omegaconf import OmegaConf
 
 from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
@@ -126,8 +124,7 @@ def config_dirs(overrides: list[str]) -> tuple[tuple[Path, ...], list[str]]:
     Returns:
         The config dirs, and the other overrides.
     """
-    parser = OverridesParser.create()
-    entries = [o for o in parser.parse_overrides(overrides) if o.get_key_element().lstrip("+") == SEARCHPATH]
+    entries = [o for o in compose.parsed_overrides(overrides) if o.get_key_element().lstrip("+") == SEARCHPATH]
     rest = [o for o in overrides if o.split("=", 1)[0].lstrip("+") != SEARCHPATH]
     value = entries[-1].value() if entries else []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -192,7 +189,7 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
         raise PlanError(
             [f"unknown sweep {name!r} (sweep={name}){close}; available: {', '.join(available_sweeps(dirs))}"]
         )
-    sweep = OmegaConf.to_container(OmegaConf.load(path))
+    sweep = compose.file_content(path)
     grids = sweep.get("grids") or [sweep.get("params") or {}]
     scales = sweep.get("scales") or {}
     if scale == "full":
@@ -207,8 +204,8 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
     return [_as_overrides(grid) + _as_overrides(extra) for grid, extra in zip(grids, narrowed, strict=True)]
 
 
-def _chosen(parser: OverridesParser, overrides: list[str], key: str, default: str) -> str:
-    chosen = [o for o in parser.parse_overrides(overrides) if o.get_key_element() == key]
+def _chosen(overrides: list[str], key: str, default: str) -> str:
+    chosen = [o for o in compose.parsed_overrides(overrides) if o.get_key_element() == key]
     if any(o.is_sweep_override() for o in chosen):
         raise PlanError([f"{key}= takes one value; run them one at a time"])
     return chosen[-1].value() if chosen else default
@@ -219,13 +216,12 @@ COMMAND_LINE = "the command line"
 
 def origins(overrides: list[str], dirs: tuple[Path, ...] = ()) -> dict[str, str]:
     """Which source set each key: the sweep file, its scale, or the command line (the last one wins)."""
-    parser = OverridesParser.create()
-    name = _chosen(parser, overrides, "sweep", Config.sweep)
-    scale = _chosen(parser, overrides, "scale", Config.scale)
+    name = _chosen(overrides, "sweep", Config.sweep)
+    scale = _chosen(overrides, "scale", Config.scale)
     source_of: dict[str, str] = {}
     path = sweep_path(name, dirs)
     shown = shown_path(path)
-    sweep = OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
+    sweep = compose.file_content(path) if path.is_file() else {}
     for grid in sweep.get("grids") or [sweep.get("params") or {}]:
         source_of.update({keys.override_key(o): shown for o in _as_overrides(grid)})
     extra = (sweep.get("scales") or {}).get(scale) or {}
@@ -260,10 +256,9 @@ def expand(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[list[Setti
 
     They come from each grid of the sweep file at its scale, then the command line's overrides.
     """
-    parser = OverridesParser.create()
     try:
-        name = _chosen(parser, overrides, "sweep", Config.sweep)
-        scale = _chosen(parser, overrides, "scale", Config.scale)
+        name = _chosen(overrides, "sweep", Config.sweep)
+        scale = _chosen(overrides, "scale", Config.scale)
         return [run for grid in sweep_grids(name, scale, dirs) for run in compose.expand(_models(grid + overrides))]
     except PlanError:
         raise
@@ -331,12 +326,11 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
 
 def _axes_of(sweep: str, dirs: tuple[Path, ...]) -> dict[str, str]:
     """The axes of sweep file `sweep`: each param with several values, as an override, by its key."""
-    parser = OverridesParser.create()
     return {
         override.key_or_group: text
         for grid in sweep_grids(sweep, "full", dirs)
         for text in grid
-        for override in parser.parse_overrides([text])
+        for override in compose.parsed_overrides([text])
         if override.is_sweep_override()
     }
 
@@ -737,11 +731,10 @@ GRAMMAR = (
 
 def unreadable_overrides(overrides: list[str]) -> list[str]:
     """Each override that Hydra's grammar cannot read, named with the parser's reason."""
-    parser = OverridesParser.create()
     problems = []
     for override in overrides:
         try:
-            parser.parse_overrides([override])
+            compose.parsed_overrides([override])
         except OverrideParseException as error:
             problems.append(f"{override!r} cannot be read: {_parse_reason(override, error)}; {GRAMMAR}")
     return problems

@@ -51,6 +51,7 @@ class Rounds:
         self.began = time.monotonic()
         self.clock = RoundClock(60 * self.auto.max_minutes, self.began)
         self.plan, self.done, self.last = first, [], None
+        self.stopped = ""  # why the looks stopped short of their cap, where something stopped them
         self.cap = build_plan([*base, f"repeats={looks[-1]}"], partial=True)
         self.progress = UpToCap()
 
@@ -77,6 +78,9 @@ class Rounds:
     def out_of_time(self) -> bool:
         """Whether the next look's rounds, at what a round has cost, would end past auto.max_minutes."""
         return self.clock.would_pass(self.looks[self.looks.index(self.runs) + 1] - self.runs, time.monotonic())
+
+    def stop(self, why: str) -> None:
+        self.stopped = why
 
     def capped(self) -> str:
         """What stopped the rounds short of a decision."""
@@ -127,4 +131,4 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
 
 def summary(search: Rounds) -> list[str]:
     minutes = (time.monotonic() - search.began) / 60
-    return rounds.summary(search.last, len(search.done), minutes, search.capped())
+    return rounds.summary(search.last, len(search.done), minutes, search.stopped or f"cap reached: {search.capped()}")

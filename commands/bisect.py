@@ -121,6 +121,9 @@ class Bisection:
     def out_of_time(self) -> bool:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes
 
+    def stop(self, why: str) -> None:
+        self.search.stopped = why
+
     def ran_out(self) -> bool:
         """Whether the search's time has passed; the search then says so."""
         if self.out_of_time():

@@ -8,6 +8,8 @@ After each look it says whether it is decided.
 from typing import TYPE_CHECKING, Protocol
 
 from perfsweep.commands.launching import launch_plan
+from perfsweep.launcher.run_states import cannot_start, run_states
+from perfsweep.records.words import counted
 
 if TYPE_CHECKING:
     from perfsweep.launcher.progress import Progress
@@ -28,6 +30,9 @@ class SequentialDesign(Protocol):
 
     def out_of_time(self) -> bool:
         """Whether to stop before the next look."""
+
+    def stop(self, why: str) -> None:
+        """The loop stops before the next look, for `why`."""
 
 
 def launch_until_decided(
@@ -56,7 +61,8 @@ def launch_until_decided(
     failed = False
     pinned = {} if pinned is None else pinned  # every look runs the code the first one took
     for runs in looks:
-        for plan in design.plans(runs):
+        launched = design.plans(runs)
+        for plan in launched:
             status = launch_plan(
                 lambda plan=plan: plan, argv, show=False, quiet_envs=quiet_envs, progress=progress, pinned=pinned
             )
@@ -66,4 +72,29 @@ def launch_until_decided(
             design.looked(plan, runs)
         if design.decided() or (runs != looks[-1] and design.out_of_time()):
             break
+        if runs != looks[-1] and (why := cannot_go_on(launched)):
+            design.stop(why)
+            break
     return int(failed)
+
+
+def cannot_go_on(plans: list["Plan"]) -> str:
+    """Why no later look may be launched: runs of these plans are queued in jobs that can never start.
+
+    A later look would queue more runs of theirs, as stuck; '' where there are none.
+    """
+    stuck, reasons = 0, set()
+    for plan in plans:
+        names = {spec.name for spec in plan.runs}
+        rows = [row for row in run_states(plan.sweep_dir) if row.run in names]
+        waiting = cannot_start(rows)
+        stuck += len(waiting)
+        reasons |= {row.job_waits for row in rows if row.run in waiting}
+    if not stuck:
+        return ""
+    are = "is" if stuck == 1 else "are"
+    why = ", ".join(sorted(reasons))
+    return (
+        f"{counted(stuck, 'run')} of its last look {are} queued in jobs that cannot start ({why}), and a later look "
+        "would queue more of them"
+    )

@@ -40,7 +40,7 @@ def test_a_look_decides_an_effect_and_a_narrow_no_effect_and_says_why_the_rest_i
     noisy = synthetic.Noise(run_sd=0.08, step_sd=0.05, rho=0.3, steps=10)
     wide = rounds.look(synthetic.sweep(synthetic.grid(), 3, noisy, rng), 3, 0.02, 5)
     assert not wide.met and wide.undecided[0][1].endswith("from it (the same needs -+2%)")
-    (line, *undecided) = rounds.summary(wide, 18, 1.5, "10 runs per configuration (auto.max_runs)")
+    (line, *undecided) = rounds.summary(wide, 18, 1.5, "cap reached: 10 runs per configuration (auto.max_runs)")
     assert line.startswith("repeats=auto stopped after 3 rounds: 18 runs done in 1.5 min; cap reached: 10 runs per")
     assert undecided[0].startswith("  undecided: subclass vs tensor: ") and "includes 1.00x" in undecided[0]
 

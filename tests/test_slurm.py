@@ -336,6 +336,25 @@ def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_r
     assert said in result.stdout, result.stdout[-1000:]
 
 
+@pytest.mark.slurm
+def test_repeats_auto_stops_after_a_look_where_some_jobs_cannot_start_and_says_why(on_slurm, tmp_path):
+    """4 ranks a run on the local cluster's 2-CPU node: those runs' array can never start, while the 1-rank runs
+    finish. Their comparison stays undecided, and a later look would queue another array of them."""
+    args = [*TINY, "steps=10", "input_type=tensor,subclass", "memory_format=contiguous", "dist=ddp"]
+    args += ["dist.world_size=1,4", "dist.backend=gloo", "launcher=slurm", "launcher.wait=true", POLL, "repeats=auto"]
+    result = launch_here(*args, "auto.max_runs=6", "tracker.mode=disabled", f"runs_dir={tmp_path}")
+    jobs = records.read_json(tmp_path / "default" / records.JOBS)
+    arrays = sorted({job["job_id"].split("_")[0] for job in jobs.values()})
+    slurm("scancel", *arrays)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    wide = {job["job_id"].split("_")[0] for name, job in jobs.items() if "world_size=4" in name}
+    assert len(wide) == 1, f"one look's array of the runs that cannot start: {wide}"
+    said = "repeats=auto stopped after 3 rounds: 6 runs done in"
+    assert said in result.stdout, result.stdout[-3000:]
+    why = "6 runs of its last look are queued in jobs that cannot start (PartitionConfig), and a later look would"
+    assert why in result.stdout, result.stdout[-3000:]
+
+
 def slurm(*args: str) -> str:
     """A Slurm command's output (the environment points it at the local cluster: on_slurm)."""
     return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout

@@ -135,8 +135,11 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
     return Look(rounds, rule, comparisons)
 
 
-def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
-    """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided."""
+def summary(final: Look, runs: int, minutes: float, stopped: str) -> list[str]:
+    """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided.
+
+    `stopped` says why it stopped where a comparison is undecided: its cap, or what else stopped it.
+    """
     if not runs:
         return [
             f"repeats=auto stopped at its first look ({final.rounds} runs a configuration): no run is done, so "
@@ -147,7 +150,7 @@ def summary(final: Look, runs: int, minutes: float, capped: str) -> list[str]:
             f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "
             "no comparisons to decide (no row group has its baseline and another value)"
         ]
-    why = "every comparison decided" if final.met else f"cap reached: {capped}"
+    why = "every comparison decided" if final.met else stopped
     lines = [
         f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}; "
         f"{len(final.comparisons) - len(final.undecided)} of {len(final.comparisons)} comparisons decided at the "

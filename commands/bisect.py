@@ -122,7 +122,10 @@ class Bisection:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes
 
     def stop(self, why: str) -> None:
-        self.search.stopped = why
+        """Runs it launched cannot start: the same command would stop here again until they fit."""
+        from perfsweep.analysis.bisection.search import BisectError
+
+        raise BisectError(f"{why}: `scancel` their jobs, then run the bisect again with launcher settings that fit")
 
     def ran_out(self) -> bool:
         """Whether the search's time has passed; the search then says so."""

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from perfsweep.commands.launching import launch_plan
 from perfsweep.launcher.run_states import cannot_start, run_states
-from perfsweep.records.words import counted
 
 if TYPE_CHECKING:
     from perfsweep.launcher.progress import Progress
@@ -95,6 +94,5 @@ def cannot_go_on(plans: list["Plan"]) -> str:
     are = "is" if stuck == 1 else "are"
     why = ", ".join(sorted(reasons))
     return (
-        f"{counted(stuck, 'run')} of its last look {are} queued in jobs that cannot start ({why}), and a later look "
-        "would queue more of them"
+        f"{stuck} of its runs {are} queued in jobs that cannot start ({why}), and a later look would queue more of them"
     )

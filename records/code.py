@@ -206,10 +206,14 @@ def import_path_state() -> tuple[tuple[str, object], ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def _installed_in(folder: str, mtime_ns: int) -> tuple[str, ...]:
-    """The entries of `folder` that say what is installed there (INSTALLED), as it was at `mtime_ns`."""
+def _installed_in(folder: str, mtime_ns: int) -> tuple[tuple[str, int], ...]:
+    """The entries of `folder` that say what is installed there (INSTALLED), as it was at `mtime_ns`.
+
+    Each comes with its own time: a package installed again at its version makes its .dist-info anew.
+    """
     try:
-        return tuple(sorted(name for name in os.listdir(folder) if name.endswith(INSTALLED)))
+        with os.scandir(folder) as entries:
+            return tuple(sorted((e.name, e.stat().st_mtime_ns) for e in entries if e.name.endswith(INSTALLED)))
     except OSError:
         return ()
 

@@ -64,15 +64,9 @@ def holding_host(sweep_dir: Path) -> str | None:
     """The host whose launch the lock file names as holding the folder; None where it names none.
 
     A launch that ends empties it; a crashed one's record stays.
-    A launch with launcher.lock=false writes no lock file: `lock_kept` tells that apart.
     """
     lock_info = _recorded(sweep_dir)
     return lock_info.get("host") if "pid" in lock_info else None
-
-
-def lock_kept(sweep_dir: Path) -> bool:
-    """Whether a launch of the folder kept its lock file (launcher.lock=false keeps none)."""
-    return (Path(sweep_dir) / LOCK).is_file()
 
 
 def launching(sweep_dir: Path) -> str | None:

@@ -37,6 +37,17 @@ def test_command_line_grid_replaces_the_sweeps_axes():
     assert {s.axes["precision"] for s in plan.runs} == {"fp32"}
 
 
+def test_an_override_read_again_is_hydras_reading_not_what_an_earlier_caller_changed():
+    """Overrides are parsed once per text and handed out as copies; a shuffle(...) still shuffles each time."""
+    (first,) = compose.parsed_overrides(["+model.kwargs.widths=[8,16]"])
+    first.value().append(32)  # a caller that changes what it was given
+    (again,) = compose.parsed_overrides(["+model.kwargs.widths=[8,16]"])
+    assert again.value() == [8, 16]
+    shuffled = "seed=shuffle(1,2,3,4,5,6,7,8)"
+    orders = {tuple(compose.parsed_overrides([shuffled])[0].sweep_string_iterator()) for _ in range(3)}
+    assert len(orders) > 1, "three orders of 8 values alike: once in 1.6e9"
+
+
 def test_run_ids_are_stable_and_distinct():
     first, second = build_plan([]), build_plan([])
     assert [s.run_id for s in first.runs] == [s.run_id for s in second.runs]

@@ -313,6 +313,7 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
             resumed = launch_here("resume", str(sweep), f"launcher.wait={again}")
             assert resumed.returncode == EXIT_NOT_DONE, "a gate after the resume would pass a run that never runs"
             assert said in resumed.stdout and "still queued or running" not in resumed.stdout, resumed.stdout
+            assert f"`scancel {job.split('_')[0]}`, then" in resumed.stdout, "the array's id: one scancel for its tasks"
             assert (flag in resumed.stdout) == (again == "true"), "the table of a resume that follows says it too"
     finally:
         slurm("scancel", job)
@@ -351,7 +352,7 @@ def test_repeats_auto_stops_after_a_look_where_some_jobs_cannot_start_and_says_w
     assert len(wide) == 1, f"one look's array of the runs that cannot start: {wide}"
     said = "repeats=auto stopped after 3 rounds: 6 runs done in"
     assert said in result.stdout, result.stdout[-3000:]
-    why = "6 runs of its last look are queued in jobs that cannot start (PartitionConfig), and a later look would"
+    why = "6 of its runs are queued in jobs that cannot start (PartitionConfig), and a later look would queue"
     assert why in result.stdout, result.stdout[-3000:]
 
 

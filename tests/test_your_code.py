@@ -222,8 +222,11 @@ def test_a_package_installed_or_removed_between_two_plans_changes_the_next_plans
     installed(site, "imagelib", "[perfsweep.input_types]\nmeta = imagelib.tensors:MetaImage\n")
     assert build_plan(["input_type=meta"]).runs[0].config.input_type._target_ == "imagelib.tensors.MetaImage"
     shutil.rmtree(site / "imagelib-0.1.dist-info")
+    installed(site, "imagelib", "[perfsweep.input_types]\nmeta2 = imagelib.tensors:MetaImage\n")  # at its version
+    assert build_plan(["input_type=meta2"]).runs[0].config.input_type._target_ == "imagelib.tensors.MetaImage"
+    shutil.rmtree(site / "imagelib-0.1.dist-info")
     with pytest.raises(PlanError, match="meta"):
-        build_plan(["input_type=meta"])
+        build_plan(["input_type=meta2"])
 
 
 @pytest.mark.slow

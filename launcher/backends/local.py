@@ -21,7 +21,7 @@ from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavail
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import GRACE_S, RunJob, Runner
 from perfsweep.launcher.slots import Place, Slots
-from perfsweep.records.lock import holding_host, lock_kept, process_start
+from perfsweep.records.lock import holding_host, process_start
 
 
 def local_gpus() -> int:
@@ -160,16 +160,10 @@ class LocalSpawn(Backend):
         """A job of another host is alive while a launch there holds the sweep: its processes are seen there alone.
 
         Local jobs end with their launch, which empties the lock file as it ends.
-        Without a lock file (launcher.lock=false), nothing here says whether that launch still runs.
+        Without a lock file (launcher.lock=false) nothing says that launch still runs: they count as ended.
         """
         here = socket.gethostname()
         elsewhere = {job_id for job_id, job in jobs.items() if job.get("host", here) != here}
-        hosts = ", ".join(sorted({jobs[job_id]["host"] for job_id in elsewhere}))
-        if elsewhere and not lock_kept(sweep_dir):
-            raise SchedulerUnavailable(
-                f"the local jobs ran on {hosts}, and no lock file (launcher.lock=false) says whether their launch "
-                "still runs: their processes are seen there"
-            )
         if elsewhere and (holder := holding_host(sweep_dir)) not in (None, here):
             raise SchedulerUnavailable(
                 f"the local jobs ran on {holder}, whose launch holds the sweep: their processes are seen there; where "

@@ -166,6 +166,15 @@ def test_a_stall_of_microseconds_says_how_long_its_longest_step_took():
     assert "the longest took 0.28 ms" in stalled(run), stalled(run)
 
 
+def test_a_run_whose_steps_mostly_stalled_says_its_step_time_counts_the_stall_too():
+    """Three of five steps slowed by a neighbour: the median is one of them."""
+    step_ms = np.array([12.6, 6.5, 208.5, 2.6, 2.9])
+    run = synthetic.record("copy", {"input_type": "tensor"}, step_ms, 0, 0, np.random.default_rng(0))
+    said = stalled(run)
+    assert "Its median step is 2.2x its fastest quarter's (2.9 ms), so its step ms counts the stall too" in said, said
+    assert "its step ms does not" not in said
+
+
 def test_a_run_with_a_stalled_step_is_flagged_as_its_samples_per_s_parts_from_its_step_time(sweep):
     """a: one of its 20 steps took 21 times its median; b: one took twice as long, as a busy moment does."""
     for name, slowest in (("a", 21.0), ("b", 2.0)):

@@ -122,7 +122,10 @@ class Bisection:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes
 
     def stop(self, why: str) -> None:
-        """Runs it launched cannot start: the same command would stop here again until they fit."""
+        """Runs it launched cannot start.
+
+        The same command would stop here until they fit.
+        """
         from perfsweep.analysis.bisection.search import BisectError
 
         raise BisectError(f"{why}: `scancel` their jobs, then run the bisect again with launcher settings that fit")

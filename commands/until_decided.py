@@ -78,9 +78,10 @@ def launch_until_decided(
 
 
 def cannot_go_on(plans: list["Plan"]) -> str:
-    """Why no later look may be launched: runs of these plans are queued in jobs that can never start.
+    """Why no later look may be launched; '' where nothing stops it.
 
-    A later look would queue more runs of theirs, as stuck; '' where there are none.
+    Runs of these plans may be queued in jobs that can never start.
+    A later look would queue more of them.
     """
     stuck, reasons = 0, set()
     for plan in plans:

@@ -184,11 +184,12 @@ INSTALLED = (".dist-info", ".egg-info", "hydra_plugins")  # what in an import fo
 
 
 def import_path_state() -> tuple[tuple[str, object], ...]:
-    """What the folders Python imports from (sys.path) have installed: their packages' metadata, Hydra's plugins.
+    """What the folders on sys.path have installed: packages' metadata, Hydra's plugins.
 
-    Installing or removing a package adds or removes its .dist-info, which changes its folder's time.
+    Installing or removing a package changes its folder's time.
     A folder is listed again only then.
-    A folder that installs nothing (the user's code, the working directory) is left out: its edits change nothing here.
+    A folder that installs nothing is left out.
+    So edits to the user's code change nothing here.
     An edit inside a .dist-info that is there already goes unseen.
     A file on the path (a zipped egg) counts by its time.
     """
@@ -207,9 +208,10 @@ def import_path_state() -> tuple[tuple[str, object], ...]:
 
 @functools.lru_cache(maxsize=256)
 def _installed_in(folder: str, mtime_ns: int) -> tuple[tuple[str, int], ...]:
-    """The entries of `folder` that say what is installed there (INSTALLED), as it was at `mtime_ns`.
+    """The entries of `folder` that say what it installs, at `mtime_ns`.
 
-    Each comes with its own time: a package installed again at its version makes its .dist-info anew.
+    Each entry comes with its own time.
+    A package installed again at its version makes its .dist-info anew.
     """
     try:
         with os.scandir(folder) as entries:

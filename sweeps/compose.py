@@ -79,7 +79,8 @@ def parsed_overrides(overrides: list[str]) -> list[Override]:
     """Hydra's reading of each override, as OverridesParser.parse_overrides gives it.
 
     Each distinct text is parsed once (Hydra's grammar takes milliseconds an override).
-    Each caller gets copies of its own, so nothing it changes reaches another.
+    Each caller gets its own copies.
+    What one changes reaches no other.
     """
     return [copy.deepcopy(_parsed(text)) for text in overrides]
 

@@ -21,8 +21,8 @@ from perfsweep.launcher.backends import local as local_backend
 from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
-from perfsweep.launcher.run_job import RunJob
-from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, RunState, cannot_start, exit_status
+from perfsweep.launcher.run_job import SLURM_EARLY_S, SLURM_WARNING_S, RunJob
+from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, RunState, cannot_start, exit_status, stranded
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
@@ -72,14 +72,21 @@ def states(sweep: Path) -> dict[str, records.Status]:
 
 def wait_until_started(sweep: Path, started, timeout_s: float = 300):
     """Until started() holds. A job may queue minutes behind other tests' jobs on the local cluster's two CPUs.
-    A run that failed ends the wait at once; a wait that times out says what Slurm and the records said."""
+    A run that failed, or whose job ended, ends the wait at once (its job's log last); a wait that times out says
+    what Slurm and the records said."""
     deadline = time.monotonic() + timeout_s
+    asked = time.monotonic()
     while not (found := started()):
         now = states(sweep)
         failed = {name: status.error for name, status in now.items() if status.state == "failed"}
         assert not failed, f"the run failed before it started its steps: {failed}"
         ended = {name: status.interrupted for name, status in now.items() if status.interrupted}
         assert not ended, f"the run's job ended before it started its steps: {ended}"
+        if time.monotonic() > asked + 2:  # Slurm's word, every 2 s: a job that died leaves no record of its own
+            asked = time.monotonic()
+            gone = {name: why for name, (state, why) in stranded(sweep).items() if "job ended" in why}
+            said = "".join(log.read_text()[-2000:] for log in sorted((sweep / ".submitit").glob("*_log.err")))
+            assert not gone, f"the run's job ended before it started its steps: {gone}; its log: {said}"
         if time.monotonic() > deadline:
             queue = slurm("squeue", "-h", "-r", "-o", "%i %T %r %M")
             raise AssertionError(f"no run started in {timeout_s} s; squeue: {queue}; status: {status_of(sweep)}")
@@ -356,6 +363,12 @@ def test_repeats_auto_stops_after_a_look_where_some_jobs_cannot_start_and_says_w
     assert why in result.stdout, result.stdout[-3000:]
 
 
+def time_left_s(job_id: str) -> float:
+    """What Slurm leaves the job of its time (squeue's %L: M:SS, or H:MM:SS); 0 once it has left the queue."""
+    left = slurm("squeue", "-h", "-o", "%L", "-j", job_id).strip()
+    return sum(int(part) * 60**power for power, part in enumerate(reversed(left.split(":")))) if left else 0.0
+
+
 def slurm(*args: str) -> str:
     """A Slurm command's output (the environment points it at the local cluster: on_slurm)."""
     return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout
@@ -401,15 +414,18 @@ def test_a_requeued_run_finishes_with_one_set_of_records(naps, tmp_path, how):
 def test_a_job_warned_of_its_time_limit_fails_its_run_naming_the_limit_and_is_not_requeued(naps, tmp_path):
     """A requeued run starts over: one that needs longer than its job's time would reach the limit again and again."""
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(*naps, "steps=400", "launcher.timeout_min=2", f"runs_dir={sweep.parent}")
+    # 3 minutes, the least allowed; 3000 naps (60 s) outlast the earliest warning, 30 s into the job
+    result = launch_here(*naps, "steps=3000", "launcher.timeout_min=3", f"runs_dir={sweep.parent}")
     assert result.returncode == 0, result.stderr
     wait_until_started(sweep, lambda: any(sweep.glob("*/env.json")))  # past start-up, into the steps
     (run_dir,) = [p.parent for p in sweep.glob("*/status.json")]
     job_id = records.read_status(run_dir).job_id
-    slurm("scancel", "--signal=USR2", job_id)  # Slurm's warning 90 s before a 2-minute job's end, sent now
+    while time_left_s(job_id) > SLURM_WARNING_S + SLURM_EARLY_S:  # as early as Slurm may warn it
+        time.sleep(0.5)
+    slurm("scancel", "--signal=USR2", job_id)  # Slurm's warning, sent now (unless Slurm sent its own already)
     status = wait_until_final(sweep, timeout_s=60)[run_dir.name]
     assert status.state == "failed" and status.error.type == "RunTimeout", status
-    assert "Slurm's warning 90 s before its time limit (launcher.timeout_min=2)" in status.error.message
+    assert "Slurm's warning 90 s before its time limit (launcher.timeout_min=3)" in status.error.message
     deadline = time.monotonic() + 60
     while queued := slurm("squeue", "-h", "-o", "%r", "-j", job_id).strip():  # the job ends, not queued again
         assert "BeginTime" not in queued and time.monotonic() < deadline, queued
@@ -428,9 +444,11 @@ def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(o
 
 
 def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():
-    problems = launcher_problems(LauncherConf(name="slurm", timeout_min=1))
-    assert any(p.startswith("launcher.timeout_min=1: a Slurm job's time is whole minutes (--time=1)") for p in problems)
-    assert not any("timeout_min" in p for p in launcher_problems(LauncherConf(name="slurm", timeout_min=2)))
+    """Slurm may warn a job up to 60 s before the 90 s asked: a 2-minute job may be warned as it starts."""
+    problems = launcher_problems(LauncherConf(name="slurm", timeout_min=2))
+    assert any(p.startswith("launcher.timeout_min=2: a Slurm job's time is whole minutes (--time=2)") for p in problems)
+    assert "Give 3 or more (a 3-minute job leaves its run 30 s at least)" in "".join(problems)
+    assert not any("timeout_min" in p for p in launcher_problems(LauncherConf(name="slurm", timeout_min=3)))
 
 
 def launcher_problems(conf: LauncherConf, plan=None) -> list[str]:

@@ -138,7 +138,7 @@ def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> L
 def summary(final: Look, runs: int, minutes: float, stopped: str) -> list[str]:
     """The lines a launch prints when repeats=auto stops: how many runs it took, and what it left undecided.
 
-    `stopped` says why it stopped where a comparison is undecided: its cap, or what else stopped it.
+    `stopped` says why it stopped short of deciding: its cap, or another cause.
     """
     if not runs:
         return [

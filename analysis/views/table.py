@@ -414,7 +414,8 @@ def stalled(run: RunRecord) -> str:
 
     Its window's samples/s counts such a stall, and its median step leaves it out.
     So its row's samples/s and step ms may rank configurations apart.
-    Where half its steps or more stalled, its median is a stalled step: its step ms counts the stall too.
+    Where half its steps or more stalled, its median is a stalled step.
+    Its step ms then counts the stall too.
     """
     steps = run.step_ms() if run.summary else []
     if len(steps) == 0:

@@ -160,7 +160,8 @@ class LocalSpawn(Backend):
         """A job of another host is alive while a launch there holds the sweep: its processes are seen there alone.
 
         Local jobs end with their launch, which empties the lock file as it ends.
-        Without a lock file (launcher.lock=false) nothing says that launch still runs: they count as ended.
+        Without a lock file (launcher.lock=false) they count as ended.
+        Nothing says that launch still runs.
         """
         here = socket.gethostname()
         elsewhere = {job_id for job_id, job in jobs.items() if job.get("host", here) != here}

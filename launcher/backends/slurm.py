@@ -17,7 +17,7 @@ import submitit
 
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
-from perfsweep.launcher.run_job import SLURM_WARNING_S
+from perfsweep.launcher.run_job import SLURM_EARLY_S, SLURM_WARNING_S
 
 TIME_BEFORE_WARNING_S = 30  # the least a job's time may leave its run before Slurm's warning
 # submitit counts a preemption of a job of 10 minutes or less as a timeout: it requeues such a job this many times
@@ -96,7 +96,10 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def _asked(command: list[str]) -> subprocess.CompletedProcess:
-    """A Slurm command's answer; one that takes more than ASK_S (a hung controller or mount) counts as failed."""
+    """A Slurm command's answer.
+
+    One slower than ASK_S counts as failed (a hung controller or mount).
+    """
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=ASK_S)
     except subprocess.TimeoutExpired:
@@ -168,12 +171,14 @@ class Slurm(Backend):
         elsewhere = {"clusters", "M"} & set(self.conf.sbatch_extra or {})  # sinfo would ask this host's cluster
         if not missing and not elsewhere and self.conf.partition and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
-        if math.ceil(self.conf.timeout_min) * 60 - SLURM_WARNING_S < TIME_BEFORE_WARNING_S:
+        warned = SLURM_WARNING_S + SLURM_EARLY_S  # the earliest Slurm may warn a job, before its end
+        if math.ceil(self.conf.timeout_min) * 60 - warned < TIME_BEFORE_WARNING_S:
             problems.append(
                 f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "
                 f"(--time={math.ceil(self.conf.timeout_min)}), and Slurm warns it {SLURM_WARNING_S} s before its end, "
-                f"where its run stops to start over; that leaves the run no time. Give 2 or more (a 2-minute job "
-                f"leaves its run {120 - SLURM_WARNING_S} s)"
+                f"or up to {SLURM_EARLY_S} s earlier, where its run stops to start over; that leaves the run no time "
+                f"(a warning before the job's start-up ends kills it). Give 3 or more (a 3-minute job leaves its run "
+                f"{180 - warned} s at least)"
             )
         return problems + self.nodes_problems(plan)
 

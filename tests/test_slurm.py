@@ -494,6 +494,22 @@ def _wrap(folder: Path, command: str, fails: str) -> None:
     script.chmod(0o755)
 
 
+def test_jobs_sent_to_another_cluster_are_asked_of_that_cluster(tmp_path, monkeypatch):
+    """A stand-in squeue that notes its arguments: a second cluster cannot exist here. Asked without --clusters, a
+    cluster's squeue calls another's jobs invalid ids, and they would count as ended."""
+    (tmp_path / "squeue").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/asked\necho "7_0 PENDING Resources"\n')
+    (tmp_path / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    conf = LauncherConf(name="slurm", max_array_size=8, sbatch_extra={"clusters": "gpu2"})
+    entry = backend_for(conf).job_entry(tmp_path, None)
+    assert entry == {"clusters": "gpu2"}, "jobs.json keeps where the job went"
+    assert slurm_backend.squeue_ids({"7_0": entry, "9_0": {}}) == {"7_0": "Resources"}
+    asked = (tmp_path / "asked").read_text().splitlines()
+    assert sorted(line.split("-h")[0].strip() for line in asked) == ["", "--clusters gpu2"], asked
+    problems = launcher_problems(LauncherConf(name="slurm", max_array_size=8, sbatch_extra={"M": "gpu2"}))
+    assert any(p.startswith("launcher.sbatch_extra.M: the script passes it as --M=...") for p in problems), problems
+
+
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):
     """A stand-in squeue that never answers (a hung controller or mount, which a test cluster cannot make)."""
     (tmp_path / "squeue").write_text("#!/bin/sh\nexec sleep 30\n")

@@ -71,6 +71,7 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
     The why is Slurm's reason for a pending job: Dependency, JobHeldUser, Resources...
     It is "" for a running job.
     It makes one squeue call for all arrays, not one per job, retried with backoff.
+    Jobs sent to other clusters (jobs.json's "clusters") are asked there, one call a cluster list.
 
     Raises:
         SchedulerUnavailable: if squeue keeps failing.
@@ -79,9 +80,18 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
         return {}
     if not shutil.which("squeue"):
         raise SchedulerUnavailable("squeue is not on PATH here: only a host of the cluster can ask it")
+    by_clusters: dict[str | None, dict[str, dict[str, Any]]] = {}
+    for job_id, job in jobs.items():
+        by_clusters.setdefault(job.get("clusters"), {})[job_id] = job
+    return {job_id: why for clusters, some in by_clusters.items() for job_id, why in _queued(some, clusters).items()}
+
+
+def _queued(jobs: dict[str, dict[str, Any]], clusters: str | None) -> dict[str, str]:
+    """squeue_ids of jobs of one cluster list (sbatch's --clusters; None: this host's cluster)."""
     arrays = sorted({job_id.split("_")[0] for job_id in jobs})
+    where = ["--clusters", clusters] if clusters else []
     for wait in (*SQUEUE_RETRY_S, None):
-        asked = ["squeue", "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
+        asked = ["squeue", *where, "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
         out = _asked(asked)
         if out.returncode == 0:
             rows = [line.split(maxsplit=2) for line in out.stdout.splitlines() if line.strip()]
@@ -106,6 +116,12 @@ def _asked(command: list[str]) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(command, 124, "", f"{command[0]} did not answer in {ASK_S:g} s")
     except OSError as error:  # gone from PATH, or not executable
         return subprocess.CompletedProcess(command, 127, "", str(error))
+
+
+def other_clusters(conf: LauncherConf) -> str | None:
+    """The clusters sbatch sends the jobs to (launcher.sbatch_extra.clusters); None: this host's."""
+    clusters = (conf.sbatch_extra or {}).get("clusters")
+    return str(clusters) if clusters else None
 
 
 def cluster_max_array_size() -> int:
@@ -168,8 +184,13 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
-        elsewhere = {"clusters", "M"} & set(self.conf.sbatch_extra or {})  # sinfo would ask this host's cluster
-        if not missing and not elsewhere and self.conf.partition and self.conf.partition.isprintable():
+        problems += [
+            f"launcher.sbatch_extra.{key}: the script passes it as --{key}=..., and sbatch's one-letter options have "
+            f"no such form: give its long name (sbatch --help; clusters for -M)"
+            for key in self.conf.sbatch_extra or {}
+            if len(str(key)) == 1
+        ]
+        if not missing and not other_clusters(self.conf) and self.conf.partition and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
         warned = SLURM_WARNING_S + SLURM_EARLY_S  # the earliest Slurm may warn a job, before its end
         if math.ceil(self.conf.timeout_min) * 60 - warned < TIME_BEFORE_WARNING_S:
@@ -203,8 +224,14 @@ class Slurm(Backend):
         """The most tasks one array may hold: the config's, else the cluster's."""
         return self.conf.max_array_size or cluster_max_array_size()
 
+    def job_entry(self, sweep_dir: Path, job: submitit.Job) -> dict[str, Any]:
+        """The clusters its job was sent to (sbatch --clusters), where not this host's: squeue asks them there."""
+        clusters = other_clusters(self.conf)
+        return {"clusters": clusters} if clusters else {}
+
     def alive(self, jobs: list[submitit.Job]) -> dict[str, str]:
-        return squeue_ids({job.job_id: {} for job in jobs})
+        clusters = other_clusters(self.conf)
+        return squeue_ids({job.job_id: {"clusters": clusters} if clusters else {} for job in jobs})
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:

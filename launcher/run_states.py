@@ -219,9 +219,13 @@ def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path) -> str:
 
 
 def refit(job_id: str | None, sweep_dir: Path) -> str:
-    """How to run a job's runs that cannot start: cancel the job, then resume with launcher settings that fit."""
+    """How to run a job's runs that cannot start: cancel the job, then resume with launcher settings that fit.
+
+    The job is named by its array: every task of it asks for the same, so none can start.
+    """
+    array = job_id.split("_")[0] if job_id else job_id
     return (
-        f"`scancel {job_id}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
+        f"`scancel {array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
         'fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit and nodes)'
     )
 

@@ -504,9 +504,7 @@ def _launch(
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()
-    stuck_lines = {  # by the array: one line, and one scancel, for all of its tasks
-        row.run: cannot_start_line(row.job_waits, row.job_id.split("_")[0], sweep_dir)
-        for row in states
-        if row.run in stuck & busy
+    stuck_lines = {  # refit names the array: one line, and one scancel, for all of its tasks
+        row.run: cannot_start_line(row.job_waits, row.job_id, sweep_dir) for row in states if row.run in stuck & busy
     }
     return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits(), stuck=stuck_lines)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from stat import S_ISDIR
 
 from perfsweep.records.files import read_json
 
@@ -200,7 +201,7 @@ def import_path_state() -> tuple[tuple[str, object], ...]:
             stat = os.stat(place)
         except OSError:
             continue
-        installed = _installed_in(place, stat.st_mtime_ns) if os.path.isdir(place) else stat.st_mtime_ns
+        installed = _installed_in(place, stat.st_mtime_ns) if S_ISDIR(stat.st_mode) else stat.st_mtime_ns
         if installed:
             state.append((place, installed))
     return tuple(state)

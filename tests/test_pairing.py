@@ -304,6 +304,9 @@ def test_a_host_s_gpu_is_seen_by_its_device_file(monkeypatch, device_file):
     pairing.host_has_gpu.cache_clear()
     try:
         assert pairing.host_has_gpu()
+        monkeypatch.setattr(pairing.Path, "exists", lambda path: False)
+        pairing.host_has_gpu.cache_clear()
+        assert not pairing.host_has_gpu(), "no device file: no GPU"
     finally:
         pairing.host_has_gpu.cache_clear()
 

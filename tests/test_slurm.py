@@ -301,7 +301,7 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
     if wait:
         assert result.returncode == 1, result.stdout + result.stderr
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in result.stdout, result.stdout
-        assert f"`scancel {job}`, then `" in result.stdout
+        assert f"`scancel {job.split('_')[0]}`, then `" in result.stdout
         assert flag in result.stdout, "the table below says it too"
     else:
         assert result.returncode == 0, result.stderr
@@ -313,7 +313,8 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
         status = launch_here("status", str(sweep))
         assert status.returncode == EXIT_NOT_DONE, "a script waiting on 4 would wait for ever"
         assert "queued, cannot start: PartitionConfig (it asks for more CPUs" in status.stdout, status.stdout
-        assert f"`scancel {job}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
+        array = job.split("_")[0]
+        assert f"`scancel {array}`, then `" in status.stdout and f" resume {sweep} launcher.KEY=VALUE`" in status.stdout
         assert flag in launch_here("table", str(sweep)).stdout
         said = "1 run not submitted again: its job is queued, cannot start: PartitionConfig"
         for again in ("true", "false"):  # no scancel: the job is left to its owner

@@ -230,8 +230,7 @@ class Slurm(Backend):
         return {"clusters": clusters} if clusters else {}
 
     def alive(self, jobs: list[submitit.Job]) -> dict[str, str]:
-        clusters = other_clusters(self.conf)
-        return squeue_ids({job.job_id: {"clusters": clusters} if clusters else {} for job in jobs})
+        return squeue_ids({job.job_id: self.job_entry(None, job) for job in jobs})
 
     @staticmethod
     def alive_ids(sweep_dir: Path, jobs: dict[str, dict[str, Any]]) -> dict[str, str]:

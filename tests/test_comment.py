@@ -79,7 +79,7 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     shown = launch_here("compare", str(a), str(b), "--format", "markdown")
     head = shown.stdout.splitlines()[0]
     assert head == (
-        "### perfsweep: possibly 1.78x slower in tensor-contiguous-replicate=0: not significant, so undetermined "
+        "### perfsweep: possibly slower in tensor-contiguous-replicate=0: 0.6x [0.1, 2.6], undetermined "
         "(more runs decide it)"
     ), shown.stdout
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in shown.stdout

@@ -155,7 +155,7 @@ def test_an_undetermined_slowdown_beside_a_shared_host_is_decided_by_runs_alone_
         legend = "runs with their hosts to themselves decide it: SHARED HOST" if shared else "more runs decide it"
         assert f"UNDETERMINED ({legend};" in shown.notes[0]
         head = comment.comment(shown, 0.05).splitlines()[0]
-        assert head.endswith(f"so undetermined ({legend})"), head
+        assert head.endswith(f", undetermined ({legend})"), head
         if shared:
             assert "run the sweep whose host was shared again with its host to itself, then compare" in found[0]
 
@@ -341,7 +341,28 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_named_a
     strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
     assert strict == compare.EXIT_UNDETERMINED
     posted = comment.comment(shown, 0.05)
-    assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted and ": not significant, so undetermined" in posted
+    assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted
+    assert "possibly slower in tensor-contiguous-replicate=0: 0.34x [0.02, 5.01]" in posted
+
+
+def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slowdown_is_never_passed_as_nothing():
+    """Nothing changed, three runs a side, processes spread by a factor of two: B's step is 1.0x [0.3, 3.0].
+    The runs rule out neither a threefold slowdown nor a threefold speed-up, so the gate must not call it nothing."""
+    rng = np.random.default_rng(7)
+    noisy = synthetic.Noise(run_sd=0.7, bimodal=0.0)
+    a, b = (synthetic.sweep({("tensor", "contiguous"): 50.0}, 3, noisy, rng) for _ in range(2))
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    step = next(line for line in shown.items if line.phase == "step")
+    assert str(step.speedup) == "1.0x [0.3, 3.0]", "the premise: within the threshold at its estimate"
+    assert (step.flag, status) == ("UNDETERMINED (its interval reaches 0.3x)", 0), "named; by default not failed"
+    strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
+    assert strict == compare.EXIT_UNDETERMINED
+    head = comment.comment(shown, 0.05).splitlines()[0]
+    assert head.endswith("in tensor-contiguous-replicate=0: 1.0x [0.3, 3.0], undetermined (more runs decide it)")
+    steady = [synthetic.sweep({("tensor", "contiguous"): 50.0}, 3, STEADY, rng) for _ in range(2)]
+    shown, status = compare.compare_runs(*steady, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)
+    step = next(line for line in shown.items if line.phase == "step")
+    assert step.speedup.low >= 0.95 and (step.flag, status) == ("", 0), "an interval within it passes"
 
 
 def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(tmp_path):

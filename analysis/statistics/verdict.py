@@ -11,13 +11,13 @@ A published figure is a speed-up, a [low, high] range, two times, or a direction
 A speed-up within SAME of 1.0 counts as no effect.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
-A slowdown beyond it that is not significant is flagged as undetermined.
+A slowdown beyond it that the runs do not rule out is flagged as undetermined.
 """
 
 import math
 from typing import Any
 
-from perfsweep.analysis.statistics.speedup import Speedup
+from perfsweep.analysis.statistics.speedup import Speedup, figures
 
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
 
@@ -93,15 +93,19 @@ def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
     """The flag of a gated comparison beyond the threshold.
 
     Significant in its family, it is a change; from one run a side, a possible one.
-    A slowdown beyond the threshold that is not significant is undetermined.
-    The runs could not rule it out, so a gate must not pass it as nothing.
+    A slowdown beyond the threshold that the runs neither confirm nor rule out is undetermined.
+    That is where the interval reaches past the threshold on the slow side.
+    A gate must not pass it as nothing.
     """
     way = speedup.beyond(threshold)
     one_run = "" if speedup.replicated else "1 run, "
-    if not significant:
-        return f"{UNDETERMINED_FLAG} (slower, {one_run}not significant)" if way == "slower" else ""
-    if not way:
-        return ""
-    if speedup.replicated:
-        return "REGRESSION" if way == "slower" else "improvement"
-    return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
+    if significant and way:
+        if speedup.replicated:
+            return "REGRESSION" if way == "slower" else "improvement"
+        return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
+    if way == "slower":
+        return f"{UNDETERMINED_FLAG} (slower, {one_run}not significant)"
+    if speedup.low < 1 - threshold:
+        reach = figures(speedup.value, speedup.low, speedup.high, apart=1.0)[1]
+        return f"{UNDETERMINED_FLAG} ({one_run}its interval reaches {reach}x)"
+    return ""

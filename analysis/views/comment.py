@@ -10,7 +10,7 @@ Then the counts of the compared configurations, by what their step did:
 - slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
 - same: not flagged, and the step's interval lies within the threshold of 1.00x;
 - undetermined: neither; more runs on each side narrow the interval.
-  A slowdown beyond the threshold that is not significant is one, flagged UNDETERMINED.
+  One whose interval reaches past the threshold on the slow side is flagged UNDETERMINED.
 
 A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
 A slower one whose sweeps both ran with explain=true lists its three largest operator differences below it.
@@ -97,9 +97,7 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
         way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
         said = f"{way} in {line.configuration} ({line.flag})"
         if unconfirmed(line):
-            said = (
-                f"possibly {way} in {line.configuration}: not significant, so undetermined ({undetermined_way(shared)})"
-            )
+            said = f"possibly slower in {line.configuration}: {line.speedup}, undetermined ({undetermined_way(shared)})"
     elif undetermined:
         way = f"runs with their hosts to themselves narrow them: {SHARED_HOST}" if shared else "more runs narrow them"
         said = f"no change decided: {undetermined} undetermined ({way})"

@@ -29,8 +29,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
                            between processes)
-    UNDETERMINED           B slower beyond the threshold, not significant: the runs can neither confirm nor rule
-                           it out, and more runs decide it; it fails the gate with --fail-undetermined
+    UNDETERMINED           B's interval reaches a slowdown beyond the threshold, and no change is confirmed: the
+                           runs can neither confirm nor rule it out, and more runs decide it; it fails the gate
+                           with --fail-undetermined
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
                            way on is to run that sweep again with its host to itself
@@ -66,7 +67,7 @@ The exit status says what was flagged, so that CI can branch on each:
     2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
 
 So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
-`status & 16` says a slowdown was measured that the runs could not decide.
+`status & 16` says the runs could not rule out a slowdown beyond the threshold.
 `status & 3` is 1 for a confirmed slowdown, 3 for a possible one.
 """
 
@@ -546,7 +547,7 @@ def compare_runs(
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
-        f"apart); a slowdown beyond it that is not significant, UNDETERMINED ({undetermined_way(bool(shared))}; "
+        f"apart); a slowdown beyond it that the runs do not rule out, UNDETERMINED ({undetermined_way(bool(shared))}; "
         "--fail-undetermined fails the gate on it); loss "
         f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",

@@ -28,6 +28,7 @@ class RunState:
     launcher: str | None
     job_alive: bool | None = None
     job_waits: str = ""  # the scheduler's word on why its queued job waits (Dependency, JobHeldUser...)
+    clusters: str | None = None  # the Slurm clusters its job was sent to, where not this host's
 
 
 def _names(sweep_dir: Path, unreadable: list[Unreadable]) -> list[str]:
@@ -73,7 +74,7 @@ def run_states(sweep_dir: Path, notes: list[str] | None = None) -> list[RunState
             launcher = launchers.get(name)
         job_id, log = latest.get("job_id", status.job_id), latest.get("log", status.log)
         state = UNREADABLE if status.unreadable else status.state
-        rows.append(RunState(name, status, state, job_id, log, launcher))
+        rows.append(RunState(name, status, state, job_id, log, launcher, clusters=latest.get("clusters")))
     notes += [f"{u}: read as rebuilt from the run folders; a launch or resume rewrites it" for u in unreadable]
     unfinished = [r for r in rows if r.state not in FINAL and r.job_id and r.launcher in BACKENDS]
     for launcher in {r.launcher for r in unfinished}:
@@ -107,7 +108,7 @@ def stranded(sweep_dir: Path) -> dict[str, tuple[str, str]]:
         if row.job_alive is False and row.state in (LOST, PENDING):
             said[row.run] = (row.state, f"{job_ended(row)}; `{user_command()} resume {sweep_dir}` runs it again")
         elif row.state == PENDING and row.job_alive and row.job_waits in CANNOT_START:
-            said[row.run] = (row.state, cannot_start_line(row.job_waits, row.job_id, sweep_dir))
+            said[row.run] = (row.state, cannot_start_line(row.job_waits, row.job_id, sweep_dir, row.clusters))
     return said
 
 
@@ -182,7 +183,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         elif row.state == PENDING and row.job_alive is False:
             detail = f"  {job_ended(row)}"
         elif row.state == PENDING and row.job_waits in CANNOT_START:
-            detail = f"  {cannot_start_line(row.job_waits, row.job_id, sweep_dir)}"
+            detail = f"  {cannot_start_line(row.job_waits, row.job_id, sweep_dir, row.clusters)}"
         elif row.state == PENDING and row.job_waits:
             detail = f"  queued: {_waits(row)}"
         ended = row.job_alive is False and (row.state == LOST or row.status.interrupted)
@@ -213,19 +214,24 @@ CANNOT_START = {
 }
 
 
-def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path) -> str:
-    """What a run whose queued job cannot start (CANNOT_START) says: why, and how to run it instead."""
-    return f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, sweep_dir)}"
+def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path, clusters: str | None = None) -> str:
+    """What a run whose queued job cannot start (CANNOT_START) says: why, and how to run it instead.
+
+    `clusters` are those its job was sent to, where not this host's.
+    """
+    return f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, sweep_dir, clusters)}"
 
 
-def refit(job_id: str | None, sweep_dir: Path) -> str:
+def refit(job_id: str | None, sweep_dir: Path, clusters: str | None = None) -> str:
     """How to run a job's runs that cannot start: cancel the job, then resume with launcher settings that fit.
 
     The job is named by its array: every task of it asks for the same, so none can start.
+    A job sent to other clusters is cancelled there.
     """
     array = job_id.split("_")[0] if job_id else job_id
+    where = f"--clusters {clusters} " if clusters else ""
     return (
-        f"`scancel {array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
+        f"`scancel {where}{array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
         'fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit and nodes)'
     )
 

@@ -252,10 +252,11 @@ class Dispatcher:
         Its runs are pending, with why and how to run them.
         The job stays queued for its owner to cancel.
         """
-        for job_id, (_, pack) in list(self.active.items()):
+        for job_id, (job, pack) in list(self.active.items()):
             if (reason := alive.get(job_id)) not in CANNOT_START:
                 continue
-            why = cannot_start_line(reason, job_id, self.sweep_dir)
+            clusters = self.backend.job_entry(self.sweep_dir, job).get("clusters")
+            why = cannot_start_line(reason, job_id, self.sweep_dir, clusters)
             for run in every_run(pack):
                 if run.spec.name not in self.states:
                     self.states[run.spec.name] = PENDING
@@ -505,6 +506,8 @@ def _launch(
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()
     stuck_lines = {  # refit names the array: one line, and one scancel, for all of its tasks
-        row.run: cannot_start_line(row.job_waits, row.job_id, sweep_dir) for row in states if row.run in stuck & busy
+        row.run: cannot_start_line(row.job_waits, row.job_id, sweep_dir, row.clusters)
+        for row in states
+        if row.run in stuck & busy
     }
     return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits(), stuck=stuck_lines)

@@ -511,6 +511,23 @@ def test_jobs_sent_to_another_cluster_are_asked_of_that_cluster(tmp_path, monkey
     assert any(p.startswith("launcher.sbatch_extra.M: the script passes it as --M=...") for p in problems), problems
 
 
+def test_a_job_that_cannot_start_on_another_cluster_is_cancelled_there(tmp_path, monkeypatch):
+    """The same stand-in squeue: another cluster queues the job for ever (PartitionConfig). A plain scancel would
+    ask this host's cluster, which has no such job."""
+    (tmp_path / "squeue").write_text('#!/bin/sh\necho "7_0 PENDING PartitionConfig"\n')
+    (tmp_path / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    sweep = tmp_path / "sweep"
+    (sweep / "r").mkdir(parents=True)
+    records.write_json(sweep / records.SWEEP, {"uid": "u", "runs": {"r": "id"}, "launches": []})
+    records.write_json(
+        sweep / records.JOBS, {"r": {"job_id": "7_0", "launcher": "slurm", "log": "-", "clusters": "gpu2"}}
+    )
+    ((state, why),) = stranded(sweep).values()
+    assert state == "pending" and "queued, cannot start: PartitionConfig" in why, why
+    assert "`scancel --clusters gpu2 7`, then `" in why, why
+
+
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):
     """A stand-in squeue that never answers (a hung controller or mount, which a test cluster cannot make)."""
     (tmp_path / "squeue").write_text("#!/bin/sh\nexec sleep 30\n")

@@ -128,7 +128,10 @@ class Bisection:
         """
         from perfsweep.analysis.bisection.search import BisectError
 
-        raise BisectError(f"{why}: `scancel` their jobs, then run the bisect again with launcher settings that fit")
+        raise BisectError(
+            f"{why}: `scancel` their jobs (the lines above name each), then run the bisect again with launcher "
+            "settings that fit"
+        )
 
     def ran_out(self) -> bool:
         """Whether the search's time has passed; the search then says so."""

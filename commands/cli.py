@@ -108,7 +108,7 @@ def add_view_commands(subparsers) -> None:
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run), "
         "4 added where a final loss changed, 8 where configurations of A have no match in B, 16 with "
-        "--fail-undetermined where a slowdown was not significant, 2 where none matched"
+        "--fail-undetermined where the runs did not rule out a slowdown, 2 where none matched"
     )
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
@@ -124,7 +124,7 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument(
         "--fail-undetermined",
         action="store_true",
-        help="add 16 to the exit status where a slowdown beyond the threshold is not significant (UNDETERMINED)",
+        help="add 16 to the exit status where the runs did not rule out a slowdown beyond the threshold (UNDETERMINED)",
     )
     _max_unmatched_option(parser, "A's configurations without a match in B (1: B may be a subset of A)")
     comment = "a comment for a pull request: a headline, counts, the configurations that changed"

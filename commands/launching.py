@@ -163,7 +163,8 @@ def _stopped(error: BaseException, plan) -> int:
         if plan and not backend_for(plan.settings.launcher).on_this_host:
             said = (
                 "Jobs already submitted go on in the cluster's queue: "
-                f"`{user_command()} status {where}` follows them and names their job ids (scancel stops them)."
+                f"`{user_command()} status {where}` follows them and names their job ids "
+                "(scancel stops them; with --clusters where it names a cluster)."
             )
         print(f"\nperfsweep: {interrupted(error)}. {said}", file=sys.stderr)
         return getattr(error, "status", 130)

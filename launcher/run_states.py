@@ -189,7 +189,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         ended = row.job_alive is False and (row.state == LOST or row.status.interrupted)
         if ended and (end := slurm_end(row.log)):
             detail += f" ({end})" if detail else f"  its job ended: {end}"
-        job = f"  job {row.job_id}" if row.job_id else ""
+        job = f"  job {row.job_id}" + (f" (cluster {row.clusters})" if row.clusters else "") if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
@@ -201,7 +201,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
 WAITS = {
     "Dependency": "after the sweep's arrays an earlier launch left queued or running, so that no two measure at once",
     "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
-    "JobHeldUser": "held; `scontrol release {job}` lets it run",
+    "JobHeldUser": "held; `scontrol {where}release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",
 }
 
@@ -222,24 +222,29 @@ def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path, clusters
     return f"queued, cannot start: {reason} ({CANNOT_START[reason]}); {refit(job_id, sweep_dir, clusters)}"
 
 
+def on(clusters: str | None) -> str:
+    """The option that sends a Slurm command to the cluster a job was sent to; '' for this host's cluster."""
+    return f"--clusters {clusters} " if clusters else ""
+
+
 def refit(job_id: str | None, sweep_dir: Path, clusters: str | None = None) -> str:
     """How to run a job's runs that cannot start: cancel the job, then resume with launcher settings that fit.
 
     The job is named by its array: every task of it asks for the same, so none can start.
-    A job sent to other clusters is cancelled there.
+    A job sent to another cluster is cancelled there.
     """
     array = job_id.split("_")[0] if job_id else job_id
-    where = f"--clusters {clusters} " if clusters else ""
     return (
-        f"`scancel {where}{array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with settings that "
-        'fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit and nodes)'
+        f"`scancel {on(clusters)}{array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with "
+        'settings that fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit '
+        "and nodes)"
     )
 
 
 def _waits(row: RunState) -> str:
     """Why a run's queued job waits: Slurm's reason, and what it means (WAITS)."""
     meaning = WAITS.get(row.job_waits)
-    return f"{row.job_waits} ({meaning.format(job=row.job_id)})" if meaning else row.job_waits
+    return f"{row.job_waits} ({meaning.format(job=row.job_id, where=on(row.clusters))})" if meaning else row.job_waits
 
 
 def _rerun(rows: list[RunState], sweep_dir: Path) -> str:

@@ -7,7 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep import records
-from perfsweep.analysis.views import compare
+from perfsweep.analysis.render import View
+from perfsweep.analysis.statistics import verdict
+from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
+from perfsweep.analysis.views import comment, compare
+from perfsweep.analysis.views.compare import Line
 from perfsweep.records import Ops, load_sweep
 from perfsweep.records.ops import OperatorTimes
 from tests import golden, synthetic
@@ -109,3 +113,15 @@ def test_a_slower_configuration_explained_on_both_sides_names_its_largest_operat
     said += "- `aten::alias: +12 ms a step (added, calls 0 -> 5, beyond noise)`"
     assert said in shown.stdout, shown.stdout
     assert shown.stdout.count("aten::") == 1, "the same operator in both, and the configurations not slower, are left"
+
+
+def test_the_headline_names_the_undetermined_line_whose_interval_reaches_the_furthest_slowdown():
+    """Of two undecided lines, 1.2x [0.9, 1.5] is the larger at its estimate; 1.0x [0.3, 3.0] may be far slower."""
+    lines = [
+        Line("wide", "step", "3/3", 50.0, 50.0, Speedup(1.0, 0.3, 3.0, ACROSS, (3, 3), 0.9), True),
+        Line("faster", "step", "3/3", 60.0, 50.0, Speedup(1.2, 0.9, 1.5, ACROSS, (3, 3), 0.2), True),
+    ]
+    flagged = [dataclasses.replace(line, flag=verdict.flag(line.speedup, False, 0.05)) for line in lines]
+    view = View("Comparison", ["A: a  B: b", "they differ in: nothing"], [], flagged)
+    head = comment.comment(view, 0.05).splitlines()[0]
+    assert head.startswith("### perfsweep: possibly slower in wide: 1.0x [0.3, 3.0], undetermined"), head

@@ -1,12 +1,16 @@
 """compare's matching of two sweeps: what they differ in, the configurations each lacks, and the gate on them."""
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from perfsweep import records
+from perfsweep.analysis.statistics import verdict
+from perfsweep.analysis.statistics.speedup import ACROSS, WITHIN_RUN, Speedup
 from perfsweep.analysis.views import comment, compare
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.records.host import HostBlock, HostState
@@ -354,7 +358,7 @@ def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slo
     shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     step = next(line for line in shown.items if line.phase == "step")
     assert str(step.speedup) == "1.0x [0.3, 3.0]", "the premise: within the threshold at its estimate"
-    assert (step.flag, status) == ("UNDETERMINED (its interval reaches 0.3x)", 0), "named; by default not failed"
+    assert (step.flag, status) == ("UNDETERMINED (its interval reaches 0.309x)", 0), "named; by default not failed"
     strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
     assert strict == compare.EXIT_UNDETERMINED
     head = comment.comment(shown, 0.05).splitlines()[0]
@@ -362,7 +366,41 @@ def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slo
     steady = [synthetic.sweep({("tensor", "contiguous"): 50.0}, 3, STEADY, rng) for _ in range(2)]
     shown, status = compare.compare_runs(*steady, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)
     step = next(line for line in shown.items if line.phase == "step")
-    assert step.speedup.low >= 0.95 and (step.flag, status) == ("", 0), "an interval within it passes"
+    assert step.speedup.low >= 0.95, "the premise: an interval within the threshold"
+    assert (step.flag, status) == ("", 0), "an interval within it passes"
+
+
+@pytest.mark.parametrize(
+    ("speedup", "significant", "said"),
+    [
+        (Speedup(0.97, 0.93, 0.995, ACROSS, (3, 3), 0.01), True, "UNDETERMINED (its interval reaches 0.93x)"),
+        (Speedup(0.97, 0.955, 0.985, ACROSS, (3, 3), 0.01), True, ""),
+        (Speedup(1.2, 0.9, 1.6, ACROSS, (3, 3), 0.2), False, "UNDETERMINED (its interval reaches 0.9x)"),
+        (Speedup(1.0, 0.94, 1.06, WITHIN_RUN, (1, 1), 0.9), False, "UNDETERMINED (1 run, its interval reaches 0.94x)"),
+        (Speedup(math.nan, math.nan, math.nan, ACROSS, (3, 3)), False, "UNDETERMINED (no time to compare)"),
+        (Speedup(0.8, 0.75, 0.85, ACROSS, (3, 3), 0.001), True, "REGRESSION"),
+        (Speedup(1.3, 1.2, 1.4, ACROSS, (3, 3), 0.001), True, "improvement"),
+    ],
+    ids=["slower-within-reaching", "slower-within", "faster-reaching", "one-run", "no-time", "regression", "faster"],
+)
+def test_a_step_is_flagged_undetermined_exactly_where_its_runs_leave_a_slowdown_beyond_the_threshold_open(
+    speedup, significant, said
+):
+    """A small confirmed slowdown whose interval reaches past 5% is not ruled out; one within it is."""
+    assert verdict.flag(speedup, significant, 0.05) == said
+
+
+def test_only_changes_posts_no_comment_for_an_undetermined_line_unless_the_gate_fails_on_it(tmp_path):
+    rng = np.random.default_rng(7)
+    noisy = synthetic.Noise(run_sd=0.7, bimodal=0.0)
+    a, b = (
+        synthetic.write(synthetic.sweep({("tensor", "contiguous"): 50.0}, 3, noisy, rng), tmp_path / side)
+        for side in "ab"
+    )
+    quiet = launch_here("compare", str(a), str(b), "--format", "markdown", "--only-changes")
+    assert (quiet.returncode, quiet.stdout) == (0, ""), "an undetermined line is no change"
+    strict = launch_here("compare", str(a), str(b), "--format", "markdown", "--only-changes", "--fail-undetermined")
+    assert strict.returncode == compare.EXIT_UNDETERMINED and "undetermined" in strict.stdout, strict.stdout
 
 
 def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(tmp_path):

@@ -22,7 +22,15 @@ from perfsweep.launcher.backends import slurm as slurm_backend
 from perfsweep.launcher.backends.slurm import ranks_parameters, slurm_parameters
 from perfsweep.launcher.packs import by_shape, packs_of
 from perfsweep.launcher.run_job import SLURM_EARLY_S, SLURM_WARNING_S, RunJob
-from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, RunState, cannot_start, exit_status, stranded
+from perfsweep.launcher.run_states import (
+    EXIT_IN_FLIGHT,
+    EXIT_NOT_DONE,
+    RunState,
+    cannot_start,
+    exit_status,
+    render,
+    stranded,
+)
 from perfsweep.records import load_sweep, read_steps
 from perfsweep.sweeps.plan import build_plan
 from tests import golden
@@ -526,6 +534,11 @@ def test_a_job_that_cannot_start_on_another_cluster_is_cancelled_there(tmp_path,
     ((state, why),) = stranded(sweep).values()
     assert state == "pending" and "queued, cannot start: PartitionConfig" in why, why
     assert "`scancel --clusters gpu2 7`, then `" in why, why
+    assert "r  job 7_0 (cluster gpu2)" in render(sweep)[0], "status names where the job is"
+    (tmp_path / "squeue").write_text('#!/bin/sh\necho "7_0 PENDING JobHeldUser"\n')
+    assert "held; `scontrol --clusters gpu2 release 7_0` lets it run" in render(sweep)[0]
+    problems = launcher_problems(LauncherConf(name="slurm", max_array_size=8, sbatch_extra={"clusters": "gpu2,gpu3"}))
+    assert any(p.startswith("launcher.sbatch_extra.clusters='gpu2,gpu3' names several clusters") for p in problems)
 
 
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):

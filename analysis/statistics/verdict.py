@@ -17,7 +17,7 @@ A slowdown beyond it that the runs do not rule out is flagged as undetermined.
 import math
 from typing import Any
 
-from perfsweep.analysis.statistics.speedup import Speedup, figures
+from perfsweep.analysis.statistics.speedup import Speedup
 
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
 
@@ -95,6 +95,7 @@ def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
     Significant in its family, it is a change; from one run a side, a possible one.
     A slowdown beyond the threshold that the runs neither confirm nor rule out is undetermined.
     That is where the interval reaches past the threshold on the slow side.
+    So is a speed-up without a time to divide by.
     A gate must not pass it as nothing.
     """
     way = speedup.beyond(threshold)
@@ -105,7 +106,9 @@ def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
         return f"{'POSSIBLE REGRESSION' if way == 'slower' else 'possible improvement'} (1 run)"
     if way == "slower":
         return f"{UNDETERMINED_FLAG} (slower, {one_run}not significant)"
+    if not math.isfinite(speedup.value):
+        return f"{UNDETERMINED_FLAG} (no time to compare)"
     if speedup.low < 1 - threshold:
-        reach = figures(speedup.value, speedup.low, speedup.high, apart=1.0)[1]
-        return f"{UNDETERMINED_FLAG} ({one_run}its interval reaches {reach}x)"
+        reach = math.floor(speedup.low * 1000) / 1000  # rounded down no further than the threshold's digits need
+        return f"{UNDETERMINED_FLAG} ({one_run}its interval reaches {reach:g}x)"
     return ""

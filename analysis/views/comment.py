@@ -38,8 +38,11 @@ COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
 
 
 def changed(view: View) -> bool:
-    """Whether the comparison flagged anything: a change of the step or a phase, a loss, a configuration unmatched."""
-    return bool(view.flags) or any(line.flag for line in view.items)
+    """Whether the comparison flagged anything: a change of the step or a phase, a loss, a configuration unmatched.
+
+    A line the runs left UNDETERMINED is no change: it comes with nothing changed too.
+    """
+    return bool(view.flags) or any(line.flag and not unconfirmed(line) for line in view.items)
 
 
 def comment(view: View, threshold: float) -> str:
@@ -49,9 +52,7 @@ def comment(view: View, threshold: float) -> str:
         return "\n\n".join(["### perfsweep: nothing compared", *_quoted([*view.above, view.empty, *view.flags])]) + "\n"
     kinds = {id(line): kind(line, threshold) for line in steps}
     counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
-    moved = sorted(
-        (line for line in steps if line.flag), key=lambda line: (unconfirmed(line), -abs(math.log(line.speedup.value)))
-    )
+    moved = sorted((line for line in steps if line.flag), key=_largest)
     losses = any(line.flag for line in view.items if line.phase == "final loss")
     shared = any(flag.startswith(SHARED_HOST) for flag in view.flags)
     parts = [
@@ -70,6 +71,13 @@ def comment(view: View, threshold: float) -> str:
     parts += _quoted([*view.above[1:], *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)])
     parts += _quoted(view.flags)
     return "\n\n".join(parts) + "\n"
+
+
+def _largest(line: Line) -> tuple[bool, float]:
+    """The order of flagged lines: confirmed changes by size, then the undetermined by their interval's slow end."""
+    if unconfirmed(line):
+        return True, line.speedup.low if math.isfinite(line.speedup.low) else math.inf
+    return False, -abs(math.log(line.speedup.value))
 
 
 def kind(line: Line, threshold: float) -> str:

@@ -29,9 +29,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
                            between processes)
-    UNDETERMINED           B's interval reaches a slowdown beyond the threshold, and no change is confirmed: the
-                           runs can neither confirm nor rule it out, and more runs decide it; it fails the gate
-                           with --fail-undetermined
+    UNDETERMINED           B's interval reaches a slowdown beyond the threshold, and no such slowdown is confirmed
+                           (or B's time is unknown): the runs can neither confirm nor rule it out, and more runs
+                           decide it; it fails the gate with --fail-undetermined
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
                            way on is to run that sweep again with its host to itself
@@ -100,7 +100,7 @@ from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
-EXIT_UNDETERMINED = 16  # added where a slowdown beyond the threshold was measured but not significant
+EXIT_UNDETERMINED = 16  # added where the runs did not rule out a slowdown beyond the threshold
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
 MACHINE_MOVED = "MACHINE MOVED"
@@ -620,7 +620,7 @@ def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> 
     slower_in = "B" if machine.value < 1 else "A"
     suspect = explicable(near, slower_in)
     if slower_in == "B" and any(flag.startswith(UNDETERMINED_FLAG) for flag in near):
-        suspect.append(UNDETERMINED_FLAG)  # B slower, not significant: more runs on that machine would not decide it
+        suspect.append(UNDETERMINED_FLAG)  # B maybe slower: more runs on that machine would not decide it
     if not suspect:
         return []
     return [

@@ -190,7 +190,13 @@ class Slurm(Backend):
             for key in self.conf.sbatch_extra or {}
             if len(str(key)) == 1
         ]
-        if not missing and not other_clusters(self.conf) and self.conf.partition and self.conf.partition.isprintable():
+        if "," in (clusters := other_clusters(self.conf) or ""):
+            problems.append(
+                f"launcher.sbatch_extra.clusters={clusters!r} names several clusters: sbatch sends each job to one of "
+                "them, and perfsweep follows a job on the clusters it was sent to, where another job may have its "
+                "id; name one"
+            )
+        if not missing and not clusters and self.conf.partition and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
         warned = SLURM_WARNING_S + SLURM_EARLY_S  # the earliest Slurm may warn a job, before its end
         if math.ceil(self.conf.timeout_min) * 60 - warned < TIME_BEFORE_WARNING_S:

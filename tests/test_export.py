@@ -67,8 +67,10 @@ def test_bmf_gives_latency_in_nanoseconds_with_bounds_across_runs_only_where_the
     assert done.returncode == 0 and str(out) in done.stdout
     found = json.loads(out.read_text())
     axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type={} compile=eager"
-    assert sorted(found) == [f"mine/{axes.format('subclass')}", f"mine/{axes.format('tensor')}"], "every axis's value"
-    tensor, subclass = found[f"mine/{axes.format('tensor')}"], found[f"mine/{axes.format('subclass')}"]
+    size = "model.batch_size=16 model.image_size=32"
+    named = [f"mine/{axes.format(t)} {size}" for t in ("subclass", "tensor")]
+    assert sorted(found) == named, "every axis's value, and the size"
+    subclass, tensor = (found[name] for name in named)
     assert tensor["latency"]["value"] == pytest.approx((128.0 * 160.0) ** 0.5 * 1e6)
     assert tensor["latency"]["lower_value"] < tensor["latency"]["value"] < tensor["latency"]["upper_value"]
     assert subclass["latency"] == {"value": pytest.approx(200.0e6)}, "one run: no interval across runs"
@@ -121,7 +123,27 @@ def test_a_swept_batch_size_keeps_its_series_apart_and_its_name_when_one_batch_s
     shutil.rmtree(sweep / "s1")  # the batch sizes that ran are all 16 now; 64 failed
     names = set(json.loads(launch_here("export", str(sweep), "--format", "bmf").stdout))
     axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type=tensor compile=eager"
-    assert names == {f"mine/{axes} model.batch_size=16"}, "the name a batch-16 series has beside its batch-64 one"
+    assert names == {f"mine/{axes} model.batch_size=16 model.image_size=32"}, "a batch-16 series keeps its name"
+
+
+def test_two_sweeps_of_one_sweep_file_at_two_batch_sizes_are_two_series(sweep):
+    """Each sweep holds its batch size constant: 16 in one commit's folder, 4 in the other's."""
+    smaller = sweep.with_name("commit-fedcba987654")
+    shutil.copytree(sweep, smaller)
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(smaller / name / records.CONFIG)
+        config["config"] |= {"model": config["config"]["model"] | {"batch_size": 4}}
+        records.write_json(smaller / name / records.CONFIG, config)
+    v3 = exported(str(sweep.parent), "--format", "pytorch-v3")
+    steps = [r for r in v3 if r["metric"]["name"] == "step_ms" and r["model"]["extra_info"]["input_type"] == "tensor"]
+    assert sorted(r["model"]["extra_info"]["model.batch_size"] for r in steps) == ["16", "4"]
+    assert len({r["benchmark"]["extra_info"]["configuration"] for r in steps}) == 2, "two configurations, not one"
+    names = exported(str(sweep.parent), "--format", "bmf")
+    axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type=tensor compile=eager"
+    assert {
+        f"mine/{axes} model.batch_size=16 model.image_size=32",
+        f"mine/{axes} model.batch_size=4 model.image_size=32",
+    } <= set(names)
 
 
 def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):

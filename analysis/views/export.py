@@ -77,6 +77,16 @@ def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
     return found
 
 
+def _named(run: RunRecord, fields: list[str]) -> list[str]:
+    """The fields that name a configuration: its model's batch and input size, then `fields`, those its sweep varies.
+
+    Sweeps of one sweep file at two batch sizes are two series, though each holds its size constant.
+    """
+    size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
+    sized = [field for field in size if run.fields.get(field) is not None]
+    return sized + [field for field in fields if field not in sized]
+
+
 def _runner(run: RunRecord) -> dict[str, Any]:
     env = run.env or {}
     gpu = env.get("gpu") or {}
@@ -129,6 +139,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
     found = []
     configs = configurations(runs)
     names = benchmarks(configs, fields)
+    measured = [field for field in fields if field not in MEASURING]
     for config in configs:
         fields_of = config.first.fields
         compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
@@ -150,9 +161,9 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "type": str(fields_of.get("model._target_") or fields_of.get("model.source", "")),
             "backend": f"compile:{compiled}" if compiled else "eager",
             "origins": ["perfsweep"],
-            # its axes, and the settings its sweep varied (a batch size): a dashboard's series keep them apart
+            # its axes, its size and the settings its sweep varied: a dashboard's series keep them apart
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"}
-            | {field: str(fields_of.get(field)) for field in fields if field not in MEASURING},
+            | {field: str(fields_of.get(field)) for field in _named(config.first, measured)},
         }
         for name, (unit, values) in _metrics(config).items():
             extra = {"unit": unit, "statistic": STATISTIC[unit]}
@@ -196,7 +207,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, str]:
-    """Each configuration's name in BMF: every axis's value, then the fields that vary in its sweep (`fields`).
+    """Each configuration's name in BMF: every axis's value, its size, then the fields its sweep varies (`fields`).
 
     A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
     A run records the axes its workload reads alone.
@@ -209,9 +220,9 @@ def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, s
         parts = [f"{a}={run.axis(a)}" for a in run.axis_order if a != "replicate" and run.axis(a) != "-"]
         return " ".join([*parts, *(f"{f}={run.fields.get(f)}" for f in kept)]) or short[config.key]
 
-    names = {c.key: name(c, [f for f in fields if f not in MEASURING]) for c in configs}
+    names = {c.key: name(c, _named(c.first, [f for f in fields if f not in MEASURING])) for c in configs}
     if len(set(names.values())) < len(names):
-        names = {c.key: name(c, fields) for c in configs}
+        names = {c.key: name(c, _named(c.first, fields)) for c in configs}
     return names
 
 

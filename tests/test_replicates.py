@@ -301,3 +301,10 @@ def test_the_fewest_runs_are_those_a_count_from_the_least_finds():
                 )
                 assert variance.fewest_runs(spread, distance, 0.95, least) == counted, (spread, distance, least)
     assert variance.fewest_runs(0.2, 0.0) is None and variance.fewest_runs(math.inf, 0.05) is None
+
+
+def test_a_paired_sweeps_intervals_are_labelled_across_processes_as_the_table_labels_them(tmp_path):
+    """Each round's sides shared one process (pairing=auto): each interval is across processes, one ratio each."""
+    runs = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(), np.random.default_rng(0), paired=True)
+    said = replicates.view(synthetic.write(runs, tmp_path / "sweep")).notes[0]
+    assert "CI as in the table: across processes, each one ratio of its sides" in said, said

@@ -54,8 +54,9 @@ EXPLAINED = (
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
     "worth as independent ones. between sides: for sides that shared each process with a baseline (pairing=auto), "
     "the spread between processes that their ratio keeps, the widest of its comparisons'. vs: speed-up over the "
-    "configuration that differs only in that column's axis, at its baseline [{level} CI "
-    "across runs, as in the table; within-run with one run]. for -+{half:.0%}: steps per run x runs per "
+    "configuration that differs only in that column's axis, at its baseline [{level} CI as in the table: across "
+    "processes, each one ratio of its sides, where they shared processes (pairing=auto); else across runs; within-run "
+    "with one run]. for -+{half:.0%}: steps per run x runs per "
     "configuration that resolve such a speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from "
     "this sweep's spread (the ratio's, where the sides shared processes) and what its runs cost beyond their steps."
 )

@@ -491,3 +491,29 @@ def test_a_newest_point_on_a_slower_machine_says_so_beside_its_flag():
     assert status == views.EXIT_POSSIBLE and flagged.label == "subclass"
     said = "; the machine ran slower in 08ababab: a fixed workload (matmul 384x384 float32 on cpu, 2 threads, fastest"
     assert said in flagged.flag, flagged.flag
+
+
+def test_a_history_names_its_machine_and_a_point_that_ran_on_another_one():
+    """The history's page is what people share: its times need their machine, and a point's other machine is named."""
+    found = synthetic_history(np.random.default_rng(5), slower_from=None)
+    other = {"cpu": "another CPU", "packages": {"torch": "synthetic"}}
+    points = [
+        dataclasses.replace(p, runs=[dataclasses.replace(r, env=other) for r in p.runs]) if p is found.points[3] else p
+        for p in found.points
+    ]
+    _, text, _ = shown(dataclasses.replace(found, points=points))
+    assert "machine: CPU synthetic, threads " in text, text
+    assert (
+        "MIXED MACHINES 04ababab: CPU another CPU (most points: CPU synthetic): its change may be the machine's" in text
+    )
+
+
+def test_three_points_hold_the_newest_alone_and_say_so_and_a_change_reads_as_slower_or_faster():
+    _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5, commits=3))
+    said = "change points: too few to find one (3 points; a change point needs 4); its newest point is tested against"
+    assert said in text and status == views.EXIT_POSSIBLE, text
+    _, text, _ = shown(synthetic_history(np.random.default_rng(4), slower_from=None, commits=2))
+    assert "not enough history: 2 points; a change point needs 4, and a test of its newest point alone 3" in text, text
+    made, text, _ = shown(synthetic_history(np.random.default_rng(2), slower_from=5))
+    assert re.search(r"04ababab\.\.05ababab \(1\.\d\dx slower: ", text), text
+    assert re.search(r"change: 1\.\d\dx slower, ", text), text

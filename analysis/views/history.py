@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints, host_flags, machine_speed
@@ -266,8 +267,12 @@ def _interval(row: Row) -> str:
 def _change(row: Row) -> str:
     if row.change is None:
         return ""
-    way = "slower" if row.change.ratio > 1 else "faster"
-    return f"change: {row.change.ratio:.2f}x ({way}), {figure(row.change.before)} -> {figure(row.change.after)}"
+    return f"change: {_times(row.change.ratio)}, {figure(row.change.before)} -> {figure(row.change.after)}"
+
+
+def _times(ratio: float) -> str:
+    """A ratio of times as a change: '7.81x slower' where it grew, '2.00x faster' where it fell."""
+    return f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
 
 
 def _commit_range(series: Series, change: changepoints.Change) -> str:
@@ -284,11 +289,14 @@ def view(series: Series, phase: str, found: History) -> View:
         Column("95% interval (across runs)", _interval),
         Column("change point", _change),
     ]
-    if series.changes is None:
-        said = f"not enough history: {len(series.rows)} points; a change point needs {changepoints.MIN_POINTS}"
+    needs = f"{len(series.rows)} points; a change point needs {changepoints.MIN_POINTS}"
+    if series.changes is None and len(series.rows) >= NEWEST_FROM:
+        said = f"change points: too few to find one ({needs}); its newest point is tested against the others alone"
+    elif series.changes is None:
+        said = f"not enough history: {needs}, and a test of its newest point alone {NEWEST_FROM}"
     elif series.changes:
         said = "change points: " + "; ".join(
-            f"{_commit_range(series, c)} ({c.ratio:.2f}x: {figure(c.before)} -> {figure(c.after)} ms)"
+            f"{_commit_range(series, c)} ({_times(c.ratio)}: {figure(c.before)} -> {figure(c.after)} ms)"
             for c in series.changes
         )
     else:
@@ -299,7 +307,7 @@ def view(series: Series, phase: str, found: History) -> View:
             f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({len(series.rows)} points: more "
             "points find smaller steps)"
         )
-    above = [f"{len(series.rows)} points, ordered {found.order}", said]
+    above = [f"{len(series.rows)} points, ordered {found.order}", said, *machine_lines(series)]
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
@@ -308,6 +316,24 @@ def view(series: Series, phase: str, found: History) -> View:
         "with the history's configurations held to 5% as a family (Holm)"
     ]
     return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
+
+
+def machine_lines(series: Series) -> list[str]:
+    """The machine most of the series' runs had, and a line for each point whose runs had another."""
+    main = machines.usual([run for _, held in series.held for run in held])
+    if main is None:
+        return []
+    said = ["machine: " + ", ".join(f"{label} {value}" for label, value in main.machine.items())]
+    for point, held in series.held:
+        usual = machines.usual(held)
+        differ = machines.differences(main.machine, usual.machine, main.asked | usual.asked) if usual else {}
+        if differ:
+            theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
+            others = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
+            said.append(
+                f"MIXED MACHINES {point.label}: {theirs} (most points: {others}): its change may be the machine's"
+            )
+    return said
 
 
 def exit_status(made: list[Series]) -> int:
@@ -338,7 +364,7 @@ def plot(series: Series, phase: str, path: Path) -> Path:
     for change in series.changes or []:
         ax.axvline(change.index - 0.5, color="tab:red", linestyle="--")
         ax.annotate(
-            f"{_commit_range(series, change)}\n{change.ratio:.2f}x",
+            f"{_commit_range(series, change)}\n{_times(change.ratio)}",
             (change.index - 0.4, ax.get_ylim()[1]),
             fontsize=8,
             color="tab:red",

@@ -110,7 +110,7 @@ def test_a_slower_configuration_explained_on_both_sides_names_its_largest_operat
     shown = launch_here("compare", a, b, "--format", "markdown")
     assert shown.returncode == compare.EXIT_REGRESSION, shown.stdout + shown.stderr
     said = "subclass, its largest operator differences (`perfsweep explain`):\n\n"
-    said += "- `aten::alias: +12 ms a step (added, calls 0 -> 5, beyond noise)`"
+    said += "- `aten::alias: +12 ms a step (added, calls 0 -> 5, runs apart)`"
     assert said in shown.stdout, shown.stdout
     assert shown.stdout.count("aten::") == 1, "the same operator in both, and the configurations not slower, are left"
 

@@ -119,7 +119,16 @@ def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_l
     assert view.items[0].name == "outside operators (forward)", "ranked by time: the Python between operators first"
     assert "torch calls through a subclass's __torch_function__, per step: Sub 92 (baseline: none)" in shown
     assert "unexplained" in shown and "memory by phase, MiB allocated net (profiler)" in shown
-    assert re.search(r"host time, baseline -> this: [\d.]+ ms \(\d+% outside operators\) -> [\d.]+ ms \(", shown)
+    totals = re.search(
+        r"host time \(each row's median, summed\), baseline -> this: ([\d.]+) ms \(\d+% outside operators\) -> "
+        r"([\d.]+) ms \(",
+        shown,
+    )
+    profiled = float(re.search(r"([+-][\d.]+) ms/step in the profiled steps", shown)[1])
+    assert float(totals[2]) - float(totals[1]) == pytest.approx(profiled, abs=0.06), (
+        "one profiled difference, said twice"
+    )
+    assert "which 4 and 4 runs do by chance in 3% of rows that did not change (about 0.1 of these 3)" in shown
 
 
 def test_a_profile_that_does_not_show_the_measured_difference_says_so_first(tmp_path):

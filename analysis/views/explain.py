@@ -12,14 +12,17 @@ view ranks the differences between the two sides' records:
 - each phase's time outside operators: Python between them, where a subclass's dispatch runs.
 
 A side's figure is the median over its runs (processes) of each run's per-step figure.
-A time difference is `within noise` where the two sides' runs overlap, from the lowest run to the highest.
-Count differences are shown even where their time is within noise: on a CPU each added operator costs little, and
+A time difference is `runs apart` where every run of one side lies above every run of the other.
+With few runs that comes by chance in some rows that did not change, and the notes say how often.
+Count differences are shown even where their runs overlap: on a CPU each added operator costs little, and
 the count is the mechanism.
 The account compares the measured step-time difference, the profiled step's, and the part the rows shown make up.
+The profiled step is the sum of each row's median, on each side.
 A comparison that is not decided is said to be so, and nothing is ranked: its differences would be noise.
 """
 
 import dataclasses
+import math
 import statistics
 from pathlib import Path
 
@@ -33,6 +36,7 @@ from perfsweep.records import DONE, Ops, OpsFailed, RunRecord, Unreadable
 
 TOP = 10  # rows ranked by time, and as many more by count
 OUTSIDE = "outside operators"  # a phase's time that no operator accounts for
+APART = "runs apart"  # every run of one side above every run of the other
 
 
 @dataclasses.dataclass
@@ -69,7 +73,7 @@ class Difference:
         if len(self.ms) < 2 or len(self.base_ms) < 2:
             return "one run"
         apart = min(self.ms) > max(self.base_ms) or max(self.ms) < min(self.base_ms)
-        return "beyond noise" if apart else "within noise"
+        return APART if apart else "runs overlap"
 
 
 def _median(values: list[float]) -> float:
@@ -153,11 +157,23 @@ def _phases(found: list[Ops], field: str) -> dict[str, float]:
     return {phase: _median(v) for phase, v in values.items()}
 
 
-def _split(found: list[Ops]) -> str:
-    """A side's profiled step: its host time, and the share of it outside operators (Python, dispatch)."""
-    total, outside = (sum(_phases(found, field).values()) / 1e3 for field in ("cpu_us", "outside_operators_us"))
-    share = outside / total if total else 0.0
+def _split(made: list[Difference], side: bool) -> str:
+    """A side's profiled step: its host time, and the share of it outside operators (Python, dispatch).
+
+    It is the sum of each row's median, as the profiled difference is.
+    """
+    times = {d.name: _median(d.ms if side else d.base_ms) for d in made}
+    total = sum(times.values())
+    share = sum(t for name, t in times.items() if name.startswith(OUTSIDE)) / total if total else 0.0
     return f"{figure(total)} ms ({share:.0%} outside operators)"
+
+
+def chance_apart(runs: int, base_runs: int) -> float:
+    """The chance that every run of one side lies above every run of the other where neither side differs.
+
+    Each of the C(n + m, n) orders of the runs is then equally likely, and two of them lie apart.
+    """
+    return 2 / math.comb(runs + base_runs, runs)
 
 
 def memory_line(base: list[Ops], side: list[Ops], order: tuple[str, ...]) -> str | None:
@@ -189,7 +205,7 @@ def account(
     base_ops, side_ops = sides
     measured = (config.median("step") or 0.0) - (base.median("step") or 0.0)
     profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
-    beyond = sum(d.delta_ms for d in shown if d.noise == "beyond noise")
+    apart = sum(d.delta_ms for d in shown if d.noise == APART)
     cuda = side_ops[0].device == "cuda"
     why = (
         "a difference on the host (Python, kernel launches) does not show in the device's time, and too few profiled "
@@ -212,14 +228,18 @@ def account(
         f"({'kernels and copies, device time' if cuda else 'host time'}"
         + (f", {profiled / measured:.0%} of the measured" if measured else "")
         + f"); the rows below account for {rows:+.3g} "
-        f"ms/step of it ({beyond:+.3g} in rows beyond noise), {profiled - rows:+.3g} ms/step left unexplained by them",
+        f"ms/step of it ({apart:+.3g} in rows whose runs lie apart), {profiled - rows:+.3g} ms/step left unexplained "
+        "by them",
         f"torch calls through a subclass's __torch_function__, per step: {_per_step(side_ops, 'subclass_calls')} "
         f"(baseline: {_per_step(base_ops, 'subclass_calls')})",
         f"calls that hand a value to the host (a host-device sync each on a GPU), per step: "
         f"{_per_step(side_ops, 'host_reads')} (baseline: {_per_step(base_ops, 'host_reads')})",
     ]
     if not cuda:
-        lines.append("the profiled step's host time, baseline -> this: " + " -> ".join(map(_split, sides)))
+        lines.append(
+            "the profiled step's host time (each row's median, summed), baseline -> this: "
+            + " -> ".join(_split(made, side) for side in (False, True))
+        )
     if memory := memory_line(base_ops, side_ops, config.first.summary.phases):
         lines.append(memory)
     if any(r.dynamo for r in (*base_ops, *side_ops)):
@@ -284,11 +304,14 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
     shown = ranked(made)
     above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
     above += account(config, base, made, shown, sides)
+    chance = chance_apart(len(sides[1]), len(sides[0]))
     notes = [
         "self ms/step: an operator's self time per step (on a GPU, each kernel's and copy's device time); Python "
-        "between operators: a phase's time that no operator accounts for (on a CPU). runs: within noise where the "
-        f"sides' runs overlap. Rows: the {TOP} largest time changes, then the {TOP} largest count changes. Traces: "
-        f"each run's {records.PROFILE}, for Perfetto, with each kernel's whole name"
+        "between operators: a phase's time that no operator accounts for (on a CPU). runs: apart where every run of "
+        f"one side lies above every run of the other, which {len(sides[1])} and {len(sides[0])} runs do by chance in "
+        f"{chance:.0%} of rows that did not change (about {chance * len(shown):.1f} of these {len(shown)}): a row "
+        f"apart is a lead, not a finding. Rows: the {TOP} largest time changes, then the {TOP} largest count changes. "
+        f"Traces: each run's {records.PROFILE}, for Perfetto, with each kernel's whole name"
     ]
     return View(title, above, columns(cuda, shown), shown, notes)
 

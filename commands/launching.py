@@ -105,6 +105,7 @@ def machine_here(plan) -> tuple[str, bool]:
 def floor_line(plan) -> str | None:
     """This machine's noise floor, where `perfsweep noise` measured one (records/noise.py); None elsewhere.
 
+    It is of the configuration that measured it, and says where that run's host load is unknown.
     It lists a folder and reads one file.
     """
     from perfsweep.records import noise
@@ -121,9 +122,10 @@ def floor_line(plan) -> str | None:
         ["--processes", str(floor.processes), *(o for o in floor.overrides if not o.startswith(where))]
     )
     measured = f"{user_command()} noise {measured}"
+    blind = ", though what else ran on its host then is unknown" if noise.host_unknown(floor) else ""
     return (
         f"this machine decides about {noise.decided(spread, noise.SAID_BUDGET_S)} in {noise.SAID_BUDGET_S // 60} "
-        f"min ({measured}, {floor.measured[:10]})"
+        f"min of the configuration that `{measured}` measured on {floor.measured[:10]}{blind}"
     )
 
 

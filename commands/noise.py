@@ -36,7 +36,6 @@ A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis
 # what the command sets itself (its processes run whole: no launch budget)
 SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode", "launcher.budget_s")
 BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
-DURING = " during its runs"  # the settings its runs' hosts showed: a neighbour, steal
 EXIT_SHARED = 3  # measured, not kept: its runs shared the machine
 FIXES = {
     "steal": "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it",
@@ -89,11 +88,15 @@ def measure_noise(args: argparse.Namespace) -> int:
     runs = {way: [r for r in load_sweep(plan.sweep_dir) if r.state == DONE] for way, (plan, _) in plans.items()}
     floor = _floor(args, plans["apart"][0], runs)
     print(render(floor, time.perf_counter() - started))
-    shared = [f"{s['name']} {s['state'].split(' (')[0]}" for s in floor.settings if s["noisy"] and DURING in s["name"]]
+    shared = [
+        f"{s['name']} {s['state'].split(' (')[0]}" for s in floor.settings if s["noisy"] and noise.DURING in s["name"]
+    ]
     if shared:  # the floor of a shared machine is that moment's, and may even look finer than the machine's own
         print(f"not written: {'; '.join(shared)}; the floor kept is the one before, if any. Measure it again alone")
         return EXIT_SHARED
-    print(f"written: {floor.write(Path(floor.folder).parent.parent)}")
+    blind = noise.host_unknown(floor)
+    said = "; what else ran on its host is unknown: more steps a run (steps=N) give windows that tell" if blind else ""
+    print(f"written: {floor.write(Path(floor.folder).parent.parent)}{said}")
     return 0
 
 
@@ -180,7 +183,7 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
     resolutions = [host.resolution for host in hosts if host.resolution]
     found = []
     for label, threshold, _ in TAKEN:
-        name = f"{label}{DURING}"
+        name = f"{label}{noise.DURING}"
         if label in told:
             state = f"{told[label]:.0%} (median over its runs; above {threshold:.0%} adds noise)"
             found.append(Setting(name, state, told[label] > threshold, FIXES[label]))

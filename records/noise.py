@@ -21,6 +21,7 @@ FOLDER = "noise"
 BUDGETS_S = (60, 600, 3600)  # the machine's time a floor is given for
 SAID_BUDGET_S = 600  # the one a launch names
 WAYS = ("paired", "apart")  # one configuration as both sides of each process, and in a process a run
+DURING = " during its runs"  # the settings its runs' hosts showed: a neighbour, steal
 
 
 def cpu_model() -> str:
@@ -84,6 +85,11 @@ class NoiseFloor:
 
 def floor_path(runs_dir: Path, machine: str) -> Path:
     return Path(runs_dir) / FOLDER / f"{machine}.json"
+
+
+def host_unknown(floor: NoiseFloor) -> bool:
+    """Whether what else ran on the floor's host during its runs is unknown (windows too short to tell)."""
+    return any(DURING in s["name"] and s["noisy"] is None for s in floor.settings)
 
 
 def read_floor(runs_dir: Path, machine: str) -> NoiseFloor | None:

@@ -64,10 +64,11 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
                         "tracker.mode=disabled", f"runs_dir={tmp_path}")  # fmt: skip
     assert later.returncode == 0, later.stderr
     said = later.stdout.splitlines()[0]
-    assert (
-        said.startswith("this machine decides about ±")
-        and f"(perfsweep noise --processes 3 {' '.join(CONFIG)}, {floor['measured'][:10]})" in said
-    )
+    measured = f"of the configuration that `perfsweep noise --processes 3 {' '.join(CONFIG)}` measured on "
+    assert said.startswith("this machine decides about ±") and measured + floor["measured"][:10] in said, said
+    blind = any(s["noisy"] is None and s["name"].endswith(" during its runs") for s in floor["settings"])
+    assert said.endswith(", though what else ran on its host then is unknown") == blind, said
+    assert ("; what else ran on its host is unknown: more steps a run" in done.stdout) == blind, done.stdout
     # A neighbour's share, as a host record of a shared machine gives it (a real one is too short to tell here)
     taken = noise.Setting("others' CPU during its runs", "35% (median over its runs)", True, "stop them")
     monkeypatch.setattr(noise, "_seen", lambda runs: [taken])

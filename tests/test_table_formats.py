@@ -208,3 +208,12 @@ def test_vs_takes_an_input_type_of_the_user_s_own_by_its_import_path_too(tmp_pat
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)["rows"]
     assert {row["input_type"]: row["vs MyTensor"] for row in rows} == {"MyTensor": 1.0, "tensor": pytest.approx(2.0)}
+
+
+def test_a_constant_argument_of_the_users_own_model_is_in_the_header_where_no_column_shows_it():
+    """width=32 and width=64 are two models: two launches of one sweep file must not read alike."""
+    rng = np.random.default_rng(0)
+    for width in (32, 64):
+        runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
+        runs = [dataclasses.replace(r, fields=r.fields | {"model.kwargs.width": width}) for r in runs]
+        assert f"model.kwargs.width={width}" in table_view("synthetic", runs).above[1]

@@ -241,12 +241,19 @@ def noisy(run: RunRecord) -> list[str]:
     return noise(steps, phase_stats(steps, interval=False), seen_in(run.summary))
 
 
+OWN_KWARGS = ("model.kwargs.", "workload.kwargs.")  # the arguments of a model or step of the user's own
+
+
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
-    """What every row shares: the constant axes, the device and the software, and what its figures rest on."""
+    """What every row shares: the constant axes, the device and the software, and what its figures rest on.
+
+    The constant arguments of the user's own model or step are among them: width=32 and width=64 are two models.
+    """
     shown = [r for c in configs for r in c.runs]  # the rows' runs: a failed run's axes are in its FAILED line
     axes, columned = varying(shown)
     fixed = " ".join(
-        f"{a}={shown[0].axis(a)}" for a in axis_order(shown) if a in shown[0].axes and a not in (*axes, "replicate")
+        [f"{a}={shown[0].axis(a)}" for a in axis_order(shown) if a in shown[0].axes and a not in (*axes, "replicate")]
+        + [f"{k}={v}" for k, v in sorted(shown[0].fields.items()) if k.startswith(OWN_KWARGS) and k not in columned]
     )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))

@@ -9,11 +9,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.groups import configurations, labels
+from perfsweep.analysis.groups import configurations, labels, speedups
 from perfsweep.analysis.views import plots
+from tests import synthetic
 from tests.helpers import launch_here, write_run
 
 PAGE_WIDTH = 1400  # px: the window's width, its vertical scrollbar included
@@ -109,3 +111,19 @@ def test_plot_labels_wrap_beside_axes_of_a_set_width_and_the_legend_covers_no_ba
     legend = ax.get_legend().get_window_extent(renderer)
     assert not legend.overlaps(axes), "the legend lies outside the axes: it covers no bar"
     assert legend.y1 <= fig.bbox.y1 and legend.x1 <= fig.bbox.x1, "the legend lies within the figure"
+
+
+def test_each_plots_title_names_its_machine_and_lies_within_the_figure(tmp_path):
+    """A plot is shared on its own: its numbers need their machine, and its title must not run off the image."""
+    rng = np.random.default_rng(0)
+    runs = synthetic.sweep(synthetic.grid(formats=("contiguous", "channels_last")), 3, synthetic.Noise(), rng)
+    configs = configurations(runs)
+    figures = [
+        plots.fit(plots.phases_figure(configs, labels(configs))),
+        plots.fit(plots.speedups_figure(speedups(runs, 0.95), labels(configs), 0.95)),
+    ]
+    for fig in figures:
+        title = fig._suptitle
+        assert title.get_text().endswith("\non CPU synthetic, threads ?, torch synthetic"), title.get_text()
+        box = title.get_window_extent(fig.canvas.get_renderer())
+        assert 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi, "the title lies within the figure"

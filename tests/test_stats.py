@@ -340,9 +340,10 @@ def test_the_suite_interval_counts_each_round_once_where_its_configurations_move
 def test_the_speedups_axis_labels_speed_ups_on_both_sides_of_1():
     """Speed-ups from 0.6x to 1.57x: a log axis's own ticks label none between 1 and 2."""
 
-    class Versus:  # a comparison's row: only its label is drawn
+    class Versus:  # a comparison's row: its label is drawn, and its sides' runs name no machine
         def __init__(self, text: str):
             self.text = text
+            self.config = self.base = groups.Configuration((), [])
 
         def label(self, names: dict) -> str:
             return self.text

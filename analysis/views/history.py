@@ -345,12 +345,18 @@ def exit_status(made: list[Series]) -> int:
 
 def plot(series: Series, phase: str, path: Path) -> Path:
     """The configuration's points with their intervals, each segment's mean, and its change points marked."""
-    from perfsweep.analysis.views.plots import plt, save
+    from perfsweep.analysis.views.plots import machine_of, plt, save
 
     x = np.arange(len(series.rows))
     centres = [centre(row) for row in series.rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4))
-    fig.suptitle(f"{series.label}: {phase} time by commit", x=0.01, ha="left", fontsize=11)
+    machine = machine_of([run for _, held in series.held for run in held])
+    fig.suptitle(
+        f"{series.label}: {phase} time by commit" + (f"\non {machine}" if machine else ""),
+        x=0.01,
+        ha="left",
+        fontsize=11,
+    )
     for i, row in enumerate(series.rows):
         if len(row.times) >= 2:
             _, low, high = across_runs(row.times)

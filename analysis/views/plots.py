@@ -8,6 +8,7 @@
                                                        (DIR/plots/ with --out), and ranks.png for runs
                                                        across ranks
 
+Each title names the machine most of its runs had.
 Each configuration is labelled by the axes and fields that vary in the sweep.
 A long label wraps; a figure whose labels need more room gets wider, so that its axes keep their width.
 Rows are sorted: the slowest, or the largest effect, is at the top.
@@ -24,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from perfsweep.analysis import machines  # noqa: E402
 from perfsweep.analysis.groups import (  # noqa: E402
     Configuration,
     configurations,
@@ -37,21 +39,33 @@ from perfsweep.analysis.statistics.rounds import rule_of  # noqa: E402
 from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
 from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
 from perfsweep.analysis.views import ranks  # noqa: E402
-from perfsweep.records import DONE, load_sweep  # noqa: E402
+from perfsweep.records import DONE, RunRecord, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
 WIDTH = 11.0  # inches: a figure's width, wider where its labels need it (fit)
 AXES_WIDTH = 7.0  # inches: the axes are at least this wide, however long the labels beside them
 LABEL_CHARS = 40  # a row's label wraps at spaces into lines of at most this many characters
+TITLE_CHARS = 110  # a title wraps into lines of at most this many characters: WIDTH at its font size
 
 
-def _figure(labels: list[str], title: str, values: list[float]):
-    """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need."""
+def machine_of(runs: list[RunRecord]) -> str:
+    """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'; '' where unknown."""
+    usual = machines.usual(runs)
+    return ", ".join(f"{label} {value}" for label, value in usual.machine.items()) if usual else ""
+
+
+def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRecord]):
+    """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need.
+
+    Its title wraps to the figure's width, and names the machine the runs had.
+    """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
     lines = max((label.count("\n") + 1 for label in wrapped), default=1)
-    fig, ax = plt.subplots(figsize=(WIDTH, 1.4 + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)))
+    heading = [*textwrap.wrap(title, TITLE_CHARS), *([f"on {machine}"] if (machine := machine_of(runs)) else [])]
+    height = 1.4 + 0.2 * (len(heading) - 1) + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)
+    fig, ax = plt.subplots(figsize=(WIDTH, height))
     ax.set_yticks(range(len(wrapped)), wrapped)
-    fig.suptitle(title, x=0.01, ha="left", fontsize=11)
+    fig.suptitle("\n".join(heading), x=0.01, ha="left", fontsize=11)
     ax.grid(axis="x", alpha=0.3)
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > WIDE:
@@ -87,7 +101,7 @@ def phases_figure(configs: list[Configuration], names: dict[tuple, str]):
     order = sorted(configs, key=lambda c: c.median("step"))
     totals = [c.median("step") for c in order]
     title = "Median time per phase of a step, per configuration (geometric mean over its runs)"
-    fig, ax = _figure([names[c.key] for c in order], title, totals)
+    fig, ax = _figure([names[c.key] for c in order], title, totals, runs)
     left = [0.0] * len(order)
     for phase in phases:
         widths = [c.median(phase) or 0.0 for c in order]
@@ -114,7 +128,9 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
     order = sorted(configs, key=lambda c: c.median("step"))
     intervals = [step_interval(c) for c in order]
     title = "Step time: each run's median (points) and its configuration's 95% interval (line; dashed: within-run)"
-    fig, ax = _figure([names[c.key] for c in order], title, [f[0] for f in intervals])
+    fig, ax = _figure(
+        [names[c.key] for c in order], title, [f[0] for f in intervals], [r for c in configs for r in c.runs]
+    )
     for y, (config, (value, low, high, replicated)) in enumerate(zip(order, intervals, strict=True)):
         ax.hlines(y, low, high, color="tab:blue", linestyles="solid" if replicated else "dashed", linewidth=2)
         medians = [r.summary.median("step") for r in config.runs]
@@ -153,7 +169,8 @@ def speedups_figure(compared, names: dict[tuple, str], level: float):
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
         "interval (green: faster, red: slower, gray: neither; dashed: within-run)"
     )
-    fig, ax = _figure([versus.label(names) for versus, _ in order], title, values)
+    runs = [r for versus, _ in order for c in (versus.config, versus.base) for r in c.runs]
+    fig, ax = _figure([versus.label(names) for versus, _ in order], title, values, runs)
     for y, (_, s) in enumerate(order):
         # Colour is a verdict: none from one run's steps.
         colour = (
@@ -186,7 +203,8 @@ def ranks_plot(across: list[Configuration], names: dict[tuple, str], path: Path)
         if not probe:
             by_label.setdefault(f"{names[config.key]}  rank {rank}", {})[sync] = means["step_ms"]
     title = "Step time by rank: median with gradient sync (filled) and without (open; DDP), over a configuration's runs"
-    fig, ax = _figure(list(by_label), title, [v for found in by_label.values() for v in found.values() if v])
+    values = [v for found in by_label.values() for v in found.values() if v]
+    fig, ax = _figure(list(by_label), title, values, [r for c in across for r in c.runs])
     for y, found in enumerate(by_label.values()):
         for sync in (True, False):
             if found.get(sync):

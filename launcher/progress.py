@@ -20,7 +20,7 @@ OWN_PARTS = ("startup_s", "warmup_s", "window_s", "records_s")  # a run's time, 
 class Progress:
     def __init__(self, total: int, stream: TextIO | None = None):
         self.total, self.stream = total, stream or sys.stdout
-        self.started, self.finished = 0, 0
+        self.started, self.finished, self.unstarted = 0, 0, 0
         self.running_since: dict[str, float] = {}
         self.live = self.stream.isatty()
         self.began = time.monotonic()
@@ -60,6 +60,7 @@ class Progress:
     def ended(self, spec: RunSpec, state: str, detail: str, timing: dict[str, float] | None = None) -> None:
         self.finished += 1
         if state == PENDING and spec.name not in self.running_since:  # never seen running: never started
+            self.unstarted += 1
             if self.alike and self.alike[0] == detail:
                 self.alike = (detail, self.alike[1] + 1, self.finished)
                 return
@@ -90,7 +91,13 @@ class Progress:
         self._say_alike()
         wall = time.monotonic() - self.began
         if not self.timings:  # runs left pending or failed: a done run alone records its times
-            return f"{counted(self.finished, 'run')} ended in {wall:.1f} s, none done: no measured window to sum"
+            ran = self.finished - self.unstarted
+            how = (
+                f"{ran} ended, {self.unstarted} never started"
+                if ran and self.unstarted
+                else ("never started" if self.unstarted else "ended")
+            )
+            return f"{counted(self.finished, 'run')} in {wall:.1f} s, {how}, none done: no measured window to sum"
         windows = sum(t.get("window_s", 0.0) for t in self.timings)
         line = f"{counted(self.finished, 'run')} in {wall:.1f} s; "
         line += f"measured windows {windows:.1f} s ({windows / wall:.0%} of it)"

@@ -161,7 +161,7 @@ def test_a_job_its_scheduler_says_can_never_start_is_not_waited_for(runs, tmp_pa
     assert said.count("queued, cannot start: PartitionConfig (it asks for more CPUs") == 2, "a line a job"
     assert "`scancel 0`, then `" in said and "`scancel 1`, then `" in said, "each job's own command"
     assert not any(job.ended for job in dispatcher.executor.jobs), "left queued: its owner cancels it"
-    assert said.endswith("4 runs ended in 0.0 s, none done: no measured window to sum\n"), said
+    assert said.endswith("4 runs in 0.0 s, never started, none done: no measured window to sum\n"), said
 
 
 def test_no_run_is_called_lost_while_the_scheduler_does_not_answer(runs, tmp_path):

@@ -49,6 +49,7 @@ FUNCTION = [*FAST, *ON_SLURM, "input_type=tensor", "memory_format=contiguous"]
 # job kills it (submitit's job ignores Slurm's SIGTERM) 5 s later (slurmd's floor, whatever KillWait says): a run that
 # is to be cut short lasts longer than that.
 NAP = SLEEP.format(ms=20)
+STUCK = "+launcher.sbatch_extra.cpus_per_task=8"  # more than the local cluster's node has, past the checks
 
 
 @pytest.fixture
@@ -300,9 +301,10 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
 @pytest.mark.parametrize("wait", [False, True])
 def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_to_refit_it(on_slurm, tmp_path, wait):
     """8 CPUs a task on the local cluster's 2-CPU node: Slurm queues it for ever (PartitionConfig).
+    launcher.cpus_per_task=8 is refused before submitting; an sbatch_extra option passes through unchecked.
     A launch that follows its jobs stops following it."""
     sweep = tmp_path / "runs" / "default"
-    result = launch_here(*FUNCTION, "launcher.cpus_per_task=8", f"launcher.wait={wait}", f"runs_dir={sweep.parent}")
+    result = launch_here(*FUNCTION, STUCK, f"launcher.wait={wait}", f"runs_dir={sweep.parent}")
     (job,) = {job["job_id"] for job in records.read_json(sweep / records.JOBS).values()}
     (name,) = records.planned_runs(sweep)
     flag = f"PENDING {name}: queued, cannot start: PartitionConfig (it asks for more CPUs"
@@ -339,7 +341,7 @@ def test_a_job_its_partition_cannot_hold_is_not_waited_for_and_status_says_how_t
 def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_ran(on_slurm, tmp_path):
     """A later look would queue another array that can never start."""
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
-    args += ["launcher=slurm", "launcher.wait=true", POLL, "launcher.cpus_per_task=8", "repeats=auto"]
+    args += ["launcher=slurm", "launcher.wait=true", POLL, STUCK, "repeats=auto"]
     result = launch_here(*args, "auto.max_runs=6", "tracker.mode=disabled", f"runs_dir={tmp_path}")
     arrays = sorted(
         {job["job_id"].split("_")[0] for job in records.read_json(tmp_path / "default" / records.JOBS).values()}
@@ -355,16 +357,18 @@ def test_repeats_auto_stops_at_a_look_whose_jobs_cannot_start_and_says_nothing_r
 
 @pytest.mark.slurm
 def test_repeats_auto_stops_after_a_look_where_some_jobs_cannot_start_and_says_why(on_slurm, tmp_path):
-    """4 ranks a run on the local cluster's 2-CPU node: those runs' array can never start, while the 1-rank runs
-    finish. Their comparison stays undecided, and a later look would queue another array of them."""
+    """2 ranks a run of 2 CPUs each on the local cluster's 2-CPU node: those runs' array can never start, while the
+    1-rank runs finish. Their comparison stays undecided, and a later look would queue another array of them.
+    The CPUs go through sbatch_extra, past the checks, which refuse launcher.cpus_per_task=2 for such ranks."""
     args = [*TINY, "steps=10", "input_type=tensor,subclass", "memory_format=contiguous", "dist=ddp"]
-    args += ["dist.world_size=1,4", "dist.backend=gloo", "launcher=slurm", "launcher.wait=true", POLL, "repeats=auto"]
+    args += ["dist.world_size=1,2", "dist.backend=gloo", "launcher=slurm", "launcher.wait=true", POLL, "repeats=auto"]
+    args += ["+launcher.sbatch_extra.cpus_per_task=2"]
     result = launch_here(*args, "auto.max_runs=6", "tracker.mode=disabled", f"runs_dir={tmp_path}")
     jobs = records.read_json(tmp_path / "default" / records.JOBS)
     arrays = sorted({job["job_id"].split("_")[0] for job in jobs.values()})
     slurm("scancel", *arrays)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    wide = {job["job_id"].split("_")[0] for name, job in jobs.items() if "world_size=4" in name}
+    wide = {job["job_id"].split("_")[0] for name, job in jobs.items() if "world_size=2" in name}
     assert len(wide) == 1, f"one look's array of the runs that cannot start: {wide}"
     said = "repeats=auto stopped after 3 rounds: 6 runs done in"
     assert said in result.stdout, result.stdout[-3000:]
@@ -450,6 +454,20 @@ def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(o
     assert "launcher.partition=cpu, gpu: this cluster has no partition ' gpu' (sinfo -a lists: cpu)" in result.stderr
     assert not (tmp_path / "default").exists()
     assert not any("partition" in problem for problem in launcher_problems(LauncherConf(name="slurm", partition="cpu")))
+
+
+@pytest.mark.slurm
+def test_a_job_larger_than_any_node_of_its_partition_is_refused_before_anything_is_submitted(on_slurm, tmp_path):
+    """The local cluster's node has 2 CPUs: a job of 4 a task, or of 2 ranks of 2 each, would queue for ever."""
+    result = launch_here(*FUNCTION, "launcher.cpus_per_task=4", f"runs_dir={tmp_path}")
+    assert result.returncode == 2 and not (tmp_path / "default").exists(), result.stdout + result.stderr
+    said = "launcher.cpus_per_task=4: a job asks a node for 4 CPUs (1 task), and partition cpu's nodes have 2 at most"
+    assert said in result.stderr and "give 2 or fewer" in result.stderr, result.stderr
+    ranks = launch_here(*TWO_TASKS, "launcher.cpus_per_task=2", f"runs_dir={tmp_path}")
+    assert "4 CPUs (2 a task x 2 tasks, a run's ranks a node)" in ranks.stderr and "give 1 or fewer" in ranks.stderr
+    memory = launcher_problems(LauncherConf(name="slurm", max_array_size=8, mem_gb=10**6))
+    assert any(p.startswith("launcher.mem_gb=1000000: a job asks a node for 1024000000 MB") for p in memory), memory
+    assert not launcher_problems(LauncherConf(name="slurm", max_array_size=8, cpus_per_task=2))
 
 
 def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():

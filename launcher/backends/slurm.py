@@ -158,6 +158,38 @@ def partition_problems(partition: str) -> list[str]:
     ]
 
 
+def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
+    """Where a job asks a node for more CPUs or memory than any node of its partition has: it would queue for ever.
+
+    `tasks` is the most tasks a job puts on a node: a run's ranks a node, else 1.
+    The partition is launcher.partition's (a list: the largest node of any), else the cluster's default.
+    Options given through launcher.sbatch_extra are passed through unchecked.
+    A cluster that does not answer refuses nothing here.
+    """
+    out = _asked(["sinfo", "-h", "-N", *(["-p", conf.partition] if conf.partition else []), "-o", "%P %c %m"])
+    rows = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 3] if out.returncode == 0 else []
+    rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
+    if not rows:
+        return []
+    where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes"
+    most_cpus, most_mb = (max(int(row[i].rstrip("+")) for row in rows) for i in (1, 2))
+    cpus = (conf.cpus_per_task or 1) * tasks
+    problems = []
+    if cpus > most_cpus:
+        shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
+        fix = f"give {most_cpus // tasks} or fewer" if most_cpus >= tasks else "spread the ranks over launcher.nodes"
+        problems.append(
+            f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}: a job asks a node for {cpus} CPUs ({shape}), and "
+            f"{where} have {most_cpus} at most (sinfo): Slurm would queue it for ever; {fix}"
+        )
+    if conf.mem_gb and conf.mem_gb * 1024 > most_mb:
+        problems.append(
+            f"launcher.mem_gb={conf.mem_gb}: a job asks a node for {conf.mem_gb * 1024} MB, and {where} have "
+            f"{most_mb} MB at most (sinfo): Slurm would queue it for ever; give {most_mb // 1024} or less"
+        )
+    return problems
+
+
 class Slurm(Backend):
     """Jobs on a Slurm cluster: every array submitted at once, followed through squeue."""
 
@@ -198,6 +230,9 @@ class Slurm(Backend):
             )
         if not missing and not clusters and self.conf.partition and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
+        if not missing and not clusters and (self.conf.partition or "").isprintable():
+            tasks = max((self.ranks_per_node(run.config) or 1 for run in plan.runs), default=1)
+            problems += node_problems(self.conf, tasks)
         warned = SLURM_WARNING_S + SLURM_EARLY_S  # the earliest Slurm may warn a job, before its end
         if math.ceil(self.conf.timeout_min) * 60 - warned < TIME_BEFORE_WARNING_S:
             problems.append(

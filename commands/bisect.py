@@ -114,9 +114,12 @@ class Bisection:
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
+        """Whether the points measured are placed, or are the ends and measure alike (nothing lies between)."""
         from perfsweep.analysis.bisection.search import UNDETERMINED
 
-        return all(self.search.points[v].side != UNDETERMINED for v in self.versions)
+        placed = all(self.search.points[v].side != UNDETERMINED for v in self.versions)
+        ends = set(self.versions) <= {self.search.good, self.search.bad}
+        return placed or (ends and self.search.ends_alike())
 
     def out_of_time(self) -> bool:
         return self.max_minutes is not None and time.monotonic() - self.began > 60 * self.max_minutes

@@ -110,15 +110,33 @@ def test_ends_not_told_apart_name_no_release():
     assert outcome(search)[0].startswith("pkg 1.0.0 and 1.8.0 are not told apart at this level")
 
 
-def test_ends_that_measure_alike_say_that_there_may_be_no_change_to_find():
+def test_ends_that_measure_alike_say_that_no_change_of_five_percent_lies_between_them():
+    """Each end within -+2% at 12 runs: their ratio's interval lies within -+5%, so no midpoint is worth a run."""
     search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
     search.add(point(RELEASES[0], 1.0, half=0.02, runs=12))
     (alone,) = outcome(search)[1:]
     assert alone == "1.0.0 is placed against the boundary between the ends, and one end has no value yet"
+    assert not search.ends_alike(), "one end alone says nothing"
     search.add(point(RELEASES[-1], 1.0, half=0.02, runs=12))
+    assert search.ends_alike() and search.next() is None
     stopped, *need = outcome(search)
-    said = "more runs would not tell the ends apart: 1.8.0 measures 1.00x of 1.0.0, so there may be no change between"
-    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [f"{said} them to find"]
+    said = "1.8.0 measures 1.00x of 1.0.0, its interval within -+5%: no change of 5% or more lies between them"
+    assert stopped.startswith("pkg 1.0.0 and 1.8.0 are not told apart") and need == [said]
+    search.add(point(RELEASES[-1], 1.0, half=0.05, runs=12))
+    assert not search.ends_alike(), "ends whose ratio's interval reaches past 5% may hold such a change"
+
+
+def test_a_look_at_the_ends_stops_once_they_measure_alike(tmp_path):
+    """More runs of ends that measure alike would only narrow an interval that already rules out a 5% change."""
+    search = BisectSearch("pkg", RELEASES, "a ratio", 0.95)
+    bisection = Bisection(search, "pkg", tmp_path, [], None, None, None)
+    bisection.versions = [RELEASES[0], RELEASES[-1]]
+    for end in bisection.versions:
+        search.add(point(end, 1.0, half=0.05, runs=6))
+    assert not bisection.decided(), "undetermined ends whose ratio may still hold a change look again"
+    search.add(point(RELEASES[-1], 1.0, half=0.02, runs=12))
+    search.add(point(RELEASES[0], 1.0, half=0.02, runs=12))
+    assert bisection.decided()
 
 
 def test_ends_within_five_percent_say_there_may_be_no_change_rather_than_ask_for_hundreds_of_runs():

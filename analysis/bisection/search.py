@@ -8,6 +8,7 @@ A bisect follows one metric from a good release to a bad one: a ratio of step ti
   within each release's environment, the one's step time over its baseline's ("subclass step / tensor step").
 
 The endpoints are measured first.
+Ends that measure alike, their ratio's interval within -+ALIKE, stop the search: no change that size lies between.
 The boundary is the geometric middle of their values.
 A release's side follows from its interval:
 
@@ -45,6 +46,7 @@ from packaging.version import InvalidVersion, Version
 
 from perfsweep import records
 from perfsweep.analysis.groups import compared_along, configurations, speedups
+from perfsweep.analysis.statistics import distributions
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import Speedup, figures
 from perfsweep.analysis.statistics.variance import fewest_runs
@@ -103,6 +105,7 @@ def level(looks: int, releases: int) -> float:
 
 FIRST_LOOK = 3  # runs a side: the fewest a t-interval at a search's level can place a point with
 GROWTH = 1.5  # each look of a point has this many times the runs of the one before
+ALIKE = 0.05  # ends closer than this measure alike: compare's default threshold for a change
 
 
 def schedule(max_runs: int) -> list[int]:
@@ -321,6 +324,23 @@ class BisectSearch:
                 if end in self.points:
                     self.points[end] = dataclasses.replace(self.points[end], side=self.side(self.points[end]))
         return self.points[point.version]
+
+    def ends_alike(self) -> bool:
+        """Whether the ends measure alike: the interval of their ratio lies within -+ALIKE, at the search's level.
+
+        No change of ALIKE or more lies between them, so no midpoint is worth measuring.
+        The interval combines the ends' own (Welch); the reference, 1.00x by definition, adds none.
+        """
+        ends = [self.points.get(v) for v in (self.good, self.bad)]
+        if not all(p and math.isfinite(p.ratio) for p in ends):
+            return False
+        measured = [p for p in ends if not p.reference]
+        if any(p.runs < 2 or not p.se > 0 for p in measured):
+            return False
+        se = math.sqrt(sum(p.se**2 for p in measured))
+        df = se**4 / sum(p.se**4 / p.df for p in measured)
+        half = distributions.t_ppf(0.5 + self.level / 2, df) * se
+        return abs(math.log(ends[1].ratio / ends[0].ratio)) + half <= math.log1p(ALIKE)
 
     def ends_differ(self) -> bool:
         ends = ((self.good, GOOD), (self.bad, BAD))

@@ -3,7 +3,7 @@
 from packaging.version import Version
 
 from perfsweep import user_command
-from perfsweep.analysis.bisection.search import GROWTH, UNDETERMINED, BisectSearch, Point, most_points
+from perfsweep.analysis.bisection.search import ALIKE, GROWTH, UNDETERMINED, BisectSearch, Point, most_points
 from perfsweep.analysis.render import Column, View
 
 
@@ -67,9 +67,6 @@ def outcome(search: BisectSearch) -> list[str]:
             "before it, is bad)"]  # fmt: skip
 
 
-ALIKE = 0.05  # ends closer than this measure alike: compare's default threshold for a change
-
-
 def would_need(search: BisectSearch, point: Point) -> str:
     """What would place an undetermined point, in words."""
     name = short(search, point.version)
@@ -86,6 +83,8 @@ def would_need(search: BisectSearch, point: Point) -> str:
     if point.version in (search.good, search.bad):
         ends = search.points[search.bad].ratio / search.points[search.good].ratio
         measures = f"{short(search, search.bad)} measures {ends:.2f}x of {short(search, search.good)}"
+        if search.ends_alike():
+            return f"{measures}, its interval within -+{ALIKE:.0%}: no change of {ALIKE:.0%} or more lies between them"
         if runs is None:
             return (
                 f"more runs would not tell the ends apart: {measures}, so there may be no change between them to find"

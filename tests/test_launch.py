@@ -160,6 +160,14 @@ def test_hydra_flags_work_as_in_any_hydra_app():
     assert cfg.stdout.startswith("# the sweep's one run, "), cfg.stdout.splitlines()[0]
 
 
+def test_help_says_its_config_comes_before_the_sweep_file_and_how_to_see_a_runs():
+    """The default sweep runs batch 16 at 32 px; the root config's batch 64 at 224 px never runs as shown."""
+    shown = " ".join(launch_here("--help").stdout.split())
+    assert "== Config == The config before the sweep file: sweeps/default.yaml sets its own values over it" in shown
+    first_run = launch_here("--cfg", "job").stdout
+    assert "batch_size: 16" in first_run and "image_size: 32" in first_run, "what --help points to"
+
+
 def test_help_lists_every_command_of_the_parser_with_what_it_does():
     shown = launch_here("--help")
     assert shown.returncode == 0, shown.stderr

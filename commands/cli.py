@@ -286,16 +286,24 @@ def parser(description: str) -> argparse.ArgumentParser:
     sweep = commands.add_parser("run", add_help=False, help="run a sweep (the default command)")
     sweep.add_argument("overrides", nargs="*", help="Hydra overrides; --help: Hydra's help")
     sweep.set_defaults(handler=run_sweep, command_list=command_list)  # Hydra's --help lists the commands
-    status = commands.add_parser(
-        "status",
-        help="each run's state, job id and log; exit status 0 when all are done, 4 while a run's job is queued or "
-        "running (or the scheduler does not answer), else 1",
+    about = (
+        "each run's state, job id and log; exit status 0 when all are done, 4 while a run's job is queued or "
+        "running (or the scheduler does not answer), else 1"
     )
+    status = commands.add_parser("status", help=about, description=about)
     status.add_argument("sweep_dir", type=sweep_folder)
     status.set_defaults(handler=show_status)
-    again = commands.add_parser("resume", help="run again every run of the sweep that is not done")
+    about = "run again every run of the sweep that is not done"
+    again = commands.add_parser(
+        "resume",
+        help=about,
+        description=f"{about}, with the launcher and tracker settings it was launched with, but those given here; "
+        "exit status as a launch's",
+    )
     again.add_argument("sweep_dir", type=sweep_folder)
-    again.add_argument("overrides", nargs="*", help="launcher.KEY=VALUE or tracker.KEY=VALUE")
+    again.add_argument(
+        "overrides", nargs="*", help="launcher.KEY=VALUE or tracker.KEY=VALUE, over the settings it was launched with"
+    )
     again.set_defaults(handler=resume)
     cached = commands.add_parser("envs", help="the environments built for package-version axes: list or remove")
     cached.add_argument("--dir", help="the cache (env.dir); default: ~/.cache/perfsweep/envs")

@@ -114,7 +114,10 @@ class Bisection:
         self.search.add(dataclasses.replace(found.get(version, Point(version)), sweep=plan.sweep_dir.name))
 
     def decided(self) -> bool:
-        """Whether the points measured are placed, or are the ends and measure alike (nothing lies between)."""
+        """Whether the points measured are placed.
+
+        Ends that measure alike count too: nothing lies between them.
+        """
         from perfsweep.analysis.bisection.search import UNDETERMINED
 
         placed = all(self.search.points[v].side != UNDETERMINED for v in self.versions)

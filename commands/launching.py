@@ -105,7 +105,8 @@ def machine_here(plan) -> tuple[str, bool]:
 def floor_line(plan) -> str | None:
     """This machine's noise floor, where `perfsweep noise` measured one (records/noise.py); None elsewhere.
 
-    It is of the configuration that measured it, and says where that run's host load is unknown.
+    It is of the configuration that measured it.
+    It says where that run's host load is unknown.
     It lists a folder and reads one file.
     """
     from perfsweep.records import noise

@@ -223,7 +223,10 @@ def cannot_start_line(reason: str, job_id: str | None, sweep_dir: Path, clusters
 
 
 def on(clusters: str | None) -> str:
-    """The option that sends a Slurm command to the cluster a job was sent to; '' for this host's cluster."""
+    """The option that sends a Slurm command to a job's cluster.
+
+    It is '' for this host's cluster.
+    """
     return f"--clusters {clusters} " if clusters else ""
 
 

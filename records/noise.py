@@ -88,7 +88,10 @@ def floor_path(runs_dir: Path, machine: str) -> Path:
 
 
 def host_unknown(floor: NoiseFloor) -> bool:
-    """Whether what else ran on the floor's host during its runs is unknown (windows too short to tell)."""
+    """Whether what else ran on the floor's host is unknown.
+
+    Its runs' windows were then too short to tell.
+    """
     return any(DURING in s["name"] and s["noisy"] is None for s in floor.settings)
 
 

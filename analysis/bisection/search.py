@@ -8,7 +8,9 @@ A bisect follows one metric from a good release to a bad one: a ratio of step ti
   within each release's environment, the one's step time over its baseline's ("subclass step / tensor step").
 
 The endpoints are measured first.
-Ends that measure alike, their ratio's interval within -+ALIKE, stop the search: no change that size lies between.
+Ends that measure alike stop the search.
+Their ratio's interval then lies within -+ALIKE.
+No change that size lies between them.
 The boundary is the geometric middle of their values.
 A release's side follows from its interval:
 
@@ -326,10 +328,13 @@ class BisectSearch:
         return self.points[point.version]
 
     def ends_alike(self) -> bool:
-        """Whether the ends measure alike: the interval of their ratio lies within -+ALIKE, at the search's level.
+        """Whether the ends measure alike.
 
-        No change of ALIKE or more lies between them, so no midpoint is worth measuring.
-        The interval combines the ends' own (Welch); the reference, 1.00x by definition, adds none.
+        The interval of their ratio, at the search's level, then lies within -+ALIKE.
+        No change that size lies between them.
+        So no midpoint is worth measuring.
+        The interval combines the ends' own (Welch).
+        The reference is 1.00x by definition: it adds none.
         """
         ends = [self.points.get(v) for v in (self.good, self.bad)]
         if not all(p and math.isfinite(p.ratio) for p in ends):

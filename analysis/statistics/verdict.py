@@ -11,7 +11,7 @@ A published figure is a speed-up, a [low, high] range, two times, or a direction
 A speed-up within SAME of 1.0 counts as no effect.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
-A slowdown beyond it that the runs do not rule out is flagged as undetermined.
+A slowdown beyond it that the runs leave open is undetermined.
 """
 
 import math
@@ -93,8 +93,9 @@ def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
     """The flag of a gated comparison beyond the threshold.
 
     Significant in its family, it is a change; from one run a side, a possible one.
-    A slowdown beyond the threshold that the runs neither confirm nor rule out is undetermined.
-    That is where the interval reaches past the threshold on the slow side.
+    A slowdown beyond the threshold may be neither confirmed nor ruled out.
+    It is then undetermined.
+    Its interval reaches past the threshold on the slow side.
     So is a speed-up without a time to divide by.
     A gate must not pass it as nothing.
     """

@@ -10,7 +10,7 @@ Then the counts of the compared configurations, by what their step did:
 - slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
 - same: not flagged, and the step's interval lies within the threshold of 1.00x;
 - undetermined: neither; more runs on each side narrow the interval.
-  One whose interval reaches past the threshold on the slow side is flagged UNDETERMINED.
+  One whose interval reaches a slowdown past the threshold is flagged UNDETERMINED.
 
 A table of the configurations flagged follows, with A's and B's step, B's speed-up and its interval, and the flag.
 A slower one whose sweeps both ran with explain=true lists its three largest operator differences below it.
@@ -40,7 +40,8 @@ COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
 def changed(view: View) -> bool:
     """Whether the comparison flagged anything: a change of the step or a phase, a loss, a configuration unmatched.
 
-    A line the runs left UNDETERMINED is no change: it comes with nothing changed too.
+    A line left UNDETERMINED is no change.
+    It comes with nothing changed too.
     """
     return bool(view.flags) or any(line.flag and not unconfirmed(line) for line in view.items)
 
@@ -74,7 +75,11 @@ def comment(view: View, threshold: float) -> str:
 
 
 def _largest(line: Line) -> tuple[bool, float]:
-    """The order of flagged lines: confirmed changes by size, then the undetermined by their interval's slow end."""
+    """The order of flagged lines.
+
+    Confirmed changes come first, by size.
+    Then come the undetermined, by their interval's slow end.
+    """
     if unconfirmed(line):
         return True, line.speedup.low if math.isfinite(line.speedup.low) else math.inf
     return False, -abs(math.log(line.speedup.value))

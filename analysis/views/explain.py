@@ -12,12 +12,13 @@ view ranks the differences between the two sides' records:
 - each phase's time outside operators: Python between them, where a subclass's dispatch runs.
 
 A side's figure is the median over its runs (processes) of each run's per-step figure.
-A time difference is `runs apart` where every run of one side lies above every run of the other.
-With few runs that comes by chance in some rows that did not change, and the notes say how often.
-Count differences are shown even where their runs overlap: on a CPU each added operator costs little, and
-the count is the mechanism.
+A time difference is `runs apart` where one side's runs all lie above the other's.
+With few runs that comes by chance in some unchanged rows.
+The notes say how often.
+Count differences are shown even where their runs overlap.
+On a CPU each added operator costs little, and the count is the mechanism.
 The account compares the measured step-time difference, the profiled step's, and the part the rows shown make up.
-The profiled step is the sum of each row's median, on each side.
+A side's profiled step is the sum of its rows' medians.
 A comparison that is not decided is said to be so, and nothing is ranked: its differences would be noise.
 """
 
@@ -160,7 +161,7 @@ def _phases(found: list[Ops], field: str) -> dict[str, float]:
 def _split(made: list[Difference], side: bool) -> str:
     """A side's profiled step: its host time, and the share of it outside operators (Python, dispatch).
 
-    It is the sum of each row's median, as the profiled difference is.
+    It sums each row's median, as the profiled difference does.
     """
     times = {d.name: _median(d.ms if side else d.base_ms) for d in made}
     total = sum(times.values())
@@ -169,9 +170,10 @@ def _split(made: list[Difference], side: bool) -> str:
 
 
 def chance_apart(runs: int, base_runs: int) -> float:
-    """The chance that every run of one side lies above every run of the other where neither side differs.
+    """The chance that one side's runs all lie above the other's, where neither differs.
 
-    Each of the C(n + m, n) orders of the runs is then equally likely, and two of them lie apart.
+    Each of the C(n + m, n) orders of the runs is then equally likely.
+    Two of them lie apart.
     """
     return 2 / math.comb(runs + base_runs, runs)
 

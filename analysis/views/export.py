@@ -78,9 +78,11 @@ def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
 
 
 def _named(run: RunRecord, fields: list[str]) -> list[str]:
-    """The fields that name a configuration: its model's batch and input size, then `fields`, those its sweep varies.
+    """The fields that name a configuration.
 
-    Sweeps of one sweep file at two batch sizes are two series, though each holds its size constant.
+    They are its model's batch and input size, then `fields`: those its sweep varies.
+    Sweeps of one sweep file at two batch sizes are two series.
+    Each sweep holds its size constant all the same.
     """
     size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
     sized = [field for field in size if run.fields.get(field) is not None]
@@ -207,7 +209,9 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, str]:
-    """Each configuration's name in BMF: every axis's value, its size, then the fields its sweep varies (`fields`).
+    """Each configuration's name in BMF.
+
+    It is every axis's value, its size, then the fields its sweep varies (`fields`).
 
     A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
     A run records the axes its workload reads alone.

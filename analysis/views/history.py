@@ -271,7 +271,10 @@ def _change(row: Row) -> str:
 
 
 def _times(ratio: float) -> str:
-    """A ratio of times as a change: '7.81x slower' where it grew, '2.00x faster' where it fell."""
+    """A ratio of times as a change.
+
+    It is '7.81x slower' where the time grew, '2.00x faster' where it fell.
+    """
     return f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
 
 
@@ -319,7 +322,10 @@ def view(series: Series, phase: str, found: History) -> View:
 
 
 def machine_lines(series: Series) -> list[str]:
-    """The machine most of the series' runs had, and a line for each point whose runs had another."""
+    """The machine most of the series' runs had.
+
+    A line more names each point whose runs had another.
+    """
     main = machines.usual([run for _, held in series.held for run in held])
     if main is None:
         return []

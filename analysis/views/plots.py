@@ -49,7 +49,10 @@ TITLE_CHARS = 110  # a title wraps into lines of at most this many characters: W
 
 
 def machine_of(runs: list[RunRecord]) -> str:
-    """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'; '' where unknown."""
+    """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'.
+
+    It is '' where unknown.
+    """
     usual = machines.usual(runs)
     return ", ".join(f"{label} {value}" for label, value in usual.machine.items()) if usual else ""
 
@@ -57,7 +60,8 @@ def machine_of(runs: list[RunRecord]) -> str:
 def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRecord]):
     """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need.
 
-    Its title wraps to the figure's width, and names the machine the runs had.
+    Its title wraps to the figure's width.
+    It names the machine the runs had.
     """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
     lines = max((label.count("\n") + 1 for label in wrapped), default=1)

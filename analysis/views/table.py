@@ -247,7 +247,8 @@ OWN_KWARGS = ("model.kwargs.", "workload.kwargs.")  # the arguments of a model o
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
     """What every row shares: the constant axes, the device and the software, and what its figures rest on.
 
-    The constant arguments of the user's own model or step are among them: width=32 and width=64 are two models.
+    The constant arguments of the user's own model or step are among them.
+    width=32 and width=64 are two models.
     """
     shown = [r for c in configs for r in c.runs]  # the rows' runs: a failed run's axes are in its FAILED line
     axes, columned = varying(shown)

@@ -159,10 +159,12 @@ def partition_problems(partition: str) -> list[str]:
 
 
 def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
-    """Where a job asks a node for more CPUs or memory than any node of its partition has: it would queue for ever.
+    """Where a job asks a node for more CPUs or memory than its partition's nodes have.
 
-    `tasks` is the most tasks a job puts on a node: a run's ranks a node, else 1.
-    The partition is launcher.partition's (a list: the largest node of any), else the cluster's default.
+    Such a job would queue for ever.
+    `tasks` is the most tasks a job puts on a node: a run's ranks, else 1.
+    The partition is launcher.partition's, else the cluster's default.
+    Of a list, the largest node of any counts.
     Options given through launcher.sbatch_extra are passed through unchecked.
     A cluster that does not answer refuses nothing here.
     """

@@ -37,6 +37,7 @@ A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis
 SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode", "launcher.budget_s")
 BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
 EXIT_SHARED = 3  # measured, not kept: its runs shared the machine
+TOO_SHORT = "its windows were too short for /proc/stat to tell"  # what else ran: unknown, and more steps tell
 FIXES = {
     "steal": "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it",
     "others' CPU": "stop them (top -o %CPU lists them), or give the sweep CPUs of its own (taskset -c)",
@@ -94,8 +95,9 @@ def measure_noise(args: argparse.Namespace) -> int:
     if shared:  # the floor of a shared machine is that moment's, and may even look finer than the machine's own
         print(f"not written: {'; '.join(shared)}; the floor kept is the one before, if any. Measure it again alone")
         return EXIT_SHARED
-    blind = noise.host_unknown(floor)
-    said = "; what else ran on its host is unknown: more steps a run (steps=N) give windows that tell" if blind else ""
+    short = any(s["state"].startswith(TOO_SHORT) for s in floor.settings)
+    why = "more steps a run (steps=N) give windows that tell" if short else "its runs' records hold no host figures"
+    said = f"; what else ran on its host is unknown: {why}" if noise.host_unknown(floor) else ""
     print(f"written: {floor.write(Path(floor.folder).parent.parent)}{said}")
     return 0
 
@@ -188,7 +190,7 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
             state = f"{told[label]:.0%} (median over its runs; above {threshold:.0%} adds noise)"
             found.append(Setting(name, state, told[label] > threshold, FIXES[label]))
         elif resolutions:
-            state = f"its windows were too short for /proc/stat to tell: ±{min(resolutions):.0%}"
+            state = f"{TOO_SHORT}: ±{min(resolutions):.0%}"
             found.append(Setting(name, state, None))
         else:
             found.append(Setting(name, "its runs' records hold no host figures", None))

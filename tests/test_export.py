@@ -180,3 +180,16 @@ def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_check
             records.write_json(sweep / name / records.STATUS, status | {"ci": ci})
         (found, *_) = exported(str(sweep.parent), "--format", "pytorch-v3")
         assert found["dependencies"]["code_under_test"]["repo"] == repo
+
+
+def test_a_workload_without_a_model_names_no_size(sweep):
+    """A function benchmark's config carries the default model group, which it never reads."""
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["axes"] = {k: v for k, v in config["axes"].items() if k != "model"}
+        config["axis_order"] = [a for a in config["axis_order"] if a != "model"]
+        records.write_json(sweep / name / records.CONFIG, config)
+    names = exported(str(sweep), "--format", "bmf")
+    assert names and not any("batch_size" in name or "image_size" in name for name in names), list(names)
+    v3 = exported(str(sweep), "--format", "pytorch-v3")
+    assert not any("model.batch_size" in r["model"]["extra_info"] for r in v3)

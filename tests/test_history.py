@@ -504,7 +504,7 @@ def test_a_history_names_its_machine_and_a_point_that_ran_on_another_one():
     _, text, _ = shown(dataclasses.replace(found, points=points))
     assert "machine: CPU synthetic, threads " in text, text
     assert (
-        "MIXED MACHINES 04ababab: CPU another CPU (most points: CPU synthetic): its change may be the machine's" in text
+        "MIXED MACHINES 04ababab: CPU another CPU (most runs: CPU synthetic): its change may be the machine's" in text
     )
 
 

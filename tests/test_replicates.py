@@ -303,7 +303,7 @@ def test_the_fewest_runs_are_those_a_count_from_the_least_finds():
     assert variance.fewest_runs(0.2, 0.0) is None and variance.fewest_runs(math.inf, 0.05) is None
 
 
-def test_a_paired_sweeps_intervals_are_labelled_across_processes_as_the_table_labels_them(tmp_path):
+def test_the_replicates_note_describes_a_paired_sweeps_intervals_as_the_table_does(tmp_path):
     """Each round's sides shared one process (pairing=auto): each interval is across processes, one ratio each."""
     runs = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(), np.random.default_rng(0), paired=True)
     said = replicates.view(synthetic.write(runs, tmp_path / "sweep")).notes[0]

@@ -559,6 +559,22 @@ def test_a_job_that_cannot_start_on_another_cluster_is_cancelled_there(tmp_path,
     assert any(p.startswith("launcher.sbatch_extra.clusters='gpu2,gpu3' names several clusters") for p in problems)
 
 
+def test_a_job_no_single_node_can_hold_is_refused_and_one_some_node_holds_is_not(tmp_path, monkeypatch):
+    """A stand-in sinfo of a partition of mixed nodes (the local cluster has one node): 64 CPUs with 1 GB, and 8
+    CPUs with 250 GB. 32 CPUs fit one, 100 GB the other: no node holds both."""
+    (tmp_path / "sinfo").write_text('#!/bin/sh\necho "big* 64 1000"\necho "big* 8 256000"\n')
+    (tmp_path / "sinfo").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", cpus_per_task=32, mem_gb=100), 1)
+    assert said.startswith("launcher.cpus_per_task=32 with launcher.mem_gb=100: a job asks a node for 32 CPUs")
+    assert "no one of partition big's nodes has both (sinfo: 8 CPUs with 256000 MB, 64 CPUs with 1000 MB)" in said
+    assert not slurm_backend.node_problems(LauncherConf(name="slurm", cpus_per_task=8, mem_gb=100), 1)
+    (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", cpus_per_task=16), 8)
+    assert said.endswith("64 at most (sinfo): Slurm would queue it for ever; give 8 or fewer"), said
+    elsewhere = LauncherConf(name="slurm", cpus_per_task=128, sbatch_extra={"partition": "huge"})
+    assert not slurm_backend.node_problems(elsewhere, 1), "a partition given past launcher.partition is sbatch's"
+
+
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):
     """A stand-in squeue that never answers (a hung controller or mount, which a test cluster cannot make)."""
     (tmp_path / "squeue").write_text("#!/bin/sh\nexec sleep 30\n")

@@ -217,3 +217,7 @@ def test_a_constant_argument_of_the_users_own_model_is_in_the_header_where_no_co
         runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
         runs = [dataclasses.replace(r, fields=r.fields | {"model.kwargs.width": width}) for r in runs]
         assert f"model.kwargs.width={width}" in table_view("synthetic", runs).above[1]
+    both = [
+        dataclasses.replace(r, fields=r.fields | {"model.kwargs.width": 32 + 32 * (i % 2)}) for i, r in enumerate(runs)
+    ]
+    assert "model.kwargs.width=" not in table_view("synthetic", both).above[1], "a value that varies is no constant"

@@ -8,7 +8,7 @@ A bisect follows one metric from a good release to a bad one: a ratio of step ti
   within each release's environment, the one's step time over its baseline's ("subclass step / tensor step").
 
 The endpoints are measured first.
-Ends that measure alike stop the search.
+Ends not told apart that measure alike stop the search.
 Their ratio's interval then lies within -+ALIKE.
 No change that size lies between them.
 The boundary is the geometric middle of their values.

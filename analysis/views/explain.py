@@ -306,14 +306,20 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
     shown = ranked(made)
     above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
     above += account(config, base, made, shown, sides)
-    chance = chance_apart(len(sides[1]), len(sides[0]))
+    runs = (len(sides[1]), len(sides[0]))
+    chance = chance_apart(*runs)
+    apart = (
+        f"runs: apart where every run of one side lies above every run of the other, which {runs[0]} and {runs[1]} "
+        f"runs do by chance in {chance:.0%} of rows that did not change (about {chance * len(shown):.1f} of these "
+        f"{len(shown)}, more among the rows picked as the largest): a row apart is a lead, not a finding. "
+        if min(runs) >= 2
+        else "runs: one run on a side, so no row is told apart from noise. "
+    )
     notes = [
         "self ms/step: an operator's self time per step (on a GPU, each kernel's and copy's device time); Python "
-        "between operators: a phase's time that no operator accounts for (on a CPU). runs: apart where every run of "
-        f"one side lies above every run of the other, which {len(sides[1])} and {len(sides[0])} runs do by chance in "
-        f"{chance:.0%} of rows that did not change (about {chance * len(shown):.1f} of these {len(shown)}): a row "
-        f"apart is a lead, not a finding. Rows: the {TOP} largest time changes, then the {TOP} largest count changes. "
-        f"Traces: each run's {records.PROFILE}, for Perfetto, with each kernel's whole name"
+        f"between operators: a phase's time that no operator accounts for (on a CPU). {apart}Rows: the {TOP} largest "
+        f"time changes, then the {TOP} largest count changes. Traces: each run's {records.PROFILE}, for Perfetto, "
+        "with each kernel's whole name"
     ]
     return View(title, above, columns(cuda, shown), shown, notes)
 

@@ -6,7 +6,7 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, samples per second, and J/sample where read.
   Its `benchmark_values` hold one value per run (process), as STATISTIC says.
-- bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value>`).
+- bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
   Two sweeps that give the same benchmark are refused.
   `latency` is the step time in nanoseconds, Bencher's unit, `throughput` samples per second, and
@@ -81,11 +81,12 @@ def _named(run: RunRecord, fields: list[str]) -> list[str]:
     """The fields that name a configuration.
 
     They are its model's batch and input size, then `fields`: those its sweep varies.
+    A workload without a model (a function benchmark, a step of the user's) has no size.
     Sweeps of one sweep file at two batch sizes are two series.
     Each sweep holds its size constant all the same.
     """
     size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
-    sized = [field for field in size if run.fields.get(field) is not None]
+    sized = [field for field in size if run.fields.get(field) is not None] if "model" in run.axes else []
     return sized + [field for field in fields if field not in sized]
 
 

@@ -337,7 +337,7 @@ def machine_lines(series: Series) -> list[str]:
             theirs = ", ".join(f"{label} {b}" for label, (_, b) in differ.items())
             others = ", ".join(f"{label} {a}" for label, (a, _) in differ.items())
             said.append(
-                f"MIXED MACHINES {point.label}: {theirs} (most points: {others}): its change may be the machine's"
+                f"MIXED MACHINES {point.label}: {theirs} (most runs: {others}): its change may be the machine's"
             )
     return said
 
@@ -355,7 +355,7 @@ def plot(series: Series, phase: str, path: Path) -> Path:
 
     x = np.arange(len(series.rows))
     centres = [centre(row) for row in series.rows]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4.3))
     machine = machine_of([run for _, held in series.held for run in held])
     fig.suptitle(
         f"{series.label}: {phase} time by commit" + (f"\non {machine}" if machine else ""),

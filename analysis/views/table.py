@@ -254,7 +254,11 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
     axes, columned = varying(shown)
     fixed = " ".join(
         [f"{a}={shown[0].axis(a)}" for a in axis_order(shown) if a in shown[0].axes and a not in (*axes, "replicate")]
-        + [f"{k}={v}" for k, v in sorted(shown[0].fields.items()) if k.startswith(OWN_KWARGS) and k not in columned]
+        + [
+            f"{k}={v}"
+            for k, v in sorted(shown[0].fields.items())
+            if k.startswith(OWN_KWARGS) and len({repr(r.fields.get(k)) for r in shown}) == 1
+        ]
     )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))

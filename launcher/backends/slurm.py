@@ -7,6 +7,7 @@ The launcher asks squeue once per poll, for all arrays, which jobs are alive.
 """
 
 import math
+import os
 import shutil
 import subprocess
 import time
@@ -159,35 +160,47 @@ def partition_problems(partition: str) -> list[str]:
 
 
 def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
-    """Where a job asks a node for more CPUs or memory than its partition's nodes have.
+    """Where no node of a job's partition has the CPUs and memory the job asks of a node.
 
     Such a job would queue for ever.
     `tasks` is the most tasks a job puts on a node: a run's ranks, else 1.
     The partition is launcher.partition's, else the cluster's default.
-    Of a list, the largest node of any counts.
+    Of a list, any node of any counts.
+    A partition given past launcher.partition (sbatch_extra, SBATCH_PARTITION) is sbatch's to check.
     Options given through launcher.sbatch_extra are passed through unchecked.
     A cluster that does not answer refuses nothing here.
     """
-    out = _asked(["sinfo", "-h", "-N", *(["-p", conf.partition] if conf.partition else []), "-o", "%P %c %m"])
-    rows = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 3] if out.returncode == 0 else []
+    if not conf.partition and ((conf.sbatch_extra or {}).get("partition") or os.environ.get("SBATCH_PARTITION")):
+        return []
+    out = _asked(["sinfo", "-a", "-h", "-N", *(["-p", conf.partition] if conf.partition else []), "-o", "%P %c %m"])
+    rows = [line.split() for line in out.stdout.splitlines()] if out.returncode == 0 else []
+    rows = [row for row in rows if len(row) == 3 and all(part.rstrip("+").isdigit() for part in row[1:])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
-    if not rows:
+    nodes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
+    cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024
+    if not nodes or any(cpus <= has_cpus and mb <= has_mb for has_cpus, has_mb in nodes):
         return []
     where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes"
-    most_cpus, most_mb = (max(int(row[i].rstrip("+")) for row in rows) for i in (1, 2))
-    cpus = (conf.cpus_per_task or 1) * tasks
+    most_cpus, most_mb = max(c for c, _ in nodes), max(m for _, m in nodes)
+    asked = f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}"
+    shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
     problems = []
     if cpus > most_cpus:
-        shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
         fix = f"give {most_cpus // tasks} or fewer" if most_cpus >= tasks else "spread the ranks over launcher.nodes"
         problems.append(
-            f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}: a job asks a node for {cpus} CPUs ({shape}), and "
-            f"{where} have {most_cpus} at most (sinfo): Slurm would queue it for ever; {fix}"
+            f"{asked}: a job asks a node for {cpus} CPUs ({shape}), and {where} have {most_cpus} at most (sinfo): "
+            f"Slurm would queue it for ever; {fix}"
         )
-    if conf.mem_gb and conf.mem_gb * 1024 > most_mb:
+    if mb > most_mb:
         problems.append(
-            f"launcher.mem_gb={conf.mem_gb}: a job asks a node for {conf.mem_gb * 1024} MB, and {where} have "
-            f"{most_mb} MB at most (sinfo): Slurm would queue it for ever; give {most_mb // 1024} or less"
+            f"launcher.mem_gb={conf.mem_gb}: a job asks a node for {mb} MB, and {where} have {most_mb} MB at most "
+            f"(sinfo): Slurm would queue it for ever; give {most_mb // 1024} or less"
+        )
+    if not problems:  # each fits some node, but no node holds both
+        held = ", ".join(f"{c} CPUs with {m} MB" for c, m in sorted(set(nodes)))
+        problems.append(
+            f"{asked} with launcher.mem_gb={conf.mem_gb}: a job asks a node for {cpus} CPUs ({shape}) and {mb} MB, "
+            f"and no one of {where} has both (sinfo: {held}): Slurm would queue it for ever"
         )
     return problems
 

@@ -111,7 +111,7 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         )
         return 2
     if launcher.budget_s is not None:  # each look is a launch: a budget of its own would leave rounds unrun
-        where = first.origins.get("launcher.budget_s", "a default")
+        where = first.origin("launcher.budget_s")
         print(
             f"perfsweep: {AUTO} stops at auto.max_minutes ({first.settings.auto.max_minutes:g} min), between its "
             f"looks: launcher.budget_s={launcher.budget_s:g} ({where}) is off for its rounds",

@@ -86,7 +86,7 @@ def _announce(plan) -> None:
         print(pairing)
     budget = plan.settings.launcher.budget_s
     if budget is not None and backend_for(plan.settings.launcher).on_this_host:
-        where = plan.origins.get("launcher.budget_s", "a default")
+        where = plan.origin("launcher.budget_s")
         print(
             f"budget: launcher.budget_s={budget:g} ({where}): no run starts that would end after {budget:g} s, and "
             "none measures past it; launcher.budget_s=null runs every run"

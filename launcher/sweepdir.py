@@ -125,7 +125,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
             )
         runs.append(spec)
     origins = {override.split("=", 1)[0]: "the command line" for override in overrides}
-    return Plan(sweep_dir=sweep_dir, runs=tuple(runs), origins=origins)
+    return Plan(sweep_dir=sweep_dir, runs=tuple(runs), origins=origins, unset_origin="as the sweep was launched")
 
 
 def _changes(overrides: list[str]) -> DictConfig:

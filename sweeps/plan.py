@@ -63,6 +63,11 @@ class Plan:
     problems: tuple[str, ...] = ()  # runs that did not compose (a partial build_plan)
     published: Path | None = None  # a config dir's published figures of the sweep, which its records keep
     notices: tuple[str, ...] = ()  # what the planner says before anything runs: a value or an axis that gave way
+    unset_origin: str = "a default"  # what set a key that no override and no sweep file set
+
+    def origin(self, key: str) -> str:
+        """What set the value of config key `key`: the command line, a sweep file, a default, the launch resumed."""
+        return self.origins.get(key, self.unset_origin)
 
     def explain(self, problem: str) -> str:
         """`problem`, with where the value it names was set (the command line, a sweep file, a default)."""

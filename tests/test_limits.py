@@ -498,3 +498,22 @@ def test_a_configuration_whose_runs_failed_on_their_own_is_not_the_budgets():
     left = records.Status(records.PENDING, interrupted={"type": records.BUDGET, "at": "now"})
     runs = [dataclasses.replace(r, status=failed if r.axes["input_type"] == "tensor" else left) for r in runs]
     assert without_done_runs(runs) == ["subclass"]
+
+
+def test_a_resume_says_its_budget_is_the_one_the_sweep_was_launched_with(tmp_path, capsys):
+    """Its plan is rebuilt from the records: no sweep file or default set the budget it runs under."""
+    from perfsweep.commands.launching import _announce, _runner
+    from perfsweep.launcher.submit import launch as submit
+    from perfsweep.launcher.sweepdir import recorded_plan
+
+    overrides = [*FAST, "tracker.mode=disabled", "launcher=debug", "launcher.budget_s=50", f"runs_dir={tmp_path}"]
+    plan = build_plan(overrides)
+    submit(plan, [], _runner())
+    assert plan.origin("launcher.budget_s") == "the command line"
+    for spec in plan.runs:
+        lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
+    _announce(recorded_plan(plan.sweep_dir))
+    said = "budget: launcher.budget_s=50 (as the sweep was launched): no run starts that would end after 50 s"
+    assert said in capsys.readouterr().out
+    _announce(recorded_plan(plan.sweep_dir, ["launcher.budget_s=40"]))
+    assert "budget: launcher.budget_s=40 (the command line)" in capsys.readouterr().out

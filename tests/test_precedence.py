@@ -137,7 +137,7 @@ def test_a_model_yaml_of_yours_runs_at_its_batch_and_the_table_says_so(imagelib,
     assert result.returncode == 0, result.stdout + result.stderr
     (summary,) = [records.read_json(path) for path in (tmp_path / "default").glob("*/summary.json")]
     assert summary["batch_size"] == 8
-    assert " optim=torch | batch 8, 32 px | " in result.stdout, "the table says the batch it ran at"
+    assert " optim=torch model.kwargs.width=8 | batch 8, 32 px | " in result.stdout, "the table says what it ran"
     assert f"model.batch_size=8 ({config_dir / 'model' / 'mine.yaml'}) runs, not model.batch_size=16" in result.stderr
 
 

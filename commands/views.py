@@ -281,7 +281,7 @@ def write_plots(args: argparse.Namespace) -> int:
 
 
 def write_report(args: argparse.Namespace) -> int:
-    from perfsweep.analysis.views import explain, wandb_online
+    from perfsweep.analysis.views import explain, table, wandb_online
     from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
     from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
     from perfsweep.records import load_sweep
@@ -292,8 +292,11 @@ def write_report(args: argparse.Namespace) -> int:
     phases = list(summaries[0].phases) if summaries else []
     ranks = max((s.ranks.world_size for s in summaries if s.ranks), default=0)
     explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
+    shown = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)) if args.wandb else None
+    said = (*shown.above[1:], *shown.flags) if shown else ()
+    content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained, said)
     if args.wandb and args.dry_run:  # writes nothing
-        print(outline(wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained)))
+        print(outline(content))
         return 0
     out = output_folder(args)
     if args.wandb:
@@ -306,7 +309,6 @@ def write_report(args: argparse.Namespace) -> int:
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
-        content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained)
         try:
             url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
         except wandb_online.WandbUnreachable as error:

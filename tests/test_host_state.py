@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perfsweep.analysis.render import text
-from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, seen, taken
+from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, figures, seen, taken
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import flags
@@ -105,6 +105,8 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
     )
     short = HostState.of([dataclasses.replace(busy, wall_s=0.05, busy_s=1.02, tick_s=0.01)])
     assert seen(short).startswith("its 0.05 s window is too short for /proc/stat to tell others' CPU (±12%); ")
+    past = dataclasses.replace(HostState.of([busy]), steal_share=0.0, resolution=0.0219)  # just past steal's 2%
+    assert "steal 0% ±2.2%" in figures(past), "the resolution that makes steal unknown is not shown as 2%"
     ticked = [
         HostBlock(wall_s=0.001, cpus=2, process_cpu_s=0.002, busy_s=busy_s) for busy_s in (0.0, 0.0, 0.01, 0.0, 0.0)
     ]

@@ -172,3 +172,16 @@ def test_the_published_view_of_a_repeats_auto_sweep_keeps_the_level_of_its_looks
     )
     at_99 = speedup_over(subclass, tensor, level=0.99)
     assert shown.header[-2] == "ours [99%]" and shown.items[0][-2] == str(at_99)
+
+
+def test_the_published_view_says_what_ran_beside_the_published_setting(tmp_path):
+    """A scaled-down reproduction reads as like for like unless its model, batch and size are named."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(3))
+    sized = {"model.name": "resnet18", "model.batch_size": 16, "model.image_size": 64}
+    runs = [dataclasses.replace(r, fields=r.fields | sized, axes={"model": "resnet18", **r.axes}) for r in runs]
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "hardware": "h", "software": "s", "source": "x", "comparisons": [comparison]}
+    records.write_json(sweep_dir / records.PUBLISHED, source)
+    shown = published.view(sweep_dir)
+    assert shown.above[1].startswith("ours ran: ") and "batch 16, 64 px" in shown.above[1], shown.above

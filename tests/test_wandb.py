@@ -225,6 +225,8 @@ def test_report_dry_run_prints_the_outline_without_a_key_or_a_network(local_swee
     section = "## Median time per phase\n  runs: Metric('Group') == 'default'\n  bar chart: median_ms.data_ms"
     assert section in shown.stdout
     assert "line chart: step_ms over step" in shown.stdout and "table panel: speedups" in shown.stdout
+    head = shown.stdout.split("## Results")[0]  # shared on its own, the Report says what ran and where
+    assert " | batch 16, 32 px | CPU " in head and " | torch " in head, head
 
 
 def _closed_port() -> int:

@@ -35,7 +35,9 @@ def seen(host: HostState) -> str:
     if host.others_share is not None and host.others_share - error > OTHERS:
         found.append(f"other processes took {host.others_share:.0%} of its CPUs during its window")
     elif error > OTHERS:
-        found.append(f"its {host.wall_s:.2g} s window is too short for /proc/stat to tell others' CPU (±{error:.0%})")
+        found.append(
+            f"its {host.wall_s:.2g} s window is too short for /proc/stat to tell others' CPU ({within(error)})"
+        )
     if host.steal_share is not None and host.steal_share - error > STEAL:
         found.append(f"steal {host.steal_share:.0%} of its window")
     if host.throttled:
@@ -122,6 +124,11 @@ def _gpu_seen(host: HostState) -> list[str]:
     return found
 
 
+def within(resolution: float) -> str:
+    """/proc/stat's resolution over a window, to two digits: 2.2% is past a 2% threshold, where 2% would not say."""
+    return f"±{100 * resolution:.2g}%"
+
+
 def seen_in(summary: Summary | None) -> str | None:
     """What the host showed during a run (`seen`); None where its host was not read."""
     return seen(summary.host) if summary and summary.host else None
@@ -131,7 +138,9 @@ def figures(host: HostState) -> str:
     """The run's host figures, each one or `unknown`, for a line of its own."""
 
     def share(value: float | None) -> str:
-        return "unknown" if value is None else f"{value:.0%}" + (f" ±{host.resolution:.0%}" if host.resolution else "")
+        return (
+            "unknown" if value is None else f"{value:.0%}" + (f" {within(host.resolution)}" if host.resolution else "")
+        )
 
     clock = f"{host.mhz_start:.0f} -> {host.mhz_end:.0f} MHz" if host.mhz_start and host.mhz_end else "unknown"
     throttled = "unknown" if host.throttled is None else f"{host.throttled} times"

@@ -43,11 +43,12 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, environment_axes, measures, pairing, round_of
+from perfsweep.analysis.groups import Configuration, configurations, environment_axes, measures, pairing, round_of
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedup
 from perfsweep.analysis.statistics.verdict import published_speedup, verdict
+from perfsweep.analysis.views.table import context
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
@@ -187,7 +188,10 @@ def view(sweep_dir: Path) -> View | None:
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
         f"source: {source['source']}",
     ]
-    level = rule_of(sweep_dir, runs).level
+    rule = rule_of(sweep_dir, runs)
+    if done := [r for r in runs if r.state == DONE and r.summary]:  # what ran, as the table's line above says it
+        above.insert(1, f"ours ran: {context(runs, configurations(done), rule)}")
+    level = rule.level
     headers = [*HEADER, f"ours [{percent(level)}]", "verdict"]
     columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
     rows = [

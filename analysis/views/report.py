@@ -86,11 +86,19 @@ RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep wi
 
 
 def wandb_report_content(
-    sweep: str, project: str, entity: str | None, phases: list[str], ranks: int = 0, explained: bool = False
+    sweep: str,
+    project: str,
+    entity: str | None,
+    phases: list[str],
+    ranks: int = 0,
+    explained: bool = False,
+    said: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """What the W&B Report holds, as plain data: title, description, and blocks.
 
     Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B group.
+    `said` are the table's lines above and below it: the machine and settings, and the flags.
+    A Report is shared on its own, so it says them as the HTML report does.
     They are the HTML report's sections, as W&B panels.
     A sweep run with explain=true (`explained`) gets the table of its ranked differences.
     A sweep whose runs have up to `ranks` ranks gets each rank's step and backward over the steps.
@@ -113,6 +121,7 @@ def wandb_report_content(
     blocks: list[dict[str, Any]] = [
         {"type": "h1", "text": f"Sweep {sweep}"},
         {"type": "p", "text": "Per-step phase times of the sweep's runs, recorded by perfsweep."},
+        *({"type": "p", "text": line} for line in said),
     ]
     for heading, grid in panels.items():
         blocks += [{"type": "h2", "text": heading}, {"type": "panel_grid", "runset": runs, "panels": grid}]
@@ -133,6 +142,8 @@ def outline(content: dict[str, Any]) -> str:
     for block in content["blocks"]:
         if block["type"] in ("h1", "h2"):
             lines.append(f"{'#' if block['type'] == 'h1' else '##'} {block['text']}")
+        elif block["type"] == "p":
+            lines.append(block["text"])
         elif block["type"] == "panel_grid":
             lines.append(f"  runs: {block['runset']['filters']}")
             for panel in block["panels"]:

@@ -143,7 +143,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}
-        run.summary.update({"runs": len(runs), **counts})
+        # the tables' numbers need what ran and where, and the flags beside them, as the terminal's table says them
+        said = {"ran": results.above[1]} if len(results.above) > 1 else {}
+        run.summary.update({"runs": len(runs), **counts, **said, "flags": "\n".join(results.flags)})
         with tempfile.TemporaryDirectory(prefix="perfsweep-records-") as staging:
             for path in record_files(sweep_dir):
                 name = str(path.relative_to(sweep_dir))

@@ -174,7 +174,7 @@ def our_setting(runs: list[RunRecord]) -> str:
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
     scales = sorted({str(r.fields.get("scale", "full")) for r in runs} - {"full"})
-    scaled = f", scale={','.join(scales)} (the sweep file's settings for it, not the published ones)" if scales else ""
+    scaled = f", scale={','.join(scales)}, not the published setting" if scales else ""
     return f"{run.device}, {torch}{elsewhere}{scaled}"
 
 

@@ -41,6 +41,15 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
     return next(r for r in known if _key(r, asked) == most)
 
 
+def named(runs: list[RunRecord]) -> str:
+    """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'.
+
+    It is '' where unknown.
+    """
+    main = usual(runs)
+    return ", ".join(f"{label} {value}" for label, value in main.machine.items()) if main else ""
+
+
 def elsewhere(runs: list[RunRecord]) -> list[str]:
     """A line for each done run whose machine differs from the usual one, in labels neither run's config chose.
 

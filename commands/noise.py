@@ -178,7 +178,7 @@ def _spread(runs: list[RunRecord], paired: bool) -> noise.Spread | None:
 
 def _seen(runs: list[RunRecord]) -> list[Setting]:
     """Steal and other processes' CPU during the runs' windows, as their host records show them."""
-    from perfsweep.analysis.statistics.host_flags import TAKEN, shares
+    from perfsweep.analysis.statistics.host_flags import TAKEN, shares, within
 
     told = shares(runs)
     hosts = [r.summary.host for r in runs if r.summary and r.summary.host]
@@ -190,7 +190,7 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
             state = f"{told[label]:.0%} (median over its runs; above {threshold:.0%} adds noise)"
             found.append(Setting(name, state, told[label] > threshold, FIXES[label]))
         elif resolutions:
-            state = f"{TOO_SHORT}: ±{min(resolutions):.0%}"
+            state = f"{TOO_SHORT}: {within(min(resolutions))}"
             found.append(Setting(name, state, None))
         else:
             found.append(Setting(name, "its runs' records hold no host figures", None))

@@ -292,7 +292,8 @@ def write_report(args: argparse.Namespace) -> int:
     phases = list(summaries[0].phases) if summaries else []
     ranks = max((s.ranks.world_size for s in summaries if s.ranks), default=0)
     explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
-    shown = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)) if args.wandb else None
+    stranded = stranded_runs(args.sweep_dir, runs)  # asks the scheduler: once, for the table and the report
+    shown = table.table_view(args.sweep_dir, runs, stranded) if args.wandb else None
     said = (*shown.above[1:], *shown.flags) if shown else ()
     content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained, said)
     if args.wandb and args.dry_run:  # writes nothing
@@ -305,7 +306,7 @@ def write_report(args: argparse.Namespace) -> int:
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
-    print(f"report: {html_report(args.sweep_dir, out, stranded_runs(args.sweep_dir, runs))}")
+    print(f"report: {html_report(args.sweep_dir, out, stranded)}")
     for warning in log_sweep(args.sweep_dir, conf):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:

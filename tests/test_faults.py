@@ -523,6 +523,9 @@ def test_a_local_job_of_another_host_is_unknown_here_while_a_launch_there_holds_
     (tmp_path / ".lock").write_text("")  # that launch has ended, and its jobs with it
     (row,) = run_states(tmp_path)
     assert row.state == "lost", "resume runs it again"
+    (tmp_path / ".lock").unlink()  # launcher.lock=false: no record of that launch, so its jobs count as ended
+    (row,) = run_states(tmp_path)
+    assert row.state == "lost", "unknown would leave it to a job that no one can see: resume runs it again"
 
 
 def test_a_slurm_sweep_read_off_the_cluster_has_its_unfinished_runs_unknown(tmp_path, monkeypatch):

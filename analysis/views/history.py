@@ -329,7 +329,7 @@ def machine_lines(series: Series) -> list[str]:
     main = machines.usual([run for _, held in series.held for run in held])
     if main is None:
         return []
-    said = ["machine: " + ", ".join(f"{label} {value}" for label, value in main.machine.items())]
+    said = [f"machine: {machines.named([main])}"]
     for point, held in series.held:
         usual = machines.usual(held)
         differ = machines.differences(main.machine, usual.machine, main.asked | usual.asked) if usual else {}
@@ -351,12 +351,12 @@ def exit_status(made: list[Series]) -> int:
 
 def plot(series: Series, phase: str, path: Path) -> Path:
     """The configuration's points with their intervals, each segment's mean, and its change points marked."""
-    from perfsweep.analysis.views.plots import machine_of, plt, save
+    from perfsweep.analysis.views.plots import plt, save
 
     x = np.arange(len(series.rows))
     centres = [centre(row) for row in series.rows]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(x) + 2), 4.3))
-    machine = machine_of([run for _, held in series.held for run in held])
+    machine = machines.named([run for _, held in series.held for run in held])
     fig.suptitle(
         f"{series.label}: {phase} time by commit" + (f"\non {machine}" if machine else ""),
         x=0.01,

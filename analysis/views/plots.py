@@ -48,15 +48,6 @@ LABEL_CHARS = 40  # a row's label wraps at spaces into lines of at most this man
 TITLE_CHARS = 110  # a title wraps into lines of at most this many characters: WIDTH at its font size
 
 
-def machine_of(runs: list[RunRecord]) -> str:
-    """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'.
-
-    It is '' where unknown.
-    """
-    usual = machines.usual(runs)
-    return ", ".join(f"{label} {value}" for label, value in usual.machine.items()) if usual else ""
-
-
 def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRecord]):
     """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need.
 
@@ -65,7 +56,7 @@ def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRe
     """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
     lines = max((label.count("\n") + 1 for label in wrapped), default=1)
-    heading = [*textwrap.wrap(title, TITLE_CHARS), *([f"on {machine}"] if (machine := machine_of(runs)) else [])]
+    heading = [*textwrap.wrap(title, TITLE_CHARS), *([f"on {machine}"] if (machine := machines.named(runs)) else [])]
     height = 1.4 + 0.2 * (len(heading) - 1) + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)
     fig, ax = plt.subplots(figsize=(WIDTH, height))
     ax.set_yticks(range(len(wrapped)), wrapped)
@@ -173,7 +164,7 @@ def speedups_figure(compared, names: dict[tuple, str], level: float):
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
         "interval (green: faster, red: slower, gray: neither; dashed: within-run)"
     )
-    runs = [r for versus, _ in order for c in (versus.config, versus.base) for r in c.runs]
+    runs = list({id(r): r for versus, _ in order for c in (versus.config, versus.base) for r in c.runs}.values())
     fig, ax = _figure([versus.label(names) for versus, _ in order], title, values, runs)
     for y, (_, s) in enumerate(order):
         # Colour is a verdict: none from one run's steps.

@@ -120,3 +120,14 @@ def test_uv_finds_what_pip_s_variables_point_it_to_and_asks_no_index_where_pip_w
     assert found.returncode == 0 and "+ perfsweep-probe==1.0" in found.stderr, found.stderr
     missing = subprocess.run([*command, "six"], env=mine | pip, capture_output=True, text=True, timeout=60)
     assert missing.returncode != 0 and "six" in missing.stderr, "no index asked: six is in no wheel of the folder"
+
+
+def test_the_install_compiles_every_folder_of_the_package():
+    """scripts/install compiles perfsweep's bytecode folder by folder: those are pyproject.toml's top packages."""
+    import tomllib
+
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    tops = {name.split(".")[1] for name in packages if name.count(".") >= 1}
+    line = next(line for line in (ROOT / "scripts" / "install").read_text().splitlines() if " conf " in line)
+    assert line.startswith(".venv/bin/python -m compileall -q conf ")
+    assert set(line.split()[4:-2]) == tops, "a folder of the package that the install leaves uncompiled"

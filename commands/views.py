@@ -281,6 +281,7 @@ def write_plots(args: argparse.Namespace) -> int:
 
 
 def write_report(args: argparse.Namespace) -> int:
+    from perfsweep import records
     from perfsweep.analysis.views import explain, table, wandb_online
     from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
     from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
@@ -295,7 +296,10 @@ def write_report(args: argparse.Namespace) -> int:
     stranded = stranded_runs(args.sweep_dir, runs)  # asks the scheduler: once, for the table and the report
     shown = table.table_view(args.sweep_dir, runs, stranded) if args.wandb else None
     said = (*shown.above[1:], *shown.flags) if shown else ()
-    content = wandb_report_content(args.sweep_dir.name, conf.project, conf.entity, phases, ranks, explained, said)
+    group = records.group_of(args.sweep_dir)
+    content = wandb_report_content(
+        args.sweep_dir.name, group, conf.project, conf.entity, phases, ranks, explained, said
+    )
     if args.wandb and args.dry_run:  # writes nothing
         print(outline(content))
         return 0

@@ -88,6 +88,7 @@ from perfsweep.records.status import (
 )
 from perfsweep.records.sweep import (
     AUTO,
+    group_of,
     last_launch,
     planned_runs,
     read_manifest,
@@ -95,6 +96,7 @@ from perfsweep.records.sweep import (
     repair,
     submitted_jobs,
     sweep_file_name,
+    tracker_group,
     write_planned,
 )
 
@@ -103,7 +105,8 @@ __all__ = [
     "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
-    "read_steps", "sweep_file_name", "unwritable", "write_json", "write_jsonl", "write_steps",
+    "read_steps", "sweep_file_name", "group_of", "tracker_group", "unwritable", "write_json", "write_jsonl",
+    "write_steps",
     "HostBlock", "HostState", "Repro",
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",
     "Baseline", "Compiled", "PairedSummary", "RankSummary", "Reference", "RunRecord", "Summary", "is_done", "load_run",

@@ -55,6 +55,15 @@ def sweep_file_name(name: str) -> str:
     return RENAMED_SWEEPS.get(name, name)
 
 
+def tracker_group(sweep_name: str, tracker_id: str) -> str:
+    """The W&B group of a sweep's runs: its name and its uid.
+
+    The uid begins each of its W&B runs' ids (`tracker_id`), or is given alone.
+    Two sweeps of one name stay apart in one W&B project: two machines' `default`, say.
+    """
+    return f"{sweep_name}-{tracker_id.split('-', 1)[0]}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Baseline:
     """The axis a run is compared along, and the value of the run it is compared with."""
@@ -155,6 +164,15 @@ def rebuilt_jobs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
         if status.job_id:
             jobs[folder.name] = {"job_id": status.job_id, "log": status.log}
     return jobs
+
+
+def group_of(sweep_dir: Path) -> str:
+    """The W&B group of the sweep in `sweep_dir` (tracker_group), by its uid; its name alone where it has none.
+
+    A sweep without a uid has logged no run.
+    """
+    uid = (read_manifest(sweep_dir) or {}).get("uid")
+    return tracker_group(sweep_dir.name, uid) if uid else sweep_dir.name
 
 
 def read_manifest(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, Any] | None:

@@ -86,7 +86,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     # (the first step of a block without sync still waits for the peers: its forward broadcasts buffers)
     fast, slow = (median(row[f"rank{rank}/step_ms"] for row in without_sync) for rank in (0, 1))
     assert slow > fast, "rank 1's W&B series carries its 50 ms"
-    content = wandb_report_content("default", "perfsweep", None, list(summary.phases), ranks=2)
+    content = wandb_report_content("default", "default-ab12cd34", "perfsweep", None, list(summary.phases), ranks=2)
     blocks = content["blocks"]
     (grid,) = [b for a, b in zip(blocks, blocks[1:], strict=False) if a.get("text") == "Step time by rank"]
     panels = grid["panels"]

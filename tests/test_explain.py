@@ -240,9 +240,9 @@ def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_sect
     header, rows = explain.table(shown)
     assert header[:2] == ["comparison", "difference"] and {row[0] for row in rows} == {"subclass vs tensor"}
     assert len(rows) == len(shown[0].rows)
-    said = outline(wandb_report_content("s", "perfsweep", "team", ["forward"], explained=True))
-    assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's'\n  table panel: explain" in said
-    assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "perfsweep", "team", ["forward"]))
+    said = outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"], explained=True))
+    assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's-ab12cd34'\n  table panel: explain" in said
+    assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"]))
     assert explain.table(explain.views(tmp_path, explained_sweep(tmp_path / "same", slowdown=1.0))) == ([], [])
 
 

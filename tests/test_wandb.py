@@ -53,7 +53,8 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     assert config["env.packages.torch"] and config["env.device"] == "cpu"
     command, caveat = config["repro"].split("  # ")  # the command that measures it again, and its code's commit
     assert command.startswith("perfsweep model=tiny_cnn ") and "input_type=subclass" in command and caveat
-    assert page["run_group"] == run_dir.parent.name and "subclass" in page["tags"]
+    # its sweep's name and uid: helpers.run's W&B ids begin with "t"
+    assert page["run_group"] == f"{run_dir.parent.name}-t" and "subclass" in page["tags"]
     summary = {}
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
         summary.update(update)
@@ -96,7 +97,7 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     sweep, *_ = local_sweep
     logged = wandb_records(sweep)
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
-    assert page["job_type"] == "sweep" and page["run_group"] == "default"
+    assert page["job_type"] == "sweep" and page["run_group"] == records.group_of(sweep) != "default"
     (results,) = sweep.glob("wandb/offline-run-*/files/media/table/results_*.table.json")
     table = json.loads(results.read_text())
     step = table["columns"].index("step ms")
@@ -188,7 +189,11 @@ def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged
     # a requirement, but not on a GPU machine's image, where only the `gpu` tests are collected from this module
     expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters
     sweep, *_ = local_sweep
-    content = wandb_report_content(sweep.name, "perfsweep", "perf-team", ["data", "forward", "backward", "optimizer"])
+    group = records.group_of(sweep)  # its name and uid: two machines' `default` sweeps stay apart in one project
+    assert group.startswith(f"{sweep.name}-") and group != sweep.name
+    content = wandb_report_content(
+        sweep.name, group, "perfsweep", "perf-team", ["data", "forward", "backward", "optimizer"]
+    )
     report = build_wandb_report(content)  # wandb_workspaces objects: nothing is sent
     runs = [wandb_records(path.parent) for path in sweep.glob("*/wandb")]
     swept = wandb_records(sweep)  # the sweep-level run, which logs the tables
@@ -202,9 +207,9 @@ def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged
     assert [b.text for b in report.blocks if type(b).__name__ == "H2"] == ["Results", *PLOT_SECTIONS]
     for grid in grids:
         (runset,) = grid.runsets
-        group = json.loads(expr_to_filters(runset.filters).model_dump_json())
-        assert sweep.name in json.dumps(group) and "group" in json.dumps(group)
-        assert {page["run_group"] for page in pages} == {sweep.name} and len(pages) == 4, "3 runs and the sweep's"
+        found = json.loads(expr_to_filters(runset.filters).model_dump_json())
+        assert group in json.dumps(found) and "group" in json.dumps(found)
+        assert {page["run_group"] for page in pages} == {group} and len(pages) == 4, "3 runs and the sweep's"
         for panel in grid.panels:
             kind = type(panel).__name__
             if kind == "BarPlot":
@@ -228,7 +233,8 @@ def test_report_dry_run_prints_the_outline_without_a_key_or_a_network(local_swee
     shown = launch_here("report", str(sweep), "--wandb", "--dry-run", "tracker.entity=perf-team")
     assert shown.returncode == 0, shown.stderr
     assert "W&B Report 'perfsweep: default' in perf-team/perfsweep" in shown.stdout
-    section = "## Median time per phase\n  runs: Metric('Group') == 'default'\n  bar chart: median_ms.data_ms"
+    group = records.group_of(sweep)
+    section = f"## Median time per phase\n  runs: Metric('Group') == '{group}'\n  bar chart: median_ms.data_ms"
     assert section in shown.stdout
     assert "line chart: step_ms over step" in shown.stdout and "table panel: speedups" in shown.stdout
     head = shown.stdout.split("## Results")[0]  # shared on its own, the Report says what ran and where

@@ -36,7 +36,7 @@ class Tracker:
                 mode=conf.mode,
                 project=conf.project,
                 entity=conf.entity,
-                group=spec.sweep_name,
+                group=records.tracker_group(spec.sweep_name, tracker_id),
                 name=spec.name,
                 id=tracker_id,
                 resume="allow",

@@ -87,6 +87,7 @@ RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep wi
 
 def wandb_report_content(
     sweep: str,
+    group: str,
     project: str,
     entity: str | None,
     phases: list[str],
@@ -96,7 +97,7 @@ def wandb_report_content(
 ) -> dict[str, Any]:
     """What the W&B Report holds, as plain data: title, description, and blocks.
 
-    Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B group.
+    Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B `group`.
     `said` are the table's lines above and below it: the machine and settings, and the flags.
     A Report is shared on its own, so it says them as the HTML report does.
     They are the HTML report's sections, as W&B panels.
@@ -104,7 +105,7 @@ def wandb_report_content(
     A sweep whose runs have up to `ranks` ranks gets each rank's step and backward over the steps.
     Those come from its rank<N>/ series.
     """
-    runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{sweep}'"}
+    runs = {"project": project, "entity": entity, "filters": f"Metric('Group') == '{group}'"}
     timed = [*phases, "step"]
     panels = {
         "Results": [{"type": "table", "table": "results"}],

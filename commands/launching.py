@@ -216,7 +216,7 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
         left = stranded(plan.sweep_dir) if outcome.not_done or outcome.busy else None  # as status says of them
         show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
-            print(budget_line(plan, unstarted, unmeasured, any(run.state == records.DONE for run in shown_runs)))
+            print(budget_line(plan, unstarted, unmeasured, shown_runs))
     return 1 if set(outcome.not_done) - set(unstarted) or unmeasured or stuck else 0
 
 
@@ -245,11 +245,24 @@ def without_done_runs(runs: list) -> list[str]:
     ]
 
 
-def budget_line(plan, unstarted: dict, unmeasured: list[str], any_done: bool) -> str:
-    """What the budget stopped and left unstarted, why, what the host showed, and how to run the rest.
+def one_done_run(runs: list) -> tuple[int, int]:
+    """How many configurations of these runs have one done run, and how many have any.
 
-    `unmeasured`: the configurations without a done run; `any_done`: whether the sweep has one, a resume's included.
-    The same budget may leave them undone again.
+    A configuration with one has within-run intervals, on which no comparison is decided.
+    """
+    from perfsweep import records
+    from perfsweep.analysis.groups import configurations
+
+    done = [sum(run.state == records.DONE for run in c.runs) for c in configurations(runs)]
+    return done.count(1), sum(count > 0 for count in done)
+
+
+def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) -> str:
+    """What the budget stopped and left unstarted, why, what the host showed, what is decided, and how to run the rest.
+
+    `unmeasured`: the configurations without a done run.
+    `shown_runs`: the sweep's runs, a resume's done ones included.
+    The same budget may leave the unmeasured undone again.
     So the way on is without it.
     """
     from perfsweep import records
@@ -267,10 +280,17 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], any_done: bool) ->
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     resume = f"{user_command()} resume {plan.sweep_dir}"
+    single, measured = one_done_run(shown_runs)
     if not unmeasured:
-        then = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
+        if not single:
+            decided = "the sweep's done runs decide"
+        elif single == measured:
+            decided = "each configuration has one done run: its intervals are within-run, and no comparison is decided"
+        else:
+            decided = f"{single} of {measured} configurations have one done run: no comparison of theirs is decided"
+        then = f"{decided}. `{resume}` (or the same command) runs the rest"
     else:
-        which = f"{counted(len(unmeasured), 'configuration')} without a done run" if any_done else "no run is done"
+        which = f"{counted(len(unmeasured), 'configuration')} without a done run" if measured else "no run is done"
         then = (
             f"{which}: nothing is decided of {listed(unmeasured)}. `{resume} launcher.budget_s=null` runs them "
             "without a budget; with this one, they may go undone again"

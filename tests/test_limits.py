@@ -346,31 +346,37 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
 
 
 def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_with_none_done_is(tmp_path, capsys):
-    """Two configurations of two runs each, done, then left to the budget as a launch leaves them, in the plan's
+    """Two configurations of three runs each, done, then left to the budget as a launch leaves them, in the plan's
     order. While each configuration has a done run, the sweep decides with them (exit 0), a resume's plan of the rest
-    too, and the same command runs the rest. A configuration without one is not measured at all: exit 1, naming it,
-    and the way on is without a budget, for the same one may leave it undone again."""
+    too, and the same command runs the rest. A configuration left one done run decides no comparison, and says so.
+    A configuration without one is not measured at all: exit 1, naming it, and the way on is without a budget, for
+    the same one may leave it undone again."""
     from perfsweep.commands.launching import _ended, _runner
     from perfsweep.launcher.submit import Outcome
     from perfsweep.launcher.submit import launch as submit
 
-    plan = build_plan([*FAST, "workload.impl=loop,broadcast", "repeats=2", "tracker.mode=disabled",
+    plan = build_plan([*FAST, "workload.impl=loop,broadcast", "repeats=3", "tracker.mode=disabled",
                        "launcher=debug", "launcher.budget_s=50", f"runs_dir={tmp_path}"])  # fmt: skip
-    assert [spec.axes["impl"] for spec in plan.runs] == ["loop", "broadcast"] * 2
+    assert [spec.axes["impl"] for spec in plan.runs] == ["loop", "broadcast"] * 3
     submit(plan, [], _runner())
     resume = f"perfsweep resume {plan.sweep_dir}"
-    on = f"the sweep's done runs decide. `{resume}` (or the same command) runs the rest"
+    rest = f". `{resume}` (or the same command) runs the rest"
+    on = "the sweep's done runs decide" + rest
     without = f". `{resume} launcher.budget_s=null` runs them without a budget; with this one, they may go undone again"
-    rest = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
-    resumed = dataclasses.replace(plan, runs=plan.runs[:3])
+    one = "each configuration has one done run: its intervals are within-run, and no comparison is decided" + rest
+    some = "1 of 2 configurations have one done run: no comparison of theirs is decided" + rest
+    resumed = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
     every = [spec.name for spec in plan.runs]
     for left, planned, shown, status, said in (
         (2, plan, (), 0, on),
-        (2, rest, every, 0, on),
-        (3, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),
-        (3, resumed, every, 1, "1 configuration without a done run: nothing is decided of loop" + without),
-        (4, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without),
-    ):
+        (2, resumed, every, 0, on),
+        (3, plan, (), 0, some),
+        (4, plan, (), 0, one),
+        (5, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),
+        (5, dataclasses.replace(plan, runs=plan.runs[:5]), every, 1,
+         "1 configuration without a done run: nothing is decided of loop" + without),
+        (6, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without),
+    ):  # fmt: skip
         for spec in plan.runs[:left]:
             lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
         states = {spec.name: records.read_status(plan.sweep_dir / spec.name).state for spec in planned.runs}

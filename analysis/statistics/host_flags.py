@@ -170,6 +170,20 @@ def _resolved(runs: list[RunRecord]) -> dict[str, list[float]]:
     return found
 
 
+def quiet(run: RunRecord) -> bool:
+    """Whether the run's window told that neither other processes nor steal took its CPUs past their thresholds.
+
+    A window too short to tell is not quiet: its share is unknown.
+    """
+    host = run.summary.host if run.summary else None
+    if host is None:
+        return False
+    told = [getattr(host, field) for _, threshold, field in TAKEN if (host.resolution or 0.0) < threshold]
+    return len(told) == len(TAKEN) and all(
+        share is not None and share <= threshold for share, (_, threshold, _) in zip(told, TAKEN, strict=True)
+    )
+
+
 def taken(runs: list[RunRecord]) -> str:
     """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
     median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.

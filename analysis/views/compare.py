@@ -34,7 +34,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            decide it; it fails the gate with --fail-undetermined
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
-                           way on is to run that sweep again with its host to itself
+                           way on is to run that sweep again with its host to itself; not where the runs no
+                           neighbour or steal took show the change on their own (two or more a side)
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's
     improvement / possible improvement    the same, the other way (significant only)
@@ -539,7 +540,9 @@ def compare_runs(
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
-    shared = shared_host(hosts_differ, lines, host_flags.shared_side(a, b))
+    held = held_by_quiet_runs(matched, names_a, lines, threshold, gate_phases) if hosts_differ else []
+    suspect = [line for line in lines if line not in held]
+    shared = shared_host(hosts_differ, suspect, host_flags.shared_side(a, b)) + quiet_hold(held)
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -602,6 +605,44 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> lis
             f"not the code: {again} before trusting them"
         )
     return said
+
+
+def held_by_quiet_runs(
+    matched: list[tuple[Configuration, Configuration]],
+    names: dict[tuple, str],
+    lines: list[Line],
+    threshold: float,
+    gate_phases: bool,
+) -> list[Line]:
+    """The flagged changes that the runs no neighbour or steal took show on their own.
+
+    Those runs must number two or more a side.
+    Their interval must lie wholly beyond the threshold, on the flagged side.
+    A load on the other runs does not explain such a change.
+    """
+    decided = {(line.configuration, line.phase): line for line in lines if line.flag and line.speedup.replicated}
+    held = []
+    for ca, cb in matched:
+        quiet = [Configuration(c.key, [run for run in c.runs if host_flags.quiet(run)]) for c in (ca, cb)]
+        if min(len(c.runs) for c in quiet) < 2 or not any(label == names[ca.key] for label, _ in decided):
+            continue
+        for line in config_lines(*quiet, names[ca.key], gate_phases):
+            flagged_line, ratio = decided.get((line.configuration, line.phase)), line.speedup
+            if flagged_line and ratio.replicated and (ratio.high < 1 - threshold or ratio.low > 1 + threshold):
+                if (ratio.value < 1) == (flagged_line.speedup.value < 1):
+                    held.append(flagged_line)
+    return held
+
+
+def quiet_hold(held: list[Line]) -> list[str]:
+    """Where flagged changes hold among the runs whose hosts were quiet: the load does not explain them."""
+    if not held:
+        return []
+    names = ", ".join(dict.fromkeys(f"{line.configuration} {line.phase}" for line in held))
+    return [
+        f"{SHARED_HOST}: their hosts differ (above), but the runs that no neighbour or steal took show the change "
+        f"of {names} on their own, beyond the threshold: that load does not explain it"
+    ]
 
 
 def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> list[str]:

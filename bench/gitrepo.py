@@ -24,6 +24,7 @@ SIZE = {size}
 
 class Step:
     phases = ("compute",)
+    reads = ()  # no model, input or precision
 
     def __init__(self, cfg, device):
         generator = torch.Generator().manual_seed(cfg.seed)
@@ -50,6 +51,7 @@ MS = {ms}
 class Step:
     phases = ("compute",)
     counts_flops = False  # a wait does none
+    reads = ()  # no model, input or precision: its job imports no model zoo
 
     def __init__(self, cfg, device):
         self.a = torch.ones(1, device=device)

@@ -21,7 +21,7 @@ from perfsweep.bench.command import ROOT, parser, would
 from perfsweep.bench.gitrepo import TARGET, generate
 
 LAUNCH = [sys.executable, str(ROOT / "launch.py")]
-SWEEP = [TARGET, "input_type=tensor", "memory_format=contiguous", "threads=1", "tracker.mode=disabled"]
+SWEEP = [TARGET, "threads=1", "tracker.mode=disabled"]  # steplib's step reads no model, input or precision
 
 
 def launch_per_commit(repo: Path, hashes: list[str], runs: Path, repeats: int, steps: int) -> float:

@@ -245,8 +245,8 @@ def without_done_runs(runs: list) -> list[str]:
     ]
 
 
-def one_done_run(runs: list) -> tuple[int, int]:
-    """How many configurations of these runs have one done run, and how many have any.
+def one_done_run(runs: list) -> tuple[int, int, int]:
+    """How many configurations of these runs have one done run, how many have any, and how many there are.
 
     A configuration with one has within-run intervals, on which no comparison is decided.
     """
@@ -254,11 +254,13 @@ def one_done_run(runs: list) -> tuple[int, int]:
     from perfsweep.analysis.groups import configurations
 
     done = [sum(run.state == records.DONE for run in c.runs) for c in configurations(runs)]
-    return done.count(1), sum(count > 0 for count in done)
+    return done.count(1), sum(count > 0 for count in done), len(done)
 
 
 def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) -> str:
-    """What the budget stopped and left unstarted, why, what the host showed, what is decided, and how to run the rest.
+    """What the budget stopped and left unstarted, and why.
+
+    It says what the host showed, what is decided, and how to run the rest.
 
     `unmeasured`: the configurations without a done run.
     `shown_runs`: the sweep's runs, a resume's done ones included.
@@ -280,14 +282,16 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) 
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
     resume = f"{user_command()} resume {plan.sweep_dir}"
-    single, measured = one_done_run(shown_runs)
+    single, measured, configs = one_done_run(shown_runs)
     if not unmeasured:
         if not single:
             decided = "the sweep's done runs decide"
-        elif single == measured:
+        elif single == configs:
             decided = "each configuration has one done run: its intervals are within-run, and no comparison is decided"
         else:
-            decided = f"{single} of {measured} configurations have one done run: no comparison of theirs is decided"
+            has = "has" if single == 1 else "have"
+            decided = f"{single} of {measured} configurations with a done run {has} only one: no comparison with "
+            decided += "them is decided"
         then = f"{decided}. `{resume}` (or the same command) runs the rest"
     else:
         which = f"{counted(len(unmeasured), 'configuration')} without a done run" if measured else "no run is done"

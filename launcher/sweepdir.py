@@ -38,8 +38,10 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
     """Create or reopen the sweep folder and add this launch's runs to its manifest."""
     sweep_dir = plan.sweep_dir
     make_folder(sweep_dir)
+    uid = uuid.uuid4().hex[:8]
     manifest = records.read_manifest(sweep_dir) or {
-        "uid": uuid.uuid4().hex[:8],
+        "uid": uid,
+        "group": f"{sweep_dir.name}-{uid}",  # two sweeps of one name stay apart in one W&B project
         "created_at": records.now(),
         "runs": {},
         "launches": [],

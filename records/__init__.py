@@ -2,7 +2,7 @@
 
 They are the source of truth every stage reads.
 
-    <sweep_dir>/sweep.json             the sweep: uid, the planned run names, launches
+    <sweep_dir>/sweep.json             the sweep: uid, W&B group, the planned run names, launches
     <sweep_dir>/runs.jsonl             every planned run's config record (config.json's content), a line each
     <sweep_dir>/jobs.json              the job each submitted run went to: job id, log, launcher
     <sweep_dir>/published.yaml         the published figures of a config dir's sweep file, copied at launch
@@ -96,7 +96,6 @@ from perfsweep.records.sweep import (
     repair,
     submitted_jobs,
     sweep_file_name,
-    tracker_group,
     write_planned,
 )
 
@@ -105,7 +104,7 @@ __all__ = [
     "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
-    "read_steps", "sweep_file_name", "group_of", "tracker_group", "unwritable", "write_json", "write_jsonl",
+    "read_steps", "sweep_file_name", "group_of", "unwritable", "write_json", "write_jsonl",
     "write_steps",
     "HostBlock", "HostState", "Repro",
     "DynamoCounts", "OperatorTimes", "Ops", "OpsFailed", "PhaseFigures", "read_ops",

@@ -55,15 +55,6 @@ def sweep_file_name(name: str) -> str:
     return RENAMED_SWEEPS.get(name, name)
 
 
-def tracker_group(sweep_name: str, tracker_id: str) -> str:
-    """The W&B group of a sweep's runs: its name and its uid.
-
-    The uid begins each of its W&B runs' ids (`tracker_id`), or is given alone.
-    Two sweeps of one name stay apart in one W&B project: two machines' `default`, say.
-    """
-    return f"{sweep_name}-{tracker_id.split('-', 1)[0]}"
-
-
 @dataclasses.dataclass(frozen=True)
 class Baseline:
     """The axis a run is compared along, and the value of the run it is compared with."""
@@ -102,6 +93,7 @@ class Manifest(TypedDict):
     """What sweep.json holds."""
 
     uid: str | None  # the sweep's W&B runs' ids begin with it
+    group: NotRequired[str]  # its W&B runs' group: its name and uid, apart from other sweeps of its name
     runs: dict[str, str]  # name -> run id
     launches: list[Launch]
     created_at: NotRequired[str]
@@ -167,12 +159,11 @@ def rebuilt_jobs(sweep_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def group_of(sweep_dir: Path) -> str:
-    """The W&B group of the sweep in `sweep_dir` (tracker_group), by its uid; its name alone where it has none.
+    """The W&B group of the sweep in `sweep_dir`, as its sweep.json keeps it.
 
-    A sweep without a uid has logged no run.
+    A sweep launched before sweep.json kept one logged by its name alone.
     """
-    uid = (read_manifest(sweep_dir) or {}).get("uid")
-    return tracker_group(sweep_dir.name, uid) if uid else sweep_dir.name
+    return (read_manifest(sweep_dir) or {}).get("group") or sweep_dir.name
 
 
 def read_manifest(sweep_dir: Path, unreadable: list[Unreadable] | None = None) -> dict[str, Any] | None:

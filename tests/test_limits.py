@@ -206,13 +206,25 @@ def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_
     assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"
 
 
+# The sleeping step, held in a job's import for up to a minute (it says so in the file `held` names): the job
+# cannot start a run before a Ctrl-C. (The job imports the launch's snapshot of the step, not the file written.)
+HELD = """import os, pathlib, time
+if os.environ.get("SUBMITIT_LOCAL_JOB_ID"):
+    pathlib.Path({held!r}).touch()
+    time.sleep(60)
+"""
+
+
 @pytest.mark.slow
 def test_ctrl_c_before_any_run_started_leaves_the_sweep_pending_not_lost(tmp_path, sleeping_steps):
-    """Ctrl-C as soon as the warm job is submitted, while it imports torch: no run has started, and `status` says
-    so (whether the job's own handler or the launcher's rule for runs never started recorded them)."""
+    """Ctrl-C while the warm job imports the step (held there): no run has started, and `status` says so (whether
+    the job's own handler or the launcher's rule for runs never started recorded them)."""
     sweep = tmp_path / "runs" / "default"
+    step = tmp_path / "slow" / "slow_steps.py"
+    held = tmp_path / "held"
+    step.write_text(HELD.format(held=str(held)) + step.read_text())
     launcher = start_launcher(tmp_path / "runs")
-    wait_for(lambda: (sweep / records.JOBS).exists(), "the job to be submitted")
+    wait_for(held.exists, "the job to import the step")
     os.killpg(launcher.pid, signal.SIGINT)
     out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == 130, out + err
@@ -364,7 +376,7 @@ def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_wit
     on = "the sweep's done runs decide" + rest
     without = f". `{resume} launcher.budget_s=null` runs them without a budget; with this one, they may go undone again"
     one = "each configuration has one done run: its intervals are within-run, and no comparison is decided" + rest
-    some = "1 of 2 configurations have one done run: no comparison of theirs is decided" + rest
+    some = "1 of 2 configurations with a done run has only one: no comparison with them is decided" + rest
     resumed = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
     every = [spec.name for spec in plan.runs]
     for left, planned, shown, status, said in (

@@ -53,8 +53,7 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     assert config["env.packages.torch"] and config["env.device"] == "cpu"
     command, caveat = config["repro"].split("  # ")  # the command that measures it again, and its code's commit
     assert command.startswith("perfsweep model=tiny_cnn ") and "input_type=subclass" in command and caveat
-    # its sweep's name and uid: helpers.run's W&B ids begin with "t"
-    assert page["run_group"] == f"{run_dir.parent.name}-t" and "subclass" in page["tags"]
+    assert page["run_group"] == records.group_of(run_dir.parent) and "subclass" in page["tags"]
     summary = {}
     for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
         summary.update(update)
@@ -321,3 +320,13 @@ def test_no_entity_is_a_clear_error_before_anything_is_sent(local_sweep, monkeyp
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     golden.says("report --wandb: the server names no entity", result.stderr, {sweep: "<sweep>"})
     assert _files(sweep) == before
+
+
+def test_a_sweep_launched_before_sweep_json_kept_a_group_is_grouped_by_its_name(tmp_path):
+    """Its W&B runs were logged in the group of its name: its Report and a resume's runs keep to it."""
+    old = tmp_path / "old"
+    old.mkdir()
+    records.write_json(old / records.SWEEP, {"uid": "ab12cd34", "runs": {}, "launches": []})
+    assert records.group_of(old) == "old"
+    records.write_json(old / records.SWEEP, {"uid": "ab12cd34", "group": "old-ab12cd34", "runs": {}, "launches": []})
+    assert records.group_of(old) == "old-ab12cd34"

@@ -36,7 +36,7 @@ class Tracker:
                 mode=conf.mode,
                 project=conf.project,
                 entity=conf.entity,
-                group=records.tracker_group(spec.sweep_name, tracker_id),
+                group=records.group_of(run_dir.parent),
                 name=spec.name,
                 id=tracker_id,
                 resume="allow",

@@ -171,16 +171,14 @@ def _resolved(runs: list[RunRecord]) -> dict[str, list[float]]:
 
 
 def quiet(run: RunRecord) -> bool:
-    """Whether the run's window told that neither other processes nor steal took its CPUs past their thresholds.
+    """Whether the run's window told that neither others nor steal took its CPUs past their thresholds.
 
     A window too short to tell is not quiet: its share is unknown.
     """
     host = run.summary.host if run.summary else None
-    if host is None:
-        return False
-    told = [getattr(host, field) for _, threshold, field in TAKEN if (host.resolution or 0.0) < threshold]
-    return len(told) == len(TAKEN) and all(
-        share is not None and share <= threshold for share, (_, threshold, _) in zip(told, TAKEN, strict=True)
+    return host is not None and all(
+        (host.resolution or 0.0) < threshold and (share := getattr(host, field)) is not None and share <= threshold
+        for _, threshold, field in TAKEN
     )
 
 

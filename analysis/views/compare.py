@@ -34,8 +34,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            decide it; it fails the gate with --fail-undetermined
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
-                           way on is to run that sweep again with its host to itself; not where the runs no
-                           neighbour or steal took show the change on their own (two or more a side)
+                           way on is to run that sweep again with its host to itself; where the runs no
+                           neighbour or steal took show the change too (two or more a side), it says so
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's
     improvement / possible improvement    the same, the other way (significant only)
@@ -75,6 +75,7 @@ So `status & 4` says a loss changed, `status & 8` that configurations of A went 
 import dataclasses
 import itertools
 import json
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -540,9 +541,10 @@ def compare_runs(
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
     shown = lines + losses
-    held = held_by_quiet_runs(matched, names_a, lines, threshold, gate_phases) if hosts_differ else []
-    suspect = [line for line in lines if line not in held]
-    shared = shared_host(hosts_differ, suspect, host_flags.shared_side(a, b)) + quiet_hold(held)
+    side = host_flags.shared_side(a, b)
+    held = quiet_runs_show(matched, names_a, lines, side, threshold) if hosts_differ else {}
+    suspect = [line for line in lines if (line.configuration, line.phase) not in held]
+    shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -582,12 +584,13 @@ def compare_runs(
     return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
 
 
-def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> list[str]:
+def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others: bool = False) -> list[str]:
     """What their hosts' difference (`hosts_differ`) means for the flagged lines; [] where the hosts do not differ.
 
     One sweep's host was shared (`shared`: "A", "B", or None where either may have been).
     A load slows the side it is on.
     More runs beside the same load would measure it again: an UNDETERMINED slowdown is decided by runs alone.
+    `others`: flagged lines of the same kinds that the quiet runs show (quiet_hold) are said apart.
     """
     flags = [line.flag for line in lines if line.flag]
     if not hosts_differ or not flags:
@@ -600,48 +603,53 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None) -> lis
             f"{again}, then compare"
         )
     if suspect := explicable(flags, shared):
+        which = "other lines" if others else "lines"
         said.append(
-            f"{SHARED_HOST}: their hosts differ (above), so the lines flagged {', '.join(suspect)} may show that load, "
-            f"not the code: {again} before trusting them"
+            f"{SHARED_HOST}: their hosts differ (above), so the {which} flagged {', '.join(suspect)} may show that "
+            f"load, not the code: {again} before trusting them"
         )
     return said
 
 
-def held_by_quiet_runs(
+def quiet_runs_show(
     matched: list[tuple[Configuration, Configuration]],
     names: dict[tuple, str],
     lines: list[Line],
+    shared: str | None,
     threshold: float,
-    gate_phases: bool,
-) -> list[Line]:
-    """The flagged changes that the runs no neighbour or steal took show on their own.
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """The flagged changes a load could explain that the runs no neighbour or steal took show too.
 
-    Those runs must number two or more a side.
-    Their interval must lie wholly beyond the threshold, on the flagged side.
-    A load on the other runs does not explain such a change.
+    Those runs number two or more a side.
+    Their interval lies wholly beyond the threshold, on the flagged side.
+    Each change is keyed by configuration and phase, with its quiet runs' counts.
     """
-    decided = {(line.configuration, line.phase): line for line in lines if line.flag and line.speedup.replicated}
-    held = []
+    suspect = set(explicable([line.flag for line in lines if line.flag], shared))
+    flagged_lines = {(line.configuration, line.phase): line for line in lines if line.flag.split(" (")[0] in suspect}
+    shown = {}
     for ca, cb in matched:
         quiet = [Configuration(c.key, [run for run in c.runs if host_flags.quiet(run)]) for c in (ca, cb)]
-        if min(len(c.runs) for c in quiet) < 2 or not any(label == names[ca.key] for label, _ in decided):
-            continue
-        for line in config_lines(*quiet, names[ca.key], gate_phases):
-            flagged_line, ratio = decided.get((line.configuration, line.phase)), line.speedup
-            if flagged_line and ratio.replicated and (ratio.high < 1 - threshold or ratio.low > 1 + threshold):
-                if (ratio.value < 1) == (flagged_line.speedup.value < 1):
-                    held.append(flagged_line)
-    return held
+        for (label, phase), line in flagged_lines.items():
+            if label != names[ca.key] or min(len(c.runs) for c in quiet) < 2:
+                continue
+            ratio = speedup(quiet[1].sample((f"{phase}_ms",)), quiet[0].sample((f"{phase}_ms",)))
+            beyond = ratio.high < 1 - threshold if line.speedup.value < 1 else ratio.low > 1 + threshold
+            if ratio.replicated and math.isfinite(ratio.p) and beyond:
+                shown[label, phase] = (len(quiet[0].runs), len(quiet[1].runs))
+    return shown
 
 
-def quiet_hold(held: list[Line]) -> list[str]:
-    """Where flagged changes hold among the runs whose hosts were quiet: the load does not explain them."""
-    if not held:
+def quiet_hold(shown: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
+    """Where the quiet runs show flagged changes too.
+
+    The load seen does not explain those.
+    """
+    if not shown:
         return []
-    names = ", ".join(dict.fromkeys(f"{line.configuration} {line.phase}" for line in held))
+    named = "; ".join(f"{label} {phase} (A {a}, B {b} runs)" for (label, phase), (a, b) in shown.items())
     return [
-        f"{SHARED_HOST}: their hosts differ (above), but the runs that no neighbour or steal took show the change "
-        f"of {names} on their own, beyond the threshold: that load does not explain it"
+        f"{SHARED_HOST}: their hosts differ (above), but the runs that no neighbour or steal took show these "
+        f"changes beyond the threshold too: {named}; the load seen does not explain them"
     ]
 
 

@@ -131,8 +131,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
 
         runs = load_sweep(sweep_dir)
         results = table.table_view(sweep_dir, runs)
-        group = records.tracker_group(sweep_dir.name, run_id)
-        run = view_run(conf, sweep_dir, run_id, "sweep", group=group, name=f"{sweep_dir.name}-sweep")
+        run = view_run(
+            conf, sweep_dir, run_id, "sweep", group=records.group_of(sweep_dir), name=f"{sweep_dir.name}-sweep"
+        )
         run.log({"results": wandb.Table(columns=results.fields, data=results.records)})  # numbers W&B sorts
         done = [r for r in runs if r.state == records.DONE and r.summary]
         rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none

@@ -172,8 +172,8 @@ def cells(out: str, first: str) -> list[dict[str, str]]:
 SLOW = ["workload._target_=slow_steps.Step", "steps=150", "seed=0,1", "tracker.mode=disabled", "repeats=1"]
 
 
-# A step of the user's own that cannot be built for seed 1; for seed 0, steps of 50 ms. It counts no FLOPs, so its job
-# imports no torch._dynamo.
+# A step of the user's own that cannot be built for seed 1; for seed 0, steps of 50 ms. It counts no FLOPs and reads
+# no model, so its job imports neither torch._dynamo nor torchvision.
 FAILS_AT_SEED_1 = """import time
 
 import torch
@@ -182,6 +182,7 @@ import torch
 class Step:
     phases = ("compute",)
     counts_flops = False
+    reads = ()
 
     def __init__(self, cfg, device):
         if cfg.seed == 1:

@@ -148,6 +148,7 @@ import torch
 class Step:
     phases = ("compute",)
     counts_flops = False
+    reads = ()
 
     def __init__(self, cfg, device):
         self.ms = 20.0 * ({slower} if cfg.workload.kwargs["part"] == "b" else 1.0)

@@ -197,7 +197,8 @@ def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged
     runs = [wandb_records(path.parent) for path in sweep.glob("*/wandb")]
     swept = wandb_records(sweep)  # the sweep-level run, which logs the tables
     pages = [r["run"] for found in [*runs, swept] for r in found if r["type"] == "run"]
-    history = [set(r["history"]["item"]) for found in runs for r in found if r["type"] == "history"]
+    steps = [r["history"]["item"] for found in runs for r in found if r["type"] == "history"]
+    history = [set(step) for step in steps if not step["warmup"]]  # the measured steps, which the charts show
     summaries = [_summary(found) for found in runs]
     files = {f["path"] for r in swept if r["type"] == "files" for f in r["files"]["files"]}
     grids = [b for b in report.blocks if type(b).__name__ == "PanelGrid"]

@@ -86,7 +86,7 @@ class Tracker:
             return
         try:
             for row in rows:
-                self.run.log(row)
+                self.run.log(logged(row))
         except Exception as error:
             self._warn("log", error)
 
@@ -109,6 +109,19 @@ class Tracker:
             self.run.finish(exit_code=1 if failed else 0)
         except Exception as error:
             self._warn("finish", error)
+
+
+WARMUP = "warmup/"  # the prefix of a warm-up step's figures in W&B
+
+
+def logged(row: dict[str, Any]) -> dict[str, Any]:
+    """A step's row as W&B gets it: a warm-up step's figures under `warmup/`.
+
+    A chart of `step_ms` then shows the measured steps alone, as the table's medians take them.
+    """
+    if not row.get("warmup"):
+        return row
+    return {key if key in ("step", "warmup") else WARMUP + key: value for key, value in row.items()}
 
 
 def track(

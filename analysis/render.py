@@ -73,6 +73,7 @@ class View:
     notes: list[str] = dataclasses.field(default_factory=list)  # below the table: how to read it
     flags: list[str] = dataclasses.field(default_factory=list)  # below the notes: FAILED, NOISY, DRIFT...
     empty: str = ""  # said instead of the table when it has no rows
+    shared: dict[str, str] = dataclasses.field(default_factory=dict)  # what every row shares, as data's fields
 
     @property
     def header(self) -> list[str]:
@@ -84,13 +85,17 @@ class View:
 
     @property
     def fields(self) -> list[str]:
-        """The header of its data: a column for each value, and for each part of a record."""
-        return [field for c in self.columns for field in c.fields]
+        """The header of its data: a column for each value, and for each part of a record.
+
+        What every row shares comes last.
+        """
+        return [field for c in self.columns for field in c.fields] + list(self.shared)
 
     @functools.cached_property
     def records(self) -> list[list[Any]]:
         """Its rows as data, in `fields`' order."""
-        return [[value for c in self.columns for value in c.data(item)] for item in self.items]
+        shared = list(self.shared.values())
+        return [[value for c in self.columns for value in c.data(item)] + shared for item in self.items]
 
 
 def figure(value: float | None) -> str:

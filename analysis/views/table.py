@@ -508,14 +508,16 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
     counts = f"{sweep_dir}: {counted(len(runs), 'run')}, {states}"
     configs = configurations(done) if done else []
     rule = rule_of(sweep_dir, runs)
+    ran = context(runs, configs, rule) if done else ""
     return View(
         title="Runs",
-        above=[counts, *([context(runs, configs, rule)] if done else [])],
+        above=[counts, *([ran] if ran else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
         notes=words(configs, rule) + energy_notes(configs),
         flags=flags(runs, sweep_dir, stranded),
         empty="",
+        shared={"ran": ran} if ran else {},  # a row of its CSV names its machine, torch and settings
     )
 
 

@@ -14,6 +14,7 @@ W&B is a view: a failure here is returned as a warning, never raised.
 `sync` uploads every offline W&B run of a sweep, as `wandb sync` does.
 """
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -130,11 +131,12 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         import wandb
 
         runs = load_sweep(sweep_dir)
-        results = table.table_view(sweep_dir, runs)
+        results = table.table_view(sweep_dir, runs)  # what every row shares is the summary's `ran`, not a column
         run = view_run(
             conf, sweep_dir, run_id, "sweep", group=records.group_of(sweep_dir), name=f"{sweep_dir.name}-sweep"
         )
-        run.log({"results": wandb.Table(columns=results.fields, data=results.records)})  # numbers W&B sorts
+        plain = dataclasses.replace(results, shared={})
+        run.log({"results": wandb.Table(columns=plain.fields, data=plain.records)})  # numbers W&B sorts
         done = [r for r in runs if r.state == records.DONE and r.summary]
         rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none
         columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]

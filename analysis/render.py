@@ -5,7 +5,8 @@ A view holds:
 - a title, and lines above its table;
 - the table's columns: a header, and how to make each row's cell from one item, as text and as data;
 - its items: runs, configurations or comparisons;
-- lines below: notes that explain it, and flags that warn.
+- lines below: notes that explain it, and flags that warn;
+- what every row shares, as fields its data end with (`shared`).
 
 Every command and the HTML report render the same views.
 So the report shows what the terminal shows.

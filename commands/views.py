@@ -286,6 +286,7 @@ def write_report(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
     from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
     from perfsweep.records import load_sweep
+    from perfsweep.records.redact import redact_text
 
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     runs = load_sweep(args.sweep_dir)
@@ -295,7 +296,7 @@ def write_report(args: argparse.Namespace) -> int:
     explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
     stranded = stranded_runs(args.sweep_dir, runs)  # asks the scheduler: once, for the table and the report
     shown = table.table_view(args.sweep_dir, runs, stranded) if args.wandb else None
-    said = (*shown.above[1:], *shown.flags) if shown else ()
+    said = tuple(redact_text(line) for line in (*shown.above[1:], *shown.flags)) if shown else ()  # leaves the machine
     group = records.group_of(args.sweep_dir)
     content = wandb_report_content(
         args.sweep_dir.name, group, conf.project, conf.entity, phases, ranks, explained, said

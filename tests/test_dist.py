@@ -81,6 +81,8 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
         assert len(mine) == 20 and 0 < sum(mine) < 20, "blocks with gradient sync and without it, on each rank"
     logged = [r["history"]["item"] for r in wandb_records(run.path) if r["type"] == "history"]
     assert len(logged) == 2 + 20, "one W&B run, a row a step: the warm-up and both kinds of measured steps"
+    warm = [row for row in logged if row.get("warmup")]
+    assert len(warm) == 2 and all("warmup/rank0/step_ms" in row and "rank0/step_ms" not in row for row in warm)
     without_sync = [row for row in logged if "step_ms" not in row and not row.get("warmup")]
     assert len(without_sync) == 10 and all(not row["rank0/grad_sync"] for row in without_sync)
     # (the first step of a block without sync still waits for the peers: its forward broadcasts buffers)

@@ -101,6 +101,7 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     table = json.loads(results.read_text())
     step = table["columns"].index("step ms")
     assert all(isinstance(row[step], float) for row in table["data"]), "figures W&B can sort and plot"
+    assert "ran" not in table["columns"], "what ran is the sweep run's summary, not a column of every row"
     (artifact,) = [
         r["artifact"] for r in logged if r["type"] == "artifact" and r["artifact"]["type"] == "perfsweep-records"
     ]
@@ -331,3 +332,16 @@ def test_a_sweep_launched_before_sweep_json_kept_a_group_is_grouped_by_its_name(
     assert records.group_of(old) == "old"
     records.write_json(old / records.SWEEP, {"uid": "ab12cd34", "group": "old-ab12cd34", "runs": {}, "launches": []})
     assert records.group_of(old) == "old-ab12cd34"
+
+
+def test_a_warm_up_step_is_logged_under_warmup_and_a_measured_one_as_it_is():
+    """A rank's columns of a run across ranks too; a row without the flag (a step without sync) stays as it is."""
+    from perfsweep.train.tracker import logged
+
+    warm = {"step": 0, "warmup": True, "step_ms": 9.0, "rank1/step_ms": 8.0, "rank1/probe": False}
+    assert logged(warm) == {
+        "step": 0, "warmup": True, "warmup/step_ms": 9.0, "warmup/rank1/step_ms": 8.0, "warmup/rank1/probe": False
+    }  # fmt: skip
+    measured = {"step": 3, "warmup": False, "step_ms": 2.0}
+    unflagged = {"step": 4, "rank1/step_ms": 2.0}
+    assert logged(measured) == measured and logged(unflagged) == unflagged

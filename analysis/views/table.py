@@ -245,7 +245,12 @@ OWN_KWARGS = ("model.kwargs.", "workload.kwargs.")  # the arguments of a model o
 
 
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
-    """What every row shares: the constant axes, the device and the software, and what its figures rest on.
+    """What every row shares: what ran (`ran`), and what its figures rest on."""
+    return " | ".join(part for part in (ran(runs, configs), _resting_on(configs, rule)) if part)
+
+
+def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
+    """What ran: the constant axes, batch and size, the device and the software, the timer, and how many at once.
 
     The constant arguments of the user's own model or step are among them.
     width=32 and width=64 are two models.
@@ -284,7 +289,6 @@ def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> 
         f"{device}{torch}",
         f"timer {timer}",
         f"{'/'.join(map(str, at_once))} run(s) at a time",
-        _resting_on(configs, rule),
     ]
     return " | ".join(part for part in parts if part)
 
@@ -508,16 +512,15 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
     counts = f"{sweep_dir}: {counted(len(runs), 'run')}, {states}"
     configs = configurations(done) if done else []
     rule = rule_of(sweep_dir, runs)
-    ran = context(runs, configs, rule) if done else ""
     return View(
         title="Runs",
-        above=[counts, *([ran] if ran else [])],
+        above=[counts, *([context(runs, configs, rule)] if done else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
         notes=words(configs, rule) + energy_notes(configs),
         flags=flags(runs, sweep_dir, stranded),
         empty="",
-        shared={"ran": ran} if ran else {},  # a row of its CSV names its machine, torch and settings
+        shared={"ran": ran(runs, configs)} if done else {},  # a row of its CSV names its machine, torch and settings
     )
 
 

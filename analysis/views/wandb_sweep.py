@@ -3,6 +3,7 @@
 The sweep-level run has job type "sweep", is named <sweep>-sweep, and is in the sweep's group.
 It holds the sweep's table as a wandb.Table ("results", one row per configuration), as data.
 A figure is a number, with its interval's bounds and its word in columns of their own, as the CSV has them.
+The CSV's `ran`, what ran and where, is in the run's summary instead, with the table's flags.
 With explain=true it holds each decided comparison's ranked differences ("explain").
 It holds the records as an artifact of type "perfsweep-records":
 
@@ -29,7 +30,7 @@ from perfsweep.analysis.views import explain, table
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import load_sweep
-from perfsweep.records.redact import redact
+from perfsweep.records.redact import redact, redact_text
 
 RUN_FILES = (
     records.CONFIG, records.ENV, records.STEPS, records.SUMMARY, records.STATUS, records.PROFILE, records.OPS
@@ -148,8 +149,9 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}
         # the tables' numbers need what ran and where, and the flags beside them, as the terminal's table says them
-        said = {"ran": results.above[1]} if len(results.above) > 1 else {}
-        run.summary.update({"runs": len(runs), **counts, **said, "flags": "\n".join(results.flags)})
+        said = {key: redact_text(value) for key, value in results.shared.items()}  # ran
+        flags = redact_text("\n".join(results.flags))
+        run.summary.update({"runs": len(runs), **counts, **said, "flags": flags})
         with tempfile.TemporaryDirectory(prefix="perfsweep-records-") as staging:
             for path in record_files(sweep_dir):
                 name = str(path.relative_to(sweep_dir))

@@ -54,10 +54,9 @@ def test_run_page_has_axes_env_group_tags_and_summary(offline_run):
     command, caveat = config["repro"].split("  # ")  # the command that measures it again, and its code's commit
     assert command.startswith("perfsweep model=tiny_cnn ") and "input_type=subclass" in command and caveat
     assert page["run_group"] == records.group_of(run_dir.parent) and "subclass" in page["tags"]
-    summary = {}
-    for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
-        summary.update(update)
+    summary = _summary(logged)
     assert summary["state"] == "done" and summary["median_ms.step_ms"] > 0 and summary["samples_per_s"] > 0
+    assert not [key for key in summary if key.startswith("warmup/")], "no warm-up step's figure sums the run up"
     measured = records.read_steps(run_dir / records.STEPS).to_pandas().query("not warmup")
     assert summary["step_ms"] == summary["median_ms.step_ms"] == pytest.approx(measured["step_ms"].median()), (
         "a phase's summary is its median step, not its last"
@@ -121,9 +120,7 @@ def test_a_sweep_whose_every_run_failed_still_logs_its_sweep_run(tmp_path):
     logged = wandb_records(tmp_path / "default")
     (page,) = [r["run"] for r in logged if r["type"] == "run"]
     assert page["job_type"] == "sweep"
-    summary = {}
-    for update in (r["summary"]["update"] for r in logged if r["type"] == "summary"):
-        summary.update(update)
+    summary = _summary(logged)
     assert summary["runs"] == 2 and summary["failed"] == 2 and summary["done"] == 0
     assert "FAILED" in summary["flags"] and "ran" not in summary, "no run done: no setting to name, its failures"
     (artifact,) = [
@@ -222,9 +219,12 @@ def test_the_wandb_report_is_built_offline_on_the_keys_and_runs_the_sweep_logged
 
 
 def _summary(found: list[dict]) -> dict:
+    """A W&B run's summary as its records leave it: their updates and removals, in order."""
     summary: dict = {}
-    for update in (r["summary"]["update"] for r in found if r["type"] == "summary"):
-        summary.update(update)
+    for record in (r["summary"] for r in found if r["type"] == "summary"):
+        summary.update(record.get("update", {}))
+        for item in record.get("remove") or []:
+            summary.pop(item["key"], None)
     return summary
 
 

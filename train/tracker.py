@@ -26,6 +26,7 @@ class Tracker:
     def __init__(self, conf: TrackerConf, spec: RunSpec, run_dir: Path, tracker_id: str):
         self.warnings: list[str] = []
         self.run = None
+        self.warm_keys: set[str] = set()  # the warm-up steps' keys it logged (`logged`)
         if conf.mode == "disabled":
             return
         try:
@@ -89,6 +90,7 @@ class Tracker:
                 self.run.log(logged(row))
         except Exception as error:
             self._warn("log", error)
+        self.warm_keys |= {key for row in rows if row.get("warmup") for key in logged(row) if key.startswith(WARMUP)}
 
     def finish(self, summary: dict[str, Any], run_dir: Path, failed: bool = False) -> None:
         """Log the summary and state, and the profiler trace as an artifact if the run has one; then close the run.
@@ -101,6 +103,8 @@ class Tracker:
             import wandb
 
             state = records.FAILED if failed else records.DONE
+            for key in sorted(self.warm_keys):  # W&B sums a key up by its last value: no warm-up step's
+                del self.run.summary[key]
             self.run.summary.update(redact({**flatten(summary), **summary.get("median_ms", {}), "state": state}))
             if (run_dir / records.PROFILE).exists():
                 artifact = wandb.Artifact(f"profile-{self.run.id}", type="profile")

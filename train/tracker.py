@@ -87,10 +87,11 @@ class Tracker:
             return
         try:
             for row in rows:
-                self.run.log(logged(row))
+                shown = logged(row)
+                self.warm_keys |= {key for key in shown if key.startswith(WARMUP)}
+                self.run.log(shown)
         except Exception as error:
             self._warn("log", error)
-        self.warm_keys |= {key for row in rows if row.get("warmup") for key in logged(row) if key.startswith(WARMUP)}
 
     def finish(self, summary: dict[str, Any], run_dir: Path, failed: bool = False) -> None:
         """Log the summary and state, and the profiler trace as an artifact if the run has one; then close the run.

@@ -3,7 +3,8 @@
 A key that is not in the schema is refused, never ignored.
 The refusal names the keys that are there and the nearest one.
 `+` adds a key only inside a dict field (model.kwargs, env.packages...), where what it adds is read.
-Hydra's own settings (hydra.*) are Hydra's to check.
+Hydra's own settings (hydra.*) are refused but hydra.searchpath: perfsweep composes its runs and writes its records
+itself, so Hydra's output folders, logging and launchers never come into play.
 """
 
 import dataclasses
@@ -19,6 +20,31 @@ ADDED_BELONGS = {
     "model": "a keyword argument of the model's constructor goes in model.kwargs: +model.kwargs.{leaf}={value}",
     "workload": "a setting of a step of your own goes in workload.kwargs: +workload.kwargs.{leaf}={value}",
 }
+
+
+# what does in perfsweep what a Hydra setting does in a Hydra app
+HYDRA_INSTEAD = {
+    "hydra.run.dir": "runs_dir={value} puts a sweep's records in {value}/<sweep_name>",
+    "hydra.sweep.dir": "runs_dir={value} puts a sweep's records in {value}/<sweep_name>",
+    "hydra.sweep.subdir": "each run's records go in a folder named by its run id",
+    "hydra.job.name": "sweep_name={value} names the sweep's folder",
+    "hydra.job.chdir": "runs never change directory; runs_dir is relative to the working directory",
+    "hydra.sweeper.params": "a sweep is a sweep file's params or KEY=a,b on the command line",
+    "hydra/launcher": "launcher=local, launcher=slurm or launcher=debug chooses how runs start",
+    "hydra/sweeper": "a sweep is a sweep file's params or KEY=a,b on the command line",
+}
+
+
+def hydra_problem(key: str, value: Any, shown: str) -> str:
+    """Why a Hydra setting (hydra.*, hydra/GROUP) does nothing here, and what does; "" for hydra.searchpath."""
+    if key == "hydra.searchpath":
+        return ""
+    instead = next((v for k, v in HYDRA_INSTEAD.items() if key == k or key.startswith(k + ".")), "")
+    hint = f"; {instead.format(value=value)}" if instead else ""
+    return (
+        f"{shown}: perfsweep reads one Hydra setting, hydra.searchpath (which --config-dir sets); "
+        f"it composes runs and writes records itself{hint}"
+    )
 
 
 def override_key(override: str) -> str:
@@ -73,8 +99,8 @@ def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
     """
     shown = shown or f"{'+' if added else ''}{key}={value}"
     key = key.split("@")[0]  # KEY@PACKAGE: Hydra's
-    if key.split(".")[0].split("/")[0] == "hydra":  # hydra.searchpath, hydra/job_logging=...
-        return ""
+    if key.split(".")[0].split("/")[0] == "hydra":  # hydra.run.dir, hydra/job_logging=...
+        return hydra_problem(key, value, shown)
     node: Any = Config
     parts = key.split(".")
     for depth, part in enumerate(parts):

@@ -61,6 +61,9 @@ BAD = [
     ["precision=bf16"],
     ["model.name=convnext_tinyy", "model.source=timm"],
     ["+model.kwargs.num_classes=10"],
+    # Hydra's settings that a Hydra app reads and perfsweep does not
+    ["hydra.run.dir=/tmp/elsewhere"],
+    ["hydra/job_logging=disabled"],
     # one name for two things, which the table would show as one
     ["model=resnet18,mylib.models.resnet18"],
 ]

@@ -13,6 +13,7 @@ It parses the words and hands them to a command (commands/).
 
 import os
 import sys
+import traceback
 from typing import NoReturn
 
 from perfsweep import COMMAND, typed_command
@@ -27,6 +28,8 @@ from perfsweep.launcher.process_end import (
 )
 
 INTERRUPTED = 130  # a shell's status for a command that SIGINT ended
+# An error perfsweep did not foresee: a status no verdict has (compare's 1 is a regression), as sysexits' EX_SOFTWARE.
+INTERNAL_ERROR = 70
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +52,7 @@ def cli() -> NoReturn:
     Its end skips Python's teardown of its modules: a second of a CPU once torch is imported (launcher/process_end.py).
     Where the reader of its output has gone (`perfsweep status | head`), it ends quietly, with CLOSED_OUTPUT.
     SIGTERM stops it as Ctrl-C does, with its own exit status (143).
+    An error it did not foresee ends it with INTERNAL_ERROR: in a CI gate, 1 would read as a regression.
     """
     stop_as_interrupted()
     try:
@@ -66,6 +70,14 @@ def cli() -> NoReturn:
     except KeyboardInterrupt as stop:  # Ctrl-C after a launch's runs (a launch's own says more), or in a view
         print(f"\nperfsweep: {interrupted(stop)}", file=sys.stderr)
         code = getattr(stop, "status", INTERRUPTED)
+    except Exception:
+        traceback.print_exc()
+        print(
+            f"perfsweep: an error it did not foresee ended it (exit status {INTERNAL_ERROR}); the traceback above is "
+            "perfsweep's fault, not a verdict on your runs",
+            file=sys.stderr,
+        )
+        code = INTERNAL_ERROR
     as_killed_at_the_end()
     end_at_exit(code)
     sys.exit(code)

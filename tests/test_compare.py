@@ -492,3 +492,22 @@ def test_a_regression_that_the_runs_without_a_neighbour_show_too_is_not_put_down
             assert not quiet, found
     suspect = compare.compare_runs(took(a, 0), took(b, 3), threshold=0.05, loss_tolerance=0.05)[0].flags
     assert any("so the lines flagged REGRESSION may show that load" in flag for flag in suspect), suspect
+
+
+def test_a_training_step_and_an_inference_step_are_never_matched_as_one_configuration():
+    """Their steps are other work: one times a backward pass and an optimizer, the other neither."""
+    rng = np.random.default_rng(13)
+    a = sweep(synthetic.grid(), rng, **{"workload.name": "train_step"})
+    b = sweep(synthetic.grid(), rng, **{"workload.name": "infer_step"})
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_NOTHING_COMPARED and not shown.items
+    assert "what parts them: workload.name: A 'train_step'; B 'infer_step'" in shown.flags, shown.flags
+
+
+def test_a_phase_that_one_sweep_does_not_time_is_left_out_and_the_step_compared():
+    """Two versions of a step of the user's own, one of which splits its step into other phases."""
+    rng = np.random.default_rng(14)
+    a, b = sweep(synthetic.grid(), rng), sweep(synthetic.grid(), rng)
+    b = [dataclasses.replace(r, summary=dataclasses.replace(r.summary, phases=("forward",))) for r in b]
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert {line.phase for line in shown.items} == {"forward", "step"}

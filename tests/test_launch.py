@@ -212,6 +212,16 @@ def test_ctrl_c_in_a_view_ends_with_a_line_and_the_shells_status_not_a_traceback
     assert (shown.returncode, shown.stderr) == (130, "\nperfsweep: interrupted\n")
 
 
+def test_an_error_perfsweep_did_not_foresee_exits_70_never_a_verdicts_status():
+    """compare's 1 is a regression: a crash that exited 1 would fail a CI gate as a slowdown would."""
+    bug = "from unittest import mock; import launch; mock.patch.object(launch, 'main', side_effect=KeyError('x'))"
+    shown = subprocess.run(
+        [sys.executable, "-c", f"{bug}.start(); launch.cli()"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert shown.returncode == 70, shown.stderr
+    assert "KeyError: 'x'" in shown.stderr and "perfsweep's fault, not a verdict on your runs" in shown.stderr
+
+
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
     typo = launch_here("stauts", str(runs_dir))
     assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr

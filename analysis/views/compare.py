@@ -108,6 +108,8 @@ SHARED_HOST = "SHARED HOST"
 MACHINE_MOVED = "MACHINE MOVED"
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
+# What a step does: sweeps whose runs differ in it time different work, so their runs are never matched.
+WORK = ("workload.name",)
 UNSET = "(unset)"  # the value of a key that a run does not record
 
 Identity = Callable[[RunRecord], dict[str, str]]
@@ -186,10 +188,11 @@ def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity)
     """Keys constant within each sweep whose values differ between them: what is being compared.
 
     A key that one sweep's runs record and the other's do not differs too: its value there is UNSET.
+    The workload (WORK) is never one: a training step and an inference step are not one configuration.
     """
     ids_a, ids_b = [of(r) for r in a], [of(r) for r in b]
     differing = {}
-    for key in _keys(ids_a, ids_b):
+    for key in (k for k in _keys(ids_a, ids_b) if k not in WORK):
         values_a, values_b = ({i.get(key, UNSET) for i in ids} for ids in (ids_a, ids_b))
         if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
             differing[key] = (values_a.pop(), values_b.pop())
@@ -428,8 +431,11 @@ COLUMNS = [
 
 
 def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bool) -> list[Line]:
-    """A line per phase and the step of a matched configuration, its flag left for the family's test."""
-    phases = [*a.first.summary.phases, "step"]
+    """A line per phase both sides time, and the step, of a matched configuration, its flag left for the family's test.
+
+    A step of the user's own may time other phases in B than in A: those have nothing to compare.
+    """
+    phases = [*(p for p in a.first.summary.phases if p in b.first.summary.phases), "step"]
     runs = f"{len(a.runs)}/{len(b.runs)}"
     lines = []
     for phase in phases:

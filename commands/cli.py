@@ -113,7 +113,12 @@ def add_view_commands(subparsers) -> None:
     parser = _command(subparsers, "compare", about, show_comparison, sweep_dir=False)
     parser.add_argument("sweep_a", type=sweep_folder, help="the reference sweep (before)")
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
-    parser.add_argument("--threshold", type=change, default=0.05, help="smallest change flagged (default 0.05: 5%%)")
+    parser.add_argument(
+        "--threshold",
+        type=change,
+        default=0.05,
+        help="smallest change flagged: the slower side's time over the other's, past 1 + it (default 0.05: 5%%)",
+    )
     parser.add_argument(
         "--loss-tolerance",
         type=tolerance,

@@ -83,8 +83,8 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     shown = launch_here("compare", str(a), str(b), "--format", "markdown")
     head = shown.stdout.splitlines()[0]
     assert head == (
-        "### perfsweep: possibly slower in tensor-contiguous-replicate=0: 0.6x [0.1, 2.6], undetermined "
-        "(more runs decide it)"
+        "### perfsweep: possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.126x (B's speed-up "
+        "0.6x [0.1, 2.6]), undetermined (more runs decide it)"
     ), shown.stdout
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in shown.stdout
     assert shown.returncode == 0, "named, not failed"
@@ -124,4 +124,16 @@ def test_the_headline_names_the_undetermined_line_whose_interval_reaches_the_fur
     flagged = [dataclasses.replace(line, flag=verdict.flag(line.speedup, False, 0.05)) for line in lines]
     view = View("Comparison", ["A: a  B: b", "they differ in: nothing"], [], flagged)
     head = comment.comment(view, 0.05).splitlines()[0]
-    assert head.startswith("### perfsweep: possibly slower in wide: 1.0x [0.3, 3.0], undetermined"), head
+    assert head.startswith("### perfsweep: possibly slower in wide: its interval reaches 0.3x (B's speed-up 1.0x"), head
+
+
+def test_only_changes_posts_nothing_for_a_machine_flag_that_qualifies_no_change():
+    """MACHINE MOVED and SHARED HOST say what flagged lines may show: beside undetermined lines alone, no comment."""
+    wide = Line("wide", "step", "3/3", 50.0, 50.0, Speedup(1.0, 0.3, 3.0, ACROSS, (3, 3), 0.9), True)
+    undetermined = dataclasses.replace(wide, flag=verdict.flag(wide.speedup, False, 0.05))
+    machine = f"{compare.MACHINE_MOVED}: the machine ran slower in B (above), so the lines flagged wide may show it"
+    host = f"{compare.SHARED_HOST}: their hosts differ (above), so the line flagged wide may show that load"
+    quiet = View("Comparison", ["A: a  B: b"], [], [undetermined], flags=[machine, host])
+    assert not comment.changed(quiet)
+    unmatched = dataclasses.replace(quiet, flags=[machine, "B's configurations without a match in A: channels_last"])
+    assert comment.changed(unmatched), "a configuration without a match is a change of its own"

@@ -346,7 +346,7 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_named_a
     assert strict == compare.EXIT_UNDETERMINED
     posted = comment.comment(shown, 0.05)
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted
-    assert "possibly slower in tensor-contiguous-replicate=0: 0.34x [0.02, 5.01]" in posted
+    assert "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x (B's speed-up 0.34x" in posted
 
 
 def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slowdown_is_never_passed_as_nothing():
@@ -362,7 +362,8 @@ def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slo
     strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
     assert strict == compare.EXIT_UNDETERMINED
     head = comment.comment(shown, 0.05).splitlines()[0]
-    assert head.endswith("in tensor-contiguous-replicate=0: 1.0x [0.3, 3.0], undetermined (more runs decide it)")
+    said = "in tensor-contiguous-replicate=0: its interval reaches 0.309x (B's speed-up 1.0x [0.3, 3.0]), undetermined"
+    assert head.endswith(f"{said} (more runs decide it)"), head
     steady = [synthetic.sweep({("tensor", "contiguous"): 50.0}, 3, STEADY, rng) for _ in range(2)]
     shown, status = compare.compare_runs(*steady, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)
     step = next(line for line in shown.items if line.phase == "step")
@@ -511,3 +512,11 @@ def test_a_phase_that_one_sweep_does_not_time_is_left_out_and_the_step_compared(
     b = [dataclasses.replace(r, summary=dataclasses.replace(r.summary, phases=("forward",))) for r in b]
     shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     assert {line.phase for line in shown.items} == {"forward", "step"}
+
+
+def test_the_threshold_bounds_the_slower_side_s_time_as_compare_says_a_slowdown():
+    """B 1.45 times slower, its time 1.08-1.96 times A's: at 50%, a slowdown past 1.5x is not ruled out."""
+    slower = Speedup(1 / 1.45, 0.51, 0.93, ACROSS, (5, 5), 0.01)
+    assert verdict.flag(slower, True, 0.5) == "UNDETERMINED (its interval reaches 0.51x)"
+    assert verdict.flag(Speedup(1 / 1.6, 0.55, 0.7, ACROSS, (5, 5), 0.001), True, 0.5) == "REGRESSION", "1.6x slower"
+    assert verdict.flag(Speedup(1.45, 1.3, 1.6, ACROSS, (5, 5), 0.001), True, 0.5) == "", "1.45x faster is within"

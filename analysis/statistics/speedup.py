@@ -165,10 +165,18 @@ class Speedup(Interval):
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
     def beyond(self, threshold: float) -> str:
-        """'slower' or 'faster' where the estimate is off 1 by more than `threshold`, else ''."""
-        if self.value < 1 - threshold:
+        """'slower' or 'faster' where the slower side's time is the other's times more than 1 + `threshold`, else ''."""
+        if self.value < slow_end(threshold):
             return "slower"
         return "faster" if self.value > 1 + threshold else ""
+
+
+def slow_end(threshold: float) -> float:
+    """The speed-up below which B is slower by more than `threshold`: B's time over A's past 1 + `threshold`.
+
+    So a 5% threshold flags a speed-up under 0.952, and 50% one under 0.667: "1.5x slower", as compare says it.
+    """
+    return 1 / (1 + threshold)
 
 
 # A speed-up as data: its ratio, its interval's bounds, the word for what the interval says, what it rests on.

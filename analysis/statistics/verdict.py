@@ -17,7 +17,7 @@ A slowdown beyond it that the runs leave open is undetermined.
 import math
 from typing import Any
 
-from perfsweep.analysis.statistics.speedup import Speedup
+from perfsweep.analysis.statistics.speedup import Speedup, slow_end
 
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
 
@@ -109,7 +109,11 @@ def flag(speedup: Speedup, significant: bool, threshold: float) -> str:
         return f"{UNDETERMINED_FLAG} (slower, {one_run}not significant)"
     if not math.isfinite(speedup.value):
         return f"{UNDETERMINED_FLAG} (no time to compare)"
-    if speedup.low < 1 - threshold:
-        reach = math.floor(speedup.low * 1000) / 1000  # rounded down no further than the threshold's digits need
-        return f"{UNDETERMINED_FLAG} ({one_run}its interval reaches {reach:g}x)"
+    if speedup.low < slow_end(threshold):
+        return f"{UNDETERMINED_FLAG} ({one_run}{reaches(speedup)})"
     return ""
+
+
+def reaches(speedup: Speedup) -> str:
+    """'its interval reaches 0.309x': the slow end, rounded down no further than a threshold's digits need."""
+    return f"its interval reaches {math.floor(speedup.low * 1000) / 1000:g}x"

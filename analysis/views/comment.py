@@ -28,10 +28,10 @@ folds the others'.
 import math
 
 from perfsweep.analysis.render import View, figure, markdown
-from perfsweep.analysis.statistics.speedup import percent
-from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED, UNDETERMINED_FLAG
+from perfsweep.analysis.statistics.speedup import percent, slow_end
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED, UNDETERMINED_FLAG, reaches
 from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
-from perfsweep.analysis.views.compare import SHARED_HOST, Line, undetermined_way
+from perfsweep.analysis.views.compare import MACHINE_MOVED, SHARED_HOST, Line, undetermined_way
 from perfsweep.analysis.views.history import Series
 
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
@@ -42,8 +42,10 @@ def changed(view: View) -> bool:
 
     A line left UNDETERMINED is no change.
     It comes with nothing changed too.
+    SHARED HOST and MACHINE MOVED say what flagged lines may show: with no change flagged, they qualify none.
     """
-    return bool(view.flags) or any(line.flag and not unconfirmed(line) for line in view.items)
+    standing = [flag for flag in view.flags if not flag.startswith((SHARED_HOST, MACHINE_MOVED))]
+    return bool(standing) or any(line.flag and not unconfirmed(line) for line in view.items)
 
 
 def comment(view: View, threshold: float) -> str:
@@ -90,7 +92,7 @@ def kind(line: Line, threshold: float) -> str:
     if line.flag and not unconfirmed(line):
         return SLOWER if "REGRESSION" in line.flag else FASTER
     speedup = line.speedup
-    within = speedup.replicated and 1 - threshold <= speedup.low and speedup.high <= 1 + threshold
+    within = speedup.replicated and slow_end(threshold) <= speedup.low and speedup.high <= 1 + threshold
     return SAME if within else UNDETERMINED  # one run a side, or a NaN interval, decides nothing
 
 
@@ -110,7 +112,11 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
         way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
         said = f"{way} in {line.configuration} ({line.flag})"
         if unconfirmed(line):
-            said = f"possibly slower in {line.configuration}: {line.speedup}, undetermined ({undetermined_way(shared)})"
+            reach = reaches(line.speedup) if math.isfinite(line.speedup.low) else "no time to compare"
+            said = (
+                f"possibly slower in {line.configuration}: {reach} (B's speed-up {line.speedup}), undetermined "
+                f"({undetermined_way(shared)})"
+            )
     elif undetermined:
         way = f"runs with their hosts to themselves narrow them: {SHARED_HOST}" if shared else "more runs narrow them"
         said = f"no change decided: {undetermined} undetermined ({way})"

@@ -66,6 +66,7 @@ The exit status says what was flagged, so that CI can branch on each:
     9-15   8 added to one of 1, 3, 4, 5, 7
     16-31  with --fail-undetermined, 16 added to one of 0, 1, 3-15 where a step (or a gated phase) is UNDETERMINED
     2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
+    70     perfsweep failed (a traceback): no verdict (launch.py's INTERNAL_ERROR)
 
 So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
 `status & 16` says the runs could not rule out a slowdown beyond the threshold.
@@ -94,7 +95,16 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags, machine_speed
-from perfsweep.analysis.statistics.speedup import PARTS, Speedup, as_data, holm, percent, speedup, suite_speedup
+from perfsweep.analysis.statistics.speedup import (
+    PARTS,
+    Speedup,
+    as_data,
+    holm,
+    percent,
+    slow_end,
+    speedup,
+    suite_speedup,
+)
 from perfsweep.analysis.statistics.verdict import UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, RUNNING, Repro, RunRecord, load_sweep
@@ -639,7 +649,7 @@ def quiet_runs_show(
             if label != names[ca.key] or min(len(c.runs) for c in quiet) < 2:
                 continue
             ratio = speedup(quiet[1].sample((f"{phase}_ms",)), quiet[0].sample((f"{phase}_ms",)))
-            beyond = ratio.high < 1 - threshold if line.speedup.value < 1 else ratio.low > 1 + threshold
+            beyond = ratio.high < slow_end(threshold) if line.speedup.value < 1 else ratio.low > 1 + threshold
             if ratio.replicated and math.isfinite(ratio.p) and beyond:
                 shown[label, phase] = (len(quiet[0].runs), len(quiet[1].runs))
     return shown

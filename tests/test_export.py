@@ -193,3 +193,26 @@ def test_a_workload_without_a_model_names_no_size(sweep):
     assert names and not any("batch_size" in name or "image_size" in name for name in names), list(names)
     v3 = exported(str(sweep), "--format", "pytorch-v3")
     assert not any("model.batch_size" in r["model"]["extra_info"] for r in v3)
+
+
+@pytest.mark.parametrize(
+    ("changed", "named"),
+    [
+        ({"model": {"kwargs": {"width": 64}}}, "model.kwargs.width=64"),
+        ({"workload": {"name": "infer_step"}}, "workload.name=infer_step"),
+    ],
+    ids=["model-width", "inference"],
+)
+def test_two_sweeps_of_one_sweep_file_at_two_widths_or_workloads_are_two_series(sweep, changed, named):
+    """One sweep holds a constructor argument, or the inference step, constant: a dashboard must not merge it."""
+    other = sweep.with_name("commit-fedcba987654")
+    shutil.copytree(sweep, other)
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(other / name / records.CONFIG)
+        for group, values in changed.items():
+            config["config"][group] = config["config"].get(group, {}) | values
+        records.write_json(other / name / records.CONFIG, config)
+    names = exported(str(sweep.parent), "--format", "bmf")
+    axes = "model=resnet18 memory_format=contiguous precision=fp32 input_type=tensor compile=eager"
+    assert f"mine/{axes} model.batch_size=16 model.image_size=32 {named}" in names, list(names)
+    assert f"mine/{axes} model.batch_size=16 model.image_size=32" in names, "the other sweep's series keeps its name"

@@ -80,14 +80,18 @@ def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
 def _named(run: RunRecord, fields: list[str]) -> list[str]:
     """The fields that name a configuration.
 
-    They are its model's batch and input size, then `fields`: those its sweep varies.
+    They are its model's batch and input size and its constructor's arguments (model.kwargs), its workload where
+    that is not the training step and no axis names it, then `fields`: those its sweep varies.
     A workload without a model (a function benchmark, a step of the user's) has no size.
-    Sweeps of one sweep file at two batch sizes are two series.
-    Each sweep holds its size constant all the same.
+    Sweeps of one sweep file at two batch sizes, two widths of a model, or training and inference, are two series.
+    Each sweep holds those constant all the same.
     """
     size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
-    sized = [field for field in size if run.fields.get(field) is not None] if "model" in run.axes else []
-    return sized + [field for field in fields if field not in sized]
+    model = [field for field in size if run.fields.get(field) is not None] if "model" in run.axes else []
+    model += sorted(field for field in run.fields if field.startswith("model.kwargs.")) if "model" in run.axes else []
+    work = run.fields.get("workload.name") not in (None, "train_step") and "workload" not in run.axes
+    named = model + (["workload.name"] if work else [])
+    return named + [field for field in fields if field not in named]
 
 
 def _runner(run: RunRecord) -> dict[str, Any]:

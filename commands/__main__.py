@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from perfsweep.commands.cli import add_view_commands, parse, run
+from perfsweep.commands.entry import run_to_end
 
 
 def main(argv: list[str]) -> int:
@@ -16,4 +17,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run_to_end(lambda: main(sys.argv[1:]))

@@ -115,13 +115,13 @@ def add_view_commands(subparsers) -> None:
     parser.add_argument("sweep_b", type=sweep_folder, help="the candidate sweep (after)")
     parser.add_argument(
         "--threshold",
-        type=change,
+        type=relative,
         default=0.05,
         help="smallest change flagged: the slower side's time over the other's, past 1 + it (default 0.05: 5%%)",
     )
     parser.add_argument(
         "--loss-tolerance",
-        type=tolerance,
+        type=relative,
         default=0.05,
         help="how far B's final loss may be off A's, as a share of how far A's loss moved (default 0.05: 5%%)",
     )
@@ -146,7 +146,9 @@ def add_view_commands(subparsers) -> None:
     )
     parser.add_argument("--repo", type=Path, help="the repository whose commit graph orders the points")
     parser.add_argument("--phase", default="step", help="the phase to follow (default: the whole step)")
-    parser.add_argument("--threshold", type=change, default=0.05, help="smallest slowdown flagged (default 0.05: 5%%)")
+    parser.add_argument(
+        "--threshold", type=relative, default=0.05, help="smallest slowdown flagged (default 0.05: 5%%)"
+    )
     _max_unmatched_option(parser, "the configurations of the points before the newest that it lacks")
     parser.add_argument(
         "--out", type=Path, metavar="DIR", help="write history.html, a plot per configuration and a W&B run"
@@ -208,19 +210,11 @@ def positive(value: str) -> float:
     return found
 
 
-def change(value: str) -> float:
-    """A relative change below 1, as a fraction (0.05) or a percentage (5%)."""
-    found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
-    if not 0 <= found < 1:
-        read = f" ({value} reads as {found:.0%})" if found >= 1 and not value.endswith("%") else ""
-        raise argparse.ArgumentTypeError(
-            f"{value}: a change from 0 up to, not including, 1, as a fraction or a percentage (0.05 or 5%){read}"
-        )
-    return found
+def relative(value: str) -> float:
+    """A relative change or tolerance: a fraction below 1 (0.05), or a percentage of any size (5%, 150%).
 
-
-def tolerance(value: str) -> float:
-    """A relative tolerance: a fraction below 1 (0.05), or a percentage of any size (5%, 150%)."""
+    A bare 5 is refused: it reads as 500%, and is more often 5% mistyped.
+    """
     found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
     if not (0 <= found < 1 or (value.endswith("%") and found >= 1)):
         read = f" ({value} reads as {found * 100:g}%: type {found * 100:g}% if you mean it)" if found >= 1 else ""
@@ -387,8 +381,9 @@ def with_config_dirs(argv: list[str]) -> list[str]:
         flag, equals, value = word.partition("=")
         if flag in CONFIG_DIR:
             value = value if equals else next(words, "")
-            if not value:
-                raise SystemExit(f"perfsweep: {flag} takes a folder: {flag} DIR")
+            if not value:  # a bad argument's status, 2: SystemExit of a message would give 1, a regression's
+                print(f"perfsweep: {flag} takes a folder: {flag} DIR", file=sys.stderr)
+                raise SystemExit(2)
             dirs.append(f"file://{Path(value).expanduser().resolve()}")
         else:
             rest.append(word)

@@ -336,7 +336,7 @@ def test_the_table_reads_as_its_golden_file(sweep):
 @pytest.mark.parametrize(
     "args, said",
     [
-        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a change from 0 up to, not including, 1"),
+        (["compare", "A", "B", "--threshold", "-1"], "--threshold: -1: a fraction from 0 up to, not including, 1"),
         (
             ["compare", "A", "B", "--loss-tolerance", "inf"],
             "--loss-tolerance: inf: a fraction from 0 up to, not including, 1 (0.05), or a percentage",
@@ -346,11 +346,11 @@ def test_the_table_reads_as_its_golden_file(sweep):
             "--loss-tolerance: 5: a fraction from 0 up to, not including, 1 (0.05), or a percentage (5%, 150%) "
             "(5 reads as 500%: type 500% if you mean it)",
         ),
-        (["history", "A", "--threshold", "x"], "--threshold: x: a change from 0 up to, not including, 1"),
+        (["history", "A", "--threshold", "x"], "--threshold: x: a fraction from 0 up to, not including, 1"),
         (
             ["history", "A", "--threshold", "5"],
-            "--threshold: 5: a change from 0 up to, not including, 1, as a fraction or a percentage (0.05 or 5%) (5 "
-            "reads as 500%)",
+            "--threshold: 5: a fraction from 0 up to, not including, 1 (0.05), or a percentage (5%, 150%) (5 reads as "
+            "500%: type 500% if you mean it)",
         ),
         (["replicates", "A", "--half-width", "0"], "--half-width: 0: a number above 0"),
     ],

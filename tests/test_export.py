@@ -200,8 +200,12 @@ def test_a_workload_without_a_model_names_no_size(sweep):
     [
         ({"model": {"kwargs": {"width": 64}}}, "model.kwargs.width=64"),
         ({"workload": {"name": "infer_step"}}, "workload.name=infer_step"),
+        (
+            {"workload": {"name": "Step", "_target_": "lib.Step"}, "model": {"kwargs": {"width": 8}}},
+            "model.kwargs.width=8",
+        ),
     ],
-    ids=["model-width", "inference"],
+    ids=["model-width", "inference", "own-step"],
 )
 def test_two_sweeps_of_one_sweep_file_at_two_widths_or_workloads_are_two_series(sweep, changed, named):
     """One sweep holds a constructor argument, or the inference step, constant: a dashboard must not merge it."""

@@ -182,8 +182,12 @@ def test_a_step_passes_or_fails_by_its_verdict_record_never_by_its_text(tmp_path
     unmeasured = "perfsweep: 1 configuration of x without a done run, so without figures: compile=max-autotune\n"
     table = gpu_check.step_verdict(gpu_check.Step("compile-table", ["false"], tables=True), 1, unmeasured, 60)
     assert table.passed and table.reason.endswith("without figures: compile=max-autotune")
-    crashed = "Traceback (most recent call last):\nKeyError: 'step_ms'\n"  # a table that crashed also exits 1
-    assert not gpu_check.step_verdict(gpu_check.Step("compile-table", ["false"], tables=True), 1, crashed, 60).passed
+    crashed = (
+        "perfsweep: an error it did not foresee ended it (exit status 70): ...\nTraceback (most recent call last):\n"
+    )
+    crashed += "KeyError: 'step_ms'\n"  # a table that crashed exits 70, its error last
+    judged = gpu_check.step_verdict(gpu_check.Step("compile-table", ["false"], tables=True), 70, crashed, 60)
+    assert not judged.passed and judged.reason == "KeyError: 'step_ms'", judged
     # text that reads "passed" does not pass a step that failed
     said = gpu_check.Verdict(passed=False, stage="exited", reason="passed", exit_code=2, limit_s=60)
     monkeypatch.setattr(gpu_check, "run_and_judge", lambda step, out, left, limit: (said, 0.0))

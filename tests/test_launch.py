@@ -212,14 +212,40 @@ def test_ctrl_c_in_a_view_ends_with_a_line_and_the_shells_status_not_a_traceback
     assert (shown.returncode, shown.stderr) == (130, "\nperfsweep: interrupted\n")
 
 
-def test_an_error_perfsweep_did_not_foresee_exits_70_never_a_verdicts_status():
-    """compare's 1 is a regression: a crash that exited 1 would fail a CI gate as a slowdown would."""
-    bug = "from unittest import mock; import launch; mock.patch.object(launch, 'main', side_effect=KeyError('x'))"
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        (
+            "import launch; mock.patch.object(launch, 'main', side_effect=KeyError('x')).start(); launch.cli()",
+            "KeyError",
+        ),
+        (
+            "import launch; mock.patch.object(launch, 'main', side_effect=BrokenPipeError()).start(); launch.cli()",
+            "Broken",
+        ),
+        (
+            "import runpy, sys; from perfsweep.commands import cli; sys.argv = ['x', 'table', '.']; "
+            "mock.patch.object(cli, 'run', side_effect=KeyError('x')).start(); "
+            "runpy.run_module('perfsweep.commands', run_name='__main__')",
+            "KeyError",
+        ),
+    ],
+    ids=["perfsweep", "another-pipe", "python-m-commands"],
+)
+def test_an_error_perfsweep_did_not_foresee_exits_70_never_a_verdicts_status(entry, error):
+    """compare's 1 is a regression: a crash that exited 1 would fail a CI gate as a slowdown would.
+    A broken pipe whose reader is not the command's output's is such an error too."""
     shown = subprocess.run(
-        [sys.executable, "-c", f"{bug}.start(); launch.cli()"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-c", f"from unittest import mock; {entry}"], cwd=ROOT, capture_output=True, text=True
     )
     assert shown.returncode == 70, shown.stderr
-    assert "KeyError: 'x'" in shown.stderr and "perfsweep's fault, not a verdict on your runs" in shown.stderr
+    assert shown.stderr.startswith("perfsweep: an error it did not foresee ended it (exit status 70)"), shown.stderr
+    assert shown.stderr.rstrip().splitlines()[-1].startswith(error), "the error last, where one line is read"
+
+
+def test_a_config_dir_without_its_folder_is_a_bad_argument_not_a_regression():
+    shown = subprocess.run([sys.executable, "launch.py", "compare", "--config-dir"], cwd=ROOT, capture_output=True)
+    assert (shown.returncode, shown.stderr) == (2, b"perfsweep: --config-dir takes a folder: --config-dir DIR\n")
 
 
 def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):

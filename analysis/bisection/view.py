@@ -1,5 +1,7 @@
 """A bisect's search in words: its releases and commits as named, what it found, what it would need, its table."""
 
+import math
+
 from packaging.version import Version
 
 from perfsweep import user_command
@@ -89,7 +91,7 @@ def would_need(search: BisectSearch, point: Point) -> str:
             return (
                 f"more runs would not tell the ends apart: {measures}, so there may be no change between them to find"
             )
-        if abs(ends - 1) <= ALIKE:
+        if abs(math.log(ends)) <= math.log1p(ALIKE):  # as ends_alike bounds it: either way, times 1 + ALIKE
             return (
                 f"{measures}, within {ALIKE:.0%}: there may be no change between them to find (about {runs} runs a "
                 "side would tell them apart)"

@@ -66,7 +66,7 @@ The exit status says what was flagged, so that CI can branch on each:
     9-15   8 added to one of 1, 3, 4, 5, 7
     16-31  with --fail-undetermined, 16 added to one of 0, 1, 3-15 where a step (or a gated phase) is UNDETERMINED
     2      no comparison was made (no configuration matched, a sweep without done runs, a bad argument)
-    70     perfsweep failed (a traceback): no verdict (launch.py's INTERNAL_ERROR)
+    70     perfsweep failed (a traceback): no verdict (commands/entry.py's INTERNAL_ERROR)
 
 So `status & 4` says a loss changed, `status & 8` that configurations of A went unmatched.
 `status & 16` says the runs could not rule out a slowdown beyond the threshold.
@@ -198,12 +198,16 @@ def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity)
     """Keys constant within each sweep whose values differ between them: what is being compared.
 
     A key that one sweep's runs record and the other's do not differs too: its value there is UNSET.
-    The workload (WORK) is never one: a training step and an inference step are not one configuration.
+    A registered workload (WORK) is never one: a training step and an inference step are not one configuration.
+    Two steps of the user's own may be: two versions of one step, compared.
     """
     ids_a, ids_b = [of(r) for r in a], [of(r) for r in b]
+    own_steps = any(r.fields.get("workload._target_") for r in [*a, *b])
     differing = {}
-    for key in (k for k in _keys(ids_a, ids_b) if k not in WORK):
+    for key in _keys(ids_a, ids_b):
         values_a, values_b = ({i.get(key, UNSET) for i in ids} for ids in (ids_a, ids_b))
+        if key in WORK and not own_steps and UNSET not in values_a | values_b:
+            continue
         if len(values_a) == 1 and len(values_b) == 1 and values_a != values_b:
             differing[key] = (values_a.pop(), values_b.pop())
     return differing

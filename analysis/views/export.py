@@ -80,17 +80,22 @@ def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
 def _named(run: RunRecord, fields: list[str]) -> list[str]:
     """The fields that name a configuration.
 
-    They are its model's batch and input size and its constructor's arguments (model.kwargs), its workload where
-    that is not the training step and no axis names it, then `fields`: those its sweep varies.
+    They are its model's batch and input size and the constructor arguments that no axis shows (model.kwargs).
+    Then comes its workload, where that is a registered one other than the training step and no axis names it.
+    Then come `fields`: those its sweep varies.
     A workload without a model (a function benchmark, a step of the user's) has no size.
     Sweeps of one sweep file at two batch sizes, two widths of a model, or training and inference, are two series.
     Each sweep holds those constant all the same.
     """
-    size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
-    model = [field for field in size if run.fields.get(field) is not None] if "model" in run.axes else []
-    model += sorted(field for field in run.fields if field.startswith("model.kwargs.")) if "model" in run.axes else []
-    work = run.fields.get("workload.name") not in (None, "train_step") and "workload" not in run.axes
-    named = model + (["workload.name"] if work else [])
+    named = []
+    if "model" in run.axes:
+        size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
+        shown = {value for key, value in run.fields.items() if key.startswith("workload.axes.")}
+        own = sorted(key for key in run.fields if key.startswith("model.kwargs.") and key not in shown | set(fields))
+        named = [field for field in size if run.fields.get(field) is not None] + own
+    registered = not run.fields.get("workload._target_")
+    if registered and run.fields.get("workload.name") not in (None, "train_step") and "workload" not in run.axes:
+        named.append("workload.name")
     return named + [field for field in fields if field not in named]
 
 
@@ -216,7 +221,8 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
 def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, str]:
     """Each configuration's name in BMF.
 
-    It is every axis's value, its size, then the fields its sweep varies (`fields`).
+    It is every axis's value, then what _named gives: its size and what else it holds constant, then the fields its
+    sweep varies (`fields`).
 
     A name of what varies alone would change as the sweep grows, and match another model's in another sweep.
     A run records the axes its workload reads alone.

@@ -32,6 +32,7 @@ So with nothing changed, a history flags any of its configurations in at most 5%
         nothing else flagged; 9 and 11 are 8 added to 1 and 3
     2   no history could be made (no done runs, a bad argument); with --wandb, W&B unreachable before anything
         was written (a failure after it is a warning: the status stays the history's)
+    70  perfsweep failed (a traceback): no verdict (commands/entry.py's INTERNAL_ERROR)
 """
 
 import dataclasses

@@ -91,6 +91,17 @@ def problem(text: str) -> str:
     return key_problem(written.lstrip("+"), value, added, shown=text)
 
 
+def _nested(node: type, leaf: str) -> str:
+    """'; did you mean model.batch_size?': the one key a level down named `leaf`, where there is one; else ''."""
+    found = [
+        f"{field.name}.{leaf}"
+        for field in dataclasses.fields(node)
+        if (child := _node_type(_hints(node)[field.name])) is not None
+        and leaf in {f.name for f in dataclasses.fields(child)}
+    ]
+    return f"; did you mean {found[0]}?" if len(found) == 1 else ""
+
+
 def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
     """What is wrong with override key `key`.
 
@@ -110,9 +121,9 @@ def key_problem(key: str, value: Any, added: bool, shown: str = "") -> str:
             listed = ", ".join(sorted(fields))
             belongs = ADDED_BELONGS.get(where, "") if added and depth == len(parts) - 1 else ""
             hint = f"; {belongs.format(leaf=part, value=value)}" if belongs else ""
+            near = (_nested(node, part) if depth == 0 else "") or did_you_mean(part, list(fields))
             return (
-                f"{shown}: {'the config' if not where else where} has no key {part!r}{did_you_mean(part, list(fields))}"
-                f"{hint} (its keys: {listed})"
+                f"{shown}: {'the config' if not where else where} has no key {part!r}{near}{hint} (its keys: {listed})"
             )
         annotation = _hints(node)[part]
         if _is_dict(annotation):

@@ -526,6 +526,34 @@ def unread(
     return problems, notices
 
 
+COMPILER_SETTINGS = ("compile.mode", "compile.backend", "compile.fullgraph")  # what torch.compile is given
+
+
+def compile_settings_unread(configs: list[Config], overrides: list[str], sources: dict[str, str]) -> list[str]:
+    """The command line's compile settings that no run reads, and a compile.enabled of its own.
+
+    An eager run reads no compile.mode, backend or fullgraph: typed where no run compiles, they would go unused.
+    compile.enabled is its option's: typed, it would compile a run labelled eager, or run eager one labelled default.
+    """
+    compiling = sorted(p.stem for p in (CONF_DIR / "compile").glob("*.yaml") if p.stem != "eager")
+    options = ", ".join(f"compile={name}" for name in compiling)
+    names = ", ".join(dict.fromkeys(c.compile.name for c in configs))
+    problems = []
+    for override in overrides:
+        key = keys.override_key(override)
+        if key == "compile.enabled":
+            problems.append(f"{override}: a compile option sets it; compile=eager runs eager, and {options} compile")
+        elif key in COMPILER_SETTINGS and not any(c.compile.enabled for c in configs):
+            problems.append(
+                explain(
+                    f"{override}: no run of this sweep compiles (compile={names}), and only a compiled run reads it; "
+                    f"give it with an option that compiles: {options}",
+                    sources,
+                )
+            )
+    return problems
+
+
 NAMED_GROUPS = ("model", "memory_format", "precision", "input_type", "compile", "loss", "optim")  # an option a name
 
 
@@ -794,6 +822,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun
+    errors += compile_settings_unread(configs, overrides, sources)
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

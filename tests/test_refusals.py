@@ -54,6 +54,7 @@ BAD = [
     ["+model.width=32"],
     ["+model._target_=mylib.models.SmallCNN"],
     ["inptu_type=subclass"],
+    ["batch_size=8"],
     ["model.nmae=resnet50"],
     ["input_type=subclas"],
     ["memory_format.name=chanels_last"],
@@ -61,6 +62,9 @@ BAD = [
     ["precision=bf16"],
     ["model.name=convnext_tinyy", "model.source=timm"],
     ["+model.kwargs.num_classes=10"],
+    # compile settings that no run reads, and the switch its option sets
+    ["compile.mode=max-autotune"],
+    ["compile=eager,default", "compile.enabled=true"],
     # Hydra's settings that a Hydra app reads and perfsweep does not
     ["hydra.run.dir=/tmp/elsewhere"],
     ["hydra/job_logging=disabled"],

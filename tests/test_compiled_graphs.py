@@ -35,3 +35,8 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     (flag,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
     assert flag.startswith("NOT COMPILED eager_after_all: torch.compile ran none of its ops in a compiled graph")
     assert "its process: Unsupported tensor subclass overridden attribute access (3); graph break in loop (1)." in flag
+    shown = view(sweep)
+    column = next(i for i, header in enumerate(shown.header) if header.startswith("vs "))
+    cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
+    assert cells["eager_after_all"].endswith(" NOT COMPILED"), "beside its figure, not only below the table"
+    assert not cells["unknown"].endswith("NOT COMPILED") and cells["tensor"] == "1.00x"

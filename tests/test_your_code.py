@@ -377,6 +377,8 @@ def test_a_compiled_side_that_ran_eagerly_is_flagged_and_its_pair_is_not(user_mo
         "memory_format=contiguous",
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    flagged = [line for line in result.stdout.splitlines() if "NOT COMPILED" in line]
+    flagged = [line for line in result.stdout.splitlines() if line.startswith("NOT COMPILED")]
     assert len(flagged) == 1 and "-Tagged-" in flagged[0], result.stdout
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("|") and "NOT COMPILED" in line]
+    assert "Tagged" in row, "the side that ran eagerly, in the table too"
     assert "Unsupported tensor subclass overridden attribute access" in flagged[0]

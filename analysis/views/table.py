@@ -52,6 +52,7 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     - The interval is across runs with replicates, within-run without.
     - Its level is the rule's; across runs, the rule's word follows it.
     - A baseline shows 1.00x; a configuration with no baseline along the axis shows -.
+    - A configuration flagged NOT COMPILED says so after each of its cells.
     As data, each is a ratio, its bounds, its word and its basis (speedup.PARTS); a baseline's ratio alone is 1.
     """
     along = baselines(configs)
@@ -69,12 +70,20 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     return [
         Column(
             headers[axis],
-            lambda c, axis=axis: as_text(over(c, axis), rule.word),
+            lambda c, axis=axis: as_text(over(c, axis), rule.word) + not_compiled(c),
             lambda c, axis=axis: as_data(over(c, axis), rule.word),
             PARTS,
         )
         for axis in along
     ]
+
+
+def not_compiled(config: Configuration) -> str:
+    """' NOT COMPILED' after a speed-up of a configuration some of whose compiled runs ran eagerly (ran_eagerly).
+
+    Its flag below the table says why; beside the cell, the figure cannot read as what compiling did.
+    """
+    return " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
 
 
 def compares(configs: list[Configuration]) -> bool:

@@ -233,6 +233,7 @@ def test_a_comparison_not_decided_explains_nothing(tmp_path):
     (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.0))
     assert view.rows == [] and "nothing explained" in text(view)
     assert "no decided difference (" in text(view)
+    assert "more runs a side may decide it: launch its sweep with explain=true repeats=auto" in text(view)
 
 
 def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_section(tmp_path):

@@ -294,7 +294,9 @@ def _failed(config: Configuration) -> str:
 def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:
     title = f"Explain: {names[config.key]} vs {names[base.key]}"
     if word not in (SLOWER, FASTER):
-        said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
+        said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained; more runs a side may "
+        runs = f"{len(config.runs)} and {len(base.runs)}"
+        said += f"decide it: launch its sweep with explain=true repeats=auto (its sides have {runs} runs)"
         return View(title, [said], columns(False, []), [])
     sides = tuple([ops for run in c.runs if run.state == DONE and (ops := ops_of(run))] for c in (base, config))
     if not all(sides):

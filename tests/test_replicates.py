@@ -245,6 +245,8 @@ def test_a_lone_configuration_is_named_by_its_model_not_by_its_first_run(tmp_pat
     assert shown.returncode == 0, shown.stderr
     rows = [line.split("|")[1].strip() for line in shown.stdout.splitlines() if line.startswith("| ")]
     assert rows[1:] == ["resnet18"], "one row, the model's name: the run's folder name holds its replicate"
+    note = shown.stdout.split("step ms: geometric mean", 1)[1]
+    assert "between sides:" not in note and "vs: speed-up" not in note, "it explains no column it lacks"
 
 
 def test_configurations_that_differ_only_in_their_steps_keep_names_of_their_own(tmp_path):

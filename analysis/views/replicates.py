@@ -48,18 +48,34 @@ from perfsweep.analysis.statistics.speedup import PARTS, as_data, as_text, figur
 from perfsweep.analysis.statistics.variance import Split, across_runs, costs, sides_split, split
 from perfsweep.records import DONE, RunRecord, load_sweep
 
-EXPLAINED = (
+# The note under the view: what each column says, each column's part only where the view has the column.
+EXPLAINED_STEPS = (
     "step ms: geometric mean over a configuration's runs of each run's median [95% t-interval across runs]. "
     "between / within: the spread of a run's median log step time beyond what its steps explain, and of a step within "
     "a run (as a fraction); rho: lag-1 autocorrelation of consecutive steps; effective steps: what a run's steps are "
-    "worth as independent ones. between sides: for sides that shared each process with a baseline (pairing=auto), "
-    "the spread between processes that their ratio keeps, the widest of its comparisons'. vs: speed-up over the "
-    "configuration that differs only in that column's axis, at its baseline [{level} CI as in the table: across "
-    "processes, each one ratio of its sides, where they shared processes (pairing=auto); else across runs; within-run "
-    "with one run]. for -+{half:.0%}: steps per run x runs per "
-    "configuration that resolve such a speed-up to -+{half:.0%} at the least cost (Kalibera and Jones, 2013), from "
-    "this sweep's spread (the ratio's, where the sides shared processes) and what its runs cost beyond their steps."
+    "worth as independent ones."
 )
+EXPLAINED_SIDES = (
+    "between sides: for sides that shared each process with a baseline (pairing=auto), the spread between processes "
+    "that their ratio keeps, the widest of its comparisons'."
+)
+EXPLAINED_VS = (
+    "vs: speed-up over the configuration that differs only in that column's axis, at its baseline [{level} CI as in "
+    "the table: across processes, each one ratio of its sides, where they shared processes (pairing=auto); else "
+    "across runs; within-run with one run]."
+)
+EXPLAINED_PLAN = (
+    "for -+{half:.0%}: steps per run x runs per configuration that resolve such a speed-up to -+{half:.0%} at the "
+    "least cost (Kalibera and Jones, 2013), from this sweep's spread (the ratio's, where the sides shared processes) "
+    "and what its runs cost beyond their steps."
+)
+
+
+def explained(half: float, level: float, paired: bool, compared: bool) -> str:
+    """The view's note: the step's columns, between sides where `paired`, vs where `compared`, then the plan."""
+    parts = [EXPLAINED_STEPS, *([EXPLAINED_SIDES] if paired else []), *([EXPLAINED_VS] if compared else [])]
+    return " ".join([*parts, EXPLAINED_PLAN]).format(half=half, level=percent(level))
+
 
 # The variance split's columns: header, Split's field.
 SPLIT = (("between", "between"), ("within", "within"), ("rho", "rho"), ("effective steps", "effective_steps"))
@@ -179,6 +195,6 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         [title],
         columns,
         items,
-        notes=[EXPLAINED.format(half=half_width, level=percent(level))],
+        notes=[explained(half_width, level, paired, bool(along))],
         flags=drift(runs),
     )

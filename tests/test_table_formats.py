@@ -18,6 +18,7 @@ import pytest
 from perfsweep.analysis.render import as_json
 from perfsweep.analysis.statistics.speedup import figures
 from perfsweep.analysis.views.table import table_view, view
+from perfsweep.records.repro import Repro
 from tests import synthetic
 from tests.helpers import launch_here, write_run
 
@@ -225,3 +226,18 @@ def test_a_constant_argument_of_the_users_own_model_is_in_the_header_where_no_co
         dataclasses.replace(r, fields=r.fields | {"model.kwargs.width": 32 + 32 * (i % 2)}) for i, r in enumerate(runs)
     ]
     assert "model.kwargs.width=" not in table_view("synthetic", both).above[1], "a value that varies is no constant"
+
+
+def test_a_field_of_an_axis_option_set_on_the_command_line_is_in_the_header():
+    """compile=eager,default compile.mode=max-autotune: the row says default, and the compiled runs ran max-autotune."""
+    rng = np.random.default_rng(1)
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
+    words = ("compile=eager,default", "compile.mode=max-autotune")
+    typed = [
+        dataclasses.replace(r, fields=r.fields | {"compile.mode": "max-autotune"}, repro=Repro(words)) for r in runs
+    ]
+    assert "compile.mode=max-autotune" in table_view("synthetic", typed).above[1]
+    untyped = [
+        dataclasses.replace(r, fields=r.fields | {"compile.mode": "default"}, repro=Repro(words[:1])) for r in runs
+    ]
+    assert "compile.mode=" not in table_view("synthetic", untyped).above[1], "its option's own mode: its name says it"

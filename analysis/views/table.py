@@ -251,6 +251,22 @@ def noisy(run: RunRecord) -> list[str]:
 
 
 OWN_KWARGS = ("model.kwargs.", "workload.kwargs.")  # the arguments of a model or step of the user's own
+# The groups whose option an axis names by its name alone: a field of one set apart changes what ran under that name.
+OPTION_GROUPS = ("memory_format", "precision", "input_type", "compile", "loss", "optim")
+
+
+def set_apart(runs: list[RunRecord]) -> list[str]:
+    """The fields of an option that every run's command set, each to one value (`compile.mode` with compile=default).
+
+    The axis's value names the option; `compile=default` alone would not say that it compiled in max-autotune.
+    """
+    typed = [{w.split("=", 1)[0].lstrip("+~") for w in r.repro.words if "=" in w} for r in runs if r.repro]
+    common = set.intersection(*typed) if typed and len(typed) == len(runs) else set()
+    return sorted(
+        key
+        for key in common
+        if key.split(".")[0] in OPTION_GROUPS and "." in key and len({repr(r.fields.get(key)) for r in runs}) == 1
+    )
 
 
 def context(runs: list[RunRecord], configs: list[Configuration], rule: Rule) -> str:
@@ -263,6 +279,7 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
 
     The constant arguments of the user's own model or step are among them.
     width=32 and width=64 are two models.
+    So are the fields of an option that the command set apart (set_apart).
     """
     shown = [r for c in configs for r in c.runs]  # the rows' runs: a failed run's axes are in its FAILED line
     axes, columned = varying(shown)
@@ -273,6 +290,7 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
             for k, v in sorted(shown[0].fields.items())
             if k.startswith(OWN_KWARGS) and len({repr(r.fields.get(k)) for r in shown}) == 1
         ]
+        + [f"{k}={shown[0].fields.get(k)}" for k in set_apart(shown)]
     )
     env_run = machines.usual(runs) or runs[0]
     on_gpu = bool((env_run.env or {}).get("gpu"))

@@ -157,7 +157,7 @@ def test_an_undetermined_slowdown_beside_a_shared_host_is_decided_by_runs_alone_
         assert bool(found) == shared, shown.flags
         assert bool([line for line in shown.above if line.startswith("their hosts differ in: others' CPU")]) == shared
         legend = "runs with their hosts to themselves decide it: SHARED HOST" if shared else "more runs decide it"
-        assert f"UNDETERMINED ({legend};" in shown.notes[0]
+        assert f"UNDETERMINED ({legend};" in shown.notes[1]
         head = comment.comment(shown, 0.05).splitlines()[0]
         assert head.endswith(f", undetermined ({legend})"), head
         if shared:
@@ -358,6 +358,7 @@ def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slo
     shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     step = next(line for line in shown.items if line.phase == "step")
     assert str(step.speedup) == "1.0x [0.3, 3.0]", "the premise: within the threshold at its estimate"
+    assert shown.notes[0].startswith("0 slower, 0 faster, 0 same, 1 undetermined, of 1 configurations"), "in text too"
     assert (step.flag, status) == ("UNDETERMINED (its interval reaches 0.309x)", 0), "named; by default not failed"
     strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
     assert strict == compare.EXIT_UNDETERMINED

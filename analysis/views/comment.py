@@ -28,10 +28,18 @@ folds the others'.
 import math
 
 from perfsweep.analysis.render import View, figure, markdown
-from perfsweep.analysis.statistics.speedup import percent, slow_end
-from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, UNDETERMINED, UNDETERMINED_FLAG, reaches
-from perfsweep.analysis.statistics.verdict import THE_SAME as SAME
-from perfsweep.analysis.views.compare import MACHINE_MOVED, SHARED_HOST, Line, undetermined_way
+from perfsweep.analysis.statistics.speedup import percent
+from perfsweep.analysis.statistics.verdict import SLOWER, UNDETERMINED, reaches
+from perfsweep.analysis.views.compare import (
+    MACHINE_MOVED,
+    SHARED_HOST,
+    Line,
+    counted_kinds,
+    kind,
+    kinds,
+    unconfirmed,
+    undetermined_way,
+)
 from perfsweep.analysis.views.history import Series
 
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
@@ -53,14 +61,13 @@ def comment(view: View, threshold: float) -> str:
     steps = [line for line in view.items if line.phase == "step"]
     if not steps:
         return "\n\n".join(["### perfsweep: nothing compared", *_quoted([*view.above, view.empty, *view.flags])]) + "\n"
-    kinds = {id(line): kind(line, threshold) for line in steps}
-    counts = {k: sum(v == k for v in kinds.values()) for k in (SLOWER, FASTER, SAME, UNDETERMINED)}
+    counts = kinds(steps, threshold)
     moved = sorted((line for line in steps if line.flag), key=_largest)
     losses = any(line.flag for line in view.items if line.phase == "final loss")
     shared = any(flag.startswith(SHARED_HOST) for flag in view.flags)
     parts = [
         f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}",
-        _counts(counts, len(steps), threshold),
+        counted_kinds(counts, threshold, lambda said: f"**{said}**"),
     ]
     if moved:
         parts.append(_table(moved))
@@ -87,20 +94,6 @@ def _largest(line: Line) -> tuple[bool, float]:
     return False, -abs(math.log(line.speedup.value))
 
 
-def kind(line: Line, threshold: float) -> str:
-    """What a configuration's step did: slower or faster (flagged), the same, or undetermined."""
-    if line.flag and not unconfirmed(line):
-        return SLOWER if "REGRESSION" in line.flag else FASTER
-    speedup = line.speedup
-    within = speedup.replicated and slow_end(threshold) <= speedup.low and speedup.high <= 1 + threshold
-    return SAME if within else UNDETERMINED  # one run a side, or a NaN interval, decides nothing
-
-
-def unconfirmed(line: Line) -> bool:
-    """Whether a flagged change is one that its runs could not confirm nor rule out."""
-    return line.flag.startswith(UNDETERMINED_FLAG)
-
-
 def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False) -> str:
     """The largest flagged change of the step; else whether the step stayed within the noise or went undecided.
 
@@ -123,15 +116,6 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
     else:
         said = "no change beyond noise"
     return said + ("; a final loss changed" if losses else "")
-
-
-def _counts(counts: dict[str, int], of: int, threshold: float) -> str:
-    said = ", ".join(f"**{n} {k}**" if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
-    return (
-        f"{said}, of {of} configurations compared by their step ({SLOWER} or {FASTER}: flagged, beyond "
-        f"-+{percent(threshold)} and significant with the family held to 5%, one-run lines a family apart; {SAME}: "
-        f"its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
-    )
 
 
 def _table(lines: list[Line]) -> str:

@@ -105,7 +105,7 @@ from perfsweep.analysis.statistics.speedup import (
     speedup,
     suite_speedup,
 )
-from perfsweep.analysis.statistics.verdict import UNDETERMINED_FLAG, flag
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.records import DONE, RUNNING, Repro, RunRecord, load_sweep
 from perfsweep.records.words import counted
@@ -460,6 +460,39 @@ def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bo
     return [*lines[:-1], dataclasses.replace(lines[-1], operators=operators)]
 
 
+def unconfirmed(line: Line) -> bool:
+    """Whether a flagged change is one that its runs could not confirm nor rule out."""
+    return line.flag.startswith(UNDETERMINED_FLAG)
+
+
+def kind(line: Line, threshold: float) -> str:
+    """What a configuration's step did: slower or faster (flagged), the same, or undetermined."""
+    if line.flag and not unconfirmed(line):
+        return SLOWER if "REGRESSION" in line.flag else FASTER
+    speedup = line.speedup
+    within = speedup.replicated and slow_end(threshold) <= speedup.low and speedup.high <= 1 + threshold
+    return THE_SAME if within else UNDETERMINED  # one run a side, or a NaN interval, decides nothing
+
+
+def kinds(steps: list[Line], threshold: float) -> dict[str, int]:
+    """How many configurations' steps did each: slower, faster, the same, undetermined."""
+    found = [kind(line, threshold) for line in steps]
+    return {k: found.count(k) for k in (SLOWER, FASTER, THE_SAME, UNDETERMINED)}
+
+
+def counted_kinds(counts: dict[str, int], threshold: float, strong: Callable[[str], str] = str) -> str:
+    """'0 slower, 0 faster, 2 same, 4 undetermined, of 6 configurations compared by their step (...)'.
+
+    `strong` sets a count of changes apart (a comment's bold).
+    """
+    said = ", ".join(strong(f"{n} {k}") if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
+    return (
+        f"{said}, of {sum(counts.values())} configurations compared by their step ({SLOWER} or {FASTER}: flagged, "
+        f"beyond -+{percent(threshold)} and significant with the family held to 5%, one-run lines a family apart; "
+        f"{THE_SAME}: its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
+    )
+
+
 def flagged(lines: list[Line], threshold: float) -> list[Line]:
     """The lines with their flags.
 
@@ -568,6 +601,7 @@ def compare_runs(
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
+        counted_kinds(kinds([line for line in lines if line.phase == "step"], threshold), threshold),
         f"{len(matched)} of A's {len(every_a)} configurations matched in B, "
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "

@@ -120,7 +120,7 @@ def test_each_plots_title_names_its_machine_and_lies_within_the_figure(tmp_path)
     configs = configurations(runs)
     figures = [
         plots.fit(plots.phases_figure(configs, labels(configs))),
-        plots.fit(plots.speedups_figure(speedups(runs, 0.95), labels(configs), 0.95)),
+        plots.fit(plots.speedups_figure(speedups(runs, 0.95), labels(configs), 0.95, 0.05)),
     ]
     for fig in figures:
         title = fig._suptitle

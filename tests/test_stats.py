@@ -349,8 +349,27 @@ def test_the_speedups_axis_labels_speed_ups_on_both_sides_of_1():
             return self.text
 
     found = [(Versus(f"{v}"), Speedup(v, v * 0.95, v * 1.05, ACROSS, (3, 3))) for v in (0.6, 0.9, 1.2, 1.57)]
-    fig = plots.speedups_figure(found, {}, 0.95)
+    fig = plots.speedups_figure(found, {}, 0.95, 0.05)
     fig.canvas.draw()
     shown = [label.get_text() for label in fig.axes[0].get_xticklabels() if label.get_text()]
     matplotlib.pyplot.close(fig)
     assert {"0.67x", "1x", "1.5x"} <= set(shown) and len(shown) <= 9, shown
+
+
+def test_the_speedups_plot_tells_the_same_from_undetermined_as_the_table_s_words_do():
+    """1.0x [0.98, 1.02] is the same at a 5% margin; 1.0x [0.8, 1.25] is undetermined: gray would read alike."""
+
+    class Versus:
+        def __init__(self, text: str):
+            self.text, self.config, self.base = text, groups.Configuration((), []), groups.Configuration((), [])
+
+        def label(self, names: dict) -> str:
+            return self.text
+
+    same = Speedup(1.0, 0.98, 1.02, ACROSS, (3, 3), 0.9)
+    open_ = Speedup(1.01, 0.8, 1.25, ACROSS, (3, 3), 0.9)
+    slower = Speedup(0.8, 0.75, 0.85, ACROSS, (3, 3), 0.001)
+    fig = plots.speedups_figure([(Versus("a"), same), (Versus("b"), open_), (Versus("c"), slower)], {}, 0.95, 0.05)
+    colours = [line.get_color() for line in fig.axes[0].lines if line.get_marker() == "o"]
+    matplotlib.pyplot.close(fig)
+    assert colours == ["tab:red", "tab:blue", "tab:gray"], colours

@@ -38,6 +38,7 @@ from perfsweep.analysis.statistics.bootstrap import median_interval  # noqa: E40
 from perfsweep.analysis.statistics.rounds import rule_of  # noqa: E402
 from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
 from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, word  # noqa: E402
 from perfsweep.analysis.views import ranks  # noqa: E402
 from perfsweep.records import DONE, RunRecord, load_sweep  # noqa: E402
 
@@ -135,8 +136,8 @@ def runs_plot(configs: list[Configuration], names: dict[tuple, str], path: Path)
     save(fig, path)
 
 
-def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float) -> None:
-    save(speedups_figure(compared, names, level), path)
+def speedups_plot(compared, names: dict[tuple, str], path: Path, level: float, margin: float) -> None:
+    save(speedups_figure(compared, names, level, margin), path)
 
 
 # Speed-ups a reader names at a glance; the axis labels those within its range, none closer than a tenth of it.
@@ -156,21 +157,22 @@ def ticks(reach: float) -> list[float]:
     return sorted(kept)
 
 
-def speedups_figure(compared, names: dict[tuple, str], level: float):
-    """Each speed-up as a point with its interval at `level`, the table's."""
+# Each of the table's words (verdict.word) as a colour; no word (one run's steps) is gray and dashed.
+COLOURS = {SLOWER: "tab:red", FASTER: "tab:green", THE_SAME: "tab:blue", UNDETERMINED: "tab:gray", "": "tab:gray"}
+
+
+def speedups_figure(compared, names: dict[tuple, str], level: float, margin: float):
+    """Each speed-up as a point with its interval at `level`, the table's, coloured by its word at `margin`."""
     order = sorted(compared, key=lambda item: item[1].value)
     values = [s.value for _, s in order]
     title = (
         f"Speed-up over the configuration that differs in one axis, at its baseline: point and {percent(level)} "
-        "interval (green: faster, red: slower, gray: neither; dashed: within-run)"
+        "interval (red: slower, green: faster, blue: the same, gray: undetermined; dashed: within-run, no verdict)"
     )
     runs = list({id(r): r for versus, _ in order for c in (versus.config, versus.base) for r in c.runs}.values())
     fig, ax = _figure([versus.label(names) for versus, _ in order], title, values, runs)
     for y, (_, s) in enumerate(order):
-        # Colour is a verdict: none from one run's steps.
-        colour = (
-            "tab:gray" if not s.replicated else "tab:red" if s.high < 1 else "tab:green" if s.low > 1 else "tab:gray"
-        )
+        colour = COLOURS[word(s, margin)]
         ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)
         ax.plot([s.value], [y], "o", color=colour)
     ax.axvline(1.0, color="black", linewidth=1)
@@ -224,11 +226,12 @@ def write_plots(sweep_dir: Path, out: Path | None = None) -> list[Path]:
     written = [out / "phases.png", out / "runs.png"]
     phases_plot(configs, names, written[0])
     runs_plot(configs, names, written[1])
-    level = rule_of(sweep_dir, runs).level
+    rule = rule_of(sweep_dir, runs)
+    level = rule.level
     compared = speedups(runs, level)
     if compared:
         written.append(out / "speedups.png")
-        speedups_plot(compared, names, written[-1], level)
+        speedups_plot(compared, names, written[-1], level, rule.margin)
     across = [config for config in configs if ranks.rank_steps(config.first)]
     if across:
         written.append(out / "ranks.png")

@@ -13,13 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from perfsweep import records
+from perfsweep.analysis.views import wandb_sweep
 from perfsweep.analysis.views.report import PLOT_SECTIONS, build_wandb_report, wandb_report_content
 from perfsweep.analysis.views.wandb_sweep import offline_runs
+from perfsweep.records import load_sweep
 from perfsweep.sweeps.plan import build_plan
-from tests import golden
+from tests import golden, synthetic
 from tests.helpers import (
     FAKE_KEY,
     HF_TOKEN,
@@ -101,6 +104,9 @@ def test_sweep_level_run_holds_the_table_and_the_records(local_sweep):
     step = table["columns"].index("step ms")
     assert all(isinstance(row[step], float) for row in table["data"]), "figures W&B can sort and plot"
     assert "ran" not in table["columns"], "what ran is the sweep run's summary, not a column of every row"
+    (found,) = sweep.glob("wandb/offline-run-*/files/media/table/speedups_*.table.json")
+    speedups = json.loads(found.read_text())
+    assert {row[speedups["columns"].index("word")] for row in speedups["data"]} == {None}, "one run each: no word"
     (artifact,) = [
         r["artifact"] for r in logged if r["type"] == "artifact" and r["artifact"]["type"] == "perfsweep-records"
     ]
@@ -345,3 +351,13 @@ def test_a_warm_up_step_is_logged_under_warmup_and_a_measured_one_as_it_is():
     measured = {"step": 3, "warmup": False, "step_ms": 2.0}
     unflagged = {"step": 4, "rank1/step_ms": 2.0}
     assert logged(measured) == measured and logged(unflagged) == unflagged
+
+
+def test_the_sweep_runs_speedups_carry_the_tables_words(tmp_path):
+    """A subclass 30% slower over three runs a side: the W&B table says slower, as the terminal's does."""
+    rng = np.random.default_rng(3)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, synthetic.Noise(run_sd=0.01, bimodal=0.0), rng)
+    sweep = synthetic.write(runs, tmp_path / "sweep")
+    rows = wandb_sweep.speedup_rows(sweep, load_sweep(sweep))
+    words = {row[0]: row[5] for row in rows}
+    assert words["subclass"] == "slower" and words["tensorbase"] in ("same", "undetermined"), words

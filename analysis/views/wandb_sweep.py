@@ -101,12 +101,15 @@ def view_run(conf: TrackerConf, folder: Path, run_id: str, job_type: str, group:
 
 
 def speedup_rows(sweep_dir: Path, done: list[records.RunRecord]) -> list[list]:
-    """Each speed-up of the done runs over their baseline, at the sweep's level, as the "speedups" table's rows."""
+    """Each speed-up of the done runs over their baseline, at the sweep's level, as the "speedups" table's rows.
+
+    Each has the table's word: slower, faster, same or undetermined; none where it is within-run.
+    """
     names = labels(configurations(done))
-    level = rule_of(sweep_dir, done).level
+    rule = rule_of(sweep_dir, done)
     return [
-        [names[v.config.key], names[v.base.key], s.value, s.low, s.high, level, s.basis]
-        for v, s in speedups(done, level)
+        [names[v.config.key], names[v.base.key], s.value, s.low, s.high, rule.word(s) or None, rule.level, s.basis]
+        for v, s in speedups(done, rule.level)
     ]
 
 
@@ -140,7 +143,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         run.log({"results": wandb.Table(columns=plain.fields, data=plain.records)})  # numbers W&B sorts
         done = [r for r in runs if r.state == records.DONE and r.summary]
         rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none
-        columns = ["configuration", "baseline", "speed-up", "low", "high", "level", "interval"]
+        columns = ["configuration", "baseline", "speed-up", "low", "high", "word", "level", "interval"]
         run.log({"speedups": wandb.Table(columns=columns, data=rows)})
         header, explained = explain.table(explain.views(sweep_dir, runs))
         if explained:

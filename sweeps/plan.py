@@ -529,29 +529,37 @@ def unread(
 COMPILER_SETTINGS = ("compile.mode", "compile.backend", "compile.fullgraph")  # what torch.compile is given
 
 
-def compile_settings_unread(configs: list[Config], overrides: list[str], sources: dict[str, str]) -> list[str]:
-    """The command line's compile settings that no run reads, and a compile.enabled of its own.
+def compile_settings_unread(
+    configs: list[Config], overrides: list[str], sources: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """The command line's compile.enabled, refused; and its compile settings that no run reads, noticed.
 
-    An eager run reads no compile.mode, backend or fullgraph: typed where no run compiles, they would go unused.
     compile.enabled is its option's: typed, it would compile a run labelled eager, or run eager one labelled default.
+    An eager run reads no compile.mode, backend or fullgraph: typed where no run compiles, they go unused.
+    That is a notice, not a refusal: a compiled sweep's command that measures one eager run again keeps them.
+
+    Returns:
+        The problems, and the notices.
     """
     compiling = sorted(p.stem for p in (CONF_DIR / "compile").glob("*.yaml") if p.stem != "eager")
     options = ", ".join(f"compile={name}" for name in compiling)
     names = ", ".join(dict.fromkeys(c.compile.name for c in configs))
-    problems = []
+    inert = bool(configs) and not any(c.compile.enabled for c in configs)
+    problems, notices = [], []
     for override in overrides:
         key = keys.override_key(override)
         if key == "compile.enabled":
-            problems.append(f"{override}: a compile option sets it; compile=eager runs eager, and {options} compile")
-        elif key in COMPILER_SETTINGS and not any(c.compile.enabled for c in configs):
-            problems.append(
+            said = f"{override}: a compile option sets it; compile=eager runs eager, and {options} compile"
+            problems.append(explain(said, sources))
+        elif key in COMPILER_SETTINGS and inert:
+            notices.append(
                 explain(
-                    f"{override}: no run of this sweep compiles (compile={names}), and only a compiled run reads it; "
-                    f"give it with an option that compiles: {options}",
+                    f"{override} is read by no run: none of this sweep compiles (compile={names}); an option that "
+                    f"compiles reads it: {options}",
                     sources,
                 )
             )
-    return problems
+    return problems, notices
 
 
 NAMED_GROUPS = ("model", "memory_format", "precision", "input_type", "compile", "loss", "optim")  # an option a name
@@ -822,7 +830,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun
-    errors += compile_settings_unread(configs, overrides, sources)
+    refused, unused = compile_settings_unread(configs, overrides, sources)
+    errors += refused
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)
@@ -846,6 +855,6 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = ranking.notices + left_out + undeclared_axes(configs) + graphs_on_a_cpu(configs)
+    notices = ranking.notices + left_out + unused + undeclared_axes(configs) + graphs_on_a_cpu(configs)
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

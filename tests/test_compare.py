@@ -358,7 +358,7 @@ def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slo
     shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     step = next(line for line in shown.items if line.phase == "step")
     assert str(step.speedup) == "1.0x [0.3, 3.0]", "the premise: within the threshold at its estimate"
-    assert shown.notes[0].startswith("0 slower, 0 faster, 0 same, 1 undetermined, of 1 configurations"), "in text too"
+    assert shown.notes[0].startswith("0 slower, 0 faster, 0 same, 1 undetermined, of 1 configuration "), "in text too"
     assert (step.flag, status) == ("UNDETERMINED (its interval reaches 0.309x)", 0), "named; by default not failed"
     strict = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05, fail_undetermined=True)[1]
     assert strict == compare.EXIT_UNDETERMINED

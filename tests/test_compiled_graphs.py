@@ -1,5 +1,7 @@
 """What a compiled run's model ran as: its compiled graphs counted in one step, and the table's NOT COMPILED flag."""
 
+import shutil
+
 import torch
 
 from perfsweep import records
@@ -40,3 +42,12 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
     assert cells["eager_after_all"].endswith(" NOT COMPILED"), "beside its figure, not only below the table"
     assert not cells["unknown"].endswith("NOT COMPILED") and cells["tensor"] == "1.00x"
+    baseline = tmp_path / "baseline"
+    shutil.copytree(sweep, baseline)
+    summary = records.read_json(baseline / "compiled" / records.SUMMARY)
+    records.write_json(
+        baseline / "compiled" / records.SUMMARY, summary | {"compiled": summary["compiled"] | {"graphs_run": 0}}
+    )
+    shown = view(baseline)
+    cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
+    assert cells["unknown"].endswith(" NOT COMPILED"), "a speed-up over a baseline that ran eagerly is no compile's"

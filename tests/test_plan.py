@@ -188,3 +188,11 @@ def test_code_of_ones_own_is_named_by_the_last_part_of_its_import_path_however_i
     assert by_value.name.startswith("Step-Net-contiguous-") and by_value.axes["workload"] == "Step"
     (named,) = build_plan([*fixed, "model._target_=mylib.models.Net", "model.name=mine"]).runs
     assert named.config.model.name == "mine" and named.run_id != by_key.run_id
+
+
+def test_a_compile_setting_no_run_reads_is_named_at_the_launch():
+    """compile.mode on the default sweep, whose runs are all eager: it goes unused, and the launch says so."""
+    notices = build_plan(["compile.mode=max-autotune"]).notices
+    said = "compile.mode=max-autotune is read by no run: none of this sweep compiles (compile=eager)"
+    assert any(notice.startswith(said) for notice in notices), notices
+    assert not any("compile.mode" in n for n in build_plan(["compile=default", "compile.mode=max-autotune"]).notices)

@@ -63,7 +63,6 @@ BAD = [
     ["model.name=convnext_tinyy", "model.source=timm"],
     ["+model.kwargs.num_classes=10"],
     # compile settings that no run reads, and the switch its option sets
-    ["compile.mode=max-autotune"],
     ["compile=eager,default", "compile.enabled=true"],
     # Hydra's settings that a Hydra app reads and perfsweep does not
     ["hydra.run.dir=/tmp/elsewhere"],

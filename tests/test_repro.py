@@ -34,6 +34,9 @@ def measured(run: records.RunRecord) -> dict:
         ["sweep=default"],
         ["sweep=loops_vs_broadcasting"],  # its grids set keys the others do not (compile): a command sets them too
         ["--config-dir", str(EXAMPLE / "perf"), "sweep=imagelib_step"],  # a project's own config dir, model and step
+        # an eager run's command keeps the compiled runs' settings, which it does not read: a notice, not a refusal
+        ["sweep=default", "compile=eager,default", "compile.backend=aot_eager", "input_type=tensor"],
+        ["sweep=nested_tensor", "scale=smoke"],  # its grids set compile.backend in some runs alone
     ],
 )
 def test_every_configuration_plans_again_alone_with_its_id(sweep, imagelib):

@@ -486,8 +486,9 @@ def counted_kinds(counts: dict[str, int], threshold: float, strong: Callable[[st
     `strong` sets a count of changes apart (a comment's bold).
     """
     said = ", ".join(strong(f"{n} {k}") if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
+    compared = counted(sum(counts.values()), "configuration")
     return (
-        f"{said}, of {sum(counts.values())} configurations compared by their step ({SLOWER} or {FASTER}: flagged, "
+        f"{said}, of {compared} compared by their step ({SLOWER} or {FASTER}: flagged, "
         f"beyond -+{percent(threshold)} and significant with the family held to 5%, one-run lines a family apart; "
         f"{THE_SAME}: its interval within -+{percent(threshold)}; {UNDETERMINED}: neither)"
     )

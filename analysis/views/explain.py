@@ -32,7 +32,7 @@ from perfsweep.analysis.groups import Configuration, configurations, labels, spe
 from perfsweep.analysis.kernel_names import short_names
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
-from perfsweep.analysis.statistics.verdict import FASTER, SLOWER
+from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME
 from perfsweep.records import DONE, Ops, OpsFailed, RunRecord, Unreadable
 
 TOP = 10  # rows ranked by time, and as many more by count
@@ -294,9 +294,10 @@ def _failed(config: Configuration) -> str:
 def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:
     title = f"Explain: {names[config.key]} vs {names[base.key]}"
     if word not in (SLOWER, FASTER):
-        said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained; more runs a side may "
-        runs = f"{len(config.runs)} and {len(base.runs)}"
-        said += f"decide it: launch its sweep with explain=true repeats=auto (its sides have {runs} runs)"
+        said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
+        if word != THE_SAME:  # the same is decided: no difference to explain
+            runs = f"{len(config.runs)} and {len(base.runs)}"
+            said += f"; more runs a side may decide it: launch its sweep with explain=true repeats=auto ({runs} runs)"
         return View(title, [said], columns(False, []), [])
     sides = tuple([ops for run in c.runs if run.state == DONE and (ops := ops_of(run))] for c in (base, config))
     if not all(sides):

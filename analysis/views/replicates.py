@@ -65,7 +65,7 @@ EXPLAINED_VS = (
     "across runs; within-run with one run]."
 )
 EXPLAINED_PLAN = (
-    "for -+{half:.0%}: steps per run x runs per configuration that resolve such a speed-up to -+{half:.0%} at the "
+    "for -+{half:.0%}: steps per run x runs per configuration that resolve a speed-up to -+{half:.0%} at the "
     "least cost (Kalibera and Jones, 2013), from this sweep's spread (the ratio's, where the sides shared processes) "
     "and what its runs cost beyond their steps."
 )

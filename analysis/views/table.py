@@ -70,7 +70,7 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     return [
         Column(
             headers[axis],
-            lambda c, axis=axis: as_text(over(c, axis), rule.word) + not_compiled(c),
+            lambda c, axis=axis: as_text(over(c, axis), rule.word) + not_compiled(c, along[axis].get(c.key)),
             lambda c, axis=axis: as_data(over(c, axis), rule.word),
             PARTS,
         )
@@ -78,12 +78,15 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     ]
 
 
-def not_compiled(config: Configuration) -> str:
-    """' NOT COMPILED' after a speed-up of a configuration some of whose compiled runs ran eagerly (ran_eagerly).
+def not_compiled(config: Configuration, base: Configuration | None) -> str:
+    """' NOT COMPILED' after a speed-up where its side or its baseline has compiled runs that ran eagerly.
 
-    Its flag below the table says why; beside the cell, the figure cannot read as what compiling did.
+    Their flag below the table says why (ran_eagerly); beside the cell, the figure cannot read as what compiling did.
+    A cell without a baseline (-) compares nothing, and says nothing more.
     """
-    return " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
+    sides = [config] if base is None else [config, base]
+    eager = base is not None and any(ran_eagerly(run) for side in sides for run in side.runs)
+    return " NOT COMPILED" if eager else ""
 
 
 def compares(configs: list[Configuration]) -> bool:

@@ -74,6 +74,11 @@ def test_unknown_model_and_compile_mode_are_checks(tiny_plan):
     found = "\n".join(problems(spec.config))
     assert "model.name='resnet_nosuch' is not a perfsweep model" in found
     assert "compile.mode='fastest' is not one of" in found and "max-autotune" in found
+    (compiled,) = tiny_plan(
+        "compile=default", "compile.backend=nosuch", "input_type=tensor", "memory_format=contiguous"
+    ).runs
+    said = "compile.backend='nosuch' is not a backend of this torch; its backends: "
+    assert any(p.startswith(said) and "aot_eager" in p for p in problems(compiled.config)), "before any run fails"
 
 
 def test_unknown_sweep_lists_the_sweeps_and_the_config_dir_that_has_one_of_that_name(tmp_path, monkeypatch):

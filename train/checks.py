@@ -38,6 +38,26 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
     return (unsupported,) if unsupported else ()
 
 
+@functools.cache
+def _backend(name: str) -> tuple[str, ...]:
+    """What stops torch.compile backend `name`: one this torch has not registered (entry points included).
+
+    Inductor, the default, is always there; another is looked up in torch._dynamo (1 s of a CPU, once).
+    """
+    if name == "inductor":
+        return ()
+    from torch._dynamo import list_backends
+
+    every = list_backends(exclude_tags=())  # the debug and experimental ones too: a user may mean one
+    if name in every:
+        return ()
+    debugging = [b for b in ("aot_eager", "eager") if b in every]
+    return (
+        f"compile.backend={name!r} is not a backend of this torch; its backends: {', '.join(list_backends())}, and "
+        f"for debugging {', '.join(debugging)} (torch._dynamo.list_backends(exclude_tags=()) lists every one)",
+    )
+
+
 def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
     """Everything wrong with `cfg`.
 
@@ -63,6 +83,7 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         )
     if cfg.compile.enabled:
         issues += choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
+        issues += list(_backend(cfg.compile.backend))
         if cfg.warmup_steps < 2:
             issues.append(
                 f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps "

@@ -241,3 +241,13 @@ def test_a_field_of_an_axis_option_set_on_the_command_line_is_in_the_header():
         dataclasses.replace(r, fields=r.fields | {"compile.mode": "default"}, repro=Repro(words[:1])) for r in runs
     ]
     assert "compile.mode=" not in table_view("synthetic", untyped).above[1], "its option's own mode: its name says it"
+
+
+def test_the_line_of_what_ran_says_how_long_each_run_measured_and_on_which_day():
+    """A report is read later, elsewhere: 20 steps after 3 warm-up, on the day the runs started (UTC)."""
+    rng = np.random.default_rng(2)
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
+    runs = [dataclasses.replace(r, fields=r.fields | {"steps": 20, "warmup_steps": 3}) for r in runs]
+    assert "run(s) at a time | 20 steps after 3 warm-up, on 2026-01-01 |" in table_view("synthetic", runs).above[1]
+    later = dataclasses.replace(runs[-1], status=dataclasses.replace(runs[-1].status, started_at="2026-01-02T00:01:00"))
+    assert "on 2026-01-01 to 2026-01-02 |" in table_view("synthetic", [*runs[:-1], later]).above[1]

@@ -468,6 +468,8 @@ def test_a_job_larger_than_any_node_of_its_partition_is_refused_before_anything_
     memory = launcher_problems(LauncherConf(name="slurm", max_array_size=8, mem_gb=10**6))
     assert any(p.startswith("launcher.mem_gb=1000000: a job asks a node for 1024000000 MB") for p in memory), memory
     assert not launcher_problems(LauncherConf(name="slurm", max_array_size=8, cpus_per_task=2))
+    named = launcher_problems(LauncherConf(name="slurm", max_array_size=8, partition="cpu", cpus_per_task=4))
+    assert any(p.startswith("launcher.cpus_per_task=4: a job asks a node for 4 CPUs") for p in named), "named, too"
 
 
 def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():

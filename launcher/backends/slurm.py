@@ -172,7 +172,9 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
     """
     if not conf.partition and ((conf.sbatch_extra or {}).get("partition") or os.environ.get("SBATCH_PARTITION")):
         return []
-    out = _asked(["sinfo", "-a", "-h", "-N", *(["-p", conf.partition] if conf.partition else []), "-o", "%P %c %m"])
+    # -a (hidden partitions too) and -p conflict: sinfo refuses both at once, and a named partition shows hidden or not
+    where = ["-p", conf.partition] if conf.partition else ["-a"]
+    out = _asked(["sinfo", *where, "-h", "-N", "-o", "%P %c %m"])
     rows = [line.split() for line in out.stdout.splitlines()] if out.returncode == 0 else []
     rows = [row for row in rows if len(row) == 3 and all(part.rstrip("+").isdigit() for part in row[1:])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition

@@ -28,6 +28,12 @@ class Progress:
         # Runs never started for one reason, after the first: the reason, how many, the count of the last
         self.alike: tuple[str, int, int] | None = None
 
+    def submitted(self, job_ids: list[str]) -> None:
+        """A line naming the arrays a followed launch submitted at once: what `scancel` stops, while it follows."""
+        arrays = list(dict.fromkeys(job.split("_")[0] for job in job_ids))
+        if arrays:
+            self._line(f"submitted as {'array' if len(arrays) == 1 else 'arrays'} {', '.join(arrays)}")
+
     def _line(self, text: str) -> None:
         self._say_alike()
         self._print(text)

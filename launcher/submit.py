@@ -500,6 +500,8 @@ def _launch(
         at_once = not backend.on_this_host or dispatcher.turns is not None  # else as this host's slots allow
         job_ids = dispatcher.start_all(queue, backend.max_array_size()) if at_once else []
         if backend.waits():
+            if not backend.on_this_host:  # a scheduler's: what its scancel stops while the launch follows
+                dispatcher.progress.submitted(job_ids)
             try:
                 dispatcher.run(queue, conf.poll_s or backend.poll_s)
             finally:

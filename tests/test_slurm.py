@@ -181,8 +181,10 @@ def test_array_sweep_end_to_end(on_slurm, tmp_path):
     arrays = {s.job_id.split("_")[0] for s in found.values()}
     assert len(arrays) == 1, "one sbatch for the whole sweep"
     assert sorted(s.job_id.split("_")[1] for s in found.values()) == ["0", "1", "2"]
-    script = (sweep / ".submitit" / f"{arrays.pop()}_submission.sh").read_text()
+    script_array = arrays.pop()
+    script = (sweep / ".submitit" / f"{script_array}_submission.sh").read_text()
     assert "#SBATCH --array=0-2%2" in script
+    assert f"submitted as array {script_array}" in result.stdout, "what scancel stops, while the launch follows"
     assert "| subclass " in result.stdout and "1.00x" in result.stdout
     assert all(Path(s.log).exists() for s in found.values())
 

@@ -795,6 +795,25 @@ def _parse_reason(override: str, error: OverrideParseException) -> str:
     return " ".join(line.strip() for line in lines) or "Hydra's parser refused it"
 
 
+def swept_whole(node: str, runs: list[list[Setting]]) -> str:
+    """Why a setting of the whole sweep varies between its runs: the keys under it that take two values or more.
+
+    A comma sweeps a value; a value that holds one (a list of Slurm partitions) is given whole in quotes.
+    """
+    values: dict[str, dict[str, None]] = {}
+    for run in runs:
+        for setting in run:
+            if setting.key == node or setting.key.startswith(f"{node}."):
+                values.setdefault(setting.key, {})[setting.text.split("=", 1)[1]] = None
+    swept = {key: ",".join(found) for key, found in values.items() if len(found) > 1}
+    said = f"{node} is a setting of the whole sweep and cannot be swept"
+    if not swept:
+        return said
+    key, value = next(iter(swept.items()))
+    named = "; ".join(f"{k}={v}" for k, v in swept.items())
+    return f"{said} ({named} sweeps it); a value that holds a comma is one value in quotes: '{key}=\"{value}\"'"
+
+
 def budget_notice(launcher, sources: dict[str, str]) -> list[str]:
     """Where a budget typed on the command line bounds nothing: Slurm queues every job at once, and its queue decides
     when they run. A sweep file's budget (the default sweep's) is for a launch on this host: it goes unsaid."""
@@ -841,7 +860,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         if len({id(getattr(c, k)) for c in configs}) > 1 and len({repr(getattr(c, k)) for c in configs}) > 1
     ]
     if varying:
-        raise PlanError([f"{k} is a setting of the whole sweep and cannot be swept" for k in varying])
+        raise PlanError([swept_whole(k, ranking.runs) for k in varying])
     if problem := code_problem(configs[0].code):
         raise PlanError([problem])
     runs: dict[str, RunSpec] = {}

@@ -79,6 +79,10 @@ def test_duplicate_runs_are_planned_once():
 def test_sweep_wide_settings_cannot_be_swept():
     with pytest.raises(PlanError, match="launcher is a setting of the whole sweep"):
         build_plan(["launcher.parallelism=1,2"])
+    with pytest.raises(PlanError) as refused:
+        build_plan(["launcher=slurm", "launcher.partition=cpu,gpu"])
+    said = "(launcher.partition=cpu,gpu sweeps it); a value that holds a comma is one value in quotes: "
+    assert said + """'launcher.partition="cpu,gpu"'""" in str(refused.value), "the key, and how to give a list"
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden"])

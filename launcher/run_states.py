@@ -203,6 +203,7 @@ WAITS = {
     "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
     "JobHeldUser": "held; `scontrol {where}release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",
+    "None": "just queued: Slurm has not yet scheduled it",
 }
 
 

@@ -15,7 +15,7 @@ from submitit.slurm.slurm import _make_sbatch_string
 from perfsweep import records
 from perfsweep.bench.gitrepo import SLEEP
 from perfsweep.conf.schema import LauncherConf
-from perfsweep.launcher import run_job
+from perfsweep.launcher import run_job, run_states
 from perfsweep.launcher.backends import backend_for
 from perfsweep.launcher.backends import local as local_backend
 from perfsweep.launcher.backends import slurm as slurm_backend
@@ -852,6 +852,8 @@ def test_status_waits_for_a_queued_job_unless_all_it_waits_for_cannot_start():
     assert cannot_start([stuck, queued]) == {"a"}
     assert exit_status([stuck]) == EXIT_NOT_DONE
     assert exit_status([stuck, queued]) == EXIT_IN_FLIGHT
+    just = dataclasses.replace(queued, job_waits="None")  # squeue's reason before the scheduler has looked
+    assert run_states._waits(just) == "None (just queued: Slurm has not yet scheduled it)"
 
 
 def test_a_time_limit_warning_is_told_from_a_preemption_when_squeue_answers_only_the_second_time(monkeypatch):

@@ -203,7 +203,7 @@ WAITS = {
     "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
     "JobHeldUser": "held; `scontrol {where}release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",
-    "None": "just queued: Slurm has not yet scheduled it",
+    "None": "just queued: Slurm's scheduler has not looked at it yet",
 }
 
 

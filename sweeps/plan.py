@@ -805,13 +805,24 @@ def swept_whole(node: str, runs: list[list[Setting]]) -> str:
         for setting in run:
             if setting.key == node or setting.key.startswith(f"{node}."):
                 values.setdefault(setting.key, {})[setting.text.split("=", 1)[1]] = None
-    swept = {key: ",".join(found) for key, found in values.items() if len(found) > 1}
+    swept = {key: list(found) for key, found in values.items() if len(found) > 1}
     said = f"{node} is a setting of the whole sweep and cannot be swept"
     if not swept:
         return said
-    key, value = next(iter(swept.items()))
-    named = "; ".join(f"{k}={v}" for k, v in swept.items())
-    return f"{said} ({named} sweeps it); a value that holds a comma is one value in quotes: '{key}=\"{value}\"'"
+    named = "; ".join(f"{key}={','.join(found)}" for key, found in swept.items())
+    said += f" ({named} sweeps it)"
+    # a list in one string (Slurm's partitions, constraints): not an option's name, a number, a bool or quoted already
+    words = [(k, v) for k, v in swept.items() if k != node and all(_plain_word(x) for x in v)]
+    if not words:
+        return said
+    key, found = words[0]
+    return f"{said}; a value that holds a comma is one value in quotes: '{key}=\"{','.join(found)}\"'"
+
+
+def _plain_word(value: str) -> bool:
+    """Whether an override's value is a bare word: no number, bool, null or quotes."""
+    number = value.lstrip("+-").replace(".", "", 1).isdigit()
+    return not number and value.lower() not in ("true", "false", "null") and not any(q in value for q in "\"'")
 
 
 def budget_notice(launcher, sources: dict[str, str]) -> list[str]:

@@ -77,8 +77,11 @@ def test_unknown_model_and_compile_mode_are_checks(tiny_plan):
     (compiled,) = tiny_plan(
         "compile=default", "compile.backend=nosuch", "input_type=tensor", "memory_format=contiguous"
     ).runs
-    said = "compile.backend='nosuch' is not a backend of this torch; its backends: "
+    said = "compile.backend='nosuch' is not a backend of perfsweep's torch; its backends: "
     assert any(p.startswith(said) and "aot_eager" in p for p in problems(compiled.config)), "before any run fails"
+    pin = ("compile=default", "compile.backend=onnxrt", "torch=2.5.1", "input_type=tensor", "memory_format=contiguous")
+    (pinned,) = tiny_plan(*pin).runs
+    assert not any("compile.backend" in p for p in problems(pinned.config)), "another torch's backends are its own"
 
 
 def test_unknown_sweep_lists_the_sweeps_and_the_config_dir_that_has_one_of_that_name(tmp_path, monkeypatch):

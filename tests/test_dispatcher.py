@@ -257,3 +257,11 @@ def test_a_run_its_job_stopped_between_two_polls_is_said_to_start_then_left_pend
     dispatcher = dispatch(backend, runs[:1], tmp_path)
     lines = dispatcher.progress.stream.getvalue().splitlines()
     assert [line.split()[1] for line in lines[:2]] == ["start", "pending"], lines
+
+
+def test_a_followed_launch_names_each_array_it_submitted_once():
+    """What scancel stops while the launch follows: the arrays, not each of their tasks."""
+    said = io.StringIO()
+    Progress(3, said).submitted(["12_0", "12_1", "13_0"])
+    Progress(1, said).submitted([])
+    assert said.getvalue() == "submitted as arrays 12, 13\n"

@@ -77,8 +77,9 @@ def test_duplicate_runs_are_planned_once():
 
 
 def test_sweep_wide_settings_cannot_be_swept():
-    with pytest.raises(PlanError, match="launcher is a setting of the whole sweep"):
+    with pytest.raises(PlanError, match="launcher is a setting of the whole sweep") as numbers:
         build_plan(["launcher.parallelism=1,2"])
+    assert str(numbers.value).endswith("(launcher.parallelism=1,2 sweeps it)"), "a number is no list in quotes"
     with pytest.raises(PlanError) as refused:
         build_plan(["launcher=slurm", "launcher.partition=cpu,gpu"])
     said = "(launcher.partition=cpu,gpu sweeps it); a value that holds a comma is one value in quotes: "

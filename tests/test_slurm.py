@@ -853,7 +853,7 @@ def test_status_waits_for_a_queued_job_unless_all_it_waits_for_cannot_start():
     assert exit_status([stuck]) == EXIT_NOT_DONE
     assert exit_status([stuck, queued]) == EXIT_IN_FLIGHT
     just = dataclasses.replace(queued, job_waits="None")  # squeue's reason before the scheduler has looked
-    assert run_states._waits(just) == "None (just queued: Slurm has not yet scheduled it)"
+    assert run_states._waits(just) == "None (just queued: Slurm's scheduler has not looked at it yet)"
 
 
 def test_a_time_limit_warning_is_told_from_a_preemption_when_squeue_answers_only_the_second_time(monkeypatch):

@@ -40,7 +40,7 @@ def _device(name: str, precision_fields: tuple) -> tuple[str, ...]:
 
 @functools.cache
 def _backend(name: str) -> tuple[str, ...]:
-    """What stops torch.compile backend `name`: one this torch has not registered (entry points included).
+    """What stops torch.compile backend `name`: one perfsweep's torch has not registered (entry points included).
 
     Inductor, the default, is always there; another is looked up in torch._dynamo (1 s of a CPU, once).
     """
@@ -52,9 +52,10 @@ def _backend(name: str) -> tuple[str, ...]:
     if name in every:
         return ()
     debugging = [b for b in ("aot_eager", "eager") if b in every]
+    listed = ", ".join(list_backends())
     return (
-        f"compile.backend={name!r} is not a backend of this torch; its backends: {', '.join(list_backends())}, and "
-        f"for debugging {', '.join(debugging)} (torch._dynamo.list_backends(exclude_tags=()) lists every one)",
+        f"compile.backend={name!r} is not a backend of perfsweep's torch; its backends: {listed}, and for debugging "
+        f"{', '.join(debugging)} (torch._dynamo.list_backends(exclude_tags=()) lists every one)",
     )
 
 
@@ -83,7 +84,8 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         )
     if cfg.compile.enabled:
         issues += choice("compile.mode", cfg.compile.mode, COMPILE_MODES)
-        issues += list(_backend(cfg.compile.backend))
+        if cfg.torch == "current" and not cfg.env.packages:  # another environment's torch has backends of its own
+            issues += list(_backend(cfg.compile.backend))
         if cfg.warmup_steps < 2:
             issues.append(
                 f"warmup_steps={cfg.warmup_steps}: compiled runs need 2+ warm-up steps "

@@ -319,19 +319,20 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
         f"{device}{torch}",
         f"timer {timer}",
         f"{'/'.join(map(str, at_once))} run(s) at a time",
-        measured(shown, columned),
+        measured(shown),
     ]
     return " | ".join(part for part in parts if part)
 
 
-def measured(runs: list[RunRecord], columned: list[str]) -> str:
-    """'20 steps after 3 warm-up, on 2026-11-30': how long each run measured, where no column shows it, and when.
+def measured(runs: list[RunRecord]) -> str:
+    """'20 steps after 3 warm-up, on 2026-11-30': how long each run measured, where all measured alike, and when.
 
+    Where they did not, a column shows it.
     The days are those the runs started on, in UTC.
     """
     counts = [{r.fields.get(key) for r in runs} for key in ("steps", "warmup_steps")]
     steps, warmup = (values.pop() if len(values) == 1 else None for values in counts)
-    length = f"{steps} steps after {warmup} warm-up" if None not in (steps, warmup) and "steps" not in columned else ""
+    length = f"{steps} steps after {warmup} warm-up" if None not in (steps, warmup) else ""
     days = sorted({r.status.started_at[:10] for r in runs if r.status.started_at})
     when = f"on {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
     return ", ".join(part for part in (length, when) if part)

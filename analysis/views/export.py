@@ -90,7 +90,7 @@ def _named(run: RunRecord, fields: list[str]) -> list[str]:
     named = []
     if "model" in run.axes:
         size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
-        shown = {value for key, value in run.fields.items() if key.startswith("workload.axes.")}
+        shown = {v for k, v in run.fields.items() if k.startswith("workload.axes.") and isinstance(v, str)}
         own = sorted(key for key in run.fields if key.startswith("model.kwargs.") and key not in shown | set(fields))
         named = [field for field in size if run.fields.get(field) is not None] + own
     registered = not run.fields.get("workload._target_")

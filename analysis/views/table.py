@@ -330,9 +330,11 @@ def measured(runs: list[RunRecord]) -> str:
     Where they did not, a column shows it.
     The days are those the runs started on, in UTC.
     """
-    counts = [{r.fields.get(key) for r in runs} for key in ("steps", "warmup_steps")]
-    steps, warmup = (values.pop() if len(values) == 1 else None for values in counts)
-    length = f"{steps} steps after {warmup} warm-up" if None not in (steps, warmup) else ""
+    # (a damaged record may hold anything there: only counts that every run shares are said)
+    counts = [{repr(r.fields.get(key)): r.fields.get(key) for r in runs} for key in ("steps", "warmup_steps")]
+    steps, warmup = (next(iter(values.values())) if len(values) == 1 else None for values in counts)
+    said = all(isinstance(count, int) and not isinstance(count, bool) for count in (steps, warmup))
+    length = f"{steps} steps after {warmup} warm-up" if said else ""
     days = sorted({r.status.started_at[:10] for r in runs if r.status.started_at})
     when = f"on {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "") if days else ""
     return ", ".join(part for part in (length, when) if part)

@@ -194,6 +194,8 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
     if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
         lines.append(_rerun(rows, sweep_dir))
+    elif counts[records.DONE] == len(rows):
+        lines.append(f"all done: `{user_command()} table {sweep_dir}` gives their figures")
     return "\n".join(lines), exit_status(rows)
 
 

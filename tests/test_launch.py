@@ -104,6 +104,7 @@ def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(lo
     assert header.startswith("input_type,data ms") and len(rows) == 3
     status = launch_here("status", str(sweep))
     assert status.stdout.startswith(f"{sweep}: 3 runs, 3 done") and status.returncode == 0
+    assert status.stdout.rstrip().endswith(f"all done: `perfsweep table {sweep}` gives their figures"), status.stdout
 
 
 @pytest.mark.slow

@@ -518,6 +518,9 @@ def test_a_training_step_and_an_inference_step_are_never_matched_as_one_configur
     new = [dataclasses.replace(r, fields=r.fields | {"workload._target_": "lib.NewStep"}) for r in b]
     shown, _ = compare.compare_runs(own, new, threshold=0.05, loss_tolerance=0.05)
     assert shown.items, "two versions of a step of the user's own are compared"
+    for side_a, side_b in ((own, b), (a, new)):  # a step of the user's own is not perfsweep's registered one
+        shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
+        assert status == compare.EXIT_NOTHING_COMPARED and not shown.items
 
 
 def test_a_phase_that_one_sweep_does_not_time_is_left_out_and_the_step_compared():

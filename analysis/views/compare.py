@@ -199,10 +199,11 @@ def differences(a: list[RunRecord], b: list[RunRecord], of: Identity = identity)
 
     A key that one sweep's runs record and the other's do not differs too: its value there is UNSET.
     A registered workload (WORK) is never one: a training step and an inference step are not one configuration.
+    Nor is a step of the user's own against a registered one.
     Two steps of the user's own may be: two versions of one step, compared.
     """
     ids_a, ids_b = [of(r) for r in a], [of(r) for r in b]
-    own_steps = any(r.fields.get("workload._target_") for r in [*a, *b])
+    own_steps = all(r.fields.get("workload._target_") for r in [*a, *b])
     differing = {}
     for key in _keys(ids_a, ids_b):
         values_a, values_b = ({i.get(key, UNSET) for i in ids} for ids in (ids_a, ids_b))

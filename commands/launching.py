@@ -106,10 +106,12 @@ def floor_line(plan) -> str | None:
     """This machine's noise floor, where `perfsweep noise` measured one (records/noise.py); None elsewhere.
 
     It is of the configuration that measured it.
+    It is the paired floor where a comparison's sides share a process, else the floor of runs apart.
     It says where that run's host load is unknown.
     It lists a folder and reads one file.
     """
     from perfsweep.records import noise
+    from perfsweep.sweeps.pairing import groups
 
     runs_dir = Path(plan.settings.runs_dir)
     if not (runs_dir / noise.FOLDER).is_dir():
@@ -117,7 +119,7 @@ def floor_line(plan) -> str | None:
     floor = noise.read_floor(runs_dir, noise.machine_kind(*machine_here(plan), noise.torch_version()))
     if floor is None:
         return None
-    spread = floor.apart if plan.settings.pairing == "process" else floor.paired
+    spread = floor.paired if any(group.paired for group in groups(plan.runs)) else floor.apart
     where = ("runs_dir=", "sweep_name=", "tracker.")  # where it wrote, not what it measured
     measured = shlex.join(
         ["--processes", str(floor.processes), *(o for o in floor.overrides if not o.startswith(where))]

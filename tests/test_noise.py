@@ -11,6 +11,7 @@ import types
 import pytest
 import torch
 
+from perfsweep.records import noise as floors
 from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
 from tests import golden
 from tests.helpers import TINY, launch_here
@@ -66,6 +67,8 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     said = later.stdout.splitlines()[0]
     measured = f"of the configuration that `perfsweep noise --processes 3 {' '.join(CONFIG)}` measured on "
     assert said.startswith("this machine decides about ±") and measured + floor["measured"][:10] in said, said
+    apart = floors.NoiseFloor.from_json(floor).apart  # one configuration, no comparison: its runs are apart
+    assert said.startswith(f"this machine decides about {floors.decided(apart, floors.SAID_BUDGET_S)} in 10 min "), said
     blind = any(s["noisy"] is None and s["name"].endswith(" during its runs") for s in floor["settings"])
     assert said.endswith(", though what else ran on its host then is unknown") == blind, said
     assert ("; what else ran on its host is unknown: " in done.stdout) == blind, done.stdout

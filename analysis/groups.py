@@ -32,6 +32,8 @@ OWN_SETTINGS = ("model", "workload")
 # Who builds a model is part of it, as its name is: a column of its own only where one name has two builders.
 OWN_IDENTITY = ("model.source",)
 
+UNSET = "(unset)"  # the value of a key that a run does not record
+
 
 def measures(key: str) -> bool:
     """Whether config key `key` is part of what a run measures: not a replicate's own, nor a launch setting."""
@@ -97,7 +99,7 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     shown = _axis_fields(runs, axis_order(runs))
     fields = sorted(
         k
-        for k in runs[0].fields
+        for k in dict.fromkeys(k for r in runs for k in r.fields)  # a setting only some runs record varies too
         if k not in shown
         and measures(k)
         and not is_declaration(k)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.groups import in_order, speedups
+from perfsweep.analysis.groups import configurations, in_order, speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs
 from perfsweep.analysis.views.table import stalled, table_view, view
@@ -406,3 +406,18 @@ def test_a_folder_launched_again_for_another_length_compares_each_configuration_
     assert [base.first.fields["steps"] for base, _ in found.values()] == [10, 20]
     assert found["subclass", 10][1].value == pytest.approx(50 / 55, rel=0.03)
     assert found["subclass", 20][1].value == pytest.approx(1.0, rel=0.03)
+
+
+def test_a_setting_only_later_runs_record_still_parts_their_configuration():
+    """A model built at its default width, then the same model launched into the folder at another width: the
+    first run does not record the argument, and the runs are still two configurations, each with its own width."""
+    rng = np.random.default_rng(1)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0, steps=10)
+    narrow = synthetic.sweep({("tensor", "contiguous"): 5.0}, 2, steady, rng)
+    wide = synthetic.sweep({("tensor", "contiguous"): 40.0}, 2, steady, rng)
+    wide = [
+        dataclasses.replace(r, name=f"{r.name}-w", run_id=f"{r.run_id}-w", fields=r.fields | {"model.kwargs.width": 48})
+        for r in wide
+    ]
+    found = configurations(narrow + wide)
+    assert [sorted({r.fields.get("model.kwargs.width") for r in c.runs}, key=str) for c in found] == [[None], [48]]

@@ -85,6 +85,7 @@ from typing import NamedTuple
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     MEASURING,
+    UNSET,
     Configuration,
     derived_keys,
     in_order,
@@ -120,7 +121,6 @@ LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 # What a step does: sweeps whose runs differ in it time different work, so their runs are never matched.
 WORK = ("workload.name",)
-UNSET = "(unset)"  # the value of a key that a run does not record
 
 Identity = Callable[[RunRecord], dict[str, str]]
 

@@ -20,6 +20,7 @@ import numpy as np
 from perfsweep import user_command
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
+    UNSET,
     Configuration,
     axis_order,
     baselines,
@@ -101,7 +102,8 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     summaries = [r.summary for r in runs]
     table_columns = [Column(a, lambda c, a=a: c.first.axis(a)) for a in axes]
     table_columns += [
-        Column(f, lambda c, f=f: str(c.first.fields.get(f)), lambda c, f=f: c.first.fields.get(f)) for f in fields
+        Column(f, lambda c, f=f: str(c.first.fields.get(f, UNSET)), lambda c, f=f: c.first.fields.get(f))
+        for f in fields
     ]
     if any(len(c.runs) > 1 for c in configs):
         table_columns.append(number("runs", lambda c: len(c.runs), str))

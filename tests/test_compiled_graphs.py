@@ -5,8 +5,11 @@ import shutil
 import torch
 
 from perfsweep import records
+from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.analysis.views import export, plots
 from perfsweep.analysis.views.table import view
 from perfsweep.conf.schema import CompileConf
+from perfsweep.records import load_sweep
 from perfsweep.train.compiled_graphs import compiled_graphs
 from tests.helpers import write_run
 from tests.untraceable import Tagged
@@ -51,3 +54,17 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     shown = view(baseline)
     cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
     assert cells["unknown"].endswith(" NOT COMPILED"), "a speed-up over a baseline that ran eagerly is no compile's"
+    runs = [r for r in load_sweep(sweep) if r.state == "done"]
+    figure = plots.speedups_figure(speedups(runs, 0.95), labels(configurations(runs)), 0.95, 0.05)
+    plotted = {label.get_text().split(" ")[0]: label.get_text() for label in figure.axes[0].get_yticklabels()}
+    assert plotted["eager_after_all"].endswith(" NOT COMPILED") and not plotted["unknown"].endswith(" NOT COMPILED")
+    for name in ("eager_after_all", "unknown"):  # both asked torch.compile for its default mode
+        record = records.read_json(sweep / name / records.CONFIG)
+        record["config"]["compile"] = {"enabled": True, "mode": "default"}
+        records.write_json(sweep / name / records.CONFIG, record)
+    backends = {row["model"]["extra_info"]["input_type"]: row["model"]["backend"] for row in export.pytorch_v3(sweep)}
+    assert backends == {
+        "tensor": "eager",
+        "eager_after_all": "compile:default NOT COMPILED",
+        "unknown": "compile:default",
+    }

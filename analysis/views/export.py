@@ -30,7 +30,7 @@ import numpy as np
 from perfsweep.analysis.groups import MEASURING, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
-from perfsweep.analysis.views.table import joules_per_sample
+from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
@@ -155,6 +155,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
     for config in configs:
         fields_of = config.first.fields
         compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
+        eager_after_all = " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
         benchmark = {
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
             "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
@@ -171,7 +172,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "name": str(fields_of.get("model.name", config.first.summary.workload)),
             # a model of the user's own is its import path: its `source` keeps the default, which builds nothing
             "type": str(fields_of.get("model._target_") or fields_of.get("model.source", "")),
-            "backend": f"compile:{compiled}" if compiled else "eager",
+            "backend": f"compile:{compiled}{eager_after_all}" if compiled else "eager",
             "origins": ["perfsweep"],
             # its axes, its size and the settings its sweep varied: a dashboard's series keep them apart
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"}

@@ -40,6 +40,7 @@ from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
 from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, word  # noqa: E402
 from perfsweep.analysis.views import ranks  # noqa: E402
+from perfsweep.analysis.views.table import not_compiled  # noqa: E402
 from perfsweep.records import DONE, RunRecord, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
@@ -170,7 +171,8 @@ def speedups_figure(compared, names: dict[tuple, str], level: float, margin: flo
         "interval (red: slower, green: faster, blue: the same, gray: undetermined; dashed: within-run, no verdict)"
     )
     runs = list({id(r): r for versus, _ in order for c in (versus.config, versus.base) for r in c.runs}.values())
-    fig, ax = _figure([versus.label(names) for versus, _ in order], title, values, runs)
+    shown = [versus.label(names) + not_compiled(versus.config, versus.base) for versus, _ in order]
+    fig, ax = _figure(shown, title, values, runs)
     for y, (_, s) in enumerate(order):
         colour = COLOURS[word(s, margin)]
         ax.hlines(y, s.low, s.high, color=colour, linestyles="solid" if s.replicated else "dashed", linewidth=2)

@@ -135,5 +135,19 @@ def test_only_changes_posts_nothing_for_a_machine_flag_that_qualifies_no_change(
     host = f"{compare.SHARED_HOST}: their hosts differ (above), so the line flagged wide may show that load"
     quiet = View("Comparison", ["A: a  B: b"], [], [undetermined], flags=[machine, host])
     assert not comment.changed(quiet)
-    unmatched = dataclasses.replace(quiet, flags=[machine, "B's configurations without a match in A: channels_last"])
+    unmatched = dataclasses.replace(
+        quiet, flags=[machine, "1 of B's 4 configurations without a match in A: channels_last"]
+    )
     assert comment.changed(unmatched), "a configuration without a match is a change of its own"
+
+
+def test_a_configuration_of_a_without_a_match_in_b_is_in_the_headline_that_fails_the_gate(tmp_path):
+    """B dropped the tensorbase configuration: the gate fails on it, and the headline says why beside no change."""
+    rng = np.random.default_rng(5)
+    a = synthetic.write(synthetic.sweep(synthetic.grid(), 3, STEADY, rng), tmp_path / "a")
+    kept = [run for run in synthetic.sweep(synthetic.grid(), 3, STEADY, rng) if run.axes["input_type"] != "tensorbase"]
+    b = synthetic.write(kept, tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b), "--format", "markdown")
+    assert shown.returncode & compare.EXIT_UNMATCHED, shown.stdout
+    head = shown.stdout.splitlines()[0]
+    assert head.endswith("; 1 of A's 3 configurations without a match in B (UNMATCHED)"), head

@@ -427,7 +427,7 @@ def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
     assert status & compare.EXIT_UNMATCHED
     assert shown.flags == [
-        f"UNMATCHED: A's configurations without a match in B: subclass; B planned subclass and has no done run of "
+        f"UNMATCHED: 1 of A's 3 configurations without a match in B: subclass; B planned subclass and has no done run of "
         f"them (pending): `perfsweep resume {b}` runs them again"
     ]
 

@@ -33,6 +33,7 @@ from perfsweep.analysis.statistics.verdict import SLOWER, UNDETERMINED, reaches
 from perfsweep.analysis.views.compare import (
     MACHINE_MOVED,
     SHARED_HOST,
+    UNMATCHED,
     Line,
     counted_kinds,
     kind,
@@ -65,8 +66,10 @@ def comment(view: View, threshold: float) -> str:
     moved = sorted((line for line in steps if line.flag), key=_largest)
     losses = any(line.flag for line in view.items if line.phase == "final loss")
     shared = any(flag.startswith(SHARED_HOST) for flag in view.flags)
+    unmatched = [flag.split(": ")[1] for flag in view.flags if flag.startswith(f"{UNMATCHED}: ")]
     parts = [
-        f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}",
+        f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}"
+        + "".join(f"; {said} ({UNMATCHED})" for said in unmatched),
         counted_kinds(counts, threshold, lambda said: f"**{said}**"),
     ]
     if moved:

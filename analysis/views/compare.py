@@ -113,6 +113,7 @@ from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
+UNMATCHED = "UNMATCHED"  # the flag of configurations without a match, past --max-unmatched
 EXIT_UNDETERMINED = 16  # added where the runs did not rule out a slowdown beyond the threshold
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
@@ -622,7 +623,7 @@ def compare_runs(
         shared
         + machine_moved(lines, a, b)
         + [
-            ("UNMATCHED: " if unmatched and side == "A" else "")
+            (f"{UNMATCHED}: " if unmatched and side == "A" else "")
             + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
             for side, configs, every, other, left, folder in sides
             if configs
@@ -768,7 +769,10 @@ def without_match(
     The overrides that would launch the others follow.
     """
     theirs = "B" if side == "A" else "A"
-    said = f"{side}'s configurations without a match in {theirs}: {', '.join(labels(every)[c.key] for c in configs)}"
+    said = (
+        f"{len(configs)} of {side}'s {counted(len(every), 'configuration')} without a match in {theirs}: "
+        f"{', '.join(labels(every)[c.key] for c in configs)}"
+    )
     planned = states_by_key(unfinished.runs, differ, of)
     left = [c for c in configs if c.key in planned]
     if left:

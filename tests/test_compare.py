@@ -427,8 +427,8 @@ def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(
     shown, status = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)
     assert status & compare.EXIT_UNMATCHED
     assert shown.flags == [
-        f"UNMATCHED: 1 of A's 3 configurations without a match in B: subclass; B planned subclass and has no done run of "
-        f"them (pending): `perfsweep resume {b}` runs them again"
+        "UNMATCHED: 1 of A's 3 configurations without a match in B: subclass; B planned subclass and has no done run "
+        f"of them (pending): `perfsweep resume {b}` runs them again"
     ]
 
 
@@ -545,3 +545,13 @@ def test_the_threshold_bounds_the_slower_side_s_time_as_compare_says_a_slowdown(
     assert verdict.flag(slower, True, 0.5) == "UNDETERMINED (its interval reaches 0.51x)"
     assert verdict.flag(Speedup(1 / 1.6, 0.55, 0.7, ACROSS, (5, 5), 0.001), True, 0.5) == "REGRESSION", "1.6x slower"
     assert verdict.flag(Speedup(1.45, 1.3, 1.6, ACROSS, (5, 5), 0.001), True, 0.5) == "", "1.45x faster is within"
+
+
+def test_a_change_flagged_from_one_run_on_a_side_is_counted_as_possible():
+    """B stopped after its first round: its one run a configuration flags changes no process spread confirms."""
+    rng = np.random.default_rng(21)
+    a = sweep(synthetic.grid(), rng)
+    b = [run for run in sweep(synthetic.grid({"subclass": 1.3}), rng) if run.fields["replicate"] == 0]
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_POSSIBLE, said(shown)
+    assert shown.notes[0].startswith("1 slower (1 of them possible: one run on a side), 0 faster, "), shown.notes[0]

@@ -70,7 +70,7 @@ def comment(view: View, threshold: float) -> str:
     parts = [
         f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}"
         + "".join(f"; {said} ({UNMATCHED})" for said in unmatched),
-        counted_kinds(counts, threshold, lambda said: f"**{said}**"),
+        counted_kinds(steps, threshold, lambda said: f"**{said}**"),
     ]
     if moved:
         parts.append(_table(moved))

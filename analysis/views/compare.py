@@ -482,12 +482,22 @@ def kinds(steps: list[Line], threshold: float) -> dict[str, int]:
     return {k: found.count(k) for k in (SLOWER, FASTER, THE_SAME, UNDETERMINED)}
 
 
-def counted_kinds(counts: dict[str, int], threshold: float, strong: Callable[[str], str] = str) -> str:
+def counted_kinds(steps: list[Line], threshold: float, strong: Callable[[str], str] = str) -> str:
     """'0 slower, 0 faster, 2 same, 4 undetermined, of 6 configurations compared by their step (...)'.
 
+    A change flagged from one run on a side is counted as possible.
     `strong` sets a count of changes apart (a comment's bold).
     """
-    said = ", ".join(strong(f"{n} {k}") if n and k in (SLOWER, FASTER) else f"{n} {k}" for k, n in counts.items())
+    counts = kinds(steps, threshold)
+    one_run = [kind(line, threshold) for line in steps if not line.speedup.replicated]
+
+    def count(way: str, n: int) -> str:
+        if way not in (SLOWER, FASTER) or not n:
+            return f"{n} {way}"
+        possible = one_run.count(way)
+        return strong(f"{n} {way}") + (f" ({possible} of them possible: one run on a side)" if possible else "")
+
+    said = ", ".join(count(way, n) for way, n in counts.items())
     compared = counted(sum(counts.values()), "configuration")
     return (
         f"{said}, of {compared} compared by their step ({SLOWER} or {FASTER}: flagged, "
@@ -604,7 +614,7 @@ def compare_runs(
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
-        counted_kinds(kinds([line for line in lines if line.phase == "step"], threshold), threshold),
+        counted_kinds([line for line in lines if line.phase == "step"], threshold),
         f"{len(matched)} of A's {len(every_a)} configurations matched in B, "
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "

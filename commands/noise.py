@@ -10,7 +10,8 @@ It runs it two ways, each in `--processes` processes, W&B off:
 
 It prints each way's spread (between and within processes, and between the paired sides, as `replicates` names
 them), and the smallest difference a sweep decides at 95% in 1 min, 10 min and 1 h of this machine's time.
-That comes from the spread and from what a run and a step cost (variance.costs and Split.plan, as `replicates`).
+That comes from the spread and from what a run and a step cost (Split.plan, as `replicates`).
+A run's cost is its share of its way's wall time: its launch and its job's start-up included.
 It names the settings that add noise, each read (train/host_settings.py) or seen during its runs, with its fix.
 It keeps the floor in <runs_dir>/noise/<machine>.json (records/noise.py); a launch on this machine names it.
 """
@@ -77,9 +78,11 @@ def measure_noise(args: argparse.Namespace) -> int:
     except PlanError as error:
         print(f"perfsweep noise: nothing was run:\n{error}", file=sys.stderr)
         return 2
-    started = time.perf_counter()
+    started, walls = time.perf_counter(), {}
     for way, (plan, words) in plans.items():
+        began = time.perf_counter()
         status = launch_plan(lambda plan=plan: plan, words, show=False)
+        walls[way] = time.perf_counter() - began
         if status != 0:
             print(
                 f"perfsweep noise: the {way} runs did not all finish (exit {status}); see {plan.sweep_dir}",
@@ -87,7 +90,7 @@ def measure_noise(args: argparse.Namespace) -> int:
             )
             return status
     runs = {way: [r for r in load_sweep(plan.sweep_dir) if r.state == DONE] for way, (plan, _) in plans.items()}
-    floor = _floor(args, plans["apart"][0], runs)
+    floor = _floor(args, plans["apart"][0], runs, walls)
     print(render(floor, time.perf_counter() - started))
     shared = [
         f"{s['name']} {s['state'].split(' (')[0]}" for s in floor.settings if s["noisy"] and noise.DURING in s["name"]
@@ -132,7 +135,9 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
     return plans
 
 
-def _floor(args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord]]) -> noise.NoiseFloor:
+def _floor(
+    args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord]], walls: dict[str, float]
+) -> noise.NoiseFloor:
     first = runs["apart"][0]
     every = runs["paired"] + runs["apart"]
     return noise.NoiseFloor(
@@ -143,8 +148,8 @@ def _floor(args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord
         overrides=list(args.overrides),
         processes=args.processes,
         folder=str(apart.sweep_dir.parent),
-        paired=_spread(runs["paired"], paired=True),
-        apart=_spread(runs["apart"], paired=False),
+        paired=_spread(runs["paired"], walls["paired"], paired=True),
+        apart=_spread(runs["apart"], walls["apart"], paired=False),
         settings=[dataclasses.asdict(s) for s in [*cpu_settings(), *_seen(every), *_gpu(apart)]],
     )
 
@@ -153,17 +158,23 @@ def _gpu(plan: Plan) -> list[Setting]:
     return gpu_settings() if plan.settings.device != "cpu" else []
 
 
-def _spread(runs: list[RunRecord], paired: bool) -> noise.Spread | None:
-    """One way's spread, and the smallest difference it decides in each budget; None without two runs or costs."""
+def _spread(runs: list[RunRecord], wall_s: float, paired: bool) -> noise.Spread | None:
+    """One way's spread, and the smallest difference it decides in each budget; None without two runs or costs.
+
+    A run's cost beyond its steps is its share of the way's wall time, less its steps.
+    That share holds what no run records: its launch, its job's start-up, its process's fork and end.
+    """
     from perfsweep.analysis.groups import configurations
     from perfsweep.analysis.statistics.variance import costs, sides_split, split
 
     configs = configurations(runs)
     own = split(configs[0].sample())
     sides = sides_split(configs[1].sample(), configs[0].sample()) if paired and len(configs) == 2 else None
-    cost = costs(runs)
-    if own is None or cost is None:
+    recorded = costs(runs)
+    if own is None or recorded is None:
         return None
+    step_s = recorded[1]
+    cost = (max(recorded[0], wall_s / len(runs) - own.steps * step_s), step_s)
     planned = (sides or own).at_most()  # what the processes measured cannot rule out
     return noise.Spread(
         runs=len(runs),
@@ -211,7 +222,8 @@ def render(floor: noise.NoiseFloor, wall_s: float) -> str:
         sides = "" if spread.between_sides is None else f", between sides {spread.between_sides:.1%}"
         lines.append(
             f"  {way}: between {spread.between:.1%}, within {spread.within:.1%}{sides}; a run costs "
-            f"{spread.run_cost_s:.2f} s beyond its steps, a step {spread.step_s:.3f} s ({spread.runs} runs)"
+            f"{spread.run_cost_s:.2f} s of the wall time beyond its steps (its launch and start-up shared), a step "
+            f"{spread.step_s:.3f} s ({spread.runs} runs)"
         )
     lines.append(
         "smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above, the spread "

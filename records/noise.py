@@ -51,7 +51,7 @@ class Spread:
     between: float  # between processes, beyond what their steps explain
     within: float  # a step's, within a run
     between_sides: float | None  # the part of `between` a paired ratio keeps; None apart
-    run_cost_s: float  # a run's cost beyond its steps
+    run_cost_s: float  # a run's share of its way's wall time, beyond its steps
     step_s: float
     floors: dict[str, float | None]  # budget in seconds -> the smallest difference decided at 95%; None: none is
 

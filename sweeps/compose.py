@@ -599,9 +599,13 @@ def converted(dirs: tuple[Path, ...]) -> Path | None:
     return folder
 
 
+# The values a key takes beyond its type's, which a refusal of its type would not name
+TAKES = {"repeats": "repeats takes a whole number, 1 or more, or auto: rounds until its comparisons are decided"}
+
+
 def _schema_problem(schema: OmegaConfBaseException, error: Exception, run: list[Setting], options: Options) -> str:
     """A value the schema refused, as KEY=VALUE: what is wrong (OmegaConf's sentence, without its key's lines)."""
-    said = schema.msg.strip().splitlines()[0]
+    said = schema.msg.strip().splitlines()[0] + (f"; {TAKES[schema.full_key]}" if schema.full_key in TAKES else "")
     override = _OVERRIDE.search(str(error))
     if override:
         return f"{override.group(1)}: {said}"

@@ -38,7 +38,8 @@ class Repro:
         if code.get("in_no_repository"):
             modules = ", ".join(code["in_no_repository"])
             folders = sorted(set((code.get("copied_from") or {}).values()))
-            path = f"; the run's was copied from {os.pathsep.join(folders)} (PYTHONPATH)" if folders else ""
+            where = os.pathsep.join(folders)
+            path = f"; the run's was copied from {where}: run it there, or with PYTHONPATH={where}" if folders else ""
             return f"{modules} in no git repository: the command measures it as it is where it runs{path}"
         if not code.get("commit"):
             return "no commit recorded: the command measures the code as it is where it runs"

@@ -209,7 +209,7 @@ def test_code_in_no_repository_names_the_folder_its_copy_came_from():
     repro = records.Repro(("model=mylib.models.Net",), code_of(None, env, {"mylib": "fece3dda0298"}))
     assert repro.caveat() == (
         "mylib in no git repository: the command measures it as it is where it runs; the run's was copied from "
-        "/work/trial (PYTHONPATH)"
+        "/work/trial: run it there, or with PYTHONPATH=/work/trial"
     )
 
 

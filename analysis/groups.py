@@ -33,6 +33,7 @@ OWN_SETTINGS = ("model", "workload")
 OWN_IDENTITY = ("model.source",)
 
 UNSET = "(unset)"  # the value of a key that a run does not record
+USER_KEYS = ("model.kwargs.", "workload.kwargs.", "env.packages.")  # a user's own settings: unset where not recorded
 
 
 def measures(key: str) -> bool:
@@ -91,6 +92,17 @@ def derived_keys(runs: list[RunRecord]) -> set[str]:
     return {key for key in {k for r in runs for k in r.fields} - shown if _derived(runs, axes, key)}
 
 
+def recorded(runs: list[RunRecord]) -> list[str]:
+    """The config keys that part configurations: those every run records, and the user's own wherever one does.
+
+    A setting only some runs record was added to perfsweep since the others ran: it parts nothing.
+    A constructor argument that only later runs set (model.kwargs.width) does.
+    """
+    every = dict.fromkeys(k for r in runs for k in r.fields)
+    shared = set.intersection(*(set(r.fields) for r in runs)) if runs else set()
+    return [k for k in every if k in shared or k.startswith(USER_KEYS)]
+
+
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     """Axis names and other config fields whose values differ between configurations (never the replicate)."""
     if not runs:
@@ -99,7 +111,7 @@ def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:
     shown = _axis_fields(runs, axis_order(runs))
     fields = sorted(
         k
-        for k in dict.fromkeys(k for r in runs for k in r.fields)  # a setting only some runs record varies too
+        for k in recorded(runs)
         if k not in shown
         and measures(k)
         and not is_declaration(k)
@@ -392,7 +404,7 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
 
     def label(run: RunRecord) -> str:
         parts = [run.axis_label(a) for a in axes if run.axis(a) != "-"]
-        parts += [f"{f}={run.fields.get(f)}" for f in fields if f not in MEASURING]
+        parts += [f"{f}={run.fields.get(f, UNSET)}" for f in fields if f not in MEASURING]
         return " ".join(parts) or (code_name(run) if len(configs) == 1 else run.name)
 
     return {c.key: label(c.first) for c in configs}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.groups import configurations, in_order, speedups
+from perfsweep.analysis.groups import configurations, in_order, labels, speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs
 from perfsweep.analysis.views.table import stalled, table_view, view
@@ -421,3 +421,13 @@ def test_a_setting_only_later_runs_record_still_parts_their_configuration():
     ]
     found = configurations(narrow + wide)
     assert [sorted({r.fields.get("model.kwargs.width") for r in c.runs}, key=str) for c in found] == [[None], [48]]
+    assert sorted(labels(found).values()) == ["model.kwargs.width=(unset)", "model.kwargs.width=48"]
+
+
+def test_a_setting_perfsweep_added_since_some_runs_ran_parts_no_configuration():
+    """Runs of a folder resumed by a later perfsweep record a setting the first runs' config had no field for."""
+    rng = np.random.default_rng(2)
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0, steps=10)
+    runs = synthetic.sweep({("tensor", "contiguous"): 5.0, ("subclass", "contiguous"): 6.0}, 4, steady, rng)
+    later = [dataclasses.replace(r, fields=r.fields | {"blocks": 10}) if r.fields["replicate"] > 1 else r for r in runs]
+    assert sorted(len(c.runs) for c in configurations(later)) == [4, 4]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.analysis.groups import MEASURING, Configuration, configurations, labels, varying
+from perfsweep.analysis.groups import MEASURING, UNSET, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly
@@ -176,7 +176,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "origins": ["perfsweep"],
             # its axes, its size and the settings its sweep varied: a dashboard's series keep them apart
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"}
-            | {field: str(fields_of.get(field)) for field in _named(config.first, measured)},
+            | {field: str(fields_of.get(field, UNSET)) for field in _named(config.first, measured)},
         }
         for name, (unit, values) in _metrics(config).items():
             extra = {"unit": unit, "statistic": STATISTIC[unit]}
@@ -234,7 +234,7 @@ def benchmarks(configs: list[Configuration], fields: list[str]) -> dict[tuple, s
     def name(config: Configuration, kept: list[str]) -> str:
         run = config.first
         parts = [f"{a}={run.axis(a)}" for a in run.axis_order if a != "replicate" and run.axis(a) != "-"]
-        return " ".join([*parts, *(f"{f}={run.fields.get(f)}" for f in kept)]) or short[config.key]
+        return " ".join([*parts, *(f"{f}={run.fields.get(f, UNSET)}" for f in kept)]) or short[config.key]
 
     names = {c.key: name(c, _named(c.first, [f for f in fields if f not in MEASURING])) for c in configs}
     if len(set(names.values())) < len(names):

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import code_name
+from perfsweep.analysis.groups import USER_KEYS, code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints, host_flags, machine_speed
 from perfsweep.analysis.statistics.speedup import holm, percent
@@ -70,7 +70,6 @@ EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
-USER_KEYS = ("model.kwargs.", "workload.kwargs.", "env.packages.")  # a user's own settings: unset where not recorded
 
 
 @dataclasses.dataclass

@@ -301,7 +301,11 @@ def test_a_configuration_that_only_the_newest_point_has_is_named_and_fails_nothi
 def test_a_configuration_the_newest_point_lacks_is_counted_against_max_unmatched():
     found = history_of(np.random.default_rng(7), [TWO, TWO, TWO, {("tensor", "contiguous"): 20.0}])
     said, status = gaps(found)
-    assert status == views.EXIT_UNMATCHED and "UNMATCHED: configurations before 04ababab not in it: subclass" in said
+    assert status == views.EXIT_UNMATCHED and "UNMATCHED: 1 of the 2 configurations before 04ababab not in it: " in said
+    made, _ = views.series_of(found, "step", 0.05)
+    posted = comment.history_comment(made, [views.view(s, "step", found) for s in made], said.splitlines())
+    head = posted.splitlines()[0]
+    assert head.endswith("; 1 of the 2 configurations before 04ababab not in it (UNMATCHED)"), head
     assert gaps(found, 0.5) == (
         said.replace("above --max-unmatched 0%", "within --max-unmatched 50%").replace("UNMATCHED: ", ""),
         0,

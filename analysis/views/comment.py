@@ -151,6 +151,8 @@ def history_comment(made: list[Series], shown: list[View], gaps: list[str]) -> s
     confirmed = [series for series, _ in flagged if series.flag.startswith("REGRESSION")]
     first = (confirmed or [series for series, _ in flagged] or [None])[0]
     headline = f"{first.label}: {first.flag}" if first else "no regression"
+    lacking = [gap.removeprefix(f"{UNMATCHED}: ") for gap in gaps if gap.startswith(f"{UNMATCHED}: ")]
+    headline += "".join(f"; {gap.partition(' not in it')[0]} not in it ({UNMATCHED})" for gap in lacking)
     threshold = made[0].threshold if made else None  # every series was judged by one (series_of)
     counts = (
         f"**{len(confirmed)} regressed**, {len(flagged) - len(confirmed)} possibly, {len(made) - len(flagged)} not "

@@ -51,6 +51,7 @@ from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
     EXIT_UNMATCHED,
+    UNMATCHED,
     UNSET,
     Identity,
     beyond,
@@ -150,6 +151,12 @@ def series_of(found: History, phase: str, threshold: float) -> tuple[list[Series
     return [with_context(series) for series in family(made)], left
 
 
+def lacks(gone: list[Series], before: list[Series], newest: Point) -> str:
+    """'1 of the 2 configurations before 04ababab not in it'."""
+    of = f"{len(gone)} of the {len(before)} configurations" if len(before) > 1 else "the one configuration"
+    return f"{of} before {newest.label} not in it"
+
+
 def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple[list[str], int]:
     """What the newest point lacks of the points before it, in lines, and its part of the exit status.
 
@@ -182,7 +189,7 @@ def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple
         kept = [s for s in gone if not any(s.held[0][0] is p for p in isolated)]
         how = lacking([run for s in kept for run in s.held[-1][1]], newest.runs, {}, of) if kept else []
         lines.append(
-            f"{'UNMATCHED: ' if failing else ''}configurations before {newest.label} not in it: "
+            f"{f'{UNMATCHED}: ' if failing else ''}{lacks(gone, before, newest)}: "
             + ", ".join(f"{s.label} (last in {s.held[-1][0].label})" for s in gone)
             + (f"; to match them, {launch(f'the sweep of {newest.label} again', how)}" if how else "")
         )

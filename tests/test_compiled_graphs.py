@@ -6,7 +6,7 @@ import torch
 
 from perfsweep import records
 from perfsweep.analysis.groups import configurations, labels, speedups
-from perfsweep.analysis.views import export, plots
+from perfsweep.analysis.views import export, plots, replicates
 from perfsweep.analysis.views.table import view
 from perfsweep.conf.schema import CompileConf
 from perfsweep.records import load_sweep
@@ -54,6 +54,9 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     shown = view(baseline)
     cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
     assert cells["unknown"].endswith(" NOT COMPILED"), "a speed-up over a baseline that ran eagerly is no compile's"
+    shown = replicates.view(baseline)
+    column = next(i for i, header in enumerate(shown.header) if header.startswith("vs "))
+    assert all(row[column].endswith(" NOT COMPILED") for row in shown.rows if row[0] != "tensor"), shown.rows
     runs = [r for r in load_sweep(sweep) if r.state == "done"]
     figure = plots.speedups_figure(speedups(runs, 0.95), labels(configurations(runs)), 0.95, 0.05)
     plotted = {label.get_text().split(" ")[0]: label.get_text() for label in figure.axes[0].get_yticklabels()}

@@ -361,3 +361,13 @@ def test_the_sweep_runs_speedups_carry_the_tables_words(tmp_path):
     rows = wandb_sweep.speedup_rows(sweep, load_sweep(sweep))
     words = {row[0]: row[5] for row in rows}
     assert words["subclass"] == "slower" and words["tensorbase"] in ("same", "undetermined"), words
+    assert {row[0]: row[8] for row in rows} == {"subclass": None, "tensorbase": None}
+    for folder in sweep.iterdir():  # the subclass compiled, and torch.compile ran none of its ops in a graph
+        if folder.is_dir() and "subclass" in folder.name:
+            summary = records.read_json(folder / records.SUMMARY)
+            records.write_json(
+                folder / records.SUMMARY,
+                summary | {"compiled": {"backend": "inductor", "graphs_run": 0, "graph_breaks": {}}},
+            )
+    flags = {row[0]: row[8] for row in wandb_sweep.speedup_rows(sweep, load_sweep(sweep))}
+    assert flags == {"subclass": "NOT COMPILED", "tensorbase": None}, flags

@@ -46,6 +46,7 @@ from perfsweep.analysis.statistics.drift import drift
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, as_data, as_text, figures, percent
 from perfsweep.analysis.statistics.variance import Split, across_runs, costs, sides_split, split
+from perfsweep.analysis.views.table import not_compiled
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 # The note under the view: what each column says, each column's part only where the view has the column.
@@ -176,7 +177,10 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         *(
             Column(
                 vs_label(versus, axis),
-                lambda row, axis=axis: as_text(over_baseline(row.config, row.baselines[axis], level), rule.word),
+                lambda row, axis=axis: (
+                    as_text(over_baseline(row.config, row.baselines[axis], level), rule.word)
+                    + not_compiled(row.config, row.baselines[axis])
+                ),
                 lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level), rule.word),
                 PARTS,
             )

@@ -104,11 +104,15 @@ def speedup_rows(sweep_dir: Path, done: list[records.RunRecord]) -> list[list]:
     """Each speed-up of the done runs over their baseline, at the sweep's level, as the "speedups" table's rows.
 
     Each has the table's word: slower, faster, same or undetermined; none where it is within-run.
+    Its flag is NOT COMPILED where a compiled side ran eagerly, as the table's cell says.
     """
     names = labels(configurations(done))
     rule = rule_of(sweep_dir, done)
     return [
-        [names[v.config.key], names[v.base.key], s.value, s.low, s.high, rule.word(s) or None, rule.level, s.basis]
+        [
+            *(names[v.config.key], names[v.base.key], s.value, s.low, s.high, rule.word(s) or None, rule.level),
+            *(s.basis, table.not_compiled(v.config, v.base).strip() or None),
+        ]
         for v, s in speedups(done, rule.level)
     ]
 
@@ -143,7 +147,7 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         run.log({"results": wandb.Table(columns=plain.fields, data=plain.records)})  # numbers W&B sorts
         done = [r for r in runs if r.state == records.DONE and r.summary]
         rows = speedup_rows(sweep_dir, done) if done else []  # a sweep whose every run failed has none
-        columns = ["configuration", "baseline", "speed-up", "low", "high", "word", "level", "interval"]
+        columns = ["configuration", "baseline", "speed-up", "low", "high", "word", "level", "interval", "flag"]
         run.log({"speedups": wandb.Table(columns=columns, data=rows)})
         header, explained = explain.table(explain.views(sweep_dir, runs))
         if explained:

@@ -39,7 +39,9 @@ class Repro:
             modules = ", ".join(code["in_no_repository"])
             folders = sorted(set((code.get("copied_from") or {}).values()))
             where = os.pathsep.join(folders)
-            path = f"; the run's was copied from {where}: run it there, or with PYTHONPATH={where}" if folders else ""
+            there = "run it there, or " if len(folders) == 1 else ""
+            how = f"{there}with PYTHONPATH={shlex.quote(where)}"
+            path = f"; the run's was copied from {where}: {how}" if folders else ""
             return f"{modules} in no git repository: the command measures it as it is where it runs{path}"
         if not code.get("commit"):
             return "no commit recorded: the command measures the code as it is where it runs"

@@ -15,6 +15,7 @@ from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.commands.explain import unfinished
 from perfsweep.records import load_sweep
+from perfsweep.sweeps.pairing import groups
 from perfsweep.train import instrumented as train_run
 from tests import synthetic
 from tests.helpers import launch_here
@@ -306,3 +307,16 @@ def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_p
     assert "1 run of the sweep's 8 not done (1 pending): the views rest on the done ones; " in said
     assert said.rstrip().endswith(f"resume {tmp_path}` runs them")
     assert unfinished(tmp_path, runs[:-1]) == []
+
+
+def test_a_paired_sweep_profiles_each_side_first_in_as_many_rounds(tiny_plan, tmp_path):
+    """The first side's counts and profile follow the window at once: each side goes first in one of two rounds."""
+    plan = tiny_plan("input_type=tensor,subclass", "memory_format=contiguous", "steps=2", "warmup_steps=1",
+                     "repeats=2", "pairing=auto", "explain=true")  # fmt: skip
+    first = []
+    for group in groups(list(plan.runs)):  # a process a round, as a launch runs them
+        sides = [(spec, tmp_path / spec.name, f"id-{spec.name}") for spec in group.runs]
+        train_run.execute_sides(sides, {})
+        written = {spec.axes["input_type"]: (folder / records.OPS).stat().st_mtime_ns for spec, folder, _ in sides}
+        first.append(min(written, key=written.get))
+    assert sorted(first) == ["subclass", "tensor"], first

@@ -418,7 +418,8 @@ def paired_process(
     peak, kind = peak_memory_mib(device)
     timed = reference(device)  # the machine's speed, once for the process its sides shared
     process = uuid.uuid4().hex
-    for place, (index, window) in enumerate(zip(live, windows, strict=True)):
+    for place in bookkeeping_order(len(live), cfg.replicate):
+        index, window = live[place], windows[place]
         measured = Measured(
             **warm[index]._asdict(), window=window, neighbours=before, clock_start=clock_start, records_from=time.time()
         )
@@ -428,6 +429,16 @@ def paired_process(
         outcome = record_measured(measured, sides[index].run_dir, device, own, extra, memory)
         results[index] = outcome._replace(seconds={**outcome.seconds, **own.seconds, "ready_at": ready[index]})
     return results
+
+
+def bookkeeping_order(sides: int, replicate: int) -> list[int]:
+    """The order in which a process's sides are counted, profiled and written: it turns with the round.
+
+    The first side's counts and profile come straight after the window, and its profile after the first counts.
+    Each side goes first in as many rounds as the others, so that neither one's profile always pays for that.
+    """
+    first = replicate % sides
+    return [*range(first, sides), *range(first)]
 
 
 def freed(device: torch.device) -> None:

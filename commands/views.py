@@ -282,6 +282,7 @@ def write_plots(args: argparse.Namespace) -> int:
 
 def write_report(args: argparse.Namespace) -> int:
     from perfsweep import records
+    from perfsweep.analysis.groups import phase_columns
     from perfsweep.analysis.views import explain, table, wandb_online
     from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
     from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
@@ -291,7 +292,7 @@ def write_report(args: argparse.Namespace) -> int:
     conf = wandb_online.with_overrides(tracker_conf(args.sweep_dir), args.overrides)
     runs = load_sweep(args.sweep_dir)
     summaries = [r.summary for r in runs if r.summary] if args.wandb else []
-    phases = list(summaries[0].phases) if summaries else []
+    phases = phase_columns(runs)[:-1] if summaries else []  # every workload's, the whole step apart
     ranks = max((s.ranks.world_size for s in summaries if s.ranks), default=0)
     explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
     stranded = stranded_runs(args.sweep_dir, runs)  # asks the scheduler: once, for the table and the report

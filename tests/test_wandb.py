@@ -1,6 +1,7 @@
 """W&B as a view of the records, read back from real offline run files: run pages, the sweep-level run,
 profiles, sync, reports, and secrets that never leave the environment."""
 
+import dataclasses
 import datetime
 import gzip
 import http.server
@@ -371,3 +372,26 @@ def test_the_sweep_runs_speedups_carry_the_tables_words(tmp_path):
             )
     flags = {row[0]: row[8] for row in wandb_sweep.speedup_rows(sweep, load_sweep(sweep))}
     assert flags == {"subclass": "NOT COMPILED", "tensorbase": None}, flags
+
+
+def test_the_report_s_panels_hold_every_workload_s_phases(tmp_path):
+    """An inference step's runs first, then a training step's: the Report charts the training step's phases too."""
+    rng = np.random.default_rng(4)
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
+    timed = ("step_ms", "forward_ms")
+    infer = [
+        dataclasses.replace(
+            r,
+            name=f"a-infer-{r.name}",
+            run_id=f"a-{r.run_id}",
+            summary=dataclasses.replace(
+                r.summary, phases=("forward",), median_ms={k: r.summary.median_ms[k] for k in timed}
+            ),
+            measured={k: r.measured[k] for k in timed},
+        )
+        for r in runs
+    ]
+    sweep = synthetic.write(infer + runs, tmp_path / "sweep")
+    shown = launch_here("report", str(sweep), "--wandb", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert "median_ms.backward_ms" in shown.stdout and "median_ms.optimizer_ms" in shown.stdout, shown.stdout

@@ -242,6 +242,8 @@ def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_sect
     header, rows = explain.table(shown)
     assert header[:2] == ["comparison", "difference"] and {row[0] for row in rows} == {"subclass vs tensor"}
     assert len(rows) == len(shown[0].rows)
+    assert header[-1] == "account" and all(row[-1] == "; ".join(shown[0].above[1:]) for row in rows)
+    assert " ms/step measured (the table's); " in rows[0][-1], "what the rows account for goes with them"
     said = outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"], explained=True))
     assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's-ab12cd34'\n  table panel: explain" in said
     assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"]))

@@ -339,9 +339,17 @@ def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
 
 
 def table(shown: list[View]) -> tuple[list[str], list[list[str]]]:
-    """The explained comparisons' rows in one table, each row led by its comparison (W&B's `explain` table)."""
+    """The explained comparisons' rows in one table, each row led by its comparison (W&B's `explain` table).
+
+    Each row ends with its comparison's account: what the rows account for, and where the profile does not show
+    the measured difference.
+    """
     ranked_views = [view for view in shown if view.rows]
     if not ranked_views:
         return [], []
-    header = ["comparison", *ranked_views[0].header]
-    return header, [[view.title.removeprefix("Explain: "), *row] for view in ranked_views for row in view.rows]
+    header = ["comparison", *ranked_views[0].header, "account"]
+    return header, [
+        [view.title.removeprefix("Explain: "), *row, "; ".join(view.above[1:])]
+        for view in ranked_views
+        for row in view.rows
+    ]

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from perfsweep import records
+from perfsweep.analysis.groups import speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
@@ -91,13 +92,15 @@ def ops_record(alias_calls: float, outside_ms: float, rng) -> dict:
     }  # fmt: skip
 
 
-def explained_sweep(tmp_path, slowdown: float, record=None) -> list:
+def explained_sweep(tmp_path, slowdown: float, record=None, paired: bool = False) -> list:
     """Synthetic runs of a Tensor and a subclass `slowdown` times as slow, each with its ops record on disk.
 
-    `record(subclass, rng)` makes a run's ops record where given."""
+    `record(subclass, rng)` makes a run's ops record where given.
+    `paired`: the sides of a round share a process, whose offset is wide and each side's own is not."""
     rng = np.random.default_rng(0)
     levels = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 20.0 * slowdown}
-    runs = synthetic.sweep(levels, 4, synthetic.Noise(bimodal=0.0), rng)
+    noise = synthetic.Noise(bimodal=0.0, run_sd=0.3, side_sd=0.05) if paired else synthetic.Noise(bimodal=0.0)
+    runs = synthetic.sweep(levels, 4, noise, rng, paired=paired)
     placed = []
     for run in runs:
         folder = tmp_path / run.name
@@ -322,3 +325,15 @@ def test_a_paired_sweep_profiles_each_side_first_in_as_many_rounds(tiny_plan, tm
         written = {spec.axes["input_type"]: (folder / records.OPS).stat().st_mtime_ns for spec, folder, _ in sides}
         first.append(min(written, key=written.get))
     assert sorted(first) == ["subclass", "tensor"], first
+
+
+def test_the_measured_difference_is_the_one_behind_the_table_s_speed_up(tmp_path):
+    """Sides that shared processes: the table's speed-up is their paired ratio, which the medians' ratio is not."""
+    runs = explained_sweep(tmp_path, slowdown=1.3, paired=True)
+    ((versus, speedup),) = speedups(runs)
+    base_ms, config_ms = versus.base.median("step"), versus.config.median("step")
+    table_s = base_ms / speedup.value - base_ms
+    assert abs(table_s - (config_ms - base_ms)) > 0.05, "a sweep where the two differ (by 2%)"
+    (view,) = explain.views(tmp_path, runs)
+    said = re.search(r"step time: ([+-][\d.e-]+) ms/step measured \(the table's\)", text(view))
+    assert float(said[1]) == pytest.approx(table_s, rel=0.01), text(view)

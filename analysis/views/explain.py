@@ -32,6 +32,7 @@ from perfsweep.analysis.groups import Configuration, configurations, labels, spe
 from perfsweep.analysis.kernel_names import short_names
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
+from perfsweep.analysis.statistics.speedup import Speedup
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME
 from perfsweep.records import DONE, Ops, OpsFailed, RunRecord, Unreadable
 
@@ -200,12 +201,28 @@ SHOWN = 0.4  # the share of the measured difference below which the profiled ste
 INFLATED = 2.0  # the multiple of the measured difference above which the profiler's own cost makes the difference
 
 
+def measured_ms(config: Configuration, base: Configuration, speedup: Speedup | None) -> float:
+    """The step time the configuration adds to its baseline's, as the table's speed-up has it (ms a step).
+
+    Where the sides shared processes, the speed-up is the processes' paired ratio, not the ratio of their medians.
+    """
+    base_ms = base.median("step") or 0.0
+    if speedup is not None and math.isfinite(speedup.value) and speedup.value > 0:
+        return base_ms / speedup.value - base_ms
+    return (config.median("step") or 0.0) - base_ms
+
+
 def account(
-    config: Configuration, base: Configuration, made: list[Difference], shown: list[Difference], sides
+    config: Configuration,
+    base: Configuration,
+    made: list[Difference],
+    shown: list[Difference],
+    sides,
+    speedup: Speedup | None = None,
 ) -> list[str]:
     """The lines above a comparison's rows: what the rows account for, and what else the records count."""
     base_ops, side_ops = sides
-    measured = (config.median("step") or 0.0) - (base.median("step") or 0.0)
+    measured = measured_ms(config, base, speedup)
     profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
     apart = sum(d.delta_ms for d in shown if d.noise == APART)
     cuda = side_ops[0].device == "cuda"
@@ -291,7 +308,9 @@ def _failed(config: Configuration) -> str:
     return failed[0].split(": ", 1)[1] if failed else "no ops record (explain=true)"
 
 
-def comparison_view(config: Configuration, base: Configuration, word: str, names: dict) -> View:
+def comparison_view(
+    config: Configuration, base: Configuration, word: str, names: dict, speedup: Speedup | None = None
+) -> View:
     title = f"Explain: {names[config.key]} vs {names[base.key]}"
     if word not in (SLOWER, FASTER):
         said = f"{title}: no decided difference ({word or 'one run a side'}): nothing explained"
@@ -308,7 +327,7 @@ def comparison_view(config: Configuration, base: Configuration, word: str, names
     made = differences(*sides)
     shown = ranked(made)
     above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
-    above += account(config, base, made, shown, sides)
+    above += account(config, base, made, shown, sides, speedup)
     runs = (len(sides[1]), len(sides[0]))
     chance = chance_apart(*runs)
     apart = (
@@ -335,7 +354,7 @@ def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
     rule = rule_of(sweep_dir, done)
     found = speedups(done, rule.level)
     names = labels(configurations(done))
-    return [comparison_view(v.config, v.base, rule.word(speedup), names) for v, speedup in found]
+    return [comparison_view(v.config, v.base, rule.word(speedup), names, speedup) for v, speedup in found]
 
 
 def table(shown: list[View]) -> tuple[list[str], list[list[str]]]:

@@ -7,6 +7,7 @@ import operator
 import statistics
 
 from perfsweep.records import HostState, RunRecord, Summary
+from perfsweep.records.words import counted
 
 # Other processes' share of the run's CPUs above which they competed with it for them.
 OTHERS = 0.10
@@ -150,7 +151,7 @@ def figures(host: HostState) -> str:
         device = f"SM clock {host.gpu_sm_mhz_start:.0f} -> {host.gpu_sm_mhz_end:.0f} MHz, {device}{limit}"
     return (
         f"others' CPU {share(host.others_share)}, steal {share(host.steal_share)}, cgroup throttled {throttled}, "
-        f"CPU clock {clock}, {device}, over {len(host.blocks)} blocks of {host.wall_s:.3g} s"
+        f"CPU clock {clock}, {device}, over {counted(len(host.blocks), 'block')}, {host.wall_s:.3g} s in all"
     )
 
 

@@ -56,7 +56,10 @@ def show_explanations(args: argparse.Namespace) -> int:
         theirs_runs = load_sweep(again)
         views = explain.views(again, theirs_runs)
         if views:
-            print(f"from {again}, {sweep_dir.name}'s launch again with explain=true:")
+            print(
+                f"from {again}, {sweep_dir.name}'s launch again with explain=true: its words and times are its own "
+                f"runs', which `{user_command()} table {again}` shows, not {sweep_dir.name}'s:"
+            )
             print("\n\n".join(map(text, views)))
             print(*unfinished(again, theirs_runs), sep="\n", end="")
             return 0

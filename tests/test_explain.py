@@ -277,7 +277,9 @@ def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_insi
     assert all((run.path / records.OPS).is_file() for run in load_sweep(again)) and len(load_sweep(again)) == 2
     assert not any((run.path / records.OPS).exists() for run in load_sweep(tmp_path / "default")), "untouched"
     later = launch_here("explain", str(tmp_path / "default"))
-    assert later.stdout.startswith(f"from {again}, default's launch again with explain=true:\nExplain: subclass vs")
+    said = f"from {again}, default's launch again with explain=true: its words and times are its own runs', which "
+    said += f"`perfsweep table {again}` shows, not default's:\nExplain: subclass vs"
+    assert later.stdout.startswith(said), later.stdout
 
 
 def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tmp_path):

@@ -150,7 +150,7 @@ def test_a_sweep_with_repeats_reports_each_configuration_across_its_replicates(t
     assert "effective steps" in result.stdout and "for -+2%: steps x runs" in result.stdout
     started = [line.split()[-1] for line in result.stdout.splitlines() if "] start " in line]
     assert [name.split("-")[1] for name in started] == ["loop", "broadcast"] * 3, "interleaved"
-    assert "6 done runs in 2 configurations" in text(replicates.view(runs / "default"))
+    assert "6 done runs in 2 configurations on CPU " in text(replicates.view(runs / "default")), "and its torch"
     assert launch_here("report", str(runs / "default")).returncode == 0
     page = (runs / "default" / "report.html").read_text()
     assert "<h2>Across replicates</h2>" in page and "effective steps" in page

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     Configuration,
     baselines,
@@ -189,9 +190,10 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""
+    machine = machines.named(runs)
     title = (
-        f"{sweep_dir}: {len(runs)} done runs in {len(configs)} configurations; phases: "
-        f"{', '.join(phase_columns(runs))}{spent}"
+        f"{sweep_dir}: {len(runs)} done runs in {len(configs)} configurations{f' on {machine}' if machine else ''}; "
+        f"phases: {', '.join(phase_columns(runs))}{spent}"
     )
     # (an order effect is flagged under the table, which every launch prints)
     return View(

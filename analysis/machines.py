@@ -41,13 +41,27 @@ def usual(runs: list[RunRecord]) -> RunRecord | None:
     return next(r for r in known if _key(r, asked) == most)
 
 
-def named(runs: list[RunRecord]) -> str:
+def named(runs: list[RunRecord], leaving: Collection[str] = ()) -> str:
     """The machine most of the runs had, as a line: 'CPU AMD EPYC, threads 2, torch 2.14.1'.
 
+    It leaves out the labels in `leaving` (those the runs' configs chose: chosen).
     It is '' where unknown.
     """
     main = usual(runs)
-    return ", ".join(f"{label} {value}" for label, value in main.machine.items()) if main else ""
+    return ", ".join(f"{k} {v}" for k, v in main.machine.items() if k not in leaving) if main else ""
+
+
+def shared(a: list[RunRecord], b: list[RunRecord]) -> str:
+    """What the machines most of A's and of B's runs had in common, in labels neither's configs chose.
+
+    It is '' where either is unknown.
+    """
+    usual_a, usual_b = usual(a), usual(b)
+    if usual_a is None or usual_b is None:
+        return ""
+    asked = chosen(a) | chosen(b)
+    same = [(k, v) for k, v in usual_a.machine.items() if k not in asked and usual_b.machine.get(k) == v]
+    return ", ".join(f"{label} {value}" for label, value in same)
 
 
 def elsewhere(runs: list[RunRecord]) -> list[str]:

@@ -555,3 +555,17 @@ def test_a_change_flagged_from_one_run_on_a_side_is_counted_as_possible():
     shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
     assert status == compare.EXIT_POSSIBLE, said(shown)
     assert shown.notes[0].startswith("1 slower (1 of them possible: one run on a side), 0 faster, "), shown.notes[0]
+
+
+def test_the_machine_both_sides_ran_on_is_named_in_what_they_share_and_not_where_one_is_unknown():
+    """A at threads=2 and B at threads=4 on one CPU: the threads are configuration, and the machine line leaves them."""
+    rng = np.random.default_rng(22)
+    env = {"cpu": "AMD EPYC", "packages": {"torch": "2.14.1"}, "torch_threads": 2}
+    a = [dataclasses.replace(r, env=env, fields=r.fields | {"threads": 2}) for r in sweep(synthetic.grid(), rng)]
+    b = [dataclasses.replace(r, env=env | {"torch_threads": 4}, fields=r.fields | {"threads": 4}) for r in a]
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    (line,) = [line for line in shown.above if line.startswith("both measured on: ")]
+    assert line == "both measured on: CPU AMD EPYC, torch 2.14.1", shown.above
+    unknown = [dataclasses.replace(r, env=None) for r in b]
+    shown, _ = compare.compare_runs(a, unknown, threshold=0.05, loss_tolerance=0.05)
+    assert not any(line.startswith("both measured on: ") for line in shown.above), shown.above

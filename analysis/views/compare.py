@@ -590,7 +590,7 @@ def compare_runs(
         above.append(f"their code differs in: {changes(code_differ)}")
     if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
-    elif machine := machines.named(a):
+    elif machine := machines.shared(a, b):
         above.append(f"both measured on: {machine}")
     if hosts_differ := host_flags.differ(a, b):
         above.append(f"their hosts differ in: {hosts_differ}")

@@ -58,7 +58,10 @@ def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRe
     """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
     lines = max((label.count("\n") + 1 for label in wrapped), default=1)
-    heading = [*textwrap.wrap(title, TITLE_CHARS), *([f"on {machine}"] if (machine := machines.named(runs)) else [])]
+    heading = [
+        *textwrap.wrap(title, TITLE_CHARS),
+        *([f"on {machine}"] if (machine := machines.named(runs, machines.chosen(runs))) else []),
+    ]
     height = 1.4 + 0.2 * (len(heading) - 1) + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)
     fig, ax = plt.subplots(figsize=(WIDTH, height))
     ax.set_yticks(range(len(wrapped)), wrapped)

@@ -190,7 +190,7 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         Column(f"for -+{half_width:.0%}: steps x runs", lambda row: row.plan(half_width, cost)),
     ]
     spent = f"; a run costs {cost[0]:.2f} s beyond its steps, a step {cost[1]:.3f} s" if cost else ""
-    machine = machines.named(runs)
+    machine = machines.named(runs, machines.chosen(runs))  # a torch or threads the sweep chose is its configuration
     title = (
         f"{sweep_dir}: {len(runs)} done runs in {len(configs)} configurations{f' on {machine}' if machine else ''}; "
         f"phases: {', '.join(phase_columns(runs))}{spent}"

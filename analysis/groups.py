@@ -93,14 +93,19 @@ def derived_keys(runs: list[RunRecord]) -> set[str]:
 
 
 def recorded(runs: list[RunRecord]) -> list[str]:
-    """The config keys that part configurations: those every run records, and the user's own wherever one does.
+    """The config keys that may part configurations: those every run records, the user's own wherever one does,
+    and those that take two values among the runs that record them.
 
-    A setting only some runs record was added to perfsweep since the others ran: it parts nothing.
+    A setting only some runs record was added to perfsweep since the others ran: alone, it parts nothing.
     A constructor argument that only later runs set (model.kwargs.width) does.
     """
     every = dict.fromkeys(k for r in runs for k in r.fields)
     shared = set.intersection(*(set(r.fields) for r in runs)) if runs else set()
-    return [k for k in every if k in shared or k.startswith(USER_KEYS)]
+
+    def varies(key: str) -> bool:
+        return len({repr(r.fields[key]) for r in runs if key in r.fields}) > 1
+
+    return [k for k in every if k in shared or k.startswith(USER_KEYS) or varies(k)]
 
 
 def varying(runs: list[RunRecord]) -> tuple[list[str], list[str]]:

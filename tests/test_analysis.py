@@ -424,10 +424,17 @@ def test_a_setting_only_later_runs_record_still_parts_their_configuration():
     assert sorted(labels(found).values()) == ["model.kwargs.width=(unset)", "model.kwargs.width=48"]
 
 
-def test_a_setting_perfsweep_added_since_some_runs_ran_parts_no_configuration():
-    """Runs of a folder resumed by a later perfsweep record a setting the first runs' config had no field for."""
+def test_a_setting_perfsweep_added_since_some_runs_ran_parts_configurations_only_where_it_varies():
+    """Runs of a folder resumed by a later perfsweep record settings the first runs' config had no field for."""
     rng = np.random.default_rng(2)
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0, steps=10)
     runs = synthetic.sweep({("tensor", "contiguous"): 5.0, ("subclass", "contiguous"): 6.0}, 4, steady, rng)
     later = [dataclasses.replace(r, fields=r.fields | {"blocks": 10}) if r.fields["replicate"] > 1 else r for r in runs]
     assert sorted(len(c.runs) for c in configurations(later)) == [4, 4]
+
+    def factor(run):  # the first round, older, records none; the later rounds run two factors
+        replicate = run.fields["replicate"]
+        return run.fields | ({"planted.factor": replicate % 2 + 2} if replicate else {})
+
+    older = [dataclasses.replace(r, fields=factor(r)) for r in later]
+    assert len(configurations(older)) == 6, "a setting newer runs vary parts them, beside the runs without it"

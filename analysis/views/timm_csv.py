@@ -19,7 +19,7 @@ Each gets one column, so that every row names its run.
 
 from pathlib import Path
 
-from perfsweep.analysis.groups import MEASURING, varying
+from perfsweep.analysis.groups import MEASURING, UNSET, varying
 from perfsweep.analysis.render import Column, View
 from perfsweep.records import DONE, RunRecord, load_sweep
 
@@ -59,7 +59,7 @@ def setting_columns(runs: list[RunRecord]) -> list[Column]:
     axes, fields = varying(runs)
     fields += [f for f in ("replicate", "seed") if len({repr(r.fields.get(f)) for r in runs}) > 1]
     columns = [Column(a, lambda r, a=a: r.axis(a)) for a in axes if a not in PER_MODEL]
-    return columns + [Column(f, lambda r, f=f: str(r.fields.get(f))) for f in fields if f not in PER_MODEL]
+    return columns + [Column(f, lambda r, f=f: str(r.fields.get(f, UNSET))) for f in fields if f not in PER_MODEL]
 
 
 def timm_view(sweep_dir: Path) -> View:

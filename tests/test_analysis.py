@@ -16,6 +16,7 @@ from perfsweep.analysis.views.table import stalled, table_view, view
 from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
 from tests import synthetic
+from tests.helpers import ENV as GPU_ENV
 from tests.helpers import launch_here, write_model_run, write_run
 
 
@@ -314,7 +315,10 @@ def test_cuda_event_runs_show_the_hosts_time_beside_the_devices(tmp_path, sweep)
     column = header.index("step host ms")
     assert header[column - 1] == "step ms"
     assert [(r[0], r[column - 1], r[column]) for r in table] == [("tensor", "160", "50"), ("subclass", "320", "310")]
-    lines = text(runs.view(cuda)).splitlines()
+    for name in ("a", "b"):
+        records.write_json(cuda / name / records.ENV, GPU_ENV)
+    said, *lines = text(runs.view(cuda)).splitlines()
+    assert said.startswith(f"{cuda}: 2 done runs on GPU "), "the machine its figures are of"
     assert lines[0].split("|")[3:5] == [" median ms ", " host median ms "]
     forward = next(line for line in lines if "| b " in line and "| forward " in line)
     assert [cell.strip() for cell in forward.split("|")[3:5]] == ["80", "77.5"]

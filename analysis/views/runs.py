@@ -11,11 +11,13 @@ Each run has a line with its command that measures its configuration again (reco
 import dataclasses
 from pathlib import Path
 
+from perfsweep.analysis import machines
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.host_flags import figures, seen_in
 from perfsweep.analysis.statistics.steps import PhaseStats, noise, phase_stats
 from perfsweep.analysis.views.ranks import rank_steps
 from perfsweep.records import DONE, RunRecord, load_sweep
+from perfsweep.records.words import counted
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,4 +79,6 @@ def view(sweep_dir: Path) -> View:
     notes = [f"host during {run.name}: {figures(run.summary.host)}" for run in done if run.summary.host]
     notes += [f"repro {run.name}: {run.repro.line()}" for run in done if run.repro]
     flags = [f"NOISY {stats_.name}: {reason}" for _, stats_ in measured for reason in stats_.noise]
-    return View("Per-run statistics", [], columns, items, notes, flags, empty=f"{sweep_dir}: no done runs")
+    machine = machines.named(done, machines.chosen(done))
+    above = [f"{sweep_dir}: {counted(len(done), 'done run')}{f' on {machine}' if machine else ''}"] if done else []
+    return View("Per-run statistics", above, columns, items, notes, flags, empty=f"{sweep_dir}: no done runs")

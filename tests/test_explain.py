@@ -116,7 +116,8 @@ def explained_sweep(tmp_path, slowdown: float, record=None, paired: bool = False
 def test_a_decided_slowdown_is_ranked_by_operator_with_its_counts_and_the_part_left_unexplained(tmp_path):
     (view,) = explain.views(tmp_path, explained_sweep(tmp_path, slowdown=1.3))
     shown = text(view)
-    assert shown.startswith("Explain: subclass vs tensor: slower, by operator (medians over each side's 4 and 4 runs)")
+    said = "Explain: subclass vs tensor: slower, by operator (medians over each side's 4 and 4 runs, on CPU synthetic, "
+    assert shown.startswith(said + "threads ?, torch synthetic)"), "and the machine they were measured on"
     rows = {row[0]: row for row in view.rows}
     assert float(rows["outside operators (forward)"][4]) == pytest.approx(3.0, abs=0.3)
     assert rows["aten::alias"][1:3] == ["added", "0 -> 47"], "the count is the finding, though its time is small"

@@ -28,6 +28,7 @@ import statistics
 from pathlib import Path
 
 from perfsweep import records
+from perfsweep.analysis import machines
 from perfsweep.analysis.groups import Configuration, configurations, labels, speedups
 from perfsweep.analysis.kernel_names import short_names
 from perfsweep.analysis.render import Column, View, figure
@@ -326,7 +327,10 @@ def comparison_view(
     cuda = sides[1][0].device == "cuda"
     made = differences(*sides)
     shown = ranked(made)
-    above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs)"]
+    runs = [*config.runs, *base.runs]
+    machine = machines.named(runs, machines.chosen(runs))
+    on = f", on {machine}" if machine else ""
+    above = [f"{title}: {word}, by operator (medians over each side's {len(sides[1])} and {len(sides[0])} runs{on})"]
     above += account(config, base, made, shown, sides, speedup)
     runs = (len(sides[1]), len(sides[0]))
     chance = chance_apart(*runs)

@@ -10,8 +10,9 @@ It runs it two ways, each in `--processes` processes, W&B off:
 
 It prints each way's spread (between and within processes, and between the paired sides, as `replicates` names
 them), and the smallest difference a sweep decides at 95% in 1 min, 10 min and 1 h of this machine's time.
-That comes from the spread and from what a run and a step cost (Split.plan, as `replicates`).
-A run's cost is its share of its way's wall time: its launch and its job's start-up included.
+That comes from the spread and from what a launch, a run and a step cost (Split.plan, as `replicates`).
+A launch's cost before its first run and after its last (planning, its job's start-up) is paid once; a run's
+cost beyond its steps holds its process's fork and end.
 It names the settings that add noise, each read (train/host_settings.py) or seen during its runs, with its fix.
 It keeps the floor in <runs_dir>/noise/<machine>.json (records/noise.py); a launch on this machine names it.
 """
@@ -80,9 +81,9 @@ def measure_noise(args: argparse.Namespace) -> int:
         return 2
     started, walls = time.perf_counter(), {}
     for way, (plan, words) in plans.items():
-        began = time.perf_counter()
+        began = time.time()
         status = launch_plan(lambda plan=plan: plan, words, show=False)
-        walls[way] = time.perf_counter() - began
+        walls[way] = (began, time.time())
         if status != 0:
             print(
                 f"perfsweep noise: the {way} runs did not all finish (exit {status}); see {plan.sweep_dir}",
@@ -136,7 +137,7 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
 
 
 def _floor(
-    args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord]], walls: dict[str, float]
+    args: argparse.Namespace, apart: Plan, runs: dict[str, list[RunRecord]], walls: dict[str, tuple[float, float]]
 ) -> noise.NoiseFloor:
     first = runs["apart"][0]
     every = runs["paired"] + runs["apart"]
@@ -158,11 +159,14 @@ def _gpu(plan: Plan) -> list[Setting]:
     return gpu_settings() if plan.settings.device != "cpu" else []
 
 
-def _spread(runs: list[RunRecord], wall_s: float, paired: bool) -> noise.Spread | None:
+def _spread(runs: list[RunRecord], wall: tuple[float, float], paired: bool) -> noise.Spread | None:
     """One way's spread, and the smallest difference it decides in each budget; None without two runs or costs.
 
-    A run's cost beyond its steps is its share of the way's wall time, less its steps.
-    That share holds what no run records: its launch, its job's start-up, its process's fork and end.
+    `wall` is when the way's launch began and ended.
+    What a launch costs before its first run starts and after its last ends (planning, its job's start-up) is paid
+    once: a budget pays it first.
+    A run's cost beyond its steps is its share of the time from the first run's start to the last one's end, less
+    its steps: its process's fork and end are in it, which no run records.
     """
     from perfsweep.analysis.groups import configurations
     from perfsweep.analysis.statistics.variance import costs, sides_split, split
@@ -174,7 +178,9 @@ def _spread(runs: list[RunRecord], wall_s: float, paired: bool) -> noise.Spread 
     if own is None or recorded is None:
         return None
     step_s = recorded[1]
-    cost = (max(recorded[0], wall_s / len(runs) - own.steps * step_s), step_s)
+    first, last = _span(runs) or wall
+    fixed_s = max(0.0, first - wall[0]) + max(0.0, wall[1] - last)
+    cost = (max(recorded[0], (last - first) / len(runs) - own.steps * step_s), step_s)
     planned = (sides or own).at_most()  # what the processes measured cannot rule out
     return noise.Spread(
         runs=len(runs),
@@ -183,8 +189,25 @@ def _spread(runs: list[RunRecord], wall_s: float, paired: bool) -> noise.Spread 
         between_sides=None if sides is None else sides.between,
         run_cost_s=cost[0],
         step_s=cost[1],
-        floors={str(budget): planned.decided_in(budget, *cost) for budget in noise.BUDGETS_S},
+        fixed_s=fixed_s,
+        floors={
+            str(budget): planned.decided_in(budget - fixed_s, *cost) if budget > fixed_s else None
+            for budget in noise.BUDGETS_S
+        },
     )
+
+
+def _span(runs: list[RunRecord]) -> tuple[float, float] | None:
+    """When the first of the runs started and the last one ended (epoch seconds); None where a record lacks it."""
+    started = [r.status.started_at for r in runs]
+    ended = [r.status.finished_at for r in runs]
+    if not all(started) or not all(ended):
+        return None
+    return min(map(_epoch, started)), max(map(_epoch, ended))
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.datetime.fromisoformat(stamp).timestamp()
 
 
 def _seen(runs: list[RunRecord]) -> list[Setting]:
@@ -221,9 +244,9 @@ def render(floor: noise.NoiseFloor, wall_s: float) -> str:
             continue
         sides = "" if spread.between_sides is None else f", between sides {spread.between_sides:.1%}"
         lines.append(
-            f"  {way}: between {spread.between:.1%}, within {spread.within:.1%}{sides}; a run costs "
-            f"{spread.run_cost_s:.2f} s of the wall time beyond its steps (its launch and start-up shared), a step "
-            f"{spread.step_s:.3f} s ({spread.runs} runs)"
+            f"  {way}: between {spread.between:.1%}, within {spread.within:.1%}{sides}; a launch costs "
+            f"{spread.fixed_s:.1f} s before and after its runs, a run {spread.run_cost_s:.2f} s beyond its steps, a "
+            f"step {spread.step_s:.3f} s ({spread.runs} runs)"
         )
     lines.append(
         "smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above, the spread "

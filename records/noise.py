@@ -51,9 +51,10 @@ class Spread:
     between: float  # between processes, beyond what their steps explain
     within: float  # a step's, within a run
     between_sides: float | None  # the part of `between` a paired ratio keeps; None apart
-    run_cost_s: float  # a run's share of its way's wall time, beyond its steps
+    run_cost_s: float  # a run's share of the time from its way's first run to its last, beyond its steps
     step_s: float
     floors: dict[str, float | None]  # budget in seconds -> the smallest difference decided at 95%; None: none is
+    fixed_s: float = 0.0  # a launch's cost before its first run and after its last: paid once
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,8 +62,10 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     assert floor["processes"] == 3 and floor["paired"]["runs"] == 6 and floor["apart"]["runs"] == 3
     assert set(floor["paired"]["floors"]) == {"60", "600", "3600"}
     wall_s = float(re.search(r"apart \((\d+) s\)", done.stdout)[1])  # both ways' launches
-    charged = [w["runs"] * (w["run_cost_s"] + 5 * w["step_s"]) for w in (floor["paired"], floor["apart"])]
-    assert sum(charged) >= 0.8 * wall_s, "a run's cost holds its share of the launch and of its job's start-up"
+    ways = (floor["paired"], floor["apart"])
+    assert all(way["fixed_s"] > 0 for way in ways), "a launch plans and starts its job before its first run"
+    charged = [way["fixed_s"] + way["runs"] * (way["run_cost_s"] + 5 * way["step_s"]) for way in ways]
+    assert sum(charged) >= 0.8 * wall_s, "a launch's cost and its runs' hold the wall time, start-up included"
     later = launch_here(*TINY, "launcher=debug", "input_type=tensor", "memory_format=contiguous",
                         "tracker.mode=disabled", f"runs_dir={tmp_path}")  # fmt: skip
     assert later.returncode == 0, later.stderr

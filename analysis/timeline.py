@@ -101,6 +101,15 @@ def _points_by_commit(done: dict[Path, list[RunRecord]], names: dict[Path, str])
     return list(by_commit.values())
 
 
+def _named_commit(runs: list[RunRecord]) -> str:
+    """'cc1d2e3f its subject': the commit a sweep's runs all name, for a point ordered by launch time; else ''."""
+    named = {(_tested(run).get("commit"), _tested(run).get("subject") or "") for run in runs}
+    if len(named) != 1:
+        return ""
+    ((commit, subject),) = named
+    return f"{commit[:8]} {subject}".strip() if commit else ""
+
+
 def _rev_list(repository: Path, *args: str) -> list[str] | None:
     try:
         out = subprocess.run(
@@ -133,7 +142,9 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
     names = _told_apart(list(done))
     unnamed = sorted(names[d] for d, runs in done.items() if not all(_tested(r).get("commit") for r in runs))
     if unnamed:
-        points = [Point(None, False, "", _launched_at(d), [names[d]], runs) for d, runs in done.items()]
+        points = [
+            Point(None, False, _named_commit(found), _launched_at(d), [names[d]], found) for d, found in done.items()
+        ]
         points.sort(key=lambda p: p.at)
         said = ", ".join(unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
         return History(points, f"by launch time: the runs of {said} name no commit of the code under test")

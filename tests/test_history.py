@@ -521,3 +521,17 @@ def test_three_points_hold_the_newest_alone_and_say_so_and_a_change_reads_as_slo
     made, text, _ = shown(synthetic_history(np.random.default_rng(2), slower_from=5))
     assert re.search(r"04ababab\.\.05ababab \(1\.\d\dx slower: ", text), text
     assert re.search(r"change: 1\.\d\dx slower, ", text), text
+
+
+def test_a_history_by_launch_time_keeps_the_commit_and_subject_of_the_sweeps_that_name_one(tmp_path):
+    """One sweep of the history names no commit: the points go by launch time, and the others still say theirs."""
+    repo = tmp_path / "repo"
+    (commit,) = generate(repo, commits=1, planted=None)
+    write_commit_sweep(tmp_path / "runs" / "named", repo, commit, dirty=False)
+    plain = tmp_path / "runs" / "plain"
+    plain.mkdir(parents=True)
+    write_run(plain, "t1", "tensor", "contiguous", 100.0)
+    records.write_json(plain / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    found = history([tmp_path / "runs" / "named", plain])
+    assert found.order.startswith("by launch time")
+    assert {p.label: p.subject for p in found.points} == {"named": f"{commit[:8]} s", "plain": ""}

@@ -185,3 +185,27 @@ def test_the_published_view_says_what_ran_beside_the_published_setting(tmp_path)
     records.write_json(sweep_dir / records.PUBLISHED, source)
     shown = published.view(sweep_dir)
     assert shown.above[1].startswith("ours ran: ") and "batch 16, 64 px" in shown.above[1], shown.above
+
+
+def test_a_verdict_on_another_device_or_scale_than_published_says_so_beside_its_word(tmp_path):
+    """A GPU's figure reproduced on this CPU at the smoke scale: the word stands, and says what it rests on."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(5))
+    runs = [dataclasses.replace(r, fields=r.fields | {"scale": "smoke"}) for r in runs]
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    for run in runs:  # measured on this CPU
+        records.write_json(sweep_dir / run.name / records.ENV, {"cpu": "AMD EPYC", "packages": {"torch": "2.14.1"}})
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "device": "gpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": [0.7, 0.8]}]})
+    (row,) = published.view(sweep_dir).items
+    assert row[-1] == "reproduced (ours on a CPU, theirs on a GPU; scale=smoke)", row
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison], "device": "cpu"})
+    (row,) = published.view(sweep_dir).items
+    assert row[-1] == "no published figure", "a word that decides nothing is not qualified"
+    records.write_json(
+        sweep_dir / records.PUBLISHED,
+        {**source, "device": "cpu", "comparisons": [comparison | {"speedup": [0.7, 0.8]}]},
+    )
+    (row,) = published.view(sweep_dir).items
+    assert row[-1] == "reproduced (scale=smoke)", "a CPU's figure on a CPU: the scale alone"

@@ -33,6 +33,9 @@ With replicates, the verdicts are (analysis/statistics/verdict.py):
     contradicted   no effect was claimed; our interval lies wholly outside +-5%
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 
+A deciding word is followed by how our runs were not the published setting: another kind of device than the
+source names (`device: gpu`), or a scale of the sweep.
+
 A figure the source does not give is stored as none and shown as such.
 A table lost as an image is one such case.
 """
@@ -54,6 +57,7 @@ from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sw
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over"]
 NOT_RUN = "not run in this sweep"
+DECIDED = ("reproduced", "smaller", "larger", "absent", "reversed", "contradicted")  # verdict's words that decide
 SPEEDUP = (
     "speed-up: time of `over` / time of `of` (below 1: `of` is slower), the ratio of the times shown: each the "
     "geometric mean of its runs' median times; where the sides shared each process (pairing=auto), the geometric "
@@ -132,8 +136,32 @@ def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
     return "; ".join(dict.fromkeys(found))
 
 
-def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL) -> list[str]:
-    """One row: the comparison, the published figures, ours at `level`, and the verdict."""
+def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:
+    """How our runs were not the published setting, as a verdict's qualifier: 'ours on a CPU, theirs on a GPU;
+    scale=smoke'; '' where nothing is known to differ.
+
+    A device kind the source names (`device: gpu`) that ours is not, and a scale of the sweep other than full.
+    """
+    parts = []
+    theirs = source.get("device")
+    run = machines.usual(runs)
+    ours = None if run is None else "gpu" if (run.env or {}).get("gpu") else "cpu"
+    if theirs in ("cpu", "gpu") and ours and ours != theirs:
+        parts.append(f"ours on a {ours.upper()}, theirs on a {theirs.upper()}")
+    parts += [f"scale={scales}"] if (scales := scaled(runs)) else []
+    return "; ".join(parts)
+
+
+def scaled(runs: list[RunRecord]) -> str:
+    """The sweep's scales other than full, as 'cpu,smoke'; '' at full scale."""
+    return ",".join(sorted({str(r.fields.get("scale", "full")) for r in runs} - {"full"}))
+
+
+def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, otherwise: str = "") -> list[str]:
+    """One row: the comparison, the published figures, ours at `level`, and the verdict.
+
+    `otherwise` (unlike) follows a verdict word: it is of another setting than the published figure's.
+    """
     metric = item.get("metric", "step")
     row = [item["label"], metric, _times(item), _speedup_text(item)]
     if not item.get("of") or not item.get("over"):
@@ -152,7 +180,8 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL) -
     paired, basis = pairing(of, over)
     ours = speedup(a, b, paired=paired, level=level, basis=basis)
     figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
-    return [*row, figures, str(ours), verdict(item, ours)]
+    word = verdict(item, ours)
+    return [*row, figures, str(ours), f"{word} ({otherwise})" if otherwise and word in DECIDED else word]
 
 
 def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -173,9 +202,8 @@ def our_setting(runs: list[RunRecord]) -> str:
     others = len(machines.elsewhere(runs))
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
-    scales = sorted({str(r.fields.get("scale", "full")) for r in runs} - {"full"})
-    scaled = f", scale={','.join(scales)}, not the published setting" if scales else ""
-    return f"{run.device}, {torch}{elsewhere}{scaled}"
+    scales = scaled(runs)
+    return f"{run.device}, {torch}{elsewhere}" + (f", scale={scales}, not the published setting" if scales else "")
 
 
 def view(sweep_dir: Path) -> View | None:
@@ -194,11 +222,12 @@ def view(sweep_dir: Path) -> View | None:
     level = rule.level
     headers = [*HEADER, f"ours [{percent(level)}]", "verdict"]
     columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
+    otherwise = unlike(source, runs)
     rows = [
         [f"{row[0]}, {where}" if where else row[0], *row[1:]]
         for item in source["comparisons"]
         for where, of_environment in by_environment(runs).items()
-        for row in [compare(of_environment, item, level)]
+        for row in [compare(of_environment, item, level, otherwise)]
     ]
     notes = [SPEEDUP, *(f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note"))]
     notes += [f"note: {n}" for n in source.get("notes", [])]

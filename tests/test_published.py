@@ -209,3 +209,13 @@ def test_a_verdict_on_another_device_or_scale_than_published_says_so_beside_its_
     )
     (row,) = published.view(sweep_dir).items
     assert row[-1] == "reproduced (scale=smoke)", "a CPU's figure on a CPU: the scale alone"
+
+
+def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_parts_them():
+    """A folder launched again at another scale holds runs of 3 and of 50 steps: no one figure is ours."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(6))
+    longer = [dataclasses.replace(r, name=f"{r.name}-50", fields=r.fields | {"steps": 50}) for r in runs]
+    item = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    said = published.compare(runs + longer, item)[-1]
+    assert said.startswith("not decided: 2 configurations match {'input_type': 'subclass'}, parted by "), said
+    assert said.endswith("steps (10, 50)"), said

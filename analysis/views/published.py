@@ -46,7 +46,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, configurations, environment_axes, measures, pairing, round_of
+from perfsweep.analysis.groups import UNSET, Configuration, configurations, environment_axes, pairing, varying
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedup
@@ -81,18 +81,25 @@ def matches(axes: dict[str, str], fields: dict[str, Any], selector: dict[str, An
     return all(str(axes.get(k, fields.get(k))) == str(v) for k, v in selector.items())
 
 
-def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
-    """The done replicates of the configuration `selector` names.
+class Ambiguous(ValueError):
+    """A comparison's side names runs of several configurations: what parts them."""
 
-    Raises an error if it names several; returns None if it names none.
+
+def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | None:
+    """The done replicates of the configuration `selector` names; None if it names none.
+
+    Raises:
+        Ambiguous: it names several, with the settings that part them.
     """
     matched = [r for r in runs if r.state == DONE and matches(r.axes, r.fields, selector)]
-    configs = {repr(sorted((k, repr(v)) for k, v in r.fields.items() if measures(k))) for r in matched}
-    if len(configs) > 1:
-        raise ValueError(
-            f"{selector} matches {len(matched)} runs of several configurations: {', '.join(r.name for r in matched)}"
-        )
-    return Configuration(tuple(configs), sorted(matched, key=round_of)) if matched else None
+    found = configurations(matched)
+    if len(found) > 1:
+        axes, fields = varying(matched)
+        parts = [f"{key} ({', '.join(sorted({str(r.axis(key)) for r in matched}))})" for key in axes] + [
+            f"{key} ({', '.join(sorted({str(r.fields.get(key, UNSET)) for r in matched}))})" for key in fields
+        ]
+        raise Ambiguous(f"{len(found)} configurations match {selector}, parted by {'; '.join(parts)}")
+    return found[0] if found else None
 
 
 def sample(config: Configuration, item: dict[str, Any]) -> Sample:
@@ -166,7 +173,10 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
     row = [item["label"], metric, _times(item), _speedup_text(item)]
     if not item.get("of") or not item.get("over"):
         return [*row, "-", "-", "not run: " + (item.get("not_run") or "the setting is not reproducible")]
-    of, over = pick(runs, item["of"]), pick(runs, item["over"])
+    try:
+        of, over = pick(runs, item["of"]), pick(runs, item["over"])
+    except Ambiguous as error:  # a folder holding two launches of other settings: no one figure is ours
+        return [*row, "-", "-", f"not decided: {error}"]
     if not of or not over:
         failed = [
             r for r in runs if r.state == FAILED and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))

@@ -1,6 +1,8 @@
 """timm's published tables beside ours: rank order, throughput relative to a reference, channels-last speed-up,
 on records with known figures; and that every stored table matches timm and the sweeps that reproduce it."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,21 @@ def test_each_stored_table_is_timms_and_its_sweep_runs_each_model_at_the_publish
         for side in ("of", "over"):
             named = [r for r in runs if published.matches(r.axes, records.flatten(r.record()["config"]), item[side])]
             assert len(named) == 1, f"{sweep}: {item['label']} {side}={item[side]} names {len(named)} runs"
+
+
+def test_a_gpu_table_beside_cpu_runs_says_so_and_runs_of_two_settings_decide_nothing(same_order):
+    """timm's RTX 4090 tables beside runs on this CPU; then the folder launched again at another length."""
+    runs = sorted(p for p in same_order.iterdir() if (p / records.STATUS).is_file())
+    for run in runs:  # measured on this CPU, for 20 steps each
+        records.write_json(run / records.ENV, {"cpu": "AMD EPYC", "packages": {"torch": "2.14.1"}})
+        record = records.read_json(run / records.CONFIG)
+        records.write_json(run / records.CONFIG, record | {"config": record["config"] | {"steps": 20}})
+    ranks, relative, channels_last = published_models.views(same_order)
+    assert ranks.rows[0][3] == "reproduced (ours on a CPU, theirs on a GPU)", ranks.rows[0]
+    assert rows_of(channels_last, "resnet18")[0][-1] == "reproduced (ours on a CPU, theirs on a GPU)"
+    longer = same_order / f"{runs[0].name}-50"
+    shutil.copytree(runs[0], longer)
+    record = records.read_json(longer / records.CONFIG)
+    records.write_json(longer / records.CONFIG, record | {"config": record["config"] | {"steps": 50}})
+    ranks, *_ = published_models.views(same_order)
+    assert any(row[3].startswith("not decided: 2 configurations match ") for row in ranks.rows), ranks.rows

@@ -130,23 +130,32 @@ def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: s
     return float(np.median(1000 / medians))
 
 
-def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str) -> list[str]:
-    """One row of the rank-order view: the table, how many models both sides have, rho, the verdict."""
+def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str, otherwise: str = "") -> list[str]:
+    """One row of the rank-order view: the table, how many models both sides have, rho, the verdict.
+
+    `otherwise` (published.unlike) follows a verdict of another setting than the published one.
+    """
     table = models["tables"][name]
-    pairs = [
-        (theirs, ours)
-        for model, theirs in samples_per_s(table).items()
-        if (ours := our_samples_per_s(runs, _side(model, table), models["metric"])) is not None
-    ]
+    try:
+        pairs = [
+            (theirs, ours)
+            for model, theirs in samples_per_s(table).items()
+            if (ours := our_samples_per_s(runs, _side(model, table), models["metric"])) is not None
+        ]
+    except published.Ambiguous as error:  # a folder holding two launches of other settings
+        return [name, "-", "-", f"not decided: {error}"]
     count = f"{len(pairs)} of {len(samples_per_s(table))}"
     if len(pairs) < FEWEST_MODELS:
         return [name, count, "-", f"too few models run for a rank order (fewer than {FEWEST_MODELS})"]
     rho = rank_correlation(*np.array(pairs).T)
     verdict = "reproduced" if rho.low > RHO_REPRODUCED else f"not reproduced (low end {rho.low:.2f} <= 0.8)"
+    verdict += f" ({otherwise})" if otherwise else ""
     return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
 
 
-def _side_by_side(runs: list[RunRecord], item: dict[str, Any], level: float) -> tuple[list[float | None], list[str]]:
+def _side_by_side(
+    runs: list[RunRecord], item: dict[str, Any], level: float, otherwise: str = ""
+) -> tuple[list[float | None], list[str]]:
     """One comparison's row.
 
     - our samples/s of its two sides (of, over);
@@ -154,7 +163,7 @@ def _side_by_side(runs: list[RunRecord], item: dict[str, Any], level: float) -> 
     - ours over the published one: the size of the difference;
     - the verdict.
     """
-    row = published.compare(runs, item, level)
+    row = published.compare(runs, item, level, otherwise)
     ran = row[-2] != "-"
     ours = [our_samples_per_s(runs, item[side], item["metric"]) if ran else None for side in ("of", "over")]
     claimed = item["published"]["over"] / item["published"]["of"]
@@ -196,6 +205,7 @@ def views(sweep_dir: Path) -> list[View]:
     models, metric = source["models"], source["models"]["metric"]
     level = rule_of(sweep_dir, runs).level
     interval = f"ours [{percent(level)}]"
+    otherwise = published.unlike(source, runs)
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: "
         f"{published.our_setting(runs)}",
@@ -207,14 +217,14 @@ def views(sweep_dir: Path) -> list[View]:
         f"Beside the published figures: {source['title']}, rank order",
         above,
         _columns(["table", "models run", "Spearman's rho [95% CI]", "verdict"]),
-        [rank_order(runs, models, name) for name in models["tables"]],
+        [rank_order(runs, models, name, otherwise) for name in models["tables"]],
         notes=[f"rho: their samples/s against ours over the models both have; reproduced when the interval's "
                f"low end is above {RHO_REPRODUCED}", *notes],
     )  # fmt: skip
     reference = models["reference"]
     relative = []
     for name, model, item in relative_items(models):
-        ours, judged = _side_by_side(runs, item, level)
+        ours, judged = _side_by_side(runs, item, level, otherwise)
         relative.append([model, name, _rate(samples_per_s(models["tables"][name])[model]), _rate(ours[0]), *judged])
     relative, missing = _not_run(relative)
     ratio_views = [
@@ -231,7 +241,7 @@ def views(sweep_dir: Path) -> list[View]:
     if pair:
         rows = []
         for model, item in channels_last_items(models):
-            ours, judged = _side_by_side(runs, item, level)
+            ours, judged = _side_by_side(runs, item, level, otherwise)
             rates = [samples_per_s(models["tables"][t])[model] for t in (pair["over"], pair["of"])]
             rows.append([model, " / ".join(map(_rate, rates)), " / ".join(map(_rate, ours[::-1])), *judged])
         rows, missing = _not_run(rows)

@@ -76,6 +76,7 @@ def add_command(subparsers) -> None:
 def measure_noise(args: argparse.Namespace) -> int:
     try:
         plans = _planned(args.overrides, args.processes)
+        _built(plans)
     except PlanError as error:
         print(f"perfsweep noise: nothing was run:\n{error}", file=sys.stderr)
         return 2
@@ -134,6 +135,22 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
         if problems := validate(plans[way][0], run_problems):
             raise PlanError(problems)
     return plans
+
+
+def _built(plans: dict[str, tuple[Plan, list[str]]]) -> None:
+    """Build the environments the ways' runs need (torch=VERSION), before either way is timed: a launch's cost is
+    what every launch pays, and a build is paid once.
+
+    Raises:
+        PlanError: where one cannot be built.
+    """
+    from perfsweep.launcher import envs
+
+    for plan, _ in plans.values():
+        try:
+            envs.for_plan(plan.runs, plan.settings.launcher.name, print)
+        except envs.EnvError as error:
+            raise PlanError([str(error)]) from error
 
 
 def _floor(

@@ -11,6 +11,7 @@ import types
 import pytest
 import torch
 
+from perfsweep.launcher import envs
 from perfsweep.records import noise as floors
 from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
 from tests import golden
@@ -40,8 +41,12 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     monkeypatch.setattr(
         noise, "_seen", lambda runs: [dataclasses.replace(s, noisy=s.noisy and False) for s in seen(runs)]
     )
+    events, build, launch = [], envs.for_plan, noise.launch_plan  # when each way's environments are built
+    monkeypatch.setattr(envs, "for_plan", lambda *a, **k: events.append("built") or build(*a, **k))
+    monkeypatch.setattr(noise, "launch_plan", lambda *a, **k: events.append("timed") or launch(*a, **k))
     done = launch_here("noise", "--processes", "3", *CONFIG, f"runs_dir={tmp_path}")
     assert done.returncode == 0, done.stderr
+    assert events[:3] == ["built", "built", "timed"], "a build is no launch's cost: it comes before either is timed"
     spread = section(done.stdout, "spread of log step time")
     assert spread[0].startswith("paired: between ") and ", within " in spread[0] and ", between sides " in spread[0]
     assert spread[1].startswith("apart: between ") and ", within " in spread[1]

@@ -102,12 +102,16 @@ def _points_by_commit(done: dict[Path, list[RunRecord]], names: dict[Path, str])
 
 
 def _named_commit(runs: list[RunRecord]) -> str:
-    """'cc1d2e3f its subject': the commit a sweep's runs all name, for a point ordered by launch time; else ''."""
-    named = {(_tested(run).get("commit"), _tested(run).get("subject") or "") for run in runs}
+    """'cc1d2e3f+dirty its subject': the commit a sweep's runs all name, for a point ordered by launch time; else ''.
+
+    A run of an older perfsweep may not record the subject: another run's stands.
+    """
+    named = {(_tested(run).get("commit"), bool(_tested(run).get("dirty"))) for run in runs}
     if len(named) != 1:
         return ""
-    ((commit, subject),) = named
-    return f"{commit[:8]} {subject}".strip() if commit else ""
+    ((commit, dirty),) = named
+    subject = next((said for run in runs if (said := _tested(run).get("subject"))), "")
+    return f"{commit[:8]}{'+dirty' * dirty} {subject}".strip() if commit else ""
 
 
 def _rev_list(repository: Path, *args: str) -> list[str] | None:

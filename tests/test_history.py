@@ -528,10 +528,12 @@ def test_a_history_by_launch_time_keeps_the_commit_and_subject_of_the_sweeps_tha
     repo = tmp_path / "repo"
     (commit,) = generate(repo, commits=1, planted=None)
     write_commit_sweep(tmp_path / "runs" / "named", repo, commit, dirty=False)
+    write_commit_sweep(tmp_path / "runs" / "edited", repo, commit, dirty=True)
     plain = tmp_path / "runs" / "plain"
     plain.mkdir(parents=True)
     write_run(plain, "t1", "tensor", "contiguous", 100.0)
     records.write_json(plain / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
-    found = history([tmp_path / "runs" / "named", plain])
+    found = history([tmp_path / "runs" / "named", tmp_path / "runs" / "edited", plain])
     assert found.order.startswith("by launch time")
-    assert {p.label: p.subject for p in found.points} == {"named": f"{commit[:8]} s", "plain": ""}
+    subjects = {p.label: p.subject for p in found.points}
+    assert subjects == {"named": f"{commit[:8]} s", "edited": f"{commit[:8]}+dirty s", "plain": ""}

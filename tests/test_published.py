@@ -74,6 +74,7 @@ def test_every_comparison_names_one_planned_configuration_on_each_side(sweep):
     """One configuration: its replicates (3 by default), which differ only in their replicate and seed."""
     source = published.published_for(sweep)
     assert source["title"] and source["hardware"] and source["software"] and source["source"]
+    assert source["device"] in ("cpu", "gpu"), "the kind of device its figures ran on, which a verdict names"
     runs = [(spec.axes, flatten(spec.record()["config"])) for spec in build_plan([f"sweep={sweep}", "device=cpu"]).runs]
     for item in source["comparisons"]:
         assert item["label"]

@@ -62,6 +62,9 @@ def word(speedup: Speedup, margin: float) -> str:
     return THE_SAME if 1 - margin <= speedup.low and speedup.high <= 1 + margin else UNDETERMINED
 
 
+DECIDED = ("reproduced", "smaller", "larger", "absent", "reversed", "contradicted")  # the words verdict decides by
+
+
 def verdict(item: dict[str, Any], ours: Speedup) -> str:
     claim = direction(item)
     if claim is None:

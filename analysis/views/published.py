@@ -46,18 +46,25 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import UNSET, Configuration, configurations, environment_axes, pairing, varying
+from perfsweep.analysis.groups import (
+    UNSET,
+    Configuration,
+    configurations,
+    environment_axes,
+    in_order,
+    pairing,
+    varying,
+)
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedup
-from perfsweep.analysis.statistics.verdict import published_speedup, verdict
+from perfsweep.analysis.statistics.verdict import DECIDED, published_speedup, verdict
 from perfsweep.analysis.views.table import context
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over"]
 NOT_RUN = "not run in this sweep"
-DECIDED = ("reproduced", "smaller", "larger", "absent", "reversed", "contradicted")  # verdict's words that decide
 SPEEDUP = (
     "speed-up: time of `over` / time of `of` (below 1: `of` is slower), the ratio of the times shown: each the "
     "geometric mean of its runs' median times; where the sides shared each process (pairing=auto), the geometric "
@@ -95,9 +102,9 @@ def pick(runs: list[RunRecord], selector: dict[str, Any]) -> Configuration | Non
     found = configurations(matched)
     if len(found) > 1:
         axes, fields = varying(matched)
-        parts = [f"{key} ({', '.join(sorted({str(r.axis(key)) for r in matched}))})" for key in axes] + [
-            f"{key} ({', '.join(sorted({str(r.fields.get(key, UNSET)) for r in matched}))})" for key in fields
-        ]
+        values = {key: {str(r.axis(key)) for r in matched} for key in axes}
+        values |= {key: {str(r.fields.get(key, UNSET)) for r in matched} for key in fields}
+        parts = [f"{key} ({', '.join(sorted(found, key=in_order))})" for key, found in values.items()]
         raise Ambiguous(f"{len(found)} configurations match {selector}, parted by {'; '.join(parts)}")
     return found[0] if found else None
 
@@ -183,8 +190,8 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
         ]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
-        otherwise = ran_otherwise(runs, item)
-        return [*row, "-", "-", f"{NOT_RUN} at {otherwise}" if otherwise else NOT_RUN]
+        ran = ran_otherwise(runs, item)
+        return [*row, "-", "-", f"{NOT_RUN} at {ran}" if ran else NOT_RUN]
     a, b = sample(of, item), sample(over, item)
     unit = "ms/sample" if item.get("per_sample") else "ms"
     paired, basis = pairing(of, over)

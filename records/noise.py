@@ -117,4 +117,8 @@ def decided(spread: Spread | None, budget_s: int) -> str:
     if spread is None:
         return "unknown"
     value = spread.floors.get(str(budget_s))
-    return "none: its runs take longer" if value is None else f"±{value * 100:.2g}%"
+    if value is not None:
+        return f"±{value * 100:.2g}%"
+    if spread.fixed_s >= budget_s:
+        return f"none: a launch takes {spread.fixed_s:.0f} s before its first run and after its last"
+    return "none: its runs take longer"

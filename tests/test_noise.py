@@ -52,7 +52,7 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     assert spread[1].startswith("apart: between ") and ", within " in spread[1]
     budgets = section(done.stdout, "smallest difference a sweep decides at 95%")
     assert [line.split(" of ")[0] for line in budgets] == ["in 1 min", "in 10 min", "in 1 h"]
-    decided = r"(±[\d.]+%|none: its runs take longer)"
+    decided = r"(±[\d.]+%|none: its runs take longer|none: a launch takes \d+ s before its first run and after .*)"
     assert all(re.fullmatch(rf"in .* of this machine: paired {decided}, apart {decided}", line) for line in budgets)
     settings = section(done.stdout, "settings that add noise")
     names = [line.split(":")[0] for line in settings]
@@ -143,3 +143,11 @@ def test_the_gpu_settings_name_unlocked_clocks_persistence_off_and_another_proce
     assert clocks.noisy and "fix: sudo nvidia-smi -lgc 1980,1980" in clocks.line
     assert persistence.noisy and "fix: sudo nvidia-smi -pm 1" in persistence.line
     assert others.noisy and "4242" in others.line
+
+
+def test_a_budget_the_launch_alone_outlasts_says_so():
+    """A launch of 70 s before its first run: a minute decides nothing, and not for its runs' sake."""
+    slow = floors.Spread(runs=3, between=0.01, within=0.01, between_sides=None, run_cost_s=0.5, step_s=0.01,
+                         floors={"60": None, "600": 0.02}, fixed_s=70.0)  # fmt: skip
+    assert floors.decided(slow, 60) == "none: a launch takes 70 s before its first run and after its last"
+    assert floors.decided(dataclasses.replace(slow, fixed_s=5.0), 60) == "none: its runs take longer"

@@ -86,11 +86,18 @@ def show_runs(args: argparse.Namespace) -> int:
 
 
 def show_published(args: argparse.Namespace) -> int:
+    """The published views, then the flags of the runs behind them, as the table below them in a launch says them."""
     from perfsweep.analysis.render import text
-    from perfsweep.analysis.views import published_views
+    from perfsweep.analysis.views import published_views, table
+    from perfsweep.records import load_sweep
 
     views = published_views(args.sweep_dir)
-    print("\n\n".join(map(text, views)) or f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+    if not views:
+        print(f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
+        return 0
+    flags = table.table_view(args.sweep_dir, load_sweep(args.sweep_dir)).flags
+    said = "\n".join(["flags of its runs, as the table's:", *flags]) if flags else ""
+    print("\n\n".join([*map(text, views), *([said] if said else [])]))
     return 0
 
 

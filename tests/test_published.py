@@ -14,6 +14,7 @@ from perfsweep.analysis.views import published
 from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
+from tests.helpers import launch_here
 
 # the seeds' published tables (timm's, timm_*, are test_published_models.py's)
 SWEEPS = sorted(p.stem for p in published.PUBLISHED_DIR.glob("*.yaml") if not p.stem.startswith("timm_"))
@@ -220,3 +221,16 @@ def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_part
     said = published.compare(runs + longer, item)[-1]
     assert said.startswith("not decided: 2 configurations match {'input_type': 'subclass'}, parted by "), said
     assert said.endswith("steps (10, 50)"), said
+
+
+def test_the_published_command_gives_the_flags_of_the_runs_behind_its_verdicts(tmp_path):
+    """Its verdicts rest on noisy runs: alone, as beside the table in a launch, it says so."""
+    noisy = synthetic.Noise(run_sd=0.01, step_sd=0.3, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, noisy, np.random.default_rng(8))
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    shown = launch_here("published", str(sweep_dir))
+    assert shown.returncode == 0, shown.stderr
+    assert "| subclass vs Tensor |" in shown.stdout and "as the table's:\nNOISY " in shown.stdout, shown.stdout

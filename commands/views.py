@@ -353,11 +353,17 @@ def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()
     `stranded` names the runs the launch left that no job will finish (table.flags).
     Then log the sweep to W&B, and say where its records are.
     """
+    from perfsweep import records, user_command
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import sweep_views
     from perfsweep.analysis.views.wandb_sweep import log_sweep
+    from perfsweep.records.words import counted
 
     print("\n\n".join(text(view) for view in sweep_views(sweep_dir, names, stranded=stranded)))
+    others = {p.parent.name for p in sweep_dir.glob(f"*/{records.STATUS}")} - set(names)
+    if others:  # the folder also holds other launches' runs, which the launch's views leave out
+        print(f"{sweep_dir} also holds {counted(len(others), 'run')} of other launches: `{user_command()} table "
+              f"{sweep_dir}` shows every run of the folder")  # fmt: skip
     if after:
         print("\n".join(after))
     for warning in log_sweep(sweep_dir, tracker):

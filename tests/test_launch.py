@@ -18,7 +18,16 @@ from perfsweep.launcher.slots import cpu_shares
 from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
 from tests import golden
-from tests.helpers import FAILS_AT_SEED_1, ONE_OF_TWO_FAILS, ROOT, TINY, assert_one_of_two_failed, launch, launch_here
+from tests.helpers import (
+    FAILS_AT_SEED_1,
+    FAST,
+    ONE_OF_TWO_FAILS,
+    ROOT,
+    TINY,
+    assert_one_of_two_failed,
+    launch,
+    launch_here,
+)
 
 
 @pytest.fixture
@@ -369,3 +378,13 @@ def test_a_sigterm_as_the_command_ends_ends_it_as_killed_not_with_its_exit_statu
     )
     ended = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert ended.returncode == -15, ended.stdout + ended.stderr
+
+
+def test_a_launch_into_a_folder_of_other_launches_runs_names_them_beside_its_own_table(tmp_path):
+    """A size added to the folder, as compare advises to match two sweeps: the launch's table is its own runs'."""
+    args = [*FAST, "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}"]
+    assert launch_here(*args).returncode == 0
+    added = launch_here(*[a for a in args if not a.startswith("workload.size=")], "workload.size=20")
+    assert added.returncode == 0, added.stderr
+    said = f"{tmp_path / 'default'} also holds 1 run of other launches: `perfsweep table {tmp_path / 'default'}` "
+    assert said + "shows every run of the folder" in added.stdout, added.stdout

@@ -526,6 +526,38 @@ def unread(
     return problems, notices
 
 
+def added_axes(runs: list[list[Setting]], configs: list[Config], typed: set[str], sources: dict[str, str]) -> list[str]:
+    """A notice where the command line sweeps an axis and a sweep file sweeps others beside it.
+
+    Its runs are then the product of both: 12 configurations for `compile=eager,default` on the default sweep.
+    """
+    swept: dict[str, dict[str, None]] = {}
+    for run in runs:
+        for s in run:
+            swept.setdefault(s.key, {})[s.text.split("=", 1)[1]] = None
+    read = {field for config in configs for field in config.workload.reads}
+    axes = {
+        key: list(values)
+        for key, values in swept.items()
+        if len(values) > 1 and (key.split(".")[0] not in STEP_FIELDS or key.split(".")[0] in read)
+    }
+    if not any(key in typed for key in axes):
+        return []
+    added: dict[str, dict[str, list[str]]] = {}
+    for key, values in axes.items():
+        if key not in typed:
+            added.setdefault(sources.get(key, "the sweep file"), {})[key] = values
+    notices = []
+    for where, listed in added.items():
+        shown = " and ".join(f"{key}={','.join(values)}" for key, values in listed.items())
+        key, values = next(iter(listed.items()))
+        notices.append(
+            f"{shown} ({where}) {'is' if len(listed) == 1 else 'are'} swept beside the command line's axes: "
+            f"{len(configs)} configurations; a value of each runs one ({key}={values[0]})"
+        )
+    return notices
+
+
 COMPILER_SETTINGS = ("compile.mode", "compile.backend", "compile.fullgraph")  # what torch.compile is given
 
 
@@ -885,6 +917,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = ranking.notices + left_out + unused + undeclared_axes(configs) + graphs_on_a_cpu(configs)
+    notices = ranking.notices + left_out + added_axes(ranking.runs, configs, typed, sources) + unused
+    notices += undeclared_axes(configs) + graphs_on_a_cpu(configs)
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

@@ -201,3 +201,15 @@ def test_a_compile_setting_no_run_reads_is_named_at_the_launch():
     said = "compile.mode=max-autotune is read by no run: none of this sweep compiles (compile=eager)"
     assert any(notice.startswith(said) for notice in notices), notices
     assert not any("compile.mode" in n for n in build_plan(["compile=default", "compile.mode=max-autotune"]).notices)
+
+
+def test_a_sweep_file_s_axes_swept_beside_the_command_line_s_are_named_with_the_count():
+    """`compile=eager,default` on the default sweep runs 12 configurations: its input types and formats too."""
+    plan = build_plan(["model=tiny_cnn", "compile=eager,default"])
+    said = (
+        "input_type=tensor,subclass,tensorbase and memory_format=contiguous,channels_last (sweeps/default.yaml) are "
+        "swept beside the command line's axes: 12 configurations; a value of each runs one (input_type=tensor)"
+    )
+    assert said in plan.notices, plan.notices
+    assert not any("swept beside" in n for n in build_plan(["input_type=tensor", "memory_format=contiguous"]).notices)
+    assert not any("swept beside" in n for n in build_plan([]).notices), "the sweep file's own axes alone"

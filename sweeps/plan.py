@@ -526,36 +526,38 @@ def unread(
     return problems, notices
 
 
-def added_axes(runs: list[list[Setting]], configs: list[Config], typed: set[str], sources: dict[str, str]) -> list[str]:
+def added_axes(specs: list[RunSpec], typed: set[str], sources: dict[str, str]) -> list[str]:
     """A notice where the command line sweeps an axis and a sweep file sweeps others beside it.
 
     Its runs are then the product of both: 12 configurations for `compile=eager,default` on the default sweep.
+    An axis is the runs' (RunSpec.axes), as the table names them; a setting that is no axis (seed) is none.
     """
-    swept: dict[str, dict[str, None]] = {}
-    for run in runs:
-        for s in run:
-            swept.setdefault(s.key, {})[s.text.split("=", 1)[1]] = None
-    read = {field for config in configs for field in config.workload.reads}
-    axes = {
-        key: list(values)
-        for key, values in swept.items()
-        if len(values) > 1 and (key.split(".")[0] not in STEP_FIELDS or key.split(".")[0] in read)
-    }
-    if not any(key in typed for key in axes):
+    first = [spec for spec in specs if spec.config.replicate == 0]
+    values: dict[str, dict[str, None]] = {}
+    keys: dict[str, str] = {}
+    for spec in first:
+        workload = spec.config.workload
+        declared = {**workload.axes, **{field: f"workload.{field}" for field in workload.sizes}}
+        for axis, value in spec.axes.items():
+            values.setdefault(axis, {})[value] = None
+            keys.setdefault(axis, declared.get(axis, axis))
+
+    def set_by_command(axis: str) -> bool:
+        return bool(typed & {axis, keys[axis], keys[axis].split(".")[0]})
+
+    swept = [axis for axis, found in values.items() if len(found) > 1 and axis != "replicate"]
+    if not any(set_by_command(axis) for axis in swept):
         return []
-    added: dict[str, dict[str, list[str]]] = {}
-    for key, values in axes.items():
-        if key not in typed:
-            added.setdefault(sources.get(key, "the sweep file"), {})[key] = values
-    notices = []
-    for where, listed in added.items():
-        shown = " and ".join(f"{key}={','.join(values)}" for key, values in listed.items())
-        key, values = next(iter(listed.items()))
-        notices.append(
-            f"{shown} ({where}) {'is' if len(listed) == 1 else 'are'} swept beside the command line's axes: "
-            f"{len(configs)} configurations; a value of each runs one ({key}={values[0]})"
-        )
-    return notices
+    added: dict[str, list[str]] = {}
+    for axis in (axis for axis in swept if not set_by_command(axis)):
+        key = keys[axis]
+        where = sources.get(key) or sources.get(key.split(".")[0]) or sources.get(axis) or "the sweep file"
+        added.setdefault(where, []).append(f"{axis}={','.join(values[axis])}")
+    return [
+        f"{' and '.join(listed)} ({where}) {'is' if len(listed) == 1 else 'are'} swept beside the command line's "
+        f"axes: {len(first)} configurations; one value of each runs fewer"
+        for where, listed in added.items()
+    ]
 
 
 COMPILER_SETTINGS = ("compile.mode", "compile.backend", "compile.fullgraph")  # what torch.compile is given
@@ -884,6 +886,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if wrong:
         raise PlanError([explain(problem, sources) for problem in wrong])
     ranking = ranked(runs, typed, dirs, sources)
+    given = dict(sources)  # who set each key, before an option file of the user's won over a sweep file's
     sources |= ranking.won
     configs, errors = compose_runs(ranking.runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
@@ -917,7 +920,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
-    notices = ranking.notices + left_out + added_axes(ranking.runs, configs, typed, sources) + unused
+    notices = ranking.notices + left_out + added_axes(list(runs.values()), typed, given) + unused
     notices += undeclared_axes(configs) + graphs_on_a_cpu(configs)
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

@@ -207,9 +207,12 @@ def test_a_sweep_file_s_axes_swept_beside_the_command_line_s_are_named_with_the_
     """`compile=eager,default` on the default sweep runs 12 configurations: its input types and formats too."""
     plan = build_plan(["model=tiny_cnn", "compile=eager,default"])
     said = (
-        "input_type=tensor,subclass,tensorbase and memory_format=contiguous,channels_last (sweeps/default.yaml) are "
-        "swept beside the command line's axes: 12 configurations; a value of each runs one (input_type=tensor)"
+        "memory_format=contiguous,channels_last and input_type=tensor,subclass,tensorbase (sweeps/default.yaml) are "
+        "swept beside the command line's axes: 12 configurations; one value of each runs fewer"
     )
     assert said in plan.notices, plan.notices
-    assert not any("swept beside" in n for n in build_plan(["input_type=tensor", "memory_format=contiguous"]).notices)
-    assert not any("swept beside" in n for n in build_plan([]).notices), "the sweep file's own axes alone"
+    (one,) = [n for n in build_plan(["input_type.name=tensor,subclass"]).notices if "swept beside" in n]
+    alone = "memory_format=contiguous,channels_last (sweeps/default.yaml) is swept beside the command line's axes: 4 "
+    assert one.startswith(alone + "configurations"), "the typed axis, by its field, is the command line's"
+    for quiet in (["input_type=tensor", "memory_format=contiguous"], [], ["seed=0,1"]):  # no axis typed: no notice
+        assert not any("swept beside" in n for n in build_plan(quiet).notices), quiet

@@ -95,7 +95,8 @@ def show_published(args: argparse.Namespace) -> int:
     if not views:
         print(f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
         return 0
-    flags = table.table_view(args.sweep_dir, load_sweep(args.sweep_dir)).flags
+    runs = load_sweep(args.sweep_dir)
+    flags = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)).flags
     said = "\n".join(["flags of its runs, as the table's:", *flags]) if flags else ""
     print("\n\n".join([*map(text, views), *([said] if said else [])]))
     return 0

@@ -491,8 +491,11 @@ def unread(
 ) -> tuple[list[str], list[str]]:
     """The axes of run fields that no run of the sweep reads: their values would run as one configuration.
 
+    A value the command line sets for such a field is run without it: that is said too.
+
     Returns:
-        The problems (an axis the command line sweeps), and the notices (a sweep file's axis: its values run once).
+        The problems (an axis the command line sweeps), and the notices (a sweep file's axis: its values run once;
+        a typed value: its runs run as they would without it).
     """
     swept: dict[str, dict[str, None]] = {}
     for run in runs:
@@ -501,13 +504,18 @@ def unread(
     read = {field for config in configs for field in config.workload.reads}
     reads = {c.workload.name: ", ".join(c.workload.reads) or "only its own settings" for c in configs}
     steps = "; ".join(f"workload {name} reads {fields}" for name, fields in sorted(reads.items()))
-    problems = []
+    problems, unused = [], []
     left_out: dict[str, dict[str, str]] = {}  # where an axis was set -> its axes -> the field each sets
     for key, values in swept.items():
         field = key.split(".")[0]
-        if len(values) < 2 or field not in STEP_FIELDS or field in read:
+        if field not in STEP_FIELDS or field in read:
             continue
         axis = f"{key}={','.join(values)}"
+        if len(values) < 2:
+            if key in typed:
+                said = f"{axis} is read by no run of this sweep ({steps}): its runs run as they would without it"
+                unused.append(explain(said, sources))
+            continue
         if key in typed:
             problems.append(
                 explain(
@@ -523,7 +531,7 @@ def unread(
         f"{' or '.join(dict.fromkeys(axes.values()))} ({steps})"
         for where, axes in left_out.items()
     ]
-    return problems, notices
+    return problems, notices + unused
 
 
 def added_axes(specs: list[RunSpec], typed: set[str], sources: dict[str, str]) -> list[str]:

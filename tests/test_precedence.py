@@ -220,6 +220,13 @@ def test_a_step_of_yours_is_swept_only_along_the_fields_it_declares_it_reads(use
     golden.says("refused: a step's reads that are no run fields", misdeclared.stderr)
 
 
+def test_a_typed_value_of_a_field_no_run_reads_is_said_to_run_as_without_it(user_module):
+    user_module("histbench", HISTOGRAM)
+    plan = build_plan(["workload=histbench.Step", "precision=amp_bf16"])
+    assert plan.runs and "precision" not in plan.runs[0].axes
+    golden.says("precedence: a typed value no run reads", "\n".join(plan.notices))
+
+
 def test_a_workload_yaml_that_declares_no_reads_takes_its_steps_own(user_module, tmp_path):
     user_module("histbench", HISTOGRAM)
     (tmp_path / "perf" / "workload").mkdir(parents=True)

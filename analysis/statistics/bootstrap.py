@@ -1,4 +1,4 @@
-"""Statistics of step times: a run's median with a bootstrap interval, and rank correlations.
+"""Statistics of step times: a run's median with a bootstrap interval, and rank correlations over models.
 
 A run's steps are resampled with replacement (percentile bootstrap), and each resample's median taken.
 Resamples come from a seeded generator, so the same records give the same interval.
@@ -56,13 +56,17 @@ def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
     return percentile_interval(medians)
 
 
-def rank_correlation(x: np.ndarray, y: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
-    """Spearman's rho of paired values, one pair per model.
+def rank_correlation(x: np.ndarray, runs: list[np.ndarray], resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """Spearman's rho between `x` and the median of each model's `runs`, one model a pair.
 
-    Its percentile-bootstrap interval at LEVEL resamples the pairs.
+    Its percentile-bootstrap interval at LEVEL resamples the models, and each model's runs within it.
+    So two models whose runs overlap trade places in some resamples: our run-to-run noise narrows no interval.
     """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x = np.asarray(x, dtype=float)
+    runs = [np.atleast_1d(np.asarray(r, dtype=float)) for r in runs]
     rng = np.random.default_rng(seed)
-    drawn = (rng.integers(0, len(x), len(x)) for _ in range(resamples))
-    rhos = np.array([spearman_rho(x[i], y[i]) for i in drawn])
-    return Interval(spearman_rho(x, y), *percentile_interval(rhos))
+    # (resamples, models): each model's median over a resample of its runs
+    medians = np.stack([np.median(r[rng.integers(0, len(r), (resamples, len(r)))], axis=1) for r in runs], axis=1)
+    picks = rng.integers(0, len(x), (resamples, len(x)))
+    rhos = np.array([spearman_rho(x[i], medians[k, i]) for k, i in enumerate(picks)])
+    return Interval(spearman_rho(x, [np.median(r) for r in runs]), *percentile_interval(rhos))

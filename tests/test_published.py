@@ -213,6 +213,32 @@ def test_a_verdict_on_another_device_or_scale_than_published_says_so_beside_its_
     assert row[-1] == "reproduced (scale=smoke)", "a CPU's figure on a CPU: the scale alone"
 
 
+def test_a_verdict_at_settings_typed_otherwise_than_the_published_ones_names_them(tmp_path):
+    """The smoke scale's settings typed on the command line, at no scale: the word says it is not theirs."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(5))
+    typed = {"model.name": "test_resnet", "model.image_size": 32, "precision.name": "fp32"}
+    runs = [dataclasses.replace(r, fields=r.fields | typed) for r in runs]
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    setting = {"model.image_size": 224, "model.name": "resnet50", "model.in_chans": 3, "precision.name": "fp32"}
+    source = {"title": "t", "hardware": "h", "software": "s", "source": "x", "setting": setting}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": [0.7, 0.8]}]})
+    shown = published.view(sweep_dir)
+    assert shown.items[0][-1] == "reproduced (not their model.image_size, model.name)", shown.items
+    said = "not the published setting: model.image_size=32 (theirs 224), model.name=test_resnet (theirs resnet50)"
+    assert shown.above[0].endswith(said), "in_chans: unrecorded, so unknown; precision: theirs"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in published.PUBLISHED_DIR.glob("*.yaml")))
+def test_each_sources_setting_is_what_its_sweep_runs_at_full_scale(name):
+    source = published.published_for(name)
+    plan = build_plan([f"sweep={name}", "device=cpu", "repeats=1"])
+    for key, theirs in (source.get("setting") or {}).items():
+        ran = {str(records.flatten(spec.record()["config"])[key]) for spec in plan.runs}
+        assert ran == {str(theirs)}, f"{name}: {key}"
+
+
 def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_parts_them():
     """A folder launched again at another scale holds runs of 3 and of 50 steps: no one figure is ours."""
     runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(6))

@@ -141,3 +141,13 @@ def test_a_gpu_table_beside_cpu_runs_says_so_and_runs_of_two_settings_decide_not
     records.write_json(longer / records.CONFIG, record | {"config": record["config"] | {"steps": 50}})
     ranks, *_ = published_models.views(same_order)
     assert any(row[3].startswith("not decided: 2 configurations match ") for row in ranks.rows), ranks.rows
+
+
+def test_models_run_at_other_input_sizes_than_theirs_are_named_beside_the_verdict(same_order):
+    for run in sorted(p for p in same_order.iterdir() if (p / records.STATUS).is_file()):
+        record = records.read_json(run / records.CONFIG)
+        model = record["config"]["model"] | {"image_size": 96 if "resnet18" in run.name else 224}
+        records.write_json(run / records.CONFIG, record | {"config": record["config"] | {"model": model}})
+    ranks = published_models.views(same_order)[0]
+    assert "ours ran other input sizes than theirs: resnet18 at 96 px (theirs 224)" in ranks.above
+    assert ranks.rows[0][3] == "reproduced (not their sizes)"

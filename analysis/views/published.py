@@ -34,7 +34,8 @@ With replicates, the verdicts are (analysis/statistics/verdict.py):
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 
 A deciding word is followed by how our runs were not the published setting: another kind of device than the
-source names (`device: gpu`), or a scale of the sweep.
+source names (`device: gpu`), a scale of the sweep, or a value of the source's `setting` (`model.image_size: 224`)
+that our runs did not run at, typed or not.
 
 A figure the source does not give is stored as none and shown as such.
 A table lost as an image is one such case.
@@ -155,6 +156,7 @@ def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:
     scale=smoke'; '' where nothing is known to differ.
 
     A device kind the source names (`device: gpu`) that ours is not, and a scale of the sweep other than full.
+    Else the keys of the source's setting that our runs ran otherwise: 'not their model.name, precision.name'.
     """
     parts = []
     theirs = source.get("device")
@@ -162,8 +164,25 @@ def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:
     ours = None if run is None else "gpu" if (run.env or {}).get("gpu") else "cpu"
     if theirs in ("cpu", "gpu") and ours and ours != theirs:
         parts.append(f"ours on a {ours.upper()}, theirs on a {theirs.upper()}")
-    parts += [f"scale={scales}"] if (scales := scaled(runs)) else []
+    if scales := scaled(runs):
+        parts.append(f"scale={scales}")
+    elif otherwise := unlike_setting(source, runs):
+        parts.append(f"not their {', '.join(otherwise)}")
     return "; ".join(parts)
+
+
+def unlike_setting(source: dict[str, Any], runs: list[RunRecord]) -> dict[str, str]:
+    """Each key of the source's `setting` that our done runs ran otherwise -> 'resnet18 (theirs resnet50)'.
+
+    A key no run records is left out: what it ran at is unknown, not another value.
+    """
+    done = [r for r in runs if r.state == DONE] or runs
+    found = {}
+    for key, theirs in (source.get("setting") or {}).items():
+        ours = sorted({str(r.fields[key]) for r in done if key in r.fields}, key=in_order)
+        if ours and ours != [str(theirs)]:
+            found[key] = f"{','.join(ours)} (theirs {theirs})"
+    return found
 
 
 def scaled(runs: list[RunRecord]) -> str:
@@ -214,13 +233,17 @@ def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
     return found
 
 
-def our_setting(runs: list[RunRecord]) -> str:
+def our_setting(source: dict[str, Any], runs: list[RunRecord]) -> str:
     run = machines.usual(runs) or runs[0]
     others = len(machines.elsewhere(runs))
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
-    scales = scaled(runs)
-    return f"{run.device}, {torch}{elsewhere}" + (f", scale={scales}, not the published setting" if scales else "")
+    scales = f", scale={scales}" if (scales := scaled(runs)) else ""
+    otherwise = [f"{key}={value}" for key, value in unlike_setting(source, runs).items()]
+    unlike_theirs = f", not the published setting: {', '.join(otherwise)}" if otherwise else ""
+    if scales and not unlike_theirs:
+        unlike_theirs = ", not the published setting"
+    return f"{run.device}, {torch}{elsewhere}{scales}{unlike_theirs}"
 
 
 def view(sweep_dir: Path) -> View | None:
@@ -230,7 +253,8 @@ def view(sweep_dir: Path) -> View | None:
     if source is None or not source.get("comparisons"):
         return None  # a table of many models (no `comparisons`) is analysis/views/published_models.py's
     above = [
-        f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: {our_setting(runs)}",
+        f"{source['title']} | published: {source['hardware']}, {source['software']} | "
+        f"ours: {our_setting(source, runs)}",
         f"source: {source['source']}",
     ]
     rule = rule_of(sweep_dir, runs)

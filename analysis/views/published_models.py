@@ -42,7 +42,7 @@ from perfsweep.analysis.statistics.bootstrap import rank_correlation
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.views import published
-from perfsweep.records import RunRecord, load_sweep
+from perfsweep.records import DONE, RunRecord, load_sweep
 
 RHO_REPRODUCED = 0.8  # the low end of rho's interval above this: the rank order is reproduced
 FEWEST_MODELS = 4  # a rank correlation needs at least this many models run
@@ -66,6 +66,22 @@ def image_sizes(table: dict[str, Any]) -> dict[str, int]:
     rows = read_table(table)
     column = next(c for c in rows[0] if c.endswith("_img_size"))
     return {row["model"]: int(row[column]) for row in rows}
+
+
+def other_sizes(runs: list[RunRecord], models: dict[str, Any]) -> list[str]:
+    """Each model our done runs ran at another input size than its tables': 'resnet18 at 96 px (theirs 224)'."""
+    theirs: dict[str, set[int]] = {}
+    for table in models["tables"].values():
+        for model, size in image_sizes(table).items():
+            theirs.setdefault(model, set()).add(size)
+    ours: dict[str, set[str]] = {}
+    for run in (r for r in runs if r.state == DONE and "model.image_size" in r.fields):
+        ours.setdefault(str(run.fields.get("model.name")), set()).add(str(run.fields.get("model.image_size")))
+    return [
+        f"{model} at {','.join(sorted(sizes))} px (theirs {','.join(map(str, sorted(theirs[model])))})"
+        for model, sizes in ours.items()
+        if model in theirs and sizes != set(map(str, theirs[model]))
+    ]
 
 
 def _side(model: str, table: dict[str, Any]) -> dict[str, Any]:
@@ -220,10 +236,14 @@ def views(sweep_dir: Path) -> list[View]:
     otherwise = published.unlike(source, runs)
     above = [
         f"{source['title']} | published: {source['hardware']}, {source['software']} | ours: "
-        f"{published.our_setting(runs)}",
+        f"{published.our_setting(source, runs)}",
         f"source: {source['source']}",
         f"time compared: {metric}, per sample",
     ]
+    if sizes := other_sizes(runs, models):
+        shown = ", ".join(sizes[:5]) + (f" and {len(sizes) - 5} more" if len(sizes) > 5 else "")
+        above.append(f"ours ran other input sizes than theirs: {shown}")
+        otherwise = otherwise if published.scaled(runs) else "; ".join(filter(None, [otherwise, "not their sizes"]))
     notes = [f"note: {n}" for n in source.get("notes", [])]
     ranks = View(
         f"Beside the published figures: {source['title']}, rank order",

@@ -51,6 +51,20 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
 
 
+def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_built(sweep):
+    """A workload that reads no model nor precision, with a forward phase only, as loops_vs_broadcasting's."""
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["workload"] = {"name": "pairwise_distance", "reads": []}
+        records.write_json(sweep / name / records.CONFIG, config)
+        summary = records.read_json(sweep / name / records.SUMMARY)
+        summary |= {"workload": "pairwise_distance", "phases": ["data", "forward"]}
+        records.write_json(sweep / name / records.SUMMARY, summary)
+    record = exported(str(sweep.parent), "--format", "pytorch-v3")[0]
+    assert record["model"]["name"] == "pairwise_distance" and record["model"]["type"] == "function"
+    assert record["benchmark"]["mode"] == "inference" and record["benchmark"]["dtype"] == ""
+
+
 def test_a_model_of_the_user_s_own_is_exported_as_its_import_path_not_a_model_zoo(sweep):
     """model=mynet.models.Net leaves model.source at its default, torchvision, which does not build it."""
     for name in ("t1", "t2", "s1"):

@@ -156,10 +156,11 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         fields_of = config.first.fields
         compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
         eager_after_all = " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
+        reads = fields_of.get("workload.reads")  # None: a record older than the field, of a model's step
         benchmark = {
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
-            "mode": "inference" if "infer" in str(config.first.summary.workload) else "training",
-            "dtype": str(fields_of.get("precision.name", "")),
+            "mode": "training" if "backward" in config.first.summary.phases else "inference",
+            "dtype": str(fields_of.get("precision.name", "")) if reads is None or "precision" in reads else "",
             "extra_info": {
                 "configuration": names[config.key],
                 "runs": str(len(config.runs)),
@@ -169,9 +170,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             },
         }
         model = {
-            "name": str(fields_of.get("model.name", config.first.summary.workload)),
-            # a model of the user's own is its import path: its `source` keeps the default, which builds nothing
-            "type": str(fields_of.get("model._target_") or fields_of.get("model.source", "")),
+            **_model_named(fields_of, reads, str(config.first.summary.workload)),
             "backend": f"compile:{compiled}{eager_after_all}" if compiled else "eager",
             "origins": ["perfsweep"],
             # its axes, its size and the settings its sweep varied: a dashboard's series keep them apart
@@ -190,6 +189,20 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _model_named(fields: dict[str, Any], reads: list[str] | None, workload: str) -> dict[str, str]:
+    """The record's model name and type: the model's, where the workload reads one; else the workload's.
+
+    A model of the user's own is its import path: its `source` keeps the default, which builds nothing.
+    A function benchmark or a step of the user's that reads no model is named by itself.
+    """
+    if reads is None or "model" in reads:
+        return {
+            "name": str(fields.get("model.name", workload)),
+            "type": str(fields.get("model._target_") or fields.get("model.source", "")),
+        }
+    return {"name": workload, "type": str(fields.get("workload._target_") or "function")}
 
 
 def _measure(values: list[float], scale: float) -> dict[str, float]:

@@ -165,6 +165,11 @@ def test_a_stall_of_microseconds_says_how_long_its_longest_step_took():
     step_ms[7] = 0.28
     run = synthetic.record("copy", {"input_type": "tensor"}, step_ms, 0, 0, np.random.default_rng(0))
     assert "the longest took 0.28 ms" in stalled(run), stalled(run)
+    assert stalled(run).endswith("the longest took 0.28 ms"), "no samples/s: no word of it"
+    sampled = dataclasses.replace(run, summary=dataclasses.replace(run.summary, samples_per_s=100.0))
+    assert stalled(sampled).endswith(
+        "Its row's samples/s counts that stall and its step ms does not: they may rank rows apart"
+    )
 
 
 def test_a_run_whose_steps_mostly_stalled_says_its_step_time_counts_the_stall_too():

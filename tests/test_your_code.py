@@ -140,6 +140,35 @@ def test_a_constructor_that_raises_fails_its_run_with_the_users_frames_and_the_o
     assert f'File "{source}"' in error.traceback and "perfsweep" not in error.traceback, error.traceback
 
 
+NO_BATCH = """import torch
+
+
+class Step:
+    phases = ("compute",)
+    counts_flops = False
+    reads = ()
+
+    def __init__(self, cfg, device):
+        self.x = torch.ones(64, device=device)
+
+    def step(self, index, clock):
+        clock.start()
+        self.x.add_(1)
+        clock.mark()
+        return None
+"""
+
+
+def test_a_step_that_reads_no_model_has_no_samples_per_s_of_the_models_batch(user_module, tmp_path):
+    user_module("nobatch", NO_BATCH)
+    result = here(tmp_path, "workload=nobatch.Step", "model.batch_size=16")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (summary,) = [records.read_json(p) for p in (tmp_path / "runs").glob("*/*/summary.json")]
+    assert "samples_per_s" not in summary and "batch_size" not in summary, summary
+    header = next(line for line in result.stdout.splitlines() if line.startswith("| compute ms"))
+    assert "samples/s" not in header, result.stdout
+
+
 def test_a_step_that_raises_fails_its_run_with_the_users_frames(user_module, tmp_path):
     source = user_module("raising", FAULTY)
     result = here(tmp_path, "workload=raising.RaisingStep", "input_type=tensor", "memory_format=contiguous")

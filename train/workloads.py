@@ -92,6 +92,8 @@ def user_workload(path: str) -> type[Workload]:
             own = getattr(self.user, "summary", None)
             if callable(own):
                 return dict(own(steps_per_s))
+            if "model" not in self.cfg.workload.reads:  # no batch of the model's: its samples are unknown
+                return {}
             batch = self.cfg.model.batch_size
             return {"samples_per_s": steps_per_s * batch, "batch_size": batch}
 

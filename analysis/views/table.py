@@ -492,14 +492,16 @@ def stalled(run: RunRecord) -> str:
     fast = float(np.percentile(steps, 25))
     if median >= MEDIAN_STALLED * fast:
         counted = (
-            f"its median step is {median / fast:.2g}x its fastest quarter's ({fast:.3g} ms), so its step ms "
+            f"Its median step is {median / fast:.2g}x its fastest quarter's ({fast:.3g} ms), so its step ms "
             "counts the stall too: a run again, with its host to itself, measures it"
         )
-    else:
+    elif run.summary.samples_per_s is not None:
         counted = "Its row's samples/s counts that stall and its step ms does not: they may rank rows apart"
+    else:  # a step without samples (a function of no model's batch): its step ms alone, which leaves the stall out
+        counted = ""
     return (
         f"its steps took {mean:.3g} ms on average against a median of {median:.3g} ms: the longest took "
-        f"{_longest(max(steps))} ms" + (f"; host: {host}" if host else "") + f". {counted[0].upper()}{counted[1:]}"
+        f"{_longest(max(steps))} ms" + (f"; host: {host}" if host else "") + (f". {counted}" if counted else "")
     )
 
 

@@ -8,9 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
-# `table`, `export` or `report` where a configuration of the sweep has no done run: its figures are missing, so a
-# script must not read the rest as the sweep's answer.
+# `table`, `export`, `report` or `published` where a configuration of the sweep has no done run: its figures are
+# missing, so a script must not read the rest as the sweep's answer.
 EXIT_UNMEASURED = 1
+EXIT_NOTHING_PUBLISHED = 2  # `published` of a sweep that reproduces no published figures: it answers nothing
 
 
 def show_table(args: argparse.Namespace) -> int:
@@ -91,15 +92,17 @@ def show_published(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views import published_views, table
     from perfsweep.records import load_sweep
 
+    runs = load_sweep(args.sweep_dir)
     views = published_views(args.sweep_dir)
     if not views:
-        print(f"{args.sweep_dir}: its sweep has no published figures (sweeps/published/)")
-        return 0
-    runs = load_sweep(args.sweep_dir)
+        if not runs:
+            return said_unmeasured(args.sweep_dir, runs, "published view")
+        print(f"perfsweep: {args.sweep_dir}: its sweep has no published figures (sweeps/published/)", file=sys.stderr)
+        return EXIT_NOTHING_PUBLISHED
     flags = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)).flags
     said = "\n".join(["flags of its runs, as the table's:", *flags]) if flags else ""
     print("\n\n".join([*map(text, views), *([said] if said else [])]))
-    return 0
+    return said_unmeasured(args.sweep_dir, runs, "published view")
 
 
 def show_replicates(args: argparse.Namespace) -> int:

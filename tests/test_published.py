@@ -11,7 +11,7 @@ from perfsweep.analysis.groups import configurations, measures, speedup_over
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, WITHIN_RUN, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.verdict import direction, verdict
 from perfsweep.analysis.views import published
-from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten
+from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten, lifecycle
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
 from tests.helpers import launch_here
@@ -260,3 +260,23 @@ def test_the_published_command_gives_the_flags_of_the_runs_behind_its_verdicts(t
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 0, shown.stderr
     assert "| subclass vs Tensor |" in shown.stdout and "as the table's:\nNOISY " in shown.stdout, shown.stdout
+
+
+def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothing_is_published(tmp_path):
+    """A sweep cut short: its subclass runs never finished. Then a folder of no published sweep, and an empty one."""
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 2, synthetic.Noise(), np.random.default_rng(8))
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    for run in (r for r in runs if r.axes["input_type"] == "subclass"):
+        (sweep_dir / run.name / records.STEPS).unlink()
+        lifecycle.stop(sweep_dir / run.name, "interrupt", "Ctrl-C")
+    shown = launch_here("published", str(sweep_dir))
+    assert shown.returncode == 1 and "without a done run" in shown.stderr, shown.stdout + shown.stderr
+    assert "not measured: 2 runs not finished (pending)" in shown.stdout, shown.stdout
+    (sweep_dir / records.PUBLISHED).unlink()
+    unpublished = launch_here("published", str(sweep_dir))
+    assert unpublished.returncode == 2 and "its sweep has no published figures" in unpublished.stderr
+    (tmp_path / "empty").mkdir()
+    assert launch_here("published", str(tmp_path / "empty")).returncode == 1

@@ -62,10 +62,12 @@ from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedu
 from perfsweep.analysis.statistics.verdict import DECIDED, published_speedup, verdict
 from perfsweep.analysis.views.table import context
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
+from perfsweep.records.words import counted
 
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over"]
 NOT_RUN = "not run in this sweep"
+SIDES = ("of", "over")  # a comparison's two sides
 SPEEDUP = (
     "speed-up: time of `over` / time of `of` (below 1: `of` is slower), the ratio of the times shown: each the "
     "geometric mean of its runs' median times; where the sides shared each process (pairing=auto), the geometric "
@@ -204,11 +206,11 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
     except Ambiguous as error:  # a folder holding two launches of other settings: no one figure is ours
         return [*row, "-", "-", f"not decided: {error}"]
     if not of or not over:
-        failed = [
-            r for r in runs if r.state == FAILED and any(matches(r.axes, r.fields, item[s]) for s in ("of", "over"))
-        ]
+        failed = [r for r in runs if r.state == FAILED and any(matches(r.axes, r.fields, item[s]) for s in SIDES)]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
+        if pending := [r for r in runs if r.state != DONE and any(matches(r.axes, r.fields, item[s]) for s in SIDES)]:
+            return [*row, "-", "-", f"not measured: {counted(len(pending), 'run')} not finished ({pending[0].state})"]
         ran = ran_otherwise(runs, item)
         return [*row, "-", "-", f"{NOT_RUN} at {ran}" if ran else NOT_RUN]
     a, b = sample(of, item), sample(over, item)

@@ -17,7 +17,7 @@ import numpy as np
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
-from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES
+from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES, SAME_WORK
 from perfsweep.records import Repro, RunRecord
 
 # How long a run measures, not what: runs that differ only in these are still compared.
@@ -142,17 +142,20 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     """The runs, each compared along the one axis `vs` names (AXIS=VALUE), with the run of that value.
 
     `compile=eager` sets the compile modes side by side; `world_size=1` gives the scaling over one rank.
+    A setting whose values do the same work (SAME_WORK: `threads=1`) becomes an axis of the runs for it.
     With `vs` None the runs are returned as they are, each compared along the axes it records.
     """
     if vs is None:
         return runs
     axis, _, value = vs.partition("=")
+    if axis in SAME_WORK and axis in varying(runs)[1]:
+        runs = [_with_axis(r, axis) for r in runs]
     axes = [a for a in axis_order(runs) if a != "replicate"]
     if axis in varying(runs)[1]:
         raise ValueError(
             f"--vs {vs}: {axis} is a setting this sweep varies, not an axis: its values may do different work a step, "
             f"so their step times are not set against each other (the samples/s column ranks them); its axes: "
-            f"{', '.join(axes)}"
+            f"{', '.join(axes)}; settings of the same work: {', '.join(SAME_WORK)}"
         )
     if axis not in axes:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
@@ -166,6 +169,13 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
     return [dataclasses.replace(r, baselines={axis: value}) for r in runs]
+
+
+def _with_axis(run: RunRecord, key: str) -> RunRecord:
+    """The run with its setting `key` as an axis of its own, shown as `key=value`."""
+    return dataclasses.replace(
+        run, axes={**run.axes, key: str(run.fields.get(key, UNSET))}, axis_order=[*run.axis_order, key]
+    )
 
 
 @dataclasses.dataclass
@@ -385,10 +395,15 @@ def comparisons(configs: list[Configuration]) -> list[Versus]:
 def vs_label(versus: list[Versus], axis: str) -> str:
     """The heading of the speed-up column of `axis`: `vs tensor`, or `vs input_type baseline` where values differ.
 
+    An axis whose runs are named `axis=value` (ranks, threads, a package's version) is headed so: `vs world_size=1`.
     A sweep of two workloads may compare each along its own axis, with its own baseline.
     """
-    values = sorted({v.value for v in versus if v.axis == axis})
-    return f"vs {values[0]}" if len(values) == 1 else f"vs {axis} baseline"
+    along = [v for v in versus if v.axis == axis]
+    values = sorted({v.value for v in along})
+    if len(values) > 1:
+        return f"vs {axis} baseline"
+    named = axis == "workload" or any(axis in v.config.first.named_axes for v in along)
+    return f"vs {values[0]}" if named else f"vs {axis}={values[0]}"
 
 
 def phase_columns(runs: list[RunRecord]) -> list[str]:

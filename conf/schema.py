@@ -135,6 +135,8 @@ NATURAL_BASELINES = {
 # Axes whose values are other work, not another way to do the same work: never compared by a speed-up.
 # A model, a problem size (a workload's `sizes`), ranks and a replicate are such axes.
 NOT_COMPARED = ("model", "dist", "world_size", "replicate")
+# Settings whose values do a step's same work another way: `--vs threads=1` compares them, as an axis.
+SAME_WORK = ("threads", "cudnn_benchmark")
 
 
 @dataclass

@@ -17,7 +17,7 @@ from perfsweep.launch import main as analysis_cli
 from perfsweep.records import load_sweep
 from tests import synthetic
 from tests.helpers import ENV as GPU_ENV
-from tests.helpers import launch_here, write_model_run, write_run
+from tests.helpers import cells, launch_here, write_model_run, write_run
 
 
 def rows(runs):
@@ -149,6 +149,21 @@ def test_vs_a_setting_the_sweep_varies_says_why_it_is_no_axis(tmp_path, capsys):
     assert analysis_cli(["table", str(tmp_path), "--vs", "model.batch_size=16"]) == 2
     said = capsys.readouterr().err
     assert "model.batch_size is a setting this sweep varies, not an axis" in said and "samples/s column" in said
+
+
+def test_vs_threads_sets_a_sweeps_thread_counts_side_by_side(tmp_path, capsys):
+    """Two runs of each thread count, the two-thread ones twice as fast: threads do the same work another way."""
+    for name, threads, rate in (("a", 1, 100.0), ("b", 1, 102.0), ("c", 2, 200.0), ("d", 2, 198.0)):
+        write_run(tmp_path, name, "tensor", "contiguous", rate)
+        record = records.read_json(tmp_path / name / records.CONFIG)
+        record["config"]["threads"] = threads
+        records.write_json(tmp_path / name / records.CONFIG, record)
+    assert analysis_cli(["table", str(tmp_path)]) == 0
+    assert f"table {tmp_path} --vs threads=1` sets its values side by side" in capsys.readouterr().out
+    assert analysis_cli(["table", str(tmp_path), "--vs", "threads=1"]) == 0
+    (one, two) = cells(capsys.readouterr().out, "threads")
+    assert one["threads"] == "1" and one["vs threads=1"] == "1.00x", one
+    assert two["vs threads=1"].startswith("1.97x"), two
 
 
 def test_failed_runs_are_listed_not_tabled(sweep):

@@ -28,6 +28,7 @@ from perfsweep.analysis.groups import (
     compared_along,
     comparisons,
     configurations,
+    in_order,
     labels,
     ordered,
     over_baseline,
@@ -41,6 +42,7 @@ from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
+from perfsweep.conf.schema import SAME_WORK
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
@@ -387,6 +389,18 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
     ]
 
 
+def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
+    """A note for each setting of the same work that the rows vary (threads): the command that compares it."""
+    runs = [r for c in configs for r in c.runs]
+    settings = [key for key in SAME_WORK if key in varying(runs)[1]] if runs else []
+    return [
+        f"{key} varies and is no axis: `{user_command()} table {sweep_dir} --vs {key}={values[0]}` sets its values "
+        "side by side"
+        for key in settings
+        for values in [sorted({str(r.fields.get(key)) for r in runs}, key=in_order)]
+    ]
+
+
 # Noisy runs above which the table says them in one line; `runs` gives each one's reasons.
 NOISY_LINES = 3
 
@@ -568,7 +582,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
         above=[counts, *([context(runs, configs, rule)] if done else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
-        notes=words(configs, rule) + energy_notes(configs),
+        notes=words(configs, rule) + energy_notes(configs) + same_work(configs, sweep_dir),
         flags=flags(runs, sweep_dir, stranded),
         empty="",
         shared={"ran": ran(runs, configs)} if done else {},  # a row of its CSV names its machine, torch and settings

@@ -50,12 +50,21 @@ BAD_PATHS = [
     ["input_type=broken_on_import.Image"],
     ["input_type=imagelib.tensors"],
     ["model=imagelib.model.SmallCNN"],
+    ["model=needs.Net"],
 ]
+NEEDS = """import torch
+
+
+class Net(torch.nn.Linear):
+    def __init__(self, depth, num_classes=10):
+        super().__init__(4, num_classes)
+"""
 
 
 @pytest.mark.parametrize("args", BAD_PATHS, ids=" ".join)
 def test_an_import_path_that_names_nothing_or_the_wrong_kind_is_refused(imagelib, user_module, tmp_path, args):
     user_module("broken_on_import", "import torch\nraise ValueError('this module needs a GPU driver')\n")
+    user_module("needs", NEEDS)
     result = here(tmp_path, *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
     assert not (tmp_path / "runs").exists(), "refused before anything was written"
@@ -167,6 +176,14 @@ def test_a_step_that_reads_no_model_has_no_samples_per_s_of_the_models_batch(use
     assert "samples_per_s" not in summary and "batch_size" not in summary, summary
     header = next(line for line in result.stdout.splitlines() if line.startswith("| compute ms"))
     assert "samples/s" not in header, result.stdout
+
+
+def test_a_library_model_that_raises_as_it_is_built_fails_with_its_own_error_not_hydras(tmp_path):
+    result = here(tmp_path, "model=torch.nn.Linear", "+model.kwargs.in_features=-1", "+model.kwargs.out_features=10")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (status,) = [records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")]
+    assert status.error.type == "RuntimeError" and "negative dimension -1" in status.error.line(), status.error
+    assert "InstantiationException" in status.error.traceback, "the whole chain stays in its traceback"
 
 
 def test_a_step_that_raises_fails_its_run_with_the_users_frames(user_module, tmp_path):

@@ -54,9 +54,6 @@ def _torchvision(model: ModelConf) -> torch.nn.Module:
     return torchvision.models.get_model(model.name, weights=None, num_classes=model.num_classes, **_kwargs(model))
 
 
-SHAPED_BY_DATA = ("num_classes", "in_chans")  # passed to a _target_ that takes them: the synthetic batch has them
-
-
 def _target(model: ModelConf) -> torch.nn.Module:
     """The user's model: model._target_ called with model.kwargs, by Hydra's instantiate.
 
@@ -70,7 +67,8 @@ def _target(model: ModelConf) -> torch.nn.Module:
     except (TypeError, ValueError):  # a builtin or C extension without a signature
         taken = {}
     wide = any(p.kind == p.VAR_KEYWORD for p in taken.values())
-    shaped = {k: getattr(model, k) for k in SHAPED_BY_DATA if k not in model.kwargs and (k in taken or wide)}
+    data = user_targets.SHAPED_BY_DATA
+    shaped = {k: getattr(model, k) for k in data if k not in model.kwargs and (k in taken or wide)}
     built = instantiate({"_target_": model._target_, **shaped, **model.kwargs}, _convert_="all")
     if not isinstance(built, torch.nn.Module):
         raise TypeError(f"model._target_={model._target_} returned {type(built).__name__}, not a torch.nn.Module")

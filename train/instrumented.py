@@ -639,7 +639,8 @@ def record_failed(
         said = f"{theirs} (raised in {user_targets.where(theirs, code)})"
         failure = records.RunError(type(theirs).__name__, said, user_targets.user_traceback(theirs, code), known)
     else:
-        failure = records.RunError(type(error).__name__, str(error), "".join(traceback.format_exception(error)), known)
+        cause = user_targets.unwrapped(error)
+        failure = records.RunError(type(cause).__name__, str(cause), "".join(traceback.format_exception(error)), known)
     return failure, lifecycle.fail(run_dir, failure, **launch).finished_at
 
 

@@ -194,7 +194,7 @@ def problems(config: Any) -> list[str]:
         if wrong:
             found.append(f"{key}={path} is {_kind(thing)}; expected {wrong}")
         elif key == "model._target_":
-            found += _unknown_arguments(key, path, thing, config.model.kwargs)
+            found += _argument_problems(key, path, thing, config.model.kwargs)
         elif (
             key == "model.inputs"
             and config.memory_format.name == "channels_last"
@@ -231,20 +231,32 @@ def _channels_last(path: str, factory: Callable) -> list[str]:
     ]
 
 
-def _unknown_arguments(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:
-    """The keyword arguments a constructor would refuse.
+SHAPED_BY_DATA = ("num_classes", "in_chans")  # passed to a _target_ that takes them: the synthetic batch has them
 
-    Those are the ones its signature has no name for, where it has no **kwargs.
+
+def _argument_problems(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:
+    """The keyword arguments a constructor would refuse, and those it needs that none gives.
+
+    It refuses the ones its signature has no name for, where it has no **kwargs.
+    It needs those without a default, beside what the run passes where it takes them (SHAPED_BY_DATA).
     """
     try:
         parameters = inspect.signature(thing).parameters
     except (TypeError, ValueError):  # a builtin or C extension without a signature
         return []
+    prefix = key.rsplit(".", 1)[0]
+    given = {*kwargs, *SHAPED_BY_DATA}
+    found = [
+        f"{prefix}.kwargs.{name}: {path} needs argument {name!r}, which no {prefix}.kwargs gives: "
+        f"+{prefix}.kwargs.{name}=VALUE"
+        for name, p in parameters.items()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in given
+    ]
     if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
-        return []
+        return found
     taken = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    return [
-        f"{key.rsplit('.', 1)[0]}.kwargs.{name}: {path} takes no argument {name!r}{_nearest(name, taken)} (its "
+    return found + [
+        f"{prefix}.kwargs.{name}: {path} takes no argument {name!r}{_nearest(name, taken)} (its "
         f"arguments: {', '.join(taken) or 'none'})"
         for name in kwargs
         if name not in taken
@@ -296,6 +308,13 @@ def user_error(error: BaseException, code: tuple[Path, ...]) -> BaseException | 
         if not type(error).__module__.startswith("hydra."):
             return None
         error = error.__cause__
+
+
+def unwrapped(error: BaseException) -> BaseException:
+    """The error that Hydra's instantiate wrapped in its own, where it did: what a user reads as the cause."""
+    while type(error).__module__.startswith("hydra.") and error.__cause__ is not None:
+        error = error.__cause__
+    return error
 
 
 def user_traceback(error: BaseException, code: tuple[Path, ...]) -> str:

@@ -284,6 +284,14 @@ class Ranked:
     notices: list[str] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
     won: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> the option file of the user's that set it
+    # (a typed key, the option file's value it meets) -> the key's typed values: said once all runs are ranked
+    typed_over: dict[tuple[str, str], dict[str, None]] = dataclasses.field(default_factory=dict)
+
+    def note_typed_over(self) -> None:
+        """Say each option file's value that the command line's values leave out; none where one of them is it."""
+        for (key, theirs), values in self.typed_over.items():
+            if theirs.split(" (", 1)[0] not in (f"{key}={value}" for value in values):
+                self.notices.append(f"{key}={','.join(values)} (the command line) runs, not {theirs}")
 
 
 def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], sources: dict[str, str]) -> Ranked:
@@ -315,6 +323,7 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
         left_out = left_out or len(kept) < len(run)
     if left_out:  # (runs that differed in what gave way are one run now)
         found.runs = list({tuple(s.text for s in run): run for run in found.runs}.values())
+    found.note_typed_over()
     axes = [key for key in question if key not in typed]
     if own and axes:
         defaults = compose.default_options()
@@ -367,12 +376,12 @@ def _by_files(
     kept = []
     for s in run:
         clash = next(((k, v, where) for k, (v, where) in files.items() if _overlap(s.key, k)), None)
-        if compose.is_choice(s) or clash is None or clash[1] == s.value:
+        if compose.is_choice(s) or clash is None or (clash[1] == s.value and s.key not in typed):
             kept.append(s)
             continue
         key, value, where = clash
         if s.key in typed:
-            found.notices.append(f"{s.text} (the command line) runs, not {key}={value} ({where})")
+            found.typed_over.setdefault((s.key, f"{key}={value} ({where})"), {})[s.text.split("=", 1)[1]] = None
             kept.append(s)
         else:
             found.notices.append(

@@ -48,6 +48,11 @@ def test_a_model_yaml_of_yours_comes_before_the_sweeps_params_and_the_command_li
     assert plan.origins["model.batch_size"] == str(config_dir / "model" / "mine.yaml")
     shown = "\n".join([*plan.notices, *typed.notices])
     golden.says("precedence: a model yaml of yours, then the command line", shown, {config_dir: "<dir>"})
+    swept = build_plan([searched(config_dir), "model=mine", "model.batch_size=4,16"])
+    besides = build_plan([searched(config_dir), "model=mine", "model.batch_size=8,16"])
+    assert sizes(swept) == {(4, 32), (16, 32)} and sizes(besides) == {(8, 32), (16, 32)}
+    assert "model.batch_size=4,16 (the command line) runs, not model.batch_size=8" in "\n".join(swept.notices)
+    assert not [n for n in besides.notices if "(the command line) runs, not" in n], "8 runs too: nothing left out"
 
 
 def test_an_option_file_of_yours_edited_between_two_plans_of_one_process_plans_as_it_reads_now(config_dir):

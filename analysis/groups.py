@@ -142,7 +142,7 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     """The runs, each compared along the one axis `vs` names (AXIS=VALUE), with the run of that value.
 
     `compile=eager` sets the compile modes side by side; `world_size=1` gives the scaling over one rank.
-    A setting whose values do the same work (SAME_WORK: `threads=1`) becomes an axis of the runs for it.
+    A setting of the same work (SAME_WORK: `threads=1`) becomes an axis for it.
     With `vs` None the runs are returned as they are, each compared along the axes it records.
     """
     if vs is None:
@@ -172,7 +172,7 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
 
 
 def _with_axis(run: RunRecord, key: str) -> RunRecord:
-    """The run with its setting `key` as an axis of its own, shown as `key=value`."""
+    """The run with setting `key` as an axis."""
     return dataclasses.replace(
         run, axes={**run.axes, key: str(run.fields.get(key, UNSET))}, axis_order=[*run.axis_order, key]
     )
@@ -395,7 +395,8 @@ def comparisons(configs: list[Configuration]) -> list[Versus]:
 def vs_label(versus: list[Versus], axis: str) -> str:
     """The heading of the speed-up column of `axis`: `vs tensor`, or `vs input_type baseline` where values differ.
 
-    An axis whose runs are named `axis=value` (ranks, threads, a package's version) is headed so: `vs world_size=1`.
+    Some axes name their runs `axis=value`: ranks, threads, a package's version.
+    Their columns are headed so: `vs world_size=1`.
     A sweep of two workloads may compare each along its own axis, with its own baseline.
     """
     along = [v for v in versus if v.axis == axis]

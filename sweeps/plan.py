@@ -288,7 +288,10 @@ class Ranked:
     typed_over: dict[tuple[str, str], dict[str, None]] = dataclasses.field(default_factory=dict)
 
     def note_typed_over(self) -> None:
-        """Say each option file's value that the command line's values leave out; none where one of them is it."""
+        """Say each option file's value that the command line's values leave out.
+
+        Where one of them is the file's value, nothing is left out.
+        """
         for (key, theirs), values in self.typed_over.items():
             if theirs.split(" (", 1)[0] not in (f"{key}={value}" for value in values):
                 self.notices.append(f"{key}={','.join(values)} (the command line) runs, not {theirs}")

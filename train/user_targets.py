@@ -235,10 +235,12 @@ SHAPED_BY_DATA = ("num_classes", "in_chans")  # passed to a _target_ that takes 
 
 
 def _argument_problems(key: str, path: str, thing: Any, kwargs: dict) -> list[str]:
-    """The keyword arguments a constructor would refuse, and those it needs that none gives.
+    """The arguments a constructor refuses, and those it needs.
 
-    It refuses the ones its signature has no name for, where it has no **kwargs.
-    It needs those without a default, beside what the run passes where it takes them (SHAPED_BY_DATA).
+    It refuses those its signature does not name.
+    A **kwargs takes any.
+    It needs those without a default.
+    The run passes SHAPED_BY_DATA itself.
     """
     try:
         parameters = inspect.signature(thing).parameters
@@ -311,7 +313,10 @@ def user_error(error: BaseException, code: tuple[Path, ...]) -> BaseException | 
 
 
 def unwrapped(error: BaseException) -> BaseException:
-    """The error that Hydra's instantiate wrapped in its own, where it did: what a user reads as the cause."""
+    """The error Hydra's instantiate wrapped, where it did.
+
+    A user reads it as the cause.
+    """
     while type(error).__module__.startswith("hydra.") and error.__cause__ is not None:
         error = error.__cause__
     return error

@@ -57,10 +57,12 @@ def median_interval(steps: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
 
 
 def rank_correlation(x: np.ndarray, runs: list[np.ndarray], resamples: int = RESAMPLES, seed: int = 0) -> Interval:
-    """Spearman's rho between `x` and the median of each model's `runs`, one model a pair.
+    """Spearman's rho between `x` and each model's median run.
 
-    Its percentile-bootstrap interval at LEVEL resamples the models, and each model's runs within it.
-    So two models whose runs overlap trade places in some resamples: our run-to-run noise narrows no interval.
+    Its percentile-bootstrap interval at LEVEL resamples the models.
+    It also resamples each model's runs.
+    So two models whose runs overlap trade places in some resamples.
+    Our run-to-run noise then widens the interval.
     """
     x = np.asarray(x, dtype=float)
     runs = [np.atleast_1d(np.asarray(r, dtype=float)) for r in runs]

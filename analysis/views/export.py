@@ -192,10 +192,12 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def _model_named(fields: dict[str, Any], reads: list[str] | None, workload: str) -> dict[str, str]:
-    """The record's model name and type: the model's, where the workload reads one; else the workload's.
+    """The record's model name and type.
 
-    A model of the user's own is its import path: its `source` keeps the default, which builds nothing.
-    A function benchmark or a step of the user's that reads no model is named by itself.
+    They are the model's, where the workload reads one.
+    A model of the user's own is its import path.
+    Its `source` keeps the default, which builds nothing.
+    A workload that reads no model is named by itself.
     """
     if reads is None or "model" in reads:
         return {

@@ -33,9 +33,9 @@ With replicates, the verdicts are (analysis/statistics/verdict.py):
     contradicted   no effect was claimed; our interval lies wholly outside +-5%
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 
-A deciding word is followed by how our runs were not the published setting: another kind of device than the
-source names (`device: gpu`), a scale of the sweep, or a value of the source's `setting` (`model.image_size: 224`)
-that our runs did not run at, typed or not.
+A deciding word is followed by how our runs were not the published setting.
+That is another kind of device than the source names (`device: gpu`), or a scale of the sweep.
+It is also a value of the source's `setting` that our runs did not run at, typed or not.
 
 A figure the source does not give is stored as none and shown as such.
 A table lost as an image is one such case.
@@ -158,7 +158,7 @@ def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:
     scale=smoke'; '' where nothing is known to differ.
 
     A device kind the source names (`device: gpu`) that ours is not, and a scale of the sweep other than full.
-    Else the keys of the source's setting that our runs ran otherwise: 'not their model.name, precision.name'.
+    Else the setting's keys that our runs ran otherwise: 'not their model.name'.
     """
     parts = []
     theirs = source.get("device")
@@ -174,9 +174,10 @@ def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:
 
 
 def unlike_setting(source: dict[str, Any], runs: list[RunRecord]) -> dict[str, str]:
-    """Each key of the source's `setting` that our done runs ran otherwise -> 'resnet18 (theirs resnet50)'.
+    """Each setting our done runs ran otherwise -> 'resnet18 (theirs resnet50)'.
 
-    A key no run records is left out: what it ran at is unknown, not another value.
+    A key no run records is left out.
+    Its value is unknown, not another.
     """
     done = [r for r in runs if r.state == DONE] or runs
     found = {}

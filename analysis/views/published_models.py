@@ -69,7 +69,10 @@ def image_sizes(table: dict[str, Any]) -> dict[str, int]:
 
 
 def other_sizes(runs: list[RunRecord], models: dict[str, Any]) -> list[str]:
-    """Each model our done runs ran at another input size than its tables': 'resnet18 at 96 px (theirs 224)'."""
+    """The models our runs ran at other input sizes than timm's.
+
+    Each reads 'resnet18 at 96 px (theirs 224)'.
+    """
     theirs: dict[str, set[int]] = {}
     for table in models["tables"].values():
         for model, size in image_sizes(table).items():
@@ -145,7 +148,7 @@ def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: s
 
 
 def runs_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> np.ndarray | None:
-    """Each run's samples/s, from its median time per sample, of the runs `selector` names."""
+    """Each named run's samples/s, from its median time per sample."""
     picked = published.pick(runs, selector)
     if picked is None:
         return None

@@ -521,6 +521,19 @@ def test_a_training_step_and_an_inference_step_are_never_matched_as_one_configur
     for side_a, side_b in ((own, b), (a, new)):  # a step of the user's own is not perfsweep's registered one
         shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
         assert status == compare.EXIT_NOTHING_COMPARED and not shown.items
+        assert not [f for f in shown.flags if "to match them" in f], "another step is no launch that matches"
+
+
+def test_no_launch_is_advised_that_sets_a_key_of_an_option_the_sweeps_differ_in():
+    """A DDP sweep over 1 and 2 ranks against one without ranks: world_size=2 alone would need dist=ddp in B."""
+    rng = np.random.default_rng(15)
+    ranks = {"dist.name": "ddp", "dist.world_size": 1}
+    a = sweep(synthetic.grid(), rng, **ranks) + sweep(synthetic.grid(), rng, **ranks | {"dist.world_size": 2})
+    b = sweep(synthetic.grid(), rng, **{"dist.name": "none", "dist.world_size": 1})
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status & compare.EXIT_UNMATCHED and shown.items, shown.flags
+    unmatched = next(f for f in shown.flags if f.startswith("UNMATCHED"))
+    assert "to match them" not in unmatched, unmatched
 
 
 def test_a_phase_that_one_sweep_does_not_time_is_left_out_and_the_step_compared():

@@ -311,6 +311,8 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
     A `_target_` goes with its group's name.
     Empty where the overrides' grid holds a combination that no run of `side` or `other` had.
     Such a launch may not be valid.
+    Empty too where a key is of an option the sweeps differ in: `dist.world_size` where one is `dist=ddp`.
+    Nor is a step of the user's own set against a registered one: no launch matches them.
     """
     ids_side, ids_other = [of(r) for r in side], [of(r) for r in other]
     found = [
@@ -319,6 +321,10 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
         if key not in differ and {i.get(key, UNSET) for i in ids_side} - {i.get(key, UNSET) for i in ids_other}
     ]
     named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
+    options = {key.split(".")[0] for key in differ if key.endswith((".name", "._target_"))}
+    own = {bool(r.fields.get("workload._target_")) for r in [*side, *other]}
+    if any(key.split(".")[0] in options for key in named) or (len(own) > 1 and any(k in WORK for k in named)):
+        return []
     had = {tuple(i.get(k, UNSET) for k in named) for i in [*ids_side, *ids_other]}
     grid = itertools.product(*(dict.fromkeys(i.get(k, UNSET) for i in ids_side) for k in named))
     if not all(combination in had for combination in grid):

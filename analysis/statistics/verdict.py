@@ -76,8 +76,10 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
         if within_same:
             return "reproduced"
         return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else UNDETERMINED
+    if within_same:  # a difference too small to be the claimed effect, whether or not the interval holds 1.0
+        return "absent"
     if not ours.excludes(1.0):
-        return "absent" if within_same else UNDETERMINED
+        return UNDETERMINED
     if (ours.value > 1) != (claim == "faster"):
         return "reversed"
     span = published_speedup(item)

@@ -45,13 +45,35 @@ def expand_model_sets(overrides: list[str]) -> tuple[list[str], list[str]]:
         for pattern in (p.strip().split(".")[0] for p in value.removeprefix(PREFIX).split(",") if p.strip()):
             matched = timm.list_models(pattern)
             if not matched:
-                near = difflib.get_close_matches(pattern.replace("*", ""), timm.list_models(), n=5, cutoff=0.5)
-                hint = f"; nearest names: {', '.join(near)}" if near else ""
-                problems.append(f"model.name pattern {pattern!r} matches no timm model{hint}")
+                problems.append(f"model.name pattern {pattern!r} matches no timm model{nearest(pattern, 'timm')}")
             names.update(dict.fromkeys(matched))
         if names:
             expanded += ["model.source=timm", f"model.name={','.join(names)}"]
     return expanded, problems
+
+
+def library_models(source: str) -> list[str]:
+    """The names of a model library's models (timm, torchvision); none for another source."""
+    if source == "timm":
+        import timm
+
+        return timm.list_models()
+    if source == "torchvision":
+        import torchvision
+
+        return torchvision.models.list_models()
+    return []
+
+
+def is_model(source: str, name: str) -> bool:
+    """Whether `name` is a model of its library; True for another source, whose own check names it."""
+    return source not in ("timm", "torchvision") or name in library_models(source)
+
+
+def nearest(name: str, source: str) -> str:
+    """'; nearest names: a, b' of the library's models nearest `name` (a pattern's * left out); '' for none."""
+    near = difflib.get_close_matches(name.replace("*", ""), library_models(source), n=5, cutoff=0.5)
+    return f"; nearest names: {', '.join(near)}" if near else ""
 
 
 def default_image_size(source: str, name: str) -> int | None:
@@ -84,6 +106,10 @@ def with_default_sizes(configs: list[Config]) -> tuple[list[Config], list[str]]:
             resolved.append(config)
             continue
         size = default_image_size(model.source, model.name)
+        if size is None and not is_model(model.source, model.name):
+            near = nearest(model.name, model.source)
+            problems.append(f"model.name={model.name!r} is not a {model.source} model{near}")
+            continue
         if size is None:
             problems.append(
                 f"model.image_size=default: {model.source} model {model.name!r} has no default input size; "

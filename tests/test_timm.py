@@ -100,6 +100,8 @@ def test_default_image_sizes_come_from_each_models_own_config():
         ["model=resnet18", "model.image_size=0", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
     ).runs
     assert "model.image_size=0 must be positive" in checks.problems(zero.config), "0 is no stand-in for default"
+    with pytest.raises(PlanError, match="'mobilenetv3_smal_100' is not a timm model; nearest names: mobilenetv3_small"):
+        build_plan(["sweep=timm_infer_cpu", "model.name=resnet18,mobilenetv3_smal_100"])  # a typo, not a size
 
 
 @pytest.mark.slow

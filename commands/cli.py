@@ -242,10 +242,10 @@ def _number(value: str) -> float:
 
 
 def share(value: str) -> float:
-    """A share from 0 to 1."""
-    found = _number(value)
+    """A share from 0 to 1, or a percentage from 0% to 100%, as compare prints it."""
+    found = _number(value[:-1]) / 100 if value.endswith("%") else _number(value)
     if not 0.0 <= found <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value}: a share from 0 to 1 (0.25: a quarter)")
+        raise argparse.ArgumentTypeError(f"{value}: a share from 0 to 1 (0.25: a quarter), or 0% to 100%")
     return found
 
 

@@ -525,6 +525,19 @@ def test_a_training_step_and_an_inference_step_are_never_matched_as_one_configur
         assert not [f for f in shown.flags if "to match them" in f], "another step is no launch that matches"
 
 
+def test_no_launch_is_advised_whose_runs_would_cross_a_value_with_a_configuration_no_sweep_ran():
+    """A at size 10; B at 100, and subclass alone at 4194304 (its loop would never end there)."""
+    rng = np.random.default_rng(16)
+    both = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}
+    a = sweep(both, rng, **{"workload.size": 10})
+    b = sweep(both, rng, **{"workload.size": 100})
+    b += sweep({("subclass", "contiguous"): 90.0}, rng, **{"workload.size": 4194304})
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_NOTHING_COMPARED, shown.flags
+    hows = [f for f in shown.flags if f.startswith("to match them")]
+    assert hows == ["to match them, launch B with workload.size=10"], "not A at 4194304: its tensor run never ran there"
+
+
 def test_no_launch_is_advised_that_sets_a_key_of_an_option_the_sweeps_differ_in():
     """A DDP sweep over 1 and 2 ranks against one without ranks: world_size=2 alone would need dist=ddp in B."""
     rng = np.random.default_rng(15)

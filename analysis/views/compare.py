@@ -325,9 +325,18 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
     own = {bool(r.fields.get("workload._target_")) for r in [*side, *other]}
     if any(key.split(".")[0] in options for key in named) or (len(own) > 1 and any(k in WORK for k in named)):
         return []
-    had = {tuple(i.get(k, UNSET) for k in named) for i in [*ids_side, *ids_other]}
-    grid = itertools.product(*(dict.fromkeys(i.get(k, UNSET) for i in ids_side) for k in named))
-    if not all(combination in had for combination in grid):
+    # a group's option chosen anew brings its own fields: they are not held to other's
+    chosen = [k.removesuffix(".name") for k in named if k.endswith(".name") and "." not in k.removesuffix(".name")]
+    keys = [
+        k
+        for k in _keys(ids_side, ids_other)
+        if k not in differ and (k in named or not k.startswith(tuple(f"{group}." for group in chosen)))
+    ]
+    had = {tuple(i.get(k, UNSET) for k in keys) for i in [*ids_side, *ids_other]}
+    grid = list(itertools.product(*(dict.fromkeys(i.get(k, UNSET) for i in ids_side) for k in named)))
+    # each configuration the launch would run: one of `other`'s with the overrides' values, which some run had
+    launched = ({**i, **dict(zip(named, combination, strict=True))} for i in ids_other for combination in grid)
+    if not all(tuple(i.get(k, UNSET) for k in keys) in had for i in launched):
         return []
     return [override(key, side, other) for key in named]
 

@@ -10,7 +10,7 @@ from perfsweep import records
 from perfsweep.analysis.groups import configurations, measures, speedup_over
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, WITHIN_RUN, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.verdict import direction, verdict
-from perfsweep.analysis.views import published
+from perfsweep.analysis.views import published, sweep_views
 from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten, lifecycle
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
@@ -282,3 +282,21 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
     assert unpublished.returncode == 2 and "its sweep has no published figures" in unpublished.stderr
     (tmp_path / "empty").mkdir()
     assert launch_here("published", str(tmp_path / "empty")).returncode == 1
+
+
+def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_launches(tmp_path):
+    """A folder of a cpu-scale launch, launched again at the smoke scale: the second launch's views are its own."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    launches = []
+    for scale, seed in (("cpu", 5), ("smoke", 6)):
+        runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(seed))
+        launches.append(
+            [dataclasses.replace(r, name=f"{scale}-{r.name}", fields=r.fields | {"scale": scale}) for r in runs]
+        )
+    sweep_dir = synthetic.write([*launches[0], *launches[1]], tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    assert published.view(sweep_dir).items[0][-1].startswith("not decided: 2 configurations match")
+    shown = sweep_views(sweep_dir, names=[r.name for r in launches[1]])[-1]
+    assert shown.items[0][-1] == "reproduced (scale=smoke)", shown.items

@@ -29,10 +29,14 @@ def sweep_views(
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir, runs=compared))
     across = ranks.view(sweep_dir, names)
-    return views + ([across] if across else []) + explain.views(sweep_dir, compared) + published_views(sweep_dir)
+    shown = explain.views(sweep_dir, compared) + published_views(sweep_dir, names)
+    return views + ([across] if across else []) + shown
 
 
-def published_views(sweep_dir: Path) -> list[View]:
-    """The sweep's runs beside the published figures it reproduces: its comparisons, or a table of many models."""
-    side_by_side = published.view(sweep_dir)
-    return ([side_by_side] if side_by_side else []) + published_models.views(sweep_dir)
+def published_views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
+    """The sweep's runs beside the published figures it reproduces: its comparisons, or a table of many models.
+
+    `names` picks runs, as the table above them does: a launch's own, in a folder that holds others.
+    """
+    side_by_side = published.view(sweep_dir, names)
+    return ([side_by_side] if side_by_side else []) + published_models.views(sweep_dir, names)

@@ -249,9 +249,10 @@ def our_setting(source: dict[str, Any], runs: list[RunRecord]) -> str:
     return f"{run.device}, {torch}{elsewhere}{scales}{unlike_theirs}"
 
 
-def view(sweep_dir: Path) -> View | None:
-    """The side-by-side view of the sweep in `sweep_dir`, or None if its sweep has no published figures."""
-    runs = load_sweep(sweep_dir)
+def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
+    """The side-by-side view of the sweep in `sweep_dir` (its runs `names`, or all), or None if its sweep has no
+    published figures."""
+    runs = load_sweep(sweep_dir, names)
     source = published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if source is None or not source.get("comparisons"):
         return None  # a table of many models (no `comparisons`) is analysis/views/published_models.py's

@@ -220,7 +220,7 @@ def _columns(headers: list[str]) -> list[Column]:
     return [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
 
 
-def views(sweep_dir: Path) -> list[View]:
+def views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
     """The published views of many models, beside timm's.
 
     - the rank order;
@@ -228,8 +228,9 @@ def views(sweep_dir: Path) -> list[View]:
     - each model's channels-last speed-up, for a memory-format pair.
 
     None where the sweep's published source has no `models`.
+    `names` picks runs; all by default.
     """
-    runs = load_sweep(sweep_dir)
+    runs = load_sweep(sweep_dir, names)
     source = published.published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if not source or not source.get("models"):
         return []

@@ -159,6 +159,8 @@ def test_a_comparison_run_at_other_settings_than_published_names_them_and_gives_
     assert verdicts["pairwise_sum_prod N=100, broadcast vs loop"] == "not run in this sweep at size=100 (ran 10)"
     compiled = verdicts["batch 1, 1e3 samples, compiled static vs nonzero"]
     assert compiled == "not run in this sweep at compile.backend=inductor (ran aot_eager)"
+    square = verdicts["x = x * x five times, torch.compile vs eager"]
+    assert square == "not run in this sweep at compile.backend=inductor (ran aot_eager)", "compile=default ran"
 
 
 def test_the_published_view_of_a_repeats_auto_sweep_keeps_the_level_of_its_looks(tmp_path):

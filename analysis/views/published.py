@@ -143,14 +143,22 @@ def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
     A setting counts where runs, done or failed, match every other setting of that side.
     """
     found = []
-    for side in ("of", "over"):
+    measured = [r for r in runs if r.state in (DONE, FAILED)]
+    for side in SIDES:
         for key, wanted in item[side].items():
             rest = {k: v for k, v in item[side].items() if k != key}
-            others = [r for r in runs if r.state in (DONE, FAILED) and matches(r.axes, r.fields, rest)]
-            ran = sorted({str(r.axes.get(key, r.fields.get(key))) for r in others}, key=str)
+            others = [r for r in measured if matches(r.axes, _read(r), rest)]
+            ran = sorted({str(r.axes.get(key, _read(r).get(key))) for r in others}, key=str)
             if ran and str(wanted) not in ran:
                 found.append(f"{key}={wanted} (ran {', '.join(ran)})")
     return "; ".join(dict.fromkeys(found))
+
+
+def _read(run: RunRecord) -> dict[str, Any]:
+    """The run's fields, without the compiler settings of a run that compiled nothing: it did not run at them."""
+    if run.fields.get("compile.enabled", True):
+        return run.fields
+    return {k: v for k, v in run.fields.items() if not k.startswith("compile.") or k == "compile.name"}
 
 
 def unlike(source: dict[str, Any], runs: list[RunRecord]) -> str:

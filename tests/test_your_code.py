@@ -12,7 +12,7 @@ from perfsweep.launcher.sweepdir import recorded_plan
 from perfsweep.sweeps.plan import PlanError, build_plan
 from perfsweep.train import checks, user_targets
 from tests import golden, untraceable
-from tests.helpers import ROOT, SMALL, cells, launch_here, write_model_run
+from tests.helpers import FAILS_AT_SEED_1, ROOT, SMALL, cells, launch_here, write_model_run
 
 
 def here(tmp_path, *args: str):
@@ -149,27 +149,8 @@ def test_a_constructor_that_raises_fails_its_run_with_the_users_frames_and_the_o
     assert f'File "{source}"' in error.traceback and "perfsweep" not in error.traceback, error.traceback
 
 
-NO_BATCH = """import torch
-
-
-class Step:
-    phases = ("compute",)
-    counts_flops = False
-    reads = ()
-
-    def __init__(self, cfg, device):
-        self.x = torch.ones(64, device=device)
-
-    def step(self, index, clock):
-        clock.start()
-        self.x.add_(1)
-        clock.mark()
-        return None
-"""
-
-
 def test_a_step_that_reads_no_model_has_no_samples_per_s_of_the_models_batch(user_module, tmp_path):
-    user_module("nobatch", NO_BATCH)
+    user_module("nobatch", FAILS_AT_SEED_1)  # seed 0 builds: a step of 50 ms that reads no model
     result = here(tmp_path, "workload=nobatch.Step", "model.batch_size=16")
     assert result.returncode == 0, result.stdout + result.stderr
     (summary,) = [records.read_json(p) for p in (tmp_path / "runs").glob("*/*/summary.json")]

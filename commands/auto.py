@@ -102,6 +102,14 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
         return 2
     said(first)
+    if not any(spec.config.baselines for spec in first.runs):
+        print(
+            f"perfsweep: nothing was run:\n- {AUTO} runs rounds until the sweep's comparisons are decided, and this "
+            "sweep makes none: no axis of it has a baseline and another value. repeats=N runs N rounds; "
+            "`table --vs SETTING=VALUE` then compares a setting of the same work (threads)",
+            file=sys.stderr,
+        )
+        return 2
     launcher = first.settings.launcher
     if not (launcher.wait or (launcher.wait is None and launcher.name != "slurm")):
         print(

@@ -185,6 +185,15 @@ def test_repeats_auto_is_refused_where_the_launch_would_not_follow_its_rounds(tm
     assert not (tmp_path / "default").exists()
 
 
+@pytest.mark.parametrize("swept", ["threads=1,2", "model.batch_size=4,8"])
+def test_repeats_auto_is_refused_where_the_sweep_makes_no_comparison_to_decide(tmp_path, swept):
+    """Settings, not axes: thread counts and batch sizes have no baseline, so no look could decide anything."""
+    at_one = ["input_type=tensor", "memory_format=contiguous", "steps=3", "tracker.mode=disabled"]
+    refused = launch_here(*at_one, swept, "repeats=auto", f"runs_dir={tmp_path}")
+    assert refused.returncode == 2 and "this sweep makes none" in refused.stderr, refused.stdout + refused.stderr
+    assert "Traceback" not in refused.stderr and not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("setting", ["auto.max_runs=1", "auto.half_width=0", "auto.max_minutes=-1"])
 def test_bad_auto_settings_are_refused_before_anything_runs(tmp_path, setting):
     refused = launch_here(*FUNCTION, "repeats=auto", setting, f"runs_dir={tmp_path}", "launcher=debug")

@@ -49,6 +49,8 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
         ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),  # inside +-5% of no effect
         ({"speedup": 0.6}, (0.99, 0.985, 0.995), "absent"),  # slower, but inside +-5%: no effect, as with fewer runs
         ({"direction": "slower"}, (0.99, 0.985, 0.995), "absent"),
+        ({"speedup": [0.93, 0.97]}, (0.96, 0.955, 0.965), "reproduced"),  # a small claim, measured: no absence
+        ({"speedup": 0.941}, (0.952, 0.951, 0.954), "smaller"),
         ({"speedup": 0.6}, (0.99, 0.85, 1.15), "undetermined"),  # too wide to say
         ({"speedup": 0.6}, (1.2, 1.1, 1.3), "reversed"),
         ({"speedup": [2, 52]}, (30.0, 25.0, 35.0), "reproduced"),

@@ -9,6 +9,7 @@ In a table, a speed-up's interval says it in a word (`word`):
 repeats=auto decides a comparison when its word is one of the first three.
 A published figure is a speed-up, a [low, high] range, two times, or a direction.
 A speed-up within SAME of 1.0 counts as no effect.
+Beside a claimed effect, no effect is within SAME, or half the claim's distance from 1.0 where that is less.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
 A slowdown beyond it that the runs leave open is undetermined.
@@ -71,18 +72,18 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
         return "no published figure"
     if not ours.replicated:
         return INDICATIVE
-    within_same = 1 - SAME <= ours.low and ours.high <= 1 + SAME
     if claim == "same":
-        if within_same:
+        if 1 - SAME <= ours.low and ours.high <= 1 + SAME:
             return "reproduced"
         return "contradicted" if ours.high < 1 - SAME or ours.low > 1 + SAME else UNDETERMINED
-    if within_same:  # a difference too small to be the claimed effect, whether or not the interval holds 1.0
+    span = published_speedup(item)
+    band = SAME if span is None else min(SAME, min(abs(1 - end) for end in span) / 2)
+    if 1 - band <= ours.low and ours.high <= 1 + band:  # too small to be the claimed effect, holding 1.0 or not
         return "absent"
     if not ours.excludes(1.0):
         return UNDETERMINED
     if (ours.value > 1) != (claim == "faster"):
         return "reversed"
-    span = published_speedup(item)
     if span is None:
         return "reproduced"
     low, high = span

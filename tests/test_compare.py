@@ -538,6 +538,27 @@ def test_no_launch_is_advised_whose_runs_would_cross_a_value_with_a_configuratio
     assert hows == ["to match them, launch B with workload.size=10"], "not A at 4194304: its tensor run never ran there"
 
 
+def test_a_launch_advised_into_a_wider_sweep_is_narrowed_to_the_configurations_it_lacks():
+    """A: tensor and subclass, contiguous; B: tensor, contiguous and channels_last. Two versions of a step after."""
+    rng = np.random.default_rng(17)
+    a = sweep({("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}, rng)
+    b = sweep({("tensor", "contiguous"): 50.0, ("tensor", "channels_last"): 55.0}, rng)
+    shown, _ = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    advised = " ".join(f for f in shown.flags if "to match them" in f)
+    assert "launch B with input_type=subclass memory_format=contiguous" in advised, shown.flags
+    assert "launch A with input_type=tensor memory_format=channels_last" in advised, shown.flags
+    v1 = [
+        run
+        for size in (10, 100)
+        for run in sweep(
+            {("tensor", "contiguous"): 50.0}, rng, **{"workload._target_": "lib.V1", "workload.size": size}
+        )
+    ]
+    v2 = sweep({("tensor", "contiguous"): 50.0}, rng, **{"workload._target_": "lib.V2", "workload.size": 10})
+    shown, _ = compare.compare_runs(v1, v2, threshold=0.05, loss_tolerance=0.05)
+    assert any(f.endswith("to match them, launch B with workload.size=100") for f in shown.flags), shown.flags
+
+
 def test_no_launch_is_advised_that_sets_a_key_of_an_option_the_sweeps_differ_in():
     """A DDP sweep over 1 and 2 ranks against one without ranks: world_size=2 alone would need dist=ddp in B."""
     rng = np.random.default_rng(15)

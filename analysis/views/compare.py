@@ -85,6 +85,7 @@ from typing import NamedTuple
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     MEASURING,
+    OWN_SETTINGS,
     UNSET,
     Configuration,
     derived_keys,
@@ -309,19 +310,22 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
 
     Keys in `differ` are compared along, not matched on.
     A `_target_` goes with its group's name.
-    Empty where the overrides' grid holds a combination that no run of `side` or `other` had.
+    A key where `other` has values that `side` lacks is set to `side`'s too: the launch is narrowed to them.
+    Empty where the launch would run a configuration that no run of `side` or `other` had.
     Such a launch may not be valid.
     Empty too where a key is of an option the sweeps differ in: `dist.world_size` where one is `dist=ddp`.
+    A model's or a workload's settings are not such keys: two versions of a model share their sizes.
     Nor is a step of the user's own set against a registered one: no launch matches them.
     """
     ids_side, ids_other = [of(r) for r in side], [of(r) for r in other]
-    found = [
-        key
-        for key in _keys(ids_side, ids_other)
-        if key not in differ and {i.get(key, UNSET) for i in ids_side} - {i.get(key, UNSET) for i in ids_other}
-    ]
+    values = {
+        key: [{i.get(key, UNSET) for i in ids} for ids in (ids_side, ids_other)] for key in _keys(ids_side, ids_other)
+    }
+    if not any(ours - theirs for key, (ours, theirs) in values.items() if key not in differ):
+        return []
+    found = [key for key, (ours, theirs) in values.items() if key not in differ and ours != theirs]
     named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
-    options = {key.split(".")[0] for key in differ if key.endswith((".name", "._target_"))}
+    options = {key.split(".")[0] for key in differ if key.endswith((".name", "._target_"))} - set(OWN_SETTINGS)
     own = {bool(r.fields.get("workload._target_")) for r in [*side, *other]}
     if any(key.split(".")[0] in options for key in named) or (len(own) > 1 and any(k in WORK for k in named)):
         return []

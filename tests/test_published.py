@@ -11,6 +11,7 @@ from perfsweep.analysis.groups import configurations, measures, speedup_over
 from perfsweep.analysis.statistics.speedup import ACROSS, IN_PROCESS, WITHIN_RUN, Sample, Speedup, speedup
 from perfsweep.analysis.statistics.verdict import direction, verdict
 from perfsweep.analysis.views import published, sweep_views
+from perfsweep.analysis.views.published import NOT_RUN
 from perfsweep.records import Baseline, RunError, RunRecord, Status, flatten, lifecycle
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
@@ -163,6 +164,10 @@ def test_a_comparison_run_at_other_settings_than_published_names_them_and_gives_
     assert compiled == "not run in this sweep at compile.backend=inductor (ran aot_eager)"
     square = verdicts["x = x * x five times, torch.compile vs eager"]
     assert square == "not run in this sweep at compile.backend=inductor (ran aot_eager)", "compile=default ran"
+    item = next(i for i in published.published_for("loops_vs_broadcasting")["comparisons"] if "compile" in i["of"])
+    eager = planned_as_done(["sweep=loops_vs_broadcasting", "scale=cpu", "compile=eager"])
+    said = published.compare(eager, item)[-1]
+    assert said == "not run in this sweep at compile=default (ran eager)", "an eager sweep: no backend of its own"
 
 
 def test_the_published_view_of_a_repeats_auto_sweep_keeps_the_level_of_its_looks(tmp_path):
@@ -281,6 +286,11 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 1 and "without a done run" in shown.stderr, shown.stdout + shown.stderr
     assert "not measured: 2 runs not finished (pending)" in shown.stdout, shown.stdout
+    never = comparison | {"over": {"input_type": "tensor", "memory_format": "channels_last"}}
+    row = published.compare(records.load_sweep(sweep_dir), never)
+    assert row[-1].startswith(NOT_RUN) and "memory_format=channels_last (ran contiguous)" in row[-1], (
+        "no resume runs it"
+    )
     (sweep_dir / records.PUBLISHED).unlink()
     unpublished = launch_here("published", str(sweep_dir))
     assert unpublished.returncode == 2 and "its sweep has no published figures" in unpublished.stderr

@@ -146,9 +146,13 @@ def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
     measured = [r for r in runs if r.state in (DONE, FAILED)]
     for side in SIDES:
         for key, wanted in item[side].items():
-            rest = {k: v for k, v in item[side].items() if k != key}
+            option = key.removesuffix(".name")
+            # an option's other settings follow from it: another option is not held to them
+            dropped = f"{option}." if "." not in option else key
+            rest = {k: v for k, v in item[side].items() if k != key and not k.startswith(dropped)}
             others = [r for r in measured if matches(r.axes, _read(r), rest)]
-            ran = sorted({str(r.axes.get(key, _read(r).get(key))) for r in others}, key=str)
+            values = (r.axes.get(key, _read(r).get(key)) for r in others)
+            ran = sorted({str(value) for value in values if value is not None}, key=str)
             if ran and str(wanted) not in ran:
                 found.append(f"{key}={wanted} (ran {', '.join(ran)})")
     return "; ".join(dict.fromkeys(found))
@@ -214,11 +218,17 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
         of, over = pick(runs, item["of"]), pick(runs, item["over"])
     except Ambiguous as error:  # a folder holding two launches of other settings: no one figure is ours
         return [*row, "-", "-", f"not decided: {error}"]
-    if not of or not over:
-        failed = [r for r in runs if r.state == FAILED and any(matches(r.axes, r.fields, item[s]) for s in SIDES)]
+    if not of or not over:  # the sides without a done run: failed, not finished, or never planned
+        empty = [
+            [r for r in runs if matches(r.axes, r.fields, item[s])]
+            for s, got in zip(SIDES, (of, over), strict=True)
+            if not got
+        ]
+        failed = [r for side in empty for r in side if r.state == FAILED]
+        pending = [r for side in empty for r in side if r.state != DONE and r.state != FAILED]
         if failed:
             return [*row, "-", "-", f"run failed: {failed[0].error_line(limit=120)} ({failed[0].name})"]
-        if pending := [r for r in runs if r.state != DONE and any(matches(r.axes, r.fields, item[s]) for s in SIDES)]:
+        if all(empty) and pending:
             return [*row, "-", "-", f"not measured: {counted(len(pending), 'run')} not finished ({pending[0].state})"]
         ran = ran_otherwise(runs, item)
         return [*row, "-", "-", f"{NOT_RUN} at {ran}" if ran else NOT_RUN]

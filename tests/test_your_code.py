@@ -58,7 +58,19 @@ NEEDS = """import torch
 class Net(torch.nn.Linear):
     def __init__(self, depth, num_classes=10):
         super().__init__(4, num_classes)
+
+
+class Positional(torch.nn.Linear):
+    def __init__(self, depth, /, num_classes=10):
+        super().__init__(depth, num_classes)
 """
+
+
+def test_an_argument_given_by_position_is_not_asked_for_by_name(user_module):
+    user_module("needs", NEEDS)
+    for args in (["model=needs.Positional"], ["model=needs.Net", "+model.kwargs._args_=[4]"]):
+        plan = build_plan([*args, "input_type=tensor", "memory_format=contiguous", "repeats=1"])
+        assert not [p for p in checks.problems(plan.runs[0].config) if "argument" in p], args
 
 
 @pytest.mark.parametrize("args", BAD_PATHS, ids=" ".join)

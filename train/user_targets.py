@@ -248,20 +248,21 @@ def _argument_problems(key: str, path: str, thing: Any, kwargs: dict) -> list[st
         return []
     prefix = key.rsplit(".", 1)[0]
     given = {*kwargs, *SHAPED_BY_DATA}
+    by_name = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)  # _args_ fill the others
     found = [
         f"{prefix}.kwargs.{name}: {path} needs argument {name!r}, which no {prefix}.kwargs gives: "
         f"+{prefix}.kwargs.{name}=VALUE"
         for name, p in parameters.items()
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and name not in given
+        if p.default is p.empty and p.kind in by_name and name not in given and "_args_" not in kwargs
     ]
     if any(p.kind == p.VAR_KEYWORD for p in parameters.values()):
         return found
-    taken = [name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    taken = [name for name, p in parameters.items() if p.kind in by_name]
     return found + [
         f"{prefix}.kwargs.{name}: {path} takes no argument {name!r}{_nearest(name, taken)} (its "
         f"arguments: {', '.join(taken) or 'none'})"
         for name in kwargs
-        if name not in taken
+        if name not in taken and name != "_args_"
     ]
 
 

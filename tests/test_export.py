@@ -63,6 +63,11 @@ def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_bu
     record = exported(str(sweep.parent), "--format", "pytorch-v3")[0]
     assert record["model"]["name"] == "pairwise_distance" and record["model"]["type"] == "function"
     assert record["benchmark"]["mode"] == "inference" and record["benchmark"]["dtype"] == ""
+    for name in ("t1", "t2", "s1"):  # a step of the user's own that trains, its phases named its own way
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["workload"] = {"name": "MyStep", "reads": ["model", "optim"]}
+        records.write_json(sweep / name / records.CONFIG, config)
+    assert exported(str(sweep.parent), "--format", "pytorch-v3")[0]["benchmark"]["mode"] == "training"
 
 
 def test_a_model_of_the_user_s_own_is_exported_as_its_import_path_not_a_model_zoo(sweep):

@@ -159,7 +159,9 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
         reads = fields_of.get("workload.reads")  # None: a record older than the field, of a model's step
         benchmark = {
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
-            "mode": "training" if "backward" in config.first.summary.phases else "inference",
+            "mode": "training"
+            if "backward" in config.first.summary.phases or "optim" in (reads or [])
+            else "inference",
             "dtype": str(fields_of.get("precision.name", "")) if reads is None or "precision" in reads else "",
             "extra_info": {
                 "configuration": names[config.key],

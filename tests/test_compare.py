@@ -102,6 +102,7 @@ def test_a_regression_measured_beside_a_shared_host_says_the_load_may_be_its_cau
     busy_a, quiet = synthetic.beside(a, 0.8), synthetic.beside(b, 0.0)
     cases = [(a, quiet, False), (a, synthetic.beside(b, 0.8), True), (busy_a, quiet, False)]
     cases += [(busy_a, b, True)]  # B's host not known (no host state): B's may have been shared too
+    cases += [(busy_a, synthetic.beside(b, 1.2), True)]  # both shared, B's more: B's slowdown may be its load
     for side_a, side_b, suspect in cases:
         shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
         assert status == compare.EXIT_REGRESSION, "the gate fails either way"

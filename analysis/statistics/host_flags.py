@@ -226,11 +226,12 @@ def taken(runs: list[RunRecord]) -> str:
 
 
 def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A", "B")) -> str:
-    """Where one set of runs shared their CPUs, or lost them to steal, and the other did not: 'steal A 0%, B 9%
-    (medians over their runs)'.
+    """Where either set of runs shared their CPUs, or lost them to steal: 'steal A 0%, B 9% (medians over their
+    runs)'.
 
     Where one set's share passed its threshold and the other's is unknown, the other is named unknown, with why.
     A neighbour seen on one side may be the whole difference.
+    Neighbours on both sides may be too, where their shares differ by more than the threshold.
     The line is empty where neither is so.
     """
     told = (shares(a), shares(b))
@@ -238,10 +239,12 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
     for label, threshold, field in TAKEN:
         values = [side.get(label) for side in told]
         known = [value for value in values if value is not None]
-        if len(known) == 2 and (known[0] > threshold) == (known[1] > threshold):
-            if max(known) <= threshold and (some := _some_runs(a, b, names, label, threshold)):
+        if len(known) == 2 and max(known) <= threshold:
+            if some := _some_runs(a, b, names, label, threshold):
                 counted.append(some)
             continue
+        if len(known) == 2 and min(known) > threshold and abs(known[0] - known[1]) <= threshold:
+            continue  # the same load on both sides
         if not known or max(known) <= threshold:
             continue
         said = [f"{name} {_told(value, runs, field)}" for name, value, runs in zip(names, values, (a, b), strict=True)]

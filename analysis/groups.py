@@ -26,7 +26,7 @@ MEASURING = ("steps", "warmup_steps")
 # and how a sweep is launched, not what a run measures (changed by a launch again, or resume): never a matching key.
 # Where its records are is none either: a folder copied and launched into again records its new name.
 NOT_CONFIGURATION = ("seed", "replicate", "repeats", "env.dir", "env.repo", "code", "sweep_name", "runs_dir")
-LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.", "baselines.")
+LAUNCH_SETTINGS = ("launcher.", "tracker.", "auto.", "baselines.", "cost.")
 # Option nodes whose other fields can be a setting of their own: a model's size, a workload's problem size.
 OWN_SETTINGS = ("model", "workload")
 # Who builds a model is part of it, as its name is: a column of its own only where one name has two builders.

@@ -290,8 +290,10 @@ class CostConf:
     per_hour: float | None = None  # the machine's price an hour; the table adds a cost per million samples
 
     def problems(self) -> list[str]:
-        if self.per_hour is not None and not self.per_hour > 0:
-            return [f"cost.per_hour={self.per_hour} must be positive: the machine's price an hour (2.5), or null"]
+        if self.per_hour is not None and not 0 < self.per_hour < float("inf"):
+            return [
+                f"cost.per_hour={self.per_hour} must be a positive number: the machine's price an hour (2.5), or null"
+            ]
         return []
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
+from perfsweep.analysis.groups import configurations
 from perfsweep.analysis.statistics import verdict
 from perfsweep.analysis.statistics.speedup import ACROSS, WITHIN_RUN, Speedup, slow_end
 from perfsweep.analysis.views import comment, compare
@@ -111,6 +112,15 @@ def test_a_regression_measured_beside_a_shared_host_says_the_load_may_be_its_cau
         if suspect:
             assert "so the lines flagged REGRESSION may show that load, not the code" in found[0], found[0]
             assert "run the sweep whose host was shared again with its host to itself" in found[0]
+
+
+def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():
+    rng = np.random.default_rng(18)
+    a = [dataclasses.replace(r, fields=r.fields | {"cost.per_hour": 2.5}) for r in sweep(synthetic.grid(), rng)]
+    b = sweep(synthetic.grid(), rng)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == 0 and "they differ in: nothing" in shown.above, shown.above
+    assert len(configurations(a + b)) == len(configurations(a)), "a price is not what a run measures"
 
 
 def test_compare_names_the_code_each_sweep_measured_where_it_differs():

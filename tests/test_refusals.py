@@ -41,6 +41,7 @@ BAD = [
     [*FAST, "tracker.mode=bogus"],
     [*FAST, "order=bogus"],
     [*FAST, "cost.per_hour=-1"],
+    [*FAST, "cost.per_hour=inf"],
     [*FAST, "repeats=two"],
     ["memory_format.name=nchw"],
     # what the property-based tests found

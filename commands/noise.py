@@ -36,7 +36,16 @@ ONE = ["input_type=tensor", "memory_format=contiguous"]  # the default sweep's f
 A_A_PAIRED = ["label=a,b", "+workload.axes.label=label", "workload.baseline.axis=label", "workload.baseline.value=a",
               "pairing=auto"]  # fmt: skip
 # what the command sets itself (its processes run whole: no launch budget)
-SET_HERE = ("repeats", "pairing", "label", "sweep", "sweep_name", "tracker.mode", "launcher.budget_s")
+# what noise sets itself -> how
+SET_HERE = {
+    "repeats": "from --processes",
+    "pairing": "both ways, paired and apart",
+    "label": "to the A/A's two sides",
+    "sweep": "to one configuration, its overrides'",
+    "sweep_name": "to a folder of its own",
+    "tracker.mode": "off",
+    "launcher.budget_s": "off: every process runs",
+}
 BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
 EXIT_SHARED = 3  # measured, not kept: its runs shared the machine
 TOO_SHORT = "its windows were too short for /proc/stat to tell"  # what else ran: unknown, and more steps tell
@@ -119,7 +128,9 @@ def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str
 
     ours = [o for o in overrides if override_key(o) in SET_HERE]
     if ours:
-        raise PlanError([f"perfsweep noise sets {', '.join(ours)} itself: leave {'them' if ours[1:] else 'it'} out"])
+        keys = [override_key(o) for o in ours]
+        how = "; ".join(f"{key} {SET_HERE[key]}" for key in keys)
+        raise PlanError([f"perfsweep noise sets {' and '.join(keys)} itself ({how}): leave {' '.join(ours)} out"])
     given = [o for o in overrides if not o.startswith("runs_dir=")]
     runs_dir = next((o.split("=", 1)[1] for o in reversed(overrides) if o.startswith("runs_dir=")), None)
     base = [*ONE, *given, "tracker.mode=disabled", f"repeats={count}", "launcher.budget_s=null"]

@@ -107,6 +107,8 @@ def test_flags_name_what_the_host_showed_and_say_nothing_new_without_it():
     assert seen(short).startswith("its 0.05 s window is too short for /proc/stat to tell others' CPU (±12%); ")
     past = dataclasses.replace(HostState.of([busy]), steal_share=0.0, resolution=0.0219)  # just past steal's 2%
     assert "steal 0% ±2.2%" in figures(past), "the resolution that makes steal unknown is not shown as 2%"
+    ticked_past = dataclasses.replace(HostState.of([busy]), others_share=1.33, resolution=0.88)
+    assert "others' CPU 100% ±88%" in figures(ticked_past), "no share is more than the whole"
     blocks = HostState.of([HostBlock(wall_s=0.04, cpus=2, process_cpu_s=0.04, busy_s=0.05)] * 10)
     assert figures(blocks).endswith(", over 10 blocks, 0.4 s in all"), figures(blocks)
     ticked = [

@@ -139,9 +139,10 @@ def figures(host: HostState) -> str:
     """The run's host figures, each one or `unknown`, for a line of its own."""
 
     def share(value: float | None) -> str:
-        return (
-            "unknown" if value is None else f"{value:.0%}" + (f" {within(host.resolution)}" if host.resolution else "")
-        )
+        if value is None:
+            return "unknown"
+        shown = f"{min(max(value, 0.0), 1.0):.0%}"  # a tick's error may take the estimate past what a share can be
+        return shown + (f" {within(host.resolution)}" if host.resolution else "")
 
     clock = f"{host.mhz_start:.0f} -> {host.mhz_end:.0f} MHz" if host.mhz_start and host.mhz_end else "unknown"
     throttled = "unknown" if host.throttled is None else f"{host.throttled} times"

@@ -240,7 +240,7 @@ def _epoch(stamp: str) -> float:
 
 def _seen(runs: list[RunRecord]) -> list[Setting]:
     """Steal and other processes' CPU during the runs' windows, as their host records show them."""
-    from perfsweep.analysis.statistics.host_flags import TAKEN, shares, within
+    from perfsweep.analysis.statistics.host_flags import TAKEN, median_over, shares, within
 
     told = shares(runs)
     hosts = [r.summary.host for r in runs if r.summary and r.summary.host]
@@ -249,7 +249,7 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
     for label, threshold, _ in TAKEN:
         name = f"{label}{noise.DURING}"
         if label in told:
-            state = f"{told[label]:.0%} (median over its runs; above {threshold:.0%} adds noise)"
+            state = f"{told[label]:.0%} (median over {median_over(runs, label)}; above {threshold:.0%} adds noise)"
             found.append(Setting(name, state, told[label] > threshold, FIXES[label]))
         elif resolutions:
             state = f"{TOO_SHORT}: {within(min(resolutions))}"

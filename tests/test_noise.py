@@ -8,13 +8,14 @@ import re
 import sys
 import types
 
+import numpy as np
 import pytest
 import torch
 
 from perfsweep.launcher import envs
 from perfsweep.records import noise as floors
 from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
-from tests import golden
+from tests import golden, synthetic
 from tests.helpers import TINY, launch_here
 
 # A function benchmark: the floor is of any configuration, and its processes import no model and no torch._dynamo.
@@ -107,6 +108,16 @@ def test_the_settings_name_a_powersave_governor_and_turbo_with_their_fixes_and_u
     assert turbo.noisy and f"fix: {TURBO_FIX['intel_pstate/no_turbo']}" in turbo.line
     assert smt.noisy is None
     assert all(s.noisy is None and ": unknown (" in s.line for s in cpu_settings(tmp_path / "empty"))
+
+
+def test_a_share_seen_during_noises_runs_says_how_many_runs_told_it():
+    """One of six runs had windows long enough for /proc/stat; a neighbour took 40% of its CPUs."""
+    from perfsweep.commands import noise
+
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 6, synthetic.Noise(), np.random.default_rng(0))
+    runs = synthetic.beside(runs[:1], 0.8) + synthetic.beside(runs[1:], 0.0, block_s=0.01)
+    others = next(s for s in noise._seen(runs) if s.name.startswith("others' CPU"))
+    assert others.state.startswith("40% (median over the 1 of its 6 runs whose windows told;"), others.state
 
 
 def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):

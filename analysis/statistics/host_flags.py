@@ -184,6 +184,15 @@ def quiet(run: RunRecord) -> bool:
     )
 
 
+def _over(told: list[float], runs: list[RunRecord]) -> str:
+    return "its runs" if len(told) == len(runs) else f"the {len(told)} of its {len(runs)} runs whose windows told"
+
+
+def median_over(runs: list[RunRecord], label: str) -> str:
+    """What a share's median rests on: 'its runs', or 'the 1 of its 6 runs whose windows told'."""
+    return _over(_resolved(runs)[label], runs)
+
+
 def taken(runs: list[RunRecord]) -> str:
     """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
     median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.
@@ -197,7 +206,7 @@ def taken(runs: list[RunRecord]) -> str:
         return ""
 
     def over(told: list[float]) -> str:
-        return "its runs" if len(told) == len(runs) else f"the {len(told)} of its {len(runs)} runs whose windows told"
+        return _over(told, runs)
 
     found = {
         label: statistics.median(told)

@@ -14,7 +14,8 @@ That comes from the spread and from what a launch, a run and a step cost (Split.
 A launch's cost before its first run and after its last (planning, its job's start-up) is paid once; a run's
 cost beyond its steps holds its process's fork and end.
 It names the settings that add noise, each read (train/host_settings.py) or seen during its runs, with its fix.
-It keeps the floor in <runs_dir>/noise/<machine>.json (records/noise.py); a launch on this machine names it.
+It keeps the floor in <runs_dir>/noise/<machine>.json, or a file of its overrides' (records/noise.py).
+A launch on this machine names it.
 """
 
 import argparse

@@ -1,13 +1,18 @@
 """A machine's noise floor, as `perfsweep noise` measured it: one file a machine, under the runs dir.
 
-    <runs_dir>/noise/<machine>.json           the latest floor of that machine
+    <runs_dir>/noise/<machine>.json           the latest floor of that machine's default configuration
+    <runs_dir>/noise/<machine>+<hash>.json    the latest floor of another configuration, by its overrides' hash
     <runs_dir>/noise/<machine>-<time>/        the sweeps it measured it with: paired/ and apart/
 
 The machine is named as the records name it: the GPU, else the CPU's model; and torch.
 A launch reads its machine's file, where there is one, and says what it holds in a line.
+That is the default configuration's floor, else the latest of another.
+So a floor of a small configuration does not take the place of the default's.
 """
 
 import dataclasses
+import glob
+import hashlib
 import json
 import platform
 import re
@@ -73,7 +78,7 @@ class NoiseFloor:
     settings: list[dict[str, Any]]  # name, state, noisy (true, false or null: unknown), fix
 
     def write(self, runs_dir: Path) -> Path:
-        path = floor_path(runs_dir, self.machine)
+        path = floor_path(runs_dir, self.machine, self.overrides)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, dataclasses.asdict(self))
         return path
@@ -84,8 +89,14 @@ class NoiseFloor:
         return cls(**{**known_fields(cls, data), **ways})
 
 
-def floor_path(runs_dir: Path, machine: str) -> Path:
-    return Path(runs_dir) / FOLDER / f"{machine}.json"
+def floor_path(runs_dir: Path, machine: str, overrides: list[str] = ()) -> Path:
+    """The file of a floor measured with these overrides: the machine's name, and their hash where there are any.
+
+    Where the records go (runs_dir) is no part of the configuration.
+    """
+    measured = " ".join(o for o in overrides if not o.startswith("runs_dir="))
+    named = f"{machine}+{hashlib.sha256(measured.encode()).hexdigest()[:8]}" if measured else machine
+    return Path(runs_dir) / FOLDER / f"{named}.json"
 
 
 def host_unknown(floor: NoiseFloor) -> bool:
@@ -97,11 +108,22 @@ def host_unknown(floor: NoiseFloor) -> bool:
 
 
 def read_floor(runs_dir: Path, machine: str) -> NoiseFloor | None:
-    """The machine's floor; None where there is none, or it cannot be read."""
+    """The machine's floor of its default configuration, else the latest of another; None where none can be read."""
+    others = sorted(floor_path(runs_dir, machine).parent.glob(f"{glob.escape(machine)}+*.json"), key=_age)
+    for path in [floor_path(runs_dir, machine), *others]:
+        try:
+            return NoiseFloor.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return None
+
+
+def _age(path: Path) -> float:
+    """How long ago the file was written, in seconds: the latest first."""
     try:
-        return NoiseFloor.from_json(json.loads(floor_path(runs_dir, machine).read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
+        return -path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def torch_version() -> str:

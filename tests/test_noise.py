@@ -110,6 +110,20 @@ def test_the_settings_name_a_powersave_governor_and_turbo_with_their_fixes_and_u
     assert all(s.noisy is None and ": unknown (" in s.line for s in cpu_settings(tmp_path / "empty"))
 
 
+def test_a_floor_of_another_configuration_never_takes_the_default_configurations_place(tmp_path):
+    def floor(overrides: list[str], measured: str) -> floors.NoiseFloor:
+        return floors.NoiseFloor("m", "CPU m", "2.14.1", measured, overrides, 4, "f", None, None, [])
+
+    small = floor(["model=tiny_cnn", f"runs_dir={tmp_path}"], "2026-11-30T10:00:00")
+    small.write(tmp_path)
+    assert floors.read_floor(tmp_path, "m") == small, "the one floor there is"
+    default = floor([], "2026-11-30T11:00:00")
+    default.write(tmp_path)
+    floor(["model=tiny_cnn"], "2026-11-30T12:00:00").write(tmp_path)  # measured again, later: its own file
+    assert floors.read_floor(tmp_path, "m") == default
+    assert len(list((tmp_path / floors.FOLDER).glob("m*.json"))) == 2, "runs_dir is no part of a configuration"
+
+
 def test_a_share_seen_during_noises_runs_says_how_many_runs_told_it():
     """One of six runs had windows long enough for /proc/stat; a neighbour took 40% of its CPUs."""
     from perfsweep.commands import noise

@@ -41,6 +41,7 @@ tests/test_history.py holds the 3% row at 5% and 80%.
 """
 
 import dataclasses
+import functools
 import heapq
 import math
 
@@ -139,13 +140,19 @@ def _split(y: np.ndarray, start: int, end: int) -> tuple[float, int, int, int]:
     return -float(explained[best]), start + best + 1, start, end
 
 
+@functools.lru_cache(maxsize=256)
+def _variances_of(points: tuple[bytes, ...]) -> tuple[float | None, float | None]:
+    """_variances of the points as bytes: a history's views ask for the same points' noise several times."""
+    return _variances([np.frombuffer(x) for x in points])
+
+
 def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float | None:
     """A point's noise variance in log time: the larger of the replicates' and the series' estimates.
 
     `runs` is the point's runs; by default, the median over the points.
     None where there is neither: no point replicated, and fewer than 3 points.
     """
-    per_run, per_point = _variances(points)
+    per_run, per_point = _variances_of(tuple(np.asarray(x, dtype=float).tobytes() for x in points))
     runs = runs or float(np.median([len(x) for x in points]))
     estimates = [v for v in (per_run / runs if per_run is not None else None, per_point) if v is not None]
     return max(max(estimates), 1e-12) if estimates else None

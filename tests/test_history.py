@@ -257,6 +257,17 @@ def test_a_history_that_regresses_reverts_and_regresses_again_fails_the_gate():
     assert [c.index for c in made.changes] == [3] and made.flag.startswith("REGRESSION: 1.9"), made.flag
 
 
+def test_one_noisy_point_hides_no_step_of_a_longer_history():
+    """Eleven commits: slower at the 4th, reverted at the 6th, slower again at the 8th; the 7th's runs spread wide,
+    as beside a neighbour. Its steps cost the series' fit more penalty than they explain: the neighbours' estimate
+    holds."""
+    rng = np.random.default_rng(1)
+    levels = [6.6, 6.6, 6.6, 9.9, 9.9, 6.5, None, 10.0, 9.55, 9.9, 9.9]
+    noisy = np.array([6.51, 8.22, 12.0, 6.28])
+    points = [noisy if ms is None else ms * np.exp(rng.normal(0, 0.015, 4)) for ms in levels]
+    assert [c.index for c in changepoints.changes(points)] == [3, 5, 7]
+
+
 TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}
 OTHER = {("tensor", "channels_last"): 20.0, ("subclass", "channels_last"): 30.0}
 

@@ -167,7 +167,7 @@ class Bisection:
             point = self.search.points[version]
             said = f"{point.side}: {point.why}" if point.why else point.side
             runs = f" at {point.runs} runs a side" if point.runs else ""
-            print(f"bisect {shown(self.search, version)}: {point.interval()}{runs}: {said}")
+            print(f"bisect {shown(self.search, version)}: {point.interval(self.search.boundary)}{runs}: {said}")
         return 0
 
 

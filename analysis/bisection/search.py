@@ -235,12 +235,13 @@ class Point:
         point = cls(version, 1 / s.value, 1 / s.high, 1 / s.low, min(s.runs), s.se, s.df)
         return point if s.replicated else dataclasses.replace(point, runs=1)
 
-    def interval(self) -> str:
+    def interval(self, boundary: float | None = None) -> str:
+        """'1.0x [0.798, 1.228]': to the digits that keep the bounds on their side of the boundary (else of 1.0)."""
         if self.side == UNBUILT or not math.isfinite(self.ratio):
             return "-"
         if self.runs == 0:
             return f"{self.ratio:.2f}x (the reference)"
-        value, low, high = figures(self.ratio, self.low, self.high, apart=1.0)
+        value, low, high = figures(self.ratio, self.low, self.high, apart=boundary or 1.0)
         return f"{value}x [{low}, {high}]"
 
 

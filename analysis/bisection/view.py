@@ -33,7 +33,10 @@ def outcome(search: BisectSearch) -> list[str]:
     """
     if not search.ends_differ():
         ends = [search.points[v] for v in (search.good, search.bad) if v in search.points]
-        said = "; ".join(f"{short(search, p.version)}: {p.interval()} ({p.side})" for p in ends) or "not measured"
+        said = (
+            "; ".join(f"{short(search, p.version)}: {p.interval(search.boundary)} ({p.side})" for p in ends)
+            or "not measured"
+        )
         lines = [
             f"{shown(search, search.good)} and {label(search, search.bad)} are not told apart at this level, so no "
             f"{search.unit} is named ({said}; boundary {_boundary(search)})"
@@ -43,8 +46,8 @@ def outcome(search: BisectSearch) -> list[str]:
     candidates = ", ".join(v[:12] if search.subjects else v for v in search.releases[low + 1 : high + 1])
     if stuck := search.undetermined():
         return [
-            f"stopped at {shown(search, stuck.version)}: {stuck.interval()} is not on one side of the boundary "
-            f"{_boundary(search)}; the first {search.unit} on the bad side is one of {candidates}",
+            f"stopped at {shown(search, stuck.version)}: {stuck.interval(search.boundary)} is not on one side of the "
+            f"boundary {_boundary(search)}; the first {search.unit} on the bad side is one of {candidates}",
             would_need(search, stuck),
         ]
     if search.next() is not None:
@@ -129,7 +132,7 @@ def view(search: BisectSearch) -> View:
             Column("step", lambda v: str(search.points[v].order)),
             Column(search.package if not search.subjects else "commit", lambda v: label(search, v)),
             Column("runs a side", lambda v: str(search.points[v].runs or "-")),
-            Column(f"ratio [{search.level:.2%} CI across runs]", lambda v: search.points[v].interval()),
+            Column(f"ratio [{search.level:.2%} CI across runs]", lambda v: search.points[v].interval(search.boundary)),
             Column("side", lambda v: ": ".join(filter(None, (search.points[v].side, search.points[v].why)))),
             Column("sweep", lambda v: search.points[v].sweep or "-"),
         ],

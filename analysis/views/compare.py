@@ -325,11 +325,23 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
         return []
     found = [key for key, (ours, theirs) in values.items() if key not in differ and ours != theirs]
     named = [k for k in found if not (k.endswith("._target_") and k.replace("._target_", ".name") in found)]
-    options = {key.split(".")[0] for key in differ if key.endswith((".name", "._target_"))} - set(OWN_SETTINGS)
-    own = {bool(r.fields.get("workload._target_")) for r in [*side, *other]}
-    if any(key.split(".")[0] in options for key in named) or (len(own) > 1 and any(k in WORK for k in named)):
+    if _across_options(named, differ, [*side, *other]) or not _runs_what_ran(named, ids_side, ids_other, differ):
         return []
-    # a group's option chosen anew brings its own fields: they are not held to other's
+    return [override(key, side, other) for key in named]
+
+
+def _across_options(named: list[str], differ: dict, runs: list[RunRecord]) -> bool:
+    """Whether setting `named` would cross an option the sweeps differ in, or a user's step and a registered one."""
+    options = {key.split(".")[0] for key in differ if key.endswith((".name", "._target_"))} - set(OWN_SETTINGS)
+    own = {bool(r.fields.get("workload._target_")) for r in runs}
+    return any(key.split(".")[0] in options for key in named) or (len(own) > 1 and any(k in WORK for k in named))
+
+
+def _runs_what_ran(named: list[str], ids_side: list[dict], ids_other: list[dict], differ: dict) -> bool:
+    """Whether each configuration the launch would run (one of other's, with side's values of `named`) some run had.
+
+    A group's option chosen anew brings its own fields: they are not held to other's.
+    """
     chosen = [k.removesuffix(".name") for k in named if k.endswith(".name") and "." not in k.removesuffix(".name")]
     keys = [
         k
@@ -338,11 +350,8 @@ def lacking(side: list[RunRecord], other: list[RunRecord], differ: dict, of: Ide
     ]
     had = {tuple(i.get(k, UNSET) for k in keys) for i in [*ids_side, *ids_other]}
     grid = list(itertools.product(*(dict.fromkeys(i.get(k, UNSET) for i in ids_side) for k in named)))
-    # each configuration the launch would run: one of `other`'s with the overrides' values, which some run had
     launched = ({**i, **dict(zip(named, combination, strict=True))} for i in ids_other for combination in grid)
-    if not all(tuple(i.get(k, UNSET) for k in keys) in had for i in launched):
-        return []
-    return [override(key, side, other) for key in named]
+    return all(tuple(i.get(k, UNSET) for k in keys) in had for i in launched)
 
 
 def parted(

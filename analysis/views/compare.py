@@ -606,10 +606,9 @@ def compare_runs(
     """
     of = identity_of(a + b)
     found = pairs(a, b, of)
-    above = [
-        f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)",
-        f"they differ in: {changes(found.differ) or 'nothing'}",
-    ]
+    above = [f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)"]
+    if found.differ or found.matched:  # where nothing matched, what parts them says where they differ
+        above.append(f"they differ in: {changes(found.differ) or 'nothing'}")
     if measured := measured_differently(a, b):
         above.append(measured)
     if work := other_work(found.differ):

@@ -73,7 +73,8 @@ def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_tol
     assert changepoints.changes(synthetic_points(rng, commits=3)) is None
     points = synthetic_points(rng, commits=10, day_sd=0.0)
     points[-1] = points[-1] * 1.3
-    assert all(c.index < len(points) - 1 for c in changepoints.changes(points)), "one point is no segment"
+    (change,) = changepoints.changes(points)
+    assert change.index == len(points) - 1 and change.ratio == pytest.approx(1.3, rel=0.1), "the newest point's own"
     ratio, p = changepoints.newest_alone(points, 0)
     assert ratio == pytest.approx(1.3, rel=0.1) and p < 1e-4
     ratio, p = changepoints.newest_alone(synthetic_points(rng, commits=10, day_sd=0.0), 0)
@@ -255,6 +256,22 @@ def test_a_history_that_regresses_reverts_and_regresses_again_fails_the_gate():
     (made,), text, status = shown(history_of(np.random.default_rng(9), levels, replicates=4))
     assert status == views.EXIT_REGRESSION, text
     assert [c.index for c in made.changes] == [3] and made.flag.startswith("REGRESSION: 1.9"), made.flag
+
+
+def test_a_step_at_the_newest_point_is_named_at_its_commit_and_its_revert_passes_the_gate():
+    """Six sweeps of three runs: a step at the newest point alone is its change, at its own ratio, not one blended
+    over the newest two. A slowdown that the newest point reverts is two changes, and the gate passes it."""
+    rng = np.random.default_rng(5)
+    stepped = [{("tensor", "contiguous"): ms} for ms in (10.0, 10.0, 10.0, 10.0, 10.0, 14.8)]
+    (made,), text, status = shown(history_of(rng, stepped))
+    assert status == views.EXIT_POSSIBLE and [c.index for c in made.changes] == [5], text
+    said = r"POSSIBLE REGRESSION: 1\.4\dx slower from 06abab\w+ on; the newest points: \d\.\d\dx, 1\.4\dx"
+    assert re.match(said, made.flag), made.flag
+    reverted = [{("tensor", "contiguous"): ms} for ms in (10.0, 10.0, 10.0, 10.0, 20.0, 10.0)]
+    (made,), text, status = shown(history_of(rng, reverted))
+    assert status == 0 and not made.flag, text
+    assert [(c.index, round(c.ratio, 1)) for c in made.changes] == [(4, 2.0), (5, 0.5)], text
+    assert re.search(r"04ababab\.\.05ababab \(2\.0\dx slower.*; 05ababab\.\.06ababab \(\d\.\d\dx faster", text), text
 
 
 def test_one_noisy_point_hides_no_step_of_a_longer_history():

@@ -22,8 +22,13 @@ sigma^2 is one point's noise variance: the larger of two estimates.
   Without replicates, the series' estimate is the first alone.
 
 A segment holds two points at least.
-So a change at the newest point alone is no change point.
-`newest_alone` says how far that point alone stands out, beyond the noise (the others', or its own runs' spread).
+So binary segmentation ends no segment at the newest point alone.
+Where its last segment is the newest two points, three readings are weighed by their residuals (`_newest_two`):
+- both differ from the segment before: the change stays;
+- the newest alone differs: the change moves to it;
+- the one before it alone differs: a change, and the newest's revert of it.
+Where no change point ends the series, `newest_alone` says how far the newest point stands out.
+It judges that against the noise: the others', or its own runs' spread.
 
 Each gives a one-sided p-value that the newer part is slower, for the history's gate to hold a sweep's
 configurations to one error rate as a family.
@@ -187,8 +192,8 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
     import ruptures  # here: it imports scipy.stats, 0.3 s of every view's start, and only a history searches
 
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)
-    bounds = [0, *ends]
-    places = len(y) - 2 * MIN_SIZE + 1
+    bounds = _newest_two(y, [0, *ends])
+    places = len(y) - 2 * MIN_SIZE + 2  # binary segmentation's places, and the newest point's
     found = []
     for start, index, end in zip(bounds, bounds[1:], bounds[2:], strict=False):
         before, after = y[start:index], y[index:end]
@@ -196,6 +201,28 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
         p = min(1.0, places * distributions.norm_sf(z))
         found.append(Change(index, float(np.exp(before.mean())), float(np.exp(after.mean())), p))
     return found
+
+
+def _newest_two(y: np.ndarray, bounds: list[int]) -> list[int]:
+    """The segments' bounds, with a last segment of the newest two points read as they fit best.
+
+    Each reading's residual sum of squares is taken over the last segment and the one before.
+    The segment stays where both points part from the one before at least as well as either alone.
+    """
+    n = len(y)
+    if len(bounds) < 3 or bounds[-2] != n - 2:
+        return bounds
+    before = y[bounds[-3] : n - 2]
+    both = _squares(before) + _squares(y[n - 2 :])
+    newest = _squares(np.append(before, y[n - 2]))
+    reverted = _squares(np.append(before, y[n - 1]))
+    if both <= min(newest, reverted):
+        return bounds
+    return [*bounds[:-2], n - 1, n] if newest <= reverted else [*bounds[:-1], n - 1, n]
+
+
+def _squares(part: np.ndarray) -> float:
+    return float(np.sum((part - part.mean()) ** 2))
 
 
 def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | None:

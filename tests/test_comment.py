@@ -141,6 +141,22 @@ def test_only_changes_posts_nothing_for_a_machine_flag_that_qualifies_no_change(
     assert comment.changed(unmatched), "a configuration without a match is a change of its own"
 
 
+def test_only_changes_posts_nothing_for_runs_a_budget_left_and_posts_b_s_failed_runs():
+    """A's launch budget left a run not started: the sweeps' steps are the same, and there is nothing to post."""
+    rng = np.random.default_rng(3)
+    a, b = (synthetic.sweep(synthetic.grid(), 3, STEADY, rng) for _ in range(2))
+    left = next(r for r in a if r.axes["input_type"] == "subclass")
+    done = [r for r in a if r is not left]
+    for state, unfinished in (("pending", ([left], [])), ("failed", ([], [left]))):
+        run = dataclasses.replace(left, status=dataclasses.replace(left.status, state=state))
+        held = tuple([run] if side else [] for side in unfinished)
+        shown, status = compare.compare_runs(
+            done, b, threshold=0.05, loss_tolerance=0.05, names=(Path("A"), Path("B")), unfinished=held
+        )
+        assert status == 0 and any(compare.NOT_DONE in flag for flag in shown.flags), shown.flags
+        assert comment.changed(shown) == (state == "failed"), shown.flags
+
+
 def test_a_configuration_of_a_without_a_match_in_b_is_in_the_headline_that_fails_the_gate(tmp_path):
     """B dropped the tensorbase configuration: the gate fails on it, and the headline says why beside no change."""
     rng = np.random.default_rng(5)

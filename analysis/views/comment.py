@@ -32,10 +32,12 @@ from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.statistics.verdict import SLOWER, UNDETERMINED, reaches
 from perfsweep.analysis.views.compare import (
     MACHINE_MOVED,
+    NOT_DONE,
     SHARED_HOST,
     UNMATCHED,
     Line,
     counted_kinds,
+    failed_in_b,
     kind,
     kinds,
     unconfirmed,
@@ -52,8 +54,13 @@ def changed(view: View) -> bool:
     A line left UNDETERMINED is no change.
     It comes with nothing changed too.
     SHARED HOST and MACHINE MOVED say what flagged lines may show: with no change flagged, they qualify none.
+    Runs not done in compared configurations are no change either (a launch's budget left them), but B's failed ones.
     """
-    standing = [flag for flag in view.flags if not flag.startswith((SHARED_HOST, MACHINE_MOVED))]
+    standing = [
+        flag
+        for flag in view.flags
+        if not flag.startswith((SHARED_HOST, MACHINE_MOVED)) and (NOT_DONE not in flag or failed_in_b(flag))
+    ]
     return bool(standing) or any(line.flag and not unconfirmed(line) for line in view.items)
 
 

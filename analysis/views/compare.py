@@ -119,6 +119,7 @@ EXIT_UNDETERMINED = 16  # added where the runs did not rule out a slowdown beyon
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
 MACHINE_MOVED = "MACHINE MOVED"
+NOT_DONE = "not done in configurations compared on their done runs"  # short_of's line
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 # What a step does: sweeps whose runs differ in it time different work, so their runs are never matched.
@@ -842,9 +843,12 @@ def short_of(
     each = ", ".join(f"{label} ({', '.join(sorted(set(states)))})" for label, states in short.items())
     count = counted(sum(map(len, short.values())), "run")
     every = {state for states in short.values() for state in states}
-    return f"{side} has {count} not done in configurations compared on their done runs: {each}; " + finishing(
-        every, folder
-    )
+    return f"{side} has {count} {NOT_DONE}: {each}; " + finishing(every, folder)
+
+
+def failed_in_b(flag: str) -> bool:
+    """Whether a line of short_of's names runs of B that failed: what B's code may do, unlike a run not yet run."""
+    return flag.startswith("B has") and NOT_DONE in flag and "failed" in flag.split(f"{NOT_DONE}: ", 1)[1]
 
 
 def states_by_key(runs: list[RunRecord], differ: dict, of: Identity = identity) -> dict[tuple, list[str]]:

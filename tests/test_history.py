@@ -480,6 +480,25 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
     assert points[-1] / points[0] == pytest.approx(1.3, rel=0.1), "the planted slowdown, as the view gives it"
 
 
+def test_the_history_run_s_summary_gives_a_newest_point_of_one_run_no_interval(tmp_path):
+    """W&B's summary keeps the last value logged of each key: an older point's interval is not the newest's."""
+    found = synthetic_history(np.random.default_rng(2), slower_from=None)
+    newest = found.points[-1]
+    alone = dataclasses.replace(newest, runs=[r for r in newest.runs if r.fields["replicate"] == 0])
+    found = dataclasses.replace(found, points=[*found.points[:-1], alone])
+    made, _, _ = shown(found)
+    assert (
+        wandb_history.log_history(made, [views.view(s, "step", found) for s in made], found, tmp_path, TrackerConf())
+        == []
+    )
+    summary: dict = {}
+    for record in (r["summary"] for r in wandb_records(tmp_path) if r["type"] == "summary"):
+        summary.update({item["key"]: None for item in record.get("remove", [])} | record.get("update", {}))
+    for series in made:
+        assert summary[f"{series.slug}/ms"] == pytest.approx(views.centre(series.rows[-1]))
+        assert summary.get(f"{series.slug}/low") is None and summary.get(f"{series.slug}/high") is None, summary
+
+
 def test_a_threshold_may_be_a_percentage_and_the_comment_names_it(tmp_path):
     repo = tmp_path / "repo"
     for index, commit in enumerate(generate(repo, commits=4, planted=None)):

@@ -5,6 +5,7 @@ disabled); `history --wandb` uploads it.
 The run has job type "history" and an id of its own (history-<digest of its points and folder>).
 Its x-axis is `point`: a point's place in the history, oldest first.
 Each configuration logs <slug>/ms, <slug>/low and <slug>/high at its points.
+Its summary holds its newest point's: a newest point of one run has no interval there (null).
 Its table is <slug>/points, and its plot <slug>/plot.
 `report_content` is the W&B Report's content: a section per configuration, as report.py builds and outlines it.
 W&B is a view: a failure here is returned as a warning, never raised.
@@ -47,6 +48,11 @@ def point_rows(made: list[Series], found: History) -> list[dict[str, float]]:
     return rows
 
 
+def unreplicated(made: list[Series]) -> dict[str, None]:
+    """The summary's interval of each configuration whose newest point has one run: none, not an older point's."""
+    return {f"{s.slug}/{end}": None for s in made if len(s.rows[-1].times) < 2 for end in ("low", "high")}
+
+
 def log_history(made: list[Series], views: list[View], found: History, out: Path, conf: TrackerConf) -> list[str]:
     """Log the history run into `out`, with the plots `out` holds (views.history.write).
 
@@ -72,6 +78,7 @@ def log_history(made: list[Series], views: list[View], found: History, out: Path
                 logged[f"{series.slug}/plot"] = wandb.Image(str(plot))
             run.log(logged)
         run.summary.update({s.slug: s.flag or "no regression flagged" for s in made})
+        run.summary.update(unreplicated(made))
         run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing
         return [f"wandb history run failed: {type(error).__name__}: {error}"]

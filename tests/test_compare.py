@@ -1,6 +1,9 @@
 """compare's matching of two sweeps: what they differ in, the configurations each lacks, and the gate on them."""
 
+import csv
 import dataclasses
+import io
+import json
 import math
 import re
 from pathlib import Path
@@ -49,6 +52,20 @@ def test_a_constructor_argument_that_one_sweep_adds_is_compared_along_and_its_sl
     assert step_flags(shown.stdout) == [(name, "REGRESSION") for name in ("subclass", "tensor", "tensorbase")]
     around = [line for line in shown.stdout.splitlines() if not line.startswith(("|", "suite:"))]
     golden.says("compare: a constructor argument only B sets", "\n".join(around), {tmp_path: "<tmp>"})
+
+
+def test_compare_s_data_gives_each_speed_up_the_word_its_line_is_counted_by(tmp_path):
+    """subclass 1.5x slower, the others the same: JSON and CSV name each step's word beside its interval."""
+    rng = np.random.default_rng(0)
+    a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
+    b = synthetic.write(sweep(synthetic.grid({"subclass": 1.5}), rng), tmp_path / "b")
+    shown = launch_here("compare", str(a), str(b), "--format", "json")
+    rows = [row for row in json.loads(shown.stdout)["rows"] if row["phase"] == "step"]
+    words = {row["configuration (A)"]: (row["B speed-up [95%] word"], row["flag"]) for row in rows}
+    assert words == {"subclass": ("slower", "REGRESSION"), "tensor": ("same", ""), "tensorbase": ("same", "")}, words
+    table = csv.DictReader(io.StringIO(launch_here("compare", str(a), str(b), "--format", "csv").stdout))
+    steps = {row["configuration (A)"]: row["B speed-up [95%] word"] for row in table if row["phase"] == "step"}
+    assert steps == {"subclass": "slower", "tensor": "same", "tensorbase": "same"}, steps
 
 
 def test_sweeps_without_a_configuration_in_common_exit_2_naming_what_parts_them_and_how_to_match():

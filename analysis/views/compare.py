@@ -454,25 +454,27 @@ class Line:
     operators: tuple[str, ...] = ()  # the step's largest operator differences, A to B, where both ran explain=true
 
 
-COLUMNS = [
-    Column("configuration (A)", lambda line: line.configuration),
-    Column("phase", lambda line: line.phase),
-    Column("runs A/B", lambda line: line.runs),
-    Column("A ms", lambda line: figure(line.a_ms) if line.speedup else "", lambda line: line.a_ms),
-    Column("B ms", lambda line: figure(line.b_ms) if line.speedup else "", lambda line: line.b_ms),
-    Column(
-        "B speed-up [95%]",
-        lambda line: str(line.speedup) if line.speedup else "",
-        lambda line: as_data(line.speedup) if line.speedup else {},
-        PARTS,
-    ),
-    Column(
-        "p",
-        lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else "",
-        lambda line: line.speedup.p if line.gated and line.speedup else None,
-    ),
-    Column("flag", lambda line: line.flag),
-]
+def columns(threshold: float) -> list[Column]:
+    """The comparison's columns; in data, each speed-up's word is what its line did at the threshold (`kind`)."""
+    return [
+        Column("configuration (A)", lambda line: line.configuration),
+        Column("phase", lambda line: line.phase),
+        Column("runs A/B", lambda line: line.runs),
+        Column("A ms", lambda line: figure(line.a_ms) if line.speedup else "", lambda line: line.a_ms),
+        Column("B ms", lambda line: figure(line.b_ms) if line.speedup else "", lambda line: line.b_ms),
+        Column(
+            "B speed-up [95%]",
+            lambda line: str(line.speedup) if line.speedup else "",
+            lambda line: as_data(line.speedup, lambda _: kind(line, threshold)) if line.speedup else {},
+            PARTS,
+        ),
+        Column(
+            "p",
+            lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else "",
+            lambda line: line.speedup.p if line.gated and line.speedup else None,
+        ),
+        Column("flag", lambda line: line.flag),
+    ]
 
 
 def config_lines(a: Configuration, b: Configuration, label: str, gate_phases: bool) -> list[Line]:
@@ -678,7 +680,7 @@ def compare_runs(
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
     if not fail_undetermined:
         status &= ~EXIT_UNDETERMINED
-    return View("Comparison", above, COLUMNS, shown, notes=notes, flags=flags), status
+    return View("Comparison", above, columns(threshold), shown, notes=notes, flags=flags), status
 
 
 def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others: bool = False) -> list[str]:
@@ -886,7 +888,7 @@ def nothing_matched(
     ]
     flags += [f"to match them, {'; or '.join(hows)}"] if hows else []
     empty = "no configuration of A matched one of B: nothing was compared"
-    return View("Comparison", above, COLUMNS, [], flags=flags, empty=empty)
+    return View("Comparison", above, columns(math.nan), [], flags=flags, empty=empty)
 
 
 def exit_status(lines: list[Line]) -> int:

@@ -308,7 +308,7 @@ def write_report(args: argparse.Namespace) -> int:
     explained = args.wandb and any(view.rows for view in explain.views(args.sweep_dir, runs))
     stranded = stranded_runs(args.sweep_dir, runs)  # asks the scheduler: once, for the table and the report
     shown = table.table_view(args.sweep_dir, runs, stranded) if args.wandb else None
-    said = tuple(redact_text(line) for line in (*shown.above[1:], *shown.flags)) if shown else ()  # leaves the machine
+    said = tuple(redact_text(line) for line in (*shown.above[1:], *shown.notes, *shown.flags)) if shown else ()
     group = records.group_of(args.sweep_dir)
     content = wandb_report_content(
         args.sweep_dir.name, group, conf.project, conf.entity, phases, ranks, explained, said

@@ -249,6 +249,14 @@ def test_report_dry_run_prints_the_outline_without_a_key_or_a_network(local_swee
     assert " | batch 16, 32 px | CPU " in head and " | torch " in head, head
 
 
+def test_a_report_of_a_replicated_sweep_says_what_its_words_mean(paired_sweep):
+    """Shared on its own, the Report defines its words as the table does below it."""
+    shown = launch_here("report", str(paired_sweep), "--wandb", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    head = shown.stdout.split("## Results")[0]
+    assert "\nvs words: slower or faster where the 95% interval excludes 1.00x" in head, head
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -98,7 +98,7 @@ def wandb_report_content(
     """What the W&B Report holds, as plain data: title, description, and blocks.
 
     Blocks are headings, text, and panel grids of the sweep's runs, selected by their W&B `group`.
-    `said` are the table's lines above and below it: the machine and settings, and the flags.
+    `said` are the table's lines above and below it: the machine and settings, its notes, and the flags.
     A Report is shared on its own, so it says them as the HTML report does.
     They are the HTML report's sections, as W&B panels.
     A sweep run with explain=true (`explained`) gets the table of its ranked differences.

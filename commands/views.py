@@ -167,8 +167,9 @@ def show_history(args: argparse.Namespace) -> int:
     status = views.exit_status(made) + unmatched
     shown = [views.view(series, args.phase, found) for series in made]
     conf = wandb_online.with_overrides(wandb_history.tracker_conf(found), overrides)
+    said = ["left out: " + "; ".join(left)] * bool(left) + gaps
     if args.wandb and args.dry_run:  # writes nothing
-        print(outline(wandb_history.report_content(made, shown, found, args.out, conf)))
+        print(outline(wandb_history.report_content(made, shown, found, args.out, conf, said)))
         return status
     if args.wandb:
         try:
@@ -179,22 +180,22 @@ def show_history(args: argparse.Namespace) -> int:
         conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
     if args.format == "markdown":
         if not (args.only_changes and status == 0 and not any(series.flag for series in made)):
-            print(comment.history_comment(made, shown, ["left out: " + "; ".join(left)] * bool(left) + gaps), end="")
+            print(comment.history_comment(made, shown, said), end="")
     else:
         print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
-        for line in ["left out: " + "; ".join(left)] * bool(left) + gaps:
+        for line in said:
             print(line)
     if args.out:
-        print(f"history: {views.write(made, shown, args.phase, args.out)}")
-        for warning in wandb_history.log_history(made, shown, found, args.out, conf):
+        print(f"history: {views.write(made, shown, args.phase, args.out, said)}")
+        for warning in wandb_history.log_history(made, shown, found, args.out, conf, said):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
-        for warning in upload_history(made, shown, found, args.out, conf):
+        for warning in upload_history(made, shown, found, args.out, conf, said):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     return status
 
 
-def upload_history(made, shown, found, out: Path, conf) -> list[str]:
+def upload_history(made, shown, found, out: Path, conf, said: list[str]) -> list[str]:
     """Upload the history run logged in `out` and create its W&B Report; what went wrong, as warnings.
 
     A history's exit status is its verdict, for CI: W&B, a view of it, does not change it.
@@ -209,7 +210,7 @@ def upload_history(made, shown, found, out: Path, conf) -> list[str]:
     again = " ".join(["wandb", "sync", "--entity", conf.entity, "--project", conf.project, *map(str, offline)])
     if sync_runs(offline, conf, again) != 0:
         return [f"the history run was not uploaded; it stays offline in {out}: `{again}` uploads it"]
-    content = wandb_history.report_content(made, shown, found, out, conf)
+    content = wandb_history.report_content(made, shown, found, out, conf, said)
     try:
         url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
     except wandb_online.WandbUnreachable as error:

@@ -1,6 +1,7 @@
 """A project's history: the code under test recorded by each run, points over commits, change points, the gate."""
 
 import dataclasses
+import html
 import json
 import os
 import re
@@ -161,7 +162,7 @@ def shown(found: History, tmp_path: Path | None = None) -> tuple[list, str, int]
     made, left = views.series_of(found, "step", 0.05)
     text = "\n".join(as_text(views.view(s, "step", found)) for s in made)
     if tmp_path is not None:
-        views.write(made, [views.view(s, "step", found) for s in made], "step", tmp_path)
+        views.write(made, [views.view(s, "step", found) for s in made], "step", tmp_path, [])
     return made, text, views.exit_status(made)
 
 
@@ -310,6 +311,13 @@ def test_a_newest_sweep_that_shares_no_configuration_with_the_history_fails_the_
         {h[:8]: f"<commit {i}>" for i, h in enumerate(hashes)},
     )
     assert launch_here("history", str(runs), "--repo", str(repo), "--max-unmatched", "1").returncode == 0
+    out = tmp_path / "out"
+    written = launch_here("history", str(runs), "--repo", str(repo), "--out", str(out))
+    outlined = launch_here("history", str(runs), "--repo", str(repo), "--out", str(out), "--wandb", "--dry-run")
+    unmatched = next(line for line in shown.stdout.splitlines() if line.startswith("UNMATCHED: "))
+    assert written.returncode == outlined.returncode == 8, written.stdout + written.stderr + outlined.stderr
+    assert html.escape(unmatched) in (out / views.PAGE).read_text(), "the page says what failed the gate"
+    assert f"\n{unmatched}\n" in outlined.stdout, outlined.stdout
 
 
 def test_a_history_of_two_configurations_names_each_above_its_table(tmp_path):
@@ -460,12 +468,15 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
     made, _, _ = shown(found, tmp_path)
     seen = [views.view(s, "step", found) for s in made]
-    assert wandb_history.log_history(made, seen, found, tmp_path, TrackerConf()) == []
+    gate = "UNMATCHED: 1 of the 2 configurations before 08ababab not in it"
+    assert wandb_history.log_history(made, seen, found, tmp_path, TrackerConf(), [gate]) == []
     logged = wandb_records(tmp_path)
+    summary = {k: v for r in logged if r["type"] == "summary" for k, v in r["summary"].get("update", {}).items()}
+    assert summary["gate"] == gate and summary["01-subclass/machine"].startswith("machine: CPU synthetic"), summary
     steps = [r["history"]["item"] for r in logged if r["type"] == "history"]
     keys = set().union(*(set(step) for step in steps))
     files = {f["path"] for r in logged if r["type"] == "files" for f in r["files"]["files"]}
-    content = wandb_history.report_content(made, seen, found, tmp_path, TrackerConf(entity="perf-team"))
+    content = wandb_history.report_content(made, seen, found, tmp_path, TrackerConf(entity="perf-team"), [gate])
     report = build_wandb_report(content)
     (run,) = [r["run"] for r in logged if r["type"] == "run"]
     for grid in (b for b in report.blocks if type(b).__name__ == "PanelGrid"):
@@ -487,10 +498,8 @@ def test_the_history_run_s_summary_gives_a_newest_point_of_one_run_no_interval(t
     alone = dataclasses.replace(newest, runs=[r for r in newest.runs if r.fields["replicate"] == 0])
     found = dataclasses.replace(found, points=[*found.points[:-1], alone])
     made, _, _ = shown(found)
-    assert (
-        wandb_history.log_history(made, [views.view(s, "step", found) for s in made], found, tmp_path, TrackerConf())
-        == []
-    )
+    seen = [views.view(s, "step", found) for s in made]
+    assert wandb_history.log_history(made, seen, found, tmp_path, TrackerConf(), []) == []
     summary: dict = {}
     for record in (r["summary"] for r in wandb_records(tmp_path) if r["type"] == "summary"):
         summary.update({item["key"]: None for item in record.get("remove", [])} | record.get("update", {}))

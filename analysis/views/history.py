@@ -397,10 +397,14 @@ def plot(series: Series, phase: str, path: Path) -> Path:
     return path
 
 
-def write(made: list[Series], views: list[View], phase: str, out: Path) -> Path:
-    """The plots (history-<configuration>.png) and history.html in `out`."""
+def write(made: list[Series], views: list[View], phase: str, out: Path, said: list[str]) -> Path:
+    """The plots (history-<configuration>.png) and history.html in `out`.
+
+    `said` are the history's own lines: the points left out, the configurations unmatched.
+    The page heads with them, as they may be what failed the gate.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    parts = ["<h1>perfsweep: history</h1>"]
+    parts = ["<h1>perfsweep: history</h1>", *(f"<p class=flag>{html.escape(line)}</p>" for line in said)]
     for series, shown in zip(made, views, strict=True):
         parts.append(html_section(shown))
         if series.rows:

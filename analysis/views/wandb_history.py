@@ -19,7 +19,7 @@ from typing import Any
 from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History
-from perfsweep.analysis.views.history import Series, centre
+from perfsweep.analysis.views.history import Series, centre, machine_lines
 from perfsweep.analysis.views.wandb_sweep import tracker_of, view_run
 from perfsweep.conf.schema import TrackerConf
 
@@ -53,8 +53,12 @@ def unreplicated(made: list[Series]) -> dict[str, None]:
     return {f"{s.slug}/{end}": None for s in made if len(s.rows[-1].times) < 2 for end in ("low", "high")}
 
 
-def log_history(made: list[Series], views: list[View], found: History, out: Path, conf: TrackerConf) -> list[str]:
+def log_history(
+    made: list[Series], views: list[View], found: History, out: Path, conf: TrackerConf, said: list[str]
+) -> list[str]:
     """Log the history run into `out`, with the plots `out` holds (views.history.write).
+
+    Its summary holds each configuration's flag and machine, and the history's own lines (`said`) as `gate`.
 
     Returns:
         Warnings where it could not be logged or W&B failed.
@@ -78,7 +82,8 @@ def log_history(made: list[Series], views: list[View], found: History, out: Path
                 logged[f"{series.slug}/plot"] = wandb.Image(str(plot))
             run.log(logged)
         run.summary.update({s.slug: s.flag or "no regression flagged" for s in made})
-        run.summary.update(unreplicated(made))
+        run.summary.update({f"{s.slug}/machine": "; ".join(machine_lines(s)) for s in made if machine_lines(s)})
+        run.summary.update(unreplicated(made) | ({"gate": "; ".join(said)} if said else {}))
         run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing
         return [f"wandb history run failed: {type(error).__name__}: {error}"]
@@ -90,8 +95,10 @@ def offline_run(out: Path, found: History) -> list[Path]:
     return sorted((out / "wandb").glob(f"offline-run-*-{run_id(found, out)}"))
 
 
-def report_content(made: list[Series], views: list[View], found: History, out: Path, conf: TrackerConf) -> dict:
-    """The W&B Report of the history: per configuration, what its view says above its table, and its panels.
+def report_content(
+    made: list[Series], views: list[View], found: History, out: Path, conf: TrackerConf, said: list[str]
+) -> dict:
+    """The W&B Report of the history: its own lines (`said`); per configuration, what its view says, and its panels.
 
     The panels are the configuration's time with its interval over the points, and its table of points.
     They read the history run alone.
@@ -100,6 +107,7 @@ def report_content(made: list[Series], views: list[View], found: History, out: P
     blocks: list[dict[str, Any]] = [
         {"type": "h1", "text": f"History: {len(found.points)} points to {found.points[-1].label}"},
         {"type": "p", "text": f"Points ordered {found.order}; `point` is a point's place, oldest first."},
+        *({"type": "p", "text": line} for line in said),
     ]
     for series, shown in zip(made, views, strict=True):
         said = "; ".join([*shown.above[1:], *shown.flags])

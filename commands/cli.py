@@ -35,7 +35,7 @@ def _holds_a_sweep(path: Path) -> bool:
 
 
 def sweep_folder(value: str) -> Path:
-    """A sweep's folder; for a folder that holds sweeps (runs/), an error that lists them."""
+    """A sweep's folder; for a folder that holds sweeps (runs/), an error that lists them; for another, an error."""
     path = Path(value)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"no sweep folder at {path}")
@@ -45,6 +45,10 @@ def sweep_folder(value: str) -> Path:
             raise argparse.ArgumentTypeError(
                 f"{path} holds sweeps, each a folder: {', '.join(inner)} (name one: {path / inner[0]})"
             )
+        raise argparse.ArgumentTypeError(
+            f"{path} is no sweep folder: it holds no sweep.json and no run's folder (a launch prints its sweep's "
+            "folder: RUNS_DIR/SWEEP_NAME)"
+        )
     return path
 
 

@@ -89,7 +89,10 @@ def test_report_and_sync_with_no_run_that_can_be_read_say_so(command, contents, 
         warnings.simplefilter("ignore")
         shown = launch_here(command, str(folder))
     assert shown.returncode == 2, shown
-    golden.says(f"{command} on a folder with no run that can be read", shown.stderr, {folder: "<sweep>"})
+    if contents == "nothing":
+        assert f"{folder} is no sweep folder: it holds no sweep.json and no run's folder" in shown.stderr
+    else:
+        golden.says(f"{command} on a folder with no run that can be read", shown.stderr, {folder: "<sweep>"})
 
 
 def test_report_on_a_sweep_without_sweep_json_says_its_w_and_b_run_is_not_logged(tmp_path):

@@ -263,6 +263,10 @@ def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
     assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr
     missing = launch_here("table", str(runs_dir))
     assert missing.returncode == 2 and f"no sweep folder at {runs_dir}" in missing.stderr
+    runs_dir.mkdir()
+    for command in ("table", "runs", "replicates", "status", "report"):  # a folder, but none of a sweep
+        empty = launch_here(command, str(runs_dir))
+        assert empty.returncode == 2 and f"{runs_dir} is no sweep folder: it holds no sweep.json" in empty.stderr
 
 
 def test_online_tracking_without_a_key_is_refused(runs_dir, tmp_path, monkeypatch):

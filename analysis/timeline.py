@@ -151,7 +151,7 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
         ]
         points.sort(key=lambda p: p.at)
         said = ", ".join(unnamed[:5]) + (", ..." if len(unnamed) > 5 else "")
-        return History(points, f"by launch time: the runs of {said} name no commit of the code under test")
+        return History(points, f"by launch time, as the runs of {said} name no commit of the code under test")
     runs = [run for found in done.values() for run in found]
     repositories = Counter(_tested(run).get("repository") for run in runs)
     if repository is None and len(repositories) > 1:

@@ -604,6 +604,6 @@ def test_a_history_by_launch_time_keeps_the_commit_and_subject_of_the_sweeps_tha
     write_run(plain, "t1", "tensor", "contiguous", 100.0)
     records.write_json(plain / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
     found = history([tmp_path / "runs" / "named", tmp_path / "runs" / "edited", plain])
-    assert found.order.startswith("by launch time")
+    assert found.order == "by launch time, as the runs of plain name no commit of the code under test", found.order
     subjects = {p.label: p.subject for p in found.points}
     assert subjects == {"named": f"{commit[:8]} s", "edited": f"{commit[:8]}+dirty s", "plain": ""}

@@ -107,8 +107,7 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         Column(f, lambda c, f=f: str(c.first.fields.get(f, UNSET)), lambda c, f=f: c.first.fields.get(f))
         for f in fields
     ]
-    if any(len(c.runs) > 1 for c in configs):
-        table_columns.append(number("runs", lambda c: len(c.runs), str))
+    table_columns.append(number("runs", lambda c: len(c.runs), str))  # one run is one process: no verdict
     table_columns += [number(f"{p} ms", lambda c, p=p: c.median(p)) for p in phase_columns(runs)]
     # With CUDA events the phase columns are device time; the host's time to issue a step goes beside them
     # (well under the device's: the GPU sets the pace).

@@ -117,8 +117,24 @@ def expand(overrides: list[str]) -> list[list[Setting]]:
             pairs = zip(override.sweep_string_iterator(), override.sweep_iterator(), strict=True)
             axes[key] = [_setting(override, text, value) for text, value in pairs]
         else:
+            _one_option(override)
             axes[key] = [_setting(override, override.get_value_element_as_str(), override.value())]
     return [list(run) for run in itertools.product(*axes.values())]
+
+
+def _one_option(override: Override) -> None:
+    """Refuse a list of a group's options (precision=[a,b]): Hydra would merge them into one run, named by the last.
+
+    Raises:
+        ValueError: naming the list, and the sweep of its items that was likely meant.
+    """
+    value = override.value()
+    if override.key_or_group in GROUPS and override.package is None and isinstance(value, list):
+        key, items = override.get_key_element(), ",".join(map(str, value))
+        raise ValueError(
+            f"{key}={override.get_value_element_as_str()}: a list chooses several {key} options for one run, "
+            f"merged into one; to sweep them, {key}={items}"
+        )
 
 
 def _set(config: Any, key: str, value: Any) -> None:

@@ -71,6 +71,8 @@ BAD = [
     ["hydra/job_logging=disabled"],
     # one name for two things, which the table would show as one
     ["model=resnet18,mylib.models.resnet18"],
+    # a list of a group's options, which Hydra would merge into one run named by the last
+    ["precision=[amp_bf16,fp32]"],
 ]
 
 

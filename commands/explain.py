@@ -17,6 +17,7 @@ def show_explanations(args: argparse.Namespace) -> int:
     A later `explain` reads it, once it holds this sweep's launch with explain=true.
     """
     from perfsweep import records, user_command
+    from perfsweep.analysis.groups import comparisons, configurations
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import explain
     from perfsweep.records import load_sweep
@@ -31,6 +32,12 @@ def show_explanations(args: argparse.Namespace) -> int:
         print("\n\n".join(map(text, views)))
         print(*unfinished(sweep_dir, runs), sep="\n", end="")
         return 0
+    done = [run for run in runs if run.state == records.DONE and run.summary]
+    if done and not comparisons(configurations(done)):  # its launch again would explain nothing either
+        raise ValueError(
+            f"{sweep_dir}: nothing to explain: its runs have no baseline to compare with (a comparison needs two "
+            "configurations that differ in one axis, such as memory_format=contiguous,channels_last)"
+        )
     launched = records.last_launch(sweep_dir)
     if launched is None:
         raise ValueError(f"{sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")

@@ -307,6 +307,17 @@ def test_explain_of_a_sweep_another_command_launched_says_how_to_launch_it_with_
     assert not (tmp_path / "default" / "default-explain").exists()
 
 
+def test_explain_of_a_sweep_without_a_comparison_is_refused_before_anything_runs_again(tmp_path):
+    """One configuration: its launch again with explain=true would explain nothing either."""
+    fast = ["workload=pairwise_sum_prod", "workload.impl=loop", "workload.size=10", "steps=3", "warmup_steps=1"]
+    launched = launch_here(*fast, "repeats=1", "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}")
+    assert launched.returncode == 0, launched.stderr
+    refused = launch_here("explain", str(tmp_path / "default"))
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert "nothing to explain: its runs have no baseline to compare with" in refused.stderr
+    assert not (tmp_path / "default" / "default-explain").exists()
+
+
 def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):
     """A launch stopped part-way leaves some runs pending: the views rest on the done ones, and say so."""
     runs = explained_sweep(tmp_path, slowdown=1.3)

@@ -284,7 +284,8 @@ def test_explain_on_a_sweep_run_without_it_launches_the_sweep_again_with_it_insi
 
 
 def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tmp_path):
-    fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
+    fast = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
+    fast += ["warmup_steps=1", "repeats=1"]
     fast += ["tracker.mode=disabled", "launcher=debug"]
     assert launch_here(*fast, f"runs_dir={tmp_path}").returncode == 0
     inside = [f"runs_dir={tmp_path / 'default'}", "sweep_name=default-explain"]
@@ -295,7 +296,8 @@ def test_explain_does_not_take_a_folder_in_the_sweep_that_another_launch_made(tm
 
 def test_explain_of_a_sweep_another_command_launched_says_how_to_launch_it_with_explain(tmp_path):
     """A bisect's point: its launch's words are the bisect's, not a sweep's overrides."""
-    fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
+    fast = ["workload=pairwise_sum_prod", "workload.impl=broadcast,loop", "workload.size=10", "steps=3"]
+    fast += ["warmup_steps=1", "repeats=1"]
     assert launch_here(*fast, "tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}").returncode == 0
     manifest = records.read_manifest(tmp_path / "default")
     manifest["launches"][-1]["argv"] = ["bisect", "--git", "v1", "main", "--repo", ".", "sweep=mine"]

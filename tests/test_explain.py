@@ -247,7 +247,7 @@ def test_the_ranked_rows_go_to_w_and_b_as_one_table_and_the_report_gets_its_sect
     assert header[:2] == ["comparison", "difference"] and {row[0] for row in rows} == {"subclass vs tensor"}
     assert len(rows) == len(shown[0].rows)
     assert header[-1] == "account" and all(row[-1] == "; ".join(shown[0].above[1:]) for row in rows)
-    assert " ms/step measured (the table's); " in rows[0][-1], "what the rows account for goes with them"
+    assert " ms/step measured (the baseline's " in rows[0][-1], "what the rows account for goes with them"
     said = outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"], explained=True))
     assert f"## {EXPLAIN_SECTION}\n  runs: Metric('Group') == 's-ab12cd34'\n  table panel: explain" in said
     assert EXPLAIN_SECTION not in outline(wandb_report_content("s", "s-ab12cd34", "perfsweep", "team", ["forward"]))
@@ -357,5 +357,6 @@ def test_the_measured_difference_is_the_one_behind_the_table_s_speed_up(tmp_path
     table_s = base_ms / speedup.value - base_ms
     assert abs(table_s - (config_ms - base_ms)) > 0.05, "a sweep where the two differ (by 2%)"
     (view,) = explain.views(tmp_path, runs)
-    said = re.search(r"step time: ([+-][\d.e-]+) ms/step measured \(the table's\)", text(view))
-    assert float(said[1]) == pytest.approx(table_s, rel=0.01), text(view)
+    how = rf"the baseline's {base_ms:.3g} ms over the table's {speedup.value:.3g}x"
+    said = re.search(rf"step time: ([+-][\d.e-]+) ms/step measured \({re.escape(how)}\)", text(view))
+    assert said and float(said[1]) == pytest.approx(table_s, rel=0.01), text(view)

@@ -202,15 +202,17 @@ SHOWN = 0.4  # the share of the measured difference below which the profiled ste
 INFLATED = 2.0  # the multiple of the measured difference above which the profiler's own cost makes the difference
 
 
-def measured_ms(config: Configuration, base: Configuration, speedup: Speedup | None) -> float:
-    """The step time the configuration adds to its baseline's, as the table's speed-up has it (ms a step).
+def measured_ms(config: Configuration, base: Configuration, speedup: Speedup | None) -> tuple[float, str]:
+    """The step time the configuration adds to its baseline's, as the table's speed-up has it (ms a step), and how.
 
     Where the sides shared processes, the speed-up is the processes' paired ratio, not the ratio of their medians.
+    So the difference of the table's step times may differ from it.
     """
     base_ms = base.median("step") or 0.0
     if speedup is not None and math.isfinite(speedup.value) and speedup.value > 0:
-        return base_ms / speedup.value - base_ms
-    return (config.median("step") or 0.0) - base_ms
+        how = f"the baseline's {base_ms:.3g} ms over the table's {speedup.value:.3g}x"
+        return base_ms / speedup.value - base_ms, how
+    return (config.median("step") or 0.0) - base_ms, "the table's step times"
 
 
 def account(
@@ -223,7 +225,7 @@ def account(
 ) -> list[str]:
     """The lines above a comparison's rows: what the rows account for, and what else the records count."""
     base_ops, side_ops = sides
-    measured = measured_ms(config, base, speedup)
+    measured, how = measured_ms(config, base, speedup)
     profiled, rows = sum(d.delta_ms for d in made), sum(d.delta_ms for d in shown)
     apart = sum(d.delta_ms for d in shown if d.noise == APART)
     cuda = side_ops[0].device == "cuda"
@@ -244,7 +246,7 @@ def account(
         "makes many small calls (a Python loop), so the rows' sizes are the profile's and their order is a guide"
     ] * (measured * profiled > 0 and abs(profiled) > INFLATED * abs(measured))
     lines += [
-        f"step time: {measured:+.3g} ms/step measured (the table's); {profiled:+.3g} ms/step in the profiled steps "
+        f"step time: {measured:+.3g} ms/step measured ({how}); {profiled:+.3g} ms/step in the profiled steps "
         f"({'kernels and copies, device time' if cuda else 'host time'}"
         + (f", {profiled / measured:.0%} of the measured" if measured else "")
         + f"); the rows below account for {rows:+.3g} "

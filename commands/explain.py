@@ -69,9 +69,27 @@ def show_explanations(args: argparse.Namespace) -> int:
             )
             print("\n\n".join(map(text, views)))
             print(*unfinished(again, theirs_runs), sep="\n", end="")
+            print(*other_code(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
             return 0
     print(f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}")
-    return run_sweep_again(words)
+    status = run_sweep_again(words)
+    print(*other_code(sweep_dir, runs, again, load_sweep(again)), sep="\n", end="")
+    return status
+
+
+def other_code(sweep_dir, runs, again, theirs) -> list[str]:
+    """A line where the launch again measured other code than the sweep: its explanations are of that code."""
+    from perfsweep import records
+    from perfsweep.analysis.views.compare import changes, code_of, differences
+
+    done = [[run for run in found if run.state == records.DONE] for found in (runs, theirs)]
+    differ = differences(*done, of=code_of) if all(done) else {}
+    if not differ:
+        return []
+    return [
+        f"\n{again.name} measured other code than {sweep_dir.name}: {changes(differ)}. Its explanations are of that "
+        f"code. To explain what {sweep_dir.name} measured, check its code out, move {again} away, and explain again\n"
+    ]
 
 
 def unfinished(sweep_dir, runs) -> list[str]:

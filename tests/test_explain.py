@@ -14,7 +14,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
-from perfsweep.commands.explain import unfinished
+from perfsweep.commands.explain import other_code, unfinished
 from perfsweep.records import load_sweep
 from perfsweep.sweeps.pairing import groups
 from perfsweep.train import instrumented as train_run
@@ -318,6 +318,21 @@ def test_explain_of_a_sweep_without_a_comparison_is_refused_before_anything_runs
     assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
     assert "nothing to explain: its runs have no baseline to compare with" in refused.stderr
     assert not (tmp_path / "default" / "default-explain").exists()
+
+
+def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp_path):
+    """The user's model changed since the sweep ran: explain's launch again measured the new one."""
+
+    def measured(files: str) -> list:
+        runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(0))
+        code = {"mynet": files * 12, "perfsweep": "c" * 12}
+        return [dataclasses.replace(r, status=dataclasses.replace(r.status, code=code)) for r in runs]
+
+    sweep, again = tmp_path / "before", tmp_path / "before" / "before-explain"
+    (said,) = other_code(sweep, measured("a"), again, measured("b"))
+    assert "before-explain measured other code than before: mynet files aaaaaaaa -> bbbbbbbb. Its explanations" in said
+    assert f"check its code out, move {again} away, and explain again" in said
+    assert other_code(sweep, measured("a"), again, measured("a")) == []
 
 
 def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):

@@ -307,7 +307,8 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
     unpublished = launch_here("published", str(sweep_dir))
     assert unpublished.returncode == 2 and "its sweep has no published figures" in unpublished.stderr
     (tmp_path / "empty").mkdir()
-    assert launch_here("published", str(tmp_path / "empty")).returncode == 1
+    empty = launch_here("published", str(tmp_path / "empty"))
+    assert empty.returncode == 2 and "empty is no sweep folder" in empty.stderr, "a wrong path, refused"
 
 
 def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_launches(tmp_path):

@@ -100,8 +100,13 @@ class View:
 
 
 def figure(value: float | None) -> str:
-    """A time or rate to three significant digits, or '-' where there is none."""
-    return f"{value:.3g}" if value is not None else "-"
+    """A time or rate to three significant digits, or '-' where there is none.
+
+    From 1000 to a million it is a whole number (1650, not 1.65e+03): a second's step reads as one.
+    """
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if 1e3 <= abs(value) < 1e6 else f"{value:.3g}"
 
 
 def writable(value: str, form: str, where: str) -> str:

@@ -209,6 +209,20 @@ def test_a_run_with_a_stalled_step_is_flagged_as_its_samples_per_s_parts_from_it
     assert "they may rank rows apart" in shown and "STALLED b" not in shown
 
 
+def test_a_configuration_whose_runs_disagree_is_flagged_as_one_run_moves_its_row():
+    """Three runs of subclass: one beside a neighbour took 33 times the others' step; the others agree."""
+    done = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(run_sd=0.02), np.random.default_rng(5))
+    slow = next(r for r in done if r.axes["input_type"] == "subclass")
+    median = {**slow.summary.median_ms, "step_ms": 33 * slow.summary.median_ms["step_ms"]}
+    done = [
+        dataclasses.replace(r, summary=dataclasses.replace(r.summary, median_ms=median)) if r is slow else r
+        for r in done
+    ]
+    (said,) = [flag for flag in table_view(Path("sweep"), done).flags if flag.startswith("RUNS DISAGREE")]
+    assert re.match(r"RUNS DISAGREE subclass: its 3 runs' step medians span \d+(\.\d)?-1\d{3} ms \(3\d\.?\d*x\)", said)
+    assert said.endswith("`perfsweep runs sweep` shows each run, and what its host showed"), said
+
+
 def test_a_sweep_of_a_step_without_axes_heads_its_table_with_the_step(tmp_path):
     write_run(tmp_path, "a", "tensor", "contiguous", 100.0)
     record = records.read_json(tmp_path / "a" / records.CONFIG)

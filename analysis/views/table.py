@@ -451,6 +451,7 @@ def flags(
         )
     spread = {r.name: noisy(r) for r in done}
     flag_lines += noisy_flags(done, spread, sweep_dir)
+    flag_lines += disagreeing(configurations(done), sweep_dir) if done else []
     flag_lines += [
         f"NOT STEADY {r.name}: {why}"
         for r in done
@@ -545,6 +546,27 @@ def unfinished(run: RunRecord, stranded: tuple[str, str] | None) -> str:
         return f"{run.state.upper()} {run.name}"
     state, why = stranded
     return f"{state.upper()} {run.name}: {why}"
+
+
+# A configuration whose runs' step medians span this factor has a row that one run moves.
+# Runs on one idle machine differ by a few percent; one beside a neighbour took 33 times its others' time.
+DISAGREE = 1.5
+
+
+def disagreeing(configs: list[Configuration], sweep_dir: Path | str) -> list[str]:
+    """A RUNS DISAGREE line per configuration whose runs' step medians span DISAGREE or more."""
+    names = labels(configs)
+    said = []
+    for config in configs:
+        medians = [m for r in config.runs if r.summary and (m := r.summary.median("step"))]
+        if len(medians) >= 2 and max(medians) >= DISAGREE * min(medians):
+            said.append(
+                f"RUNS DISAGREE {names[config.key]}: its {len(medians)} runs' step medians span "
+                f"{figure(min(medians))}-{figure(max(medians))} ms ({max(medians) / min(medians):.3g}x); its row's "
+                f"step ms is their geometric mean, which one run moves: `{user_command()} runs {sweep_dir}` shows "
+                "each run, and what its host showed"
+            )
+    return said
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:

@@ -409,7 +409,9 @@ def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespa
     if extra and hasattr(args, "overrides") and all("=" in w and not w.startswith("-") for w in extra):
         args.overrides = [*args.overrides, *extra]
     elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}{_options_of(parser, args)}")
+        from perfsweep.commands.hydra import as_settings
+
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{_options_of(parser, args)}{as_settings(extra)}")
     return args
 
 

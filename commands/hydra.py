@@ -9,6 +9,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def as_settings(extra: list[str], words: list[str] | None = None) -> str:
+    """'; a setting is KEY=VALUE, without dashes: repeats=3' for `--repeats=3` or `--repeats 3`; else ''.
+
+    The value of `--repeats 3` is the word after it in `words` (default: `extra`).
+    """
+    first = extra[0] if extra else ""
+    key, equals, value = first[2:].partition("=")
+    if not first.startswith("--") or not key.isidentifier():
+        return ""
+    words = words or extra
+    after = words[words.index(first) + 1 : words.index(first) + 2]
+    value = value if equals else next((w for w in after if not w.startswith("-") and "=" not in w), "VALUE")
+    return f"; a setting is KEY=VALUE, without dashes: {key}={value}"
+
+
 def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
     """Hydra's own flags (--help, --cfg hydra, --info...), answered by Hydra's public entry point, hydra.main.
 
@@ -33,7 +48,8 @@ def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
     flags.prog = "perfsweep"
     known, rest = flags.parse_known_intermixed_args(args)
     if rest:  # argparse would name the overrides after an unknown flag too
-        flags.error(f"unrecognized arguments: {' '.join(a for a in rest if a.startswith('-')) or ' '.join(rest)}")
+        unknown = [a for a in rest if a.startswith("-")]
+        flags.error(f"unrecognized arguments: {' '.join(unknown) or ' '.join(rest)}{as_settings(unknown, args)}")
     overrides = known.overrides
     unreadable, dirs = unreadable_overrides(overrides), ()
     try:

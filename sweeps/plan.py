@@ -792,7 +792,7 @@ def replicated(configs: list[Config]) -> list[tuple[int, Config]]:
     problems = [
         f"{key}={value} must be {bound}"
         for key, value, bound, good in [
-            ("repeats", settings.repeats, "1 or more", settings.repeats >= 1),
+            ("repeats", settings.repeats, "1 or more, or auto (rounds until decided)", settings.repeats >= 1),
             ("blocks", settings.blocks, "1 or more (a paired side's steps in that many blocks)", settings.blocks >= 1),
             ("auto.max_runs", auto.max_runs, "2 or more (repeats=auto compares runs)", auto.max_runs >= 2),
             ("auto.half_width", auto.half_width, "above 0 and below 1 (0.02: -+2%)", 0 < auto.half_width < 1),

@@ -263,6 +263,9 @@ def test_commands_are_one_parser_and_name_what_is_wrong(runs_dir):
     assert typo.returncode == 2 and "invalid choice: 'stauts'" in typo.stderr and "'status'" in typo.stderr
     missing = launch_here("table", str(runs_dir))
     assert missing.returncode == 2 and f"no sweep folder at {runs_dir}" in missing.stderr
+    for words, said in ((["--repeats=3"], "repeats=3"), (["--repeats", "3"], "repeats=3")):
+        dashed = launch_here(*words)
+        assert dashed.returncode == 2 and f"a setting is KEY=VALUE, without dashes: {said}" in dashed.stderr, words
     runs_dir.mkdir()
     for command in ("table", "runs", "replicates", "status", "report"):  # a folder, but none of a sweep
         empty = launch_here(command, str(runs_dir))

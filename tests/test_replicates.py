@@ -50,7 +50,7 @@ def test_without_repeats_nothing_changes():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["repeats=0"], "repeats=0 must be 1 or more"),
+        (["repeats=0"], "repeats=0 must be 1 or more, or auto .rounds until decided."),
         (["order=random"], r"Invalid value 'random', expected one of \[interleaved, shuffled, grouped\]"),
     ],
 )

@@ -45,6 +45,7 @@ BAD_PATHS = [
     ["model._target_=collections.OrderedDict"],
     ["model=imagelib.models.SmallCNN", "+model.kwargs.depth=3"],
     ["model.inputs=math.pi"],
+    ["model.inputs=errno.EIO"],
     ["input_type=collections.OrderedDict"],
     ["workload=imagelib.models.SmallCNN"],
     ["input_type=broken_on_import.Image"],

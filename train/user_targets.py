@@ -132,7 +132,8 @@ def _kind(thing: Any) -> str:
         return f"the class {thing.__module__}.{thing.__qualname__}"
     if callable(thing):
         return f"the function {getattr(thing, '__qualname__', thing)}"
-    return f"a {type(thing).__name__} ({reprlib.repr(thing)})"
+    name = type(thing).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name} ({reprlib.repr(thing)})"
 
 
 def _model(thing: Any) -> str:

@@ -273,6 +273,9 @@ def test_a_step_at_the_newest_point_is_named_at_its_commit_and_its_revert_passes
     assert status == 0 and not made.flag, text
     assert [(c.index, round(c.ratio, 1)) for c in made.changes] == [(4, 2.0), (5, 0.5)], text
     assert re.search(r"04ababab\.\.05ababab \(2\.0\dx slower.*; 05ababab\.\.06ababab \(\d\.\d\dx faster", text), text
+    partly = [{("tensor", "contiguous"): ms} for ms in (10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 20.0, 12.0)]
+    (made,), text, status = shown(history_of(rng, partly))
+    assert status == views.EXIT_REGRESSION and made.flag.startswith("REGRESSION: 1.5"), "a partial revert, still slower"
 
 
 def test_one_noisy_point_hides_no_step_of_a_longer_history():

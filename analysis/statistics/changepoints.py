@@ -27,6 +27,7 @@ Where its last segment is the newest two points, three readings are weighed by t
 - both differ from the segment before: the change stays;
 - the newest alone differs: the change moves to it;
 - the one before it alone differs: a change, and the newest's revert of it.
+  The newest must then lie within the noise of the segment before (one-sided, at 5%): a partial revert is no revert.
 Where no change point ends the series, `newest_alone` says how far the newest point stands out.
 It judges that against the noise: the others', or its own runs' spread.
 
@@ -192,7 +193,7 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
     import ruptures  # here: it imports scipy.stats, 0.3 s of every view's start, and only a history searches
 
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)
-    bounds = _newest_two(y, [0, *ends])
+    bounds = _newest_two(y, [0, *ends], variance)
     places = len(y) - 2 * MIN_SIZE + 2  # binary segmentation's places, and the newest point's
     found = []
     for start, index, end in zip(bounds, bounds[1:], bounds[2:], strict=False):
@@ -203,25 +204,31 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
     return found
 
 
-def _newest_two(y: np.ndarray, bounds: list[int]) -> list[int]:
+def _newest_two(y: np.ndarray, bounds: list[int], variance: float) -> list[int]:
     """The segments' bounds, with a last segment of the newest two points read as they fit best.
 
     Each reading's residual sum of squares is taken over the last segment and the one before.
     The segment stays where both points part from the one before at least as well as either alone.
+    A revert needs the newest point within the noise (`variance`, a point's) of the segment before.
     """
     n = len(y)
     if len(bounds) < 3 or bounds[-2] != n - 2:
         return bounds
     before = y[bounds[-3] : n - 2]
-    both = _squares(before) + _squares(y[n - 2 :])
-    newest = _squares(np.append(before, y[n - 2]))
-    reverted = _squares(np.append(before, y[n - 1]))
-    if both <= min(newest, reverted):
-        return bounds
-    return [*bounds[:-2], n - 1, n] if newest <= reverted else [*bounds[:-1], n - 1, n]
+    readings = {"both": _squares(before) + _squares(y[n - 2 :]), "newest": _squares(np.append(before, y[n - 2]))}
+    z = (y[n - 1] - before.mean()) / math.sqrt(variance * (1 + 1 / len(before)))
+    if distributions.norm_sf(z) > 0.05:  # the newest is not slower than the segment before, beyond the noise
+        readings["reverted"] = _squares(np.append(before, y[n - 1]))
+    best = min(readings, key=readings.__getitem__)
+    return {
+        "both": bounds,
+        "newest": [*bounds[:-2], n - 1, n],
+        "reverted": [*bounds[:-1], n - 1, n],
+    }[best]
 
 
 def _squares(part: np.ndarray) -> float:
+    """The residual sum of squares of a segment about its mean."""
     return float(np.sum((part - part.mean()) ** 2))
 
 

@@ -32,8 +32,7 @@ def show_explanations(args: argparse.Namespace) -> int:
         print("\n\n".join(map(text, views)))
         print(*unfinished(sweep_dir, runs), sep="\n", end="")
         return 0
-    done = [run for run in runs if run.state == records.DONE and run.summary]
-    if done and not comparisons(configurations(done)):  # its launch again would explain nothing either
+    if runs and not comparisons(configurations(runs)):  # its launch again would plan no comparison either
         raise ValueError(
             f"{sweep_dir}: nothing to explain: its runs have no baseline to compare with (a comparison needs two "
             "configurations that differ in one axis, such as memory_format=contiguous,channels_last)"

@@ -15,7 +15,7 @@ from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
 from perfsweep.commands.explain import other_code, unfinished
-from perfsweep.records import load_sweep
+from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.pairing import groups
 from perfsweep.train import instrumented as train_run
 from tests import synthetic
@@ -318,6 +318,12 @@ def test_explain_of_a_sweep_without_a_comparison_is_refused_before_anything_runs
     assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
     assert "nothing to explain: its runs have no baseline to compare with" in refused.stderr
     assert not (tmp_path / "default" / "default-explain").exists()
+    both = [*fast, "workload.impl=broadcast,loop", "repeats=1", "tracker.mode=disabled", "launcher=debug"]
+    assert launch_here(*both, "sweep_name=both", f"runs_dir={tmp_path}").returncode == 0
+    loop = next(r.path for r in load_sweep(tmp_path / "both") if r.axes["impl"] == "loop")
+    lifecycle.fail(loop, records.RunError("out of memory"))
+    again = launch_here("explain", str(tmp_path / "both"))
+    assert "its launch runs again with explain=true" in again.stdout, "it plans both sides, the failed one's too"
 
 
 def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp_path):

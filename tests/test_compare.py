@@ -60,8 +60,10 @@ def test_compare_s_data_gives_each_speed_up_the_word_its_line_is_counted_by(tmp_
     a = synthetic.write(sweep(synthetic.grid(), rng), tmp_path / "a")
     b = synthetic.write(sweep(synthetic.grid({"subclass": 1.5}), rng), tmp_path / "b")
     shown = launch_here("compare", str(a), str(b), "--format", "json")
-    rows = [row for row in json.loads(shown.stdout)["rows"] if row["phase"] == "step"]
+    every = json.loads(shown.stdout)["rows"]
+    rows = [row for row in every if row["phase"] == "step"]
     words = {row["configuration (A)"]: (row["B speed-up [95%] word"], row["flag"]) for row in rows}
+    assert all(row["B speed-up [95%] word"] is None for row in every if row["phase"] != "step"), "phases: not gated"
     assert words == {"subclass": ("slower", "REGRESSION"), "tensor": ("same", ""), "tensorbase": ("same", "")}, words
     table = csv.DictReader(io.StringIO(launch_here("compare", str(a), str(b), "--format", "csv").stdout))
     steps = {row["configuration (A)"]: row["B speed-up [95%] word"] for row in table if row["phase"] == "step"}

@@ -455,7 +455,11 @@ class Line:
 
 
 def columns(threshold: float) -> list[Column]:
-    """The comparison's columns; in data, each speed-up's word is what its line did at the threshold (`kind`)."""
+    """The comparison's columns.
+
+    In data, a gated line's word is what it did at the threshold (`kind`).
+    A line not gated (a phase, without --gate-phases) was not tested: it has no word.
+    """
     return [
         Column("configuration (A)", lambda line: line.configuration),
         Column("phase", lambda line: line.phase),
@@ -465,7 +469,9 @@ def columns(threshold: float) -> list[Column]:
         Column(
             "B speed-up [95%]",
             lambda line: str(line.speedup) if line.speedup else "",
-            lambda line: as_data(line.speedup, lambda _: kind(line, threshold)) if line.speedup else {},
+            lambda line: (
+                as_data(line.speedup, lambda _: kind(line, threshold) if line.gated else "") if line.speedup else {}
+            ),
             PARTS,
         ),
         Column(

@@ -147,14 +147,13 @@ def test_only_changes_posts_nothing_for_runs_a_budget_left_and_posts_b_s_failed_
     a, b = (synthetic.sweep(synthetic.grid(), 3, STEADY, rng) for _ in range(2))
     left = next(r for r in a if r.axes["input_type"] == "subclass")
     done = [r for r in a if r is not left]
-    for state, unfinished in (("pending", ([left], [])), ("failed", ([], [left]))):
+    for state, side in (("pending", "A"), ("failed", "A"), ("pending", "B"), ("failed", "B")):
         run = dataclasses.replace(left, status=dataclasses.replace(left.status, state=state))
-        held = tuple([run] if side else [] for side in unfinished)
-        shown, status = compare.compare_runs(
-            done, b, threshold=0.05, loss_tolerance=0.05, names=(Path("A"), Path("B")), unfinished=held
-        )
+        held = ([run], []) if side == "A" else ([], [run])
+        names = (Path("runs/failed-a"), Path("runs/failed-b"))  # a folder's name says nothing of its runs
+        shown, status = compare.compare_runs(done, b, threshold=0.05, loss_tolerance=0.05, names=names, unfinished=held)
         assert status == 0 and any(compare.NOT_DONE in flag for flag in shown.flags), shown.flags
-        assert comment.changed(shown) == (state == "failed"), shown.flags
+        assert comment.changed(shown) == ((state, side) == ("failed", "B")), (state, side, shown.flags)
 
 
 def test_a_configuration_of_a_without_a_match_in_b_is_in_the_headline_that_fails_the_gate(tmp_path):

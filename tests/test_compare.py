@@ -485,9 +485,9 @@ def test_runs_not_done_in_a_compared_configuration_are_named_not_passed_over():
     shown, status = compare.compare_runs(
         a, b_done, threshold=0.05, loss_tolerance=0.05, names=(Path("A"), Path("B")), unfinished=([], [failed])
     )
-    (line,) = [flag for flag in shown.flags if flag.startswith("B has")]
+    (line,) = [flag for flag in shown.flags if compare.NOT_DONE in flag]
     assert line == (
-        "B has 1 run not done in configurations compared on their done runs: subclass (failed); "
+        "FAILED IN B: B has 1 run not done in configurations compared on their done runs: subclass (failed); "
         "`perfsweep resume B` runs them again"
     ), line
     assert not any(flag.startswith("A has") for flag in shown.flags)

@@ -31,13 +31,13 @@ from perfsweep.analysis.render import View, figure, markdown
 from perfsweep.analysis.statistics.speedup import percent
 from perfsweep.analysis.statistics.verdict import SLOWER, UNDETERMINED, reaches
 from perfsweep.analysis.views.compare import (
+    FAILED_IN_B,
     MACHINE_MOVED,
     NOT_DONE,
     SHARED_HOST,
     UNMATCHED,
     Line,
     counted_kinds,
-    failed_in_b,
     kind,
     kinds,
     unconfirmed,
@@ -59,7 +59,7 @@ def changed(view: View) -> bool:
     standing = [
         flag
         for flag in view.flags
-        if not flag.startswith((SHARED_HOST, MACHINE_MOVED)) and (NOT_DONE not in flag or failed_in_b(flag))
+        if not flag.startswith((SHARED_HOST, MACHINE_MOVED)) and (NOT_DONE not in flag or flag.startswith(FAILED_IN_B))
     ]
     return bool(standing) or any(line.flag and not unconfirmed(line) for line in view.items)
 

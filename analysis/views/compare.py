@@ -109,7 +109,7 @@ from perfsweep.analysis.statistics.speedup import (
 )
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
-from perfsweep.records import DONE, RUNNING, Repro, RunRecord, load_sweep
+from perfsweep.records import DONE, FAILED, RUNNING, Repro, RunRecord, load_sweep
 from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
@@ -120,6 +120,7 @@ EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
 MACHINE_MOVED = "MACHINE MOVED"
 NOT_DONE = "not done in configurations compared on their done runs"  # short_of's line
+FAILED_IN_B = "FAILED IN B"  # short_of's line where B's runs failed: what B's code may do
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 # What a step does: sweeps whose runs differ in it time different work, so their runs are never matched.
@@ -842,7 +843,7 @@ def short_of(
     """A line naming one side's unfinished runs of compared configurations.
 
     It is '' where there are none.
-    A run that failed in B may be what B's code does.
+    A run that failed in B may be what B's code does: its line starts FAILED IN B.
     Its configuration is compared on its done runs all the same.
     """
     short = {matched[key]: states for key, states in states_by_key(left, differ, of).items() if key in matched}
@@ -851,12 +852,8 @@ def short_of(
     each = ", ".join(f"{label} ({', '.join(sorted(set(states)))})" for label, states in short.items())
     count = counted(sum(map(len, short.values())), "run")
     every = {state for states in short.values() for state in states}
-    return f"{side} has {count} {NOT_DONE}: {each}; " + finishing(every, folder)
-
-
-def failed_in_b(flag: str) -> bool:
-    """Whether a line of short_of's names runs of B that failed: what B's code may do, unlike a run not yet run."""
-    return flag.startswith("B has") and NOT_DONE in flag and "failed" in flag.split(f"{NOT_DONE}: ", 1)[1]
+    failed = f"{FAILED_IN_B}: " if side == "B" and FAILED in every else ""
+    return f"{failed}{side} has {count} {NOT_DONE}: {each}; " + finishing(every, folder)
 
 
 def states_by_key(runs: list[RunRecord], differ: dict, of: Identity = identity) -> dict[tuple, list[str]]:

@@ -489,6 +489,7 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
         assert any(f.startswith(f"media/table/{table.table_name}_") for f in files), table.table_name
     said = outline(content)
     assert "## subclass" in said and "line chart: 01-subclass/ms, 01-subclass/low, 01-subclass/high over point" in said
+    assert "step ms: the geometric mean over the point's runs of each run's median" in said, "what its figures are"
     points = [float(step["01-subclass/ms"]) for step in steps if "01-subclass/ms" in step]
     assert len(points) == len(found.points), "one value of the configuration per point"
     assert points[-1] / points[0] == pytest.approx(1.3, rel=0.1), "the planted slowdown, as the view gives it"

@@ -110,14 +110,14 @@ def report_content(
         *({"type": "p", "text": line} for line in said),
     ]
     for series, shown in zip(made, views, strict=True):
-        said = "; ".join([*shown.above[1:], *shown.flags])
+        lines = "; ".join([*shown.above[1:], *shown.notes, *shown.flags])
         panels = [
             {"type": "line", "x": "point", "y": [f"{series.slug}/{part}" for part in ("ms", "low", "high")]},
             {"type": "table", "table": f"{series.slug}/points"},
         ]
         blocks += [
             {"type": "h2", "text": series.label},
-            {"type": "p", "text": said},
+            {"type": "p", "text": lines},
             {"type": "panel_grid", "runset": runs, "panels": panels},
         ]
     return {

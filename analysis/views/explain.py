@@ -210,7 +210,7 @@ def measured_ms(config: Configuration, base: Configuration, speedup: Speedup | N
     """
     base_ms = base.median("step") or 0.0
     if speedup is not None and math.isfinite(speedup.value) and speedup.value > 0:
-        how = f"the baseline's {base_ms:.3g} ms over the table's {speedup.value:.3g}x"
+        how = f"the baseline's {figure(base_ms)} ms divided by the table's speed-up, {speedup}"
         return base_ms / speedup.value - base_ms, how
     return (config.median("step") or 0.0) - base_ms, "the table's step times"
 

@@ -248,7 +248,7 @@ def test_the_line_of_what_ran_says_how_long_each_run_measured_and_on_which_day()
     rng = np.random.default_rng(2)
     runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), rng)
     runs = [dataclasses.replace(r, fields=r.fields | {"steps": 20, "warmup_steps": 3}) for r in runs]
-    assert "run(s) at a time | 20 steps after 3 warm-up, on 2026-01-01 |" in table_view("synthetic", runs).above[1]
+    assert "at a time | 20 steps after 3 warm-up, on 2026-01-01 |" in table_view("synthetic", runs).above[1]
     later = dataclasses.replace(runs[-1], status=dataclasses.replace(runs[-1].status, started_at="2026-01-02T00:01:00"))
     assert "on 2026-01-01 to 2026-01-02 |" in table_view("synthetic", [*runs[:-1], later]).above[1]
     damaged = [dataclasses.replace(r, fields=r.fields | {"steps": []}) for r in runs]  # a record's fuzzed field

@@ -321,7 +321,7 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
         ", ".join(sized),
         f"{device}{torch}",
         f"timer {timer}",
-        f"{'/'.join(map(str, at_once))} run(s) at a time",
+        "runs one at a time" if at_once == [1] else f"{'/'.join(map(str, at_once))} runs at a time",
         measured(shown),
     ]
     return " | ".join(part for part in parts if part)

@@ -352,6 +352,19 @@ def upload(args: argparse.Namespace) -> int:
         return 1
 
 
+def stale_report(sweep_dir: Path) -> str:
+    """A line where the sweep's report.html predates a run's records: it shows fewer runs, or older ones; else ''."""
+    from perfsweep import records, user_command
+
+    report = sweep_dir / records.REPORT
+    if not report.is_file():
+        return ""
+    newest = max((p.stat().st_mtime for p in sweep_dir.glob(f"*/{records.STATUS}")), default=0.0)
+    if newest <= report.stat().st_mtime:
+        return ""
+    return f"{report} predates some runs' records: `{user_command()} report {sweep_dir}` writes it again"
+
+
 def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = (), stranded: dict | None = None) -> None:
     """Print the views of a launch's runs and the lines `after` them.
 
@@ -371,6 +384,8 @@ def show_sweep(sweep_dir: Path, names: list[str], tracker, after: list[str] = ()
               f"{sweep_dir}` shows every run of the folder")  # fmt: skip
     if after:
         print("\n".join(after))
+    if stale := stale_report(sweep_dir):
+        print(stale)
     for warning in log_sweep(sweep_dir, tracker):
         print(f"perfsweep: warning: {warning}", file=sys.stderr)
     print(f"records: {sweep_dir.resolve()}")

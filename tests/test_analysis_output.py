@@ -67,6 +67,16 @@ def test_report_and_plots_on_a_read_only_sweep_say_where_to_write_instead_and_wr
     assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before, "nothing written into the sweep"
 
 
+def test_a_launch_that_adds_runs_after_the_report_says_the_report_predates_them(tmp_path):
+    fast = ["workload=pairwise_sum_prod", "workload.size=10", "steps=3", "warmup_steps=1", "repeats=1"]
+    fast += ["tracker.mode=disabled", "launcher=debug", f"runs_dir={tmp_path}"]
+    first = launch_here(*fast, "workload.impl=broadcast")
+    assert first.returncode == 0 and "predates" not in first.stdout, first.stderr
+    assert launch_here("report", str(tmp_path / "default")).returncode == 0
+    wider = launch_here(*fast, "workload.impl=broadcast,loop")
+    assert f"{tmp_path / 'default' / records.REPORT} predates some runs' records: `perfsweep report " in wider.stdout
+
+
 def test_report_writes_into_the_folder_out_names(tmp_path):
     sweep = write_sweep(tmp_path / "sweep")
     out = tmp_path / "made" / "for" / "it"

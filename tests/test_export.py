@@ -51,6 +51,21 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
 
 
+def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall(sweep):
+    """t1's eighth step took 21 times its median: its window's samples/s counts it, its step ms does not."""
+    steps = records.read_steps(sweep / "t1" / records.STEPS).to_pylist()
+    steps[7]["step_ms"] *= 21
+    records.write_steps(sweep / "t1" / records.STEPS, steps)
+    found = exported(str(sweep), "--format", "pytorch-v3")
+    rates = {
+        r["model"]["extra_info"]["input_type"]: r["metric"]["extra_info"]
+        for r in found
+        if r["metric"]["name"] == "samples_per_s"
+    }
+    assert rates["tensor"]["stalled"] == "1 of 2 runs: their samples/s counts the stall", rates
+    assert "stalled" not in rates["subclass"]
+
+
 def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_built(sweep):
     """A workload that reads no model nor precision, with a forward phase only, as loops_vs_broadcasting's."""
     for name in ("t1", "t2", "s1"):

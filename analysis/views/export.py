@@ -30,7 +30,7 @@ import numpy as np
 from perfsweep.analysis.groups import MEASURING, UNSET, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
-from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly
+from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly, stalled
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
@@ -180,7 +180,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             | {field: str(fields_of.get(field, UNSET)) for field in _named(config.first, measured)},
         }
         for name, (unit, values) in _metrics(config).items():
-            extra = {"unit": unit, "statistic": STATISTIC[unit]}
+            extra = {"unit": unit, "statistic": STATISTIC[unit]} | (_stalls(config) if unit == "samples/s" else {})
             found.append(
                 {
                     "benchmark": benchmark,
@@ -191,6 +191,12 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _stalls(config: Configuration) -> dict[str, str]:
+    """How many of its runs stalled (the table's STALLED): their samples/s count the stalls, their step ms not."""
+    count = sum(bool(stalled(run)) for run in config.runs)
+    return {"stalled": f"{count} of {len(config.runs)} runs: their samples/s counts the stall"} if count else {}
 
 
 def _model_named(fields: dict[str, Any], reads: list[str] | None, workload: str) -> dict[str, str]:

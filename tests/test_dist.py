@@ -94,7 +94,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     panels = grid["panels"]
     assert panels and all(set(panel["y"]) <= set(logged[-1]) for panel in panels), "the W&B Report plots what is logged"
     assert (tmp_path / "default" / "plots" / "ranks.png") in write_plots(tmp_path / "default")
-    header = next(line for line in result.stdout.splitlines() if line.startswith("| data ms"))
+    header = next(line for line in result.stdout.splitlines() if line.startswith("| runs | data ms"))
     ranks_view = [
         [cell.strip() for cell in line.split("|")[1:-1]]
         for line in result.stdout.split("the ranks of its runs across ranks")[1].splitlines()[1:7]

@@ -110,7 +110,7 @@ def test_launching_a_done_sweep_again_runs_nothing_and_its_table_prints_again(lo
     assert table.returncode == 0 and "| subclass " in table.stdout
     csv = launch_here("table", str(sweep), "--csv")
     header, *rows = csv.stdout.strip().splitlines()
-    assert header.startswith("input_type,data ms") and len(rows) == 3
+    assert header.startswith("input_type,runs,data ms") and len(rows) == 3
     status = launch_here("status", str(sweep))
     assert status.stdout.startswith(f"{sweep}: 3 runs, 3 done") and status.returncode == 0
     assert status.stdout.rstrip().endswith(f"all done: `perfsweep table {sweep}` gives their figures"), status.stdout
@@ -234,7 +234,7 @@ def test_ctrl_c_in_a_view_ends_with_a_line_and_the_shells_status_not_a_traceback
             "Broken",
         ),
         (
-            "import runpy, sys; from perfsweep.commands import cli; sys.argv = ['x', 'table', '.']; "
+            "import runpy, sys; from perfsweep.commands import cli; sys.argv = ['x', 'history', '.']; "
             "mock.patch.object(cli, 'run', side_effect=KeyError('x')).start(); "
             "runpy.run_module('perfsweep.commands', run_name='__main__')",
             "KeyError",
@@ -344,7 +344,7 @@ def test_resume_of_a_folder_that_holds_no_sweep_is_refused_not_called_done(tmp_p
     (tmp_path / "empty").mkdir()
     refused = launch_here("resume", str(tmp_path / "empty"))
     assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert f"{tmp_path / 'empty'} holds no sweep to resume: neither sweep.json nor runs.jsonl" in refused.stderr
+    assert f"{tmp_path / 'empty'} is no sweep folder: it holds no sweep.json and no run's folder" in refused.stderr
     assert "every run is done" not in refused.stdout
 
 
@@ -379,6 +379,7 @@ def test_a_sigterm_as_the_command_ends_ends_it_as_killed_not_with_its_exit_statu
     code = (
         "import atexit, os, signal, sys\n"
         f"sys.argv = ['perfsweep', 'status', {str(tmp_path)!r}]\n"
+        "import json, pathlib; pathlib.Path(sys.argv[2], 'sweep.json').write_text(json.dumps({'runs': {}}))\n"
         "from perfsweep.launch import cli\n"
         "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
         "cli()\n"

@@ -124,5 +124,6 @@ def test_a_command_or_a_flag_that_is_not_there_is_named_alone_with_the_nearest(t
     typo = launch_here("comapre", "a", "b")
     assert typo.returncode == 2 and typo.stderr.rstrip().endswith("'report'); did you mean compare?"), typo.stderr
     flag = launch_here("model=tiny_cnn", "--bogus", "tracker.mode=disabled", f"runs_dir={tmp_path}")
-    assert flag.returncode == 2 and flag.stderr.rstrip().endswith("error: unrecognized arguments: --bogus")
+    said = "error: unrecognized arguments: --bogus; a setting is KEY=VALUE, without dashes: bogus=VALUE"
+    assert flag.returncode == 2 and flag.stderr.rstrip().endswith(said), flag.stderr
     assert not any(tmp_path.iterdir())

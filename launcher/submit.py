@@ -118,6 +118,11 @@ def warn(message: str) -> None:
     print(f"perfsweep: warning: {message}", file=sys.stderr)
 
 
+def _arrays(jobs: list[tuple[submitit.Job, list[RunJob]]]) -> list[str]:
+    """The arrays these jobs are tasks of (a Slurm job id is ARRAY_TASK), in order."""
+    return list(dict.fromkeys(job.job_id.split("_")[0] for job, _ in jobs))
+
+
 class Dispatcher:
     """Submits packs and reports each run's end.
 
@@ -135,6 +140,7 @@ class Dispatcher:
     ):
         self.sweep_dir, self.backend, self.executor = sweep_dir, backend, executor
         self.after = list(after)  # an earlier launch's arrays still in flight: each array of this one waits for them
+        self.arrays: list[tuple[str, int]] = []  # this launch's arrays not yet waited for, each with its tasks at once
         self.pack, self.progress = pack, progress
         self.active: dict[str, tuple[submitit.Job, list[RunJob]]] = {}
         self.states: dict[str, str] = {}
@@ -163,7 +169,7 @@ class Dispatcher:
             shape = JobShape.of(part[0][0])  # an array's jobs start one Python and have one shape of tasks
             self.executor.python = shlex.quote(shape.python or sys.executable)
             self.backend.shape(self.executor, shape)
-            self.backend.queue_after(self.executor, self.after)
+            self.backend.queue_after(self.executor, self._waits_for(len(part)))
             try:
                 jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
@@ -180,7 +186,20 @@ class Dispatcher:
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]
+            self.arrays += [(array, min(len(part), self.backend.at_once())) for array in _arrays(jobs)]
         return submitted
+
+    def _waits_for(self, tasks: int) -> list[str]:
+        """The arrays the next array, of `tasks` tasks, waits for to end.
+
+        Those are an earlier launch's still in flight, and this launch's oldest.
+        %N bounds one array's tasks alone, so it waits for as many as keep the launch to `parallelism` tasks at once.
+        """
+        bound = self.backend.at_once()
+        waits = list(self.after)
+        while self.arrays and sum(n for _, n in self.arrays) + min(tasks, bound) > bound:
+            waits.append(self.arrays.pop(0)[0])
+        return waits
 
     def _track(self, jobs: list[tuple[submitit.Job, list[RunJob]]], place: Place) -> None:
         """Follow the jobs, and record which job each run went to.

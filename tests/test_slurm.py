@@ -684,6 +684,18 @@ def test_an_8_run_sweep_split_into_two_slurm_arrays_leaves_8_complete_records(on
 
 
 @pytest.mark.slurm
+def test_a_launch_s_arrays_run_no_more_tasks_at_once_than_its_parallelism(naps, tmp_path):
+    """Two arrays of one task, one run at a time: the second waits for the first, as %N bounds one array alone."""
+    runs = tmp_path / "runs"
+    args = [*naps, "seed=0,1", "steps=100", "launcher.max_array_size=1", "launcher.wait=true"]
+    result = launch_here(*args, f"runs_dir={runs}")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    first, second = sorted(load_sweep(runs / "default"), key=lambda r: r.status.started_at)
+    assert first.status.job_id.split("_")[0] != second.status.job_id.split("_")[0], "two arrays"
+    assert second.status.started_at >= first.status.finished_at, "the second array waited for the first"
+
+
+@pytest.mark.slurm
 def test_repeats_auto_on_slurm_submits_an_array_per_look_and_follows_each(on_slurm, tmp_path):
     args = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "workload.size=10", "steps=5"]
     args += ["launcher=slurm", "launcher.wait=true", POLL, "launcher.parallelism=2"]

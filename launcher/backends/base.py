@@ -127,7 +127,7 @@ class Backend:
         """Set the executor's parameters for a job put at `place` on this host."""
 
     def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
-        """Hold the next array until these arrays' jobs, an earlier launch's, end.
+        """Hold the next array until these arrays' jobs end: the launch's array before it, or an earlier launch's.
 
         Only a scheduler queues arrays.
         On this host the launcher starts each job itself.

@@ -274,7 +274,8 @@ class Slurm(Backend):
     def queue_after(self, executor: submitit.Executor, arrays: list[str]) -> None:
         """An array's %N bounds its own tasks alone.
 
-        A resume's arrays wait for the sweep's earlier arrays still in flight.
+        So an array of a launch waits for its earlier arrays (afterany) where they would run more than %N at once.
+        A resume's arrays wait for the sweep's earlier arrays still in flight too.
         """
         executor.update_parameters(dependency=f"afterany:{':'.join(arrays)}" if arrays else None)
 

@@ -526,9 +526,10 @@ def _launch(
             finally:
                 if backend.on_this_host:  # a scheduler's jobs outlive the launcher that watches them
                     dispatcher.cancel()
+    mine = busy & {spec.name for spec in plan.runs}  # the folder's other runs in flight are not this launch's to tell
     stuck_lines = {  # refit names the array: one line, and one scancel, for all of its tasks
         row.run: cannot_start_line(row.job_waits, row.job_id, sweep_dir, row.clusters)
         for row in states
-        if row.run in stuck & busy
+        if row.run in stuck & mine
     }
-    return Outcome(dispatcher.states, skipped, sorted(busy), job_ids, followed=backend.waits(), stuck=stuck_lines)
+    return Outcome(dispatcher.states, skipped, sorted(mine), job_ids, followed=backend.waits(), stuck=stuck_lines)

@@ -1,6 +1,7 @@
 """Sweeps as submitit job arrays on a real one-node Slurm cluster (scripts/slurm-local), and the sbatch they make."""
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -693,6 +694,21 @@ def test_a_launch_s_arrays_run_no_more_tasks_at_once_than_its_parallelism(naps, 
     first, second = sorted(load_sweep(runs / "default"), key=lambda r: r.status.started_at)
     assert first.status.job_id.split("_")[0] != second.status.job_id.split("_")[0], "two arrays"
     assert second.status.started_at >= first.status.finished_at, "the second array waited for the first"
+
+
+@pytest.mark.slurm
+def test_a_launch_beside_another_grid_in_flight_counts_its_own_runs(naps, tmp_path):
+    """The folder's first grid is queued or running: the second launch's runs are its own count, not the first's."""
+    try:
+        first = launch_here(*naps, "seed=0,1", "steps=100", f"runs_dir={tmp_path}")
+        assert first.returncode == 0, first.stderr
+        second = launch_here(*naps, "seed=2", "steps=100", f"runs_dir={tmp_path}")
+        assert second.returncode == 0, second.stderr
+        said = second.stdout
+        assert "submitted 1 run as job" in said and "still queued or running" not in said, said
+    finally:
+        jobs = json.loads((tmp_path / "default" / "jobs.json").read_text())
+        slurm("scancel", *{job["job_id"].split("_")[0] for job in jobs.values()})
 
 
 @pytest.mark.slurm

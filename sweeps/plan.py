@@ -911,7 +911,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     configs, errors = compose_runs(ranking.runs, sources, dirs)
     configs, unsized = with_default_sizes(configs)
     configs = reading(configs)
-    unread_axes, left_out = unread(ranking.runs, configs, typed, sources)
+    # what the runs read is known where every run composed: a run that did not reads nothing, as far as it goes
+    unread_axes, left_out = unread(ranking.runs, configs, typed, sources) if not errors else ([], [])
     errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun

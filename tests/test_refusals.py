@@ -73,6 +73,8 @@ BAD = [
     ["model=resnet18,mylib.models.resnet18"],
     # a list of a group's options, which Hydra would merge into one run named by the last
     ["precision=[amp_bf16,fp32]"],
+    # a value of the wrong type beside a swept axis: the one problem, not a second about what no run reads
+    ["input_type=tensor,subclass", "steps=ten"],
 ]
 
 

@@ -477,10 +477,16 @@ def test_a_job_larger_than_any_node_of_its_partition_is_refused_before_anything_
 
 def test_a_slurm_time_limit_that_leaves_a_run_no_time_before_slurm_s_warning_is_refused():
     """Slurm may warn a job up to 60 s before the 90 s asked: a 2-minute job may be warned as it starts."""
-    problems = launcher_problems(LauncherConf(name="slurm", timeout_min=2))
+    alone = build_plan([*TINY, "repeats=1", "pairing=process"])  # a process a run: a job of one side
+    problems = launcher_problems(LauncherConf(name="slurm", max_array_size=8, timeout_min=2), alone)
     assert any(p.startswith("launcher.timeout_min=2: a Slurm job's time is whole minutes (--time=2)") for p in problems)
-    assert "Give 3 or more (a 3-minute job leaves its run 30 s at least)" in "".join(problems)
-    assert not any("timeout_min" in p for p in launcher_problems(LauncherConf(name="slurm", timeout_min=3)))
+    assert "3-minute job leaves its run 30 s at least): timeout_min=3 or more" in "".join(problems)
+    assert not launcher_problems(LauncherConf(name="slurm", max_array_size=8, timeout_min=3), alone)
+    paired = build_plan([*TINY, "input_type=tensor,subclass", "memory_format=contiguous", "repeats=1", "pairing=auto"])
+    for minutes, said in ((1, "--time=2: timeout_min x 2 sides, its shortest job's"), (1.5, None)):
+        problems = launcher_problems(LauncherConf(name="slurm", max_array_size=8, timeout_min=minutes), paired)
+        found = [p for p in problems if p.startswith(f"launcher.timeout_min={minutes:g}")]
+        assert (said in found[0] and "timeout_min=1.5 or more" in found[0]) if said else not found, problems
 
 
 def launcher_problems(conf: LauncherConf, plan=None) -> list[str]:

@@ -19,6 +19,7 @@ import submitit
 from perfsweep.conf.schema import LauncherConf
 from perfsweep.launcher.backends.base import Backend, JobShape, SchedulerUnavailable
 from perfsweep.launcher.run_job import SLURM_EARLY_S, SLURM_WARNING_S
+from perfsweep.sweeps.pairing import groups
 
 TIME_BEFORE_WARNING_S = 30  # the least a job's time may leave its run before Slurm's warning
 # submitit counts a preemption of a job of 10 minutes or less as a timeout: it requeues such a job this many times
@@ -250,16 +251,26 @@ class Slurm(Backend):
         if not missing and not clusters and (self.conf.partition or "").isprintable():
             tasks = max((self.ranks_per_node(run.config) or 1 for run in plan.runs), default=1)
             problems += node_problems(self.conf, tasks)
+        return problems + self.time_problems(plan) + self.nodes_problems(plan)
+
+    def time_problems(self, plan) -> list[str]:
+        """A job time that leaves its run no time before Slurm's warning: the plan's shortest job's.
+
+        A job's time is launcher.timeout_min times its process's sides (`shape`).
+        """
+        sides = min((len(g.runs) if g.paired else 1 for g in groups(list(plan.runs))), default=1)
+        minutes = math.ceil(self.conf.timeout_min * sides)
         warned = SLURM_WARNING_S + SLURM_EARLY_S  # the earliest Slurm may warn a job, before its end
-        if math.ceil(self.conf.timeout_min) * 60 - warned < TIME_BEFORE_WARNING_S:
-            problems.append(
-                f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "
-                f"(--time={math.ceil(self.conf.timeout_min)}), and Slurm warns it {SLURM_WARNING_S} s before its end, "
-                f"or up to {SLURM_EARLY_S} s earlier, where its run stops to start over; that leaves the run no time "
-                f"(a warning before the job's start-up ends kills it). Give 3 or more (a 3-minute job leaves its run "
-                f"{180 - warned} s at least)"
-            )
-        return problems + self.nodes_problems(plan)
+        if minutes * 60 - warned >= TIME_BEFORE_WARNING_S:
+            return []
+        each = f": timeout_min x {sides} sides, its shortest job's" if sides > 1 else ""
+        return [
+            f"launcher.timeout_min={self.conf.timeout_min:g}: a Slurm job's time is whole minutes "
+            f"(--time={minutes}{each}), and Slurm warns it {SLURM_WARNING_S} s before its end, "
+            f"or up to {SLURM_EARLY_S} s earlier, where its run stops to start over; that leaves the run no time "
+            f"(a warning before the job's start-up ends kills it). Give a job 3 minutes or more (a 3-minute job leaves "
+            f"its run {180 - warned} s at least): timeout_min={3 / sides:.3g} or more"
+        ]
 
     def run_limit(self) -> tuple[float | None, int]:
         return None, 0  # the cluster limits each job

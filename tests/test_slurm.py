@@ -460,6 +460,21 @@ def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(o
 
 
 @pytest.mark.slurm
+def test_gpus_no_node_has_and_an_array_past_the_cluster_s_limit_are_refused_before_anything_is_written(
+    on_slurm, tmp_path
+):
+    """The local cluster's node has no GPU, and its MaxArraySize is 1001: sbatch would refuse either."""
+    for setting, said in (
+        ("launcher.gpus_per_node=8", "a job asks a node for 8 GPUs, and partition cpu's nodes have 0 at most"),
+        ("launcher.max_array_size=5000", "the cluster's arrays hold 1000 tasks at most (MaxArraySize"),
+    ):
+        result = launch_here(*FUNCTION, setting, f"runs_dir={tmp_path}")
+        assert result.returncode == 2 and said in result.stderr, result.stdout + result.stderr
+        assert not (tmp_path / "default").exists()
+    assert not launcher_problems(LauncherConf(name="slurm", max_array_size=1000, gpus_per_node=0))
+
+
+@pytest.mark.slurm
 def test_a_job_larger_than_any_node_of_its_partition_is_refused_before_anything_is_submitted(on_slurm, tmp_path):
     """The local cluster's node has 2 CPUs: a job of 4 a task, or of 2 ranks of 2 each, would queue for ever."""
     result = launch_here(*FUNCTION, "launcher.cpus_per_task=4", f"runs_dir={tmp_path}")

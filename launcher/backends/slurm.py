@@ -142,6 +142,33 @@ def cluster_max_array_size() -> int:
     raise ValueError(f"cannot read MaxArraySize from `scontrol show config` ({why}); set launcher.max_array_size=N")
 
 
+def _gpus(gres: str) -> int:
+    """A node's GPUs, from sinfo's %G: 'gpu:8', 'gpu:a100:4(S:0-1),gpu:h100:4', or '(null)' for none."""
+    count = 0
+    for entry in gres.split(","):
+        name, _, rest = entry.partition(":")
+        last = rest.split("(")[0].rsplit(":", 1)[-1]
+        count += int(last) if name == "gpu" and last.isdigit() else 0
+    return count
+
+
+def array_size_problems(asked: int) -> list[str]:
+    """Where launcher.max_array_size is above the cluster's MaxArraySize: sbatch would refuse such an array.
+
+    A cluster that does not tell its MaxArraySize refuses nothing here: the setting stands in for it.
+    """
+    try:
+        most = cluster_max_array_size()
+    except ValueError:
+        return []
+    if asked <= most:
+        return []
+    return [
+        f"launcher.max_array_size={asked}: the cluster's arrays hold {most} tasks at most (MaxArraySize, scontrol "
+        f"show config): sbatch would refuse a larger one; give {most} or fewer, or leave it unset"
+    ]
+
+
 def partition_problems(partition: str) -> list[str]:
     """Where `--partition` (a name, or a list by commas) names one the cluster lacks: sbatch would refuse it.
 
@@ -161,9 +188,9 @@ def partition_problems(partition: str) -> list[str]:
 
 
 def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
-    """Where no node of a job's partition has the CPUs and memory the job asks of a node.
+    """Where no node of a job's partition has the GPUs, or the CPUs and memory, the job asks of a node.
 
-    Such a job would queue for ever.
+    sbatch refuses such GPUs; a job of such CPUs or memory would queue for ever.
     `tasks` is the most tasks a job puts on a node: a run's ranks, else 1.
     The partition is launcher.partition's, else the cluster's default.
     Of a list, any node of any counts.
@@ -175,15 +202,22 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
         return []
     # -a (hidden partitions too) and -p conflict: sinfo refuses both at once, and a named partition shows hidden or not
     where = ["-p", conf.partition] if conf.partition else ["-a"]
-    out = _asked(["sinfo", *where, "-h", "-N", "-o", "%P %c %m"])
+    out = _asked(["sinfo", *where, "-h", "-N", "-o", "%P %c %m %G"])
     rows = [line.split() for line in out.stdout.splitlines()] if out.returncode == 0 else []
-    rows = [row for row in rows if len(row) == 3 and all(part.rstrip("+").isdigit() for part in row[1:])]
+    rows = [row for row in rows if len(row) == 4 and all(part.rstrip("+").isdigit() for part in row[1:3])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
     nodes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
     cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024
+    where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes" if rows else ""
+    gpus = max((_gpus(row[3]) for row in rows), default=None)
+    if gpus is not None and (conf.gpus_per_node or 0) > gpus:
+        return [
+            f"launcher.gpus_per_node={conf.gpus_per_node}: a job asks a node for {conf.gpus_per_node} GPUs, and "
+            f"{where} have {gpus} at most (sinfo's gres): sbatch would refuse it; "
+            + (f"give {gpus} or fewer" if gpus else "give 0: they have none")
+        ]
     if not nodes or any(cpus <= has_cpus and mb <= has_mb for has_cpus, has_mb in nodes):
         return []
-    where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes"
     most_cpus, most_mb = max(c for c, _ in nodes), max(m for _, m in nodes)
     asked = f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}"
     shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
@@ -234,6 +268,8 @@ class Slurm(Backend):
                 cluster_max_array_size()
             except ValueError as error:
                 problems.append(str(error))
+        else:
+            problems += array_size_problems(self.conf.max_array_size)
         problems += [
             f"launcher.sbatch_extra.{key}: the script passes it as --{key}=..., and sbatch's one-letter options have "
             f"no such form: give its long name (sbatch --help; clusters for -M)"

@@ -182,7 +182,9 @@ class Dispatcher:
                     f"submitting the sweep's runs failed: {_last_line(error)}\n{done}; {counted(left, 'run')} "
                     f"{'was' if left == 1 else 'were'} not submitted (pending). "
                     f"`{user_command()} status {self.sweep_dir}` follows what was; "
-                    f"`{user_command()} resume {self.sweep_dir}` submits the rest."
+                    f"`{user_command()} resume {self.sweep_dir}` submits the rest, and where sbatch refused a setting, "
+                    f"`{user_command()} resume {self.sweep_dir} launcher.KEY=VALUE` submits it with that setting "
+                    "changed."
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]

@@ -4,12 +4,14 @@ python launch.py status SWEEP_DIR
 """
 
 import dataclasses
+import socket
 from pathlib import Path
 
 from perfsweep import records, user_command
 from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
 from perfsweep.launcher.run_job import slurm_end
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
+from perfsweep.records.lock import holding_host, launching
 from perfsweep.records.words import counted
 
 
@@ -174,6 +176,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         return "\n".join([f"{sweep_dir}: no runs{each}", *notes]), EXIT_NOT_DONE
     states = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines = [f"{sweep_dir}: {counted(len(rows), 'run')}, {states}", *notes]
+    unsubmitted = not_submitted(sweep_dir, rows)
     for row in rows:
         detail = f"  {row.status.error_line(160)}" if row.status.error else ""
         if row.state == UNREADABLE:
@@ -186,13 +189,21 @@ def render(sweep_dir: Path) -> tuple[str, int]:
             detail = f"  {cannot_start_line(row.job_waits, row.job_id, sweep_dir, row.clusters)}"
         elif row.state == PENDING and row.job_waits:
             detail = f"  queued: {_waits(row)}"
+        elif row.run in unsubmitted:
+            detail = "  never submitted: no job holds it, and no launch holds the folder"
         ended = row.job_alive is False and (row.state == LOST or row.status.interrupted)
         if ended and (end := slurm_end(row.log)):
             detail += f" ({end})" if detail else f"  its job ended: {end}"
         job = f"  job {row.job_id}" + (f" (cluster {row.clusters})" if row.clusters else "") if row.job_id else ""
         log = f"  log {row.log}" if row.log and row.state != records.DONE else ""
         lines.append(f"{row.state:<8} {row.run}{job}{log}{detail}")
-    if counts[LOST] or counts[records.FAILED] or counts[UNREADABLE] or any(r.job_alive is False for r in rows):
+    if (
+        counts[LOST]
+        or counts[records.FAILED]
+        or counts[UNREADABLE]
+        or unsubmitted
+        or any(r.job_alive is False for r in rows)
+    ):
         lines.append(_rerun(rows, sweep_dir))
     elif counts[records.DONE] == len(rows):
         lines.append(f"all done: `{user_command()} table {sweep_dir}` gives their figures")
@@ -201,7 +212,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
 
 # What Slurm's reasons for a pending job mean to a sweep's runs; others are shown as Slurm words them.
 WAITS = {
-    "Dependency": "after the sweep's arrays an earlier launch left queued or running, so that no two measure at once",
+    "Dependency": "after the sweep's earlier arrays, so that no more run at once than launcher.parallelism",
     "JobArrayTaskLimit": "after its array's other tasks, launcher.parallelism at a time",
     "JobHeldUser": "held; `scontrol {where}release {job}` lets it run",
     "JobHeldAdmin": "held by an administrator",
@@ -251,6 +262,13 @@ def _waits(row: RunState) -> str:
     """Why a run's queued job waits: Slurm's reason, and what it means (WAITS)."""
     meaning = WAITS.get(row.job_waits)
     return f"{row.job_waits} ({meaning.format(job=row.job_id, where=on(row.clusters))})" if meaning else row.job_waits
+
+
+def not_submitted(sweep_dir: Path, rows: list[RunState]) -> set[str]:
+    """The pending runs that no job holds while no launch holds the folder: a launch's submission left them."""
+    if launching(sweep_dir) is not None or holding_host(sweep_dir) not in (None, socket.gethostname()):
+        return set()
+    return {row.run for row in rows if row.state == PENDING and not row.job_id and not row.status.interrupted}
 
 
 def _rerun(rows: list[RunState], sweep_dir: Path) -> str:

@@ -20,6 +20,7 @@ from perfsweep import records
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views.compare import compare
 from perfsweep.analysis.views.table import view
+from perfsweep.launcher import sweepdir
 from perfsweep.launcher.jobs import RunPack
 from perfsweep.launcher.run_job import RunJob, Runner
 from perfsweep.launcher.run_states import EXIT_IN_FLIGHT, EXIT_NOT_DONE, run_states
@@ -367,6 +368,20 @@ def two_done(tmp_path_factory) -> Path:
     runs = tmp_path_factory.mktemp("two") / "runs"
     assert launch_here(*TWO_RUNS, f"runs_dir={runs}").returncode == 0
     return runs / "default"
+
+
+def test_status_names_runs_that_no_submission_reached_and_how_to_submit_them(tmp_path):
+    """A launch marked its runs pending, then its submission failed: no job holds them, and no launch the folder."""
+    plan = build_plan([*TWO_RUNS, f"runs_dir={tmp_path}"])
+    sweepdir.open_sweep(plan, ["perfsweep"])
+    sweepdir.mark_pending(plan, list(plan.runs))
+    shown = launch_here("status", str(plan.sweep_dir))
+    assert shown.returncode == EXIT_NOT_DONE, shown.stdout
+    pending = [line for line in shown.stdout.splitlines() if line.startswith("pending")]
+    assert len(pending) == 2 and all(
+        line.endswith("never submitted: no job holds it, and no launch holds the folder") for line in pending
+    )
+    assert shown.stdout.splitlines()[-1] == f"re-run what is not done: perfsweep resume {plan.sweep_dir}"
 
 
 def test_status_says_that_a_run_failed_on_a_known_issue_fails_on_it_again(two_done, tmp_path):

@@ -295,7 +295,8 @@ def test_a_resume_while_an_array_runs_waits_for_it_so_that_no_two_runs_measure_a
     (new,) = {job["job_id"].split("_")[0] for job in records.read_json(sweep / records.JOBS).values()} - {first_array}
     assert f"Dependency=afterany:{first_array}" in slurm("scontrol", "show", "job", new).replace("(unfulfilled)", "")
     status = launch_here("status", str(sweep))
-    assert "queued: Dependency (after the sweep's arrays an earlier launch left queued" in status.stdout, status.stdout
+    waits = "queued: Dependency (after the sweep's earlier arrays, so that no more run at once"
+    assert waits in status.stdout, status.stdout
     first, second = sorted(wait_until_final(sweep).values(), key=lambda status: status.started_at)
     assert second.started_at >= first.finished_at, "the resumed run started only once the first had ended"
 

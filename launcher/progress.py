@@ -77,8 +77,10 @@ class Progress:
         seconds = time.monotonic() - self.running_since.pop(spec.name)
         spent = ""
         if timing:
-            # the launcher sees a run start and end at its polls: never less than the run's own parts
-            seconds = max(seconds, sum(timing.get(key, 0.0) for key in OWN_PARTS))
+            # the launcher sees a run start and end at its polls, seconds apart on a scheduler: the run's own parts
+            # are its time where it recorded each; else they are a floor
+            own = sum(timing.get(key, 0.0) for key in OWN_PARTS)
+            seconds = own if all(key in timing for key in OWN_PARTS) else max(seconds, own)
             self.timings.append(timing)
             parts = [("start-up", "startup_s"), ("warm-up", "warmup_s"), ("window", "window_s")]
             parts += [("after the window", "records_s"), ("of which counts and probes", "counted_s")]

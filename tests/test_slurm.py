@@ -600,6 +600,11 @@ def test_a_job_no_single_node_can_hold_is_refused_and_one_some_node_holds_is_not
     assert said.endswith("64 at most (sinfo): Slurm would queue it for ever; give 8 or fewer"), said
     elsewhere = LauncherConf(name="slurm", cpus_per_task=128, sbatch_extra={"partition": "huge"})
     assert not slurm_backend.node_problems(elsewhere, 1), "a partition given past launcher.partition is sbatch's"
+    gres = 'echo "gpu* 64 1000 gpu:a100:4(S:0-1),gpu:h100:2"\necho "gpu* 8 1000 (null)"\n'
+    (tmp_path / "sinfo").write_text(f"#!/bin/sh\n{gres}")
+    (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", gpus_per_node=8), 1)
+    assert "a job asks a node for 8 GPUs, and partition gpu's nodes have 6 at most (sinfo's gres)" in said, said
+    assert not slurm_backend.node_problems(LauncherConf(name="slurm", gpus_per_node=6), 1)
 
 
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):

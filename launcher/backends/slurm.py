@@ -204,7 +204,8 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
     where = ["-p", conf.partition] if conf.partition else ["-a"]
     out = _asked(["sinfo", *where, "-h", "-N", "-o", "%P %c %m %G"])
     rows = [line.split() for line in out.stdout.splitlines()] if out.returncode == 0 else []
-    rows = [row for row in rows if len(row) == 4 and all(part.rstrip("+").isdigit() for part in row[1:3])]
+    rows = [[*row, "(null)"][:4] for row in rows if len(row) in (3, 4)]  # a node's gres, where sinfo gives it
+    rows = [row for row in rows if all(part.rstrip("+").isdigit() for part in row[1:3])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
     nodes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
     cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024

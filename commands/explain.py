@@ -77,7 +77,10 @@ def show_explanations(args: argparse.Namespace) -> int:
 
 
 def other_code(sweep_dir, runs, again, theirs) -> list[str]:
-    """A line where the launch again measured other code than the sweep: its explanations are of that code."""
+    """A line where the launch again measured other code than the sweep.
+
+    Its explanations are of that code.
+    """
     from perfsweep import records
     from perfsweep.analysis.views.compare import changes, code_of, differences
 

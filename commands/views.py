@@ -353,7 +353,10 @@ def upload(args: argparse.Namespace) -> int:
 
 
 def stale_report(sweep_dir: Path) -> str:
-    """A line where the sweep's report.html predates a run's records: it shows fewer runs, or older ones; else ''."""
+    """A line where the sweep's report.html predates a run's records; else ''.
+
+    Such a report shows fewer runs, or older ones.
+    """
     from perfsweep import records, user_command
 
     report = sweep_dir / records.REPORT

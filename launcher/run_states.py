@@ -265,7 +265,10 @@ def _waits(row: RunState) -> str:
 
 
 def not_submitted(sweep_dir: Path, rows: list[RunState]) -> set[str]:
-    """The pending runs that no job holds while no launch holds the folder: a launch's submission left them."""
+    """The pending runs that no job holds, while no launch holds the folder.
+
+    A launch's submission left them.
+    """
     if launching(sweep_dir) is not None or holding_host(sweep_dir) not in (None, socket.gethostname()):
         return set()
     return {row.run for row in rows if row.state == PENDING and not row.job_id and not row.status.interrupted}

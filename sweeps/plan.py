@@ -34,6 +34,7 @@ from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing, rerun
 from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
+from perfsweep.sweeps.declared import declaration_problems, unrun_baselines
 from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
 
@@ -909,6 +910,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     given = dict(sources)  # who set each key, before an option file of the user's won over a sweep file's
     sources |= ranking.won
     configs, errors = compose_runs(ranking.runs, sources, dirs)
+    if declared := declaration_problems(configs):  # its runs could not be named
+        raise PlanError(errors + declared)
     configs, unsized = with_default_sizes(configs)
     configs = reading(configs)
     # what the runs read is known where every run composed: a run that did not reads nothing, as far as it goes
@@ -942,6 +945,6 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
     notices = ranking.notices + left_out + added_axes(list(runs.values()), typed, given) + unused
-    notices += undeclared_axes(configs) + graphs_on_a_cpu(configs)
+    notices += undeclared_axes(configs) + graphs_on_a_cpu(configs) + unrun_baselines(configs, sources)
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

@@ -6,6 +6,8 @@ import sys
 import pytest
 
 from perfsweep import records
+from perfsweep.commands.cli import with_config_dirs
+from perfsweep.sweeps.plan import build_plan
 from tests import golden
 from tests.helpers import FAST, launch_here
 
@@ -129,3 +131,37 @@ def test_a_command_or_a_flag_that_is_not_there_is_named_alone_with_the_nearest(t
     said = "error: unrecognized arguments: --bogus; a setting is KEY=VALUE, without dashes: bogus=VALUE"
     assert flag.returncode == 2 and flag.stderr.rstrip().endswith(said), flag.stderr
     assert not any(tmp_path.iterdir())
+
+
+DECLARED = """name: ps
+impl: loop
+size: 100
+axes: {workload: workload.name, impl: workload.impl}
+sizes: [size]
+baseline: {axis: impl, value: loop}
+"""
+
+
+@pytest.mark.parametrize(
+    "typo, said",
+    [
+        ("impl: workload.impl}", "impl: workload.imp}"),
+        ("sizes: [size]", "sizes: [siez]"),
+        ("baseline: {axis: impl,", "baseline: {axis: impll,"),
+    ],
+)
+def test_a_workload_yaml_that_declares_what_its_runs_have_not_is_refused_not_crashed(tmp_path, typo, said):
+    """A workload of the user's own (a copy of pairwise_sum_prod's yaml) with a typo in its declaration."""
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "workload" / "ps.yaml").write_text(DECLARED.replace(typo, said))
+    result = launch_here("--config-dir", str(tmp_path), "workload=ps", "workload.impl=broadcast,loop", "repeats=1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    golden.says(f"refused: a workload that declares {said}", result.stderr, {tmp_path: "<tmp>"})
+
+
+def test_a_declared_baseline_the_sweep_does_not_run_is_said_with_the_one_it_compares_over(tmp_path):
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "workload" / "ps.yaml").write_text(DECLARED.replace("value: loop", "value: lop"))
+    plan = build_plan(with_config_dirs(["--config-dir", str(tmp_path), "workload=ps", "workload.impl=broadcast,loop"]))
+    said = "workload ps declares its baseline impl=lop, which this sweep does not run: its impl speed-ups are over"
+    assert any(notice.startswith(said + " broadcast, the first it lists") for notice in plan.notices), plan.notices

@@ -1,0 +1,79 @@
+"""A workload's declaration, checked before its runs are named.
+
+It is its axes, its sizes and its baseline.
+A workload's yaml declares them (conf/schema.py `DECLARATION`).
+The yaml is perfsweep's or the user's own.
+A typo there would crash the naming of its runs.
+Or it would compare its axis with another value than the one it names.
+"""
+
+import dataclasses
+
+from perfsweep.conf.schema import Config, WorkloadConf
+from perfsweep.sweeps.keys import did_you_mean
+
+
+def declaration_problems(configs: list[Config]) -> list[str]:
+    """What each workload's declaration names that its runs have not.
+
+    That is a key, a field or an axis.
+    """
+    seen: dict[str, list[str]] = {}
+    for config in configs:
+        workload = config.workload
+        if workload.name not in seen:
+            seen[workload.name] = _problems(config, workload)
+    return [problem for found in seen.values() for problem in found]
+
+
+def _problems(config: Config, workload: WorkloadConf) -> list[str]:
+    where = f"workload {workload.name} declares"
+    fields = [f.name for f in dataclasses.fields(WorkloadConf)]
+    problems = []
+    for axis, key in workload.axes.items():
+        if (missing := _missing(config, key)) is not None:
+            problems.append(f"{where} its axis {axis} as {key}, which its runs have not: no {missing}")
+    for size in workload.sizes:
+        if size not in fields:
+            problems.append(f"{where} the size {size}, no field of a workload{did_you_mean(size, fields)}")
+    axes = [*workload.axes, *workload.sizes]
+    if workload.baseline.axis and workload.baseline.axis not in axes:
+        problems.append(
+            f"{where} its baseline along {workload.baseline.axis}, none of its axes "
+            f"({', '.join(axes) or 'none'}){did_you_mean(workload.baseline.axis, axes)}"
+        )
+    return problems
+
+
+def _missing(config: Config, key: str) -> str | None:
+    """The part of `key` (workload.impl) that the config has not, with the nearest it has.
+
+    None where it has all.
+    """
+    node = config
+    for part in key.split("."):
+        names = [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
+        if not hasattr(node, part):
+            return f"{part!r}{did_you_mean(part, names)}"
+        node = getattr(node, part)
+    return None
+
+
+def unrun_baselines(configs: list[Config], sources: dict[str, str]) -> list[str]:
+    """A notice where a workload's declared baseline is not run.
+
+    Its axis is one the sweep varies.
+    Its axis's speed-ups are then over another value (sweeps/baselines.py).
+    A baseline the sweep sets (+baselines.AXIS=VALUE) is the sweep's choice.
+    That goes unsaid.
+    """
+    said = {}
+    for config in configs:
+        declared = config.workload.baseline
+        chosen = config.baselines.get(declared.axis)
+        if chosen and chosen != declared.value and f"baselines.{declared.axis}" not in sources:
+            said[config.workload.name, declared.axis] = (
+                f"workload {config.workload.name} declares its baseline {declared.axis}={declared.value}, which this "
+                f"sweep does not run: its {declared.axis} speed-ups are over {chosen}, the first it lists"
+            )
+    return list(said.values())

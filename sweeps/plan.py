@@ -559,6 +559,7 @@ def added_axes(specs: list[RunSpec], typed: set[str], sources: dict[str, str]) -
     for spec in first:
         workload = spec.config.workload
         declared = {**workload.axes, **{field: f"workload.{field}" for field in workload.sizes}}
+        declared |= {name: f"env.packages.{name}" for name in spec.config.env.packages}  # a package's version axis
         for axis, value in spec.axes.items():
             values.setdefault(axis, {})[value] = None
             keys.setdefault(axis, declared.get(axis, axis))

@@ -216,3 +216,5 @@ def test_a_sweep_file_s_axes_swept_beside_the_command_line_s_are_named_with_the_
     assert one.startswith(alone + "configurations"), "the typed axis, by its field, is the command line's"
     for quiet in (["input_type=tensor", "memory_format=contiguous"], [], ["seed=0,1"]):  # no axis typed: no notice
         assert not any("swept beside" in n for n in build_plan(quiet).notices), quiet
+    typed = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "+env.packages.numpy=2.2.6,2.4.6"]
+    assert not any("swept beside" in n for n in build_plan(typed).notices), "a package's versions typed are typed"

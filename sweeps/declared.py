@@ -77,3 +77,21 @@ def unrun_baselines(configs: list[Config], sources: dict[str, str]) -> list[str]
                 f"sweep does not run: its {declared.axis} speed-ups are over {chosen}, the first it lists"
             )
     return list(said.values())
+
+
+def size_problems(configs: list[Config]) -> list[str]:
+    """Each size a step of the user's own declares (workload.size) at 0 or less: a problem of no size.
+
+    perfsweep's own workloads check their sizes themselves (train/checks.py).
+    """
+    said = {}
+    for config in configs:
+        workload = config.workload
+        for field in workload.sizes if workload._target_ else ():
+            value = getattr(workload, field, None)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+                said[field, value] = (
+                    f"workload.{field}={value} must be 1 or more: workload {workload.name} declares {field} its "
+                    "problem's size"
+                )
+    return list(said.values())

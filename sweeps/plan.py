@@ -34,7 +34,7 @@ from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing, rerun
 from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
-from perfsweep.sweeps.declared import declaration_problems, unrun_baselines
+from perfsweep.sweeps.declared import declaration_problems, size_problems, unrun_baselines
 from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, safe_name
 
@@ -919,7 +919,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     unread_axes, left_out = unread(ranking.runs, configs, typed, sources) if not errors else ([], [])
     errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
-    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun
+    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun + size_problems(configs)
     refused, unused = compile_settings_unread(configs, overrides, sources)
     errors += refused
     if errors and (not partial or not configs):

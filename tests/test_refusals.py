@@ -165,3 +165,12 @@ def test_a_declared_baseline_the_sweep_does_not_run_is_said_with_the_one_it_comp
     plan = build_plan(with_config_dirs(["--config-dir", str(tmp_path), "workload=ps", "workload.impl=broadcast,loop"]))
     said = "workload ps declares its baseline impl=lop, which this sweep does not run: its impl speed-ups are over"
     assert any(notice.startswith(said + " broadcast, the first it lists") for notice in plan.notices), plan.notices
+
+
+def test_a_size_of_0_or_less_for_a_step_of_the_user_s_own_is_refused(tmp_path, sleeping_steps):
+    """perfsweep's own workloads check their sizes; a step of the user's own declares its size in its yaml."""
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "workload" / "nap.yaml").write_text("_target_: slow_steps.Step\nname: nap\nsize: 100\nsizes: [size]\n")
+    result = launch_here("--config-dir", str(tmp_path), "workload=nap", "workload.size=100,0", "repeats=1")
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "workload.size=0 must be 1 or more: workload nap declares size its problem's size" in result.stderr

@@ -20,6 +20,7 @@ A name that both have is refused, never shadowed.
 
 import dataclasses
 import importlib.util
+import logging
 import random
 import re
 from pathlib import Path
@@ -466,10 +467,14 @@ def _step_reads(path: str) -> object:
 
     A path that does not import declares nothing here: the launch's checks say what is wrong with it.
     """
+    quiet = logging.getLogger("hydra.utils")  # get_object logs its error before it raises it
+    was, quiet.disabled = quiet.disabled, True
     try:
         step = get_object(path)
     except Exception:  # the user's module raised: the launch's checks report it with the user's frames
         return None
+    finally:
+        quiet.disabled = was
     return getattr(step, "reads", None)
 
 

@@ -180,6 +180,15 @@ def test_a_step_that_reads_no_model_has_no_samples_per_s_of_the_models_batch(use
     assert "samples/s" not in header, result.stdout
 
 
+def test_a_step_s_summary_of_a_field_summary_json_has_not_fails_naming_it_and_the_fields(user_module, tmp_path):
+    user_module("summed", FAILS_AT_SEED_1 + "\n    def summary(self, steps_per_s):\n        return {'result': 1.0}\n")
+    result = here(tmp_path, "workload=summed.Step")
+    assert result.returncode == 1, result.stdout + result.stderr
+    (status,) = [records.read_status(p.parent) for p in (tmp_path / "runs").glob("*/*/status.json")]
+    said = "summed.Step.summary returned 'result': a step's summary gives only samples_per_s, batch_size, output_type"
+    assert status.error.type == "TypeError" and said in status.error.line(), status.error
+
+
 def test_a_library_model_that_raises_as_it_is_built_fails_with_its_own_error_not_hydras(tmp_path):
     result = here(tmp_path, "model=torch.nn.Linear", "+model.kwargs.in_features=-1", "+model.kwargs.out_features=10")
     assert result.returncode == 1, result.stdout + result.stderr

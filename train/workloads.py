@@ -21,6 +21,9 @@ from perfsweep.train import user_targets
 from perfsweep.train.registry import Registry
 from perfsweep.train.timing import StepClock
 
+# What a step's own summary(steps_per_s) may give: summary.json's fields that a workload, not perfsweep, knows
+STEP_SUMMARY = ("samples_per_s", "batch_size", "output_type", "params")
+
 WORKLOADS: Registry[type["Workload"]] = Registry("workload")
 
 
@@ -91,7 +94,14 @@ def user_workload(path: str) -> type[Workload]:
         def summary(self, steps_per_s: float) -> dict[str, Any]:
             own = getattr(self.user, "summary", None)
             if callable(own):
-                return dict(own(steps_per_s))
+                found = dict(own(steps_per_s))
+                if unknown := sorted(set(found) - set(STEP_SUMMARY)):
+                    raise TypeError(
+                        f"{type(self.user).__module__}.{type(self.user).__qualname__}.summary returned "
+                        f"{', '.join(map(repr, unknown))}: a step's summary gives only {', '.join(STEP_SUMMARY)} "
+                        "(docs/your-code.md)"
+                    )
+                return found
             if "model" not in self.cfg.workload.reads:  # no batch of the model's: its samples are unknown
                 return {}
             batch = self.cfg.model.batch_size

@@ -53,7 +53,25 @@ BAD_PATHS = [
     ["input_type=imagelib.tensors"],
     ["model=imagelib.model.SmallCNN"],
     ["model=needs.Net"],
+    ["workload=badsteps.NoStep"],
+    ["workload=badsteps.OneArgument"],
 ]
+BAD_STEPS = """class NoStep:
+    phases = ("call",)
+
+    def __init__(self, cfg, device):
+        pass
+
+
+class OneArgument:
+    phases = ("call",)
+
+    def __init__(self, cfg):
+        pass
+
+    def step(self, index, clock):
+        pass
+"""
 NEEDS = """import torch
 
 
@@ -79,6 +97,7 @@ def test_an_argument_given_by_position_is_not_asked_for_by_name(user_module):
 def test_an_import_path_that_names_nothing_or_the_wrong_kind_is_refused(imagelib, user_module, tmp_path, args):
     user_module("broken_on_import", "import torch\nraise ValueError('this module needs a GPU driver')\n")
     user_module("needs", NEEDS)
+    user_module("badsteps", BAD_STEPS)
     result = here(tmp_path, *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
     assert not (tmp_path / "runs").exists(), "refused before anything was written"

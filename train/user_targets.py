@@ -157,8 +157,17 @@ def _input_type(thing: Any) -> str:
 
 def _workload(thing: Any) -> str:
     expected = "a class with `phases` (its phases' names) and `step(index, clock)` (docs/your-code.md)"
-    if not inspect.isclass(thing) or not callable(getattr(thing, "step", None)):
+    if not inspect.isclass(thing):
         return expected
+    if not callable(getattr(thing, "step", None)):
+        return f"{expected}; it has no step method"
+    try:
+        inspect.signature(thing).bind("cfg", "device")
+    except TypeError as error:
+        built = f"built as {thing.__name__}(cfg, device)"
+        return f"{expected}, {built}; its __init__{inspect.signature(thing)} is not: {error}"
+    except ValueError:  # a signature inspect cannot read (a class of C): its build says what is wrong
+        pass
     phases = getattr(thing, "phases", None)
     if not isinstance(phases, (tuple, list)) or not phases or not all(isinstance(p, str) and p for p in phases):
         return f"{expected}; its phases are {phases!r}, not a list of names"

@@ -154,7 +154,8 @@ def test_a_workload_yaml_that_declares_what_its_runs_have_not_is_refused_not_cra
     """A workload of the user's own (a copy of pairwise_sum_prod's yaml) with a typo in its declaration."""
     (tmp_path / "workload").mkdir()
     (tmp_path / "workload" / "ps.yaml").write_text(DECLARED.replace(typo, said))
-    result = launch_here("--config-dir", str(tmp_path), "workload=ps", "workload.impl=broadcast,loop", "repeats=1")
+    args = ["workload=ps", "workload.impl=broadcast,loop", "repeats=1", f"runs_dir={tmp_path / 'runs'}"]
+    result = launch_here("--config-dir", str(tmp_path), *args)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     golden.says(f"refused: a workload that declares {said}", result.stderr, {tmp_path: "<tmp>"})
 
@@ -171,6 +172,7 @@ def test_a_size_of_0_or_less_for_a_step_of_the_user_s_own_is_refused(tmp_path, s
     """perfsweep's own workloads check their sizes; a step of the user's own declares its size in its yaml."""
     (tmp_path / "workload").mkdir()
     (tmp_path / "workload" / "nap.yaml").write_text("_target_: slow_steps.Step\nname: nap\nsize: 100\nsizes: [size]\n")
-    result = launch_here("--config-dir", str(tmp_path), "workload=nap", "workload.size=100,0", "repeats=1")
+    args = ["workload=nap", "workload.size=100,0", "repeats=1", f"runs_dir={tmp_path / 'runs'}"]
+    result = launch_here("--config-dir", str(tmp_path), *args)
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     assert "workload.size=0 must be 1 or more: workload nap declares size its problem's size" in result.stderr

@@ -279,6 +279,12 @@ def test_sweeps_that_measured_for_other_lengths_say_so_and_hold_no_loss_to_anoth
     assert status & compare.EXIT_LOSS and len(lost) == 3, lost
     assert all(flag.startswith("LOSS CHANGED in 3 of 3 run pairs") for flag in lost)
     assert "how long they measured" not in said(shown)
+    # B's folder holds two launches, of 10 steps and 50: each matched configuration is read on its own
+    subclass = [run for run in b if run.axes["input_type"] == "subclass"]
+    others = [run for run in b if run.axes["input_type"] != "subclass"]
+    mixed = [*trained_to(others, 2.33, steps=10), *trained_to(subclass, 2.33, steps=50)]
+    shown, _ = compare.compare_runs(a, mixed, threshold=0.05, loss_tolerance=0.05)
+    assert "they differ in how long they measured: steps 20 -> 10, steps 20 -> 50;" in said(shown), said(shown)
 
 
 def test_no_launch_is_advised_where_its_grid_would_run_combinations_neither_sweep_had():

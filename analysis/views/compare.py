@@ -152,14 +152,21 @@ def measuring(run: RunRecord) -> dict[str, str]:
     return {key: repr(run.fields[key]) for key in MEASURING if key in run.fields}
 
 
-def measured_differently(a: list[RunRecord], b: list[RunRecord]) -> str:
-    """What the sweeps differ in how long they measured, as a line; '' if nothing."""
-    differ = differences(a, b, of=measuring)
-    if not differ:
+def measured_differently(matched: list[tuple[Configuration, Configuration]]) -> str:
+    """What the matched configurations differ in how long they measured, as a line; '' if nothing.
+
+    Each pair is read on its own: a folder of two launches may measure for two lengths.
+    """
+    found: dict[str, dict[tuple[str, str], None]] = {}
+    for ca, cb in matched:
+        for key, pair in differences(ca.runs, cb.runs, of=measuring).items():
+            found.setdefault(key, {})[pair] = None
+    if not found:
         return ""
+    said = ", ".join(f"{key} {a} -> {b}" for key, pairs in found.items() for a, b in pairs)
     return (
-        f"they differ in how long they measured: {changes(differ)}; final losses are compared only between runs "
-        "that trained as many steps"
+        f"they differ in how long they measured: {said}; final losses are compared only between runs that trained "
+        "as many steps"
     )
 
 
@@ -619,7 +626,7 @@ def compare_runs(
     above = [f"A: {names[0]} ({len(a)} done runs)  B: {names[1]} ({len(b)} done runs)"]
     if found.differ or found.matched:  # where nothing matched, what parts them says where they differ
         above.append(f"they differ in: {changes(found.differ) or 'nothing'}")
-    if measured := measured_differently(a, b):
+    if measured := measured_differently(found.matched):
         above.append(measured)
     if work := other_work(found.differ):
         above.append(work)

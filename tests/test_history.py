@@ -179,6 +179,26 @@ def test_a_slowdown_from_a_commit_on_is_a_regression_of_that_configuration_alone
     assert (tmp_path / "history-01-subclass.png").stat().st_size > 1000
 
 
+def test_a_regression_from_where_perfsweep_s_own_code_changed_says_so_beside_its_flag():
+    """perfsweep was upgraded at the commit the slowdown starts from: the slowdown may be how it measures."""
+    found = synthetic_history(np.random.default_rng(2), slower_from=5)
+
+    def measured_by(point, digest: str):
+        runs = [
+            dataclasses.replace(r, status=dataclasses.replace(r.status, code={"perfsweep": digest * 12}))
+            for r in point.runs
+        ]
+        return dataclasses.replace(point, runs=runs)
+
+    points = [measured_by(p, "b" if i >= 4 else "a") for i, p in enumerate(found.points)]
+    made, _, status = shown(dataclasses.replace(found, points=points))
+    (flagged,) = [series for series in made if series.flag]
+    assert status == views.EXIT_REGRESSION and flagged.label == "subclass"
+    assert flagged.flag.endswith("; perfsweep's own code differs: perfsweep files aaaaaaaa -> bbbbbbbb"), flagged.flag
+    made, _, _ = shown(dataclasses.replace(found, points=[measured_by(p, "a") for p in found.points]))
+    assert not any("perfsweep's own code" in series.flag for series in made)
+
+
 def test_a_short_history_without_a_change_point_says_the_smallest_step_it_would_find():
     """Six points of three runs each, 5% apart within each point; the series itself shows no noise but the step."""
     spread = np.exp([-0.05, 0.0, 0.05])

@@ -56,6 +56,7 @@ from perfsweep.analysis.views.compare import (
     Identity,
     beyond,
     changes,
+    code_of,
     differences,
     identity_of,
     lacking,
@@ -68,6 +69,7 @@ from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
+OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
@@ -94,6 +96,7 @@ class Series:
     index: int = 0  # its place among the history's configurations, which names its plot apart from theirs
     held: list[tuple[Point, list[RunRecord]]] = dataclasses.field(default_factory=list)  # its runs at each point
     threshold: float = math.nan  # the smallest slowdown it flags (--threshold)
+    since: int | None = None  # where the flagged slowdown starts: its change point, or the newest point alone
 
     @property
     def slug(self) -> str:
@@ -220,7 +223,21 @@ def with_context(series: Series) -> Series:
             series.flag += f"; their hosts differ in: {hosts}"
         if speed := machine_speed.compared(before, newest[1], ("the points before", newest[0].label)):
             series.flag += f"; {speed}"
+        if tool := perfsweep_changed(series):
+            series.flag += f"; {tool}"
     return series
+
+
+def perfsweep_changed(series: Series) -> str:
+    """Where perfsweep's own code differs between the points before the flagged slowdown and those from it; else ''.
+
+    The slowdown may then be how perfsweep measures, not the code under test.
+    """
+    start = series.since if series.since else len(series.held) - 1
+    before = [run for _, runs in series.held[:start] for run in runs]
+    after = [run for _, runs in series.held[start:] for run in runs]
+    differ = differences(before, after, of=lambda run: {k: v for k, v in code_of(run).items() if k == OWN_FILES})
+    return f"perfsweep's own code differs: {changes(differ)}" if differ else ""
 
 
 def judged(series: Series, threshold: float) -> Series:
@@ -239,7 +256,7 @@ def judged(series: Series, threshold: float) -> Series:
     if last is not None and last.ratio > 1 + threshold:
         first = series.rows[last.index].point.label
         newest = [centre(row) / last.before for row in series.rows[-CONFIRMING:]]
-        series.p = last.p
+        series.p, series.since = last.p, last.index
         if all(ratio > 1 + threshold for ratio in newest):
             series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
         else:
@@ -253,7 +270,7 @@ def _alone(series: Series, since: int, threshold: float, than: str) -> Series:
     """The series with its newest point's test against its segment's others (from `since`), and its flag."""
     alone = changepoints.newest_alone([row.times for row in series.rows], since)
     if alone is not None:
-        series.p = alone[1]
+        series.p, series.since = alone[1], len(series.rows) - 1
         if alone[0] > 1 + threshold:
             series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone[0]:.2f}x slower than {than}"
     return series

@@ -451,13 +451,14 @@ def flags(
         )
     spread = {r.name: noisy(r) for r in done}
     flag_lines += noisy_flags(done, spread, sweep_dir)
-    flag_lines += disagreeing(configurations(done), sweep_dir) if done else []
+    grouped = configurations(done) if done else []
+    flag_lines += disagreeing(grouped, sweep_dir)
     flag_lines += [
         f"NOT STEADY {r.name}: {why}"
         for r in done
         if not spread[r.name] and (why := trend(r.step_ms(), host=seen_in(r.summary)))
     ]
-    flag_lines += order_effect(configurations(done)) if done else []
+    flag_lines += order_effect(grouped) if grouped else []
     flag_lines += [
         f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
         "NaN or infinite: the run did not train"
@@ -555,13 +556,12 @@ DISAGREE = 1.5
 
 def disagreeing(configs: list[Configuration], sweep_dir: Path | str) -> list[str]:
     """A RUNS DISAGREE line per configuration whose runs' step medians span DISAGREE or more."""
-    names = labels(configs)
     said = []
     for config in configs:
         medians = [m for r in config.runs if r.summary and (m := r.summary.median("step"))]
         if len(medians) >= 2 and max(medians) >= DISAGREE * min(medians):
             said.append(
-                f"RUNS DISAGREE {names[config.key]}: its {len(medians)} runs' step medians span "
+                f"RUNS DISAGREE {labels(configs)[config.key]}: its {len(medians)} runs' step medians span "
                 f"{figure(min(medians))}-{figure(max(medians))} ms ({max(medians) / min(medians):.3g}x); its row's "
                 f"step ms is their geometric mean, which one run moves: `{user_command()} runs {sweep_dir}` shows "
                 "each run, and what its host showed"

@@ -82,7 +82,7 @@ def log_history(
                 logged[f"{series.slug}/plot"] = wandb.Image(str(plot))
             run.log(logged)
         run.summary.update({s.slug: s.flag or "no regression flagged" for s in made})
-        run.summary.update({f"{s.slug}/machine": "; ".join(machine_lines(s)) for s in made if machine_lines(s)})
+        run.summary.update({f"{s.slug}/machine": "; ".join(lines) for s in made if (lines := machine_lines(s))})
         run.summary.update(unreplicated(made) | ({"gate": "; ".join(said)} if said else {}))
         run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing

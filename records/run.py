@@ -186,7 +186,7 @@ class Summary:
         """summary.json's content; a training step's fields, `ranks`, `paired` and `host` where the run has them."""
         data = dataclasses.asdict(self)
         data["phases"] = list(self.phases)
-        return {k: v for k, v in data.items() if v is not None or k not in (*_MODEL_ONLY, "ranks", "paired", "host")}
+        return {k: v for k, v in data.items() if v is not None or k not in (*STEP_SUMMARY, "ranks", "paired", "host")}
 
     def median(self, phase: str) -> float | None:
         """The median device time of `phase` (or "step") in ms."""
@@ -217,7 +217,7 @@ class Summary:
         )
 
 
-_MODEL_ONLY = ("samples_per_s", "output_type", "params", "batch_size")  # left out of a function benchmark's
+STEP_SUMMARY = ("samples_per_s", "batch_size", "output_type", "params")  # left out of a function benchmark's
 
 
 @dataclasses.dataclass(frozen=True)

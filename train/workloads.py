@@ -17,12 +17,10 @@ from typing import Any, ClassVar
 import torch
 
 from perfsweep.conf.schema import CompileConf, RunConf
+from perfsweep.records.run import STEP_SUMMARY
 from perfsweep.train import user_targets
 from perfsweep.train.registry import Registry
 from perfsweep.train.timing import StepClock
-
-# What a step's own summary(steps_per_s) may give: summary.json's fields that a workload, not perfsweep, knows
-STEP_SUMMARY = ("samples_per_s", "batch_size", "output_type", "params")
 
 WORKLOADS: Registry[type["Workload"]] = Registry("workload")
 

@@ -52,10 +52,10 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
 
 
 def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall(sweep):
-    """t1's eighth step took 21 times its median: its window's samples/s counts it, its step ms does not."""
-    steps = records.read_steps(sweep / "t1" / records.STEPS).to_pylist()
-    steps[7]["step_ms"] *= 21
-    records.write_steps(sweep / "t1" / records.STEPS, steps)
+    """t1's window took twice its steps' median a step (one step stalled): its samples/s counts it, its step ms not."""
+    summary = records.read_json(sweep / "t1" / records.SUMMARY)
+    summary |= {"steps": 20, "window_s": 2 * 20 * summary["median_ms"]["step_ms"] / 1e3}
+    records.write_json(sweep / "t1" / records.SUMMARY, summary)
     found = exported(str(sweep), "--format", "pytorch-v3")
     rates = {
         r["model"]["extra_info"]["input_type"]: r["metric"]["extra_info"]

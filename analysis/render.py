@@ -106,7 +106,7 @@ def figure(value: float | None) -> str:
     """
     if value is None:
         return "-"
-    return f"{value:.0f}" if 1e3 <= abs(value) < 1e6 else f"{value:.3g}"
+    return f"{value:.0f}" if 999.5 <= abs(value) < 999_999.5 else f"{value:.3g}"
 
 
 def writable(value: str, form: str, where: str) -> str:

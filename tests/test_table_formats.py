@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsweep.analysis.render import as_json
+from perfsweep.analysis.render import as_json, figure
 from perfsweep.analysis.statistics.speedup import figures
 from perfsweep.analysis.views.table import table_view, view
 from perfsweep.records.repro import Repro
@@ -253,3 +253,8 @@ def test_the_line_of_what_ran_says_how_long_each_run_measured_and_on_which_day()
     assert "on 2026-01-01 to 2026-01-02 |" in table_view("synthetic", [*runs[:-1], later]).above[1]
     damaged = [dataclasses.replace(r, fields=r.fields | {"steps": []}) for r in runs]  # a record's fuzzed field
     assert "steps after" not in table_view("synthetic", damaged).above[1], "only counts that every run shares"
+
+
+def test_a_time_reads_as_a_whole_number_from_1000_to_a_million():
+    """3 significant digits, but no 1.65e+03: where .3g would round up to 1000, the whole number reads already."""
+    assert [figure(v) for v in (999.4, 999.7, 1650.2, 999_999.7, None)] == ["999", "1000", "1650", "1e+06", "-"]

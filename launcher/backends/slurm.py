@@ -204,13 +204,13 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
     where = ["-p", conf.partition] if conf.partition else ["-a"]
     out = _asked(["sinfo", *where, "-h", "-N", "-o", "%P %c %m %G"])
     rows = [line.split() for line in out.stdout.splitlines()] if out.returncode == 0 else []
-    rows = [[*row, "(null)"][:4] for row in rows if len(row) in (3, 4)]  # a node's gres, where sinfo gives it
+    rows = [[*row, ""][:4] for row in rows if len(row) in (3, 4)]  # a node's gres, where sinfo gives it
     rows = [row for row in rows if all(part.rstrip("+").isdigit() for part in row[1:3])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
     nodes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
     cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024
     where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes" if rows else ""
-    gpus = max((_gpus(row[3]) for row in rows), default=None)
+    gpus = max((_gpus(row[3]) for row in rows), default=None) if all(row[3] for row in rows) else None  # else unknown
     if gpus is not None and (conf.gpus_per_node or 0) > gpus:
         return [
             f"launcher.gpus_per_node={conf.gpus_per_node}: a job asks a node for {conf.gpus_per_node} GPUs, and "

@@ -683,6 +683,17 @@ def test_no_scontrol_to_read_max_array_size_is_a_problem_before_anything_is_subm
     assert launcher_problems(LauncherConf(name="slurm", max_array_size=100)) == []
 
 
+def test_slurm_commands_that_reach_no_controller_are_refused_as_such_not_as_an_array_size_to_set(tmp_path, monkeypatch):
+    """A login node without Slurm's configuration: a launcher.max_array_size given would not make sbatch work."""
+    _only_on_path(tmp_path, monkeypatch, "sbatch", "squeue", "srun")
+    fatal = "scontrol: fatal: Could not establish a configuration source"
+    (tmp_path / "scontrol").write_text(f"#!/bin/sh\necho '{fatal}' >&2\nexit 1\n")
+    (tmp_path / "scontrol").chmod(0o755)
+    (problem,) = launcher_problems(LauncherConf(name="slurm"))
+    assert problem.startswith("launcher=slurm: Slurm's commands reach no controller here") and fatal in problem
+    assert "max_array_size" not in problem and "SLURM_CONF" in problem and "launcher=local" in problem
+
+
 def test_slurm_without_srun_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     _only_on_path(tmp_path, monkeypatch, "sbatch", "squeue")
     runs = tmp_path / "runs"

@@ -134,6 +134,13 @@ def cluster_max_array_size() -> int:
             "launcher.max_array_size=N (the most tasks an array may hold)"
         )
     out = _asked(["scontrol", "show", "config"])
+    if out.returncode != 0:
+        said = out.stderr.strip().splitlines()[-1:] or [f"exit {out.returncode}"]
+        raise ValueError(
+            f"launcher=slurm: Slurm's commands reach no controller here (`scontrol show config`: {said[0]}), so "
+            "sbatch would fail too; launch where Slurm is configured (SLURM_CONF names its slurm.conf), or use "
+            "launcher=local"
+        )
     for line in out.stdout.splitlines():
         key, _, value = line.partition("=")
         if key.strip() == "MaxArraySize" and value.strip().isdigit():

@@ -10,6 +10,7 @@ import sys
 import time
 from typing import TextIO
 
+from perfsweep.launcher.backends import slurm
 from perfsweep.records import PENDING
 from perfsweep.records.words import counted
 from perfsweep.sweeps.spec import RunSpec
@@ -30,9 +31,9 @@ class Progress:
 
     def submitted(self, job_ids: list[str]) -> None:
         """A line naming the arrays a followed launch submitted at once: what `scancel` stops, while it follows."""
-        arrays = list(dict.fromkeys(job.split("_")[0] for job in job_ids))
-        if arrays:
-            self._line(f"submitted as {'array' if len(arrays) == 1 else 'arrays'} {', '.join(arrays)}")
+        submitted = slurm.arrays(job_ids)
+        if submitted:
+            self._line(f"submitted as {'array' if len(submitted) == 1 else 'arrays'} {', '.join(submitted)}")
 
     def _line(self, text: str) -> None:
         self._say_alike()

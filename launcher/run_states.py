@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 from perfsweep import records, user_command
-from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable
+from perfsweep.launcher.backends import BACKENDS, SchedulerUnavailable, slurm
 from perfsweep.launcher.run_job import slurm_end
 from perfsweep.records import FINAL, LOST, PENDING, RUNNING, STATES, UNKNOWN, UNREADABLE, Status, Unreadable
 from perfsweep.records.lock import holding_host, launching
@@ -250,7 +250,7 @@ def refit(job_id: str | None, sweep_dir: Path, clusters: str | None = None) -> s
     The job is named by its array: every task of it asks for the same, so none can start.
     A job sent to another cluster is cancelled there.
     """
-    array = job_id.split("_")[0] if job_id else job_id
+    array = slurm.arrays([job_id])[0] if job_id else job_id
     return (
         f"`scancel {on(clusters)}{array}`, then `{user_command()} resume {sweep_dir} launcher.KEY=VALUE` with "
         'settings that fit (`sinfo -o "%P %c %m %G %l %D"` gives each partition\'s CPUs, memory, GPUs, time limit '

@@ -24,7 +24,7 @@ from perfsweep import records, user_command
 from perfsweep.conf.import_paths import modules_of
 from perfsweep.conf.schema import commit_pins
 from perfsweep.launcher import sweepdir, turns
-from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for
+from perfsweep.launcher.backends import Backend, JobShape, SchedulerUnavailable, backend_for, slurm
 from perfsweep.launcher.packs import by_shape, chunks_by, packs_of
 from perfsweep.launcher.progress import Progress
 from perfsweep.launcher.run_job import (
@@ -120,7 +120,7 @@ def warn(message: str) -> None:
 
 def _arrays(jobs: list[tuple[submitit.Job, list[RunJob]]]) -> list[str]:
     """The arrays these jobs are tasks of (a Slurm job id is ARRAY_TASK), in order."""
-    return list(dict.fromkeys(job.job_id.split("_")[0] for job, _ in jobs))
+    return slurm.arrays(job.job_id for job, _ in jobs)
 
 
 class Dispatcher:
@@ -174,7 +174,7 @@ class Dispatcher:
                 jobs = list(zip(self.executor.map_array(placed, part), part, strict=True))
             except Exception as error:  # sbatch refused: a submit limit, MaxJobCount, a controller down
                 left = sum(len(every_run(pack)) for pack in packs[start:])
-                arrays = sorted({job_id.split("_")[0] for job_id in submitted})
+                arrays = sorted(slurm.arrays(submitted))
                 done = "no job was submitted"
                 if submitted:
                     done = f"job(s) {', '.join(arrays)} were submitted and recorded"
@@ -504,11 +504,11 @@ def _launch(
     executor = backend.executor(sweep_dir / ".submitit", job_name=f"perfsweep-{sweep_dir.name}")
     stuck = cannot_start(states)  # an array waiting on such a job would wait for ever
     earlier = sorted(
-        {
-            row.job_id.split("_")[0]
+        slurm.arrays(
+            row.job_id
             for row in states
             if row.run in busy - stuck and row.job_id and row.launcher == conf.name and row.job_alive
-        }
+        )
     )
     dispatcher = Dispatcher(
         sweep_dir, backend, executor, backend.pack(runner), progress or Progress(len(todo)), after=earlier

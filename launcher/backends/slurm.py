@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +89,17 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
     return {job_id: why for clusters, some in by_clusters.items() for job_id, why in _queued(some, clusters).items()}
 
 
+def arrays(job_ids: Iterable[str]) -> list[str]:
+    """The arrays these Slurm job ids are tasks of (an id is ARRAY_TASK), in their first order."""
+    return list(dict.fromkeys(job_id.split("_")[0] for job_id in job_ids))
+
+
 def _queued(jobs: dict[str, dict[str, Any]], clusters: str | None) -> dict[str, str]:
     """squeue_ids of jobs of one cluster list (sbatch's --clusters; None: this host's cluster)."""
-    arrays = sorted({job_id.split("_")[0] for job_id in jobs})
+    ids = ",".join(sorted(arrays(jobs)))
     where = ["--clusters", clusters] if clusters else []
     for wait in (*SQUEUE_RETRY_S, None):
-        asked = ["squeue", *where, "-h", "-r", "-o", "%i %T %r", "-j", ",".join(arrays)]
+        asked = ["squeue", *where, "-h", "-r", "-o", "%i %T %r", "-j", ids]
         out = _asked(asked)
         if out.returncode == 0:
             rows = [line.split(maxsplit=2) for line in out.stdout.splitlines() if line.strip()]

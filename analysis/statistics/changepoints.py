@@ -166,9 +166,9 @@ def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float
     return max(max(estimates), 1e-12) if estimates else None
 
 
-def _penalty(points: list[np.ndarray]) -> float:
-    """How much a split must explain to count, in squared log time."""
-    return PENALTY * math.log(len(points)) * (noise_variance(points) or 1e-12)
+def _penalty(points: list[np.ndarray], variance: float) -> float:
+    """How much a split must explain to count, in squared log time, at a point's noise `variance`."""
+    return PENALTY * math.log(len(points)) * variance
 
 
 def smallest_step(points: list[np.ndarray], after: int | None = None) -> float:
@@ -180,7 +180,8 @@ def smallest_step(points: list[np.ndarray], after: int | None = None) -> float:
     """
     after = after or len(points) - len(points) // 2
     before = len(points) - after
-    return math.exp(math.sqrt(_penalty(points) * len(points) / (before * after)))
+    penalty = _penalty(points, noise_variance(points) or 1e-12)
+    return math.exp(math.sqrt(penalty * len(points) / (before * after)))
 
 
 def changes(points: list[np.ndarray]) -> list[Change] | None:
@@ -189,7 +190,7 @@ def changes(points: list[np.ndarray]) -> list[Change] | None:
         return None
     y = series(points)
     variance = noise_variance(points) or 1e-12
-    penalty = _penalty(points)
+    penalty = _penalty(points, variance)
     import ruptures  # here: it imports scipy.stats, 0.3 s of every view's start, and only a history searches
 
     ends = ruptures.Binseg(model="l2", min_size=MIN_SIZE, jump=1).fit(y.reshape(-1, 1)).predict(pen=penalty)

@@ -111,9 +111,10 @@ def test_configurations_of_a_without_a_match_in_b_fail_the_gate_past_max_unmatch
     assert refused.returncode == 2 and "--max-unmatched: 2: a share from 0 to 1" in refused.stderr
 
 
-def test_a_regression_measured_beside_a_shared_host_says_the_load_may_be_its_cause():
-    """B's subclass is a third slower, three tight runs a side: a REGRESSION, whatever the host.
-    Where B's runs shared their host and A's did not, the slowdown may be the neighbour's.
+def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_load_may_be_its_cause():
+    """B's subclass is a third slower, three tight runs a side: a REGRESSION on quiet hosts.
+    Where B's runs shared their host and A's did not, the slowdown may be the neighbour's: a possible one, which
+    still fails the gate (exit 3, not 1: nothing confirmed it is the code's).
     Where A's did, B's slowdown stands: the load slowed A; unless B's host is not known."""
     noisy = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     rng = np.random.default_rng(9)
@@ -125,12 +126,14 @@ def test_a_regression_measured_beside_a_shared_host_says_the_load_may_be_its_cau
     cases += [(busy_a, synthetic.beside(b, 1.2), True)]  # both shared, B's more: B's slowdown may be its load
     for side_a, side_b, suspect in cases:
         shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
-        assert status == compare.EXIT_REGRESSION, "the gate fails either way"
+        assert status == (compare.EXIT_POSSIBLE if suspect else compare.EXIT_REGRESSION), "the gate fails either way"
+        flags = [(line.configuration, line.flag) for line in shown.items if line.phase == "step" and line.flag]
+        assert flags == [("subclass", "POSSIBLE REGRESSION (shared host)" if suspect else "REGRESSION")], flags
         found = [flag for flag in shown.flags if flag.startswith("SHARED HOST: their hosts differ (above)")]
         assert bool(found) == suspect, shown.flags
         if suspect:
-            assert "so the lines flagged REGRESSION may show that load, not the code" in found[0], found[0]
-            assert "run the sweep whose host was shared again with its host to itself" in found[0]
+            said = "so the lines flagged POSSIBLE REGRESSION may show that load, not the code"
+            assert said in found[0] and "run the sweep whose host was shared again with its host to itself" in found[0]
 
 
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():
@@ -526,13 +529,16 @@ def test_a_regression_that_the_runs_without_a_neighbour_show_too_is_not_put_down
     def took(runs: list, loaded: int) -> list:
         return [synthetic.beside([run], 0.8 if run.fields["replicate"] < loaded else 0.0)[0] for run in runs]
 
+    b_quiet = took(b, 0)
     for side_a, side_b, said in (
         (took(a, 0), took(b, 1), "subclass step (A 4, B 3 runs)"),
         (took(a, 0), took(b, 3), None),
-        (took(a, 4), took(b, 0), None),
+        (took(a, 4), b_quiet, None),
     ):
         shown, status = compare.compare_runs(side_a, side_b, threshold=0.05, loss_tolerance=0.05)
-        assert status == compare.EXIT_REGRESSION and any("hosts differ" in line for line in shown.above)
+        confirmed = said is not None or side_b is b_quiet
+        assert status == (compare.EXIT_REGRESSION if confirmed else compare.EXIT_POSSIBLE), said
+        assert any("hosts differ" in line for line in shown.above)
         found = [flag for flag in shown.flags if flag.startswith("SHARED HOST")]
         quiet = [flag for flag in found if "the runs that no neighbour or steal took" in flag]
         if said:
@@ -540,7 +546,7 @@ def test_a_regression_that_the_runs_without_a_neighbour_show_too_is_not_put_down
         else:
             assert not quiet, found
     suspect = compare.compare_runs(took(a, 0), took(b, 3), threshold=0.05, loss_tolerance=0.05)[0].flags
-    assert any("so the lines flagged REGRESSION may show that load" in flag for flag in suspect), suspect
+    assert any("so the lines flagged POSSIBLE REGRESSION may show that load" in flag for flag in suspect), suspect
 
 
 def test_a_training_step_and_an_inference_step_are_never_matched_as_one_configuration():

@@ -34,8 +34,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            decide it; it fails the gate with --fail-undetermined
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
-                           way on is to run that sweep again with its host to itself; where the runs no
-                           neighbour or steal took show the change too (two or more a side), it says so
+                           way on is to run that sweep again with its host to itself; such a REGRESSION is a
+                           POSSIBLE REGRESSION (shared host); where the runs no neighbour or steal took show
+                           the change too (two or more a side), it stays confirmed, and it says so
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's
     improvement / possible improvement    the same, the other way (significant only)
@@ -652,11 +653,13 @@ def compare_runs(
         for ca, cb in matched
         if (changed := nonfinite(ca, cb) or loss_changed(ca, cb, loss_tolerance))
     ]
-    shown = lines + losses
     side = host_flags.shared_side(a, b)
     held = quiet_runs_show(matched, names_a, lines, side, threshold) if hosts_differ else {}
+    if hosts_differ:
+        lines = [line if (line.configuration, line.phase) in held else loaded(line, side) for line in lines]
     suspect = [line for line in lines if (line.configuration, line.phase) not in held]
     shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
+    shown = lines + losses
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -722,6 +725,18 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
             f"load, not the code: {again} before trusting them"
         )
     return said
+
+
+def loaded(line: Line, shared: str | None) -> Line:
+    """The line with a change that the shared host's load could explain flagged as possible, not confirmed.
+
+    A load slows the side it is on (`shared`: "A", "B", or None where either may have been shared).
+    """
+    if not line.flag or line.flag.startswith(UNDETERMINED_FLAG) or not explicable([line.flag], shared):
+        return line
+    word, _, why = line.flag.removesuffix(")").partition(" (")
+    word = "POSSIBLE REGRESSION" if "REGRESSION" in word else "possible improvement"
+    return dataclasses.replace(line, flag=f"{word} ({', '.join([*filter(None, [why]), SHARED_HOST.lower()])})")
 
 
 def quiet_runs_show(

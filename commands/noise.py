@@ -240,8 +240,11 @@ def _epoch(stamp: str) -> float:
 
 
 def _seen(runs: list[RunRecord]) -> list[Setting]:
-    """Steal and other processes' CPU during the runs' windows, as their host records show them."""
-    from perfsweep.analysis.statistics.host_flags import TAKEN, median_over, shares, within
+    """Steal and other processes' CPU during the runs' windows, as their host records show them.
+
+    Each adds noise where the median run's passed its threshold, or any one run's.
+    """
+    from perfsweep.analysis.statistics.host_flags import TAKEN, median_over, passed, shares, within
 
     told = shares(runs)
     hosts = [r.summary.host for r in runs if r.summary and r.summary.host]
@@ -251,7 +254,9 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
         name = f"{label}{noise.DURING}"
         if label in told:
             state = f"{told[label]:.0%} (median over {median_over(runs, label)}; above {threshold:.0%} adds noise)"
-            found.append(Setting(name, state, told[label] > threshold, FIXES[label]))
+            some = passed(runs, label, threshold) if told[label] <= threshold else ""
+            state = f"{some}; median {state}" if some else state  # a neighbour that came and went is in the floor
+            found.append(Setting(name, state, told[label] > threshold or bool(some), FIXES[label]))
         elif resolutions:
             state = f"{TOO_SHORT}: {within(min(resolutions))}"
             found.append(Setting(name, state, None))

@@ -134,6 +134,18 @@ def test_a_share_seen_during_noises_runs_says_how_many_runs_told_it():
     assert others.state.startswith("40% (median over the 1 of its 6 runs whose windows told;"), others.state
 
 
+def test_a_neighbour_that_took_some_of_noises_runs_fails_its_check_though_the_median_run_had_none():
+    """Two of six runs had a neighbour that took 40% of their CPUs: their spread is in the floor."""
+    from perfsweep.commands import noise
+
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 6, synthetic.Noise(), np.random.default_rng(0))
+    runs = synthetic.beside(runs[:2], 0.8) + synthetic.beside(runs[2:], 0.0)
+    others = next(s for s in noise._seen(runs) if s.name.startswith("others' CPU"))
+    assert others.noisy and others.state.startswith("above 10% in 2 of its 6 runs (up to 40%); median 0%"), others
+    quiet = next(s for s in noise._seen(runs[2:]) if s.name.startswith("others' CPU"))
+    assert not quiet.noisy and quiet.state.startswith("0% (median over its runs"), quiet
+
+
 def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):
     for name, args in [
         ("processes 0", ["--processes", "0"]),

@@ -193,6 +193,15 @@ def median_over(runs: list[RunRecord], label: str) -> str:
     return _over(_resolved(runs)[label], runs)
 
 
+def passed(runs: list[RunRecord], label: str, threshold: float) -> str:
+    """The runs whose share passed its threshold: 'above 10% in 2 of its 6 runs (up to 40%)'; '' where none did."""
+    told = _resolved(runs)[label]
+    if not (high := [share for share in told if share > threshold]):
+        return ""
+    of = f"{len(runs)} runs" if len(told) == len(runs) else f"{len(told)} runs whose windows told"
+    return f"above {threshold:.0%} in {len(high)} of its {of} (up to {max(high):.0%})"
+
+
 def taken(runs: list[RunRecord]) -> str:
     """What other processes and steal took of the runs' CPUs, where above what adds noise: "others' CPU 36%, the
     median over its runs"; "no neighbour or steal seen" where neither was; "" where no run's window told.

@@ -53,7 +53,7 @@ class Rounds:
         self.plan, self.done, self.last = first, [], None
         self.stopped = ""  # why the looks stopped short of their cap, where something stopped them
         self.cap = build_plan([*base, f"repeats={looks[-1]}"], partial=True)
-        self.progress = UpToCap()
+        self.progress = UpToCap(ends_at=self.began + 60 * self.auto.max_minutes)
 
     def plans(self, runs: int) -> list[Plan]:
         """The look's plan; the count then expects at most the runs the cap leaves undone."""

@@ -133,11 +133,13 @@ class UpToCap(Progress):
     The pace is the wall time since the first run started, per run ended.
     It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
     The time is an upper bound on runs, and an estimate of their pace.
+    It is no more than what is left to `ends_at` (time.monotonic's), where auto.max_minutes ends the looks.
     """
 
-    def __init__(self, stream: TextIO | None = None):
+    def __init__(self, stream: TextIO | None = None, ends_at: float | None = None):
         super().__init__(0, stream)
         self.first_start: float | None = None
+        self.ends_at = ends_at
 
     def expect(self, runs: int) -> None:
         """From here, at most `runs` more runs end: the runs left to the cap, not done."""
@@ -155,7 +157,10 @@ class UpToCap(Progress):
         runs = self.total - self.finished
         if runs <= 0 or self.first_start is None:  # none has run yet: no pace to go by
             return ""
-        pace = (time.monotonic() - self.first_start) / self.finished
+        now = time.monotonic()
+        pace = (now - self.first_start) / self.finished
+        if self.ends_at is not None and self.ends_at - now < pace * runs:  # past it, the look ends its runs
+            return f"  at most ~{duration(self.ends_at - now)} left (auto.max_minutes)" if now < self.ends_at else ""
         return f"  at most ~{duration(pace * runs)} left"
 
 

@@ -131,6 +131,21 @@ def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeyp
     assert ends == ["  at most ~50 s left", "  at most ~40 s left", "  at most ~30 s left", "  at most ~20 s left"]
 
 
+def test_the_time_left_is_no_more_than_auto_max_minutes_leaves(monkeypatch):
+    """A cap of 60 runs at 10 s a run is 10 minutes; auto.max_minutes ends the looks 35 s from the start."""
+    clock, out = Clock(), io.StringIO()
+    monkeypatch.setattr(progress, "time", clock)
+    counted = progress.UpToCap(out, ends_at=35.0)
+    counted.expect(60)
+    for name in "ab":
+        run = types.SimpleNamespace(name=name)
+        counted.running(run)
+        clock.now += 10
+        counted.ended(run, "done", "step 1 ms")
+    ends = [line[line.index("  at most") :] for line in out.getvalue().splitlines() if " done " in line]
+    assert ends == ["  at most ~25 s left (auto.max_minutes)", "  at most ~15 s left (auto.max_minutes)"], ends
+
+
 def _rounds(stdout: str) -> str:
     """What a launch says of its rounds, with the minutes they took and a round's seconds as placeholders."""
     said = "\n".join(line for line in stdout.splitlines() if line.startswith(("repeats=auto", "  ")))

@@ -144,7 +144,7 @@ def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words()
     )
     assert taken([run(None, None)]) == "", "no window told: nothing said"
     came_and_went = [run(0.01), run(0.51), run(0.0), run(0.2), run(0.02)]  # its median run had none
-    said = "others' CPU above 10% in 2 of its runs (up to 51%)"
+    said = "others' CPU above 10% in 2 of its 5 runs (up to 51%)"
     assert taken(came_and_went) == said, "a neighbour that came and went is not 'no neighbour'"
 
 

@@ -229,11 +229,7 @@ def taken(runs: list[RunRecord]) -> str:
         return "; ".join(
             f"{label} {share:.0%}, the median over {over(resolved[label])}" for label, share in found.items()
         )
-    some = [
-        f"{label} above {threshold:.0%} in {len(high)} of {over(resolved[label])} (up to {max(high):.0%})"
-        for label, threshold, _ in TAKEN
-        if (high := [share for share in resolved[label] if share > threshold])
-    ]
+    some = [f"{label} {said}" for label, threshold, _ in TAKEN if (said := passed(runs, label, threshold))]
     if some:
         return "; ".join(some)
     others, steal = resolved["others' CPU"], resolved["steal"]

@@ -331,13 +331,15 @@ def test_an_undetermined_slowdown_on_a_machine_that_ran_slower_in_b_is_named_as_
 
 def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_move():
     """The same code on a machine 1.35 times slower: the step's slowdown is named beside the machine's, and its
-    flags say the machine may explain them."""
+    flags say the machine may explain them: possible, not confirmed (exit 3)."""
     rng = np.random.default_rng(8)
     a = synthetic.timed(sweep(synthetic.grid(), rng), 0.67, rng)
     slower = synthetic.timed(
         sweep(synthetic.grid({"tensor": 1.35, "subclass": 1.35, "tensorbase": 1.35}), rng), 0.9, rng
     )
-    shown, _ = compare.compare_runs(a, slower, threshold=0.05, loss_tolerance=0.05)
+    shown, status = compare.compare_runs(a, slower, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_POSSIBLE
+    assert {row[-1] for row in shown.rows if row[1] == "step"} == {"POSSIBLE REGRESSION (machine moved)"}, shown.rows
     (line,) = [line for line in shown.above if "fixed workload" in line]
     workload = "matmul 384x384 float32 on cpu, 2 threads, fastest of 21"
     assert line.startswith(f"the machine ran slower in B: a fixed workload ({workload})"), line
@@ -347,11 +349,12 @@ def test_compare_says_where_the_machine_ran_slower_and_nothing_where_it_did_not_
     )
     assert re.search(figures, line), line
     assert all(row[-3].startswith("0.7") for row in shown.rows if row[1] == "step"), shown.rows
-    said = "MACHINE MOVED: the machine ran slower in B (above), so the lines flagged REGRESSION may show the machine"
+    said = "MACHINE MOVED: the machine ran slower in B (above), so the lines flagged POSSIBLE REGRESSION may show the"
     assert any(flag.startswith(said) for flag in shown.flags), shown.flags
     shown, _ = compare.compare_runs(slower, a, threshold=0.05, loss_tolerance=0.05)
-    assert any(flag.startswith("MACHINE MOVED: the machine ran slower in A (above), so the lines flagged improvement")
-               for flag in shown.flags), shown.flags  # fmt: skip
+    assert {row[-1] for row in shown.rows if row[1] == "step"} == {"possible improvement (machine moved)"}
+    assert any(flag.startswith("MACHINE MOVED: the machine ran slower in A (above), so the lines flagged possible "
+                               "improvement") for flag in shown.flags), shown.flags  # fmt: skip
     halved = synthetic.timed(sweep(synthetic.grid({"subclass": 2.0}), rng), 0.70, rng)  # the machine 4% slower
     shown, status = compare.compare_runs(a, halved, threshold=0.05, loss_tolerance=0.05)
     assert status == compare.EXIT_REGRESSION and any("machine ran slower in B" in line for line in shown.above)

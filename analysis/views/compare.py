@@ -38,7 +38,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            POSSIBLE REGRESSION (shared host); where the runs no neighbour or steal took show
                            the change too (two or more a side), it stays confirmed, and it says so
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
-                           workload slower in one sweep: the change may be the machine's
+                           workload slower in one sweep: the change may be the machine's; such a REGRESSION
+                           is a POSSIBLE REGRESSION (machine moved)
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -655,8 +656,8 @@ def compare_runs(
     ]
     side = host_flags.shared_side(a, b)
     held = quiet_runs_show(matched, names_a, lines, side, threshold) if hosts_differ else {}
-    if hosts_differ:
-        lines = [line if (line.configuration, line.phase) in held else loaded(line, side) for line in lines]
+    machine = (machine_speed.moved(a, b) or [None])[0]
+    lines = explained_by_causes(lines, side if hosts_differ else NO_HOST, held, machine)
     suspect = [line for line in lines if (line.configuration, line.phase) not in held]
     shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
     shown = lines + losses
@@ -680,7 +681,7 @@ def compare_runs(
     )
     flags = (
         shared
-        + machine_moved(lines, a, b)
+        + machine_moved(lines, machine)
         + [
             (f"{UNMATCHED}: " if unmatched and side == "A" else "")
             + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
@@ -727,16 +728,46 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
     return said
 
 
-def loaded(line: Line, shared: str | None) -> Line:
-    """The line with a change that the shared host's load could explain flagged as possible, not confirmed.
+NO_HOST = "-"  # explained_by_causes' `shared` where the hosts did not differ
 
-    A load slows the side it is on (`shared`: "A", "B", or None where either may have been shared).
+
+def explained_by_causes(
+    lines: list[Line], shared: str | None, held: dict[tuple[str, str], tuple[int, int]], machine: Speedup | None
+) -> list[Line]:
+    """The lines, each change that a shared host or a moved machine could explain flagged as possible (`possible`).
+
+    `shared` is the side whose host was shared ("A", "B", None where either's may have been; NO_HOST where the hosts
+    did not differ).
+    `held` are the changes the runs no neighbour took show too (quiet_runs_show): the load does not explain them.
+    `machine` is B's speed-up on the fixed workload, where the machine moved.
     """
-    if not line.flag or line.flag.startswith(UNDETERMINED_FLAG) or not explicable([line.flag], shared):
+    if shared != NO_HOST:
+        lines = [
+            line if (line.configuration, line.phase) in held else possible(line, shared, SHARED_HOST) for line in lines
+        ]
+    if machine is not None:
+        slower_in = "B" if machine.value < 1 else "A"
+        lines = [possible(line, slower_in, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
+    return lines
+
+
+def possible(line: Line, slowed: str | None, cause: str) -> Line:
+    """The line with a change that `cause` could explain flagged as possible, not confirmed: 'POSSIBLE REGRESSION
+    (shared host)'.
+
+    A cause slows one side (`slowed`: "A", "B", or None where it may have slowed either).
+    """
+    if not line.flag or line.flag.startswith(UNDETERMINED_FLAG) or not explicable([line.flag], slowed):
         return line
     word, _, why = line.flag.removesuffix(")").partition(" (")
     word = "POSSIBLE REGRESSION" if "REGRESSION" in word else "possible improvement"
-    return dataclasses.replace(line, flag=f"{word} ({', '.join([*filter(None, [why]), SHARED_HOST.lower()])})")
+    return dataclasses.replace(line, flag=f"{word} ({', '.join([*filter(None, [why]), cause.lower()])})")
+
+
+def meets(line: Line, machine: Speedup) -> bool:
+    """Whether a flagged line's speed-up interval meets the machine's: a change many times the machine's is the
+    code's."""
+    return bool(line.flag) and line.speedup.low <= machine.high and machine.low <= line.speedup.high
 
 
 def quiet_runs_show(
@@ -781,19 +812,15 @@ def quiet_hold(shown: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
     ]
 
 
-def machine_moved(lines: list[Line], a: list[RunRecord], b: list[RunRecord]) -> list[str]:
-    """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it.
+def machine_moved(lines: list[Line], machine: Speedup | None) -> list[str]:
+    """Where the machine ran the fixed workload slower or faster in one sweep (`machine`, B's speed-up on it): the
+    flagged lines that may show it.
 
-    Those are the lines whose speed-up's interval meets the machine's: a change many times the machine's is the code's.
+    Those are the lines whose speed-up's interval meets the machine's (`meets`).
     """
-    if not any(line.flag for line in lines) or (found := machine_speed.moved(a, b)) is None:
+    if machine is None:
         return []
-    machine = found[0]
-    near = [
-        line.flag
-        for line in lines
-        if line.flag and line.speedup.low <= machine.high and machine.low <= line.speedup.high
-    ]
+    near = [line.flag for line in lines if meets(line, machine)]
     slower_in = "B" if machine.value < 1 else "A"
     suspect = explicable(near, slower_in)
     if slower_in == "B" and any(flag.startswith(UNDETERMINED_FLAG) for flag in near):

@@ -45,6 +45,10 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
         ({"speedup": 0.6}, (0.62, 0.58, 0.66), "reproduced"),
         ({"speedup": 0.6}, (0.5, 0.45, 0.55), "larger"),  # a larger effect the same way, wholly beyond it
         ({"speedup": 0.6}, (0.5, 0.4, 0.62), "reproduced"),  # holding it
+        ({"speedup": 0.6}, (0.5, 0.25, 0.62), "undetermined"),  # holding it, and reaching past twice its effect
+        ({"published": {"of": 0.0249, "over": 82.3}}, (6100.0, 61.0, 6.2e5), "undetermined"),  # 3305x, 2 runs
+        ({"speedup": 2650}, (1600.0, 100.0, 14800.0), "undetermined"),
+        ({"speedup": 2650}, (2000.0, 1400.0, 3000.0), "reproduced"),
         ({"published": {"of": 0.0249, "over": 82.3}}, (8000.0, 4000.0, 14000.0), "larger"),
         ({"speedup": 0.6}, (0.9, 0.88, 0.92), "smaller"),
         ({"speedup": 0.6}, (0.99, 0.95, 1.03), "absent"),  # inside +-5% of no effect

@@ -10,6 +10,8 @@ repeats=auto decides a comparison when its word is one of the first three.
 A published figure is a speed-up, a [low, high] range, two times, or a direction.
 A speed-up within SAME of 1.0 counts as no effect.
 Beside a claimed effect, no effect is within SAME, or half the claim's distance from 1.0 where that is less.
+A claimed figure is reproduced by an interval that holds it and lies within half and twice it.
+A wider one holds values far from it too: it is undetermined.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
 A slowdown beyond it that the runs leave open is undetermined.
@@ -21,6 +23,7 @@ from typing import Any
 from perfsweep.analysis.statistics.speedup import Speedup, slow_end
 
 SAME = 0.05  # a speed-up within 5% of 1.0 counts as no effect
+WITHIN = 2.0  # a reproduced figure's interval lies within half and twice the published one
 
 
 def published_speedup(item: dict[str, Any]) -> tuple[float, float] | None:
@@ -89,7 +92,11 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
     low, high = span
     between = ours.high < low if claim == "faster" else ours.low > high
     beyond = ours.low > high if claim == "faster" else ours.high < low
-    return "smaller" if between else "larger" if beyond else "reproduced"
+    if between or beyond:
+        return "smaller" if between else "larger"
+    if ours.low < low / WITHIN or ours.high > high * WITHIN:  # it holds the figure, and values far from it too
+        return UNDETERMINED
+    return "reproduced"
 
 
 UNDETERMINED_FLAG = "UNDETERMINED"

@@ -11,7 +11,7 @@ from pathlib import Path
 # `table`, `export`, `report` or `published` where a configuration of the sweep has no done run: its figures are
 # missing, so a script must not read the rest as the sweep's answer.
 EXIT_UNMEASURED = 1
-EXIT_NOTHING_PUBLISHED = 2  # `published` of a sweep that reproduces no published figures: it answers nothing
+EXIT_NOTHING_PUBLISHED = 2  # `published` of a sweep that has, or ran, no published comparison: it answers nothing
 
 
 def show_table(args: argparse.Namespace) -> int:
@@ -90,7 +90,9 @@ def show_published(args: argparse.Namespace) -> int:
     """The published views, then the flags of the runs behind them, as the table below them in a launch says them."""
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import published_views, table
+    from perfsweep.analysis.views.published import NOT_RUN
     from perfsweep.records import load_sweep
+    from perfsweep.records.words import counted
 
     runs = load_sweep(args.sweep_dir)
     views = published_views(args.sweep_dir)
@@ -102,6 +104,14 @@ def show_published(args: argparse.Namespace) -> int:
     flags = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)).flags
     said = "\n".join(["flags of its runs, as the table's:", *flags]) if flags else ""
     print("\n\n".join([*map(text, views), *([said] if said else [])]))
+    rows = [row for view in views for row in view.items]
+    if rows and all(str(row[-1]).startswith(NOT_RUN) for row in rows):
+        print(
+            f"perfsweep: {args.sweep_dir}: none of its {counted(len(rows), 'published comparison')} ran in this "
+            "sweep (each row says what it ran instead, where it ran the configuration at other settings)",
+            file=sys.stderr,
+        )
+        return EXIT_NOTHING_PUBLISHED
     return said_unmeasured(args.sweep_dir, runs, "published view")
 
 

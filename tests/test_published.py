@@ -228,6 +228,20 @@ def test_a_verdict_on_another_device_or_scale_than_published_says_so_beside_its_
     assert row[-1] == "reproduced (scale=smoke)", "a CPU's figure on a CPU: the scale alone"
 
 
+def test_published_of_a_sweep_that_ran_none_of_its_comparisons_answers_nothing_and_says_so(tmp_path):
+    """The sweep ran its Tensor and TensorBase, not the subclass every published comparison measures."""
+    levels = {("tensor", "contiguous"): 50.0, ("tensorbase", "contiguous"): 50.0}
+    runs = synthetic.sweep(levels, 2, synthetic.Noise(), np.random.default_rng(6))
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.7}]})
+    shown = launch_here("published", str(sweep_dir))
+    assert shown.returncode == 2, shown.stdout + shown.stderr
+    assert "none of its 1 published comparison ran in this sweep" in shown.stderr, shown.stderr
+    assert "not run in this sweep" in shown.stdout, "the view is still printed"
+
+
 def test_a_verdict_at_settings_typed_otherwise_than_the_published_ones_names_them(tmp_path):
     """The smoke scale's settings typed on the command line, at no scale: the word says it is not theirs."""
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)

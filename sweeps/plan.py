@@ -623,6 +623,37 @@ def compile_settings_unread(
     return problems, notices
 
 
+PRECISION_FIELDS = ("autocast_dtype", "param_dtype", "tf32", "grad_scaler")  # what a precision option sets
+
+
+def precision_fields_typed(overrides: list[str], sources: dict[str, str]) -> list[str]:
+    """The command line's fields of a precision option, typed without a name of their own: refused.
+
+    Typed beside an option, they would run another precision under its name (fp32 under bfloat16 autocast).
+    The table, a precision sweep's baseline and the exports go by that name.
+    Typed with precision.name, they are the user's own precision.
+    """
+    typed = {keys.override_key(o): o for o in overrides}
+    if "precision.name" in typed:
+        return []
+    presets = {p.stem: compose.file_content(p) for p in sorted((CONF_DIR / "precision").glob("*.yaml"))}
+    problems = []
+    for field in PRECISION_FIELDS:
+        if (override := typed.get(f"precision.{field}")) is None:
+            continue
+        values = {value.strip().lower() for value in override.split("=", 1)[1].split(",")}
+        setting = [name for name, content in presets.items() if str(content.get(field)).lower() in values]
+        setting = setting or [name for name, content in presets.items() if field in content]
+        options = ", ".join(f"precision={name}" for name in setting)
+        said = (
+            f"{override}: a precision option sets it; typed beside one, its runs would run another precision under "
+            f"that option's name, which the table, a precision sweep's baseline and the exports go by. Choose the "
+            f"option that sets it ({options}), or name your own precision (precision.name=NAME)"
+        )
+        problems.append(explain(said, sources))
+    return problems
+
+
 NAMED_GROUPS = ("model", "memory_format", "precision", "input_type", "compile", "loss", "optim")  # an option a name
 
 
@@ -926,7 +957,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun + size_problems(configs)
     refused, unused = compile_settings_unread(configs, overrides, sources)
-    errors += refused
+    errors += refused + precision_fields_typed(overrides, sources)
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

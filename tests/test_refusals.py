@@ -68,6 +68,9 @@ BAD = [
     ["+model.kwargs.num_classes=10"],
     # compile settings that no run reads, and the switch its option sets
     ["compile=eager,default", "compile.enabled=true"],
+    # what a precision option sets, typed beside it: both would run bfloat16 autocast, one called fp32
+    ["precision=fp32,amp_bf16", "precision.autocast_dtype=bfloat16"],
+    ["precision=fp16", "precision.autocast_dtype=bfloat16", "precision.tf32=true"],
     # Hydra's settings that a Hydra app reads and perfsweep does not
     ["hydra.run.dir=/tmp/elsewhere"],
     ["hydra/job_logging=disabled"],
@@ -90,6 +93,12 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args):
     _refused(result)
     assert not any(tmp_path.iterdir())
     golden.says(f"refused: {_bad(args)}", result.stderr, {tmp_path: "<runs>"})
+
+
+def test_a_precision_of_the_users_own_named_by_them_is_planned_under_its_name():
+    """What a precision option sets may be typed with a name of its own: the table then calls it by that name."""
+    plan = build_plan([*FAST, "precision.name=bf16_autocast_fp16_params", "precision.autocast_dtype=bfloat16"])
+    assert {run.config.precision.name for run in plan.runs} == {"bf16_autocast_fp16_params"}
 
 
 def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path, monkeypatch):

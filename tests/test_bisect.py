@@ -486,4 +486,4 @@ def test_a_points_printed_interval_keeps_its_bounds_on_their_side_of_the_boundar
     """A good point at 1.0x [0.798, 1.228] beside a boundary of 1.24x: one decimal would print [0.7, 1.3]."""
     point = Point("c7", 1.0, 0.798, 1.228, 5, se=0.1, df=4)
     assert point.interval(1.24) == "1.00x [0.79, 1.23]"
-    assert point.interval() == "1.0x [0.7, 1.3]", "without a boundary, 1.0 is what it keeps out"
+    assert point.interval() == "1.00x [0.79, 1.23]", "without a boundary, as no bound moves past 5% of itself"

@@ -389,7 +389,9 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_named_a
     assert strict == compare.EXIT_UNDETERMINED
     posted = comment.comment(shown, 0.05)
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted
-    assert "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x (B's speed-up 0.34x" in posted
+    assert (
+        "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x (B's speed-up 0.338x" in posted
+    )
 
 
 def test_a_step_unchanged_at_its_estimate_but_whose_interval_reaches_a_large_slowdown_is_never_passed_as_nothing():

@@ -214,12 +214,25 @@ def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded
     assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 1000 keeps its digits"
 
 
+def test_a_printed_bound_lies_within_5_percent_of_the_computed_one():
+    """To the estimate's digits, 92.1 [69.6, 121.9] would print 90 [60, 130], and [171, 14762] as [100, 14800]: a
+    bound pasted into a write-up would be 14% and 42% off. Such a bound gets the digits that keep it within 5%."""
+    assert figures(92.1, 69.6, 121.9) == ("92", "69", "122")
+    assert figures(1600.0, 171.0, 14762.0) == ("1600", "170", "14770")
+    assert figures(1188.0, 977.0, 1550.0) == ("1190", "970", "1550")
+    rng = np.random.default_rng(0)
+    for value in np.exp(rng.uniform(-5, 8, 300)):
+        low, high = value / np.exp(rng.uniform(0, 3)), value * np.exp(rng.uniform(0, 3))
+        _, shown_low, shown_high = figures(value, low, high)
+        assert low * 0.95 <= float(shown_low) <= low and high <= float(shown_high) <= high * 1.05, (value, low, high)
+
+
 def test_a_speed_up_whose_interval_excludes_one_is_printed_with_bounds_that_exclude_it():
     """Rounded outward to one decimal, 1.04 would print 1.0 beside the word "faster": the bounds get the digits that
     keep 1 out, and an interval that holds 1 keeps its digits."""
     assert str(Speedup(1.21, 1.04, 1.47, basis=ACROSS)) == "1.21x [1.04, 1.47]"
     assert str(Speedup(0.81, 0.68, 0.96, basis=ACROSS)) == "0.81x [0.68, 0.96]"
-    assert str(Speedup(1.0, 0.797, 1.315, basis=ACROSS)) == "1.0x [0.7, 1.4]"
+    assert str(Speedup(1.0, 0.797, 1.315, basis=ACROSS)) == "1.00x [0.79, 1.32]"
     assert figures(1.21, 1.04, 1.47) == ("1.2", "1.0", "1.5"), "a step time's interval has no figure to keep out"
 
 

@@ -32,6 +32,7 @@ ACROSS = "across runs"
 
 WIDE = 1000.0  # an interval whose high bound is this many times its low one spans orders of magnitude
 MORE_DIGITS = 3  # the most digits added to keep a figure out of a printed interval (figures' `apart`)
+MOVED_BY = 0.05  # the most a printed bound is moved from the computed one, as a share of it
 
 
 def figures(value: float, low: float, high: float, apart: float | None = None) -> tuple[str, str, str]:
@@ -39,7 +40,9 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
 
     The digits resolve half of the half-width: at most three significant, at least one each.
     torch.utils.benchmark trims a measurement the same way.
-    Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
+    A bound that rounding outward would move by more than MOVED_BY of itself gets a digit more: 92 [69, 122], not
+    90 [60, 130].
+    Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4], 1600 [170, 14770].
     An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
     of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
@@ -64,6 +67,8 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
         place = max(place, math.floor(math.log10(abs(value))) - 2)
     smallest = min((abs(x) for x in (value, low, high) if x and math.isfinite(x)), default=1.0)
     place = min(place, math.floor(math.log10(smallest)))
+    while place > math.floor(math.log10(smallest)) - 2 and _moved(_at(place, value, low, high), low, high):
+        place -= 1
     shown = _at(place, value, low, high)
     for more in range(1, MORE_DIGITS + 1):
         if apart is None or not _touches(shown, low, high, apart):
@@ -80,6 +85,14 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
         return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
+
+
+def _moved(shown: tuple[str, str, str], low: float, high: float) -> bool:
+    """Whether rounding outward moved a bound by more than MOVED_BY of itself: 100 printed for 171."""
+    return any(
+        math.isfinite(x) and x > 0 and abs(float(printed) - x) > MOVED_BY * x
+        for printed, x in ((shown[1], low), (shown[2], high))
+    )
 
 
 def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float) -> bool:

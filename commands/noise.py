@@ -242,7 +242,7 @@ def _epoch(stamp: str) -> float:
 def _seen(runs: list[RunRecord]) -> list[Setting]:
     """Steal and other processes' CPU during the runs' windows, as their host records show them.
 
-    Each adds noise where the median run's passed its threshold, or any one run's.
+    Each adds noise where any run's passed its threshold.
     """
     from perfsweep.analysis.statistics.host_flags import TAKEN, median_over, passed, shares, within
 

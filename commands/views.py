@@ -5,6 +5,7 @@ Each imports what it needs when it runs, so that `perfsweep status` starts fast.
 """
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -255,6 +256,14 @@ class CannotWrite(Exception):
     """The folder a command would write into cannot be written (exit 2)."""
 
 
+def offline(conf):
+    """The tracker settings, online made offline.
+
+    A view sends nothing to W&B unless --wandb asks it to.
+    """
+    return dataclasses.replace(conf, mode="offline") if conf.mode == "online" else conf
+
+
 def output_folder(args: argparse.Namespace) -> Path:
     """Where a command writes what it makes: --out, else the sweep folder.
 
@@ -335,8 +344,9 @@ def write_report(args: argparse.Namespace) -> int:
             print(f"perfsweep: {error}", file=sys.stderr)
             return 1
     print(f"report: {html_report(args.sweep_dir, out, stranded)}")
-    for warning in log_sweep(args.sweep_dir, conf):
-        print(f"perfsweep: warning: {warning}", file=sys.stderr)
+    if args.wandb or not args.out:  # --out alone writes nothing into the sweep folder, its W&B run included
+        for warning in log_sweep(args.sweep_dir, conf if args.wandb else offline(conf)):
+            print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
         try:
             url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)

@@ -133,7 +133,8 @@ class UpToCap(Progress):
     The pace is the wall time since the first run started, per run ended.
     It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
     The time is an upper bound on runs, and an estimate of their pace.
-    It is no more than what is left to `ends_at` (time.monotonic's), where auto.max_minutes ends the looks.
+    auto.max_minutes ends the looks at `ends_at` (time.monotonic's).
+    The time is no more than what is left to it.
     """
 
     def __init__(self, stream: TextIO | None = None, ends_at: float | None = None):

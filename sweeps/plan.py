@@ -627,10 +627,10 @@ PRECISION_FIELDS = ("autocast_dtype", "param_dtype", "tf32", "grad_scaler")  # w
 
 
 def precision_fields_typed(overrides: list[str], sources: dict[str, str]) -> list[str]:
-    """The command line's fields of a precision option, typed without a name of their own: refused.
+    """The command line's fields of a precision option, typed without a name: refused.
 
-    Typed beside an option, they would run another precision under its name (fp32 under bfloat16 autocast).
-    The table, a precision sweep's baseline and the exports go by that name.
+    Typed beside an option, they run another precision under its name: fp32 under bfloat16 autocast.
+    The table, a precision sweep's baseline and the exports go by it.
     Typed with precision.name, they are the user's own precision.
     """
     typed = {keys.override_key(o): o for o in overrides}

@@ -77,12 +77,38 @@ def test_a_launch_that_adds_runs_after_the_report_says_the_report_predates_them(
     assert f"{tmp_path / 'default' / records.REPORT} predates some runs' records: `perfsweep report " in wider.stdout
 
 
-def test_report_writes_into_the_folder_out_names(tmp_path):
+def test_report_writes_into_the_folder_out_names_and_nothing_into_the_sweep(tmp_path):
+    """Nor does it log the sweep's W&B run there.
+
+    --out asks for nothing to be written into the sweep.
+    """
     sweep = write_sweep(tmp_path / "sweep")
+    for name in ("a", "b"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["tracker"] = {"mode": "offline"}
+        records.write_json(sweep / name / records.CONFIG, config)
+    before = sorted(p.relative_to(sweep) for p in sweep.rglob("*"))
     out = tmp_path / "made" / "for" / "it"
     shown = launch_here("report", str(sweep), "--out", str(out))
     assert shown.returncode == 0, shown.stderr
     assert (out / records.REPORT).is_file() and not (sweep / records.REPORT).exists()
+    assert sorted(p.relative_to(sweep) for p in sweep.rglob("*")) == before
+
+
+def test_report_of_a_sweep_launched_online_logs_its_w_and_b_run_offline_without_wandb(tmp_path, monkeypatch):
+    """A view sends nothing to W&B unless --wandb asks it to.
+
+    --wandb checks the key and the server first.
+    """
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    sweep = write_sweep(tmp_path / "sweep")
+    for name in ("a", "b"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["tracker"] = {"mode": "online", "timeout_s": 10}
+        records.write_json(sweep / name / records.CONFIG, config)
+    shown = launch_here("report", str(sweep))
+    assert shown.returncode == 0 and "wandb" not in shown.stderr, shown.stderr
+    assert [p.name.endswith("-sweep") for p in (sweep / "wandb").glob("offline-run-*")] == [True]
 
 
 @pytest.mark.parametrize("command", ["report", "sync"])

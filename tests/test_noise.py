@@ -135,7 +135,10 @@ def test_a_share_seen_during_noises_runs_says_how_many_runs_told_it():
 
 
 def test_a_neighbour_that_took_some_of_noises_runs_fails_its_check_though_the_median_run_had_none():
-    """Two of six runs had a neighbour that took 40% of their CPUs: their spread is in the floor."""
+    """Two of six runs had a neighbour that took 40% of their CPUs.
+
+    Their spread is in the floor.
+    """
     from perfsweep.commands import noise
 
     runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 6, synthetic.Noise(), np.random.default_rng(0))

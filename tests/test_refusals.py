@@ -96,7 +96,10 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, args):
 
 
 def test_a_precision_of_the_users_own_named_by_them_is_planned_under_its_name():
-    """What a precision option sets may be typed with a name of its own: the table then calls it by that name."""
+    """What a precision option sets may be typed with a name of its own.
+
+    The table then calls it by that name.
+    """
     plan = build_plan([*FAST, "precision.name=bf16_autocast_fp16_params", "precision.autocast_dtype=bfloat16"])
     assert {run.config.precision.name for run in plan.runs} == {"bf16_autocast_fp16_params"}
 

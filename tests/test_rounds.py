@@ -132,7 +132,10 @@ def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeyp
 
 
 def test_the_time_left_is_no_more_than_auto_max_minutes_leaves(monkeypatch):
-    """A cap of 60 runs at 10 s a run is 10 minutes; auto.max_minutes ends the looks 35 s from the start."""
+    """A cap of 60 runs at 10 s a run is 10 minutes.
+
+    auto.max_minutes ends the looks 35 s from the start.
+    """
     clock, out = Clock(), io.StringIO()
     monkeypatch.setattr(progress, "time", clock)
     counted = progress.UpToCap(out, ends_at=35.0)

@@ -167,7 +167,10 @@ def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float
 
 
 def _penalty(points: list[np.ndarray], variance: float) -> float:
-    """How much a split must explain to count, in squared log time, at a point's noise `variance`."""
+    """How much a split must explain to count, in squared log time.
+
+    `variance` is a point's noise.
+    """
     return PENALTY * math.log(len(points)) * variance
 
 

@@ -194,7 +194,10 @@ def median_over(runs: list[RunRecord], label: str) -> str:
 
 
 def passed(runs: list[RunRecord], label: str, threshold: float) -> str:
-    """The runs whose share passed its threshold: 'above 10% in 2 of its 6 runs (up to 40%)'; '' where none did."""
+    """The runs whose share passed its threshold: 'above 10% in 2 of its 6 runs (up to 40%)'.
+
+    It is '' where none did.
+    """
     told = _resolved(runs)[label]
     if not (high := [share for share in told if share > threshold]):
         return ""

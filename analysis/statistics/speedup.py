@@ -40,9 +40,9 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
 
     The digits resolve half of the half-width: at most three significant, at least one each.
     torch.utils.benchmark trims a measurement the same way.
-    A bound that rounding outward would move by more than MOVED_BY of itself gets a digit more: 92 [69, 122], not
-    90 [60, 130].
-    Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4], 1600 [170, 14770].
+    Rounding outward may move a bound by more than MOVED_BY of itself.
+    That bound then gets a digit more: 92 [69, 122], not 90 [60, 130].
+    Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
     An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
     of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
@@ -88,7 +88,7 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
 
 
 def _moved(shown: tuple[str, str, str], low: float, high: float) -> bool:
-    """Whether rounding outward moved a bound by more than MOVED_BY of itself: 100 printed for 171."""
+    """Whether rounding outward moved a bound too far (MOVED_BY of itself): 100 printed for 171."""
     return any(
         math.isfinite(x) and x > 0 and abs(float(printed) - x) > MOVED_BY * x
         for printed, x in ((shown[1], low), (shown[2], high))

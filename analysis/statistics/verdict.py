@@ -10,7 +10,8 @@ repeats=auto decides a comparison when its word is one of the first three.
 A published figure is a speed-up, a [low, high] range, two times, or a direction.
 A speed-up within SAME of 1.0 counts as no effect.
 Beside a claimed effect, no effect is within SAME, or half the claim's distance from 1.0 where that is less.
-A claimed figure is reproduced by an interval that holds it and lies within half and twice it.
+A claimed figure is reproduced by an interval that holds it.
+That interval lies within half and twice the figure.
 A wider one holds values far from it too: it is undetermined.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.

@@ -734,11 +734,12 @@ NO_HOST = "-"  # explained_by_causes' `shared` where the hosts did not differ
 def explained_by_causes(
     lines: list[Line], shared: str | None, held: dict[tuple[str, str], tuple[int, int]], machine: Speedup | None
 ) -> list[Line]:
-    """The lines, each change that a shared host or a moved machine could explain flagged as possible (`possible`).
+    """The lines, with the changes a shared host or a moved machine could explain flagged possible.
 
-    `shared` is the side whose host was shared ("A", "B", None where either's may have been; NO_HOST where the hosts
-    did not differ).
-    `held` are the changes the runs no neighbour took show too (quiet_runs_show): the load does not explain them.
+    `shared` is the side whose host was shared: "A", "B", or None where either's may have been.
+    It is NO_HOST where the hosts did not differ.
+    `held` are the changes the quiet runs show too (quiet_runs_show).
+    The load does not explain them.
     `machine` is B's speed-up on the fixed workload, where the machine moved.
     """
     if shared != NO_HOST:
@@ -752,10 +753,9 @@ def explained_by_causes(
 
 
 def possible(line: Line, slowed: str | None, cause: str) -> Line:
-    """The line with a change that `cause` could explain flagged as possible, not confirmed: 'POSSIBLE REGRESSION
-    (shared host)'.
+    """The line, where `cause` could explain its change, flagged possible: 'POSSIBLE REGRESSION (shared host)'.
 
-    A cause slows one side (`slowed`: "A", "B", or None where it may have slowed either).
+    A cause slows one side: `slowed` is "A", "B", or None where either.
     """
     if not line.flag or line.flag.startswith(UNDETERMINED_FLAG) or not explicable([line.flag], slowed):
         return line
@@ -765,8 +765,10 @@ def possible(line: Line, slowed: str | None, cause: str) -> Line:
 
 
 def meets(line: Line, machine: Speedup) -> bool:
-    """Whether a flagged line's speed-up interval meets the machine's: a change many times the machine's is the
-    code's."""
+    """Whether a flagged line's speed-up interval meets the machine's.
+
+    A change many times the machine's is the code's.
+    """
     return bool(line.flag) and line.speedup.low <= machine.high and machine.low <= line.speedup.high
 
 
@@ -813,10 +815,10 @@ def quiet_hold(shown: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
 
 
 def machine_moved(lines: list[Line], machine: Speedup | None) -> list[str]:
-    """Where the machine ran the fixed workload slower or faster in one sweep (`machine`, B's speed-up on it): the
-    flagged lines that may show it.
+    """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it.
 
-    Those are the lines whose speed-up's interval meets the machine's (`meets`).
+    `machine` is B's speed-up on that workload.
+    Those lines' intervals meet the machine's (`meets`).
     """
     if machine is None:
         return []

@@ -90,7 +90,7 @@ def squeue_ids(jobs: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def arrays(job_ids: Iterable[str]) -> list[str]:
-    """The arrays these Slurm job ids are tasks of (an id is ARRAY_TASK), in their first order."""
+    """The arrays these Slurm job ids (ARRAY_TASK) are tasks of, in their first order."""
     return list(dict.fromkeys(job_id.split("_")[0] for job_id in job_ids))
 
 

@@ -211,6 +211,21 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
     return [_as_overrides(grid) + _as_overrides(extra) for grid, extra in zip(grids, narrowed, strict=True)]
 
 
+def unscaled(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[str]:
+    """The overrides, with scale=NAME made scale=full where the sweep file's scale NAME sets nothing.
+
+    A seed that runs on a CPU as published has such a scale (scale=cpu): its runs are the published setting.
+    """
+    scale = _chosen(overrides, "scale", Config.scale)
+    path = sweep_path(_chosen(overrides, "sweep", Config.sweep), dirs)
+    if scale == "full" or not path.is_file():
+        return overrides
+    params = (compose.file_content(path).get("scales") or {}).get(scale)
+    if params is None or any(params if isinstance(params, list) else [params]):  # unknown (refused later), or sets
+        return overrides
+    return [o for o in overrides if keys.override_key(o) != "scale"] + ["scale=full"]
+
+
 def _chosen(overrides: list[str], key: str, default: str) -> str:
     chosen = [o for o in compose.parsed_overrides(overrides) if o.get_key_element() == key]
     if any(o.is_sweep_override() for o in chosen):
@@ -936,6 +951,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     if unreadable:
         raise PlanError(unreadable)
     dirs, overrides = config_dirs(_models(overrides))
+    overrides = unscaled(overrides, dirs)
     sources = origins(overrides, dirs)
     typed = {keys.override_key(o) for o in overrides}
     runs = expand(overrides, dirs)

@@ -218,3 +218,11 @@ def test_a_sweep_file_s_axes_swept_beside_the_command_line_s_are_named_with_the_
         assert not any("swept beside" in n for n in build_plan(quiet).notices), quiet
     typed = ["workload=pairwise_sum_prod", "workload.impl=loop,broadcast", "+env.packages.numpy=2.2.6,2.4.6"]
     assert not any("swept beside" in n for n in build_plan(typed).notices), "a package's versions typed are typed"
+
+
+def test_a_scale_that_changes_nothing_is_the_sweeps_full_scale():
+    """loops_vs_broadcasting runs on a CPU as published: its scale cpu sets nothing, so its runs are not scaled."""
+    at_cpu = build_plan(["sweep=loops_vs_broadcasting", "scale=cpu", "tracker.mode=disabled"])
+    assert {run.config.scale for run in at_cpu.runs} == {"full"}
+    smoke = build_plan(["sweep=loops_vs_broadcasting", "scale=smoke", "tracker.mode=disabled"])
+    assert {run.config.scale for run in smoke.runs} == {"smoke"}

@@ -1,6 +1,7 @@
 """Published figures beside ours: the statistics, the verdicts, and that every stored comparison names real runs."""
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -240,6 +241,21 @@ def test_published_of_a_sweep_that_ran_none_of_its_comparisons_answers_nothing_a
     assert shown.returncode == 2, shown.stdout + shown.stderr
     assert "none of its 1 published comparison ran in this sweep" in shown.stderr, shown.stderr
     assert "not run in this sweep" in shown.stdout, "the view is still printed"
+
+
+def test_a_verdict_whose_runs_disagree_says_so_in_its_cell(tmp_path):
+    """One of the subclass's eight runs took 1.6 times the others' time: the word rests on runs that disagree."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 8, steady, np.random.default_rng(5))
+    slow = synthetic.sweep(synthetic.grid({"subclass": 2.1}), 8, steady, np.random.default_rng(5))
+    odd = lambda r: r.axes["input_type"] == "subclass" and r.fields["replicate"] == 7  # noqa: E731
+    runs = [next(s for s in slow if s.name == r.name) if odd(r) else r for r in runs]
+    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "hardware": "h", "software": "s", "source": "x", "comparisons": [comparison]}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.7}]})
+    (row,) = published.view(sweep_dir).items
+    assert re.fullmatch(r"\w+ \(RUNS DISAGREE: of's span 6\d\.\d-10\d ms\)", row[-1]), row
 
 
 def test_a_verdict_at_settings_typed_otherwise_than_the_published_ones_names_them(tmp_path):

@@ -35,6 +35,7 @@ With replicates, the verdicts are (analysis/statistics/verdict.py):
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 
 A deciding word is followed by how our runs were not the published setting.
+It is also followed by RUNS DISAGREE where a side's runs' medians span 1.5x or more, as the table flags them.
 That is another kind of device than the source names (`device: gpu`), or a scale of the sweep.
 It is also a value of the source's `setting` that our runs did not run at, typed or not.
 
@@ -61,7 +62,7 @@ from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
 from perfsweep.analysis.statistics.speedup import LEVEL, Sample, percent, speedup
 from perfsweep.analysis.statistics.verdict import DECIDED, published_speedup, verdict
-from perfsweep.analysis.views.table import context
+from perfsweep.analysis.views.table import context, disagree
 from perfsweep.records import DONE, FAILED, PUBLISHED, RunRecord, load_sweep, sweep_file_name
 from perfsweep.records.words import counted
 
@@ -239,7 +240,13 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
     ours = speedup(a, b, paired=paired, level=level, basis=basis)
     figures = f"{figure(a.middle)} / {figure(b.middle)} {unit} ({a.runs} / {b.runs} runs)"
     word = verdict(item, ours)
-    return [*row, figures, str(ours), f"{word} ({otherwise})" if otherwise and word in DECIDED else word]
+    spans = [
+        f"{side}'s span {figure(min(medians))}-{figure(max(medians))} ms"
+        for side, config in zip(SIDES, (of, over), strict=True)
+        if (medians := disagree(config.runs, item.get("metric", "step")))
+    ]
+    said = [*([f"RUNS DISAGREE: {', '.join(spans)}"] if spans else []), *([otherwise] if otherwise else [])]
+    return [*row, figures, str(ours), f"{word} ({'; '.join(said)})" if said and word in DECIDED else word]
 
 
 def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:

@@ -554,19 +554,22 @@ def unfinished(run: RunRecord, stranded: tuple[str, str] | None) -> str:
 DISAGREE = 1.5
 
 
+def disagree(runs: list[RunRecord], metric: str = "step") -> tuple[float, ...]:
+    """The runs' medians of `metric`, where they span DISAGREE or more; else ()."""
+    medians = [m for r in runs if r.summary and (m := r.summary.median(metric))]
+    return tuple(medians) if len(medians) >= 2 and max(medians) >= DISAGREE * min(medians) else ()
+
+
 def disagreeing(configs: list[Configuration], sweep_dir: Path | str) -> list[str]:
     """A RUNS DISAGREE line per configuration whose runs' step medians span DISAGREE or more."""
-    said = []
-    for config in configs:
-        medians = [m for r in config.runs if r.summary and (m := r.summary.median("step"))]
-        if len(medians) >= 2 and max(medians) >= DISAGREE * min(medians):
-            said.append(
-                f"RUNS DISAGREE {labels(configs)[config.key]}: its {len(medians)} runs' step medians span "
-                f"{figure(min(medians))}-{figure(max(medians))} ms ({max(medians) / min(medians):.3g}x); its row's "
-                f"step ms is their geometric mean, which one run moves: `{user_command()} runs {sweep_dir}` shows "
-                "each run, and what its host showed"
-            )
-    return said
+    return [
+        f"RUNS DISAGREE {labels(configs)[config.key]}: its {len(medians)} runs' step medians span "
+        f"{figure(min(medians))}-{figure(max(medians))} ms ({max(medians) / min(medians):.3g}x); its row's "
+        f"step ms is their geometric mean, which one run moves: `{user_command()} runs {sweep_dir}` shows "
+        "each run, and what its host showed"
+        for config in configs
+        if (medians := disagree(config.runs))
+    ]
 
 
 def noisy_flags(done: list[RunRecord], spread: dict[str, list[str]], sweep_dir: Path | str) -> list[str]:

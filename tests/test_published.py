@@ -361,3 +361,10 @@ def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_lau
     assert published.view(sweep_dir).items[0][-1].startswith("not decided: 2 configurations match")
     shown = sweep_views(sweep_dir, names=[r.name for r in launches[1]])[-1]
     assert shown.items[0][-1] == "reproduced (scale=smoke)", shown.items
+
+
+def test_a_published_speed_up_of_thousands_reads_as_a_whole_number_as_ours_does():
+    """pairwise_sum_prod's loop over broadcasting: 82.3 / 0.0249 ms, 3305x, not 3.31e+03x beside our 3200x."""
+    item = {"label": "l", "of": {}, "over": {}, "published": {"of": 0.0249, "over": 82.3}}
+    assert published.compare([], item)[3] == "3305x"
+    assert published.compare([], {**item, "speedup": [2, 52]})[3] == "2-52x"

@@ -136,7 +136,7 @@ def _speedup_text(item: dict[str, Any]) -> str:
     span = published_speedup(item)
     if span is None:
         return item.get("direction") or "none"
-    return f"{span[0]:.3g}x" if span[0] == span[1] else f"{span[0]:.3g}-{span[1]:.3g}x"
+    return f"{figure(span[0])}x" if span[0] == span[1] else f"{figure(span[0])}-{figure(span[1])}x"
 
 
 def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from hydra.errors import OverrideParseException
 from hydra.utils import get_object
 
 from perfsweep.conf.import_paths import TARGET_GROUPS
-from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, WorkloadConf
+from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, PrecisionConf, WorkloadConf
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
 from perfsweep.sweeps import compose, keys, pairing, rerun
@@ -638,35 +638,34 @@ def compile_settings_unread(
     return problems, notices
 
 
-PRECISION_FIELDS = ("autocast_dtype", "param_dtype", "tf32", "grad_scaler")  # what a precision option sets
+def precision_relabelled(configs: list[Config], dirs: tuple[Path, ...], sources: dict[str, str]) -> list[str]:
+    """Each precision that runs otherwise than the option its name names: refused.
 
-
-def precision_fields_typed(overrides: list[str], sources: dict[str, str]) -> list[str]:
-    """The command line's fields of a precision option, typed without a name: refused.
-
-    Typed beside an option, they run another precision under its name: fp32 under bfloat16 autocast.
-    The table, a precision sweep's baseline and the exports go by it.
-    Typed with precision.name, they are the user's own precision.
+    A field typed beside an option (precision=fp32 precision.autocast_dtype=bfloat16) runs another precision.
+    The table, a precision sweep's baseline and the exports would call it by the option's name.
+    A precision of the user's own has a name no option has (precision.name=NAME).
     """
-    typed = {keys.override_key(o): o for o in overrides}
-    if "precision.name" in typed:
-        return []
-    presets = {p.stem: compose.file_content(p) for p in sorted((CONF_DIR / "precision").glob("*.yaml"))}
-    problems = []
-    for field in PRECISION_FIELDS:
-        if (override := typed.get(f"precision.{field}")) is None:
+    fields = [f.name for f in dataclasses.fields(PrecisionConf) if f.name != "name"]
+    options = {
+        path.stem: PrecisionConf(**{k: v for k, v in compose.file_content(path).items() if k in fields or k == "name"})
+        for folder in (CONF_DIR, *dirs)
+        for path in sorted((folder / "precision").glob("*.yaml"))
+    }
+    said = {}
+    for config in configs:
+        ran, named = config.precision, options.get(config.precision.name)
+        if named is None or (differ := [f for f in fields if getattr(ran, f) != getattr(named, f)]) == []:
             continue
-        values = {value.strip().lower() for value in override.split("=", 1)[1].split(",")}
-        setting = [name for name, content in presets.items() if str(content.get(field)).lower() in values]
-        setting = setting or [name for name, content in presets.items() if field in content]
-        options = ", ".join(f"precision={name}" for name in setting)
-        said = (
-            f"{override}: a precision option sets it; typed beside one, its runs would run another precision under "
-            f"that option's name, which the table, a precision sweep's baseline and the exports go by. Choose the "
-            f"option that sets it ({options}), or name your own precision (precision.name=NAME)"
+        typed = [f"precision.{f}={str(getattr(ran, f)).lower()}" for f in differ]
+        setting = [name for name, o in options.items() if all(getattr(o, f) == getattr(ran, f) for f in fields)]
+        choose = f"choose precision={setting[0]}, which runs it, or name" if setting else "name"
+        said[" ".join(typed), ran.name] = explain(
+            f"{typed[0]}: precision={ran.name} sets it otherwise; {' '.join(typed)} would run another precision "
+            f"under the name {ran.name}, which the table, a precision sweep's baseline and the exports go by. "
+            f"{choose.capitalize()} your own precision (precision.name=NAME, a name no option has)",
+            sources,
         )
-        problems.append(explain(said, sources))
-    return problems
+    return list(said.values())
 
 
 NAMED_GROUPS = ("model", "memory_format", "precision", "input_type", "compile", "loss", "optim")  # an option a name
@@ -973,7 +972,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     configs, unrun = with_baselines(configs)
     errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun + size_problems(configs)
     refused, unused = compile_settings_unread(configs, overrides, sources)
-    errors += refused + precision_fields_typed(overrides, sources)
+    errors += refused + precision_relabelled(configs, dirs, sources)
     if errors and (not partial or not configs):
         raise PlanError(errors)
     # (runs share the nodes they do not change: comparing identities first spares a repr of each)

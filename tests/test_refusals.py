@@ -71,6 +71,8 @@ BAD = [
     # what a precision option sets, typed beside it: both would run bfloat16 autocast, one called fp32
     ["precision=fp32,amp_bf16", "precision.autocast_dtype=bfloat16"],
     ["precision=fp16", "precision.autocast_dtype=bfloat16", "precision.tf32=true"],
+    ["precision=fp32", "precision.name=fp32", "precision.autocast_dtype=bfloat16"],  # an option's name is not one's own
+    ["precision=amp_bf16", "~precision.autocast_dtype"],
     # Hydra's settings that a Hydra app reads and perfsweep does not
     ["hydra.run.dir=/tmp/elsewhere"],
     ["hydra/job_logging=disabled"],
@@ -102,6 +104,8 @@ def test_a_precision_of_the_users_own_named_by_them_is_planned_under_its_name():
     """
     plan = build_plan([*FAST, "precision.name=bf16_autocast_fp16_params", "precision.autocast_dtype=bfloat16"])
     assert {run.config.precision.name for run in plan.runs} == {"bf16_autocast_fp16_params"}
+    same = build_plan([*FAST, "precision=amp_bf16", "precision.autocast_dtype=bfloat16"])
+    assert {run.config.precision.autocast_dtype for run in same.runs} == {"bfloat16"}, "what the option sets, typed"
 
 
 def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path, monkeypatch):

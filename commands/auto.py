@@ -57,10 +57,11 @@ class Rounds:
 
     def plans(self, runs: int) -> list[Plan]:
         """The look's plan; the count then expects at most the runs the cap leaves undone."""
-        self.progress.expect(sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs))
         self.clock.look_starts(time.monotonic())
         plan = build_plan([*self.base, f"repeats={runs}"], partial=True)
         self.done_before = sum(records.is_done(plan.sweep_dir / spec.name) for spec in plan.runs)
+        left = sum(not records.is_done(self.cap.sweep_dir / spec.name) for spec in self.cap.runs)
+        self.progress.expect(left, len(plan.runs) - self.done_before)
         return [plan]
 
     def looked(self, plan: Plan, runs: int) -> None:

@@ -133,18 +133,23 @@ class UpToCap(Progress):
     The pace is the wall time since the first run started, per run ended.
     It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
     The time is an upper bound on runs, and an estimate of their pace.
-    auto.max_minutes ends the looks at `ends_at` (time.monotonic's).
-    The time is no more than what is left to it.
+    auto.max_minutes starts no look after `ends_at` (time.monotonic's) that would end past it.
+    The time left is then what is left to it, or the look's own runs where they take longer.
     """
 
     def __init__(self, stream: TextIO | None = None, ends_at: float | None = None):
         super().__init__(0, stream)
         self.first_start: float | None = None
         self.ends_at = ends_at
+        self.look_ends = 0  # the count at which the look now running ends
 
-    def expect(self, runs: int) -> None:
-        """From here, at most `runs` more runs end: the runs left to the cap, not done."""
+    def expect(self, runs: int, look: int | None = None) -> None:
+        """From here, at most `runs` more runs end: the runs left to the cap, not done.
+
+        `look` of them are the next look's, which run to their end whatever the time.
+        """
         self.total = self.finished + runs
+        self.look_ends = self.finished + (runs if look is None else look)
 
     def count(self, n: int) -> str:
         return f"[{n}/{self.total} at most]"
@@ -160,8 +165,9 @@ class UpToCap(Progress):
             return ""
         now = time.monotonic()
         pace = (now - self.first_start) / self.finished
-        if self.ends_at is not None and self.ends_at - now < pace * runs:  # past it, the look ends its runs
-            return f"  at most ~{duration(self.ends_at - now)} left (auto.max_minutes)" if now < self.ends_at else ""
+        look = pace * max(0, self.look_ends - self.finished)
+        if self.ends_at is not None and max(self.ends_at - now, look) < pace * runs:
+            return f"  at most ~{duration(max(self.ends_at - now, look))} left (auto.max_minutes)"
         return f"  at most ~{duration(pace * runs)} left"
 
 

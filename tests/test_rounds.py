@@ -139,14 +139,15 @@ def test_the_time_left_is_no_more_than_auto_max_minutes_leaves(monkeypatch):
     clock, out = Clock(), io.StringIO()
     monkeypatch.setattr(progress, "time", clock)
     counted = progress.UpToCap(out, ends_at=35.0)
-    counted.expect(60)
-    for name in "ab":
+    counted.expect(60, look=6)  # the first look's 6 runs end whatever the time
+    for name in "abcdef":
         run = types.SimpleNamespace(name=name)
         counted.running(run)
         clock.now += 10
         counted.ended(run, "done", "step 1 ms")
     ends = [line[line.index("  at most") :] for line in out.getvalue().splitlines() if " done " in line]
-    assert ends == ["  at most ~25 s left (auto.max_minutes)", "  at most ~15 s left (auto.max_minutes)"], ends
+    looks = ["~50 s", "~40 s", "~30 s", "~20 s", "~10 s", "~0 s"]  # the cap passed mid-look: no look starts after it
+    assert ends == [f"  at most {left} left (auto.max_minutes)" for left in looks], ends
 
 
 def _rounds(stdout: str) -> str:

@@ -70,10 +70,26 @@ def show_explanations(args: argparse.Namespace) -> int:
             print(*unfinished(again, theirs_runs), sep="\n", end="")
             print(*other_code(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
             return 0
-    print(f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}")
+    print(
+        f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}: "
+        f"{first_time(runs)}; profiling each window makes it longer (a Python loop's operators, many times)"
+    )
     status = run_sweep_again(words)
     print(*other_code(sweep_dir, runs, again, load_sweep(again)), sep="\n", end="")
     return status
+
+
+def first_time(runs) -> str:
+    """'14 runs, which took 35 s the first time': from the first run's start to the last one's end."""
+    from datetime import datetime
+
+    from perfsweep.records.words import counted
+
+    starts = [datetime.fromisoformat(r.status.started_at) for r in runs if r.status.started_at]
+    ends = [datetime.fromisoformat(r.status.finished_at) for r in runs if r.status.finished_at]
+    if not starts or not ends:
+        return counted(len(runs), "run")
+    return f"{counted(len(runs), 'run')}, which took {(max(ends) - min(starts)).total_seconds():.0f} s the first time"
 
 
 def other_code(sweep_dir, runs, again, theirs) -> list[str]:

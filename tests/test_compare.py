@@ -134,6 +134,9 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
         if suspect:
             said = "so the lines flagged POSSIBLE REGRESSION may show that load, not the code"
             assert said in found[0] and "run the sweep whose host was shared again with its host to itself" in found[0]
+            assert shown.notes[0].startswith("1 slower (1 of them possible: shared host), 0 faster"), shown.notes[0]
+            head = comment.comment(shown, 0.05).splitlines()[0]
+            assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
 
 
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():

@@ -7,7 +7,7 @@ The headline names the largest flagged change of the step; else it says the step
 that some were undetermined; and whether a final loss changed.
 Then the counts of the compared configurations, by what their step did:
 
-- slower, faster: flagged (REGRESSION, improvement, and their one-run kinds), as compare's gate flags them;
+- slower, faster: flagged (REGRESSION, improvement, and their possible kinds), as compare's gate flags them;
 - same: not flagged, and the step's interval lies within the threshold of 1.00x;
 - undetermined: neither; more runs on each side narrow the interval.
   One whose interval reaches a slowdown past the threshold is flagged UNDETERMINED.
@@ -40,6 +40,7 @@ from perfsweep.analysis.views.compare import (
     counted_kinds,
     kind,
     kinds,
+    possible,
     unconfirmed,
     undetermined_way,
 )
@@ -93,15 +94,15 @@ def comment(view: View, threshold: float) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _largest(line: Line) -> tuple[bool, float]:
+def _largest(line: Line) -> tuple[int, float]:
     """The order of flagged lines.
 
-    Confirmed changes come first, by size.
+    Confirmed changes come first, by size; then possible ones, by size.
     Then come the undetermined, by their interval's slow end.
     """
     if unconfirmed(line):
-        return True, line.speedup.low if math.isfinite(line.speedup.low) else math.inf
-    return False, -abs(math.log(line.speedup.value))
+        return 2, line.speedup.low if math.isfinite(line.speedup.low) else math.inf
+    return (1 if possible(line) else 0), -abs(math.log(line.speedup.value))
 
 
 def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False) -> str:
@@ -113,7 +114,7 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
         line = moved[0]
         value = line.speedup.value
         way = f"{1 / value:.2f}x slower" if value < 1 else f"{value:.2f}x faster"
-        said = f"{way} in {line.configuration} ({line.flag})"
+        said = f"{way} in {line.configuration} ({line.flag.replace(' (', ', ').removesuffix(')')})"
         if unconfirmed(line):
             reach = reaches(line.speedup) if math.isfinite(line.speedup.low) else "no time to compare"
             said = (

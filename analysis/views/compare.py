@@ -28,7 +28,7 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
 
     REGRESSION             B slower; replicated on both sides (two or more runs each)
     POSSIBLE REGRESSION    the same from one run on a side (a within-run interval, blind to the difference
-                           between processes)
+                           between processes), or one a shared host or a moved machine may explain (below)
     UNDETERMINED           B's interval reaches a slowdown beyond the threshold, and no such slowdown is confirmed
                            (or B's time is unknown): the runs can neither confirm nor rule it out, and more runs
                            decide it; it fails the gate with --fail-undetermined
@@ -514,6 +514,12 @@ def unconfirmed(line: Line) -> bool:
     return line.flag.startswith(UNDETERMINED_FLAG)
 
 
+def possible(line: Line) -> str:
+    """Why a flagged change is possible, not confirmed: '1 run', 'shared host'...; '' where it is confirmed."""
+    word, _, why = line.flag.removesuffix(")").partition(" (")
+    return why if word.lower().startswith("possible") else ""
+
+
 def kind(line: Line, threshold: float) -> str:
     """What a configuration's step did: slower or faster (flagged), the same, or undetermined."""
     if line.flag and not unconfirmed(line):
@@ -532,17 +538,17 @@ def kinds(steps: list[Line], threshold: float) -> dict[str, int]:
 def counted_kinds(steps: list[Line], threshold: float, strong: Callable[[str], str] = str) -> str:
     """'0 slower, 0 faster, 2 same, 4 undetermined, of 6 configurations compared by their step (...)'.
 
-    A change flagged from one run on a side is counted as possible.
+    A change flagged possible is counted so, with why: one run on a side, a shared host, a moved machine.
     `strong` sets a count of changes apart (a comment's bold).
     """
     counts = kinds(steps, threshold)
-    one_run = [kind(line, threshold) for line in steps if not line.speedup.replicated]
 
     def count(way: str, n: int) -> str:
         if way not in (SLOWER, FASTER) or not n:
             return f"{n} {way}"
-        possible = one_run.count(way)
-        return strong(f"{n} {way}") + (f" ({possible} of them possible: one run on a side)" if possible else "")
+        why = [possible(line) for line in steps if kind(line, threshold) == way and possible(line)]
+        reasons = ", ".join(dict.fromkeys(r.replace("1 run", "one run on a side") for w in why for r in w.split(", ")))
+        return strong(f"{n} {way}") + (f" ({len(why)} of them possible: {reasons})" if why else "")
 
     said = ", ".join(count(way, n) for way, n in counts.items())
     compared = counted(sum(counts.values()), "configuration")
@@ -656,8 +662,14 @@ def compare_runs(
     ]
     side = host_flags.shared_side(a, b)
     held = quiet_runs_show(matched, names_a, lines, side, threshold) if hosts_differ else {}
+    if hosts_differ:  # the load slowed one side; not the changes the quiet runs show too
+        lines = [
+            line if (line.configuration, line.phase) in held else as_possible(line, side, SHARED_HOST) for line in lines
+        ]
     machine = (machine_speed.moved(a, b) or [None])[0]
-    lines = explained_by_causes(lines, side if hosts_differ else NO_HOST, held, machine)
+    if machine is not None:
+        slowed = "B" if machine.value < 1 else "A"
+        lines = [as_possible(line, slowed, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
     suspect = [line for line in lines if (line.configuration, line.phase) not in held]
     shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
     shown = lines + losses
@@ -728,31 +740,7 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
     return said
 
 
-NO_HOST = "-"  # explained_by_causes' `shared` where the hosts did not differ
-
-
-def explained_by_causes(
-    lines: list[Line], shared: str | None, held: dict[tuple[str, str], tuple[int, int]], machine: Speedup | None
-) -> list[Line]:
-    """The lines, with the changes a shared host or a moved machine could explain flagged possible.
-
-    `shared` is the side whose host was shared: "A", "B", or None where either's may have been.
-    It is NO_HOST where the hosts did not differ.
-    `held` are the changes the quiet runs show too (quiet_runs_show).
-    The load does not explain them.
-    `machine` is B's speed-up on the fixed workload, where the machine moved.
-    """
-    if shared != NO_HOST:
-        lines = [
-            line if (line.configuration, line.phase) in held else possible(line, shared, SHARED_HOST) for line in lines
-        ]
-    if machine is not None:
-        slower_in = "B" if machine.value < 1 else "A"
-        lines = [possible(line, slower_in, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
-    return lines
-
-
-def possible(line: Line, slowed: str | None, cause: str) -> Line:
+def as_possible(line: Line, slowed: str | None, cause: str) -> Line:
     """The line, where `cause` could explain its change, flagged possible: 'POSSIBLE REGRESSION (shared host)'.
 
     A cause slows one side: `slowed` is "A", "B", or None where either.

@@ -11,7 +11,7 @@ A published figure is a speed-up, a [low, high] range, two times, or a direction
 A speed-up within SAME of 1.0 counts as no effect.
 Beside a claimed effect, no effect is within SAME, or half the claim's distance from 1.0 where that is less.
 A claimed figure is reproduced by an interval that holds it.
-That interval lies within half and twice the figure.
+That interval lies within half and twice the figure, as a ratio and as an effect (its log's distance from 1.0).
 A wider one holds values far from it too: it is undetermined.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
@@ -95,9 +95,18 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
     beyond = ours.low > high if claim == "faster" else ours.high < low
     if between or beyond:
         return "smaller" if between else "larger"
-    if ours.low < low / WITHIN or ours.high > high * WITHIN:  # it holds the figure, and values far from it too
-        return UNDETERMINED
-    return "reproduced"
+    return "reproduced" if _near(ours, low, high) else UNDETERMINED  # else it holds values far from it too
+
+
+def _near(ours: Speedup, low: float, high: float) -> bool:
+    """Whether our interval lies within half and twice the published range: as a ratio, and as an effect.
+
+    An effect is a speed-up's distance from 1.0 in log: 1.1x's is half 1.21x's.
+    """
+    ends = [math.log(low), math.log(high)]
+    least = max(ends[0] - math.log(WITHIN), min(ends[0] / WITHIN, ends[0] * WITHIN))
+    most = min(ends[1] + math.log(WITHIN), max(ends[1] / WITHIN, ends[1] * WITHIN))
+    return least <= math.log(ours.low) and math.log(ours.high) <= most
 
 
 UNDETERMINED_FLAG = "UNDETERMINED"

@@ -25,8 +25,8 @@ The row then says `indicative (1 run)`, never a verdict.
 With replicates, the verdicts are (analysis/statistics/verdict.py):
 
     reproduced     a speed-up or slow-down: our interval lies on the claimed side of 1.0, holds the published
-                   figure, and lies within half and twice it; no effect (same): our interval lies inside +-5%
-                   of 1.0
+                   figure, and lies within half and twice it, as a ratio and as an effect (in log); no effect
+                   (same): our interval lies inside +-5% of 1.0
     smaller        the claimed direction, but our interval lies between no effect and the published figure
     larger         the claimed direction, and our interval lies wholly beyond the published figure
     absent         an effect was claimed; our interval lies inside +-5% of 1.0

@@ -209,7 +209,7 @@ def test_figures_of_an_interval_without_finite_bounds_print_them_as_they_are():
 def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded_outward():
     """Two noisy runs a side: t with one degree of freedom spans orders of magnitude. Each figure keeps two digits of
     its own, so that the table's cell stays short; the bounds still hold the computed interval."""
-    assert figures(0.8237666, 0.0000005, 1315583.5725628) == ("0.82", "5.0e-07", "1.4e+06")
+    assert figures(0.8237666, 0.0000005, 1315583.5725628) == ("0.82", "5.0e-07", "1.32e+06")
     assert figures(0.723, 0.0013, 292.533) == ("0.72", "0.0013", "300")
     assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 1000 keeps its digits"
 
@@ -225,6 +225,7 @@ def test_a_printed_bound_lies_within_5_percent_of_the_computed_one():
         low, high = value / np.exp(rng.uniform(0, 3)), value * np.exp(rng.uniform(0, 3))
         _, shown_low, shown_high = figures(value, low, high)
         assert low * 0.95 <= float(shown_low) <= low and high <= float(shown_high) <= high * 1.05, (value, low, high)
+    assert figures(3.0, 1.09, 1200.0)[1] == "1.09", "an interval over orders of magnitude too: 1.0 is 8% off"
 
 
 def test_a_speed_up_whose_interval_excludes_one_is_printed_with_bounds_that_exclude_it():

@@ -44,7 +44,7 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     That bound then gets a digit more: 92 [69, 122], not 90 [60, 130].
     Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
     An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
-    of its own: 0.82 [5.0e-07, 1.4e+06], not 0.8237666 [0.0000005, 1315583.5725628].
+    of its own, a bound more where 5% needs them: 0.82 [5.0e-07, 1.32e+06], not 0.8237666 [0.0000005, 1315583.57].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     `apart` is a figure the interval excludes, such as a ratio's 1.
     The bounds then get the digits that keep it out, up to MORE_DIGITS more.
@@ -55,8 +55,8 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
         for digits in range(2, 2 + MORE_DIGITS + 1):
             wide = (
                 _significant(value, round, 2),
-                _significant(low, math.floor, digits if near_low else 2, 1e-9),
-                _significant(high, math.ceil, 2 if near_low else digits, -1e-9),
+                _bound(low, math.floor, digits if near_low else 2, 1e-9),
+                _bound(high, math.ceil, 2 if near_low else digits, -1e-9),
             )
             if apart is None or not _touches(wide, low, high, apart):
                 break
@@ -85,6 +85,15 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
         return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
     return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
+
+
+def _bound(x: float, rounded: Callable[[float], float], digits: int, slack: float) -> str:
+    """A bound to `digits` significant digits, or more where that would move it past MOVED_BY of itself."""
+    shown = _significant(x, rounded, digits, slack)
+    while abs(float(shown) - x) > MOVED_BY * x and digits < 2 + MORE_DIGITS:
+        digits += 1
+        shown = _significant(x, rounded, digits, slack)
+    return shown
 
 
 def _moved(shown: tuple[str, str, str], low: float, high: float) -> bool:

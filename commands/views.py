@@ -5,7 +5,6 @@ Each imports what it needs when it runs, so that `perfsweep status` starts fast.
 """
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -155,8 +154,6 @@ def show_comparison(args: argparse.Namespace) -> int:
 
 
 def show_history(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from perfsweep.analysis.render import text
     from perfsweep.analysis.timeline import history
     from perfsweep.analysis.views import comment, wandb_history, wandb_online
@@ -188,7 +185,7 @@ def show_history(args: argparse.Namespace) -> int:
         except wandb_online.WandbUnreachable as error:
             print(f"perfsweep: {error}", file=sys.stderr)
             return views.EXIT_NO_HISTORY
-        conf = dataclasses.replace(conf, mode="offline")  # logged here, then uploaded: a run of its own each time
+        conf = wandb_online.kept_offline(conf)  # logged here, then uploaded: a run of its own each time
     if args.format == "markdown":
         if not (args.only_changes and status == 0 and not any(series.flag for series in made)):
             print(comment.history_comment(made, shown, said), end="")
@@ -254,14 +251,6 @@ def write_export(args: argparse.Namespace) -> int:
 
 class CannotWrite(Exception):
     """The folder a command would write into cannot be written (exit 2)."""
-
-
-def offline(conf):
-    """The tracker settings, online made offline.
-
-    A view sends nothing to W&B unless --wandb asks it to.
-    """
-    return dataclasses.replace(conf, mode="offline") if conf.mode == "online" else conf
 
 
 def output_folder(args: argparse.Namespace) -> Path:
@@ -345,7 +334,7 @@ def write_report(args: argparse.Namespace) -> int:
             return 1
     print(f"report: {html_report(args.sweep_dir, out, stranded)}")
     if args.wandb or not args.out:  # --out alone writes nothing into the sweep folder, its W&B run included
-        for warning in log_sweep(args.sweep_dir, conf if args.wandb else offline(conf)):
+        for warning in log_sweep(args.sweep_dir, conf if args.wandb else wandb_online.kept_offline(conf)):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
         try:

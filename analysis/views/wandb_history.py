@@ -11,7 +11,6 @@ Its table is <slug>/points, and its plot <slug>/plot.
 W&B is a view: a failure here is returned as a warning, never raised.
 """
 
-import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History
+from perfsweep.analysis.views import wandb_online
 from perfsweep.analysis.views.history import Series, centre, machine_lines
 from perfsweep.analysis.views.wandb_sweep import tracker_of, view_run
 from perfsweep.conf.schema import TrackerConf
@@ -65,7 +65,7 @@ def log_history(
     """
     if conf.mode == "disabled":
         return []
-    conf = dataclasses.replace(conf, mode="offline")  # online, a history logged again would add to the last one
+    conf = wandb_online.kept_offline(conf)  # online, a history logged again would add to the last one
     identifier = run_id(found, out)
     try:
         import wandb

@@ -49,6 +49,11 @@ def with_overrides(conf: TrackerConf, overrides: list[str]) -> TrackerConf:
     return dataclasses.replace(conf, **changes)
 
 
+def kept_offline(conf: TrackerConf) -> TrackerConf:
+    """The tracker settings, online made offline: what is logged here is sent by a sync, or by --wandb's upload."""
+    return dataclasses.replace(conf, mode="offline") if conf.mode == "online" else conf
+
+
 def offline(sweep_dir: Path) -> str:
     """What a sweep's command that could not reach W&B leaves, and what sends it later."""
     return f"the runs stay offline in {sweep_dir}; run `{user_command()} sync {sweep_dir}` later"

@@ -254,9 +254,10 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
         name = f"{label}{noise.DURING}"
         if label in told:
             state = f"{told[label]:.0%} (median over {median_over(runs, label)}; above {threshold:.0%} adds noise)"
-            some = passed(runs, label, threshold) if told[label] <= threshold else ""
-            state = f"{some}; median {state}" if some else state  # a neighbour that came and went is in the floor
-            found.append(Setting(name, state, told[label] > threshold or bool(some), FIXES[label]))
+            some = passed(runs, label, threshold)
+            if some and told[label] <= threshold:  # a neighbour that came and went is in the floor
+                state = f"{some}; the median run's {state}"
+            found.append(Setting(name, state, bool(some), FIXES[label]))
         elif resolutions:
             state = f"{TOO_SHORT}: {within(min(resolutions))}"
             found.append(Setting(name, state, None))

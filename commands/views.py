@@ -92,7 +92,6 @@ def show_published(args: argparse.Namespace) -> int:
     from perfsweep.analysis.views import published_views, table
     from perfsweep.analysis.views.published import NOT_RUN
     from perfsweep.records import load_sweep
-    from perfsweep.records.words import counted
 
     runs = load_sweep(args.sweep_dir)
     views = published_views(args.sweep_dir)
@@ -106,9 +105,11 @@ def show_published(args: argparse.Namespace) -> int:
     print("\n\n".join([*map(text, views), *([said] if said else [])]))
     rows = [row for view in views for row in view.items]
     if rows and all(str(row[-1]).startswith(NOT_RUN) for row in rows):
+        none_ran = f"none of its {len(rows)} published comparisons ran"
+        none_ran = none_ran if len(rows) > 1 else "its one published comparison did not run"
         print(
-            f"perfsweep: {args.sweep_dir}: none of its {counted(len(rows), 'published comparison')} ran in this "
-            "sweep (each row says what it ran instead, where it ran the configuration at other settings)",
+            f"perfsweep: {args.sweep_dir}: {none_ran} in this sweep (each row says what it ran instead, where it ran "
+            "the configuration at other settings)",
             file=sys.stderr,
         )
         return EXIT_NOTHING_PUBLISHED

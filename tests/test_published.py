@@ -242,7 +242,7 @@ def test_published_of_a_sweep_that_ran_none_of_its_comparisons_answers_nothing_a
     records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.7}]})
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 2, shown.stdout + shown.stderr
-    assert "none of its 1 published comparison ran in this sweep" in shown.stderr, shown.stderr
+    assert ": its one published comparison did not run in this sweep" in shown.stderr, shown.stderr
     assert "not run in this sweep" in shown.stdout, "the view is still printed"
 
 

@@ -48,7 +48,8 @@ def test_a_within_run_interval_finds_a_ten_percent_slowdown_and_no_change_and_sa
         ({"speedup": 0.6}, (0.5, 0.4, 0.62), "reproduced"),  # holding it
         ({"speedup": 0.6}, (0.5, 0.25, 0.62), "undetermined"),  # holding it, and reaching below half of it
         ({"speedup": 0.6}, (0.5, 0.33, 0.62), "undetermined"),  # holding it, and reaching past twice its effect (0.36)
-        ({"speedup": 1.1}, (1.5, 1.01, 2.2), "undetermined"),  # within twice the ratio; 12 times the effect
+        ({"speedup": 1.1}, (1.5, 1.01, 2.2), "undetermined"),  # within twice the ratio; 8 times the effect
+        ({"speedup": 0.6}, (0.3, 0.0, 0.7), "undetermined"),  # a bound of 0 has no log
         ({"speedup": 1.1}, (1.1, 1.06, 1.15), "reproduced"),
         ({"published": {"of": 0.0249, "over": 82.3}}, (6100.0, 61.0, 6.2e5), "undetermined"),  # 3305x, 2 runs
         ({"speedup": 2650}, (1600.0, 100.0, 14800.0), "undetermined"),

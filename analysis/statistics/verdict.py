@@ -103,6 +103,8 @@ def _near(ours: Speedup, low: float, high: float) -> bool:
 
     An effect is a speed-up's distance from 1.0 in log: 1.1x's is half 1.21x's.
     """
+    if min(low, ours.low) <= 0 or not math.isfinite(ours.high):  # no log: nothing bounds it
+        return False
     ends = [math.log(low), math.log(high)]
     least = max(ends[0] - math.log(WITHIN), min(ends[0] / WITHIN, ends[0] * WITHIN))
     most = min(ends[1] + math.log(WITHIN), max(ends[1] / WITHIN, ends[1] * WITHIN))

@@ -638,6 +638,11 @@ def compile_settings_unread(
     return problems, notices
 
 
+def typed_value(value: object) -> str:
+    """A value as the command line types it: null, true, false, or as it is."""
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def precision_relabelled(configs: list[Config], dirs: tuple[Path, ...], sources: dict[str, str]) -> list[str]:
     """Each precision that runs otherwise than the option its name names: refused.
 
@@ -656,7 +661,7 @@ def precision_relabelled(configs: list[Config], dirs: tuple[Path, ...], sources:
         ran, named = config.precision, options.get(config.precision.name)
         if named is None or (differ := [f for f in fields if getattr(ran, f) != getattr(named, f)]) == []:
             continue
-        typed = [f"precision.{f}={str(getattr(ran, f)).lower()}" for f in differ]
+        typed = [f"precision.{f}={typed_value(getattr(ran, f))}" for f in differ]
         setting = [name for name, o in options.items() if all(getattr(o, f) == getattr(ran, f) for f in fields)]
         choose = f"choose precision={setting[0]}, which runs it, or name" if setting else "name"
         said[" ".join(typed), ran.name] = explain(

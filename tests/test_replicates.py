@@ -226,6 +226,7 @@ def test_a_printed_bound_lies_within_5_percent_of_the_computed_one():
         _, shown_low, shown_high = figures(value, low, high)
         assert low * 0.95 <= float(shown_low) <= low and high <= float(shown_high) <= high * 1.05, (value, low, high)
     assert figures(3.0, 1.09, 1200.0)[1] == "1.09", "an interval over orders of magnitude too: 1.0 is 8% off"
+    assert figures(1.026, 1.0125, 4110.0, apart=1.0) == ("1.03", "1.01", "4200"), "not 1.0 outside [1.01, 4200]"
 
 
 def test_a_speed_up_whose_interval_excludes_one_is_printed_with_bounds_that_exclude_it():

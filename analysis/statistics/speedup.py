@@ -54,7 +54,7 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
         near_low = apart is not None and low > apart  # the bound that may touch `apart` gets the digits
         for digits in range(2, 2 + MORE_DIGITS + 1):
             wide = (
-                _significant(value, round, 2),
+                _significant(value, round, digits),  # as many as the bound that keeps `apart` out: 1.03x [1.01, ...]
                 _bound(low, math.floor, digits if near_low else 2, 1e-9),
                 _bound(high, math.ceil, 2 if near_low else digits, -1e-9),
             )

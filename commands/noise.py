@@ -253,10 +253,13 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
     for label, threshold, _ in TAKEN:
         name = f"{label}{noise.DURING}"
         if label in told:
-            state = f"{told[label]:.0%} (median over {median_over(runs, label)}; above {threshold:.0%} adds noise)"
-            some = passed(runs, label, threshold)
-            if some and told[label] <= threshold:  # a neighbour that came and went is in the floor
-                state = f"{some}; the median run's {state}"
+            median = f"{told[label]:.0%} (median over {median_over(runs, label)}; above {threshold:.0%} adds noise)"
+            some = passed(runs, label, threshold)  # a neighbour that came and went is in the floor too
+            state = (
+                f"{some}; median {median.replace('(median over', '(over')}"
+                if some and told[label] <= threshold
+                else median
+            )
             found.append(Setting(name, state, bool(some), FIXES[label]))
         elif resolutions:
             state = f"{TOO_SHORT}: {within(min(resolutions))}"

@@ -146,6 +146,8 @@ def test_what_the_host_took_of_a_budgeted_launch_s_runs_is_said_in_a_few_words()
     came_and_went = [run(0.01), run(0.51), run(0.0), run(0.2), run(0.02)]  # its median run had none
     said = "others' CPU above 10% in 2 of its 5 runs (up to 51%)"
     assert taken(came_and_went) == said, "a neighbour that came and went is not 'no neighbour'"
+    told = "others' CPU above 10% in 2 of its 5 runs whose windows told, of 6 (up to 51%)"
+    assert taken([*came_and_went, short]) == told, "a window too short to tell is counted apart"
 
 
 def test_an_order_effect_says_what_the_host_showed_in_each_half_of_the_sweep():

@@ -144,7 +144,7 @@ def test_a_neighbour_that_took_some_of_noises_runs_fails_its_check_though_the_me
     runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 6, synthetic.Noise(), np.random.default_rng(0))
     runs = synthetic.beside(runs[:2], 0.8) + synthetic.beside(runs[2:], 0.0)
     others = next(s for s in noise._seen(runs) if s.name.startswith("others' CPU"))
-    said = "above 10% in 2 of its 6 runs (up to 40%); the median run's 0% (median over its runs;"
+    said = "above 10% in 2 of its 6 runs (up to 40%); median 0% (over its runs;"
     assert others.noisy and others.state.startswith(said), others
     quiet = next(s for s in noise._seen(runs[2:]) if s.name.startswith("others' CPU"))
     assert not quiet.noisy and quiet.state.startswith("0% (median over its runs"), quiet

@@ -201,8 +201,8 @@ def passed(runs: list[RunRecord], label: str, threshold: float) -> str:
     told = _resolved(runs)[label]
     if not (high := [share for share in told if share > threshold]):
         return ""
-    of = f"its {len(runs)} runs" if len(told) == len(runs) else _over(told, runs)
-    return f"above {threshold:.0%} in {len(high)} of {of} (up to {max(high):.0%})"
+    of = "" if len(told) == len(runs) else f" whose windows told, of {len(runs)}"
+    return f"above {threshold:.0%} in {len(high)} of its {len(told)} runs{of} (up to {max(high):.0%})"
 
 
 def taken(runs: list[RunRecord]) -> str:

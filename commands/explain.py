@@ -80,16 +80,13 @@ def show_explanations(args: argparse.Namespace) -> int:
 
 
 def first_time(runs) -> str:
-    """'14 runs, which took 35 s the first time': from the first run's start to the last one's end."""
-    from datetime import datetime
-
+    """'14 runs, which took 35 s the first time': their own times (status.json's timing), summed."""
+    from perfsweep.launcher.progress import duration
     from perfsweep.records.words import counted
 
-    starts = [datetime.fromisoformat(r.status.started_at) for r in runs if r.status.started_at]
-    ends = [datetime.fromisoformat(r.status.finished_at) for r in runs if r.status.finished_at]
-    if not starts or not ends:
-        return counted(len(runs), "run")
-    return f"{counted(len(runs), 'run')}, which took {(max(ends) - min(starts)).total_seconds():.0f} s the first time"
+    took = sum(sum((r.status.timing or {}).values()) for r in runs)
+    said = counted(len(runs), "run")
+    return f"{said}, which took {duration(took)} the first time" if took else said
 
 
 def other_code(sweep_dir, runs, again, theirs) -> list[str]:

@@ -131,7 +131,7 @@ def test_one_count_goes_over_every_look_up_to_the_cap_with_the_time_left(monkeyp
     assert ends == ["  at most ~50 s left", "  at most ~40 s left", "  at most ~30 s left", "  at most ~20 s left"]
 
 
-def test_the_time_left_is_no_more_than_auto_max_minutes_leaves(monkeypatch):
+def test_the_time_left_is_what_auto_max_minutes_leaves_or_the_look_in_flight_if_longer(monkeypatch):
     """A cap of 60 runs at 10 s a run is 10 minutes.
 
     auto.max_minutes ends the looks 35 s from the start.

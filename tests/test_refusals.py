@@ -7,7 +7,7 @@ import pytest
 
 from perfsweep import records
 from perfsweep.commands.cli import with_config_dirs
-from perfsweep.sweeps.plan import build_plan
+from perfsweep.sweeps.plan import PlanError, build_plan
 from tests import golden
 from tests.helpers import FAST, launch_here
 
@@ -106,6 +106,9 @@ def test_a_precision_of_the_users_own_named_by_them_is_planned_under_its_name():
     assert {run.config.precision.name for run in plan.runs} == {"bf16_autocast_fp16_params"}
     same = build_plan([*FAST, "precision=amp_bf16", "precision.autocast_dtype=bfloat16"])
     assert {run.config.precision.autocast_dtype for run in same.runs} == {"bfloat16"}, "what the option sets, typed"
+    with pytest.raises(PlanError) as refused:
+        build_plan([*FAST, "precision=amp_bf16", "precision.autocast_dtype=null"])
+    assert str(refused.value).count("precision.autocast_dtype=null: precision=amp_bf16 sets it otherwise") == 1
 
 
 def test_a_control_character_in_a_path_never_reaches_a_job_script(tmp_path, monkeypatch):

@@ -134,7 +134,8 @@ class UpToCap(Progress):
     It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
     The time is an upper bound on runs, and an estimate of their pace.
     auto.max_minutes starts no look after `ends_at` (time.monotonic's) that would end past it.
-    The time left is then what is left to it, or the look's own runs where they take longer.
+    The time left is then what is left to it.
+    It is the look's own runs where they take longer.
     """
 
     def __init__(self, stream: TextIO | None = None, ends_at: float | None = None):

@@ -214,7 +214,8 @@ def sweep_grids(name: str, scale: str = "full", dirs: tuple[Path, ...] = ()) -> 
 def unscaled(overrides: list[str], dirs: tuple[Path, ...] = ()) -> list[str]:
     """The overrides, with scale=NAME made scale=full where the sweep file's scale NAME sets nothing.
 
-    A seed that runs on a CPU as published has such a scale (scale=cpu): its runs are the published setting.
+    A seed that runs on a CPU as published has such a scale (scale=cpu).
+    Its runs are the published setting.
     """
     scale = _chosen(overrides, "scale", Config.scale)
     path = sweep_path(_chosen(overrides, "sweep", Config.sweep), dirs)
@@ -647,7 +648,7 @@ def precision_relabelled(configs: list[Config], dirs: tuple[Path, ...], sources:
     """Each precision that runs otherwise than the option its name names: refused.
 
     A field typed beside an option (precision=fp32 precision.autocast_dtype=bfloat16) runs another precision.
-    The table, a precision sweep's baseline and the exports would call it by the option's name.
+    The table, a precision sweep's baseline and the exports would go by that name.
     A precision of the user's own has a name no option has (precision.name=NAME).
     """
     fields = [f.name for f in dataclasses.fields(PrecisionConf) if f.name != "name"]

@@ -194,7 +194,7 @@ def median_over(runs: list[RunRecord], label: str) -> str:
 
 
 def passed(runs: list[RunRecord], label: str, threshold: float) -> str:
-    """The runs whose share passed its threshold: 'above 10% in 2 of its 6 runs (up to 40%)'.
+    """The runs whose share passed: 'above 10% in 2 of its 6 runs (up to 40%)'.
 
     It is '' where none did.
     """

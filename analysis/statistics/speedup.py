@@ -43,8 +43,9 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     Rounding outward may move a bound by more than MOVED_BY of itself.
     That bound then gets a digit more: 92 [69, 122], not 90 [60, 130].
     Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
-    An interval that spans orders of magnitude (two runs of a noisy ratio) gives each figure two significant digits
-    of its own, a bound more where 5% needs them: 0.82 [5.0e-07, 1.32e+06], not 0.8237666 [0.0000005, 1315583.57].
+    An interval may span orders of magnitude (two runs of a noisy ratio).
+    Each figure then gets two significant digits of its own, a bound more where 5% needs them.
+    So it reads 0.82 [5.0e-07, 1.32e+06], not 0.8237666 [0.0000005, 1315583.57].
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     `apart` is a figure the interval excludes, such as a ratio's 1.
     The bounds then get the digits that keep it out, up to MORE_DIGITS more.
@@ -88,7 +89,7 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
 
 
 def _bound(x: float, rounded: Callable[[float], float], digits: int, slack: float) -> str:
-    """A bound to `digits` significant digits, or more where that would move it past MOVED_BY of itself."""
+    """A bound to `digits` significant digits, or more where fewer would move it too far (MOVED_BY)."""
     shown = _significant(x, rounded, digits, slack)
     while abs(float(shown) - x) > MOVED_BY * x and digits < 2 + MORE_DIGITS:
         digits += 1

@@ -11,7 +11,8 @@ A published figure is a speed-up, a [low, high] range, two times, or a direction
 A speed-up within SAME of 1.0 counts as no effect.
 Beside a claimed effect, no effect is within SAME, or half the claim's distance from 1.0 where that is less.
 A claimed figure is reproduced by an interval that holds it.
-That interval lies within half and twice the figure, as a ratio and as an effect (its log's distance from 1.0).
+That interval lies within half and twice the figure.
+That holds as a ratio, and as an effect: its log's distance from 1.0.
 A wider one holds values far from it too: it is undetermined.
 A verdict needs runs on both sides; one run gives INDICATIVE.
 A compared speed-up is flagged when significant and beyond the threshold.
@@ -99,7 +100,7 @@ def verdict(item: dict[str, Any], ours: Speedup) -> str:
 
 
 def _near(ours: Speedup, low: float, high: float) -> bool:
-    """Whether our interval lies within half and twice the published range: as a ratio, and as an effect.
+    """Whether our interval lies within half and twice the published range, as a ratio and as an effect.
 
     An effect is a speed-up's distance from 1.0 in log: 1.1x's is half 1.21x's.
     """

@@ -515,7 +515,10 @@ def unconfirmed(line: Line) -> bool:
 
 
 def possible(line: Line) -> str:
-    """Why a flagged change is possible, not confirmed: '1 run', 'shared host'...; '' where it is confirmed."""
+    """Why a flagged change is possible: '1 run', 'shared host'...
+
+    It is '' where the change is confirmed.
+    """
     word, _, why = line.flag.removesuffix(")").partition(" (")
     return why if word.lower().startswith("possible") else ""
 
@@ -538,7 +541,8 @@ def kinds(steps: list[Line], threshold: float) -> dict[str, int]:
 def counted_kinds(steps: list[Line], threshold: float, strong: Callable[[str], str] = str) -> str:
     """'0 slower, 0 faster, 2 same, 4 undetermined, of 6 configurations compared by their step (...)'.
 
-    A change flagged possible is counted so, with why: one run on a side, a shared host, a moved machine.
+    A change flagged possible is counted so, with why.
+    That is one run on a side, a shared host, or a moved machine.
     `strong` sets a count of changes apart (a comment's bold).
     """
     counts = kinds(steps, threshold)

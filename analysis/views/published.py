@@ -35,7 +35,8 @@ With replicates, the verdicts are (analysis/statistics/verdict.py):
     undetermined   our interval is too wide to say: more runs (repeats=N) narrow it
 
 A deciding word is followed by how our runs were not the published setting.
-It is also followed by RUNS DISAGREE where a side's runs' medians span 1.5x or more, as the table flags them.
+It is also followed by RUNS DISAGREE where a side's runs' medians span 1.5x or more.
+The table flags them so too.
 That is another kind of device than the source names (`device: gpu`), or a scale of the sweep.
 It is also a value of the source's `setting` that our runs did not run at, typed or not.
 

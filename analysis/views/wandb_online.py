@@ -50,7 +50,10 @@ def with_overrides(conf: TrackerConf, overrides: list[str]) -> TrackerConf:
 
 
 def kept_offline(conf: TrackerConf) -> TrackerConf:
-    """The tracker settings, online made offline: what is logged here is sent by a sync, or by --wandb's upload."""
+    """The tracker settings, online made offline.
+
+    What is logged here is sent by a sync, or by --wandb's upload.
+    """
     return dataclasses.replace(conf, mode="offline") if conf.mode == "online" else conf
 
 

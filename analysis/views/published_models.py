@@ -21,7 +21,8 @@ So what is compared is what transfers across hardware:
 
     rank order         Spearman's rho between their samples/s and ours over the models both have, with a
                        bootstrap 95% interval over models and each model's runs: reproduced when the
-                       interval's low end is above 0.8; indicative where a model has one run
+                       interval's low end is above 0.8, not reproduced when its high end is 0.8 or below,
+                       else undetermined; indicative where a model has one run
     relative to the reference   each model's samples/s over the reference model's in the same table: a
                        speed-up, with the verdicts of analysis/views/published.py
     channels-last speed-up      each model's NHWC samples/s over its NCHW samples/s: the same verdicts
@@ -40,7 +41,7 @@ import numpy as np
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.bootstrap import rank_correlation
 from perfsweep.analysis.statistics.rounds import rule_of
-from perfsweep.analysis.statistics.speedup import percent
+from perfsweep.analysis.statistics.speedup import geometric_mean, percent
 from perfsweep.analysis.views import published
 from perfsweep.records import DONE, RunRecord, load_sweep
 
@@ -142,9 +143,9 @@ def comparisons(source: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def our_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> float | None:
-    """Samples/s from the median time per sample of the runs `selector` names (the median over replicates)."""
+    """Samples/s of the runs `selector` names: the geometric mean over them, as every column's."""
     rates = runs_samples_per_s(runs, selector, metric)
-    return None if rates is None else float(np.median(rates))
+    return None if rates is None else geometric_mean(rates)
 
 
 def runs_samples_per_s(runs: list[RunRecord], selector: dict[str, Any], metric: str) -> np.ndarray | None:
@@ -178,8 +179,10 @@ def rank_order(runs: list[RunRecord], models: dict[str, Any], name: str, otherwi
         verdict = f"indicative ({alone} of {len(pairs)} models with 1 run)"
     elif rho.low > RHO_REPRODUCED:
         verdict = "reproduced"
-    else:
-        verdict = f"not reproduced (low end {rho.low:.2f} <= 0.8)"
+    elif rho.high <= RHO_REPRODUCED:
+        verdict = f"not reproduced (high end {rho.high:.2f} <= 0.8)"
+    else:  # it holds 0.8: the runs neither bear the order out nor rule it out
+        verdict = f"undetermined (low end {rho.low:.2f} <= 0.8)"
     verdict += f" ({otherwise})" if otherwise else ""
     return [name, count, f"{rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", verdict]
 

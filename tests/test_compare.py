@@ -667,3 +667,15 @@ def test_the_machine_both_sides_ran_on_is_named_in_what_they_share_and_not_where
     unknown = [dataclasses.replace(r, env=None) for r in b]
     shown, _ = compare.compare_runs(a, unknown, threshold=0.05, loss_tolerance=0.05)
     assert not any(line.startswith("both measured on: ") for line in shown.above), shown.above
+
+
+def test_a_model_that_is_no_option_of_perfsweep_is_matched_by_its_name():
+    """compare's advice launched B with model=mobilenetv3_small_100: no conf/model option of that name exists."""
+    from types import SimpleNamespace
+
+    timm = [SimpleNamespace(fields={"model.name": n}) for n in ("resnet18", "mobilenetv3_small_100")]
+    assert compare.override("model.name", timm, timm) == "model.name=mobilenetv3_small_100,resnet18"
+    options = [SimpleNamespace(fields={"model.name": n}) for n in ("resnet18", "resnet50")]
+    assert compare.override("model.name", options, options) == "model=resnet18,resnet50"
+    own = [SimpleNamespace(fields={"model.name": "Net", "model._target_": "mylib.Net"})]
+    assert compare.override("model.name", own, own) == "model=mylib.Net"

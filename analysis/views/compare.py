@@ -84,6 +84,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from perfsweep import conf
 from perfsweep.analysis import machines
 from perfsweep.analysis.groups import (
     MEASURING,
@@ -120,6 +121,7 @@ UNMATCHED = "UNMATCHED"  # the flag of configurations without a match, past --ma
 EXIT_UNDETERMINED = 16  # added where the runs did not rule out a slowdown beyond the threshold
 EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
+OPTIONS = Path(conf.__file__).parent  # perfsweep's own options of each config group: conf/<group>/<option>.yaml
 MACHINE_MOVED = "MACHINE MOVED"
 NOT_DONE = "not done in configurations compared on their done runs"  # short_of's line
 FAILED_IN_B = "FAILED IN B"  # short_of's line where B's runs failed: what B's code may do
@@ -298,10 +300,14 @@ def override(key: str, runs: list[RunRecord], other: list[RunRecord]) -> str:
 
     It is `input_type=tensor,subclass` for a config group, `+model.kwargs.width=64` for a key `other` lacks, and
     `without KEY` where `runs` lack the key.
+    A group's value that no option file of perfsweep's names goes by its name: `model.name=mobilenetv3_small_100`.
     """
     group = key.removesuffix(".name")
     if group != key and "." not in group:
-        return f"{group}={','.join(_in_order(_option(run, group) for run in runs))}"
+        chosen = _in_order(_option(run, group) for run in runs)
+        if all("." in option or (OPTIONS / group / f"{option}.yaml").is_file() for option in chosen):
+            return f"{group}={','.join(chosen)}"
+        key = f"{group}.name"  # a timm or torchvision model, named: no option file of perfsweep's has its name
     values = [_value(run.fields[key]) for run in runs if key in run.fields]
     if not values:
         return f"without {key}"

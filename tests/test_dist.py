@@ -199,6 +199,14 @@ def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):
     golden.says("a run across ranks that cannot run", result.stderr, {tmp_path: "<runs>"})
 
 
+def test_more_ranks_on_a_cpu_than_its_cpus_are_refused(tmp_path):
+    """Six ranks on two CPUs took turns: their exposed communication was the wait, and the host line blamed others."""
+    more = len(os.sched_getaffinity(0)) + 1
+    result = launch_here(*TWO_RANKS, "dist=ddp", f"dist.world_size={more}", f"runs_dir={tmp_path}")
+    said = f"dist.world_size={more} on a CPU: a rank needs a CPU of its own, and this run may use {more - 1}"
+    assert result.returncode == 2 and said in result.stderr and not any(tmp_path.iterdir()), result.stderr
+
+
 def test_a_function_benchmark_across_ranks_is_refused(tmp_path):
     result = launch_here("workload=sampler", "dist=ddp", "repeats=1", f"runs_dir={tmp_path}")
     assert result.returncode == 2 and "dist=ddp with workload=sampler: it runs in one process" in result.stderr

@@ -42,8 +42,10 @@ def problems(cfg: RunConf) -> list[str]:
 
 
 def device_problems(cfg: RunConf) -> list[str]:
-    """What stops the run's ranks on the GPUs this process sees (where the run executes: this host, or its job's
-    node, whose tasks see the node's GPUs the job was given)."""
+    """What stops the run's ranks on the GPUs, or the CPUs, this process sees.
+
+    That is where the run executes: this host, or its job's node, whose tasks see what the job was given.
+    """
     conf = cfg.dist
     if conf.name == "none":
         return []
@@ -55,6 +57,11 @@ def device_problems(cfg: RunConf) -> list[str]:
         return [
             f"dist.world_size={conf.world_size} on GPUs: a rank needs a GPU of its own, and this run is given "
             f"{torch.cuda.device_count()} (dist.world_size={torch.cuda.device_count()} or fewer, or device=cpu)"
+        ]
+    if not on_gpu and conf.world_size > (cpus := len(os.sched_getaffinity(0))):
+        return [
+            f"dist.world_size={conf.world_size} on a CPU: a rank needs a CPU of its own, and this run may use {cpus}; "
+            f"more would wait for one another, and their times would be the wait (dist.world_size={cpus} or fewer)"
         ]
     return []
 

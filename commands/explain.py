@@ -80,11 +80,14 @@ def show_explanations(args: argparse.Namespace) -> int:
 
 
 def first_time(runs) -> str:
-    """'14 runs, which took 35 s the first time': their own times (status.json's timing), summed."""
+    """'14 runs, which took 35 s the first time': their own times (status.json's timing), summed.
+
+    A run's start-up is left out: in the launching process (launcher=debug) it counts from that process's start.
+    """
     from perfsweep.launcher.progress import duration
     from perfsweep.records.words import counted
 
-    took = sum(sum((r.status.timing or {}).values()) for r in runs)
+    took = sum(v for r in runs for k, v in (r.status.timing or {}).items() if k != "startup_s")
     said = counted(len(runs), "run")
     return f"{said}, which took {duration(took)} the first time" if took else said
 

@@ -132,6 +132,7 @@ def test_fsdp_over_world_sizes_gives_the_scaling_efficiency_against_one_rank(tmp
     table = launch_here("table", str(tmp_path / "default"), "--vs", "world_size=1").stdout.splitlines()
     header = next(line for line in table if line.startswith("| world_size |"))
     assert "| vs world_size=1 " in header and "dist.world_size" not in header, "the speed-up over one rank"
+    assert any("over fewer ranks, a step's speed-up is the scaling efficiency" in line for line in table), table
 
 
 @pytest.mark.slow

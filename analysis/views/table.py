@@ -371,9 +371,16 @@ def _resting_on(configs: list[Configuration], rule: Rule) -> str:
     else:
         vs = f"{level} {within}; repeats=N for one that does"
     spent = f"; {rule.spent()}" if rule.looks else ""
+    ranks = any(r.summary.ranks for c in configs for r in c.runs)
+    scaling = (
+        "; over fewer ranks, a step's speed-up is the scaling efficiency: each rank steps its own batch, so samples/s "
+        "grow with the ranks times it"
+        if ranks
+        else ""
+    )
     return (
         f"{times}; {windows}; vs: speed-up over the configuration that differs only in that column's axis, at its "
-        f"baseline [{vs}{spent}]"
+        f"baseline [{vs}{spent}]{scaling}"
     )
 
 

@@ -757,9 +757,8 @@ def as_possible(line: Line, slowed: str | None, cause: str) -> Line:
     """
     if not line.flag or line.flag.startswith(UNDETERMINED_FLAG) or not explicable([line.flag], slowed):
         return line
-    word, _, why = line.flag.removesuffix(")").partition(" (")
-    word = "POSSIBLE REGRESSION" if "REGRESSION" in word else "possible improvement"
-    return dataclasses.replace(line, flag=f"{word} ({', '.join([*filter(None, [why]), cause.lower()])})")
+    word = "POSSIBLE REGRESSION" if "REGRESSION" in line.flag else "possible improvement"
+    return dataclasses.replace(line, flag=f"{word} ({', '.join(filter(None, [possible(line), cause.lower()]))})")
 
 
 def meets(line: Line, machine: Speedup) -> bool:

@@ -43,7 +43,9 @@ class HostBlock:
     cpus: int  # the CPUs the run's process may use (its affinity)
     process_cpu_s: float  # this process's CPU time, user and system, every thread
     busy_s: float | None = None  # the busy time of the run's CPUs (/proc/stat), every process's
-    others_cpu_s: float | None = None  # busy_s less the process's, at least 0
+    others_cpu_s: float | None = None  # busy_s less the process's and its ranks', at least 0
+    # The run's other ranks' CPU time on these CPUs (dist=...); None where their blocks do not line up with these
+    ranks_cpu_s: float | None = 0.0
     tick_s: float | None = None  # /proc/stat's unit: others' CPU and steal are within a tick a CPU
     steal_s: float | None = None  # the run's CPUs' time a hypervisor gave to other guests
     throttled: int | None = None  # periods the run's cgroup was throttled (cpu.stat's nr_throttled)
@@ -80,8 +82,8 @@ class HostState:
     """The host over a run's measured blocks, each one and all together.
 
     A total is None where a block could not tell it.
-    Others' CPU is the blocks' busy time less the process's: a block's own figure, cut at 0, would count its ticks'
-    error one way only.
+    Others' CPU is the blocks' busy time less the run's: its process's and its other ranks' on the same CPUs.
+    A block's own figure, cut at 0, would count its ticks' error one way only.
     A share is of the blocks' wall time x the CPUs the run may use.
     `resolution` is two standard deviations of others' and steal's shares from /proc/stat's ticks.
     A block starts and ends anywhere within a tick, so each CPU's count errs by tick/sqrt(6) a block.
@@ -90,6 +92,7 @@ class HostState:
     blocks: list[HostBlock]
     wall_s: float
     process_cpu_s: float
+    ranks_cpu_s: float | None = 0.0  # the run's other ranks' CPU time on its CPUs
     others_cpu_s: float | None = None
     others_share: float | None = None  # of the run's CPUs: what other processes took of them
     steal_share: float | None = None
@@ -128,7 +131,7 @@ class HostState:
             return f"the run's process may use {fewer.cpus} of the machine's {fewer.machine_cpus} CPUs"
         capacity = sum(b.wall_s * b.cpus for b in self.blocks)
         beyond_ticks = None if self.others_cpu_s is None else self.others_cpu_s - (self.resolution or 0.0) * capacity
-        if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * self.process_cpu_s:
+        if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * (self.process_cpu_s + (self.ranks_cpu_s or 0.0)):
             return f"other processes used over {SHARED_ENERGY:.0%} of the run's CPU time beside it"
         return ""
 
@@ -151,12 +154,14 @@ class HostState:
         wall = sum(b.wall_s for b in blocks)
         cpu_s = sum(b.wall_s * b.cpus for b in blocks)
         busy, own = _total([b.busy_s for b in blocks]), sum(b.process_cpu_s for b in blocks)
-        others = None if busy is None else max(0.0, busy - own)
+        ranks = _total([b.ranks_cpu_s for b in blocks]) if blocks else 0.0
+        others = None if busy is None or ranks is None else max(0.0, busy - own - ranks)
         throttled = _total([b.throttled for b in blocks])
         return cls(
             blocks=list(blocks),
             wall_s=wall,
             process_cpu_s=own,
+            ranks_cpu_s=ranks,
             others_cpu_s=others,
             others_share=_share(others, cpu_s),
             steal_share=_share(_total([b.steal_s for b in blocks]), cpu_s),

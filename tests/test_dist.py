@@ -304,3 +304,31 @@ def test_ranks_without_steps_without_sync_give_no_exposed_communication_and_one_
     assert summary.exposed_comm_ms is None and summary.straggler_index is None and summary.bus_gbps_min is not None
     one = Ranks((rank_result(0, 30.0, 10.0),), "ddp").summary()
     assert one.world_size == 1 and one.comm_bytes_per_step is None and one.bus_gbps_min is None
+
+
+def test_the_run_s_other_ranks_on_its_cpus_are_its_own_work_not_other_processes():
+    """Two ranks forked on 2 CPUs: rank 0's block saw 1.9 CPU-s busy, 0.6 its own and 0.8 rank 1's.
+    Other processes took 0.5 of it, not 1.3. A rank on another host, or on other CPUs, is none of it."""
+    import dataclasses
+
+    from perfsweep.records.host import HostBlock, HostState
+    from perfsweep.train.ranks.combine import Ranks
+
+    def placed(rank: int, own_ms: float, cpu_s: float, node: str = "n1", cpus=frozenset({0, 1}), blocks: int = 1):
+        result = rank_result(rank, 30.0, own_ms)
+        host = [HostBlock(1.0, 2, cpu_s, busy_s=1.9, others_cpu_s=1.9 - cpu_s) for _ in range(blocks)]
+        return dataclasses.replace(
+            result, window=dataclasses.replace(result.window, host=host), node=node, cpus=frozenset(cpus)
+        )
+
+    def others(*results) -> list[float | None]:
+        return [block.others_cpu_s for block in Ranks(results, "ddp").window().host]
+
+    assert others(placed(0, 20.0, 0.6), placed(1, 10.0, 0.8)) == [approx(0.5)], "the straggler, rank 0, less rank 1"
+    assert HostState.of(
+        Ranks((placed(0, 20.0, 0.6), placed(1, 10.0, 0.8)), "ddp").window().host
+    ).others_share == approx(0.25)
+    assert others(placed(0, 20.0, 0.6), placed(1, 10.0, 0.8, node="n2")) == [approx(1.3)], "another host's CPUs"
+    assert others(placed(0, 20.0, 0.6, cpus={0}), placed(1, 10.0, 0.8, cpus={1})) == [approx(1.3)], "its own CPU"
+    assert others(placed(0, 20.0, 0.6), placed(1, 10.0, 0.8, cpus={1, 2})) == [approx(0.9)], "half on the run's CPUs"
+    assert others(placed(0, 20.0, 0.6), placed(1, 10.0, 0.8, blocks=2)) == [None], "blocks that do not line up"

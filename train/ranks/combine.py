@@ -68,6 +68,7 @@ class Ranks:
     def host(self) -> list[HostBlock]:
         """The run's rank's host over its window's blocks, with and without sync.
 
+        Its other ranks on the same host and CPUs are the run's own work, not other processes (`beside`).
         On GPUs each rank reads its own GPU: a block's GPU energy is then every rank's, where every rank read it
         over as many blocks (else unknown). The CPU packages' energy (RAPL) is every process's already.
         """
@@ -75,6 +76,7 @@ class Ranks:
         every = [result.window.host for result in self.results]
         combined = []
         for index, block in enumerate(mine):
+            block = self.beside(block, index)
             if block.gpu is None:
                 combined.append(block)
                 continue
@@ -87,6 +89,27 @@ class Ranks:
                 dataclasses.replace(block, gpu=dataclasses.replace(block.gpu, energy_j=energy, energy_source=source))
             )
         return combined
+
+    def beside(self, block: HostBlock, index: int) -> HostBlock:
+        """The run's rank's block `index` with its other ranks' CPU time on its CPUs taken out of others'.
+
+        A rank on the same host counts in the share of its CPUs that are the run's rank's too.
+        Its block `index` covers the same steps: the ranks' collectives keep them in step.
+        Where a rank's blocks are not as many, they do not line up, and others' CPU is unknown.
+        """
+        me, ranks_cpu_s = self.run_rank, 0.0
+        for result in self.results:
+            shared = len(result.cpus & me.cpus) / len(result.cpus) if result.cpus else 0.0
+            if result is me or result.node != me.node or not shared:
+                continue
+            if len(result.window.host) != len(me.window.host):
+                ranks_cpu_s = None
+                break
+            ranks_cpu_s += shared * result.window.host[index].process_cpu_s
+        others = None
+        if block.busy_s is not None and ranks_cpu_s is not None:
+            others = max(0.0, block.busy_s - block.process_cpu_s - ranks_cpu_s)
+        return dataclasses.replace(block, ranks_cpu_s=ranks_cpu_s, others_cpu_s=others)
 
     def summary(self) -> RankSummary:
         """How the ranks compare: summary.json's `ranks`.

@@ -27,6 +27,7 @@ Without them, DDP has no straggler index either.
 
 import dataclasses
 import os
+import socket
 import time
 from typing import Any
 
@@ -49,6 +50,8 @@ class RankResult:
     memory: tuple[float, str]  # the window's peak memory (MiB), and what kind of peak it is
     grad_bytes: int  # the bytes of gradients it reduces a step
     workload: dict[str, Any]  # the workload's summary fields at one step a second
+    node: str = ""  # the host it ran on
+    cpus: frozenset[int] = frozenset()  # the CPUs it may use there (its affinity); empty where unknown
 
     def window_steps(self, with_sync: bool = True) -> list[dict[str, Any]]:
         """The window's steps with gradient sync, or those without it."""
@@ -108,4 +111,6 @@ def measure_rank(cfg, device: torch.device, as_task: bool) -> RankResult:
         memory=memory,
         grad_bytes=sum(p.numel() * p.element_size() for p in trained),
         workload=work.summary(1.0),  # at one step a second: the run scales samples/s
+        node=socket.gethostname(),
+        cpus=frozenset(os.sched_getaffinity(0)),
     )

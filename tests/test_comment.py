@@ -84,7 +84,7 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     head = shown.stdout.splitlines()[0]
     assert head == (
         "### perfsweep: possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.126x (B's speed-up "
-        "0.56x [0.12, 2.51]), undetermined (more runs decide it)"
+        "0.56x [0.12, 2.6]), undetermined (more runs decide it)"
     ), shown.stdout
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in shown.stdout
     assert shown.returncode == 0, "named, not failed"

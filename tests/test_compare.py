@@ -393,7 +393,8 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_named_a
     posted = comment.comment(shown, 0.05)
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted
     assert (
-        "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x (B's speed-up 0.338x" in posted
+        "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x "
+        "(B's speed-up 0.34x [0.022, 5.1])" in posted
     )
 
 

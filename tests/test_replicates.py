@@ -211,14 +211,15 @@ def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded
     its own, so that the table's cell stays short; the bounds still hold the computed interval."""
     assert figures(0.8237666, 0.0000005, 1315583.5725628) == ("0.82", "5.0e-07", "1.32e+06")
     assert figures(0.723, 0.0013, 292.533) == ("0.72", "0.0013", "300")
-    assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 1000 keeps its digits"
+    assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 10 keeps its digits"
+    assert figures(1.13, 0.129, 9.829) == ("1.1", "0.129", "9.9"), "not 1.130 [0.129, 9.829]: the low bound's digits"
 
 
 def test_a_printed_bound_lies_within_5_percent_of_the_computed_one():
     """To the estimate's digits, 92.1 [69.6, 121.9] would print 90 [60, 130], and [171, 14762] as [100, 14800]: a
     bound pasted into a write-up would be 14% and 42% off. Such a bound gets the digits that keep it within 5%."""
     assert figures(92.1, 69.6, 121.9) == ("92", "69", "122")
-    assert figures(1600.0, 171.0, 14762.0) == ("1600", "170", "14770")
+    assert figures(1600.0, 171.0, 14762.0) == ("1600", "170", "15000")
     assert figures(1188.0, 977.0, 1550.0) == ("1190", "970", "1550")
     rng = np.random.default_rng(0)
     for value in np.exp(rng.uniform(-5, 8, 300)):

@@ -30,7 +30,7 @@ IN_PROCESS = "paired in process"  # each round's two runs were sides of one proc
 ACROSS = "across runs"
 
 
-WIDE = 1000.0  # an interval whose high bound is this many times its low one spans orders of magnitude
+WIDE = 10.0  # an interval whose high bound is this many times its low one spans an order of magnitude or more
 MORE_DIGITS = 3  # the most digits added to keep a figure out of a printed interval (figures' `apart`)
 MOVED_BY = 0.05  # the most a printed bound is moved from the computed one, as a share of it
 
@@ -43,9 +43,10 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     Rounding outward may move a bound by more than MOVED_BY of itself.
     That bound then gets a digit more: 92 [69, 122], not 90 [60, 130].
     Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
-    An interval may span orders of magnitude (two runs of a noisy ratio).
+    An interval may span an order of magnitude or more (two runs of a noisy ratio).
     Each figure then gets two significant digits of its own, a bound more where 5% needs them.
     So it reads 0.82 [5.0e-07, 1.32e+06], not 0.8237666 [0.0000005, 1315583.57].
+    And it reads 1.1 [0.129, 9.9], not 1.130 [0.129, 9.829]: the low bound's digits are not the others'.
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     `apart` is a figure the interval excludes, such as a ratio's 1.
     The bounds then get the digits that keep it out, up to MORE_DIGITS more.
@@ -111,10 +112,10 @@ def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float)
 
 
 def _significant(x: float, rounded: Callable[[float], float], digits: int, slack: float = 0.0) -> str:
-    """`x` to `digits` significant digits: written out from 0.001 to 10 000, else in exponent form."""
+    """`x` to `digits` significant digits: written out from 0.001 to 1 000 000, else in exponent form."""
     place = math.floor(math.log10(x)) - digits + 1
     shown = rounded(x / 10.0**place + slack) * 10.0**place
-    return f"{shown:.{max(0, -place)}f}" if 1e-3 <= shown < 1e4 else f"{shown:.{digits - 1}e}"
+    return f"{shown:.{max(0, -place)}f}" if 1e-3 <= shown < 1e6 else f"{shown:.{digits - 1}e}"
 
 
 def percent(fraction: float) -> str:

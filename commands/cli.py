@@ -411,7 +411,8 @@ def parse(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespa
     elif extra:
         from perfsweep.commands.hydra import as_settings
 
-        parser.error(f"unrecognized arguments: {' '.join(extra)}{_options_of(parser, args)}{as_settings(extra)}")
+        settings = as_settings(extra) if hasattr(args, "overrides") else ""  # only a command that takes them
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{_options_of(parser, args)}{settings}")
     return args
 
 

@@ -3,12 +3,13 @@ allowed, no traceback, and nothing already recorded touched."""
 
 import sys
 
+import numpy as np
 import pytest
 
 from perfsweep import records
 from perfsweep.commands.cli import with_config_dirs
 from perfsweep.sweeps.plan import PlanError, build_plan
-from tests import golden
+from tests import golden, synthetic
 from tests.helpers import FAST, launch_here
 
 
@@ -150,6 +151,11 @@ def test_a_command_or_a_flag_that_is_not_there_is_named_alone_with_the_nearest(t
     said = "error: unrecognized arguments: --bogus; a setting is KEY=VALUE, without dashes: bogus=VALUE"
     assert flag.returncode == 2 and flag.stderr.rstrip().endswith(said), flag.stderr
     assert not any(tmp_path.iterdir())
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 1, synthetic.Noise(), np.random.default_rng(0))
+    sweep = synthetic.write(runs, tmp_path / "sweep")
+    view = launch_here("runs", str(sweep), "--format", "json")
+    said = "error: unrecognized arguments: --format json; its options: --help"
+    assert view.returncode == 2 and view.stderr.rstrip().endswith(said), "a view takes no settings to suggest"
 
 
 DECLARED = """name: ps

@@ -51,11 +51,15 @@ def test_pytorch_v3_has_a_record_per_configuration_and_metric_with_a_value_per_r
     assert names == {"step_ms", "data_ms", "forward_ms", "backward_ms", "optimizer_ms", "samples_per_s"}
 
 
-def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall(sweep):
-    """t1's window took twice its steps' median a step (one step stalled): its samples/s counts it, its step ms not."""
-    summary = records.read_json(sweep / "t1" / records.SUMMARY)
-    summary |= {"steps": 20, "window_s": 2 * 20 * summary["median_ms"]["step_ms"] / 1e3}
-    records.write_json(sweep / "t1" / records.SUMMARY, summary)
+def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall_as_the_table_flags_it(sweep):
+    """t1: one step took 21 times its median, which the table flags STALLED. s1: its window took 1.4 times its steps'
+    median a step, its steps as steady as t1's others: the table flags nothing, so the export says nothing."""
+    steps = records.read_steps(sweep / "t1" / records.STEPS).to_pylist()
+    steps[7]["step_ms"] *= 21
+    records.write_steps(sweep / "t1" / records.STEPS, steps)
+    summary = records.read_json(sweep / "s1" / records.SUMMARY)
+    summary |= {"steps": 20, "window_s": 1.4 * 20 * summary["median_ms"]["step_ms"] / 1e3}
+    records.write_json(sweep / "s1" / records.SUMMARY, summary)
     found = exported(str(sweep), "--format", "pytorch-v3")
     rates = {
         r["model"]["extra_info"]["input_type"]: r["metric"]["extra_info"]
@@ -64,6 +68,8 @@ def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall(sweep):
     }
     assert rates["tensor"]["stalled"] == "1 of 2 runs: their samples/s counts the stall", rates
     assert "stalled" not in rates["subclass"]
+    table = launch_here("table", str(sweep)).stdout
+    assert "STALLED t1" in table and "STALLED s1" not in table, "the table's flags are the export's"
 
 
 def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_built(sweep):

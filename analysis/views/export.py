@@ -30,7 +30,7 @@ import numpy as np
 from perfsweep.analysis.groups import MEASURING, UNSET, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
-from perfsweep.analysis.views.table import STALL, joules_per_sample, ran_eagerly
+from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly, stalled
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
@@ -194,17 +194,9 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def _stalls(config: Configuration) -> dict[str, str]:
-    """How many of its runs stalled: their window's mean step is STALL times its median or more (the table's STALLED).
-
-    It reads each run's summary alone: an export of many sweeps reads no run's steps.
-    """
-    count = sum(_stalled(run.summary) for run in config.runs if run.summary)
+    """How many of its runs stalled, by the table's test (STALLED): their samples/s counts the stall."""
+    count = sum(bool(stalled(run)) for run in config.runs if run.summary)
     return {"stalled": f"{count} of {len(config.runs)} runs: their samples/s counts the stall"} if count else {}
-
-
-def _stalled(summary) -> bool:
-    median = summary.median("step")
-    return bool(median and summary.steps and summary.window_s * 1e3 / summary.steps >= STALL * median)
 
 
 def _model_named(fields: dict[str, Any], reads: list[str] | None, workload: str) -> dict[str, str]:

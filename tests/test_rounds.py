@@ -73,6 +73,8 @@ def test_the_table_of_a_sweep_that_repeats_auto_decided_says_what_its_looks_said
     level = "repeats=auto's level: the 5% error spent over its 5 looks"
     assert f"[99% CI across runs, each run one process; {level}]" in shown.above[1]
     assert shown.notes[0].startswith("vs words: slower or faster where the 99% interval excludes 1.00x")
+    data = [dict(zip(shown.fields, row, strict=True)) for row in shown.records]
+    assert {row["vs tensor level"] for row in data if row["vs tensor low"] is not None} == {0.99}, "a CSV row says it"
     launched(tmp_path, ["repeats=auto"], ["repeats=3"])
     assert vs_cells(table.table_view(tmp_path, runs))["subclass"] == "0.96x [0.94, 0.99] slower"
 

@@ -69,6 +69,7 @@ def test_csv_gives_each_speed_up_as_a_ratio_its_bounds_and_its_word_in_columns_o
             assert f"{figures(ratio, low, high, apart=1.0)[0]}x" == value and low < ratio < high
             assert bounds.startswith(", ".join(figures(ratio, low, high, apart=1.0)[1:]))
             assert shown.endswith(row["vs tensor word"]) and row["vs tensor word"] and row["vs tensor basis"]
+            assert row["vs tensor level"] == "0.95", "a row pasted elsewhere says its interval's level"
     assert text[(ODD, "channels_last")]["vs tensor"] == "-" and text[("tensor", "contiguous")]["vs tensor"] == "1.00x"
 
 

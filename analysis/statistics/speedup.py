@@ -203,8 +203,8 @@ def slow_end(threshold: float) -> float:
     return 1 / (1 + threshold)
 
 
-# A speed-up as data: its ratio, its interval's bounds, the word for what the interval says, what it rests on.
-PARTS = ("", "low", "high", "word", "basis")
+# A speed-up as data: its ratio, its interval's bounds and level, the word for what the interval says, what it rests on.
+PARTS = ("", "low", "high", "level", "word", "basis")
 
 
 def no_word(speedup: Speedup) -> str:
@@ -221,11 +221,17 @@ def as_text(found: Speedup | float | None, word: Callable[[Speedup], str] = no_w
     return f"{found} {word(found)}".rstrip()
 
 
-def as_data(found: Speedup | float | None, word: Callable[[Speedup], str] = no_word) -> dict[str, float | str | None]:
-    """The same speed-up by PARTS; the baseline's is its ratio, 1.0, alone; none without a baseline."""
+def as_data(
+    found: Speedup | float | None, level: float, word: Callable[[Speedup], str] = no_word
+) -> dict[str, float | str | None]:
+    """The same speed-up by PARTS, its interval at `level`; the baseline's is its ratio, 1.0, alone; none without one.
+
+    A row pasted elsewhere still says its interval's level: repeats=auto's is not 95%.
+    """
     if not isinstance(found, Speedup):
         return {"": found}
-    return dict(zip(PARTS, (found.value, found.low, found.high, word(found) or None, found.basis), strict=True))
+    parts = (found.value, found.low, found.high, level, word(found) or None, found.basis)
+    return dict(zip(PARTS, parts, strict=True))
 
 
 def t_interval(diff: float, se: float, df: float, level: float) -> tuple[float, float, float]:

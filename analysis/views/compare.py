@@ -100,6 +100,7 @@ from perfsweep.analysis.groups import (
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics import host_flags, machine_speed
+from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import (
     PARTS,
     Speedup,
@@ -486,7 +487,9 @@ def columns(threshold: float) -> list[Column]:
             "B speed-up [95%]",
             lambda line: str(line.speedup) if line.speedup else "",
             lambda line: (
-                as_data(line.speedup, lambda _: kind(line, threshold) if line.gated else "") if line.speedup else {}
+                as_data(line.speedup, LEVEL, lambda _: kind(line, threshold) if line.gated else "")
+                if line.speedup
+                else {}
             ),
             PARTS,
         ),

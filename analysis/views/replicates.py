@@ -182,7 +182,7 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
                     as_text(over_baseline(row.config, row.baselines[axis], level), rule.word)
                     + not_compiled(row.config, row.baselines[axis])
                 ),
-                lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level), rule.word),
+                lambda row, axis=axis: as_data(over_baseline(row.config, row.baselines[axis], level), level, rule.word),
                 PARTS,
             )
             for axis in along

@@ -56,7 +56,8 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     - Its level is the rule's; across runs, the rule's word follows it.
     - A baseline shows 1.00x; a configuration with no baseline along the axis shows -.
     - A configuration flagged NOT COMPILED says so after each of its cells.
-    As data, each is a ratio, its bounds, its word and its basis (speedup.PARTS); a baseline's ratio alone is 1.
+    As data, each is a ratio, its bounds, their level, its word and its basis (speedup.PARTS).
+    A baseline's ratio alone is 1.
     """
     along = baselines(configs)
     versus = comparisons(configs)
@@ -74,7 +75,7 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         Column(
             headers[axis],
             lambda c, axis=axis: as_text(over(c, axis), rule.word) + not_compiled(c, along[axis].get(c.key)),
-            lambda c, axis=axis: as_data(over(c, axis), rule.word),
+            lambda c, axis=axis: as_data(over(c, axis), rule.level, rule.word),
             PARTS,
         )
         for axis in along

@@ -309,6 +309,34 @@ def test_one_noisy_point_hides_no_step_of_a_longer_history():
     assert [c.index for c in changepoints.changes(points)] == [3, 5, 7]
 
 
+def test_points_whose_runs_spread_far_wider_than_the_others_are_left_out_and_named():
+    """A per-push history of 5 runs a point, a 1.86x slowdown at the third push. The fourth push ran beside a
+    neighbour: its runs took 9.6-89 ms. Read as noise, its spread and level hid the step (no change point, exit 0).
+    It is left out of the search, and named with what its host showed; the newest point is never left out."""
+    runs = [
+        [6.74, 6.28, 6.17, 6.97, 6.43],
+        [5.82, 6.32, 6.02, 7.9, 8.61],
+        [15.23, 9.55, 13.32, 11.42, 13.53],
+        [23.79, 66.67, 89.25, 9.55, 9.9],
+        [12.93, 12.88, 12.14, 11.76, 12.06],
+        [75.27, 12.17, 11.78, 7.89, 10.41],
+    ]
+    points = [Point(f"{i:02d}" + "cd" * 19, False, f"push {i}", float(i), [f"c{i}"], []) for i in range(1, 7)]
+    assert changepoints.spread_apart([np.array(r) for r in runs], 0.05) == {3: pytest.approx(29.8, abs=0.1)}
+    slower = [np.array([10.26, 9.99, 10.26]), np.array([10.41, 10.16, 10.55]), np.array([9.74, 10.03, 9.93])]
+    slower += [np.array([10.03, 10.16, 9.99]), np.array([22.78, 19.67, 20.46]), np.array([12.03, 12.31, 12.14])]
+    assert changepoints.spread_apart(slower, 0.05) == {}, "runs 15% apart: their mean is known within 5%"
+    for pushes in (5, 6):
+        rows = [views.Row(point, np.array(r)) for point, r in zip(points[:pushes], runs, strict=False)]
+        series = views.judged(views.Series("mine", rows, None, held=[(r.point, []) for r in rows]), 0.05)
+        assert series.flag.startswith("REGRESSION: 1.86x slower from 03cdcdcd on" if pushes == 5 else "REGRESSION: 2.0")
+        assert [c.index for c in series.changes] == [2] and rows[3].apart is not None and rows[-1].apart is None
+        shown = as_text(views.view(series, "step", History(points[:pushes], "by the commit graph")))
+        assert "left out of the search, as their runs spread far wider than the other points'" in shown
+        assert "04cdcdcd (" in shown and "left out: its runs' variance" in shown
+        assert "02cdcdcd..03cdcdcd" in shown, "the change's range, between the points searched"
+
+
 TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}
 OTHER = {("tensor", "channels_last"): 20.0, ("subclass", "channels_last"): 30.0}
 

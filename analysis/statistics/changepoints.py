@@ -31,6 +31,11 @@ Where its last segment is the newest two points, three readings are weighed by t
 Where no change point ends the series, `newest_alone` says how far the newest point stands out.
 It judges that against the noise: the others', or its own runs' spread.
 
+A point whose runs spread far wider than the other points' do is left out of the search (`spread_apart`).
+A neighbour took its host, or its runs ran in two modes: its mean is not known.
+Its level would move a segment's mean, and its spread the noise.
+Two such points beside a 1.86x step would make it read as noise in a history of 6 points.
+
 Each gives a one-sided p-value that the newer part is slower, for the history's gate to hold a sweep's
 configurations to one error rate as a family.
 A change point's p-value is its two segments' z-test, multiplied by the places a change point could take:
@@ -59,6 +64,8 @@ from perfsweep.analysis.statistics import distributions
 MIN_SIZE = 2  # points a segment holds at least
 MIN_POINTS = 2 * MIN_SIZE  # fewer is not enough history to find a change point in
 PENALTY = 5.0  # times ln(n) sigma^2
+APART = 1e-4  # a point whose runs spread this unlikely far beyond the other points' is left out of the search
+MEDIAN_EFFICIENCY = 2 / math.pi  # a median's, against a mean's, of normal data: its reference's degrees of freedom
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,6 +171,35 @@ def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float
     runs = runs or float(np.median([len(x) for x in points]))
     estimates = [v for v in (per_run / runs if per_run is not None else None, per_point) if v is not None]
     return max(max(estimates), 1e-12) if estimates else None
+
+
+def spread_apart(points: list[np.ndarray], threshold: float) -> dict[int, float]:
+    """The points, but the newest, whose runs spread far wider than the other points' do: each one's ratio.
+
+    Such a point's mean is uncertain by more than `threshold`, the smallest slowdown a history flags.
+    Its runs' standard error of their mean log time says by how much.
+    Its ratio is its runs' variance over the reference: the median over the other replicated points of theirs.
+    Each of those is divided by its chi-squared median over its degrees of freedom.
+    A variance's median sits that far below its mean.
+    One or two noisy points do not move a median.
+    A point stands apart where the ratio passes F's 1 - APART quantile.
+    F's second degrees of freedom are the others', times a median's efficiency.
+    The newest point is never left out: the gate reads it.
+    Fewer than 3 other replicated points give no reference.
+    """
+    sizes, _, squares = _log_moments(points)
+    variances = {i: float(squares[i]) / (sizes[i] - 1) for i in range(len(points)) if sizes[i] >= 2}
+    scaled = {i: v * (sizes[i] - 1) / distributions.chi2_ppf(0.5, sizes[i] - 1) for i, v in variances.items()}
+    apart = {}
+    for i, variance in variances.items():
+        others = [j for j in scaled if j != i]
+        if i == len(points) - 1 or len(others) < 3 or math.sqrt(variance / sizes[i]) <= math.log1p(threshold):
+            continue
+        reference = float(np.median([scaled[j] for j in others]))
+        df = MEDIAN_EFFICIENCY * sum(sizes[j] - 1 for j in others)
+        if reference > 0 and variance / reference > distributions.f_ppf(1 - APART, sizes[i] - 1, df):
+            apart[i] = variance / reference
+    return apart
 
 
 def _penalty(points: list[np.ndarray], variance: float) -> float:

@@ -82,6 +82,7 @@ class Row:
     point: Point
     times: np.ndarray  # each run's median time of the phase
     change: changepoints.Change | None = None  # the change point that starts a segment here
+    apart: float | None = None  # left out of the search: its runs' variance over the other points' (spread_apart)
 
 
 @dataclasses.dataclass
@@ -243,11 +244,16 @@ def perfsweep_changed(series: Series) -> str:
 def judged(series: Series, threshold: float) -> Series:
     """The series with its change points marked, its newest point's flag beyond the threshold, and its test's p.
 
+    Points whose runs spread far wider than the others' are left out of the search (changepoints.spread_apart).
     The flag stands or falls with the family (`family`).
     """
-    times = [row.times for row in series.rows]
     series.threshold = threshold
-    series.changes = changepoints.changes(times)
+    for index, ratio in changepoints.spread_apart([row.times for row in series.rows], threshold).items():
+        series.rows[index].apart = ratio
+    kept = searched(series)
+    times = [series.rows[index].times for index in kept]
+    found = changepoints.changes(times)
+    series.changes = None if found is None else [dataclasses.replace(c, index=kept[c.index]) for c in found]
     if series.changes is None:  # too few points for a change point; the newest may still stand out alone
         return _alone(series, 0, threshold, "the others") if len(times) >= NEWEST_FROM else series
     for change in series.changes:
@@ -255,7 +261,7 @@ def judged(series: Series, threshold: float) -> Series:
     last = series.changes[-1] if series.changes else None
     if last is not None and last.ratio > 1 + threshold:
         first = series.rows[last.index].point.label
-        newest = [centre(row) / last.before for row in series.rows[-CONFIRMING:]]
+        newest = [centre(series.rows[index]) / last.before for index in kept[-CONFIRMING:]]
         series.p, series.since = last.p, last.index
         if all(ratio > 1 + threshold for ratio in newest):
             series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
@@ -263,12 +269,20 @@ def judged(series: Series, threshold: float) -> Series:
             shown = ", ".join(f"{ratio:.2f}x" for ratio in newest)
             series.flag = f"POSSIBLE REGRESSION: {last.ratio:.2f}x slower from {first} on; the newest points: {shown}"
         return series
-    return _alone(series, last.index if last else 0, threshold, "its segment")
+    return _alone(series, kept.index(last.index) if last else 0, threshold, "its segment")
+
+
+def searched(series: Series) -> list[int]:
+    """The rows the search reads: all but those whose runs spread apart."""
+    return [index for index, row in enumerate(series.rows) if row.apart is None]
 
 
 def _alone(series: Series, since: int, threshold: float, than: str) -> Series:
-    """The series with its newest point's test against its segment's others (from `since`), and its flag."""
-    alone = changepoints.newest_alone([row.times for row in series.rows], since)
+    """The series with its newest point's test against its segment's others, and its flag.
+
+    `since` is the segment's first among the rows searched.
+    """
+    alone = changepoints.newest_alone([series.rows[index].times for index in searched(series)], since)
     if alone is not None:
         series.p, series.since = alone[1], len(series.rows) - 1
         if alone[0] > 1 + threshold:
@@ -289,6 +303,8 @@ def _interval(row: Row) -> str:
 
 
 def _change(row: Row) -> str:
+    if row.apart is not None:
+        return f"left out: its runs' variance {row.apart:.0f}x the others'"
     if row.change is None:
         return ""
     return f"change: {_times(row.change.ratio)}, {figure(row.change.before)} -> {figure(row.change.after)}"
@@ -303,8 +319,28 @@ def _times(ratio: float) -> str:
 
 
 def _commit_range(series: Series, change: changepoints.Change) -> str:
-    before, after = series.rows[change.index - 1].point, series.rows[change.index].point
-    return f"{before.label}..{after.label}"
+    """The last commit searched before the change..its first: a point left out between them may hold it."""
+    before = max(index for index in searched(series) if index < change.index)
+    return f"{series.rows[before].point.label}..{series.rows[change.index].point.label}"
+
+
+def left_out(series: Series) -> list[str]:
+    """A line naming the points whose runs spread apart, with what their hosts showed; none where none did.
+
+    Each point's mean is uncertain by more than the threshold, and its runs' variance is far above the others'.
+    """
+    held = {id(point): runs for point, runs in series.held}
+    named = []
+    for row in series.rows:
+        if row.apart is not None:
+            host = host_flags.taken(held.get(id(row.point), []))
+            named.append(f"{row.point.label} ({row.apart:.0f}x{f'; host: {host}' if host else ''})")
+    if not named:
+        return []
+    return [
+        "left out of the search, as their runs spread far wider than the other points' (their runs' variance over "
+        f"the others' median), beyond the threshold: {', '.join(named)}; a sweep again at such a commit measures it"
+    ]
 
 
 def view(series: Series, phase: str, found: History) -> View:
@@ -327,14 +363,14 @@ def view(series: Series, phase: str, found: History) -> View:
             for c in series.changes
         )
     else:
-        points = [row.times for row in series.rows]
+        points = [series.rows[index].times for index in searched(series)]
         middle, newest = changepoints.smallest_step(points), changepoints.smallest_step(points, changepoints.MIN_SIZE)
         said = (
             f"change points: none; at this history's noise, a step of {middle:.2f}x or more at its middle would be "
             f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({len(series.rows)} points: more "
             "points find smaller steps)"
         )
-    above = [f"{len(series.rows)} points, ordered {found.order}", said, *machine_lines(series)]
+    above = [f"{len(series.rows)} points, ordered {found.order}", said, *left_out(series), *machine_lines(series)]
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
@@ -394,9 +430,12 @@ def plot(series: Series, phase: str, path: Path) -> Path:
         ax.plot([i] * len(row.times), row.times, "o", color="black", markersize=3, alpha=0.6)
     ax.plot(x, centres, "-", color="tab:blue", alpha=0.4)
     bounds = [0, *(c.index for c in series.changes or []), len(x)]
+    kept = searched(series)
     for start, end in zip(bounds, bounds[1:], strict=False):
-        mean = float(np.exp(np.mean(np.log(centres[start:end]))))
+        mean = float(np.exp(np.mean(np.log([centres[i] for i in kept if start <= i < end]))))
         ax.hlines(mean, start - 0.4, end - 0.6, color="tab:orange", linewidth=2)
+    for i in set(range(len(x))) - set(kept):
+        ax.plot(i, centres[i], "x", color="tab:red", markersize=8)
     for change in series.changes or []:
         ax.axvline(change.index - 0.5, color="tab:red", linestyle="--")
         ax.annotate(

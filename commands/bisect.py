@@ -59,6 +59,15 @@ def pinned(package: str, version: str) -> str:
     return f"torch={version}" if package == "torch" else f"+env.packages.{package}={version}"
 
 
+def machine_of(bisection: "Bisection") -> str:
+    """The machine most of the bisect's points' runs had, as a line; '' where unknown."""
+    from perfsweep.analysis.machines import named
+    from perfsweep.records import load_sweep
+
+    sweeps = [bisection.folder / p.sweep for p in bisection.search.points.values() if p.sweep]
+    return named([run for sweep in sweeps if sweep.is_dir() for run in load_sweep(sweep)])
+
+
 class Bisection:
     """The points of a bisect, each a sweep in the bisect's folder, placed on a side as their runs come in.
 
@@ -353,7 +362,7 @@ def bisect(args: argparse.Namespace) -> int:
         return 2
     if status:
         return status
-    print(text(view(bisection.search)))
+    print(text(view(bisection.search, machine_of(bisection))))
     print(f"records: {(bisection.folder / RECORD).resolve()}")
     return 0 if bisection.search.first_bad() else 1
 

@@ -117,8 +117,11 @@ def _boundary(search: BisectSearch) -> str:
     return f"{search.boundary:.3g}x" if search.boundary is not None else "unknown"
 
 
-def view(search: BisectSearch) -> View:
-    """The points measured, good first, and below them what the search found."""
+def view(search: BisectSearch, machine: str = "") -> View:
+    """The points measured, good first, and below them what the search found.
+
+    `machine` is the machine most of the points' runs had, as machines.named gives it.
+    """
     measured = [v for v in search.releases if v in search.points]
     order = sorted(measured, key=lambda v: search.releases.index(v))
     return View(
@@ -126,7 +129,8 @@ def view(search: BisectSearch) -> View:
         above=[
             f"bisect {search.package} from {short(search, search.good)} (good) to {short(search, search.bad)} (bad): "
             f"{len(search.releases)} {search.unit}s; {search.metric}; boundary {_boundary(search)} (the geometric "
-            "middle of the ends)"
+            "middle of the ends)",
+            *([f"machine: {machine}"] if machine else []),
         ],
         columns=[
             Column("step", lambda v: str(search.points[v].order)),

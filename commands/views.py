@@ -71,6 +71,31 @@ def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
     return EXIT_UNMEASURED
 
 
+def said_unfinished(sweep_dir: Path, runs: list) -> None:
+    """Name on stderr the runs of the sweep not finished: an export holds its done runs alone.
+
+    A run still running, or one the launch's budget stopped or left unstarted, has no figures in it.
+    """
+    from perfsweep.records import DONE, FINAL
+
+    unfinished = [run for run in runs if run.state not in FINAL]
+    if not unfinished:
+        return
+    budget = sum(bool(run.status.over_budget) for run in unfinished)
+    states = {}
+    for run in unfinished:
+        if not run.status.over_budget:
+            states[run.state] = states.get(run.state, 0) + 1
+    why = [f"{n} {state}" for state, n in sorted(states.items())]
+    why += [f"{budget} stopped or not started by the launch's budget"] if budget else []
+    done = sum(run.state == DONE for run in runs)
+    print(
+        f"perfsweep: {len(unfinished)} of the {len(runs)} runs in {sweep_dir} are not finished "
+        f"({', '.join(why)}): the export holds its {done} done",
+        file=sys.stderr,
+    )
+
+
 def table_format(args: argparse.Namespace) -> str:
     """The format `table` writes: --format, where --csv (its alias for csv) does not say otherwise."""
     if args.csv and args.format not in (None, "csv"):
@@ -239,7 +264,11 @@ def write_export(args: argparse.Namespace) -> int:
     found = export(args.runs, args.format)
     if not found:
         raise ValueError(f"no done runs in {', '.join(map(str, args.runs))}: nothing to export")
-    status = max(said_unmeasured(folder, load_sweep(folder), "export") for folder in sweep_folders(args.runs))
+    status = 0
+    for folder in sweep_folders(args.runs):
+        runs = load_sweep(folder)
+        status = max(status, said_unmeasured(folder, runs, "export"))
+        said_unfinished(folder, runs)
     text = json.dumps(found, indent=1) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

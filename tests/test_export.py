@@ -72,6 +72,19 @@ def test_a_stalled_run_s_samples_per_s_says_it_counts_the_stall_as_the_table_fla
     assert "STALLED t1" in table and "STALLED s1" not in table, "the table's flags are the export's"
 
 
+def test_an_export_of_a_sweep_with_runs_not_finished_says_so_and_holds_the_done_ones(sweep):
+    """t2 is still running, and a launch's budget left u1 unstarted: the export is of t1 and s1, and says so."""
+    from perfsweep.records import lifecycle
+
+    lifecycle.start(sweep / "t2")
+    write_run(sweep, "u1", "subclass", "contiguous", 50.0)
+    lifecycle.stop(sweep / "u1", records.BUDGET, "the launch's budget ran out")
+    done = launch_here("export", str(sweep), "--format", "bmf")
+    assert done.returncode == 0 and len(json.loads(done.stdout)) == 2, done.stderr
+    said = f"perfsweep: 2 of the 4 runs in {sweep} are not finished (1 running, 1 stopped or not started by the "
+    assert said + "launch's budget): the export holds its 2 done" in done.stderr, done.stderr
+
+
 def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_built(sweep):
     """A workload that reads no model nor precision, with a forward phase only, as loops_vs_broadcasting's."""
     for name in ("t1", "t2", "s1"):

@@ -89,7 +89,7 @@ def comment(view: View, threshold: float) -> str:
         folded = f"<summary>{len(rest)} without a flagged change</summary>"
         parts.append(f"<details>{folded}\n\n{_table(rest)}\n\n</details>")
     others = [line for line in view.items if line.phase != "step" and line.flag]
-    parts += _quoted([*view.above[1:], *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)])
+    parts += _quoted([*view.above, *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)])
     parts += _quoted(view.flags)
     return "\n\n".join(parts) + "\n"
 

@@ -113,8 +113,9 @@ def test_plot_labels_wrap_beside_axes_of_a_set_width_and_the_legend_covers_no_ba
     assert legend.y1 <= fig.bbox.y1 and legend.x1 <= fig.bbox.x1, "the legend lies within the figure"
 
 
-def test_each_plots_title_names_its_machine_and_lies_within_the_figure(tmp_path):
-    """A plot is shared on its own: its numbers need their machine, and its title must not run off the image."""
+def test_each_plots_title_says_what_ran_and_lies_within_the_figure(tmp_path):
+    """A plot is shared on its own: its numbers need their settings, machine and date, as the line above the table
+    gives them, and its title must not run off the image."""
     rng = np.random.default_rng(0)
     runs = synthetic.sweep(synthetic.grid(formats=("contiguous", "channels_last")), 3, synthetic.Noise(), rng)
     configs = configurations(runs)
@@ -124,6 +125,7 @@ def test_each_plots_title_names_its_machine_and_lies_within_the_figure(tmp_path)
     ]
     for fig in figures:
         title = fig._suptitle
-        assert title.get_text().endswith("\non CPU synthetic, threads ?, torch synthetic"), title.get_text()
+        said = "\nCPU synthetic (? threads) | torch synthetic | timer ? | runs one at a time | on 2026-01-01"
+        assert title.get_text().endswith(said), title.get_text()
         box = title.get_window_extent(fig.canvas.get_renderer())
         assert 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi, "the title lies within the figure"

@@ -25,7 +25,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from perfsweep.analysis import machines  # noqa: E402
 from perfsweep.analysis.groups import (  # noqa: E402
     Configuration,
     configurations,
@@ -40,7 +39,7 @@ from perfsweep.analysis.statistics.speedup import percent  # noqa: E402
 from perfsweep.analysis.statistics.variance import across_runs  # noqa: E402
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, word  # noqa: E402
 from perfsweep.analysis.views import ranks  # noqa: E402
-from perfsweep.analysis.views.table import not_compiled  # noqa: E402
+from perfsweep.analysis.views.table import not_compiled, ran  # noqa: E402
 from perfsweep.records import DONE, RunRecord, load_sweep  # noqa: E402
 
 WIDE = 100  # values spanning more than this factor are drawn on a log axis
@@ -54,13 +53,14 @@ def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRe
     """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need.
 
     Its title wraps to the figure's width.
-    It names the machine the runs had.
+    Below it is what ran, as the line above the table says it: the settings, the machine, torch, the date.
+    A plot shared on its own says what its numbers are of.
     """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]
     lines = max((label.count("\n") + 1 for label in wrapped), default=1)
     heading = [
         *textwrap.wrap(title, TITLE_CHARS),
-        *([f"on {machine}"] if (machine := machines.named(runs, machines.chosen(runs))) else []),
+        *(textwrap.wrap(ran(runs, configurations(runs)), TITLE_CHARS) if runs else []),
     ]
     height = 1.4 + 0.2 * (len(heading) - 1) + max(0.45, 0.15 + 0.17 * lines) * len(wrapped)
     fig, ax = plt.subplots(figsize=(WIDTH, height))

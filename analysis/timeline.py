@@ -158,7 +158,7 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
         listed = ", ".join(f"{where} ({count} runs)" for where, count in repositories.most_common())
         raise HistoryError(f"the runs measured commits of several repositories: {listed}; --repo PATH picks one")
     points = _points_by_commit(done, names)
-    where = repository or Path(next(iter(repositories)))
+    where = (repository or Path(next(iter(repositories)))).resolve()  # `--repo .` names the folder, not "."
     graph = _rev_list(where, "--topo-order", "--reverse", "HEAD") if repository else None
     graph = graph or _rev_list(where, "--topo-order", "--reverse", *sorted({p.commit for p in points}))
     rank = {commit: index for index, commit in enumerate(graph or [])}

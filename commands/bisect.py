@@ -186,8 +186,11 @@ def commits_between(repo: Path, good: str, bad: str, allow_dirty: bool) -> tuple
     Raises:
         BisectError: not a repository, a commit it lacks, good not an ancestor of bad, uncommitted changes.
     """
+    import difflib
+
     from perfsweep.analysis.bisection.search import BisectError
     from perfsweep.records.code import commit_of, git
+    from perfsweep.records.words import counted
 
     if git(repo, "rev-parse", "--git-dir") is None:
         raise BisectError(f"--repo {repo}: not a git repository")
@@ -195,7 +198,9 @@ def commits_between(repo: Path, good: str, bad: str, allow_dirty: bool) -> tuple
     for which, rev in (("good", good), ("bad", bad)):
         commit = commit_of(repo, f"{rev}^{{commit}}")
         if commit is None:
-            raise BisectError(f"{which}={rev}: not a commit of {repo}")
+            names = (git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags") or "").split()
+            near = difflib.get_close_matches(rev, names, n=1)
+            raise BisectError(f"{which}={rev}: not a commit of {repo}" + (f"; did you mean {near[0]}?" if near else ""))
         found[which] = str(commit["commit"])
     if found["good"] == found["bad"]:
         raise BisectError(f"good and bad are the same commit ({found['good'][:12]}): nothing to bisect")
@@ -204,8 +209,8 @@ def commits_between(repo: Path, good: str, bad: str, allow_dirty: bool) -> tuple
     changed = git(repo, "status", "--porcelain", "--untracked-files=no")
     if changed and not allow_dirty:
         raise BisectError(
-            f"{repo} has uncommitted changes ({len(changed.splitlines())} files): a bisect measures commits, not the "
-            "working tree; commit or stash them, or --allow-dirty"
+            f"{repo} has uncommitted changes ({counted(len(changed.splitlines()), 'file')}): a bisect measures "
+            "commits, not the working tree; commit or stash them, or --allow-dirty"
         )
     walk = ["--first-parent", "--ancestry-path", "--reverse", "--format=%H%x00%s", f"{found['good']}..{found['bad']}"]
     lines = [line.split("\0", 1) for line in (git(repo, "log", *walk) or "").splitlines()]

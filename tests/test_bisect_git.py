@@ -40,6 +40,7 @@ def test_the_commits_from_good_to_bad_with_their_subjects(repo):
     [
         ("main", "HEAD~2", "is not an ancestor of bad=HEAD~2"),
         ("nowhere", "main", "good=nowhere: not a commit of"),
+        ("mian", "main", "good=mian: not a commit of .+; did you mean main\\?"),
         ("main", "main", "good and bad are the same commit"),
     ],
 )
@@ -51,7 +52,7 @@ def test_a_commit_that_is_not_there_or_not_an_ancestor_is_refused(repo, good, ba
 def test_uncommitted_changes_are_refused_unless_asked_for(repo):
     folder, hashes = repo
     (folder / "steplib" / "step.py").write_text("# an edit not committed\n")
-    with pytest.raises(BisectError, match="1 files\\): a bisect measures commits, not the working tree"):
+    with pytest.raises(BisectError, match="1 file\\): a bisect measures commits, not the working tree"):
         commits_between(folder, hashes[0], hashes[-1], allow_dirty=False)
     assert commits_between(folder, hashes[0], hashes[-1], allow_dirty=True)[0] == hashes
 

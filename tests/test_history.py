@@ -458,7 +458,7 @@ def test_history_of_a_folder_without_sweeps_says_so(tmp_path):
         history([tmp_path])
 
 
-def test_a_branch_s_history_leaves_out_its_neighbours_commits_and_bad_histories_say_why(tmp_path):
+def test_a_branch_s_history_leaves_out_its_neighbours_commits_and_bad_histories_say_why(tmp_path, monkeypatch):
     """Sweeps of two branches in one folder: --repo reads the commits its HEAD descends from."""
     repo = tmp_path / "repo"
     hashes = generate(repo, commits=3, planted=None)
@@ -473,6 +473,8 @@ def test_a_branch_s_history_leaves_out_its_neighbours_commits_and_bad_histories_
     found = history([runs], repo)
     assert [p.commit for p in found.points] == hashes
     assert f"left out, not ancestors of its HEAD: {side[:8]}" in found.order
+    monkeypatch.chdir(repo)
+    assert history([runs], Path(".")).order.startswith(f"by the commit graph of {repo.resolve()};"), "not of ."
     with pytest.raises(HistoryError, match="not a git repository"):
         history([runs], tmp_path)
     with pytest.raises(ValueError, match="--phase forwards: no run recorded it; the phases: backward, data, forward"):
@@ -640,6 +642,8 @@ def test_three_points_hold_the_newest_alone_and_say_so_and_a_change_reads_as_slo
     assert said in text and status == views.EXIT_POSSIBLE, text
     _, text, _ = shown(synthetic_history(np.random.default_rng(4), slower_from=None, commits=2))
     assert "not enough history: 2 points; a change point needs 4, and a test of its newest point alone 3" in text, text
+    _, text, _ = shown(synthetic_history(np.random.default_rng(4), slower_from=None, commits=1))
+    assert "not enough history: 1 point; a change point needs 4" in text, text
     made, text, _ = shown(synthetic_history(np.random.default_rng(2), slower_from=5))
     assert re.search(r"04ababab\.\.05ababab \(1\.\d\dx slower: ", text), text
     assert re.search(r"change: 1\.\d\dx slower, ", text), text

@@ -67,6 +67,7 @@ from perfsweep.analysis.views.compare import (
 )
 from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
+from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
@@ -352,7 +353,7 @@ def view(series: Series, phase: str, found: History) -> View:
         Column("95% interval (across runs)", _interval),
         Column("change point", _change),
     ]
-    needs = f"{len(series.rows)} points; a change point needs {changepoints.MIN_POINTS}"
+    needs = f"{counted(len(series.rows), 'point')}; a change point needs {changepoints.MIN_POINTS}"
     if series.changes is None and len(series.rows) >= NEWEST_FROM:
         said = f"change points: too few to find one ({needs}); its newest point is tested against the others alone"
     elif series.changes is None:

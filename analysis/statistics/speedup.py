@@ -71,22 +71,49 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     place = min(place, math.floor(math.log10(smallest)))
     while place > math.floor(math.log10(smallest)) - 2 and _moved(_at(place, value, low, high), low, high):
         place -= 1
-    shown = _at(place, value, low, high)
-    for more in range(1, MORE_DIGITS + 1):
+    for more in range(MORE_DIGITS + 1):
+        shown = _at(place - more, value, low, high)
         if apart is None or not _touches(shown, low, high, apart):
             break
-        shown = _at(place - more, value, low, high)
-    return shown
+    return _trimmed(shown, place - more, (value, low, high), apart)
 
 
 def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, str]:
     """The figures to the digit 10**place, the bounds rounded outward."""
-    decimals, scale = max(0, -place), 10.0**place
+    return _shown(value, place), _shown(low, place, math.floor, 1e-9), _shown(high, place, math.ceil, -1e-9)
 
-    def show(x: float, rounded=round, slack: float = 0.0) -> str:
-        return f"{rounded(x / scale + slack) * scale:.{decimals}f}" if math.isfinite(x) else f"{x:g}"
 
-    return show(value), show(low, math.floor, 1e-9), show(high, math.ceil, -1e-9)
+def _shown(x: float, place: int, rounded: Callable[[float], float] = round, slack: float = 0.0) -> str:
+    """x to the digit 10**place; a figure that is not finite as it is."""
+    if not math.isfinite(x):
+        return f"{x:g}"
+    return f"{rounded(x / 10.0**place + slack) * 10.0**place:.{max(0, -place)}f}"
+
+
+def _trimmed(
+    shown: tuple[str, str, str], place: int, computed: tuple[float, float, float], apart: float | None
+) -> tuple[str, str, str]:
+    """The figures, none past three significant digits but a bound that needs them.
+
+    One place for all three gives the smallest figure's digits to the others: 1.130 [0.129, 1.229].
+    Three are enough for the value, where it then does not print as `apart`: 1.13 [0.129, 1.23].
+    A bound needs more where three would move it past MOVED_BY of itself, or reach `apart`.
+    """
+    value, low, high = computed
+    trimmed = list(shown)
+    ways = ((value, round, 0.0), (low, math.floor, 1e-9), (high, math.ceil, -1e-9))
+    for index, (x, rounded, slack) in enumerate(ways):
+        if not x or not math.isfinite(x) or place >= (three := math.floor(math.log10(abs(x))) - 2):
+            continue
+        candidate = [*trimmed]
+        candidate[index] = _shown(x, three, rounded, slack)
+        if index == 0:
+            kept = apart is None or x == apart or float(candidate[0]) != apart
+        else:
+            moved = x > 0 and abs(float(candidate[index]) - x) > MOVED_BY * x
+            kept = not moved and (apart is None or not _touches(tuple(candidate), low, high, apart))
+        trimmed = candidate if kept else trimmed
+    return tuple(trimmed)
 
 
 def _bound(x: float, rounded: Callable[[float], float], digits: int, slack: float) -> str:

@@ -76,9 +76,9 @@ def test_too_few_points_are_not_enough_history_and_the_newest_point_alone_is_tol
     points[-1] = points[-1] * 1.3
     (change,) = changepoints.changes(points)
     assert change.index == len(points) - 1 and change.ratio == pytest.approx(1.3, rel=0.1), "the newest point's own"
-    ratio, p = changepoints.newest_alone(points, 0)
-    assert ratio == pytest.approx(1.3, rel=0.1) and p < 1e-4
-    ratio, p = changepoints.newest_alone(synthetic_points(rng, commits=10, day_sd=0.0), 0)
+    ratio, low, high, p = changepoints.newest_alone(points, 0)
+    assert ratio == pytest.approx(1.3, rel=0.1) and p < 1e-4 and 1 < low < ratio < high
+    ratio, _, _, p = changepoints.newest_alone(synthetic_points(rng, commits=10, day_sd=0.0), 0)
     assert ratio == pytest.approx(1.0, abs=0.1) and p > 0.01
 
 
@@ -89,11 +89,12 @@ def test_a_newest_point_judged_by_its_own_few_runs_spread_takes_students_tail():
         np.array([1.723, 2.078, 1.891, 2.17, 2.397]),
         np.array([4.375, 4.341, 2.056, 2.317, 2.179]),
     ]
-    ratio, p = changepoints.newest_alone(points, 0)
+    ratio, low, high, p = changepoints.newest_alone(points, 0)
     assert ratio == pytest.approx(1.35, abs=0.01) and 0.05 < p < 0.15, p
+    assert low < 1 < high, "a one-sided p over 2.5%: its 95% interval holds 1"
     rng = np.random.default_rng(3)
     aa = [changepoints.newest_alone([np.exp(rng.normal(0, 0.1, 5)) for _ in range(3)], 0) for _ in range(2000)]
-    assert sum(found[1] < 0.05 for found in aa) / len(aa) <= 0.05
+    assert sum(found.p < 0.05 for found in aa) / len(aa) <= 0.05
 
 
 SWEEP = 20  # configurations in a sweep
@@ -640,6 +641,8 @@ def test_three_points_hold_the_newest_alone_and_say_so_and_a_change_reads_as_slo
     _, text, status = shown(synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5, commits=3))
     said = "change points: too few to find one (3 points; a change point needs 4); its newest point is tested against"
     assert said in text and status == views.EXIT_POSSIBLE, text
+    flag = r"POSSIBLE REGRESSION: the newest point alone is 1\.\d\dx slower than the others \(its time over theirs, "
+    assert re.search(flag + r"95% interval \[1\.\d+, \d\.\d+\]\)", text), text
     _, text, _ = shown(synthetic_history(np.random.default_rng(4), slower_from=None, commits=2))
     assert "not enough history: 2 points; a change point needs 4, and a test of its newest point alone 3" in text, text
     _, text, _ = shown(synthetic_history(np.random.default_rng(4), slower_from=None, commits=1))

@@ -56,6 +56,7 @@ import dataclasses
 import functools
 import heapq
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -272,8 +273,17 @@ def _squares(part: np.ndarray) -> float:
     return float(np.sum((part - part.mean()) ** 2))
 
 
-def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | None:
-    """The newest point's time over its segment's others' (from `since`), and the one-sided p that it is slower.
+class Alone(NamedTuple):
+    """The newest point's time over its segment's others', its 95% interval, and the one-sided p that it is slower."""
+
+    ratio: float
+    low: float
+    high: float
+    p: float
+
+
+def newest_alone(points: list[np.ndarray], since: int) -> Alone | None:
+    """The newest point's time over its segment's others' (from `since`), its interval, and its test.
 
     The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
     Where the newest's own runs spread wider, their spread is the noise.
@@ -294,6 +304,8 @@ def newest_alone(points: list[np.ndarray], since: int) -> tuple[float, float] | 
     difference = y[-1] - others.mean()
     z = difference / math.sqrt(variance)
     if own <= newest:
-        return float(np.exp(difference)), distributions.norm_sf(z)
-    df = variance**2 / (own**2 / (runs - 1))  # Welch-Satterthwaite, the others' noise taken as known
-    return float(np.exp(difference)), distributions.t_sf(z, df)
+        half, p = distributions.norm_ppf(0.975) * math.sqrt(variance), distributions.norm_sf(z)
+    else:
+        df = variance**2 / (own**2 / (runs - 1))  # Welch-Satterthwaite, the others' noise taken as known
+        half, p = distributions.t_ppf(0.975, df) * math.sqrt(variance), distributions.t_sf(z, df)
+    return Alone(*(float(np.exp(difference + d)) for d in (0.0, -half, half)), p)

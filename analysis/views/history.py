@@ -46,7 +46,7 @@ from perfsweep.analysis import machines
 from perfsweep.analysis.groups import USER_KEYS, code_name
 from perfsweep.analysis.render import Column, View, figure, html_section
 from perfsweep.analysis.statistics import changepoints, host_flags, machine_speed
-from perfsweep.analysis.statistics.speedup import holm, percent
+from perfsweep.analysis.statistics.speedup import figures, holm, percent
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History, Point
 from perfsweep.analysis.views.compare import (
@@ -285,9 +285,13 @@ def _alone(series: Series, since: int, threshold: float, than: str) -> Series:
     """
     alone = changepoints.newest_alone([series.rows[index].times for index in searched(series)], since)
     if alone is not None:
-        series.p, series.since = alone[1], len(series.rows) - 1
-        if alone[0] > 1 + threshold:
-            series.flag = f"POSSIBLE REGRESSION: the newest point alone is {alone[0]:.2f}x slower than {than}"
+        series.p, series.since = alone.p, len(series.rows) - 1
+        if alone.ratio > 1 + threshold:
+            _, low, high = figures(alone.ratio, alone.low, alone.high, apart=1.0)
+            series.flag = (
+                f"POSSIBLE REGRESSION: the newest point alone is {alone.ratio:.2f}x slower than {than} (its time "
+                f"over theirs, 95% interval [{low}, {high}])"
+            )
     return series
 
 

@@ -38,13 +38,15 @@ def test_the_per_push_script_records_each_commit_and_gates_on_the_planted_step(t
     # launcher=debug: each push's runs in its launch's process, which spares the suite a job's start-up a push
     overrides = [*SWEEP, "threads=1", "tracker.mode=disabled", "launcher=debug"]
     env |= {"PERF_SWEEP": " ".join(overrides), "GITHUB_ACTIONS": "true"}
-    statuses = []
+    statuses, said = [], []
     for index, commit in enumerate(hashes, 1):
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", commit], check=True)
         pushed = env | {"GITHUB_SHA": commit, "GITHUB_RUN_ID": str(100 + index), "GITHUB_REF_NAME": "main"}
         done = subprocess.run(["bash", str(tmp_path / "perf.sh")], cwd=repo, env=pushed, capture_output=True, text=True)
         statuses.append(done.returncode)
+        said.append(done.stdout)
     assert statuses == [0, 0, 0, 1], done.stdout[-3000:] + done.stderr[-3000:]
+    assert "not enough history: 1 point;" in said[0] and "perfsweep: no regression flagged" in said[0], said[0]
     assert "a confirmed regression" in done.stdout
     planted = rf"change points: {hashes[1][:8]}\.\.{hashes[2][:8]} \((?:[4-9]|1\d)\.\d\dx"  # the 10x wait
     assert re.search(planted, done.stdout), done.stdout

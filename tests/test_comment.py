@@ -43,6 +43,14 @@ def test_a_planted_slowdown_heads_the_comment_and_the_rest_are_folded(tmp_path):
     assert shown.stdout.count("<details>") == 1 and "2 without a flagged change" in shown.stdout
 
 
+def test_the_comment_names_its_sweeps_with_home_as_a_tilde(tmp_path, monkeypatch):
+    """A comment is posted where others read it: A and B are named, the user's home folder is not."""
+    a, b = sweeps(tmp_path, {"subclass": 1.25})
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shown = launch_here("compare", a, b, "--format", "markdown").stdout
+    assert "A: ~/a (9 done runs)  B: ~/b (9 done runs)" in shown and str(tmp_path) not in shown, shown
+
+
 def test_no_change_says_so_and_only_changes_prints_nothing(tmp_path):
     a, b = sweeps(tmp_path)
     shown = launch_here("compare", a, b, "--format", "markdown")

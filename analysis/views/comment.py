@@ -45,6 +45,7 @@ from perfsweep.analysis.views.compare import (
     undetermined_way,
 )
 from perfsweep.analysis.views.history import Series
+from perfsweep.records.redact import redact_text
 
 COLUMNS = ("configuration", "A ms", "B ms", "B speed-up [95%]", "flag")
 
@@ -89,7 +90,8 @@ def comment(view: View, threshold: float) -> str:
         folded = f"<summary>{len(rest)} without a flagged change</summary>"
         parts.append(f"<details>{folded}\n\n{_table(rest)}\n\n</details>")
     others = [line for line in view.items if line.phase != "step" and line.flag]
-    parts += _quoted([*view.above, *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)])
+    said = [*view.above, *(f"{line.configuration} {line.phase}: {line.flag}" for line in others)]
+    parts += _quoted([redact_text(line) for line in said])  # the sweeps' folders, with home as ~
     parts += _quoted(view.flags)
     return "\n\n".join(parts) + "\n"
 

@@ -59,15 +59,6 @@ def pinned(package: str, version: str) -> str:
     return f"torch={version}" if package == "torch" else f"+env.packages.{package}={version}"
 
 
-def machine_of(bisection: "Bisection") -> str:
-    """The machine most of the bisect's points' runs had, as a line; '' where unknown."""
-    from perfsweep.analysis.machines import named
-    from perfsweep.records import load_sweep
-
-    sweeps = [bisection.folder / p.sweep for p in bisection.search.points.values() if p.sweep]
-    return named([run for sweep in sweeps if sweep.is_dir() for run in load_sweep(sweep)])
-
-
 class Bisection:
     """The points of a bisect, each a sweep in the bisect's folder, placed on a side as their runs come in.
 
@@ -355,7 +346,7 @@ def bisect(args: argparse.Namespace) -> int:
     Each point is saved to bisect.json as it is placed.
     """
     from perfsweep.analysis.bisection.store import RECORD
-    from perfsweep.analysis.bisection.view import view
+    from perfsweep.analysis.bisection.view import machine_of, view
     from perfsweep.analysis.render import text
 
     try:
@@ -367,7 +358,7 @@ def bisect(args: argparse.Namespace) -> int:
         return 2
     if status:
         return status
-    print(text(view(bisection.search, machine_of(bisection))))
+    print(text(view(bisection.search, machine_of(bisection.folder, bisection.search))))
     print(f"records: {(bisection.folder / RECORD).resolve()}")
     return 0 if bisection.search.first_bad() else 1
 

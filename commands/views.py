@@ -16,14 +16,14 @@ EXIT_NOTHING_PUBLISHED = 2  # `published` of a sweep that has, or ran, no publis
 
 def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection import store
-    from perfsweep.analysis.bisection.view import view
+    from perfsweep.analysis.bisection.view import machine_of, view
     from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
     from perfsweep.records import load_sweep
 
     form = table_format(args)
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
-        print(render(view(search), form), end="")
+        print(render(view(search, machine_of(args.sweep_dir, search)), form), end="")
         return 0
     runs = load_sweep(args.sweep_dir)
     if args.repro:

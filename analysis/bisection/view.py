@@ -1,12 +1,15 @@
 """A bisect's search in words: its releases and commits as named, what it found, what it would need, its table."""
 
 import math
+from pathlib import Path
 
 from packaging.version import Version
 
 from perfsweep import user_command
+from perfsweep.analysis import machines
 from perfsweep.analysis.bisection.search import ALIKE, GROWTH, UNDETERMINED, BisectSearch, Point, most_points
 from perfsweep.analysis.render import Column, View
+from perfsweep.records import load_sweep
 
 
 def shown(search: BisectSearch, version: str) -> str:
@@ -115,6 +118,16 @@ def would_need(search: BisectSearch, point: Point) -> str:
 
 def _boundary(search: BisectSearch) -> str:
     return f"{search.boundary:.3g}x" if search.boundary is not None else "unknown"
+
+
+def machine_of(folder: Path, search: BisectSearch) -> str:
+    """The machine most of the points' runs had, as a line; '' where unknown.
+
+    It leaves out what the points' runs chose: a bisect of torch pins a torch a point.
+    """
+    sweeps = [folder / point.sweep for point in search.points.values() if point.sweep]
+    runs = [run for sweep in sweeps if sweep.is_dir() for run in load_sweep(sweep)]
+    return machines.named(runs, machines.chosen(runs))
 
 
 def view(search: BisectSearch, machine: str = "") -> View:

@@ -336,6 +336,19 @@ def test_points_whose_runs_spread_far_wider_than_the_others_are_left_out_and_nam
         assert "left out of the search, as their runs spread far wider than the other points'" in shown
         assert "04cdcdcd (" in shown and "left out: its runs' variance" in shown
         assert "02cdcdcd..03cdcdcd" in shown, "the change's range, between the points searched"
+    before = [runs[0], runs[1], runs[3], runs[2], runs[4], [12.5, 12.1, 12.9, 12.3, 12.6]]  # beside it, before the step
+    rows = [views.Row(point, np.array(r)) for point, r in zip(points, before, strict=True)]
+    series = views.judged(views.Series("mine", rows, None, held=[(r.point, []) for r in rows]), 0.05)
+    assert [c.index for c in series.changes] == [3] and series.since == 3 and rows[2].apart is not None
+    assert series.flag.startswith("REGRESSION: 1.8") and "slower from one of 03cdcdcd..04cdcdcd on" in series.flag
+    shown = as_text(views.view(series, "step", History(points, "by the commit graph")))
+    assert "change points: 02cdcdcd..04cdcdcd (1.8" in shown, "the left-out point may hold the change"
+    rows = rows[:4]
+    series = views.judged(views.Series("mine", rows, None, held=[(r.point, []) for r in rows]), 0.05)
+    shown = as_text(views.view(series, "step", History(points[:4], "by the commit graph")))
+    assert (
+        rows[2].apart is not None and "too few to find one (3 points searched, of 4; a change point needs 4)" in shown
+    )
 
 
 TWO = {("tensor", "contiguous"): 20.0, ("subclass", "contiguous"): 30.0}

@@ -261,7 +261,7 @@ def judged(series: Series, threshold: float) -> Series:
         series.rows[change.index].change = change
     last = series.changes[-1] if series.changes else None
     if last is not None and last.ratio > 1 + threshold:
-        first = series.rows[last.index].point.label
+        first = _first_slow(series, last)
         newest = [centre(series.rows[index]) / last.before for index in kept[-CONFIRMING:]]
         series.p, series.since = last.p, last.index
         if all(ratio > 1 + threshold for ratio in newest):
@@ -271,6 +271,13 @@ def judged(series: Series, threshold: float) -> Series:
             series.flag = f"POSSIBLE REGRESSION: {last.ratio:.2f}x slower from {first} on; the newest points: {shown}"
         return series
     return _alone(series, kept.index(last.index) if last else 0, threshold, "its segment")
+
+
+def _first_slow(series: Series, change: changepoints.Change) -> str:
+    """The change's first slow point; 'one of A..B' where points left out of the search lie just before it."""
+    before = max(index for index in searched(series) if index < change.index)
+    first = series.rows[change.index].point.label
+    return first if before == change.index - 1 else f"one of {series.rows[before + 1].point.label}..{first}"
 
 
 def searched(series: Series) -> list[int]:
@@ -344,7 +351,8 @@ def left_out(series: Series) -> list[str]:
         return []
     return [
         "left out of the search, as their runs spread far wider than the other points' (their runs' variance over "
-        f"the others' median), beyond the threshold: {', '.join(named)}; a sweep again at such a commit measures it"
+        f"the others' median), beyond the threshold: {', '.join(named)}; a sweep again at such a commit measures it "
+        "again"
     ]
 
 
@@ -357,8 +365,10 @@ def view(series: Series, phase: str, found: History) -> View:
         Column("95% interval (across runs)", _interval),
         Column("change point", _change),
     ]
-    needs = f"{counted(len(series.rows), 'point')}; a change point needs {changepoints.MIN_POINTS}"
-    if series.changes is None and len(series.rows) >= NEWEST_FROM:
+    kept = len(searched(series))
+    counts = counted(kept, "point") + (f" searched, of {len(series.rows)}" if kept < len(series.rows) else "")
+    needs = f"{counts}; a change point needs {changepoints.MIN_POINTS}"
+    if series.changes is None and kept >= NEWEST_FROM:
         said = f"change points: too few to find one ({needs}); its newest point is tested against the others alone"
     elif series.changes is None:
         said = f"not enough history: {needs}, and a test of its newest point alone {NEWEST_FROM}"
@@ -372,8 +382,8 @@ def view(series: Series, phase: str, found: History) -> View:
         middle, newest = changepoints.smallest_step(points), changepoints.smallest_step(points, changepoints.MIN_SIZE)
         said = (
             f"change points: none; at this history's noise, a step of {middle:.2f}x or more at its middle would be "
-            f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({len(series.rows)} points: more "
-            "points find smaller steps)"
+            f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({counts}: more points find "
+            "smaller steps)"
         )
     above = [f"{len(series.rows)} points, ordered {found.order}", said, *left_out(series), *machine_lines(series)]
     notes = [

@@ -74,24 +74,25 @@ def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
 def said_unfinished(sweep_dir: Path, runs: list) -> None:
     """Name on stderr the runs of the sweep not finished: an export holds its done runs alone.
 
-    A run still running, or one the launch's budget stopped or left unstarted, has no figures in it.
+    A run pending or running, one whose job is gone (its scheduler's word), or one the launch's budget stopped or
+    left unstarted has no figures in it.
     """
+    from collections import Counter
+
     from perfsweep.records import DONE, FINAL
 
     unfinished = [run for run in runs if run.state not in FINAL]
     if not unfinished:
         return
+    stranded = stranded_runs(sweep_dir, runs)
     budget = sum(bool(run.status.over_budget) for run in unfinished)
-    states = {}
-    for run in unfinished:
-        if not run.status.over_budget:
-            states[run.state] = states.get(run.state, 0) + 1
+    states = Counter(stranded.get(run.name, (run.state,))[0] for run in unfinished if not run.status.over_budget)
     why = [f"{n} {state}" for state, n in sorted(states.items())]
     why += [f"{budget} stopped or not started by the launch's budget"] if budget else []
     done = sum(run.state == DONE for run in runs)
     print(
         f"perfsweep: {len(unfinished)} of the {len(runs)} runs in {sweep_dir} are not finished "
-        f"({', '.join(why)}): the export holds its {done} done",
+        f"({', '.join(why)}): the export holds the {done} done runs",
         file=sys.stderr,
     )
 

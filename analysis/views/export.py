@@ -194,7 +194,10 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def _stalls(config: Configuration) -> dict[str, str]:
-    """How many of its runs stalled, by the table's test (STALLED): their samples/s counts the stall."""
+    """How many of its runs stalled, by the table's test (STALLED): their samples/s counts the stall.
+
+    It reads each run's steps, as the table does.
+    """
     count = sum(bool(stalled(run)) for run in config.runs if run.summary)
     return {"stalled": f"{count} of {len(config.runs)} runs: their samples/s counts the stall"} if count else {}
 

@@ -94,7 +94,9 @@ class Ranks:
         """The run's rank's block `index` with its other ranks' CPU time on its CPUs taken out of others'.
 
         A rank on the same host counts in the share of its CPUs that are the run's rank's too.
-        Its block `index` covers the same steps: the ranks' collectives keep them in step.
+        Its block `index` covers the same steps.
+        Blocks with gradient sync start and end within a collective's wait of the run's rank's.
+        Blocks without it do not wait: theirs line up as closely as the ranks' speeds allow.
         Where a rank's blocks are not as many, they do not line up, and others' CPU is unknown.
         """
         me, ranks_cpu_s = self.run_rank, 0.0

@@ -72,10 +72,12 @@ def said_unmeasured(sweep_dir: Path, runs: list, view: str = "table") -> int:
 
 
 def said_unfinished(sweep_dir: Path, runs: list) -> None:
-    """Name on stderr the runs of the sweep not finished: an export holds its done runs alone.
+    """Name on stderr the runs of the sweep not finished.
 
-    A run pending or running, one whose job is gone (its scheduler's word), or one the launch's budget stopped or
-    left unstarted has no figures in it.
+    An export holds its done runs alone.
+    A run pending or running has no figures in it.
+    Nor has one whose job is gone (its scheduler's word).
+    Nor has one the launch's budget stopped or left unstarted.
     """
     from collections import Counter
 

@@ -82,7 +82,8 @@ class HostState:
     """The host over a run's measured blocks, each one and all together.
 
     A total is None where a block could not tell it.
-    Others' CPU is the blocks' busy time less the run's: its process's and its other ranks' on the same CPUs.
+    Others' CPU is the blocks' busy time less the run's.
+    That is its process's, and its other ranks' on the same CPUs.
     A block's own figure, cut at 0, would count its ticks' error one way only.
     A share is of the blocks' wall time x the CPUs the run may use.
     `resolution` is two standard deviations of others' and steal's shares from /proc/stat's ticks.

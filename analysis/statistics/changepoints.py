@@ -31,10 +31,12 @@ Where its last segment is the newest two points, three readings are weighed by t
 Where no change point ends the series, `newest_alone` says how far the newest point stands out.
 It judges that against the noise: the others', or its own runs' spread.
 
-A point whose runs spread far wider than the other points' do is left out of the search (`spread_apart`).
-A neighbour took its host, or its runs ran in two modes: its mean is not known.
+Some points' runs spread far wider than the others' (`spread_apart`).
+A neighbour took their host, or their runs ran in two modes.
+Such a point's mean is not known.
 Its level would move a segment's mean, and its spread the noise.
-One such point beside a 1.86x step would make it read as noise in a history of 6 points.
+So it is left out of the search.
+In a history of 6 points, one beside a 1.86x step made the step read as noise.
 
 Each gives a one-sided p-value that the newer part is slower, for the history's gate to hold a sweep's
 configurations to one error rate as a family.
@@ -175,11 +177,13 @@ def noise_variance(points: list[np.ndarray], runs: float | None = None) -> float
 
 
 def spread_apart(points: list[np.ndarray], threshold: float) -> dict[int, float]:
-    """The points, but the newest, whose runs spread far wider than the other points' do: each one's ratio.
+    """The points, but the newest, whose runs spread far wider than the others': each one's ratio.
 
-    Such a point's mean is uncertain by more than `threshold`, the smallest slowdown a history flags.
-    Its runs' standard error of their mean log time says by how much.
-    Its ratio is its runs' variance over the reference: the median over the other replicated points of theirs.
+    Such a point's mean is uncertain by more than `threshold`.
+    That is the smallest slowdown a history flags.
+    The standard error of its runs' mean log time says by how much.
+    Its ratio is its runs' variance over a reference.
+    The reference is the median over the other replicated points of theirs.
     Each of those is divided by its chi-squared median over its degrees of freedom.
     A variance's median sits that far below its mean.
     One or two noisy points do not move a median.
@@ -187,8 +191,9 @@ def spread_apart(points: list[np.ndarray], threshold: float) -> dict[int, float]
     F's second degrees of freedom are the others', times a median's efficiency.
     The newest point is never left out: the gate reads it.
     Fewer than 3 other replicated points give no reference.
-    Where every point's runs spread alike, it leaves a point out of under 1% of histories.
-    Synthetic ones of 6 to 30 points, of 2 to 5 runs each, spread 5-10%, gave 0-0.7% (3000 histories each).
+    Where every point's runs spread alike, few histories lose a point.
+    Synthetic ones of 6 to 30 points lost one in 0-0.7% of 3000.
+    Their points had 2 to 5 runs each, spread 5-10%.
     """
     sizes, _, squares = _log_moments(points)
     variances = {i: float(squares[i]) / (sizes[i] - 1) for i in range(len(points)) if sizes[i] >= 2}
@@ -276,7 +281,10 @@ def _squares(part: np.ndarray) -> float:
 
 
 class Alone(NamedTuple):
-    """The newest point's time over its segment's others', its 95% interval, and the one-sided p that it is slower."""
+    """The newest point's time over its segment's others', with its 95% interval.
+
+    `p` is the one-sided p-value that it is slower.
+    """
 
     ratio: float
     low: float
@@ -285,7 +293,7 @@ class Alone(NamedTuple):
 
 
 def newest_alone(points: list[np.ndarray], since: int) -> Alone | None:
-    """The newest point's time over its segment's others' (from `since`), its interval, and its test.
+    """The newest point's time over its segment's others' (from `since`), and its test.
 
     The noise is the other points' (the newest's own difference would inflate it), at the newest's runs.
     Where the newest's own runs spread wider, their spread is the noise.

@@ -43,10 +43,12 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     Rounding outward may move a bound by more than MOVED_BY of itself.
     That bound then gets a digit more: 92 [69, 122], not 90 [60, 130].
     Examples: 0.93 [0.90, 0.96], 0.931 [0.928, 0.934], 152 [140, 165], 2.0 [0.9, 4.4].
-    An interval may span an order of magnitude or more (two runs of a noisy ratio).
+    An interval may span an order of magnitude or more.
+    Two runs of a noisy ratio do.
     Each figure then gets two significant digits of its own, a bound more where 5% needs them.
     So it reads 0.82 [5.0e-07, 1.32e+06], not 0.8237666 [0.0000005, 1315583.57].
-    And it reads 1.1 [0.129, 9.9], not 1.130 [0.129, 9.829]: the low bound's digits are not the others'.
+    And it reads 1.1 [0.129, 9.9], not 1.130 [0.129, 9.829].
+    The low bound's digits are not the others'.
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
     `apart` is a figure the interval excludes, such as a ratio's 1.
     The bounds then get the digits that keep it out, up to MORE_DIGITS more.
@@ -84,7 +86,7 @@ def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, st
 
 
 def _shown(x: float, place: int, rounded: Callable[[float], float] = round, slack: float = 0.0) -> str:
-    """x to the digit 10**place; a figure that is not finite as it is."""
+    """x to the digit 10**place; inf and nan as they are."""
     if not math.isfinite(x):
         return f"{x:g}"
     return f"{rounded(x / 10.0**place + slack) * 10.0**place:.{max(0, -place)}f}"
@@ -95,9 +97,12 @@ def _trimmed(
 ) -> tuple[str, str, str]:
     """The figures, none past three significant digits but a bound that needs them.
 
-    One place for all three gives the smallest figure's digits to the others: 1.130 [0.129, 1.229].
-    Three are enough for the value, where it then does not print as `apart`: 1.13 [0.129, 1.23].
-    A bound needs more where three would move it past MOVED_BY of itself, or reach `apart`.
+    One place for all three gives the smallest figure's digits to the others.
+    So 1.13 [0.129, 1.229] would print as 1.130 [0.129, 1.229].
+    Three digits are enough for the value: 1.13 [0.129, 1.23].
+    That holds where it then does not print as `apart`.
+    A bound may need more to stay within MOVED_BY of itself.
+    It may also need more to keep `apart` out.
     """
     value, low, high = computed
     trimmed = list(shown)
@@ -251,9 +256,11 @@ def as_text(found: Speedup | float | None, word: Callable[[Speedup], str] = no_w
 def as_data(
     found: Speedup | float | None, level: float, word: Callable[[Speedup], str] = no_word
 ) -> dict[str, float | str | None]:
-    """The same speed-up by PARTS, its interval at `level`; the baseline's is its ratio, 1.0, alone; none without one.
+    """The same speed-up by PARTS, its interval at `level`.
 
-    A row pasted elsewhere still says its interval's level: repeats=auto's is not 95%.
+    The baseline's is its ratio, 1.0, alone; there is none without a baseline.
+    A row pasted elsewhere still says its interval's level.
+    repeats=auto's is not 95%.
     """
     if not isinstance(found, Speedup):
         return {"": found}

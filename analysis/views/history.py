@@ -245,7 +245,8 @@ def perfsweep_changed(series: Series) -> str:
 def judged(series: Series, threshold: float) -> Series:
     """The series with its change points marked, its newest point's flag beyond the threshold, and its test's p.
 
-    Points whose runs spread far wider than the others' are left out of the search (changepoints.spread_apart).
+    Some points' runs spread far wider than the others' (changepoints.spread_apart).
+    They are left out of the search.
     The flag stands or falls with the family (`family`).
     """
     series.threshold = threshold
@@ -274,7 +275,10 @@ def judged(series: Series, threshold: float) -> Series:
 
 
 def _first_slow(series: Series, change: changepoints.Change) -> str:
-    """The change's first slow point; 'one of A..B' where points left out of the search lie just before it."""
+    """The change's first slow point.
+
+    Points left out of the search may lie just before it: it is then 'one of A..B'.
+    """
     before = max(index for index in searched(series) if index < change.index)
     first = series.rows[change.index].point.label
     return first if before == change.index - 1 else f"one of {series.rows[before + 1].point.label}..{first}"
@@ -331,15 +335,20 @@ def _times(ratio: float) -> str:
 
 
 def _commit_range(series: Series, change: changepoints.Change) -> str:
-    """The last commit searched before the change..its first: a point left out between them may hold it."""
+    """The last commit searched before the change..its first.
+
+    A point left out between them may hold the change.
+    """
     before = max(index for index in searched(series) if index < change.index)
     return f"{series.rows[before].point.label}..{series.rows[change.index].point.label}"
 
 
 def left_out(series: Series) -> list[str]:
-    """A line naming the points whose runs spread apart, with what their hosts showed; none where none did.
+    """A line naming the points whose runs spread apart, with what their hosts showed.
 
-    Each point's mean is uncertain by more than the threshold, and its runs' variance is far above the others'.
+    There is none where no point's did.
+    Each such point's mean is uncertain by more than the threshold.
+    Its runs' variance is far above the others'.
     """
     held = {id(point): runs for point, runs in series.held}
     named = []

@@ -53,7 +53,8 @@ def _figure(labels: list[str], title: str, values: list[float], runs: list[RunRe
     """A figure of a row per label, bottom up, each label wrapped; it is as tall as the rows' lines need.
 
     Its title wraps to the figure's width.
-    Below it is what ran, as the line above the table says it: the settings, the machine, torch, the date.
+    Below it is what ran, as the line above the table says it.
+    That is the settings, the machine, torch and the date.
     A plot shared on its own says what its numbers are of.
     """
     wrapped = [textwrap.fill(label, LABEL_CHARS, break_long_words=False, break_on_hyphens=False) for label in labels]

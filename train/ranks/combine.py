@@ -93,11 +93,13 @@ class Ranks:
     def beside(self, block: HostBlock, index: int) -> HostBlock:
         """The run's rank's block `index` with its other ranks' CPU time on its CPUs taken out of others'.
 
-        A rank on the same host counts in the share of its CPUs that are the run's rank's too.
+        A rank on the same host counts in part.
+        That part is the share of its CPUs that are the run's rank's too.
         Its block `index` covers the same steps.
         Blocks with gradient sync start and end within a collective's wait of the run's rank's.
         Blocks without it do not wait: theirs line up as closely as the ranks' speeds allow.
-        Where a rank's blocks are not as many, they do not line up, and others' CPU is unknown.
+        A rank's blocks may not be as many.
+        They then do not line up, and others' CPU is unknown.
         """
         me, ranks_cpu_s = self.run_rank, 0.0
         for result in self.results:

@@ -212,6 +212,25 @@ def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):
     assert subclass["joules-per-sample"]["value"] == pytest.approx(50.0 / 80.0)
 
 
+def test_pytorch_v3_says_what_other_processes_took_of_a_configuration_s_runs_and_how_many_were_noisy(sweep):
+    """tensor's two runs shared their 2 CPUs with a neighbour that took 40% of them; subclass's host was not read.
+    A dashboard shows none of the table's flags: the benchmark's record carries them."""
+    block = HostBlock(1.0, 2, 1.2, busy_s=2.0, others_cpu_s=0.8, tick_s=0.01)
+    host = dataclasses.asdict(HostState.of([block]))
+    for name in ("t1", "t2"):
+        summary = records.read_json(sweep / name / records.SUMMARY)
+        records.write_json(sweep / name / records.SUMMARY, summary | {"host": host})
+    steps = records.read_steps(sweep / "t1" / records.STEPS).to_pylist()
+    for index, row in enumerate(steps):
+        row["step_ms"] *= 1 + 0.3 * (index % 2)  # every other step 30% slower: NOISY
+    records.write_steps(sweep / "t1" / records.STEPS, steps)
+    found = exported(str(sweep), "--format", "pytorch-v3")
+    info = {r["model"]["extra_info"]["input_type"]: r["benchmark"]["extra_info"] for r in found}
+    assert info["tensor"]["host"] == "others' CPU 40%, the median over its runs", info["tensor"]
+    assert info["tensor"]["noisy"] == "1 of 2 runs"
+    assert "host" not in info["subclass"] and "noisy" not in info["subclass"], "nothing to say: nothing said"
+
+
 def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_checkout(sweep):
     for name in ("t1", "t2", "s1"):
         status = records.read_json(sweep / name / records.STATUS)

@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from perfsweep.analysis.groups import MEASURING, UNSET, Configuration, configurations, labels, varying
+from perfsweep.analysis.statistics import host_flags
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
+from perfsweep.analysis.views import table
 from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly, stalled
 from perfsweep.records import DONE, RunRecord, load_sweep
 
@@ -169,7 +171,8 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
                 # the sweep's folder and when its last run ended: what tells one sweep of a sweep file from another
                 "sweep_folder": sweep_dir.name,
                 "finished_at": max(str(r.status.finished_at or "") for r in config.runs),
-            },
+            }
+            | _state(config),
         }
         model = {
             **_model_named(fields_of, reads, str(config.first.summary.workload)),
@@ -191,6 +194,18 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
                 }
             )
     return found
+
+
+def _state(config: Configuration) -> dict[str, str]:
+    """What the table flags of its runs, for a dashboard that shows none of its flags.
+
+    `host` is what other processes and steal took of their CPUs (host_flags.taken).
+    `noisy` counts the runs the table flags NOISY.
+    Each is left out where there is nothing to say.
+    """
+    host = host_flags.taken(config.runs)
+    noisy = sum(bool(table.noisy(run)) for run in config.runs)
+    return ({"host": host} if host else {}) | ({"noisy": f"{noisy} of {len(config.runs)} runs"} if noisy else {})
 
 
 def _stalls(config: Configuration) -> dict[str, str]:

@@ -316,7 +316,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     )
     cached.set_defaults(handler=show_envs)
     about = "the first release (or commit of yours) between good and bad that shows the sweep's change"
-    search = commands.add_parser("bisect", help=about)
+    search = commands.add_parser(
+        "bisect",
+        help=about,
+        description=f"{about}; exit status 0 where it names one, 1 where it does not, 2 on bad input, before anything "
+        "runs",
+    )
     search.add_argument("--good", help="a release without the change")
     search.add_argument("--bad", help="a release with it (older or newer than good)")
     search.add_argument(
@@ -341,7 +346,9 @@ def parser(description: str) -> argparse.ArgumentParser:
         metavar="RUNS",
         help="sweeps run before (a history's): their spread sizes each point's first look; may be given again",
     )
-    search.add_argument("overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point)")
+    search.add_argument(
+        "overrides", nargs="*", help="the sweep: Hydra overrides (repeats=N: fixed runs a point, 2 or more)"
+    )
     search.set_defaults(handler=bisect)
     add_noise_command(commands)
     add_view_commands(commands)

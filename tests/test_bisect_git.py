@@ -49,6 +49,11 @@ def test_a_commit_that_is_not_there_or_not_an_ancestor_is_refused(repo, good, ba
         commits_between(repo[0], good, bad, allow_dirty=False)
 
 
+def test_bisect_s_help_gives_its_exit_statuses():
+    shown = launch_here("bisect", "--help").stdout
+    assert "exit status 0 where it names one, 1 where it does not, 2 on bad input" in " ".join(shown.split())
+
+
 def test_uncommitted_changes_are_refused_unless_asked_for(repo):
     folder, hashes = repo
     (folder / "steplib" / "step.py").write_text("# an edit not committed\n")

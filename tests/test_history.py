@@ -254,6 +254,10 @@ def test_a_newest_point_that_measured_fewer_steps_says_so_beside_its_flag():
     made, _, status = shown(dataclasses.replace(found, points=points))
     (flagged,) = [series for series in made if series.flag]
     assert status == views.EXIT_POSSIBLE and flagged.flag.endswith("; it measured for another length: steps 20 -> 10")
+    mixed = dataclasses.replace(points[2], runs=[*points[2].runs[:2], *steps(points[2], 40).runs[2:]])
+    _, text, _ = shown(dataclasses.replace(found, points=[*points[:2], mixed, *points[3:]]))
+    said = "03ababab: its runs measured for 2 lengths, which its time mixes: steps=20 (1 run); steps=40 (2 runs)"
+    assert said in text, "two sweeps of one commit, at two lengths, in one point"
 
 
 def test_a_regression_heads_the_comment_and_the_configurations_not_flagged_are_folded():

@@ -38,6 +38,7 @@ So with nothing changed, a history flags any of its configurations in at most 5%
 import dataclasses
 import html
 import math
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -394,7 +395,13 @@ def view(series: Series, phase: str, found: History) -> View:
             f"one, {newest:.2f}x before its newest {changepoints.MIN_SIZE} points ({counts}: more points find "
             "smaller steps)"
         )
-    above = [f"{len(series.rows)} points, ordered {found.order}", said, *left_out(series), *machine_lines(series)]
+    above = [
+        f"{len(series.rows)} points, ordered {found.order}",
+        said,
+        *left_out(series),
+        *mixed_lengths(series),
+        *machine_lines(series),
+    ]
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
         "segment whose mean differs beyond the noise that the runs and the series show (binary segmentation, "
@@ -403,6 +410,20 @@ def view(series: Series, phase: str, found: History) -> View:
         "with the history's configurations held to 5% as a family (Holm)"
     ]
     return View(f"History: {series.label}", above, columns, series.rows, notes, [series.flag] if series.flag else [])
+
+
+def mixed_lengths(series: Series) -> list[str]:
+    """A line per point whose runs measured for other lengths (steps, warm-up): two sweeps at one commit.
+
+    Its time is the geometric mean over all its runs, of each length.
+    """
+    lines = []
+    for point, runs in series.held:
+        lengths = Counter(", ".join(f"{k}={v}" for k, v in measuring(run).items()) for run in runs)
+        if len(lengths) > 1:
+            each = "; ".join(f"{length} ({counted(n, 'run')})" for length, n in sorted(lengths.items()))
+            lines.append(f"{point.label}: its runs measured for {len(lengths)} lengths, which its time mixes: {each}")
+    return lines
 
 
 def machine_lines(series: Series) -> list[str]:

@@ -213,8 +213,8 @@ def test_an_interval_over_orders_of_magnitude_prints_two_digits_a_figure_rounded
     assert figures(0.723, 0.0013, 292.533) == ("0.72", "0.0013", "300")
     assert figures(2.0, 0.9, 4.4) == ("2.0", "0.9", "4.4"), "an interval within a factor of 10 keeps its digits"
     assert figures(1.13, 0.129, 9.829) == ("1.1", "0.129", "9.9"), "not 1.130 [0.129, 9.829]: the low bound's digits"
-    assert figures(1.13, 0.129, 1.229) == ("1.13", "0.129", "1.23"), "within a factor of 10 too: three digits a figure"
-    assert figures(1.0012, 1.0004, 1.002, apart=1.0) == ("1.0012", "1.0004", "1.01"), "not 1.00 beside a word"
+    assert figures(1.13, 0.129, 1.229) == ("1.13", "0.129", "1.229"), "within a factor of 10 too: the value's three"
+    assert figures(1.0012, 1.0004, 1.002, apart=1.0) == ("1.0012", "1.0004", "1.0020"), "not 1.00 beside a word"
 
 
 def test_a_printed_bound_lies_within_5_percent_of_the_computed_one():

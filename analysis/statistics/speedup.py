@@ -77,7 +77,7 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
         shown = _at(place - more, value, low, high)
         if apart is None or not _touches(shown, low, high, apart):
             break
-    return _trimmed(shown, place - more, (value, low, high), apart)
+    return _trimmed(shown, place - more, value, apart)
 
 
 def _at(place: int, value: float, low: float, high: float) -> tuple[str, str, str]:
@@ -92,33 +92,19 @@ def _shown(x: float, place: int, rounded: Callable[[float], float] = round, slac
     return f"{rounded(x / 10.0**place + slack) * 10.0**place:.{max(0, -place)}f}"
 
 
-def _trimmed(
-    shown: tuple[str, str, str], place: int, computed: tuple[float, float, float], apart: float | None
-) -> tuple[str, str, str]:
-    """The figures, none past three significant digits but a bound that needs them.
+def _trimmed(shown: tuple[str, str, str], place: int, value: float, apart: float | None) -> tuple[str, str, str]:
+    """The figures, the value to three significant digits at most.
 
     One place for all three gives the smallest figure's digits to the others.
     So 1.13 [0.129, 1.229] would print as 1.130 [0.129, 1.229].
-    Three digits are enough for the value: 1.13 [0.129, 1.23].
+    Three digits are enough for the value: 1.13 [0.129, 1.229].
     That holds where it then does not print as `apart`.
-    A bound may need more to stay within MOVED_BY of itself.
-    It may also need more to keep `apart` out.
+    The bounds keep the place: rounded outward to fewer digits, 1.011 would read 1.02, at a margin's edge.
     """
-    value, low, high = computed
-    trimmed = list(shown)
-    ways = ((value, round, 0.0), (low, math.floor, 1e-9), (high, math.ceil, -1e-9))
-    for index, (x, rounded, slack) in enumerate(ways):
-        if not x or not math.isfinite(x) or place >= (three := math.floor(math.log10(abs(x))) - 2):
-            continue
-        candidate = [*trimmed]
-        candidate[index] = _shown(x, three, rounded, slack)
-        if index == 0:
-            kept = apart is None or x == apart or float(candidate[0]) != apart
-        else:
-            moved = x > 0 and abs(float(candidate[index]) - x) > MOVED_BY * x
-            kept = not moved and (apart is None or not _touches(tuple(candidate), low, high, apart))
-        trimmed = candidate if kept else trimmed
-    return tuple(trimmed)
+    if not value or not math.isfinite(value) or place >= (three := math.floor(math.log10(abs(value))) - 2):
+        return shown
+    trimmed = _shown(value, three)
+    return shown if apart is not None and value != apart and float(trimmed) == apart else (trimmed, *shown[1:])
 
 
 def _bound(x: float, rounded: Callable[[float], float], digits: int, slack: float) -> str:

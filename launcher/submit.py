@@ -87,7 +87,9 @@ def _detail(run_dir: Path, status: Status) -> str:
     if status.state == DONE and isinstance(record, dict):
         summary = Summary.from_json(record)
         rate = f"{summary.samples_per_s:.1f} samples/s" if summary.samples_per_s is not None else ""
-        return f"step {summary.median('step'):.3g} ms {rate}".rstrip()
+        taken = summary.host.competed() if summary.host else []
+        host = f"; host: {'; '.join(taken)}" if taken else ""  # a neighbour said as the launch goes, not only after
+        return f"step {summary.median('step'):.3g} ms {rate}".rstrip() + host
     return status.error_line(200)
 
 

@@ -13,6 +13,10 @@ from perfsweep.records.files import known_fields
 
 # Other processes' CPU time, as a share of the run's own, above which the CPU packages' energy is theirs too.
 SHARED_ENERGY = 0.10
+# Other processes' share of the run's CPUs above which they competed with it for them.
+OTHERS = 0.10
+# Steal above which a hypervisor gave a noticeable part of the run's CPUs to other guests.
+STEAL = 0.02
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +139,15 @@ class HostState:
         if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * (self.process_cpu_s + (self.ranks_cpu_s or 0.0)):
             return f"other processes used over {SHARED_ENERGY:.0%} of the run's CPU time beside it"
         return ""
+
+    def competed(self) -> list[str]:
+        """What took the run's CPUs beyond /proc/stat's resolution: other processes, steal; [] where nothing did."""
+        error, found = self.resolution or 0.0, []
+        if self.others_share is not None and self.others_share - error > OTHERS:
+            found.append(f"other processes took {self.others_share:.0%} of its CPUs during its window")
+        if self.steal_share is not None and self.steal_share - error > STEAL:
+            found.append(f"steal {self.steal_share:.0%} of its window")
+        return found
 
     @property
     def watts(self) -> float | None:

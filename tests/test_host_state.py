@@ -240,3 +240,21 @@ def test_more_noisy_runs_than_three_are_said_in_one_line_with_what_the_host_show
     held = dataclasses.replace(beside, gpu_reasons=["power cap"])  # as NVML gives it on a GPU, none here
     (line,) = noisy_lines(hosted(held, 6))
     assert "; 6 of 6 runs: GPU clock held or moved, or another process on the GPU; " in line, line
+
+
+def test_a_run_s_end_line_in_the_launch_says_what_took_its_cpus(tmp_path):
+    """A launch beside a neighbour said nothing of it until its table: each done run's line now says it."""
+    from perfsweep import records
+    from perfsweep.launcher.submit import _detail
+    from tests.helpers import write_run
+
+    write_run(tmp_path, "beside", "tensor", "contiguous", 100.0)
+    write_run(tmp_path, "alone", "tensor", "contiguous", 100.0)
+    busy = HostState.of([HostBlock(1.0, 2, 1.0, busy_s=1.96, others_cpu_s=0.96, steal_s=0.28, tick_s=0.01)])
+    summary = records.read_json(tmp_path / "beside" / records.SUMMARY)
+    records.write_json(tmp_path / "beside" / records.SUMMARY, summary | {"host": dataclasses.asdict(busy)})
+    said = _detail(tmp_path / "beside", records.read_status(tmp_path / "beside"))
+    assert said.endswith("; host: other processes took 48% of its CPUs during its window; steal 14% of its window"), (
+        said
+    )
+    assert "host" not in _detail(tmp_path / "alone", records.read_status(tmp_path / "alone")), "nothing read: no word"

@@ -7,12 +7,9 @@ import operator
 import statistics
 
 from perfsweep.records import HostState, RunRecord, Summary
+from perfsweep.records.host import OTHERS, STEAL
 from perfsweep.records.words import counted
 
-# Other processes' share of the run's CPUs above which they competed with it for them.
-OTHERS = 0.10
-# Steal above which a hypervisor gave a noticeable part of the run's CPUs to other guests.
-STEAL = 0.02
 # A clock change from the first block's start to the last block's end that moves step times by as much.
 CLOCK = 0.05
 NOTHING_SEEN = "no neighbour, steal or throttling seen"
@@ -32,15 +29,11 @@ def seen(host: HostState) -> str:
 
     Others' CPU and steal count only beyond /proc/stat's resolution over the window (`HostState.resolution`).
     """
-    found, error = [], host.resolution or 0.0
-    if host.others_share is not None and host.others_share - error > OTHERS:
-        found.append(f"other processes took {host.others_share:.0%} of its CPUs during its window")
-    elif error > OTHERS:
-        found.append(
-            f"its {host.wall_s:.2g} s window is too short for /proc/stat to tell others' CPU ({within(error)})"
+    found, error = host.competed(), host.resolution or 0.0
+    if error > OTHERS and not (host.others_share is not None and host.others_share - error > OTHERS):
+        found.insert(
+            0, f"its {host.wall_s:.2g} s window is too short for /proc/stat to tell others' CPU ({within(error)})"
         )
-    if host.steal_share is not None and host.steal_share - error > STEAL:
-        found.append(f"steal {host.steal_share:.0%} of its window")
     if host.throttled:
         found.append(f"cgroup throttled {host.throttled} times ({host.throttled_s or 0:.2g} s)")
     start, end = host.mhz_start, host.mhz_end

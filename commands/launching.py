@@ -219,7 +219,15 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
         show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
             print(budget_line(plan, unstarted, unmeasured, shown_runs))
-    return 1 if set(outcome.not_done) - set(unstarted) or unmeasured or stuck else 0
+    # an earlier launch's runs, in flight still: this launch submitted none of them, so it followed none
+    elsewhere = [name for name in set(outcome.busy) - set(outcome.stuck) if statuses[name].state != records.DONE]
+    if elsewhere:
+        print(
+            f"perfsweep: {counted(len(elsewhere), 'run')} of an earlier launch not done: this launch did not follow "
+            f"{'it' if len(elsewhere) == 1 else 'them'}; `{user_command()} status {plan.sweep_dir}` does",
+            file=sys.stderr,
+        )
+    return 1 if set(outcome.not_done) - set(unstarted) or unmeasured or stuck or elsewhere else 0
 
 
 def _by_value(said: dict[str, str]) -> dict[str, list[str]]:

@@ -209,6 +209,22 @@ def test_submit_returns_then_status_follows(on_slurm, tmp_path):
 
 
 @pytest.mark.slurm
+def test_a_waiting_launch_that_finds_an_earlier_launch_s_run_in_flight_does_not_pass_it(on_slurm, tmp_path):
+    """The earlier launch's job is held: a launch with launcher.wait=true submits nothing and follows nothing, so it
+    has no done run to show and exits 1, saying who follows the run."""
+    runs, held = tmp_path / "runs", "+launcher.sbatch_extra.hold=true"
+    first = launch_here(*FUNCTION, "workload.impl=loop", held, f"runs_dir={runs}")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (job,) = re.findall(r"submitted 1 run as job (\d+)", first.stdout)
+    try:
+        again = launch_here(*FUNCTION, "workload.impl=loop", "launcher.wait=true", f"runs_dir={runs}")
+        said = "1 run of an earlier launch not done: this launch did not follow it; `perfsweep status "
+        assert again.returncode == 1 and said in again.stderr, again.stdout + again.stderr
+    finally:
+        slurm("scancel", job)
+
+
+@pytest.mark.slurm
 def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
     runs = tmp_path / "runs"
     result = launch_here(

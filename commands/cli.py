@@ -291,7 +291,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     sweep.set_defaults(handler=run_sweep, command_list=command_list)  # Hydra's --help lists the commands
     about = (
         "each run's state, job id and log; exit status 0 when all are done, 4 while a run's job is queued or "
-        "running (or the scheduler does not answer), else 1"
+        "running (or the scheduler does not answer), else 1 (a held job too: a person releases it)"
     )
     status = commands.add_parser("status", help=about, description=about)
     status.add_argument("sweep_dir", type=sweep_folder)

@@ -159,8 +159,10 @@ def exit_status(rows: list[RunState]) -> int:
     A script can wait for a sweep, then check it, without reading text.
     A running run without a job to ask is not in flight: waiting would never end, and resume runs it.
     Nor is a run whose job cannot start (CANNOT_START): it waits for `scancel`.
+    Nor is a run whose job is held (HELD): it waits for a person's `scontrol release`.
     """
-    if in_flight(rows) - cannot_start(rows):
+    held = {row.run for row in rows if row.state == PENDING and row.job_alive and row.job_waits in HELD}
+    if in_flight(rows) - cannot_start(rows) - held:
         return EXIT_IN_FLIGHT
     return 0 if rows and all(row.state == records.DONE for row in rows) else EXIT_NOT_DONE
 
@@ -219,6 +221,9 @@ WAITS = {
     "None": "just queued: Slurm's scheduler has not looked at it yet",
 }
 
+
+# Slurm's reasons for a pending job that waits for a person: `status` does not count it in flight.
+HELD = ("JobHeldUser", "JobHeldAdmin")
 
 # Slurm's reasons for a pending job that no wait ends: the job asks for what its partition cannot give.
 CANNOT_START = {

@@ -220,6 +220,8 @@ def test_a_waiting_launch_that_finds_an_earlier_launch_s_run_in_flight_does_not_
         again = launch_here(*FUNCTION, "workload.impl=loop", "launcher.wait=true", f"runs_dir={runs}")
         said = "1 run of an earlier launch not done: this launch did not follow it; `perfsweep status "
         assert again.returncode == 1 and said in again.stderr, again.stdout + again.stderr
+        status = launch_here("status", str(runs / "default"))
+        assert status.returncode == 1 and "held; `scontrol release" in status.stdout, "a person, not a wait, ends it"
     finally:
         slurm("scancel", job)
 

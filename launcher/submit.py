@@ -186,7 +186,7 @@ class Dispatcher:
                     f"`{user_command()} status {self.sweep_dir}` follows what was; "
                     f"`{user_command()} resume {self.sweep_dir}` submits the rest, and where sbatch refused a setting, "
                     f"`{user_command()} resume {self.sweep_dir} launcher.KEY=VALUE` submits it with that setting "
-                    "changed."
+                    "changed (~launcher.sbatch_extra.KEY drops an option)."
                 ) from error
             self._track(jobs, place)
             submitted += [job.job_id for job, _ in jobs]

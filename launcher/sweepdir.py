@@ -75,6 +75,7 @@ def tracker_id(manifest: dict, spec: RunSpec) -> str:
 
 
 RESUME_OVERRIDABLE = ("launcher.", "tracker.")  # settings of the sweep, not of what a run measures
+EXTRA = "launcher.sbatch_extra"  # the options a launch added to sbatch's: resume may drop one
 AGAIN = (
     "launch the sweep again with its command (sweep.json's launches list it), which plans them anew and keeps what is "
     "done"
@@ -85,13 +86,21 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
     """The plan of a sweep folder's runs that are not done, rebuilt from their recorded configs.
 
     `overrides` (launcher.KEY=VALUE, tracker.KEY=VALUE) change how they are launched, not what they measure.
+    `~launcher.sbatch_extra.KEY` drops an option the launch added (one sbatch refused).
     An older record's config may lack its workload's declaration.
     It then gets it from conf/workload/.
     A workload of the user's own records its own.
     """
+    dropped = [o[1:] for o in overrides if o.startswith(f"~{EXTRA}.") and "=" not in o]
+    overrides = [o for o in overrides if o[1:] not in dropped]
     bad = [o for o in overrides if not o.startswith(RESUME_OVERRIDABLE) or "=" not in o]
     if bad:
-        raise PlanError([f"resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only; not: {' '.join(bad)}"])
+        raise PlanError(
+            [
+                "resume takes launcher.KEY=VALUE and tracker.KEY=VALUE overrides only, and ~launcher.sbatch_extra.KEY "
+                f"to drop an option; not: {' '.join(bad)}"
+            ]
+        )
     changes = _changes(list(overrides))
     unreadable: list[records.Unreadable] = []
     planned = records.planned_runs(sweep_dir, unreadable)
@@ -118,6 +127,7 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         file = CONF_DIR / "workload" / f"{record['config']['workload']['name']}.yaml"
         declared = OmegaConf.create({"workload": OmegaConf.load(file)} if file.is_file() else {})
         merged = OmegaConf.merge(OmegaConf.structured(Config), declared, record["config"], changes)
+        _drop(merged, dropped)
         if order := record.get("named_axes"):  # the config's keys were written sorted: its name keeps this order
             merged.workload.axes = {axis: merged.workload.axes[axis] for axis in order}
         spec = RunSpec(OmegaConf.to_object(merged), sweep_dir.name, tuple(record.get("repro") or ()))
@@ -128,6 +138,16 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         runs.append(spec)
     origins = {override.split("=", 1)[0]: "the command line" for override in overrides}
     return Plan(sweep_dir=sweep_dir, runs=tuple(runs), origins=origins, unset_origin="as the sweep was launched")
+
+
+def _drop(config: DictConfig, keys: list[str]) -> None:
+    """Remove each of `keys` (launcher.sbatch_extra.KEY) from the config; one it lacks is named with those it has."""
+    extra = OmegaConf.select(config, EXTRA) or {}
+    for key in keys:
+        name = key.removeprefix(f"{EXTRA}.")
+        if name not in extra:
+            raise PlanError([f"~{key}: the launch added no such option; its {EXTRA}: {dict(extra) or 'none'}"])
+        del extra[name]
 
 
 def _changes(overrides: list[str]) -> DictConfig:

@@ -227,6 +227,22 @@ def test_a_waiting_launch_that_finds_an_earlier_launch_s_run_in_flight_does_not_
 
 
 @pytest.mark.slurm
+def test_an_option_sbatch_refused_is_dropped_on_resume(on_slurm, tmp_path):
+    """A misspelled extra option: sbatch refuses it, after the sweep's folder is made. Resume drops it, named with a
+    tilde, and submits; a name the launch did not add is refused, naming those it did."""
+    runs = tmp_path / "runs"
+    first = launch_here(*FUNCTION, "workload.impl=loop", "+launcher.sbatch_extra.tiem=5", f"runs_dir={runs}")
+    assert first.returncode == 1 and "(~launcher.sbatch_extra.KEY drops an option)" in first.stderr, first.stderr
+    sweep = runs / "default"
+    wrong = launch_here("resume", str(sweep), "~launcher.sbatch_extra.time")
+    said = "~launcher.sbatch_extra.time: the launch added no such option; its launcher.sbatch_extra: {'tiem': 5}"
+    assert wrong.returncode == 2 and said in wrong.stderr, wrong.stderr
+    resumed = launch_here("resume", str(sweep), "~launcher.sbatch_extra.tiem", "launcher.wait=true")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert {s.state for s in states(sweep).values()} == {"done"}
+
+
+@pytest.mark.slurm
 def test_packed_runs_share_a_job_and_keep_their_records(on_slurm, tmp_path):
     runs = tmp_path / "runs"
     result = launch_here(

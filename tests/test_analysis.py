@@ -277,6 +277,8 @@ def test_threads_a_sweep_asked_for_are_its_configuration_not_another_machine(swe
     shown = render(sweep)
     assert "MIXED MACHINES c: threads 4 (the table's other 3 runs: threads 2)" in shown, "two unasked counts differ"
     assert "MIXED MACHINES d" not in shown and "MIXED MACHINES a" not in shown
+    cpu_runs(sweep, {}, {"a": 1, "b": 1, "c": 1, "d": 1})
+    assert "CPU AMD EPYC (1 thread) |" in render(sweep), "one thread, in its number"
 
 
 def test_compare_names_no_machine_difference_in_what_both_sweeps_set(tmp_path):

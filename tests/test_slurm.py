@@ -491,6 +491,9 @@ def test_a_partition_the_cluster_lacks_is_refused_before_anything_is_submitted(o
     assert result.returncode == 2, result.stdout + result.stderr
     assert "launcher.partition=cpu, gpu: this cluster has no partition ' gpu' (sinfo -a lists: cpu)" in result.stderr
     assert not (tmp_path / "default").exists()
+    empty = launch_here(*FUNCTION, "launcher.partition=''", f"runs_dir={tmp_path}")
+    said = "launcher.partition='' names no partition: give one (sinfo -a lists: cpu), or leave it unset (null)"
+    assert empty.returncode == 2 and said in empty.stderr and not (tmp_path / "default").exists(), empty.stderr
     assert not any("partition" in problem for problem in launcher_problems(LauncherConf(name="slurm", partition="cpu")))
 
 

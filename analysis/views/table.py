@@ -308,7 +308,8 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
     # a model's steps: the batch and input size they ran at, where no column shows them
     # where every run set its threads, a column or the fixed settings show them
     asked = all("threads" in r.asked for c in configs for r in c.runs)
-    device = env_run.device if on_gpu or asked else f"{env_run.device} ({env_run.threads} threads)"
+    threads = f"{env_run.threads} thread{'' if str(env_run.threads) == '1' else 's'}"
+    device = env_run.device if on_gpu or asked else f"{env_run.device} ({threads})"
     models = [r.fields for c in configs for r in c.runs if "model" in r.axes]
     inputs = any(f.get("model.inputs") for f in models)  # the user's batch factory: it gives the input size
     size = ("model.inputs", "inputs from {}") if inputs else ("model.image_size", "{} px")

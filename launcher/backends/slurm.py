@@ -191,6 +191,11 @@ def partition_problems(partition: str) -> list[str]:
     known = sorted(set(out.stdout.split()))
     if out.returncode != 0 or not known:
         return []
+    if not partition.strip():
+        return [
+            f"launcher.partition={partition!r} names no partition: give one (sinfo -a lists: {', '.join(known)}), or "
+            "leave it unset (null) for the cluster's default"
+        ]
     unknown = [name for name in partition.split(",") if name not in known]  # " gpu" is not "gpu" to sbatch
     if not unknown:
         return []
@@ -296,7 +301,7 @@ class Slurm(Backend):
                 "them, and perfsweep follows a job on the clusters it was sent to, where another job may have its "
                 "id; name one"
             )
-        if not missing and not clusters and self.conf.partition and self.conf.partition.isprintable():
+        if not missing and not clusters and self.conf.partition is not None and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
         if not missing and not clusters and (self.conf.partition or "").isprintable():
             tasks = max((self.ranks_per_node(run.config) or 1 for run in plan.runs), default=1)

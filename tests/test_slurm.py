@@ -521,6 +521,9 @@ def test_a_job_larger_than_any_node_of_its_partition_is_refused_before_anything_
     assert said in result.stderr and "give 2 or fewer" in result.stderr, result.stderr
     ranks = launch_here(*TWO_TASKS, "launcher.cpus_per_task=2", f"runs_dir={tmp_path}")
     assert "4 CPUs (2 a task x 2 tasks, a run's ranks a node)" in ranks.stderr and "give 1 or fewer" in ranks.stderr
+    three = launch_here(*TWO_TASKS, "dist.world_size=3", f"runs_dir={tmp_path}")
+    said = "dist.world_size over launcher.nodes: 3 ranks a node, a task and a CPU each at least, and partition cpu's"
+    assert said in three.stderr and "give 2 ranks a node or fewer; it has 1 node" in three.stderr, three.stderr
     memory = launcher_problems(LauncherConf(name="slurm", max_array_size=8, mem_gb=10**6))
     assert any(p.startswith("launcher.mem_gb=1000000: a job asks a node for 1024000000 MB") for p in memory), memory
     assert not launcher_problems(LauncherConf(name="slurm", max_array_size=8, cpus_per_task=2))

@@ -241,8 +241,19 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
     asked = f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}"
     shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
     problems = []
-    if cpus > most_cpus:
-        fix = f"give {most_cpus // tasks} or fewer" if most_cpus >= tasks else "spread the ranks over launcher.nodes"
+    if cpus > most_cpus and most_cpus < tasks:  # the ranks a node are too many, whatever each task asks
+        more = (
+            f"or spread them over more of its {len(nodes)} nodes (launcher.nodes)"
+            if len(nodes) > 1
+            else "it has 1 node"
+        )
+        problems.append(
+            f"dist.world_size over launcher.nodes: {tasks} ranks a node, a task and a CPU each at least, and {where} "
+            f"have {most_cpus} CPUs at most (sinfo): Slurm would queue it for ever; give {most_cpus} ranks a node or "
+            f"fewer; {more}"
+        )
+    elif cpus > most_cpus:
+        fix = f"give {most_cpus // tasks} or fewer"
         problems.append(
             f"{asked}: a job asks a node for {cpus} CPUs ({shape}), and {where} have {most_cpus} at most (sinfo): "
             f"Slurm would queue it for ever; {fix}"

@@ -47,14 +47,18 @@ class RunError:
     known: str | None = None  # the known upstream issue it is (its address: train/known_issues.py)
 
     def line(self, limit: int = 300) -> str:
-        """`Type: first line of its message`, cut to `limit`.
+        """`Type: first line of its message`, cut to `limit` in its middle.
 
         A known issue reads `Type [known: address]: ...`.
+        A message's end often says what to do (`raise launcher.timeout_min`): a cut keeps its last third.
         """
         lines = self.message.strip().splitlines()
         kind = f"{self.type} [known: {self.known}]" if self.known else self.type
         text = f"{kind}: {lines[0]}" if lines else kind
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        if len(text) <= limit:
+            return text
+        tail = (limit - 5) // 3
+        return f"{text[: limit - 5 - tail]} ... {text[len(text) - tail :]}"
 
 
 BUDGET = "Budget"  # the interruption of runs that the launch's budget (launcher.budget_s) stopped or left unstarted

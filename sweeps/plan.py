@@ -744,6 +744,8 @@ def compose_runs(
 
 _UNKNOWN_OPTION = re.compile(r"Could not find '(\w+)/([^']+)'")
 _OUTSIDE_SET = re.compile(r"Invalid value '([^']+)', expected one of \[([^\]]*)\]")
+_NOT_A_NUMBER = re.compile(r"^([\w.]+)=.*could not be converted to (?:Float|Integer)")
+UNITS = {"_min": "minutes", "_s": "seconds", "_ms": "milliseconds", "_gb": "GB", "_mb": "MB"}  # by a key's ending
 
 
 def _hint(message: str) -> str:
@@ -753,6 +755,10 @@ def _hint(message: str) -> str:
     """
     if "is not a ListConfig" in message:
         return " (a list is one value, in brackets: KEY=[a,b]; KEY=a,b sweeps a and b)"
+    number = _NOT_A_NUMBER.search(message)
+    unit = next((u for end, u in UNITS.items() if number and number.group(1).endswith(end)), None)
+    if unit:  # 1:30:00 or 1h for launcher.timeout_min, as Slurm writes a time
+        return f" ({number.group(1)} takes a number of {unit}: {number.group(1)}=90)"
     outside = _OUTSIDE_SET.search(message)
     if outside:
         allowed = [value.strip() for value in outside.group(2).split(",")]

@@ -36,6 +36,7 @@ BAD = [
     [*FAST, "threads=0"],
     [*FAST, "launcher.timeout_min=0"],
     [*FAST, "launcher.timeout_min=inf"],
+    [*FAST, "launcher.timeout_min=1:30:00"],
     [*FAST, "launcher.timeout_retries=-1"],
     [*FAST, "launcher.budget_s=0"],
     [*FAST, "launcher.wait=false"],

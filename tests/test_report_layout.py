@@ -123,6 +123,9 @@ def test_each_plots_title_says_what_ran_and_lies_within_the_figure(tmp_path):
         plots.fit(plots.phases_figure(configs, labels(configs))),
         plots.fit(plots.speedups_figure(speedups(runs, 0.95), labels(configs), 0.95, 0.05)),
     ]
+    (mark,) = figures[0].axes[0].get_lines()
+    order = sorted(configs, key=lambda c: c.median("step"))
+    assert list(mark.get_xdata()) == [c.median("step") for c in order], "the step's own median beside its phases"
     for fig in figures:
         title = fig._suptitle
         said = "\nCPU synthetic (? threads) | torch synthetic | timer ? | runs one at a time | on 2026-01-01"

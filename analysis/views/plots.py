@@ -96,7 +96,10 @@ def phases_plot(configs: list[Configuration], names: dict[tuple, str], path: Pat
 
 
 def phases_figure(configs: list[Configuration], names: dict[tuple, str]):
-    """Each configuration's phases as stacked bars; the legend above the axes, in the bars' order, covers none."""
+    """Each configuration's phases as stacked bars; the legend above the axes, in the bars' order, covers none.
+
+    A mark gives the step's own median: medians of phases need not sum to it.
+    """
     runs = [r for c in configs for r in c.runs]
     phases = [p for p in phase_columns(runs) if p != "step"]
     order = sorted(configs, key=lambda c: c.median("step"))
@@ -108,8 +111,9 @@ def phases_figure(configs: list[Configuration], names: dict[tuple, str]):
         widths = [c.median(phase) or 0.0 for c in order]
         ax.barh(range(len(order)), widths, left=left, label=phase)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_xlabel("median ms per step (stacked phases)")
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=len(phases), fontsize=8, frameon=False)
+    ax.plot(totals, range(len(order)), "|", color="black", markersize=16, markeredgewidth=2, label="the step's median")
+    ax.set_xlabel("median ms per step (stacked phases; the mark: the step's own median)")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncol=len(phases) + 1, fontsize=8, frameon=False)
     return fig
 
 

@@ -82,7 +82,8 @@ def test_json_gives_the_same_values_with_null_for_what_is_unknown(sweep):
         assert {f: "" if v is None else str(v) for f, v in row.items()} == as_csv[key]
     assert rows[(ODD, "channels_last")]["vs tensor"] is None and rows[("tensor", "contiguous")]["vs tensor"] == 1
     assert isinstance(rows[(ODD, "contiguous")]["vs tensor low"], float)
-    assert found["title"] == "Runs" and found["above"][0].startswith(str(sweep))
+    assert found["title"] == f"{sweep.name}: time per phase of a step, by configuration", "what it is, pasted alone"
+    assert found["above"][0].startswith(str(sweep))
 
 
 def test_latex_escapes_axis_values_and_has_a_row_per_configuration(sweep):

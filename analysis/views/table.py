@@ -611,7 +611,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
     configs = configurations(done) if done else []
     rule = rule_of(sweep_dir, runs)
     return View(
-        title="Runs",
+        title=f"{Path(sweep_dir).name}: time per phase of a step, by configuration",  # a LaTeX caption, a JSON title
         above=[counts, *([context(runs, configs, rule)] if done else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],

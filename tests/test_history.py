@@ -241,6 +241,25 @@ def test_a_newest_point_measured_beside_a_neighbour_says_so_beside_its_flag():
     assert flagged.flag.endswith(said), flagged.flag
 
 
+def test_a_regression_that_only_points_beside_a_neighbour_confirm_is_a_possible_one():
+    """subclass is 1.3x slower from the 7th of 8 commits on, and both those sweeps lost 40% of their CPUs to another
+    process: the load may be the cause, as compare says of such a change. Where one of them ran alone, it stands."""
+    found = synthetic_history(np.random.default_rng(2), slower_from=7)
+
+    def loaded(shared: set[int]):
+        points = [
+            dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8 if index in shared else 0.0))
+            for index, p in enumerate(found.points)
+        ]
+        made, _, status = shown(dataclasses.replace(found, points=points))
+        return next(series for series in made if series.label == "subclass"), status
+
+    both, status = loaded({6, 7})
+    assert status == views.EXIT_POSSIBLE and both.flag.startswith("POSSIBLE REGRESSION (shared host): 1.2"), both.flag
+    one, status = loaded({7})
+    assert status == views.EXIT_REGRESSION and one.flag.startswith("REGRESSION: 1.2"), "a quiet point confirms it"
+
+
 def test_a_newest_point_that_measured_fewer_steps_says_so_beside_its_flag():
     """Steps are not matched on: a sweep of half the steps is still a point of the history, and its flag says so."""
     found = synthetic_history(np.random.default_rng(4), slower_from=None, newest=1.5)

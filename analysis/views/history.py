@@ -25,9 +25,9 @@ So with nothing changed, a history flags any of its configurations in at most 5%
     1   REGRESSION: the newest point lies in a segment that a change point made slower by more than the
         threshold, and the two newest points are each slower than the segment before by more than it
         (consecutive sweeps agree, as PyTorch's regression reports ask)
-    3   POSSIBLE REGRESSION: such a change point that the two newest points do not both confirm; or the newest
-        point alone slower than its segment by more than the threshold, and beyond the noise (the next sweep
-        confirms it or not)
+    3   POSSIBLE REGRESSION: such a change point that the two newest points do not both confirm, or that only
+        points beside a neighbour confirm (shared host); or the newest point alone slower than its segment by more
+        than the threshold, and beyond the noise (the next sweep confirms it or not)
     8   more of the configurations before the newest point missing from it than --max-unmatched allows, and
         nothing else flagged; 9 and 11 are 8 added to 1 and 3
     2   no history could be made (no done runs, a bad argument); with --wandb, W&B unreachable before anything
@@ -73,6 +73,7 @@ from perfsweep.records.words import counted
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
+SHARED = "shared host"  # a regression that only points beside a neighbour confirm: possible, as compare says it
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
 
@@ -216,7 +217,10 @@ def with_context(series: Series) -> Series:
     """The series, with what its newest point did differently beside its flag.
 
     That is how long it measured, what its host showed, and the machine's speed on a fixed workload.
+    A regression that only points beside a neighbour confirm is a possible one (`loaded`), as compare holds it.
     """
+    if series.flag.startswith("REGRESSION") and loaded(series):
+        series.flag = f"POSSIBLE REGRESSION ({SHARED})" + series.flag.removeprefix("REGRESSION")
     if series.flag and len(series.held) > 1:
         before = [run for _, runs in series.held[:-1] for run in runs]
         newest = series.held[-1]
@@ -229,6 +233,19 @@ def with_context(series: Series) -> Series:
         if tool := perfsweep_changed(series):
             series.flag += f"; {tool}"
     return series
+
+
+def loaded(series: Series) -> bool:
+    """Whether each point that confirms the regression ran beside a load that the points before its change did not.
+
+    Others or steal took their runs' CPUs past the flags' thresholds (host_flags.shared_side).
+    The load may then be the slowdown's cause.
+    A point whose host tells nothing confirms it as before.
+    """
+    start = series.rows[series.since].point
+    first = next(index for index, (point, _) in enumerate(series.held) if point is start)
+    before = [run for _, runs in series.held[:first] for run in runs]
+    return all(host_flags.shared_side(before, runs) == "B" for _, runs in series.held[-CONFIRMING:])
 
 
 def perfsweep_changed(series: Series) -> str:

@@ -297,9 +297,14 @@ def _first_slow(series: Series, change: changepoints.Change) -> str:
 
     Points left out of the search may lie just before it: it is then 'one of A..B'.
     """
-    before = max(index for index in searched(series) if index < change.index)
+    before = searched_before(series, change)
     first = series.rows[change.index].point.label
     return first if before == change.index - 1 else f"one of {series.rows[before + 1].point.label}..{first}"
+
+
+def searched_before(series: Series, change: changepoints.Change) -> int:
+    """The last row searched before the change's first."""
+    return max(index for index in searched(series) if index < change.index)
 
 
 def searched(series: Series) -> list[int]:
@@ -357,7 +362,7 @@ def _commit_range(series: Series, change: changepoints.Change) -> str:
 
     A point left out between them may hold the change.
     """
-    before = max(index for index in searched(series) if index < change.index)
+    before = searched_before(series, change)
     return f"{series.rows[before].point.label}..{series.rows[change.index].point.label}"
 
 

@@ -206,6 +206,25 @@ def test_ctrl_c_while_the_job_imports_leaves_its_runs_pending_and_its_done_runs_
     assert interrupted.state == "pending" and interrupted.interrupted["type"] == "KeyboardInterrupt"
 
 
+# A step that gets Slurm's SIGUSR2 (preemption, a time limit) in its first timed step, as a job passes it on.
+PREEMPTED = (
+    SLEEP.format(ms=0)
+    .replace("        time.sleep(MS / 1000)\n", "        os.kill(os.getpid(), signal.SIGUSR2)\n        time.sleep(1)\n")
+    .replace("import time\n", "import os\nimport signal\nimport time\n")
+)
+
+
+def test_a_run_its_job_stops_with_a_signal_records_what_stopped_it(tmp_path, user_module):
+    """`status` says why it waits to run again, not only `interrupted (SystemExit)`."""
+    user_module("preempted", PREEMPTED)
+    (spec,) = build_plan(["workload._target_=preempted.Step", "repeats=1", f"runs_dir={tmp_path}"]).runs
+    run = RunJob(spec, tmp_path / spec.name, "id", 1, limit_s=60)
+    assert fork_runs(Runner(train_run.execute), [run], 1, (), {}) == {spec.name: "pending"}
+    stopped = records.read_status(run.run_dir).interrupted
+    assert stopped["type"] == "SystemExit", stopped
+    assert stopped["reason"] == "the run was interrupted by SIGUSR2 (preemption, time limit)", stopped
+
+
 # The sleeping step, held in a job's import for up to a minute (it says so in the file `held` names): the job
 # cannot start a run before a Ctrl-C. (The job imports the launch's snapshot of the step, not the file written.)
 HELD = """import os, pathlib, time

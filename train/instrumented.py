@@ -603,11 +603,17 @@ def record_done(run_dir: Path, launch: dict[str, Any], timing: dict[str, float])
 
 
 def record_interrupted(run_dir: Path, launch: dict[str, Any], error: BaseException, why: str | None = None) -> None:
-    """Record the run pending again, for `why` where given: cancelled, preempted, requeued or stopped by the launch's
-    budget, it will run again."""
+    """Record the run pending again, for `why` where given, else for what its stop said of itself: cancelled,
+    preempted, requeued or stopped by the launch's budget, it will run again."""
     outcome_known()
     kind = records.BUDGET if isinstance(error, BudgetSpent) else type(error).__name__
-    lifecycle.stop(run_dir, kind, why, **launch)
+    lifecycle.stop(run_dir, kind, why or said_of_itself(error), **launch)
+
+
+def said_of_itself(error: BaseException) -> str | None:
+    """A SystemExit's message, perfsweep's prefix off (a signal: preemption, a time limit); None for a bare stop."""
+    said = error.code if isinstance(error, SystemExit) else None
+    return said.removeprefix("perfsweep: ") if isinstance(said, str) else None
 
 
 def stopped_by_budget(error: BudgetSpent, since: host_state.Reading) -> str:

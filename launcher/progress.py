@@ -28,6 +28,11 @@ class Progress:
         self.timings: list[dict[str, float]] = []
         # Runs never started for one reason, after the first: the reason, how many, the count of the last
         self.alike: tuple[str, int, int] | None = None
+        self.poll_ends = 0  # the count once every run that a poll found ended is said
+
+    def polled(self, ending: int) -> None:
+        """A poll found `ending` runs ended: the sides of a process end together, and a pace counts them all."""
+        self.poll_ends = self.finished + ending
 
     def submitted(self, job_ids: list[str]) -> None:
         """A line naming the arrays a followed launch submitted at once: what `scancel` stops, while it follows."""
@@ -131,6 +136,7 @@ class UpToCap(Progress):
     It goes on from look to look; `began` and the end line cover all of them.
     Each end line gives the time the runs left to the cap would take at the pace so far.
     The pace is the wall time since the first run started, per run ended.
+    Runs that a poll finds ended count from the first of their lines: a process's sides end together.
     It takes in runs at once, start-ups and the pauses between looks, which a run's own time leaves out.
     The time is an upper bound on runs, and an estimate of their pace.
     auto.max_minutes starts no look after `ends_at` (time.monotonic's) that would end past it.
@@ -161,12 +167,13 @@ class UpToCap(Progress):
         super().running(spec)
 
     def left(self) -> str:
-        runs = self.total - self.finished
-        if runs <= 0 or self.first_start is None:  # none has run yet: no pace to go by
+        if self.total <= self.finished or self.first_start is None:  # none has run yet: no pace to go by
             return ""
         now = time.monotonic()
-        pace = (now - self.first_start) / self.finished
-        look = pace * max(0, self.look_ends - self.finished)
+        ended = max(self.finished, self.poll_ends)
+        runs = self.total - ended
+        pace = (now - self.first_start) / ended
+        look = pace * max(0, self.look_ends - ended)
         if self.ends_at is not None and max(self.ends_at - now, look) < pace * runs:
             return f"  at most ~{duration(max(self.ends_at - now, look))} left (auto.max_minutes)"
         return f"  at most ~{duration(pace * runs)} left"

@@ -246,11 +246,18 @@ class Dispatcher:
             warn(f"{error}; asking again at the next poll")
             alive = {job.job_id: "" for job in jobs}
         self._leave_stuck(alive)
+        found = {
+            run.spec.name: records.read_status(run.run_dir)
+            for _, pack in self.active.values()
+            for run in every_run(pack)
+            if run.spec.name not in self.states
+        }
+        self.progress.polled(sum(status.state in FINAL for status in found.values()))
         for job_id, (job, pack) in list(self.active.items()):
             for run in every_run(pack):
                 if run.spec.name in self.states:
                     continue
-                status = records.read_status(run.run_dir)
+                status = found[run.spec.name]
                 if job_id not in alive and status.state not in FINAL and not status.interrupted:
                     status = _job_ended(run, job, status)
                 if status.state == PENDING and status.interrupted and job_id not in alive:  # its job left it

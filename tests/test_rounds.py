@@ -152,6 +152,26 @@ def test_the_time_left_is_what_auto_max_minutes_leaves_or_the_look_in_flight_if_
     assert ends == [f"  at most {left} left (auto.max_minutes)" for left in looks], ends
 
 
+def test_the_pace_counts_a_process_s_sides_that_end_together_from_the_first_of_their_lines(monkeypatch):
+    """A first look of 18 runs, three processes of 6 sides; the first process ends 20 s in, its 6 sides at once.
+
+    Its first line at a pace of 20 s a run would say ~5.7 min, past auto.max_minutes' 3 minutes.
+    """
+    clock, out = Clock(), io.StringIO()
+    monkeypatch.setattr(progress, "time", clock)
+    counted = progress.UpToCap(out, ends_at=180.0)
+    counted.expect(60, look=18)
+    sides = [types.SimpleNamespace(name=name) for name in "abcdef"]
+    for run in sides:
+        counted.running(run)
+    clock.now += 20
+    counted.polled(len(sides))
+    for run in sides:
+        counted.ended(run, "done", "step 1 ms")
+    ends = {line[line.index("  at most") :] for line in out.getvalue().splitlines() if " done " in line}
+    assert ends == {"  at most ~2.7 min left (auto.max_minutes)"}, ends
+
+
 def _rounds(stdout: str) -> str:
     """What a launch says of its rounds, with the minutes they took and a round's seconds as placeholders."""
     said = "\n".join(line for line in stdout.splitlines() if line.startswith(("repeats=auto", "  ")))

@@ -270,7 +270,8 @@ def one_done_run(runs: list) -> tuple[int, int, int]:
 def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) -> str:
     """What the budget stopped and left unstarted, and why.
 
-    It says what the host showed, what is decided, and how to run the rest.
+    It says what the host showed, what is decided, and how to run the rest: where more are left than the budget ran,
+    the same budget runs part of them.
 
     `unmeasured`: the configurations without a done run.
     `shown_runs`: the sweep's runs, a resume's done ones included.
@@ -303,6 +304,12 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) 
             decided = f"{single} of {measured} configurations with a done run {has} only one: no comparison with "
             decided += "them is decided"
         then = f"{decided}. `{resume}` (or the same command) runs the rest"
+        if len(unstarted) > len(done):  # at this pace the same budget runs part of them
+            then = (
+                f"{decided}. {counted(len(unstarted), 'run')} left, where this launch's budget ran {len(done)} to "
+                f"done: `{resume}` (or the same command) runs about as many more; `{resume} launcher.budget_s=null` "
+                "runs them all"
+            )
     else:
         which = f"{counted(len(unmeasured), 'configuration')} without a done run" if measured else "no run is done"
         then = (

@@ -379,7 +379,8 @@ def test_a_budget_counts_from_the_start_of_the_launch_its_planning_included(tmp_
 def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_with_none_done_is(tmp_path, capsys):
     """Two configurations of three runs each, done, then left to the budget as a launch leaves them, in the plan's
     order. While each configuration has a done run, the sweep decides with them (exit 0), a resume's plan of the rest
-    too, and the same command runs the rest. A configuration left one done run decides no comparison, and says so.
+    too, and the same command runs the rest, or part of them where more are left than the budget ran. A configuration
+    left one done run decides no comparison, and says so.
     A configuration without one is not measured at all: exit 1, naming it, and the way on is without a budget, for
     the same one may leave it undone again."""
     from perfsweep.commands.launching import _ended, _runner
@@ -394,13 +395,15 @@ def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_wit
     rest = f". `{resume}` (or the same command) runs the rest"
     on = "the sweep's done runs decide" + rest
     without = f". `{resume} launcher.budget_s=null` runs them without a budget; with this one, they may go undone again"
-    one = "each configuration has one done run: its intervals are within-run, and no comparison is decided" + rest
+    more = (f". 4 runs left, where this launch's budget ran 2 to done: `{resume}` (or the same command) runs about as "
+            f"many more; `{resume} launcher.budget_s=null` runs them all")  # fmt: skip
+    one = "each configuration has one done run: its intervals are within-run, and no comparison is decided" + more
     some = "1 of 2 configurations with a done run has only one: no comparison with them is decided" + rest
     resumed = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
     every = [spec.name for spec in plan.runs]
     for left, planned, shown, status, said in (
         (2, plan, (), 0, on),
-        (2, resumed, every, 0, on),
+        (2, resumed, every, 0, on.replace(rest, more.replace("4 runs", "2 runs").replace("ran 2", "ran 0"))),
         (3, plan, (), 0, some),
         (4, plan, (), 0, one),
         (5, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),

@@ -206,6 +206,17 @@ class Speedup(Interval):
         value, low, high = figures(self.value, self.low, self.high, apart=1.0)
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
+    def p_text(self) -> str:
+        """The p-value as a table shows it.
+
+        One within a run is labelled so: it is blind to the spread between processes.
+        At the least value its resamples can give, it reads as a bound.
+        """
+        if self.replicated or math.isnan(self.p):
+            return f"{self.p:.2g}"
+        floor = 2 / (RESAMPLES + 1)
+        return (f"<={floor:.2g}" if self.p <= floor else f"{self.p:.2g}") + f" {WITHIN_RUN}"
+
     def beyond(self, threshold: float) -> str:
         """'slower' or 'faster' where the slower side's time is the other's times more than 1 + `threshold`, else ''."""
         if self.value < slow_end(threshold):

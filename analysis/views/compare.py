@@ -495,7 +495,7 @@ def columns(threshold: float) -> list[Column]:
         ),
         Column(
             "p",
-            lambda line: f"{line.speedup.p:.2g}" if line.gated and line.speedup else "",
+            lambda line: line.speedup.p_text() if line.gated and line.speedup else "",
             lambda line: line.speedup.p if line.gated and line.speedup else None,
         ),
         Column("flag", lambda line: line.flag),

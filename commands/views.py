@@ -118,7 +118,7 @@ def show_published(args: argparse.Namespace) -> int:
     """The published views, then the flags of the runs behind them, as the table below them in a launch says them."""
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import published_views, table
-    from perfsweep.analysis.views.published import NOT_RUN
+    from perfsweep.analysis.views.published import NOT_DECIDED, NOT_RUN
     from perfsweep.records import load_sweep
 
     runs = load_sweep(args.sweep_dir)
@@ -141,6 +141,14 @@ def show_published(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NOTHING_PUBLISHED
+    if undecided := [row for row in rows if str(row[-1]).startswith(NOT_DECIDED)]:
+        print(
+            f"perfsweep: {args.sweep_dir}: {len(undecided)} of its {len(rows)} published comparisons matched runs of "
+            "several configurations, each row says what parts them: launch each setting into a folder of its own "
+            "(sweep_name=NAME)",
+            file=sys.stderr,
+        )
+        return EXIT_UNMEASURED
     return said_unmeasured(args.sweep_dir, runs, "published view")
 
 

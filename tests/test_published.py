@@ -301,7 +301,7 @@ def test_each_sources_setting_is_what_its_sweep_runs_at_full_scale(name):
         assert ran == {str(theirs)}, f"{name}: {key}"
 
 
-def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_parts_them():
+def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_parts_them(tmp_path):
     """A folder launched again at another scale holds runs of 3 and of 50 steps: no one figure is ours."""
     runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(6))
     longer = [dataclasses.replace(r, name=f"{r.name}-50", fields=r.fields | {"steps": 50}) for r in runs]
@@ -309,6 +309,12 @@ def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_part
     said = published.compare(runs + longer, item)[-1]
     assert said.startswith("not decided: 2 configurations match {'input_type': 'subclass'}, parted by "), said
     assert said.endswith("steps (10, 50)"), said
+    sweep_dir = synthetic.write(runs + longer, tmp_path / "sweep")
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [item | {"speedup": 0.77}]})
+    shown = launch_here("published", str(sweep_dir))
+    assert shown.returncode == 1, "a comparison without an answer is no pass"
+    assert "1 of its 1 published comparisons matched runs of several configurations" in shown.stderr, shown.stderr
 
 
 def test_the_published_command_gives_the_flags_of_the_runs_behind_its_verdicts(tmp_path):
@@ -351,7 +357,8 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
 
 
 def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_launches(tmp_path):
-    """A folder of a cpu-scale launch, launched again at the smoke scale: the second launch's views are its own."""
+    """A folder of a cpu-scale launch, launched again at the smoke scale: the second launch's views are its own.
+    The folder's view gives each scale a row of its own, its word qualified by its own scale."""
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     launches = []
     for scale, seed in (("cpu", 5), ("smoke", 6)):
@@ -363,7 +370,11 @@ def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_lau
     comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
     source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
     records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
-    assert published.view(sweep_dir).items[0][-1].startswith("not decided: 2 configurations match")
+    whole = published.view(sweep_dir)
+    rows = {row[0]: row[-1] for row in whole.items}
+    assert list(rows) == [f"subclass vs Tensor, scale={scale}" for scale in ("cpu", "smoke")], rows
+    assert [word.split(" ", 1)[1] for word in rows.values()] == ["(scale=cpu)", "(scale=smoke)"], rows
+    assert "launches at scales cpu, smoke (a row for each)" in whole.above[0], whole.above
     shown = sweep_views(sweep_dir, names=[r.name for r in launches[1]])[-1]
     assert shown.items[0][-1] == "reproduced (scale=smoke)", shown.items
 

@@ -70,6 +70,7 @@ from perfsweep.records.words import counted
 PUBLISHED_DIR = Path(__file__).resolve().parents[2] / "sweeps" / "published"
 HEADER = ["comparison", "time", "published of / over", "published speed-up", "ours of / over"]
 NOT_RUN = "not run in this sweep"
+NOT_DECIDED = "not decided"  # a side names runs of several configurations: no one figure is ours
 SIDES = ("of", "over")  # a comparison's two sides
 SPEEDUP = (
     "speed-up: time of `over` / time of `of` (below 1: `of` is slower), the ratio of the times shown: each the "
@@ -205,7 +206,7 @@ def unlike_setting(source: dict[str, Any], runs: list[RunRecord]) -> dict[str, s
 
 def scaled(runs: list[RunRecord]) -> str:
     """The sweep's scales other than full, as 'cpu,smoke'; '' at full scale."""
-    return ",".join(sorted({str(r.fields.get("scale", "full")) for r in runs} - {"full"}))
+    return ",".join(sorted({_scale(r) for r in runs} - {"full"}))
 
 
 def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, otherwise: str = "") -> list[str]:
@@ -220,7 +221,7 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
     try:
         of, over = pick(runs, item["of"]), pick(runs, item["over"])
     except Ambiguous as error:  # a folder holding two launches of other settings: no one figure is ours
-        return [*row, "-", "-", f"not decided: {error}"]
+        return [*row, "-", "-", f"{NOT_DECIDED}: {error}"]
     if not of or not over:  # the sides without a done run: failed, not finished, or never planned
         empty = [
             [r for r in runs if matches(r.axes, r.fields, item[s])]
@@ -250,17 +251,24 @@ def compare(runs: list[RunRecord], item: dict[str, Any], level: float = LEVEL, o
     return [*row, figures, str(ours), f"{word} ({'; '.join(said)})" if said and word in DECIDED else word]
 
 
-def by_environment(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
-    """The runs of each environment, where package versions are an axis of the sweep.
+def by_setting(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The runs of each environment and each scale, where package versions are an axis of the sweep or its folder
+    holds launches at several scales.
 
-    Returns {"": runs} where they are not.
-    A published comparison is made within each environment, its row named by it.
+    Returns {"": runs} where neither is so.
+    A published comparison is made within each, its row named by it.
     """
     axes = environment_axes(runs)
+    scales = len({_scale(run) for run in runs}) > 1
     found: dict[str, list[RunRecord]] = {}
     for run in runs:
-        found.setdefault(" ".join(f"{a}={run.axis(a)}" for a in axes), []).append(run)
+        where = [f"{a}={run.axis(a)}" for a in axes] + ([f"scale={_scale(run)}"] if scales else [])
+        found.setdefault(" ".join(where), []).append(run)
     return found
+
+
+def _scale(run: RunRecord) -> str:
+    return str(run.fields.get("scale", "full"))
 
 
 def our_setting(source: dict[str, Any], runs: list[RunRecord]) -> str:
@@ -269,6 +277,8 @@ def our_setting(source: dict[str, Any], runs: list[RunRecord]) -> str:
     elsewhere = f" ({others} runs elsewhere: MIXED MACHINES)" if others else ""
     torch = "torch as an axis" if "torch" in environment_axes(runs) else f"torch {run.torch_version}"
     scales = f", scale={scales}" if (scales := scaled(runs)) else ""
+    if len(every := sorted({_scale(r) for r in runs}, key=in_order)) > 1:
+        scales = f", launches at scales {', '.join(every)} (a row for each)"
     otherwise = [f"{key}={value}" for key, value in unlike_setting(source, runs).items()]
     unlike_theirs = f", not the published setting: {', '.join(otherwise)}" if otherwise else ""
     if scales and not unlike_theirs:
@@ -294,12 +304,11 @@ def view(sweep_dir: Path, names: list[str] | None = None) -> View | None:
     level = rule.level
     headers = [*HEADER, f"ours [{percent(level)}]", "verdict"]
     columns = [Column(header, lambda row, i=i: row[i]) for i, header in enumerate(headers)]
-    otherwise = unlike(source, runs)
     rows = [
         [f"{row[0]}, {where}" if where else row[0], *row[1:]]
         for item in source["comparisons"]
-        for where, of_environment in by_environment(runs).items()
-        for row in [compare(of_environment, item, level, otherwise)]
+        for where, of_setting in by_setting(runs).items()
+        for row in [compare(of_setting, item, level, unlike(source, of_setting))]
     ]
     notes = [SPEEDUP, *(f"- {item['label']}: {item['note']}" for item in source["comparisons"] if item.get("note"))]
     notes += [f"note: {n}" for n in source.get("notes", [])]

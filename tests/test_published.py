@@ -384,3 +384,14 @@ def test_a_published_speed_up_of_thousands_reads_as_a_whole_number_as_ours_does(
     item = {"label": "l", "of": {}, "over": {}, "published": {"of": 0.0249, "over": 82.3}}
     assert published.compare([], item)[3] == "3305x"
     assert published.compare([], {**item, "speedup": [2, 52]})[3] == "2-52x"
+
+
+def test_our_interval_prints_the_digits_that_keep_the_published_figure_out_of_it(monkeypatch):
+    """Beside `larger`, 4900x [3300, 7300] would read as holding their 3305x: the bound keeps its digits."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(6))
+    ours = Speedup(4910.0, 3305.9, 7287.9, ACROSS, (2, 2))
+    assert str(ours) == "4900x [3300, 7300]", "the premise: to the digits its width supports, it holds 3305"
+    monkeypatch.setattr(published, "speedup", lambda *args, **kwargs: ours)
+    item = {"label": "l", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    row = published.compare(runs, item | {"published": {"of": 0.0249, "over": 82.3}})
+    assert row[-2:] == ["4910x [3305.9, 7287.9]", "larger"], row

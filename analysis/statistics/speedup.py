@@ -35,7 +35,7 @@ MORE_DIGITS = 3  # the most digits added to keep a figure out of a printed inter
 MOVED_BY = 0.05  # the most a printed bound is moved from the computed one, as a share of it
 
 
-def figures(value: float, low: float, high: float, apart: float | None = None) -> tuple[str, str, str]:
+def figures(value: float, low: float, high: float, apart: float | tuple[float, ...] = ()) -> tuple[str, str, str]:
     """The three figures, to the digits their interval supports.
 
     The digits resolve half of the half-width: at most three significant, at least one each.
@@ -50,19 +50,21 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
     And it reads 1.1 [0.129, 9.9], not 1.130 [0.129, 9.829].
     The low bound's digits are not the others'.
     The bounds are rounded outward: a printed interval is never narrower than the one computed.
-    `apart` is a figure the interval excludes, such as a ratio's 1.
-    The bounds then get the digits that keep it out, up to MORE_DIGITS more.
+    `apart` is a figure the interval excludes, such as a ratio's 1, or several: a published speed-up too.
+    The bounds then get the digits that keep them out, up to MORE_DIGITS more.
     So 1.04 is not printed 1.0 beside the word faster.
     """
+    apart = (apart,) if isinstance(apart, float | int) else tuple(apart)
     if 0 < low and high > WIDE * low and math.isfinite(high) and math.isfinite(value) and value > 0:
-        near_low = apart is not None and low > apart  # the bound that may touch `apart` gets the digits
+        near_low = any(low > x for x in apart)  # a bound that may touch a figure of `apart` gets the digits
+        near_high = any(high < x for x in apart) or not near_low
         for digits in range(2, 2 + MORE_DIGITS + 1):
             wide = (
                 _significant(value, round, digits),  # as many as the bound that keeps `apart` out: 1.03x [1.01, ...]
                 _bound(low, math.floor, digits if near_low else 2, 1e-9),
-                _bound(high, math.ceil, 2 if near_low else digits, -1e-9),
+                _bound(high, math.ceil, digits if near_high else 2, -1e-9),
             )
-            if apart is None or not _touches(wide, low, high, apart):
+            if not _touches(wide, low, high, apart):
                 break
         return wide
     half = max(high - value, value - low)
@@ -75,7 +77,7 @@ def figures(value: float, low: float, high: float, apart: float | None = None) -
         place -= 1
     for more in range(MORE_DIGITS + 1):
         shown = _at(place - more, value, low, high)
-        if apart is None or not _touches(shown, low, high, apart):
+        if not _touches(shown, low, high, apart):
             break
     return _trimmed(shown, place - more, value, apart)
 
@@ -92,7 +94,7 @@ def _shown(x: float, place: int, rounded: Callable[[float], float] = round, slac
     return f"{rounded(x / 10.0**place + slack) * 10.0**place:.{max(0, -place)}f}"
 
 
-def _trimmed(shown: tuple[str, str, str], place: int, value: float, apart: float | None) -> tuple[str, str, str]:
+def _trimmed(shown: tuple[str, str, str], place: int, value: float, apart: tuple[float, ...]) -> tuple[str, str, str]:
     """The figures, the value to three significant digits at most.
 
     One place for all three gives the smallest figure's digits to the others.
@@ -104,7 +106,7 @@ def _trimmed(shown: tuple[str, str, str], place: int, value: float, apart: float
     if not value or not math.isfinite(value) or place >= (three := math.floor(math.log10(abs(value))) - 2):
         return shown
     trimmed = _shown(value, three)
-    return shown if apart is not None and value != apart and float(trimmed) == apart else (trimmed, *shown[1:])
+    return shown if any(value != x and float(trimmed) == x for x in apart) else (trimmed, *shown[1:])
 
 
 def _bound(x: float, rounded: Callable[[float], float], digits: int, slack: float) -> str:
@@ -124,9 +126,9 @@ def _moved(shown: tuple[str, str, str], low: float, high: float) -> bool:
     )
 
 
-def _touches(shown: tuple[str, str, str], low: float, high: float, apart: float) -> bool:
-    """Whether the printed bounds reach `apart`, which the computed ones exclude."""
-    return (low > apart and float(shown[1]) <= apart) or (high < apart and float(shown[2]) >= apart)
+def _touches(shown: tuple[str, str, str], low: float, high: float, apart: tuple[float, ...]) -> bool:
+    """Whether the printed bounds reach a figure of `apart`, which the computed ones exclude."""
+    return any((low > x and float(shown[1]) <= x) or (high < x and float(shown[2]) >= x) for x in apart)
 
 
 def _significant(x: float, rounded: Callable[[float], float], digits: int, slack: float = 0.0) -> str:
@@ -201,9 +203,13 @@ class Speedup(Interval):
         return self.basis != WITHIN_RUN
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, apart: tuple[float, ...] = ()) -> str:
+        """The speed-up and its interval, with the digits that keep 1 and the figures of `apart` out of it."""
         if not math.isfinite(self.value):
             return UNKNOWN
-        value, low, high = figures(self.value, self.low, self.high, apart=1.0)
+        value, low, high = figures(self.value, self.low, self.high, apart=(1.0, *apart))
         return f"{value}x [{low}, {high}]" + ("" if self.replicated else f" {WITHIN_RUN}")
 
     def p_text(self) -> str:

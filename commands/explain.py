@@ -1,6 +1,7 @@
 """`perfsweep explain SWEEP`: each decided difference of a sweep, by operator (analysis/views/explain.py).
 
 A sweep run without explain=true is launched again with it, into a sweep folder inside it.
+A sweep without a done run is refused: it decided nothing to explain.
 """
 
 import argparse
@@ -32,6 +33,11 @@ def show_explanations(args: argparse.Namespace) -> int:
         print("\n\n".join(map(text, views)))
         print(*unfinished(sweep_dir, runs), sep="\n", end="")
         return 0
+    if runs and not any(run.state == records.DONE for run in runs):  # it decided nothing; its budget may stop it again
+        raise ValueError(
+            f"{sweep_dir}: no run of it is done, so it decided nothing to explain: `{user_command()} resume "
+            f"{sweep_dir}` runs them (launcher.budget_s=null: without a budget), then explain"
+        )
     if runs and not comparisons(configurations(runs)):  # its launch again would plan no comparison either
         raise ValueError(
             f"{sweep_dir}: nothing to explain: its runs have no baseline to compare with (a comparison needs two "

@@ -327,6 +327,18 @@ def test_explain_of_a_sweep_without_a_comparison_is_refused_before_anything_runs
     assert "its launch runs again with explain=true" in again.stdout, "it plans both sides, the failed one's too"
 
 
+def test_explain_of_a_sweep_without_a_done_run_is_refused_before_anything_runs_again(tmp_path):
+    """Its budget stopped every run: it decided nothing, and its launch again would meet the same budget."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(0))
+    sweep_dir = synthetic.write(runs, tmp_path / "cut")
+    for run in runs:
+        lifecycle.stop(sweep_dir / run.name, records.BUDGET, "launcher.budget_s: the launch's budget ran out")
+    refused = launch_here("explain", str(sweep_dir))
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert f"{sweep_dir}: no run of it is done, so it decided nothing to explain: `perfsweep resume " in refused.stderr
+    assert not (sweep_dir / "cut-explain").exists()
+
+
 def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp_path):
     """The user's model changed since the sweep ran: explain's launch again measured the new one."""
 

@@ -11,6 +11,7 @@
 import dataclasses
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -392,6 +393,17 @@ def comparisons(configs: list[Configuration]) -> list[Versus]:
     ]
 
 
+def vs_labels(versus: list[Versus], axes: Iterable[str]) -> dict[str, str]:
+    """The heading of each axis's speed-up column (vs_label); two that would read alike name their axes:
+    `vs loss=torch` and `vs optim=torch`, not `vs torch` twice."""
+    headers = {axis: vs_label(versus, axis) for axis in axes}
+    twice = {header for header in headers.values() if list(headers.values()).count(header) > 1}
+    return {
+        axis: f"vs {axis}={header.removeprefix('vs ')}" if header in twice else header
+        for axis, header in headers.items()
+    }
+
+
 def vs_label(versus: list[Versus], axis: str) -> str:
     """The heading of the speed-up column of `axis`: `vs tensor`, or `vs input_type baseline` where values differ.
 
@@ -420,11 +432,15 @@ def code_name(run: RunRecord) -> str:
 
 def labels(configs: list[Configuration]) -> dict[tuple, str]:
     """Each configuration by what varies in the sweep: axis values, then sizes and fields as key=value; a lone one by
-    its code. Configurations that differ only in how they were measured (steps...) keep their runs' names."""
+    its code. Configurations that differ only in how they were measured (steps...) keep their runs' names.
+    An axis that shares a value with another is named with it."""
     axes, fields = varying([c.first for c in configs])
+    # axes that share a value name it with the axis: loss=torch optim=fastai, not torch fastai
+    values = {a: {c.first.axis_label(a) for c in configs} - {"-"} for a in axes}
+    shared = {a for a in axes for b in axes if a != b and values[a] & values[b]}
 
     def label(run: RunRecord) -> str:
-        parts = [run.axis_label(a) for a in axes if run.axis(a) != "-"]
+        parts = [f"{a}={run.axis(a)}" if a in shared else run.axis_label(a) for a in axes if run.axis(a) != "-"]
         parts += [f"{f}={run.fields.get(f, UNSET)}" for f in fields if f not in MEASURING]
         return " ".join(parts) or (code_name(run) if len(configs) == 1 else run.name)
 

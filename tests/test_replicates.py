@@ -328,3 +328,17 @@ def test_the_replicates_note_describes_a_paired_sweeps_intervals_as_the_table_do
     runs = synthetic.sweep(synthetic.grid(), 3, synthetic.Noise(), np.random.default_rng(0), paired=True)
     said = replicates.view(synthetic.write(runs, tmp_path / "sweep")).notes[0]
     assert "CI as in the table: across processes, each one ratio of its sides" in said, said
+
+
+def test_two_axes_of_the_same_values_are_named_with_their_axes(tmp_path):
+    """loss and optim, each fastai or torch: `vs torch` twice, and rows `fastai torch`, would not say which is which."""
+    rng = np.random.default_rng(0)
+    runs = [
+        synthetic.record(f"{loss}-{optim}", {"loss": loss, "optim": optim}, np.full(20, 50.0), rep, position, rng)
+        for position, (rep, loss, optim) in enumerate(itertools.product(range(2), *[("fastai", "torch")] * 2))
+    ]
+    shown = replicates.view(tmp_path, runs=runs)
+    headers = [column.header for column in shown.columns]
+    assert "vs loss=torch" in headers and "vs optim=torch" in headers, headers
+    names = {row[0] for row in shown.rows}
+    assert names == {f"loss={loss} optim={optim}" for loss in ("fastai", "torch") for optim in ("fastai", "torch")}

@@ -40,7 +40,7 @@ from perfsweep.analysis.groups import (
     ordered,
     over_baseline,
     phase_columns,
-    vs_label,
+    vs_labels,
 )
 from perfsweep.analysis.render import Column, View
 from perfsweep.analysis.statistics.drift import drift
@@ -149,6 +149,7 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
     names = labels(configs)
     rule = rule_of(sweep_dir, runs)
     level = rule.level
+    headers = vs_labels(versus, along)
     items = [row(c, {axis: of.get(c.key) for axis, of in along.items()}) for c in configs]
     paired = any(item.sides is not None for item in items)
     columns = [
@@ -177,7 +178,7 @@ def view(sweep_dir: Path, half_width: float = 0.02, runs: list[RunRecord] | None
         ),
         *(
             Column(
-                vs_label(versus, axis),
+                headers[axis],
                 lambda row, axis=axis: (
                     as_text(over_baseline(row.config, row.baselines[axis], level), rule.word)
                     + not_compiled(row.config, row.baselines[axis])

@@ -34,7 +34,7 @@ from perfsweep.analysis.groups import (
     over_baseline,
     phase_columns,
     varying,
-    vs_label,
+    vs_labels,
 )
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.drift import order_effect
@@ -61,12 +61,7 @@ def speedup_columns(configs: list[Configuration], rule: Rule) -> list[Column]:
     """
     along = baselines(configs)
     versus = comparisons(configs)
-    headers = {axis: vs_label(versus, axis) for axis in along}
-    twice = {header for header in headers.values() if list(headers.values()).count(header) > 1}
-    headers = {
-        axis: f"vs {axis}={header.removeprefix('vs ')}" if header in twice else header
-        for axis, header in headers.items()
-    }
+    headers = vs_labels(versus, along)
 
     def over(config: Configuration, axis: str) -> Speedup | float | None:
         return over_baseline(config, along[axis].get(config.key), rule.level)

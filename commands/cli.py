@@ -45,6 +45,11 @@ def sweep_folder(value: str) -> Path:
             raise argparse.ArgumentTypeError(
                 f"{path} holds sweeps, each a folder: {', '.join(inner)} (name one: {path / inner[0]})"
             )
+        if (path / "status.json").is_file() and _holds_a_sweep(path.resolve().parent):
+            raise argparse.ArgumentTypeError(
+                f"{path} is a run's folder, of the sweep {path.resolve().parent}: name the sweep's folder "
+                "(`runs SWEEP_DIR` shows each of its runs)"
+            )
         raise argparse.ArgumentTypeError(
             f"{path} is no sweep folder: it holds no sweep.json and no run's folder (a launch prints its sweep's "
             "folder: RUNS_DIR/SWEEP_NAME)"

@@ -365,6 +365,10 @@ def test_table_of_a_folder_of_sweeps_names_them(tmp_path):
     result = launch_here("table", str(tmp_path / "runs"))
     assert result.returncode == 2 and "0 runs" not in result.stdout
     assert f"{tmp_path / 'runs'} holds sweeps, each a folder: first, second" in result.stderr
+    run = tmp_path / "runs" / "first" / "resnet18-contiguous"
+    result = launch_here("published", str(run))
+    said = f"{run} is a run's folder, of the sweep {tmp_path / 'runs' / 'first'}: name the sweep's folder"
+    assert result.returncode == 2 and said in result.stderr, result.stderr
 
 
 @pytest.mark.slow

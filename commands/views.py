@@ -116,9 +116,10 @@ def show_runs(args: argparse.Namespace) -> int:
 
 def show_published(args: argparse.Namespace) -> int:
     """The published views, then the flags of the runs behind them, as the table below them in a launch says them."""
+    from perfsweep import user_command
     from perfsweep.analysis.render import text
     from perfsweep.analysis.views import published_views, table
-    from perfsweep.analysis.views.published import NOT_DECIDED, NOT_RUN
+    from perfsweep.analysis.views.published import NOT_DECIDED, NOT_RUN, PUBLISHED_DIR
     from perfsweep.records import load_sweep
 
     runs = load_sweep(args.sweep_dir)
@@ -126,7 +127,13 @@ def show_published(args: argparse.Namespace) -> int:
     if not views:
         if not runs:
             return said_unmeasured(args.sweep_dir, runs, "published view")
-        print(f"perfsweep: {args.sweep_dir}: its sweep has no published figures (sweeps/published/)", file=sys.stderr)
+        sweep = runs[0].fields.get("sweep", "?")
+        having = ", ".join(sorted(path.stem for path in PUBLISHED_DIR.glob("*.yaml")))
+        print(
+            f"perfsweep: {args.sweep_dir}: its sweep ({sweep}) has no published figures; those that have: {having} "
+            f"(`{user_command()} sweep=NAME` launches one)",
+            file=sys.stderr,
+        )
         return EXIT_NOTHING_PUBLISHED
     flags = table.table_view(args.sweep_dir, runs, stranded_runs(args.sweep_dir, runs)).flags
     said = "\n".join(["flags of its runs, as the table's:", *flags]) if flags else ""

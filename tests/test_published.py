@@ -163,7 +163,8 @@ def planned_as_done(overrides: list[str]) -> list[RunRecord]:
 
 
 def test_a_comparison_run_at_other_settings_than_published_names_them_and_gives_no_verdict():
-    """The smoke scale runs the loops at 10 elements, not the talk's 100, and compiles through aot_eager."""
+    """The smoke scale runs the loops at 10 elements, not the talk's 100, and compiles through aot_eager.
+    A side of several settings run otherwise names each."""
     verdicts = {
         item["label"]: published.compare(planned_as_done([f"sweep={sweep}", "scale=smoke"]), item)[-1]
         for sweep in ("loops_vs_broadcasting", "sampler_nonzero")
@@ -178,6 +179,13 @@ def test_a_comparison_run_at_other_settings_than_published_names_them_and_gives_
     eager = planned_as_done(["sweep=loops_vs_broadcasting", "scale=cpu", "compile=eager"])
     said = published.compare(eager, item)[-1]
     assert said == "not run in this sweep at compile=default (ran eager)", "an eager sweep: no backend of its own"
+    several = verdicts["batch 32, 1e5 samples, compiled static vs nonzero loop"]  # three settings run otherwise
+    assert several == (
+        "not run in this sweep at compile.backend=inductor (ran aot_eager); batch=32 (ran 1, 4); size=100000 (ran 1000)"
+    )
+    nested = planned_as_done(["sweep=nested_tensor", "scale=cpu"])
+    item = next(i for i in published.published_for("nested_tensor")["comparisons"] if "2^16" in i["label"])
+    assert published.compare(nested, item)[-1].endswith("(ran 1024, 4096, 16384)"), "sizes in order, not as text"
 
 
 def test_the_published_view_of_a_repeats_auto_sweep_keeps_the_level_of_its_looks(tmp_path):
@@ -350,7 +358,8 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
     )
     (sweep_dir / records.PUBLISHED).unlink()
     unpublished = launch_here("published", str(sweep_dir))
-    assert unpublished.returncode == 2 and "its sweep has no published figures" in unpublished.stderr
+    assert unpublished.returncode == 2 and "its sweep (synthetic) has no published figures" in unpublished.stderr
+    assert "those that have: loops_vs_broadcasting, nested_tensor, sampler_nonzero, " in unpublished.stderr
     (tmp_path / "empty").mkdir()
     empty = launch_here("published", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "empty is no sweep folder" in empty.stderr, "a wrong path, refused"

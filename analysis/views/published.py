@@ -145,8 +145,9 @@ def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
     """The settings of a comparison's sides that this sweep ran at other values only, as `size=100 (ran 10)`.
 
     A setting counts where runs, done or failed, match every other setting of that side.
+    Where no setting does (a side of several settings this sweep ran otherwise), each that no run ran counts.
     """
-    found = []
+    found, alone = [], []
     measured = [r for r in runs if r.state in (DONE, FAILED)]
     for side in SIDES:
         for key, wanted in item[side].items():
@@ -154,12 +155,19 @@ def ran_otherwise(runs: list[RunRecord], item: dict[str, Any]) -> str:
             # an option's other settings follow from it: another option is not held to them
             dropped = f"{option}." if "." not in option else key
             rest = {k: v for k, v in item[side].items() if k != key and not k.startswith(dropped)}
-            others = [r for r in measured if matches(r.axes, _read(r), rest)]
-            values = (r.axes.get(key, _read(r).get(key)) for r in others)
-            ran = sorted({str(value) for value in values if value is not None}, key=str)
+            ran = _ran([r for r in measured if matches(r.axes, _read(r), rest)], key)
             if ran and str(wanted) not in ran:
                 found.append(f"{key}={wanted} (ran {', '.join(ran)})")
-    return "; ".join(dict.fromkeys(found))
+            ran = _ran(measured, key)
+            if ran and str(wanted) not in ran:
+                alone.append(f"{key}={wanted} (ran {', '.join(ran)})")
+    return "; ".join(dict.fromkeys(found or alone))
+
+
+def _ran(runs: list[RunRecord], key: str) -> list[str]:
+    """The values of `key` these runs ran at, in order."""
+    values = (r.axes.get(key, _read(r).get(key)) for r in runs)
+    return sorted({str(value) for value in values if value is not None}, key=in_order)
 
 
 def _read(run: RunRecord) -> dict[str, Any]:

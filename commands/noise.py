@@ -21,6 +21,7 @@ A launch on this machine names it.
 import argparse
 import dataclasses
 import datetime
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,10 +51,7 @@ SET_HERE = {
 BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
 EXIT_SHARED = 3  # measured, not kept: its runs shared the machine
 TOO_SHORT = "its windows were too short for /proc/stat to tell"  # what else ran: unknown, and more steps tell
-FIXES = {
-    "steal": "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it",
-    "others' CPU": "stop them (top -o %CPU lists them), or give the sweep CPUs of its own (taskset -c)",
-}
+STEAL_FIX = "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it"
 
 
 def processes(value: str) -> int:
@@ -260,13 +258,26 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
                 if some and told[label] <= threshold
                 else median
             )
-            found.append(Setting(name, state, bool(some), FIXES[label]))
+            fix = STEAL_FIX if label == "steal" else others_fix(runs)
+            found.append(Setting(name, state, bool(some), fix))
         elif resolutions:
             state = f"{TOO_SHORT}: {within(min(resolutions))}"
             found.append(Setting(name, state, None))
         else:
             found.append(Setting(name, "its runs' records hold no host figures", None))
     return found
+
+
+def others_fix(runs: list[RunRecord]) -> str:
+    """Stop the other processes; or, where the host has CPUs beyond the runs' threads, the command that gives the
+    runs CPUs of their own. Where it has none, the runs would measure another thread count."""
+    stop = "stop them (`top -o %CPU` lists them)"
+    threads = max((int(run.threads) for run in runs if run.threads.isdigit()), default=0)
+    cpus = len(os.sched_getaffinity(0))
+    if not threads or cpus <= threads:
+        return f"{stop}: this host's {cpus} CPUs leave none beyond the runs' {threads or '?'} threads to give them"
+    pinned = f"`taskset -c 0-{threads - 1}` before the command"
+    return f"{stop}, or give the runs CPUs of their own, the others the rest: {pinned}"
 
 
 def render(floor: noise.NoiseFloor, wall_s: float) -> str:

@@ -150,6 +150,21 @@ def test_a_neighbour_that_took_some_of_noises_runs_fails_its_check_though_the_me
     assert not quiet.noisy and quiet.state.startswith("0% (median over its runs"), quiet
 
 
+@pytest.mark.parametrize("cpus", [2, 8])
+def test_the_fix_for_a_neighbour_gives_the_runs_cpus_of_their_own_only_where_the_host_has_more(monkeypatch, cpus):
+    """Runs of 2 threads: on 2 CPUs, pinning would measure another thread count; on 8, it is the command."""
+    from perfsweep.commands import noise
+
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 2, synthetic.Noise(), np.random.default_rng(0))
+    runs = [dataclasses.replace(run, env=run.env | {"torch_threads": 2}) for run in synthetic.beside(runs, 0.8)]
+    monkeypatch.setattr(noise.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    others = next(s for s in noise._seen(runs) if s.name.startswith("others' CPU"))
+    if cpus == 2:
+        assert others.fix.endswith("this host's 2 CPUs leave none beyond the runs' 2 threads to give them"), others
+    else:
+        assert others.fix.endswith("`taskset -c 0-1` before the command"), others
+
+
 def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):
     for name, args in [
         ("processes 0", ["--processes", "0"]),

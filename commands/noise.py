@@ -28,7 +28,7 @@ from pathlib import Path
 
 from perfsweep.commands.launching import launch_plan, machine_here
 from perfsweep.records import DONE, RunRecord, load_sweep, noise
-from perfsweep.sweeps.keys import override_key
+from perfsweep.sweeps.keys import given_twice, override_key
 from perfsweep.sweeps.plan import Plan, PlanError, build_plan
 from perfsweep.train.host_settings import Setting, cpu_settings, gpu_settings
 
@@ -82,11 +82,15 @@ def add_command(subparsers) -> None:
 
 
 def measure_noise(args: argparse.Namespace) -> int:
+    for line in given_twice(args.overrides):
+        print(f"perfsweep noise: warning: {line}", file=sys.stderr)
     try:
         plans = _planned(args.overrides, args.processes)
         _built(plans)
     except PlanError as error:
-        print(f"perfsweep noise: nothing was run:\n{error}", file=sys.stderr)
+        # its one configuration is the user's words: the run's whole settings would show noise's own beside them
+        said = [problem.split("\n  (in the run: ")[0] for problem in error.problems]
+        print(f"perfsweep noise: nothing was run:\n{PlanError(said)}", file=sys.stderr)
         return 2
     started, walls = time.perf_counter(), {}
     for way, (plan, words) in plans.items():

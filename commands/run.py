@@ -16,7 +16,11 @@ def run_sweep(args: argparse.Namespace) -> int:
             return show_job_config(rest)
         return hydra_flags(args.overrides, args.command_list)
     from perfsweep.records import AUTO
+    from perfsweep.sweeps.keys import given_twice
     from perfsweep.sweeps.plan import build_plan
+
+    for line in given_twice(overrides):
+        print(f"perfsweep: warning: {line}", file=sys.stderr)
 
     if AUTO in overrides:
         from perfsweep.commands.auto import launch_rounds

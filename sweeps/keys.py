@@ -52,6 +52,19 @@ def override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
 
 
+def given_twice(overrides: list[str]) -> list[str]:
+    """A line for each key these overrides set more than once: the last one is what runs, and may be a slip."""
+    words: dict[str, list[str]] = {}
+    for word in overrides:
+        if "=" in word:
+            words.setdefault(override_key(word), []).append(word)
+    return [
+        f"{key} given {len(given)} times ({' '.join(given)}): the last, {given[-1]}, is what runs"
+        for key, given in words.items()
+        if len(given) > 1
+    ]
+
+
 @functools.cache
 def _hints(node: type) -> dict[str, Any]:
     return typing.get_type_hints(node)

@@ -171,6 +171,7 @@ def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_
         ("unknown flag", ["--bogus"]),
         ("a launch's budget", ["launcher.budget_s=50"]),
         ("what it sets itself", ["repeats=3", "pairing=process"]),
+        ("a key typed twice", ["model=tiny_cnn", "model=tiny_cnnn"]),
     ]:
         refused = launch_here("noise", *args, *CONFIG, f"runs_dir={tmp_path}")
         assert refused.returncode == 2

@@ -84,6 +84,8 @@ BAD = [
     ["precision=[amp_bf16,fp32]"],
     # a value of the wrong type beside a swept axis: the one problem, not a second about what no run reads
     ["input_type=tensor,subclass", "steps=ten"],
+    # a key typed twice, the last a slip: the warning names both, before the refusal
+    ["model=tiny_cnn", "model=tiny_cnnn"],
 ]
 
 

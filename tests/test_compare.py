@@ -131,6 +131,8 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
         assert flags == [("subclass", "POSSIBLE REGRESSION (shared host)" if suspect else "REGRESSION")], flags
         found = [flag for flag in shown.flags if flag.startswith("SHARED HOST: their hosts differ (above)")]
         assert bool(found) == suspect, shown.flags
+        suite = next(note for note in shown.notes if note.startswith("suite: "))
+        assert suite.endswith("it moves with the hosts, as each line does (SHARED HOST below)") == suspect, suite
         if suspect:
             said = "so the lines flagged POSSIBLE REGRESSION may show that load, not the code"
             assert said in found[0] and "run the sweep whose host was shared again with its host to itself" in found[0]
@@ -477,7 +479,7 @@ def test_configurations_that_b_planned_and_did_not_finish_are_run_by_its_resume(
     assert status & compare.EXIT_UNMATCHED
     assert shown.flags == [
         "UNMATCHED: 1 of A's 3 configurations without a match in B: subclass; B planned subclass and has no done run "
-        f"of them (pending): `perfsweep resume {b}` runs them again"
+        f"of them (pending): `perfsweep resume {b}` runs them"
     ]
 
 
@@ -506,7 +508,7 @@ def test_runs_not_done_in_a_compared_configuration_are_named_not_passed_over():
     (line,) = [flag for flag in shown.flags if compare.NOT_DONE in flag]
     assert line == (
         "FAILED IN B: B has 1 run not done in configurations compared on their done runs: subclass (failed); "
-        "`perfsweep resume B` runs them again"
+        "`perfsweep resume B` runs them"
     ), line
     assert not any(flag.startswith("A has") for flag in shown.flags)
 

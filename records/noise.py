@@ -14,6 +14,7 @@ import dataclasses
 import glob
 import hashlib
 import json
+import math
 import platform
 import re
 from importlib import metadata
@@ -132,6 +133,12 @@ def torch_version() -> str:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
         return "?"
+
+
+def nearest_budget(spread: Spread | None, budget_s: float) -> int:
+    """Of the budgets whose floors the spread keeps, the one nearest `budget_s` (a launch's), as a ratio."""
+    kept = [int(key) for key in (spread.floors if spread else {})] or [SAID_BUDGET_S]
+    return min(kept, key=lambda kept_s: abs(math.log(kept_s / budget_s)))
 
 
 def decided(spread: Spread | None, budget_s: int) -> str:

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+from perfsweep.commands.launching import floor_line
 from perfsweep.launcher import envs
 from perfsweep.records import noise as floors
+from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.host_settings import GOVERNOR_FIX, TURBO_FIX, cpu_settings, gpu_settings
 from tests import golden, synthetic
 from tests.helpers import TINY, launch_here
@@ -73,13 +75,16 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     charged = [way["fixed_s"] + way["runs"] * (way["run_cost_s"] + 5 * way["step_s"]) for way in ways]
     assert sum(charged) >= 0.8 * wall_s, "a launch's cost and its runs' hold the wall time, start-up included"
     later = launch_here(*TINY, "launcher=debug", "input_type=tensor", "memory_format=contiguous",
-                        "tracker.mode=disabled", f"runs_dir={tmp_path}")  # fmt: skip
+                        "tracker.mode=disabled", "launcher.budget_s=null", f"runs_dir={tmp_path}")  # fmt: skip
     assert later.returncode == 0, later.stderr
     said = later.stdout.splitlines()[0]
     measured = f"of the configuration that `perfsweep noise --processes 3 {' '.join(CONFIG)}` measured on "
     assert said.startswith("this machine decides about ±") and measured + floor["measured"][:10] in said, said
     apart = floors.NoiseFloor.from_json(floor).apart  # one configuration, no comparison: its runs are apart
     assert said.startswith(f"this machine decides about {floors.decided(apart, floors.SAID_BUDGET_S)} in 10 min "), said
+    budgeted = build_plan([*TINY, "input_type=tensor", "memory_format=contiguous", f"runs_dir={tmp_path}"])
+    within = f"this machine decides about {floors.decided(apart, 60)} in 1 min (the nearest to this launch's budget, "
+    assert floor_line(budgeted).startswith(within + "50 s) of the configuration"), "the default sweep's budget"
     blind = any(s["noisy"] is None and s["name"].endswith(" during its runs") for s in floor["settings"])
     assert said.endswith(", though what else ran on its host then is unknown") == blind, said
     assert ("; what else ran on its host is unknown: " in done.stdout) == blind, done.stdout

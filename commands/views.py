@@ -353,7 +353,7 @@ def write_report(args: argparse.Namespace) -> int:
     from perfsweep.analysis.groups import phase_columns
     from perfsweep.analysis.views import explain, table, wandb_online
     from perfsweep.analysis.views.report import html_report, outline, save_wandb_report, wandb_report_content
-    from perfsweep.analysis.views.wandb_sweep import log_sweep, tracker_conf
+    from perfsweep.analysis.views.wandb_sweep import log_sweep, published_tables, tracker_conf
     from perfsweep.records import load_sweep
     from perfsweep.records.redact import redact_text
 
@@ -367,8 +367,9 @@ def write_report(args: argparse.Namespace) -> int:
     shown = table.table_view(args.sweep_dir, runs, stranded) if args.wandb else None
     said = tuple(redact_text(line) for line in (*shown.above[1:], *shown.notes, *shown.flags)) if shown else ()
     group = records.group_of(args.sweep_dir)
+    published = tuple(name for name, _ in published_tables(args.sweep_dir)) if args.wandb else ()
     content = wandb_report_content(
-        args.sweep_dir.name, group, conf.project, conf.entity, phases, ranks, explained, said
+        args.sweep_dir.name, group, conf.project, conf.entity, phases, ranks, explained, said, published
     )
     if args.wandb and args.dry_run:  # writes nothing
         print(outline(content))

@@ -403,3 +403,25 @@ def test_the_report_s_panels_hold_every_workload_s_phases(tmp_path):
     shown = launch_here("report", str(sweep), "--wandb", "--dry-run")
     assert shown.returncode == 0, shown.stderr
     assert "median_ms.backward_ms" in shown.stdout and "median_ms.optimizer_ms" in shown.stdout, shown.stdout
+
+
+def test_the_sweep_run_holds_the_published_verdicts_and_the_report_their_section(tmp_path):
+    """Shared through W&B, a reproduction keeps its answer: the side-by-side table, verdicts and all."""
+    from perfsweep.analysis.views import published
+    from perfsweep.conf.schema import TrackerConf
+
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(8))
+    sweep = synthetic.write(runs, tmp_path / "sweep")
+    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    records.write_json(sweep / records.SWEEP, {"uid": "ab12cd34", "runs": {}, "launches": []})
+    assert wandb_sweep.log_sweep(sweep, TrackerConf(mode="offline")) == []
+    (found,) = sweep.glob("wandb/offline-run-*/files/media/table/published_*.table.json")
+    logged = json.loads(found.read_text())
+    verdicts = [row[logged["columns"].index("verdict")] for row in logged["data"]]
+    assert verdicts == [published.view(sweep).items[0][-1]] and verdicts[0].startswith("reproduced"), verdicts
+    shown = launch_here("report", str(sweep), "--wandb", "--dry-run")
+    assert "## Beside the published figures\n" in shown.stdout, shown.stdout
+    assert "table panel: published (a wandb.Table" in shown.stdout, shown.stdout

@@ -82,6 +82,7 @@ PLOT_SECTIONS = {
     "Step time, run by run": "runs.png",
 }
 EXPLAIN_SECTION = "Why it is slower, by operator"  # explain=true
+PUBLISHED_SECTION = "Beside the published figures"  # a sweep that reproduces published figures
 RANKS_SECTION = ("Step time by rank", "ranks.png")  # after them, for a sweep with runs across ranks
 
 
@@ -94,6 +95,7 @@ def wandb_report_content(
     ranks: int = 0,
     explained: bool = False,
     said: tuple[str, ...] = (),
+    published: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """What the W&B Report holds, as plain data: title, description, and blocks.
 
@@ -102,6 +104,7 @@ def wandb_report_content(
     A Report is shared on its own, so it says them as the HTML report does.
     They are the HTML report's sections, as W&B panels.
     A sweep run with explain=true (`explained`) gets the table of its ranked differences.
+    A sweep that reproduces published figures gets their tables (`published`: their names), verdicts and all.
     A sweep whose runs have up to `ranks` ranks gets each rank's step and backward over the steps.
     Those come from its rank<N>/ series.
     """
@@ -115,6 +118,8 @@ def wandb_report_content(
     }
     if explained:
         panels[EXPLAIN_SECTION] = [{"type": "table", "table": "explain"}]
+    if published:
+        panels[PUBLISHED_SECTION] = [{"type": "table", "table": name} for name in published]
     if ranks:
         panels[RANKS_SECTION[0]] = [
             {"type": "line", "x": "step", "y": [f"rank{r}/{p}_ms" for r in range(ranks)]} for p in ("step", "backward")

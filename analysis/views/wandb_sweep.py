@@ -5,6 +5,7 @@ It holds the sweep's table as a wandb.Table ("results", one row per configuratio
 A figure is a number, with its interval's bounds and its word in columns of their own, as the CSV has them.
 The CSV's `ran`, what ran and where, is in the run's summary instead, with the table's flags.
 With explain=true it holds each decided comparison's ranked differences ("explain").
+A sweep that reproduces published figures holds each side-by-side table with its verdicts ("published").
 It holds the records as an artifact of type "perfsweep-records":
 
 - each run's config, env, steps, summary, status, profiler trace and ops record (explain=true);
@@ -25,8 +26,9 @@ from pathlib import Path
 
 from perfsweep import records, user_command
 from perfsweep.analysis.groups import configurations, labels, speedups
+from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.rounds import rule_of
-from perfsweep.analysis.views import explain, table
+from perfsweep.analysis.views import explain, published_views, table
 from perfsweep.conf.schema import TrackerConf
 from perfsweep.conf.tracking import WANDB_SETTINGS
 from perfsweep.records import load_sweep
@@ -37,6 +39,15 @@ RUN_FILES = (
 )  # fmt: skip
 SWEEP_FILES = (records.SWEEP, records.RUNS, records.JOBS, records.REPORT)
 EXPLAIN_TABLE = "explain"  # explain=true: each decided comparison's ranked differences (analysis/views/explain.py)
+PUBLISHED_TABLE = "published"  # the sweep beside the published figures, with its verdicts (analysis/views/published.py)
+
+
+def published_tables(sweep_dir: Path) -> list[tuple[str, View]]:
+    """Each published view of the sweep, by the name of its wandb.Table: published, published_2..."""
+    return [
+        (PUBLISHED_TABLE if index == 0 else f"{PUBLISHED_TABLE}_{index + 1}", view)
+        for index, view in enumerate(published_views(sweep_dir))
+    ]
 
 
 def tracker_conf(sweep_dir: Path) -> TrackerConf:
@@ -152,6 +163,8 @@ def log_sweep(sweep_dir: Path, conf: TrackerConf) -> list[str]:
         header, explained = explain.table(explain.views(sweep_dir, runs))
         if explained:
             run.log({EXPLAIN_TABLE: wandb.Table(columns=header, data=explained)})
+        for name, view in published_tables(sweep_dir):
+            run.log({name: wandb.Table(columns=view.fields, data=view.records)})
         artifact = wandb.Artifact(f"records-{sweep_dir.name}", type="perfsweep-records")
         states = [r.state for r in runs]
         counts = {state: states.count(state) for state in (records.DONE, records.FAILED)}

@@ -19,7 +19,7 @@ import numpy as np
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
 from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES, SAME_WORK
-from perfsweep.records import Repro, RunRecord
+from perfsweep.records import DONE, FAILED, Repro, RunRecord
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
@@ -445,6 +445,15 @@ def labels(configs: list[Configuration]) -> dict[tuple, str]:
         return " ".join(parts) or (code_name(run) if len(configs) == 1 else run.name)
 
     return {c.key: label(c.first) for c in configs}
+
+
+def unmeasured(runs: list[RunRecord]) -> list[str]:
+    """The configurations of these runs that none has measured, by label: none done, none failed (pending, running,
+    or in a job that cannot start)."""
+    configs = configurations(runs)
+    named = labels(configs)
+    ended = (DONE, FAILED)
+    return [named[c.key] for c in configs if not any(run.state in ended for run in c.runs)]
 
 
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:

@@ -8,6 +8,7 @@ import sys
 import time
 
 from perfsweep import records
+from perfsweep.analysis import groups
 from perfsweep.analysis.statistics import rounds
 from perfsweep.commands.launching import said
 from perfsweep.commands.until_decided import launch_until_decided
@@ -67,10 +68,12 @@ class Rounds:
     def looked(self, plan: Plan, runs: int) -> None:
         names = [spec.name for spec in plan.runs]
         self.plan, self.runs = plan, runs
-        self.done = [r for r in records.load_sweep(plan.sweep_dir, names) if r.state == records.DONE]
+        every = records.load_sweep(plan.sweep_dir, names)
+        self.done = [r for r in every if r.state == records.DONE]
         configurations = len(plan.runs) / runs
         self.clock.look_ends((len(self.done) - self.done_before) / configurations, time.monotonic())
-        self.last = rounds.look(self.done, runs, self.auto.half_width, len(self.looks))
+        unmeasured = tuple(groups.unmeasured(every))
+        self.last = rounds.look(self.done, runs, self.auto.half_width, len(self.looks), unmeasured)
         print(self.last.line())
 
     def decided(self) -> bool:

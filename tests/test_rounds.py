@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
+from perfsweep.analysis import groups
 from perfsweep.analysis.statistics import rounds
 from perfsweep.analysis.statistics.speedup import ACROSS, Speedup
 from perfsweep.analysis.views import table
@@ -95,6 +96,27 @@ def test_one_run_a_side_is_never_decided():
     rng = np.random.default_rng(1)
     found = rounds.look(synthetic.sweep(synthetic.grid({"subclass": 2.0}), 1, synthetic.Noise(), rng), 1, 0.02, 1)
     assert not found.met and {why for _, why in found.undecided} == {"one run on a side"}
+
+
+def test_a_configuration_that_no_run_has_measured_leaves_the_look_unmet():
+    """Each comparison of the done runs is decided; a configuration queued in a job that cannot start is not: the
+    question about it has no answer yet. A configuration whose runs failed has one: its failure."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 5, steady, np.random.default_rng(1))
+    queued = [
+        dataclasses.replace(r, status=dataclasses.replace(r.status, state=records.PENDING))
+        if r.axes["input_type"] == "tensorbase"
+        else r
+        for r in runs
+    ]
+    done = [r for r in queued if r.state == records.DONE]
+    assert groups.unmeasured(queued) == ["tensorbase"]
+    assert rounds.look(done, 5, 0.02, 3).met, "the premise: the done runs' one comparison is decided"
+    found = rounds.look(done, 5, 0.02, 3, tuple(groups.unmeasured(queued)))
+    assert not found.met
+    assert found.line().endswith("; 1 configuration without a done run yet, compared with nothing: tensorbase")
+    failed = [dataclasses.replace(r, status=dataclasses.replace(r.status, state=records.FAILED)) for r in runs]
+    assert groups.unmeasured(failed) == []
 
 
 class Clock:
@@ -248,7 +270,7 @@ def test_the_wall_time_cap_stops_the_rounds_after_the_look_that_passed_it(tmp_pa
     sweep stops there, 3 rounds run of the 5 the run cap allows, and says which cap stopped it."""
     undecided = rounds.Comparison("broadcast vs loop", Speedup(1.0, 0.8, 1.25, ACROSS, (3, 3)))
     rule = rounds.Rule(0.975, 0.02, 2)
-    monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks: rounds.Look(k, rule, [undecided]))
+    monkeypatch.setattr(rounds, "look", lambda runs, k, half, looks, unmeasured: rounds.Look(k, rule, [undecided]))
     args = [*FUNCTION, "repeats=auto", "auto.max_runs=5", "auto.max_minutes=0.0001", "tracker.mode=disabled"]
     result = launch_here(*args, f"runs_dir={tmp_path}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

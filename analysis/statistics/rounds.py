@@ -29,6 +29,7 @@ from perfsweep.analysis.statistics.speedup import Speedup, percent
 from perfsweep.analysis.statistics.verdict import UNDETERMINED, word
 from perfsweep.conf.schema import AutoConf
 from perfsweep.records import RunRecord
+from perfsweep.records.words import counted
 
 FIRST_LOOK = 3
 
@@ -110,6 +111,7 @@ class Look:
     rounds: int
     rule: Rule
     comparisons: list[Comparison]
+    unmeasured: tuple[str, ...] = ()  # planned configurations with no run done or failed yet: none compared
 
     @property
     def undecided(self) -> list[tuple[Comparison, str]]:
@@ -117,22 +119,34 @@ class Look:
 
     @property
     def met(self) -> bool:
-        return not self.undecided
+        return not self.undecided and not self.unmeasured
 
     def line(self) -> str:
         decided = len(self.comparisons) - len(self.undecided)
         return (
             f"repeats=auto: after {self.rounds} rounds, {decided} of {len(self.comparisons)} comparisons decided "
             f"(intervals at {percent(self.rule.level)}: the 5% error spent over {self.rule.looks} looks)"
+            + self.unmeasured_line()
+        )
+
+    def unmeasured_line(self) -> str:
+        """'; 2 configurations without a done run yet, compared with nothing: ...', or ''."""
+        if not self.unmeasured:
+            return ""
+        return f"; {counted(len(self.unmeasured), 'configuration')} without a done run yet, compared with nothing: " + (
+            ", ".join(self.unmeasured)
         )
 
 
-def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int) -> Look:
-    """The sweep's comparisons from its done runs, at the level each of `looks` looks spends."""
+def look(runs: list[RunRecord], rounds: int, half_width: float, looks: int, unmeasured: tuple[str, ...] = ()) -> Look:
+    """The sweep's comparisons from its done runs, at the level each of `looks` looks spends.
+
+    `unmeasured` names the planned configurations that no run has measured yet: the look is not met while any is.
+    """
     rule = Rule(look_level(looks), half_width, looks)
     names = labels(configurations(runs))
     comparisons = [Comparison(versus.label(names), s) for versus, s in speedups(runs, rule.level)]
-    return Look(rounds, rule, comparisons)
+    return Look(rounds, rule, comparisons, unmeasured)
 
 
 def summary(final: Look, runs: int, minutes: float, stopped: str) -> list[str]:
@@ -155,7 +169,7 @@ def summary(final: Look, runs: int, minutes: float, stopped: str) -> list[str]:
         f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; {why}; "
         f"{len(final.comparisons) - len(final.undecided)} of {len(final.comparisons)} comparisons decided at the "
         f"{percent(final.rule.level)} level of its looks (slower, faster, or the same within "
-        f"-+{percent(final.rule.margin)} of 1.00x)"
+        f"-+{percent(final.rule.margin)} of 1.00x){final.unmeasured_line()}"
     ]
     lines += [f"  undecided: {c.label}: {c.speedup}: {why}" for c, why in final.undecided]
     return lines

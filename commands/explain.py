@@ -75,13 +75,16 @@ def show_explanations(args: argparse.Namespace) -> int:
             print("\n\n".join(map(text, views)))
             print(*unfinished(again, theirs_runs), sep="\n", end="")
             print(*other_code(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
+            print(*words_changed(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
             return 0
     print(
         f"{sweep_dir}: no run has an ops record; its launch runs again with explain=true into {again}: "
         f"{first_time(runs)}; profiling each window makes it longer (a Python loop's operators, many times)"
     )
     status = run_sweep_again(words)
-    print(*other_code(sweep_dir, runs, again, load_sweep(again)), sep="\n", end="")
+    theirs_runs = load_sweep(again)
+    print(*other_code(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
+    print(*words_changed(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
     return status
 
 
@@ -114,6 +117,30 @@ def other_code(sweep_dir, runs, again, theirs) -> list[str]:
         f"\n{again.name} measured other code than {sweep_dir.name}: {changes(differ)}. Its explanations are of that "
         f"code. To explain what {sweep_dir.name} measured, check its code out, move {again} away, and explain again\n"
     ]
+
+
+def words_changed(sweep_dir, runs, again, theirs) -> list[str]:
+    """A line where the launch again decided a comparison otherwise than the sweep did.
+
+    Its explanations are of its own words.
+    """
+    ours, its = (compared_words(folder, found) for folder, found in ((sweep_dir, runs), (again, theirs)))
+    changed = [f"{pair} ({ours[pair]} -> {its[pair]})" for pair in ours if pair in its and ours[pair] != its[pair]]
+    if not changed:
+        return []
+    return [
+        f"\n{again.name} decided otherwise than {sweep_dir.name}: {'; '.join(changed)}. Its explanations are of its "
+        "own runs; their profiled windows measure apart from the sweep's, and more runs a side (repeats=N) decide "
+        "both alike\n"
+    ]
+
+
+def compared_words(sweep_dir, runs) -> dict[str, str]:
+    """Each comparison of the sweep's done runs with its baseline ('subclass vs tensor') -> the word it decided."""
+    from perfsweep.analysis.views import explain
+
+    names, found = explain.decided(sweep_dir, runs)
+    return {f"{names[v.config.key]} vs {names[v.base.key]}": word or "one run a side" for v, _, word in found}
 
 
 def unfinished(sweep_dir, runs) -> list[str]:

@@ -14,7 +14,7 @@ from perfsweep.analysis.render import text
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import explain
 from perfsweep.analysis.views.report import EXPLAIN_SECTION, outline, wandb_report_content
-from perfsweep.commands.explain import other_code, unfinished
+from perfsweep.commands.explain import other_code, unfinished, words_changed
 from perfsweep.records import lifecycle, load_sweep
 from perfsweep.sweeps.pairing import groups
 from perfsweep.train import instrumented as train_run
@@ -352,6 +352,17 @@ def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp
     assert "before-explain measured other code than before: mynet files aaaaaaaa -> bbbbbbbb. Its explanations" in said
     assert f"check its code out, move {again} away, and explain again" in said
     assert other_code(sweep, measured("a"), again, measured("a")) == []
+
+
+def test_a_launch_again_that_decides_otherwise_says_so(tmp_path):
+    """The sweep found the subclass 30% slower; its profiled launch again found no change: its words are its own."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    slower = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(0))
+    alike = synthetic.sweep(synthetic.grid(), 3, steady, np.random.default_rng(1))
+    sweep, again = tmp_path / "before", tmp_path / "before" / "before-explain"
+    (said,) = words_changed(sweep, slower, again, alike)
+    assert "before-explain decided otherwise than before: subclass vs tensor (slower -> " in said, said
+    assert words_changed(sweep, slower, again, slower) == []
 
 
 def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):

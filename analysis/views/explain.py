@@ -29,7 +29,7 @@ from pathlib import Path
 
 from perfsweep import records
 from perfsweep.analysis import machines
-from perfsweep.analysis.groups import Configuration, configurations, labels, speedups
+from perfsweep.analysis.groups import Configuration, Versus, configurations, labels, speedups
 from perfsweep.analysis.kernel_names import short_names
 from perfsweep.analysis.render import Column, View, figure
 from perfsweep.analysis.statistics.rounds import rule_of
@@ -352,15 +352,20 @@ def comparison_view(
     return View(title, above, columns(cuda, shown), shown, notes)
 
 
+def decided(sweep_dir: Path, runs: list[RunRecord]) -> tuple[dict, list[tuple[Versus, Speedup, str]]]:
+    """The done runs' configurations' names, and each comparison with its baseline: its speed-up and word."""
+    done = [r for r in runs if r.state == DONE and r.summary]
+    rule = rule_of(sweep_dir, done)
+    names = labels(configurations(done))
+    return names, [(v, speedup, rule.word(speedup)) for v, speedup in speedups(done, rule.level)]
+
+
 def views(sweep_dir: Path, runs: list[RunRecord]) -> list[View]:
     """A view per comparison with its baseline, for a sweep run with explain=true; none otherwise."""
     if not explained(runs):
         return []
-    done = [r for r in runs if r.state == DONE and r.summary]
-    rule = rule_of(sweep_dir, done)
-    found = speedups(done, rule.level)
-    names = labels(configurations(done))
-    return [comparison_view(v.config, v.base, rule.word(speedup), names, speedup) for v, speedup in found]
+    names, found = decided(sweep_dir, runs)
+    return [comparison_view(v.config, v.base, word, names, speedup) for v, speedup, word in found]
 
 
 def table(shown: list[View]) -> tuple[list[str], list[list[str]]]:

@@ -224,7 +224,7 @@ def _ended(plan, outcome, show: bool, shown: list[str] = ()) -> int:
         left = stranded(plan.sweep_dir) if outcome.not_done or outcome.busy else None  # as status says of them
         show_sweep(plan.sweep_dir, names, plan.settings.tracker, stranded=left)
         if unstarted:
-            print(budget_line(plan, unstarted, unmeasured, shown_runs))
+            print(budget_line(plan, unstarted, unmeasured, shown_runs, set(outcome.skipped)))
     # an earlier launch's runs, in flight still: this launch submitted none of them, so it followed none
     elsewhere = [name for name in set(outcome.busy) - set(outcome.stuck) if statuses[name].state != records.DONE]
     if elsewhere:
@@ -273,7 +273,7 @@ def one_done_run(runs: list) -> tuple[int, int, int]:
     return done.count(1), sum(count > 0 for count in done), len(done)
 
 
-def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) -> str:
+def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list, skipped: set[str] = frozenset()) -> str:
     """What the budget stopped and left unstarted, and why.
 
     It says what the host showed, what is decided, and how to run the rest: where more are left than the budget ran,
@@ -281,6 +281,7 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) 
 
     `unmeasured`: the configurations without a done run.
     `shown_runs`: the sweep's runs, a resume's done ones included.
+    `skipped`: the runs an earlier launch had done, which this one did not run.
     The same budget may leave the unmeasured undone again.
     So the way on is without it.
     """
@@ -295,6 +296,7 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) 
             said.append(f"{len(these)} {verb} ({why})" if why else f"{len(these)} {verb}")
     runs = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
     done = [run for run in runs if run.state == records.DONE]
+    ran = sum(run.name not in skipped for run in done)  # what this launch's budget ran to done
     host = taken(done)
     budget = plan.settings.launcher.budget_s
     head = f"launcher.budget_s={budget:g}" if budget is not None else "an earlier launch's launcher.budget_s"
@@ -310,11 +312,13 @@ def budget_line(plan, unstarted: dict, unmeasured: list[str], shown_runs: list) 
             decided = f"{single} of {measured} configurations with a done run {has} only one: no comparison with "
             decided += "them is decided"
         then = f"{decided}. `{resume}` (or the same command) runs the rest"
-        if len(unstarted) > len(done):  # at this pace the same budget runs part of them
+        if not ran:  # the same budget may run none of them again
+            then = f"{decided}. This launch's budget ran none to done: `{resume} launcher.budget_s=null` runs the rest"
+        elif len(unstarted) > ran:  # at this pace the same budget runs part of them
             then = (
-                f"{decided}. {counted(len(unstarted), 'run')} left, where this launch's budget ran {len(done)} to "
-                f"done: `{resume}` (or the same command) runs about as many more; `{resume} launcher.budget_s=null` "
-                "runs them all"
+                f"{decided}. {counted(len(unstarted), 'run')} left, where this launch's budget ran {ran} to done: "
+                f"`{resume}` (or the same command) runs about as many more; `{resume} launcher.budget_s=null` runs "
+                "them all"
             )
     else:
         which = f"{counted(len(unmeasured), 'configuration')} without a done run" if measured else "no run is done"

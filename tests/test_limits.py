@@ -398,24 +398,27 @@ def test_a_budget_s_runs_beside_done_ones_are_no_failure_and_a_configuration_wit
     more = (f". 4 runs left, where this launch's budget ran 2 to done: `{resume}` (or the same command) runs about as "
             f"many more; `{resume} launcher.budget_s=null` runs them all")  # fmt: skip
     one = "each configuration has one done run: its intervals are within-run, and no comparison is decided" + more
+    none = f". This launch's budget ran none to done: `{resume} launcher.budget_s=null` runs the rest"
     some = "1 of 2 configurations with a done run has only one: no comparison with them is decided" + rest
     resumed = dataclasses.replace(plan, runs=plan.runs[:2])  # a resume plans what is not done, and shows every run
     every = [spec.name for spec in plan.runs]
-    for left, planned, shown, status, said in (
-        (2, plan, (), 0, on),
-        (2, resumed, every, 0, on.replace(rest, more.replace("4 runs", "2 runs").replace("ran 2", "ran 0"))),
-        (3, plan, (), 0, some),
-        (4, plan, (), 0, one),
-        (5, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without),
+    earlier = [spec.name for spec in plan.runs[4:]]  # done by an earlier launch of the same command: skipped
+    for left, planned, shown, status, said, skipped in (
+        (2, plan, (), 0, on, []),
+        (2, resumed, every, 0, on.replace(rest, none), []),
+        (3, plan, (), 0, some, []),
+        (4, plan, (), 0, one, []),
+        (4, plan, (), 0, one.replace(more, none), earlier),
+        (5, plan, (), 1, "1 configuration without a done run: nothing is decided of loop" + without, []),
         (5, dataclasses.replace(plan, runs=plan.runs[:5]), every, 1,
-         "1 configuration without a done run: nothing is decided of loop" + without),
-        (6, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without),
+         "1 configuration without a done run: nothing is decided of loop" + without, []),
+        (6, plan, (), 1, "no run is done: nothing is decided of loop, broadcast" + without, []),
     ):  # fmt: skip
         for spec in plan.runs[:left]:
             lifecycle.stop(plan.sweep_dir / spec.name, records.BUDGET, run_job.SPENT)
         states = {spec.name: records.read_status(plan.sweep_dir / spec.name).state for spec in planned.runs}
         capsys.readouterr()
-        assert _ended(planned, Outcome(states, [], [], [], followed=True), show=True, shown=shown) == status
+        assert _ended(planned, Outcome(states, skipped, [], [], followed=True), show=True, shown=shown) == status
         out = capsys.readouterr().out
         assert out.splitlines()[-1].endswith(said), out[-3000:]
 

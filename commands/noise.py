@@ -273,15 +273,20 @@ def _seen(runs: list[RunRecord]) -> list[Setting]:
 
 
 def others_fix(runs: list[RunRecord]) -> str:
-    """Stop the other processes; or, where the host has CPUs beyond the runs' threads, the command that gives the
-    runs CPUs of their own. Where it has none, the runs would measure another thread count."""
+    """Stop the other processes; or, where this process may use CPUs beyond the runs' threads, the commands that
+    give the runs CPUs of their own. Where it may not, the runs would measure another thread count."""
     stop = "stop them (`top -o %CPU` lists them)"
     threads = max((int(run.threads) for run in runs if run.threads.isdigit()), default=0)
-    cpus = len(os.sched_getaffinity(0))
-    if not threads or cpus <= threads:
-        return f"{stop}: this host's {cpus} CPUs leave none beyond the runs' {threads or '?'} threads to give them"
-    pinned = f"`taskset -c 0-{threads - 1}` before the command"
-    return f"{stop}, or give the runs CPUs of their own, the others the rest: {pinned}"
+    cpus = sorted(os.sched_getaffinity(0))
+    if not threads:
+        return f"{stop}; the runs' thread count is unknown, so no CPUs of their own can be named"
+    if len(cpus) <= threads:
+        return f"{stop}: the {len(cpus)} CPUs here leave none beyond the runs' {threads} threads to give them"
+    theirs, rest = ",".join(map(str, cpus[:threads])), ",".join(map(str, cpus[threads:]))
+    return (
+        f"{stop}, or give the runs CPUs of their own: `taskset -c {theirs}` before the command, and each other "
+        f"process the rest (`taskset -acp {rest} PID`)"
+    )
 
 
 def render(floor: noise.NoiseFloor, wall_s: float) -> str:

@@ -157,17 +157,19 @@ def test_a_neighbour_that_took_some_of_noises_runs_fails_its_check_though_the_me
 
 @pytest.mark.parametrize("cpus", [2, 8])
 def test_the_fix_for_a_neighbour_gives_the_runs_cpus_of_their_own_only_where_the_host_has_more(monkeypatch, cpus):
-    """Runs of 2 threads: on 2 CPUs, pinning would measure another thread count; on 8, it is the command."""
+    """Runs of 2 threads: on 2 CPUs, pinning would measure another thread count; on 8, it names CPUs this process
+    may use."""
     from perfsweep.commands import noise
 
     runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 2, synthetic.Noise(), np.random.default_rng(0))
     runs = [dataclasses.replace(run, env=run.env | {"torch_threads": 2}) for run in synthetic.beside(runs, 0.8)]
-    monkeypatch.setattr(noise.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(noise.os, "sched_getaffinity", lambda pid: set(range(4, 4 + cpus)))  # a cpuset: 4 on
     others = next(s for s in noise._seen(runs) if s.name.startswith("others' CPU"))
     if cpus == 2:
-        assert others.fix.endswith("this host's 2 CPUs leave none beyond the runs' 2 threads to give them"), others
+        assert others.fix.endswith(": the 2 CPUs here leave none beyond the runs' 2 threads to give them"), others
     else:
-        assert others.fix.endswith("`taskset -c 0-1` before the command"), others
+        said = "`taskset -c 4,5` before the command, and each other process the rest (`taskset -acp 6,7,8,9,10,11 PID`)"
+        assert others.fix.endswith(said), others
 
 
 def test_noise_refuses_too_few_processes_and_an_unknown_flag_before_running(tmp_path):

@@ -148,15 +148,16 @@ def show_published(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NOTHING_PUBLISHED
+    status = said_unmeasured(args.sweep_dir, runs, "published view")
     if undecided := [row for row in rows if str(row[-1]).startswith(NOT_DECIDED)]:
         print(
-            f"perfsweep: {args.sweep_dir}: {len(undecided)} of its {len(rows)} published comparisons matched runs of "
-            "several configurations, each row says what parts them: launch each setting into a folder of its own "
+            f"perfsweep: {args.sweep_dir}: {len(undecided)} of its {len(rows)} rows matched runs of several "
+            "configurations, each row says what parts them: launch each setting into a folder of its own "
             "(sweep_name=NAME)",
             file=sys.stderr,
         )
-        return EXIT_UNMEASURED
-    return said_unmeasured(args.sweep_dir, runs, "published view")
+        return max(status, EXIT_UNMEASURED)
+    return status
 
 
 def show_replicates(args: argparse.Namespace) -> int:

@@ -322,7 +322,7 @@ def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_part
     records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [item | {"speedup": 0.77}]})
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 1, "a comparison without an answer is no pass"
-    assert "1 of its 1 published comparisons matched runs of several configurations" in shown.stderr, shown.stderr
+    assert "1 of its 1 rows matched runs of several configurations" in shown.stderr, shown.stderr
 
 
 def test_the_published_command_gives_the_flags_of_the_runs_behind_its_verdicts(tmp_path):

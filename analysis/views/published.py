@@ -277,6 +277,7 @@ def by_setting(runs: list[RunRecord]) -> dict[str, list[RunRecord]]:
 
 
 def _scale(run: RunRecord) -> str:
+    """The scale the run's sweep was launched at: full where it names none."""
     return str(run.fields.get("scale", "full"))
 
 
@@ -288,6 +289,8 @@ def our_setting(source: dict[str, Any], runs: list[RunRecord]) -> str:
     scales = f", scale={scales}" if (scales := scaled(runs)) else ""
     if len(every := sorted({_scale(r) for r in runs}, key=in_order)) > 1:
         scales = f", launches at scales {', '.join(every)} (a row for each)"
+        if "full" in every:  # the full scale's rows are at the published setting
+            return f"{run.device}, {torch}{elsewhere}{scales}"
     otherwise = [f"{key}={value}" for key, value in unlike_setting(source, runs).items()]
     unlike_theirs = f", not the published setting: {', '.join(otherwise)}" if otherwise else ""
     if scales and not unlike_theirs:

@@ -33,10 +33,9 @@ def show_explanations(args: argparse.Namespace) -> int:
         print("\n\n".join(map(text, views)))
         print(*unfinished(sweep_dir, runs), sep="\n", end="")
         return 0
-    if runs and not any(run.state == records.DONE for run in runs):  # it decided nothing; its budget may stop it again
+    if runs and not any(run.state == records.DONE for run in runs):  # it decided nothing; a launch again neither
         raise ValueError(
-            f"{sweep_dir}: no run of it is done, so it decided nothing to explain: `{user_command()} resume "
-            f"{sweep_dir}` runs them (launcher.budget_s=null: without a budget), then explain"
+            f"{sweep_dir}: no run of it is done, so it decided nothing to explain: {_first(sweep_dir, runs)}"
         )
     if runs and not comparisons(configurations(runs)):  # its launch again would plan no comparison either
         raise ValueError(
@@ -86,6 +85,18 @@ def show_explanations(args: argparse.Namespace) -> int:
     print(*other_code(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
     print(*words_changed(sweep_dir, runs, again, theirs_runs), sep="\n", end="")
     return status
+
+
+def _first(sweep_dir, runs) -> str:
+    """What to do before explaining a sweep without a done run: follow its runs, fix their failure, or run them."""
+    from perfsweep import records, user_command
+
+    failed = [run for run in runs if run.state == records.FAILED]
+    if any(run.state == records.RUNNING for run in runs):
+        return f"`{user_command()} status {sweep_dir}` follows its runs; explain once they are done"
+    if failed and len(failed) == len(runs):
+        return f"its runs failed ({failed[0].name}: {failed[0].error_line(limit=120)})"
+    return f"`{user_command()} resume {sweep_dir} launcher.budget_s=null` runs them, then explain"
 
 
 def first_time(runs) -> str:

@@ -335,8 +335,13 @@ def test_explain_of_a_sweep_without_a_done_run_is_refused_before_anything_runs_a
         lifecycle.stop(sweep_dir / run.name, records.BUDGET, "launcher.budget_s: the launch's budget ran out")
     refused = launch_here("explain", str(sweep_dir))
     assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
-    assert f"{sweep_dir}: no run of it is done, so it decided nothing to explain: `perfsweep resume " in refused.stderr
+    said = f"{sweep_dir}: no run of it is done, so it decided nothing to explain: `perfsweep resume {sweep_dir} "
+    assert said + "launcher.budget_s=null` runs them, then explain" in refused.stderr, refused.stderr
     assert not (sweep_dir / "cut-explain").exists()
+    for run in runs:
+        lifecycle.fail(sweep_dir / run.name, records.RunError("RuntimeError", "out of memory"))
+    failed = launch_here("explain", str(sweep_dir))
+    assert failed.returncode == 2 and "its runs failed (" in failed.stderr and "out of memory" in failed.stderr
 
 
 def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp_path):

@@ -592,7 +592,7 @@ def flagged(lines: list[Line], threshold: float) -> list[Line]:
 def suite(matched: list[tuple[Configuration, Configuration]], shared: bool = False) -> str:
     """The geometric mean of the step's speed-ups over every matched configuration, with rounds as the unit.
 
-    Where the runs' hosts differed (`shared`: a SHARED HOST flag), the mean moves with them, and says so.
+    Where the sweeps' hosts differed (`shared`: their others' CPU or steal), the mean moves with them, and says so.
     """
     mean = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
     if mean is None:
@@ -600,7 +600,7 @@ def suite(matched: list[tuple[Configuration, Configuration]], shared: bool = Fal
             f"suite: no geometric mean with an interval: the {len(matched)} configurations share fewer than 2 rounds "
             "on a side in which each has a time above 0 ms (repeats=N gives them more; resume runs those not done)"
         )
-    host = f"; it moves with the hosts, as each line does ({SHARED_HOST} below)" if shared else ""
+    host = "; their hosts differ (above), and it moves with them" if shared else ""
     return (
         f"suite: B's geometric-mean step speed-up over A's, {len(matched)} configurations: {mean} across rounds "
         f"({mean.runs[0]} of A, {mean.runs[1]} of B: a round's configurations move together, so each round counts "
@@ -702,7 +702,7 @@ def compare_runs(
         "--fail-undetermined fails the gate on it); loss "
         f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",
-        suite(matched, bool(shared)),
+        suite(matched, bool(hosts_differ)),
     ]
     sides = (
         ("A", found.only_a, every_a, b, unfinished[1], names[1]),

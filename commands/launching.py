@@ -108,7 +108,7 @@ def floor_line(plan) -> str | None:
     It is of the configuration that measured it.
     It is the paired floor where a comparison's sides share a process, else the floor of runs apart.
     It says where that run's host load is unknown.
-    It is the floor of the time it kept nearest the launch's budget, else of 10 minutes.
+    It is the floor of the longest time it kept within the launch's budget (else its shortest), or of 10 minutes.
     It lists a folder and reads one file.
     """
     from perfsweep.launcher.backends import backend_for
@@ -129,9 +129,9 @@ def floor_line(plan) -> str | None:
     measured = f"{user_command()} noise {measured}"
     blind = ", though what else ran on its host then is unknown" if noise.host_unknown(floor) else ""
     budget = plan.settings.launcher.budget_s if backend_for(plan.settings.launcher).on_this_host else None
-    said_s = noise.SAID_BUDGET_S if budget is None else noise.nearest_budget(spread, budget)
-    during = f"{said_s // 60} min" if said_s >= 60 else f"{said_s} s"
-    during += f" (the nearest to this launch's budget, {budget:g} s)" if budget is not None else ""
+    said_s = noise.SAID_BUDGET_S if budget is None else noise.budget_within(spread, budget)
+    during = noise.BUDGETS.get(said_s, f"{said_s} s")
+    during += f" (the floor kept nearest this launch's budget, {budget:g} s)" if budget is not None else ""
     return (
         f"this machine decides about {noise.decided(spread, said_s)} in {during} of the configuration that "
         f"`{measured}` measured on {floor.measured[:10]}{blind}"

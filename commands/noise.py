@@ -48,7 +48,6 @@ SET_HERE = {
     "tracker.mode": "off",
     "launcher.budget_s": "off: every process runs",
 }
-BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}
 EXIT_SHARED = 3  # measured, not kept: its runs shared the machine
 TOO_SHORT = "its windows were too short for /proc/stat to tell"  # what else ran: unknown, and more steps tell
 STEAL_FIX = "a dedicated host or instance: the hypervisor gives steal away, no setting of the guest stops it"
@@ -310,7 +309,7 @@ def render(floor: noise.NoiseFloor, wall_s: float) -> str:
         "smallest difference a sweep decides at 95% (Kalibera and Jones's plan for the spread above, the spread "
         "between processes at the upper bound of its 95% interval):"
     )
-    for budget, name in BUDGETS.items():
+    for budget, name in noise.BUDGETS.items():
         ways = [f"{way} {noise.decided(getattr(floor, way), budget)}" for way in noise.WAYS]
         lines.append(f"  in {name} of this machine: {', '.join(ways)}")
     lines.append("settings that add noise:")

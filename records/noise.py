@@ -14,7 +14,6 @@ import dataclasses
 import glob
 import hashlib
 import json
-import math
 import platform
 import re
 from importlib import metadata
@@ -24,7 +23,8 @@ from typing import Any
 from perfsweep.records.files import known_fields, write_json
 
 FOLDER = "noise"
-BUDGETS_S = (60, 600, 3600)  # the machine's time a floor is given for
+BUDGETS = {60: "1 min", 600: "10 min", 3600: "1 h"}  # the machine's time a floor is given for, as said
+BUDGETS_S = tuple(BUDGETS)
 SAID_BUDGET_S = 600  # the one a launch names
 WAYS = ("paired", "apart")  # one configuration as both sides of each process, and in a process a run
 DURING = " during its runs"  # the settings its runs' hosts showed: a neighbour, steal
@@ -135,10 +135,11 @@ def torch_version() -> str:
         return "?"
 
 
-def nearest_budget(spread: Spread | None, budget_s: float) -> int:
-    """Of the budgets whose floors the spread keeps, the one nearest `budget_s` (a launch's), as a ratio."""
-    kept = [int(key) for key in (spread.floors if spread else {})] or [SAID_BUDGET_S]
-    return min(kept, key=lambda kept_s: abs(math.log(kept_s / budget_s)))
+def budget_within(spread: Spread | None, budget_s: float) -> int:
+    """Of the budgets whose floors the spread keeps, the longest within `budget_s` (a launch's), else the shortest:
+    a longer one would promise a finer floor than the launch can reach."""
+    kept = sorted(int(key) for key in (spread.floors if spread else {})) or [SAID_BUDGET_S]
+    return max((kept_s for kept_s in kept if kept_s <= budget_s), default=kept[0])
 
 
 def decided(spread: Spread | None, budget_s: int) -> str:

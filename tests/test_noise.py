@@ -83,7 +83,8 @@ def test_noise_prints_its_spreads_budgets_and_settings_and_a_later_launch_names_
     apart = floors.NoiseFloor.from_json(floor).apart  # one configuration, no comparison: its runs are apart
     assert said.startswith(f"this machine decides about {floors.decided(apart, floors.SAID_BUDGET_S)} in 10 min "), said
     budgeted = build_plan([*TINY, "input_type=tensor", "memory_format=contiguous", f"runs_dir={tmp_path}"])
-    within = f"this machine decides about {floors.decided(apart, 60)} in 1 min (the nearest to this launch's budget, "
+    within = f"this machine decides about {floors.decided(apart, 60)} in 1 min (the floor kept nearest this launch's "
+    within += "budget, "
     assert floor_line(budgeted).startswith(within + "50 s) of the configuration"), "the default sweep's budget"
     blind = any(s["noisy"] is None and s["name"].endswith(" during its runs") for s in floor["settings"])
     assert said.endswith(", though what else ran on its host then is unknown") == blind, said
@@ -216,3 +217,10 @@ def test_a_budget_the_launch_alone_outlasts_says_so():
                          floors={"60": None, "600": 0.02}, fixed_s=70.0)  # fmt: skip
     assert floors.decided(slow, 60) == "none: a launch takes 70 s before its first run and after its last"
     assert floors.decided(dataclasses.replace(slow, fixed_s=5.0), 60) == "none: its runs take longer"
+
+
+def test_a_launch_s_floor_is_the_longest_kept_within_its_budget():
+    """A floor of a longer time than the launch has would promise a finer difference than it can decide."""
+    spread = types.SimpleNamespace(floors={"60": 0.02, "600": 0.006, "3600": 0.002})
+    assert [floors.budget_within(spread, s) for s in (50, 599, 700, 7200)] == [60, 60, 600, 3600]
+    assert floors.BUDGETS[floors.budget_within(spread, 7200)] == "1 h"

@@ -220,7 +220,7 @@ class Speedup(Interval):
         """
         if self.replicated or math.isnan(self.p):
             return f"{self.p:.2g}"
-        floor = 2 / (RESAMPLES + 1)
+        floor = resampled_p(0, RESAMPLES)
         return (f"<={floor:.2g}" if self.p <= floor else f"{self.p:.2g}") + f" {WITHIN_RUN}"
 
     def beyond(self, threshold: float) -> str:
@@ -356,10 +356,16 @@ def speedup(
     rng = np.random.default_rng(seed)
     ratios = _resampled_middle(over, rng) / _resampled_middle(of, rng)
     low, high = percentile_interval(ratios, level)
-    # (k + 1) / (B + 1): a p-value of resamples is never 0, however far the resamples lie from 1 (Davison & Hinkley)
     crossed = min(np.sum(ratios <= 1), np.sum(ratios >= 1))
-    p = min(1.0, 2 * (crossed + 1) / (len(ratios) + 1))
-    return Speedup(over.middle / of.middle, low, high, WITHIN_RUN, runs, float(p))
+    return Speedup(over.middle / of.middle, low, high, WITHIN_RUN, runs, resampled_p(int(crossed), len(ratios)))
+
+
+def resampled_p(crossed: int, resamples: int) -> float:
+    """The two-sided p-value of `resamples` ratios, `crossed` of which lie on the far side of 1.
+
+    (k + 1) / (B + 1): it is never 0, however far the resamples lie from 1 (Davison & Hinkley).
+    """
+    return min(1.0, 2 * (crossed + 1) / (resamples + 1))
 
 
 def _resampled_middle(sample: Sample, rng: np.random.Generator) -> np.ndarray:

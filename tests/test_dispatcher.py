@@ -266,3 +266,13 @@ def test_a_followed_launch_names_each_array_it_submitted_once():
     Progress(3, said).submitted(["12_0", "12_1", "13_0"])
     Progress(1, said).submitted([])
     assert said.getvalue() == "submitted as arrays 12, 13\n"
+
+
+def test_a_poll_tells_the_display_how_many_runs_it_found_ended(runs, tmp_path, monkeypatch):
+    """A process's sides end together: the pace of repeats=auto's count takes them all from the first line on."""
+    seen = []
+    monkeypatch.setattr(Progress, "polled", lambda self, ending: seen.append(ending))
+    backend = FakeCluster(LauncherConf(name="slurm"))
+    backend.on_poll = lambda jobs: [job.finish() for job in jobs]
+    dispatch(backend, runs, tmp_path, per_job=2)
+    assert max(seen) == len(runs) == 4, seen

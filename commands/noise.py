@@ -29,7 +29,7 @@ from pathlib import Path
 from perfsweep.commands.launching import launch_plan, machine_here
 from perfsweep.records import DONE, RunRecord, load_sweep, noise
 from perfsweep.sweeps.keys import given_twice, override_key
-from perfsweep.sweeps.plan import Plan, PlanError, build_plan
+from perfsweep.sweeps.plan import IN_THE_RUN, Plan, PlanError, build_plan
 from perfsweep.train.host_settings import Setting, cpu_settings, gpu_settings
 
 PROCESSES = 10  # a way's processes: under a minute in all on a 2-core CPU
@@ -88,7 +88,7 @@ def measure_noise(args: argparse.Namespace) -> int:
         _built(plans)
     except PlanError as error:
         # its one configuration is the user's words: the run's whole settings would show noise's own beside them
-        said = [problem.split("\n  (in the run: ")[0] for problem in error.problems]
+        said = [problem.split(IN_THE_RUN)[0] for problem in error.problems]
         print(f"perfsweep noise: nothing was run:\n{PlanError(said)}", file=sys.stderr)
         return 2
     started, walls = time.perf_counter(), {}

@@ -738,8 +738,11 @@ def compose_runs(
     """
     configs, errors = compose.compose_all(runs, dirs=dirs)
     return configs, [
-        f"{explain(message, sources or {})}{_hint(message)}\n  (in the run: {run})" for message, run in errors.items()
+        f"{explain(message, sources or {})}{_hint(message)}{IN_THE_RUN}{run})" for message, run in errors.items()
     ]
+
+
+IN_THE_RUN = "\n  (in the run: "  # what follows a composition error: its run's settings, as a sweep of many names it
 
 
 _UNKNOWN_OPTION = re.compile(r"Could not find '(\w+)/([^']+)'")

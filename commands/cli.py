@@ -36,6 +36,8 @@ def _holds_a_sweep(path: Path) -> bool:
 
 def sweep_folder(value: str) -> Path:
     """A sweep's folder; for a folder that holds sweeps (runs/), an error that lists them; for another, an error."""
+    from perfsweep import records, user_command
+
     path = Path(value)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"no sweep folder at {path}")
@@ -45,10 +47,10 @@ def sweep_folder(value: str) -> Path:
             raise argparse.ArgumentTypeError(
                 f"{path} holds sweeps, each a folder: {', '.join(inner)} (name one: {path / inner[0]})"
             )
-        if (path / "status.json").is_file() and _holds_a_sweep(path.resolve().parent):
+        if (path / records.STATUS).is_file():  # its folder holds a run's folder: a sweep's
             raise argparse.ArgumentTypeError(
                 f"{path} is a run's folder, of the sweep {path.resolve().parent}: name the sweep's folder "
-                "(`runs SWEEP_DIR` shows each of its runs)"
+                f"(`{user_command()} runs SWEEP_DIR` shows each of its runs)"
             )
         raise argparse.ArgumentTypeError(
             f"{path} is no sweep folder: it holds no sweep.json and no run's folder (a launch prints its sweep's "

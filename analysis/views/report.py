@@ -75,7 +75,7 @@ def html_report(sweep_dir: Path, out: Path | None = None, stranded: dict[str, tu
 
 
 # The report's sections after its table views, in order: heading -> the plot the HTML report shows there (the
-# W&B Report shows the same sections as panels: wandb_report_content).
+# W&B Report shows them as panels, after its results: wandb_report_content).
 PLOT_SECTIONS = {
     "Median time per phase": "phases.png",
     "Speed-up over the baseline": "speedups.png",

@@ -168,3 +168,20 @@ def timed(runs: list[RunRecord], ms: float, rng: np.random.Generator) -> list[Ru
         )
         for run in runs
     ]
+
+
+SUBCLASS_VS_TENSOR = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+
+
+def publish(sweep_dir: Path, comparisons: list[dict]) -> None:
+    """A CPU's published figures of these comparisons, kept in the sweep's folder as a launch keeps a config dir's."""
+    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
+    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": comparisons})
+
+
+def published_sweep(folder: Path, noise: Noise, seed: int) -> Path:
+    """Three runs a configuration, the subclass's 30% slower, beside a CPU's published 0.77x of it: its folder."""
+    runs = sweep(grid({"subclass": 1.3}), 3, noise, np.random.default_rng(seed))
+    sweep_dir = write(runs, folder)
+    publish(sweep_dir, [SUBCLASS_VS_TENSOR | {"speedup": 0.77}])
+    return sweep_dir

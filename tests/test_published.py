@@ -313,13 +313,12 @@ def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_part
     """A folder launched again at another scale holds runs of 3 and of 50 steps: no one figure is ours."""
     runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(6))
     longer = [dataclasses.replace(r, name=f"{r.name}-50", fields=r.fields | {"steps": 50}) for r in runs]
-    item = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
+    item = synthetic.SUBCLASS_VS_TENSOR
     said = published.compare(runs + longer, item)[-1]
     assert said.startswith("not decided: 2 configurations match {'input_type': 'subclass'}, parted by "), said
     assert said.endswith("steps (10, 50)"), said
     sweep_dir = synthetic.write(runs + longer, tmp_path / "sweep")
-    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
-    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [item | {"speedup": 0.77}]})
+    synthetic.publish(sweep_dir, [item | {"speedup": 0.77}])
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 1, "a comparison without an answer is no pass"
     assert "1 of its 1 rows matched runs of several configurations" in shown.stderr, shown.stderr
@@ -328,11 +327,7 @@ def test_a_side_that_names_runs_of_two_settings_is_no_verdict_and_says_what_part
 def test_the_published_command_gives_the_flags_of_the_runs_behind_its_verdicts(tmp_path):
     """Its verdicts rest on noisy runs: alone, as beside the table in a launch, it says so."""
     noisy = synthetic.Noise(run_sd=0.01, step_sd=0.3, bimodal=0.0)
-    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, noisy, np.random.default_rng(8))
-    sweep_dir = synthetic.write(runs, tmp_path / "sweep")
-    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
-    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
-    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    sweep_dir = synthetic.published_sweep(tmp_path / "sweep", noisy, seed=8)
     shown = launch_here("published", str(sweep_dir))
     assert shown.returncode == 0, shown.stderr
     assert "| subclass vs Tensor |" in shown.stdout and "as the table's:\nNOISY " in shown.stdout, shown.stdout
@@ -342,9 +337,8 @@ def test_published_exits_1_where_a_comparison_is_not_measured_and_2_where_nothin
     """A sweep cut short: its subclass runs never finished. Then a folder of no published sweep, and an empty one."""
     runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 2, synthetic.Noise(), np.random.default_rng(8))
     sweep_dir = synthetic.write(runs, tmp_path / "sweep")
-    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
-    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
-    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    comparison = synthetic.SUBCLASS_VS_TENSOR
+    synthetic.publish(sweep_dir, [comparison | {"speedup": 0.77}])
     for run in (r for r in runs if r.axes["input_type"] == "subclass"):
         (sweep_dir / run.name / records.STEPS).unlink()
         lifecycle.stop(sweep_dir / run.name, "interrupt", "Ctrl-C")
@@ -376,9 +370,8 @@ def test_a_launchs_published_view_rests_on_its_own_runs_in_a_folder_of_other_lau
             [dataclasses.replace(r, name=f"{scale}-{r.name}", fields=r.fields | {"scale": scale}) for r in runs]
         )
     sweep_dir = synthetic.write([*launches[0], *launches[1]], tmp_path / "sweep")
-    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
-    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
-    records.write_json(sweep_dir / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    comparison = synthetic.SUBCLASS_VS_TENSOR
+    synthetic.publish(sweep_dir, [comparison | {"speedup": 0.77}])
     whole = published.view(sweep_dir)
     rows = {row[0]: row[-1] for row in whole.items}
     assert list(rows) == [f"subclass vs Tensor, scale={scale}" for scale in ("cpu", "smoke")], rows

@@ -411,11 +411,7 @@ def test_the_sweep_run_holds_the_published_verdicts_and_the_report_their_section
     from perfsweep.conf.schema import TrackerConf
 
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
-    runs = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(8))
-    sweep = synthetic.write(runs, tmp_path / "sweep")
-    comparison = {"label": "subclass vs Tensor", "of": {"input_type": "subclass"}, "over": {"input_type": "tensor"}}
-    source = {"title": "t", "device": "cpu", "hardware": "h", "software": "s", "source": "x"}
-    records.write_json(sweep / records.PUBLISHED, source | {"comparisons": [comparison | {"speedup": 0.77}]})
+    sweep = synthetic.published_sweep(tmp_path / "sweep", steady, seed=8)
     records.write_json(sweep / records.SWEEP, {"uid": "ab12cd34", "runs": {}, "launches": []})
     assert wandb_sweep.log_sweep(sweep, TrackerConf(mode="offline")) == []
     (found,) = sweep.glob("wandb/offline-run-*/files/media/table/published_*.table.json")

@@ -143,6 +143,23 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
             assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
 
 
+def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_regression():
+    """Two sweeps of the same code minutes apart: each configuration's step 25% slower in B, the machine's fixed
+    workload unmoved. Each sweep's spread between its processes holds none of what moved between the sweeps: no
+    configuration stayed put to tell the code's change from the moment's. The gate fails (3), unconfirmed."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(9)
+    a = synthetic.sweep(synthetic.grid(), 3, steady, rng)
+    b = synthetic.sweep({key: level * 1.25 for key, level in synthetic.grid().items()}, 3, steady, rng)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_POSSIBLE, shown.flags
+    steps = {line.flag for line in shown.items if line.phase == "step"}
+    assert steps == {"POSSIBLE REGRESSION (moved together)"}, steps
+    (said,) = [flag for flag in shown.flags if flag.startswith("MOVED TOGETHER: ")]
+    assert said.startswith("MOVED TOGETHER: every configuration's step moved alike, slower in B, by the suite's 0.7")
+    assert said.endswith("may show the machine, not the code: run the sweeps again one after the other, then compare")
+
+
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():
     rng = np.random.default_rng(18)
     a = [dataclasses.replace(r, fields=r.fields | {"cost.per_hour": 2.5}) for r in sweep(synthetic.grid(), rng)]

@@ -108,15 +108,17 @@ def test_outlier_steps_are_counted_not_dropped():
     assert s.outliers == 5 and s.n == 100 and s.median == pytest.approx(10.05, abs=0.01)
 
 
-def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200, repeats=1):
-    """A sweep folder in perfsweep's record format, with step times drawn around `scale` x 10 ms, each of its two
-    configurations run `repeats` times (each run 1% off the truth, as processes differ)."""
+def write_sweep(root, name, scale, seed, loss=2.0, compile_name="eager", n=200, repeats=1, slowed=None):
+    """A sweep folder in perfsweep's record format, with step times drawn around `scale` x 10 ms (the input type
+    `slowed`'s alone, where given), each of its two configurations run `repeats` times (each run 1% off the truth,
+    as processes differ)."""
     rng = np.random.default_rng(seed)
     for input_type, replicate in [(t, r) for r in range(repeats) for t in ("tensor", "subclass")]:
         run = f"{input_type}-run" + (f"-replicate={replicate}" if repeats > 1 else "")
         folder = root / name / run
         folder.mkdir(parents=True)
-        factor = scale * (1.3 if input_type == "subclass" else 1.0) * rng.lognormal(0, 0.01)
+        scaled = scale if slowed in (None, input_type) else 1.0
+        factor = scaled * (1.3 if input_type == "subclass" else 1.0) * rng.lognormal(0, 0.01)
         rows = []
         for step in range(n):
             row = {f"{p}_ms": factor * rng.normal(2.5, 0.05) for p in PHASES}
@@ -261,7 +263,7 @@ def test_compare_names_the_side_and_the_replicates_whose_losses_are_not_finite()
 @pytest.mark.parametrize(("repeats", "status"), [(3, 5), (1, 7)], ids=["confirmed", "possible"])
 def test_a_loss_change_beside_a_slowdown_adds_4_to_the_slowdowns_exit_status(tmp_path, repeats, status):
     a = write_sweep(tmp_path, "a", 1.0, seed=1, loss=2.0, repeats=repeats)
-    b = write_sweep(tmp_path, "b", 1.1, seed=2, loss=2.5, repeats=repeats)
+    b = write_sweep(tmp_path, "b", 1.1, seed=2, loss=2.5, repeats=repeats, slowed="subclass")
     assert compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)[1] == status
     assert compare.timing(status) == (compare.EXIT_REGRESSION if repeats > 1 else compare.EXIT_POSSIBLE)
 

@@ -33,6 +33,7 @@ from perfsweep.analysis.statistics.verdict import SLOWER, UNDETERMINED, reaches
 from perfsweep.analysis.views.compare import (
     FAILED_IN_B,
     MACHINE_MOVED,
+    MOVED_TOGETHER,
     NOT_DONE,
     SHARED_HOST,
     UNMATCHED,
@@ -55,13 +56,15 @@ def changed(view: View) -> bool:
 
     A line left UNDETERMINED is no change.
     It comes with nothing changed too.
-    SHARED HOST and MACHINE MOVED say what flagged lines may show: with no change flagged, they qualify none.
+    SHARED HOST, MACHINE MOVED and MOVED TOGETHER say what flagged lines may show: with no change flagged, they
+    qualify none.
     Runs not done in compared configurations are no change either (a launch's budget left them), but B's failed ones.
     """
+    qualifiers = (SHARED_HOST, MACHINE_MOVED, MOVED_TOGETHER)
     standing = [
         flag
         for flag in view.flags
-        if not flag.startswith((SHARED_HOST, MACHINE_MOVED)) and (NOT_DONE not in flag or flag.startswith(FAILED_IN_B))
+        if not flag.startswith(qualifiers) and (NOT_DONE not in flag or flag.startswith(FAILED_IN_B))
     ]
     return bool(standing) or any(line.flag and not unconfirmed(line) for line in view.items)
 

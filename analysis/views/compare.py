@@ -40,6 +40,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's; such a REGRESSION
                            is a POSSIBLE REGRESSION (machine moved)
+    MOVED TOGETHER         where the sweeps' settings are the same and every configuration's step is flagged
+                           the same way: no configuration stayed put to tell the code from the machine's moment;
+                           such a REGRESSION is a POSSIBLE REGRESSION (moved together)
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -124,6 +127,7 @@ EXIT_NOTHING_COMPARED = 2  # no configuration matched
 SHARED_HOST = "SHARED HOST"
 OPTIONS = Path(conf.__file__).parent  # perfsweep's own options of each config group: conf/<group>/<option>.yaml
 MACHINE_MOVED = "MACHINE MOVED"
+MOVED_TOGETHER = "MOVED TOGETHER"  # every configuration moved by one factor, as a machine or a moment moves them
 NOT_DONE = "not done in configurations compared on their done runs"  # short_of's line
 FAILED_IN_B = "FAILED IN B"  # short_of's line where B's runs failed: what B's code may do
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
@@ -687,6 +691,10 @@ def compare_runs(
     if machine is not None:
         slowed = "B" if machine.value < 1 else "A"
         lines = [as_possible(line, slowed, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
+    together = moved_together(matched, lines) if machine is None and not found.differ else None
+    if together is not None:
+        slowed = "B" if together.value < 1 else "A"
+        lines = [as_possible(line, slowed, MOVED_TOGETHER) if meets(line, together) else line for line in lines]
     suspect = [line for line in lines if (line.configuration, line.phase) not in held]
     shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
     shown = lines + losses
@@ -711,6 +719,7 @@ def compare_runs(
     flags = (
         shared
         + machine_moved(lines, machine)
+        + moved_alike(lines, together)
         + [
             (f"{UNMATCHED}: " if unmatched and side == "A" else "")
             + without_match(configs, every, other, found.differ, side, Unfinished(left, folder), of)
@@ -818,24 +827,58 @@ def quiet_hold(shown: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
     ]
 
 
+def moved_together(matched: list[tuple[Configuration, Configuration]], lines: list[Line]) -> Speedup | None:
+    """B's speed-up over A common to every configuration's step, where each moved the same way; else None.
+
+    A machine, or a moment on it, moves every configuration alike: a sweep's spread between its processes, run
+    minutes apart, holds none of it.
+    It needs two or more configurations, each step flagged the same way (every one a regression, or every one an
+    improvement), and a suite speed-up whose interval excludes 1.
+    A configuration that stayed put is a control: it shows the others' change is the code's.
+    """
+    steps = [line for line in lines if line.phase == "step"]
+    ways = {"REGRESSION" in line.flag if line.flag and not unconfirmed(line) else None for line in steps}
+    if len(matched) < 2 or len(steps) < len(matched) or len(ways) != 1 or None in ways:
+        return None
+    common = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
+    return None if common is None or common.low <= 1 <= common.high else common
+
+
 def machine_moved(lines: list[Line], machine: Speedup | None) -> list[str]:
     """Where the machine ran the fixed workload slower or faster in one sweep: the flagged lines that may show it.
 
     `machine` is B's speed-up on that workload.
     Those lines' intervals meet the machine's (`meets`).
     """
-    if machine is None:
+    return moved_flag(lines, machine, MACHINE_MOVED, "the machine ran slower in {side} (above)")
+
+
+def moved_alike(lines: list[Line], common: Speedup | None) -> list[str]:
+    """Where every configuration moved by one factor (`moved_together`): the flagged lines that may show it."""
+    return moved_flag(
+        lines,
+        common,
+        MOVED_TOGETHER,
+        f"every configuration's step moved alike, slower in {{side}}, by the suite's {common}, as a machine or a "
+        "moment moves them (a change of the code that slows each alike reads so too)",
+    )
+
+
+def moved_flag(lines: list[Line], moved: Speedup | None, name: str, how: str) -> list[str]:
+    """The flag of a move that slowed one sweep's every line (`how`, with {side} for that sweep), naming the lines
+    flagged that may show it; [] where none does."""
+    if moved is None:
         return []
-    near = [line.flag for line in lines if meets(line, machine)]
-    slower_in = "B" if machine.value < 1 else "A"
+    near = [line.flag for line in lines if meets(line, moved)]
+    slower_in = "B" if moved.value < 1 else "A"
     suspect = explicable(near, slower_in)
     if slower_in == "B" and any(flag.startswith(UNDETERMINED_FLAG) for flag in near):
         suspect.append(UNDETERMINED_FLAG)  # B maybe slower: more runs on that machine would not decide it
     if not suspect:
         return []
     return [
-        f"{MACHINE_MOVED}: the machine ran slower in {slower_in} (above), so the lines flagged {', '.join(suspect)} "
-        "may show the machine, not the code: run the sweeps again one after the other, then compare"
+        f"{name}: {how.format(side=slower_in)}, so the lines flagged {', '.join(suspect)} may show the machine, not "
+        "the code: run the sweeps again one after the other, then compare"
     ]
 
 

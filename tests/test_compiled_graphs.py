@@ -10,7 +10,7 @@ from perfsweep.analysis.views import export, plots, replicates
 from perfsweep.analysis.views.table import view
 from perfsweep.conf.schema import CompileConf
 from perfsweep.records import load_sweep
-from perfsweep.train.compiled_graphs import compiled_graphs
+from perfsweep.train.compiled_graphs import compiled_graphs, graph_breaks, watch_recompiles
 from tests.helpers import write_run
 from tests.untraceable import Tagged
 
@@ -40,6 +40,13 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     (flag,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
     assert flag.startswith("NOT COMPILED eager_after_all: torch.compile ran none of its ops in a compiled graph")
     assert "its process: Unsupported tensor subclass overridden attribute access (3); graph break in loop (1)." in flag
+    limit = "Dynamo's recompile_limit (8) hit at 'forward' (models.py:16): its further variants run eagerly"
+    summary = records.read_json(sweep / "eager_after_all" / records.SUMMARY)
+    summary["compiled"]["graph_breaks"] |= {limit: 1}
+    records.write_json(sweep / "eager_after_all" / records.SUMMARY, summary)
+    (hit,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
+    assert f"its process: {limit} (1); Unsupported" in hit, "the limit first: past it, every variant runs eagerly"
+    assert hit.endswith("give each compiled configuration a process of its own (pairing=process)"), hit
     shown = view(sweep)
     column = next(i for i, header in enumerate(shown.header) if header.startswith("vs "))
     cells = {row[shown.header.index("input_type")]: row[column] for row in shown.rows}
@@ -71,3 +78,23 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
         "eager_after_all": "compile:default NOT COMPILED",
         "unknown": "compile:default",
     }
+
+
+def test_a_function_past_dynamo_s_recompile_limit_is_named_and_a_paired_process_gets_a_limit_a_side(monkeypatch):
+    """Past its limit (8 variants) a function runs eagerly, with no graph break counted: its warning is counted.
+    A process of two compiled sides, each compiling variants of one model's code, gets twice the limit."""
+    import torch._dynamo
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 8)
+    watch_recompiles(1)
+    varied = torch.compile(lambda x: x * 2 + 1, backend="eager", dynamic=False)
+    for size in range(1, 11):  # a variant a size
+        varied(torch.ones(size))
+    (hit,) = [reason for reason in graph_breaks() if reason.startswith("Dynamo's recompile_limit (8) hit at ")]
+    assert hit.endswith(": its further variants run eagerly"), hit
+    watch_recompiles(2)
+    assert torch._dynamo.config.recompile_limit == 16
+    again = torch.compile(lambda x: x * 3 + 1, backend="eager", dynamic=False)
+    for size in range(1, 11):
+        again(torch.ones(size))
+    assert [reason for reason in graph_breaks() if "recompile_limit" in reason] == [hit], "within a side's limit each"

@@ -14,8 +14,11 @@ Both are torch's own records, read as torch 2.x writes them.
 Where either is missing, the count is unknown.
 Graph breaks are counted per process, not per model.
 A paired process's sides share them.
+Dynamo's recompile limit counts among them: past it, a function's further variants run eagerly.
+Its sides compile variants of one model's code: a paired process holds as many of them as its compiled sides.
 """
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -27,6 +30,41 @@ from perfsweep.conf.schema import CompileConf
 from perfsweep.records import Compiled
 
 REGION = "Torch-Compiled Region: "  # torch/_dynamo/convert_frame.py: a compiled frame's name in the profiler
+LIMIT_HIT = "torch._dynamo hit config."  # convert_frame's warning where a function passes its recompile limit
+DEFAULT_RECOMPILE_LIMIT = 8  # torch's recompile_limit: the variants of one function a side may compile
+
+
+class _LimitHits(logging.Filter):
+    """Each recompile limit Dynamo's warnings say it hit in this process, with the function: 'recompile_limit (8)
+    at forward (models.py:16)' -> times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hits: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(LIMIT_HIT):
+            lines = record.getMessage().splitlines()
+            limit = lines[0].removeprefix(LIMIT_HIT)
+            where = lines[1].split("function: ", 1)[-1].strip() if len(lines) > 1 else "?"
+            said = f"Dynamo's {limit} hit at {where}: its further variants run eagerly"
+            self.hits[said] = self.hits.get(said, 0) + 1
+        return True
+
+
+_HITS = _LimitHits()
+
+
+def watch_recompiles(compiled_sides: int) -> None:
+    """Count Dynamo's recompile-limit hits as graph breaks, and give a process of `compiled_sides` compiled sides the
+    limit of each: every side compiles variants of the same code (its mode, its autocast)."""
+    import torch._dynamo
+
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    if _HITS not in logger.filters:
+        logger.addFilter(_HITS)
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, DEFAULT_RECOMPILE_LIMIT * compiled_sides)
 
 
 def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | None:
@@ -74,4 +112,4 @@ def graph_breaks() -> dict[str, int]:
     for reason, count in counters["graph_break"].items():
         first = str(reason).strip().splitlines()[0] if str(reason).strip() else "(no reason given)"
         found[first] = found.get(first, 0) + count
-    return found
+    return found | _HITS.hits

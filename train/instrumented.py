@@ -28,7 +28,7 @@ from perfsweep.sweeps.spec import RunSpec
 from perfsweep.train import checks, gpu_state, host_state, user_targets
 from perfsweep.train.build import configure_backends, resolve_device
 from perfsweep.train.catalog import fastai_modules, workload_class
-from perfsweep.train.compiled_graphs import compiled_graphs
+from perfsweep.train.compiled_graphs import compiled_graphs, watch_recompiles
 from perfsweep.train.contract import ContractError
 from perfsweep.train.env import clocks, environment, imported_elsewhere, neighbours, process_started_at, user_code
 from perfsweep.train.flops import count_flops, peak_flops, peak_table_module
@@ -371,6 +371,8 @@ def prepare_sides(sides: list[Side]) -> torch.device:
     differs = [line for line, mine in zip(differs, switches, strict=True) if mine != switches[0]]
     if differs:
         raise PairingError(f"the sides set different process-wide switches ({'; '.join(differs)})")
+    if (compiled := sum(side.spec.config.compile.enabled for side in sides)) > 1:
+        watch_recompiles(compiled)
     return devices[0]
 
 

@@ -19,6 +19,7 @@ import torch
 from perfsweep.conf.schema import CompileConf, RunConf
 from perfsweep.records.run import STEP_SUMMARY
 from perfsweep.train import user_targets
+from perfsweep.train.compiled_graphs import watch_recompiles
 from perfsweep.train.registry import Registry
 from perfsweep.train.timing import StepClock
 
@@ -32,6 +33,7 @@ def compiled(fn: Any, conf: CompileConf) -> Any:
     """
     if not conf.enabled:
         return fn
+    watch_recompiles(1)
     return torch.compile(fn, mode=conf.mode, backend=conf.backend, fullgraph=conf.fullgraph)
 
 

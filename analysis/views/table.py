@@ -537,11 +537,19 @@ def ran_eagerly(run: RunRecord) -> str:
     compiled = (run.summary.compiled if run.summary else None) or {}
     if compiled.get("graphs_run") != 0:
         return ""
-    breaks = sorted((compiled.get("graph_breaks") or {}).items(), key=lambda item: -item[1])
+    # a recompile limit that was hit first: past it, each further variant runs eagerly
+    breaks = sorted(
+        (compiled.get("graph_breaks") or {}).items(), key=lambda item: ("recompile_limit" not in item[0], -item[1])
+    )
     said = "; ".join(f"{reason} ({count})" for reason, count in breaks[:2]) or "none counted"
+    fix = (
+        "give each compiled configuration a process of its own (pairing=process)"
+        if breaks and "recompile_limit" in breaks[0][0]
+        else "compile.fullgraph=true makes the first break an error that names its line"
+    )
     return (
         f"torch.compile ran none of its ops in a compiled graph: its times are eager ones. Dynamo's graph breaks in "
-        f"its process: {said}. compile.fullgraph=true makes the first break an error that names its line"
+        f"its process: {said}. {fix}"
     )
 
 

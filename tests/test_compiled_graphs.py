@@ -98,3 +98,19 @@ def test_a_function_past_dynamo_s_recompile_limit_is_named_and_a_paired_process_
     for size in range(1, 11):
         again(torch.ones(size))
     assert [reason for reason in graph_breaks() if "recompile_limit" in reason] == [hit], "within a side's limit each"
+
+
+def test_compare_flags_a_configuration_that_compiled_in_a_and_ran_eagerly_in_b(tmp_path):
+    """A change that breaks compiling may leave the times within the threshold: the gate fails (3) all the same."""
+    from perfsweep.analysis.views import compare
+
+    for side, graphs in (("a", 2), ("b", 0)):
+        write_run(tmp_path / side, "compiled", "tensor", "contiguous", 100.0)
+        summary = records.read_json(tmp_path / side / "compiled" / records.SUMMARY)
+        compiled = {"backend": "inductor", "graphs_run": graphs, "graph_breaks": {}}
+        records.write_json(tmp_path / side / "compiled" / records.SUMMARY, summary | {"compiled": compiled})
+    shown, status = compare.compare(tmp_path / "a", tmp_path / "b", threshold=0.05, loss_tolerance=0.05)
+    assert [(line.phase, line.flag) for line in shown.items if line.flag] == [("compiled graphs", "NOT COMPILED IN B")]
+    assert compare.timing(status) == compare.EXIT_POSSIBLE
+    _, back = compare.compare(tmp_path / "b", tmp_path / "a", threshold=0.05, loss_tolerance=0.05)
+    assert back == 0, "compiled again in B: no flag"

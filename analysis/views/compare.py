@@ -40,6 +40,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's; such a REGRESSION
                            is a POSSIBLE REGRESSION (machine moved)
+    NOT COMPILED IN B      a compiled configuration whose runs in B ran none of its ops in a compiled graph,
+                           where A's did: its times are eager ones; exit 3, as a possible regression
     MOVED TOGETHER         where the sweeps' settings are the same and every configuration's step is flagged
                            the same way: no configuration stayed put to tell the code from the machine's moment;
                            such a REGRESSION is a POSSIBLE REGRESSION (moved together)
@@ -116,6 +118,7 @@ from perfsweep.analysis.statistics.speedup import (
 )
 from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDETERMINED, UNDETERMINED_FLAG, flag
 from perfsweep.analysis.views.explain import explained, largest
+from perfsweep.analysis.views.table import ran_eagerly
 from perfsweep.records import DONE, FAILED, RUNNING, Repro, RunRecord, load_sweep
 from perfsweep.records.words import counted
 
@@ -131,6 +134,8 @@ MOVED_TOGETHER = "MOVED TOGETHER"  # every configuration moved by one factor, as
 NOT_DONE = "not done in configurations compared on their done runs"  # short_of's line
 FAILED_IN_B = "FAILED IN B"  # short_of's line where B's runs failed: what B's code may do
 LOSS_FLAGS = ("LOSS CHANGED", "NON-FINITE LOSS")
+# B's runs of a compiled configuration ran none of its ops in a compiled graph, where A's did: a possible regression
+NOT_COMPILED_IN_B = "NOT COMPILED IN B"
 NOT_COMPARED = ("sweep", "sweep_name", "runs_dir", "scale", *MEASURING, "label", "order")
 # What a step does: sweeps whose runs differ in it time different work, so their runs are never matched.
 WORK = ("workload.name",)
@@ -697,7 +702,12 @@ def compare_runs(
         lines = [as_possible(line, slowed, MOVED_TOGETHER) if meets(line, together) else line for line in lines]
     suspect = [line for line in lines if (line.configuration, line.phase) not in held]
     shared = shared_host(hosts_differ, suspect, side, bool(held)) + quiet_hold(held)
-    shown = lines + losses
+    eager = [
+        Line(names_a[ca.key], "compiled graphs", f"{len(ca.runs)}/{len(cb.runs)}", flag=NOT_COMPILED_IN_B)
+        for ca, cb in matched
+        if any(ran_eagerly(run) for run in cb.runs) and not any(ran_eagerly(run) for run in ca.runs)
+    ]
+    shown = lines + losses + eager
     unmatched = beyond(len(found.only_a), len(every_a), max_unmatched)
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
@@ -995,13 +1005,15 @@ def nothing_matched(
 def exit_status(lines: list[Line]) -> int:
     """What the flags say, as the module's table of exit statuses gives it.
 
-    The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION, else 0.
+    The step time's part is 1 for a REGRESSION, else 3 for a POSSIBLE REGRESSION or a configuration NOT COMPILED
+    IN B, else 0.
     A loss flag adds EXIT_LOSS; an UNDETERMINED slowdown adds EXIT_UNDETERMINED.
     Configurations without a match (EXIT_UNMATCHED) are compare_runs' to add.
     """
     flags = [line.flag for line in lines]
     confirmed = any(f.startswith("REGRESSION") for f in flags)
-    slowdown = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if any(f.startswith("POSSIBLE") for f in flags) else 0
+    possible = any(f.startswith(("POSSIBLE", NOT_COMPILED_IN_B)) for f in flags)
+    slowdown = EXIT_REGRESSION if confirmed else EXIT_POSSIBLE if possible else 0
     loss = EXIT_LOSS if any(f.startswith(LOSS_FLAGS) for f in flags) else 0
     return slowdown + loss + (EXIT_UNDETERMINED if any(f.startswith(UNDETERMINED_FLAG) for f in flags) else 0)
 

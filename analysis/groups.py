@@ -169,6 +169,12 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     value = next(iter(named)) if value not in values and len(named) == 1 else value
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
+    if len(values) < 2:  # every run at the one value: compared along it, none has a comparison
+        varied = [a for a in axes if len({r.axis(a) for r in runs}) > 1]
+        raise ValueError(
+            f"--vs {vs}: every run of this sweep ran {axis}={value}: nothing to compare along it; the axes it varies: "
+            f"{', '.join(varied) or 'none'}"
+        )
     return [dataclasses.replace(r, baselines={axis: value}) for r in runs]
 
 

@@ -134,6 +134,8 @@ def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
         ("compiled=eager", "'compiled' is not an axis"),
         ("memory_format=cl", "memory_format='cl'"),
         ("memory_format", "--vs memory_format=VALUE; its values: channels_last, contiguous"),
+        # an axis at one value: compared along it, no row has a comparison, and the sweep's own would be gone
+        ("compile=eager", "every run of this sweep ran compile=eager: nothing to compare along it; the axes it varies"),
     ]
     for vs, named in refused:
         assert analysis_cli(["table", str(sweep), "--vs", vs]) == 2

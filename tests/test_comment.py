@@ -174,3 +174,13 @@ def test_a_configuration_of_a_without_a_match_in_b_is_in_the_headline_that_fails
     assert shown.returncode & compare.EXIT_UNMATCHED, shown.stdout
     head = shown.stdout.splitlines()[0]
     assert head.endswith("; 1 of A's 3 configurations without a match in B (UNMATCHED)"), head
+
+
+def test_a_final_loss_that_changed_leads_the_headline_before_a_slowdown_left_undetermined():
+    """The loss fails the gate (exit 4 added); the undetermined line does not: the headline says the loss first."""
+    wide = Speedup(1.02, 0.66, 1.59, ACROSS, (3, 3))
+    flag = verdict.flag(wide, False, 0.05)
+    assert flag.startswith("UNDETERMINED"), flag
+    moved = [Line("PassThrough", "step", "3/3", 5.2, 5.1, wide, True, flag=flag)]
+    said = comment.headline(moved, undetermined=1, losses=True)
+    assert said.startswith("a final loss changed; possibly slower in PassThrough: "), said

@@ -113,6 +113,8 @@ def _largest(line: Line) -> tuple[int, float]:
 def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False) -> str:
     """The largest flagged change of the step; else whether the step stayed within the noise or went undecided.
 
+    A final loss that changed comes first: it fails the gate.
+
     `shared`: one sweep's host was shared and the other's not (compare's SHARED HOST).
     """
     if moved:
@@ -131,7 +133,7 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
         said = f"no change decided: {undetermined} undetermined ({way})"
     else:
         said = "no change beyond noise"
-    return said + ("; a final loss changed" if losses else "")
+    return ("a final loss changed; " if losses else "") + said  # a loss fails the gate, whatever the times say
 
 
 def _table(lines: list[Line]) -> str:

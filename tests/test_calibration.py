@@ -76,6 +76,11 @@ def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise
     assert set(verdicts) <= {"reproduced", "undetermined", "contradicted"}
 
 
+def with_code(runs: list, files: str) -> list:
+    """The runs, as runs of another version of the code under test: its files' hash, `files` twelve times."""
+    return [dataclasses.replace(r, status=dataclasses.replace(r.status, code={"mylib": files * 12})) for r in runs]
+
+
 def ten_percent_slower(seed: int, trials: int = 200, slowed: str | None = None) -> list[int]:
     """compare's exit statuses where each configuration of the candidate is 10% slower (of the input type `slowed`
     alone, where given): six configurations at the default repeats, with a 2% spread between runs."""
@@ -84,7 +89,7 @@ def ten_percent_slower(seed: int, trials: int = 200, slowed: str | None = None) 
     levels = synthetic.grid(formats=("contiguous", "channels_last"))
     slower = {key: level * (1.1 if slowed in (None, key[0]) else 1.0) for key, level in levels.items()}
     sides = (
-        (synthetic.sweep(levels, REPEATS, noise, rng), synthetic.sweep(slower, REPEATS, noise, rng))
+        (synthetic.sweep(levels, REPEATS, noise, rng), with_code(synthetic.sweep(slower, REPEATS, noise, rng), "b"))
         for _ in range(trials)
     )
     return [compare.compare_runs(a, b, 0.05, 0.05, fail_undetermined=True)[1] for a, b in sides]
@@ -92,13 +97,9 @@ def ten_percent_slower(seed: int, trials: int = 200, slowed: str | None = None) 
 
 @pytest.mark.slow
 def test_a_ten_percent_slowdown_with_a_two_percent_run_spread_is_found_at_least_80_percent_of_the_time():
-    """The family's error control must not cost the power to see it: the gate fails (exit 1 or 3).
-
-    Where every configuration moved alike, as a machine or a moment moves them, the move may be theirs: possible.
-    Where a configuration stayed put, it is a control, and the others' slowdown is confirmed wherever flagged.
-    """
-    flagged = (compare.EXIT_REGRESSION, compare.EXIT_POSSIBLE)
-    assert np.mean([compare.timing(status) in flagged for status in ten_percent_slower(4)]) >= 0.8
+    """The family's error control must not cost the power to see it, where every configuration slowed or some."""
+    found = [compare.timing(status) == compare.EXIT_REGRESSION for status in ten_percent_slower(4)]
+    assert np.mean(found) >= 0.8
     controlled = [compare.timing(status) for status in ten_percent_slower(4, slowed="subclass")]
     assert compare.EXIT_POSSIBLE not in controlled and compare.EXIT_REGRESSION in controlled
 

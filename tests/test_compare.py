@@ -145,8 +145,9 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
 
 def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_regression():
     """Two sweeps of the same code minutes apart: each configuration's step 25% slower in B, the machine's fixed
-    workload unmoved. Each sweep's spread between its processes holds none of what moved between the sweeps: no
-    configuration stayed put to tell the code's change from the moment's. The gate fails (3), unconfirmed."""
+    workload unmoved. Each sweep's spread between its processes holds none of what moved between the sweeps, and no
+    change of code or settings can have moved them. The gate fails (3), unconfirmed. Where B's code differs, it
+    stands."""
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     rng = np.random.default_rng(9)
     a = synthetic.sweep(synthetic.grid(), 3, steady, rng)
@@ -158,6 +159,9 @@ def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_reg
     (said,) = [flag for flag in shown.flags if flag.startswith("MOVED TOGETHER: ")]
     assert said.startswith("MOVED TOGETHER: every configuration's step moved alike, slower in B, by the suite's 0.7")
     assert said.endswith("may show the machine, not the code: run the sweeps again one after the other, then compare")
+    edited = [dataclasses.replace(r, status=dataclasses.replace(r.status, code={"mylib": "b" * 12})) for r in b]
+    shown, status = compare.compare_runs(a, edited, threshold=0.05, loss_tolerance=0.05)
+    assert status == compare.EXIT_REGRESSION, "B's code differs: it may have slowed each alike, and the runs say so"
 
 
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():

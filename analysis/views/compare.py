@@ -42,9 +42,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            is a POSSIBLE REGRESSION (machine moved)
     NOT COMPILED IN B      a compiled configuration whose runs in B ran none of its ops in a compiled graph,
                            where A's did: its times are eager ones; exit 3, as a possible regression
-    MOVED TOGETHER         where the sweeps' settings are the same and every configuration's step is flagged
-                           the same way: no configuration stayed put to tell the code from the machine's moment;
-                           such a REGRESSION is a POSSIBLE REGRESSION (moved together)
+    MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step is
+                           flagged the same way: what moved them is the machine's moment, not a change; such a
+                           REGRESSION is a POSSIBLE REGRESSION (moved together)
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -696,7 +696,8 @@ def compare_runs(
     if machine is not None:
         slowed = "B" if machine.value < 1 else "A"
         lines = [as_possible(line, slowed, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
-    together = moved_together(matched, lines) if machine is None and not found.differ else None
+    same = not (found.differ or code_differ)  # the same settings and code: what moved every configuration is no change
+    together = moved_together(matched, lines) if machine is None and same else None
     if together is not None:
         slowed = "B" if together.value < 1 else "A"
         lines = [as_possible(line, slowed, MOVED_TOGETHER) if meets(line, together) else line for line in lines]
@@ -844,7 +845,8 @@ def moved_together(matched: list[tuple[Configuration, Configuration]], lines: li
     minutes apart, holds none of it.
     It needs two or more configurations, each step flagged the same way (every one a regression, or every one an
     improvement), and a suite speed-up whose interval excludes 1.
-    A configuration that stayed put is a control: it shows the others' change is the code's.
+    A configuration that stayed put is a control: it shows the others' change is real.
+    compare asks it only of sweeps of the same settings and code, where no change of theirs can have moved them.
     """
     steps = [line for line in lines if line.phase == "step"]
     ways = {"REGRESSION" in line.flag if line.flag and not unconfirmed(line) else None for line in steps}
@@ -869,8 +871,8 @@ def moved_alike(lines: list[Line], common: Speedup | None) -> list[str]:
         lines,
         common,
         MOVED_TOGETHER,
-        f"every configuration's step moved alike, slower in {{side}}, by the suite's {common}, as a machine or a "
-        "moment moves them (a change of the code that slows each alike reads so too)",
+        f"every configuration's step moved alike, slower in {{side}}, by the suite's {common}, with the same code "
+        "and settings: as a machine, or a moment on it, moves them",
     )
 
 

@@ -243,6 +243,11 @@ def test_a_field_of_an_axis_option_set_on_the_command_line_is_in_the_header():
         dataclasses.replace(r, fields=r.fields | {"compile.mode": "default"}, repro=Repro(words[:1])) for r in runs
     ]
     assert "compile.mode=" not in table_view("synthetic", untyped).above[1], "its option's own mode: its name says it"
+    eager = [
+        dataclasses.replace(r, fields=r.fields | {"compile.enabled": False}, repro=Repro(("compile=eager", words[1])))
+        for r in typed
+    ]
+    assert "compile.mode=" not in table_view("synthetic", eager).above[1], "typed, and read by no run: nothing ran it"
 
 
 def test_the_line_of_what_ran_says_how_long_each_run_measured_and_on_which_day():

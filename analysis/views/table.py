@@ -261,13 +261,18 @@ def set_apart(runs: list[RunRecord]) -> list[str]:
     """The fields of an option that every run's command set, each to one value (`compile.mode` with compile=default).
 
     The axis's value names the option; `compile=default` alone would not say that it compiled in max-autotune.
+    A compiler setting of a sweep that compiled nothing is left out: no run read it.
     """
     typed = [{w.split("=", 1)[0].lstrip("+~") for w in r.repro.words if "=" in w} for r in runs if r.repro]
     common = set.intersection(*typed) if typed and len(typed) == len(runs) else set()
+    compiled = any(r.fields.get("compile.enabled", True) for r in runs)  # an eager sweep read no compiler setting
     return sorted(
         key
         for key in common
-        if key.split(".")[0] in OPTION_GROUPS and "." in key and len({repr(r.fields.get(key)) for r in runs}) == 1
+        if key.split(".")[0] in OPTION_GROUPS
+        and "." in key
+        and len({repr(r.fields.get(key)) for r in runs}) == 1
+        and (compiled or not key.startswith("compile."))
     )
 
 

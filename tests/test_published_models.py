@@ -170,3 +170,15 @@ def test_our_samples_per_s_is_the_geometric_mean_of_a_models_runs_as_its_ratio_i
     relative = published_models.views(sweep_dir)[1]
     (lcnet,) = [row for row in rows_of(relative, "lcnet_100") if row[1] == "nchw"]
     assert float(lcnet[3]) == pytest.approx(rates["lcnet_100"] / 100, rel=0.01), lcnet
+
+
+def test_a_folder_launched_at_two_scales_gives_the_views_of_each_named_by_it(same_order):
+    """The folder launched again at the smoke scale: each scale's views are its own, not 'not decided' over both."""
+    for run in sorted(p for p in same_order.iterdir() if (p / records.STATUS).is_file()):
+        smoke = same_order / f"{run.name}-smoke"
+        shutil.copytree(run, smoke)
+        record = records.read_json(smoke / records.CONFIG)
+        records.write_json(smoke / records.CONFIG, record | {"config": record["config"] | {"scale": "smoke"}})
+    shown = published_models.views(same_order)
+    assert [view.title.rsplit(", ", 1)[-1] for view in shown] == ["scale=full"] * 3 + ["scale=smoke"] * 3
+    assert not any(row[3].startswith("not decided") for view in shown[::3] for row in view.rows), shown[0].rows

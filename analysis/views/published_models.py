@@ -32,6 +32,7 @@ timm's batch sizes differ from model to model and from table to table.
 """
 
 import csv
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -232,11 +233,21 @@ def views(sweep_dir: Path, names: list[str] | None = None) -> list[View]:
 
     None where the sweep's published source has no `models`.
     `names` picks runs; all by default.
+    A folder of launches at several scales, or an environment axis, gets the views of each, named by it.
     """
     runs = load_sweep(sweep_dir, names)
     source = published.published_for(str(runs[0].fields.get("sweep")), sweep_dir) if runs else None
     if not source or not source.get("models"):
         return []
+    return [
+        dataclasses.replace(shown, title=f"{shown.title}, {where}" if where else shown.title)
+        for where, of_setting in published.by_setting(runs).items()
+        for shown in _views(sweep_dir, source, of_setting)
+    ]
+
+
+def _views(sweep_dir: Path, source: dict[str, Any], runs: list[RunRecord]) -> list[View]:
+    """The views of these runs, of one environment and scale."""
     models, metric = source["models"], source["models"]["metric"]
     level = rule_of(sweep_dir, runs).level
     interval = f"ours [{percent(level)}]"

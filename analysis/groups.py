@@ -19,7 +19,7 @@ import numpy as np
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
 from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES, SAME_WORK
-from perfsweep.records import DONE, FAILED, Repro, RunRecord
+from perfsweep.records import FINAL, Repro, RunRecord
 
 # How long a run measures, not what: runs that differ only in these are still compared.
 MEASURING = ("steps", "warmup_steps")
@@ -169,13 +169,26 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
     value = next(iter(named)) if value not in values and len(named) == 1 else value
     if value not in values:
         raise ValueError(f"--vs {vs}: no run has {axis}={value!r}; its values in this sweep: {', '.join(values)}")
-    if len(values) < 2:  # every run at the one value: compared along it, none has a comparison
-        varied = [a for a in axes if len({r.axis(a) for r in runs}) > 1]
+    return [dataclasses.replace(r, baselines={axis: value}) for r in runs]
+
+
+def compared_as_asked(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
+    """compared_along, for a view the user asked --vs of: an axis every run ran at one value is refused.
+
+    Compared along it, no row would have a comparison, and the sweep's own would be gone.
+    A bisect's point compares along its package whatever ran: a release whose runs failed is left unmeasured.
+    """
+    compared = compared_along(runs, vs)
+    if vs is None:
+        return compared
+    axis, _, value = vs.partition("=")
+    if len({r.axis(axis) for r in compared}) < 2:
+        varied = [a for a in axis_order(compared) if a != "replicate" and len({r.axis(a) for r in compared}) > 1]
         raise ValueError(
             f"--vs {vs}: every run of this sweep ran {axis}={value}: nothing to compare along it; the axes it varies: "
             f"{', '.join(varied) or 'none'}"
         )
-    return [dataclasses.replace(r, baselines={axis: value}) for r in runs]
+    return compared
 
 
 def _with_axis(run: RunRecord, key: str) -> RunRecord:
@@ -458,8 +471,7 @@ def unmeasured(runs: list[RunRecord]) -> list[str]:
     or in a job that cannot start)."""
     configs = configurations(runs)
     named = labels(configs)
-    ended = (DONE, FAILED)
-    return [named[c.key] for c in configs if not any(run.state in ended for run in c.runs)]
+    return [named[c.key] for c in configs if not any(run.state in FINAL for run in c.runs)]
 
 
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:

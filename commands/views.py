@@ -161,12 +161,12 @@ def show_published(args: argparse.Namespace) -> int:
 
 
 def show_replicates(args: argparse.Namespace) -> int:
-    from perfsweep.analysis.groups import compared_along
+    from perfsweep.analysis.groups import compared_as_asked
     from perfsweep.analysis.render import render
     from perfsweep.analysis.views import replicates
     from perfsweep.records import load_sweep
 
-    runs = compared_along(load_sweep(args.sweep_dir), args.vs)
+    runs = compared_as_asked(load_sweep(args.sweep_dir), args.vs)
     print(render(replicates.view(args.sweep_dir, args.half_width, runs), args.format), end="")
     return 0
 

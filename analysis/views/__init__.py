@@ -6,7 +6,7 @@ It is the table, then replicates and ranks, then the explanations (explain=true)
 
 from pathlib import Path
 
-from perfsweep.analysis.groups import compared_along
+from perfsweep.analysis.groups import compared_as_asked
 from perfsweep.analysis.render import View
 from perfsweep.analysis.views import explain, published, published_models, ranks, replicates, table
 from perfsweep.records import load_sweep
@@ -24,7 +24,7 @@ def sweep_views(
     `stranded` names the unfinished runs that no job will finish (table.flags).
     """
     runs = load_sweep(sweep_dir, names)
-    compared = compared_along(runs, vs)
+    compared = compared_as_asked(runs, vs)
     views = [table.table_view(sweep_dir, compared, stranded)]
     if any("replicate" in r.axes for r in runs):
         views.append(replicates.view(sweep_dir, runs=compared))

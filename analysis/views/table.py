@@ -25,7 +25,7 @@ from perfsweep.analysis.groups import (
     axis_order,
     baselines,
     code_name,
-    compared_along,
+    compared_as_asked,
     comparisons,
     configurations,
     in_order,
@@ -534,6 +534,11 @@ def _longest(ms: float) -> str:
     return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
 
 
+def _limit_hit(reason: str) -> bool:
+    """Whether a graph break is Dynamo's recompile limit (cache_size_limit before torch 2.6)."""
+    return "recompile_limit" in reason or "cache_size_limit" in reason
+
+
 def ran_eagerly(run: RunRecord) -> str:
     """Why a compiled run's figures are eager ones; '' where they are not.
 
@@ -543,13 +548,11 @@ def ran_eagerly(run: RunRecord) -> str:
     if compiled.get("graphs_run") != 0:
         return ""
     # a recompile limit that was hit first: past it, each further variant runs eagerly
-    breaks = sorted(
-        (compiled.get("graph_breaks") or {}).items(), key=lambda item: ("recompile_limit" not in item[0], -item[1])
-    )
+    breaks = sorted((compiled.get("graph_breaks") or {}).items(), key=lambda item: (not _limit_hit(item[0]), -item[1]))
     said = "; ".join(f"{reason} ({count})" for reason, count in breaks[:2]) or "none counted"
     fix = (
         "give each compiled configuration a process of its own (pairing=process)"
-        if breaks and "recompile_limit" in breaks[0][0]
+        if breaks and _limit_hit(breaks[0][0])
         else "compile.fullgraph=true makes the first break an error that names its line"
     )
     return (
@@ -637,7 +640,7 @@ def view(
     stranded: dict[str, tuple[str, str]] | None = None,
 ) -> View:
     """The table of the sweep's runs (or the named ones), compared along `vs` (groups.compared_along)."""
-    return table_view(sweep_dir, compared_along(load_sweep(sweep_dir, names), vs), stranded)
+    return table_view(sweep_dir, compared_as_asked(load_sweep(sweep_dir, names), vs), stranded)
 
 
 def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -> View:

@@ -64,7 +64,8 @@ def watch_recompiles(compiled_sides: int) -> None:
     if _HITS not in logger.filters:
         logger.addFilter(_HITS)
     config = torch._dynamo.config
-    config.recompile_limit = max(config.recompile_limit, DEFAULT_RECOMPILE_LIMIT * compiled_sides)
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"  # its name before torch 2.6
+    setattr(config, name, max(getattr(config, name), DEFAULT_RECOMPILE_LIMIT * compiled_sides))
 
 
 def compiled_graphs(step: Callable[[], Any], conf: CompileConf) -> Compiled | None:

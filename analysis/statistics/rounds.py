@@ -159,7 +159,7 @@ def summary(final: Look, runs: int, minutes: float, stopped: str) -> list[str]:
             f"repeats=auto stopped at its first look ({final.rounds} runs a configuration): no run is done, so "
             "nothing could be compared (the runs' lines above say why)"
         ]
-    if not final.comparisons:
+    if not final.comparisons and not final.unmeasured:
         return [
             f"repeats=auto stopped after {final.rounds} rounds: {runs} runs done in {minutes:.1f} min; the sweep makes "
             "no comparisons to decide (no row group has its baseline and another value)"

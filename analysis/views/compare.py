@@ -40,8 +40,9 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     MACHINE MOVED          beside a flagged line (an UNDETERMINED one included), where the machine ran a fixed
                            workload slower in one sweep: the change may be the machine's; such a REGRESSION
                            is a POSSIBLE REGRESSION (machine moved)
-    NOT COMPILED IN B      a compiled configuration whose runs in B ran none of its ops in a compiled graph,
-                           where A's did: its times are eager ones; exit 3, as a possible regression
+    NOT COMPILED IN B      a compiled configuration of which a run in B ran none of its ops in a compiled
+                           graph, where none of A's ran so: its times are eager ones; exit 3, as a possible
+                           regression
     MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step is
                            flagged the same way: what moved them is the machine's moment, not a change; such a
                            REGRESSION is a POSSIBLE REGRESSION (moved together)
@@ -66,7 +67,7 @@ The exit status says what was flagged, so that CI can branch on each:
 
     0      nothing flagged (an improvement is no failure)
     1      a REGRESSION
-    3      a POSSIBLE REGRESSION, and no REGRESSION
+    3      a POSSIBLE REGRESSION or NOT COMPILED IN B, and no REGRESSION
     4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
     8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
@@ -696,7 +697,8 @@ def compare_runs(
     if machine is not None:
         slowed = "B" if machine.value < 1 else "A"
         lines = [as_possible(line, slowed, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
-    same = not (found.differ or code_differ)  # the same settings and code: what moved every configuration is no change
+    # the same settings, code, machine and lengths: what moved every configuration is no change of theirs
+    same = not (found.differ or code_differ or machines_differ or measured) and same_known_code(a, b)
     together = moved_together(matched, lines) if machine is None and same else None
     if together is not None:
         slowed = "B" if together.value < 1 else "A"
@@ -838,6 +840,12 @@ def quiet_hold(shown: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
     ]
 
 
+def same_known_code(a: list[RunRecord], b: list[RunRecord]) -> bool:
+    """Whether every run of both sweeps recorded its code, and all recorded the same: old records say nothing."""
+    codes = {repr(code_of(run)) if run.status.code else None for run in [*a, *b]}
+    return len(codes) == 1 and None not in codes
+
+
 def moved_together(matched: list[tuple[Configuration, Configuration]], lines: list[Line]) -> Speedup | None:
     """B's speed-up over A common to every configuration's step, where each moved the same way; else None.
 
@@ -850,7 +858,7 @@ def moved_together(matched: list[tuple[Configuration, Configuration]], lines: li
     """
     steps = [line for line in lines if line.phase == "step"]
     ways = {"REGRESSION" in line.flag if line.flag and not unconfirmed(line) else None for line in steps}
-    if len(matched) < 2 or len(steps) < len(matched) or len(ways) != 1 or None in ways:
+    if len(matched) < 2 or len(ways) != 1 or None in ways:
         return None
     common = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
     return None if common is None or common.low <= 1 <= common.high else common

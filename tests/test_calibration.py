@@ -76,11 +76,6 @@ def test_a_same_claim_is_contradicted_in_at_most_five_percent_of_aa_trials(noise
     assert set(verdicts) <= {"reproduced", "undetermined", "contradicted"}
 
 
-def with_code(runs: list, files: str) -> list:
-    """The runs, as runs of another version of the code under test: its files' hash, `files` twelve times."""
-    return [dataclasses.replace(r, status=dataclasses.replace(r.status, code={"mylib": files * 12})) for r in runs]
-
-
 def ten_percent_slower(seed: int, trials: int = 200, slowed: str | None = None) -> list[int]:
     """compare's exit statuses where each configuration of the candidate is 10% slower (of the input type `slowed`
     alone, where given): six configurations at the default repeats, with a 2% spread between runs."""
@@ -89,7 +84,10 @@ def ten_percent_slower(seed: int, trials: int = 200, slowed: str | None = None) 
     levels = synthetic.grid(formats=("contiguous", "channels_last"))
     slower = {key: level * (1.1 if slowed in (None, key[0]) else 1.0) for key, level in levels.items()}
     sides = (
-        (synthetic.sweep(levels, REPEATS, noise, rng), with_code(synthetic.sweep(slower, REPEATS, noise, rng), "b"))
+        (
+            synthetic.sweep(levels, REPEATS, noise, rng),
+            synthetic.with_code(synthetic.sweep(slower, REPEATS, noise, rng), "b"),
+        )
         for _ in range(trials)
     )
     return [compare.compare_runs(a, b, 0.05, 0.05, fail_undetermined=True)[1] for a, b in sides]

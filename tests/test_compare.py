@@ -143,11 +143,6 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
             assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
 
 
-def code(runs: list, files: str) -> list:
-    """The runs, each recording the code under test's files: `files` twelve times."""
-    return [dataclasses.replace(r, status=dataclasses.replace(r.status, code={"mylib": files * 12})) for r in runs]
-
-
 def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_regression():
     """Two sweeps of the same code minutes apart: each configuration's step 25% slower in B, the machine's fixed
     workload unmoved. Each sweep's spread between its processes holds none of what moved between the sweeps, and no
@@ -155,8 +150,10 @@ def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_reg
     stands."""
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     rng = np.random.default_rng(9)
-    a = code(synthetic.sweep(synthetic.grid(), 3, steady, rng), "a")
-    b = code(synthetic.sweep({key: level * 1.25 for key, level in synthetic.grid().items()}, 3, steady, rng), "a")
+    a = synthetic.with_code(synthetic.sweep(synthetic.grid(), 3, steady, rng), "a")
+    b = synthetic.with_code(
+        synthetic.sweep({key: level * 1.25 for key, level in synthetic.grid().items()}, 3, steady, rng), "a"
+    )
     unknown = [dataclasses.replace(r, status=dataclasses.replace(r.status, code=None)) for r in b]
     assert compare.compare_runs(a, unknown, 0.05, 0.05)[1] == compare.EXIT_REGRESSION, "code not recorded: not known"
     shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
@@ -166,7 +163,7 @@ def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_reg
     (said,) = [flag for flag in shown.flags if flag.startswith("MOVED TOGETHER: ")]
     assert said.startswith("MOVED TOGETHER: every configuration's step moved alike, slower in B, by the suite's 0.7")
     assert said.endswith("may show the machine, not the code: run the sweeps again one after the other, then compare")
-    shown, status = compare.compare_runs(a, code(b, "b"), threshold=0.05, loss_tolerance=0.05)
+    shown, status = compare.compare_runs(a, synthetic.with_code(b, "b"), threshold=0.05, loss_tolerance=0.05)
     assert status == compare.EXIT_REGRESSION, "B's code differs: it may have slowed each alike, and the runs say so"
 
 

@@ -102,7 +102,7 @@ def test_a_function_past_dynamo_s_recompile_limit_is_named_and_a_paired_process_
 
 def test_compare_flags_a_configuration_that_compiled_in_a_and_ran_eagerly_in_b(tmp_path):
     """A change that breaks compiling may leave the times within the threshold: the gate fails (3) all the same."""
-    from perfsweep.analysis.views import compare
+    from perfsweep.analysis.views import comment, compare
 
     for side, graphs in (("a", 2), ("b", 0)):
         write_run(tmp_path / side, "compiled", "tensor", "contiguous", 100.0)
@@ -114,3 +114,4 @@ def test_compare_flags_a_configuration_that_compiled_in_a_and_ran_eagerly_in_b(t
     assert compare.timing(status) == compare.EXIT_POSSIBLE
     _, back = compare.compare(tmp_path / "b", tmp_path / "a", threshold=0.05, loss_tolerance=0.05)
     assert back == 0, "compiled again in B: no flag"
+    assert comment.comment(shown, 0.05).startswith("### perfsweep: not compiled in B: resnet18; "), "fails the gate"

@@ -5,6 +5,7 @@
 
 The headline names the largest flagged change of the step; else it says the steps stayed within the noise, or
 that some were undetermined; and whether a final loss changed.
+It names first the configurations that compiled in A and ran eagerly in B.
 Then the counts of the compared configurations, by what their step did:
 
 - slower, faster: flagged (REGRESSION, improvement, and their possible kinds), as compare's gate flags them;
@@ -34,6 +35,7 @@ from perfsweep.analysis.views.compare import (
     FAILED_IN_B,
     MACHINE_MOVED,
     MOVED_TOGETHER,
+    NOT_COMPILED_IN_B,
     NOT_DONE,
     SHARED_HOST,
     UNMATCHED,
@@ -78,9 +80,10 @@ def comment(view: View, threshold: float) -> str:
     moved = sorted((line for line in steps if line.flag), key=_largest)
     losses = any(line.flag for line in view.items if line.phase == "final loss")
     shared = any(flag.startswith(SHARED_HOST) for flag in view.flags)
+    eager = tuple(line.configuration for line in view.items if line.flag == NOT_COMPILED_IN_B)
     unmatched = [flag.split(": ")[1] for flag in view.flags if flag.startswith(f"{UNMATCHED}: ")]
     parts = [
-        f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared)}"
+        f"### perfsweep: {headline(moved, counts[UNDETERMINED], losses, shared, eager)}"
         + "".join(f"; {said} ({UNMATCHED})" for said in unmatched),
         counted_kinds(steps, threshold, lambda said: f"**{said}**"),
     ]
@@ -110,10 +113,13 @@ def _largest(line: Line) -> tuple[int, float]:
     return (1 if possible(line) else 0), -abs(math.log(line.speedup.value))
 
 
-def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False) -> str:
+def headline(
+    moved: list[Line], undetermined: int = 0, losses: bool = False, shared: bool = False, eager: tuple[str, ...] = ()
+) -> str:
     """The largest flagged change of the step; else whether the step stayed within the noise or went undecided.
 
     A final loss that changed comes first: it fails the gate.
+    Then come the configurations that compiled in A and ran eagerly in B (`eager`): they fail it too.
 
     `shared`: one sweep's host was shared and the other's not (compare's SHARED HOST).
     """
@@ -133,7 +139,8 @@ def headline(moved: list[Line], undetermined: int = 0, losses: bool = False, sha
         said = f"no change decided: {undetermined} undetermined ({way})"
     else:
         said = "no change beyond noise"
-    return ("a final loss changed; " if losses else "") + said  # a loss fails the gate, whatever the times say
+    uncompiled = f"not compiled in B: {', '.join(eager)}; " if eager else ""
+    return ("a final loss changed; " if losses else "") + uncompiled + said  # each fails the gate, whatever the times
 
 
 def _table(lines: list[Line]) -> str:

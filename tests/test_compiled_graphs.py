@@ -46,6 +46,10 @@ def test_the_table_flags_a_compiled_run_that_ran_no_graph_with_its_processs_brea
     records.write_json(sweep / "eager_after_all" / records.SUMMARY, summary)
     (hit,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
     assert f"its process: {limit} (1); Unsupported" in hit, "the limit first: past it, every variant runs eagerly"
+    assert hit.endswith("or a larger torch._dynamo.config.recompile_limit, keeps it compiled"), "its own process's"
+    paired = {"sides": ["compiled", "eager_after_all"], "side": 1, "blocks": [0, 1], "block_steps": [5]}
+    records.write_json(sweep / "eager_after_all" / records.SUMMARY, summary | {"paired": paired})
+    (hit,) = [line for line in view(sweep).flags if line.startswith("NOT COMPILED")]
     assert hit.endswith("give each compiled configuration a process of its own (pairing=process)"), hit
     shown = view(sweep)
     column = next(i for i, header in enumerate(shown.header) if header.startswith("vs "))

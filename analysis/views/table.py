@@ -550,11 +550,14 @@ def ran_eagerly(run: RunRecord) -> str:
     # a recompile limit that was hit first: past it, each further variant runs eagerly
     breaks = sorted((compiled.get("graph_breaks") or {}).items(), key=lambda item: (not _limit_hit(item[0]), -item[1]))
     said = "; ".join(f"{reason} ({count})" for reason, count in breaks[:2]) or "none counted"
-    fix = (
-        "give each compiled configuration a process of its own (pairing=process)"
-        if breaks and _limit_hit(breaks[0][0])
-        else "compile.fullgraph=true makes the first break an error that names its line"
-    )
+    fix = "compile.fullgraph=true makes the first break an error that names its line"
+    if breaks and _limit_hit(breaks[0][0]):
+        fix = (
+            "give each compiled configuration a process of its own (pairing=process)"
+            if run.summary.paired
+            else "its code compiles a variant for each new shape or guarded value: torch._dynamo.mark_dynamic on "
+            "the input that varies, or a larger torch._dynamo.config.recompile_limit, keeps it compiled"
+        )
     return (
         f"torch.compile ran none of its ops in a compiled graph: its times are eager ones. Dynamo's graph breaks in "
         f"its process: {said}. {fix}"

@@ -131,18 +131,23 @@ def other_code(sweep_dir, runs, again, theirs) -> list[str]:
 
 
 def words_changed(sweep_dir, runs, again, theirs) -> list[str]:
-    """A line where the launch again decided a comparison otherwise than the sweep did.
+    """Lines where the launch again decided a comparison otherwise than the sweep did, or left it undecided.
 
     Its explanations are of its own words.
     """
+    from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME
+
     ours, its = (compared_words(folder, found) for folder, found in ((sweep_dir, runs), (again, theirs)))
     changed = [f"{pair} ({ours[pair]} -> {its[pair]})" for pair in ours if pair in its and ours[pair] != its[pair]]
-    if not changed:
+    otherwise = [said for said in changed if said.endswith((f"-> {SLOWER})", f"-> {FASTER})", f"-> {THE_SAME})"))]
+    left = [said for said in changed if said not in otherwise]
+    lines = [f"{again.name} decided otherwise than {sweep_dir.name}: {'; '.join(otherwise)}"] if otherwise else []
+    lines += [f"{again.name} left undecided what {sweep_dir.name} decided: {'; '.join(left)}"] if left else []
+    if not lines:
         return []
     return [
-        f"\n{again.name} decided otherwise than {sweep_dir.name}: {'; '.join(changed)}. Its explanations are of its "
-        "own runs; their profiled windows measure apart from the sweep's, and more runs a side (repeats=N) decide "
-        "both alike\n"
+        f"\n{'. '.join(lines)}. Its explanations are of its own runs; their profiled windows measure apart from the "
+        "sweep's, and more runs a side (repeats=N) decide both alike\n"
     ]
 
 

@@ -360,14 +360,20 @@ def test_a_launch_again_of_other_code_says_its_explanations_are_of_that_code(tmp
 
 
 def test_a_launch_again_that_decides_otherwise_says_so(tmp_path):
-    """The sweep found the subclass 30% slower; its profiled launch again found no change: its words are its own."""
+    """The sweep found the subclass 30% slower; its profiled launch again did not decide it: its words are its own.
+    A launch again that decides nothing is not said to decide otherwise."""
     steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, bimodal=0.0)
     slower = synthetic.sweep(synthetic.grid({"subclass": 1.3}), 3, steady, np.random.default_rng(0))
     alike = synthetic.sweep(synthetic.grid(), 3, steady, np.random.default_rng(1))
     sweep, again = tmp_path / "before", tmp_path / "before" / "before-explain"
     (said,) = words_changed(sweep, slower, again, alike)
-    assert "before-explain decided otherwise than before: subclass vs tensor (slower -> " in said, said
+    assert "before-explain decided otherwise than before: tensorbase vs tensor (undetermined -> same). " in said
+    assert "before-explain left undecided what before decided: subclass vs tensor (slower -> undetermined)" in said
     assert words_changed(sweep, slower, again, slower) == []
+    once = synthetic.sweep(synthetic.grid(), 1, steady, np.random.default_rng(1))
+    (said,) = words_changed(sweep, slower, again, once)
+    assert "before-explain left undecided what before decided: subclass vs tensor (slower -> one run a side)" in said
+    assert "decided otherwise" not in said, "one run a side decides nothing"
 
 
 def test_explain_of_a_sweep_with_runs_not_done_says_so_and_how_to_run_them(tmp_path):

@@ -1,6 +1,8 @@
 """A sweep's figures exported for PyTorch's benchmark database (v3 schema) and for Bencher (BMF)."""
 
+import csv
 import dataclasses
+import io
 import json
 import shutil
 
@@ -227,8 +229,22 @@ def test_pytorch_v3_says_what_other_processes_took_of_a_configuration_s_runs_and
     found = exported(str(sweep), "--format", "pytorch-v3")
     info = {r["model"]["extra_info"]["input_type"]: r["benchmark"]["extra_info"] for r in found}
     assert info["tensor"]["host"] == "others' CPU 40%, the median over its runs", info["tensor"]
-    assert info["tensor"]["noisy"] == "1 of 2 runs"
-    assert "host" not in info["subclass"] and "noisy" not in info["subclass"], "nothing to say: nothing said"
+    assert info["tensor"]["flags"] == "NOISY 1/2"
+    assert "host" not in info["subclass"] and "flags" not in info["subclass"], "nothing to say: nothing said"
+
+
+def test_a_configuration_that_ran_eagerly_keeps_its_flag_in_each_export(sweep):
+    """subclass asked torch.compile and ran no compiled graph: eager times under a compiled configuration's name.
+    The table's CSV row, its JSON row and its BMF benchmark's name each say so."""
+    summary = records.read_json(sweep / "s1" / records.SUMMARY)
+    compiled = {"backend": "inductor", "graphs_run": 0, "graph_breaks": {}}
+    records.write_json(sweep / "s1" / records.SUMMARY, summary | {"compiled": compiled})
+    rows = list(csv.DictReader(io.StringIO(launch_here("table", str(sweep), "--csv").stdout)))
+    assert {row["input_type"]: row["flags"] for row in rows} == {"tensor": "", "subclass": "NOT COMPILED 1/1"}
+    shown = json.loads(launch_here("table", str(sweep), "--format", "json").stdout)
+    assert [row["flags"] for row in shown["rows"]] == ["", "NOT COMPILED 1/1"]
+    names = exported(str(sweep), "--format", "bmf")
+    assert {"input_type=subclass" in name for name in names if name.endswith(" NOT COMPILED")} == {True}, names
 
 
 def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_checkout(sweep):

@@ -6,8 +6,10 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, samples per second, and J/sample where read.
   Its `benchmark_values` hold one value per run (process), as STATISTIC says.
+  Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
+  A compiled configuration whose runs ran eagerly (NOT COMPILED) is named so: its times start a series of their own.
   Two sweeps that give the same benchmark are refused.
   `latency` is the step time in nanoseconds, Bencher's unit, `throughput` samples per second, and
   `joules-per-sample` the energy, where read.
@@ -157,7 +159,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
     for config in configs:
         fields_of = config.first.fields
         compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
-        eager_after_all = " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
+        eager_after_all = _uncompiled(config)
         reads = fields_of.get("workload.reads")  # None: a record older than the field, of a model's step
         benchmark = {
             "name": f"perfsweep {_series(config.first, sweep_dir)}",
@@ -196,16 +198,21 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
     return found
 
 
+def _uncompiled(config: Configuration) -> str:
+    """' NOT COMPILED' where a compiled configuration's runs ran eagerly (table.ran_eagerly); else ''."""
+    return " NOT COMPILED" if any(ran_eagerly(run) for run in config.runs) else ""
+
+
 def _state(config: Configuration) -> dict[str, str]:
     """What the table flags of its runs, for a dashboard that shows none of its flags.
 
     `host` is what other processes and steal took of their CPUs (host_flags.taken).
-    `noisy` counts the runs the table flags NOISY.
+    `flags` is the table's flags column (table.row_flags): 'NOISY 2/4; STALLED 1/4'.
     Each is left out where there is nothing to say.
     """
     host = host_flags.taken(config.runs)
-    noisy = sum(bool(table.noisy(run)) for run in config.runs)
-    return ({"host": host} if host else {}) | ({"noisy": f"{noisy} of {len(config.runs)} runs"} if noisy else {})
+    flags = table.row_flags(config)
+    return ({"host": host} if host else {}) | ({"flags": flags} if flags else {})
 
 
 def _stalls(config: Configuration) -> dict[str, str]:
@@ -256,7 +263,8 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
                 measures["latency" if phase == "step" else f"latency-{phase}"] = _measure(values, 1e6)  # ns
             else:
                 measures[BMF_MEASURES[unit]] = _measure(values, 1.0)
-        found[f"{_series(config.first, sweep_dir)}/{names[config.key]}"] = measures
+        # eager times under a compiled configuration's name would join its series: they get a series of their own
+        found[f"{_series(config.first, sweep_dir)}/{names[config.key]}{_uncompiled(config)}"] = measures
     return found
 
 

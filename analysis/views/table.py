@@ -140,6 +140,7 @@ def columns(configs: list[Configuration], rule: Rule) -> list[Column]:
         table_columns.append(
             Column("output type", lambda c: c.first.summary.output_type or "-", lambda c: c.first.summary.output_type)
         )
+    table_columns.append(Column("flags", row_flags))  # its caveats travel with its figures: a CSV row's too
     return table_columns
 
 
@@ -462,33 +463,67 @@ def flags(
     flag_lines += noisy_flags(done, spread, sweep_dir)
     grouped = configurations(done) if done else []
     flag_lines += disagreeing(grouped, sweep_dir)
-    flag_lines += [
-        f"NOT STEADY {r.name}: {why}"
-        for r in done
-        if not spread[r.name] and (why := trend(r.step_ms(), host=seen_in(r.summary)))
-    ]
+    flag_lines += [f"NOT STEADY {r.name}: {why}" for r in done if not spread[r.name] and (why := not_steady(r))]
     flag_lines += order_effect(grouped) if grouped else []
-    flag_lines += [
-        f"NON-FINITE LOSS {r.name}: {r.summary.nonfinite_losses} of {r.summary.steps} measured steps' losses are "
-        "NaN or infinite: the run did not train"
-        for r in done
-        if r.summary and r.summary.nonfinite_losses
-    ]
-    flag_lines += [
-        f"BATCH REDUCED {r.name}: ran at batch {r.summary.batch_size}, not {r.fields['model.batch_size']} "
-        "(out of memory; model.batch_size_retry)"
-        for r in done
-        if r.summary and r.summary.batch_size and r.fields.get("model.batch_size") not in (None, r.summary.batch_size)
-    ]
+    flag_lines += [f"NON-FINITE LOSS {r.name}: {why}" for r in done if (why := nonfinite(r))]
+    flag_lines += [f"BATCH REDUCED {r.name}: {why}" for r in done if (why := batch_reduced(r))]
     flag_lines += [f"NOT COMPILED {r.name}: {eager}" for r in done if (eager := ran_eagerly(r))]
     flag_lines += [f"STALLED {r.name}: {why}" for r in done if (why := stalled(r))]
     flag_lines += machines.elsewhere(runs)
-    flag_lines += [
-        f"SHARED GPU {r.name}: other processes on its GPU: {', '.join(shared)}"
-        for r in done
-        if r.summary and (shared := r.summary.gpu_neighbours())
-    ]
+    flag_lines += [f"SHARED GPU {r.name}: {why}" for r in done if (why := shared_gpu(r))]
     return flag_lines
+
+
+def not_steady(run: RunRecord) -> str:
+    """How a done run's steps drifted or changed level (steps.trend); '' where they did not."""
+    return trend(run.step_ms(), host=seen_in(run.summary))
+
+
+def nonfinite(run: RunRecord) -> str:
+    """How many of a done run's losses were NaN or infinite; '' where none."""
+    lost = run.summary.nonfinite_losses if run.summary else 0
+    if not lost:
+        return ""
+    return f"{lost} of {run.summary.steps} measured steps' losses are NaN or infinite: the run did not train"
+
+
+def batch_reduced(run: RunRecord) -> str:
+    """The batch a done run fell back to after running out of memory; '' where it ran the batch asked."""
+    ran = run.summary.batch_size if run.summary else None
+    asked = run.fields.get("model.batch_size")
+    if not ran or asked in (None, ran):
+        return ""
+    return f"ran at batch {ran}, not {asked} (out of memory; model.batch_size_retry)"
+
+
+def shared_gpu(run: RunRecord) -> str:
+    """The other processes on a run's GPU; '' where none was seen."""
+    shared = run.summary.gpu_neighbours() if run.summary else []
+    return f"other processes on its GPU: {', '.join(shared)}" if shared else ""
+
+
+def row_flags(config: Configuration) -> str:
+    """The flags of a configuration's runs, beside its figures: 'NOISY 2/4; RUNS DISAGREE 2.77x'; '' where none.
+
+    A run flag counts the runs it flags, of the configuration's.
+    The sweep's own flags (ORDER EFFECT, FAILED...) stay below the table.
+    """
+    noisy_runs = {r.name for r in config.runs if noisy(r)}
+    checks = {
+        "NOISY": lambda r: r.name in noisy_runs,
+        "NOT STEADY": lambda r: r.name not in noisy_runs and not_steady(r),
+        "NON-FINITE LOSS": nonfinite,
+        "BATCH REDUCED": batch_reduced,
+        "NOT COMPILED": ran_eagerly,
+        "STALLED": stalled,
+        "SHARED GPU": shared_gpu,
+    }
+    medians = disagree(config.runs)
+    said = [f"RUNS DISAGREE {max(medians) / min(medians):.3g}x"] if medians else []
+    for kind, check in checks.items():
+        if hit := sum(bool(check(r)) for r in config.runs):
+            said.append(f"{kind} {hit}/{len(config.runs)}")
+    return "; ".join(said)
 
 
 # A run whose steps' mean is this many times their median stalled in some of them.

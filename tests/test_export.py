@@ -270,6 +270,15 @@ def test_pytorch_v3_names_the_repository_as_the_ci_does_not_by_the_runners_check
         assert found["dependencies"]["code_under_test"]["repo"] == repo
 
 
+def test_pytorch_v3_names_perfsweep_s_own_commit_which_measured_every_run(sweep):
+    """A sweep of perfsweep's own model names no code under test: its figures still come of one perfsweep commit."""
+    for name in ("t1", "t2", "s1"):
+        own = {"commit": "0123abcd" * 5, "dirty": True, "source": "/src/perfsweep"}
+        records.write_json(sweep / name / records.ENV, {"code": own, "packages": {"torch": "2.14.1"}})
+    (found, *_) = exported(str(sweep.parent), "--format", "pytorch-v3")
+    assert found["dependencies"]["perfsweep"] == {"repo": "perfsweep", "sha": "0123abcd" * 5, "version": "dirty"}
+
+
 def test_a_workload_without_a_model_names_no_size(sweep):
     """A function benchmark's config carries the default model group, which it never reads."""
     for name in ("t1", "t2", "s1"):

@@ -20,7 +20,7 @@
 timm's columns are `table SWEEP --csv timm`.
 Extra information is written as strings, as the v3 schema's maps hold them.
 Figures are named by the sweep file, not the folder: a sweep per commit stays one series on the dashboard.
-The commit is in `dependencies` (pytorch-v3).
+The commits, the code under test's and perfsweep's own, are in `dependencies` (pytorch-v3).
 """
 
 import math
@@ -127,6 +127,13 @@ def _dependencies(run: RunRecord) -> dict[str, dict[str, str]]:
             "branch": str(ci.get("branch") or "") if _ci_named(tested, ci) or not ci.get("repository") else "",
             "sha": str(tested["commit"]),
             "version": "dirty" if tested.get("dirty") else "",
+        }
+    own = (run.env or {}).get("code") or {}
+    if own.get("commit"):  # perfsweep's own code: its timer, its harness, and the model where perfsweep's measured
+        found["perfsweep"] = {
+            "repo": "perfsweep",
+            "sha": str(own["commit"]),
+            "version": "dirty" if own.get("dirty") else "",
         }
     return found
 

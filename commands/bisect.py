@@ -101,13 +101,14 @@ class Bisection:
         version = plan.sweep_dir.name.removeprefix(f"{self.package}-")
         measured = records.load_sweep(plan.sweep_dir, [spec.name for spec in plan.runs])
         done = [r for r in measured if r.state == records.DONE]
-        if not done:  # nothing to place it by, and more runs would end as these did
-            said = next((why for r in measured if (why := r.status.why_not_done(200))), "no error recorded")
+        own = [r for r in measured if r.axis(self.package) == version] or measured  # beside the good one's runs
+        if not any(r.state == records.DONE for r in own):  # nothing to place it by, and more runs would end so
+            said = next((why for r in own if (why := r.status.why_not_done(200))), "no error recorded")
             if self.search.subjects and version not in (self.search.good, self.search.bad):
                 self.search.add(Point(version, side=UNBUILT, why=f"its runs fail: {said}", sweep=plan.sweep_dir.name))
                 return
             raise BisectError(
-                f"{shown(self.search, version)}: none of its {len(measured)} runs is done ({said}); "
+                f"{shown(self.search, version)}: none of its {len(own)} runs is done ({said}); "
                 f"`{user_command()} status {plan.sweep_dir}` says why; fix that, and run the bisect again"
             )
         found = values(done, self.package, self.reference, self.search.level, self.search.unit)

@@ -5,12 +5,13 @@ import dataclasses
 import json
 import math
 import re
+import types
 
 import numpy as np
 import pytest
 from scipy import stats as distributions
 
-from perfsweep import launch
+from perfsweep import launch, records
 from perfsweep.analysis.bisection.search import (
     BAD,
     GOOD,
@@ -33,7 +34,7 @@ from perfsweep.analysis.statistics.speedup import Sample, speedup
 from perfsweep.commands.bisect import Bisection, folder_conflict
 from perfsweep.records import load_sweep
 from tests import golden, synthetic
-from tests.helpers import ONE_OF_TWO_FAILS, UNSTABLE, launch_here
+from tests.helpers import ONE_OF_TWO_FAILS, UNSTABLE, launch_here, write_run
 
 RELEASES = [f"1.{minor}.0" for minor in range(9)]  # 1.0.0 (good) .. 1.8.0 (bad)
 
@@ -137,6 +138,23 @@ def test_a_look_at_the_ends_stops_once_they_measure_alike(tmp_path):
     search.add(point(RELEASES[-1], 1.0, half=0.02, runs=12))
     search.add(point(RELEASES[0], 1.0, half=0.02, runs=12))
     assert bisection.decided()
+
+
+def test_a_commit_whose_own_runs_fail_is_passed_over_though_the_good_one_s_beside_it_are_done(tmp_path):
+    """A point's sweep alternates it with the good commit: the good one's done runs place nothing of the point."""
+    commits = ["c1", "c2", "c3"]
+    search = BisectSearch("pkg", commits, "a ratio", 0.95, subjects={c: f"commit {c}" for c in commits})
+    bisection = Bisection(search, "pkg", tmp_path, [], "c1", None, None)
+    sweep = tmp_path / "pkg-c2"
+    for name, commit, state in (("a", "c1", "done"), ("b", "c2", "failed"), ("c", "c1", "done"), ("d", "c2", "failed")):
+        write_run(sweep, name, "tensor", "contiguous", 100.0, state=state)
+        record = records.read_json(sweep / name / records.CONFIG)
+        record["axes"] |= {"pkg": commit}
+        records.write_json(sweep / name / records.CONFIG, record | {"axis_order": [*record["axis_order"], "pkg"]})
+    plan = types.SimpleNamespace(sweep_dir=sweep, runs=[types.SimpleNamespace(name=name) for name in "abcd"])
+    bisection.looked(plan, 2)
+    assert search.points["c2"].side == UNBUILT, search.points["c2"]
+    assert search.points["c2"].why == "its runs fail: OutOfMemoryError: CUDA out of memory"
 
 
 def test_ends_within_five_percent_say_there_may_be_no_change_rather_than_ask_for_hundreds_of_runs():

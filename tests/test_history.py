@@ -322,6 +322,35 @@ def test_a_step_at_the_newest_point_is_named_at_its_commit_and_its_revert_passes
     assert status == views.EXIT_REGRESSION and made.flag.startswith("REGRESSION: 1.5"), "a partial revert, still slower"
 
 
+def test_an_open_regression_names_where_it_stands_now_and_a_newest_point_slower_again():
+    """Slower from the 4th of 9 commits, and slower again at the 9th: the flag gives both, and what the newest points
+    measure against the segment before the first change, which they confirm. A later change point that the newest
+    points do not confirm hides no earlier one they do. The flag's context holds the points from the change on."""
+
+    def history(newest: float, seed: int, busy: float = 0.0) -> History:
+        levels = [{("tensor", "contiguous"): ms} for ms in (10.0, 10.0, 10.0, 20.0, 20.0, 20.0, 20.0, 20.0, newest)]
+        found = history_of(np.random.default_rng(seed), levels)
+        loads = [busy if index >= 3 else 0.0 for index in range(len(levels))]
+        return History(
+            [
+                dataclasses.replace(p, runs=synthetic.beside(p.runs, load))
+                for p, load in zip(found.points, loads, strict=True)
+            ],
+            found.order,
+        )
+
+    (made,), text, status = shown(history(26.0, 0))
+    assert status == views.EXIT_REGRESSION and [c.index for c in made.changes] == [3, 8], text
+    head = r"REGRESSION: [12]\.\d\dx slower from 04ababab\w* on; the newest points: 1\.9\dx, "
+    assert re.match(head + r"2\.5\dx; possibly slower again: 1\.3\dx from 09ababab\w* on$", made.flag), made.flag
+    (made,), text, status = shown(history(22.0, 0))
+    assert status == views.EXIT_REGRESSION and [c.index for c in made.changes] == [3], text
+    alone = r"2\.1\dx; and the newest point alone is 1\.1\dx slower than its segment \(p=[\d.e-]+\): possibly a change"
+    assert re.match(head + alone + " again$", made.flag), made.flag
+    (made,), _, _ = shown(history(22.0, 0, busy=0.8))
+    assert "others' CPU the points before 0%, the points from 04ababab" in made.flag, made.flag
+
+
 def test_one_noisy_point_hides_no_step_of_a_longer_history():
     """Eleven commits: slower at the 4th, reverted at the 6th, slower again at the 8th; the 7th's runs spread wide,
     as beside a neighbour. Its steps cost the series' fit more penalty than they explain: the neighbours' estimate

@@ -37,6 +37,7 @@ So with nothing changed, a history flags any of its configurations in at most 5%
 
 import dataclasses
 import html
+import itertools
 import math
 from collections import Counter
 from pathlib import Path
@@ -74,6 +75,7 @@ EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
 CONFIRMING = 2  # the newest points that must each be slower, beyond the threshold, for a confirmed regression
 SHARED = "shared host"  # a regression that only points beside a neighbour confirm: possible, as compare says it
+ALONE_P = 0.05  # an open regression's newest point, slower again than its segment, is named past this one-sided p
 NEWEST_FROM = 3  # points a history needs before its newest alone can stand out (two to set the noise by)
 PAGE = "history.html"
 
@@ -222,13 +224,16 @@ def with_context(series: Series) -> Series:
     if series.flag.startswith("REGRESSION") and loaded(series):
         series.flag = f"POSSIBLE REGRESSION ({SHARED})" + series.flag.removeprefix("REGRESSION")
     if series.flag and len(series.held) > 1:
-        before = [run for _, runs in series.held[:-1] for run in runs]
-        newest = series.held[-1]
-        if measured := differences(before, newest[1], of=measuring):
+        start = _start(series)
+        before = [run for _, runs in series.held[:start] for run in runs]
+        after = [run for _, runs in series.held[start:] for run in runs]
+        first = series.held[start][0].label
+        named = ("the points before", first if start == len(series.held) - 1 else f"the points from {first} on")
+        if measured := differences(before, after, of=measuring):
             series.flag += f"; it measured for another length: {changes(measured)}"
-        if hosts := host_flags.differ(before, newest[1], ("the points before", newest[0].label)):
+        if hosts := host_flags.differ(before, after, named):
             series.flag += f"; their hosts differ in: {hosts}"
-        if speed := machine_speed.compared(before, newest[1], ("the points before", newest[0].label)):
+        if speed := machine_speed.compared(before, after, named):
             series.flag += f"; {speed}"
         if tool := perfsweep_changed(series):
             series.flag += f"; {tool}"
@@ -242,10 +247,16 @@ def loaded(series: Series) -> bool:
     The load may then be the slowdown's cause.
     A point whose host tells nothing confirms it as before.
     """
-    start = series.rows[series.since].point
-    first = next(index for index, (point, _) in enumerate(series.held) if point is start)
-    before = [run for _, runs in series.held[:first] for run in runs]
+    before = [run for _, runs in series.held[: _start(series)] for run in runs]
     return all(host_flags.shared_side(before, runs) == "B" for _, runs in series.held[-CONFIRMING:])
+
+
+def _start(series: Series) -> int:
+    """Where in `held` the flagged slowdown starts: its change point, or the newest point alone."""
+    if series.since is None:
+        return len(series.held) - 1
+    start = series.rows[series.since].point
+    return next(index for index, (point, _) in enumerate(series.held) if point is start)
 
 
 def perfsweep_changed(series: Series) -> str:
@@ -253,7 +264,7 @@ def perfsweep_changed(series: Series) -> str:
 
     The slowdown may then be how perfsweep measures, not the code under test.
     """
-    start = series.since if series.since else len(series.held) - 1
+    start = _start(series)
     before = [run for _, runs in series.held[:start] for run in runs]
     after = [run for _, runs in series.held[start:] for run in runs]
     differ = differences(before, after, of=lambda run: {k: v for k, v in code_of(run).items() if k == OWN_FILES})
@@ -280,14 +291,25 @@ def judged(series: Series, threshold: float) -> Series:
         series.rows[change.index].change = change
     last = series.changes[-1] if series.changes else None
     if last is not None and last.ratio > 1 + threshold:
-        first = _first_slow(series, last)
-        newest = [centre(series.rows[index]) / last.before for index in kept[-CONFIRMING:]]
-        series.p, series.since = last.p, last.index
-        if all(ratio > 1 + threshold for ratio in newest):
-            series.flag = f"REGRESSION: {last.ratio:.2f}x slower from {first} on"
-        else:
-            shown = ", ".join(f"{ratio:.2f}x" for ratio in newest)
-            series.flag = f"POSSIBLE REGRESSION: {last.ratio:.2f}x slower from {first} on; the newest points: {shown}"
+        newest = [centre(series.rows[index]) for index in kept[-CONFIRMING:]]
+        # the slowdowns still open, newest first: a later one must not hide an earlier one the newest points confirm
+        open_ = list(itertools.takewhile(lambda change: change.ratio > 1, reversed(series.changes)))
+        confirmed = next((c for c in open_ if all(t / c.before > 1 + threshold for t in newest)), None)
+        change = confirmed or last
+        series.p, series.since = change.p, change.index
+        shown = ", ".join(f"{t / change.before:.2f}x" for t in newest)  # where it stands now, beside its segment's
+        word = "REGRESSION" if confirmed else "POSSIBLE REGRESSION"
+        series.flag = (
+            f"{word}: {change.ratio:.2f}x slower from {_first_slow(series, change)} on; the newest points: {shown}"
+        )
+        if change is not last:
+            series.flag += f"; possibly slower again: {last.ratio:.2f}x from {_first_slow(series, last)} on"
+        alone = changepoints.newest_alone(times, kept.index(last.index))
+        if change is last and alone is not None and alone.ratio > 1 + threshold and alone.p < ALONE_P:
+            series.flag += (
+                f"; and the newest point alone is {alone.ratio:.2f}x slower than its segment (p={alone.p:.2g}): "
+                "possibly a change again"
+            )
         return series
     return _alone(series, kept.index(last.index) if last else 0, threshold, "its segment")
 

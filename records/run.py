@@ -84,6 +84,8 @@ class RankSummary:
     # (n-1)/n; its time is bounded by backward's with sync
     comm_bytes_per_step: int | None = None
     bus_gbps_min: float | None = None
+    threads: list[int] | None = None  # each rank's CPU threads (torch's)
+    node_threads: int | None = None  # the most CPU threads the ranks used together on one node
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RankSummary":
@@ -321,6 +323,14 @@ class RunRecord:
 
     @property
     def threads(self) -> str:
+        """The CPU threads the run's steps had on its machine.
+
+        A run across ranks had its ranks' threads on one node, together.
+        Its process's own may be fewer or more.
+        """
+        ranks = self.summary.ranks if self.summary else None
+        if ranks and ranks.node_threads:
+            return str(ranks.node_threads)
         return str((self.env or {}).get("torch_threads", "?"))
 
     @property

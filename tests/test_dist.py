@@ -18,7 +18,7 @@ from perfsweep.analysis.views.plots import write_plots
 from perfsweep.analysis.views.report import wandb_report_content
 from perfsweep.records import RANKS, STEPS, load_sweep, read_steps
 from tests import golden
-from tests.helpers import ROOT, launch_here, wandb_records
+from tests.helpers import ROOT, launch_here, wandb_records, write_run
 
 TWO_RANKS = [
     "model=tiny_cnn",
@@ -104,7 +104,12 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     shown = launch_here("runs", str(tmp_path / "default")).stdout
     for rank in ("rank 0", "rank 0 without sync", "rank 1", "rank 1 without sync"):
         assert re.search(rf"\| {run.name} {rank} +\| step ", shown), "the runs view: each rank, with sync and without"
-    assert "| straggler | exposed comm ms | exposed comm | bus GB/s at least |" in header
+    columns = r"\| threads a rank \| straggler +\| exposed comm ms \| exposed comm \| bus GB/s at least \|"
+    assert re.search(columns, header)
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| 1 ") and " rank 1 |" in line)
+    assert f"{across.straggler_index:.2f} rank 1" in row, "the straggler's index and which rank it is"
+    threads = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert across.threads == [threads, threads] and run.threads == str(2 * threads), "the ranks' threads, together"
 
 
 @pytest.mark.slow
@@ -208,6 +213,55 @@ def test_more_ranks_on_a_cpu_than_its_cpus_are_refused(tmp_path):
     assert result.returncode == 2 and said in result.stderr and not any(tmp_path.iterdir()), result.stderr
 
 
+def test_more_threads_on_a_cpu_than_its_cpus_are_refused_and_nccl_there_wherever_it_runs():
+    """Two ranks of 2 threads each on 2 CPUs took turns, as more ranks than CPUs do.
+    NCCL on device=cpu fails on any node: a Slurm launch, checked away from its node, refuses it too."""
+    from perfsweep.sweeps.plan import build_plan
+    from perfsweep.train.checks import problems
+
+    def config(*args: str):
+        (spec,) = build_plan([*TWO_RANKS, "dist=ddp", *args]).runs
+        return spec.config
+
+    cpus = len(os.sched_getaffinity(0))
+    assert not problems(config(f"threads={max(1, cpus // 2)}"))
+    crowded = config(f"threads={cpus}")
+    said = f"dist.world_size=2 with threads={cpus} on a CPU: {2 * cpus} threads on the {cpus} CPUs this run may use"
+    assert any(said in problem for problem in problems(crowded)), problems(crowded)
+    assert not problems(crowded, on_this_host=False), "its node's CPUs are its node's to count"
+    (elsewhere,) = problems(config("dist.backend=nccl"), on_this_host=False)
+    assert elsewhere.startswith("dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device=cpu)")
+    on_gpus = config("dist.backend=nccl", "device=auto")
+    assert not problems(on_gpus, on_this_host=False), "device=auto takes a node's GPUs there"
+
+
+def test_a_run_across_ranks_ran_with_its_ranks_threads_on_a_node_not_its_process_s(tmp_path):
+    """Two ranks of 1 thread on one node ran with 2 threads there, as one process of 2 threads does.
+    The run's process, a Slurm task of 1 CPU, has 1: a sweep of both is on one machine, not MIXED MACHINES."""
+    import dataclasses
+
+    from perfsweep.train.ranks.combine import Ranks
+
+    def placed(rank: int, node: str, threads: int | None):
+        return dataclasses.replace(rank_result(rank, 30.0, 10.0), node=node, threads=threads)
+
+    two = Ranks((placed(0, "n1", 1), placed(1, "n1", 1)), "ddp").summary()
+    assert (two.threads, two.node_threads) == ([1, 1], 2)
+    nodes = Ranks((placed(0, "n1", 2), placed(1, "n2", 2), placed(2, "n2", 2)), "ddp").summary()
+    assert (nodes.threads, nodes.node_threads) == ([2, 2, 2], 4), "the most on one node"
+    unknown = Ranks((placed(0, "n1", 1), placed(1, "n1", None)), "ddp").summary()
+    assert unknown.threads is None and unknown.node_threads is None
+    write_run(tmp_path, "one", "tensor", "contiguous", 100.0)
+    write_run(tmp_path, "ranks", "subclass", "contiguous", 90.0)
+    one, ranks = sorted(load_sweep(tmp_path), key=lambda run: run.name)
+    env = {"cpu": "AMD EPYC", "packages": {"torch": "2.14.1"}}
+    one = dataclasses.replace(one, env=env | {"torch_threads": 2})
+    ranks = dataclasses.replace(
+        ranks, env=env | {"torch_threads": 1}, summary=dataclasses.replace(ranks.summary, ranks=two)
+    )
+    assert ranks.threads == "2" and ranks.machine == one.machine
+
+
 def test_a_function_benchmark_across_ranks_is_refused(tmp_path):
     result = launch_here("workload=sampler", "dist=ddp", "repeats=1", f"runs_dir={tmp_path}")
     assert result.returncode == 2 and "dist=ddp with workload=sampler: it runs in one process" in result.stderr
@@ -304,6 +358,7 @@ def test_ranks_without_steps_without_sync_give_no_exposed_communication_and_one_
     assert summary.exposed_comm_ms is None and summary.straggler_index is None and summary.bus_gbps_min is not None
     one = Ranks((rank_result(0, 30.0, 10.0),), "ddp").summary()
     assert one.world_size == 1 and one.comm_bytes_per_step is None and one.bus_gbps_min is None
+    assert one.straggler_index is None and one.straggler_rank is None, "one rank waits for no one"
 
 
 def test_the_run_s_other_ranks_on_its_cpus_are_its_own_work_not_other_processes():

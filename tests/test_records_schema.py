@@ -174,7 +174,8 @@ def test_a_summary_written_with_its_rank_fields_at_the_top_level_is_read_into_ra
     assert rewritten["ranks"]["step_ms"] == [30.0, 31.5] and not set(FLAT_RANKS) & set(rewritten)
     assert records.Summary.from_json(rewritten) == run.summary, "the nested layout reads back the same"
     table = launch_here("table", str(sweep))
-    assert table.returncode == 0 and "| straggler | exposed comm ms |" in table.stdout, table.stderr
+    assert table.returncode == 0 and "| threads a rank | straggler   | exposed comm ms |" in table.stdout, table.stderr
+    assert "| -              | 1.33 rank 1 | 4.5             |" in table.stdout, "threads it did not record: unknown"
 
 
 def test_a_summary_in_one_process_has_no_ranks(sweep):

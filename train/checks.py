@@ -98,5 +98,5 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
             f"threads={cfg.threads} must be 1 or more (or null: the CPUs Slurm allotted, else torch's default)"
         )
     if on_this_host:
-        issues += [*_device(cfg.device, dataclasses.astuple(cfg.precision)), *device_problems(cfg)]
-    return issues
+        issues += _device(cfg.device, dataclasses.astuple(cfg.precision))
+    return issues + device_problems(cfg, here=on_this_host)

@@ -41,27 +41,39 @@ def problems(cfg: RunConf) -> list[str]:
     return issues
 
 
-def device_problems(cfg: RunConf) -> list[str]:
-    """What stops the run's ranks on the GPUs, or the CPUs, this process sees.
+def device_problems(cfg: RunConf, here: bool = True) -> list[str]:
+    """What stops the run's ranks on their devices.
 
-    That is where the run executes: this host, or its job's node, whose tasks see what the job was given.
+    With `here`, the run executes where this process does: this host, or its job's node, whose tasks see what the
+    job was given. Its ranks are checked against the GPUs, or the CPUs, this process sees.
+    Else only what stops them anywhere is checked: NCCL for ranks on a CPU (device=cpu).
     """
     conf = cfg.dist
     if conf.name == "none":
         return []
-    on_gpu = cfg.device != "cpu" and torch.cuda.is_available()
+    on_gpu = cfg.device != "cpu" and (not here or torch.cuda.is_available())
     if conf.backend == "nccl" and not on_gpu:
         return [f"dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device={cfg.device}); "
                 "dist.backend=gloo (or auto) runs them there"]  # fmt: skip
+    if not here:
+        return []
     if on_gpu and conf.world_size > torch.cuda.device_count():
         return [
             f"dist.world_size={conf.world_size} on GPUs: a rank needs a GPU of its own, and this run is given "
             f"{torch.cuda.device_count()} (dist.world_size={torch.cuda.device_count()} or fewer, or device=cpu)"
         ]
-    if not on_gpu and conf.world_size > (cpus := len(os.sched_getaffinity(0))):
+    cpus = len(os.sched_getaffinity(0))
+    if not on_gpu and conf.world_size > cpus:
         return [
             f"dist.world_size={conf.world_size} on a CPU: a rank needs a CPU of its own, and this run may use {cpus}; "
             f"more would wait for one another, and their times would be the wait (dist.world_size={cpus} or fewer)"
+        ]
+    if not on_gpu and cfg.threads and conf.world_size * cfg.threads > cpus:
+        fits = cpus // conf.world_size
+        return [
+            f"dist.world_size={conf.world_size} with threads={cfg.threads} on a CPU: "
+            f"{conf.world_size * cfg.threads} threads on the {cpus} CPUs this run may use would wait for one another; "
+            f"threads={fits}{' or fewer' if fits > 1 else ''}, or threads=null (the ranks share the CPUs)"
         ]
     return []
 

@@ -220,14 +220,15 @@ def phase_memory_text(config: Configuration) -> str:
 def rank_columns() -> list[Column]:
     """The columns of a run across ranks, each the geometric mean over a configuration's runs.
 
-    - straggler: the slowest rank's median step over the median rank's;
+    - threads a rank: torch's CPU threads in each rank, the fewest to the most over the runs;
+    - straggler: the slowest rank's median step over the median rank's, and which rank that was in the runs;
     - exposed communication: what backward did not hide, in ms and as a share of the step;
     - bus bandwidth: the least the gradients' reduction took.
 
     '-' stands for:
 
     - a run in one process;
-    - what a run did not measure (FSDP's straggler; either without dist.exposed_comm);
+    - what a run did not measure (FSDP's straggler, one rank's; either without dist.exposed_comm);
     - no exposed communication;
     - one rank's bandwidth: it reduces with no one.
     """
@@ -236,11 +237,34 @@ def rank_columns() -> list[Column]:
         return lambda c: c.middle(lambda r: getattr(r.summary.ranks, name) if r.summary.ranks else None)
 
     return [
-        number("straggler", of("straggler_index")),
+        Column("threads a rank", lambda c: _span(rank_threads(c)), rank_threads),
+        Column("straggler", lambda c: _straggler(of("straggler_index")(c), c), of("straggler_index")),
         number("exposed comm ms", of("exposed_comm_ms")),
         number("exposed comm", of("exposed_comm_share"), lambda share: "-" if share is None else f"{share:.0%}"),
         number("bus GB/s at least", of("bus_gbps_min")),
     ]
+
+
+def rank_threads(config: Configuration) -> list[int] | None:
+    """Each rank's CPU threads over the configuration's runs, the fewest and the most; None where one is unknown."""
+    threads = [r.summary.ranks.threads if r.summary.ranks else None for r in config.runs]
+    if not threads or None in threads:
+        return None
+    every = [count for counts in threads for count in counts]
+    return [min(every), max(every)]
+
+
+def _straggler(index: float | None, config: Configuration) -> str:
+    ranks = {r.summary.ranks.straggler_rank for r in config.runs if r.summary.ranks}
+    if index is None or None in ranks:
+        return figure(index)
+    return f"{figure(index)} rank {'/'.join(map(str, sorted(ranks)))}"
+
+
+def _span(bounds: list[int] | None) -> str:
+    if bounds is None:
+        return "-"
+    return str(bounds[0]) if bounds[0] == bounds[1] else f"{bounds[0]}-{bounds[1]}"
 
 
 def _rate(value: float | None) -> str:

@@ -118,12 +118,12 @@ class Ranks:
     def summary(self) -> RankSummary:
         """How the ranks compare: summary.json's `ranks`.
 
-        The straggler needs steps that wait for no rank: DDP's without sync.
+        The straggler needs steps that wait for no rank: DDP's without sync, on 2 ranks or more.
         The exposed communication needs steps without sync to compare with.
         """
         medians, own = self.medians(), self.medians(with_sync=False)
         found: dict[str, Any] = {}
-        if own is not None:
+        if own is not None and len(own) > 1:  # one rank waits for no one
             found |= {
                 "own_step_ms": own,
                 "straggler_rank": self.run_rank.rank,
@@ -133,7 +133,18 @@ class Ranks:
         if all(rows[False] for rows in compared):
             exposed = min(max(0.0, _backward(rows[True]) - _backward(rows[False])) for rows in compared)
             found |= {"exposed_comm_ms": exposed, "exposed_comm_share": exposed / max(medians)}
+        found |= self.threads()
         return RankSummary(world_size=len(self.results), step_ms=medians, **found, **self.bus_bandwidth(compared))
+
+    def threads(self) -> dict[str, Any]:
+        """Each rank's CPU threads, and the most its ranks used together on one node; nothing where one is unknown."""
+        threads = [result.threads for result in self.results]
+        if None in threads:
+            return {}
+        nodes: dict[str, int] = {}
+        for result in self.results:
+            nodes[result.node] = nodes.get(result.node, 0) + result.threads
+        return {"threads": threads, "node_threads": max(nodes.values())}
 
     def bus_bandwidth(self, compared: list[dict[bool, list[dict[str, Any]]]]) -> dict[str, Any]:
         """The gradients' reduction: its bytes a rank a step, and its bus bandwidth at least.

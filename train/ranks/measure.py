@@ -52,6 +52,7 @@ class RankResult:
     workload: dict[str, Any]  # the workload's summary fields at one step a second
     node: str = ""  # the host it ran on
     cpus: frozenset[int] = frozenset()  # the CPUs it may use there (its affinity); empty where unknown
+    threads: int | None = None  # torch's CPU threads in it; None where unknown
 
     def window_steps(self, with_sync: bool = True) -> list[dict[str, Any]]:
         """The window's steps with gradient sync, or those without it."""
@@ -113,4 +114,5 @@ def measure_rank(cfg, device: torch.device, as_task: bool) -> RankResult:
         workload=work.summary(1.0),  # at one step a second: the run scales samples/s
         node=socket.gethostname(),
         cpus=frozenset(os.sched_getaffinity(0)),
+        threads=torch.get_num_threads(),
     )

@@ -185,7 +185,33 @@ def run_ranks(spec: RunSpec, run_dir: Path) -> list[RankResult]:
 
 
 def _failure(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
-    log = next((run_dir / RANK_LOGS).glob(f"*/attempt_*/{failure.local_rank}/stderr.log"), None)
+    """Which rank failed first, how, and where its error is.
+
+    The agent reports the first failure it sees.
+    That may be a peer of the rank that ended first: its collectives fail once that rank is gone.
+    A rank ends with an error file (error.json) unless a signal it cannot catch killed it (SIGKILL, the
+    out-of-memory killer).
+    A rank without one, beside the reported failure, is then named first.
+    """
+    ranks, attempt = spec.config.dist.world_size, next((run_dir / RANK_LOGS).glob("*/attempt_*"), None)
     said = failure.message.get("message", "") if isinstance(failure.message, dict) else str(failure.message)
-    how = f"exit code {failure.exitcode}"
-    return f"rank {rank} of {spec.config.dist.world_size} failed ({how}): {said.strip()}; its output: {log}"
+    how = f"killed by {failure.signal_name()}" if failure.exitcode < 0 else f"exit code {failure.exitcode}"
+    error = Path(failure.error_file)
+    where = f"its error: {error}" if error.is_file() else f"its output: {_rank_log(attempt, failure.local_rank)}"
+    reported = f"rank {rank} of {ranks} failed ({how}): {said.strip()}; {where}"
+    killed = [
+        other
+        for other in range(ranks)
+        if attempt and other != failure.local_rank and not (attempt / str(other) / "error.json").is_file()
+    ]
+    if not killed:
+        return reported
+    names = ", ".join(map(str, killed))
+    return (
+        f"rank {names} of {ranks} ended with no error of its own: a signal it cannot catch killed it (SIGKILL, the "
+        f"out-of-memory killer; `dmesg` says which); its output: {_rank_log(attempt, killed[0])}. Then {reported}"
+    )
+
+
+def _rank_log(attempt: Path | None, local_rank: int) -> Path | None:
+    return attempt / str(local_rank) / "stderr.log" if attempt else None

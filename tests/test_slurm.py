@@ -636,6 +636,9 @@ def test_a_job_no_single_node_can_hold_is_refused_and_one_some_node_holds_is_not
     assert said.startswith("launcher.cpus_per_task=32 with launcher.mem_gb=100: a job asks a node for 32 CPUs")
     assert "no one of partition big's nodes has both (sinfo: 8 CPUs with 256000 MB, 64 CPUs with 1000 MB)" in said
     assert not slurm_backend.node_problems(LauncherConf(name="slurm", cpus_per_task=8, mem_gb=100), 1)
+    assert not slurm_backend.node_problems(LauncherConf(name="slurm", nodes=2), 1, nodes=2), "2 nodes of big"
+    (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", nodes=3), 1, nodes=3)
+    assert said.startswith("launcher.nodes=3: a job asks for 3 nodes, and partition big has 2 (sinfo)"), said
     (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", cpus_per_task=16), 8)
     assert said.endswith("64 at most (sinfo): Slurm would queue it for ever; give 8 or fewer"), said
     elsewhere = LauncherConf(name="slurm", cpus_per_task=128, sbatch_extra={"partition": "huge"})
@@ -921,9 +924,11 @@ def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):
 
 
 def test_more_nodes_than_one_are_for_runs_across_ranks_on_slurm(tmp_path):
+    """The local cluster has one node: a job of 2 would queue for ever (PartitionNodeLimit)."""
     for launcher, dist, says in [
         ("launcher=local", "dist=ddp", "launcher.nodes=2 with launcher=local: must be 1 (launcher=slurm: 1 or more)"),
         ("launcher=slurm", "dist=none", "launcher.nodes=2 is for runs across ranks (dist=ddp or dist=fsdp"),
+        ("launcher=slurm", "dist=ddp", "launcher.nodes=2: a job asks for 2 nodes, and partition cpu has 1 (sinfo)"),
     ]:
         nodes = [*TINY, launcher, dist, "launcher.nodes=2", "launcher.max_array_size=8", f"runs_dir={tmp_path}"]
         problems = ranks_problems(build_plan(nodes))

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -205,11 +206,13 @@ def partition_problems(partition: str) -> list[str]:
     ]
 
 
-def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
-    """Where no node of a job's partition has the GPUs, or the CPUs and memory, the job asks of a node.
+def node_problems(conf: LauncherConf, tasks: int, nodes: int = 1) -> list[str]:
+    """Where a job's partition has fewer nodes than it asks, or none with the GPUs, or the CPUs and memory, it asks of a
+    node.
 
     sbatch refuses such GPUs; a job of such CPUs or memory would queue for ever.
     `tasks` is the most tasks a job puts on a node: a run's ranks, else 1.
+    `nodes` is the most nodes a job asks: launcher.nodes for a run's ranks, else 1.
     The partition is launcher.partition's, else the cluster's default.
     Of a list, any node of any counts.
     A partition given past launcher.partition (sbatch_extra, SBATCH_PARTITION) is sbatch's to check.
@@ -225,26 +228,33 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
     rows = [[*row, ""][:4] for row in rows if len(row) in (3, 4)]  # a node's gres, where sinfo gives it
     rows = [row for row in rows if all(part.rstrip("+").isdigit() for part in row[1:3])]
     rows = rows if conf.partition else [row for row in rows if row[0].endswith("*")]  # the default partition
-    nodes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
+    shapes = [(int(row[1].rstrip("+")), int(row[2].rstrip("+"))) for row in rows]
     cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024
     where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes" if rows else ""
     gpus = max((_gpus(row[3]) for row in rows), default=None) if all(row[3] for row in rows) else None  # else unknown
+    partitions = Counter(row[0] for row in rows)  # sinfo -N: a row a node of a partition
+    if partitions and nodes > (most := max(partitions.values())):
+        return [
+            f"launcher.nodes={nodes}: a job asks for {nodes} nodes, and partition "
+            f"{conf.partition or rows[0][0].rstrip('*')} has {most} (sinfo): Slurm would queue it for ever "
+            f"(PartitionNodeLimit); give {most} or fewer"
+        ]
     if gpus is not None and (conf.gpus_per_node or 0) > gpus:
         return [
             f"launcher.gpus_per_node={conf.gpus_per_node}: a job asks a node for {conf.gpus_per_node} GPUs, and "
             f"{where} have {gpus} at most (sinfo's gres): sbatch would refuse it; "
             + (f"give {gpus} or fewer" if gpus else "give 0: they have none")
         ]
-    if not nodes or any(cpus <= has_cpus and mb <= has_mb for has_cpus, has_mb in nodes):
+    if not shapes or any(cpus <= has_cpus and mb <= has_mb for has_cpus, has_mb in shapes):
         return []
-    most_cpus, most_mb = max(c for c, _ in nodes), max(m for _, m in nodes)
+    most_cpus, most_mb = max(c for c, _ in shapes), max(m for _, m in shapes)
     asked = f"launcher.cpus_per_task={conf.cpus_per_task or 'null'}"
     shape = f"{conf.cpus_per_task or 1} a task x {tasks} tasks, a run's ranks a node" if tasks > 1 else "1 task"
     problems = []
     if cpus > most_cpus and most_cpus < tasks:  # the ranks a node are too many, whatever each task asks
         more = (
-            f"or spread them over more of its {len(nodes)} nodes (launcher.nodes)"
-            if len(nodes) > 1
+            f"or spread them over more of its {len(shapes)} nodes (launcher.nodes)"
+            if len(shapes) > 1
             else "it has 1 node"
         )
         problems.append(
@@ -264,7 +274,7 @@ def node_problems(conf: LauncherConf, tasks: int) -> list[str]:
             f"(sinfo): Slurm would queue it for ever; give {most_mb // 1024} or less"
         )
     if not problems:  # each fits some node, but no node holds both
-        held = ", ".join(f"{c} CPUs with {m} MB" for c, m in sorted(set(nodes)))
+        held = ", ".join(f"{c} CPUs with {m} MB" for c, m in sorted(set(shapes)))
         problems.append(
             f"{asked} with launcher.mem_gb={conf.mem_gb}: a job asks a node for {cpus} CPUs ({shape}) and {mb} MB, "
             f"and no one of {where} has both (sinfo: {held}): Slurm would queue it for ever"
@@ -315,8 +325,9 @@ class Slurm(Backend):
         if not missing and not clusters and self.conf.partition is not None and self.conf.partition.isprintable():
             problems += partition_problems(self.conf.partition)  # (a control character is refused as such)
         if not missing and not clusters and (self.conf.partition or "").isprintable():
-            tasks = max((self.ranks_per_node(run.config) or 1 for run in plan.runs), default=1)
-            problems += node_problems(self.conf, tasks)
+            ranks = [self.ranks_per_node(run.config) for run in plan.runs]
+            tasks = max((count or 1 for count in ranks), default=1)
+            problems += node_problems(self.conf, tasks, self.conf.nodes if any(ranks) else 1)
         return problems + self.time_problems(plan) + self.nodes_problems(plan)
 
     def time_problems(self, plan) -> list[str]:

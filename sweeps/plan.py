@@ -304,6 +304,10 @@ class Ranked:
     won: dict[str, str] = dataclasses.field(default_factory=dict)  # key -> the option file of the user's that set it
     # (a typed key, the option file's value it meets) -> the key's typed values: said once all runs are ranked
     typed_over: dict[tuple[str, str], dict[str, None]] = dataclasses.field(default_factory=dict)
+    # (a preset's key, its value, its file) -> (each sweep file's key that replaced it, where it was set) -> its values
+    presets_over: dict[tuple[str, str, str], dict[tuple[str, str], dict[str, None]]] = dataclasses.field(
+        default_factory=dict
+    )
 
     def note_typed_over(self) -> None:
         """Say each option file's value that the command line's values leave out.
@@ -313,6 +317,20 @@ class Ranked:
         for (key, theirs), values in self.typed_over.items():
             if theirs.split(" (", 1)[0] not in (f"{key}={value}" for value in values):
                 self.notices.append(f"{key}={','.join(values)} (the command line) runs, not {theirs}")
+
+    def note_presets_over(self) -> None:
+        """Say each preset's value that a sweep file's params replace in every run.
+
+        Where a run keeps the preset's value, the sweep runs it: nothing is left out.
+        """
+        for (key, value, path), params in self.presets_over.items():
+            if any(s.key == key and str(s.value) == value for run in self.runs for s in run):
+                continue
+            where = ", ".join(f"{param}={','.join(values)} ({source})" for (param, source), values in params.items())
+            self.notices.append(
+                f"{where} {'runs' if len(params) == 1 else 'run'}, not {key}={value} ({path}): a sweep file's params "
+                f"come before perfsweep's presets; type {key}={value} to run the preset's"
+            )
 
 
 def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], sources: dict[str, str]) -> Ranked:
@@ -345,6 +363,7 @@ def ranked(runs: list[list[Setting]], typed: set[str], dirs: tuple[Path, ...], s
     if left_out:  # (runs that differed in what gave way are one run now)
         found.runs = list({tuple(s.text for s in run): run for run in found.runs}.values())
     found.note_typed_over()
+    found.note_presets_over()
     axes = [key for key in question if key not in typed]
     if own and axes:
         defaults = compose.default_options()
@@ -416,7 +435,7 @@ def _by_files(
 def _note_presets_given_way(
     run: list[Setting], typed: set[str], options: compose.Options, sources: dict[str, str], found: Ranked
 ) -> None:
-    """A notice for each value of a preset the user chose that a sweep file's param replaces.
+    """Note each value of a preset the user chose that a sweep file's param replaces in `run` (`presets_over`).
 
     The command line chose the preset (model=tiny_cnn).
     A value the user did not type runs instead of the preset's.
@@ -430,11 +449,9 @@ def _note_presets_given_way(
         for key, value in options.values(choice.key, choice.value).items():
             for s in run:
                 if s.key not in typed and not compose.is_choice(s) and _overlap(s.key, key) and s.value != value:
-                    found.notices.append(
-                        f"{s.text} ({sources.get(s.key, 'the sweep file')}) runs, not {key}={value} "
-                        f"({shown_path(path)}): a sweep file's params come before perfsweep's presets; "
-                        f"type {key}={value} to run the preset's"
-                    )
+                    replaced = found.presets_over.setdefault((key, str(value), shown_path(path)), {})
+                    values = replaced.setdefault((s.key, sources.get(s.key, "the sweep file")), {})
+                    values[s.text.split("=", 1)[1]] = None
 
 
 def _own_code(run: list[Setting], options: compose.Options) -> str:

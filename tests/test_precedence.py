@@ -74,6 +74,20 @@ def test_a_preset_you_chose_gives_way_to_a_sweep_files_params_with_a_line_that_n
     assert sizes(typed) == {(4, 32)} and not typed.notices
 
 
+def test_a_preset_s_value_that_the_sweep_files_params_sweep_too_gives_way_to_no_one(tmp_path):
+    """dist=ddp's preset runs 2 ranks; sweep=dist_scaling scale=cpu sweeps 1 and 2: the preset's 2 runs too."""
+    both = build_plan(["sweep=dist_scaling", "scale=cpu", "dist=ddp", "repeats=1"])
+    assert {spec.config.dist.world_size for spec in both.runs} == {1, 2} and not both.notices, both.notices
+    (tmp_path / "sweeps").mkdir()
+    (tmp_path / "sweeps" / "mine.yaml").write_text("params:\n  model: tiny_cnn\n  dist.world_size: 1,4\n")
+    (said,) = build_plan([searched(tmp_path), "sweep=mine", "dist=ddp", "repeats=1"]).notices
+    mine = tmp_path / "sweeps" / "mine.yaml"
+    assert said.startswith(
+        f"dist.world_size=1,4 ({mine}) runs, not dist.world_size=2 (conf/dist/ddp.yaml): a sweep file's params come "
+        "before perfsweep's presets"
+    ), said
+
+
 def test_a_preset_that_a_sweep_file_chose_gives_way_to_its_params_without_a_word(tmp_path):
     (tmp_path / "sweeps").mkdir()
     (tmp_path / "sweeps" / "mine.yaml").write_text("params:\n  model: test_resnet\n  model.batch_size: 8\n")

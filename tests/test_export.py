@@ -214,6 +214,34 @@ def test_bmf_keeps_throughput_and_gives_energy_a_measure_of_its_own(sweep):
     assert subclass["joules-per-sample"]["value"] == pytest.approx(50.0 / 80.0)
 
 
+def test_a_run_across_ranks_exports_its_straggler_exposed_communication_and_bus_bandwidth(sweep):
+    """s1 ran on 2 ranks, with every figure of its own; t1 and t2 on 1, which has no straggler or bandwidth."""
+    ranks = {"world_size": 2, "step_ms": [30.0, 31.0], "straggler_index": 1.2, "exposed_comm_ms": 4.5}
+    two = ranks | {"bus_gbps_min": 0.8, "exposed_comm_share": 0.15}
+    records.write_json(
+        sweep / "s1" / records.SUMMARY, records.read_json(sweep / "s1" / records.SUMMARY) | {"ranks": two}
+    )
+    for name in ("t1", "t2"):
+        one = {"world_size": 1, "step_ms": [30.0], "exposed_comm_ms": 1.0 if name == "t1" else 3.0}
+        records.write_json(
+            sweep / name / records.SUMMARY, records.read_json(sweep / name / records.SUMMARY) | {"ranks": one}
+        )
+    found = exported(str(sweep), "--format", "pytorch-v3")
+    metrics = {(r["model"]["extra_info"]["input_type"], r["metric"]["name"]): r["metric"] for r in found}
+    assert metrics["subclass", "straggler_index"]["benchmark_values"] == [1.2]
+    assert metrics["subclass", "bus_gbps_min"]["extra_info"]["unit"] == "GB/s"
+    exposed = metrics["tensor", "exposed_comm_ms"]
+    assert sorted(exposed["benchmark_values"]) == [1.0, 3.0] and "a value per run" in exposed["extra_info"]["statistic"]
+    assert ("tensor", "straggler_index") not in metrics and ("tensor", "bus_gbps_min") not in metrics, "1 rank"
+    bmf = {
+        name.split("input_type=")[1].split()[0]: measures
+        for name, measures in exported(str(sweep), "--format", "bmf").items()
+    }
+    assert bmf["subclass"]["latency-exposed-comm"]["value"] == pytest.approx(4.5e6), "ns, as latency"
+    assert bmf["subclass"]["straggler-index"]["value"] == 1.2 and bmf["subclass"]["bus-bandwidth-min"]["value"] == 0.8
+    assert "straggler-index" not in bmf["tensor"]
+
+
 def test_pytorch_v3_says_what_other_processes_took_of_a_configuration_s_runs_and_how_many_were_noisy(sweep):
     """tensor's two runs shared their 2 CPUs with a neighbour that took 40% of them; subclass's host was not read.
     A dashboard shows none of the table's flags: the benchmark's record carries them."""

@@ -5,7 +5,9 @@
 - pytorch-v3: a JSON list of records of the PyTorch OSS benchmark database's v3 schema (pytorch/test-infra's
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, samples per second, and J/sample where read.
-  Its `benchmark_values` hold one value per run (process), as STATISTIC says.
+  Its `benchmark_values` hold one value per run (process), as its `statistic` says.
+  A run across ranks adds its straggler index, exposed communication (ms) and bus bandwidth at least (GB/s): a value
+  per run, its ranks together.
   Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
@@ -14,6 +16,7 @@
   `latency` is the step time in nanoseconds, Bencher's unit, `throughput` samples per second, and
   `joules-per-sample` the energy, where read.
   Each phase is a measure of its own (`latency-forward`...).
+  A run across ranks adds `straggler-index`, `latency-exposed-comm` and `bus-bandwidth-min` (GB/s).
   Each value is the geometric mean over the runs of each run's own value.
   Its bounds are the 95% t-interval across the runs, where there are two or more.
 
@@ -23,6 +26,7 @@ Figures are named by the sweep file, not the folder: a sweep per commit stays on
 The commits, the code under test's and perfsweep's own, are in `dependencies` (pytorch-v3).
 """
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -38,12 +42,45 @@ from perfsweep.analysis.views.table import joules_per_sample, ran_eagerly, stall
 from perfsweep.records import DONE, RunRecord, load_sweep
 
 FORMATS = ("pytorch-v3", "bmf")
-BMF_MEASURES = {"samples/s": "throughput", "J/sample": "joules-per-sample"}  # Bencher's measure of each other unit
-# What each run's value of a metric is, by its unit, as the table computes it
-STATISTIC = {
-    "ms": "each run's median over its measured steps, a value per process",
-    "samples/s": "each run's samples over its whole measured window (stalls included), a value per process",
-    "J/sample": "each run's energy over its measured window per sample, a value per process",
+PER_PROCESS = ", a value per process"
+PER_RUN = ", a value per run (its ranks together)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """A figure of a configuration: each run's value, what that value is, and its measure in BMF."""
+
+    unit: str
+    values: list[float]  # each run's
+    statistic: str  # what each run's value is, as the table computes it
+    bmf: str  # Bencher's measure
+    bmf_scale: float = 1.0  # into the measure's unit (latency: nanoseconds)
+
+
+# A run across ranks' figures: summary.json's `ranks` field -> (metric, unit, statistic, BMF measure, BMF scale)
+RANK_METRICS = {
+    "straggler_index": (
+        "straggler_index",
+        "x",
+        "each run's slowest rank's median step without gradient sync over its ranks' median" + PER_RUN,
+        "straggler-index",
+        1.0,
+    ),
+    "exposed_comm_ms": (
+        "exposed_comm_ms",
+        "ms",
+        "each run's least over its ranks of the median backward with gradient sync less without" + PER_RUN,
+        "latency-exposed-comm",
+        1e6,
+    ),
+    "bus_gbps_min": (
+        "bus_gbps_min",
+        "GB/s",
+        "each run's gradient reduction's bus bandwidth at least (nccl-tests' count, over the least median backward "
+        "with gradient sync)" + PER_RUN,
+        "bus-bandwidth-min",
+        1.0,
+    ),
 }
 
 
@@ -64,20 +101,36 @@ def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str]]:
     return [r for r in every if r.state == DONE and r.summary], varying(every)[1]
 
 
-def _metrics(config: Configuration) -> dict[str, tuple[str, list[float]]]:
-    """name -> (unit, each run's value): the step's and each phase's median ms, and samples per second."""
+def _metrics(config: Configuration) -> dict[str, Metric]:
+    """A configuration's figures by name.
+
+    They are the step's and each phase's median ms, samples per second, and J/sample where read.
+    A run across ranks adds its straggler index, exposed communication and bus bandwidth, where every run has each.
+    """
     first = config.first.summary
     found = {
-        f"{phase}_ms": ("ms", [r.summary.median(phase) for r in config.runs])
+        f"{phase}_ms": Metric(
+            "ms",
+            [r.summary.median(phase) for r in config.runs],
+            "each run's median over its measured steps" + PER_PROCESS,
+            "latency" if phase == "step" else f"latency-{phase}",
+            1e6,
+        )
         for phase in ("step", *first.phases)
         if all(r.summary.median(phase) is not None for r in config.runs)
     }
     rates = [r.summary.samples_per_s for r in config.runs]
     if all(rates):
-        found["samples_per_s"] = ("samples/s", rates)
+        whole = "each run's samples over its whole measured window (stalls included)" + PER_PROCESS
+        found["samples_per_s"] = Metric("samples/s", rates, whole, "throughput")
     energy = [joules_per_sample(r) for r in config.runs]
     if all(energy):
-        found["joules_per_sample"] = ("J/sample", energy)
+        per_sample = "each run's energy over its measured window per sample" + PER_PROCESS
+        found["joules_per_sample"] = Metric("J/sample", energy, per_sample, "joules-per-sample")
+    for field, (name, unit, statistic, measure, scale) in RANK_METRICS.items():
+        values = [getattr(r.summary.ranks, field) if r.summary.ranks else None for r in config.runs]
+        if all(value is not None for value in values):
+            found[name] = Metric(unit, values, statistic, measure, scale)
     return found
 
 
@@ -191,13 +244,14 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "extra_info": {axis: str(value) for axis, value in config.first.axes.items() if axis != "replicate"}
             | {field: str(fields_of.get(field, UNSET)) for field in _named(config.first, measured)},
         }
-        for name, (unit, values) in _metrics(config).items():
-            extra = {"unit": unit, "statistic": STATISTIC[unit]} | (_stalls(config) if unit == "samples/s" else {})
+        for name, metric in _metrics(config).items():
+            extra = {"unit": metric.unit, "statistic": metric.statistic}
+            extra |= _stalls(config) if metric.unit == "samples/s" else {}
             found.append(
                 {
                     "benchmark": benchmark,
                     "model": model,
-                    "metric": {"name": name, "benchmark_values": values, "extra_info": extra},
+                    "metric": {"name": name, "benchmark_values": metric.values, "extra_info": extra},
                     "runners": [_runner(config.first)],
                     "dependencies": _dependencies(config.first),
                 }
@@ -263,13 +317,7 @@ def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
     names = benchmarks(configs, fields)
     found = {}
     for config in configs:
-        measures = {}
-        for name, (unit, values) in _metrics(config).items():
-            if unit == "ms":
-                phase = name.removesuffix("_ms")
-                measures["latency" if phase == "step" else f"latency-{phase}"] = _measure(values, 1e6)  # ns
-            else:
-                measures[BMF_MEASURES[unit]] = _measure(values, 1.0)
+        measures = {metric.bmf: _measure(metric.values, metric.bmf_scale) for metric in _metrics(config).values()}
         # eager times under a compiled configuration's name would join its series: they get a series of their own
         found[f"{_series(config.first, sweep_dir)}/{names[config.key]}{_uncompiled(config)}"] = measures
     return found

@@ -302,11 +302,10 @@ def asked(args: argparse.Namespace) -> Asked:
         )
     if fixed and not (fixed.isdigit() and int(fixed) >= 2):
         raise BisectError(f"repeats={fixed}: a point is placed across runs: 2 or more a side, or repeats=auto")
-    if args.max_runs < 2 or (args.max_minutes is not None and not args.max_minutes > 0):
-        raise BisectError(
-            f"--max-runs {args.max_runs} --max-minutes {args.max_minutes}: a point needs 2 or more runs a side, and "
-            "the search some time"
-        )
+    if args.max_runs < 2:
+        raise BisectError(f"--max-runs {args.max_runs}: a point needs 2 or more runs a side")
+    if args.max_minutes is not None and not args.max_minutes > 0:
+        raise BisectError(f"--max-minutes {args.max_minutes:g}: the search needs some time; give more than 0")
     base.append("launcher.budget_s=null")  # a point's launch runs its rounds whole (a sweep file's budget too)
     first = build_plan([*base, pinned(package, releases[0]), "repeats=1"])
     if first.settings.order != "interleaved":

@@ -455,6 +455,19 @@ def test_a_bisect_refuses_repeats_autos_caps_and_an_order_that_is_not_interleave
     golden.says(name, capsys.readouterr().err)
 
 
+@pytest.mark.parametrize(
+    ("budget", "said"),
+    [
+        (["--max-runs", "1"], "--max-runs 1: a point needs 2 or more runs a side"),
+        (["--max-minutes", "0"], "--max-minutes 0: the search needs some time; give more than 0"),
+    ],
+)
+def test_a_bisect_refuses_a_budget_that_places_no_point_naming_that_budget_alone(tmp_path, capsys, budget, said):
+    args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, *budget]
+    assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())
+    assert capsys.readouterr().err.strip().endswith(said)
+
+
 def test_a_bisect_refuses_the_bisected_package_among_the_overrides(tmp_path, capsys):
     args = ["bisect", "--package", "numpy", "--good", "2.2.2", "--bad", "2.2.6", *PLANTED, "+env.packages.numpy=2.0.0"]
     assert launch.main([*args, f"runs_dir={tmp_path}"]) == 2 and not any(tmp_path.iterdir())

@@ -10,6 +10,7 @@ The headers here are read from two of its files:
 - Step times are median milliseconds per step.
 - Parameter counts are in millions.
 - GMACs are per sample: FLOPs / 2, counted by perfsweep (train/flops.py).
+- Both have 2 decimals, as timm's; a tiny model's, which would read 0.00, have 2 significant digits.
 - Activations (`infer_macts`) are not counted here and stay empty.
 
 timm writes a file per setting (precision, memory format...).
@@ -33,9 +34,14 @@ HEADERS = {
 }  # fmt: skip
 
 
+def _hundredths(value: float) -> str:
+    """`value` to 2 decimals, as timm writes it; below 0.005, which would read 0.00, to 2 significant digits."""
+    return f"{value:.2f}" if abs(value) >= 0.005 else f"{value:.2g}"
+
+
 def _gmacs(run: RunRecord) -> str:
     flops = run.summary.flops_per_step
-    return f"{flops / 2 / 1e9 / run.batch:.2f}" if flops else ""
+    return _hundredths(flops / 2 / 1e9 / run.batch) if flops else ""
 
 
 CELLS = {
@@ -44,7 +50,7 @@ CELLS = {
     "samples_per_sec": lambda r: f"{r.summary.samples_per_s:.2f}",
     "step_time": lambda r: f"{r.summary.median('step'):.3f}",
     "batch_size": lambda r: str(r.batch),
-    "param_count": lambda r: f"{r.summary.params / 1e6:.2f}" if r.summary.params else "",
+    "param_count": lambda r: _hundredths(r.summary.params / 1e6) if r.summary.params else "",
     "gmacs": _gmacs,
     "macts": lambda r: "",
 }

@@ -326,6 +326,7 @@ class RunRecord:
         """The CPU threads the run's steps had on its machine.
 
         A run across ranks had its ranks' threads on one node, together.
+        Its world size chose them (`asked`).
         Its process's own may be fewer or more.
         """
         ranks = self.summary.ranks if self.summary else None
@@ -359,10 +360,13 @@ class RunRecord:
         """The machine's labels that the run's config chose, which are configuration, not machine.
 
         They are its torch where it asked for one (the `torch` axis), with the CUDA and cuDNN its build brings.
-        They are its threads where it set them (`threads=`).
+        They are its threads where it set them (`threads=`), or where it ran across ranks.
+        Its world size then chose them.
+        Its ranks share a host's CPUs, or each is a Slurm task with its own.
         """
         torch = {"torch", "CUDA", "cuDNN"} if self.fields.get("torch", "current") != "current" else set()
-        return torch | ({"threads"} if self.fields.get("threads") is not None else set())
+        ranks = self.summary is not None and self.summary.ranks is not None
+        return torch | ({"threads"} if self.fields.get("threads") is not None or ranks else set())
 
 
 def _readable(path: Path) -> Any:

@@ -321,7 +321,7 @@ class Ranked:
     def note_presets_over(self) -> None:
         """Say each preset's value that a sweep file's params replace in every run.
 
-        Where a run keeps the preset's value, the sweep runs it: nothing is left out.
+        Where a run keeps the preset's value, nothing is left out.
         """
         for (key, value, path), params in self.presets_over.items():
             if any(s.key == key and str(s.value) == value for run in self.runs for s in run):

@@ -4,6 +4,7 @@ straggler found, and a rank that hangs or dies failing the run in bounded time."
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -189,8 +190,40 @@ def test_a_killed_rank_fails_the_run_with_its_error(tmp_path):
     assert run.state == "failed" and run.status.error.type == "RankFailed"
     said = run.status.error.message
     killed = r"rank 1 of 2 failed \(killed by SIGKILL\): .*; its output: .*/1/stderr.log"
-    peer = r"rank 1 of 2 ended with no error of its own: .*SIGKILL.*; its output: .*/1/stderr.log\. Then rank 0 "
+    peer = r"rank 1 of 2 ended first, with no error of its own: .*SIGKILL.*; its output: .*/1/stderr.log\. Then rank 0 "
     assert re.match(killed, said) or re.match(peer + r".*; its error: .*/0/error.json", said), said
+
+
+def test_a_failure_names_first_a_rank_that_left_no_error_only_where_its_peer_lost_it(tmp_path):
+    """Rank 1 was SIGKILLed: rank 0's connection to it closed, and rank 1 left no error.json.
+    Rank 1 ran out of memory: rank 0, stopped by the agent, left no error.json either, and is not to blame."""
+    import json
+
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+
+    from perfsweep.sweeps.plan import build_plan
+    from perfsweep.train.ranks.start import RANK_LOGS, failure_text
+
+    (spec,) = build_plan([*TWO_RANKS, "dist=ddp"]).runs
+    attempt = tmp_path / RANK_LOGS / "perfsweep-1_x" / "attempt_0"
+
+    def failed(rank: int, message: str) -> ProcessFailure:
+        (attempt / str(rank)).mkdir(parents=True)
+        error = attempt / str(rank) / "error.json"
+        error.write_text(json.dumps({"message": {"message": message, "extraInfo": {"timestamp": "1"}}}))
+        return ProcessFailure(local_rank=rank, pid=100 + rank, exitcode=1, error_file=str(error))
+
+    closed = failed(0, "RuntimeError: [gloo/pair.cc:561] Connection closed by peer [127.0.0.1]:46313")
+    (attempt / "1").mkdir()
+    said = failure_text(0, closed, spec, tmp_path)
+    assert said.startswith("rank 1 of 2 ended first, with no error of its own: a signal it cannot catch killed it")
+    assert said.endswith(f"Then rank 0 of 2 failed (exit code 1): {closed.message['message']}; its error: "
+                         f"{attempt / '0' / 'error.json'}")  # fmt: skip
+    shutil.rmtree(attempt)
+    (attempt / "0").mkdir(parents=True)
+    oom = failed(1, "torch.OutOfMemoryError: CUDA out of memory")
+    said = failure_text(1, oom, spec, tmp_path)
+    assert said == f"rank 1 of 2 failed (exit code 1): {oom.message['message']}; its error: {oom.error_file}"
 
 
 def test_what_cannot_run_across_ranks_is_refused_before_anything_runs(tmp_path):
@@ -228,22 +261,27 @@ def test_more_threads_on_a_cpu_than_its_cpus_are_refused_and_nccl_there_wherever
         return spec.config
 
     cpus = len(os.sched_getaffinity(0))
-    assert not problems(config(f"threads={max(1, cpus // 2)}"))
+    if cpus < 2:
+        pytest.skip("two ranks need two CPUs here")
+    assert not problems(config(f"threads={cpus // 2}"))
     crowded = config(f"threads={cpus}")
     said = f"dist.world_size=2 with threads={cpus} on a CPU: {2 * cpus} threads on the {cpus} CPUs this run may use"
     assert any(said in problem for problem in problems(crowded)), problems(crowded)
     assert not problems(crowded, on_this_host=False), "its node's CPUs are its node's to count"
+    assert not problems(crowded, ranks_here=False), "ranks that are Slurm tasks each have CPUs of their own"
     (elsewhere,) = problems(config("dist.backend=nccl"), on_this_host=False)
     assert elsewhere.startswith("dist.backend=nccl needs ranks on GPUs, and this run's are on a CPU (device=cpu)")
     on_gpus = config("dist.backend=nccl", "device=auto")
     assert not problems(on_gpus, on_this_host=False), "device=auto takes a node's GPUs there"
 
 
-def test_a_run_across_ranks_ran_with_its_ranks_threads_on_a_node_not_its_process_s(tmp_path):
-    """Two ranks of 1 thread on one node ran with 2 threads there, as one process of 2 threads does.
-    The run's process, a Slurm task of 1 CPU, has 1: a sweep of both is on one machine, not MIXED MACHINES."""
+def test_a_run_across_ranks_has_its_ranks_threads_which_its_world_size_chose_not_its_machine(tmp_path):
+    """Two ranks of 1 thread on one node ran with 2 threads there, as one process of 2 threads does; its process, a
+    Slurm task of 1 CPU, had 1. Two Slurm tasks of 2 CPUs each had 4 on their node. Either way the world size chose
+    the threads: a sweep over world sizes on one kind of machine is not MIXED MACHINES."""
     import dataclasses
 
+    from perfsweep.analysis import machines
     from perfsweep.train.ranks.combine import Ranks
 
     def placed(rank: int, node: str, threads: int | None):
@@ -255,15 +293,22 @@ def test_a_run_across_ranks_ran_with_its_ranks_threads_on_a_node_not_its_process
     assert (nodes.threads, nodes.node_threads) == ([2, 2, 2], 4), "the most on one node"
     unknown = Ranks((placed(0, "n1", 1), placed(1, "n1", None)), "ddp").summary()
     assert unknown.threads is None and unknown.node_threads is None
-    write_run(tmp_path, "one", "tensor", "contiguous", 100.0)
-    write_run(tmp_path, "ranks", "subclass", "contiguous", 90.0)
-    one, ranks = sorted(load_sweep(tmp_path), key=lambda run: run.name)
+    tasks = Ranks((placed(0, "n1", 2), placed(1, "n1", 2)), "ddp").summary()
+    for name, rate in (("one", 100.0), ("ranks", 90.0), ("tasks", 80.0), ("other", 70.0)):
+        write_run(tmp_path, name, "tensor", "contiguous", rate)
+    runs = {run.name: run for run in load_sweep(tmp_path)}
     env = {"cpu": "AMD EPYC", "packages": {"torch": "2.14.1"}}
-    one = dataclasses.replace(one, env=env | {"torch_threads": 2})
-    ranks = dataclasses.replace(
-        ranks, env=env | {"torch_threads": 1}, summary=dataclasses.replace(ranks.summary, ranks=two)
-    )
-    assert ranks.threads == "2" and ranks.machine == one.machine
+    one = dataclasses.replace(runs["one"], env=env | {"torch_threads": 2})
+    ranks, tasks = (
+        dataclasses.replace(runs[name], env=env | {"torch_threads": 1}, summary=dataclasses.replace(
+            runs[name].summary, ranks=summary))
+        for name, summary in (("ranks", two), ("tasks", tasks))
+    )  # fmt: skip
+    assert (ranks.threads, tasks.threads) == ("2", "4") and "threads" in ranks.asked and "threads" not in one.asked
+    assert machines.elsewhere([one, ranks, tasks]) == []
+    other = dataclasses.replace(runs["other"], env=env | {"cpu": "Intel Xeon", "torch_threads": 2})
+    (mixed,) = machines.elsewhere([one, ranks, tasks, other])
+    assert mixed.startswith("MIXED MACHINES other: CPU Intel Xeon"), "the CPU still tells machines apart"
 
 
 def test_a_function_benchmark_across_ranks_is_refused(tmp_path):

@@ -222,7 +222,7 @@ def test_a_run_across_ranks_exports_its_straggler_exposed_communication_and_bus_
         sweep / "s1" / records.SUMMARY, records.read_json(sweep / "s1" / records.SUMMARY) | {"ranks": two}
     )
     for name in ("t1", "t2"):
-        one = {"world_size": 1, "step_ms": [30.0], "exposed_comm_ms": 1.0 if name == "t1" else 3.0}
+        one = {"world_size": 1, "step_ms": [30.0], "exposed_comm_ms": 0.0 if name == "t1" else 4.0}  # t1 hid it
         records.write_json(
             sweep / name / records.SUMMARY, records.read_json(sweep / name / records.SUMMARY) | {"ranks": one}
         )
@@ -231,7 +231,7 @@ def test_a_run_across_ranks_exports_its_straggler_exposed_communication_and_bus_
     assert metrics["subclass", "straggler_index"]["benchmark_values"] == [1.2]
     assert metrics["subclass", "bus_gbps_min"]["extra_info"]["unit"] == "GB/s"
     exposed = metrics["tensor", "exposed_comm_ms"]
-    assert sorted(exposed["benchmark_values"]) == [1.0, 3.0] and "a value per run" in exposed["extra_info"]["statistic"]
+    assert sorted(exposed["benchmark_values"]) == [0.0, 4.0] and "a value per run" in exposed["extra_info"]["statistic"]
     assert ("tensor", "straggler_index") not in metrics and ("tensor", "bus_gbps_min") not in metrics, "1 rank"
     bmf = {
         name.split("input_type=")[1].split()[0]: measures
@@ -240,6 +240,8 @@ def test_a_run_across_ranks_exports_its_straggler_exposed_communication_and_bus_
     assert bmf["subclass"]["latency-exposed-comm"]["value"] == pytest.approx(4.5e6), "ns, as latency"
     assert bmf["subclass"]["straggler-index"]["value"] == 1.2 and bmf["subclass"]["bus-bandwidth-min"]["value"] == 0.8
     assert "straggler-index" not in bmf["tensor"]
+    assert bmf["tensor"]["latency-exposed-comm"] == {"value": pytest.approx(2e6)}, "geometric mean and bounds: none"
+    assert "a value per run (its ranks together)" in metrics["subclass", "samples_per_s"]["extra_info"]["statistic"]
 
 
 def test_pytorch_v3_says_what_other_processes_took_of_a_configuration_s_runs_and_how_many_were_noisy(sweep):

@@ -2,6 +2,8 @@
 read as unreadable, named with why; every command goes on with the sweep's other runs, and a launch moves the file
 aside as it does a cut one."""
 
+import csv
+import io
 import json
 import shutil
 import warnings
@@ -176,6 +178,9 @@ def test_a_summary_written_with_its_rank_fields_at_the_top_level_is_read_into_ra
     table = launch_here("table", str(sweep))
     assert table.returncode == 0 and "| threads a rank | straggler   | exposed comm ms |" in table.stdout, table.stderr
     assert "| -              | 1.33 rank 1 | 4.5             |" in table.stdout, "threads it did not record: unknown"
+    rows = list(csv.DictReader(io.StringIO(launch_here("table", str(sweep), "--format", "csv").stdout)))
+    ranks = next(row for row in rows if row["straggler"])
+    assert (ranks["straggler"], ranks["straggler rank"], ranks["threads a rank fewest"]) == ("1.33", "1", "")
 
 
 def test_a_summary_in_one_process_has_no_ranks(sweep):

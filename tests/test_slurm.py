@@ -648,6 +648,10 @@ def test_a_job_no_single_node_can_hold_is_refused_and_one_some_node_holds_is_not
     (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", gpus_per_node=8), 1)
     assert "a job asks a node for 8 GPUs, and partition gpu's nodes have 6 at most (sinfo's gres)" in said, said
     assert not slurm_backend.node_problems(LauncherConf(name="slurm", gpus_per_node=6), 1)
+    assert not slurm_backend.node_problems(LauncherConf(name="slurm", nodes=2), 1, nodes=2)
+    (said,) = slurm_backend.node_problems(LauncherConf(name="slurm", nodes=2, gpus_per_node=4), 1, nodes=2)
+    assert said.startswith("launcher.nodes=2: a job asks for 2 nodes, each of 1 CPUs, 0 MB and 4 GPUs, and partition "
+                           "gpu has 1 such (sinfo)"), said  # fmt: skip
 
 
 def test_a_squeue_that_hangs_counts_as_a_failed_try(tmp_path, monkeypatch):

@@ -59,10 +59,13 @@ def _backend(name: str) -> tuple[str, ...]:
     )
 
 
-def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
+def problems(cfg: RunConf, on_this_host: bool = True, ranks_here: bool = True) -> list[str]:
     """Everything wrong with `cfg`.
 
     The device is checked only when the run will execute on this host.
+    Its ranks are checked against this process's CPUs and GPUs where they share them (`ranks_here`).
+    Ranks that are Slurm tasks each have their own.
+    What stops ranks anywhere is checked always (NCCL on a CPU).
     The import paths of the user's code are imported here, as the run will import them.
     """
     name = cfg.workload.name
@@ -99,4 +102,4 @@ def problems(cfg: RunConf, on_this_host: bool = True) -> list[str]:
         )
     if on_this_host:
         issues += _device(cfg.device, dataclasses.astuple(cfg.precision))
-    return issues + device_problems(cfg, here=on_this_host)
+    return issues + device_problems(cfg, here=on_this_host and ranks_here)

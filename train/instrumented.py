@@ -315,7 +315,7 @@ def execute_sides(sides: list[tuple[RunSpec, Path, str]], launch: dict[str, Any]
 
     stopwatch = Stopwatch()
     try:
-        device = prepare_sides(sides)
+        device = prepare_sides(sides, as_tasks=bool(launch.get("tasks")))
         if len(sides) > 1:
             outcomes = paired_process(sides, device, fail_alone)
         elif sides[0].spec.config.dist.name == "none":
@@ -357,15 +357,15 @@ def timing_of(seconds: dict[str, float], ready_since: float, bookkeeping: dict[s
     return {"startup_s": seconds.pop("first_step") - ready, **seconds, **bookkeeping}
 
 
-def prepare_sides(sides: list[Side]) -> torch.device:
-    """Prepare each side's run; the device they share.
+def prepare_sides(sides: list[Side], as_tasks: bool = False) -> torch.device:
+    """Prepare each side's run; the device they share. `as_tasks`: a run's ranks are its Slurm job's tasks.
 
     Raises:
         PairingError: where the sides ask for different process-wide switches.
     """
     devices, switches = [], []
     for side in sides:
-        devices.append(prepare(side.spec, side.run_dir))
+        devices.append(prepare(side.spec, side.run_dir, as_tasks))
         switches.append(process_switches())
     differs = [f"{side.spec.name}: {changed(switches[0], mine)}" for side, mine in zip(sides, switches, strict=True)]
     differs = [line for line, mine in zip(differs, switches, strict=True) if mine != switches[0]]
@@ -538,15 +538,15 @@ def record_started(run_dir: Path, tracker_id: str, launch: dict[str, Any]) -> di
     return launch | {"tracker_id": tracker_id, "attempts": status.attempts, "started_at": status.started_at}
 
 
-def prepare(spec: RunSpec, run_dir: Path) -> torch.device:
+def prepare(spec: RunSpec, run_dir: Path, as_tasks: bool = False) -> torch.device:
     """Clear an earlier start's records, record the config, check it, set up the backends and record the
-    environment: the device the run measures on."""
+    environment: the device the run measures on. `as_tasks`: its ranks are its Slurm job's tasks."""
     for stale in (records.STEPS, records.SUMMARY, records.PROFILE, records.OPS, records.RANKS):
         (run_dir / stale).unlink(missing_ok=True)
     shutil.rmtree(run_dir / RANK_LOGS, ignore_errors=True)
     records.write_json(run_dir / records.CONFIG, spec.record())
     device = resolve_device(spec.config.device)
-    wrong = checks.problems(spec.config)
+    wrong = checks.problems(spec.config, ranks_here=not as_tasks)
     if elsewhere := imported_elsewhere(spec.config.env.packages):
         wrong.append(elsewhere)
     if wrong:

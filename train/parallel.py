@@ -44,8 +44,8 @@ def problems(cfg: RunConf) -> list[str]:
 def device_problems(cfg: RunConf, here: bool = True) -> list[str]:
     """What stops the run's ranks on their devices.
 
-    With `here`, the run executes where this process does: this host, or its job's node, whose tasks see what the
-    job was given. Its ranks are checked against the GPUs, or the CPUs, this process sees.
+    With `here`, its ranks run where this process does, and share what it sees.
+    They are checked against the GPUs, or the CPUs, this process sees.
     Else only what stops them anywhere is checked: NCCL for ranks on a CPU (device=cpu).
     """
     conf = cfg.dist

@@ -6,8 +6,8 @@
   `oss_ci_benchmark_v3` table, which its upload-benchmark-results action fills).
   A record per configuration and metric: the step and each phase in ms, samples per second, and J/sample where read.
   Its `benchmark_values` hold one value per run (process), as its `statistic` says.
-  A run across ranks adds its straggler index, exposed communication (ms) and bus bandwidth at least (GB/s): a value
-  per run, its ranks together.
+  A run across ranks adds its straggler index, exposed communication and bus bandwidth.
+  Each has a value per run, its ranks together.
   Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
@@ -28,6 +28,7 @@ The commits, the code under test's and perfsweep's own, are in `dependencies` (p
 
 import dataclasses
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ PER_RUN = ", a value per run (its ranks together)"
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
-    """A figure of a configuration: each run's value, what that value is, and its measure in BMF."""
+    """A figure of a configuration: each run's value, what it is, and its BMF measure."""
 
     unit: str
     values: list[float]  # each run's
@@ -104,15 +105,17 @@ def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str]]:
 def _metrics(config: Configuration) -> dict[str, Metric]:
     """A configuration's figures by name.
 
-    They are the step's and each phase's median ms, samples per second, and J/sample where read.
-    A run across ranks adds its straggler index, exposed communication and bus bandwidth, where every run has each.
+    They are the step's and each phase's median ms, samples/s, and J/sample where read.
+    A run across ranks adds its straggler index, exposed communication and bus bandwidth.
+    Each is there where every run has it.
     """
     first = config.first.summary
+    per = PER_RUN if first.ranks else PER_PROCESS
     found = {
         f"{phase}_ms": Metric(
             "ms",
             [r.summary.median(phase) for r in config.runs],
-            "each run's median over its measured steps" + PER_PROCESS,
+            "each run's median over its measured steps" + per,
             "latency" if phase == "step" else f"latency-{phase}",
             1e6,
         )
@@ -121,11 +124,11 @@ def _metrics(config: Configuration) -> dict[str, Metric]:
     }
     rates = [r.summary.samples_per_s for r in config.runs]
     if all(rates):
-        whole = "each run's samples over its whole measured window (stalls included)" + PER_PROCESS
+        whole = "each run's samples over its whole measured window (stalls included)" + per
         found["samples_per_s"] = Metric("samples/s", rates, whole, "throughput")
     energy = [joules_per_sample(r) for r in config.runs]
     if all(energy):
-        per_sample = "each run's energy over its measured window per sample" + PER_PROCESS
+        per_sample = "each run's energy over its measured window per sample" + per
         found["joules_per_sample"] = Metric("J/sample", energy, per_sample, "joules-per-sample")
     for field, (name, unit, statistic, measure, scale) in RANK_METRICS.items():
         values = [getattr(r.summary.ranks, field) if r.summary.ranks else None for r in config.runs]
@@ -302,6 +305,12 @@ def _model_named(fields: dict[str, Any], reads: list[str] | None, workload: str)
 
 
 def _measure(values: list[float], scale: float) -> dict[str, float]:
+    """The geometric mean over runs, with its interval across them.
+
+    Where a run's value is 0, the median alone.
+    """
+    if min(values) <= 0:  # no exposed communication: backward hid it all
+        return {"value": statistics.median(values) * scale}
     value, low, high = across_runs(np.array(values))
     measure = {"value": value * scale}
     if not math.isnan(low):

@@ -220,8 +220,8 @@ def phase_memory_text(config: Configuration) -> str:
 def rank_columns() -> list[Column]:
     """The columns of a run across ranks, each the geometric mean over a configuration's runs.
 
-    - threads a rank: torch's CPU threads in each rank, the fewest to the most over the runs;
-    - straggler: the slowest rank's median step over the median rank's, and which rank that was in the runs;
+    - threads a rank: torch's CPU threads in a rank, fewest to most;
+    - straggler: the slowest rank's median step over the median rank's, and its rank;
     - exposed communication: what backward did not hide, in ms and as a share of the step;
     - bus bandwidth: the least the gradients' reduction took.
 
@@ -237,34 +237,49 @@ def rank_columns() -> list[Column]:
         return lambda c: c.middle(lambda r: getattr(r.summary.ranks, name) if r.summary.ranks else None)
 
     return [
-        Column("threads a rank", lambda c: _span(rank_threads(c)), rank_threads),
-        Column("straggler", lambda c: _straggler(of("straggler_index")(c), c), of("straggler_index")),
+        Column("threads a rank", lambda c: _span(rank_threads(c)), rank_threads, ("fewest", "most")),
+        Column(
+            "straggler",
+            lambda c: _straggler(of("straggler_index")(c), c),
+            lambda c: {"": of("straggler_index")(c), "rank": _straggler_ranks(c)},
+            ("", "rank"),
+        ),
         number("exposed comm ms", of("exposed_comm_ms")),
         number("exposed comm", of("exposed_comm_share"), lambda share: "-" if share is None else f"{share:.0%}"),
         number("bus GB/s at least", of("bus_gbps_min")),
     ]
 
 
-def rank_threads(config: Configuration) -> list[int] | None:
-    """Each rank's CPU threads over the configuration's runs, the fewest and the most; None where one is unknown."""
+def rank_threads(config: Configuration) -> dict[str, int]:
+    """The fewest and the most CPU threads a rank had in the runs.
+
+    Empty where a run's are unknown.
+    """
     threads = [r.summary.ranks.threads if r.summary.ranks else None for r in config.runs]
     if not threads or None in threads:
-        return None
+        return {}
     every = [count for counts in threads for count in counts]
-    return [min(every), max(every)]
+    return {"fewest": min(every), "most": max(every)}
+
+
+def _straggler_ranks(config: Configuration) -> str | None:
+    """The straggler's rank in the runs, with '/' between those of different runs.
+
+    None where unknown.
+    """
+    ranks = {r.summary.ranks.straggler_rank for r in config.runs if r.summary.ranks}
+    return None if not ranks or None in ranks else "/".join(map(str, sorted(ranks)))
 
 
 def _straggler(index: float | None, config: Configuration) -> str:
-    ranks = {r.summary.ranks.straggler_rank for r in config.runs if r.summary.ranks}
-    if index is None or None in ranks:
-        return figure(index)
-    return f"{figure(index)} rank {'/'.join(map(str, sorted(ranks)))}"
+    ranks = _straggler_ranks(config)
+    return figure(index) if index is None or ranks is None else f"{figure(index)} rank {ranks}"
 
 
-def _span(bounds: list[int] | None) -> str:
-    if bounds is None:
+def _span(bounds: dict[str, int]) -> str:
+    if not bounds:
         return "-"
-    return str(bounds[0]) if bounds[0] == bounds[1] else f"{bounds[0]}-{bounds[1]}"
+    return str(bounds["fewest"]) if bounds["fewest"] == bounds["most"] else f"{bounds['fewest']}-{bounds['most']}"
 
 
 def _rate(value: float | None) -> str:

@@ -35,7 +35,10 @@ HEADERS = {
 
 
 def _hundredths(value: float) -> str:
-    """`value` to 2 decimals, as timm writes it; below 0.005, which would read 0.00, to 2 significant digits."""
+    """`value` to 2 decimals, as timm writes it.
+
+    Below 0.005, which would read 0.00, it keeps 2 significant digits.
+    """
     return f"{value:.2f}" if abs(value) >= 0.005 else f"{value:.2g}"
 
 

@@ -166,6 +166,19 @@ def _gpus(gres: str) -> int:
     return count
 
 
+def _holds(row: list[str], cpus: int, mb: int, gpus: int) -> bool:
+    """Whether a node holds what a job asks of a node.
+
+    The node is a row of sinfo -N: its partition, CPUs, MB and gres.
+    Its GPUs are unknown where sinfo gives no gres: it may hold any.
+    """
+    return (
+        cpus <= int(row[1].rstrip("+"))
+        and mb <= int(row[2].rstrip("+"))
+        and (not gpus or not row[3] or gpus <= _gpus(row[3]))
+    )
+
+
 def array_size_problems(asked: int) -> list[str]:
     """Where launcher.max_array_size is above the cluster's MaxArraySize: sbatch would refuse such an array.
 
@@ -207,9 +220,10 @@ def partition_problems(partition: str) -> list[str]:
 
 
 def node_problems(conf: LauncherConf, tasks: int, nodes: int = 1) -> list[str]:
-    """Where a job's partition has fewer nodes than it asks, or none with the GPUs, or the CPUs and memory, it asks of a
-    node.
+    """Where a job's partition cannot hold it.
 
+    It may have fewer nodes than the job asks.
+    Or no node may have the GPUs, or the CPUs and memory, it asks of a node.
     sbatch refuses such GPUs; a job of such CPUs or memory would queue for ever.
     `tasks` is the most tasks a job puts on a node: a run's ranks, else 1.
     `nodes` is the most nodes a job asks: launcher.nodes for a run's ranks, else 1.
@@ -232,12 +246,21 @@ def node_problems(conf: LauncherConf, tasks: int, nodes: int = 1) -> list[str]:
     cpus, mb = (conf.cpus_per_task or 1) * tasks, (conf.mem_gb or 0) * 1024
     where = f"partition {conf.partition or rows[0][0].rstrip('*')}'s nodes" if rows else ""
     gpus = max((_gpus(row[3]) for row in rows), default=None) if all(row[3] for row in rows) else None  # else unknown
-    partitions = Counter(row[0] for row in rows)  # sinfo -N: a row a node of a partition
-    if partitions and nodes > (most := max(partitions.values())):
+    of_list = f" (the most of {conf.partition})" if "," in (conf.partition or "") else ""
+    partitions = Counter(row[0].rstrip("*") for row in rows)  # sinfo -N: a row a node of a partition
+    if partitions and nodes > partitions.most_common(1)[0][1]:
+        name, most = partitions.most_common(1)[0]
         return [
-            f"launcher.nodes={nodes}: a job asks for {nodes} nodes, and partition "
-            f"{conf.partition or rows[0][0].rstrip('*')} has {most} (sinfo): Slurm would queue it for ever "
-            f"(PartitionNodeLimit); give {most} or fewer"
+            f"launcher.nodes={nodes}: a job asks for {nodes} nodes, and partition {name} has {most}{of_list} (sinfo): "
+            f"Slurm would queue it for ever (PartitionNodeLimit); give {most} or fewer"
+        ]
+    holding = Counter(row[0].rstrip("*") for row in rows if _holds(row, cpus, mb, conf.gpus_per_node or 0))
+    if holding and nodes > holding.most_common(1)[0][1]:
+        name, most = holding.most_common(1)[0]
+        return [
+            f"launcher.nodes={nodes}: a job asks for {nodes} nodes, each of {cpus} CPUs, {mb} MB and "
+            f"{conf.gpus_per_node or 0} GPUs, and partition {name} has {most} such{of_list} (sinfo): Slurm would "
+            f"queue it for ever; give {most} or fewer"
         ]
     if gpus is not None and (conf.gpus_per_node or 0) > gpus:
         return [

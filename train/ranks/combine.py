@@ -137,7 +137,10 @@ class Ranks:
         return RankSummary(world_size=len(self.results), step_ms=medians, **found, **self.bus_bandwidth(compared))
 
     def threads(self) -> dict[str, Any]:
-        """Each rank's CPU threads, and the most its ranks used together on one node; nothing where one is unknown."""
+        """Each rank's CPU threads, and the most its ranks used together on one node.
+
+        Nothing where a rank's are unknown.
+        """
         threads = [result.threads for result in self.results]
         if None in threads:
             return {}

@@ -37,6 +37,8 @@ from perfsweep.train.parallel import local_rank
 from perfsweep.train.ranks.measure import RankResult, measure_rank
 
 RANK_LOGS = "ranks"  # in the run's folder: each rank's output, as the elastic agent writes it
+# What a rank's collectives say when a peer's process is gone (gloo, NCCL)
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "remote process exited")
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)  # what the agent handles while it runs
 
 
@@ -175,7 +177,7 @@ def run_ranks(spec: RunSpec, run_dir: Path) -> list[RankResult]:
     except ChildFailedError as error:
         # the first failure the agent saw: a rank killed by a signal, or a peer of it failing in a collective
         rank, failure = error.get_first_failure()
-        raise RankFailed(_failure(rank, failure, spec, run_dir)) from None
+        raise RankFailed(failure_text(rank, failure, spec, run_dir)) from None
     except SignalException as caught:  # the agent's handler: an interrupt, as this process's own would be
         raise KeyboardInterrupt(f"signal {caught.sigval.name} while its ranks ran") from None
     finally:
@@ -184,14 +186,15 @@ def run_ranks(spec: RunSpec, run_dir: Path) -> list[RankResult]:
     return [results[rank] for rank in sorted(results)]
 
 
-def _failure(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
+def failure_text(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
     """Which rank failed first, how, and where its error is.
 
     The agent reports the first failure it sees.
-    That may be a peer of the rank that ended first: its collectives fail once that rank is gone.
-    A rank ends with an error file (error.json) unless a signal it cannot catch killed it (SIGKILL, the
-    out-of-memory killer).
-    A rank without one, beside the reported failure, is then named first.
+    That may be a peer of the rank that ended first: its connection closed (PEER_GONE).
+    A rank killed by a signal it cannot catch leaves no error.json (SIGKILL, the out-of-memory killer).
+    A rank without one is then named first.
+    Ranks the agent stopped after a failure may leave none either.
+    So only a peer's failure looks for such a rank.
     """
     ranks, attempt = spec.config.dist.world_size, next((run_dir / RANK_LOGS).glob("*/attempt_*"), None)
     said = failure.message.get("message", "") if isinstance(failure.message, dict) else str(failure.message)
@@ -199,17 +202,15 @@ def _failure(rank: int, failure, spec: RunSpec, run_dir: Path) -> str:
     error = Path(failure.error_file)
     where = f"its error: {error}" if error.is_file() else f"its output: {_rank_log(attempt, failure.local_rank)}"
     reported = f"rank {rank} of {ranks} failed ({how}): {said.strip()}; {where}"
-    killed = [
-        other
-        for other in range(ranks)
-        if attempt and other != failure.local_rank and not (attempt / str(other) / "error.json").is_file()
-    ]
+    if attempt is None or not any(words in said for words in PEER_GONE):
+        return reported
+    killed = [r for r in range(ranks) if r != failure.local_rank and not (attempt / str(r) / "error.json").is_file()]
     if not killed:
         return reported
-    names = ", ".join(map(str, killed))
     return (
-        f"rank {names} of {ranks} ended with no error of its own: a signal it cannot catch killed it (SIGKILL, the "
-        f"out-of-memory killer; `dmesg` says which); its output: {_rank_log(attempt, killed[0])}. Then {reported}"
+        f"rank {', '.join(map(str, killed))} of {ranks} ended first, with no error of its own: a signal it cannot "
+        f"catch killed it (SIGKILL; the out-of-memory killer sends it, as `dmesg` says); its output: "
+        f"{_rank_log(attempt, killed[0])}. Then {reported}"
     )
 
 

@@ -928,15 +928,21 @@ def test_a_run_across_ranks_has_a_job_to_itself_with_a_task_per_rank(tmp_path):
 
 
 def test_more_nodes_than_one_are_for_runs_across_ranks_on_slurm(tmp_path):
-    """The local cluster has one node: a job of 2 would queue for ever (PartitionNodeLimit)."""
     for launcher, dist, says in [
         ("launcher=local", "dist=ddp", "launcher.nodes=2 with launcher=local: must be 1 (launcher=slurm: 1 or more)"),
         ("launcher=slurm", "dist=none", "launcher.nodes=2 is for runs across ranks (dist=ddp or dist=fsdp"),
-        ("launcher=slurm", "dist=ddp", "launcher.nodes=2: a job asks for 2 nodes, and partition cpu has 1 (sinfo)"),
     ]:
         nodes = [*TINY, launcher, dist, "launcher.nodes=2", "launcher.max_array_size=8", f"runs_dir={tmp_path}"]
         problems = ranks_problems(build_plan(nodes))
         assert len(problems) == 1 and problems[0].startswith(says)
+
+
+@pytest.mark.slurm
+def test_a_job_of_more_nodes_than_its_partition_has_is_refused_before_it_is_submitted(on_slurm, tmp_path):
+    """The local cluster has one node: a job of 2 would queue for ever (PartitionNodeLimit)."""
+    nodes = [*TINY, "launcher=slurm", "dist=ddp", "launcher.nodes=2", f"runs_dir={tmp_path}"]
+    (said,) = ranks_problems(build_plan(nodes))
+    assert said.startswith("launcher.nodes=2: a job asks for 2 nodes, and partition cpu has 1 (sinfo)"), said
 
 
 def test_one_process_runs_on_other_devices_still_share_jobs(tmp_path):

@@ -10,12 +10,13 @@ A command is never shown without that commit, nor for dirty code without saying 
 """
 
 import dataclasses
+import hashlib
 import os
 import shlex
 from pathlib import Path
 from typing import Any
 
-from perfsweep.records.redact import redact
+from perfsweep.records.redact import redact, redact_text
 
 PROGRAM = "perfsweep"  # the installed command (pyproject's console script): the same from any folder
 
@@ -26,6 +27,7 @@ class Repro:
 
     words: tuple[str, ...]  # after `perfsweep`: --config-dir DIR..., then the overrides
     code: dict[str, Any] | None = None  # the code under test as its launch found it (records/code.py `under_test`)
+    files: tuple[tuple[str, str], ...] = ()  # each file of its config dirs, by path, and its digest when planned
 
     @property
     def command(self) -> str:
@@ -33,6 +35,22 @@ class Repro:
         return shlex.join([PROGRAM, *self.words])
 
     def caveat(self) -> str:
+        """Where the code must be checked out for the command to measure what the run measured.
+
+        A file of its config dirs that changed since the run was planned comes first.
+        The command then plans what that file holds now.
+        """
+        changed = self.changed_files()
+        if not changed:
+            return self.code_caveat()
+        files = ", ".join(map(redact_text, changed))  # home as ~, in a terminal as in what leaves the machine
+        return f"{files} changed since the run was planned: the command plans what it holds now; {self.code_caveat()}"
+
+    def changed_files(self) -> list[str]:
+        """The files of its config dirs that differ from, or are gone since, what the run's plan read."""
+        return [path for path, digest in self.files if file_digest(Path(path)) != digest]
+
+    def code_caveat(self) -> str:
         """Where the code must be checked out for the command to measure what the run measured."""
         code = self.code or {}
         if code.get("in_no_repository"):
@@ -58,7 +76,21 @@ class Repro:
 
     def redacted(self) -> "Repro":
         """The command as it may leave the machine (records/redact.py): no secrets, home as ~."""
-        return Repro(tuple(redact(list(self.words))), redact(self.code) if self.code else None)
+        return Repro(tuple(redact(list(self.words))), redact(self.code) if self.code else None, self.files)
+
+
+def file_digest(path: Path) -> str | None:
+    """A file's content, as a short digest; None where it cannot be read."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def config_files(dirs: tuple[Path, ...]) -> tuple[tuple[str, str], ...]:
+    """Each YAML file under the config dirs, by absolute path, with its digest."""
+    found = sorted({path.resolve() for folder in dirs for path in Path(folder).rglob("*.y*ml") if path.is_file()})
+    return tuple((str(path), digest) for path in found if (digest := file_digest(path)) is not None)
 
 
 def code_of(

@@ -369,6 +369,11 @@ class RunRecord:
         return torch | ({"threads"} if self.fields.get("threads") is not None or ranks else set())
 
 
+def _files(recorded: Any) -> tuple[tuple[str, str], ...]:
+    """config.json's `repro_files` as Repro holds them: nothing where the record has none."""
+    return tuple((recorded or {}).items())
+
+
 def _readable(path: Path) -> Any:
     record = read_record(path)
     if isinstance(record, Unreadable):
@@ -452,7 +457,7 @@ def load_run(run_dir: Path, planned: dict[str, Any] | None = None) -> RunRecord:
         summary=Summary.from_json(summary) if summary is not None else None,
         env=env,
         baselines=config["config"].get("baselines"),
-        repro=Repro(tuple(config["repro"]), code) if config.get("repro") else None,
+        repro=Repro(tuple(config["repro"]), code, _files(config.get("repro_files"))) if config.get("repro") else None,
     )
 
 

@@ -75,6 +75,8 @@ class ConfigRecord(TypedDict):
     named_axes: NotRequired[list[str] | None]  # axes shown by their value alone
     # The words of the command that measures this configuration again, after `perfsweep` (records/repro.py)
     repro: NotRequired[list[str] | None]
+    # Each file of its config dirs (--config-dir), by path, and a digest of what it held when the run was planned
+    repro_files: NotRequired[dict[str, str] | None]
 
 
 class PlannedRun(ConfigRecord):

@@ -32,6 +32,7 @@ from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, PrecisionConf, WorkloadConf
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
+from perfsweep.records.repro import config_files
 from perfsweep.sweeps import compose, keys, pairing, rerun
 from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
@@ -1021,9 +1022,10 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     sweep_dir = _sweep_dir(configs[0])
     # (a plan with errors is never launched; without, its configs are its ranked runs' in order)
     commands = [] if errors else rerun.commands(overrides, dirs, ranking.runs, configs, sweep_dir)
+    files = config_files(dirs) if commands else ()
     for index, config in replicated(configs):
         repro = rerun.of_run(commands[index], config) if commands else ()
-        spec = RunSpec(config=config, sweep_name=sweep_dir.name, repro=repro)
+        spec = RunSpec(config=config, sweep_name=sweep_dir.name, repro=repro, repro_files=files)
         runs.setdefault(spec.run_id, spec)
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)

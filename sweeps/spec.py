@@ -175,6 +175,8 @@ class RunSpec:
     sweep_name: str
     # The words of the command that measures this configuration again, after `perfsweep` (sweeps/rerun.py)
     repro: tuple[str, ...] = ()
+    # Each file of its config dirs, by path, with its digest when planned: the command plans what they hold then
+    repro_files: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property
     def run_id(self) -> str:
@@ -215,6 +217,7 @@ class RunSpec:
             "baseline": self.baseline,
             "config": self.config,
             **({"repro": list(self.repro)} if self.repro else {}),
+            **({"repro_files": dict(self.repro_files)} if self.repro_files else {}),
         }
 
     def record(self) -> dict[str, Any]:

@@ -101,6 +101,26 @@ def test_a_command_for_dirty_code_says_so(tmp_path, monkeypatch):
     )
 
 
+def test_a_command_says_which_file_of_its_config_dirs_changed_since_its_run_was_planned(tmp_path):
+    """model=mine is perfsweep's tiny CNN at batch 8 in an option file of the user's. Changed to batch 2 after the run,
+    the command would plan batch 2: the command says so, as it says when the code changed."""
+    mine = tmp_path / "perf" / "model" / "mine.yaml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("name: tiny_cnn\nsource: perfsweep\nimage_size: 32\nbatch_size: 8\nnum_classes: 10\n")
+    args = ["--config-dir", str(tmp_path / "perf"), "model=mine", *ONE, "launcher=debug", "steps=2"]
+    done = launch_here(*args, "warmup_steps=1", "repeats=1", f"runs_dir={tmp_path / 'runs'}")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (run,) = records.load_sweep(tmp_path / "runs" / "default")
+    assert str(mine) in dict(run.repro.files) and not run.repro.changed_files()
+    assert not run.repro.caveat().startswith(str(mine)), "unchanged: the code's caveat alone"
+    mine.write_text(mine.read_text().replace("batch_size: 8", "batch_size: 2"))
+    shown = launch_here("table", str(tmp_path / "runs" / "default"), "--repro")
+    said = f"{mine} changed since the run was planned: the command plans what it holds now; "
+    assert shown.returncode == 0 and said in shown.stdout, shown.stdout
+    mine.unlink()
+    assert records.load_sweep(tmp_path / "runs" / "default")[0].repro.changed_files() == [str(mine)], "gone"
+
+
 @pytest.mark.slow
 def test_a_command_for_code_in_no_repository_names_that_code_not_perfsweeps_commit(tmp_path, monkeypatch):
     """The user's model, beside the launch, in no git repository; a run of perfsweep's own model beside it ran none of

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from perfsweep import records
 from perfsweep.launcher.sweepdir import recorded_plan
@@ -224,6 +225,35 @@ def test_a_step_that_raises_fails_its_run_with_the_users_frames(user_module, tmp
     line = next(n for n, text in enumerate(FAULTY.splitlines(), 1) if "raise KeyError" in text)
     assert status.error.line() == f"KeyError: 'no batch 2' (raised in step (raising.py:{line}))"
     assert status.error.traceback.splitlines()[1].startswith(f'  File "{source}", line {line}, in step')
+
+
+TAGGED = """
+import torch
+
+
+class Tagged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def forward(x):
+    return x @ torch.ones(3, 4)
+"""
+
+
+def test_an_error_through_a_tensor_type_s_hook_is_placed_at_the_call_that_reached_it(user_module):
+    """Every torch call on a Tagged tensor passes its __torch_function__: the matmul that failed is forward's."""
+    source = user_module("tagged", TAGGED)
+    import tagged
+
+    with pytest.raises(RuntimeError) as raised:
+        tagged.forward(torch.ones(2, 5).as_subclass(tagged.Tagged))
+    lines = TAGGED.splitlines()
+    call = next(n for n, text in enumerate(lines, 1) if "x @ torch.ones" in text)
+    hook = next(n for n, text in enumerate(lines, 1) if "return super().__torch_function__" in text)
+    said = user_targets.where(raised.value, (source.parent,))
+    assert said == f"forward (tagged.py:{call}), through __torch_function__ (tagged.py:{hook})"
 
 
 @pytest.mark.parametrize(

@@ -342,7 +342,21 @@ def user_traceback(error: BaseException, code: tuple[Path, ...]) -> str:
     return "".join(lines + traceback.format_exception_only(type(error), error))
 
 
+DISPATCH_HOOKS = ("__torch_function__", "__torch_dispatch__")  # a tensor type's hooks: every torch call passes them
+
+
 def where(error: BaseException, code: tuple[Path, ...]) -> str:
-    """The last frame of the user's code an error passed through: function, file and line."""
-    frame = [f for f in _users_frames(error, code) if _theirs(f, code)][-1]
+    """The last frame of the user's code an error passed through: function, file and line.
+
+    Where that is a tensor type's hook (DISPATCH_HOOKS), the call that reached it comes first.
+    The hook only passed the call on.
+    """
+    frames = [f for f in _users_frames(error, code) if _theirs(f, code)]
+    calls = [f for f in frames if f.name not in DISPATCH_HOOKS]
+    if frames[-1].name in DISPATCH_HOOKS and calls:
+        return f"{_place(calls[-1])}, through {_place(frames[-1])}"
+    return _place(frames[-1])
+
+
+def _place(frame: traceback.FrameSummary) -> str:
     return f"{frame.name} ({Path(frame.filename).name}:{frame.lineno})"

@@ -15,6 +15,7 @@ from statistics import median
 import pytest
 from pytest import approx
 
+from perfsweep.analysis.render import figure
 from perfsweep.analysis.views.plots import write_plots
 from perfsweep.analysis.views.report import wandb_report_content
 from perfsweep.records import RANKS, STEPS, load_sweep, read_steps
@@ -108,7 +109,7 @@ def test_a_ddp_run_records_every_rank_the_hidden_communication_and_the_straggler
     columns = r"\| threads a rank \| straggler +\| exposed comm ms \| exposed comm \| bus GB/s at least \|"
     assert re.search(columns, header)
     row = next(line for line in result.stdout.splitlines() if line.startswith("| 1 ") and " rank 1 |" in line)
-    assert f"{across.straggler_index:.2f} rank 1" in row, "the straggler's index and which rank it is"
+    assert f"{figure(across.straggler_index)} rank 1" in row, "the straggler's index and which rank it is"
     threads = max(1, len(os.sched_getaffinity(0)) // 2)
     assert across.threads == [threads, threads] and run.threads == str(2 * threads), "the ranks' threads, together"
 

@@ -87,9 +87,18 @@ def file_digest(path: Path) -> str | None:
         return None
 
 
+CONFIG_DEPTH = ("*.y*ml", "[!.]*/*.y*ml", "[!.]*/[!.]*/*.y*ml")  # a group's options, and a nested group's
+
+
 def config_files(dirs: tuple[Path, ...]) -> tuple[tuple[str, str], ...]:
-    """Each YAML file under the config dirs, by absolute path, with its digest."""
-    found = sorted({path.resolve() for folder in dirs for path in Path(folder).rglob("*.y*ml") if path.is_file()})
+    """Each YAML file of the config dirs, by absolute path, with its digest.
+
+    Files up to two folders down are read: a group's options, and a nested group's (`model=timm/resnet`).
+    Deeper files and hidden folders are left out.
+    A config dir at a project's root would otherwise digest its virtual environment at every plan.
+    """
+    found = {path.resolve() for folder in dirs for glob in CONFIG_DEPTH for path in Path(folder).glob(glob)}
+    found = sorted(path for path in found if path.is_file())
     return tuple((str(path), digest) for path in found if (digest := file_digest(path)) is not None)
 
 

@@ -16,7 +16,7 @@ import pytest
 from perfsweep import records
 from perfsweep.commands.cli import with_config_dirs
 from perfsweep.conf.schema import RUN_FIELDS
-from perfsweep.records.repro import code_of
+from perfsweep.records.repro import code_of, config_files
 from perfsweep.sweeps.plan import build_plan
 from tests import synthetic
 from tests.helpers import EXAMPLE, FAST, TINY, launch_here
@@ -119,6 +119,16 @@ def test_a_command_says_which_file_of_its_config_dirs_changed_since_its_run_was_
     assert shown.returncode == 0 and said in shown.stdout, shown.stdout
     mine.unlink()
     assert records.load_sweep(tmp_path / "runs" / "default")[0].repro.changed_files() == [str(mine)], "gone"
+
+
+def test_the_files_of_a_config_dir_are_its_options_not_a_projects_whole_tree(tmp_path):
+    """A config dir at a project's root holds a virtual environment and deep data folders: none are options."""
+    wanted = [tmp_path / "sweeps" / "mine.yaml", tmp_path / "model" / "timm" / "resnet.yml", tmp_path / "top.yaml"]
+    unwanted = [tmp_path / ".venv" / "x.yaml", tmp_path / "model" / ".cache" / "y.yaml", tmp_path / "a/b/c/d.yaml"]
+    for path in wanted + unwanted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("a: 1\n")
+    assert [path for path, _ in config_files((tmp_path,))] == sorted(map(str, wanted))
 
 
 @pytest.mark.slow

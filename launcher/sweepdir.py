@@ -130,7 +130,8 @@ def recorded_plan(sweep_dir: Path, overrides: list[str] = ()) -> Plan:
         _drop(merged, dropped)
         if order := record.get("named_axes"):  # the config's keys were written sorted: its name keeps this order
             merged.workload.axes = {axis: merged.workload.axes[axis] for axis in order}
-        spec = RunSpec(OmegaConf.to_object(merged), sweep_dir.name, tuple(record.get("repro") or ()))
+        repro, keys = tuple(record.get("repro") or ()), tuple(record.get("named_keys") or ())
+        spec = RunSpec(OmegaConf.to_object(merged), sweep_dir.name, repro, named_keys=keys)
         if spec.run_id != record["run_id"] or spec.name != name:
             raise PlanError(
                 [f"run {name}: its recorded config now gives another id or name (another version recorded it): {AGAIN}"]

@@ -77,6 +77,8 @@ class ConfigRecord(TypedDict):
     repro: NotRequired[list[str] | None]
     # Each file of its config dirs (--config-dir), by path, and a digest of what it held when the run was planned
     repro_files: NotRequired[dict[str, str] | None]
+    # Swept settings that are no axis, named in the run's name as key=value (model.batch_size)
+    named_keys: NotRequired[list[str] | None]
 
 
 class PlannedRun(ConfigRecord):

@@ -29,7 +29,15 @@ from hydra.errors import OverrideParseException
 from hydra.utils import get_object
 
 from perfsweep.conf.import_paths import TARGET_GROUPS
-from perfsweep.conf.schema import READ_BY_EVERY_WORKLOAD, RUN_FIELDS, BaselineConf, Config, PrecisionConf, WorkloadConf
+from perfsweep.conf.schema import (
+    AS_ON_A_CPU,
+    READ_BY_EVERY_WORKLOAD,
+    RUN_FIELDS,
+    BaselineConf,
+    Config,
+    PrecisionConf,
+    WorkloadConf,
+)
 from perfsweep.records import sweep_file_name
 from perfsweep.records.code import repository
 from perfsweep.records.repro import config_files
@@ -38,7 +46,7 @@ from perfsweep.sweeps.baselines import with_baselines
 from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.declared import declaration_problems, size_problems, unrun_baselines
 from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
-from perfsweep.sweeps.spec import RunSpec, safe_name
+from perfsweep.sweeps.spec import RunSpec, naming_keys, safe_name
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
@@ -721,7 +729,6 @@ def undeclared_axes(configs: list[Config]) -> list[str]:
 
 
 # What a compile mode that records CUDA graphs compiles as where there is no GPU: Inductor skips the graphs.
-ON_A_CPU = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 
 def graphs_on_a_cpu(configs: list[Config]) -> list[str]:
@@ -729,11 +736,11 @@ def graphs_on_a_cpu(configs: list[Config]) -> list[str]:
     modes = {
         c.compile.name: c.compile.mode
         for c in configs
-        if c.compile.enabled and c.compile.mode in ON_A_CPU and not pairing.on_a_gpu(c)
+        if c.compile.enabled and c.compile.mode in AS_ON_A_CPU and not pairing.on_a_gpu(c)
     }
     return [
         f"compile={name} runs on a CPU here: Inductor records no CUDA graphs on one, so mode {mode} compiles as "
-        f"{ON_A_CPU[mode]} does"
+        f"{AS_ON_A_CPU[mode]} does"
         for name, mode in modes.items()
     ]
 
@@ -1027,6 +1034,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         repro = rerun.of_run(commands[index], config) if commands else ()
         spec = RunSpec(config=config, sweep_name=sweep_dir.name, repro=repro, repro_files=files)
         runs.setdefault(spec.run_id, spec)
+    if named := naming_keys(list(runs.values()), rerun.swept(ranking.runs)):
+        runs = {run_id: dataclasses.replace(spec, named_keys=named) for run_id, spec in runs.items()}
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)

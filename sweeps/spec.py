@@ -167,6 +167,41 @@ def _lookup(config: Config, key: str) -> Any:
     return functools.reduce(getattr, key.split("."), config)
 
 
+_NO_SETTING = object()
+
+
+def setting(config: Config, key: str) -> Any:
+    """A dotted key's value in a run's config, through dict nodes too (model.kwargs.depth); _NO_SETTING if none."""
+    node: Any = config
+    for part in key.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif not isinstance(node, dict) and hasattr(node, part):
+            node = getattr(node, part)
+        else:
+            return _NO_SETTING
+    return node
+
+
+def naming_keys(specs: list["RunSpec"], swept: set[str]) -> tuple[str, ...]:
+    """The swept settings that tell apart runs whose axes are the same, as in `model.batch_size=8,16`.
+
+    Each is then named in every run's folder name, so flags and `runs` say which run they mean.
+    A setting that is a node (a dict), or that some run lacks, is left out.
+    """
+    alike: dict[tuple[tuple[str, str], ...], list[RunSpec]] = {}
+    for spec in specs:
+        alike.setdefault(tuple(spec.axes.items()), []).append(spec)
+    groups = [group for group in alike.values() if len(group) > 1]
+
+    def names(key: str) -> bool:
+        values = [[setting(spec.config, key) for spec in group] for group in groups]
+        plain = all(isinstance(v, (str, int, float, bool)) for found in values for v in found)
+        return plain and any(len(set(map(repr, found))) > 1 for found in values)
+
+    return tuple(key for key in sorted(swept) if names(key))
+
+
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
     """One run of a sweep: its resolved config, a stable id and a readable folder name."""
@@ -177,6 +212,8 @@ class RunSpec:
     repro: tuple[str, ...] = ()
     # Each file of its config dirs, by path, with its digest when planned: the command plans what they hold then
     repro_files: tuple[tuple[str, str], ...] = ()
+    # Swept settings that are no axis (model.batch_size), named in the folder name as key=value (naming_keys)
+    named_keys: tuple[str, ...] = ()
 
     @functools.cached_property
     def run_id(self) -> str:
@@ -205,6 +242,7 @@ class RunSpec:
     def name(self) -> str:
         named = self.config.workload.axes
         parts = [value if axis in named else f"{axis}={value}" for axis, value in self.axes.items()]
+        parts += [f"{key}={setting(self.config, key)}" for key in self.named_keys]
         return safe_name("-".join([*parts, self.run_id[:8]]))
 
     def _record(self) -> dict[str, Any]:
@@ -218,6 +256,7 @@ class RunSpec:
             "config": self.config,
             **({"repro": list(self.repro)} if self.repro else {}),
             **({"repro_files": dict(self.repro_files)} if self.repro_files else {}),
+            **({"named_keys": list(self.named_keys)} if self.named_keys else {}),
         }
 
     def record(self) -> dict[str, Any]:

@@ -226,3 +226,18 @@ def test_a_scale_that_changes_nothing_is_the_sweeps_full_scale():
     assert {run.config.scale for run in at_cpu.runs} == {"full"}
     smoke = build_plan(["sweep=loops_vs_broadcasting", "scale=smoke", "tracker.mode=disabled"])
     assert {run.config.scale for run in smoke.runs} == {"smoke"}
+
+
+def test_runs_that_a_swept_setting_alone_tells_apart_are_named_by_it_and_resume_finds_them(tmp_path):
+    """model.batch_size=2,4 is no axis: without it in their names, flags and `runs` could not say which batch."""
+    from perfsweep.launcher import sweepdir
+
+    one = ["model=tiny_cnn", "model.image_size=32", "input_type=tensor", "memory_format=contiguous"]
+    plan = build_plan([*one, "model.batch_size=2,4", "seed=0", "repeats=1", f"runs_dir={tmp_path}"])
+    names = sorted(spec.name for spec in plan.runs)
+    assert [name.split("-")[-2] for name in names] == ["model.batch_size=2", "model.batch_size=4"], names
+    assert not any("seed" in name for name in names), "a setting every run shares names none"
+    assert not any(spec.named_keys for spec in build_plan(["sweep=default"]).runs), "axes alone tell them apart"
+    sweepdir.open_sweep(plan, [])
+    sweepdir.mark_pending(plan, list(plan.runs))
+    assert sorted(spec.name for spec in sweepdir.recorded_plan(plan.sweep_dir).runs) == names

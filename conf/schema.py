@@ -107,6 +107,10 @@ class CompileConf:
     fullgraph: bool = False  # fail on graph breaks instead of falling back to eager
 
 
+# Modes whose CUDA graphs a run on a CPU cannot record, each with the mode Inductor compiles it as there
+AS_ON_A_CPU = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+
 @dataclass
 class OptimConf:
     name: str = "torch"  # whose optimizer: "torch" (torch.optim) or "fastai" (fastai.optimizer, needs fastai)

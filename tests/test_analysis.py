@@ -480,3 +480,17 @@ def test_a_setting_perfsweep_added_since_some_runs_ran_parts_configurations_only
 
     older = [dataclasses.replace(r, fields=factor(r)) for r in later]
     assert len(configurations(older)) == 6, "a setting newer runs vary parts them, beside the runs without it"
+
+
+def test_a_cuda_graph_mode_run_on_a_cpu_says_its_row_measures_the_mode_it_compiled_as():
+    """reduce-overhead records CUDA graphs; on a CPU Inductor compiles it as default, so its row is default's code."""
+    compiled = {"compile.enabled": True, "compile.mode": "reduce-overhead", "compile.name": "reduce_overhead"}
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(0))
+    on_cpu = [dataclasses.replace(r, fields={**r.fields, **compiled}) for r in runs]
+    (note,) = [n for n in table_view("sweep", on_cpu).notes if n.startswith("compile=")]
+    assert note == (
+        "compile=reduce_overhead ran on a CPU: Inductor records no CUDA graphs on one, so mode reduce-overhead "
+        "compiled as default does. Its row measures mode default's code"
+    )
+    on_gpu = [dataclasses.replace(r, env=GPU_ENV) for r in on_cpu]
+    assert not [n for n in table_view("sweep", on_gpu).notes if n.startswith("compile=")], "a GPU records them"

@@ -42,7 +42,7 @@ from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
-from perfsweep.conf.schema import SAME_WORK
+from perfsweep.conf.schema import AS_ON_A_CPU, SAME_WORK
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
@@ -437,6 +437,26 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
     ]
 
 
+def compiled_as_another(configs: list[Configuration]) -> list[str]:
+    """A note for each compile mode that its rows ran on a CPU, where it compiles as another mode does.
+
+    Its row then measures that other mode's code, under its own name.
+    """
+    modes = {
+        str(run.fields.get("compile.name")): mode
+        for config in configs
+        for run in config.runs
+        if run.fields.get("compile.enabled")
+        and (mode := run.fields.get("compile.mode")) in AS_ON_A_CPU
+        and not (run.env or {}).get("gpu")
+    }
+    return [
+        f"compile={name} ran on a CPU: Inductor records no CUDA graphs on one, so mode {mode} compiled as "
+        f"{AS_ON_A_CPU[mode]} does. Its row measures mode {AS_ON_A_CPU[mode]}'s code"
+        for name, mode in modes.items()
+    ]
+
+
 def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
     """A note for each setting of the same work that the rows vary (threads): the command that compares it."""
     runs = [r for c in configs for r in c.runs]
@@ -703,7 +723,10 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
         above=[counts, *([context(runs, configs, rule)] if done else [])],
         columns=columns(configs, rule) if done else [],
         items=ordered(configs) if configs else [],
-        notes=words(configs, rule) + energy_notes(configs) + same_work(configs, sweep_dir),
+        notes=words(configs, rule)
+        + energy_notes(configs)
+        + compiled_as_another(configs)
+        + same_work(configs, sweep_dir),
         flags=flags(runs, sweep_dir, stranded),
         empty="",
         shared={"ran": ran(runs, configs)} if done else {},  # a row of its CSV names its machine, torch and settings

@@ -1,6 +1,7 @@
 """The statistics on synthetic steps with known answers, compare on two real-format sweeps, and the plots."""
 
 import dataclasses
+import shutil
 
 import matplotlib.pyplot
 import numpy as np
@@ -169,6 +170,17 @@ def test_compare_flags_a_ten_percent_regression_across_runs_and_exits_1(tmp_path
     assert views_main(["compare", str(a), str(b)]) == 1
     gated = compare.compare(a, b, threshold=0.05, loss_tolerance=0.05, gate_phases=True)[0]
     assert sum(line.flag == "REGRESSION" for line in gated.items) == 2 * 5  # four phases and the step
+
+
+def test_compare_of_one_configuration_gives_its_speed_up_not_a_mean_of_configurations(tmp_path):
+    a = write_sweep(tmp_path, "before", 1.0, seed=1, repeats=3)
+    b = write_sweep(tmp_path, "after", 1.1, seed=2, repeats=3)
+    for folder in [*a.glob("subclass-run-*"), *b.glob("subclass-run-*")]:
+        shutil.rmtree(folder)
+    text_ = text(compare.compare(a, b, threshold=0.05, loss_tolerance=0.05)[0])
+    assert "1 of A's 1 configuration matched in B" in text_, text_
+    assert "suite: B's step speed-up over A's, 1 configuration: 0.9" in text_ and "(3 runs of A, 3 of B)" in text_
+    assert "configurations:" not in text_
 
 
 def test_compare_of_one_run_a_side_says_possible_and_exits_3(tmp_path):

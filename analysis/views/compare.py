@@ -606,11 +606,15 @@ def suite(matched: list[tuple[Configuration, Configuration]], shared: bool = Fal
     """
     mean = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
     if mean is None:
+        which = "the configuration has" if len(matched) == 1 else f"the {len(matched)} configurations share"
         return (
-            f"suite: no geometric mean with an interval: the {len(matched)} configurations share fewer than 2 rounds "
-            "on a side in which each has a time above 0 ms (repeats=N gives them more; resume runs those not done)"
+            f"suite: no geometric mean with an interval: {which} fewer than 2 rounds on a side with a time above "
+            "0 ms in each (repeats=N gives them more; resume runs those not done)"
         )
     host = "; their hosts differ (above), and it moves with them" if shared else ""
+    if len(matched) == 1:  # a mean of one is its configuration's speed-up
+        runs = f"{mean.runs[0]} runs of A, {mean.runs[1]} of B"
+        return f"suite: B's step speed-up over A's, 1 configuration: {mean} ({runs}){host}"
     return (
         f"suite: B's geometric-mean step speed-up over A's, {len(matched)} configurations: {mean} across rounds "
         f"({mean.runs[0]} of A, {mean.runs[1]} of B: a round's configurations move together, so each round counts "
@@ -715,7 +719,7 @@ def compare_runs(
     gate = "the step and each phase" if gate_phases else "the step (phases shown, not gated: --gate-phases)"
     notes = [
         counted_kinds([line for line in lines if line.phase == "step"], threshold),
-        f"{len(matched)} of A's {len(every_a)} configurations matched in B, "
+        f"{len(matched)} of A's {counted(len(every_a), 'configuration')} matched in B, "
         f"{unmatched_share(len(found.only_a), len(every_a), max_unmatched)}; {len(found.only_b)} of B's "
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "

@@ -181,8 +181,8 @@ def unmatched(found: History, made: list[Series], max_unmatched: float) -> tuple
     new = [s for s in made if s.held[0][0] is newest]
     failing = beyond(len(gone), len(before), max_unmatched)
     lines = [
-        f"the newest point, {newest.label}: {len(before) - len(gone)} of the {len(before)} configurations before "
-        f"it matched in it, {unmatched_share(len(gone), len(before), max_unmatched)}; {len(new)} only in it"
+        f"the newest point, {newest.label}: {len(before) - len(gone)} of the {counted(len(before), 'configuration')} "
+        f"before it matched in it, {unmatched_share(len(gone), len(before), max_unmatched)}; {len(new)} only in it"
     ]
     isolated = [p for p in found.points if all(len(s.held) == 1 for s in made if any(q is p for q, _ in s.held))]
     for point in isolated:

@@ -47,7 +47,10 @@ class HostBlock:
     cpus: int  # the CPUs the run's process may use (its affinity)
     process_cpu_s: float  # this process's CPU time, user and system, every thread
     busy_s: float | None = None  # the busy time of the run's CPUs (/proc/stat), every process's
-    others_cpu_s: float | None = None  # busy_s less the process's and its ranks', at least 0
+    others_cpu_s: float | None = None  # busy_s less the process's, its children's and its ranks', at least 0
+    # The CPU time of the processes the run started (its W&B service, DataLoader or compile workers), where /proc
+    # lists them; None where it does not, and others' CPU then holds it
+    children_cpu_s: float | None = 0.0
     # The run's other ranks' CPU time on these CPUs (dist=...); None where their blocks do not line up with these
     ranks_cpu_s: float | None = 0.0
     tick_s: float | None = None  # /proc/stat's unit: others' CPU and steal are within a tick a CPU
@@ -87,7 +90,7 @@ class HostState:
 
     A total is None where a block could not tell it.
     Others' CPU is the blocks' busy time less the run's.
-    That is its process's, and its other ranks' on the same CPUs.
+    That is its process's, its children's, and its other ranks' on the same CPUs.
     A block's own figure, cut at 0, would count its ticks' error one way only.
     A share is of the blocks' wall time x the CPUs the run may use.
     `resolution` is two standard deviations of others' and steal's shares from /proc/stat's ticks.
@@ -98,6 +101,7 @@ class HostState:
     wall_s: float
     process_cpu_s: float
     ranks_cpu_s: float | None = 0.0  # the run's other ranks' CPU time on its CPUs
+    children_cpu_s: float | None = 0.0  # the CPU time of the processes it started, where /proc lists them
     others_cpu_s: float | None = None
     others_share: float | None = None  # of the run's CPUs: what other processes took of them
     steal_share: float | None = None
@@ -136,17 +140,24 @@ class HostState:
             return f"the run's process may use {fewer.cpus} of the machine's {fewer.machine_cpus} CPUs"
         capacity = sum(b.wall_s * b.cpus for b in self.blocks)
         beyond_ticks = None if self.others_cpu_s is None else self.others_cpu_s - (self.resolution or 0.0) * capacity
-        if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * (self.process_cpu_s + (self.ranks_cpu_s or 0.0)):
+        own = self.process_cpu_s + (self.ranks_cpu_s or 0.0) + (self.children_cpu_s or 0.0)
+        if beyond_ticks is not None and beyond_ticks > SHARED_ENERGY * own:
             return f"other processes used over {SHARED_ENERGY:.0%} of the run's CPU time beside it"
         return ""
 
     def competed(self) -> list[str]:
-        """What took the run's CPUs beyond /proc/stat's resolution: other processes, steal; [] where nothing did."""
+        """What took the run's CPUs beyond /proc/stat's resolution: others, steal, its children; [] if nothing did."""
         error, found = self.resolution or 0.0, []
         if self.others_share is not None and self.others_share - error > OTHERS:
             found.append(f"other processes took {self.others_share:.0%} of its CPUs during its window")
         if self.steal_share is not None and self.steal_share - error > STEAL:
             found.append(f"steal {self.steal_share:.0%} of its window")
+        helpers = _share(self.children_cpu_s, sum(b.wall_s * b.cpus for b in self.blocks))
+        if helpers is not None and helpers - error > OTHERS:
+            found.append(
+                f"its own child processes (W&B's service, DataLoader or compile workers) took {helpers:.0%} of its "
+                "CPUs during its window"
+            )
         return found
 
     @property
@@ -169,13 +180,16 @@ class HostState:
         cpu_s = sum(b.wall_s * b.cpus for b in blocks)
         busy, own = _total([b.busy_s for b in blocks]), sum(b.process_cpu_s for b in blocks)
         ranks = _total([b.ranks_cpu_s for b in blocks]) if blocks else 0.0
-        others = None if busy is None or ranks is None else max(0.0, busy - own - ranks)
+        children = _total([b.children_cpu_s for b in blocks]) if blocks else 0.0
+        helpers = sum(b.children_cpu_s or 0.0 for b in blocks)  # unlisted children stay in others' CPU
+        others = None if busy is None or ranks is None else max(0.0, busy - own - ranks - helpers)
         throttled = _total([b.throttled for b in blocks])
         return cls(
             blocks=list(blocks),
             wall_s=wall,
             process_cpu_s=own,
             ranks_cpu_s=ranks,
+            children_cpu_s=children,
             others_cpu_s=others,
             others_share=_share(others, cpu_s),
             steal_share=_share(_total([b.steal_s for b in blocks]), cpu_s),

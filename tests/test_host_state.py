@@ -1,11 +1,15 @@
 """The host's state over measured blocks: read from this machine's /proc, from files of other shapes, and in a run
 beside a busy neighbour, then named by the views' flags."""
 
+import contextlib
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,23 +29,62 @@ BUSY_LOOP = "import time\nend = time.time() + {seconds}\nwhile time.time() < end
 
 
 def busy_loop(seconds: float, cpus: set[int]) -> subprocess.Popen:
-    """A Python loop that spins for `seconds` on `cpus`."""
+    """A Python loop that spins for `seconds` on `cpus`: a child of this process."""
     loop = subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=seconds)])
     os.sched_setaffinity(loop.pid, cpus)
     return loop
 
 
+def neighbour(seconds: float, cpus: set[int]) -> int:
+    """A busy loop that is no descendant of this process, as another user's is: its pid.
+
+    A process started to start it ends at once, so the loop is left to init.
+    """
+    spin = BUSY_LOOP.format(seconds=seconds)
+    started = f"subprocess.Popen([sys.executable, '-c', {spin!r}], stdout=subprocess.DEVNULL).pid"
+    loop = f"import subprocess, sys; print({started})"
+    pid = int(subprocess.run([sys.executable, "-c", loop], stdout=subprocess.PIPE, text=True, check=True).stdout)
+    os.sched_setaffinity(pid, cpus)
+    return pid
+
+
+def wait_ended(pid: int) -> None:
+    """Wait until a process that is not this one's child has ended (a zombie has)."""
+    stat = Path(f"/proc/{pid}/stat")
+    while stat.exists():
+        with contextlib.suppress(OSError):
+            if stat.read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return
+        time.sleep(0.02)
+
+
 def test_a_block_beside_a_busy_process_shows_its_cpu_as_others_and_every_figure_is_known_or_none():
     reader = HostReader()
-    loop = busy_loop(0.6, set(reader.cpus))
+    loop = neighbour(0.6, set(reader.cpus))
     start = reader.read()
-    loop.wait()
+    wait_ended(loop)
     block = reader.block(start, reader.read())
     figures = dataclasses.asdict(block)
     assert all(value is None or value >= 0 for value in figures.values()), figures
     assert block.cpus == len(os.sched_getaffinity(0)) and block.wall_s >= 0.5
     assert block.others_cpu_s > 0.3, figures  # the loop spun for 0.6 s less its start-up, beside other tests
-    assert block.process_cpu_s < 0.1, figures  # this process waited
+    assert block.process_cpu_s < 0.1 and block.children_cpu_s < 0.05, figures  # this process waited, alone
+
+
+def test_the_cpu_of_a_process_the_run_started_is_the_runs_own_not_a_neighbours():
+    """A run's W&B service, DataLoader and compile workers are its children: what they use is named as theirs."""
+    reader = HostReader()
+    loop = busy_loop(0.6, set(reader.cpus))
+    start = reader.read()
+    time.sleep(0.5)
+    block = reader.block(start, reader.read())
+    loop.wait()
+    figures = dataclasses.asdict(block)
+    assert block.children_cpu_s > 0.15, figures  # its share of 2 CPUs beside other tests' workers
+    assert block.others_cpu_s == max(0.0, block.busy_s - block.process_cpu_s - block.children_cpu_s), figures
+    taken = HostState.of([block]).competed()
+    said = "its own child processes (W&B's service, DataLoader or compile workers) took "
+    assert any(x.startswith(said) for x in taken), taken
 
 
 def test_files_of_other_shapes_give_unknowns(tmp_path):
@@ -53,7 +96,7 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
     block = old.block(reading, old.read())
     assert (block.steal_s, block.throttled, block.throttled_s, block.mhz_start) == (None, None, None, None)
     assert HostReader(root=tmp_path, cpus={0, 1}).read().busy is None  # no line for cpu1
-    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 6
+    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 7
 
     (tmp_path / "proc/self/cgroup").write_text("0::/job\n")
     (tmp_path / "sys/fs/cgroup/job").mkdir(parents=True)
@@ -65,12 +108,11 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
 @pytest.mark.slow
 def test_a_run_beside_a_busy_loop_on_its_cpus_records_it_and_its_flags_name_it(tiny_plan):
     plan = tiny_plan("input_type=tensor", "memory_format=contiguous", "steps=300")
-    loop = busy_loop(60, os.sched_getaffinity(0))
+    loop = neighbour(60, os.sched_getaffinity(0))
     try:
         run_dir, summary = run(plan)
     finally:
-        loop.kill()
-        loop.wait()
+        os.kill(loop, signal.SIGKILL)
     host = summary.host
     assert len(host.blocks) == 1 and host.others_share - host.resolution > OTHERS, host
     assert Summary.from_json(summary.to_json()).host == host

@@ -4,7 +4,9 @@ A block is read where the run already synchronizes, before its clock starts and 
 Each reading is this process's CPU time and a few small files: well under a millisecond.
 
 - /proc/stat's lines of the CPUs the run may use: their busy time and steal.
-  Others' CPU is their busy time less this process's.
+  Others' CPU is their busy time less this process's and its children's.
+- /proc's list of this process's children, and theirs: their CPU time.
+  They are the run's own helpers (its W&B service, DataLoader or compile workers), not neighbours.
   /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
 - cpufreq's scaling_cur_freq of the run's CPUs: their clock.
@@ -36,6 +38,10 @@ class Reading(NamedTuple):
     throttled_s: float | None
     mhz: float | None
     energy_uj: tuple[int, ...] | None  # each CPU package's RAPL counter
+    children: dict[int, float] | None = None  # each live descendant's CPU seconds, by pid
+
+
+MOST_CHILDREN = 256  # descendants read at a boundary: a run that starts more has its others' CPU overstated
 
 
 def machine_cpus(stat: Path) -> int | None:
@@ -93,6 +99,7 @@ class HostReader:
         freqs = [root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq" for cpu in self.cpus]
         self.freqs = freqs if all(path.exists() for path in freqs) else []
         self.tick = 1 / os.sysconf("SC_CLK_TCK")
+        self.proc = root / "proc"
         self.packages = rapl_packages(root)
         self.machine_cpus = machine_cpus(self.stat)
 
@@ -100,11 +107,13 @@ class HostReader:
         busy, steal = self._cpu_times()
         throttled, throttled_s = self._throttling()
         wall, own = time.perf_counter(), time.process_time()
-        return Reading(wall, own, busy, steal, throttled, throttled_s, self._mhz(), self._energy())
+        children = self._children()
+        return Reading(wall, own, busy, steal, throttled, throttled_s, self._mhz(), self._energy(), children)
 
     def block(self, start: Reading, end: Reading) -> HostBlock:
         """The host over the block between two readings."""
         own = end.process_cpu - start.process_cpu
+        children = _children_between(start.children, end.children)
         busy = None if None in (start.busy, end.busy) else end.busy - start.busy
         energy = self._energy_between(start.energy_uj, end.energy_uj)
         return HostBlock(
@@ -112,7 +121,8 @@ class HostReader:
             cpus=len(self.cpus),
             process_cpu_s=own,
             busy_s=busy,
-            others_cpu_s=None if busy is None else max(0.0, busy - own),
+            children_cpu_s=children,
+            others_cpu_s=None if busy is None else max(0.0, busy - own - (children or 0.0)),
             tick_s=self.tick,
             steal_s=None if None in (start.steal, end.steal) else end.steal - start.steal,
             throttled=None if None in (start.throttled, end.throttled) else end.throttled - start.throttled,
@@ -122,6 +132,31 @@ class HostReader:
             cpu_energy_j=energy,
             machine_cpus=self.machine_cpus if energy is not None else None,
         )
+
+    def _children(self) -> dict[int, float] | None:
+        """Each live process this one started, and theirs, by pid: its CPU seconds.
+
+        None where /proc does not list a process's children.
+        """
+        found: dict[int, float] = {}
+        pending: list[str] = ["self"]
+        while pending and len(found) < MOST_CHILDREN:
+            pid = pending.pop()
+            try:
+                tasks = list((self.proc / pid / "task").iterdir())
+                listed = [int(c) for task in tasks for c in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                if pid == "self":
+                    return None
+                continue  # a child that ended as it was read
+            for child in listed:
+                try:
+                    fields = (self.proc / str(child) / "stat").read_text().rsplit(")", 1)[1].split()
+                    found[child] = (int(fields[11]) + int(fields[12])) * self.tick  # utime, stime
+                except (OSError, ValueError, IndexError):
+                    continue
+                pending.append(str(child))
+        return found
 
     def _energy(self) -> tuple[int, ...] | None:
         try:
@@ -171,6 +206,17 @@ class HostReader:
             return sum(int(path.read_text()) for path in self.freqs) / len(self.freqs) / 1e3  # kHz
         except (OSError, ValueError):
             return None
+
+
+def _children_between(start: dict[int, float] | None, end: dict[int, float] | None) -> float | None:
+    """The CPU seconds of the run's descendants between two readings.
+
+    A child started within the block counts whole.
+    One that ended within it is lost to others' CPU.
+    """
+    if start is None or end is None:
+        return None
+    return sum(max(0.0, cpu - start.get(pid, 0.0)) for pid, cpu in end.items())
 
 
 def here() -> HostReader:

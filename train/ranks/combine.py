@@ -109,10 +109,12 @@ class Ranks:
             if len(result.window.host) != len(me.window.host):
                 ranks_cpu_s = None
                 break
-            ranks_cpu_s += shared * result.window.host[index].process_cpu_s
+            theirs = result.window.host[index]
+            ranks_cpu_s += shared * (theirs.process_cpu_s + (theirs.children_cpu_s or 0.0))
         others = None
         if block.busy_s is not None and ranks_cpu_s is not None:
-            others = max(0.0, block.busy_s - block.process_cpu_s - ranks_cpu_s)
+            own = block.process_cpu_s + (block.children_cpu_s or 0.0)
+            others = max(0.0, block.busy_s - own - ranks_cpu_s)
         return dataclasses.replace(block, ranks_cpu_s=ranks_cpu_s, others_cpu_s=others)
 
     def summary(self) -> RankSummary:

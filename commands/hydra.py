@@ -85,26 +85,31 @@ def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
 
 
 def config_dir(dirs: tuple[Path, ...]) -> Path:
-    """The folder Hydra's --config-dir names: the user's first config dir.
+    """The folder Hydra's --config-dir names: the user's first config dir, as a copy of its option files.
 
-    Where an option file of it gives a `_target_` its arguments beside it, it is a copy of the dir's yaml files with
-    those arguments moved under `kwargs` (compose.converted), as a launch composes them.
+    Its sweep files are left out: Hydra would list `sweeps` as a group, which no override selects (sweep=NAME does).
+    An option file that gives a `_target_` its arguments beside it has them moved under `kwargs`
+    (compose.converted), as a launch composes them.
     Hydra searches --config-dir first, so the file as written would come first otherwise.
     """
-    from perfsweep.sweeps.compose import converted
+    from perfsweep.sweeps.compose import converted, scratch
 
     moved = converted(dirs)
-    if moved is None:
+    if moved is None and not (dirs[0] / "sweeps").is_dir():
         return dirs[0]
-    whole = moved.with_name(f"{moved.name}-whole")
+    whole = Path(scratch().name) / f"{moved.name if moved else 'options'}-whole"
     if not whole.is_dir():
-        shutil.copytree(dirs[0], whole, ignore=lambda folder, names: [n for n in names if _not_yaml(Path(folder) / n)])
-        shutil.copytree(moved, whole, dirs_exist_ok=True)
+        shutil.copytree(dirs[0], whole, ignore=lambda folder, names: _left_out(Path(folder), names, dirs[0]))
+        if moved is not None:
+            shutil.copytree(moved, whole, dirs_exist_ok=True)
     return whole
 
 
-def _not_yaml(path: Path) -> bool:
-    return path.is_file() and path.suffix != ".yaml"
+def _left_out(folder: Path, names: list[str], top: Path) -> list[str]:
+    """What of a folder a copy of the config dir leaves out: files that are no YAML, and the dir's sweep files."""
+    return [
+        n for n in names if (folder / n).is_file() and (folder / n).suffix != ".yaml" or (folder, n) == (top, "sweeps")
+    ]
 
 
 def job_config_asked(words: list[str]) -> list[str] | None:

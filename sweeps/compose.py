@@ -583,7 +583,7 @@ def with_kwargs(group: str, content: Any) -> Any:
 
 
 @functools.cache
-def _scratch() -> tempfile.TemporaryDirectory:
+def scratch() -> tempfile.TemporaryDirectory:
     """This process's folder of option files written for Hydra, removed when the process ends."""
     return tempfile.TemporaryDirectory(prefix="perfsweep-options-")
 
@@ -608,7 +608,7 @@ def converted(dirs: tuple[Path, ...]) -> Path | None:
                 found[group, path.stem] = OmegaConf.to_yaml(moved)
     if not found:
         return None
-    folder = Path(_scratch().name) / hashlib.sha1(repr(sorted(found.items())).encode()).hexdigest()[:12]
+    folder = Path(scratch().name) / hashlib.sha1(repr(sorted(found.items())).encode()).hexdigest()[:12]
     for (group, name), text in found.items():
         (folder / group).mkdir(parents=True, exist_ok=True)
         (folder / group / f"{name}.yaml").write_text(text)

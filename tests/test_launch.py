@@ -19,6 +19,7 @@ from perfsweep.sweeps.plan import build_plan
 from perfsweep.train.inputs import INPUT_TYPES
 from tests import golden
 from tests.helpers import (
+    EXAMPLE,
     FAILS_AT_SEED_1,
     FAST,
     ONE_OF_TWO_FAILS,
@@ -176,6 +177,15 @@ def test_help_says_its_config_comes_before_the_sweep_file_and_how_to_see_a_runs(
     assert "== Config == The config before the sweep file: sweeps/default.yaml sets its own values over it" in shown
     first_run = launch_here("--cfg", "job").stdout
     assert "batch_size: 16" in first_run and "image_size: 32" in first_run, "what --help points to"
+
+
+def test_help_lists_a_config_dirs_options_as_groups_and_its_sweep_files_as_sweeps():
+    """A config dir's sweeps/ holds sweep files (sweep=NAME): Hydra would list it as a group no override selects."""
+    shown = launch_here("--config-dir", str(EXAMPLE / "perf"), "--help")
+    assert shown.returncode == 0, shown.stderr
+    groups = shown.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    assert "model: " in groups and "smallcnn" in groups and "sweeps" not in groups, groups
+    assert "Sweep files (sweep=NAME): " in shown.stdout and "imagelib_step" in shown.stdout.splitlines()[-1]
 
 
 def test_help_lists_every_command_of_the_parser_with_what_it_does():

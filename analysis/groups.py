@@ -18,7 +18,7 @@ import numpy as np
 
 from perfsweep.analysis.statistics.bootstrap import LEVEL
 from perfsweep.analysis.statistics.speedup import IN_PROCESS, PAIRED, Sample, Speedup, geometric_mean, speedup
-from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES, SAME_WORK
+from perfsweep.conf.schema import DECLARATION, NATURAL_BASELINES, PER_SAMPLE, SAME_WORK
 from perfsweep.records import FINAL, Repro, RunRecord
 
 # How long a run measures, not what: runs that differ only in these are still compared.
@@ -66,7 +66,8 @@ def _axis_fields(runs: list[RunRecord], axes: list[str]) -> set[str]:
     packages = {f"env.packages.{a}" for a in axes} | ({"torch"} & set(axes))  # the environment's axes
     ranks = {"dist.world_size"} if "world_size" in axes else set()
     named = {f"{a}.name" for a in axes} | {f"{a}._target_" for a in axes}  # a _target_ comes with its name
-    return declared | named | {f"workload.{a}" for a in axes} | packages | ranks | {"replicate"}
+    own = set(axes)  # a setting made an axis (threads, model.batch_size) shows its own key
+    return declared | named | {f"workload.{a}" for a in axes} | packages | ranks | own | {"replicate"}
 
 
 def _derived(runs: list[RunRecord], axes: list[str], key: str) -> bool:
@@ -144,19 +145,20 @@ def compared_along(runs: list[RunRecord], vs: str | None) -> list[RunRecord]:
 
     `compile=eager` sets the compile modes side by side; `world_size=1` gives the scaling over one rank.
     A setting of the same work (SAME_WORK: `threads=1`) becomes an axis for it.
+    So does a batch size (PER_SAMPLE), compared per sample (speedup_over).
     With `vs` None the runs are returned as they are, each compared along the axes it records.
     """
     if vs is None:
         return runs
     axis, _, value = vs.partition("=")
-    if axis in SAME_WORK and axis in varying(runs)[1]:
+    if axis in (*SAME_WORK, *PER_SAMPLE) and axis in varying(runs)[1]:
         runs = [_with_axis(r, axis) for r in runs]
     axes = [a for a in axis_order(runs) if a != "replicate"]
     if axis in varying(runs)[1]:
         raise ValueError(
             f"--vs {vs}: {axis} is a setting this sweep varies, not an axis: its values may do different work a step, "
             f"so their step times are not set against each other (the samples/s column ranks them); its axes: "
-            f"{', '.join(axes)}; settings of the same work: {', '.join(SAME_WORK)}"
+            f"{', '.join(axes)}; settings compared as axes: {', '.join((*SAME_WORK, *PER_SAMPLE))}"
         )
     if axis not in axes:
         raise ValueError(f"--vs {vs}: {axis!r} is not an axis of this sweep; its axes: {', '.join(axes)}")
@@ -477,12 +479,21 @@ def unmeasured(runs: list[RunRecord]) -> list[str]:
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:
     """The configuration's speed-up over its baseline in step time.
 
+    Where their batches differ it is in time per sample: a step of another batch does other work.
     With two or more runs a side it is across runs.
     It is paired by round where the sweep interleaved them, or where each round's two runs shared a process.
     Otherwise it is within-run.
     """
     paired, basis = pairing(config, base)
-    return speedup(config.sample(), base.sample(), paired=paired, level=level, basis=basis)
+    each = per_sample(config, base)
+    return speedup(
+        config.sample(per_sample=each), base.sample(per_sample=each), paired=paired, level=level, basis=basis
+    )
+
+
+def per_sample(config: Configuration, base: Configuration) -> bool:
+    """Whether two configurations ran other batches (asked, or reduced after running out of memory)."""
+    return {run.batch for run in config.runs} != {run.batch for run in base.runs}
 
 
 def pairing(config: Configuration, base: Configuration) -> tuple[bool, str]:

@@ -141,6 +141,9 @@ NATURAL_BASELINES = {
 NOT_COMPARED = ("model", "dist", "world_size", "replicate")
 # Settings whose values do a step's same work another way: `--vs threads=1` compares them, as an axis.
 SAME_WORK = ("threads", "cudnn_benchmark")
+# Settings whose values do the same work a sample in batches of another size: `--vs model.batch_size=8` compares
+# their time per sample, as an axis.
+PER_SAMPLE = ("model.batch_size",)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from perfsweep import records
-from perfsweep.analysis.groups import configurations, in_order, labels, speedups
+from perfsweep.analysis.groups import compared_as_asked, configurations, in_order, labels, speedups
 from perfsweep.analysis.render import text
 from perfsweep.analysis.views import compare, replicates, runs
 from perfsweep.analysis.views.table import stalled, table_view, view
@@ -143,14 +143,15 @@ def test_the_table_compares_along_the_axis_and_value_asked_for(sweep, capsys):
 
 
 def test_vs_a_setting_the_sweep_varies_says_why_it_is_no_axis(tmp_path, capsys):
-    for name, batch in (("a", 16), ("b", 32)):
+    for name, size in (("a", 32), ("b", 64)):
         write_run(tmp_path, name, "tensor", "contiguous", 100.0)
         record = records.read_json(tmp_path / name / records.CONFIG)
-        record["config"]["model"]["batch_size"] = batch
+        record["config"]["model"]["image_size"] = size
         records.write_json(tmp_path / name / records.CONFIG, record)
-    assert analysis_cli(["table", str(tmp_path), "--vs", "model.batch_size=16"]) == 2
+    assert analysis_cli(["table", str(tmp_path), "--vs", "model.image_size=32"]) == 2
     said = capsys.readouterr().err
-    assert "model.batch_size is a setting this sweep varies, not an axis" in said and "samples/s column" in said
+    assert "model.image_size is a setting this sweep varies, not an axis" in said and "samples/s column" in said
+    assert "settings compared as axes: threads, cudnn_benchmark, model.batch_size" in said
 
 
 def test_vs_threads_sets_a_sweeps_thread_counts_side_by_side(tmp_path, capsys):
@@ -494,3 +495,21 @@ def test_a_cuda_graph_mode_run_on_a_cpu_says_its_row_measures_the_mode_it_compil
     )
     on_gpu = [dataclasses.replace(r, env=GPU_ENV) for r in on_cpu]
     assert not [n for n in table_view("sweep", on_gpu).notes if n.startswith("compile=")], "a GPU records them"
+
+
+def test_batch_sizes_compared_as_asked_are_compared_per_sample():
+    """Batch 16 at 100 ms a step does twice batch 4's samples a second at 50 ms: 2x per sample, not 0.5x a step."""
+    rng = np.random.default_rng(1)
+
+    def at(batch: int, ms: float) -> list:
+        runs = synthetic.sweep({("tensor", "contiguous"): ms}, 4, synthetic.Noise(), rng)
+        mark = {"model.batch_size": batch}
+        return [dataclasses.replace(r, name=f"{r.name}-{batch}", fields={**r.fields, **mark}) for r in runs]
+
+    runs = at(4, 50.0) + at(16, 100.0)
+    shown = table_view("sweep", compared_as_asked(runs, "model.batch_size=4"))
+    column = shown.header.index("vs model.batch_size=4")
+    (row,) = [row for row in shown.rows if row[0] == "16"]
+    assert 1.8 < float(row[column].split("x")[0]) < 2.2 and row[column].endswith("faster"), row
+    assert "vs model.batch_size: the speed-up in time per sample" in " ".join(shown.notes)
+    assert "batch 16" not in shown.above[1], "the rows show each batch: the line above names none"

@@ -42,7 +42,7 @@ from perfsweep.analysis.statistics.host_flags import beyond_cpus, seen_in, taken
 from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
-from perfsweep.conf.schema import AS_ON_A_CPU, SAME_WORK
+from perfsweep.conf.schema import AS_ON_A_CPU, PER_SAMPLE, SAME_WORK
 from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
@@ -356,7 +356,7 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
     sized = [
         text.format(models[0][key])
         for key, text in (("model.batch_size", "batch {}"), size)
-        if models and key in models[0] and key not in columned
+        if models and key in models[0] and key not in columned and key not in axes
     ]
     parts = [
         fixed or (code_name(shown[0]) if len(configs) == 1 else ""),  # a sweep without axes: what it times
@@ -458,14 +458,22 @@ def compiled_as_another(configs: list[Configuration]) -> list[str]:
 
 
 def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
-    """A note for each setting of the same work that the rows vary (threads): the command that compares it."""
+    """A note for each setting of the same work that the rows vary (threads, a batch): the command that compares it.
+
+    A batch compared as an axis says its speed-ups are per sample.
+    """
     runs = [r for c in configs for r in c.runs]
-    settings = [key for key in SAME_WORK if key in varying(runs)[1]] if runs else []
-    return [
+    settings = [key for key in (*SAME_WORK, *PER_SAMPLE) if key in varying(runs)[1]] if runs else []
+    notes = [
         f"{key} varies and is no axis: `{user_command()} table {sweep_dir} --vs {key}={values[0]}` sets its values "
-        "side by side"
+        f"side by side{' per sample' if key in PER_SAMPLE else ''}"
         for key in settings
         for values in [sorted({str(r.fields.get(key)) for r in runs}, key=in_order)]
+    ]
+    compared = [key for key in PER_SAMPLE if runs and key in runs[0].axes]
+    return notes + [
+        f"vs {key}: the speed-up in time per sample, as samples/s sets them: a step of another batch does other work"
+        for key in compared
     ]
 
 

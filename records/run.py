@@ -311,9 +311,12 @@ class RunRecord:
         return self.steps(["step_ms"])["step_ms"]
 
     @property
-    def batch(self) -> int:
-        """The batch a model run ran at (smaller than asked after an out-of-memory retry)."""
-        return (self.summary and self.summary.batch_size) or self.fields["model.batch_size"]
+    def batch(self) -> int | None:
+        """The batch a model run ran at (smaller than asked after an out-of-memory retry).
+
+        None where the run records none.
+        """
+        return (self.summary and self.summary.batch_size) or self.fields.get("model.batch_size")
 
     @property
     def device(self) -> str:

@@ -85,6 +85,11 @@ def test_an_export_of_a_sweep_with_runs_not_finished_says_so_and_holds_the_done_
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 2, done.stderr
     said = f"perfsweep: 2 of the 4 runs in {sweep} are not finished (1 running, 1 stopped or not started by the "
     assert said + "launch's budget): the export holds the 2 done runs" in done.stderr, done.stderr
+    for record in exported(str(sweep), "--format", "pytorch-v3"):  # a dashboard sees a configuration's share too
+        assert (record["benchmark"]["extra_info"]["runs"], record["benchmark"]["extra_info"]["runs_planned"]) == (
+            "1",
+            "2",
+        ), record["benchmark"]
 
 
 def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_built(sweep):

@@ -9,6 +9,7 @@
   A run across ranks adds its straggler index, exposed communication and bus bandwidth.
   Each has a value per run, its ranks together.
   Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
+  It also holds its done runs (`runs`) and all its runs, done or not (`runs_planned`).
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
   A compiled configuration whose runs ran eagerly (NOT COMPILED) is named so: its times start a series of their own.
@@ -93,13 +94,15 @@ def _series(run: RunRecord, sweep_dir: Path) -> str:
     return str(run.fields.get("sweep") or sweep_dir.name)
 
 
-def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str]]:
+def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str], dict[str, int]]:
     """The sweep's done runs, and the fields that vary among all its runs, done or not.
 
     A configuration whose runs failed then leaves the others' names as they are.
+    Each run's name gives the count of its configuration's runs, done or not.
     """
     every = load_sweep(sweep_dir)
-    return [r for r in every if r.state == DONE and r.summary], varying(every)[1]
+    planned = {r.name: len(c.runs) for c in configurations(every) for r in c.runs} if every else {}
+    return [r for r in every if r.state == DONE and r.summary], varying(every)[1], planned
 
 
 def _metrics(config: Configuration) -> dict[str, Metric]:
@@ -212,7 +215,7 @@ def _ci_named(tested: dict[str, Any], ci: dict[str, Any]) -> str:
 
 
 def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
-    runs, fields = _done(sweep_dir)
+    runs, fields, planned = _done(sweep_dir)
     if not runs:
         return []
     found = []
@@ -233,6 +236,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
             "extra_info": {
                 "configuration": names[config.key],
                 "runs": str(len(config.runs)),
+                "runs_planned": str(planned.get(config.first.name, len(config.runs))),  # the done and the others
                 # the sweep's folder and when its last run ended: what tells one sweep of a sweep file from another
                 "sweep_folder": sweep_dir.name,
                 "finished_at": max(str(r.status.finished_at or "") for r in config.runs),
@@ -319,7 +323,7 @@ def _measure(values: list[float], scale: float) -> dict[str, float]:
 
 
 def bmf(sweep_dir: Path) -> dict[str, dict[str, dict[str, float]]]:
-    runs, fields = _done(sweep_dir)
+    runs, fields, _ = _done(sweep_dir)
     if not runs:
         return {}
     configs = configurations(runs)

@@ -8,6 +8,7 @@ Or it would compare its axis with another value than the one it names.
 """
 
 import dataclasses
+from typing import Any
 
 from perfsweep.conf.schema import Config, WorkloadConf
 from perfsweep.sweeps.keys import did_you_mean
@@ -50,12 +51,15 @@ def _missing(config: Config, key: str) -> str | None:
 
     None where it has all.
     """
-    node = config
+    node: Any = config
     for part in key.split("."):
-        names = [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
-        if not hasattr(node, part):
+        if isinstance(node, dict):  # the arguments a workload's or a model's code is given (kwargs)
+            names = list(node)
+        else:
+            names = [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
+        if part not in names:
             return f"{part!r}{did_you_mean(part, names)}"
-        node = getattr(node, part)
+        node = node[part] if isinstance(node, dict) else getattr(node, part)
     return None
 
 

@@ -47,6 +47,7 @@ from perfsweep.sweeps.compose import CONF_DIR, GROUPS, SEARCHPATH, Setting
 from perfsweep.sweeps.declared import declaration_problems, size_problems, unrun_baselines
 from perfsweep.sweeps.model_sets import expand_model_sets, with_default_sizes
 from perfsweep.sweeps.spec import RunSpec, naming_keys, safe_name
+from perfsweep.sweeps.spec import setting as value_of
 
 SWEEPS_DIR = Path(__file__).resolve().parent
 # Settings of the sweep as a whole: one value for every run.
@@ -728,6 +729,23 @@ def undeclared_axes(configs: list[Config]) -> list[str]:
     return notices
 
 
+def arguments_no_axis(specs: list[RunSpec]) -> list[str]:
+    """A notice for each argument of a workload's code (workload.kwargs.X) that tells its runs apart as no axis.
+
+    Its runs are named by it (naming_keys), not compared along it.
+    """
+    notices = []
+    for key in (k for k in (specs[0].named_keys if specs else ()) if k.startswith("workload.kwargs.")):
+        values = ",".join(dict.fromkeys(str(value_of(spec.config, key)) for spec in specs))
+        name, axis = specs[0].config.workload.name, key.rsplit(".", 1)[1]
+        notices.append(
+            f"{key}={values} runs, but workload {name} declares no axis for it: its runs are named by it, not compared "
+            f"along it. Its yaml's `axes` and `baseline` compare them: axes: {{{axis}: {key}}}, baseline: "
+            f"{{axis: {axis}, value: {values.split(',')[0]}}}"
+        )
+    return notices
+
+
 # What a compile mode that records CUDA graphs compiles as where there is no GPU: Inductor skips the graphs.
 
 
@@ -1040,6 +1058,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)
     notices = ranking.notices + left_out + added_axes(list(runs.values()), typed, given) + unused
-    notices += undeclared_axes(configs) + graphs_on_a_cpu(configs) + unrun_baselines(configs, sources)
+    notices += undeclared_axes(configs) + arguments_no_axis(list(runs.values())) + graphs_on_a_cpu(configs)
+    notices += unrun_baselines(configs, sources)
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

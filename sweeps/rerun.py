@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from perfsweep.conf.schema import Config
+from perfsweep.sweeps import spec
 from perfsweep.sweeps.compose import GROUPS, Setting, default_options
 from perfsweep.sweeps.keys import override_key
 
@@ -81,11 +82,8 @@ def _default(key: str, config: Config) -> str | None:
     """A key's value in a run that did not set it, as an override writes it; None where there is none to write."""
     if key in GROUPS:
         return _defaults().get(key)
-    try:
-        value = functools.reduce(
-            lambda node, part: node[part] if isinstance(node, dict) else getattr(node, part), key.split("."), config
-        )
-    except (AttributeError, KeyError):  # a key added to a dict (+env.packages.X) by other runs only
+    value = spec.setting(config, key)
+    if value is spec.NO_SETTING:  # a key added to a dict (+env.packages.X) by other runs only
         return None
     if isinstance(value, str):
         return value if PLAIN.match(value) else "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -163,15 +163,11 @@ def safe_name(text: str) -> str:
     return _UNSAFE.sub("_", text).lstrip(".") or "_"
 
 
-def _lookup(config: Config, key: str) -> Any:
-    return functools.reduce(getattr, key.split("."), config)
-
-
-_NO_SETTING = object()
+NO_SETTING = object()  # what `setting` gives for a key the config has not
 
 
 def setting(config: Config, key: str) -> Any:
-    """A dotted key's value in a run's config, through dict nodes too (model.kwargs.depth); _NO_SETTING if none."""
+    """A dotted key's value in a run's config, through dict nodes too (workload.kwargs.num_workers)."""
     node: Any = config
     for part in key.split("."):
         if isinstance(node, dict) and part in node:
@@ -179,7 +175,7 @@ def setting(config: Config, key: str) -> Any:
         elif not isinstance(node, dict) and hasattr(node, part):
             node = getattr(node, part)
         else:
-            return _NO_SETTING
+            return NO_SETTING
     return node
 
 
@@ -227,7 +223,7 @@ class RunSpec:
         They are its columns, tags and folder name.
         """
         workload = self.config.workload
-        named = {axis: str(_lookup(self.config, key)) for axis, key in workload.axes.items()}
+        named = {axis: str(setting(self.config, key)) for axis, key in workload.axes.items()}
         sized = {field: str(getattr(workload, field)) for field in workload.sizes}
         replicate = {"replicate": str(self.config.replicate)} if self.config.repeats > 1 else {}
         return {**named, **env_axes(self.config), **dist_axes(self.config), **sized, **replicate}

@@ -241,3 +241,36 @@ def test_runs_that_a_swept_setting_alone_tells_apart_are_named_by_it_and_resume_
     sweepdir.open_sweep(plan, [])
     sweepdir.mark_pending(plan, list(plan.runs))
     assert sorted(spec.name for spec in sweepdir.recorded_plan(plan.sweep_dir).runs) == names
+
+
+def test_a_workload_declares_an_axis_on_an_argument_its_code_is_given(tmp_path, imagelib):
+    """num_workers is the step's own argument (workload.kwargs): its runs are named and compared along it."""
+    (tmp_path / "workload").mkdir()
+    declared = (
+        "_target_: imagelib.steps.ClippedStep\nname: clip\nkwargs: {max_norm: 1.0}\n"
+        "reads: [model, memory_format, precision, input_type, optim, loss, data_batches]\n"
+        "axes: {workload: workload.name, max_norm: workload.kwargs.max_norm}\nbaseline: {axis: max_norm, value: 1.0}\n"
+    )
+    (tmp_path / "workload" / "clip.yaml").write_text(declared)
+    searched = f"hydra.searchpath=[file://{tmp_path}]"  # as --config-dir gives it
+    plan = build_plan([searched, "workload=clip", "workload.kwargs.max_norm=1.0,0.5", "repeats=1"])
+    assert sorted(spec.axes["max_norm"] for spec in plan.runs) == ["0.5", "1.0"]
+    assert not any("declares no axis" in notice for notice in plan.notices)
+    undeclared = declared.replace(", max_norm: workload.kwargs.max_norm}", "}").split("baseline")[0]
+    (tmp_path / "workload" / "clip.yaml").write_text(undeclared)
+    plan = build_plan([searched, "workload=clip", "workload.kwargs.max_norm=1.0,0.5", "repeats=1", "input_type=tensor"])
+    assert sorted(spec.name.split("-")[-2] for spec in plan.runs) == [
+        "workload.kwargs.max_norm=0.5",
+        "workload.kwargs.max_norm=1.0",
+    ]
+    said = (
+        "workload.kwargs.max_norm=1.0,0.5 runs, but workload clip declares no axis for it: its runs are named by it, "
+        "not compared along it. Its yaml's `axes` and `baseline` compare them: axes: {max_norm: "
+        "workload.kwargs.max_norm}, baseline: {axis: max_norm, value: 1.0}"
+    )
+    assert said in plan.notices, plan.notices
+    (tmp_path / "workload" / "clip.yaml").write_text(declared.replace("kwargs.max_norm}", "kwargs.max_nrm}"))
+    with pytest.raises(PlanError) as refused:
+        build_plan([searched, "workload=clip", "repeats=1"])
+    said = "workload clip declares its axis max_norm as workload.kwargs.max_nrm, which its runs have not: no 'max_nrm'"
+    assert said in str(refused.value) and "did you mean max_norm" in str(refused.value), refused.value

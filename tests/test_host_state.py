@@ -84,6 +84,10 @@ def test_the_cpu_of_a_process_the_run_started_is_the_runs_own_not_a_neighbours()
     assert block.others_cpu_s == max(0.0, block.busy_s - block.process_cpu_s - block.children_cpu_s), figures
     taken = HostState.of([block]).competed()
     said = "its own child processes (W&B's service, DataLoader or compile workers) took "
+    start = reader.read()
+    busy_loop(0.4, set(reader.cpus)).wait()  # started and ended within the block, as an epoch's DataLoader workers
+    ended = reader.block(start, reader.read())
+    assert ended.children_cpu_s > 0.2, dataclasses.asdict(ended)
     assert any(x.startswith(said) for x in taken), taken
 
 
@@ -96,7 +100,7 @@ def test_files_of_other_shapes_give_unknowns(tmp_path):
     block = old.block(reading, old.read())
     assert (block.steal_s, block.throttled, block.throttled_s, block.mhz_start) == (None, None, None, None)
     assert HostReader(root=tmp_path, cpus={0, 1}).read().busy is None  # no line for cpu1
-    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:] == (None,) * 7
+    assert HostReader(root=tmp_path / "nothing", cpus={0}).read()[2:9] == (None,) * 7
 
     (tmp_path / "proc/self/cgroup").write_text("0::/job\n")
     (tmp_path / "sys/fs/cgroup/job").mkdir(parents=True)

@@ -6,6 +6,7 @@ Each reading is this process's CPU time and a few small files: well under a mill
 - /proc/stat's lines of the CPUs the run may use: their busy time and steal.
   Others' CPU is their busy time less this process's and its children's.
 - /proc's list of this process's children, and theirs: their CPU time.
+  Children that ended and were waited for count by os.times (a DataLoader's workers at each epoch's end).
   They are the run's own helpers (its W&B service, DataLoader or compile workers), not neighbours.
   /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
@@ -39,6 +40,7 @@ class Reading(NamedTuple):
     mhz: float | None
     energy_uj: tuple[int, ...] | None  # each CPU package's RAPL counter
     children: dict[int, float] | None = None  # each live descendant's CPU seconds, by pid
+    reaped: float = 0.0  # the CPU seconds of the children that ended and were waited for
 
 
 MOST_CHILDREN = 256  # descendants read at a boundary: a run that starts more has its others' CPU overstated
@@ -107,13 +109,14 @@ class HostReader:
         busy, steal = self._cpu_times()
         throttled, throttled_s = self._throttling()
         wall, own = time.perf_counter(), time.process_time()
-        children = self._children()
-        return Reading(wall, own, busy, steal, throttled, throttled_s, self._mhz(), self._energy(), children)
+        children, times = self._children(), os.times()
+        reaped = times.children_user + times.children_system
+        return Reading(wall, own, busy, steal, throttled, throttled_s, self._mhz(), self._energy(), children, reaped)
 
     def block(self, start: Reading, end: Reading) -> HostBlock:
         """The host over the block between two readings."""
         own = end.process_cpu - start.process_cpu
-        children = _children_between(start.children, end.children)
+        children = _children_between(start, end)
         busy = None if None in (start.busy, end.busy) else end.busy - start.busy
         energy = self._energy_between(start.energy_uj, end.energy_uj)
         return HostBlock(
@@ -208,15 +211,18 @@ class HostReader:
             return None
 
 
-def _children_between(start: dict[int, float] | None, end: dict[int, float] | None) -> float | None:
+def _children_between(start: Reading, end: Reading) -> float | None:
     """The CPU seconds of the run's descendants between two readings.
 
     A child started within the block counts whole.
-    One that ended within it is lost to others' CPU.
+    One that ended within it counts by os.times, less what it had used before the block.
+    A grandchild that ended is its parent's to wait for: it is lost to others' CPU.
     """
-    if start is None or end is None:
+    if start.children is None or end.children is None:
         return None
-    return sum(max(0.0, cpu - start.get(pid, 0.0)) for pid, cpu in end.items())
+    live = sum(max(0.0, cpu - start.children.get(pid, 0.0)) for pid, cpu in end.children.items())
+    before = sum(cpu for pid, cpu in start.children.items() if pid not in end.children)
+    return live + max(0.0, end.reaped - start.reaped - before)
 
 
 def here() -> HostReader:

@@ -111,6 +111,20 @@ def test_a_function_benchmark_is_exported_as_itself_not_as_the_model_it_never_bu
     assert exported(str(sweep.parent), "--format", "pytorch-v3")[0]["benchmark"]["mode"] == "training"
 
 
+def test_a_step_of_the_user_s_own_is_named_by_its_arguments_and_its_batch(sweep):
+    """Two sweeps of one sweep file, a step's flag set otherwise in the second: two series, not one."""
+    step = {"name": "LoaderStep", "_target_": "mypkg.steps.LoaderStep", "reads": ["model"], "kwargs": {"loop": False}}
+    for name in ("t1", "t2", "s1"):
+        config = records.read_json(sweep / name / records.CONFIG)
+        config["config"]["workload"] = step
+        config["axes"] = {axis: value for axis, value in config["axes"].items() if axis != "model"}
+        records.write_json(sweep / name / records.CONFIG, config)
+    names = list(exported(str(sweep), "--format", "bmf"))
+    assert all(name.endswith(" model.batch_size=16 model.image_size=32 workload.kwargs.loop=False") for name in names)
+    record = exported(str(sweep), "--format", "pytorch-v3")[0]
+    assert record["model"]["extra_info"]["workload.kwargs.loop"] == "False", record["model"]
+
+
 def test_a_model_of_the_user_s_own_is_exported_as_its_import_path_not_a_model_zoo(sweep):
     """model=mynet.models.Net leaves model.source at its default, torchvision, which does not build it."""
     for name in ("t1", "t2", "s1"):

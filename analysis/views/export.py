@@ -143,19 +143,21 @@ def _metrics(config: Configuration) -> dict[str, Metric]:
 def _named(run: RunRecord, fields: list[str]) -> list[str]:
     """The fields that name a configuration.
 
-    They are its model's batch and input size and the constructor arguments that no axis shows (model.kwargs).
+    They are its model's batch and input size, where it reads a model.
+    Then come the arguments of the user's model or step that no axis shows (model.kwargs, workload.kwargs).
     Then comes its workload, where that is a registered one other than the training step and no axis names it.
     Then come `fields`: those its sweep varies.
-    A workload without a model (a function benchmark, a step of the user's) has no size.
+    A workload that reads no model (a function benchmark) has no size.
     Sweeps of one sweep file at two batch sizes, two widths of a model, or training and inference, are two series.
+    So are two settings of a step's own argument.
     Each sweep holds those constant all the same.
     """
     named = []
-    if "model" in run.axes:
+    if "model" in run.axes or "model" in (run.fields.get("workload.reads") or ()):
         size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
-        shown = {v for k, v in run.fields.items() if k.startswith("workload.axes.") and isinstance(v, str)}
-        own = sorted(key for key in run.fields if key.startswith("model.kwargs.") and key not in shown | set(fields))
-        named = [field for field in size if run.fields.get(field) is not None] + own
+        named = [field for field in size if run.fields.get(field) is not None]
+    shown = {v for k, v in run.fields.items() if k.startswith("workload.axes.") and isinstance(v, str)}
+    named += sorted(key for key in run.fields if key.startswith(table.OWN_KWARGS) and key not in shown | set(fields))
     registered = not run.fields.get("workload._target_")
     if registered and run.fields.get("workload.name") not in (None, "train_step") and "workload" not in run.axes:
         named.append("workload.name")

@@ -12,6 +12,7 @@ from typing import Any
 
 from perfsweep.conf.schema import Config, WorkloadConf
 from perfsweep.sweeps.keys import did_you_mean
+from perfsweep.sweeps.spec import setting
 
 
 def declaration_problems(configs: list[Config]) -> list[str]:
@@ -63,24 +64,35 @@ def _missing(config: Config, key: str) -> str | None:
     return None
 
 
-def unrun_baselines(configs: list[Config], sources: dict[str, str]) -> list[str]:
-    """A notice where a workload's declared baseline is not run.
+def unrun_baselines(configs: list[Config], sources: dict[str, str], typed: str) -> tuple[list[str], list[str]]:
+    """Where a workload's declared baseline is not run: a refusal where `typed` set it, else a notice.
 
+    `typed` is the source of what the command line sets.
     Its axis is one the sweep varies.
-    Its axis's speed-ups are then over another value (sweeps/baselines.py).
+    A yaml's baseline a narrowed sweep does not run gives way: its axis's speed-ups are over another value
+    (sweeps/baselines.py).
     A baseline the sweep sets (+baselines.AXIS=VALUE) is the sweep's choice.
     That goes unsaid.
     """
-    said = {}
+    said, refused = {}, {}
     for config in configs:
         declared = config.workload.baseline
         chosen = config.baselines.get(declared.axis)
-        if chosen and chosen != declared.value and f"baselines.{declared.axis}" not in sources:
+        if not chosen or chosen == declared.value or f"baselines.{declared.axis}" in sources:
+            continue
+        if typed in (sources.get("workload.baseline.value"), sources.get("workload.baseline")):
+            key = config.workload.axes.get(declared.axis, f"workload.{declared.axis}")
+            ran = dict.fromkeys(str(setting(c, key)) for c in configs if c.workload.name == config.workload.name)
+            refused[declared.axis] = (
+                f"workload.baseline.value={declared.value}: no run of this sweep has {declared.axis}="
+                f"{declared.value}; its values: {', '.join(ran)}{did_you_mean(str(declared.value), list(ran))}"
+            )
+        else:
             said[config.workload.name, declared.axis] = (
                 f"workload {config.workload.name} declares its baseline {declared.axis}={declared.value}, which this "
                 f"sweep does not run: its {declared.axis} speed-ups are over {chosen}, the first it lists"
             )
-    return list(said.values())
+    return list(refused.values()), list(said.values())
 
 
 def size_problems(configs: list[Config]) -> list[str]:

@@ -1028,7 +1028,8 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     unread_axes, left_out = unread(ranking.runs, configs, typed, sources) if not errors else ([], [])
     errors += ranking.problems + unread_axes
     configs, unrun = with_baselines(configs)
-    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun + size_problems(configs)
+    unset, unrun_notices = unrun_baselines(configs, sources, COMMAND_LINE)
+    errors += unsized + named_twice(configs) + shaped_in_kwargs(configs) + unrun + size_problems(configs) + unset
     refused, unused = compile_settings_unread(configs, overrides, sources)
     errors += refused + precision_relabelled(configs, dirs, sources)
     if errors and (not partial or not configs):
@@ -1059,6 +1060,6 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     published = published_file(configs[0].sweep, dirs)
     notices = ranking.notices + left_out + added_axes(list(runs.values()), typed, given) + unused
     notices += undeclared_axes(configs) + arguments_no_axis(list(runs.values())) + graphs_on_a_cpu(configs)
-    notices += unrun_baselines(configs, sources)
+    notices += unrun_notices
     notices = tuple(notices + budget_notice(configs[0].launcher, sources))
     return Plan(sweep_dir, tuple(runs.values()), sources, tuple(errors), published, notices)

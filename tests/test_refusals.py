@@ -196,6 +196,23 @@ def test_a_declared_baseline_the_sweep_does_not_run_is_said_with_the_one_it_comp
     assert any(notice.startswith(said + " broadcast, the first it lists") for notice in plan.notices), plan.notices
 
 
+def test_a_baseline_typed_that_the_sweep_does_not_run_is_refused_with_its_values(tmp_path):
+    """A yaml's baseline gives way to a narrowed sweep; one typed on the command line is the user's, and a typo."""
+    (tmp_path / "workload").mkdir()
+    (tmp_path / "workload" / "ps.yaml").write_text(DECLARED)
+    typed = [
+        "--config-dir",
+        str(tmp_path),
+        "workload=ps",
+        "workload.impl=broadcast,loop",
+        "workload.baseline.value=lop",
+    ]
+    with pytest.raises(PlanError) as refused:
+        build_plan(with_config_dirs(typed))
+    said = "workload.baseline.value=lop: no run of this sweep has impl=lop; its values: broadcast, loop; did you mean "
+    assert said + "loop?" in str(refused.value), refused.value
+
+
 def test_a_size_of_0_or_less_for_a_step_of_the_user_s_own_is_refused(tmp_path, sleeping_steps):
     """perfsweep's own workloads check their sizes; a step of the user's own declares its size in its yaml."""
     (tmp_path / "workload").mkdir()

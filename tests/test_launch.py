@@ -151,7 +151,7 @@ def test_bad_input_starts_nothing(runs_dir):
 def test_a_failed_run_is_reported_and_the_rest_go_on(runs_dir):
     result = launch_here(*TINY, *ONE_OF_TWO_FAILS, "launcher=debug", f"runs_dir={runs_dir}")
     assert_one_of_two_failed(result, runs_dir / "default")
-    assert re.search(r"FAILED resnet18\S+ \(model.in_chans=4\): ValueError", result.stdout), "which configuration"
+    assert re.search(r"FAILED resnet18\S+-model.in_chans=4-\w+: ValueError", result.stdout), "which configuration"
     assert "NO FIGURES model.in_chans=4: none of its runs is done, so the table has no row for it" in result.stdout
     said = f"1 configuration of {runs_dir / 'default'} without a done run, so without figures: model.in_chans=4"
     for command, *options in (["table"], ["table", "--csv"], ["export", "--format", "bmf"], ["report"]):

@@ -41,7 +41,7 @@ from perfsweep.launcher.slots import NOWHERE, Place
 from perfsweep.launcher.snapshot import snapshot
 from perfsweep.launcher.turns import Turns
 from perfsweep.records import DONE, FINAL, PENDING, RUNNING, Status, Summary
-from perfsweep.records.code import ci_run, commit_of, is_working_copy, module_place, under_test
+from perfsweep.records.code import SNAPSHOTS, ci_run, commit_of, is_working_copy, module_place, under_test
 from perfsweep.records.lock import sweep_lock
 from perfsweep.records.words import counted
 from perfsweep.sweeps.pairing import groups
@@ -481,7 +481,7 @@ def _launch(
     key = (frozenset(modules), frozenset(installed))
     if key not in pinned:
         pinned[key] = (
-            snapshot(sweep_dir / ".code", modules, installed=installed),
+            snapshot(sweep_dir / SNAPSHOTS, modules, installed=installed),
             launch_origin(plan.settings.code, modules),
         )
     code, origin = pinned[key]

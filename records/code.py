@@ -5,6 +5,7 @@ For the user's own code that a run imports, it is the same, per module by top-le
 """
 
 import functools
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
@@ -20,6 +21,31 @@ from perfsweep.records.files import read_json
 PROJECT_ROOT = Path(__file__).resolve().parent.parent  # in a job: the launch's snapshot (.code/<hash>/perfsweep/)
 CODE_VERSION = "code_version.json"  # in a launch's code snapshot: the commit it was copied from
 USER_CODE = "user_code.json"  # in a launch's code snapshot: the user's code it holds, where it was copied from
+SNAPSHOTS = ".code"  # in a sweep folder: its launches' snapshots of the code, one folder per content
+
+
+def snapshot_files(sweep_dir: Path, module: str) -> dict[str, str] | None:
+    """Each file of a module the sweep's launches copied, by its path in the snapshot, with its content's digest.
+
+    None where no snapshot of the sweep holds the module, or several do.
+    """
+    held = [
+        place
+        for folder in sorted((Path(sweep_dir) / SNAPSHOTS).glob("[!.]*"))
+        for place in (folder / module, folder / f"{module}.py")
+        if place.exists()
+    ]
+    if len(held) != 1:
+        return None
+    files = sorted(held[0].rglob("*")) if held[0].is_dir() else [held[0]]
+    root = held[0].parent
+    return {str(f.relative_to(root)): hashlib.sha1(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'mypkg/models.py changed', 'mypkg/old.py gone', 'mypkg/new.py added': how one copy of a module became another."""
+    changed = [f"{path} changed" for path in before if path in after and before[path] != after[path]]
+    return changed + [f"{p} gone" for p in before if p not in after] + [f"{p} added" for p in after if p not in before]
 
 
 def git(root: Path, *args: str) -> str | None:

@@ -176,8 +176,15 @@ def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations()
     assert len(configurations(a + b)) == len(configurations(a)), "a price is not what a run measures"
 
 
-def test_compare_names_the_code_each_sweep_measured_where_it_differs():
+def test_compare_names_the_code_each_sweep_measured_where_it_differs(tmp_path):
+    """Each sweep's launch copied mypkg into its folder's snapshot: the files that differ are named."""
     rng = np.random.default_rng(4)
+    copies = {"A": {"models.py": "x = 1\n"}, "B": {"models.py": "x = 2\n", "extra.py": ""}}
+    for sweep_dir, files in copies.items():
+        package = tmp_path / sweep_dir / ".code" / "0123456789ab" / "mypkg"
+        package.mkdir(parents=True)
+        for name, text in {"__init__.py": "", **files}.items():
+            (package / name).write_text(text)
 
     def measured(runs: list, commit: str, dirty: bool, files: str) -> list:
         tested = {"repository": "/src/mypkg", "commit": commit * 40, "dirty": dirty}
@@ -194,6 +201,9 @@ def test_compare_names_the_code_each_sweep_measured_where_it_differs():
     assert "their code differs in: commit under test 11111111 -> 22222222+dirty, mypkg files aaaaaaaa -> bbbbbbbb" in (
         shown.above
     )
+    named = compare.compare_runs(a, b, 0.05, 0.05, names=(tmp_path / "A", tmp_path / "B"))[0].above
+    said = "mypkg files aaaaaaaa -> bbbbbbbb (mypkg/models.py changed, mypkg/extra.py added)"
+    assert any(line.endswith(said) for line in named), named
 
 
 def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():

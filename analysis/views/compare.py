@@ -121,7 +121,8 @@ from perfsweep.analysis.statistics.verdict import FASTER, SLOWER, THE_SAME, UNDE
 from perfsweep.analysis.views.explain import explained, largest
 from perfsweep.analysis.views.table import ran_eagerly
 from perfsweep.records import DONE, FAILED, RUNNING, Repro, RunRecord, load_sweep
-from perfsweep.records.words import counted
+from perfsweep.records.code import changed_files, snapshot_files
+from perfsweep.records.words import counted, listed
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_LOSS = 1, 3, 4  # a loss flag adds EXIT_LOSS to the others
 EXIT_UNMATCHED = 8  # added where more configurations went without a match than --max-unmatched allows
@@ -213,6 +214,20 @@ def code_of(run: RunRecord) -> dict[str, str]:
     if tested.get("commit"):
         found = {"commit under test": tested["commit"][:8] + ("+dirty" if tested.get("dirty") else "")} | found
     return found
+
+
+def files_changed(differ: dict[str, tuple[str, str]], sweeps: tuple[Path, Path]) -> str:
+    """' (mypkg/models.py changed)': the files of each copied module that differ, where each sweep's snapshot has it.
+
+    '' where none can be told.
+    """
+    found = []
+    for key in (k for k in differ if k.endswith(" files")):
+        module = key.removesuffix(" files")
+        copies = [snapshot_files(sweep, module) for sweep in sweeps]
+        if copies[0] is not None and copies[1] is not None:
+            found += changed_files(*copies)
+    return f" ({listed(found)})" if found else ""
 
 
 def _keys(*identities: list[dict[str, str]]) -> list[str]:
@@ -670,7 +685,7 @@ def compare_runs(
     if work := other_work(found.differ):
         above.append(work)
     if code_differ := differences(a, b, of=code_of):
-        above.append(f"their code differs in: {changes(code_differ)}")
+        above.append(f"their code differs in: {changes(code_differ)}{files_changed(code_differ, names)}")
     if machines_differ := machine_differences(a, b):
         above.append(f"their machines differ in: {changes(machines_differ)}")
     elif machine := machines.shared(a, b):

@@ -479,7 +479,8 @@ def unmeasured(runs: list[RunRecord]) -> list[str]:
 def speedup_over(config: Configuration, base: Configuration, level: float = LEVEL) -> Speedup:
     """The configuration's speed-up over its baseline in step time.
 
-    Where their batches differ it is in time per sample: a step of another batch does other work.
+    Where their batches differ, it is per sample.
+    A step of another batch does other work.
     With two or more runs a side it is across runs.
     It is paired by round where the sweep interleaved them, or where each round's two runs shared a process.
     Otherwise it is within-run.
@@ -492,7 +493,9 @@ def speedup_over(config: Configuration, base: Configuration, level: float = LEVE
 
 
 def per_sample(config: Configuration, base: Configuration) -> bool:
-    """Whether two configurations ran other batches (asked, or reduced after running out of memory)."""
+    """Whether two configurations ran other batches.
+
+    A batch may be asked, or reduced after running out of memory."""
     return {run.batch for run in config.runs} != {run.batch for run in base.runs}
 
 

@@ -85,11 +85,14 @@ def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
 
 
 def config_dir(dirs: tuple[Path, ...]) -> Path:
-    """The folder Hydra's --config-dir names: the user's first config dir, as a copy of its option files.
+    """The folder Hydra's --config-dir names.
 
-    Its sweep files are left out: Hydra would list `sweeps` as a group, which no override selects (sweep=NAME does).
-    An option file that gives a `_target_` its arguments beside it has them moved under `kwargs`
-    (compose.converted), as a launch composes them.
+    It is a copy of the option files of the user's first config dir.
+
+    Its sweep files are left out: Hydra would list `sweeps` as a group.
+    No override selects it: sweep=NAME does.
+    Some option files give a `_target_` its arguments beside it.
+    Those are moved under `kwargs` (compose.converted), as a launch composes them.
     Hydra searches --config-dir first, so the file as written would come first otherwise.
     """
     from perfsweep.sweeps.compose import converted, scratch
@@ -106,7 +109,9 @@ def config_dir(dirs: tuple[Path, ...]) -> Path:
 
 
 def _left_out(folder: Path, names: list[str], top: Path) -> list[str]:
-    """What of a folder a copy of the config dir leaves out: files that are no YAML, and the dir's sweep files."""
+    """What a copy of the config dir leaves out of a folder.
+
+    That is files that are no YAML, and the dir's sweep files."""
     return [
         n for n in names if (folder / n).is_file() and (folder / n).suffix != ".yaml" or (folder, n) == (top, "sweeps")
     ]

@@ -25,9 +25,12 @@ SNAPSHOTS = ".code"  # in a sweep folder: its launches' snapshots of the code, o
 
 
 def snapshot_files(sweep_dir: Path, module: str) -> dict[str, str] | None:
-    """Each file of a module the sweep's launches copied, by its path in the snapshot, with its content's digest.
+    """Each file of a module the sweep's launches copied, with its content's digest.
 
-    None where no snapshot of the sweep holds the module, or several do.
+    A file is named by its path in the snapshot.
+
+    None where no snapshot holds the module.
+    None too where several do.
     """
     held = [
         place
@@ -43,7 +46,9 @@ def snapshot_files(sweep_dir: Path, module: str) -> dict[str, str] | None:
 
 
 def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """'mypkg/models.py changed', 'mypkg/old.py gone', 'mypkg/new.py added': how one copy of a module became another."""
+    """How one copy of a module became another.
+
+    'mypkg/models.py changed', 'mypkg/old.py gone', 'mypkg/new.py added'."""
     changed = [f"{path} changed" for path in before if path in after and before[path] != after[path]]
     return changed + [f"{p} gone" for p in before if p not in after] + [f"{p} added" for p in after if p not in before]
 

@@ -90,7 +90,8 @@ class HostState:
 
     A total is None where a block could not tell it.
     Others' CPU is the blocks' busy time less the run's.
-    That is its process's, its children's, and its other ranks' on the same CPUs.
+    That is its process's and its children's.
+    Its other ranks' on the same CPUs are the run's too.
     A block's own figure, cut at 0, would count its ticks' error one way only.
     A share is of the blocks' wall time x the CPUs the run may use.
     `resolution` is two standard deviations of others' and steal's shares from /proc/stat's ticks.
@@ -146,7 +147,9 @@ class HostState:
         return ""
 
     def competed(self) -> list[str]:
-        """What took the run's CPUs beyond /proc/stat's resolution: others, steal, its children; [] if nothing did."""
+        """What took the run's CPUs beyond /proc/stat's resolution.
+
+        Others, steal and its own children may; [] where nothing did."""
         error, found = self.resolution or 0.0, []
         if self.others_share is not None and self.others_share - error > OTHERS:
             found.append(f"other processes took {self.others_share:.0%} of its CPUs during its window")

@@ -91,11 +91,15 @@ CONFIG_DEPTH = ("*.y*ml", "[!.]*/*.y*ml", "[!.]*/[!.]*/*.y*ml")  # a group's opt
 
 
 def config_files(dirs: tuple[Path, ...]) -> tuple[tuple[str, str], ...]:
-    """Each YAML file of the config dirs, by absolute path, with its digest.
+    """Each YAML file of the config dirs, with its digest.
 
-    Files up to two folders down are read: a group's options, and a nested group's (`model=timm/resnet`).
+    A file is named by its absolute path.
+
+    Files up to two folders down are read.
+    They are a group's options, and a nested group's (`model=timm/resnet`).
     Deeper files and hidden folders are left out.
-    A config dir at a project's root would otherwise digest its virtual environment at every plan.
+    Otherwise a config dir at a project's root digests its virtual environment.
+    It would do so at every plan.
     """
     found = {path.resolve() for folder in dirs for glob in CONFIG_DEPTH for path in Path(folder).glob(glob)}
     found = sorted(path for path in found if path.is_file())

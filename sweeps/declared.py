@@ -65,12 +65,14 @@ def _missing(config: Config, key: str) -> str | None:
 
 
 def unrun_baselines(configs: list[Config], sources: dict[str, str], typed: str) -> tuple[list[str], list[str]]:
-    """Where a workload's declared baseline is not run: a refusal where `typed` set it, else a notice.
+    """Where a workload's declared baseline is not run.
+
+    It is a refusal where `typed` set it, else a notice.
 
     `typed` is the source of what the command line sets.
     Its axis is one the sweep varies.
-    A yaml's baseline a narrowed sweep does not run gives way: its axis's speed-ups are over another value
-    (sweeps/baselines.py).
+    A narrowed sweep may not run a yaml's baseline.
+    That baseline gives way: its axis's speed-ups are over another value (sweeps/baselines.py).
     A baseline the sweep sets (+baselines.AXIS=VALUE) is the sweep's choice.
     That goes unsaid.
     """

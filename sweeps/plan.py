@@ -730,7 +730,9 @@ def undeclared_axes(configs: list[Config]) -> list[str]:
 
 
 def arguments_no_axis(specs: list[RunSpec]) -> list[str]:
-    """A notice for each argument of a workload's code (workload.kwargs.X) that tells its runs apart as no axis.
+    """A notice for each argument of a workload's code that tells its runs apart.
+
+    Such an argument (workload.kwargs.X) is no axis.
 
     Its runs are named by it (naming_keys), not compared along it.
     """

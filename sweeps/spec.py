@@ -167,7 +167,9 @@ NO_SETTING = object()  # what `setting` gives for a key the config has not
 
 
 def setting(config: Config, key: str) -> Any:
-    """A dotted key's value in a run's config, through dict nodes too (workload.kwargs.num_workers)."""
+    """A dotted key's value in a run's config.
+
+    It is read through dict nodes too (workload.kwargs.num_workers)."""
     node: Any = config
     for part in key.split("."):
         if isinstance(node, dict) and part in node:
@@ -180,10 +182,14 @@ def setting(config: Config, key: str) -> Any:
 
 
 def naming_keys(specs: list["RunSpec"], swept: set[str]) -> tuple[str, ...]:
-    """The swept settings that tell apart runs whose axes are the same, as in `model.batch_size=8,16`.
+    """The swept settings that tell apart runs of the same axes.
 
-    Each is then named in every run's folder name, so flags and `runs` say which run they mean.
-    A setting that is a node (a dict), or that some run lacks, is left out.
+    `model.batch_size=8,16` is one.
+
+    Each is then named in every run's folder name.
+    So flags and `runs` say which run they mean.
+    A setting that is a node (a dict) is left out.
+    So is one that some run lacks.
     """
     alike: dict[tuple[tuple[str, str], ...], list[RunSpec]] = {}
     for spec in specs:

@@ -6,8 +6,10 @@ Each reading is this process's CPU time and a few small files: well under a mill
 - /proc/stat's lines of the CPUs the run may use: their busy time and steal.
   Others' CPU is their busy time less this process's and its children's.
 - /proc's list of this process's children, and theirs: their CPU time.
-  Children that ended and were waited for count by os.times (a DataLoader's workers at each epoch's end).
-  They are the run's own helpers (its W&B service, DataLoader or compile workers), not neighbours.
+  Children that ended and were waited for count by os.times.
+  A DataLoader's workers end so at each epoch's end.
+  They are the run's own helpers, not neighbours.
+  Its W&B service, DataLoader and compile workers are such.
   /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
 - cpufreq's scaling_cur_freq of the run's CPUs: their clock.
@@ -137,7 +139,7 @@ class HostReader:
         )
 
     def _children(self) -> dict[int, float] | None:
-        """Each live process this one started, and theirs, by pid: its CPU seconds.
+        """Each live process this one started, and theirs, with its CPU seconds.
 
         None where /proc does not list a process's children.
         """
@@ -215,8 +217,10 @@ def _children_between(start: Reading, end: Reading) -> float | None:
     """The CPU seconds of the run's descendants between two readings.
 
     A child started within the block counts whole.
-    One that ended within it counts by os.times, less what it had used before the block.
-    A grandchild that ended is its parent's to wait for: it is lost to others' CPU.
+    One that ended within it counts by os.times.
+    What it had used before the block is taken off.
+    A grandchild that ended is its parent's to wait for.
+    It is lost to others' CPU.
     """
     if start.children is None or end.children is None:
         return None

@@ -217,7 +217,9 @@ def code_of(run: RunRecord) -> dict[str, str]:
 
 
 def files_changed(differ: dict[str, tuple[str, str]], sweeps: tuple[Path, Path]) -> str:
-    """' (mypkg/models.py changed)': the files of each copied module that differ, where each sweep's snapshot has it.
+    """' (mypkg/models.py changed)': the files of each copied module that differ.
+
+    Each sweep's snapshot must hold the module.
 
     '' where none can be told.
     """

@@ -9,7 +9,8 @@
   A run across ranks adds its straggler index, exposed communication and bus bandwidth.
   Each has a value per run, its ranks together.
   Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
-  It also holds its done runs (`runs`) and all its runs, done or not (`runs_planned`).
+  It also counts its done runs (`runs`).
+  It counts all its runs too, done or not (`runs_planned`).
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
   BMF holds one value a benchmark.
   A compiled configuration whose runs ran eagerly (NOT COMPILED) is named so: its times start a series of their own.
@@ -98,7 +99,8 @@ def _done(sweep_dir: Path) -> tuple[list[RunRecord], list[str], dict[str, int]]:
     """The sweep's done runs, and the fields that vary among all its runs, done or not.
 
     A configuration whose runs failed then leaves the others' names as they are.
-    Each run's name gives the count of its configuration's runs, done or not.
+    Each run's name gives its configuration's count of runs.
+    That count holds runs done or not.
     """
     every = load_sweep(sweep_dir)
     planned = {r.name: len(c.runs) for c in configurations(every) for r in c.runs} if every else {}
@@ -143,8 +145,10 @@ def _metrics(config: Configuration) -> dict[str, Metric]:
 def _named(run: RunRecord, fields: list[str]) -> list[str]:
     """The fields that name a configuration.
 
-    They are its model's batch and input size, where it reads a model.
-    Then come the arguments of the user's model or step that no axis shows (model.kwargs, workload.kwargs).
+    They are its model's batch and input size.
+    A workload names them where it reads a model.
+    Then come the arguments of the user's model or step.
+    Those are model.kwargs and workload.kwargs that no axis shows.
     Then comes its workload, where that is a registered one other than the training step and no axis names it.
     Then come `fields`: those its sweep varies.
     A workload that reads no model (a function benchmark) has no size.

@@ -438,7 +438,9 @@ def words(configs: list[Configuration], rule: Rule) -> list[str]:
 
 
 def compiled_as_another(configs: list[Configuration]) -> list[str]:
-    """A note for each compile mode that its rows ran on a CPU, where it compiles as another mode does.
+    """A note for each compile mode its rows ran on a CPU.
+
+    There it compiles as another mode does.
 
     Its row then measures that other mode's code, under its own name.
     """
@@ -458,7 +460,10 @@ def compiled_as_another(configs: list[Configuration]) -> list[str]:
 
 
 def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
-    """A note for each setting of the same work that the rows vary (threads, a batch): the command that compares it.
+    """A note for each setting of the same work that the rows vary.
+
+    Threads and a batch are such settings.
+    The note gives the command that compares it.
 
     A batch compared as an axis says its speed-ups are per sample.
     """

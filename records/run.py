@@ -311,6 +311,11 @@ class RunRecord:
         return self.steps(["step_ms"])["step_ms"]
 
     @property
+    def reads_model(self) -> bool:
+        """Whether the run's step read a model's settings: its batch and input size are then the run's."""
+        return "model" in self.axes or "model" in (self.fields.get("workload.reads") or ())
+
+    @property
     def batch(self) -> int | None:
         """The batch a model run ran at (smaller than asked after an out-of-memory retry).
 

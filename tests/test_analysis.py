@@ -513,3 +513,11 @@ def test_batch_sizes_compared_as_asked_are_compared_per_sample():
     assert 1.8 < float(row[column].split("x")[0]) < 2.2 and row[column].endswith("faster"), row
     assert "vs model.batch_size: the speed-up in time per sample" in " ".join(shown.notes)
     assert "batch 16" not in shown.above[1], "the rows show each batch: the line above names none"
+
+
+def test_a_step_of_the_user_s_own_that_reads_the_model_shows_its_batch_above_the_table():
+    """Its runs have no model axis; the step builds batches of model.batch_size all the same."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(2))
+    assert "batch 16" not in table_view("sweep", runs).above[1], "a step that reads no model has no batch"
+    reading = [dataclasses.replace(r, fields={**r.fields, "workload.reads": ["model"]}) for r in runs]
+    assert " | batch 16 | " in table_view("sweep", reading).above[1]

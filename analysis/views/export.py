@@ -157,7 +157,7 @@ def _named(run: RunRecord, fields: list[str]) -> list[str]:
     Each sweep holds those constant all the same.
     """
     named = []
-    if "model" in run.axes or "model" in (run.fields.get("workload.reads") or ()):
+    if run.reads_model:
         size = ("model.batch_size", "model.inputs" if run.fields.get("model.inputs") else "model.image_size")
         named = [field for field in size if run.fields.get(field) is not None]
     shown = {v for k, v in run.fields.items() if k.startswith("workload.axes.") and isinstance(v, str)}

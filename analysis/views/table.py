@@ -350,7 +350,7 @@ def ran(runs: list[RunRecord], configs: list[Configuration]) -> str:
     asked = all("threads" in r.asked for c in configs for r in c.runs)
     threads = f"{env_run.threads} thread{'' if str(env_run.threads) == '1' else 's'}"
     device = env_run.device if on_gpu or asked else f"{env_run.device} ({threads})"
-    models = [r.fields for c in configs for r in c.runs if "model" in r.axes]
+    models = [r.fields for c in configs for r in c.runs if r.reads_model]
     inputs = any(f.get("model.inputs") for f in models)  # the user's batch factory: it gives the input size
     size = ("model.inputs", "inputs from {}") if inputs else ("model.image_size", "{} px")
     sized = [

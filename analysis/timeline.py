@@ -145,6 +145,12 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
         raise HistoryError(f"--repo {repository}: not a git repository with a commit")
     names = _told_apart(list(done))
     unnamed = sorted(names[d] for d, runs in done.items() if not all(_tested(r).get("commit") for r in runs))
+    apart = ""
+    if unnamed and repository is not None:  # --repo asks for its commits: sweeps of no commit are not its points
+        done = {d: runs for d, runs in done.items() if names[d] not in unnamed}
+        if not done:
+            raise HistoryError(f"--repo {repository}: no sweep's runs name a commit of the code under test (code=PATH)")
+        apart, unnamed = f"; left out, naming no commit: {', '.join(unnamed[:5])}{', ...' * (len(unnamed) > 5)}", []
     if unnamed:
         points = [
             Point(None, False, _named_commit(found), _launched_at(d), [names[d]], found) for d, found in done.items()
@@ -169,7 +175,7 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
             raise HistoryError(f"none of the runs' commits is an ancestor of {repository}'s HEAD")
         left = f"; left out, not ancestors of its HEAD: {', '.join(p.label for p in elsewhere)}" if elsewhere else ""
         points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
-        return History(points, f"by the commit graph of {where}{left}")
+        return History(points, f"by the commit graph of {where}{left}{apart}")
     if all(p.commit in rank for p in points):
         points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
         return History(points, f"by the commit graph of {where}")

@@ -550,6 +550,22 @@ def test_a_branch_s_history_leaves_out_its_neighbours_commits_and_bad_histories_
         history([runs])
 
 
+def test_with_repo_a_sweep_of_no_commit_in_the_same_folder_is_left_out_and_named(tmp_path):
+    """A runs folder shared with sweeps of other code: --repo asks for its commits' history, not launch times."""
+    repo = tmp_path / "repo"
+    hashes = generate(repo, commits=3, planted=None)
+    runs = tmp_path / "runs"
+    for index, commit in enumerate(hashes):
+        write_commit_sweep(runs / f"s{index}", repo, commit, dirty=False)
+    write_run(runs / "plain", "t1", "tensor", "contiguous", 100.0)
+    lifecycle.finish(runs / "plain" / "t1")
+    records.write_json(runs / "plain" / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    assert history([runs]).order.startswith("by launch time"), "without --repo, every sweep is a point"
+    found = history([runs], repo)
+    assert [p.commit for p in found.points] == hashes
+    assert found.order == f"by the commit graph of {repo.resolve()}; left out, naming no commit: plain", found.order
+
+
 def test_each_dirty_sweep_is_a_point_of_its_own(tmp_path):
     repo = tmp_path / "repo"
     (commit,) = generate(repo, commits=1, planted=None)

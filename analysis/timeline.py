@@ -30,6 +30,7 @@ class Point:
     at: float  # commit time, or the sweep's launch time, in unix seconds
     sweeps: list[str]
     runs: list[RunRecord]
+    unmeasured: int = 0  # commits of the graph between the point before and this one that no sweep measured
 
     @property
     def label(self) -> str:
@@ -124,6 +125,14 @@ def _rev_list(repository: Path, *args: str) -> list[str] | None:
     return out.stdout.decode().split()
 
 
+def _in_graph(points: list[Point], rank: dict[str, int]) -> list[Point]:
+    """The points in the graph's order, each with the commits between it and the point before that none measured."""
+    points = sorted(points, key=lambda p: (rank[p.commit], p.dirty, p.at))
+    for before, point in zip(points, points[1:], strict=False):
+        point.unmeasured = max(0, rank[point.commit] - rank[before.commit] - 1)
+    return points
+
+
 def history(paths: list[Path], repository: Path | None = None) -> History:
     """The points of the sweeps under `paths`, oldest first.
 
@@ -174,10 +183,8 @@ def history(paths: list[Path], repository: Path | None = None) -> History:
         if not points:
             raise HistoryError(f"none of the runs' commits is an ancestor of {repository}'s HEAD")
         left = f"; left out, not ancestors of its HEAD: {', '.join(p.label for p in elsewhere)}" if elsewhere else ""
-        points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
-        return History(points, f"by the commit graph of {where}{left}{apart}")
+        return History(_in_graph(points, rank), f"by the commit graph of {where}{left}{apart}")
     if all(p.commit in rank for p in points):
-        points.sort(key=lambda p: (rank[p.commit], p.dirty, p.at))
-        return History(points, f"by the commit graph of {where}")
+        return History(_in_graph(points, rank), f"by the commit graph of {where}")
     points.sort(key=lambda p: (p.at, p.dirty))
     return History(points, "by commit time (no repository at hand that holds every commit)")

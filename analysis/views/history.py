@@ -300,7 +300,8 @@ def judged(series: Series, threshold: float) -> Series:
         shown = ", ".join(f"{t / change.before:.2f}x" for t in newest)  # where it stands now, beside its segment's
         word = "REGRESSION" if confirmed else "POSSIBLE REGRESSION"
         series.flag = (
-            f"{word}: {change.ratio:.2f}x slower from {_first_slow(series, change)} on; the newest points: {shown}"
+            f"{word}: {change.ratio:.2f}x slower from {_first_slow(series, change)} on"
+            f"{unmeasured_before(series, change)}; the newest points: {shown}"
         )
         if change is not last:
             series.flag += f"; possibly slower again: {last.ratio:.2f}x from {_first_slow(series, last)} on"
@@ -322,6 +323,21 @@ def _first_slow(series: Series, change: changepoints.Change) -> str:
     before = searched_before(series, change)
     first = series.rows[change.index].point.label
     return first if before == change.index - 1 else f"one of {series.rows[before + 1].point.label}..{first}"
+
+
+def unmeasured_before(series: Series, change: changepoints.Change) -> str:
+    """' (or from one of the commits before it that no sweep measured...)'.
+
+    It is '' where no commit lies between the change's first point and the point searched before it.
+    """
+    point, before = series.rows[change.index].point, series.rows[searched_before(series, change)].point
+    if not point.unmeasured:
+        return ""
+    which = "the commit" if point.unmeasured == 1 else f"one of the {point.unmeasured} commits"
+    return (
+        f" (or from {which} between {before.label} and it, which no sweep measured: "
+        f"bisect --git {before.label} {point.label} with the sweep's overrides finds which)"
+    )
 
 
 def searched_before(series: Series, change: changepoints.Change) -> int:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from perfsweep import records
 from perfsweep.conf.schema import CONTROL, RunConf, commit_pins
 from perfsweep.launcher.backends import backend_for, isolation
 from perfsweep.sweeps.plan import Plan
@@ -47,6 +48,13 @@ def writable(sweep_dir: Path) -> list[str]:
     ]
 
 
+def bisect_folder(sweep_dir: Path) -> list[str]:
+    """A sweep folder that holds a bisect's points is the bisect's: a sweep's runs there would hide among them."""
+    if not (sweep_dir / records.BISECT).is_file():
+        return []
+    return [f"{sweep_dir} holds a bisect's points, not a sweep's runs; sweep_name=NAME: a folder of its own"]
+
+
 def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     """Every problem of the plan, each named once with the first run that has it and where its value was set."""
     settings = plan.settings
@@ -54,7 +62,7 @@ def validate(plan: Plan, run_problems: RunChecks) -> list[str]:
     problems = settings.launcher.problems() + backend.problems(plan) + settings.tracker.problems()
     problems += settings.cost.problems()
     problems += path_control_characters(plan)
-    problems += writable(plan.sweep_dir)
+    problems += writable(plan.sweep_dir) + bisect_folder(plan.sweep_dir)
     if settings.repeats > 1 and settings.launcher.runs_per_job > 1 and isolation(settings.launcher) != "fork":
         problems.append(
             f"repeats={settings.repeats} with launcher.runs_per_job={settings.launcher.runs_per_job} and isolation="

@@ -22,6 +22,7 @@ Every stage reads and writes records only through it.
 """
 
 from perfsweep.records.files import (
+    BISECT,
     CONFIG,
     ENV,
     JOBS,
@@ -100,8 +101,8 @@ from perfsweep.records.sweep import (
 )
 
 __all__ = [
-    "CONFIG", "ENV", "JOBS", "OPS", "PROFILE", "PUBLISHED", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS", "SUMMARY",
-    "SWEEP",
+    "BISECT", "CONFIG", "ENV", "JOBS", "OPS", "PROFILE", "PUBLISHED", "RANKS", "REPORT", "RUNS", "STATUS", "STEPS",
+    "SUMMARY", "SWEEP",
     "RecordError", "RecordWriteError", "Unreadable",
     "atomic_write", "flatten", "json_line", "known_fields", "now", "quarantine", "read_json", "read_record",
     "read_steps", "sweep_file_name", "group_of", "unwritable", "write_json", "write_jsonl",

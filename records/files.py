@@ -40,6 +40,7 @@ RANKS = "ranks.parquet"  # a run across ranks: every rank's steps (rank, grad_sy
 # a sweep's folder
 SWEEP, RUNS, JOBS, REPORT = "sweep.json", "runs.jsonl", "jobs.json", "report.html"
 PUBLISHED = "published.yaml"  # the published figures of a sweep file of a config dir's, as the launch found them
+BISECT = "bisect.json"  # a bisect's folder: its search, beside its points' sweep folders
 
 
 def now() -> str:

@@ -196,6 +196,16 @@ def test_a_declared_baseline_the_sweep_does_not_run_is_said_with_the_one_it_comp
     assert any(notice.startswith(said + " broadcast, the first it lists") for notice in plan.notices), plan.notices
 
 
+def test_a_sweep_into_a_bisect_s_folder_is_refused_before_anything_runs(tmp_path):
+    """A bisect without sweep_name writes runs/default: a plain launch there would hide its runs among the points."""
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / records.BISECT).write_text("{}")
+    refused = launch_here(*FAST, f"runs_dir={tmp_path}")
+    said = f"{tmp_path / 'default'} holds a bisect's points, not a sweep's runs; sweep_name=NAME: a folder of its own"
+    assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (tmp_path / "default").iterdir()) == [records.BISECT]
+
+
 def test_a_baseline_typed_that_the_sweep_does_not_run_is_refused_with_its_values(tmp_path):
     """A yaml's baseline gives way to a narrowed sweep; one typed on the command line is the user's, and a typo."""
     (tmp_path / "workload").mkdir()

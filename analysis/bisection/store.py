@@ -11,7 +11,7 @@ from perfsweep import records
 from perfsweep.analysis.bisection.search import BisectSearch, Point
 from perfsweep.analysis.bisection.view import outcome
 
-RECORD = "bisect.json"  # in the bisect's folder, beside its points' sweep folders
+RECORD = records.BISECT  # in the bisect's folder, beside its points' sweep folders
 
 
 def record(search: BisectSearch, overrides: list[str], source: list[str]) -> dict:

@@ -110,14 +110,15 @@ def floor_line(plan) -> str | None:
     It says where that run's host load is unknown.
     It is the floor of the longest time it kept within the launch's budget (else its shortest), or of 10 minutes.
     It lists a folder and reads one file.
+    A launch on other machines (Slurm's nodes) shows none.
     """
     from perfsweep.launcher.backends import backend_for
     from perfsweep.records import noise
     from perfsweep.sweeps.pairing import groups
 
     runs_dir = Path(plan.settings.runs_dir)
-    if not (runs_dir / noise.FOLDER).is_dir():
-        return None
+    if not (runs_dir / noise.FOLDER).is_dir() or not backend_for(plan.settings.launcher).on_this_host:
+        return None  # a Slurm node is another machine than the one the floor was measured on
     floor = noise.read_floor(runs_dir, noise.machine_kind(*machine_here(plan), noise.torch_version()))
     if floor is None:
         return None

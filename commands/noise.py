@@ -21,6 +21,7 @@ A launch on this machine names it.
 import argparse
 import dataclasses
 import datetime
+import json
 import os
 import sys
 import time
@@ -114,8 +115,27 @@ def measure_noise(args: argparse.Namespace) -> int:
     short = any(s["state"].startswith(TOO_SHORT) for s in floor.settings)
     why = "more steps a run (steps=N) give windows that tell" if short else "its runs' records hold no host figures"
     said = f"; what else ran on its host is unknown: {why}" if noise.host_unknown(floor) else ""
-    print(f"written: {floor.write(Path(floor.folder).parent.parent)}{said}")
+    runs_dir = Path(floor.folder).parent.parent
+    replaced = _replaced(runs_dir, floor)  # read before the write replaces it
+    print(f"written: {floor.write(runs_dir)}{said}{replaced}")
     return 0
+
+
+def _replaced(runs_dir: Path, floor: noise.NoiseFloor) -> str:
+    """'; it replaces the floor of 2026-12-02 08:02, ...': the floor of the same configuration measured before.
+
+    Two floors far apart say the machine's noise moves between them.
+    """
+    path = noise.floor_path(runs_dir, floor.machine, floor.overrides)
+    try:
+        before = noise.NoiseFloor.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    ways = ", ".join(
+        f"{way} {noise.decided(getattr(before, way), 60)} -> {noise.decided(getattr(floor, way), 60)}"
+        for way in noise.WAYS
+    )
+    return f"; it replaces the floor of {before.measured[:16].replace('T', ' ')} (in 1 min: {ways})"
 
 
 def _planned(overrides: list[str], count: int) -> dict[str, tuple[Plan, list[str]]]:

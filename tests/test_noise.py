@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from perfsweep.commands.launching import floor_line
+from perfsweep.commands.launching import floor_line, machine_here
 from perfsweep.launcher import envs
 from perfsweep.records import noise as floors
 from perfsweep.sweeps.plan import build_plan
@@ -128,6 +128,27 @@ def test_a_floor_of_another_configuration_never_takes_the_default_configurations
     floor(["model=tiny_cnn"], "2026-11-30T12:00:00").write(tmp_path)  # measured again, later: its own file
     assert floors.read_floor(tmp_path, "m") == default
     assert len(list((tmp_path / floors.FOLDER).glob("m*.json"))) == 2, "runs_dir is no part of a configuration"
+
+
+def test_a_floor_measured_again_says_the_one_it_replaces_and_a_slurm_launch_shows_none(tmp_path):
+    """Two floors far apart say the machine's noise moved; a Slurm node is not the machine the floor is of."""
+    from perfsweep.commands import noise
+
+    def floor(apart: float, measured: str) -> floors.NoiseFloor:
+        spread = floors.Spread(6, apart, 0.1, None, 0.1, 0.001, {"60": apart / 5, "600": None, "3600": None})
+        return floors.NoiseFloor("m", "CPU m", "2.14.1", measured, [], 6, "f", None, spread, [])
+
+    first, second = floor(0.27, "2026-12-02T08:02:35"), floor(0.055, "2026-12-02T08:10:00")
+    assert noise._replaced(tmp_path, first) == "", "the first floor replaces none"
+    first.write(tmp_path)
+    said = "; it replaces the floor of 2026-12-02 08:02 (in 1 min: paired unknown -> unknown, apart ±5.4% -> ±1.1%)"
+    assert noise._replaced(tmp_path, second) == said
+    one = [*TINY, "input_type=tensor", "memory_format=contiguous", f"runs_dir={tmp_path}"]
+    here = build_plan([*one, "launcher=local"])
+    machine = floors.machine_kind(*machine_here(here), floors.torch_version())
+    dataclasses.replace(second, machine=machine).write(tmp_path)
+    assert floor_line(here).startswith("this machine decides about ±"), "a launch on this machine shows its floor"
+    assert floor_line(build_plan([*one, "launcher=slurm"])) is None
 
 
 def test_a_share_seen_during_noises_runs_says_how_many_runs_told_it():

@@ -346,7 +346,7 @@ def bisect(args: argparse.Namespace) -> int:
     Each point is saved to bisect.json as it is placed.
     """
     from perfsweep.analysis.bisection.store import RECORD
-    from perfsweep.analysis.bisection.view import machine_of, view
+    from perfsweep.analysis.bisection.view import machine_of, point_flags, view
     from perfsweep.analysis.render import text
 
     try:
@@ -358,7 +358,8 @@ def bisect(args: argparse.Namespace) -> int:
         return 2
     if status:
         return status
-    print(text(view(bisection.search, machine_of(bisection.folder, bisection.search))))
+    search, folder = bisection.search, bisection.folder
+    print(text(view(search, machine_of(folder, search), point_flags(folder, search))))
     print(f"records: {(bisection.folder / RECORD).resolve()}")
     return 0 if bisection.search.first_bad() else 1
 

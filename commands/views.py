@@ -16,14 +16,15 @@ EXIT_NOTHING_PUBLISHED = 2  # `published` of a sweep that has, or ran, no publis
 
 def show_table(args: argparse.Namespace) -> int:
     from perfsweep.analysis.bisection import store
-    from perfsweep.analysis.bisection.view import machine_of, view
+    from perfsweep.analysis.bisection.view import machine_of, point_flags, view
     from perfsweep.analysis.render import render, text
     from perfsweep.analysis.views import sweep_views, table
     from perfsweep.records import load_sweep
 
     form = table_format(args)
     if (search := store.load(args.sweep_dir)) is not None:  # a bisect's folder: its points are sweeps in it
-        print(render(view(search, machine_of(args.sweep_dir, search)), form), end="")
+        shown = view(search, machine_of(args.sweep_dir, search), point_flags(args.sweep_dir, search))
+        print(render(shown, form), end="")
         return 0
     runs = load_sweep(args.sweep_dir)
     if args.repro:

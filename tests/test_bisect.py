@@ -29,7 +29,7 @@ from perfsweep.analysis.bisection.search import (
     values,
 )
 from perfsweep.analysis.bisection.store import RECORD
-from perfsweep.analysis.bisection.view import outcome, would_need
+from perfsweep.analysis.bisection.view import outcome, point_flags, view, would_need
 from perfsweep.analysis.statistics.speedup import Sample, speedup
 from perfsweep.commands.bisect import Bisection, folder_conflict
 from perfsweep.records import load_sweep
@@ -518,3 +518,17 @@ def test_a_points_printed_interval_keeps_its_bounds_on_their_side_of_the_boundar
     point = Point("c7", 1.0, 0.798, 1.228, 5, se=0.1, df=4)
     assert point.interval(1.24) == "1.00x [0.79, 1.23]"
     assert point.interval() == "1.00x [0.79, 1.23]", "without a boundary, as no bound moves past 5% of itself"
+
+
+def test_a_bisect_s_table_carries_each_point_s_flags_from_its_sweep(tmp_path):
+    """A point whose runs were noisy says so beside its ratio, each side named, as its sweep's table does."""
+    noisy = synthetic.Noise(step_sd=0.3, steps=20)
+    runs = synthetic.sweep(synthetic.grid(), 4, noisy, np.random.default_rng(3))
+    runs = [r for r in runs if r.axes["input_type"] in ("tensor", "subclass")]
+    synthetic.write(runs, tmp_path / "point")
+    search = BisectSearch("input_type", ["tensor", "subclass"], "a ratio", 0.95)
+    search.points["subclass"] = dataclasses.replace(point("subclass", 1.0), sweep="point")
+    (flags,) = point_flags(tmp_path, search).values()
+    assert flags.startswith("point: NOISY ") and "; reference: NOISY " in flags, flags
+    shown = view(search, "", point_flags(tmp_path, search))
+    assert shown.header[-1] == "flags" and shown.rows[0][-1] == flags

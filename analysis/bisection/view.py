@@ -7,9 +7,20 @@ from packaging.version import Version
 
 from perfsweep import user_command
 from perfsweep.analysis import machines
-from perfsweep.analysis.bisection.search import ALIKE, GROWTH, UNDETERMINED, BisectSearch, Point, most_points
+from perfsweep.analysis.bisection.search import (
+    ALIKE,
+    GROWTH,
+    UNDETERMINED,
+    BisectSearch,
+    Point,
+    most_points,
+    version_of,
+)
+from perfsweep.analysis.groups import configurations
 from perfsweep.analysis.render import Column, View
-from perfsweep.records import load_sweep
+from perfsweep.analysis.statistics.drift import order_effect
+from perfsweep.analysis.views.table import row_flags
+from perfsweep.records import DONE, load_sweep
 
 
 def shown(search: BisectSearch, version: str) -> str:
@@ -130,11 +141,34 @@ def machine_of(folder: Path, search: BisectSearch) -> str:
     return machines.named(runs, machines.chosen(runs))
 
 
-def view(search: BisectSearch, machine: str = "") -> View:
+def point_flags(folder: Path, search: BisectSearch) -> dict[str, str]:
+    """Each point's flags, as its sweep's table gives them; a point without any has none.
+
+    They are its runs' and its reference's runs' flags, each side named, and an order effect in its rounds.
+    """
+    found = {}
+    for version, point in search.points.items():
+        sweep = folder / point.sweep if point.sweep else None
+        done = [r for r in load_sweep(sweep) if r.state == DONE and r.summary] if sweep and sweep.is_dir() else []
+        configs = configurations(done) if done else []
+        said = [
+            f"{'reference' if version_of(c.first, search.package) == search.good else 'point'}: {flags}"
+            for c in configs
+            if (flags := row_flags(c))
+        ]
+        said += ["ORDER EFFECT (`table` of its sweep says it)"] if configs and order_effect(configs) else []
+        if said:
+            found[version] = "; ".join(said)
+    return found
+
+
+def view(search: BisectSearch, machine: str = "", flags: dict[str, str] | None = None) -> View:
     """The points measured, good first, and below them what the search found.
 
     `machine` is the machine most of the points' runs had, as machines.named gives it.
+    `flags` are each point's (point_flags).
     """
+    flags = flags or {}
     measured = [v for v in search.releases if v in search.points]
     order = sorted(measured, key=lambda v: search.releases.index(v))
     return View(
@@ -152,6 +186,7 @@ def view(search: BisectSearch, machine: str = "") -> View:
             Column(f"ratio [{search.level:.2%} CI across runs]", lambda v: search.points[v].interval(search.boundary)),
             Column("side", lambda v: ": ".join(filter(None, (search.points[v].side, search.points[v].why)))),
             Column("sweep", lambda v: search.points[v].sweep or "-"),
+            *([Column("flags", lambda v: flags.get(v, ""))] if flags else []),
         ],
         items=order,
         notes=[
@@ -171,6 +206,7 @@ def runs_a_side(search: BisectSearch) -> str:
         return f"Runs a side: {search.looks[0]} at each point (repeats={search.looks[0]})."
     return (
         f"Runs a side: each point's first look at what the spread measured so far says it needs (at least "
-        f"{search.looks[0]}), then {GROWTH:g} times as many at each look until it is placed, up to {search.looks[-1]} "
-        f"(--max-runs): at most {len(search.looks)} looks, as the level counts them."
+        f"{search.looks[0]}), then the next of {', '.join(map(str, search.looks))} (about {GROWTH:g} times as many) "
+        f"at each look until it is placed, up to {search.looks[-1]} (--max-runs): at most {len(search.looks)} looks, "
+        "as the level counts them."
     )

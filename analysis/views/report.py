@@ -30,7 +30,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 1200px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.75em; margin: 0.5em 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ccc; padding: 3px 4px; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: 3px 4px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f3f3f3; } tr:nth-child(even) td { background: #fafafa; } .interval { display: inline-block; }
 .context { color: #555; font-size: 0.9em; } pre { font-size: 0.8em; } .flag { color: #a00; }
 img { max-width: 100%; margin: 0.5em 0; }

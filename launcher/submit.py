@@ -468,7 +468,6 @@ def _launch(
     backend = backend_for(conf)
     sweep_dir = plan.sweep_dir.resolve()
     repaired = records.repair(sweep_dir)
-    plan = sweepdir.as_recorded(plan)
     manifest = sweepdir.open_sweep(plan, argv)
     states = run_states(sweep_dir)
     busy = in_flight(states)

@@ -6,7 +6,6 @@
 - the plan of a folder's unfinished runs, rebuilt from their records.
 """
 
-import dataclasses
 import os
 import uuid
 from pathlib import Path
@@ -54,24 +53,6 @@ def open_sweep(plan: Plan, argv: list[str]) -> dict:
     if plan.published is not None:  # the figures of the user's own travel with the records
         records.atomic_write(sweep_dir / records.PUBLISHED, plan.published.read_bytes())
     return manifest
-
-
-def as_recorded(plan: Plan) -> Plan:
-    """The plan, each run under the name an earlier launch gave its folder.
-
-    A run's id is what it measures.
-    An older perfsweep did not name a swept setting that is no axis (RunSpec.named_keys).
-    Its runs keep their names, so a launch again finds them done.
-    """
-    recorded = {
-        run_id: name for name, run_id in ((records.read_manifest(plan.sweep_dir) or {}).get("runs") or {}).items()
-    }
-    runs = []
-    for spec in plan.runs:
-        unnamed = dataclasses.replace(spec, named_keys=())
-        older = spec.named_keys and recorded.get(spec.run_id) not in (None, spec.name)
-        runs.append(unnamed if older and unnamed.name == recorded[spec.run_id] else spec)
-    return dataclasses.replace(plan, runs=tuple(runs))
 
 
 def mark_pending(plan: Plan, specs: list[RunSpec]) -> None:

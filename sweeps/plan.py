@@ -28,6 +28,7 @@ from pathlib import Path
 from hydra.errors import OverrideParseException
 from hydra.utils import get_object
 
+from perfsweep import records
 from perfsweep.conf.import_paths import TARGET_GROUPS
 from perfsweep.conf.schema import (
     AS_ON_A_CPU,
@@ -999,6 +1000,25 @@ def budget_notice(launcher, sources: dict[str, str]) -> list[str]:
     return [f"launcher.budget_s={launcher.budget_s:g} bounds no Slurm launch: its jobs are queued at once"]
 
 
+def recorded_names(sweep_dir: Path, runs: dict[str, RunSpec]) -> dict[str, RunSpec]:
+    """Each run under the name its sweep folder recorded for its id, where an earlier launch named it otherwise.
+
+    A run's name carries the settings its plan sweeps that are no axis (naming_keys).
+    A launch of fewer runs names them otherwise, and so did an older perfsweep.
+    Their folders keep their names, so a launch again finds them done.
+    """
+    if not (sweep_dir / records.RUNS).is_file():
+        return runs
+    planned = records.planned_runs(sweep_dir, [])
+    recorded = {row.get("run_id"): (name, tuple(row.get("named_keys") or ())) for name, row in planned.items()}
+    found = {}
+    for run_id, spec in runs.items():
+        name, keys = recorded.get(run_id, (spec.name, spec.named_keys))
+        named = dataclasses.replace(spec, named_keys=keys) if keys != spec.named_keys else spec
+        found[run_id] = named if named.name == name else spec
+    return found
+
+
 def build_plan(overrides: list[str], partial: bool = False) -> Plan:
     """Expand, compose and de-duplicate the sweep that `overrides` describe.
 
@@ -1057,6 +1077,7 @@ def build_plan(overrides: list[str], partial: bool = False) -> Plan:
         runs.setdefault(spec.run_id, spec)
     if named := naming_keys(list(runs.values()), rerun.swept(ranking.runs)):
         runs = {run_id: dataclasses.replace(spec, named_keys=named) for run_id, spec in runs.items()}
+    runs = recorded_names(sweep_dir, runs)
     if refused := pairing.refusals(list(runs.values())):
         raise PlanError(refused)
     published = published_file(configs[0].sweep, dirs)

@@ -241,20 +241,22 @@ def test_runs_that_a_swept_setting_alone_tells_apart_are_named_by_it_and_resume_
     sweepdir.open_sweep(plan, [])
     sweepdir.mark_pending(plan, list(plan.runs))
     assert sorted(spec.name for spec in sweepdir.recorded_plan(plan.sweep_dir).runs) == names
-    assert sorted(spec.name for spec in sweepdir.as_recorded(plan).runs) == names
+    (narrowed,) = build_plan([*one, "model.batch_size=4", "seed=0", "repeats=1", f"runs_dir={tmp_path}"]).runs
+    assert narrowed.name == names[1], "planned again alone, a run keeps the name its folder has"
 
 
 def test_runs_an_older_launch_named_without_their_swept_setting_keep_their_folders(tmp_path):
     """A launch again of a sweep an older perfsweep named finds its runs by id, under their old names."""
     from perfsweep.launcher import sweepdir
-    from perfsweep.records import write_json
 
     one = ["model=tiny_cnn", "model.image_size=32", "input_type=tensor", "memory_format=contiguous", "repeats=1"]
     plan = build_plan([*one, "model.batch_size=2,4", f"runs_dir={tmp_path}"])
-    older = {dataclasses.replace(spec, named_keys=()).name: spec.run_id for spec in plan.runs}
-    plan.sweep_dir.mkdir(parents=True)
-    write_json(plan.sweep_dir / "sweep.json", {"uid": "0", "runs": older, "launches": []})
-    assert sorted(spec.name for spec in sweepdir.as_recorded(plan).runs) == sorted(older)
+    older = dataclasses.replace(plan, runs=tuple(dataclasses.replace(s, named_keys=()) for s in plan.runs))
+    sweepdir.open_sweep(older, [])
+    sweepdir.mark_pending(older, list(older.runs))
+    again = build_plan([*one, "model.batch_size=2,4", f"runs_dir={tmp_path}"])
+    assert sorted(spec.name for spec in again.runs) == sorted(spec.name for spec in older.runs)
+    assert not any("model.batch_size" in spec.name for spec in again.runs)
 
 
 def test_a_workload_declares_an_axis_on_an_argument_its_code_is_given(tmp_path, imagelib):

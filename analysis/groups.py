@@ -496,7 +496,8 @@ def per_sample(config: Configuration, base: Configuration) -> bool:
     """Whether two configurations ran other batches.
 
     A batch may be asked, or reduced after running out of memory."""
-    return {run.batch for run in config.runs} != {run.batch for run in base.runs}
+    batches = ({run.batch for run in config.runs}, {run.batch for run in base.runs})
+    return None not in batches[0] | batches[1] and batches[0] != batches[1]
 
 
 def pairing(config: Configuration, base: Configuration) -> tuple[bool, str]:

@@ -42,7 +42,17 @@ def snapshot_files(sweep_dir: Path, module: str) -> dict[str, str] | None:
         return None
     files = sorted(held[0].rglob("*")) if held[0].is_dir() else [held[0]]
     root = held[0].parent
-    return {str(f.relative_to(root)): hashlib.sha1(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+    return {
+        str(f.relative_to(root)): hashlib.sha1(f.read_bytes()).hexdigest()
+        for f in files
+        if f.is_file() and _copied(f.relative_to(root))
+    }
+
+
+def _copied(path: Path) -> bool:
+    """Whether a file of a snapshot is the user's code as copied, not bytecode or the snapshot's own record."""
+    made = path.name in (CODE_VERSION, USER_CODE) or path.suffix in (".pyc", ".pyo")
+    return not made and not any(part == "__pycache__" or part.startswith(".") for part in path.parts)
 
 
 def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -739,12 +739,13 @@ def arguments_no_axis(specs: list[RunSpec]) -> list[str]:
     """
     notices = []
     for key in (k for k in (specs[0].named_keys if specs else ()) if k.startswith("workload.kwargs.")):
-        values = ",".join(dict.fromkeys(str(value_of(spec.config, key)) for spec in specs))
-        name, axis = specs[0].config.workload.name, key.rsplit(".", 1)[1]
+        values = list(dict.fromkeys(str(value_of(spec.config, key)) for spec in specs))
+        names = ", ".join(dict.fromkeys(spec.config.workload.name for spec in specs))
+        axis = key.rsplit(".", 1)[1]
         notices.append(
-            f"{key}={values} runs, but workload {name} declares no axis for it: its runs are named by it, not compared "
-            f"along it. Its yaml's `axes` and `baseline` compare them: axes: {{{axis}: {key}}}, baseline: "
-            f"{{axis: {axis}, value: {values.split(',')[0]}}}"
+            f"{key}={','.join(values)} runs, but workload {names} declares no axis for it: its runs are named by it, "
+            f"not compared along it. Its yaml's `axes` and `baseline` compare them: axes: {{{axis}: {key}}}, "
+            f"baseline: {{axis: {axis}, value: {values[0]}}}"
         )
     return notices
 

@@ -181,6 +181,11 @@ def setting(config: Config, key: str) -> Any:
     return node
 
 
+def _shown(value: Any) -> str:
+    """A setting's value in a run's name; '-' where the run has none, as the views show an axis it lacks."""
+    return "-" if value is NO_SETTING else str(value)
+
+
 def naming_keys(specs: list["RunSpec"], swept: set[str]) -> tuple[str, ...]:
     """The swept settings that tell apart runs of the same axes.
 
@@ -197,8 +202,8 @@ def naming_keys(specs: list["RunSpec"], swept: set[str]) -> tuple[str, ...]:
     groups = [group for group in alike.values() if len(group) > 1]
 
     def names(key: str) -> bool:
+        plain = all(isinstance(setting(spec.config, key), (str, int, float, bool)) for spec in specs)
         values = [[setting(spec.config, key) for spec in group] for group in groups]
-        plain = all(isinstance(v, (str, int, float, bool)) for found in values for v in found)
         return plain and any(len(set(map(repr, found))) > 1 for found in values)
 
     return tuple(key for key in sorted(swept) if names(key))
@@ -229,7 +234,7 @@ class RunSpec:
         They are its columns, tags and folder name.
         """
         workload = self.config.workload
-        named = {axis: str(setting(self.config, key)) for axis, key in workload.axes.items()}
+        named = {axis: _shown(setting(self.config, key)) for axis, key in workload.axes.items()}
         sized = {field: str(getattr(workload, field)) for field in workload.sizes}
         replicate = {"replicate": str(self.config.replicate)} if self.config.repeats > 1 else {}
         return {**named, **env_axes(self.config), **dist_axes(self.config), **sized, **replicate}

@@ -521,3 +521,15 @@ def test_a_step_of_the_user_s_own_that_reads_the_model_shows_its_batch_above_the
     assert "batch 16" not in table_view("sweep", runs).above[1], "a step that reads no model has no batch"
     reading = [dataclasses.replace(r, fields={**r.fields, "workload.reads": ["model"]}) for r in runs]
     assert " | batch 16 | " in table_view("sweep", reading).above[1]
+
+
+def test_a_side_without_a_recorded_batch_is_compared_by_its_step():
+    """Records that hold no batch (a function workload's, an older run's) cannot be compared per sample."""
+    runs = synthetic.sweep(synthetic.grid(), 2, synthetic.Noise(), np.random.default_rng(4))
+    unbatched = [
+        dataclasses.replace(r, fields={k: v for k, v in r.fields.items() if k != "model.batch_size"})
+        if r.axes["input_type"] == "subclass"
+        else r
+        for r in runs
+    ]
+    assert len(speedups(unbatched)) == len(speedups(runs)), "every comparison made, none per sample"

@@ -179,11 +179,13 @@ def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations()
 def test_compare_names_the_code_each_sweep_measured_where_it_differs(tmp_path):
     """Each sweep's launch copied mypkg into its folder's snapshot: the files that differ are named."""
     rng = np.random.default_rng(4)
-    copies = {"A": {"models.py": "x = 1\n"}, "B": {"models.py": "x = 2\n", "extra.py": ""}}
+    # a job's bytecode lands in the snapshot it imports from: it is no change of the code
+    copies = {"A": {"models.py": "x = 1\n"}, "B": {"models.py": "x = 2\n", "extra.py": "", "__pycache__/x.pyc": "b"}}
     for sweep_dir, files in copies.items():
         package = tmp_path / sweep_dir / ".code" / "0123456789ab" / "mypkg"
         package.mkdir(parents=True)
         for name, text in {"__init__.py": "", **files}.items():
+            (package / name).parent.mkdir(exist_ok=True)
             (package / name).write_text(text)
 
     def measured(runs: list, commit: str, dirty: bool, files: str) -> list:

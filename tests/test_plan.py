@@ -290,3 +290,16 @@ def test_a_workload_declares_an_axis_on_an_argument_its_code_is_given(tmp_path, 
         build_plan([searched, "workload=clip", "repeats=1"])
     said = "workload clip declares its axis max_norm as workload.kwargs.max_nrm, which its runs have not: no 'max_nrm'"
     assert said in str(refused.value) and "did you mean max_norm" in str(refused.value), refused.value
+
+
+def test_a_setting_some_run_lacks_names_no_run():
+    """+model.kwargs.width=8,16 tells the tensor runs apart; a subclass run without the argument has no value."""
+    from perfsweep.sweeps.spec import naming_keys
+
+    plan = build_plan(["model=tiny_cnn", "input_type=tensor,subclass", "+model.kwargs.width=8,16", "repeats=1"])
+    specs = list(plan.runs)
+    assert "model.kwargs.width" in specs[0].named_keys
+    lone = [s for s in specs if s.config.input_type.name == "subclass"][0]
+    bare = dataclasses.replace(lone.config, model=dataclasses.replace(lone.config.model, kwargs={}))
+    specs = [s for s in specs if s.config.input_type.name == "tensor"] + [dataclasses.replace(lone, config=bare)]
+    assert naming_keys(specs, {"model.kwargs.width"}) == (), "a name would hold no value of it"

@@ -88,6 +88,18 @@ def test_the_cpu_of_a_process_the_run_started_is_the_runs_own_not_a_neighbours()
     busy_loop(0.4, set(reader.cpus)).wait()  # started and ended within the block, as an epoch's DataLoader workers
     ended = reader.block(start, reader.read())
     assert ended.children_cpu_s > 0.2, dataclasses.asdict(ended)
+    # a grandchild that ends within the block under a child that lives on is not this process's to count
+    spin = BUSY_LOOP.format(seconds=0.8)
+    waits = f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {spin!r}]); time.sleep(2)"
+    parent = subprocess.Popen([sys.executable, "-c", waits])
+    time.sleep(0.5)
+    start = reader.read()
+    busy_loop(0.3, set(reader.cpus)).wait()  # a child of this process, waited for within the block
+    time.sleep(0.4)  # the grandchild ends
+    both = reader.block(start, reader.read())
+    parent.kill()
+    parent.wait()
+    assert both.children_cpu_s > 0.15, "the child waited for counts, whatever the grandchild had used before"
     assert any(x.startswith(said) for x in taken), taken
 
 

@@ -41,8 +41,17 @@ class Reading(NamedTuple):
     throttled_s: float | None
     mhz: float | None
     energy_uj: tuple[int, ...] | None  # each CPU package's RAPL counter
-    children: dict[int, float] | None = None  # each live descendant's CPU seconds, by pid
+    children: dict["Child", float] | None = None  # each live descendant's CPU seconds
     reaped: float = 0.0  # the CPU seconds of the children that ended and were waited for
+
+
+class Child(NamedTuple):
+    """A descendant process, told apart from a later one that reuses its pid by its start time."""
+
+    pid: int
+    started: int  # /proc/PID/stat's starttime, in ticks since boot
+    parent: int  # its parent's pid
+    direct: bool  # this process's own child: os.times counts it once it ended and was waited for
 
 
 MOST_CHILDREN = 256  # descendants read at a boundary: a run that starts more has its others' CPU overstated
@@ -138,12 +147,12 @@ class HostReader:
             machine_cpus=self.machine_cpus if energy is not None else None,
         )
 
-    def _children(self) -> dict[int, float] | None:
+    def _children(self) -> dict[Child, float] | None:
         """Each live process this one started, and theirs, with its CPU seconds.
 
         None where /proc does not list a process's children.
         """
-        found: dict[int, float] = {}
+        found: dict[Child, float] = {}
         pending: list[str] = ["self"]
         while pending and len(found) < MOST_CHILDREN:
             pid = pending.pop()
@@ -157,7 +166,8 @@ class HostReader:
             for child in listed:
                 try:
                     fields = (self.proc / str(child) / "stat").read_text().rsplit(")", 1)[1].split()
-                    found[child] = (int(fields[11]) + int(fields[12])) * self.tick  # utime, stime
+                    key = Child(child, int(fields[19]), int(fields[1]), pid == "self")  # starttime, ppid
+                    found[key] = (int(fields[11]) + int(fields[12])) * self.tick  # utime, stime
                 except (OSError, ValueError, IndexError):
                     continue
                 pending.append(str(child))
@@ -217,15 +227,21 @@ def _children_between(start: Reading, end: Reading) -> float | None:
     """The CPU seconds of the run's descendants between two readings.
 
     A child started within the block counts whole.
-    One that ended within it counts by os.times.
-    What it had used before the block is taken off.
-    A grandchild that ended is its parent's to wait for.
-    It is lost to others' CPU.
+    A child of this process that ended within it counts by os.times, with the descendants it waited for.
+    What those had used before the block is taken off.
+    A grandchild whose parent lives on is that parent's to count: it is lost to others' CPU.
     """
     if start.children is None or end.children is None:
         return None
-    live = sum(max(0.0, cpu - start.children.get(pid, 0.0)) for pid, cpu in end.children.items())
-    before = sum(cpu for pid, cpu in start.children.items() if pid not in end.children)
+    live = sum(max(0.0, cpu - start.children.get(child, 0.0)) for child, cpu in end.children.items())
+    gone = {child.pid: child for child in start.children if child not in end.children}
+
+    def waited_for(child: Child) -> bool:  # it and each parent up to this process's child ended
+        while not child.direct and child.parent in gone:
+            child = gone[child.parent]
+        return child.direct
+
+    before = sum(start.children[child] for child in gone.values() if waited_for(child))
     return live + max(0.0, end.reaped - start.reaped - before)
 
 

@@ -30,7 +30,7 @@ class Point:
     at: float  # commit time, or the sweep's launch time, in unix seconds
     sweeps: list[str]
     runs: list[RunRecord]
-    unmeasured: int = 0  # commits of the graph between the point before and this one that no sweep measured
+    rank: int | None = None  # its commit's place in the commit graph's order, where the history has a graph
 
     @property
     def label(self) -> str:
@@ -126,11 +126,10 @@ def _rev_list(repository: Path, *args: str) -> list[str] | None:
 
 
 def _in_graph(points: list[Point], rank: dict[str, int]) -> list[Point]:
-    """The points in the graph's order, each with the commits between it and the point before that none measured."""
-    points = sorted(points, key=lambda p: (rank[p.commit], p.dirty, p.at))
-    for before, point in zip(points, points[1:], strict=False):
-        point.unmeasured = max(0, rank[point.commit] - rank[before.commit] - 1)
-    return points
+    """The points in the graph's order, each with its place in it."""
+    for point in points:
+        point.rank = rank[point.commit]
+    return sorted(points, key=lambda p: (p.rank, p.dirty, p.at))
 
 
 def history(paths: list[Path], repository: Path | None = None) -> History:

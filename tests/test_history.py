@@ -171,12 +171,13 @@ def shown(found: History, tmp_path: Path | None = None) -> tuple[list, str, int]
 def test_a_slowdown_after_commits_no_sweep_measured_says_they_may_hold_its_start():
     """Two commits between the 4th point and the 5th were never swept: the slowdown may start at either."""
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
-    found.points[4].unmeasured = 2
+    for point, rank in zip(found.points, [0, 1, 2, 3, 6, 7, 8, 9], strict=True):
+        point.rank = rank
     made, _, _ = shown(found)
     (slower,) = [s for s in made if s.label == "subclass"]
     said = (
-        "on (or from one of the 2 commits between 04ababab and it, which no sweep measured: bisect --git "
-        "04ababab 05ababab with the sweep's overrides finds which); the newest points: "
+        "on (or from one of the 2 commits between 04ababab and it at which this configuration was not measured: "
+        "bisect --git 04ababababab 05ababababab with the sweep's overrides finds which); the newest points: "
     )
     assert said in slower.flag, slower.flag
 
@@ -579,7 +580,7 @@ def test_with_repo_a_sweep_of_no_commit_in_the_same_folder_is_left_out_and_named
     assert [p.commit for p in found.points] == hashes
     assert found.order == f"by the commit graph of {repo.resolve()}; left out, naming no commit: plain", found.order
     shutil.rmtree(runs / "s1")
-    assert [p.unmeasured for p in history([runs], repo).points] == [0, 1], "the second commit, unswept, lies between"
+    assert [p.rank for p in history([runs], repo).points] == [0, 2], "the second commit, unswept, lies between"
 
 
 def test_each_dirty_sweep_is_a_point_of_its_own(tmp_path):

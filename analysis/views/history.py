@@ -326,17 +326,20 @@ def _first_slow(series: Series, change: changepoints.Change) -> str:
 
 
 def unmeasured_before(series: Series, change: changepoints.Change) -> str:
-    """' (or from one of the commits before it that no sweep measured...)'.
+    """' (or from one of the commits before it at which this configuration was not measured...)'.
 
-    It is '' where no commit lies between the change's first point and the point searched before it.
+    They are the commits between the change's first point and the point searched before it, in the graph's order.
+    It is '' where there are none, or the history has no commit graph.
     """
     point, before = series.rows[change.index].point, series.rows[searched_before(series, change)].point
-    if not point.unmeasured:
+    if point.rank is None or before.rank is None or point.rank - before.rank < 2:
         return ""
-    which = "the commit" if point.unmeasured == 1 else f"one of the {point.unmeasured} commits"
+    between = point.rank - before.rank - 1
+    which = "the commit" if between == 1 else f"one of the {between} commits"
+    bisect = f"bisect --git {before.commit[:12]} {point.commit[:12]} with the sweep's overrides finds which"
     return (
-        f" (or from {which} between {before.label} and it, which no sweep measured: "
-        f"bisect --git {before.label} {point.label} with the sweep's overrides finds which)"
+        f" (or from {which} between {before.label} and it at which this configuration was not measured"
+        f"{'' if point.dirty or before.dirty else ': ' + bisect})"
     )
 
 

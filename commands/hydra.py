@@ -87,7 +87,7 @@ def hydra_flags(args: list[str], command_list: Callable[[], str]) -> int:
 def config_dir(dirs: tuple[Path, ...]) -> Path:
     """The folder Hydra's --config-dir names.
 
-    It is a copy of the option files of the user's first config dir.
+    It is a copy of the option files of the user's first config dir, as deep as a repro command reads them.
 
     Its sweep files are left out: Hydra would list `sweeps` as a group.
     No override selects it: sweep=NAME does.
@@ -95,26 +95,25 @@ def config_dir(dirs: tuple[Path, ...]) -> Path:
     Those are moved under `kwargs` (compose.converted), as a launch composes them.
     Hydra searches --config-dir first, so the file as written would come first otherwise.
     """
+    import hashlib
+
+    from perfsweep.records.repro import CONFIG_DEPTH
     from perfsweep.sweeps.compose import converted, scratch
 
     moved = converted(dirs)
     if moved is None and not (dirs[0] / "sweeps").is_dir():
         return dirs[0]
-    whole = Path(scratch().name) / f"{moved.name if moved else 'options'}-whole"
+    named = hashlib.sha1(f"{dirs[0].resolve()}\0{moved}".encode()).hexdigest()[:12]
+    whole = Path(scratch().name) / f"{named}-whole"
     if not whole.is_dir():
-        shutil.copytree(dirs[0], whole, ignore=lambda folder, names: _left_out(Path(folder), names, dirs[0]))
+        for glob in CONFIG_DEPTH:
+            for path in dirs[0].glob(glob):
+                if path.is_file() and path.relative_to(dirs[0]).parts[0] != "sweeps":
+                    (whole / path.relative_to(dirs[0])).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, whole / path.relative_to(dirs[0]))
         if moved is not None:
             shutil.copytree(moved, whole, dirs_exist_ok=True)
     return whole
-
-
-def _left_out(folder: Path, names: list[str], top: Path) -> list[str]:
-    """What a copy of the config dir leaves out of a folder.
-
-    That is files that are no YAML, and the dir's sweep files."""
-    return [
-        n for n in names if (folder / n).is_file() and (folder / n).suffix != ".yaml" or (folder, n) == (top, "sweeps")
-    ]
 
 
 def job_config_asked(words: list[str]) -> list[str] | None:

@@ -188,6 +188,21 @@ def test_help_lists_a_config_dirs_options_as_groups_and_its_sweep_files_as_sweep
     assert "Sweep files (sweep=NAME): " in shown.stdout and "imagelib_step" in shown.stdout.splitlines()[-1]
 
 
+def test_the_config_dir_hydra_reads_holds_its_options_alone(tmp_path):
+    """At a project's root a config dir holds a virtual environment: --help copies its options, not the tree."""
+    from perfsweep.commands.hydra import config_dir
+
+    for root in ("one", "two"):
+        for path in ("sweeps/s.yaml", "model/m.yaml", "model/timm/r.yaml", ".venv/lib/a.yaml", "a/b/c/d.yaml"):
+            (tmp_path / root / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / root / path).write_text(f"name: {root}\n")
+    copy = config_dir((tmp_path / "one",))
+    kept = sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file())
+    assert kept == ["model/m.yaml", "model/timm/r.yaml"], kept
+    other = config_dir((tmp_path / "two",))
+    assert other != copy and (other / "model" / "m.yaml").read_text() == "name: two\n", "each dir its own copy"
+
+
 def test_help_lists_every_command_of_the_parser_with_what_it_does():
     shown = launch_here("--help")
     assert shown.returncode == 0, shown.stderr

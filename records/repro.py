@@ -68,7 +68,16 @@ class Repro:
             files = code.get("dirty_files")
             count = f"{files} file{'s' * (files != 1)}" if isinstance(files, int) else "files"
             return f"code was dirty: {count} uncommitted at {at}; no commit holds what the run measured"
-        return f"at commit {at}"
+        return f"at commit {at}{'; run it where its modules import: from there, or with PYTHONPATH' * self.users}"
+
+    @property
+    def users(self) -> bool:
+        """Whether the command runs code of the user's, which imports only where it was found.
+
+        perfsweep's own code imports anywhere it is installed.
+        """
+        code = self.code or {}
+        return code.get("chosen_by") in ("imports", "launch") or "in_no_repository" in code
 
     def line(self) -> str:
         """The command with its caveat as a shell comment: pasted whole, it runs."""

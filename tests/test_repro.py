@@ -245,6 +245,19 @@ def test_code_in_no_repository_names_the_folder_its_copy_came_from():
     )
 
 
+def test_a_users_code_in_a_repository_says_where_its_command_imports_it():
+    """perfsweep's own code imports anywhere it is installed; a user's modules only where they were found."""
+    theirs = records.Repro(
+        ("model=mylib.models.Net",), {"repository": "/src/lib", "commit": "a" * 40, "chosen_by": "imports"}
+    )
+    assert (
+        theirs.caveat()
+        == f"at commit {'a' * 12} of /src/lib; run it where its modules import: from there, or with PYTHONPATH"
+    )
+    ours = records.Repro(("model=resnet18",), {"repository": "/opt/perfsweep", "commit": "b" * 40})
+    assert ours.caveat() == f"at commit {'b' * 12} of /opt/perfsweep" and not ours.users
+
+
 def test_code_in_no_repository_is_the_code_the_run_named_of_what_the_launch_copied():
     """The launch's folder held an unrelated package beside the user's; a library the run named is no copy of theirs."""
     env = {"user_code": {"mylib": {"source": "/work/trial/mylib"}, "torch": {"source": "/site/torch"}}}

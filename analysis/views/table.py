@@ -767,7 +767,10 @@ def repro_view(sweep_dir: Path, runs: list[RunRecord], redacted: bool = False) -
     shown = {key: (repro.redacted() if redacted else repro) for key, repro in found.items() if repro}
     return View(
         title="Commands that measure each configuration again",
-        above=["run one from any folder: it plans that configuration alone (repeats=1), in a sweep folder of its own"],
+        above=[
+            f"run one {'where its code imports' if any(r.users for r in shown.values()) else 'from any folder'}: it "
+            "plans that configuration alone (repeats=1), in a sweep folder of its own"
+        ],
         columns=[
             Column("configuration", lambda c: names[c.key]),
             Column("command", lambda c: shown[c.key].command if c.key in shown else "-"),

@@ -6,10 +6,12 @@ import io
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from perfsweep import records
 from perfsweep.records.host import HostBlock, HostState
+from tests import synthetic
 from tests.helpers import launch_here, write_run
 
 
@@ -280,6 +282,28 @@ def test_pytorch_v3_says_what_other_processes_took_of_a_configuration_s_runs_and
     assert info["tensor"]["host"] == "others' CPU 40%, the median over its runs", info["tensor"]
     assert info["tensor"]["flags"] == "NOISY 1/2"
     assert "host" not in info["subclass"] and "flags" not in info["subclass"], "nothing to say: nothing said"
+    short = dataclasses.asdict(HostState.of([HostBlock(0.02, 2, 0.02, busy_s=0.04, others_cpu_s=0.0, tick_s=0.01)]))
+    summary = records.read_json(sweep / "s1" / records.SUMMARY)
+    records.write_json(sweep / "s1" / records.SUMMARY, summary | {"host": short})
+    found = exported(str(sweep), "--format", "pytorch-v3")
+    info = {r["model"]["extra_info"]["input_type"]: r["benchmark"]["extra_info"] for r in found}
+    subclass = info["subclass"]["host"]
+    assert subclass.startswith("unknown: their windows (0.02-0.02 s) are too short for /proc/stat"), "not none"
+
+
+def test_pytorch_v3_carries_the_sweep_s_order_effect_in_each_configuration(tmp_path):
+    """Each run 1% faster than the one before it: every configuration's times moved with their place in the sweep."""
+    steady = synthetic.Noise(run_sd=0.01, step_sd=0.01, rho=0.0, warmup=0.0, bimodal=0.0, steps=20)
+    runs = synthetic.sweep(synthetic.grid(), 6, steady, np.random.default_rng(8))
+    slower = [{c: v * 0.99**i for c, v in run.measured.items()} for i, run in enumerate(runs)]
+    drifting = [
+        dataclasses.replace(run, measured=m, summary=synthetic.summary_of(m))
+        for run, m in zip(runs, slower, strict=True)
+    ]
+    folder = synthetic.write(drifting, tmp_path / "drift")
+    records.write_json(folder / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    found = exported(str(folder), "--format", "pytorch-v3")
+    assert {r["benchmark"]["extra_info"]["sweep_flags"].split(":")[0] for r in found} == {"ORDER EFFECT"}
 
 
 def test_a_configuration_that_ran_eagerly_keeps_its_flag_in_each_export(sweep):

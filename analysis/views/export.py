@@ -9,6 +9,7 @@
   A run across ranks adds its straggler index, exposed communication and bus bandwidth.
   Each has a value per run, its ranks together.
   Its benchmark's `extra_info` holds the table's flags of the configuration, where it has any.
+  It holds the sweep's order effect too (`sweep_flags`), which moved every configuration.
   It also counts its done runs (`runs`).
   It counts all its runs too, done or not (`runs_planned`).
 - bmf: Bencher Metric Format JSON, a benchmark per configuration (`<sweep file>/<each axis=value> <its size>`).
@@ -38,6 +39,7 @@ import numpy as np
 
 from perfsweep.analysis.groups import MEASURING, UNSET, Configuration, configurations, labels, varying
 from perfsweep.analysis.statistics import host_flags
+from perfsweep.analysis.statistics.drift import order_effect
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import sweep_folders
 from perfsweep.analysis.views import table
@@ -228,6 +230,7 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
     configs = configurations(runs)
     names = benchmarks(configs, fields)
     measured = [field for field in fields if field not in MEASURING]
+    drifted = order_effect(configs)  # a sweep's own flag: every configuration's times moved with their place
     for config in configs:
         fields_of = config.first.fields
         compiled = fields_of.get("compile.enabled") and fields_of.get("compile.mode")
@@ -247,7 +250,8 @@ def pytorch_v3(sweep_dir: Path) -> list[dict[str, Any]]:
                 "sweep_folder": sweep_dir.name,
                 "finished_at": max(str(r.status.finished_at or "") for r in config.runs),
             }
-            | _state(config),
+            | _state(config)
+            | ({"sweep_flags": "; ".join(drifted)} if drifted else {}),
         }
         model = {
             **_model_named(fields_of, reads, str(config.first.summary.workload)),
@@ -281,10 +285,12 @@ def _state(config: Configuration) -> dict[str, str]:
     """What the table flags of its runs, for a dashboard that shows none of its flags.
 
     `host` is what other processes and steal took of their CPUs (host_flags.taken).
+    Where their windows were too short to tell, it says so: unknown is not none.
     `flags` is the table's flags column (table.row_flags): 'NOISY 2/4; STALLED 1/4'.
     Each is left out where there is nothing to say.
     """
-    host = host_flags.taken(config.runs)
+    hosts = [r.summary.host for r in config.runs if r.summary and r.summary.host]
+    host = host_flags.taken(config.runs) or (f"unknown: {short}" if (short := host_flags.too_short(hosts)) else "")
     flags = table.row_flags(config)
     return ({"host": host} if host else {}) | ({"flags": flags} if flags else {})
 

@@ -45,7 +45,7 @@ def show_explanations(args: argparse.Namespace) -> int:
     launched = records.last_launch(sweep_dir)
     if launched is None:
         raise ValueError(f"{sweep_dir}: no launch recorded in its {records.SWEEP}: nothing to launch again")
-    again = sweep_dir / f"{sweep_dir.name}-explain"
+    again = records.explained_in(sweep_dir)
     dropped = ("runs_dir=", "sweep_name=", "explain=", "profile=", "+explain=", "++runs_dir=", "++sweep_name=")
     words = [w for w in launched["argv"] if not w.startswith(dropped)]
     words = words[1:] if words[:1] == ["run"] else words

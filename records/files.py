@@ -43,6 +43,11 @@ PUBLISHED = "published.yaml"  # the published figures of a sweep file of a confi
 BISECT = "bisect.json"  # a bisect's folder: its search, beside its points' sweep folders
 
 
+def explained_in(sweep_dir: Path) -> Path:
+    """The sweep folder `perfsweep explain` launches a sweep again into, with explain=true, inside the sweep's own."""
+    return Path(sweep_dir) / f"{Path(sweep_dir).name}-explain"
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 

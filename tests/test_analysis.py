@@ -533,3 +533,13 @@ def test_a_side_without_a_recorded_batch_is_compared_by_its_step():
         for r in runs
     ]
     assert len(speedups(unbatched)) == len(speedups(runs)), "every comparison made, none per sample"
+
+
+def test_a_sweep_explain_launched_again_points_its_table_at_that_sweep(sweep):
+    """The explained runs live in a sweep of their own inside this one: its table says where, and that they differ."""
+    assert not any(n.startswith("explain:") for n in view(sweep).notes)
+    again = records.explained_in(sweep)
+    again.mkdir()
+    records.write_json(again / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
+    (note,) = [n for n in view(sweep).notes if n.startswith("explain:")]
+    assert note.startswith(f"explain: {again} ran this sweep again with explain=true; ") and "may differ" in note

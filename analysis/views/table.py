@@ -43,7 +43,7 @@ from perfsweep.analysis.statistics.rounds import Rule, rule_of
 from perfsweep.analysis.statistics.speedup import PARTS, WITHIN_RUN, Speedup, as_data, as_text, percent
 from perfsweep.analysis.statistics.steps import NOISY, above_noisy, noise, phase_stats, trend
 from perfsweep.conf.schema import AS_ON_A_CPU, PER_SAMPLE, SAME_WORK
-from perfsweep.records import DONE, FAILED, FINAL, RunRecord, Summary, load_sweep
+from perfsweep.records import DONE, FAILED, FINAL, SWEEP, RunRecord, Summary, explained_in, load_sweep
 from perfsweep.records.host import SHARED_ENERGY
 from perfsweep.records.words import counted
 
@@ -459,6 +459,17 @@ def compiled_as_another(configs: list[Configuration]) -> list[str]:
     ]
 
 
+def explained(sweep_dir: Path) -> list[str]:
+    """A note where `perfsweep explain` launched the sweep again: its operators are in that sweep."""
+    again = explained_in(sweep_dir)
+    if not (again / SWEEP).is_file():
+        return []
+    return [
+        f"explain: {again} ran this sweep again with explain=true; `{user_command()} explain {sweep_dir}` gives each "
+        "difference by operator. Its verdicts are of its own runs and may differ from these"
+    ]
+
+
 def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
     """A note for each setting of the same work that the rows vary.
 
@@ -739,7 +750,8 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
         notes=words(configs, rule)
         + energy_notes(configs)
         + compiled_as_another(configs)
-        + same_work(configs, sweep_dir),
+        + same_work(configs, sweep_dir)
+        + explained(Path(sweep_dir)),
         flags=flags(runs, sweep_dir, stranded),
         empty="",
         shared={"ran": ran(runs, configs)} if done else {},  # a row of its CSV names its machine, torch and settings

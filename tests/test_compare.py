@@ -218,6 +218,11 @@ def test_compare_names_a_neighbour_that_took_the_cpus_of_one_sweeps_runs():
     assert "their hosts differ in: others' CPU A 0%, B 40% (medians over their runs)" in shown.above, shown.above
     same, _ = compare.compare_runs(a, a, threshold=0.05, loss_tolerance=0.05)
     assert not [line for line in same.above if "hosts differ" in line]
+    assert not [line for line in same.above if line.startswith("what else ran")], "their windows told it"
+    short = synthetic.beside(sweep(synthetic.grid(), rng), 0.0, block_s=0.005)
+    blind, _ = compare.compare_runs(short, short, threshold=0.05, loss_tolerance=0.05)
+    said = "what else ran on their hosts is unknown: their windows (0.05-0.05 s) are too short for /proc/stat to tell"
+    assert any(line.startswith(said) for line in blind.above), blind.above
 
 
 def test_an_undetermined_slowdown_beside_a_shared_host_is_decided_by_runs_alone_not_more_runs():

@@ -264,6 +264,14 @@ def differ(a: list[RunRecord], b: list[RunRecord], names: tuple[str, str] = ("A"
     return "; ".join(medians + counted)
 
 
+def unread(a: list[RunRecord], b: list[RunRecord]) -> str:
+    """Why what else ran beside either set of runs is unknown, where neither's windows told it; '' where one did."""
+    if shares(a).get("others' CPU") is not None or shares(b).get("others' CPU") is not None:
+        return ""
+    short = too_short([run.summary.host for run in [*a, *b] if run.summary and run.summary.host])
+    return f"what else ran on their hosts is unknown: {short}" if short else ""
+
+
 def shared_side(a: list[RunRecord], b: list[RunRecord]) -> str | None:
     """ "A" or "B": the side whose runs' CPUs others or steal took, by their medians, where the other's were not.
 

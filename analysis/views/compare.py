@@ -694,6 +694,8 @@ def compare_runs(
         above.append(f"both measured on: {machine}")
     if hosts_differ := host_flags.differ(a, b):
         above.append(f"their hosts differ in: {hosts_differ}")
+    elif blind := host_flags.unread(a, b):
+        above.append(blind)
     if speed := machine_speed.compared(a, b):
         above.append(speed)
     if not found.matched:

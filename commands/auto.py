@@ -13,6 +13,7 @@ from perfsweep.analysis.statistics import rounds
 from perfsweep.commands.launching import said
 from perfsweep.commands.until_decided import launch_until_decided
 from perfsweep.commands.views import show_sweep
+from perfsweep.conf.schema import AutoConf
 from perfsweep.launcher.progress import UpToCap
 from perfsweep.launcher.run_states import stranded
 from perfsweep.records import AUTO
@@ -97,6 +98,31 @@ class Rounds:
         return f"{self.auto.max_runs} runs per configuration (auto.max_runs)"
 
 
+RULE = ("max_runs", "half_width")  # what a sweep's looks spend their error by: the cap's looks and the margin
+RULE_WORDS = tuple(f"auto.{key}=" for key in RULE)
+
+
+def rule_changed(first: Plan) -> str:
+    """Why the folder's earlier looks forbid this launch's rule; '' where they had the same, or there were none.
+
+    Each look's interval is at a level its schedule set, so the error spent adds up to 5% over the cap's looks.
+    Looks again under another cap or margin would spend it again: raised until it decides, it decides wrongly.
+    """
+    manifest = records.read_manifest(first.sweep_dir) or {}
+    launches = [launch.get("argv") or [] for launch in manifest.get("launches") or []]
+    now = {key: getattr(first.settings.auto, key) for key in RULE}
+    for argv in (argv for argv in launches if AUTO in argv):
+        typed = dict(word.removeprefix("auto.").split("=", 1) for word in argv if word.startswith(RULE_WORDS))
+        then = {key: type(now[key])(typed.get(key, getattr(AutoConf(), key))) for key in RULE}
+        if then != now:
+            was = " ".join(f"auto.{key}={then[key]:g}" for key in RULE)
+            return (
+                f"{first.sweep_dir} holds looks of {AUTO} with {was}: another cap or margin spends their error again; "
+                f"the same command goes on with them, or sweep_name=NAME starts a sweep of its own"
+            )
+    return ""
+
+
 def launch_rounds(overrides: list[str], argv: list[str]) -> int:
     """Launch the sweep's rounds until decided; then print its views and what stayed undecided."""
     base = [o for o in overrides if o != AUTO]
@@ -104,6 +130,9 @@ def launch_rounds(overrides: list[str], argv: list[str]) -> int:
         first = build_plan([*base, "repeats=1"], partial=True)
     except PlanError as error:
         print(f"perfsweep: nothing was run:\n{error}", file=sys.stderr)
+        return 2
+    if changed := rule_changed(first):
+        print(f"perfsweep: nothing was run:\n- {changed}", file=sys.stderr)
         return 2
     said(first)
     if not any(spec.config.baselines for spec in first.runs):

@@ -226,6 +226,16 @@ def test_repeats_auto_stops_by_itself_and_a_launch_again_goes_on_from_its_rounds
 
 
 @pytest.mark.slow
+def test_an_auto_sweep_launched_again_with_another_cap_is_refused_before_anything_runs(decided):
+    """Its looks spent their error at the levels its cap of 5 set: a cap raised until it decides decides wrongly."""
+    args, _, sweep = decided
+    raised = launch_here(*(a for a in args if not a.startswith("auto.max_runs=")), "auto.max_runs=9")
+    said = f"{sweep} holds looks of repeats=auto with auto.max_runs=5 auto.half_width=0.02: another cap or margin "
+    assert raised.returncode == 2 and said in raised.stderr, raised.stderr
+    assert "] start " not in raised.stdout
+
+
+@pytest.mark.slow
 def test_resume_of_an_auto_sweep_runs_what_is_missing_then_goes_on_with_its_rounds(decided):
     _, _, sweep = decided
     (lost,) = [

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from perfsweep.analysis.render import text
-from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, figures, seen, taken
+from perfsweep.analysis.statistics.host_flags import NOTHING_SEEN, OTHERS, figures, seen, taken, within
 from perfsweep.analysis.statistics.steps import noise, phase_stats
 from perfsweep.analysis.views import runs
 from perfsweep.analysis.views.table import flags
@@ -316,3 +316,8 @@ def test_a_run_s_end_line_in_the_launch_says_what_took_its_cpus(tmp_path):
         said
     )
     assert "host" not in _detail(tmp_path / "alone", records.read_status(tmp_path / "alone")), "nothing read: no word"
+
+
+def test_a_resolution_is_said_in_plain_percent_however_wide():
+    """A window of a few milliseconds resolves /proc/stat's ticks to more than 100%: said so, not as ±1e+02%."""
+    assert (within(0.022), within(0.78), within(1.04), within(3.2)) == ("±2.2%", "±78%", "±104%", "±320%")

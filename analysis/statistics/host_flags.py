@@ -120,7 +120,8 @@ def _gpu_seen(host: HostState) -> list[str]:
 
 def within(resolution: float) -> str:
     """/proc/stat's resolution over a window, to two digits: 2.2% is past a 2% threshold, where 2% would not say."""
-    return f"±{100 * resolution:.2g}%"
+    percent = 100 * resolution
+    return f"±{percent:.2g}%" if percent < 100 else f"±{percent:.0f}%"  # not ±1e+02%
 
 
 def seen_in(summary: Summary | None) -> str | None:

@@ -15,6 +15,7 @@ from perfsweep.records.files import known_fields
 SHARED_ENERGY = 0.10
 # Other processes' share of the run's CPUs above which they competed with it for them.
 OTHERS = 0.10
+RESOLVED = 0.05  # a share's resolution past which it is said with it
 # Steal above which a hypervisor gave a noticeable part of the run's CPUs to other guests.
 STEAL = 0.02
 
@@ -78,6 +79,11 @@ def _total(values: list[float | None]) -> float | None:
 def _two_sd(variances: list[float | None]) -> float | None:
     total = _total(variances)
     return None if total is None else 2 * math.sqrt(total)
+
+
+def _taken(share: float, error: float) -> str:
+    """'40%'; '100% (±78%)' where /proc/stat's ticks leave it that wide: a short window's ticks may pass 100%."""
+    return f"{min(share, 1.0):.0%}" + (f" (±{error:.0%})" if error > RESOLVED else "")
 
 
 def _share(seconds: float | None, cpu_s: float) -> float | None:
@@ -152,14 +158,14 @@ class HostState:
         Others, steal and its own children may; [] where nothing did."""
         error, found = self.resolution or 0.0, []
         if self.others_share is not None and self.others_share - error > OTHERS:
-            found.append(f"other processes took {self.others_share:.0%} of its CPUs during its window")
+            found.append(f"other processes took {_taken(self.others_share, error)} of its CPUs during its window")
         if self.steal_share is not None and self.steal_share - error > STEAL:
-            found.append(f"steal {self.steal_share:.0%} of its window")
+            found.append(f"steal {_taken(self.steal_share, error)} of its window")
         helpers = _share(self.children_cpu_s, sum(b.wall_s * b.cpus for b in self.blocks))
         if helpers is not None and helpers - error > OTHERS:
             found.append(
-                f"its own child processes (W&B's service, DataLoader or compile workers) took {helpers:.0%} of its "
-                "CPUs during its window"
+                f"its own child processes (W&B's service, DataLoader or compile workers) took {_taken(helpers, error)} "
+                "of its CPUs during its window"
             )
         return found
 

@@ -321,3 +321,11 @@ def test_a_run_s_end_line_in_the_launch_says_what_took_its_cpus(tmp_path):
 def test_a_resolution_is_said_in_plain_percent_however_wide():
     """A window of a few milliseconds resolves /proc/stat's ticks to more than 100%: said so, not as ±1e+02%."""
     assert (within(0.022), within(0.78), within(1.04), within(3.2)) == ("±2.2%", "±78%", "±104%", "±320%")
+
+
+def test_a_share_past_its_window_s_resolution_is_said_with_it_and_never_past_100_percent():
+    """A 0.02 s window's ticks read 108% with ±78%: the run's end line says both, as `runs` does."""
+    wide = HostState([], 0.02, 0.02, others_share=1.08, steal_share=0.0, resolution=0.78)
+    assert wide.competed() == ["other processes took 100% (±78%) of its CPUs during its window"]
+    narrow = HostState([], 2.0, 2.0, others_share=0.4, steal_share=0.0, resolution=0.01)
+    assert narrow.competed() == ["other processes took 40% of its CPUs during its window"]

@@ -543,3 +543,22 @@ def test_a_sweep_explain_launched_again_points_its_table_at_that_sweep(sweep):
     records.write_json(again / records.SWEEP, {"uid": "0f0f0f0f", "runs": {}, "launches": []})
     (note,) = [n for n in view(sweep).notes if n.startswith("explain:")]
     assert note.startswith(f"explain: {again} ran this sweep again with explain=true; ") and "may differ" in note
+
+
+def test_world_sizes_compared_along_nothing_get_the_command_that_gives_their_scaling():
+    """A world size is other work: no speed-up is made along it, unless --vs asks for the scaling."""
+    runs = synthetic.sweep({("tensor", "contiguous"): 50.0}, 2, synthetic.Noise(), np.random.default_rng(5))
+    ranked = [
+        dataclasses.replace(
+            r, name=f"{r.name}-{size}", axes={**r.axes, "world_size": size}, axis_order=[*r.axis_order, "world_size"]
+        )
+        for size in ("1", "2")
+        for r in runs
+    ]
+    said = "world_size varies and is compared along nothing: `"
+    assert any(
+        n.startswith(said) and n.endswith("--vs world_size=1` gives the scaling over 1 rank")
+        for n in table_view("sweep", ranked).notes
+    )
+    scaled = table_view("sweep", compared_as_asked(ranked, "world_size=1"))
+    assert not any(n.startswith(said) for n in scaled.notes) and "vs world_size=1" in scaled.header

@@ -477,6 +477,7 @@ def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
     The note gives the command that compares it.
 
     A batch compared as an axis says its speed-ups are per sample.
+    World sizes compared along nothing get the command that gives their scaling.
     """
     runs = [r for c in configs for r in c.runs]
     settings = [key for key in (*SAME_WORK, *PER_SAMPLE) if key in varying(runs)[1]] if runs else []
@@ -486,6 +487,12 @@ def same_work(configs: list[Configuration], sweep_dir: Path) -> list[str]:
         for key in settings
         for values in [sorted({str(r.fields.get(key)) for r in runs}, key=in_order)]
     ]
+    ranks = sorted({r.axis("world_size") for r in runs} - {"-"}, key=in_order)
+    if len(ranks) > 1 and "world_size" not in {versus.axis for versus in comparisons(configs)}:
+        notes.append(
+            f"world_size varies and is compared along nothing: `{user_command()} table {sweep_dir} --vs "
+            f"world_size={ranks[0]}` gives the scaling over {ranks[0]} rank{'s' * (ranks[0] != '1')}"
+        )
     compared = [key for key in PER_SAMPLE if runs and key in runs[0].axes]
     return notes + [
         f"vs {key}: the speed-up in time per sample, as samples/s sets them: a step of another batch does other work"

@@ -114,10 +114,15 @@ def stranded(sweep_dir: Path) -> dict[str, tuple[str, str]]:
     return said
 
 
-def interruption(interrupted: dict) -> str:
-    """What interrupted a run, when, and why where it was said."""
+def interruption(status: Status) -> str:
+    """What interrupted a run, when, and why where it was said.
+
+    A run its job never started says so: only a started run was cut off as it measured.
+    """
+    interrupted = status.interrupted or {}
     reason = f": {interrupted['reason']}" if "reason" in interrupted else ""
-    return f"interrupted ({interrupted['type']} at {interrupted['at']}){reason}"
+    said = f"({interrupted.get('type')} at {interrupted.get('at')}){reason}"
+    return f"interrupted {said}" if status.started_at else f"not started: its job was interrupted {said}"
 
 
 def job_ended(row: RunState) -> str:
@@ -126,7 +131,7 @@ def job_ended(row: RunState) -> str:
     That is its recorded interruption, else that its job ended before it started or before it recorded its end.
     """
     before = "the run recorded its end" if row.state == LOST else "the run started"
-    said = interruption(row.status.interrupted) if row.status.interrupted else f"its job ended before {before}"
+    said = interruption(row.status) if row.status.interrupted else f"its job ended before {before}"
     end = slurm_end(row.log)
     return said + (f" ({end})" if end else "")
 
@@ -184,7 +189,7 @@ def render(sweep_dir: Path) -> tuple[str, int]:
         if row.state == UNREADABLE:
             detail = f"  {Unreadable(sweep_dir / row.run / records.STATUS, row.status.unreadable)}"
         if row.state == PENDING and row.status.interrupted:
-            detail = f"  {interruption(row.status.interrupted)}"
+            detail = f"  {interruption(row.status)}"
         elif row.state == PENDING and row.job_alive is False:
             detail = f"  {job_ended(row)}"
         elif row.state == PENDING and row.job_waits in CANNOT_START:

@@ -292,9 +292,11 @@ def test_the_table_and_report_call_a_run_whose_job_ended_lost_not_running(tmp_pa
     again = f"; `perfsweep resume {plan.sweep_dir}` runs it again"
     assert f"LOST {started.name}: its job ended before the run recorded its end{again}" in text, text
     assert f"PENDING {never.name}: its job ended before the run started{again}" in text, text
-    lifecycle.stop(plan.sweep_dir / started.name, "KeyboardInterrupt")
+    lifecycle.stop(plan.sweep_dir / started.name, "KeyboardInterrupt", started_at=records.now())  # as a run records
     said = re.escape(f"PENDING {started.name}: interrupted (KeyboardInterrupt at ") + r"[^)]+\)" + re.escape(again)
     assert re.search(said, shown()), "what its records say of it, not that its job ended before it started"
+    lifecycle.leave_pending(plan.sweep_dir / never.name, "KeyboardInterrupt")  # its job stopped before it
+    assert f"PENDING {never.name}: not started: its job was interrupted (KeyboardInterrupt at " in shown()
 
 
 @pytest.mark.slow

@@ -5,12 +5,11 @@ Each reading is this process's CPU time and a few small files: well under a mill
 
 - /proc/stat's lines of the CPUs the run may use: their busy time and steal.
   Others' CPU is their busy time less this process's and its children's.
+  /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - /proc's list of this process's children, and theirs: their CPU time.
+  They are the run's own helpers, not neighbours: its W&B service, DataLoader and compile workers.
   Children that ended and were waited for count by os.times.
   A DataLoader's workers end so at each epoch's end.
-  They are the run's own helpers, not neighbours.
-  Its W&B service, DataLoader and compile workers are such.
-  /proc/stat counts in ticks (10 ms), so a block's figure is within a tick a CPU.
 - the cgroup's cpu.stat (v2, else v1): how often and how long the run's cgroup was throttled.
 - cpufreq's scaling_cur_freq of the run's CPUs: their clock.
 - RAPL's energy counters of the CPU packages (/sys/class/powercap), where readable: every process's energy.

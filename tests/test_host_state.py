@@ -25,11 +25,12 @@ from perfsweep.train.host_state import HostReader
 from tests import synthetic
 from tests.helpers import MEASURED, run
 
-BUSY_LOOP = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+# it spins until it has used `seconds` of CPU, so what it used is known however busy the machine is
+BUSY_LOOP = "import time\nwhile time.process_time() < {seconds}: pass"
 
 
 def busy_loop(seconds: float, cpus: set[int]) -> subprocess.Popen:
-    """A Python loop that spins for `seconds` on `cpus`: a child of this process."""
+    """A Python loop that spins for `seconds` of CPU on `cpus`: a child of this process."""
     loop = subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=seconds)])
     os.sched_setaffinity(loop.pid, cpus)
     return loop
@@ -58,6 +59,13 @@ def wait_ended(pid: int) -> None:
         time.sleep(0.02)
 
 
+def wait_used(pid: int, seconds: float) -> None:
+    """Wait until a process has used `seconds` of CPU (/proc's utime and stime)."""
+    stat = Path(f"/proc/{pid}/stat")
+    while sum(map(int, stat.read_text().rsplit(")", 1)[1].split()[11:13])) < seconds * os.sysconf("SC_CLK_TCK"):
+        time.sleep(0.02)
+
+
 def test_a_block_beside_a_busy_process_shows_its_cpu_as_others_and_every_figure_is_known_or_none():
     reader = HostReader()
     loop = neighbour(0.6, set(reader.cpus))
@@ -76,11 +84,11 @@ def test_the_cpu_of_a_process_the_run_started_is_the_runs_own_not_a_neighbours()
     reader = HostReader()
     loop = busy_loop(0.6, set(reader.cpus))
     start = reader.read()
-    time.sleep(0.5)
+    wait_used(loop.pid, 0.3)
     block = reader.block(start, reader.read())
     loop.wait()
     figures = dataclasses.asdict(block)
-    assert block.children_cpu_s > 0.15, figures  # its share of 2 CPUs beside other tests' workers
+    assert block.children_cpu_s > 0.15, figures  # 0.3 s of CPU, less what it used before the block began
     assert block.others_cpu_s == max(0.0, block.busy_s - block.process_cpu_s - block.children_cpu_s), figures
     taken = HostState.of([block]).competed()
     said = "its own child processes (W&B's service, DataLoader or compile workers) took "

@@ -167,6 +167,33 @@ def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_reg
     assert status == compare.EXIT_REGRESSION, "B's code differs: it may have slowed each alike, and the runs say so"
 
 
+def test_a_sweep_moved_alike_where_some_steps_are_only_undetermined_is_no_confirmed_change():
+    """Two idle sweeps of the same code, B 10% slower in each configuration: one step significant, the others
+    undetermined. Each is consistent with the suite's move, so none is a control and no REGRESSION stands.
+    The other way round, the faster steps that are not significant hold the move too.
+    A configuration that stayed put while another slowed is a control: that REGRESSION stands."""
+    noisy = synthetic.Noise(run_sd=0.04, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(4)
+    a = synthetic.with_code(synthetic.sweep(synthetic.grid(), 4, noisy, rng), "a")
+    b = synthetic.with_code(
+        synthetic.sweep({key: level * 1.10 for key, level in synthetic.grid().items()}, 4, noisy, rng), "a"
+    )
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    steps = sorted(line.flag for line in shown.items if line.phase == "step")
+    assert steps == ["POSSIBLE REGRESSION (moved together)"] + ["UNDETERMINED (slower, not significant)"] * 2, steps
+    assert status == compare.EXIT_POSSIBLE, shown.flags
+    (said,) = [flag for flag in shown.flags if flag.startswith("MOVED TOGETHER: ")]
+    assert "so the lines flagged POSSIBLE REGRESSION, UNDETERMINED may show the machine" in said, said
+    shown, status = compare.compare_runs(b, a, threshold=0.05, loss_tolerance=0.05)
+    steps = sorted(line.flag for line in shown.items if line.phase == "step")
+    assert steps == ["", "", "possible improvement (moved together)"], steps
+    assert status == 0 and any(flag.startswith("MOVED TOGETHER: ") for flag in shown.flags), shown.flags
+    control = synthetic.with_code(synthetic.sweep(synthetic.grid({"subclass": 1.3}), 4, noisy, rng), "a")
+    shown, status = compare.compare_runs(a, control, threshold=0.05, loss_tolerance=0.05)
+    flags = {line.configuration: line.flag for line in shown.items if line.phase == "step"}
+    assert flags["subclass"] == "REGRESSION" and status == compare.EXIT_REGRESSION, (flags, shown.flags)
+
+
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():
     rng = np.random.default_rng(18)
     a = [dataclasses.replace(r, fields=r.fields | {"cost.per_hour": 2.5}) for r in sweep(synthetic.grid(), rng)]

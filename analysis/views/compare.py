@@ -43,9 +43,10 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     NOT COMPILED IN B      a compiled configuration of which a run in B ran none of its ops in a compiled
                            graph, where none of A's ran so: its times are eager ones; exit 3, as a possible
                            regression
-    MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step is
-                           flagged the same way: what moved them is the machine's moment, not a change; such a
-                           REGRESSION is a POSSIBLE REGRESSION (moved together)
+    MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step
+                           moved with the suite's speed-up (flagged its way, or its interval holds it): what moved
+                           them is the machine's moment, not a change; such a REGRESSION is a POSSIBLE REGRESSION
+                           (moved together)
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -870,21 +871,26 @@ def same_known_code(a: list[RunRecord], b: list[RunRecord]) -> bool:
 
 
 def moved_together(matched: list[tuple[Configuration, Configuration]], lines: list[Line]) -> Speedup | None:
-    """B's speed-up over A common to every configuration's step, where each moved the same way; else None.
+    """B's speed-up over A common to every configuration's step, where each moved with it; else None.
 
     A machine, or a moment on it, moves every configuration alike: a sweep's spread between its processes, run
     minutes apart, holds none of it.
-    It needs two or more configurations, each step flagged the same way (every one a regression, or every one an
-    improvement), and a suite speed-up whose interval excludes 1.
-    A configuration that stayed put is a control: it shows the others' change is real.
+    It needs two or more configurations and a suite speed-up whose interval excludes 1.
+    Each step then moved with it: a change flagged its way, or an interval that holds it.
+    A step flagged the other way, or unflagged with an interval that leaves it out, is a control.
+    A control shows that the others' change is real.
     compare asks it only of sweeps of the same settings and code, where no change of theirs can have moved them.
     """
-    steps = [line for line in lines if line.phase == "step"]
-    ways = {"REGRESSION" in line.flag if line.flag and not unconfirmed(line) else None for line in steps}
-    if len(matched) < 2 or len(ways) != 1 or None in ways:
-        return None
     common = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
-    return None if common is None or common.low <= 1 <= common.high else common
+    if len(matched) < 2 or common is None or common.low <= 1 <= common.high:
+        return None
+
+    def moved_with(line: Line) -> bool:
+        if line.flag and not unconfirmed(line):
+            return ("REGRESSION" in line.flag) == (common.value < 1)
+        return line.speedup.low <= common.value <= line.speedup.high
+
+    return common if all(moved_with(line) for line in lines if line.phase == "step") else None
 
 
 def machine_moved(lines: list[Line], machine: Speedup | None) -> list[str]:

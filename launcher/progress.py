@@ -113,7 +113,12 @@ class Progress:
             )
             return f"{counted(self.finished, 'run')} in {wall:.1f} s, {how}, none done: no measured window to sum"
         windows = sum(t.get("window_s", 0.0) for t in self.timings)
-        line = f"{counted(self.finished, 'run')} in {wall:.1f} s; "
+        done = len(self.timings)
+        if done == self.finished:
+            line = f"{counted(done, 'run')} in {wall:.1f} s; "
+        else:  # the pace of the runs that ran: those the budget left unstarted took no time
+            unstarted = f", {self.unstarted} never started" if self.unstarted else ""
+            line = f"{done} of {counted(self.finished, 'run')} done in {wall:.1f} s{unstarted}; "
         line += f"measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
         startups = [t["startup_s"] for t in self.timings if "startup_s" in t]  # a record of another version may lack it
         if startups:

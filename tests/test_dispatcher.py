@@ -231,6 +231,18 @@ def test_runs_the_budget_left_unstarted_for_one_reason_get_one_line_after_the_fi
     ]
 
 
+def test_the_end_line_counts_the_runs_done_where_a_budget_left_others_unstarted(tiny_plan):
+    """6 runs done of 24 in a 50 s budget: "24 runs in 45 s" would read as four times the pace."""
+    out = io.StringIO()
+    specs = tiny_plan("seed=0,1,2").runs[:3]
+    progress = Progress(len(specs), out)
+    progress.ended(specs[0], records.DONE, "step 1 ms", {"startup_s": 0.1, "warmup_s": 0.1, "window_s": 0.5})
+    progress.ended(specs[1], records.PENDING, "budget")
+    progress.ended(specs[2], records.PENDING, "budget")
+    end = progress.end_line()
+    assert end.startswith("1 of 3 runs done in ") and ", 2 never started; measured windows 0.5 s (" in end, end
+
+
 def test_a_look_whose_first_run_never_started_counts_it_without_a_pace(tiny_plan):
     """repeats=auto's count gives the time left at the pace so far: before any run has run, there is none."""
     out = io.StringIO()

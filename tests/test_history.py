@@ -256,6 +256,18 @@ def test_a_newest_point_measured_beside_a_neighbour_says_so_beside_its_flag():
     assert flagged.flag.endswith(said), flagged.flag
 
 
+def test_a_point_measured_beside_a_neighbour_is_named_above_its_table_flagged_or_not():
+    """The middle sweep ran beside a busy loop and nothing is flagged: its time beside the others needs its cause."""
+    found = synthetic_history(np.random.default_rng(4), slower_from=None)
+    loaded = found.points[3]
+    points = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8 if p is loaded else 0.0)) for p in found.points]
+    made, text, _ = shown(dataclasses.replace(found, points=points))
+    said = f"SHARED HOST {loaded.label} (others' CPU 40%, the median over its runs): its time may be the load's"
+    assert text.count(said) == len(made), text
+    quiet = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.0)) for p in found.points]
+    assert "SHARED HOST" not in shown(dataclasses.replace(found, points=quiet))[1]
+
+
 def test_a_regression_that_only_points_beside_a_neighbour_confirm_is_a_possible_one():
     """subclass is 1.3x slower from the 7th of 8 commits on, and both those sweeps lost 40% of their CPUs to another
     process: the load may be the cause, as compare says of such a change. Where one of them ran alone, it stands."""

@@ -464,6 +464,7 @@ def view(series: Series, phase: str, found: History) -> View:
         *left_out(series),
         *mixed_lengths(series),
         *machine_lines(series),
+        *host_lines(series),
     ]
     notes = [
         f"{phase} ms: the geometric mean over the point's runs of each run's median; a change point starts a "
@@ -508,6 +509,20 @@ def machine_lines(series: Series) -> list[str]:
                 f"MIXED MACHINES {point.label}: {theirs} (most runs: {others}): its change may be the machine's"
             )
     return said
+
+
+def host_lines(series: Series) -> list[str]:
+    """A line naming each point whose runs others or steal took past the flags' thresholds, by their medians.
+
+    A point's time beside a load may be the load's, flagged or not.
+    """
+    loaded = [
+        f"{point.label} ({host_flags.taken(runs)})"
+        for point, runs in series.held
+        if any(host_flags.shares(runs).get(label, 0.0) > threshold for label, threshold, _ in host_flags.TAKEN)
+    ]
+    times = "its time" if len(loaded) == 1 else "their times"
+    return [f"SHARED HOST {', '.join(loaded)}: {times} may be the load's"] if loaded else []
 
 
 def exit_status(made: list[Series]) -> int:

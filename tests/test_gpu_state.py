@@ -199,8 +199,11 @@ def test_the_table_gives_joules_a_sample_and_samples_a_joule_else_unknown(tmp_pa
     unknown = table_view(tmp_path, _training(runs))
     assert "samples/J" not in unknown.header
     assert {row[unknown.header.index("J/sample")] for row in unknown.rows} == {"unknown"}
+    (why,) = [note for note in unknown.notes if note.startswith("unknown: ")]
+    assert "J/sample, where no energy counter was read: NVML's on a GPU; on a CPU, RAPL's in /sys/class" in why, why
     measured = _training(runs, _on_gpu(seconds=2.0))  # 150 J over 2 s: 75 W
     shown = table_view(tmp_path, measured)
+    assert not [note for note in shown.notes if note.startswith("unknown: ")], shown.notes
     for row, run in zip(shown.records, measured, strict=True):
         per_sample = row[shown.fields.index("J/sample")]
         assert per_sample == pytest.approx(75 / run.summary.samples_per_s)

@@ -199,6 +199,20 @@ def energy_notes(configs: list[Configuration]) -> list[str]:
     ]
 
 
+def unknown_notes(configs: list[Configuration]) -> list[str]:
+    """Why a cell of MFU or J/sample reads unknown, for each column that has one."""
+    runs = [r for c in configs for r in c.runs if r.summary.samples_per_s is not None]
+    why = []
+    if any(r.summary.flops_per_step for r in runs) and any(r.summary.mfu is None for r in runs):
+        why.append("MFU, where the device's peak FLOP/s is not known (a CPU's, or a GPU's perfsweep has no figure for)")
+    if any(r.summary.host is None or r.summary.host.energy_j is None for r in runs):
+        why.append(
+            "J/sample, where no energy counter was read: NVML's on a GPU; on a CPU, RAPL's in /sys/class/powercap, "
+            "which the machine lacked or kept from the run's user"
+        )
+    return [f"unknown: {'; '.join(why)}"] if why else []
+
+
 def number(header: str, value: Callable[[Configuration], float | None], shown=figure) -> Column:
     """A column of a figure: as data the number, None where unknown; as text, as `shown` writes it."""
     return Column(header, lambda c: shown(value(c)), value)
@@ -756,6 +770,7 @@ def table_view(sweep_dir: Path, runs: list[RunRecord], stranded: dict[str, tuple
         items=ordered(configs) if configs else [],
         notes=words(configs, rule)
         + energy_notes(configs)
+        + unknown_notes(configs)
         + compiled_as_another(configs)
         + same_work(configs, sweep_dir)
         + explained(Path(sweep_dir)),

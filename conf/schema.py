@@ -299,7 +299,8 @@ class CostConf:
     def problems(self) -> list[str]:
         if self.per_hour is not None and not 0 < self.per_hour < float("inf"):
             return [
-                f"cost.per_hour={self.per_hour} must be a positive number: the machine's price an hour (2.5), or null"
+                f"cost.per_hour={self.per_hour} must be a positive, finite number: the machine's price an hour "
+                "(2.5), or null"
             ]
         return []
 

@@ -794,7 +794,7 @@ IN_THE_RUN = "\n  (in the run: "  # what follows a composition error: its run's 
 
 _UNKNOWN_OPTION = re.compile(r"Could not find '(\w+)/([^']+)'")
 _OUTSIDE_SET = re.compile(r"Invalid value '([^']+)', expected one of \[([^\]]*)\]")
-_NOT_A_NUMBER = re.compile(r"^([\w.]+)=.*could not be converted to (?:Float|Integer)")
+_NOT_A_NUMBER = re.compile(r"^([\w.]+)=.*could not be converted to (Float|Integer)")
 UNITS = {"_min": "minutes", "_s": "seconds", "_ms": "milliseconds", "_gb": "GB", "_mb": "MB"}  # by a key's ending
 
 
@@ -809,6 +809,8 @@ def _hint(message: str) -> str:
     unit = next((u for end, u in UNITS.items() if number and number.group(1).endswith(end)), None)
     if unit:  # 1:30:00 or 1h for launcher.timeout_min, as Slurm writes a time
         return f" ({number.group(1)} takes a number of {unit}: {number.group(1)}=90)"
+    if number and " takes " not in message:  # a key whose own check says what it takes (repeats) says it once
+        return f" ({number.group(1)} takes {'a whole number' if number.group(2) == 'Integer' else 'a number'})"
     outside = _OUTSIDE_SET.search(message)
     if outside:
         allowed = [value.strip() for value in outside.group(2).split(",")]

@@ -46,6 +46,7 @@ BAD = [
     [*FAST, "order=bogus"],
     [*FAST, "cost.per_hour=-1"],
     [*FAST, "cost.per_hour=inf"],
+    [*FAST, "cost.per_hour=abc"],
     [*FAST, "repeats=two"],
     ["memory_format.name=nchw"],
     # what the property-based tests found

@@ -630,6 +630,9 @@ def test_sweep_folders_of_one_name_are_points_named_apart(tmp_path):
 def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_that_run_alone(tmp_path):
     expr_to_filters = pytest.importorskip("wandb_workspaces.expr").expr_to_filters
     found = synthetic_history(np.random.default_rng(2), slower_from=5)
+    loaded = found.points[2]
+    points = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8 if p is loaded else 0.0)) for p in found.points]
+    found = dataclasses.replace(found, points=points)
     made, _, _ = shown(found, tmp_path)
     seen = [views.view(s, "step", found) for s in made]
     gate = "UNMATCHED: 1 of the 2 configurations before 08ababab not in it"
@@ -637,6 +640,7 @@ def test_the_history_run_logs_each_configuration_s_points_and_the_report_reads_t
     logged = wandb_records(tmp_path)
     summary = {k: v for r in logged if r["type"] == "summary" for k, v in r["summary"].get("update", {}).items()}
     assert summary["gate"] == gate and summary["01-subclass/machine"].startswith("machine: CPU synthetic"), summary
+    assert f"; SHARED HOST {loaded.label} (others' CPU 40%" in summary["01-subclass/machine"], summary
     steps = [r["history"]["item"] for r in logged if r["type"] == "history"]
     keys = set().union(*(set(step) for step in steps))
     files = {f["path"] for r in logged if r["type"] == "files" for f in r["files"]["files"]}

@@ -19,7 +19,7 @@ from perfsweep.analysis.render import View
 from perfsweep.analysis.statistics.variance import across_runs
 from perfsweep.analysis.timeline import History
 from perfsweep.analysis.views import wandb_online
-from perfsweep.analysis.views.history import Series, centre, machine_lines
+from perfsweep.analysis.views.history import Series, centre, host_lines, machine_lines
 from perfsweep.analysis.views.wandb_sweep import tracker_of, view_run
 from perfsweep.conf.schema import TrackerConf
 
@@ -82,7 +82,8 @@ def log_history(
                 logged[f"{series.slug}/plot"] = wandb.Image(str(plot))
             run.log(logged)
         run.summary.update({s.slug: s.flag or "no regression flagged" for s in made})
-        run.summary.update({f"{s.slug}/machine": "; ".join(lines) for s in made if (lines := machine_lines(s))})
+        machine = {s.slug: machine_lines(s) + host_lines(s) for s in made}
+        run.summary.update({f"{slug}/machine": "; ".join(lines) for slug, lines in machine.items() if lines})
         run.summary.update(unreplicated(made) | ({"gate": "; ".join(said)} if said else {}))
         run.finish()
     except Exception as error:  # W&B is a view of the records: its failure loses nothing

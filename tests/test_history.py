@@ -266,6 +266,9 @@ def test_a_point_measured_beside_a_neighbour_is_named_above_its_table_flagged_or
     assert text.count(said) == len(made), text
     quiet = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.0)) for p in found.points]
     assert "SHARED HOST" not in shown(dataclasses.replace(found, points=quiet))[1]
+    busy = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8)) for p in found.points]  # a busy CI runner's
+    said = shown(dataclasses.replace(found, points=busy))[1]
+    assert "median over its runs) and 3 more: their times may be the load's" in said, said
 
 
 def test_a_regression_that_only_points_beside_a_neighbour_confirm_is_a_possible_one():

@@ -69,7 +69,7 @@ from perfsweep.analysis.views.compare import (
 )
 from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
-from perfsweep.records.words import counted
+from perfsweep.records.words import counted, listed
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
@@ -522,7 +522,7 @@ def host_lines(series: Series) -> list[str]:
         if any(host_flags.shares(runs).get(label, 0.0) > threshold for label, threshold, _ in host_flags.TAKEN)
     ]
     times = "its time" if len(loaded) == 1 else "their times"
-    return [f"SHARED HOST {', '.join(loaded)}: {times} may be the load's"] if loaded else []
+    return [f"SHARED HOST {listed(loaded)}: {times} may be the load's"] if loaded else []
 
 
 def exit_status(made: list[Series]) -> int:

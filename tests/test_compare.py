@@ -161,7 +161,7 @@ def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_reg
     steps = {line.flag for line in shown.items if line.phase == "step"}
     assert steps == {"POSSIBLE REGRESSION (moved together)"}, steps
     (said,) = [flag for flag in shown.flags if flag.startswith("MOVED TOGETHER: ")]
-    assert said.startswith("MOVED TOGETHER: every configuration's step moved alike, slower in B, by the suite's 0.7")
+    assert said.startswith("MOVED TOGETHER: every configuration's step fits one move, slower in B, by the suite's 0.7")
     assert said.endswith("may show the machine, not the code: run the sweeps again one after the other, then compare")
     shown, status = compare.compare_runs(a, synthetic.with_code(b, "b"), threshold=0.05, loss_tolerance=0.05)
     assert status == compare.EXIT_REGRESSION, "B's code differs: it may have slowed each alike, and the runs say so"
@@ -192,6 +192,19 @@ def test_a_sweep_moved_alike_where_some_steps_are_only_undetermined_is_no_confir
     shown, status = compare.compare_runs(a, control, threshold=0.05, loss_tolerance=0.05)
     flags = {line.configuration: line.flag for line in shown.items if line.phase == "step"}
     assert flags["subclass"] == "REGRESSION" and status == compare.EXIT_REGRESSION, (flags, shown.flags)
+
+
+def test_a_flat_configuration_whose_wide_interval_holds_the_suites_move_is_still_a_control():
+    """tensor 1.3x slower, subclass flat and noisy: the suite's move is mostly tensor's own, so subclass's interval
+    holds it. subclass is judged against the others' move alone, which its interval leaves out."""
+    noisy = synthetic.Noise(run_sd=0.06, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(3)
+    levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 50.0}
+    a = synthetic.with_code(synthetic.sweep(levels, 4, noisy, rng), "a")
+    b = synthetic.with_code(synthetic.sweep(levels | {("tensor", "contiguous"): 65.0}, 4, noisy, rng), "a")
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    flags = {line.configuration: line.flag for line in shown.items if line.phase == "step"}
+    assert flags["tensor"] == "REGRESSION" and status == compare.EXIT_REGRESSION, (flags, shown.flags)
 
 
 def test_the_machines_price_is_no_setting_that_parts_or_differs_configurations():

@@ -43,10 +43,10 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
     NOT COMPILED IN B      a compiled configuration of which a run in B ran none of its ops in a compiled
                            graph, where none of A's ran so: its times are eager ones; exit 3, as a possible
                            regression
-    MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step
-                           moved with the suite's speed-up (flagged its way, or its interval holds it): what moved
-                           them is the machine's moment, not a change; such a REGRESSION is a POSSIBLE REGRESSION
-                           (moved together)
+    MOVED TOGETHER         where the sweeps' settings and code are the same and every configuration's step fits
+                           one move (flagged its way, or its interval holds the other configurations' move): what
+                           moved them is the machine's moment, not a change; such a REGRESSION is a POSSIBLE
+                           REGRESSION (moved together)
     improvement / possible improvement    the same, the other way (significant only)
 
 The final loss is compared too.
@@ -723,7 +723,7 @@ def compare_runs(
         lines = [as_possible(line, slowed, MACHINE_MOVED) if meets(line, machine) else line for line in lines]
     # the same settings, code, machine and lengths: what moved every configuration is no change of theirs
     same = not (found.differ or code_differ or machines_differ or measured) and same_known_code(a, b)
-    together = moved_together(matched, lines) if machine is None and same else None
+    together = moved_together(matched, lines, names_a) if machine is None and same else None
     if together is not None:
         slowed = "B" if together.value < 1 else "A"
         lines = [as_possible(line, slowed, MOVED_TOGETHER) if meets(line, together) else line for line in lines]
@@ -870,27 +870,33 @@ def same_known_code(a: list[RunRecord], b: list[RunRecord]) -> bool:
     return len(codes) == 1 and None not in codes
 
 
-def moved_together(matched: list[tuple[Configuration, Configuration]], lines: list[Line]) -> Speedup | None:
-    """B's speed-up over A common to every configuration's step, where each moved with it; else None.
+def moved_together(
+    matched: list[tuple[Configuration, Configuration]], lines: list[Line], names: dict[tuple, str]
+) -> Speedup | None:
+    """B's speed-up over A common to every configuration's step, where each moved with the others; else None.
 
     A machine, or a moment on it, moves every configuration alike: a sweep's spread between its processes, run
     minutes apart, holds none of it.
     It needs two or more configurations and a suite speed-up whose interval excludes 1.
-    Each step then moved with it: a change flagged its way, or an interval that holds it.
-    A step flagged the other way, or unflagged with an interval that leaves it out, is a control.
-    A control shows that the others' change is real.
+    A step flagged a change moved its own way.
+    A step not flagged moved with the others where its interval holds their suite speed-up, without it.
+    Any other step is a control: it shows that the others' change is real.
     compare asks it only of sweeps of the same settings and code, where no change of theirs can have moved them.
     """
-    common = suite_speedup([(ca.sample(), cb.sample()) for ca, cb in matched])
+    samples = [(ca.sample(), cb.sample()) for ca, cb in matched]
+    common = suite_speedup(samples)
     if len(matched) < 2 or common is None or common.low <= 1 <= common.high:
         return None
+    steps = {line.configuration: line for line in lines if line.phase == "step"}
 
-    def moved_with(line: Line) -> bool:
+    def moved_with(index: int, line: Line) -> bool:
         if line.flag and not unconfirmed(line):
             return ("REGRESSION" in line.flag) == (common.value < 1)
-        return line.speedup.low <= common.value <= line.speedup.high
+        others = suite_speedup(samples[:index] + samples[index + 1 :])
+        return others is not None and line.speedup.low <= others.value <= line.speedup.high
 
-    return common if all(moved_with(line) for line in lines if line.phase == "step") else None
+    moved = [moved_with(i, steps[names[ca.key]]) for i, (ca, _) in enumerate(matched) if names[ca.key] in steps]
+    return common if moved and all(moved) else None
 
 
 def machine_moved(lines: list[Line], machine: Speedup | None) -> list[str]:
@@ -908,7 +914,7 @@ def moved_alike(lines: list[Line], common: Speedup | None) -> list[str]:
         lines,
         common,
         MOVED_TOGETHER,
-        f"every configuration's step moved alike, slower in {{side}}, by the suite's {common}, with the same code "
+        f"every configuration's step fits one move, slower in {{side}}, by the suite's {common}, with the same code "
         "and settings: as a machine, or a moment on it, moves them",
     )
 

@@ -196,7 +196,7 @@ def _training(runs: list[RunRecord], host: HostState | None = None) -> list[RunR
 def test_the_table_gives_joules_a_sample_and_samples_a_joule_else_unknown(tmp_path):
     levels = {("tensor", "contiguous"): 50.0, ("subclass", "contiguous"): 60.0}
     runs = synthetic.sweep(levels, 1, synthetic.Noise(), np.random.default_rng(0))
-    unknown = table_view(tmp_path, _training(runs))
+    unknown = table_view(tmp_path, _training(runs, HostState.of([HostBlock(wall_s=1.0, cpus=2, process_cpu_s=1.9)])))
     assert "samples/J" not in unknown.header
     assert {row[unknown.header.index("J/sample")] for row in unknown.rows} == {"unknown"}
     (why,) = [note for note in unknown.notes if note.startswith("unknown: ")]
@@ -204,6 +204,8 @@ def test_the_table_gives_joules_a_sample_and_samples_a_joule_else_unknown(tmp_pa
     measured = _training(runs, _on_gpu(seconds=2.0))  # 150 J over 2 s: 75 W
     shown = table_view(tmp_path, measured)
     assert not [note for note in shown.notes if note.startswith("unknown: ")], shown.notes
+    older = table_view(tmp_path, _training(runs))  # records of a perfsweep that read no host state
+    assert "unknown: J/sample, where its runs recorded no host state (an older perfsweep)" in older.notes
     for row, run in zip(shown.records, measured, strict=True):
         per_sample = row[shown.fields.index("J/sample")]
         assert per_sample == pytest.approx(75 / run.summary.samples_per_s)

@@ -201,15 +201,19 @@ def energy_notes(configs: list[Configuration]) -> list[str]:
 
 def unknown_notes(configs: list[Configuration]) -> list[str]:
     """Why a cell of MFU or J/sample reads unknown, for each column that has one."""
-    runs = [r for c in configs for r in c.runs if r.summary.samples_per_s is not None]
+    runs = [r for c in configs for r in c.runs]
     why = []
-    if any(r.summary.flops_per_step for r in runs) and any(r.summary.mfu is None for r in runs):
-        why.append("MFU, where the device's peak FLOP/s is not known (a CPU's, or a GPU's perfsweep has no figure for)")
-    if any(r.summary.host is None or r.summary.host.energy_j is None for r in runs):
-        why.append(
-            "J/sample, where no energy counter was read: NVML's on a GPU; on a CPU, RAPL's in /sys/class/powercap, "
-            "which the machine lacked or kept from the run's user"
-        )
+    if any(r.summary.flops_per_step for r in runs) and any(c.middle(lambda r: r.summary.mfu) is None for c in configs):
+        why.append("MFU, where the device's peak FLOP/s or the step's FLOPs are not known (a CPU has no peak)")
+    blank = [c for c in configs if not _shared_energy(c) and c.middle(joules_per_sample) is None]
+    if any(r.summary.samples_per_s is not None for r in runs) and blank:
+        if all(r.summary.host is None for c in blank for r in c.runs):
+            why.append("J/sample, where its runs recorded no host state (an older perfsweep)")
+        else:
+            why.append(
+                "J/sample, where no energy counter was read: NVML's on a GPU; on a CPU, RAPL's in "
+                "/sys/class/powercap, which the machine lacked or kept from the run's user"
+            )
     return [f"unknown: {'; '.join(why)}"] if why else []
 
 

@@ -116,9 +116,11 @@ class Progress:
         done = len(self.timings)
         if done == self.finished:
             line = f"{counted(done, 'run')} in {wall:.1f} s; "
-        else:  # the pace of the runs that ran: those the budget left unstarted took no time
-            unstarted = f", {self.unstarted} never started" if self.unstarted else ""
-            line = f"{done} of {counted(self.finished, 'run')} done in {wall:.1f} s{unstarted}; "
+        else:  # "24 runs in 45 s" would claim the pace of runs that failed, stopped or never started
+            rest = self.finished - done - self.unstarted
+            others = [f"{rest} failed or stopped"] if rest else []
+            others += [f"{self.unstarted} never started"] if self.unstarted else []
+            line = f"{done} of {counted(self.finished, 'run')} done in {wall:.1f} s ({', '.join(others)}); "
         line += f"measured windows {windows:.1f} s ({windows / wall:.0%} of it)"
         startups = [t["startup_s"] for t in self.timings if "startup_s" in t]  # a record of another version may lack it
         if startups:

@@ -240,7 +240,9 @@ def test_the_end_line_counts_the_runs_done_where_a_budget_left_others_unstarted(
     progress.ended(specs[1], records.PENDING, "budget")
     progress.ended(specs[2], records.PENDING, "budget")
     end = progress.end_line()
-    assert end.startswith("1 of 3 runs done in ") and ", 2 never started; measured windows 0.5 s (" in end, end
+    assert end.startswith("1 of 3 runs done in ") and " s (2 never started); measured windows 0.5 s (" in end, end
+    progress.ended(specs[0], records.FAILED, "ValueError")
+    assert " s (1 failed or stopped, 2 never started); " in progress.end_line()
 
 
 def test_a_look_whose_first_run_never_started_counts_it_without_a_pace(tiny_plan):

@@ -268,7 +268,9 @@ def test_a_point_measured_beside_a_neighbour_is_named_above_its_table_flagged_or
     assert "SHARED HOST" not in shown(dataclasses.replace(found, points=quiet))[1]
     busy = [dataclasses.replace(p, runs=synthetic.beside(p.runs, 0.8)) for p in found.points]  # a busy CI runner's
     said = shown(dataclasses.replace(found, points=busy))[1]
-    assert "median over its runs) and 3 more: their times may be the load's" in said, said
+    newest = found.points[-1].label
+    assert "SHARED HOST 3 earlier points and " in said, said
+    assert f"{newest} (others' CPU 40%, the median over its runs): their times may be the load's" in said, said
 
 
 def test_a_regression_that_only_points_beside_a_neighbour_confirm_is_a_possible_one():

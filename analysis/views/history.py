@@ -69,7 +69,7 @@ from perfsweep.analysis.views.compare import (
 )
 from perfsweep.conf.schema import COMMIT
 from perfsweep.records import RunRecord, atomic_write
-from perfsweep.records.words import counted, listed
+from perfsweep.records.words import counted
 
 EXIT_REGRESSION, EXIT_POSSIBLE, EXIT_NO_HISTORY = 1, 3, 2
 OWN_FILES = "perfsweep files"  # code_of's key of perfsweep's own modules
@@ -512,8 +512,9 @@ def machine_lines(series: Series) -> list[str]:
 
 
 def host_lines(series: Series) -> list[str]:
-    """A line naming each point whose runs others or steal took past the flags' thresholds, by their medians.
+    """A line naming the points whose runs others or steal took past the flags' thresholds, by their medians.
 
+    It names the newest five, which the gate judges, and counts those before them.
     A point's time beside a load may be the load's, flagged or not.
     """
     loaded = [
@@ -522,7 +523,8 @@ def host_lines(series: Series) -> list[str]:
         if any(host_flags.shares(runs).get(label, 0.0) > threshold for label, threshold, _ in host_flags.TAKEN)
     ]
     times = "its time" if len(loaded) == 1 else "their times"
-    return [f"SHARED HOST {listed(loaded)}: {times} may be the load's"] if loaded else []
+    earlier = f"{len(loaded) - 5} earlier points and " if len(loaded) > 5 else ""
+    return [f"SHARED HOST {earlier}{', '.join(loaded[-5:])}: {times} may be the load's"] if loaded else []
 
 
 def exit_status(made: list[Series]) -> int:

@@ -97,7 +97,7 @@ def test_the_cpu_of_a_process_the_run_started_is_the_runs_own_not_a_neighbours()
     ended = reader.block(start, reader.read())
     assert ended.children_cpu_s > 0.2, dataclasses.asdict(ended)
     # a grandchild that ends within the block under a child that lives on is not this process's to count
-    spin = BUSY_LOOP.format(seconds=0.8)
+    spin = "import time\nend = time.time() + 0.8\nwhile time.time() < end: pass"  # by the clock: it ends in time
     waits = f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {spin!r}]); time.sleep(2)"
     parent = subprocess.Popen([sys.executable, "-c", waits])
     time.sleep(0.5)

@@ -143,6 +143,26 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
             assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
 
 
+def test_an_undetermined_slowdown_beside_a_neighbour_fails_the_gate_as_a_possible_regression():
+    """B ran beside a load that took 40% of its CPUs: its runs spread so wide that no slowdown is decided or ruled
+    out. More runs beside that load would not decide it, and the load may hide a slowdown: the gate exits 3, and
+    the comment that --only-changes posts names the undetermined line."""
+    rng = np.random.default_rng(1)
+    quiet = synthetic.Noise(run_sd=0.02, step_sd=0.01, bimodal=0.0)
+    a = synthetic.beside(synthetic.sweep(synthetic.grid(), 3, quiet, rng), 0.0)
+    loaded = synthetic.Noise(run_sd=0.3, step_sd=0.01, bimodal=0.0)
+    b = synthetic.beside(synthetic.sweep({k: v * 1.1 for k, v in synthetic.grid().items()}, 3, loaded, rng), 0.8)
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    steps = {line.flag for line in shown.items if line.phase == "step"}
+    assert steps == {"UNDETERMINED (slower, not significant)"} and status == compare.EXIT_POSSIBLE, (steps, status)
+    (said,) = [flag for flag in shown.flags if "the gate does not pass the lines flagged UNDETERMINED" in flag]
+    assert said.startswith("SHARED HOST: their hosts differ (above)"), said
+    head = comment.comment(shown, 0.05).splitlines()[0]
+    assert head.startswith("### perfsweep: possibly slower in ") and head.endswith("SHARED HOST)"), head
+    quiet_b = synthetic.beside(b, 0.0)  # the same spread with no neighbour seen: more runs decide it, and it passes
+    assert compare.compare_runs(a, quiet_b, threshold=0.05, loss_tolerance=0.05)[1] == 0
+
+
 def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_regression():
     """Two sweeps of the same code minutes apart: each configuration's step 25% slower in B, the machine's fixed
     workload unmoved. Each sweep's spread between its processes holds none of what moved between the sweeps, and no

@@ -68,7 +68,8 @@ The exit status says what was flagged, so that CI can branch on each:
 
     0      nothing flagged (an improvement is no failure)
     1      a REGRESSION
-    3      a POSSIBLE REGRESSION or NOT COMPILED IN B, and no REGRESSION
+    3      a POSSIBLE REGRESSION or NOT COMPILED IN B, and no REGRESSION; or an UNDETERMINED slowdown where
+           their hosts differ (SHARED HOST): a neighbour can hide a slowdown as well as make one
     4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
     8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
@@ -771,6 +772,8 @@ def compare_runs(
         if (line := short_of(side, left, folder, matched_labels, found.differ, of))
     ]
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
+    if hosts_differ and timing(status) == 0 and any(unconfirmed(line) for line in suspect):
+        status += EXIT_POSSIBLE  # a neighbour may have hidden the slowdown that runs beside it leave undecided
     if not fail_undetermined:
         status &= ~EXIT_UNDETERMINED
     return View("Comparison", above, columns(threshold), shown, notes=notes, flags=flags), status
@@ -791,8 +794,8 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
     said = []
     if any(flag.startswith(UNDETERMINED_FLAG) for flag in flags):
         said.append(
-            f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: "
-            f"{again}, then compare"
+            f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again, so "
+            f"the gate does not pass the lines flagged {UNDETERMINED_FLAG} (exit 3): {again}, then compare"
         )
     if suspect := explicable(flags, shared):
         which = "other lines" if others else "lines"

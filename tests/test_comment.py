@@ -91,8 +91,8 @@ def test_a_slowdown_the_runs_cannot_decide_is_said_undetermined_not_no_change(tm
     shown = launch_here("compare", str(a), str(b), "--format", "markdown")
     head = shown.stdout.splitlines()[0]
     assert head == (
-        "### perfsweep: possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.126x (B's speed-up "
-        "0.56x [0.12, 2.6]), undetermined (more runs decide it)"
+        "### perfsweep: a slowdown not ruled out in tensor-contiguous-replicate=0: its interval reaches 0.126x "
+        "(B's speed-up 0.56x [0.12, 2.6]), undetermined (more runs decide it)"
     ), shown.stdout
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in shown.stdout
     assert shown.returncode == 0, "named, not failed"
@@ -132,7 +132,8 @@ def test_the_headline_names_the_undetermined_line_whose_interval_reaches_the_fur
     flagged = [dataclasses.replace(line, flag=verdict.flag(line.speedup, False, 0.05)) for line in lines]
     view = View("Comparison", ["A: a  B: b", "they differ in: nothing"], [], flagged)
     head = comment.comment(view, 0.05).splitlines()[0]
-    assert head.startswith("### perfsweep: possibly slower in wide: its interval reaches 0.3x (B's speed-up 1.0x"), head
+    said = "### perfsweep: a slowdown not ruled out in wide: its interval reaches 0.3x (B's speed-up 1.0x"
+    assert head.startswith(said), head
 
 
 def test_only_changes_posts_nothing_for_a_machine_flag_that_qualifies_no_change():
@@ -183,4 +184,4 @@ def test_a_final_loss_that_changed_leads_the_headline_before_a_slowdown_left_und
     assert flag.startswith("UNDETERMINED"), flag
     moved = [Line("PassThrough", "step", "3/3", 5.2, 5.1, wide, True, flag=flag)]
     said = comment.headline(moved, undetermined=1, losses=True)
-    assert said.startswith("a final loss changed; possibly slower in PassThrough: "), said
+    assert said.startswith("a final loss changed; a slowdown not ruled out in PassThrough: "), said

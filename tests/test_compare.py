@@ -158,7 +158,7 @@ def test_an_undetermined_slowdown_beside_a_neighbour_fails_the_gate_as_a_possibl
     (said,) = [flag for flag in shown.flags if "the gate does not pass the lines flagged UNDETERMINED" in flag]
     assert said.startswith("SHARED HOST: their hosts differ (above)"), said
     head = comment.comment(shown, 0.05).splitlines()[0]
-    assert head.startswith("### perfsweep: possibly slower in ") and head.endswith("SHARED HOST)"), head
+    assert head.startswith("### perfsweep: a slowdown not ruled out in ") and head.endswith("SHARED HOST)"), head
     quiet_b = synthetic.beside(b, 0.0)  # the same spread with no neighbour seen: more runs decide it, and it passes
     assert compare.compare_runs(a, quiet_b, threshold=0.05, loss_tolerance=0.05)[1] == 0
 
@@ -498,7 +498,7 @@ def test_a_slowdown_beyond_the_threshold_that_the_runs_cannot_confirm_is_named_a
     posted = comment.comment(shown, 0.05)
     assert "0 slower, 0 faster, 0 same, 1 undetermined" in posted
     assert (
-        "possibly slower in tensor-contiguous-replicate=0: its interval reaches 0.022x "
+        "a slowdown not ruled out in tensor-contiguous-replicate=0: its interval reaches 0.022x "
         "(B's speed-up 0.34x [0.022, 5.1])" in posted
     )
 

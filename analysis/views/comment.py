@@ -131,8 +131,8 @@ def headline(
         if unconfirmed(line):
             reach = reaches(line.speedup) if math.isfinite(line.speedup.low) else "no time to compare"
             said = (
-                f"possibly slower in {line.configuration}: {reach} (B's speed-up {line.speedup}), undetermined "
-                f"({undetermined_way(shared)})"
+                f"a slowdown not ruled out in {line.configuration}: {reach} (B's speed-up {line.speedup}), "
+                f"undetermined ({undetermined_way(shared)})"
             )
     elif undetermined:
         way = f"runs with their hosts to themselves narrow them: {SHARED_HOST}" if shared else "more runs narrow them"

@@ -195,7 +195,7 @@ def show_comparison(args: argparse.Namespace) -> int:
     if args.format != "markdown":
         print(render(view, args.format or "markdown"), end="")
     elif not (args.only_changes and status == 0 and not comment.changed(view)):
-        print(comment.comment(view, args.threshold), end="")
+        print(comment.comment(view, args.threshold) + f"\n{comment.gate(status, 'compare')}\n", end="")
     return status
 
 
@@ -234,7 +234,7 @@ def show_history(args: argparse.Namespace) -> int:
         conf = wandb_online.kept_offline(conf)  # logged here, then uploaded: a run of its own each time
     if args.format == "markdown":
         if not (args.only_changes and status == 0 and not any(series.flag for series in made)):
-            print(comment.history_comment(made, shown, said), end="")
+            print(comment.history_comment(made, shown, said) + f"\n{comment.gate(status, 'history')}\n", end="")
     else:
         print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
         for line in said:

@@ -482,6 +482,7 @@ def test_a_history_of_two_configurations_names_each_above_its_table(tmp_path):
     assert (quiet.returncode, quiet.stdout) == (0, "")
     said = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown").stdout
     assert said.startswith("### perfsweep history: no regression\n") and "**0 regressed**" in said
+    assert said.endswith("\n\ngate: passes (exit status 0)\n"), said
 
 
 def test_a_sweep_in_the_middle_that_shares_no_configuration_fails_the_gate():

@@ -102,6 +102,14 @@ def comment(view: View, threshold: float) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def gate(status: int, command: str) -> str:
+    """The comment's last line: whether the command's exit status fails the gate, so a reader need not see the CI
+    log."""
+    if status == 0:
+        return "gate: passes (exit status 0)"
+    return f"gate: fails (exit status {status}; `perfsweep {command} --help` says what each status flags)"
+
+
 def _largest(line: Line) -> tuple[int, float]:
     """The order of flagged lines.
 

@@ -137,7 +137,8 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
         assert differ or not suspect, "a possible regression of a shared host comes of hosts that differ"
         if suspect:
             said = "so the lines flagged POSSIBLE REGRESSION may show that load, not the code"
-            assert said in found[0] and "run the sweep whose host was shared again with its host to itself" in found[0]
+            which = "B's sweep" if side_a is a else "the sweep whose host was shared"  # known where A's was quiet
+            assert said in found[0] and f"run {which} again with its host to itself" in found[0], found[0]
             assert shown.notes[0].startswith("1 slower (1 of them possible: shared host), 0 faster"), shown.notes[0]
             head = comment.comment(shown, 0.05).splitlines()[0]
             assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
@@ -303,7 +304,7 @@ def test_an_undetermined_slowdown_beside_a_shared_host_is_decided_by_runs_alone_
         head = comment.comment(shown, 0.05).splitlines()[0]
         assert head.endswith(f", undetermined ({legend})"), head
         if shared:
-            assert "run the sweep whose host was shared again with its host to itself, then compare" in found[0]
+            assert "run B's sweep again with its host to itself, then compare" in found[0], found[0]
 
 
 def test_compare_counts_the_runs_a_neighbour_took_where_it_came_and_went():

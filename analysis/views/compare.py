@@ -790,7 +790,8 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
     flags = [line.flag for line in lines if line.flag]
     if not hosts_differ or not flags:
         return []
-    again = "run the sweep whose host was shared again with its host to itself"
+    which = f"{shared}'s sweep" if shared else "the sweep whose host was shared"
+    again = f"run {which} again with its host to itself"
     said = []
     if any(flag.startswith(UNDETERMINED_FLAG) for flag in flags):
         said.append(

@@ -144,6 +144,18 @@ def test_a_regression_measured_beside_a_shared_host_is_possible_and_says_the_loa
             assert head.endswith("x slower in subclass (POSSIBLE REGRESSION, shared host)"), head
 
 
+def test_the_count_of_undetermined_lines_says_how_many_are_flagged():
+    """Two sweeps alike, 3 runs a side: none is decided, and one line's interval reaches no slowdown past 5%."""
+    noisy = synthetic.Noise(run_sd=0.05, step_sd=0.01, bimodal=0.0)
+    rng = np.random.default_rng(3)
+    a, b = (synthetic.sweep(synthetic.grid(), 3, noisy, rng) for _ in "ab")
+    shown, status = compare.compare_runs(a, b, threshold=0.05, loss_tolerance=0.05)
+    flags = sorted(line.flag.split(" (")[0] for line in shown.items if line.phase == "step")
+    assert flags == ["", "UNDETERMINED", "UNDETERMINED"] and status == 0, flags
+    said = "0 same, 3 undetermined (2 of them flagged UNDETERMINED: a slowdown not ruled out), of 3 configurations"
+    assert said in shown.notes[0], shown.notes[0]
+
+
 def test_an_undetermined_slowdown_beside_a_neighbour_fails_the_gate_as_a_possible_regression():
     """B ran beside a load that took 40% of its CPUs: its runs spread so wide that no slowdown is decided or ruled
     out. More runs beside that load would not decide it, and the load may hide a slowdown: the gate exits 3, and

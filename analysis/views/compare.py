@@ -586,6 +586,8 @@ def counted_kinds(steps: list[Line], threshold: float, strong: Callable[[str], s
     counts = kinds(steps, threshold)
 
     def count(way: str, n: int) -> str:
+        if way == UNDETERMINED and 0 < (flagged := sum(map(unconfirmed, steps))) < n:  # the rest: no slowdown seen
+            return f"{n} {way} ({flagged} of them flagged {UNDETERMINED_FLAG}: a slowdown not ruled out)"
         if way not in (SLOWER, FASTER) or not n:
             return f"{n} {way}"
         why = [possible(line) for line in steps if kind(line, threshold) == way and possible(line)]

@@ -118,7 +118,8 @@ def add_view_commands(subparsers) -> None:
     _format_option(parser)
     about = (
         "two sweeps configuration by configuration; exit status 1 on a regression, 3 on a possible one (1 run, a "
-        "shared host, a moved machine, a configuration compiled in A that ran eagerly in B), "
+        "shared host, a moved machine, a configuration compiled in A that ran eagerly in B, a slowdown left "
+        "undetermined beside a shared host), "
         "4 added where a final loss changed, 8 where configurations of A have no match in B, 16 with "
         "--fail-undetermined where the runs did not rule out a slowdown, 2 where none matched"
     )

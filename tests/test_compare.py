@@ -174,6 +174,11 @@ def test_an_undetermined_slowdown_beside_a_neighbour_fails_the_gate_as_a_possibl
     assert head.startswith("### perfsweep: a slowdown not ruled out in ") and head.endswith("SHARED HOST)"), head
     quiet_b = synthetic.beside(b, 0.0)  # the same spread with no neighbour seen: more runs decide it, and it passes
     assert compare.compare_runs(a, quiet_b, threshold=0.05, loss_tolerance=0.05)[1] == 0
+    came_and_went = [synthetic.beside([run], 0.8 if i % 3 == 0 else 0.0)[0] for i, run in enumerate(b)]
+    shown, status = compare.compare_runs(a, came_and_went, threshold=0.05, loss_tolerance=0.05)
+    assert any(line.startswith("their hosts differ in: others' CPU above 10% in A 0 of 9, B 3 of 9") for line in
+               shown.above), shown.above  # fmt: skip
+    assert status == 0, "a neighbour in 3 of B's 9 runs: its median run had none, and more runs decide it"
 
 
 def test_every_configuration_slower_alike_with_nothing_changed_is_a_possible_regression():

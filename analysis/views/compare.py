@@ -31,7 +31,8 @@ With nothing changed, a compare of 30 configurations flags a REGRESSION in at mo
                            between processes), or one a shared host or a moved machine may explain (below)
     UNDETERMINED           B's interval reaches a slowdown beyond the threshold, and no such slowdown is confirmed
                            (or B's time is unknown): the runs can neither confirm nor rule it out, and more runs
-                           decide it; it fails the gate with --fail-undetermined
+                           decide it; it fails the gate with --fail-undetermined, and where one sweep's host was
+                           shared and the other's not, as a possible regression (exit 3)
     SHARED HOST            beside a flagged line, where one sweep's host was shared and the other's not: the
                            change may be that load's, and more runs beside it would measure it again, so the
                            way on is to run that sweep again with its host to itself; such a REGRESSION is a
@@ -69,7 +70,8 @@ The exit status says what was flagged, so that CI can branch on each:
     0      nothing flagged (an improvement is no failure)
     1      a REGRESSION
     3      a POSSIBLE REGRESSION or NOT COMPILED IN B, and no REGRESSION; or an UNDETERMINED slowdown where
-           their hosts differ (SHARED HOST): a neighbour can hide a slowdown as well as make one
+           one sweep's host was shared and the other's not (SHARED HOST): a neighbour can hide a slowdown as
+           well as make one
     4      LOSS CHANGED or NON-FINITE LOSS, and no slowdown flagged
     5, 7   a loss flag beside a slowdown: 4 added to 1 or 3
     8      more of A's configurations without a match in B than --max-unmatched allows, and nothing else flagged
@@ -747,7 +749,7 @@ def compare_runs(
         f"{len(every_b)} without a match in A; gated: {gate}, each change flagged when beyond {percent(threshold)} "
         f"and significant with the family of {sum(x.gated for x in lines)} held to 5% (Holm; one-run lines a family "
         f"apart); a slowdown beyond it that the runs do not rule out, UNDETERMINED ({undetermined_way(bool(shared))}; "
-        "--fail-undetermined fails the gate on it); loss "
+        "--fail-undetermined fails the gate on it, as a shared host does); loss "
         f"tolerance {percent(loss_tolerance)}; speed-up = time of A / of B (below 1: B is slower), each "
         "run counting once by its median",
         suite(matched, bool(hosts_differ)),
@@ -774,11 +776,20 @@ def compare_runs(
         if (line := short_of(side, left, folder, matched_labels, found.differ, of))
     ]
     status = exit_status(shown) + (EXIT_UNMATCHED if unmatched else 0)
-    if hosts_differ and timing(status) == 0 and any(unconfirmed(line) for line in suspect):
+    if timing(status) == 0 and any(beside_a_load(line, side) for line in suspect):
         status += EXIT_POSSIBLE  # a neighbour may have hidden the slowdown that runs beside it leave undecided
     if not fail_undetermined:
         status &= ~EXIT_UNDETERMINED
     return View("Comparison", above, columns(threshold), shown, notes=notes, flags=flags), status
+
+
+def beside_a_load(line: Line, shared: str | None) -> bool:
+    """Whether a line is UNDETERMINED where one sweep's runs, by their median, shared their host and the other's not.
+
+    More runs beside that load would not decide it, and the load may hide a slowdown as well as make one.
+    A line without a time to compare is no load's doing.
+    """
+    return shared is not None and unconfirmed(line) and math.isfinite(line.speedup.value)
 
 
 def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others: bool = False) -> list[str]:
@@ -795,10 +806,16 @@ def shared_host(hosts_differ: str, lines: list[Line], shared: str | None, others
     which = f"{shared}'s sweep" if shared else "the sweep whose host was shared"
     again = f"run {which} again with its host to itself"
     said = []
-    if any(flag.startswith(UNDETERMINED_FLAG) for flag in flags):
+    if any(beside_a_load(line, shared) for line in lines):
         said.append(
             f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again, so "
-            f"the gate does not pass the lines flagged {UNDETERMINED_FLAG} (exit 3): {again}, then compare"
+            f"the gate does not pass the lines flagged {UNDETERMINED_FLAG}, as a possible regression: {again}, then "
+            "compare"
+        )
+    elif any(flag.startswith(UNDETERMINED_FLAG) for flag in flags):
+        said.append(
+            f"{SHARED_HOST}: their hosts differ (above), and more runs beside that load would measure it again: "
+            f"{again}, then compare"
         )
     if suspect := explicable(flags, shared):
         which = "other lines" if others else "lines"

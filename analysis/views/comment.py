@@ -17,8 +17,9 @@ A table of the configurations flagged follows, with A's and B's step, B's speed-
 A slower one whose sweeps both ran with explain=true lists its three largest operator differences below it.
 The commands that measure each of them again as B ran it follow, folded, with the commit B's code was at.
 The other configurations are folded below them.
-Last come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
+Then come what the sweeps differ in (settings, code, machines, hosts), the losses that changed, and the
 configurations without a match.
+The command's exit status comes last (`gate`).
 Where no configuration matched, the comment says so, with what parts the sweeps.
 
 history's comment heads with its first confirmed regression, else its first possible one, else says there is none.
@@ -103,11 +104,11 @@ def comment(view: View, threshold: float) -> str:
 
 
 def gate(status: int, command: str) -> str:
-    """The comment's last line: whether the command's exit status fails the gate, so a reader need not see the CI
+    """The comment's last line: the command's exit status, which a CI job acts on, so a reader need not see its
     log."""
     if status == 0:
-        return "gate: passes (exit status 0)"
-    return f"gate: fails (exit status {status}; `perfsweep {command} --help` says what each status flags)"
+        return "exit status 0: nothing flagged"
+    return f"exit status {status} (`perfsweep {command} --help` says what each status flags)"
 
 
 def _largest(line: Line) -> tuple[int, float]:

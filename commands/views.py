@@ -239,17 +239,18 @@ def show_history(args: argparse.Namespace) -> int:
         print("\n\n".join(f"{view.title}\n{text(view)}" if len(shown) > 1 else text(view) for view in shown))
         for line in said:
             print(line)
+    where = sys.stderr if args.format == "markdown" else sys.stdout  # a comment's file holds the comment alone
     if args.out:
-        print(f"history: {views.write(made, shown, args.phase, args.out, said)}")
+        print(f"history: {views.write(made, shown, args.phase, args.out, said)}", file=where)
         for warning in wandb_history.log_history(made, shown, found, args.out, conf, said):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     if args.wandb:
-        for warning in upload_history(made, shown, found, args.out, conf, said):
+        for warning in upload_history(made, shown, found, args.out, conf, said, where):
             print(f"perfsweep: warning: {warning}", file=sys.stderr)
     return status
 
 
-def upload_history(made, shown, found, out: Path, conf, said: list[str]) -> list[str]:
+def upload_history(made, shown, found, out: Path, conf, said: list[str], where) -> list[str]:
     """Upload the history run logged in `out` and create its W&B Report; what went wrong, as warnings.
 
     A history's exit status is its verdict, for CI: W&B, a view of it, does not change it.
@@ -269,7 +270,7 @@ def upload_history(made, shown, found, out: Path, conf, said: list[str]) -> list
         url = wandb_online.within(conf.timeout_s, "saving the W&B Report", save_wandb_report, content)
     except wandb_online.WandbUnreachable as error:
         return [str(error)]
-    print(f"W&B report: {url}")
+    print(f"W&B report: {url}", file=where)
     return []
 
 

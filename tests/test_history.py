@@ -480,9 +480,10 @@ def test_a_history_of_two_configurations_names_each_above_its_table(tmp_path):
     assert titles == ["History: tensor", "History: subclass"], shown.stdout
     quiet = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown", "--only-changes")
     assert (quiet.returncode, quiet.stdout) == (0, "")
-    said = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown").stdout
-    assert said.startswith("### perfsweep history: no regression\n") and "**0 regressed**" in said
-    assert said.endswith("\n\ngate: passes (exit status 0)\n"), said
+    said = launch_here("history", str(runs), "--repo", str(repo), "--format", "markdown", "--out", str(tmp_path / "h"))
+    assert said.stdout.startswith("### perfsweep history: no regression\n") and "**0 regressed**" in said.stdout
+    assert said.stdout.endswith("\n\nexit status 0: nothing flagged\n"), "the comment's file holds it alone"
+    assert said.stderr.startswith(f"history: {tmp_path / 'h'}"), said.stderr
 
 
 def test_a_sweep_in_the_middle_that_shares_no_configuration_fails_the_gate():
